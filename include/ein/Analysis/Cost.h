@@ -1,0 +1,69 @@
+// Analytic cost of each op: FLOPs and bytes as formulas and numbers, and rooflines.
+#pragma once
+
+#include "ein/Sema/Program.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ein {
+
+/// A count: its formula in the dims and its value once they are bound.
+struct Quantity {
+  SizeExpr expr;
+  std::optional<Int> value;
+  static Quantity of(const SizeExpr &e, const Bindings &env);
+  /// "1073741824" when bound, else the formula.
+  std::string str() const;
+};
+
+/// What the cost model needs to know about one op, independent of where it
+/// comes from (the checked AST or an `ein` op in the IR).
+struct CostInput {
+  OpKind kind;
+  std::vector<TensorType> inputs, outputs;
+  const TransformInfo *transform = nullptr; // rearrange/reduce/repeat
+  const EinsumInfo *einsum = nullptr;
+  ReduceKind reduction = ReduceKind::Sum;
+  size_t packAxesBefore = 0; // unpack: named axes before `*`
+};
+
+struct OpCost {
+  Quantity flops, bytesRead, bytesWritten;
+  bool view = false; // no data moves: strides only
+  /// einsum with 3+ operands: the naive single-loop count, and the pairwise
+  /// contraction order used (operand indices; new intermediates are appended).
+  std::optional<Quantity> naiveFlops;
+  std::vector<std::pair<unsigned, unsigned>> path;
+  Quantity bytes() const;
+};
+
+/// The cost of one op under the conventions of docs/cost-model.md.
+OpCost computeCost(const CostInput &input, const Bindings &env);
+
+/// The contraction order for an einsum: optimal (least FLOPs) for up to 6
+/// operands, greedy above, as opt_einsum does. Unbound sizes count as 512
+/// when comparing orders.
+std::vector<std::pair<unsigned, unsigned>>
+contractionPath(const EinsumInfo &info, const Bindings &env);
+
+/// Peak compute per dtype and memory bandwidth of an accelerator.
+struct DeviceSpec {
+  std::string name;
+  std::string description;
+  double peakF64, peakF32, peakF16, peakBF16, peakF8; // FLOP/s; 0 = none
+  double bandwidth;                                   // bytes/s
+  double peakFor(DType dtype) const;
+};
+
+/// Known devices: a100, h100, h200 (dense peaks, SXM parts).
+const std::vector<DeviceSpec> &deviceTable();
+const DeviceSpec *findDevice(const std::string &name);
+
+/// Roofline time of `flops` at `peak` and `bytes` at `bandwidth`.
+double rooflineSeconds(double flops, double bytes, double peak,
+                       double bandwidth);
+
+} // namespace ein

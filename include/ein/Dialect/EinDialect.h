@@ -1,0 +1,86 @@
+//===- EinDialect.h - the ein dialect ---------------------------*- C++ -*-===//
+//
+// The one header to include for the ein dialect: dialect, types, attributes,
+// ops, and the helpers that connect them to the front end's shape library.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ein/Shape/Infer.h"
+#include "ein/Shape/Shape.h"
+#include "ein/Syntax/Pattern.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ein/Dialect/EinDialect.h.inc"
+#include "ein/Dialect/EinEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "ein/Dialect/EinTypes.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "ein/Dialect/EinAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "ein/Dialect/EinOps.h.inc"
+
+namespace ein {
+
+//===----------------------------------------------------------------------===//
+// Element types
+//===----------------------------------------------------------------------===//
+
+/// The DType of a builtin element type (f64 f32 f16 bf16 f8E4M3FN f8E5M2 i64
+/// i32); nullopt for anything else.
+std::optional<DType> toDType(mlir::Type type);
+/// The builtin element type of a DType.
+mlir::Type toMLIRType(mlir::MLIRContext *context, DType dtype);
+
+/// `!ein.tensor` of a front-end tensor type.
+EinTensorType toMLIRType(mlir::MLIRContext *context, const TensorType &type);
+
+//===----------------------------------------------------------------------===//
+// Reduce kinds
+//===----------------------------------------------------------------------===//
+
+ReduceKind toReduceKind(ReduceOpKind kind);
+ReduceOpKind toReduceOpKind(ReduceKind kind);
+
+//===----------------------------------------------------------------------===//
+// Sizes and compile-time dims
+//===----------------------------------------------------------------------===//
+
+/// The `sizes` dictionary of `args`: name -> StringAttr of the expression.
+mlir::DictionaryAttr getSizesAttr(mlir::MLIRContext *context,
+                                  const std::vector<SizeArg> &args);
+/// The size arguments of a `sizes` dictionary (null gives none). Values are
+/// StringAttr size expressions or integers.
+Expected<std::vector<SizeArg>> getSizeArgs(mlir::DictionaryAttr sizes);
+
+/// The `parts` attribute of `ein.unpack`: one shape string per result.
+mlir::ArrayAttr getPartsAttr(mlir::MLIRContext *context,
+                             const std::vector<Shape> &parts);
+/// The shapes of a `parts` attribute (verified ops only).
+std::vector<Shape> getParts(mlir::ArrayAttr parts);
+
+/// The compile-time sizes in the `ein.dims` attribute of `op`'s enclosing
+/// module (or of `op` itself when it is a module); empty when absent.
+Bindings getModuleDims(mlir::Operation *op);
+/// Sets the `ein.dims` attribute of `module` to `dims`.
+void setModuleDims(mlir::ModuleOp module, const Bindings &dims);
+/// An inference context whose env holds `getModuleDims(op)`.
+InferContext getInferContext(mlir::Operation *op);
+
+} // namespace ein

@@ -1,0 +1,228 @@
+//===- EinOps.td - ein dialect operations ------------------*- tablegen -*-===//
+//
+// Every op's verifier re-runs the matching `ein::infer*` rule on the operand
+// types and attributes and checks the declared result type against it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EIN_DIALECT_EINOPS_TD
+#define EIN_DIALECT_EINOPS_TD
+
+include "ein/Dialect/EinDialect.td"
+include "ein/Dialect/EinTypes.td"
+include "ein/Dialect/EinAttrs.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+defvar Ein_Tensor = Ein_TensorType;
+
+//===----------------------------------------------------------------------===//
+// einops operations
+//===----------------------------------------------------------------------===//
+
+class Ein_PatternOp<string mnemonic, list<Trait> traits = []>
+    : Ein_Op<mnemonic, !listconcat(traits, [Pure])> {
+  let hasVerifier = 1;
+}
+
+def Ein_RearrangeOp : Ein_PatternOp<"rearrange"> {
+  let summary = "einops.rearrange: permute, split and merge axes";
+  let description = [{
+    ```mlir
+    %1 = ein.rearrange %0 "b s (h d) -> b h s d" {h = "heads"}
+        : !ein.tensor<"batch seq heads*d", bf16>
+        -> !ein.tensor<"batch heads seq d", bf16>
+    ```
+    `sizes` binds pattern axes to size expressions (strings parsed by
+    `ein::parseSizeExpr`, or integers). The element type is kept.
+  }];
+  let arguments = (ins Ein_Tensor:$input, Ein_PatternAttr:$pattern,
+                       OptionalAttr<DictionaryAttr>:$sizes);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $input custom<PatternAndSizes>($pattern, $sizes) attr-dict-with-keyword
+    `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+}
+
+def Ein_ReduceOp : Ein_PatternOp<"reduce"> {
+  let summary = "einops.reduce: reduce the axes missing from the output";
+  let description = [{
+    ```mlir
+    %1 = ein.reduce mean %0 "b s d -> b d"
+        : !ein.tensor<"batch seq d", f32> -> !ein.tensor<"batch d", f32>
+    ```
+  }];
+  let arguments = (ins Ein_ReduceKindAttr:$kind, Ein_Tensor:$input,
+                       Ein_PatternAttr:$pattern,
+                       OptionalAttr<DictionaryAttr>:$sizes);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    custom<ReduceKind>($kind) $input custom<PatternAndSizes>($pattern, $sizes)
+    attr-dict-with-keyword `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+}
+
+def Ein_RepeatOp : Ein_PatternOp<"repeat"> {
+  let summary = "einops.repeat: add or tile axes";
+  let description = [{
+    ```mlir
+    %1 = ein.repeat %0 "h w -> h w c" {c = "3"}
+        : !ein.tensor<"h w", f32> -> !ein.tensor<"h w 3", f32>
+    ```
+  }];
+  let arguments = (ins Ein_Tensor:$input, Ein_PatternAttr:$pattern,
+                       OptionalAttr<DictionaryAttr>:$sizes);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $input custom<PatternAndSizes>($pattern, $sizes) attr-dict-with-keyword
+    `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+}
+
+def Ein_EinsumOp : Ein_PatternOp<"einsum"> {
+  let summary = "einsum over any number of operands";
+  let description = [{
+    ```mlir
+    %2 = ein.einsum %0, %1 "b i d, b j d -> b i j" acc f32
+        : !ein.tensor<"batch seq d", bf16>, !ein.tensor<"batch seq d", bf16>
+        -> !ein.tensor<"batch seq seq", f32>
+    ```
+    All operands share one element type; the result's element type is `acc`
+    when given (the accumulation type), else the operands'.
+  }];
+  let arguments = (ins Variadic<Ein_Tensor>:$inputs,
+                       Ein_PatternAttr:$pattern,
+                       OptionalAttr<DictionaryAttr>:$sizes,
+                       OptionalAttr<TypeAttr>:$acc);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs custom<PatternAndSizes>($pattern, $sizes) (`acc` $acc^)?
+    attr-dict-with-keyword `:` qualified(type($inputs)) `->` qualified(type($result))
+  }];
+}
+
+def Ein_PackOp : Ein_PatternOp<"pack"> {
+  let summary = "einops.pack: concatenate along the `*` axes";
+  let description = [{
+    ```mlir
+    %2 = ein.pack %0, %1 "b * c"
+        : !ein.tensor<"b h w c", f32>, !ein.tensor<"b c", f32>
+        -> !ein.tensor<"b h*w + 1 c", f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Ein_Tensor>:$inputs,
+                       Ein_PatternAttr:$pattern);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs custom<PatternText>($pattern) attr-dict-with-keyword
+    `:` qualified(type($inputs)) `->` qualified(type($result))
+  }];
+}
+
+def Ein_UnpackOp : Ein_PatternOp<"unpack"> {
+  let summary = "einops.unpack: split the `*` axis into parts";
+  let description = [{
+    ```mlir
+    %1:2 = ein.unpack %0 "b * c" ["h w", ""]
+        : !ein.tensor<"b h*w + 1 c", f32>
+        -> !ein.tensor<"b h w c", f32>, !ein.tensor<"b c", f32>
+    ```
+    `parts` holds, per result, the shape string of its `*` part (einops'
+    packed shapes).
+  }];
+  let arguments = (ins Ein_Tensor:$input, Ein_PatternAttr:$pattern,
+                       StrArrayAttr:$parts);
+  let results = (outs Variadic<Ein_Tensor>:$results);
+  let assemblyFormat = [{
+    $input custom<PatternText>($pattern) $parts
+    attr-dict-with-keyword `:` qualified(type($input)) `->` qualified(type($results))
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise operations
+//===----------------------------------------------------------------------===//
+
+class Ein_BinaryOp<string mnemonic, string desc>
+    : Ein_Op<mnemonic, [Pure]> {
+  let summary = "elementwise " # desc # " with broadcasting by name";
+  let description = [{
+    Operands may have different shapes: the smaller one's dims (size-1 dims
+    dropped) must appear in the larger one, in order (`ein::inferBroadcast`).
+    Element types must be equal.
+    ```mlir
+    %2 = ein.}] # mnemonic # [{ %0, %1 : !ein.tensor<"b s d", f32>,
+        !ein.tensor<"d", f32> -> !ein.tensor<"b s d", f32>
+    ```
+  }];
+  let arguments = (ins Ein_Tensor:$lhs, Ein_Tensor:$rhs);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Ein_AddOp : Ein_BinaryOp<"add", "addition">;
+def Ein_SubOp : Ein_BinaryOp<"sub", "subtraction">;
+def Ein_MulOp : Ein_BinaryOp<"mul", "multiplication">;
+def Ein_DivOp : Ein_BinaryOp<"div", "division">;
+def Ein_PowOp : Ein_BinaryOp<"pow", "power">;
+
+class Ein_UnaryOp<string mnemonic, string desc>
+    : Ein_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # desc;
+  let description = [{
+    ```mlir
+    %1 = ein.}] # mnemonic # [{ %0 : !ein.tensor<"b s d", f32>
+    ```
+  }];
+  let arguments = (ins Ein_Tensor:$input);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($result))";
+}
+
+def Ein_ExpOp : Ein_UnaryOp<"exp", "exponential">;
+def Ein_LogOp : Ein_UnaryOp<"log", "natural logarithm">;
+def Ein_SqrtOp : Ein_UnaryOp<"sqrt", "square root">;
+def Ein_RsqrtOp : Ein_UnaryOp<"rsqrt", "reciprocal square root">;
+def Ein_ReluOp : Ein_UnaryOp<"relu", "max(x, 0)">;
+def Ein_TanhOp : Ein_UnaryOp<"tanh", "hyperbolic tangent">;
+def Ein_NegOp : Ein_UnaryOp<"neg", "negation">;
+
+def Ein_CastOp : Ein_Op<"cast", [Pure]> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    ```mlir
+    %1 = ein.cast %0 : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", bf16>
+    ```
+    The shape is kept.
+  }];
+  let arguments = (ins Ein_Tensor:$input);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Ein_ConstantOp : Ein_Op<"constant",
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a scalar constant";
+  let description = [{
+    ```mlir
+    %0 = ein.constant 2.000000e+00 : f32
+    ```
+    The value is a FloatAttr or IntegerAttr of a supported element type; the
+    result is the 0-d tensor `!ein.tensor<"", f32>` of that element type.
+  }];
+  let arguments = (ins TypedAttrInterface:$value);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "double":$value, "::mlir::Type":$elementType)>
+  ];
+}
+
+#endif // EIN_DIALECT_EINOPS_TD

@@ -1,0 +1,37 @@
+// The `einc report` table and JSON: per-op costs and per-function totals.
+#pragma once
+
+#include "ein/Analysis/Cost.h"
+
+#include <ostream>
+#include <string>
+
+namespace ein {
+
+struct ReportOptions {
+  std::string function;           // only this function when non-empty
+  const DeviceSpec *device = nullptr;
+  double peakOverride = 0;        // --peak-flops (FLOP/s), all dtypes
+  double bandwidthOverride = 0;   // --bandwidth (bytes/s)
+};
+
+/// One row of the report, computed once and printed as text or JSON.
+struct OpReport {
+  const CheckedOp *op;
+  OpCost cost;
+  TensorType result;
+  double peak = 0; // FLOP/s used for this op's roofline
+};
+
+std::vector<OpReport> reportOps(const CheckedFunction &fn,
+                                const ReportOptions &options);
+
+/// The cost inputs of a checked op (shared by the report and tests).
+CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn);
+
+void printReportTable(const CheckedModule &module, const ReportOptions &options,
+                      std::ostream &os);
+void printReportJSON(const CheckedModule &module, const ReportOptions &options,
+                     std::ostream &os);
+
+} // namespace ein

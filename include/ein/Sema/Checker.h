@@ -1,0 +1,21 @@
+// The static checker: types every value of a .ein module and reports shape errors.
+#pragma once
+
+#include "ein/Sema/Program.h"
+#include "ein/Syntax/AST.h"
+
+#include <map>
+
+namespace ein {
+
+struct CheckOptions {
+  /// `--dim NAME=INT`: overrides `dim` declarations and binds free names.
+  std::map<std::string, Int> dimOverrides;
+};
+
+/// Checks `module`; every error goes to `diags` with its source location.
+/// The result is meaningful only when no error was reported.
+CheckedModule checkModule(const Module &module, const CheckOptions &options,
+                          DiagnosticEngine &diags);
+
+} // namespace ein

@@ -1,0 +1,66 @@
+// The checked program: every value typed, every op with its inferred structure.
+#pragma once
+
+#include "ein/Shape/Infer.h"
+#include "ein/Syntax/Diagnostics.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+/// Operations of the language, after checking.
+enum class OpKind {
+  Rearrange, Reduce, Repeat, Einsum, Pack, Unpack,
+  Add, Sub, Mul, Div, Pow,                  // elementwise binary
+  Exp, Log, Sqrt, Rsqrt, Relu, Tanh, Neg,   // elementwise unary
+  Cast, Constant
+};
+const char *opKindName(OpKind kind); // "rearrange", "add", ...
+bool isBinary(OpKind kind);
+bool isUnary(OpKind kind);
+
+/// A value: a tensor, or the packed shapes returned by `pack` (`ps`).
+struct Value {
+  TensorType type;
+  std::string name; // source name if any
+  bool isPackedShapes = false;
+  std::vector<Shape> parts; // for packed shapes
+};
+
+struct CheckedOp {
+  OpKind kind;
+  SourceLoc loc;
+  std::string pattern;          // the pattern text as written
+  Pattern parsed;               // for pattern ops
+  std::vector<SizeArg> sizes;   // keyword sizes
+  ReduceKind reduction = ReduceKind::Sum;
+  std::optional<DType> acc;     // einsum accumulation/result type
+  double constant = 0;          // Constant
+  bool constantIsInt = false;
+  std::vector<unsigned> operands, results; // value ids
+  std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
+  std::optional<TransformInfo> transform; // rearrange/reduce/repeat
+  std::optional<EinsumInfo> einsum;
+};
+
+struct CheckedFunction {
+  std::string name;
+  SourceLoc loc;
+  std::vector<unsigned> params; // value ids
+  std::vector<TensorType> results;
+  std::vector<unsigned> returns; // value ids
+  std::vector<Value> values;
+  std::vector<CheckedOp> ops;
+  InferContext ctx; // bindings, packs, entry constraints of this function
+};
+
+struct CheckedModule {
+  std::string path;
+  Bindings dims; // `dim` declarations and --dim overrides
+  std::vector<CheckedFunction> functions;
+  const CheckedFunction *find(const std::string &name) const;
+};
+
+} // namespace ein

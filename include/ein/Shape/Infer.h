@@ -1,0 +1,122 @@
+// Shape inference for every ein operation: the one place the shape rules live.
+//
+// The front end's checker and the dialect's verifiers both call these, so a
+// rule is written once. Errors carry an anchor (pattern offset, operand or
+// keyword index) that the caller turns into a source location.
+#pragma once
+
+#include "ein/Shape/Shape.h"
+#include "ein/Support/Expected.h"
+#include "ein/Syntax/Pattern.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+/// A keyword size argument: `h=heads`.
+struct SizeArg {
+  std::string name;
+  SizeExpr value;
+};
+
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
+std::optional<ReduceKind> parseReduceKind(const std::string &name);
+const char *reduceKindName(ReduceKind kind);
+
+/// What inference knows and learns about sizes in one function.
+struct InferContext {
+  /// Sizes known as numbers at compile time (`dim` declarations, `--dim`).
+  Bindings env;
+  /// Packs whose rank became known by matching against explicit axes:
+  /// `*batch` -> its dims. Used to expand packs in later shapes.
+  std::map<std::string, Shape> packBindings;
+  /// Relations that can only be checked once sizes are known.
+  std::vector<Constraint> constraints;
+
+  enum class Proof { Equal, NotEqual, Unknown };
+  /// Decides `a == b` symbolically, then with the known numbers.
+  Proof prove(const SizeExpr &a, const SizeExpr &b) const;
+  /// `num / den`: exact if possible, else an opaque quotient plus a recorded
+  /// divisibility constraint; an error when numbers show it does not divide.
+  Expected<SizeExpr> divide(const SizeExpr &num, const SizeExpr &den,
+                            const std::string &what);
+  /// Requires `a == b`: succeeds when provable; binds a free name to a
+  /// number when one side is a lone free name and the other a number (as
+  /// jaxtyping binds a name on first use); fails with "cannot prove" when the
+  /// two sides are different symbols, or with both values when they differ.
+  Expected<bool> unify(const SizeExpr &a, const SizeExpr &b,
+                       const std::string &what);
+  /// Names bound by `unify` (not given by the user).
+  std::map<std::string, Int> inferred;
+  /// Replaces bound packs by their dims.
+  Shape expand(const Shape &shape) const;
+};
+
+/// What a rearrange/reduce/repeat does to elementary axes: the cost model
+/// and the view analysis read it. Ellipsis dims are named `...0`, `...1`.
+struct TransformInfo {
+  std::vector<std::string> inputAxes;  // elementary axes, in input order
+  std::vector<std::string> outputAxes; // elementary axes, in output order
+  std::vector<std::vector<std::string>> outputGroups; // per output dim
+  std::map<std::string, SizeExpr> axisSizes;
+  Shape result;
+};
+Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
+                                         const Pattern &pattern,
+                                         const Shape &input,
+                                         const std::vector<SizeArg> &sizes);
+
+/// The elementary structure of an einsum, for costs and contraction order.
+struct EinsumInfo {
+  std::vector<std::vector<std::string>> operandAxes; // per operand
+  std::vector<std::string> outputAxes;
+  std::map<std::string, SizeExpr> axisSizes;
+  Shape result;
+};
+Expected<EinsumInfo> analyzeEinsum(InferContext &ctx, const Pattern &pattern,
+                                   const std::vector<Shape> &inputs,
+                                   const std::vector<SizeArg> &sizes);
+
+Expected<Shape> inferRearrange(InferContext &ctx, const Pattern &pattern,
+                               const Shape &input,
+                               const std::vector<SizeArg> &sizes);
+Expected<Shape> inferReduce(InferContext &ctx, const Pattern &pattern,
+                            const Shape &input,
+                            const std::vector<SizeArg> &sizes);
+Expected<Shape> inferRepeat(InferContext &ctx, const Pattern &pattern,
+                            const Shape &input,
+                            const std::vector<SizeArg> &sizes);
+/// einsum with any number of operands, ellipses and (beyond einops) composed
+/// axes.
+Expected<Shape> inferEinsum(InferContext &ctx, const Pattern &pattern,
+                            const std::vector<Shape> &inputs,
+                            const std::vector<SizeArg> &sizes);
+
+/// pack([x, y], "b * c"): the packed shape and each input's `*` part.
+struct PackResult {
+  Shape packed;
+  std::vector<Shape> parts;
+};
+Expected<PackResult> inferPack(InferContext &ctx, const Pattern &pattern,
+                               const std::vector<Shape> &inputs);
+/// unpack(x, ps, "b * c"): one shape per part.
+Expected<std::vector<Shape>> inferUnpack(InferContext &ctx,
+                                         const Pattern &pattern,
+                                         const Shape &input,
+                                         const std::vector<Shape> &parts);
+
+/// Elementwise broadcasting by dimension name: the smaller operand's dims
+/// (size-1 dims dropped) must appear in the larger one, in order. Errors
+/// anchor at operand 0 or 1.
+Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhs,
+                               const Shape &rhs);
+
+/// Checks that `actual` is `expected` (a declared type): same rank after
+/// pack expansion and provably equal sizes. Binds packs of `expected` whose
+/// rank is still free.
+Expected<bool> checkShapeMatches(InferContext &ctx, const Shape &expected,
+                                 const Shape &actual);
+
+} // namespace ein

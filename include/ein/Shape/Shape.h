@@ -1,0 +1,63 @@
+// Tensor shapes with symbolic dims and variadic packs, and the element types.
+#pragma once
+
+#include "ein/Shape/SizeExpr.h"
+#include "ein/Support/Expected.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+/// Element types of the language (jaxtyping spelling).
+enum class DType { F64, F32, F16, BF16, F8E4M3, F8E5M2, I64, I32 };
+
+std::optional<DType> parseDType(const std::string &name);
+const char *dtypeName(DType type);
+/// Storage size in bytes: f64 8, f32 4, f16/bf16 2, fp8 1, i64 8, i32 4.
+unsigned dtypeBytes(DType type);
+bool isFloat(DType type);
+
+/// One dimension: a symbolic size, or a variadic pack `*name` of unknown rank.
+struct Dim {
+  SizeExpr size;     // meaningless for a pack
+  std::string pack;  // non-empty: this dim is the pack `*pack`
+  bool broadcastable = false; // `#name`: equal or 1
+  bool isPack() const { return !pack.empty(); }
+  static Dim ofSize(SizeExpr s) { return Dim{std::move(s), {}, false}; }
+  static Dim ofPack(std::string name) { return Dim{{}, std::move(name), false}; }
+  bool operator==(const Dim &o) const {
+    return pack == o.pack && (isPack() || size == o.size);
+  }
+  bool operator!=(const Dim &o) const { return !(*this == o); }
+  std::string str() const; // "batch", "heads*d", "*batch", "n + 1"
+};
+
+using Shape = std::vector<Dim>;
+
+/// "batch seq heads*d"; the empty string for a scalar.
+std::string shapeStr(const Shape &shape);
+/// Number of elements: a polynomial; a pack contributes its own name as a
+/// symbol standing for the product of its dims.
+SizeExpr numElements(const Shape &shape);
+
+/// A tensor type: shape and element type.
+struct TensorType {
+  Shape shape;
+  DType dtype = DType::F32;
+  std::string str() const; // f32["batch seq"]
+};
+
+} // namespace ein
+
+namespace ein {
+/// Parses a jaxtyping-style shape string: space-separated dims, each a name,
+/// an integer, `*name` (variadic), `...` (anonymous variadic), `#name`
+/// (broadcastable), `_` (anonymous), a composition `(heads d)` or an
+/// expression (`heads*d`, `n+1`, `hidden/8`). `anonCounter` numbers the
+/// fresh names made for `_` and `...`. Errors anchor at a pattern offset.
+Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter = nullptr);
+/// Parses one size expression: `8`, `heads`, `heads*d`, `n+1`, `hidden/8`.
+Expected<SizeExpr> parseSizeExpr(const std::string &text);
+} // namespace ein

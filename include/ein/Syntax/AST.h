@@ -1,0 +1,79 @@
+// The abstract syntax tree of a .ein file.
+#pragma once
+
+#include "ein/Syntax/Diagnostics.h"
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// A keyword argument: `h=heads`.
+struct KeywordArg {
+  std::string name;
+  SourceLoc loc;
+  ExprPtr value;
+};
+
+/// An expression. One node type with a kind keeps the tree simple to walk.
+struct Expr {
+  enum class Kind { Name, Int, Float, String, Call, Binary, Neg, List } kind;
+  SourceLoc loc;
+  unsigned length = 1;        // source columns of the token (names, strings)
+  std::string text;           // Name, Int/Float digits, String contents, Call callee, Binary op
+  std::vector<ExprPtr> args;  // Call arguments, Binary/Neg operands, List items
+  std::vector<KeywordArg> keywords; // Call keyword arguments
+};
+
+/// `bf16["batch seq (heads d)"]`.
+struct TypeAnnotation {
+  std::string dtype;
+  SourceLoc dtypeLoc;
+  std::string shape;
+  SourceLoc shapeLoc; // the opening quote
+};
+
+struct Param {
+  std::string name;
+  SourceLoc loc;
+  TypeAnnotation type;
+};
+
+/// `a, b = expr` or `return x, y`.
+struct Stmt {
+  enum class Kind { Assign, Return } kind;
+  SourceLoc loc;
+  std::vector<std::pair<std::string, SourceLoc>> targets; // Assign
+  std::vector<ExprPtr> values; // Assign: one value; Return: one or more
+};
+
+struct Function {
+  std::string name;
+  SourceLoc loc;
+  std::vector<Param> params;
+  std::vector<TypeAnnotation> results;
+  std::vector<Stmt> body;
+};
+
+/// `dim heads = 8`.
+struct DimDecl {
+  std::string name;
+  SourceLoc loc;
+  ExprPtr value;
+};
+
+struct Module {
+  std::vector<DimDecl> dims;
+  std::vector<Function> functions;
+};
+
+/// Prints the tree in an indented, FileCheck-friendly form.
+void printAST(const Module &module, std::ostream &os);
+std::string exprToString(const Expr &expr);
+
+} // namespace ein

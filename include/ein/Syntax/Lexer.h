@@ -1,0 +1,30 @@
+// Tokens of the .ein language, with Python-style INDENT/DEDENT.
+#pragma once
+
+#include "ein/Syntax/Diagnostics.h"
+
+#include <string>
+#include <vector>
+
+namespace ein {
+
+enum class TokenKind {
+  Name, Int, Float, String,
+  LParen, RParen, LBracket, RBracket, Comma, Colon, Equal, Arrow,
+  Plus, Minus, Star, Slash, StarStar,
+  Newline, Indent, Dedent, Eof, Error
+};
+
+const char *tokenKindName(TokenKind kind);
+
+struct Token {
+  TokenKind kind;
+  std::string text; // for String: the contents without quotes
+  SourceLoc loc;    // for String: the opening quote
+  unsigned length = 1;
+};
+
+/// Splits `file` into tokens; reports malformed input to `diags`.
+std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags);
+
+} // namespace ein

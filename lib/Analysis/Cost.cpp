@@ -1,0 +1,316 @@
+// The cost model: FLOP and byte counts per op, einsum contraction order, and
+// the device table (conventions in docs/cost-model.md).
+#include "ein/Analysis/Cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+
+namespace ein {
+
+Quantity Quantity::of(const SizeExpr &e, const Bindings &env) {
+  return Quantity{e, e.evaluate(env)};
+}
+
+std::string Quantity::str() const {
+  return value ? toString(*value) : expr.str();
+}
+
+Quantity OpCost::bytes() const {
+  Quantity q;
+  q.expr = bytesRead.expr + bytesWritten.expr;
+  if (bytesRead.value && bytesWritten.value)
+    q.value = checkedAdd(*bytesRead.value, *bytesWritten.value);
+  return q;
+}
+
+namespace {
+
+SizeExpr bytesOf(const TensorType &t) {
+  return numElements(t.shape) * SizeExpr::constant(dtypeBytes(t.dtype));
+}
+
+std::vector<std::string> nonUnit(const std::vector<std::string> &axes,
+                                 const std::map<std::string, SizeExpr> &sizes) {
+  std::vector<std::string> out;
+  for (auto &a : axes) {
+    auto it = sizes.find(a);
+    if (it != sizes.end() && it->second.constantValue() == Int(1))
+      continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+/// A rearrange is a view when elementary axes keep their order: it only
+/// splits or merges adjacent axes. A repeat is a view when, in addition, each
+/// new axis stands in a dim of its own (a stride-0 broadcast).
+bool isView(const CostInput &in) {
+  const TransformInfo &t = *in.transform;
+  std::set<std::string> inputSet(t.inputAxes.begin(), t.inputAxes.end());
+  std::vector<std::string> kept;
+  for (auto &a : t.outputAxes)
+    if (inputSet.count(a))
+      kept.push_back(a);
+  if (in.kind == OpKind::Repeat) {
+    for (auto &group : t.outputGroups) {
+      bool hasNew = false, hasOld = false;
+      for (auto &a : group)
+        (inputSet.count(a) ? hasOld : hasNew) = true;
+      if (hasNew && hasOld)
+        return false;
+    }
+  }
+  return nonUnit(t.inputAxes, t.axisSizes) == nonUnit(kept, t.axisSizes);
+}
+
+/// opt_einsum's count for one contraction over `indices`: the product of
+/// their sizes times (terms - 1, at least 1) plus one if something is summed.
+SizeExpr contractionFlops(const std::set<std::string> &indices, bool inner,
+                          size_t terms,
+                          const std::map<std::string, SizeExpr> &sizes) {
+  SizeExpr product = SizeExpr::constant(1);
+  for (auto &i : indices)
+    product = product * sizes.at(i);
+  Int factor = std::max<Int>(1, static_cast<Int>(terms) - 1) + (inner ? 1 : 0);
+  return product * SizeExpr::constant(factor);
+}
+
+double nominalSize(const SizeExpr &e, const Bindings &env) {
+  Bindings nominal = env;
+  for (auto &s : e.symbols())
+    nominal.emplace(s, 512);
+  auto v = e.evaluate(nominal);
+  return v ? toDouble(*v) : 512.0;
+}
+
+struct PathStep {
+  std::set<std::string> result;
+  SizeExpr flops;
+};
+
+/// Contracting operands a and b, given what the rest still needs.
+PathStep contract(const std::set<std::string> &a, const std::set<std::string> &b,
+                  const std::set<std::string> &needed,
+                  const std::map<std::string, SizeExpr> &sizes) {
+  std::set<std::string> all = a;
+  all.insert(b.begin(), b.end());
+  PathStep step;
+  for (auto &i : all)
+    if (needed.count(i))
+      step.result.insert(i);
+  step.flops = contractionFlops(all, step.result.size() != all.size(), 2, sizes);
+  return step;
+}
+
+std::set<std::string> neededBy(const std::vector<std::set<std::string>> &ops,
+                               size_t skipA, size_t skipB,
+                               const std::vector<std::string> &output) {
+  std::set<std::string> needed(output.begin(), output.end());
+  for (size_t k = 0; k < ops.size(); ++k)
+    if (k != skipA && k != skipB)
+      needed.insert(ops[k].begin(), ops[k].end());
+  return needed;
+}
+
+} // namespace
+
+std::vector<std::pair<unsigned, unsigned>>
+contractionPath(const EinsumInfo &info, const Bindings &env) {
+  std::vector<std::set<std::string>> ops;
+  for (auto &axes : info.operandAxes)
+    ops.emplace_back(axes.begin(), axes.end());
+  if (ops.size() < 2)
+    return {};
+  auto cost = [&](const SizeExpr &e) { return nominalSize(e, env); };
+
+  if (ops.size() <= 6) {
+    // Exhaustive search over pairwise orders (at most 6!·5!/2^5 leaves).
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<std::pair<unsigned, unsigned>> bestPath, current;
+    std::function<void(std::vector<std::set<std::string>> &, double)> search =
+        [&](std::vector<std::set<std::string>> &live, double spent) {
+          if (spent >= best)
+            return;
+          if (live.size() == 1) {
+            best = spent;
+            bestPath = current;
+            return;
+          }
+          for (unsigned i = 0; i < live.size(); ++i)
+            for (unsigned j = i + 1; j < live.size(); ++j) {
+              auto step = contract(live[i], live[j],
+                                   neededBy(live, i, j, info.outputAxes),
+                                   info.axisSizes);
+              std::vector<std::set<std::string>> next;
+              for (unsigned k = 0; k < live.size(); ++k)
+                if (k != i && k != j)
+                  next.push_back(live[k]);
+              next.push_back(step.result);
+              current.push_back({i, j});
+              search(next, spent + cost(step.flops));
+              current.pop_back();
+            }
+        };
+    search(ops, 0);
+    return bestPath;
+  }
+  // Greedy: repeatedly contract the cheapest pair.
+  std::vector<std::pair<unsigned, unsigned>> path;
+  while (ops.size() > 1) {
+    double best = std::numeric_limits<double>::infinity();
+    unsigned bi = 0, bj = 1;
+    PathStep bestStep;
+    for (unsigned i = 0; i < ops.size(); ++i)
+      for (unsigned j = i + 1; j < ops.size(); ++j) {
+        auto step = contract(ops[i], ops[j], neededBy(ops, i, j, info.outputAxes),
+                             info.axisSizes);
+        double c = cost(step.flops);
+        if (c < best) {
+          best = c, bi = i, bj = j;
+          bestStep = step;
+        }
+      }
+    std::vector<std::set<std::string>> next;
+    for (unsigned k = 0; k < ops.size(); ++k)
+      if (k != bi && k != bj)
+        next.push_back(ops[k]);
+    next.push_back(bestStep.result);
+    ops = next;
+    path.push_back({bi, bj});
+  }
+  return path;
+}
+
+OpCost computeCost(const CostInput &in, const Bindings &env) {
+  OpCost c;
+  SizeExpr flops, read, written;
+  for (auto &t : in.inputs)
+    read = read + bytesOf(t);
+  for (auto &t : in.outputs)
+    written = written + bytesOf(t);
+  SizeExpr outElems =
+      in.outputs.empty() ? SizeExpr() : numElements(in.outputs[0].shape);
+
+  switch (in.kind) {
+  case OpKind::Rearrange:
+  case OpKind::Repeat:
+    c.view = in.transform && isView(in);
+    if (c.view)
+      read = written = SizeExpr();
+    break;
+  case OpKind::Reduce: {
+    SizeExpr inElems = numElements(in.inputs[0].shape);
+    // n-1 combining operations per output over n elements: N - M in all,
+    // plus one division per output for a mean.
+    flops = inElems - outElems;
+    if (in.reduction == ReduceKind::Mean)
+      flops = flops + outElems;
+    break;
+  }
+  case OpKind::Einsum: {
+    const EinsumInfo &info = *in.einsum;
+    std::set<std::string> all;
+    for (auto &axes : info.operandAxes)
+      all.insert(axes.begin(), axes.end());
+    std::set<std::string> out(info.outputAxes.begin(), info.outputAxes.end());
+    bool inner = false;
+    for (auto &a : all)
+      inner |= !out.count(a);
+    SizeExpr naive =
+        contractionFlops(all, inner, info.operandAxes.size(), info.axisSizes);
+    if (info.operandAxes.size() <= 2) {
+      flops = naive;
+      break;
+    }
+    c.naiveFlops = Quantity::of(naive, env);
+    c.path = contractionPath(info, env);
+    std::vector<std::set<std::string>> live;
+    for (auto &axes : info.operandAxes)
+      live.emplace_back(axes.begin(), axes.end());
+    for (auto [i, j] : c.path) {
+      auto step = contract(live[i], live[j], neededBy(live, i, j, info.outputAxes),
+                           info.axisSizes);
+      flops = flops + step.flops;
+      std::vector<std::set<std::string>> next;
+      for (unsigned k = 0; k < live.size(); ++k)
+        if (k != i && k != j)
+          next.push_back(live[k]);
+      next.push_back(step.result);
+      live = next;
+    }
+    break;
+  }
+  case OpKind::Pack:
+    break;
+  case OpKind::Unpack:
+    // Parts of a pack along its leading axis are contiguous slices.
+    c.view = in.packAxesBefore == 0;
+    if (c.view)
+      read = written = SizeExpr();
+    break;
+  case OpKind::Cast:
+    break; // conversion moves data but does no arithmetic
+  case OpKind::Constant:
+    read = written = SizeExpr();
+    break;
+  default: // elementwise: one FLOP per output element
+    flops = outElems;
+    break;
+  }
+  c.flops = Quantity::of(flops, env);
+  c.bytesRead = Quantity::of(read, env);
+  c.bytesWritten = Quantity::of(written, env);
+  return c;
+}
+
+double DeviceSpec::peakFor(DType dtype) const {
+  switch (dtype) {
+  case DType::F64:
+  case DType::I64:
+    return peakF64;
+  case DType::F32:
+  case DType::I32:
+    return peakF32;
+  case DType::F16:
+    return peakF16;
+  case DType::BF16:
+    return peakBF16;
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+    return peakF8 > 0 ? peakF8 : peakF16; // no fp8 units: runs at 16-bit rate
+  }
+  return peakF32;
+}
+
+const std::vector<DeviceSpec> &deviceTable() {
+  // Dense (no sparsity) tensor-core peaks of the SXM parts, from NVIDIA's
+  // data sheets; f32 is the non-tensor-core rate (no TF32).
+  static const std::vector<DeviceSpec> table = {
+      {"a100", "NVIDIA A100 SXM 80GB", 19.5e12, 19.5e12, 312e12, 312e12, 0,
+       2.039e12},
+      {"h100", "NVIDIA H100 SXM 80GB", 67e12, 67e12, 989.4e12, 989.4e12,
+       1978.9e12, 3.35e12},
+      {"h200", "NVIDIA H200 SXM 141GB", 67e12, 67e12, 989.4e12, 989.4e12,
+       1978.9e12, 4.8e12},
+  };
+  return table;
+}
+
+const DeviceSpec *findDevice(const std::string &name) {
+  for (auto &d : deviceTable())
+    if (d.name == name)
+      return &d;
+  return nullptr;
+}
+
+double rooflineSeconds(double flops, double bytes, double peak,
+                       double bandwidth) {
+  double compute = peak > 0 ? flops / peak : 0;
+  double memory = bandwidth > 0 ? bytes / bandwidth : 0;
+  return std::max(compute, memory);
+}
+
+} // namespace ein

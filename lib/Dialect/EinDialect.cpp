@@ -1,0 +1,231 @@
+//===- EinDialect.cpp - the ein dialect -----------------------------------===//
+//
+// Dialect registration, the `ein.dims` module attribute, and the helpers that
+// connect the dialect to the front end's shape library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ein/Dialect/EinDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+
+#include "ein/Dialect/EinDialect.cpp.inc"
+
+void ein::EinDialect::initialize() {
+  registerTypes();
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "ein/Dialect/EinOps.cpp.inc"
+      >();
+}
+
+LogicalResult
+ein::EinDialect::verifyOperationAttribute(Operation *op,
+                                          NamedAttribute attribute) {
+  if (attribute.getName() != getDimsAttrName())
+    return success(); // other `ein.*` annotations are free-form
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << getDimsAttrName()
+                           << "' is only valid on a module";
+  auto dims = dyn_cast<DictionaryAttr>(attribute.getValue());
+  if (!dims)
+    return op->emitError() << "'" << getDimsAttrName()
+                           << "' must be a dictionary of integer sizes";
+  for (NamedAttribute dim : dims) {
+    std::string reason;
+    if (!isValidAxisName(dim.getName().str(), &reason))
+      return op->emitError() << "'" << getDimsAttrName() << "': invalid name '"
+                             << dim.getName().getValue() << "'"
+                             << (reason.empty() ? "" : ": ") << reason;
+    auto size = dyn_cast<IntegerAttr>(dim.getValue());
+    if (!size || size.getValue().isNegative() ||
+        size.getValue().getActiveBits() > 63)
+      return op->emitError() << "'" << getDimsAttrName() << "': size of '"
+                             << dim.getName().getValue()
+                             << "' must be a non-negative 64-bit integer";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+std::optional<ein::DType> ein::toDType(Type type) {
+  if (!type)
+    return std::nullopt;
+  if (type.isF64())
+    return DType::F64;
+  if (type.isF32())
+    return DType::F32;
+  if (type.isF16())
+    return DType::F16;
+  if (type.isBF16())
+    return DType::BF16;
+  if (type.isFloat8E4M3FN())
+    return DType::F8E4M3;
+  if (type.isFloat8E5M2())
+    return DType::F8E5M2;
+  if (type.isSignlessInteger(64))
+    return DType::I64;
+  if (type.isSignlessInteger(32))
+    return DType::I32;
+  return std::nullopt;
+}
+
+Type ein::toMLIRType(MLIRContext *context, DType dtype) {
+  Builder b(context);
+  switch (dtype) {
+  case DType::F64:
+    return b.getF64Type();
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::F8E4M3:
+    return b.getFloat8E4M3FNType();
+  case DType::F8E5M2:
+    return b.getFloat8E5M2Type();
+  case DType::I64:
+    return b.getI64Type();
+  case DType::I32:
+    return b.getI32Type();
+  }
+  llvm_unreachable("unknown DType");
+}
+
+ein::EinTensorType ein::toMLIRType(MLIRContext *context,
+                                   const ein::TensorType &type) {
+  return EinTensorType::get(type.shape, toMLIRType(context, type.dtype));
+}
+
+ein::ReduceKind ein::toReduceKind(ReduceOpKind kind) {
+  switch (kind) {
+  case ReduceOpKind::sum:
+    return ReduceKind::Sum;
+  case ReduceOpKind::mean:
+    return ReduceKind::Mean;
+  case ReduceOpKind::max:
+    return ReduceKind::Max;
+  case ReduceOpKind::min:
+    return ReduceKind::Min;
+  case ReduceOpKind::prod:
+    return ReduceKind::Prod;
+  }
+  llvm_unreachable("unknown ReduceOpKind");
+}
+
+ein::ReduceOpKind ein::toReduceOpKind(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+    return ReduceOpKind::sum;
+  case ReduceKind::Mean:
+    return ReduceOpKind::mean;
+  case ReduceKind::Max:
+    return ReduceOpKind::max;
+  case ReduceKind::Min:
+    return ReduceOpKind::min;
+  case ReduceKind::Prod:
+    return ReduceOpKind::prod;
+  }
+  llvm_unreachable("unknown ReduceKind");
+}
+
+DictionaryAttr ein::getSizesAttr(MLIRContext *context,
+                                 const std::vector<SizeArg> &args) {
+  Builder b(context);
+  SmallVector<NamedAttribute> entries;
+  for (const SizeArg &arg : args)
+    entries.push_back(b.getNamedAttr(arg.name, b.getStringAttr(arg.value.str())));
+  return b.getDictionaryAttr(entries);
+}
+
+ein::Expected<std::vector<ein::SizeArg>>
+ein::getSizeArgs(DictionaryAttr sizes) {
+  std::vector<SizeArg> args;
+  if (!sizes)
+    return args;
+  for (NamedAttribute entry : sizes) {
+    std::string name = entry.getName().str();
+    if (auto text = dyn_cast<StringAttr>(entry.getValue())) {
+      Expected<SizeExpr> value = parseSizeExpr(text.str());
+      if (!value)
+        return ShapeError::atKwarg("size of '" + name + "' (\"" + text.str() +
+                                       "\"): " + value.error().message,
+                                   args.size());
+      args.push_back({name, *value});
+    } else if (auto number = dyn_cast<IntegerAttr>(entry.getValue())) {
+      if (number.getValue().isNegative() ||
+          number.getValue().getActiveBits() > 63)
+        return ShapeError::atKwarg("size of '" + name +
+                                       "' must be a non-negative 64-bit integer",
+                                   args.size());
+      args.push_back(
+          {name, SizeExpr::constant(Int(number.getValue().getZExtValue()))});
+    } else {
+      return ShapeError::atKwarg(
+          "size of '" + name +
+              "' must be a string size expression or an integer",
+          args.size());
+    }
+  }
+  return args;
+}
+
+ArrayAttr ein::getPartsAttr(MLIRContext *context,
+                            const std::vector<Shape> &parts) {
+  SmallVector<Attribute> texts;
+  for (const Shape &part : parts)
+    texts.push_back(StringAttr::get(context, shapeStr(part)));
+  return ArrayAttr::get(context, texts);
+}
+
+std::vector<ein::Shape> ein::getParts(ArrayAttr parts) {
+  std::vector<Shape> shapes;
+  for (StringRef text : parts.getAsValueRange<StringAttr>()) {
+    Expected<Shape> shape = parseShape(text.str());
+    shapes.push_back(shape ? *shape : Shape{});
+  }
+  return shapes;
+}
+
+ein::Bindings ein::getModuleDims(Operation *op) {
+  Bindings env;
+  auto module = dyn_cast_or_null<ModuleOp>(op);
+  if (!module && op)
+    module = op->getParentOfType<ModuleOp>();
+  // Nested modules: the innermost module with `ein.dims` wins.
+  for (; module; module = module->getParentOfType<ModuleOp>()) {
+    auto dims = module->getAttrOfType<DictionaryAttr>(
+        EinDialect::getDimsAttrName());
+    if (!dims)
+      continue;
+    for (NamedAttribute dim : dims)
+      if (auto size = dyn_cast<IntegerAttr>(dim.getValue());
+          size && size.getValue().getActiveBits() <= 63)
+        env.emplace(dim.getName().str(), Int(size.getValue().getSExtValue()));
+  }
+  return env;
+}
+
+void ein::setModuleDims(ModuleOp module, const Bindings &dims) {
+  Builder b(module.getContext());
+  SmallVector<NamedAttribute> entries;
+  for (const auto &[name, value] : dims)
+    entries.push_back(
+        b.getNamedAttr(name, b.getI64IntegerAttr(static_cast<int64_t>(value))));
+  module->setAttr(EinDialect::getDimsAttrName(),
+                  b.getDictionaryAttr(entries));
+}
+
+ein::InferContext ein::getInferContext(Operation *op) {
+  InferContext ctx;
+  ctx.env = getModuleDims(op);
+  return ctx;
+}

@@ -1,0 +1,339 @@
+//===- EinOps.cpp - ein operations and their verifiers --------------------===//
+//
+// The verifiers are the static shape checker: each re-runs the matching
+// `ein::infer*` rule on the operand types and the attributes, then checks
+// the declared result type with `ein::checkShapeMatches`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ein/Dialect/EinDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace ein;
+
+//===----------------------------------------------------------------------===//
+// Custom assembly directives
+//===----------------------------------------------------------------------===//
+
+namespace ein {
+ParseResult parsePatternLiteral(AsmParser &parser, PatternAttr &result);
+
+/// `"b s (h d) -> b h s d"`
+static ParseResult parsePatternText(OpAsmParser &parser,
+                                    PatternAttr &pattern) {
+  return parsePatternLiteral(parser, pattern);
+}
+
+static void printPatternText(OpAsmPrinter &printer, Operation *,
+                         PatternAttr pattern) {
+  printer.printString(pattern.getText());
+}
+
+/// `"b s (h d) -> b h s d" {h = "heads"}`: the pattern, then the optional
+/// `sizes` dictionary (other attributes follow after `attributes`).
+static ParseResult parsePatternAndSizes(OpAsmParser &parser,
+                                        PatternAttr &pattern,
+                                        DictionaryAttr &sizes) {
+  if (parsePatternText(parser, pattern))
+    return failure();
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  OptionalParseResult result = parser.parseOptionalAttribute(attr);
+  if (!result.has_value())
+    return success();
+  if (failed(*result))
+    return failure();
+  sizes = dyn_cast<DictionaryAttr>(attr);
+  if (!sizes)
+    return parser.emitError(loc, "expected a dictionary of sizes");
+  return success();
+}
+
+static void printPatternAndSizes(OpAsmPrinter &printer, Operation *op,
+                                 PatternAttr pattern, DictionaryAttr sizes) {
+  printPatternText(printer, op, pattern);
+  if (sizes) {
+    printer << " ";
+    printer.printAttribute(sizes);
+  }
+}
+
+/// `sum`, `mean`, `max`, `min` or `prod`.
+static ParseResult parseReduceKind(OpAsmParser &parser,
+                                   ReduceOpKindAttr &kind) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<ReduceOpKind> value = symbolizeReduceOpKind(keyword);
+  if (!value)
+    return parser.emitError(loc) << "unknown reduction '" << keyword
+                                 << "' (expected sum, mean, max, min or prod)";
+  kind = ReduceOpKindAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printReduceKind(OpAsmPrinter &printer, Operation *,
+                            ReduceOpKindAttr kind) {
+  printer << stringifyReduceOpKind(kind.getValue());
+}
+} // namespace ein
+
+#define GET_OP_CLASSES
+#include "ein/Dialect/EinOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Verifier helpers
+//===----------------------------------------------------------------------===//
+
+static LogicalResult fail(Operation *op, const ShapeError &error) {
+  return op->emitOpError() << error.message;
+}
+
+static EinTensorType tensorType(Value value) {
+  return cast<EinTensorType>(value.getType());
+}
+
+/// Checks that `result` has the inferred shape and element type.
+static LogicalResult checkResult(Operation *op, InferContext &ctx,
+                                 EinTensorType result, const Shape &inferred,
+                                 Type elementType, StringRef what = "result") {
+  if (result.getElementType() != elementType)
+    return op->emitOpError()
+           << what << " element type " << result.getElementType()
+           << " does not match the expected " << elementType;
+  Expected<bool> matches = checkShapeMatches(ctx, result.getShape(), inferred);
+  if (!matches)
+    return op->emitOpError()
+           << what << " shape \"" << result.getShapeText()
+           << "\" does not match the inferred \"" << shapeStr(inferred)
+           << "\": " << matches.error().message;
+  return success();
+}
+
+/// Parses the op's pattern for `use`.
+static Expected<ein::Pattern> opPattern(PatternAttr attr, PatternUse use) {
+  return attr.getPattern(use);
+}
+
+/// Checks that all `values` share one element type, returned in `common`.
+static LogicalResult sameElementTypes(Operation *op, ValueRange values,
+                                      Type &common) {
+  for (auto [i, value] : llvm::enumerate(values)) {
+    Type type = tensorType(value).getElementType();
+    if (i == 0)
+      common = type;
+    else if (type != common)
+      return op->emitOpError()
+             << "operands must share one element type, but operand #" << i
+             << " has " << type << " and operand #0 has " << common;
+  }
+  return success();
+}
+
+/// rearrange, reduce and repeat: one operand, pattern and sizes.
+template <typename InferFn>
+static LogicalResult verifyUnaryPatternOp(Operation *op, PatternAttr attr,
+                                          DictionaryAttr sizesAttr,
+                                          PatternUse use, Value input,
+                                          Value result, InferFn infer) {
+  Expected<ein::Pattern> pattern = opPattern(attr, use);
+  if (!pattern)
+    return fail(op, pattern.error());
+  Expected<std::vector<SizeArg>> sizes = getSizeArgs(sizesAttr);
+  if (!sizes)
+    return fail(op, sizes.error());
+  InferContext ctx = getInferContext(op);
+  Expected<Shape> shape =
+      infer(ctx, *pattern, tensorType(input).getShape(), *sizes);
+  if (!shape)
+    return fail(op, shape.error());
+  return checkResult(op, ctx, tensorType(result), *shape,
+                     tensorType(input).getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// einops operations
+//===----------------------------------------------------------------------===//
+
+LogicalResult RearrangeOp::verify() {
+  return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
+                              PatternUse::Rearrange, getInput(), getResult(),
+                              inferRearrange);
+}
+
+LogicalResult ReduceOp::verify() {
+  return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
+                              PatternUse::Reduce, getInput(), getResult(),
+                              inferReduce);
+}
+
+LogicalResult RepeatOp::verify() {
+  return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
+                              PatternUse::Repeat, getInput(), getResult(),
+                              inferRepeat);
+}
+
+LogicalResult EinsumOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  Expected<ein::Pattern> pattern = opPattern(getPattern(), PatternUse::Einsum);
+  if (!pattern)
+    return fail(*this, pattern.error());
+  if (pattern->inputs.size() != getInputs().size())
+    return emitOpError() << "pattern \"" << getPattern().getText() << "\" has "
+                         << pattern->inputs.size() << " input(s) but the op has "
+                         << getInputs().size() << " operand(s)";
+  Type elementType;
+  if (failed(sameElementTypes(*this, getInputs(), elementType)))
+    return failure();
+  if (std::optional<Type> acc = getAcc()) {
+    if (!toDType(*acc))
+      return emitOpError() << "unsupported accumulation type " << *acc;
+    elementType = *acc;
+  }
+  Expected<std::vector<SizeArg>> sizes = getSizeArgs(getSizesAttr());
+  if (!sizes)
+    return fail(*this, sizes.error());
+  std::vector<Shape> shapes;
+  for (Value input : getInputs())
+    shapes.push_back(tensorType(input).getShape());
+  InferContext ctx = getInferContext(*this);
+  Expected<Shape> shape = inferEinsum(ctx, *pattern, shapes, *sizes);
+  if (!shape)
+    return fail(*this, shape.error());
+  return checkResult(*this, ctx, tensorType(getResult()), *shape, elementType);
+}
+
+LogicalResult PackOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  Expected<ein::Pattern> pattern = opPattern(getPattern(), PatternUse::Pack);
+  if (!pattern)
+    return fail(*this, pattern.error());
+  Type elementType;
+  if (failed(sameElementTypes(*this, getInputs(), elementType)))
+    return failure();
+  std::vector<Shape> shapes;
+  for (Value input : getInputs())
+    shapes.push_back(tensorType(input).getShape());
+  InferContext ctx = getInferContext(*this);
+  Expected<PackResult> packed = inferPack(ctx, *pattern, shapes);
+  if (!packed)
+    return fail(*this, packed.error());
+  return checkResult(*this, ctx, tensorType(getResult()), packed->packed,
+                     elementType);
+}
+
+LogicalResult UnpackOp::verify() {
+  Expected<ein::Pattern> pattern = opPattern(getPattern(), PatternUse::Pack);
+  if (!pattern)
+    return fail(*this, pattern.error());
+  if (getParts().size() != getResults().size())
+    return emitOpError() << "has " << getParts().size()
+                         << " part shape(s) but " << getResults().size()
+                         << " result(s)";
+  std::vector<Shape> parts;
+  for (auto [i, part] : llvm::enumerate(getParts().getAsValueRange<StringAttr>())) {
+    Expected<Shape> shape = parseShape(part.str());
+    if (!shape)
+      return emitOpError() << "invalid shape \"" << part << "\" of part #" << i
+                           << ": " << shape.error().message;
+    parts.push_back(*shape);
+  }
+  InferContext ctx = getInferContext(*this);
+  Expected<std::vector<Shape>> shapes =
+      inferUnpack(ctx, *pattern, tensorType(getInput()).getShape(), parts);
+  if (!shapes)
+    return fail(*this, shapes.error());
+  if (shapes->size() != getResults().size())
+    return emitOpError() << "unpacks into " << shapes->size()
+                         << " tensor(s) but has " << getResults().size()
+                         << " result(s)";
+  Type elementType = tensorType(getInput()).getElementType();
+  for (auto [i, result] : llvm::enumerate(getResults())) {
+    std::string what = "result #" + std::to_string(i);
+    if (failed(checkResult(*this, ctx, tensorType(result), (*shapes)[i],
+                           elementType, what)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise operations
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBinaryOp(Operation *op) {
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  Type elementType;
+  if (failed(sameElementTypes(op, {lhs, rhs}, elementType)))
+    return failure();
+  InferContext ctx = getInferContext(op);
+  Expected<Shape> shape = inferBroadcast(ctx, tensorType(lhs).getShape(),
+                                         tensorType(rhs).getShape());
+  if (!shape)
+    return fail(op, shape.error());
+  return checkResult(op, ctx, tensorType(op->getResult(0)), *shape,
+                     elementType);
+}
+
+LogicalResult AddOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult SubOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult MulOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult DivOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult PowOp::verify() { return verifyBinaryOp(*this); }
+
+LogicalResult CastOp::verify() {
+  InferContext ctx = getInferContext(*this);
+  EinTensorType result = tensorType(getResult());
+  return checkResult(*this, ctx, result, tensorType(getInput()).getShape(),
+                     result.getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+void ConstantOp::build(OpBuilder &builder, OperationState &state, double value,
+                       Type elementType) {
+  TypedAttr attr;
+  if (isa<FloatType>(elementType))
+    attr = builder.getFloatAttr(elementType, value);
+  else
+    attr = builder.getIntegerAttr(elementType, static_cast<int64_t>(value));
+  build(builder, state, attr);
+}
+
+LogicalResult ConstantOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  ConstantOp::Adaptor adaptor(operands, attributes, properties, regions);
+  TypedAttr value = dyn_cast_or_null<TypedAttr>(adaptor.getValueAttr());
+  if (!value)
+    return failure();
+  inferredReturnTypes.push_back(
+      EinTensorType::get(context, "", value.getType()));
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  Attribute value = getValue();
+  if (!isa<FloatAttr, IntegerAttr>(value))
+    return emitOpError("value must be a float or integer attribute");
+  Type type = cast<TypedAttr>(value).getType();
+  if (!toDType(type))
+    return emitOpError() << "unsupported element type " << type;
+  EinTensorType result = tensorType(getResult());
+  if (!result.getShape().empty())
+    return emitOpError() << "result must be a scalar (shape \"\"), not \""
+                         << result.getShapeText() << "\"";
+  if (result.getElementType() != type)
+    return emitOpError() << "result element type " << result.getElementType()
+                         << " does not match the value's " << type;
+  return success();
+}

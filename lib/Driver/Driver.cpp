@@ -1,0 +1,230 @@
+// einc's subcommands: argument parsing and the check/report/emit pipelines.
+#include "ein/Driver/Driver.h"
+#include "ein/Driver/Report.h"
+#include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Sema/Checker.h"
+#include "ein/Syntax/Parser.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace ein {
+
+namespace {
+
+const char *kUsage = R"(usage: einc <command> FILE [options]
+
+Commands:
+  check FILE [--dim NAME=INT]...
+      Check shapes statically; print diagnostics and the entry checks that
+      remain for run time. Exit 0 when the file is well-typed, 1 otherwise.
+  report FILE [--fn NAME] [--dim NAME=INT]... [--device a100|h100|h200]
+              [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--json]
+      Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
+      and totals per function.
+  emit FILE --stage=ast|ein [--dim NAME=INT]...
+      Print a compilation stage.
+
+Options:
+  --dim NAME=INT   bind a dim (overrides `dim NAME = ...` in the file)
+  --help           show this help
+)";
+
+int usageError(const std::string &message) {
+  std::cerr << "einc: error: " << message << "\n"
+            << "run 'einc --help' for usage\n";
+  return 2;
+}
+
+struct Args {
+  std::string command, file, fn, stage, device = "h100";
+  bool json = false;
+  double peakFlops = 0, bandwidth = 0;
+  CheckOptions check;
+};
+
+std::optional<double> parsePositive(const std::string &text) {
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v > 0) || v > 1e30)
+    return std::nullopt;
+  return v;
+}
+
+/// Parses arguments; returns an exit code on error.
+std::optional<int> parseArgs(int argc, char **argv, Args &args) {
+  std::vector<std::string> rest;
+  for (int i = 1; i < argc; ++i)
+    rest.push_back(argv[i]);
+  if (rest.empty())
+    return usageError("no command given");
+  if (rest[0] == "--help" || rest[0] == "-h" || rest[0] == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  args.command = rest[0];
+  if (args.command != "check" && args.command != "report" &&
+      args.command != "emit")
+    return usageError("unknown command '" + args.command + "'");
+  for (size_t i = 1; i < rest.size(); ++i) {
+    const std::string &a = rest[i];
+    auto value = [&](const std::string &flag) -> std::optional<std::string> {
+      if (a.rfind(flag + "=", 0) == 0)
+        return a.substr(flag.size() + 1);
+      if (a == flag && i + 1 < rest.size())
+        return rest[++i];
+      return std::nullopt;
+    };
+    auto isFlag = [&](const std::string &flag) {
+      return a == flag || a.rfind(flag + "=", 0) == 0;
+    };
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (isFlag("--dim")) {
+      auto v = value("--dim");
+      if (!v)
+        return usageError("--dim needs NAME=INT");
+      auto eq = v->find('=');
+      if (eq == std::string::npos || eq == 0)
+        return usageError("--dim needs NAME=INT, got '" + *v + "'");
+      std::string name = v->substr(0, eq);
+      auto n = parseInt(v->substr(eq + 1));
+      if (!n || *n <= 0)
+        return usageError("--dim " + name + ": '" + v->substr(eq + 1) +
+                          "' is not a positive integer that fits in 128 bits");
+      args.check.dimOverrides[name] = *n;
+    } else if (isFlag("--fn") && args.command == "report") {
+      auto v = value("--fn");
+      if (!v)
+        return usageError("--fn needs a function name");
+      args.fn = *v;
+    } else if (isFlag("--device") && args.command == "report") {
+      auto v = value("--device");
+      if (!v || !findDevice(*v))
+        return usageError("--device expects one of a100, h100, h200");
+      args.device = *v;
+    } else if (isFlag("--peak-flops") && args.command == "report") {
+      auto v = value("--peak-flops");
+      auto d = v ? parsePositive(*v) : std::nullopt;
+      if (!d)
+        return usageError("--peak-flops expects a positive number of FLOP/s");
+      args.peakFlops = *d;
+    } else if (isFlag("--bandwidth") && args.command == "report") {
+      auto v = value("--bandwidth");
+      auto d = v ? parsePositive(*v) : std::nullopt;
+      if (!d)
+        return usageError("--bandwidth expects a positive number of bytes/s");
+      args.bandwidth = *d;
+    } else if (a == "--json" && args.command == "report") {
+      args.json = true;
+    } else if (isFlag("--stage") && args.command == "emit") {
+      auto v = value("--stage");
+      if (!v || (*v != "ast" && *v != "ein"))
+        return usageError("--stage expects ast or ein (later stages come "
+                          "with code generation)");
+      args.stage = *v;
+    } else if (!a.empty() && a[0] == '-') {
+      return usageError("unknown option '" + a + "' for '" + args.command + "'");
+    } else if (args.file.empty()) {
+      args.file = a;
+    } else {
+      return usageError("unexpected argument '" + a + "'");
+    }
+  }
+  if (args.file.empty())
+    return usageError("'" + args.command + "' needs a FILE");
+  if (args.command == "emit" && args.stage.empty())
+    return usageError("emit needs --stage=ast|ein");
+  return std::nullopt;
+}
+
+/// Reads a source file; reports unreadable or binary files.
+std::optional<SourceFile> readSource(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << path << ": error: cannot open file: " << std::strerror(errno)
+              << "\n";
+    return std::nullopt;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    std::cerr << path << ": error: cannot read file\n";
+    return std::nullopt;
+  }
+  SourceFile file{path, buffer.str()};
+  if (file.text.find('\0') != std::string::npos) {
+    std::cerr << path << ": error: not a text file (contains NUL bytes)\n";
+    return std::nullopt;
+  }
+  return file;
+}
+
+} // namespace
+
+int runEinc(int argc, char **argv) {
+  Args args;
+  if (auto code = parseArgs(argc, argv, args))
+    return *code;
+  auto file = readSource(args.file);
+  if (!file)
+    return 1;
+  DiagnosticEngine diags(*file);
+  Module module = parseModule(*file, diags);
+  if (diags.hadError()) {
+    diags.print(std::cerr);
+    return 1;
+  }
+  if (args.command == "emit" && args.stage == "ast") {
+    printAST(module, std::cout);
+    return 0;
+  }
+  CheckedModule checked = checkModule(module, args.check, diags);
+  if (diags.hadError()) {
+    diags.print(std::cerr);
+    return 1;
+  }
+  if (args.command == "check") {
+    for (auto &fn : checked.functions) {
+      for (auto &c : fn.ctx.constraints)
+        std::cout << file->path << ": " << fn.name << ": entry check: "
+                  << c.str() << "\n";
+      for (auto &[name, value] : fn.ctx.inferred)
+        std::cout << file->path << ": " << fn.name << ": entry check: "
+                  << name << " == " << toString(value) << "\n";
+    }
+    return 0;
+  }
+  if (args.command == "report") {
+    if (!args.fn.empty() && !checked.find(args.fn)) {
+      std::cerr << file->path << ": error: no function named '" << args.fn
+                << "'\n";
+      return 1;
+    }
+    ReportOptions options;
+    options.function = args.fn;
+    options.device = findDevice(args.device);
+    options.peakOverride = args.peakFlops;
+    options.bandwidthOverride = args.bandwidth;
+    if (args.json)
+      printReportJSON(checked, options, std::cout);
+    else
+      printReportTable(checked, options, std::cout);
+    return 0;
+  }
+  std::string error;
+  if (!emitEinIR(checked, std::cout, error)) {
+    std::cerr << file->path << ": error: internal: the ein IR failed to "
+              << "verify:\n"
+              << error;
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace ein

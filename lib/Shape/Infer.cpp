@@ -1,0 +1,874 @@
+// Shape inference for rearrange, reduce, repeat, einsum, pack, unpack and
+// elementwise broadcasting, with einops' rules and symbolic sizes.
+#include "ein/Shape/Infer.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ein {
+
+std::optional<ReduceKind> parseReduceKind(const std::string &name) {
+  if (name == "sum")
+    return ReduceKind::Sum;
+  if (name == "mean")
+    return ReduceKind::Mean;
+  if (name == "max")
+    return ReduceKind::Max;
+  if (name == "min")
+    return ReduceKind::Min;
+  if (name == "prod")
+    return ReduceKind::Prod;
+  return std::nullopt;
+}
+
+const char *reduceKindName(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+    return "sum";
+  case ReduceKind::Mean:
+    return "mean";
+  case ReduceKind::Max:
+    return "max";
+  case ReduceKind::Min:
+    return "min";
+  case ReduceKind::Prod:
+    return "prod";
+  }
+  return "sum";
+}
+
+//===----------------------------------------------------------------------===//
+// InferContext
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// "hidden" or "hidden (= 30)" when the number is known.
+std::string describe(const SizeExpr &e, const Bindings &env) {
+  std::string text = e.str();
+  if (!e.isConstant())
+    if (auto v = e.evaluate(env))
+      text += " (= " + toString(*v) + ")";
+  return text;
+}
+} // namespace
+
+InferContext::Proof InferContext::prove(const SizeExpr &a,
+                                        const SizeExpr &b) const {
+  if (a == b)
+    return Proof::Equal;
+  SizeExpr sa = a.substitute(env), sb = b.substitute(env);
+  if (sa == sb)
+    return Proof::Equal;
+  SizeExpr diff = sa - sb;
+  if (diff.isConstant())
+    return Proof::NotEqual;
+  return Proof::Unknown;
+}
+
+Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
+                                   const std::string &what) {
+  switch (prove(a, b)) {
+  case Proof::Equal:
+    return true;
+  case Proof::NotEqual:
+    return ShapeError::atOp(what + ": size " + describe(a, env) +
+                            " does not match " + describe(b, env));
+  case Proof::Unknown:
+    break;
+  }
+  SizeExpr sa = a.substitute(env), sb = b.substitute(env);
+  auto bindIfFree = [&](const SizeExpr &name, const SizeExpr &value) {
+    auto sym = name.asSymbol();
+    auto v = value.constantValue();
+    if (!sym || !v || packBindings.count(*sym))
+      return false;
+    env[*sym] = *v;
+    inferred[*sym] = *v;
+    return true;
+  };
+  if (bindIfFree(sa, sb) || bindIfFree(sb, sa))
+    return true;
+  return ShapeError::atOp("cannot prove " + sa.str() + " == " + sb.str() +
+                          " (" + what + ")");
+}
+
+Expected<SizeExpr> InferContext::divide(const SizeExpr &num,
+                                        const SizeExpr &den,
+                                        const std::string &what) {
+  if (auto exact = num.divideExact(den))
+    return *exact;
+  SizeExpr sn = num.substitute(env), sd = den.substitute(env);
+  if (sd.constantValue() == Int(0))
+    return ShapeError::atOp(what + ": division by a size of 0");
+  if (auto exact = sn.divideExact(sd))
+    return *exact;
+  auto n = sn.constantValue(), d = sd.constantValue();
+  if (n && d) {
+    if (*n % *d != 0)
+      return ShapeError::atOp(what + ": size " + describe(num, env) +
+                              " is not divisible by " + describe(den, env));
+    return SizeExpr::constant(*n / *d);
+  }
+  constraints.push_back(
+      {Constraint::Kind::Divisible, num, den, what + " must divide evenly"});
+  return SizeExpr::quotient(num, den);
+}
+
+Shape InferContext::expand(const Shape &shape) const {
+  Shape out;
+  for (auto &d : shape) {
+    auto it = d.isPack() ? packBindings.find(d.pack) : packBindings.end();
+    if (it == packBindings.end())
+      out.push_back(d);
+    else
+      out.insert(out.end(), it->second.begin(), it->second.end());
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Matching one pattern side against a shape
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using SizeMap = std::map<std::string, SizeExpr>;
+
+std::string ellipsisAxis(size_t i) { return "..." + std::to_string(i); }
+
+ShapeError withAnchor(ShapeError e, const PatternAxis &axis) {
+  e.anchor = ShapeError::Anchor::Pattern;
+  e.offset = axis.offset;
+  e.length = axis.length;
+  return e;
+}
+ShapeError withAnchor(ShapeError e, const PatternGroup &group) {
+  e.anchor = ShapeError::Anchor::Pattern;
+  e.offset = group.offset;
+  e.length = std::max(1u, group.length);
+  return e;
+}
+
+std::string groupText(const PatternGroup &g) {
+  PatternSide side;
+  side.groups.push_back(g);
+  return side.str();
+}
+
+/// The result of matching one side: the elementary axes it names, in order
+/// (ellipsis dims as `...i`), and the dims matched by the ellipsis.
+struct SideMatch {
+  std::vector<std::string> axes;
+  Shape ellipsis;
+};
+
+/// Binds a pack of unknown rank to `rank` fresh dims.
+void bindPack(InferContext &ctx, const std::string &pack, size_t rank) {
+  Shape dims;
+  for (size_t i = 0; i < rank; ++i)
+    dims.push_back(Dim::ofSize(SizeExpr::symbol(
+        rank == 1 ? pack : pack + "_" + std::to_string(i))));
+  ctx.packBindings[pack] = dims;
+}
+
+/// Matches `side` against `input`, recording elementary axis sizes in
+/// `sizes` (which may already hold sizes from keyword arguments or from
+/// other operands, which are then checked).
+Expected<SideMatch> matchSide(InferContext &ctx, const PatternSide &side,
+                              const Shape &input, unsigned operand,
+                              SizeMap &sizes) {
+  Shape shape = ctx.expand(input);
+  size_t groups = side.groups.size();
+  std::optional<size_t> ell;
+  for (size_t i = 0; i < groups; ++i)
+    if (!side.groups[i].parenthesized && !side.groups[i].axes.empty() &&
+        side.groups[i].axes[0].kind == PatternAxis::Kind::Ellipsis)
+      ell = i;
+  std::vector<size_t> packs;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i].isPack())
+      packs.push_back(i);
+
+  auto rankError = [&](const std::string &expect) {
+    return ShapeError::atOperand("the pattern '" + side.str() + "' expects " +
+                                     expect + " dims, but the operand has " +
+                                     std::to_string(shape.size()) + " (\"" +
+                                     shapeStr(shape) + "\")",
+                                 operand);
+  };
+
+  SideMatch match;
+  size_t pre = groups, post = 0;
+  if (!ell) {
+    if (packs.size() == 1) {
+      if (shape.size() - 1 > groups)
+        return rankError(std::to_string(groups));
+      bindPack(ctx, shape[packs[0]].pack, groups - (shape.size() - 1));
+      shape = ctx.expand(shape);
+    } else if (packs.size() > 1) {
+      return ShapeError::atOperand(
+          "cannot match the pattern '" + side.str() +
+              "' against several variadic dims; use '...'",
+          operand);
+    }
+    if (shape.size() != groups)
+      return rankError(std::to_string(groups));
+  } else {
+    pre = *ell;
+    post = groups - *ell - 1;
+    if (shape.size() < pre + post)
+      return rankError("at least " + std::to_string(pre + post));
+    for (size_t p : packs)
+      if (p < pre || p >= shape.size() - post)
+        return ShapeError::atOperand(
+            "cannot match named axes of '" + side.str() + "' against variadic " +
+                shape[p].str() + " of unknown rank; match it with '...'",
+            operand);
+    match.ellipsis.assign(shape.begin() + pre, shape.end() - post);
+  }
+
+  for (size_t g = 0; g < groups; ++g) {
+    const PatternGroup &group = side.groups[g];
+    if (ell && g == *ell) {
+      for (size_t i = 0; i < match.ellipsis.size(); ++i)
+        match.axes.push_back(ellipsisAxis(i));
+      continue;
+    }
+    const Dim &dim = shape[g < pre ? g : shape.size() - (groups - g)];
+    SizeExpr known = SizeExpr::constant(1);
+    std::vector<const PatternAxis *> unknown;
+    for (auto &axis : group.axes) {
+      if (axis.kind == PatternAxis::Kind::Number) {
+        known = known * SizeExpr::constant(axis.value);
+        match.axes.push_back(axis.name + "@" + std::to_string(axis.offset));
+        sizes[match.axes.back()] = SizeExpr::constant(axis.value);
+        continue;
+      }
+      match.axes.push_back(axis.name);
+      auto it = sizes.find(axis.name);
+      if (it != sizes.end())
+        known = known * it->second;
+      else
+        unknown.push_back(&axis);
+    }
+    if (unknown.empty()) {
+      std::string what = group.axes.size() == 1 && !group.parenthesized
+                             ? "axis '" + group.axes[0].name + "'"
+                             : "composition " + groupText(group);
+      auto ok = ctx.unify(dim.size, known, what);
+      if (!ok) {
+        if (group.axes.size() == 1)
+          return withAnchor(ok.error(), group.axes[0]);
+        return withAnchor(ok.error(), group);
+      }
+      continue;
+    }
+    if (unknown.size() > 1) {
+      std::string names;
+      for (size_t i = 0; i < unknown.size(); ++i)
+        names += (i ? (i + 1 == unknown.size() ? " and '" : ", '") : "'") +
+                 unknown[i]->name + "'";
+      return withAnchor(
+          ShapeError::atOp("cannot infer the sizes of " + names + " in " +
+                           groupText(group) +
+                           ": give all but one as keyword sizes"),
+          group);
+    }
+    auto q = ctx.divide(dim.size, known, "composition " + groupText(group));
+    if (!q)
+      return withAnchor(q.error(), group);
+    sizes[unknown[0]->name] = *q;
+  }
+  return match;
+}
+
+/// Builds the output shape of `side` from axis sizes and ellipsis dims.
+Shape buildOutput(const PatternSide &side, const SizeMap &sizes,
+                  const Shape &ellipsis,
+                  std::vector<std::vector<std::string>> *groupsOut,
+                  std::vector<std::string> *axesOut) {
+  Shape out;
+  for (auto &group : side.groups) {
+    if (!group.parenthesized && !group.axes.empty() &&
+        group.axes[0].kind == PatternAxis::Kind::Ellipsis) {
+      for (size_t i = 0; i < ellipsis.size(); ++i) {
+        out.push_back(ellipsis[i]);
+        if (groupsOut)
+          groupsOut->push_back({ellipsisAxis(i)});
+        if (axesOut)
+          axesOut->push_back(ellipsisAxis(i));
+      }
+      continue;
+    }
+    SizeExpr size = SizeExpr::constant(1);
+    std::vector<std::string> members;
+    for (auto &axis : group.axes) {
+      if (axis.kind == PatternAxis::Kind::Ellipsis) {
+        size = size * numElements(ellipsis);
+        for (size_t i = 0; i < ellipsis.size(); ++i)
+          members.push_back(ellipsisAxis(i));
+      } else if (axis.kind == PatternAxis::Kind::Number) {
+        size = size * SizeExpr::constant(axis.value);
+        members.push_back(axis.name + "@" + std::to_string(axis.offset));
+      } else {
+        size = size * sizes.at(axis.name);
+        members.push_back(axis.name);
+      }
+    }
+    out.push_back(Dim::ofSize(size));
+    if (axesOut)
+      axesOut->insert(axesOut->end(), members.begin(), members.end());
+    if (groupsOut)
+      groupsOut->push_back(members);
+  }
+  return out;
+}
+
+const PatternAxis *findAxis(const PatternSide &side, const std::string &name) {
+  for (auto &g : side.groups)
+    for (auto &a : g.axes)
+      if (a.name == name)
+        return &a;
+  return nullptr;
+}
+
+const PatternAxis *findEllipsis(const PatternSide &side) {
+  for (auto &g : side.groups)
+    for (auto &a : g.axes)
+      if (a.kind == PatternAxis::Kind::Ellipsis)
+        return &a;
+  return nullptr;
+}
+
+/// Keyword sizes: each must name an axis of the pattern and be positive.
+Expected<SizeMap> checkSizes(InferContext &ctx, const Pattern &pattern,
+                             const std::vector<SizeArg> &args) {
+  SizeMap sizes;
+  for (unsigned i = 0; i < args.size(); ++i) {
+    auto &arg = args[i];
+    bool used = findAxis(pattern.output, arg.name) != nullptr;
+    for (auto &in : pattern.inputs)
+      used |= findAxis(in, arg.name) != nullptr;
+    if (!used)
+      return ShapeError::atKwarg("size '" + arg.name +
+                                     "' is not an axis of the pattern '" +
+                                     pattern.str() + "'",
+                                 i);
+    auto v = arg.value.evaluate(ctx.env);
+    if (v && *v <= 0)
+      return ShapeError::atKwarg("size '" + arg.name + "' must be positive, got " +
+                                     toString(*v),
+                                 i);
+    if (sizes.count(arg.name))
+      return ShapeError::atKwarg("size '" + arg.name + "' given twice", i);
+    sizes[arg.name] = arg.value;
+  }
+  return sizes;
+}
+
+std::optional<ShapeError> checkAxisSets(const Pattern &pattern,
+                                        PatternUse use) {
+  const PatternSide &left = pattern.inputs[0];
+  const PatternSide &right = pattern.output;
+  auto numbers = [](const PatternSide &side) {
+    std::vector<const PatternAxis *> out;
+    for (auto &g : side.groups)
+      for (auto &a : g.axes)
+        if (a.kind == PatternAxis::Kind::Number)
+          out.push_back(&a);
+    return out;
+  };
+  switch (use) {
+  case PatternUse::Rearrange: {
+    for (auto *side : {&left, &right})
+      for (auto *a : numbers(*side))
+        return ShapeError::atPattern(
+            "anonymous axis '" + a->name +
+                "' in rearrange: only 1 is allowed (use repeat or reduce)",
+            a->offset, a->length);
+    for (auto *a : left.namedAxes())
+      if (!findAxis(right, a->name))
+        return ShapeError::atPattern("axis '" + a->name +
+                                         "' appears only on the left side "
+                                         "of rearrange",
+                                     a->offset, a->length);
+    for (auto *a : right.namedAxes())
+      if (!findAxis(left, a->name))
+        return ShapeError::atPattern("axis '" + a->name +
+                                         "' appears only on the right side "
+                                         "of rearrange",
+                                     a->offset, a->length);
+    if (auto *e = findEllipsis(left); e && !findEllipsis(right))
+      return ShapeError::atPattern(
+          "'...' appears only on the left side of rearrange", e->offset, 3);
+    return std::nullopt;
+  }
+  case PatternUse::Reduce:
+    for (auto *a : numbers(right))
+      return ShapeError::atPattern("anonymous axis '" + a->name +
+                                       "' on the right side of reduce",
+                                   a->offset, a->length);
+    for (auto *a : right.namedAxes())
+      if (!findAxis(left, a->name))
+        return ShapeError::atPattern(
+            "output axis '" + a->name + "' is missing from the input of reduce",
+            a->offset, a->length);
+    return std::nullopt;
+  case PatternUse::Repeat:
+    for (auto *a : numbers(left))
+      return ShapeError::atPattern("anonymous axis '" + a->name +
+                                       "' on the left side of repeat",
+                                   a->offset, a->length);
+    for (auto *a : left.namedAxes())
+      if (!findAxis(right, a->name))
+        return ShapeError::atPattern("axis '" + a->name +
+                                         "' of the input is missing from the "
+                                         "output of repeat",
+                                     a->offset, a->length);
+    if (auto *e = findEllipsis(left); e && !findEllipsis(right))
+      return ShapeError::atPattern(
+          "'...' of the input is missing from the output of repeat", e->offset,
+          3);
+    return std::nullopt;
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// rearrange / reduce / repeat
+//===----------------------------------------------------------------------===//
+
+Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
+                                         const Pattern &pattern,
+                                         const Shape &input,
+                                         const std::vector<SizeArg> &args) {
+  if (pattern.inputs.size() != 1 || !pattern.hasArrow)
+    return ShapeError::atOp("expected a pattern 'input -> output'");
+  if (auto e = checkAxisSets(pattern, use))
+    return *e;
+  auto sizes = checkSizes(ctx, pattern, args);
+  if (!sizes)
+    return sizes.error();
+  // Sizes of axes that only appear on the output (repeat) must be given.
+  if (use == PatternUse::Repeat)
+    for (auto *a : pattern.output.namedAxes())
+      if (!findAxis(pattern.inputs[0], a->name) && !sizes->count(a->name))
+        return ShapeError::atPattern("new axis '" + a->name +
+                                         "' needs a size: repeat(..., " +
+                                         a->name + "=N)",
+                                     a->offset, a->length);
+  auto match = matchSide(ctx, pattern.inputs[0], input, 0, *sizes);
+  if (!match)
+    return match.error();
+  TransformInfo info;
+  info.inputAxes = match->axes;
+  info.result = buildOutput(pattern.output, *sizes, match->ellipsis,
+                            &info.outputGroups, &info.outputAxes);
+  for (size_t i = 0; i < match->ellipsis.size(); ++i)
+    (*sizes)[ellipsisAxis(i)] = match->ellipsis[i].isPack()
+                                    ? SizeExpr::symbol(match->ellipsis[i].pack)
+                                    : match->ellipsis[i].size;
+  for (auto &g : pattern.output.groups)
+    for (auto &a : g.axes)
+      if (a.kind == PatternAxis::Kind::Number)
+        (*sizes)[a.name + "@" + std::to_string(a.offset)] =
+            SizeExpr::constant(a.value);
+  info.axisSizes = *sizes;
+  // A pack in the input that reaches the output inside a composition is
+  // fine (its size is its product), but a pack must never be split.
+  return info;
+}
+
+Expected<Shape> inferRearrange(InferContext &ctx, const Pattern &pattern,
+                               const Shape &input,
+                               const std::vector<SizeArg> &sizes) {
+  auto info = analyzeTransform(ctx, PatternUse::Rearrange, pattern, input, sizes);
+  if (!info)
+    return info.error();
+  return info->result;
+}
+
+Expected<Shape> inferReduce(InferContext &ctx, const Pattern &pattern,
+                            const Shape &input,
+                            const std::vector<SizeArg> &sizes) {
+  auto info = analyzeTransform(ctx, PatternUse::Reduce, pattern, input, sizes);
+  if (!info)
+    return info.error();
+  return info->result;
+}
+
+Expected<Shape> inferRepeat(InferContext &ctx, const Pattern &pattern,
+                            const Shape &input,
+                            const std::vector<SizeArg> &sizes) {
+  auto info = analyzeTransform(ctx, PatternUse::Repeat, pattern, input, sizes);
+  if (!info)
+    return info.error();
+  return info->result;
+}
+
+//===----------------------------------------------------------------------===//
+// einsum
+//===----------------------------------------------------------------------===//
+
+Expected<EinsumInfo> analyzeEinsum(InferContext &ctx, const Pattern &pattern,
+                                   const std::vector<Shape> &inputs,
+                                   const std::vector<SizeArg> &args) {
+  if (!pattern.hasArrow)
+    return ShapeError::atOp("einsum pattern needs '->'");
+  if (pattern.inputs.size() != inputs.size())
+    return ShapeError::atOp("the pattern '" + pattern.str() + "' has " +
+                            std::to_string(pattern.inputs.size()) +
+                            " operand(s) but einsum got " +
+                            std::to_string(inputs.size()));
+  std::vector<const PatternSide *> sides;
+  for (auto &in : pattern.inputs)
+    sides.push_back(&in);
+  sides.push_back(&pattern.output);
+  for (auto *side : sides)
+    for (auto &g : side->groups) {
+      if (g.axes.empty())
+        return withAnchor(ShapeError::atOp("anonymous axes '1' and '()' are "
+                                           "not supported in einsum"),
+                          g);
+      for (auto &a : g.axes)
+        if (a.kind == PatternAxis::Kind::Number)
+          return withAnchor(ShapeError::atOp("anonymous axis '" + a.name +
+                                             "' is not supported in einsum"),
+                            a);
+    }
+  for (auto *a : pattern.output.namedAxes()) {
+    bool found = false;
+    for (auto &in : pattern.inputs)
+      found |= findAxis(in, a->name) != nullptr;
+    if (!found)
+      return ShapeError::atPattern("output axis '" + a->name +
+                                       "' appears in no input of einsum",
+                                   a->offset, a->length);
+  }
+  auto sizes = checkSizes(ctx, pattern, args);
+  if (!sizes)
+    return sizes.error();
+
+  EinsumInfo info;
+  // Ellipsis dims broadcast right-aligned across operands, as in numpy.
+  std::vector<SideMatch> matches;
+  size_t rank = 0;
+  for (unsigned i = 0; i < inputs.size(); ++i) {
+    auto match = matchSide(ctx, pattern.inputs[i], inputs[i], i, *sizes);
+    if (!match) {
+      ShapeError e = match.error();
+      if (e.anchor == ShapeError::Anchor::Op)
+        e = ShapeError::atOperand(e.message, i);
+      return e;
+    }
+    rank = std::max(rank, match->ellipsis.size());
+    matches.push_back(*match);
+  }
+  auto isOne = [](const Dim &d) {
+    return !d.isPack() && d.size.constantValue() == Int(1);
+  };
+  Shape ellipsis(rank, Dim::ofSize(SizeExpr::constant(1)));
+  for (unsigned i = 0; i < matches.size(); ++i) {
+    const Shape &mine = matches[i].ellipsis;
+    size_t shift = rank - mine.size();
+    for (size_t k = 0; k < mine.size(); ++k) {
+      Dim &have = ellipsis[shift + k];
+      const Dim &dim = mine[k];
+      if (isOne(dim))
+        continue;
+      if (isOne(have)) {
+        have = dim;
+        continue;
+      }
+      if (dim.isPack() || have.isPack()) {
+        if (dim.pack != have.pack)
+          return ShapeError::atOperand("'...' of operand " + std::to_string(i) +
+                                           " (" + dim.str() +
+                                           ") does not match " + have.str(),
+                                       i);
+        continue;
+      }
+      auto ok = ctx.unify(have.size, dim.size, "'...' dims");
+      if (!ok)
+        return ShapeError::atOperand(ok.error().message, i);
+    }
+  }
+  for (unsigned i = 0; i < matches.size(); ++i) {
+    const Shape &mine = matches[i].ellipsis;
+    size_t shift = rank - mine.size();
+    std::vector<std::string> axes;
+    for (auto &ax : matches[i].axes) {
+      if (ax.rfind("...", 0) != 0) {
+        axes.push_back(ax);
+        continue;
+      }
+      size_t k = std::stoul(ax.substr(3));
+      // A size-1 dim broadcast against a larger one is not an axis here.
+      if (isOne(mine[k]) && !isOne(ellipsis[shift + k]))
+        continue;
+      axes.push_back(ellipsisAxis(shift + k));
+    }
+    info.operandAxes.push_back(axes);
+  }
+  if (!ellipsis.empty() && !pattern.output.hasEllipsis())
+    return ShapeError::atPattern(
+        "'...' covers " + std::to_string(ellipsis.size()) +
+            " dim(s) in the inputs but is missing from the output of einsum",
+        pattern.output.offset, std::max(1u, pattern.output.length));
+  for (size_t k = 0; k < ellipsis.size(); ++k)
+    (*sizes)[ellipsisAxis(k)] = ellipsis[k].isPack()
+                                    ? SizeExpr::symbol(ellipsis[k].pack)
+                                    : ellipsis[k].size;
+  info.result =
+      buildOutput(pattern.output, *sizes, ellipsis, nullptr, &info.outputAxes);
+  info.axisSizes = *sizes;
+  return info;
+}
+
+Expected<Shape> inferEinsum(InferContext &ctx, const Pattern &pattern,
+                            const std::vector<Shape> &inputs,
+                            const std::vector<SizeArg> &sizes) {
+  auto info = analyzeEinsum(ctx, pattern, inputs, sizes);
+  if (!info)
+    return info.error();
+  return info->result;
+}
+
+//===----------------------------------------------------------------------===//
+// pack / unpack
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct PackLayout {
+  size_t before = 0, after = 0;
+};
+PackLayout packLayout(const Pattern &pattern) {
+  PackLayout layout;
+  bool star = false;
+  for (auto &g : pattern.inputs[0].groups) {
+    if (g.axes[0].kind == PatternAxis::Kind::Star)
+      star = true;
+    else if (star)
+      ++layout.after;
+    else
+      ++layout.before;
+  }
+  return layout;
+}
+} // namespace
+
+Expected<PackResult> inferPack(InferContext &ctx, const Pattern &pattern,
+                               const std::vector<Shape> &inputs) {
+  if (pattern.inputs.size() != 1 || pattern.hasArrow)
+    return ShapeError::atOp("expected a pack pattern such as 'b * c'");
+  if (inputs.empty())
+    return ShapeError::atOp("pack needs at least one tensor");
+  PackLayout layout = packLayout(pattern);
+  const PatternSide &side = pattern.inputs[0];
+  PackResult result;
+  SizeMap sizes;
+  SizeExpr total;
+  for (unsigned i = 0; i < inputs.size(); ++i) {
+    Shape shape = ctx.expand(inputs[i]);
+    if (shape.size() < layout.before + layout.after)
+      return ShapeError::atOperand(
+          "pack pattern '" + side.str() + "' needs at least " +
+              std::to_string(layout.before + layout.after) +
+              " dims, but the tensor has " + std::to_string(shape.size()),
+          i);
+    for (size_t k = 0; k < layout.before + layout.after; ++k) {
+      size_t pos = k < layout.before ? k : shape.size() - (layout.before + layout.after - k);
+      const PatternGroup &g = side.groups[k < layout.before ? k : k + 1];
+      const Dim &dim = shape[pos];
+      if (dim.isPack())
+        return ShapeError::atOperand("cannot match axis '" + g.axes[0].name +
+                                         "' against variadic " + dim.str(),
+                                     i);
+      auto it = sizes.find(g.axes[0].name);
+      if (it == sizes.end()) {
+        sizes[g.axes[0].name] = dim.size;
+        continue;
+      }
+      auto ok = ctx.unify(dim.size, it->second, "axis '" + g.axes[0].name + "'");
+      if (!ok)
+        return withAnchor(ok.error(), g.axes[0]);
+    }
+    Shape part(shape.begin() + layout.before, shape.end() - layout.after);
+    total = total + numElements(part);
+    result.parts.push_back(part);
+  }
+  for (size_t k = 0; k < side.groups.size(); ++k) {
+    const PatternAxis &a = side.groups[k].axes[0];
+    result.packed.push_back(Dim::ofSize(a.kind == PatternAxis::Kind::Star
+                                            ? total
+                                            : sizes.at(a.name)));
+  }
+  return result;
+}
+
+Expected<std::vector<Shape>> inferUnpack(InferContext &ctx,
+                                         const Pattern &pattern,
+                                         const Shape &input,
+                                         const std::vector<Shape> &parts) {
+  if (pattern.inputs.size() != 1 || pattern.hasArrow)
+    return ShapeError::atOp("expected a pack pattern such as 'b * c'");
+  PackLayout layout = packLayout(pattern);
+  Shape shape = ctx.expand(input);
+  size_t rank = layout.before + 1 + layout.after;
+  if (shape.size() != rank)
+    return ShapeError::atOperand("unpack pattern '" + pattern.inputs[0].str() +
+                                     "' expects " + std::to_string(rank) +
+                                     " dims, but the tensor has " +
+                                     std::to_string(shape.size()),
+                                 0);
+  const Dim &starDim = shape[layout.before];
+  if (starDim.isPack())
+    return ShapeError::atOperand("the '*' dim cannot be variadic", 0);
+  SizeExpr total;
+  for (auto &p : parts)
+    total = total + numElements(p);
+  auto ok = ctx.unify(starDim.size, total, "the '*' dim of unpack");
+  if (!ok) {
+    ShapeError e = ok.error();
+    e.anchor = ShapeError::Anchor::Operand;
+    return e;
+  }
+  std::vector<Shape> out;
+  for (auto &p : parts) {
+    Shape s(shape.begin(), shape.begin() + layout.before);
+    s.insert(s.end(), p.begin(), p.end());
+    s.insert(s.end(), shape.end() - layout.after, shape.end());
+    out.push_back(s);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting and declared-type checks
+//===----------------------------------------------------------------------===//
+
+Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
+                               const Shape &rhsIn) {
+  Shape lhs = ctx.expand(lhsIn), rhs = ctx.expand(rhsIn);
+  if (lhs.empty())
+    return rhs;
+  if (rhs.empty())
+    return lhs;
+  auto isOne = [](const Dim &d) {
+    return !d.isPack() && d.size.constantValue() == Int(1);
+  };
+  auto same = [&](const Dim &a, const Dim &b) {
+    if (a.isPack() || b.isPack())
+      return a.pack == b.pack;
+    return ctx.prove(a.size, b.size) == InferContext::Proof::Equal;
+  };
+  if (lhs.size() == rhs.size()) {
+    Shape out;
+    for (size_t i = 0; i < lhs.size(); ++i) {
+      if (same(lhs[i], rhs[i]) || isOne(rhs[i]) || rhs[i].broadcastable) {
+        out.push_back(isOne(lhs[i]) ? rhs[i] : lhs[i]);
+        continue;
+      }
+      if (isOne(lhs[i]) || lhs[i].broadcastable) {
+        out.push_back(rhs[i]);
+        continue;
+      }
+      if (lhs[i].isPack() || rhs[i].isPack())
+        return ShapeError::atOperand("cannot broadcast dim " + std::to_string(i) +
+                                         ": " + lhs[i].str() + " vs " +
+                                         rhs[i].str(),
+                                     1);
+      auto ok = ctx.unify(lhs[i].size, rhs[i].size,
+                          "broadcast dim " + std::to_string(i));
+      if (!ok)
+        return ShapeError::atOperand(ok.error().message, 1);
+      out.push_back(lhs[i]);
+    }
+    return out;
+  }
+  bool lhsBig = lhs.size() > rhs.size();
+  const Shape &big = lhsBig ? lhs : rhs;
+  const Shape &small = lhsBig ? rhs : lhs;
+  unsigned smallIdx = lhsBig ? 1 : 0;
+  size_t pos = 0;
+  for (auto &d : small) {
+    if (isOne(d))
+      continue;
+    size_t count = 0;
+    for (auto &b : big)
+      count += same(b, d);
+    if (count > 1)
+      return ShapeError::atOperand(
+          "ambiguous broadcast: dim " + d.str() + " occurs " +
+              std::to_string(count) + " times in \"" + shapeStr(big) +
+              "\"; rearrange one operand to the other's rank first",
+          smallIdx);
+    while (pos < big.size() && !same(big[pos], d))
+      ++pos;
+    if (pos == big.size())
+      return ShapeError::atOperand(
+          "cannot broadcast \"" + shapeStr(small) + "\" against \"" +
+              shapeStr(big) + "\": dim " + d.str() +
+              " is not in the larger shape (in order); broadcasting matches "
+              "dims by name",
+          smallIdx);
+    ++pos;
+  }
+  return big;
+}
+
+Expected<bool> checkShapeMatches(InferContext &ctx, const Shape &expectedIn,
+                                 const Shape &actualIn) {
+  Shape expected = ctx.expand(expectedIn), actual = ctx.expand(actualIn);
+  // A free pack in the declared type binds to the dims it covers.
+  std::vector<size_t> packs;
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i].isPack())
+      packs.push_back(i);
+  if (packs.size() == 1 && expected.size() != actual.size()) {
+    size_t p = packs[0];
+    size_t fixed = expected.size() - 1;
+    bool actualHasSamePack = false;
+    for (auto &d : actual)
+      actualHasSamePack |= d.isPack() && d.pack == expected[p].pack;
+    if (!actualHasSamePack && actual.size() >= fixed) {
+      Shape dims(actual.begin() + p, actual.begin() + p + (actual.size() - fixed));
+      bool ok = true;
+      for (auto &d : dims)
+        ok &= !d.isPack();
+      if (ok) {
+        ctx.packBindings[expected[p].pack] = dims;
+        expected = ctx.expand(expected);
+      }
+    }
+  }
+  if (expected.size() != actual.size())
+    return ShapeError::atOp("rank mismatch: expected " +
+                            std::to_string(expected.size()) + " dims (\"" +
+                            shapeStr(expected) + "\"), got " +
+                            std::to_string(actual.size()) + " (\"" +
+                            shapeStr(actual) + "\")");
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Dim &e = expected[i], &a = actual[i];
+    if (e.isPack() || a.isPack()) {
+      if (e.pack != a.pack)
+        return ShapeError::atOp("dim " + std::to_string(i) + ": expected " +
+                                e.str() + ", got " + a.str());
+      continue;
+    }
+    if (e.broadcastable && a.size.constantValue() == Int(1))
+      continue;
+    auto ok = ctx.unify(a.size, e.size, "dim " + std::to_string(i) +
+                                            " of \"" + shapeStr(actual) +
+                                            "\" vs declared \"" +
+                                            shapeStr(expected) + "\"");
+    if (!ok)
+      return ok.error();
+  }
+  return true;
+}
+
+} // namespace ein

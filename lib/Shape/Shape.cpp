@@ -1,0 +1,285 @@
+// Element types, dims, and the jaxtyping shape-string parser.
+#include "ein/Shape/Shape.h"
+
+#include <cctype>
+
+namespace ein {
+
+namespace {
+struct DTypeInfo {
+  DType type;
+  const char *name;
+  unsigned bytes;
+  bool isFloat;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F64, "f64", 8, true},       {DType::F32, "f32", 4, true},
+    {DType::F16, "f16", 2, true},       {DType::BF16, "bf16", 2, true},
+    {DType::F8E4M3, "f8e4m3", 1, true}, {DType::F8E5M2, "f8e5m2", 1, true},
+    {DType::I64, "i64", 8, false},      {DType::I32, "i32", 4, false},
+};
+const DTypeInfo &info(DType type) {
+  for (auto &i : kDTypes)
+    if (i.type == type)
+      return i;
+  return kDTypes[1];
+}
+} // namespace
+
+std::optional<DType> parseDType(const std::string &name) {
+  for (auto &i : kDTypes)
+    if (name == i.name)
+      return i.type;
+  return std::nullopt;
+}
+const char *dtypeName(DType type) { return info(type).name; }
+unsigned dtypeBytes(DType type) { return info(type).bytes; }
+bool isFloat(DType type) { return info(type).isFloat; }
+
+std::string Dim::str() const {
+  if (isPack())
+    return "*" + pack;
+  std::string text;
+  for (char c : size.str())
+    if (c != ' ')
+      text += c;
+  return broadcastable ? "#" + text : text;
+}
+
+std::string shapeStr(const Shape &shape) {
+  std::string out;
+  for (auto &d : shape) {
+    if (!out.empty())
+      out += " ";
+    out += d.str();
+  }
+  return out;
+}
+
+SizeExpr numElements(const Shape &shape) {
+  SizeExpr n = SizeExpr::constant(1);
+  for (auto &d : shape)
+    n = n * (d.isPack() ? SizeExpr::symbol(d.pack) : d.size);
+  return n;
+}
+
+std::string TensorType::str() const {
+  return std::string(dtypeName(dtype)) + "[\"" + shapeStr(shape) + "\"]";
+}
+
+namespace {
+/// Recursive-descent parser for size expressions inside a shape string.
+class SizeParser {
+public:
+  SizeParser(const std::string &text, unsigned base) : text(text), base(base) {}
+
+  Expected<SizeExpr> parseAll() {
+    auto e = parseSum();
+    if (!e)
+      return e;
+    skipSpace();
+    if (pos != text.size())
+      return err("unexpected '" + std::string(1, text[pos]) + "' in size");
+    return e;
+  }
+
+private:
+  const std::string &text;
+  unsigned base;
+  size_t pos = 0;
+
+  ShapeError err(std::string message) {
+    return ShapeError::atPattern(std::move(message), base + pos, 1);
+  }
+  void skipSpace() {
+    while (pos < text.size() && text[pos] == ' ')
+      ++pos;
+  }
+  Expected<SizeExpr> parseSum() {
+    auto lhs = parseProduct();
+    if (!lhs)
+      return lhs;
+    SizeExpr acc = *lhs;
+    for (;;) {
+      skipSpace();
+      if (pos >= text.size() || (text[pos] != '+' && text[pos] != '-'))
+        return acc;
+      char op = text[pos++];
+      auto rhs = parseProduct();
+      if (!rhs)
+        return rhs;
+      acc = op == '+' ? acc + *rhs : acc - *rhs;
+    }
+  }
+  Expected<SizeExpr> parseProduct() {
+    auto lhs = parseAtom();
+    if (!lhs)
+      return lhs;
+    SizeExpr acc = *lhs;
+    for (;;) {
+      skipSpace();
+      if (pos >= text.size() || (text[pos] != '*' && text[pos] != '/'))
+        return acc;
+      char op = text[pos++];
+      unsigned at = pos;
+      auto rhs = parseAtom();
+      if (!rhs)
+        return rhs;
+      if (op == '*') {
+        acc = acc * *rhs;
+      } else {
+        if (rhs->constantValue() == Int(0))
+          return ShapeError::atPattern("division by zero in size", base + at,
+                                       1);
+        acc = SizeExpr::quotient(acc, *rhs);
+      }
+    }
+  }
+  Expected<SizeExpr> parseAtom() {
+    skipSpace();
+    if (pos >= text.size())
+      return err("expected a size");
+    char c = text[pos];
+    if (c == '(') {
+      ++pos;
+      auto inner = parseSum();
+      if (!inner)
+        return inner;
+      skipSpace();
+      if (pos >= text.size() || text[pos] != ')')
+        return err("expected ')' in size");
+      ++pos;
+      return inner;
+    }
+    size_t start = pos;
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])))
+        ++pos;
+      auto v = parseInt(text.substr(start, pos - start));
+      if (!v)
+        return ShapeError::atPattern("size '" + text.substr(start, pos - start) +
+                                         "' is too large",
+                                     base + start, pos - start);
+      return SizeExpr::constant(*v);
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      while (pos < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[pos])) || text[pos] == '_'))
+        ++pos;
+      return SizeExpr::symbol(text.substr(start, pos - start));
+    }
+    return err("unexpected '" + std::string(1, c) + "' in size");
+  }
+};
+
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+      return false;
+  return true;
+}
+} // namespace
+
+Expected<SizeExpr> parseSizeExpr(const std::string &text) {
+  return SizeParser(text, 0).parseAll();
+}
+
+Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
+  unsigned localCounter = 0;
+  unsigned &counter = anonCounter ? *anonCounter : localCounter;
+  Shape shape;
+  bool sawVariadic = false;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    if (text[pos] == ' ' || text[pos] == '\t') {
+      ++pos;
+      continue;
+    }
+    // A token runs to the next top-level space; parentheses nest.
+    size_t start = pos;
+    int depth = 0;
+    bool spaceInParens = false;
+    while (pos < text.size() && (depth > 0 || (text[pos] != ' ' && text[pos] != '\t'))) {
+      if (text[pos] == '(')
+        ++depth;
+      else if (text[pos] == ')') {
+        if (depth == 0)
+          return ShapeError::atPattern("unbalanced ')' in shape", pos, 1);
+        --depth;
+      } else if (text[pos] == ' ' && depth == 1)
+        spaceInParens = true;
+      ++pos;
+    }
+    if (depth != 0)
+      return ShapeError::atPattern("unbalanced '(' in shape", start, pos - start);
+    std::string token = text.substr(start, pos - start);
+    unsigned at = static_cast<unsigned>(start);
+    auto variadic = [&](std::string name) -> Expected<Shape> {
+      if (sawVariadic)
+        return ShapeError::atPattern("a shape can have only one variadic dim",
+                                     at, token.size());
+      sawVariadic = true;
+      shape.push_back(Dim::ofPack(std::move(name)));
+      return shape;
+    };
+    if (token == "...") {
+      if (auto r = variadic("_anon" + std::to_string(counter++)); !r)
+        return r;
+      continue;
+    }
+    if (token[0] == '*') {
+      std::string name = token.substr(1);
+      if (!isIdentifier(name))
+        return ShapeError::atPattern("expected a name after '*'", at, token.size());
+      if (auto r = variadic(name); !r)
+        return r;
+      continue;
+    }
+    if (token == "_") {
+      shape.push_back(Dim::ofSize(SizeExpr::symbol("_anon" + std::to_string(counter++))));
+      continue;
+    }
+    bool broadcastable = token[0] == '#';
+    if (broadcastable) {
+      token = token.substr(1);
+      ++at;
+      if (token.empty())
+        return ShapeError::atPattern("expected a dim after '#'", at - 1, 1);
+    }
+    Expected<SizeExpr> size = SizeExpr();
+    if (spaceInParens && token.front() == '(' && token.back() == ')') {
+      // A composition: the product of its space-separated members.
+      std::string inner = token.substr(1, token.size() - 2);
+      SizeExpr product = SizeExpr::constant(1);
+      size_t p = 0;
+      while (p < inner.size()) {
+        if (inner[p] == ' ') {
+          ++p;
+          continue;
+        }
+        size_t s = p;
+        while (p < inner.size() && inner[p] != ' ')
+          ++p;
+        auto member = SizeParser(inner.substr(s, p - s), at + 1 + s).parseAll();
+        if (!member)
+          return member.error();
+        product = product * *member;
+      }
+      size = product;
+    } else {
+      size = SizeParser(token, at).parseAll();
+    }
+    if (!size)
+      return size.error();
+    if (size->overflowed())
+      return ShapeError::atPattern("size overflows 128 bits", at, token.size());
+    Dim d = Dim::ofSize(*size);
+    d.broadcastable = broadcastable;
+    shape.push_back(std::move(d));
+  }
+  return shape;
+}
+
+} // namespace ein

@@ -1,0 +1,73 @@
+// Printing of the AST for `einc emit --stage=ast`.
+#include "ein/Syntax/AST.h"
+
+namespace ein {
+
+std::string exprToString(const Expr &e) {
+  switch (e.kind) {
+  case Expr::Kind::Name:
+  case Expr::Kind::Int:
+  case Expr::Kind::Float:
+    return e.text;
+  case Expr::Kind::String:
+    return "\"" + e.text + "\"";
+  case Expr::Kind::Neg:
+    return "(-" + exprToString(*e.args[0]) + ")";
+  case Expr::Kind::Binary:
+    return "(" + exprToString(*e.args[0]) + " " + e.text + " " +
+           exprToString(*e.args[1]) + ")";
+  case Expr::Kind::List: {
+    std::string out = "[";
+    for (size_t i = 0; i < e.args.size(); ++i)
+      out += (i ? ", " : "") + exprToString(*e.args[i]);
+    return out + "]";
+  }
+  case Expr::Kind::Call: {
+    std::string out = e.text + "(";
+    bool first = true;
+    for (auto &a : e.args) {
+      out += (first ? "" : ", ") + exprToString(*a);
+      first = false;
+    }
+    for (auto &k : e.keywords) {
+      out += (first ? "" : ", ") + k.name + "=" + exprToString(*k.value);
+      first = false;
+    }
+    return out + ")";
+  }
+  }
+  return "?";
+}
+
+static std::string typeToString(const TypeAnnotation &t) {
+  return t.dtype + "[\"" + t.shape + "\"]";
+}
+
+void printAST(const Module &m, std::ostream &os) {
+  os << "module\n";
+  for (auto &d : m.dims)
+    os << "  dim " << d.name << " = " << exprToString(*d.value) << "  @"
+       << d.loc.line << ":" << d.loc.col << "\n";
+  for (auto &f : m.functions) {
+    os << "  def " << f.name << "  @" << f.loc.line << ":" << f.loc.col << "\n";
+    for (auto &p : f.params)
+      os << "    param " << p.name << ": " << typeToString(p.type) << "\n";
+    for (auto &r : f.results)
+      os << "    result " << typeToString(r) << "\n";
+    for (auto &s : f.body) {
+      os << "    ";
+      if (s.kind == Stmt::Kind::Return) {
+        os << "return ";
+        for (size_t i = 0; i < s.values.size(); ++i)
+          os << (i ? ", " : "") << exprToString(*s.values[i]);
+      } else {
+        for (size_t i = 0; i < s.targets.size(); ++i)
+          os << (i ? ", " : "") << s.targets[i].first;
+        os << " = " << exprToString(*s.values[0]);
+      }
+      os << "  @" << s.loc.line << ":" << s.loc.col << "\n";
+    }
+  }
+}
+
+} // namespace ein

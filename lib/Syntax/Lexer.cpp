@@ -1,0 +1,209 @@
+// The .ein lexer: names, numbers, strings, operators, and indentation tokens.
+#include "ein/Syntax/Lexer.h"
+
+#include <cctype>
+
+namespace ein {
+
+const char *tokenKindName(TokenKind kind) {
+  switch (kind) {
+  case TokenKind::Name: return "name";
+  case TokenKind::Int: return "integer";
+  case TokenKind::Float: return "number";
+  case TokenKind::String: return "string";
+  case TokenKind::LParen: return "'('";
+  case TokenKind::RParen: return "')'";
+  case TokenKind::LBracket: return "'['";
+  case TokenKind::RBracket: return "']'";
+  case TokenKind::Comma: return "','";
+  case TokenKind::Colon: return "':'";
+  case TokenKind::Equal: return "'='";
+  case TokenKind::Arrow: return "'->'";
+  case TokenKind::Plus: return "'+'";
+  case TokenKind::Minus: return "'-'";
+  case TokenKind::Star: return "'*'";
+  case TokenKind::Slash: return "'/'";
+  case TokenKind::StarStar: return "'**'";
+  case TokenKind::Newline: return "end of line";
+  case TokenKind::Indent: return "indent";
+  case TokenKind::Dedent: return "dedent";
+  case TokenKind::Eof: return "end of file";
+  case TokenKind::Error: return "error";
+  }
+  return "token";
+}
+
+std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
+  const std::string &s = file.text;
+  std::vector<Token> out;
+  std::vector<unsigned> indents{0};
+  size_t i = 0;
+  unsigned line = 1, col = 1;
+  int depth = 0;          // bracket nesting: newlines inside are ignored
+  bool atLineStart = true;
+
+  auto push = [&](TokenKind k, std::string text, SourceLoc loc, unsigned len) {
+    out.push_back({k, std::move(text), loc, len});
+  };
+
+  while (i < s.size()) {
+    if (atLineStart && depth == 0) {
+      // Measure indentation; blank and comment-only lines do not count.
+      unsigned width = 0;
+      size_t j = i;
+      while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) {
+        width += s[j] == '\t' ? 8 - width % 8 : 1;
+        ++j;
+      }
+      if (j >= s.size() || s[j] == '\n' || s[j] == '#' || s[j] == '\r') {
+        while (j < s.size() && s[j] != '\n')
+          ++j;
+        i = j < s.size() ? j + 1 : j;
+        ++line;
+        col = 1;
+        continue;
+      }
+      col += static_cast<unsigned>(j - i);
+      i = j;
+      SourceLoc loc{line, col};
+      if (width > indents.back()) {
+        indents.push_back(width);
+        push(TokenKind::Indent, "", loc, 1);
+      } else {
+        while (width < indents.back()) {
+          indents.pop_back();
+          push(TokenKind::Dedent, "", loc, 1);
+        }
+        if (width != indents.back())
+          diags.error(loc, "inconsistent indentation");
+      }
+      atLineStart = false;
+    }
+    char c = s[i];
+    SourceLoc loc{line, col};
+    if (c == '\n') {
+      if (depth == 0)
+        push(TokenKind::Newline, "", loc, 1);
+      ++i;
+      ++line;
+      col = 1;
+      atLineStart = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+      ++col;
+      continue;
+    }
+    if (c == '#') {
+      while (i < s.size() && s[i] != '\n')
+        ++i, ++col;
+      continue;
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t j = i;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_'))
+        ++j;
+      push(TokenKind::Name, s.substr(i, j - i), loc, static_cast<unsigned>(j - i));
+      col += static_cast<unsigned>(j - i);
+      i = j;
+      continue;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      size_t j = i;
+      bool isFloat = false;
+      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])))
+        ++j;
+      if (j < s.size() && s[j] == '.') {
+        isFloat = true;
+        ++j;
+        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])))
+          ++j;
+      }
+      if (j < s.size() && (s[j] == 'e' || s[j] == 'E')) {
+        size_t k = j + 1;
+        if (k < s.size() && (s[k] == '+' || s[k] == '-'))
+          ++k;
+        if (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) {
+          isFloat = true;
+          j = k;
+          while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])))
+            ++j;
+        }
+      }
+      if (j < s.size() && (std::isalpha(static_cast<unsigned char>(s[j])) || s[j] == '_')) {
+        diags.error(loc, "malformed number", static_cast<unsigned>(j - i + 1));
+        push(TokenKind::Error, "", loc, 1);
+      } else {
+        push(isFloat ? TokenKind::Float : TokenKind::Int, s.substr(i, j - i), loc,
+             static_cast<unsigned>(j - i));
+      }
+      col += static_cast<unsigned>(j - i);
+      i = j;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      size_t j = i + 1;
+      while (j < s.size() && s[j] != c && s[j] != '\n' && s[j] != '\\')
+        ++j;
+      if (j >= s.size() || s[j] != c) {
+        if (j < s.size() && s[j] == '\\')
+          diags.error({line, col + static_cast<unsigned>(j - i)},
+                      "escape sequences are not supported in strings");
+        else
+          diags.error(loc, "unterminated string");
+        push(TokenKind::Error, "", loc, 1);
+        while (j < s.size() && s[j] != '\n')
+          ++j;
+        col += static_cast<unsigned>(j - i);
+        i = j;
+        continue;
+      }
+      push(TokenKind::String, s.substr(i + 1, j - i - 1), loc,
+           static_cast<unsigned>(j - i + 1));
+      col += static_cast<unsigned>(j + 1 - i);
+      i = j + 1;
+      continue;
+    }
+    auto two = s.substr(i, 2);
+    TokenKind kind = TokenKind::Error;
+    unsigned len = 1;
+    if (two == "->") kind = TokenKind::Arrow, len = 2;
+    else if (two == "**") kind = TokenKind::StarStar, len = 2;
+    else switch (c) {
+      case '(': kind = TokenKind::LParen; ++depth; break;
+      case ')': kind = TokenKind::RParen; depth = depth > 0 ? depth - 1 : 0; break;
+      case '[': kind = TokenKind::LBracket; ++depth; break;
+      case ']': kind = TokenKind::RBracket; depth = depth > 0 ? depth - 1 : 0; break;
+      case ',': kind = TokenKind::Comma; break;
+      case ':': kind = TokenKind::Colon; break;
+      case '=': kind = TokenKind::Equal; break;
+      case '+': kind = TokenKind::Plus; break;
+      case '-': kind = TokenKind::Minus; break;
+      case '*': kind = TokenKind::Star; break;
+      case '/': kind = TokenKind::Slash; break;
+      default: break;
+    }
+    if (kind == TokenKind::Error) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+        diags.error(loc, "unexpected byte in source (only ASCII is supported)");
+      else
+        diags.error(loc, std::string("unexpected character '") + c + "'");
+    }
+    push(kind, s.substr(i, len), loc, len);
+    i += len;
+    col += len;
+  }
+  SourceLoc end{line, col};
+  if (!out.empty() && out.back().kind != TokenKind::Newline)
+    push(TokenKind::Newline, "", end, 1);
+  while (indents.size() > 1) {
+    indents.pop_back();
+    push(TokenKind::Dedent, "", end, 1);
+  }
+  push(TokenKind::Eof, "", end, 1);
+  return out;
+}
+
+} // namespace ein

@@ -1,0 +1,350 @@
+// Recursive-descent parser for the .ein language (grammar in docs/language.md).
+#include "ein/Syntax/Parser.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace ein {
+
+namespace {
+
+class Parser {
+public:
+  Parser(std::vector<Token> tokens, DiagnosticEngine &diags)
+      : toks(std::move(tokens)), diags(diags) {}
+
+  Module parseModule() {
+    Module m;
+    while (!at(TokenKind::Eof)) {
+      if (accept(TokenKind::Newline))
+        continue;
+      size_t errorsBefore = diags.errorCount();
+      if (atName("dim")) {
+        if (auto d = parseDim())
+          m.dims.push_back(std::move(*d));
+      } else if (atName("def")) {
+        if (auto f = parseFunction())
+          m.functions.push_back(std::move(*f));
+      } else {
+        error(peek(), "expected 'def' or 'dim' at the top level, found " +
+                          describe(peek()));
+      }
+      if (diags.errorCount() != errorsBefore)
+        return m; // one syntax error at a time: later ones are usually noise
+    }
+    return m;
+  }
+
+private:
+  std::vector<Token> toks;
+  size_t pos = 0;
+  DiagnosticEngine &diags;
+
+  const Token &peek(size_t ahead = 0) const {
+    return toks[std::min(pos + ahead, toks.size() - 1)];
+  }
+  bool at(TokenKind k) const { return peek().kind == k; }
+  bool atName(const char *name) const {
+    return at(TokenKind::Name) && peek().text == name;
+  }
+  bool accept(TokenKind k) {
+    if (!at(k))
+      return false;
+    ++pos;
+    return true;
+  }
+  static std::string describe(const Token &t) {
+    if (t.kind == TokenKind::Name)
+      return "'" + t.text + "'";
+    if (t.kind == TokenKind::Int || t.kind == TokenKind::Float)
+      return "number " + t.text;
+    if (t.kind == TokenKind::String)
+      return "string \"" + t.text + "\"";
+    return tokenKindName(t.kind);
+  }
+  void error(const Token &t, const std::string &message) {
+    if (t.kind == TokenKind::Error)
+      return; // the lexer already reported it
+    diags.error(t.loc, message, t.length);
+  }
+  bool expect(TokenKind k, const std::string &context) {
+    if (accept(k))
+      return true;
+    error(peek(), std::string("expected ") + tokenKindName(k) + " " + context +
+                      ", found " + describe(peek()));
+    return false;
+  }
+  std::optional<Token> expectName(const std::string &context) {
+    if (at(TokenKind::Name))
+      return toks[pos++];
+    error(peek(), "expected a name " + context + ", found " + describe(peek()));
+    return std::nullopt;
+  }
+
+  std::optional<DimDecl> parseDim() {
+    ++pos; // dim
+    auto name = expectName("after 'dim'");
+    if (!name || !expect(TokenKind::Equal, "after the dim name"))
+      return std::nullopt;
+    auto value = parseExpr();
+    if (!value || !expect(TokenKind::Newline, "after the dim declaration"))
+      return std::nullopt;
+    return DimDecl{name->text, name->loc, std::move(value)};
+  }
+
+  std::optional<TypeAnnotation> parseType() {
+    auto dtype = expectName("(a dtype such as f32) in the type");
+    if (!dtype)
+      return std::nullopt;
+    if (!expect(TokenKind::LBracket, "after the dtype"))
+      return std::nullopt;
+    if (!at(TokenKind::String)) {
+      error(peek(), "expected a shape string such as \"batch seq\", found " +
+                        describe(peek()));
+      return std::nullopt;
+    }
+    Token shape = toks[pos++];
+    if (!expect(TokenKind::RBracket, "after the shape string"))
+      return std::nullopt;
+    return TypeAnnotation{dtype->text, dtype->loc, shape.text, shape.loc};
+  }
+
+  std::optional<Function> parseFunction() {
+    ++pos; // def
+    Function f;
+    auto name = expectName("after 'def'");
+    if (!name)
+      return std::nullopt;
+    f.name = name->text;
+    f.loc = name->loc;
+    if (!expect(TokenKind::LParen, "after the function name"))
+      return std::nullopt;
+    while (!at(TokenKind::RParen)) {
+      auto pname = expectName("(a parameter)");
+      if (!pname)
+        return std::nullopt;
+      if (!expect(TokenKind::Colon, "after the parameter name: every parameter needs a type such as f32[\"n\"]"))
+        return std::nullopt;
+      auto type = parseType();
+      if (!type)
+        return std::nullopt;
+      f.params.push_back({pname->text, pname->loc, *type});
+      if (!accept(TokenKind::Comma))
+        break;
+    }
+    if (!expect(TokenKind::RParen, "after the parameters"))
+      return std::nullopt;
+    if (!expect(TokenKind::Arrow, "after the parameters: a result type is required"))
+      return std::nullopt;
+    if (accept(TokenKind::LParen)) {
+      do {
+        auto type = parseType();
+        if (!type)
+          return std::nullopt;
+        f.results.push_back(*type);
+      } while (accept(TokenKind::Comma) && !at(TokenKind::RParen));
+      if (!expect(TokenKind::RParen, "after the result types"))
+        return std::nullopt;
+    } else {
+      auto type = parseType();
+      if (!type)
+        return std::nullopt;
+      f.results.push_back(*type);
+    }
+    if (!expect(TokenKind::Colon, "after the signature") ||
+        !expect(TokenKind::Newline, "after ':'"))
+      return std::nullopt;
+    if (!at(TokenKind::Indent)) {
+      error(peek(), "expected an indented function body");
+      return std::nullopt;
+    }
+    ++pos;
+    while (!at(TokenKind::Dedent) && !at(TokenKind::Eof)) {
+      if (accept(TokenKind::Newline))
+        continue;
+      auto stmt = parseStmt();
+      if (!stmt)
+        return std::nullopt;
+      f.body.push_back(std::move(*stmt));
+    }
+    accept(TokenKind::Dedent);
+    return f;
+  }
+
+  std::optional<Stmt> parseStmt() {
+    Stmt s;
+    s.loc = peek().loc;
+    if (atName("return")) {
+      ++pos;
+      s.kind = Stmt::Kind::Return;
+      do {
+        auto e = parseExpr();
+        if (!e)
+          return std::nullopt;
+        s.values.push_back(std::move(e));
+      } while (accept(TokenKind::Comma));
+      if (!expect(TokenKind::Newline, "after the return value"))
+        return std::nullopt;
+      return s;
+    }
+    s.kind = Stmt::Kind::Assign;
+    do {
+      auto name = expectName("(an assignment target)");
+      if (!name)
+        return std::nullopt;
+      s.targets.push_back({name->text, name->loc});
+    } while (accept(TokenKind::Comma));
+    if (!expect(TokenKind::Equal, "in the assignment"))
+      return std::nullopt;
+    auto e = parseExpr();
+    if (!e)
+      return std::nullopt;
+    s.values.push_back(std::move(e));
+    if (!expect(TokenKind::Newline, "after the assignment"))
+      return std::nullopt;
+    return s;
+  }
+
+  ExprPtr make(Expr::Kind kind, const Token &t) {
+    auto e = std::make_unique<Expr>();
+    e->kind = kind;
+    e->loc = t.loc;
+    e->length = t.length;
+    e->text = t.text;
+    return e;
+  }
+
+  ExprPtr parseExpr() { return parseAdditive(); }
+
+  ExprPtr parseBinary(ExprPtr (Parser::*next)(), std::initializer_list<TokenKind> ops) {
+    ExprPtr lhs = (this->*next)();
+    while (lhs) {
+      bool matched = false;
+      for (auto k : ops)
+        matched |= at(k);
+      if (!matched)
+        break;
+      Token op = toks[pos++];
+      ExprPtr rhs = (this->*next)();
+      if (!rhs)
+        return nullptr;
+      auto e = make(Expr::Kind::Binary, op);
+      e->args.push_back(std::move(lhs));
+      e->args.push_back(std::move(rhs));
+      lhs = std::move(e);
+    }
+    return lhs;
+  }
+  ExprPtr parseAdditive() {
+    return parseBinary(&Parser::parseMultiplicative, {TokenKind::Plus, TokenKind::Minus});
+  }
+  ExprPtr parseMultiplicative() {
+    return parseBinary(&Parser::parseUnary, {TokenKind::Star, TokenKind::Slash});
+  }
+  ExprPtr parseUnary() {
+    if (at(TokenKind::Minus)) {
+      Token op = toks[pos++];
+      ExprPtr operand = parseUnary();
+      if (!operand)
+        return nullptr;
+      auto e = make(Expr::Kind::Neg, op);
+      e->args.push_back(std::move(operand));
+      return e;
+    }
+    return parsePower();
+  }
+  ExprPtr parsePower() {
+    ExprPtr base = parsePrimary();
+    if (!base || !at(TokenKind::StarStar))
+      return base;
+    Token op = toks[pos++];
+    ExprPtr exponent = parseUnary();
+    if (!exponent)
+      return nullptr;
+    auto e = make(Expr::Kind::Binary, op);
+    e->args.push_back(std::move(base));
+    e->args.push_back(std::move(exponent));
+    return e;
+  }
+  ExprPtr parsePrimary() {
+    const Token &t = peek();
+    switch (t.kind) {
+    case TokenKind::Int:
+      ++pos;
+      return make(Expr::Kind::Int, t);
+    case TokenKind::Float:
+      ++pos;
+      return make(Expr::Kind::Float, t);
+    case TokenKind::String:
+      ++pos;
+      return make(Expr::Kind::String, t);
+    case TokenKind::LParen: {
+      ++pos;
+      ExprPtr inner = parseExpr();
+      if (!inner || !expect(TokenKind::RParen, "to close '('"))
+        return nullptr;
+      return inner;
+    }
+    case TokenKind::LBracket: {
+      auto list = make(Expr::Kind::List, t);
+      ++pos;
+      while (!at(TokenKind::RBracket)) {
+        ExprPtr item = parseExpr();
+        if (!item)
+          return nullptr;
+        list->args.push_back(std::move(item));
+        if (!accept(TokenKind::Comma))
+          break;
+      }
+      if (!expect(TokenKind::RBracket, "to close '['"))
+        return nullptr;
+      return list;
+    }
+    case TokenKind::Name: {
+      ++pos;
+      if (!at(TokenKind::LParen))
+        return make(Expr::Kind::Name, t);
+      auto call = make(Expr::Kind::Call, t);
+      ++pos;
+      while (!at(TokenKind::RParen)) {
+        if (at(TokenKind::Name) && peek(1).kind == TokenKind::Equal) {
+          Token key = toks[pos];
+          pos += 2;
+          ExprPtr value = parseExpr();
+          if (!value)
+            return nullptr;
+          call->keywords.push_back({key.text, key.loc, std::move(value)});
+        } else {
+          if (!call->keywords.empty()) {
+            error(peek(), "positional argument after keyword arguments");
+            return nullptr;
+          }
+          ExprPtr arg = parseExpr();
+          if (!arg)
+            return nullptr;
+          call->args.push_back(std::move(arg));
+        }
+        if (!accept(TokenKind::Comma))
+          break;
+      }
+      if (!expect(TokenKind::RParen, "to close the call"))
+        return nullptr;
+      return call;
+    }
+    default:
+      error(t, "expected an expression, found " + describe(t));
+      return nullptr;
+    }
+  }
+};
+
+} // namespace
+
+Module parseModule(const SourceFile &file, DiagnosticEngine &diags) {
+  auto tokens = lex(file, diags);
+  if (diags.hadError())
+    return Module();
+  return Parser(std::move(tokens), diags).parseModule();
+}
+
+} // namespace ein

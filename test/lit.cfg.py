@@ -1,0 +1,49 @@
+# -*- Python -*-
+# lit configuration for ein: `ninja -C build check-ein`, or
+# `lit build/test` (the site config in the build tree loads this file).
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "ein"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".ein", ".test"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.ein_obj_root, "test")
+
+# Inputs/ hold files that tests read; helper scripts are not tests.
+config.excludes = ["Inputs", "CMakeLists.txt", "README.txt", "lit.cfg.py",
+                   "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%ein_src_root", config.ein_src_root))
+
+# FileCheck, not, count from LLVM's tools directory.
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.ein_tools_dir, append_path=True)
+
+tool_dirs = [config.ein_tools_dir, config.llvm_tools_dir]
+tools = ["ein-opt"]
+einc = os.path.join(config.ein_tools_dir, "einc")
+if os.path.exists(einc):
+    tools.append("einc")
+    config.available_features.add("einc")
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# `%einc` always names the driver, so a test that needs it fails clearly
+# (rather than silently resolving elsewhere) when it is not built.
+config.substitutions.append(("%einc", einc))
+
+unit_tests = os.path.join(config.ein_tools_dir, "EinUnitTests")
+config.substitutions.append(("%ein-unittests", unit_tests))
+if os.path.exists(unit_tests):
+    config.available_features.add("unittests")
+
+if config.cuda_found:
+    config.available_features.add("cuda")

@@ -1,0 +1,33 @@
+//===- ein-opt.cpp - MlirOptMain with the ein dialect ---------------------===//
+//
+// Registers the dialects ein IR uses one by one (registerAllDialects is not
+// exported by libMLIR.so), MLIR's generic passes, and the ein passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ein/Dialect/EinDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+// Hook for the ein passes: tools/ein-opt/CMakeLists.txt defines
+// EIN_HAVE_TRANSFORMS when the EinTransforms library exists.
+#ifdef EIN_HAVE_TRANSFORMS
+#include "ein/Transforms/Passes.h"
+#endif
+
+int main(int argc, char **argv) {
+  mlir::registerTransformsPasses(); // canonicalize, cse, inline, ...
+#ifdef EIN_HAVE_TRANSFORMS
+  ein::registerEinPasses();
+#endif
+
+  mlir::DialectRegistry registry;
+  registry.insert<ein::EinDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "ein optimizer driver\n", registry));
+}
