@@ -37,9 +37,9 @@ Expected<std::string> PatternAttr::canonicalize(StringRef text) {
     return first->str();
   // Some uses accept more than others (repeat: new axes and numbers; einsum:
   // diagonals); the attribute accepts what any use accepts.
-  for (PatternUse use : {PatternUse::Rearrange, PatternUse::Reduce,
-                         PatternUse::Repeat, PatternUse::Einsum,
-                         PatternUse::Pack}) {
+  for (PatternUse use :
+       {PatternUse::Rearrange, PatternUse::Reduce, PatternUse::Repeat,
+        PatternUse::Einsum, PatternUse::Pack}) {
     if (use == guess)
       continue;
     if (Expected<ein::Pattern> other = parsePattern(text.str(), use))
@@ -57,8 +57,8 @@ Expected<ein::Pattern> PatternAttr::getPattern() const {
 }
 
 /// Reports `error` from parsing `text`, whose opening quote is at `quoteLoc`.
-static void emitPatternError(AsmParser &parser, SMLoc quoteLoc,
-                             StringRef text, const ShapeError &error) {
+static void emitPatternError(AsmParser &parser, SMLoc quoteLoc, StringRef text,
+                             const ShapeError &error) {
   SMLoc loc = quoteLoc;
   if (error.anchor == ShapeError::Anchor::Pattern &&
       error.offset <= text.size())

@@ -142,7 +142,8 @@ DictionaryAttr ein::getSizesAttr(MLIRContext *context,
   Builder b(context);
   SmallVector<NamedAttribute> entries;
   for (const SizeArg &arg : args)
-    entries.push_back(b.getNamedAttr(arg.name, b.getStringAttr(arg.value.str())));
+    entries.push_back(
+        b.getNamedAttr(arg.name, b.getStringAttr(arg.value.str())));
   return b.getDictionaryAttr(entries);
 }
 
@@ -163,9 +164,9 @@ ein::getSizeArgs(DictionaryAttr sizes) {
     } else if (auto number = dyn_cast<IntegerAttr>(entry.getValue())) {
       if (number.getValue().isNegative() ||
           number.getValue().getActiveBits() > 63)
-        return ShapeError::atKwarg("size of '" + name +
-                                       "' must be a non-negative 64-bit integer",
-                                   args.size());
+        return ShapeError::atKwarg(
+            "size of '" + name + "' must be a non-negative 64-bit integer",
+            args.size());
       args.push_back(
           {name, SizeExpr::constant(Int(number.getValue().getZExtValue()))});
     } else {
@@ -202,8 +203,8 @@ ein::Bindings ein::getModuleDims(Operation *op) {
     module = op->getParentOfType<ModuleOp>();
   // Nested modules: the innermost module with `ein.dims` wins.
   for (; module; module = module->getParentOfType<ModuleOp>()) {
-    auto dims = module->getAttrOfType<DictionaryAttr>(
-        EinDialect::getDimsAttrName());
+    auto dims =
+        module->getAttrOfType<DictionaryAttr>(EinDialect::getDimsAttrName());
     if (!dims)
       continue;
     for (NamedAttribute dim : dims)
@@ -220,8 +221,7 @@ void ein::setModuleDims(ModuleOp module, const Bindings &dims) {
   for (const auto &[name, value] : dims)
     entries.push_back(
         b.getNamedAttr(name, b.getI64IntegerAttr(static_cast<int64_t>(value))));
-  module->setAttr(EinDialect::getDimsAttrName(),
-                  b.getDictionaryAttr(entries));
+  module->setAttr(EinDialect::getDimsAttrName(), b.getDictionaryAttr(entries));
 }
 
 ein::InferContext ein::getInferContext(Operation *op) {

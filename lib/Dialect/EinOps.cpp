@@ -22,13 +22,12 @@ namespace ein {
 ParseResult parsePatternLiteral(AsmParser &parser, PatternAttr &result);
 
 /// `"b s (h d) -> b h s d"`
-static ParseResult parsePatternText(OpAsmParser &parser,
-                                    PatternAttr &pattern) {
+static ParseResult parsePatternText(OpAsmParser &parser, PatternAttr &pattern) {
   return parsePatternLiteral(parser, pattern);
 }
 
 static void printPatternText(OpAsmPrinter &printer, Operation *,
-                         PatternAttr pattern) {
+                             PatternAttr pattern) {
   printer.printString(pattern.getText());
 }
 
@@ -136,10 +135,9 @@ static LogicalResult sameElementTypes(Operation *op, ValueRange values,
 
 /// rearrange, reduce and repeat: one operand, pattern and sizes.
 template <typename InferFn>
-static LogicalResult verifyUnaryPatternOp(Operation *op, PatternAttr attr,
-                                          DictionaryAttr sizesAttr,
-                                          PatternUse use, Value input,
-                                          Value result, InferFn infer) {
+static LogicalResult
+verifyUnaryPatternOp(Operation *op, PatternAttr attr, DictionaryAttr sizesAttr,
+                     PatternUse use, Value input, Value result, InferFn infer) {
   Expected<ein::Pattern> pattern = opPattern(attr, use);
   if (!pattern)
     return fail(op, pattern.error());
@@ -185,8 +183,9 @@ LogicalResult EinsumOp::verify() {
     return fail(*this, pattern.error());
   if (pattern->inputs.size() != getInputs().size())
     return emitOpError() << "pattern \"" << getPattern().getText() << "\" has "
-                         << pattern->inputs.size() << " input(s) but the op has "
-                         << getInputs().size() << " operand(s)";
+                         << pattern->inputs.size()
+                         << " input(s) but the op has " << getInputs().size()
+                         << " operand(s)";
   Type elementType;
   if (failed(sameElementTypes(*this, getInputs(), elementType)))
     return failure();
@@ -233,11 +232,11 @@ LogicalResult UnpackOp::verify() {
   if (!pattern)
     return fail(*this, pattern.error());
   if (getParts().size() != getResults().size())
-    return emitOpError() << "has " << getParts().size()
-                         << " part shape(s) but " << getResults().size()
-                         << " result(s)";
+    return emitOpError() << "has " << getParts().size() << " part shape(s) but "
+                         << getResults().size() << " result(s)";
   std::vector<Shape> parts;
-  for (auto [i, part] : llvm::enumerate(getParts().getAsValueRange<StringAttr>())) {
+  for (auto [i, part] :
+       llvm::enumerate(getParts().getAsValueRange<StringAttr>())) {
     Expected<Shape> shape = parseShape(part.str());
     if (!shape)
       return emitOpError() << "invalid shape \"" << part << "\" of part #" << i
@@ -308,10 +307,11 @@ void ConstantOp::build(OpBuilder &builder, OperationState &state, double value,
   build(builder, state, attr);
 }
 
-LogicalResult ConstantOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+ConstantOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,
+                             ValueRange operands, DictionaryAttr attributes,
+                             OpaqueProperties properties, RegionRange regions,
+                             SmallVectorImpl<Type> &inferredReturnTypes) {
   ConstantOp::Adaptor adaptor(operands, attributes, properties, regions);
   TypedAttr value = dyn_cast_or_null<TypedAttr>(adaptor.getValueAttr());
   if (!value)

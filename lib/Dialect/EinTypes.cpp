@@ -36,7 +36,8 @@ Type EinTensorType::parse(AsmParser &parser) {
   if (!shape) {
     const ShapeError &error = shape.error();
     SMLoc loc = shapeLoc;
-    if (error.anchor == ShapeError::Anchor::Pattern && error.offset <= text.size())
+    if (error.anchor == ShapeError::Anchor::Pattern &&
+        error.offset <= text.size())
       loc = SMLoc::getFromPointer(shapeLoc.getPointer() + 1 + error.offset);
     parser.emitError(loc) << "invalid shape \"" << text
                           << "\": " << error.message;

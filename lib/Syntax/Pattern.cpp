@@ -178,6 +178,10 @@ Expected<PatternSide> parseSide(const std::string &text, size_t begin,
             "dots are only allowed as an ellipsis '...'", i, j - i);
       if (opts.pack)
         return ShapeError::atPattern("'...' is not allowed in a pack pattern; use '*'", i, 3);
+      // einops reads "...pre" as one (invalid) identifier.
+      if ((i > begin && isAxisChar(text[i - 1])) || (j < end && isAxisChar(text[j])))
+        return ShapeError::atPattern(
+            "'...' must be separated from axis names by spaces", i, 3);
       if (sawEllipsis)
         return ShapeError::atPattern(
             "two ellipses on one side of the pattern", i, 3);

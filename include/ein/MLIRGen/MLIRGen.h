@@ -14,3 +14,17 @@ bool emitEinIR(const CheckedModule &module, std::ostream &os,
                std::string &error);
 
 } // namespace ein
+
+namespace mlir {
+class MLIRContext;
+class ModuleOp;
+template <typename OpTy> class OwningOpRef;
+} // namespace mlir
+
+namespace ein {
+/// Loads the dialects that `ein` IR uses into `context`.
+void registerEinDialects(mlir::MLIRContext &context);
+/// Builds (without verifying) the `ein` module of a checked program.
+mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
+                                                 const CheckedModule &module);
+} // namespace ein

@@ -1,0 +1,200 @@
+// MLIRGen: the one bridge from the checked AST to `ein` IR, with source locations.
+#include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Dialect/EinDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_os_ostream.h"
+
+namespace ein {
+
+namespace {
+
+class Generator {
+public:
+  Generator(mlir::MLIRContext &context, const CheckedModule &module)
+      : context(context), builder(&context), source(module) {}
+
+  mlir::OwningOpRef<mlir::ModuleOp> run() {
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::ModuleOp::create(loc(SourceLoc{1, 1}));
+    setModuleDims(*module, source.dims);
+    builder.setInsertionPointToEnd(module->getBody());
+    for (auto &fn : source.functions)
+      emitFunction(fn);
+    return module;
+  }
+
+private:
+  mlir::MLIRContext &context;
+  mlir::OpBuilder builder;
+  const CheckedModule &source;
+
+  mlir::Location loc(SourceLoc l) {
+    return mlir::FileLineColLoc::get(&context, source.path, l.line, l.col);
+  }
+
+  mlir::Type typeOf(const CheckedFunction &fn, unsigned id) {
+    const TensorType &t = fn.values[id].type;
+    // Packs whose rank became known later in the function are expanded.
+    return toMLIRType(&context, TensorType{fn.ctx.expand(t.shape), t.dtype});
+  }
+
+  void emitFunction(const CheckedFunction &fn) {
+    llvm::SmallVector<mlir::Type> params, results;
+    for (unsigned id : fn.params)
+      params.push_back(typeOf(fn, id));
+    for (auto &r : fn.results)
+      results.push_back(
+          toMLIRType(&context, TensorType{fn.ctx.expand(r.shape), r.dtype}));
+    auto func = builder.create<mlir::func::FuncOp>(
+        loc(fn.loc), fn.name, builder.getFunctionType(params, results));
+    llvm::SmallVector<mlir::Attribute> checks;
+    for (auto &c : fn.ctx.constraints)
+      checks.push_back(builder.getStringAttr(c.str()));
+    for (auto &[name, value] : fn.ctx.inferred)
+      checks.push_back(builder.getStringAttr(name + " == " + toString(value)));
+    if (!checks.empty())
+      func->setAttr("ein.entry_checks", builder.getArrayAttr(checks));
+    mlir::Block *entry = func.addEntryBlock();
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(entry);
+
+    std::map<unsigned, mlir::Value> values;
+    for (size_t i = 0; i < fn.params.size(); ++i)
+      values[fn.params[i]] = entry->getArgument(i);
+    for (auto &op : fn.ops)
+      emitOp(fn, op, values);
+    llvm::SmallVector<mlir::Value> returned;
+    for (unsigned id : fn.returns)
+      returned.push_back(values.at(id));
+    builder.create<mlir::func::ReturnOp>(loc(fn.loc), returned);
+    builder.setInsertionPointAfter(func);
+  }
+
+  void emitOp(const CheckedFunction &fn, const CheckedOp &op,
+              std::map<unsigned, mlir::Value> &values) {
+    mlir::Location l = loc(op.loc);
+    llvm::SmallVector<mlir::Value> operands;
+    for (unsigned id : op.operands)
+      operands.push_back(values.at(id));
+    mlir::Type result = typeOf(fn, op.results[0]);
+    auto pattern = [&]() { return PatternAttr::get(&context, op.parsed); };
+    auto sizes = [&]() -> mlir::DictionaryAttr {
+      return op.sizes.empty() ? nullptr : getSizesAttr(&context, op.sizes);
+    };
+    mlir::Operation *built = nullptr;
+    switch (op.kind) {
+    case OpKind::Rearrange:
+      built = builder.create<RearrangeOp>(l, result, operands[0], pattern(), sizes());
+      break;
+    case OpKind::Reduce:
+      built = builder.create<ReduceOp>(
+          l, result, ReduceOpKindAttr::get(&context, toReduceOpKind(op.reduction)),
+          operands[0], pattern(), sizes());
+      break;
+    case OpKind::Repeat:
+      built = builder.create<RepeatOp>(l, result, operands[0], pattern(), sizes());
+      break;
+    case OpKind::Einsum: {
+      mlir::TypeAttr acc;
+      if (op.acc)
+        acc = mlir::TypeAttr::get(toMLIRType(&context, *op.acc));
+      built = builder.create<EinsumOp>(l, result, operands, pattern(), sizes(), acc);
+      break;
+    }
+    case OpKind::Pack:
+      built = builder.create<PackOp>(l, result, operands, pattern());
+      break;
+    case OpKind::Unpack: {
+      llvm::SmallVector<mlir::Type> types;
+      for (unsigned id : op.results)
+        types.push_back(typeOf(fn, id));
+      built = builder.create<UnpackOp>(l, types, operands[0], pattern(),
+                                       getPartsAttr(&context, op.packParts));
+      break;
+    }
+    case OpKind::Add:
+      built = builder.create<AddOp>(l, result, operands[0], operands[1]);
+      break;
+    case OpKind::Sub:
+      built = builder.create<SubOp>(l, result, operands[0], operands[1]);
+      break;
+    case OpKind::Mul:
+      built = builder.create<MulOp>(l, result, operands[0], operands[1]);
+      break;
+    case OpKind::Div:
+      built = builder.create<DivOp>(l, result, operands[0], operands[1]);
+      break;
+    case OpKind::Pow:
+      built = builder.create<PowOp>(l, result, operands[0], operands[1]);
+      break;
+    case OpKind::Exp:
+      built = builder.create<ExpOp>(l, result, operands[0]);
+      break;
+    case OpKind::Log:
+      built = builder.create<LogOp>(l, result, operands[0]);
+      break;
+    case OpKind::Sqrt:
+      built = builder.create<SqrtOp>(l, result, operands[0]);
+      break;
+    case OpKind::Rsqrt:
+      built = builder.create<RsqrtOp>(l, result, operands[0]);
+      break;
+    case OpKind::Relu:
+      built = builder.create<ReluOp>(l, result, operands[0]);
+      break;
+    case OpKind::Tanh:
+      built = builder.create<TanhOp>(l, result, operands[0]);
+      break;
+    case OpKind::Neg:
+      built = builder.create<NegOp>(l, result, operands[0]);
+      break;
+    case OpKind::Cast:
+      built = builder.create<CastOp>(l, result, operands[0]);
+      break;
+    case OpKind::Constant: {
+      auto elementType = toMLIRType(&context, fn.values[op.results[0]].type.dtype);
+      built = builder.create<ConstantOp>(l, op.constant, elementType);
+      break;
+    }
+    }
+    for (size_t i = 0; i < op.results.size(); ++i)
+      values[op.results[i]] = built->getResult(i);
+  }
+};
+
+} // namespace
+
+void registerEinDialects(mlir::MLIRContext &context) {
+  context.loadDialect<EinDialect, mlir::func::FuncDialect>();
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
+                                                 const CheckedModule &module) {
+  registerEinDialects(context);
+  return Generator(context, module).run();
+}
+
+bool emitEinIR(const CheckedModule &module, std::ostream &os,
+               std::string &error) {
+  mlir::MLIRContext context;
+  auto ir = buildEinModule(context, module);
+  llvm::raw_string_ostream errors(error);
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    errors << d.getLocation() << ": " << d.str() << "\n";
+    return mlir::success();
+  });
+  if (mlir::failed(mlir::verify(*ir)))
+    return false;
+  llvm::raw_os_ostream out(os);
+  mlir::OpPrintingFlags flags;
+  ir->print(out, flags);
+  out << "\n";
+  return true;
+}
+
+} // namespace ein

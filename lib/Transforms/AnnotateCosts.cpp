@@ -1,0 +1,161 @@
+// The ein-annotate-costs pass: attaches each op's analytic cost to the IR.
+#include "ein/Analysis/Cost.h"
+#include "ein/Dialect/EinDialect.h"
+#include "ein/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace ein {
+
+#define GEN_PASS_DEF_ANNOTATECOSTS
+#include "ein/Transforms/Passes.h.inc"
+
+namespace {
+
+std::optional<OpKind> kindOf(mlir::Operation *op) {
+  return llvm::TypeSwitch<mlir::Operation *, std::optional<OpKind>>(op)
+      .Case<RearrangeOp>([](auto) { return OpKind::Rearrange; })
+      .Case<ReduceOp>([](auto) { return OpKind::Reduce; })
+      .Case<RepeatOp>([](auto) { return OpKind::Repeat; })
+      .Case<EinsumOp>([](auto) { return OpKind::Einsum; })
+      .Case<PackOp>([](auto) { return OpKind::Pack; })
+      .Case<UnpackOp>([](auto) { return OpKind::Unpack; })
+      .Case<AddOp>([](auto) { return OpKind::Add; })
+      .Case<SubOp>([](auto) { return OpKind::Sub; })
+      .Case<MulOp>([](auto) { return OpKind::Mul; })
+      .Case<DivOp>([](auto) { return OpKind::Div; })
+      .Case<PowOp>([](auto) { return OpKind::Pow; })
+      .Case<ExpOp>([](auto) { return OpKind::Exp; })
+      .Case<LogOp>([](auto) { return OpKind::Log; })
+      .Case<SqrtOp>([](auto) { return OpKind::Sqrt; })
+      .Case<RsqrtOp>([](auto) { return OpKind::Rsqrt; })
+      .Case<ReluOp>([](auto) { return OpKind::Relu; })
+      .Case<TanhOp>([](auto) { return OpKind::Tanh; })
+      .Case<NegOp>([](auto) { return OpKind::Neg; })
+      .Case<CastOp>([](auto) { return OpKind::Cast; })
+      .Case<ConstantOp>([](auto) { return OpKind::Constant; })
+      .Default([](auto) { return std::nullopt; });
+}
+
+TensorType frontEndType(mlir::Value v) {
+  auto t = llvm::cast<EinTensorType>(v.getType());
+  return TensorType{t.getShape(), t.getDType()};
+}
+
+mlir::Attribute valueAttr(mlir::Builder &b, const std::optional<Int> &v) {
+  if (!v)
+    return nullptr;
+  unsigned __int128 u = static_cast<unsigned __int128>(*v);
+  uint64_t words[2] = {static_cast<uint64_t>(u), static_cast<uint64_t>(u >> 64)};
+  return b.getIntegerAttr(b.getIntegerType(128), llvm::APInt(128, words));
+}
+
+struct AnnotateCostsPass : impl::AnnotateCostsBase<AnnotateCostsPass> {
+  void runOnOperation() override {
+    mlir::Builder b(&getContext());
+    bool failedAny = false;
+    getOperation().walk([&](mlir::func::FuncOp fn) {
+      SizeExpr total;
+      std::optional<Int> totalValue = Int(0);
+      fn.walk([&](mlir::Operation *op) {
+        auto kind = kindOf(op);
+        if (!kind)
+          return;
+        InferContext ctx = getInferContext(op);
+        CostInput in;
+        in.kind = *kind;
+        for (mlir::Value v : op->getOperands())
+          in.inputs.push_back(frontEndType(v));
+        for (mlir::Value v : op->getResults())
+          in.outputs.push_back(frontEndType(v));
+        std::optional<TransformInfo> transform;
+        std::optional<EinsumInfo> einsum;
+        auto patternOf = [&](PatternAttr attr, PatternUse use) {
+          auto p = attr.getPattern(use);
+          return p ? std::optional<Pattern>(*p) : std::nullopt;
+        };
+        auto analyze = [&](PatternAttr attr, mlir::DictionaryAttr sizes,
+                           PatternUse use) {
+          auto pattern = patternOf(attr, use);
+          auto args = getSizeArgs(sizes);
+          if (!pattern || !args)
+            return false;
+          auto info = analyzeTransform(ctx, use, *pattern, in.inputs[0].shape, *args);
+          if (!info)
+            return false;
+          transform = *info;
+          in.transform = &*transform;
+          return true;
+        };
+        bool ok = true;
+        if (auto r = llvm::dyn_cast<RearrangeOp>(op))
+          ok = analyze(r.getPattern(), r.getSizesAttr(), PatternUse::Rearrange);
+        else if (auto r = llvm::dyn_cast<RepeatOp>(op))
+          ok = analyze(r.getPattern(), r.getSizesAttr(), PatternUse::Repeat);
+        else if (auto r = llvm::dyn_cast<ReduceOp>(op)) {
+          ok = analyze(r.getPattern(), r.getSizesAttr(), PatternUse::Reduce);
+          in.reduction = toReduceKind(r.getKind());
+        } else if (auto e = llvm::dyn_cast<EinsumOp>(op)) {
+          auto pattern = patternOf(e.getPattern(), PatternUse::Einsum);
+          auto args = getSizeArgs(e.getSizesAttr());
+          std::vector<Shape> shapes;
+          for (auto &t : in.inputs)
+            shapes.push_back(t.shape);
+          ok = pattern && args;
+          if (ok) {
+            auto info = analyzeEinsum(ctx, *pattern, shapes, *args);
+            ok = static_cast<bool>(info);
+            if (ok) {
+              einsum = *info;
+              in.einsum = &*einsum;
+            }
+          }
+        } else if (auto u = llvm::dyn_cast<UnpackOp>(op)) {
+          auto pattern = patternOf(u.getPattern(), PatternUse::Pack);
+          ok = pattern.has_value();
+          if (ok)
+            for (auto &g : pattern->inputs[0].groups) {
+              if (g.axes[0].kind == PatternAxis::Kind::Star)
+                break;
+              ++in.packAxesBefore;
+            }
+        }
+        if (!ok) {
+          op->emitOpError("cannot compute the cost of an op that does not verify");
+          failedAny = true;
+          return;
+        }
+        OpCost cost = computeCost(in, ctx.env);
+        llvm::SmallVector<mlir::NamedAttribute> fields;
+        auto add = [&](const char *name, const Quantity &q) {
+          fields.push_back(b.getNamedAttr(name, b.getStringAttr(q.expr.str())));
+          if (auto v = valueAttr(b, q.value))
+            fields.push_back(b.getNamedAttr(std::string(name) + "_value", v));
+        };
+        add("flops", cost.flops);
+        add("bytes_read", cost.bytesRead);
+        add("bytes_written", cost.bytesWritten);
+        if (cost.naiveFlops)
+          add("naive_flops", *cost.naiveFlops);
+        fields.push_back(b.getNamedAttr("view", b.getBoolAttr(cost.view)));
+        op->setAttr("ein.cost", b.getDictionaryAttr(fields));
+        total = total + cost.flops.expr;
+        if (totalValue && cost.flops.value)
+          totalValue = checkedAdd(*totalValue, *cost.flops.value);
+        else
+          totalValue = std::nullopt;
+      });
+      fn->setAttr("ein.total_flops", b.getStringAttr(total.str()));
+      if (auto v = valueAttr(b, totalValue))
+        fn->setAttr("ein.total_flops_value", v);
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+} // namespace ein
