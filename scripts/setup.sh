@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what ein needs and is missing (Debian 12): LLVM/MLIR 19, fmt,
+# GoogleTest, CMake, Ninja; then the Python test oracles (numpy, einops).
+# Safe to run repeatedly: installed packages are skipped.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+packages=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19
+          libfmt-dev libgtest-dev cmake ninja-build g++ python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# Python oracles for the tests, installed into the interpreter given as $1
+# (the one CMake found) or python3.
+PY="${1:-python3}"
+if ! "$PY" -c "import numpy, einops" >/dev/null 2>&1; then
+  echo "setup: installing numpy and einops for $PY"
+  if ! "$PY" -m pip --version >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip
+  fi
+  "$PY" -m pip install -q numpy einops 2>/dev/null ||
+    "$PY" -m pip install -q --break-system-packages numpy einops
+fi
