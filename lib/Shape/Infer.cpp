@@ -71,8 +71,8 @@ Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
   case Proof::Equal:
     return true;
   case Proof::NotEqual:
-    return ShapeError::atOp(what + ": size " + describe(a, env) +
-                            " does not match " + describe(b, env));
+    return ShapeError::atOp(what + ": expected size " + describe(a, env) +
+                            ", got " + describe(b, env));
   case Proof::Unknown:
     break;
   }
@@ -190,6 +190,15 @@ Expected<SideMatch> matchSide(InferContext &ctx, const PatternSide &side,
       packs.push_back(i);
 
   auto rankError = [&](const std::string &expect) {
+    for (auto &d : input)
+      if (d.isPack() && ctx.packBindings.count(d.pack))
+        return ShapeError::atOperand(
+            "variadic " + d.str() + " was bound to rank " +
+                std::to_string(ctx.packBindings.at(d.pack).size()) +
+                " earlier in this function, so the operand has " +
+                std::to_string(shape.size()) + " dims (\"" + shapeStr(shape) +
+                "\"), but the pattern '" + side.str() + "' expects " + expect,
+            operand);
     return ShapeError::atOperand("the pattern '" + side.str() + "' expects " +
                                      expect + " dims, but the operand has " +
                                      std::to_string(shape.size()) + " (\"" +
@@ -255,7 +264,7 @@ Expected<SideMatch> matchSide(InferContext &ctx, const PatternSide &side,
       std::string what = group.axes.size() == 1 && !group.parenthesized
                              ? "axis '" + group.axes[0].name + "'"
                              : "composition " + groupText(group);
-      auto ok = ctx.unify(dim.size, known, what);
+      auto ok = ctx.unify(known, dim.size, what);
       if (!ok) {
         if (group.axes.size() == 1)
           return withAnchor(ok.error(), group.axes[0]);
@@ -692,7 +701,7 @@ Expected<PackResult> inferPack(InferContext &ctx, const Pattern &pattern,
         sizes[g.axes[0].name] = dim.size;
         continue;
       }
-      auto ok = ctx.unify(dim.size, it->second, "axis '" + g.axes[0].name + "'");
+      auto ok = ctx.unify(it->second, dim.size, "axis '" + g.axes[0].name + "'");
       if (!ok)
         return withAnchor(ok.error(), g.axes[0]);
     }
@@ -730,7 +739,7 @@ Expected<std::vector<Shape>> inferUnpack(InferContext &ctx,
   SizeExpr total;
   for (auto &p : parts)
     total = total + numElements(p);
-  auto ok = ctx.unify(starDim.size, total, "the '*' dim of unpack");
+  auto ok = ctx.unify(total, starDim.size, "the '*' dim of unpack");
   if (!ok) {
     ShapeError e = ok.error();
     e.anchor = ShapeError::Anchor::Operand;
@@ -861,7 +870,7 @@ Expected<bool> checkShapeMatches(InferContext &ctx, const Shape &expectedIn,
     }
     if (e.broadcastable && a.size.constantValue() == Int(1))
       continue;
-    auto ok = ctx.unify(a.size, e.size, "dim " + std::to_string(i) +
+    auto ok = ctx.unify(e.size, a.size, "dim " + std::to_string(i) +
                                             " of \"" + shapeStr(actual) +
                                             "\" vs declared \"" +
                                             shapeStr(expected) + "\"");
