@@ -6,7 +6,6 @@ import os
 
 import lit.formats
 from lit.llvm import llvm_config
-from lit.llvm.subst import ToolSubst
 
 config.name = "ein"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
@@ -19,31 +18,28 @@ config.test_exec_root = os.path.join(config.ein_obj_root, "test")
 config.excludes = ["Inputs", "CMakeLists.txt", "README.txt", "lit.cfg.py",
                    "lit.site.cfg.py"]
 
+# `%`-substitutions first: the tool substitutions below rewrite bare tool
+# names and must not see the `einc` inside `%einc`.
+einc = os.path.join(config.ein_tools_dir, "einc")
+unit_tests = os.path.join(config.ein_tools_dir, "EinUnitTests")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%ein_src_root", config.ein_src_root))
+# `%einc` always names the driver, so a test that needs it fails clearly when
+# it is not built; the `einc` feature says whether it is.
+config.substitutions.append(("%einc", einc))
+config.substitutions.append(("%ein-unittests", unit_tests))
+if os.path.exists(einc):
+    config.available_features.add("einc")
+if os.path.exists(unit_tests):
+    config.available_features.add("unittests")
+if config.cuda_found:
+    config.available_features.add("cuda")
 
-# FileCheck, not, count from LLVM's tools directory.
+# FileCheck, not, count from LLVM's tools directory; ein-opt from the build.
+# The build's bin/ is on PATH too, so a bare `einc` also runs the driver.
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ein_tools_dir, append_path=True)
-
-tool_dirs = [config.ein_tools_dir, config.llvm_tools_dir]
-tools = ["ein-opt"]
-einc = os.path.join(config.ein_tools_dir, "einc")
-if os.path.exists(einc):
-    tools.append("einc")
-    config.available_features.add("einc")
-llvm_config.add_tool_substitutions(tools, tool_dirs)
-
-# `%einc` always names the driver, so a test that needs it fails clearly
-# (rather than silently resolving elsewhere) when it is not built.
-config.substitutions.append(("%einc", einc))
-
-unit_tests = os.path.join(config.ein_tools_dir, "EinUnitTests")
-config.substitutions.append(("%ein-unittests", unit_tests))
-if os.path.exists(unit_tests):
-    config.available_features.add("unittests")
-
-if config.cuda_found:
-    config.available_features.add("cuda")
+llvm_config.add_tool_substitutions(
+    ["ein-opt"], [config.ein_tools_dir, config.llvm_tools_dir])

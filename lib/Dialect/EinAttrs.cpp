@@ -30,11 +30,11 @@ PatternUse PatternAttr::guessUse(StringRef text) {
   return PatternUse::Rearrange;
 }
 
-Expected<std::string> PatternAttr::canonicalize(StringRef text) {
+Expected<ein::Pattern> PatternAttr::parseAnyUse(StringRef text) {
   PatternUse guess = guessUse(text);
   Expected<ein::Pattern> first = parsePattern(text.str(), guess);
   if (first)
-    return first->str();
+    return first;
   // Some uses accept more than others (repeat: new axes and numbers; einsum:
   // diagonals); the attribute accepts what any use accepts.
   for (PatternUse use :
@@ -43,17 +43,85 @@ Expected<std::string> PatternAttr::canonicalize(StringRef text) {
     if (use == guess)
       continue;
     if (Expected<ein::Pattern> other = parsePattern(text.str(), use))
-      return other->str();
+      return other;
   }
   return first.error();
 }
 
+/// One side as an array of elements: a StringAttr per bare axis, an
+/// ArrayAttr of StringAttrs per parenthesised group.
+static ArrayAttr sideAttr(MLIRContext *context, const PatternSide &side) {
+  Builder b(context);
+  SmallVector<Attribute> elements;
+  for (const PatternGroup &group : side.groups) {
+    if (!group.parenthesized) {
+      // A bare `1` is an empty group written as its digit.
+      elements.push_back(
+          b.getStringAttr(group.axes.empty() ? "1" : group.axes[0].name));
+      continue;
+    }
+    SmallVector<Attribute> axes;
+    for (const PatternAxis &axis : group.axes)
+      axes.push_back(b.getStringAttr(axis.name));
+    elements.push_back(b.getArrayAttr(axes));
+  }
+  return b.getArrayAttr(elements);
+}
+
+static std::string sideText(ArrayAttr side) {
+  std::string out;
+  for (Attribute element : side) {
+    if (!out.empty())
+      out += " ";
+    if (auto axis = llvm::dyn_cast<StringAttr>(element)) {
+      out += axis.getValue().str();
+      continue;
+    }
+    out += "(";
+    bool first = true;
+    for (Attribute axis : llvm::cast<ArrayAttr>(element)) {
+      out += (first ? "" : " ") + llvm::cast<StringAttr>(axis).getValue().str();
+      first = false;
+    }
+    out += ")";
+  }
+  return out;
+}
+
+PatternAttr PatternAttr::get(MLIRContext *context, const ein::Pattern &pattern) {
+  SmallVector<Attribute> inputs;
+  for (const PatternSide &side : pattern.inputs)
+    inputs.push_back(sideAttr(context, side));
+  return Base::get(context, ArrayAttr::get(context, inputs),
+                   sideAttr(context, pattern.output), pattern.hasArrow);
+}
+
+PatternAttr PatternAttr::get(MLIRContext *context, StringRef text) {
+  Expected<ein::Pattern> pattern = parseAnyUse(text);
+  if (!pattern)
+    return {};
+  return get(context, *pattern);
+}
+
+std::string PatternAttr::getText() const {
+  std::string out;
+  bool first = true;
+  for (Attribute side : getInputs()) {
+    out += (first ? "" : ", ") + sideText(llvm::cast<ArrayAttr>(side));
+    first = false;
+  }
+  if (getHasArrow())
+    out += " -> " + sideText(getOutput());
+  return out;
+}
+
 Expected<ein::Pattern> PatternAttr::getPattern(PatternUse use) const {
-  return parsePattern(getText().str(), use);
+  return parsePattern(getText(), use);
 }
 
 Expected<ein::Pattern> PatternAttr::getPattern() const {
-  return getPattern(guessUse(getText()));
+  std::string text = getText();
+  return getPattern(guessUse(text));
 }
 
 /// Reports `error` from parsing `text`, whose opening quote is at `quoteLoc`.
@@ -74,12 +142,12 @@ ParseResult parsePatternLiteral(AsmParser &parser, PatternAttr &result) {
   std::string text;
   if (parser.parseString(&text))
     return failure();
-  Expected<std::string> canonical = PatternAttr::canonicalize(text);
-  if (!canonical) {
-    emitPatternError(parser, loc, text, canonical.error());
+  Expected<ein::Pattern> pattern = PatternAttr::parseAnyUse(text);
+  if (!pattern) {
+    emitPatternError(parser, loc, text, pattern.error());
     return failure();
   }
-  result = PatternAttr::get(parser.getContext(), *canonical);
+  result = PatternAttr::get(parser.getContext(), *pattern);
   return success();
 }
 } // namespace ein
@@ -97,13 +165,4 @@ void PatternAttr::print(AsmPrinter &printer) const {
   printer << "<";
   printer.printString(getText());
   printer << ">";
-}
-
-LogicalResult PatternAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  StringRef text) {
-  Expected<std::string> canonical = canonicalize(text);
-  if (!canonical)
-    return emitError() << "invalid pattern \"" << text
-                       << "\": " << canonical.error().message;
-  return success();
 }

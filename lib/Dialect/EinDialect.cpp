@@ -37,7 +37,8 @@ ein::EinDialect::verifyOperationAttribute(Operation *op,
                            << "' must be a dictionary of integer sizes";
   for (NamedAttribute dim : dims) {
     std::string reason;
-    if (!isValidAxisName(dim.getName().str(), &reason))
+    if (!isValidAxisName(dim.getName().str(), /*allowUnderscore=*/false,
+                         &reason))
       return op->emitError() << "'" << getDimsAttrName() << "': invalid name '"
                              << dim.getName().getValue() << "'"
                              << (reason.empty() ? "" : ": ") << reason;
