@@ -486,8 +486,6 @@ Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
         (*sizes)[a.name + "@" + std::to_string(a.offset)] =
             SizeExpr::constant(a.value);
   info.axisSizes = *sizes;
-  // A pack in the input that reaches the output inside a composition is
-  // fine (its size is its product), but a pack must never be split.
   return info;
 }
 

@@ -87,7 +87,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       ++i;
       ++line;
       col = 1;
-      atLineStart = true;
+      atLineStart = depth == 0; // inside brackets a line continues
       continue;
     }
     if (c == ' ' || c == '\t' || c == '\r') {
