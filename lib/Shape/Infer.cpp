@@ -159,6 +159,7 @@ std::string groupText(const PatternGroup &g) {
 /// (ellipsis dims as `...i`), and the dims matched by the ellipsis.
 struct SideMatch {
   std::vector<std::string> axes;
+  std::vector<std::vector<std::string>> groups; // per dim of the operand
   Shape ellipsis;
 };
 
@@ -239,11 +240,14 @@ Expected<SideMatch> matchSide(InferContext &ctx, const PatternSide &side,
   for (size_t g = 0; g < groups; ++g) {
     const PatternGroup &group = side.groups[g];
     if (ell && g == *ell) {
-      for (size_t i = 0; i < match.ellipsis.size(); ++i)
+      for (size_t i = 0; i < match.ellipsis.size(); ++i) {
         match.axes.push_back(ellipsisAxis(i));
+        match.groups.push_back({ellipsisAxis(i)});
+      }
       continue;
     }
     const Dim &dim = shape[g < pre ? g : shape.size() - (groups - g)];
+    size_t firstAxis = match.axes.size();
     SizeExpr known = SizeExpr::constant(1);
     std::vector<const PatternAxis *> unknown;
     for (auto &axis : group.axes) {
@@ -260,6 +264,7 @@ Expected<SideMatch> matchSide(InferContext &ctx, const PatternSide &side,
       else
         unknown.push_back(&axis);
     }
+    match.groups.emplace_back(match.axes.begin() + firstAxis, match.axes.end());
     if (unknown.empty()) {
       std::string what = group.axes.size() == 1 && !group.parenthesized
                              ? "axis '" + group.axes[0].name + "'"
@@ -474,6 +479,7 @@ Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
     return match.error();
   TransformInfo info;
   info.inputAxes = match->axes;
+  info.inputGroups = match->groups;
   info.result = buildOutput(pattern.output, *sizes, match->ellipsis,
                             &info.outputGroups, &info.outputAxes);
   for (size_t i = 0; i < match->ellipsis.size(); ++i)
@@ -606,19 +612,29 @@ Expected<EinsumInfo> analyzeEinsum(InferContext &ctx, const Pattern &pattern,
   for (unsigned i = 0; i < matches.size(); ++i) {
     const Shape &mine = matches[i].ellipsis;
     size_t shift = rank - mine.size();
-    std::vector<std::string> axes;
-    for (auto &ax : matches[i].axes) {
-      if (ax.rfind("...", 0) != 0) {
-        axes.push_back(ax);
-        continue;
-      }
+    // Ellipsis axes are renumbered right-aligned to the widest ellipsis; a
+    // size-1 dim broadcast against a larger one is not an axis here.
+    auto renumber = [&](const std::string &ax) -> std::optional<std::string> {
+      if (ax.rfind("...", 0) != 0)
+        return ax;
       size_t k = std::stoul(ax.substr(3));
-      // A size-1 dim broadcast against a larger one is not an axis here.
       if (isOne(mine[k]) && !isOne(ellipsis[shift + k]))
-        continue;
-      axes.push_back(ellipsisAxis(shift + k));
+        return std::nullopt;
+      return ellipsisAxis(shift + k);
+    };
+    std::vector<std::string> axes;
+    for (auto &ax : matches[i].axes)
+      if (auto r = renumber(ax))
+        axes.push_back(*r);
+    std::vector<std::vector<std::string>> groups;
+    for (auto &g : matches[i].groups) {
+      groups.emplace_back();
+      for (auto &ax : g)
+        if (auto r = renumber(ax))
+          groups.back().push_back(*r);
     }
     info.operandAxes.push_back(axes);
+    info.operandGroups.push_back(groups);
   }
   if (!ellipsis.empty() && !pattern.output.hasEllipsis())
     return ShapeError::atPattern(
@@ -629,8 +645,8 @@ Expected<EinsumInfo> analyzeEinsum(InferContext &ctx, const Pattern &pattern,
     (*sizes)[ellipsisAxis(k)] = ellipsis[k].isPack()
                                     ? SizeExpr::symbol(ellipsis[k].pack)
                                     : ellipsis[k].size;
-  info.result =
-      buildOutput(pattern.output, *sizes, ellipsis, nullptr, &info.outputAxes);
+  info.result = buildOutput(pattern.output, *sizes, ellipsis,
+                            &info.outputGroups, &info.outputAxes);
   info.axisSizes = *sizes;
   return info;
 }
@@ -758,12 +774,22 @@ Expected<std::vector<Shape>> inferUnpack(InferContext &ctx,
 //===----------------------------------------------------------------------===//
 
 Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
-                               const Shape &rhsIn) {
+                               const Shape &rhsIn,
+                               BroadcastAlignment *alignment) {
   Shape lhs = ctx.expand(lhsIn), rhs = ctx.expand(rhsIn);
-  if (lhs.empty())
-    return rhs;
-  if (rhs.empty())
-    return lhs;
+  BroadcastAlignment local;
+  BroadcastAlignment &align = alignment ? *alignment : local;
+  auto identity = [](size_t n) {
+    std::vector<int> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<int>(i);
+    return v;
+  };
+  if (lhs.empty() || rhs.empty()) {
+    align.lhs = identity(lhs.size());
+    align.rhs = identity(rhs.size());
+    return lhs.empty() ? rhs : lhs;
+  }
   auto isOne = [](const Dim &d) {
     return !d.isPack() && d.size.constantValue() == Int(1);
   };
@@ -774,13 +800,22 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
   };
   if (lhs.size() == rhs.size()) {
     Shape out;
+    align.lhs = identity(lhs.size());
+    align.rhs = identity(rhs.size());
     for (size_t i = 0; i < lhs.size(); ++i) {
-      if (same(lhs[i], rhs[i]) || isOne(rhs[i]) || rhs[i].broadcastable) {
-        out.push_back(isOne(lhs[i]) ? rhs[i] : lhs[i]);
+      int at = static_cast<int>(i);
+      if (same(lhs[i], rhs[i])) {
+        out.push_back(lhs[i]);
+        continue;
+      }
+      if (isOne(rhs[i]) || rhs[i].broadcastable) {
+        out.push_back(lhs[i]);
+        align.rhs[i] = isOne(rhs[i]) ? -1 : at;
         continue;
       }
       if (isOne(lhs[i]) || lhs[i].broadcastable) {
         out.push_back(rhs[i]);
+        align.lhs[i] = isOne(lhs[i]) ? -1 : at;
         continue;
       }
       if (lhs[i].isPack() || rhs[i].isPack())
@@ -799,11 +834,17 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
   bool lhsBig = lhs.size() > rhs.size();
   const Shape &big = lhsBig ? lhs : rhs;
   const Shape &small = lhsBig ? rhs : lhs;
+  std::vector<int> &bigAlign = lhsBig ? align.lhs : align.rhs;
+  std::vector<int> &smallAlign = lhsBig ? align.rhs : align.lhs;
+  bigAlign = identity(big.size());
+  smallAlign.clear();
   unsigned smallIdx = lhsBig ? 1 : 0;
   size_t pos = 0;
   for (auto &d : small) {
-    if (isOne(d))
+    if (isOne(d)) {
+      smallAlign.push_back(-1);
       continue;
+    }
     size_t count = 0;
     for (auto &b : big)
       count += same(b, d);
@@ -822,6 +863,7 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
               " is not in the larger shape (in order); broadcasting matches "
               "dims by name",
           smallIdx);
+    smallAlign.push_back(static_cast<int>(pos));
     ++pos;
   }
   return big;

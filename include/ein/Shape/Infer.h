@@ -58,6 +58,7 @@ struct InferContext {
 /// and the view analysis read it. Ellipsis dims are named `...0`, `...1`.
 struct TransformInfo {
   std::vector<std::string> inputAxes;  // elementary axes, in input order
+  std::vector<std::vector<std::string>> inputGroups; // per input dim
   std::vector<std::string> outputAxes; // elementary axes, in output order
   std::vector<std::vector<std::string>> outputGroups; // per output dim
   std::map<std::string, SizeExpr> axisSizes;
@@ -71,7 +72,10 @@ Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
 /// The elementary structure of an einsum, for costs and contraction order.
 struct EinsumInfo {
   std::vector<std::vector<std::string>> operandAxes; // per operand
+  /// Per operand, per dim: its elementary axes (empty for a broadcast 1).
+  std::vector<std::vector<std::vector<std::string>>> operandGroups;
   std::vector<std::string> outputAxes;
+  std::vector<std::vector<std::string>> outputGroups; // per output dim
   std::map<std::string, SizeExpr> axisSizes;
   Shape result;
 };
@@ -110,8 +114,14 @@ Expected<std::vector<Shape>> inferUnpack(InferContext &ctx,
 /// Elementwise broadcasting by dimension name: the smaller operand's dims
 /// (size-1 dims dropped) must appear in the larger one, in order. Errors
 /// anchor at operand 0 or 1.
+/// Where each operand dim lands in the broadcast result: a result dim
+/// index, or -1 for a size-1 dim that broadcasts.
+struct BroadcastAlignment {
+  std::vector<int> lhs, rhs;
+};
 Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhs,
-                               const Shape &rhs);
+                               const Shape &rhs,
+                               BroadcastAlignment *alignment = nullptr);
 
 /// Checks that `actual` is `expected` (a declared type): same rank after
 /// pack expansion and provably equal sizes. Binds packs of `expected` whose
