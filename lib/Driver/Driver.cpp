@@ -25,8 +25,9 @@ Commands:
               [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--json]
       Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
       and totals per function.
-  emit FILE --stage=ast|ein [--dim NAME=INT]...
-      Print a compilation stage.
+  emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
+      Print a compilation stage. Stages after ein lower to static shapes:
+      every dim must be bound (by `dim` or --dim).
 
 Options:
   --dim NAME=INT   bind a dim (overrides `dim NAME = ...` in the file)
@@ -124,9 +125,9 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
       args.json = true;
     } else if (isFlag("--stage") && args.command == "emit") {
       auto v = value("--stage");
-      if (!v || (*v != "ast" && *v != "ein"))
-        return usageError("--stage expects ast or ein (later stages come "
-                          "with code generation)");
+      if (!v || (*v != "ast" && *v != "ein" && *v != "linalg" &&
+                 *v != "loops" && *v != "llvm"))
+        return usageError("--stage expects ast, ein, linalg, loops or llvm");
       args.stage = *v;
     } else if (!a.empty() && a[0] == '-') {
       return usageError("unknown option '" + a + "' for '" + args.command + "'");
@@ -139,7 +140,7 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
   if (args.file.empty())
     return usageError("'" + args.command + "' needs a FILE");
   if (args.command == "emit" && args.stage.empty())
-    return usageError("emit needs --stage=ast|ein");
+    return usageError("emit needs --stage=ast|ein|linalg|loops|llvm");
   return std::nullopt;
 }
 
@@ -217,10 +218,14 @@ int runEinc(int argc, char **argv) {
       printReportTable(checked, options, std::cout);
     return 0;
   }
+  IRStage stage = args.stage == "ein"      ? IRStage::Ein
+                  : args.stage == "linalg" ? IRStage::Linalg
+                  : args.stage == "loops"  ? IRStage::Loops
+                                           : IRStage::LLVM;
   std::string error;
-  if (!emitEinIR(checked, std::cout, error)) {
-    std::cerr << file->path << ": error: internal: the ein IR failed to "
-              << "verify:\n"
+  if (!emitIR(checked, stage, std::cout, error)) {
+    std::cerr << file->path << ": error: cannot emit --stage=" << args.stage
+              << ":\n"
               << error;
     return 1;
   }

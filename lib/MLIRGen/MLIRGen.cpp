@@ -1,5 +1,6 @@
 // MLIRGen: the one bridge from the checked AST to `ein` IR, with source locations.
 #include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Conversion/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -179,20 +180,28 @@ mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
   return Generator(context, module).run();
 }
 
-bool emitEinIR(const CheckedModule &module, std::ostream &os,
-               std::string &error) {
+bool emitIR(const CheckedModule &module, IRStage stage, std::ostream &os,
+            std::string &error) {
   mlir::MLIRContext context;
   auto ir = buildEinModule(context, module);
-  llvm::raw_string_ostream errors(error);
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    errors << d.getLocation() << ": " << d.str() << "\n";
-    return mlir::success();
-  });
-  if (mlir::failed(mlir::verify(*ir)))
-    return false;
+  {
+    llvm::raw_string_ostream errors(error);
+    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+      errors << d.getLocation() << ": " << d.str() << "\n";
+      return mlir::success();
+    });
+    if (mlir::failed(mlir::verify(*ir)))
+      return false;
+  }
+  if (stage != IRStage::Ein) {
+    CPUStage cpu = stage == IRStage::Linalg  ? CPUStage::Linalg
+                   : stage == IRStage::Loops ? CPUStage::Loops
+                                             : CPUStage::LLVM;
+    if (!lowerToStage(*ir, cpu, error))
+      return false;
+  }
   llvm::raw_os_ostream out(os);
-  mlir::OpPrintingFlags flags;
-  ir->print(out, flags);
+  ir->print(out, mlir::OpPrintingFlags());
   out << "\n";
   return true;
 }

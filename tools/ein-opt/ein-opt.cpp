@@ -18,16 +18,29 @@
 #ifdef EIN_HAVE_TRANSFORMS
 #include "ein/Transforms/Passes.h"
 #endif
+#ifdef EIN_HAVE_CONVERSION
+#include "ein/Conversion/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#endif
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses(); // canonicalize, cse, inline, ...
 #ifdef EIN_HAVE_TRANSFORMS
   ein::registerEinPasses();
 #endif
+#ifdef EIN_HAVE_CONVERSION
+  ein::registerEinConversionPasses();
+#endif
 
   mlir::DialectRegistry registry;
   registry.insert<ein::EinDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
+#ifdef EIN_HAVE_CONVERSION
+  registry.insert<mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
+                  mlir::math::MathDialect>();
+#endif
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "ein optimizer driver\n", registry));
 }

@@ -8,10 +8,13 @@
 
 namespace ein {
 
-/// Builds the `ein` IR of `module`, verifies it, and prints it to `os`.
-/// On failure returns false with the verifier's messages in `error`.
-bool emitEinIR(const CheckedModule &module, std::ostream &os,
-               std::string &error);
+/// Compilation stages that can be printed (`einc emit --stage=`).
+enum class IRStage { Ein, Linalg, Loops, LLVM };
+
+/// Builds the `ein` IR of `module`, verifies it, lowers it to `stage`, and
+/// prints it to `os`. On failure returns false with the messages in `error`.
+bool emitIR(const CheckedModule &module, IRStage stage, std::ostream &os,
+            std::string &error);
 
 } // namespace ein
 

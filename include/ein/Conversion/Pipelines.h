@@ -1,0 +1,32 @@
+// The CPU compilation pipeline, stage by stage, as library functions.
+#pragma once
+
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+class ModuleOp;
+class MLIRContext;
+} // namespace mlir
+
+namespace ein {
+
+/// Stages of CPU compilation that `einc emit --stage=` can print.
+enum class CPUStage {
+  Linalg, // linalg on static tensors
+  Loops,  // bufferized, scf loops over memrefs
+  LLVM,   // the LLVM dialect, ready for translation to LLVM IR
+};
+
+/// The textual pass pipeline (passes on builtin.module, comma-separated,
+/// without the anchor) that lowers `ein` IR to `stage`.
+std::string cpuPipeline(CPUStage stage);
+
+/// Registers the dialects, interfaces and passes the CPU pipeline uses.
+void registerCPUPipeline(mlir::DialectRegistry &registry);
+
+/// Runs the CPU pipeline on `module` up to `stage`. On failure returns false
+/// with the diagnostics in `error`.
+bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error);
+
+} // namespace ein

@@ -1,0 +1,107 @@
+// The CPU pipeline: ein -> linalg -> bufferized loops -> LLVM dialect.
+#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/Passes.h"
+#include "ein/Dialect/EinDialect.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Affine/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace ein {
+
+std::string cpuPipeline(CPUStage stage) {
+  std::string p = "ein-to-linalg,canonicalize";
+  if (stage == CPUStage::Linalg)
+    return p;
+  p += ",one-shot-bufferize{bufferize-function-boundaries=1 "
+       "function-boundary-type-conversion=identity-layout-map},"
+       "buffer-results-to-out-params,canonicalize,buffer-deallocation-pipeline,"
+       "convert-linalg-to-loops,canonicalize";
+  if (stage == CPUStage::Loops)
+    return p;
+  p += ",lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+       "arith-expand{include-bf16=1},convert-math-to-funcs,"
+       "finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
+       "convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
+       "reconcile-unrealized-casts";
+  return p;
+}
+
+void registerCPUPipeline(mlir::DialectRegistry &registry) {
+  registry.insert<EinDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::math::MathDialect, mlir::linalg::LinalgDialect,
+                  mlir::tensor::TensorDialect, mlir::memref::MemRefDialect,
+                  mlir::bufferization::BufferizationDialect,
+                  mlir::scf::SCFDialect, mlir::affine::AffineDialect,
+                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect>();
+  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  static bool passesRegistered = [] {
+    registerEinConversionPasses();
+    mlir::registerTransformsPasses();
+    mlir::registerLinalgPasses();
+    mlir::bufferization::registerBufferizationPasses();
+    mlir::bufferization::registerBufferizationPipelines();
+    mlir::registerConversionPasses();
+    mlir::affine::registerAffinePasses();
+    mlir::memref::registerMemRefPasses();
+    mlir::arith::registerArithPasses();
+    return true;
+  }();
+  (void)passesRegistered;
+}
+
+bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error) {
+  mlir::MLIRContext *context = module.getContext();
+  mlir::DialectRegistry registry;
+  registerCPUPipeline(registry);
+  context->appendDialectRegistry(registry);
+  context->loadAllAvailableDialects();
+  llvm::raw_string_ostream errors(error);
+  mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {
+    errors << d.getLocation() << ": " << d.str() << "\n";
+    for (auto &note : d.getNotes())
+      errors << "  note: " << note.str() << "\n";
+    return mlir::success();
+  });
+  mlir::PassManager pm(context);
+  if (mlir::failed(mlir::parsePassPipeline(cpuPipeline(stage), pm, errors)))
+    return false;
+  return mlir::succeeded(pm.run(module));
+}
+
+} // namespace ein

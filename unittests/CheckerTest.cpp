@@ -1,0 +1,378 @@
+// End-to-end checks of .ein snippets: parse, check, and either the first
+// diagnostic (line:col and message) or the inferred types of a good program.
+#include "TestHelpers.h"
+
+#include "ein/Analysis/Cost.h"
+#include "ein/Sema/Checker.h"
+#include "ein/Syntax/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+using namespace ein;
+using namespace ein::test;
+
+namespace {
+
+/// A checked snippet; the engine refers to the file, so both live here.
+struct Checked {
+  SourceFile file;
+  std::unique_ptr<DiagnosticEngine> diags;
+  Module module;
+  CheckedModule result;
+
+  std::string firstError() const {
+    for (auto &d : diags->diagnostics())
+      if (d.severity == Severity::Error)
+        return std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) +
+               ": " + d.message;
+    return "";
+  }
+  const CheckedFunction &fn(const char *name) const {
+    const CheckedFunction *f = result.find(name);
+    EXPECT_NE(f, nullptr) << "no function " << name;
+    return f ? *f : result.functions.at(0);
+  }
+  const TensorType &returned(const char *name, size_t i = 0) const {
+    const CheckedFunction &f = fn(name);
+    return f.values.at(f.returns.at(i)).type;
+  }
+};
+
+std::unique_ptr<Checked> check(const std::string &source,
+                               CheckOptions options = {}) {
+  auto c = std::make_unique<Checked>();
+  c->file = SourceFile{"t.ein", source};
+  c->diags = std::make_unique<DiagnosticEngine>(c->file);
+  c->module = parseModule(c->file, *c->diags);
+  if (!c->diags->hadError())
+    c->result = checkModule(c->module, options, *c->diags);
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+struct DiagCase {
+  const char *name;
+  const char *source;
+  const char *error; // "line:col: message"
+};
+
+void PrintTo(const DiagCase &c, std::ostream *os) { *os << c.name; }
+
+class CheckerDiagTest : public ::testing::TestWithParam<DiagCase> {};
+
+TEST_P(CheckerDiagTest, FirstError) {
+  auto c = check(GetParam().source);
+  ASSERT_TRUE(c->diags->hadError()) << "the snippet checked cleanly";
+  EXPECT_EQ(c->firstError(), GetParam().error);
+}
+
+const DiagCase kDiags[] = {
+    {"UndefinedName",
+     "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+     "    return y\n",
+     "2:12: undefined name 'y'"},
+    {"RankMismatchAtOperand",
+     "def f(x: f32[\"a b\"]) -> f32[\"a b\"]:\n"
+     "    y = rearrange(x, \"a b c -> a b c\")\n"
+     "    return y\n",
+     "2:19: the pattern 'a b c' expects 3 dims, but the operand has 2 "
+     "(\"a b\")"},
+    {"AxisOnlyOnLeftAtPatternOffset",
+     "def f(x: f32[\"a b\"]) -> f32[\"a\"]:\n"
+     "    y = rearrange(x, \"a b -> a c\")\n"
+     "    return y\n",
+     "2:25: axis 'b' appears only on the left side of rearrange"},
+    {"PatternSyntaxAtOffset",
+     "def f(x: f32[\"a b\"]) -> f32[\"a b\"]:\n"
+     "    y = rearrange(x, \"a (b -> a b\")\n"
+     "    return y\n",
+     "2:25: unbalanced '(': missing ')'"},
+    {"EinsumCannotProve",
+     "def f(q: f32[\"b s d\"], k: f32[\"b t d\"]) -> f32[\"b s\"]:\n"
+     "    return einsum(q, k, \"b s d, b s d -> b s\")\n",
+     "2:35: cannot prove s == t (axis 's')"},
+    {"SplitNotDividingKnownDim",
+     "dim heads = 8\n"
+     "def f(x: f32[\"b 100\"]) -> f32[\"b 8 12\"]:\n"
+     "    return rearrange(x, \"b (h d) -> b h d\", h=heads)\n",
+     "3:28: composition (h d): size 100 is not divisible by heads (= 8)"},
+    {"KwargNotInPattern",
+     "def f(x: f32[\"a b\"]) -> f32[\"b a\"]:\n"
+     "    return rearrange(x, \"a b -> b a\", c=2)\n",
+     "2:39: size 'c' is not an axis of the pattern 'a b -> b a'"},
+    {"UnknownSizeName",
+     "def f(x: f32[\"a b\"]) -> f32[\"a 2 b\"]:\n"
+     "    return repeat(x, \"a b -> a c b\", c=k)\n",
+     "2:40: unknown size 'k': declare it with 'dim' or use it in a parameter "
+     "type"},
+    {"ReturnShapeMismatch",
+     "def f(x: f32[\"a b\"]) -> f32[\"b a\"]:\n"
+     "    return x\n",
+     "2:12: returned value 0 has shape \"a b\" but the function declares "
+     "\"b a\": cannot prove b == a (dim 0 of \"a b\" vs declared \"b a\")"},
+    {"ReturnDtypeMismatch",
+     "def f(x: bf16[\"n\"]) -> f32[\"n\"]:\n"
+     "    return x\n",
+     "2:12: returned value 0 has dtype bf16 but the function declares f32; "
+     "use astype"},
+    {"ReturnCount",
+     "def f(x: f32[\"n\"]) -> (f32[\"n\"], f32[\"n\"]):\n"
+     "    return x\n",
+     "2:5: returns 1 value(s) but the function declares 2"},
+    {"BroadcastCannotProve",
+     "def f(x: f32[\"a b\"], y: f32[\"b a\"]) -> f32[\"a b\"]:\n"
+     "    return x + y\n",
+     "2:16: cannot prove a == b (broadcast dim 0)"},
+    {"MixedDtypes",
+     "def f(x: f32[\"n\"], y: bf16[\"n\"]) -> f32[\"n\"]:\n"
+     "    return x + y\n",
+     "2:14: operands of '+' have different dtypes (f32 and bf16); convert "
+     "one with astype"},
+    {"ExpOfInteger",
+     "def f(x: i32[\"n\"]) -> i32[\"n\"]:\n"
+     "    return exp(x)\n",
+     "2:16: exp needs a float tensor, got i32; use astype"},
+    {"UnknownReduction",
+     "def f(x: f32[\"a b\"]) -> f32[\"a\"]:\n"
+     "    return reduce(x, \"a b -> a\", \"avg\")\n",
+     "2:34: unknown reduction \"avg\"; expected \"sum\", \"mean\", \"max\", "
+     "\"min\" or \"prod\""},
+    {"UnknownDtype",
+     "def f(x: f33[\"n\"]) -> f32[\"n\"]:\n"
+     "    return x\n",
+     "1:10: unknown dtype 'f33'; expected one of f64, f32, f16, bf16, "
+     "f8e4m3, f8e5m2, i64, i32"},
+    {"BadShapeString",
+     "def f(x: f32[\"a b)\"]) -> f32[\"a b\"]:\n"
+     "    return x\n",
+     "1:18: in shape \"a b)\": unbalanced ')' in shape"},
+    {"NoReturn",
+     "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+     "    y = x\n",
+     "1:5: function 'f' has no 'return'"},
+    {"StatementAfterReturn",
+     "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+     "    return x\n"
+     "    y = x\n",
+     "3:5: statement after 'return' is never executed"},
+    {"DimNameAsTarget",
+     "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+     "    n = x\n"
+     "    return n\n",
+     "2:5: 'n' is a dim name; choose another name"},
+    {"DimDeclaredTwice", "dim n = 2\ndim n = 3\n",
+     "2:5: dim 'n' is declared twice"},
+    {"DimNotPositive", "dim n = 2 - 2\n",
+     "1:11: dim 'n' must be positive, got 0"},
+    {"FunctionDefinedTwice",
+     "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+     "    return x\n"
+     "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+     "    return x\n",
+     "3:5: function 'f' is defined twice"},
+    {"LexerError",
+     "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+     "    return x $ x\n",
+     "2:14: unexpected character '$'"},
+    {"SyntaxError",
+     "def f(x: f32[\"n\"]) -> f32[\"n\"]\n"
+     "    return x\n",
+     "1:31: expected ':' after the signature, found end of line"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Checker, CheckerDiagTest, ::testing::ValuesIn(kDiags),
+                         [](const auto &info) { return info.param.name; });
+
+TEST(CheckerDiag, UnknownDimOverride) {
+  CheckOptions options;
+  options.dimOverrides["zzz"] = 3;
+  auto c = check("def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+                 "    return x\n",
+                 options);
+  ASSERT_TRUE(c->diags->hadError());
+  const Diagnostic &d = c->diags->diagnostics()[0];
+  EXPECT_EQ(d.loc.line, 0u);
+  EXPECT_EQ(d.message, "--dim zzz=3: no dim named 'zzz' in this file");
+}
+
+// BUG: a shape the checker prints cannot be written back. The repeat below
+// yields a dim 2*(hidden/8), printed "2*hidden/8"; declaring exactly that
+// reads as (2*hidden)/8 and fails with "cannot prove (2*hidden)/8 ==
+// 2*hidden/8". Cause: SizeExpr::monomialStr() does not parenthesise a
+// quotient atom that has a coefficient (see SizeExprTest).
+TEST(CheckerDiag, DISABLED_PrintedQuotientShapeReadsBack) {
+  auto c = check("def f(x: f32[\"n hidden\"]) -> f32[\"n 8 2*(hidden/8)\"]:\n"
+                 "    return repeat(x, \"b (h d) -> b h (d 2)\", h=8)\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  std::string printed = c->returned("f").str();
+  EXPECT_EQ(printed, "f32[\"n 8 2*(hidden/8)\"]");
+  auto again = check("def f(x: f32[\"n hidden\"]) -> " + printed +
+                     ":\n"
+                     "    return repeat(x, \"b (h d) -> b h (d 2)\", h=8)\n");
+  EXPECT_FALSE(again->diags->hadError()) << again->firstError();
+}
+
+// BUG (missing diagnostic): `acc=` is skipped for every op, so rearrange,
+// reduce and repeat silently accept and ignore it:
+//   rearrange(x, "a b -> b a", acc=f32)
+// checks cleanly. einsum is the only op that takes `acc`.
+TEST(CheckerDiag, DISABLED_AccOnlyForEinsum) {
+  auto c = check("def f(x: f32[\"a b\"]) -> f32[\"b a\"]:\n"
+                 "    return rearrange(x, \"a b -> b a\", acc=f32)\n");
+  ASSERT_TRUE(c->diags->hadError());
+  EXPECT_EQ(c->firstError().substr(0, 5), "2:39:");
+}
+
+//===----------------------------------------------------------------------===//
+// Good programs
+//===----------------------------------------------------------------------===//
+
+const char *kAttention =
+    "# Attention scores: split heads, then contract over d.\n"
+    "dim heads = 8\n"
+    "\n"
+    "def scores(q: bf16[\"batch seq (heads d)\"], k: bf16[\"batch seq2 (heads "
+    "d)\"]) -> f32[\"batch heads seq seq2\"]:\n"
+    "    qh = rearrange(q, \"b s (h d) -> b h s d\", h=heads)\n"
+    "    kh = rearrange(k, \"b t (h d) -> b h t d\", h=heads)\n"
+    "    return einsum(qh, kh, \"b h s d, b h t d -> b h s t\", acc=f32)\n";
+
+TEST(CheckerGood, AttentionTypes) {
+  auto c = check(kAttention);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  ASSERT_EQ(c->result.functions.size(), 1u);
+  EXPECT_EQ(toString(c->result.dims.at("heads")), "8");
+  const CheckedFunction &f = c->fn("scores");
+  ASSERT_EQ(f.ops.size(), 3u);
+  EXPECT_EQ(f.ops[0].kind, OpKind::Rearrange);
+  EXPECT_EQ(f.ops[1].kind, OpKind::Rearrange);
+  EXPECT_EQ(f.ops[2].kind, OpKind::Einsum);
+  EXPECT_EQ(f.values[f.ops[0].results[0]].type.str(),
+            "bf16[\"batch heads seq d\"]");
+  EXPECT_EQ(f.values[f.ops[0].results[0]].name, "qh");
+  EXPECT_EQ(f.values[f.ops[1].results[0]].type.str(),
+            "bf16[\"batch heads seq2 d\"]");
+  EXPECT_EQ(f.ops[2].acc, std::optional<DType>(DType::F32));
+  EXPECT_EQ(c->returned("scores").str(), "f32[\"batch heads seq seq2\"]");
+  EXPECT_EQ(f.ops[0].pattern, "b s (h d) -> b h s d");
+  ASSERT_EQ(f.ops[0].sizes.size(), 1u);
+  EXPECT_EQ(f.ops[0].sizes[0].name, "h");
+  EXPECT_EQ(f.ops[0].sizes[0].value.str(), "heads");
+}
+
+TEST(CheckerGood, AttentionCostWithDimOverrides) {
+  CheckOptions options;
+  options.dimOverrides = {
+      {"batch", 2}, {"seq", 1024}, {"seq2", 1024}, {"d", 64}, {"heads", 16}};
+  auto c = check(kAttention, options);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(toString(c->result.dims.at("heads")), "16");
+  const CheckedFunction &f = c->fn("scores");
+  const CheckedOp &op = f.ops.at(2);
+  CostInput in;
+  in.kind = op.kind;
+  for (unsigned id : op.operands)
+    in.inputs.push_back(f.values[id].type);
+  for (unsigned id : op.results)
+    in.outputs.push_back(f.values[id].type);
+  ASSERT_TRUE(op.einsum.has_value());
+  in.einsum = &*op.einsum;
+  OpCost cost = computeCost(in, f.ctx.env);
+  // 2 * batch * heads * seq * seq2 * d = 2*2*16*1024*1024*64.
+  EXPECT_EQ(cost.flops.str(), "4294967296");
+  // Two bf16 operands of 2*16*1024*64 elements; an f32 result.
+  EXPECT_EQ(cost.bytesRead.str(), "8388608");
+  EXPECT_EQ(cost.bytesWritten.str(), "134217728");
+  EXPECT_EQ(cost.flops.expr.str(), "2*batch*d*heads*seq*seq2");
+}
+
+TEST(CheckerGood, FreeNameBindsByBroadcast) {
+  auto c = check("def g(x: f32[\"n\"], y: f32[\"4\"]) -> f32[\"n\"]:\n"
+                 "    return x + y\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("g");
+  ASSERT_EQ(f.ctx.inferred.count("n"), 1u);
+  EXPECT_EQ(toString(f.ctx.inferred.at("n")), "4");
+  EXPECT_EQ(c->returned("g").str(), "f32[\"n\"]");
+}
+
+TEST(CheckerGood, EntryConstraintForHiddenBy8) {
+  auto c = check("def h(x: f32[\"b hidden\"]) -> f32[\"b 8 hidden/8\"]:\n"
+                 "    return rearrange(x, \"b (h d) -> b h d\", h=8)\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("h");
+  ASSERT_EQ(f.ctx.constraints.size(), 1u);
+  EXPECT_EQ(f.ctx.constraints[0].str(), "hidden % 8 == 0");
+  EXPECT_EQ(c->returned("h").str(), "f32[\"b 8 hidden/8\"]");
+}
+
+TEST(CheckerGood, PackAndUnpack) {
+  auto c = check("def p(x: f32[\"b n c\"], y: f32[\"b c\"]) -> (f32[\"b n+1 "
+                 "c\"], f32[\"b n c\"], f32[\"b c\"]):\n"
+                 "    z, ps = pack([x, y], \"b * c\")\n"
+                 "    u, v = unpack(z, ps, \"b * c\")\n"
+                 "    return z, u, v\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(c->returned("p", 0).str(), "f32[\"b n+1 c\"]");
+  EXPECT_EQ(c->returned("p", 1).str(), "f32[\"b n c\"]");
+  EXPECT_EQ(c->returned("p", 2).str(), "f32[\"b c\"]");
+  const CheckedFunction &f = c->fn("p");
+  ASSERT_EQ(f.ops.size(), 2u);
+  EXPECT_EQ(f.ops[0].kind, OpKind::Pack);
+  ASSERT_EQ(f.ops[0].packParts.size(), 2u);
+  EXPECT_EQ(shapeStr(f.ops[0].packParts[0]), "n");
+  EXPECT_EQ(shapeStr(f.ops[0].packParts[1]), "");
+  EXPECT_EQ(f.ops[1].kind, OpKind::Unpack);
+  EXPECT_EQ(f.ops[1].results.size(), 2u);
+}
+
+TEST(CheckerGood, ReduceRepeatAndLiterals) {
+  auto c =
+      check("def n(x: f32[\"b s d\"]) -> f32[\"b s d\"]:\n"
+            "    mu = reduce(x, \"b s d -> b s 1\", \"mean\")\n"
+            "    var = reduce((x - mu) ** 2, \"b s d -> b s 1\", \"mean\")\n"
+            "    return (x - mu) * rsqrt(var + 1e-5)\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("n");
+  EXPECT_EQ(f.values[f.ops[0].results[0]].type.str(), "f32[\"b s 1\"]");
+  EXPECT_EQ(f.ops[0].reduction, ReduceKind::Mean);
+  unsigned constants = 0;
+  for (auto &op : f.ops)
+    constants += op.kind == OpKind::Constant;
+  EXPECT_EQ(constants, 2u); // the 2 and the 1e-5
+  EXPECT_EQ(c->returned("n").str(), "f32[\"b s d\"]");
+}
+
+TEST(CheckerGood, AstypeAndUnaryOps) {
+  auto c = check("def a(x: bf16[\"n\"]) -> f32[\"n\"]:\n"
+                 "    return tanh(astype(x, f32))\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("a");
+  ASSERT_EQ(f.ops.size(), 2u);
+  EXPECT_EQ(f.ops[0].kind, OpKind::Cast);
+  EXPECT_EQ(f.ops[1].kind, OpKind::Tanh);
+  EXPECT_EQ(c->returned("a").str(), "f32[\"n\"]");
+}
+
+TEST(CheckerGood, RepeatWithDimArithmetic) {
+  auto c = check("dim k = 2 * 3\n"
+                 "def r(x: f32[\"h w\"]) -> f32[\"h w 6\"]:\n"
+                 "    return repeat(x, \"h w -> h w c\", c=k)\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(toString(c->result.dims.at("k")), "6");
+  EXPECT_EQ(c->returned("r").str(), "f32[\"h w k\"]");
+}
+
+TEST(CheckerGood, VariadicBatch) {
+  auto c = check("def v(x: f32[\"*batch h w\"]) -> f32[\"*batch w h\"]:\n"
+                 "    return rearrange(x, \"... h w -> ... w h\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(c->returned("v").str(), "f32[\"*batch w h\"]");
+}
+
+} // namespace

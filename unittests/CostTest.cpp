@@ -1,0 +1,849 @@
+// The cost model: FLOP and byte formulas per op, views versus copies, the
+// einsum contraction order, 128-bit counts, and the device table.
+//
+// Conventions (docs/cost-model.md): an einsum over index set I with T
+// operands costs prod(I) * (max(1, T - 1) + [something is summed]), as
+// opt_einsum counts it, so a matmul is 2*m*n*k; a reduction of N elements to
+// M outputs costs N - M (plus M divisions for a mean); elementwise ops cost
+// one FLOP per output element; views move no bytes.
+#include "TestHelpers.h"
+
+#include "ein/Analysis/Cost.h"
+
+#include <gtest/gtest.h>
+
+using namespace ein;
+using namespace ein::test;
+
+namespace {
+
+/// Keeps the inferred structure alive for the CostInput that points at it.
+struct Prepared {
+  CostInput input;
+  std::optional<TransformInfo> transform;
+  std::optional<EinsumInfo> einsum;
+};
+
+OpKind kindOfTransform(PatternUse use) {
+  return use == PatternUse::Reduce   ? OpKind::Reduce
+         : use == PatternUse::Repeat ? OpKind::Repeat
+                                     : OpKind::Rearrange;
+}
+
+/// rearrange/reduce/repeat of one tensor.
+void prepareTransform(Prepared &p, PatternUse use, const char *pattern,
+                      const char *shape, DType dtype, const char *sizes = "",
+                      ReduceKind reduction = ReduceKind::Sum) {
+  InferContext ctx;
+  auto info = analyzeTransform(ctx, use, patternOf(pattern, use),
+                               shapeOf(shape), sizeArgsOf(sizes));
+  ASSERT_TRUE(bool(info)) << describeError(info.error());
+  p.transform = *info;
+  p.input.kind = kindOfTransform(use);
+  p.input.inputs = {TensorType{shapeOf(shape), dtype}};
+  p.input.outputs = {TensorType{info->result, dtype}};
+  p.input.transform = &*p.transform;
+  p.input.reduction = reduction;
+}
+
+/// einsum of several tensors of one dtype, into `out`.
+void prepareEinsum(Prepared &p, const char *pattern,
+                   const std::vector<std::string> &shapes, DType dtype,
+                   DType out) {
+  InferContext ctx;
+  std::vector<Shape> in;
+  for (auto &s : shapes)
+    in.push_back(shapeOf(s));
+  auto info =
+      analyzeEinsum(ctx, patternOf(pattern, PatternUse::Einsum), in, {});
+  ASSERT_TRUE(bool(info)) << describeError(info.error());
+  p.einsum = *info;
+  p.input.kind = OpKind::Einsum;
+  for (auto &s : in)
+    p.input.inputs.push_back(TensorType{s, dtype});
+  p.input.outputs = {TensorType{info->result, out}};
+  p.input.einsum = &*p.einsum;
+}
+
+//===----------------------------------------------------------------------===//
+// One table for every kind of op
+//===----------------------------------------------------------------------===//
+
+enum class Kind { Rearrange, Reduce, Repeat, Einsum, Elementwise };
+
+struct CostCase {
+  const char *name;
+  Kind kind;
+  const char *pattern; // elementwise: the op name ("add", "exp", ...)
+  std::vector<std::string> inputs;
+  DType dtype;
+  const char *sizes; // keyword sizes of the pattern
+  ReduceKind reduction;
+  const char *env;   // bindings for the numbers
+  const char *flops; // Quantity::str(): a number when bound, else formula
+  const char *read, *written;
+  bool view;
+};
+
+void PrintTo(const CostCase &c, std::ostream *os) { *os << c.name; }
+
+void prepare(Prepared &p, const CostCase &c) {
+  switch (c.kind) {
+  case Kind::Rearrange:
+    return prepareTransform(p, PatternUse::Rearrange, c.pattern,
+                            c.inputs[0].c_str(), c.dtype, c.sizes);
+  case Kind::Reduce:
+    return prepareTransform(p, PatternUse::Reduce, c.pattern,
+                            c.inputs[0].c_str(), c.dtype, c.sizes, c.reduction);
+  case Kind::Repeat:
+    return prepareTransform(p, PatternUse::Repeat, c.pattern,
+                            c.inputs[0].c_str(), c.dtype, c.sizes);
+  case Kind::Einsum:
+    return prepareEinsum(p, c.pattern, c.inputs, c.dtype, c.dtype);
+  case Kind::Elementwise: {
+    std::string op = c.pattern;
+    p.input.kind = op == "add"   ? OpKind::Add
+                   : op == "mul" ? OpKind::Mul
+                   : op == "exp" ? OpKind::Exp
+                                 : OpKind::Relu;
+    InferContext ctx;
+    Shape out = shapeOf(c.inputs[0]);
+    for (auto &s : c.inputs) {
+      p.input.inputs.push_back(TensorType{shapeOf(s), c.dtype});
+      auto b = inferBroadcast(ctx, out, shapeOf(s));
+      ASSERT_TRUE(bool(b)) << describeError(b.error());
+      out = *b;
+    }
+    p.input.outputs = {TensorType{out, c.dtype}};
+    return;
+  }
+  }
+}
+
+class CostTableTest : public ::testing::TestWithParam<CostCase> {};
+
+TEST_P(CostTableTest, FlopsBytesAndView) {
+  const CostCase &c = GetParam();
+  Prepared p;
+  prepare(p, c);
+  if (HasFatalFailure())
+    return;
+  OpCost cost = computeCost(p.input, bindingsOf(c.env));
+  EXPECT_EQ(cost.flops.str(), c.flops);
+  EXPECT_EQ(cost.bytesRead.str(), c.read);
+  EXPECT_EQ(cost.bytesWritten.str(), c.written);
+  EXPECT_EQ(cost.view, c.view);
+}
+
+using RK = ReduceKind;
+const DType F32 = DType::F32, BF16 = DType::BF16, F16 = DType::F16,
+            F64 = DType::F64, F8 = DType::F8E4M3;
+
+const CostCase kCosts[] = {
+    // einsum, symbolic: opt_einsum's count.
+    {"MatmulSymbolic",
+     Kind::Einsum,
+     "i j, j l -> i l",
+     {"m k", "k n"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "2*k*m*n",
+     "4*k*m + 4*k*n",
+     "4*m*n",
+     false},
+    // 2*128*256*64 = 4194304 (opt_einsum 3.4 opt_cost agrees).
+    {"MatmulBound",
+     Kind::Einsum,
+     "i j, j l -> i l",
+     {"m k", "k n"},
+     F32,
+     "",
+     RK::Sum,
+     "m=128 k=256 n=64",
+     "4194304",
+     "196608",
+     "32768",
+     false},
+    {"MatmulConcreteF64",
+     Kind::Einsum,
+     "i j, j l -> i l",
+     {"3 5", "5 7"},
+     F64,
+     "",
+     RK::Sum,
+     "",
+     "210",
+     "400",
+     "168",
+     false},
+    {"AttentionSymbolic",
+     Kind::Einsum,
+     "b h s d, b h t d -> b h s t",
+     {"b h s d", "b h t d"},
+     BF16,
+     "",
+     RK::Sum,
+     "",
+     "2*b*d*h*s*t",
+     "2*b*d*h*s + 2*b*d*h*t",
+     "2*b*h*s*t",
+     false},
+    // 2*2*8*1024*1024*64 = 2147483648 (opt_einsum 3.4 agrees).
+    {"AttentionBound",
+     Kind::Einsum,
+     "b h s d, b h t d -> b h s t",
+     {"b h s d", "b h t d"},
+     BF16,
+     "",
+     RK::Sum,
+     "b=2 h=8 s=1024 t=1024 d=64",
+     "2147483648",
+     "4194304",
+     "33554432",
+     false},
+    {"OuterProductNoSum",
+     Kind::Einsum,
+     "i, j -> i j",
+     {"m", "n"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "m*n",
+     "4*m + 4*n",
+     "4*m*n",
+     false},
+    {"HadamardNoSum",
+     Kind::Einsum,
+     "i, i -> i",
+     {"n", "n"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "n",
+     "8*n",
+     "4*n",
+     false},
+    {"DotProduct",
+     Kind::Einsum,
+     "i, i -> ",
+     {"n", "n"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "2*n",
+     "8*n",
+     "4",
+     false},
+    // One operand: max(1, 0) + 1 = 2 per index point (opt_einsum: 14 for 7).
+    {"Trace",
+     Kind::Einsum,
+     "i i -> ",
+     {"7 7"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "14",
+     "196",
+     "4",
+     false},
+    {"RowSumViaEinsum",
+     Kind::Einsum,
+     "i j -> i",
+     {"m n"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "2*m*n",
+     "4*m*n",
+     "4*m",
+     false},
+    {"BatchedMatmulF8",
+     Kind::Einsum,
+     "... i j, ... j k -> ... i k",
+     {"4 8 16", "4 16 2"},
+     F8,
+     "",
+     RK::Sum,
+     "",
+     "2048",
+     "640",
+     "64",
+     false},
+
+    // reduce: N - M combining ops, + M for a mean.
+    {"ReduceSumSymbolic",
+     Kind::Reduce,
+     "b s d -> b d",
+     {"b s d"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "b*d*s - b*d",
+     "4*b*d*s",
+     "4*b*d",
+     false},
+    {"ReduceMeanSymbolic",
+     Kind::Reduce,
+     "b s d -> b d",
+     {"b s d"},
+     F32,
+     "",
+     RK::Mean,
+     "",
+     "b*d*s",
+     "4*b*d*s",
+     "4*b*d",
+     false},
+    // 8 outputs of 7 elements: 8*6 = 48.
+    {"ReduceSumConcrete",
+     Kind::Reduce,
+     "b s d -> b d",
+     {"2 7 4"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "48",
+     "224",
+     "32",
+     false},
+    {"ReduceMeanConcrete",
+     Kind::Reduce,
+     "b s d -> b d",
+     {"2 7 4"},
+     F32,
+     "",
+     RK::Mean,
+     "",
+     "56",
+     "224",
+     "32",
+     false},
+    {"ReduceMaxConcrete",
+     Kind::Reduce,
+     "b s d -> b d",
+     {"2 7 4"},
+     F32,
+     "",
+     RK::Max,
+     "",
+     "48",
+     "224",
+     "32",
+     false},
+    {"ReduceAll",
+     Kind::Reduce,
+     "i j -> ",
+     {"m n"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "m*n - 1",
+     "4*m*n",
+     "4",
+     false},
+    {"MaxPool2x2",
+     Kind::Reduce,
+     "b c (h 2) (w 2) -> b c h w",
+     {"1 3 32 32"},
+     BF16,
+     "",
+     RK::Max,
+     "",
+     "2304",
+     "6144",
+     "1536",
+     false},
+
+    // elementwise: one FLOP per output element.
+    {"AddSameShape",
+     Kind::Elementwise,
+     "add",
+     {"b s d", "b s d"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "b*d*s",
+     "8*b*d*s",
+     "4*b*d*s",
+     false},
+    {"AddBroadcastBias",
+     Kind::Elementwise,
+     "add",
+     {"b s d", "d"},
+     BF16,
+     "",
+     RK::Sum,
+     "b=2 s=3 d=4",
+     "24",
+     "56",
+     "48",
+     false},
+    {"ExpUnary",
+     Kind::Elementwise,
+     "exp",
+     {"n"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "n",
+     "4*n",
+     "4*n",
+     false},
+
+    // rearrange: a view keeps the order of the elementary axes.
+    {"SplitHeadsIsView",
+     Kind::Rearrange,
+     "b s (h d) -> b s h d",
+     {"2 10 512"},
+     F32,
+     "h=8",
+     RK::Sum,
+     "",
+     "0",
+     "0",
+     "0",
+     true},
+    {"TransposeHeadsIsCopy",
+     Kind::Rearrange,
+     "b s (h d) -> b h s d",
+     {"2 10 512"},
+     F32,
+     "h=8",
+     RK::Sum,
+     "",
+     "0",
+     "40960",
+     "40960",
+     false},
+    {"FlattenIsView",
+     Kind::Rearrange,
+     "b c h w -> b (c h w)",
+     {"b c h w"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "0",
+     "0",
+     "0",
+     true},
+    {"TransposeIsCopySymbolic",
+     Kind::Rearrange,
+     "b h w c -> b c h w",
+     {"b h w c"},
+     BF16,
+     "",
+     RK::Sum,
+     "",
+     "0",
+     "2*b*c*h*w",
+     "2*b*c*h*w",
+     false},
+    {"MergeSplitIsView",
+     Kind::Rearrange,
+     "(a b) c -> a (b c)",
+     {"6 5"},
+     F32,
+     "a=2",
+     RK::Sum,
+     "",
+     "0",
+     "0",
+     "0",
+     true},
+    {"SqueezeIsView",
+     Kind::Rearrange,
+     "b 1 c -> b c",
+     {"x 1 y"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "0",
+     "0",
+     "0",
+     true},
+    {"UnitTransposeIsView",
+     Kind::Rearrange,
+     "a b -> b a",
+     {"1 n"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "0",
+     "0",
+     "0",
+     true},
+    {"EllipsisTransposeIsCopy",
+     Kind::Rearrange,
+     "... h w -> ... w h",
+     {"2 3 4"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "0",
+     "96",
+     "96",
+     false},
+
+    // repeat: a view when each new axis has a dim of its own (stride 0).
+    {"RepeatNewLeadingAxisIsView",
+     Kind::Repeat,
+     "h w -> c h w",
+     {"4 5"},
+     F32,
+     "c=3",
+     RK::Sum,
+     "",
+     "0",
+     "0",
+     "0",
+     true},
+    {"RepeatNewTrailingAxisIsView",
+     Kind::Repeat,
+     "h w -> h w c",
+     {"4 5"},
+     F32,
+     "c=3",
+     RK::Sum,
+     "",
+     "0",
+     "0",
+     "0",
+     true},
+    {"RepeatIntoCompositionIsCopy",
+     Kind::Repeat,
+     "h w -> (2 h) w",
+     {"4 5"},
+     F32,
+     "",
+     RK::Sum,
+     "",
+     "0",
+     "80",
+     "160",
+     false},
+    {"RepeatInterleaveIsCopy",
+     Kind::Repeat,
+     "h w -> h (w c)",
+     {"4 5"},
+     F16,
+     "c=3",
+     RK::Sum,
+     "",
+     "0",
+     "40",
+     "120",
+     false},
+    {"RepeatWithTransposeIsCopy",
+     Kind::Repeat,
+     "h w -> w c h",
+     {"4 5"},
+     F32,
+     "c=3",
+     RK::Sum,
+     "",
+     "0",
+     "80",
+     "240",
+     false},
+};
+
+INSTANTIATE_TEST_SUITE_P(Ops, CostTableTest, ::testing::ValuesIn(kCosts),
+                         [](const auto &info) { return info.param.name; });
+
+//===----------------------------------------------------------------------===//
+// Contraction order for 3+ operands
+//===----------------------------------------------------------------------===//
+
+using Path = std::vector<std::pair<unsigned, unsigned>>;
+
+struct ChainCase {
+  const char *name;
+  const char *pattern;
+  std::vector<std::string> shapes;
+  const char *env;
+  Path path;
+  const char *flops, *naive;
+};
+
+void PrintTo(const ChainCase &c, std::ostream *os) { *os << c.name; }
+
+class ContractionTest : public ::testing::TestWithParam<ChainCase> {};
+
+TEST_P(ContractionTest, OptimalOrder) {
+  const ChainCase &c = GetParam();
+  Prepared p;
+  prepareEinsum(p, c.pattern, c.shapes, DType::F32, DType::F32);
+  if (HasFatalFailure())
+    return;
+  Bindings env = bindingsOf(c.env);
+  OpCost cost = computeCost(p.input, env);
+  EXPECT_EQ(cost.path, c.path);
+  EXPECT_EQ(contractionPath(*p.input.einsum, env), c.path);
+  EXPECT_EQ(cost.flops.str(), c.flops);
+  ASSERT_TRUE(cost.naiveFlops.has_value());
+  EXPECT_EQ(cost.naiveFlops->str(), c.naive);
+}
+
+// Hand computation for ab,bc,cd->ad: (AB)C costs 2abc + 2acd, A(BC) costs
+// 2bcd + 2abd, (AC)B costs abcd + 2abcd; the naive loop costs 3abcd. Paths
+// are opt_einsum's: after contracting (i, j) the result is appended.
+// Every number below equals opt_einsum 3.4's contract_path(...,
+// optimize="optimal") opt_cost / naive_cost for the same shapes.
+const ChainCase kChains[] = {
+    // a=10 b=20 c=30 d=40: (AB)C = 2*10*30*(20+40) = 36000.
+    {"ChainLeftFirst",
+     "a b, b c, c d -> a d",
+     {"10 20", "20 30", "30 40"},
+     "",
+     {{0, 1}, {0, 1}},
+     "36000",
+     "720000"},
+    // a=1000 b=10 c=1000 d=10: A(BC) = 2*10*10*(1000+1000) = 400000.
+    {"ChainRightFirst",
+     "a b, b c, c d -> a d",
+     {"1000 10", "10 1000", "1000 10"},
+     "",
+     {{1, 2}, {0, 1}},
+     "400000",
+     "300000000"},
+    // The same with symbolic shapes, bound through the environment.
+    {"ChainRightFirstSymbolic",
+     "a b, b c, c d -> a d",
+     {"p q", "q r", "r s"},
+     "p=1000 q=10 r=1000 s=10",
+     {{1, 2}, {0, 1}},
+     "400000",
+     "300000000"},
+    // 4 operands, a=2 b=50 c=3 d=60 e=4: 600 + 1440 + 48 = 2088.
+    {"FourOperands",
+     "a b, b c, c d, d e -> a e",
+     {"2 50", "50 3", "3 60", "60 4"},
+     "",
+     {{0, 1}, {0, 1}, {0, 1}},
+     "2088",
+     "288000"},
+    // Triangle to a scalar, i=8 j=16 k=32: (BC) first = 8192 + 256 = 8448.
+    {"TriangleToScalar",
+     "i j, j k, i k -> ",
+     {"8 16", "16 32", "8 32"},
+     "",
+     {{1, 2}, {0, 1}},
+     "8448",
+     "12288"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Einsum, ContractionTest, ::testing::ValuesIn(kChains),
+                         [](const auto &info) { return info.param.name; });
+
+TEST(Contraction, SymbolicFormulaFollowsChosenPath) {
+  Prepared p;
+  prepareEinsum(p, "a b, b c, c d -> a d", {"p q", "q r", "r s"}, DType::F32,
+                DType::F32);
+  ASSERT_FALSE(HasFatalFailure());
+  // The numbers choose the order; the formula is kept in the dims.
+  Bindings order = bindingsOf("p=1000 q=10 r=1000 s=10");
+  EXPECT_EQ(contractionPath(*p.input.einsum, order), (Path{{1, 2}, {0, 1}}));
+  OpCost cost = computeCost(p.input, order);
+  EXPECT_EQ(cost.flops.expr.str(), "2*p*q*s + 2*q*r*s");
+  EXPECT_EQ(cost.naiveFlops->expr.str(), "3*p*q*r*s");
+}
+
+TEST(Contraction, TwoOperandsHaveNoPath) {
+  Prepared p;
+  prepareEinsum(p, "i j, j k -> i k", {"m k", "k n"}, DType::F32, DType::F32);
+  ASSERT_FALSE(HasFatalFailure());
+  OpCost cost = computeCost(p.input, {});
+  EXPECT_TRUE(cost.path.empty());
+  EXPECT_FALSE(cost.naiveFlops.has_value());
+  // Asked directly, the order of two operands is the one pair.
+  EXPECT_EQ(contractionPath(*p.input.einsum, {}), (Path{{0, 1}}));
+}
+
+TEST(Contraction, GreedyAboveSixOperands) {
+  // A chain of 7 matrices, sizes 2,3,...: greedy must still contract every
+  // operand exactly once, and never cost more than the naive loop.
+  Prepared p;
+  prepareEinsum(p, "a b, b c, c d, d e, e f, f g, g h -> a h",
+                {"2 3", "3 4", "4 5", "5 6", "6 7", "7 8", "8 9"}, DType::F32,
+                DType::F32);
+  ASSERT_FALSE(HasFatalFailure());
+  OpCost cost = computeCost(p.input, {});
+  EXPECT_EQ(cost.path.size(), 6u);
+  ASSERT_TRUE(cost.flops.value && cost.naiveFlops && cost.naiveFlops->value);
+  EXPECT_LT(*cost.flops.value, *cost.naiveFlops->value);
+  // The naive count: 8 indices, 7 terms: 2*3*...*9 * (6 + 1).
+  EXPECT_EQ(cost.naiveFlops->str(), "2540160");
+}
+
+//===----------------------------------------------------------------------===//
+// Pack, unpack, cast, constant
+//===----------------------------------------------------------------------===//
+
+TEST(CostOtherOps, PackCopiesEverything) {
+  CostInput in;
+  in.kind = OpKind::Pack;
+  in.inputs = {TensorType{shapeOf("b n c"), DType::F32},
+               TensorType{shapeOf("b c"), DType::F32}};
+  in.outputs = {TensorType{shapeOf("b n+1 c"), DType::F32}};
+  OpCost c = computeCost(in, bindingsOf("b=2 n=3 c=4"));
+  EXPECT_EQ(c.flops.str(), "0");
+  EXPECT_EQ(c.bytesRead.str(), "128");    // (24 + 8) * 4
+  EXPECT_EQ(c.bytesWritten.str(), "128"); // 2*4*4 * 4
+  EXPECT_FALSE(c.view);
+  EXPECT_EQ(c.bytes().str(), "256");
+}
+
+TEST(CostOtherOps, UnpackAlongLeadingAxisIsView) {
+  CostInput in;
+  in.kind = OpKind::Unpack;
+  in.inputs = {TensorType{shapeOf("7 c"), DType::F32}};
+  in.outputs = {TensorType{shapeOf("3 c"), DType::F32},
+                TensorType{shapeOf("4 c"), DType::F32}};
+  in.packAxesBefore = 0;
+  OpCost view = computeCost(in, {});
+  EXPECT_TRUE(view.view);
+  EXPECT_EQ(view.bytes().str(), "0");
+  in.packAxesBefore = 1;
+  OpCost copy = computeCost(in, {});
+  EXPECT_FALSE(copy.view);
+  EXPECT_EQ(copy.bytesRead.str(), "28*c");
+  EXPECT_EQ(copy.bytesWritten.str(), "28*c");
+}
+
+TEST(CostOtherOps, CastMovesBytesWithoutFlops) {
+  CostInput in;
+  in.kind = OpKind::Cast;
+  in.inputs = {TensorType{shapeOf("n"), DType::F32}};
+  in.outputs = {TensorType{shapeOf("n"), DType::BF16}};
+  OpCost c = computeCost(in, {});
+  EXPECT_EQ(c.flops.str(), "0");
+  EXPECT_EQ(c.bytesRead.str(), "4*n");
+  EXPECT_EQ(c.bytesWritten.str(), "2*n");
+  EXPECT_EQ(c.bytes().str(), "6*n");
+}
+
+TEST(CostOtherOps, ConstantIsFree) {
+  CostInput in;
+  in.kind = OpKind::Constant;
+  in.outputs = {TensorType{{}, DType::F32}};
+  OpCost c = computeCost(in, {});
+  EXPECT_EQ(c.flops.str(), "0");
+  EXPECT_EQ(c.bytes().str(), "0");
+}
+
+//===----------------------------------------------------------------------===//
+// 128-bit counts
+//===----------------------------------------------------------------------===//
+
+TEST(CostScale, Gpt3TrainingFlopsPrintExactly) {
+  // 6 * N * D with N = 175e9 parameters and D = 300e9 tokens = 3.15e23.
+  SizeExpr sixND =
+      SizeExpr::constant(6) * SizeExpr::symbol("N") * SizeExpr::symbol("D");
+  Bindings env = {{"N", Int(175) * pow10(9)}, {"D", Int(300) * pow10(9)}};
+  Quantity q = Quantity::of(sixND, env);
+  ASSERT_TRUE(q.value.has_value());
+  EXPECT_EQ(q.str(), "315000000000000000000000");
+  EXPECT_EQ(Quantity::of(sixND, {}).str(), "6*D*N");
+  // The often-quoted 3.14e23 survives a round trip through text.
+  auto parsed = parseInt("314000000000000000000000");
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(toString(*parsed), "314000000000000000000000");
+}
+
+TEST(CostScale, MatmulBeyondSixtyFourBits) {
+  // A forward pass over 300e9 tokens through a 12288x49152 projection:
+  // 2 * 3e11 * 12288 * 49152 = 362387865600000000000 FLOPs.
+  Prepared p;
+  prepareEinsum(p, "t d, d f -> t f", {"tokens d", "d f"}, DType::BF16,
+                DType::BF16);
+  ASSERT_FALSE(HasFatalFailure());
+  Bindings env = {{"tokens", Int(300) * pow10(9)}, {"d", 12288}, {"f", 49152}};
+  OpCost c = computeCost(p.input, env);
+  EXPECT_EQ(c.flops.str(), "362387865600000000000");
+  // Bytes written: 3e11 * 49152 * 2.
+  EXPECT_EQ(c.bytesWritten.str(), "29491200000000000");
+}
+
+TEST(CostScale, OverflowFallsBackToFormula) {
+  Quantity q = Quantity::of(SizeExpr::symbol("n") * SizeExpr::symbol("n") *
+                                SizeExpr::symbol("n"),
+                            {{"n", Int(1) << 50}});
+  EXPECT_FALSE(q.value.has_value());
+  EXPECT_EQ(q.str(), "n*n*n");
+}
+
+//===----------------------------------------------------------------------===//
+// Devices and rooflines
+//===----------------------------------------------------------------------===//
+
+TEST(Devices, TableEntries) {
+  const DeviceSpec *h100 = findDevice("h100");
+  ASSERT_NE(h100, nullptr);
+  EXPECT_DOUBLE_EQ(h100->peakFor(DType::BF16), 989.4e12);
+  EXPECT_DOUBLE_EQ(h100->peakFor(DType::F16), 989.4e12);
+  EXPECT_DOUBLE_EQ(h100->peakFor(DType::F8E4M3), 1978.9e12);
+  EXPECT_DOUBLE_EQ(h100->peakFor(DType::F32), 67e12);
+  EXPECT_DOUBLE_EQ(h100->peakFor(DType::F64), 67e12);
+  EXPECT_DOUBLE_EQ(h100->bandwidth, 3.35e12);
+
+  const DeviceSpec *a100 = findDevice("a100");
+  ASSERT_NE(a100, nullptr);
+  // No fp8 units: fp8 runs at the 16-bit rate.
+  EXPECT_DOUBLE_EQ(a100->peakFor(DType::F8E5M2), 312e12);
+  EXPECT_DOUBLE_EQ(a100->peakFor(DType::F32), 19.5e12);
+
+  const DeviceSpec *h200 = findDevice("h200");
+  ASSERT_NE(h200, nullptr);
+  EXPECT_DOUBLE_EQ(h200->bandwidth, 4.8e12);
+  EXPECT_EQ(findDevice("v100"), nullptr);
+  EXPECT_EQ(findDevice("H100"), nullptr);
+  EXPECT_EQ(deviceTable().size(), 3u);
+}
+
+struct RooflineCase {
+  const char *name;
+  double flops, bytes, peak, bandwidth, seconds;
+};
+
+void PrintTo(const RooflineCase &c, std::ostream *os) { *os << c.name; }
+
+class RooflineTest : public ::testing::TestWithParam<RooflineCase> {};
+
+TEST_P(RooflineTest, Seconds) {
+  const RooflineCase &c = GetParam();
+  EXPECT_DOUBLE_EQ(rooflineSeconds(c.flops, c.bytes, c.peak, c.bandwidth),
+                   c.seconds);
+}
+
+const RooflineCase kRooflines[] = {
+    {"ComputeBound", 2e12, 1e9, 1e12, 1e9, 2.0},
+    {"MemoryBound", 1e12, 3e9, 1e12, 1e9, 3.0},
+    {"Balanced", 1e12, 1e9, 1e12, 1e9, 1.0},
+    {"NoPeakMeansMemoryOnly", 1e15, 2e9, 0, 1e9, 2.0},
+    {"NoBandwidthMeansComputeOnly", 4e12, 1e15, 1e12, 0, 4.0},
+    // 2*2*8*1024*1024*64 FLOPs of bf16 attention scores on an H100.
+    {"AttentionOnH100", 2147483648.0, 0, 989.4e12, 3.35e12,
+     2147483648.0 / 989.4e12},
+};
+
+INSTANTIATE_TEST_SUITE_P(Roofline, RooflineTest,
+                         ::testing::ValuesIn(kRooflines),
+                         [](const auto &info) { return info.param.name; });
+
+} // namespace
