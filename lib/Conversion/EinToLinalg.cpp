@@ -345,7 +345,7 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
                        return args[0];
                      });
   } else {
-    Type acc = isLowPrecisionFloat(element) ? b.getF32Type() : element;
+    Type acc = isLowPrecisionFloat(element) ? Type(b.getF32Type()) : element;
     Value init = filled(loc, sizesOf(outAxes), acc, identity(kind, acc));
     result = generic(loc, loops, {in}, outAxes, init, reductions,
                      [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {

@@ -94,8 +94,6 @@ bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error) {
   llvm::raw_string_ostream errors(error);
   mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {
     errors << d.getLocation() << ": " << d.str() << "\n";
-    for (auto &note : d.getNotes())
-      errors << "  note: " << note.str() << "\n";
     return mlir::success();
   });
   mlir::PassManager pm(context);

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ein/Dialect/EinDialect.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -36,18 +37,19 @@ ein::EinDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << getDimsAttrName()
                            << "' must be a dictionary of integer sizes";
   for (NamedAttribute dim : dims) {
-    std::string reason;
-    if (!isValidAxisName(dim.getName().str(), /*allowUnderscore=*/false,
-                         &reason))
+    // Dim names are identifiers (fresh names such as `_anon0` included).
+    StringRef name = dim.getName().getValue();
+    bool identifier = !name.empty() && (llvm::isAlpha(name[0]) || name[0] == '_');
+    for (char c : name)
+      identifier &= llvm::isAlnum(c) || c == '_';
+    if (!identifier)
       return op->emitError() << "'" << getDimsAttrName() << "': invalid name '"
-                             << dim.getName().getValue() << "'"
-                             << (reason.empty() ? "" : ": ") << reason;
+                             << name << "': not an identifier";
     auto size = dyn_cast<IntegerAttr>(dim.getValue());
-    if (!size || size.getValue().isNegative() ||
+    if (!size || size.getValue().isNegative() || size.getValue().isZero() ||
         size.getValue().getActiveBits() > 63)
       return op->emitError() << "'" << getDimsAttrName() << "': size of '"
-                             << dim.getName().getValue()
-                             << "' must be a non-negative 64-bit integer";
+                             << name << "' must be a positive 64-bit integer";
   }
   return success();
 }

@@ -137,7 +137,8 @@ static LogicalResult sameElementTypes(Operation *op, ValueRange values,
 template <typename InferFn>
 static LogicalResult
 verifyUnaryPatternOp(Operation *op, PatternAttr attr, DictionaryAttr sizesAttr,
-                     PatternUse use, Value input, Value result, InferFn infer) {
+                     PatternUse use, Value input, Value result, InferFn infer,
+                     Type resultElement = {}) {
   Expected<ein::Pattern> pattern = opPattern(attr, use);
   if (!pattern)
     return fail(op, pattern.error());
@@ -150,7 +151,8 @@ verifyUnaryPatternOp(Operation *op, PatternAttr attr, DictionaryAttr sizesAttr,
   if (!shape)
     return fail(op, shape.error());
   return checkResult(op, ctx, tensorType(result), *shape,
-                     tensorType(input).getElementType());
+                     resultElement ? resultElement
+                                   : tensorType(input).getElementType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -164,9 +166,12 @@ LogicalResult RearrangeOp::verify() {
 }
 
 LogicalResult ReduceOp::verify() {
+  Type acc = getAcc() ? *getAcc() : Type();
+  if (acc && !toDType(acc))
+    return emitOpError() << "acc must be a supported element type, got " << acc;
   return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
                               PatternUse::Reduce, getInput(), getResult(),
-                              inferReduce);
+                              inferReduce, acc);
 }
 
 LogicalResult RepeatOp::verify() {

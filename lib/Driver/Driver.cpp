@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace ein {
 
@@ -146,6 +147,11 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
 
 /// Reads a source file; reports unreadable or binary files.
 std::optional<SourceFile> readSource(const std::string &path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    std::cerr << path << ": error: not a regular file\n";
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::cerr << path << ": error: cannot open file: " << std::strerror(errno)

@@ -48,9 +48,10 @@ private:
     llvm::SmallVector<mlir::Type> params, results;
     for (unsigned id : fn.params)
       params.push_back(typeOf(fn, id));
-    for (auto &r : fn.results)
-      results.push_back(
-          toMLIRType(&context, TensorType{fn.ctx.expand(r.shape), r.dtype}));
+    // The returned values' types, which the checker proved equal to the
+    // declared ones (func.return needs them identical, not just equal).
+    for (unsigned id : fn.returns)
+      results.push_back(typeOf(fn, id));
     auto func = builder.create<mlir::func::FuncOp>(
         loc(fn.loc), fn.name, builder.getFunctionType(params, results));
     llvm::SmallVector<mlir::Attribute> checks;
@@ -92,11 +93,15 @@ private:
     case OpKind::Rearrange:
       built = builder.create<RearrangeOp>(l, result, operands[0], pattern(), sizes());
       break;
-    case OpKind::Reduce:
+    case OpKind::Reduce: {
+      mlir::TypeAttr acc;
+      if (op.acc)
+        acc = mlir::TypeAttr::get(toMLIRType(&context, *op.acc));
       built = builder.create<ReduceOp>(
           l, result, ReduceOpKindAttr::get(&context, toReduceOpKind(op.reduction)),
-          operands[0], pattern(), sizes());
+          operands[0], pattern(), sizes(), acc);
       break;
+    }
     case OpKind::Repeat:
       built = builder.create<RepeatOp>(l, result, operands[0], pattern(), sizes());
       break;

@@ -344,6 +344,10 @@ private:
 
   unsigned materialize(const Operand &lit, DType dtype, SourceLoc loc) {
     CheckedOp op;
+    if (!lit.literalIsInt && !isFloat(dtype))
+      diags.error(loc, std::string("a non-integer number cannot combine with "
+                                   "an integer tensor (") +
+                           dtypeName(dtype) + "); use astype");
     op.kind = OpKind::Constant;
     op.loc = loc;
     op.constant = lit.literal;
@@ -458,10 +462,13 @@ private:
         diags.error(e.loc, "arithmetic needs tensors or numbers", e.length);
         return std::nullopt;
       }
+    unsigned errorsBefore = diags.errorCount();
     unsigned lhs = l->isLiteral ? materialize(*l, typeOf(r->values[0]).dtype, e.args[0]->loc)
                                 : l->values[0];
     unsigned rhs = r->isLiteral ? materialize(*r, typeOf(lhs).dtype, e.args[1]->loc)
                                 : r->values[0];
+    if (diags.errorCount() != errorsBefore)
+      return std::nullopt;
     DType lt = typeOf(lhs).dtype, rt = typeOf(rhs).dtype;
     if (lt != rt) {
       diags.error(e.loc,
@@ -506,6 +513,32 @@ private:
       return std::nullopt;
     }
     return *p;
+  }
+
+  /// Reads `acc=DTYPE` (einsum and reduce) into `op.acc`; false on error.
+  bool accArg(const Expr &e, CheckedOp &op) {
+    for (auto &k : e.keywords) {
+      if (k.name != "acc")
+        continue;
+      if (op.kind != OpKind::Einsum && op.kind != OpKind::Reduce) {
+        diags.error(k.loc,
+                    "acc= only applies to einsum and reduce (it sets the "
+                    "accumulation and result dtype)",
+                    3);
+        return false;
+      }
+      std::optional<DType> acc;
+      if (k.value->kind == Expr::Kind::Name)
+        acc = parseDType(k.value->text);
+      if (!acc) {
+        diags.error(k.value->loc,
+                    "acc= expects a dtype (" + std::string(kDTypeList) + ")",
+                    k.value->length);
+        return false;
+      }
+      op.acc = acc;
+    }
+    return true;
   }
 
   std::optional<std::vector<SizeArg>> sizeArgs(const Expr &e) {
@@ -626,15 +659,27 @@ private:
       if (red.kind == Expr::Kind::String)
         kind = parseReduceKind(red.text);
       if (!kind) {
+        std::string what = red.kind == Expr::Kind::String
+                               ? "unknown reduction " + exprToString(red)
+                               : "the reduction must be a string such as "
+                                 "\"sum\", not " + exprToString(red);
         diags.error(red.loc,
-                    "unknown reduction " + exprToString(red) +
-                        "; expected \"sum\", \"mean\", \"max\", \"min\" or "
-                        "\"prod\"",
+                    what + "; expected \"sum\", \"mean\", \"max\", \"min\" "
+                           "or \"prod\"",
                     red.length);
         return std::nullopt;
       }
       op.reduction = *kind;
+      if (op.reduction == ReduceKind::Mean && !isFloat(typeOf(*x).dtype)) {
+        diags.error(red.loc,
+                    std::string("mean needs a float tensor, got ") +
+                        dtypeName(typeOf(*x).dtype) + "; use astype",
+                    red.length);
+        return std::nullopt;
+      }
     }
+    if (!accArg(e, op))
+      return std::nullopt;
     auto sizes = sizeArgs(e);
     if (!sizes)
       return std::nullopt;
@@ -648,7 +693,8 @@ private:
     op.parsed = *pattern;
     op.sizes = *sizes;
     op.operands.push_back(*x);
-    op.results.push_back(addValue(TensorType{info->result, typeOf(*x).dtype}));
+    op.results.push_back(addValue(
+        TensorType{info->result, op.acc.value_or(typeOf(*x).dtype)}));
     op.transform = *info;
     unsigned result = op.results[0];
     out.ops.push_back(std::move(op));
@@ -691,20 +737,8 @@ private:
     }
     CheckedOp op;
     op.kind = OpKind::Einsum;
-    for (auto &k : e.keywords) {
-      if (k.name != "acc")
-        continue;
-      std::optional<DType> acc;
-      if (k.value->kind == Expr::Kind::Name)
-        acc = parseDType(k.value->text);
-      if (!acc) {
-        diags.error(k.value->loc,
-                    "acc= expects a dtype (" + std::string(kDTypeList) + ")",
-                    k.value->length);
-        return std::nullopt;
-      }
-      op.acc = acc;
-    }
+    if (!accArg(e, op))
+      return std::nullopt;
     auto sizes = sizeArgs(e);
     if (!sizes)
       return std::nullopt;

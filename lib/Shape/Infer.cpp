@@ -67,6 +67,8 @@ InferContext::Proof InferContext::prove(const SizeExpr &a,
 
 Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
                                    const std::string &what) {
+  if (a.substitute(env).overflowed() || b.substitute(env).overflowed())
+    return ShapeError::atOp(what + ": size overflows 128 bits");
   switch (prove(a, b)) {
   case Proof::Equal:
     return true;
@@ -808,7 +810,7 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
         out.push_back(lhs[i]);
         continue;
       }
-      if (isOne(rhs[i]) || rhs[i].broadcastable) {
+      if (isOne(rhs[i]) || (rhs[i].broadcastable && !isOne(lhs[i]))) {
         out.push_back(lhs[i]);
         align.rhs[i] = isOne(rhs[i]) ? -1 : at;
         continue;

@@ -87,6 +87,7 @@ private:
   const std::string &text;
   unsigned base;
   size_t pos = 0;
+  unsigned depth = 0; // parenthesis nesting, bounded against stack exhaustion
 
   ShapeError err(std::string message) {
     return ShapeError::atPattern(std::move(message), base + pos, 1);
@@ -141,8 +142,11 @@ private:
       return err("expected a size");
     char c = text[pos];
     if (c == '(') {
+      if (++depth > 200)
+        return err("size expression nested too deeply");
       ++pos;
       auto inner = parseSum();
+      --depth;
       if (!inner)
         return inner;
       skipSpace();

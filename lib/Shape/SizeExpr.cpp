@@ -108,7 +108,8 @@ SizeExpr SizeExpr::operator*(const SizeExpr &rhs) const {
 }
 
 bool SizeExpr::operator==(const SizeExpr &rhs) const {
-  return terms == rhs.terms;
+  // An expression whose arithmetic overflowed has lost terms: equal to none.
+  return !overflow && !rhs.overflow && terms == rhs.terms;
 }
 
 bool SizeExpr::isConstant() const {
@@ -254,6 +255,8 @@ std::string SizeExpr::str() const {
       out += toString(mag);
     else if (mag == 1)
       out += mono;
+    else if (mono.find('/') != std::string::npos && mono[0] != '(')
+      out += toString(mag) + "*(" + mono + ")"; // 2*(hidden/8), not 2*hidden/8
     else
       out += toString(mag) + "*" + mono;
   }

@@ -186,10 +186,16 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       default: break;
     }
     if (kind == TokenKind::Error) {
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
-        diags.error(loc, "unexpected byte in source (only ASCII is supported)");
-      else
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
+        diags.error(loc, "unexpected non-ASCII or control character in source "
+                         "(outside comments and strings only ASCII is allowed)");
+        // One error per character: skip UTF-8 continuation bytes.
+        while (i + len < s.size() &&
+               (static_cast<unsigned char>(s[i + len]) & 0xC0) == 0x80)
+          ++len;
+      } else {
         diags.error(loc, std::string("unexpected character '") + c + "'");
+      }
     }
     push(kind, s.substr(i, len), loc, len);
     i += len;

@@ -39,6 +39,18 @@ private:
   std::vector<Token> toks;
   size_t pos = 0;
   DiagnosticEngine &diags;
+  /// Depth of the expression tree being built: bounded so that deeply
+  /// nested input gets a diagnostic instead of exhausting the stack.
+  unsigned depth = 0;
+  static constexpr unsigned kMaxDepth = 500;
+
+  bool tooDeep() {
+    if (depth <= kMaxDepth)
+      return false;
+    error(peek(), "expression nested too deeply (more than " +
+                      std::to_string(kMaxDepth) + " levels)");
+    return true;
+  }
 
   const Token &peek(size_t ahead = 0) const {
     return toks[std::min(pos + ahead, toks.size() - 1)];
@@ -174,6 +186,10 @@ private:
   std::optional<Stmt> parseStmt() {
     Stmt s;
     s.loc = peek().loc;
+    if (at(TokenKind::Indent)) {
+      error(peek(), "unexpected indent");
+      return std::nullopt;
+    }
     if (atName("return")) {
       ++pos;
       s.kind = Stmt::Kind::Return;
@@ -218,7 +234,15 @@ private:
 
   ExprPtr parseBinary(ExprPtr (Parser::*next)(), std::initializer_list<TokenKind> ops) {
     ExprPtr lhs = (this->*next)();
+    unsigned chainStart = depth;
+    struct Restore {
+      unsigned &d, v;
+      ~Restore() { d = v; }
+    } restore{depth, chainStart};
     while (lhs) {
+      ++depth; // a left-deep chain deepens the tree
+      if (tooDeep())
+        return nullptr;
       bool matched = false;
       for (auto k : ops)
         matched |= at(k);
@@ -242,6 +266,13 @@ private:
     return parseBinary(&Parser::parseUnary, {TokenKind::Star, TokenKind::Slash});
   }
   ExprPtr parseUnary() {
+    struct Restore {
+      unsigned &d, v;
+      ~Restore() { d = v; }
+    } restore{depth, depth};
+    ++depth;
+    if (tooDeep())
+      return nullptr;
     if (at(TokenKind::Minus)) {
       Token op = toks[pos++];
       ExprPtr operand = parseUnary();

@@ -52,14 +52,20 @@ def Ein_ReduceOp : Ein_PatternOp<"reduce"> {
     ```mlir
     %1 = ein.reduce mean %0 "b s d -> b d"
         : !ein.tensor<"batch seq d", f32> -> !ein.tensor<"batch d", f32>
+    %2 = ein.reduce sum %3 "b s -> b" acc f32
+        : !ein.tensor<"batch seq", bf16> -> !ein.tensor<"batch", f32>
     ```
+    The element type is kept, or is `acc` when given (the accumulation and
+    result type).
   }];
   let arguments = (ins Ein_ReduceKindAttr:$kind, Ein_Tensor:$input,
                        Ein_PatternAttr:$pattern,
-                       OptionalAttr<DictionaryAttr>:$sizes);
+                       OptionalAttr<DictionaryAttr>:$sizes,
+                       OptionalAttr<TypeAttr>:$acc);
   let results = (outs Ein_Tensor:$result);
   let assemblyFormat = [{
     custom<ReduceKind>($kind) $input custom<PatternAndSizes>($pattern, $sizes)
+    (`acc` $acc^)?
     attr-dict-with-keyword `:` qualified(type($input)) `->` qualified(type($result))
   }];
 }
@@ -109,7 +115,7 @@ def Ein_PackOp : Ein_PatternOp<"pack"> {
     ```mlir
     %2 = ein.pack %0, %1 "b * c"
         : !ein.tensor<"b h w c", f32>, !ein.tensor<"b c", f32>
-        -> !ein.tensor<"b h*w + 1 c", f32>
+        -> !ein.tensor<"b h*w+1 c", f32>
     ```
   }];
   let arguments = (ins Variadic<Ein_Tensor>:$inputs,
@@ -126,7 +132,7 @@ def Ein_UnpackOp : Ein_PatternOp<"unpack"> {
   let description = [{
     ```mlir
     %1:2 = ein.unpack %0 "b * c" ["h w", ""]
-        : !ein.tensor<"b h*w + 1 c", f32>
+        : !ein.tensor<"b h*w+1 c", f32>
         -> !ein.tensor<"b h w c", f32>, !ein.tensor<"b c", f32>
     ```
     `parts` holds, per result, the shape string of its `*` part (einops'

@@ -49,7 +49,9 @@ public:
   SizeExpr substitute(const Bindings &env) const;
   /// The value when every name is bound; nullopt otherwise or on overflow.
   std::optional<Int> evaluate(const Bindings &env) const;
-  /// `this / divisor` when it is exact as polynomials, nullopt otherwise.
+  /// `this / divisor` when the divisor is a single term (a number times a
+  /// product of names) dividing every term exactly, or equals `this`;
+  /// nullopt otherwise (no general polynomial long division).
   std::optional<SizeExpr> divideExact(const SizeExpr &divisor) const;
 
   /// Canonical text: `2*batch*heads*seq`, `n + 1`, `hidden/8`.

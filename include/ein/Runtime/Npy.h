@@ -1,0 +1,61 @@
+// Reading and writing numpy .npy files (format versions 1.0, 2.0, 3.0) as
+// HostTensors. MLIR-free, exception-free: every failure is an error message
+// that starts with the file's path.
+//
+// Reading accepts these descrs ('<' little-endian, '|' or '=' where the byte
+// order does not matter or is native; '>' on a multi-byte type is rejected):
+//
+//   descr      natural type   also readable as (`want`)
+//   <f8        f64            f32 (value-checked: every element exact)
+//   <f4        f32            f64 (exact); f16 / bf16 / f8e4m3 / f8e5m2,
+//                             rounded to nearest even (FloatConvert.h)
+//   <f2        f16            f32, f64 (exact)
+//   <i8        i64            i32 (value-checked: every element in range)
+//   <i4        i32            i64
+//   |b1        bool           -
+//   <u2        (none)         bf16 only: the raw bf16 bit patterns
+//   |u1        (none)         f8e4m3 / f8e5m2 only: the raw fp8 bit patterns
+//
+// With no `want` a file is read as its natural type (u2/u1 then fail: say
+// which type their bits are). Fortran-order data is transposed into C order.
+// 0-d arrays (shape ()) and zero-size dims are supported. Everything else
+// (big-endian, complex, object, strings, structured, other ints, a
+// truncated or oversized file, a malformed header, a shape whose size
+// overflows int64) is an error.
+//
+// Writing emits exactly what numpy's np.save does for the same array: version
+// 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian,
+// header padded with spaces to a multiple of 64 bytes. bf16 and fp8 tensors are
+// written as <f4 (exact widening), bool as |b1. The file is written to a
+// temporary file in the destination's directory and renamed into place, so on
+// failure no file is created or replaced.
+#pragma once
+
+#include "ein/Runtime/HostTensor.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ein {
+namespace runtime {
+
+/// Reads the .npy file at `path`, converting to `want` when given (see the
+/// table above).
+Result<HostTensor> readNpy(const std::string &path,
+                           std::optional<StorageType> want = std::nullopt);
+
+/// Parses .npy bytes held in memory; `name` is used in error messages.
+Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
+                            std::optional<StorageType> want = std::nullopt);
+
+/// Serialises `tensor` as .npy bytes (see above). Fails if the tensor's data
+/// does not match its shape.
+Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor);
+
+/// Writes `tensor` to `path` atomically (temporary file + rename).
+Status writeNpy(const std::string &path, const HostTensor &tensor);
+
+} // namespace runtime
+} // namespace ein

@@ -1,0 +1,396 @@
+// Host tensors: storage types, checked sizes and dtype conversions.
+#include "ein/Runtime/HostTensor.h"
+
+#include "ein/Runtime/FloatConvert.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the ein runtime assumes a little-endian host"
+#endif
+
+namespace ein {
+namespace runtime {
+
+unsigned storageBytes(StorageType type) {
+  switch (type) {
+  case StorageType::F64:
+  case StorageType::I64:
+    return 8;
+  case StorageType::F32:
+  case StorageType::I32:
+    return 4;
+  case StorageType::F16:
+  case StorageType::BF16:
+    return 2;
+  case StorageType::F8E4M3:
+  case StorageType::F8E5M2:
+  case StorageType::Bool:
+    return 1;
+  }
+  return 1;
+}
+
+const char *storageName(StorageType type) {
+  switch (type) {
+  case StorageType::F64:
+    return "f64";
+  case StorageType::F32:
+    return "f32";
+  case StorageType::F16:
+    return "f16";
+  case StorageType::BF16:
+    return "bf16";
+  case StorageType::F8E4M3:
+    return "f8e4m3";
+  case StorageType::F8E5M2:
+    return "f8e5m2";
+  case StorageType::I64:
+    return "i64";
+  case StorageType::I32:
+    return "i32";
+  case StorageType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+std::optional<StorageType> parseStorageType(const std::string &name) {
+  static const StorageType all[] = {
+      StorageType::F64,    StorageType::F32,    StorageType::F16,
+      StorageType::BF16,   StorageType::F8E4M3, StorageType::F8E5M2,
+      StorageType::I64,    StorageType::I32,    StorageType::Bool};
+  for (StorageType t : all)
+    if (name == storageName(t))
+      return t;
+  return std::nullopt;
+}
+
+StorageType toStorage(DType type) {
+  switch (type) {
+  case DType::F64:
+    return StorageType::F64;
+  case DType::F32:
+    return StorageType::F32;
+  case DType::F16:
+    return StorageType::F16;
+  case DType::BF16:
+    return StorageType::BF16;
+  case DType::F8E4M3:
+    return StorageType::F8E4M3;
+  case DType::F8E5M2:
+    return StorageType::F8E5M2;
+  case DType::I64:
+    return StorageType::I64;
+  case DType::I32:
+    return StorageType::I32;
+  }
+  return StorageType::F32;
+}
+
+std::optional<DType> toDType(StorageType type) {
+  switch (type) {
+  case StorageType::F64:
+    return DType::F64;
+  case StorageType::F32:
+    return DType::F32;
+  case StorageType::F16:
+    return DType::F16;
+  case StorageType::BF16:
+    return DType::BF16;
+  case StorageType::F8E4M3:
+    return DType::F8E4M3;
+  case StorageType::F8E5M2:
+    return DType::F8E5M2;
+  case StorageType::I64:
+    return DType::I64;
+  case StorageType::I32:
+    return DType::I32;
+  case StorageType::Bool:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool isFloatStorage(StorageType type) {
+  switch (type) {
+  case StorageType::F64:
+  case StorageType::F32:
+  case StorageType::F16:
+  case StorageType::BF16:
+  case StorageType::F8E4M3:
+  case StorageType::F8E5M2:
+    return true;
+  case StorageType::I64:
+  case StorageType::I32:
+  case StorageType::Bool:
+    return false;
+  }
+  return false;
+}
+
+std::optional<int64_t> checkedNumElements(const std::vector<int64_t> &shape,
+                                          unsigned elementBytes) {
+  int64_t nonzero = elementBytes == 0 ? 1 : static_cast<int64_t>(elementBytes);
+  bool zero = false;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    if (d == 0) {
+      zero = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(nonzero, d, &nonzero))
+      return std::nullopt;
+  }
+  if (zero)
+    return 0;
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d; // cannot overflow: bounded by `nonzero`
+  return count;
+}
+
+std::string shapeTupleStr(const std::vector<int64_t> &shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1)
+    s += ",";
+  s += ")";
+  return s;
+}
+
+Result<HostTensor> HostTensor::create(StorageType type,
+                                      std::vector<int64_t> shape) {
+  unsigned bytes = storageBytes(type);
+  std::optional<int64_t> count = checkedNumElements(shape, bytes);
+  if (!count)
+    return Result<HostTensor>::failure(
+        "invalid shape " + shapeTupleStr(shape) + " for " +
+        storageName(type) +
+        ": a dim is negative or the size overflows 64 bits");
+  int64_t size = *count * bytes;
+  if (static_cast<uint64_t>(size) > std::numeric_limits<size_t>::max() / 2)
+    return Result<HostTensor>::failure("tensor of shape " +
+                                       shapeTupleStr(shape) + " is too large");
+  HostTensor t;
+  t.type = type;
+  t.shape = std::move(shape);
+  t.data.assign(static_cast<size_t>(size), 0);
+  return t;
+}
+
+int64_t HostTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+size_t HostTensor::byteSize() const {
+  return static_cast<size_t>(numElements()) * elementBytes();
+}
+
+std::vector<int64_t> HostTensor::strides() const {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i] == 0 ? 1 : shape[i];
+  }
+  return s;
+}
+
+std::vector<int64_t> HostTensor::byteStrides() const {
+  std::vector<int64_t> s = strides();
+  for (int64_t &x : s)
+    x *= elementBytes();
+  return s;
+}
+
+bool HostTensor::isConsistent() const {
+  std::optional<int64_t> count = checkedNumElements(shape, elementBytes());
+  return count && static_cast<uint64_t>(*count) * elementBytes() ==
+                      static_cast<uint64_t>(data.size());
+}
+
+std::string HostTensor::describe() const {
+  std::string s = storageName(type);
+  s += "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  s += "]";
+  return s;
+}
+
+namespace {
+
+template <typename T> T load(const HostTensor &t, int64_t i) {
+  T v;
+  std::memcpy(&v, t.data.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <typename T> void store(HostTensor &t, int64_t i, T v) {
+  std::memcpy(t.data.data() + i * sizeof(T), &v, sizeof(T));
+}
+
+/// Element i of a float tensor as f32; exact for every type but f64.
+float loadFloat(const HostTensor &t, int64_t i) {
+  switch (t.type) {
+  case StorageType::F32:
+    return load<float>(t, i);
+  case StorageType::F16:
+    return f16BitsToFloat(load<uint16_t>(t, i));
+  case StorageType::BF16:
+    return bf16BitsToFloat(load<uint16_t>(t, i));
+  case StorageType::F8E4M3:
+    return f8e4m3BitsToFloat(load<uint8_t>(t, i));
+  case StorageType::F8E5M2:
+    return f8e5m2BitsToFloat(load<uint8_t>(t, i));
+  default:
+    return static_cast<float>(load<double>(t, i));
+  }
+}
+
+/// Whether every value of `from` is exactly a value of `to` (both float).
+bool floatWidens(StorageType from, StorageType to) {
+  auto rank = [](StorageType t) {
+    switch (t) {
+    case StorageType::F8E4M3:
+    case StorageType::F8E5M2:
+      return 0;
+    case StorageType::F16:
+    case StorageType::BF16:
+      return 1;
+    case StorageType::F32:
+      return 2;
+    default:
+      return 3;
+    }
+  };
+  // f16 and bf16 do not contain each other; every fp8 fits in both.
+  return rank(from) < rank(to);
+}
+
+} // namespace
+
+double elementAsDouble(const HostTensor &t, int64_t index) {
+  switch (t.type) {
+  case StorageType::F64:
+    return load<double>(t, index);
+  case StorageType::I64:
+    return static_cast<double>(load<int64_t>(t, index));
+  case StorageType::I32:
+    return load<int32_t>(t, index);
+  case StorageType::Bool:
+    return load<uint8_t>(t, index);
+  default:
+    return loadFloat(t, index);
+  }
+}
+
+Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
+  using R = Result<HostTensor>;
+  if (!src.isConsistent())
+    return R::failure(std::string("tensor ") + src.describe() + " has " +
+                      std::to_string(src.data.size()) +
+                      " bytes of data, which does not match its shape");
+  if (src.type == to)
+    return src;
+  const StorageType from = src.type;
+  auto unsupported = [&]() {
+    return R::failure(std::string("cannot convert ") + storageName(from) +
+                      " to " + storageName(to) +
+                      " (only exact widenings, f32 -> f16/bf16/fp8 and "
+                      "value-checked f64 -> f32 / i64 -> i32 are allowed)");
+  };
+
+  R made = HostTensor::create(to, src.shape);
+  if (!made)
+    return made;
+  HostTensor &dst = *made;
+  const int64_t n = src.numElements();
+
+  if (from == StorageType::I32 && to == StorageType::I64) {
+    for (int64_t i = 0; i < n; ++i)
+      store<int64_t>(dst, i, load<int32_t>(src, i));
+    return made;
+  }
+  if (from == StorageType::I64 && to == StorageType::I32) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t v = load<int64_t>(src, i);
+      if (v < std::numeric_limits<int32_t>::min() ||
+          v > std::numeric_limits<int32_t>::max())
+        return R::failure("cannot convert i64 to i32: element " +
+                          std::to_string(i) + " (" + std::to_string(v) +
+                          ") is out of the i32 range");
+      store<int32_t>(dst, i, static_cast<int32_t>(v));
+    }
+    return made;
+  }
+  if (!isFloatStorage(from) || !isFloatStorage(to))
+    return unsupported();
+
+  if (from == StorageType::F64 && to == StorageType::F32) {
+    for (int64_t i = 0; i < n; ++i) {
+      double v = load<double>(src, i);
+      float f = static_cast<float>(v);
+      if (!std::isnan(v) && static_cast<double>(f) != v) {
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%.17g", v);
+        return R::failure("cannot convert f64 to f32 exactly: element " +
+                          std::to_string(i) + " (" + buf +
+                          ") is not representable in f32");
+      }
+      store<float>(dst, i, f);
+    }
+    return made;
+  }
+  if (to == StorageType::F64) {
+    // from is narrower than f64: exact through f32.
+    for (int64_t i = 0; i < n; ++i)
+      store<double>(dst, i, static_cast<double>(loadFloat(src, i)));
+    return made;
+  }
+  // Targets of at most 32 bits: the source must be f32 (rounding) or a
+  // narrower format contained in the target (exact).
+  if (from != StorageType::F32 && !floatWidens(from, to))
+    return unsupported();
+  for (int64_t i = 0; i < n; ++i) {
+    float f = loadFloat(src, i);
+    switch (to) {
+    case StorageType::F32:
+      store<float>(dst, i, f);
+      break;
+    case StorageType::F16:
+      store<uint16_t>(dst, i, floatToF16Bits(f));
+      break;
+    case StorageType::BF16:
+      store<uint16_t>(dst, i, floatToBF16Bits(f));
+      break;
+    case StorageType::F8E4M3:
+      store<uint8_t>(dst, i, floatToF8E4M3Bits(f));
+      break;
+    case StorageType::F8E5M2:
+      store<uint8_t>(dst, i, floatToF8E5M2Bits(f));
+      break;
+    default:
+      return unsupported();
+    }
+  }
+  return made;
+}
+
+} // namespace runtime
+} // namespace ein

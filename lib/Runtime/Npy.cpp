@@ -1,0 +1,674 @@
+// numpy .npy reading and writing. See the header for what is supported.
+#include "ein/Runtime/Npy.h"
+
+#include "ein/Runtime/FloatConvert.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ein {
+namespace runtime {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+/// Refuse headers larger than this: real ones are well under 1 KiB (numpy
+/// itself refuses more than 10000 bytes by default).
+constexpr size_t kMaxHeaderLen = 1u << 20;
+
+//===----------------------------------------------------------------------===//
+// Header dict parsing: a tiny subset of Python literal syntax.
+//===----------------------------------------------------------------------===//
+
+struct Header {
+  std::string descr;
+  bool fortranOrder = false;
+  std::vector<int64_t> shape;
+};
+
+class HeaderParser {
+public:
+  explicit HeaderParser(const std::string &text) : text(text) {}
+
+  /// Returns an error message, empty on success.
+  std::string parse(Header &out) {
+    bool haveDescr = false, haveFortran = false, haveShape = false;
+    skipSpace();
+    if (!consume('{'))
+      return error("expected '{' to open the header dict");
+    while (true) {
+      skipSpace();
+      if (consume('}'))
+        break;
+      std::string key;
+      if (peek() != '\'' && peek() != '"')
+        return error("expected a quoted key or '}'");
+      if (std::string err = parseString(key); !err.empty())
+        return err;
+      skipSpace();
+      if (!consume(':'))
+        return error("expected ':' after key '" + key + "'");
+      skipSpace();
+      if (key == "descr") {
+        if (haveDescr)
+          return error("duplicate key 'descr'");
+        haveDescr = true;
+        if (peek() == '[')
+          return error("structured dtypes (a list descr) are not supported");
+        if (peek() != '\'' && peek() != '"')
+          return error("'descr' must be a string");
+        if (std::string err = parseString(out.descr); !err.empty())
+          return err;
+      } else if (key == "fortran_order") {
+        if (haveFortran)
+          return error("duplicate key 'fortran_order'");
+        haveFortran = true;
+        if (consumeWord("True"))
+          out.fortranOrder = true;
+        else if (consumeWord("False"))
+          out.fortranOrder = false;
+        else
+          return error("'fortran_order' must be True or False");
+      } else if (key == "shape") {
+        if (haveShape)
+          return error("duplicate key 'shape'");
+        haveShape = true;
+        if (std::string err = parseShape(out.shape); !err.empty())
+          return err;
+      } else {
+        return error("unexpected key '" + key +
+                     "' (expected descr, fortran_order, shape)");
+      }
+      skipSpace();
+      if (consume(','))
+        continue;
+      if (consume('}'))
+        break;
+      return error("expected ',' or '}' after the value of '" + key + "'");
+    }
+    skipSpace();
+    if (pos != text.size())
+      return error("unexpected text after the header dict");
+    if (!haveDescr)
+      return "header has no 'descr' key";
+    if (!haveFortran)
+      return "header has no 'fortran_order' key";
+    if (!haveShape)
+      return "header has no 'shape' key";
+    return "";
+  }
+
+private:
+  const std::string &text;
+  size_t pos = 0;
+
+  char peek() const { return pos < text.size() ? text[pos] : '\0'; }
+  bool consume(char c) {
+    if (peek() != c)
+      return false;
+    ++pos;
+    return true;
+  }
+  bool consumeWord(const char *word) {
+    size_t n = std::strlen(word);
+    if (text.compare(pos, n, word) != 0)
+      return false;
+    char next = pos + n < text.size() ? text[pos + n] : '\0';
+    if (std::isalnum(static_cast<unsigned char>(next)) || next == '_')
+      return false;
+    pos += n;
+    return true;
+  }
+  void skipSpace() {
+    while (pos < text.size() &&
+           (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n' ||
+            text[pos] == '\r' || text[pos] == '\f' || text[pos] == '\v'))
+      ++pos;
+  }
+  std::string error(const std::string &what) const {
+    return "malformed header: " + what + " at offset " + std::to_string(pos) +
+           " of " + quoted();
+  }
+  std::string quoted() const {
+    std::string s = "\"";
+    for (char c : text.substr(0, 200)) {
+      if (c == '\n')
+        s += "\\n";
+      else if (static_cast<unsigned char>(c) < 0x20)
+        s += '?';
+      else
+        s += c;
+    }
+    if (text.size() > 200)
+      s += "...";
+    return s + "\"";
+  }
+
+  std::string parseString(std::string &out) {
+    char quote = text[pos++];
+    size_t start = pos;
+    while (pos < text.size() && text[pos] != quote) {
+      if (text[pos] == '\\')
+        return error("escape sequences in strings are not supported");
+      if (text[pos] == '\n')
+        return error("unterminated string");
+      ++pos;
+    }
+    if (pos >= text.size())
+      return error("unterminated string");
+    out = text.substr(start, pos - start);
+    ++pos;
+    return "";
+  }
+
+  std::string parseShape(std::vector<int64_t> &shape) {
+    if (!consume('('))
+      return error("'shape' must be a tuple such as (2, 3), (5,) or ()");
+    shape.clear();
+    bool sawComma = false;
+    while (true) {
+      skipSpace();
+      if (consume(')'))
+        break;
+      int64_t dim;
+      if (std::string err = parseDim(dim); !err.empty())
+        return err;
+      shape.push_back(dim);
+      skipSpace();
+      if (consume(',')) {
+        sawComma = true;
+        continue;
+      }
+      if (consume(')'))
+        break;
+      return error("expected ',' or ')' in 'shape'");
+    }
+    if (shape.size() == 1 && !sawComma)
+      return error("'shape' (n) is an int, not a tuple; write (n,)");
+    return "";
+  }
+
+  std::string parseDim(int64_t &dim) {
+    bool negative = false;
+    if (consume('-'))
+      negative = true;
+    else
+      consume('+');
+    if (!std::isdigit(static_cast<unsigned char>(peek())))
+      return error("expected a non-negative integer dim in 'shape'");
+    uint64_t value = 0;
+    bool tooBig = false;
+    while (std::isdigit(static_cast<unsigned char>(peek()))) {
+      unsigned digit = static_cast<unsigned>(text[pos++] - '0');
+      if (value > (static_cast<uint64_t>(
+                       std::numeric_limits<int64_t>::max()) -
+                   digit) /
+                      10)
+        tooBig = true;
+      else
+        value = value * 10 + digit;
+    }
+    consume('L'); // Python 2 longs, as old numpy wrote them
+    if (negative && value != 0)
+      return error("negative dim in 'shape'");
+    if (tooBig)
+      return error("dim in 'shape' does not fit in 64 bits");
+    dim = static_cast<int64_t>(value);
+    return "";
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// descr
+//===----------------------------------------------------------------------===//
+
+enum class FileType { F64, F32, F16, I64, I32, Bool, U16, U8 };
+
+struct FileDescr {
+  FileType type;
+  unsigned bytes;
+};
+
+/// Empty on success.
+std::string parseDescr(const std::string &descr, FileDescr &out) {
+  if (descr.empty())
+    return "empty 'descr'";
+  char order = descr[0];
+  std::string code = descr;
+  if (order == '<' || order == '>' || order == '|' || order == '=')
+    code = descr.substr(1);
+  else
+    order = '=';
+  struct Known {
+    const char *code;
+    FileType type;
+    unsigned bytes;
+  };
+  static const Known known[] = {
+      {"f8", FileType::F64, 8},  {"f4", FileType::F32, 4},
+      {"f2", FileType::F16, 2},  {"i8", FileType::I64, 8},
+      {"i4", FileType::I32, 4},  {"b1", FileType::Bool, 1},
+      {"?", FileType::Bool, 1},  {"u2", FileType::U16, 2},
+      {"u1", FileType::U8, 1},
+  };
+  for (const Known &k : known) {
+    if (code != k.code)
+      continue;
+    if (order == '>' && k.bytes > 1)
+      return "big-endian data ('" + descr +
+             "') is not supported; convert with "
+             "arr.astype(arr.dtype.newbyteorder('<'))";
+    if (order == '|' && k.bytes > 1)
+      return "descr '" + descr + "' has no byte order for a " +
+             std::to_string(k.bytes) + "-byte type";
+    out = {k.type, k.bytes};
+    return "";
+  }
+  std::string what;
+  if (!code.empty()) {
+    switch (code[0]) {
+    case 'c':
+      what = " (complex)";
+      break;
+    case 'O':
+      what = " (Python objects)";
+      break;
+    case 'U':
+    case 'S':
+    case 'a':
+      what = " (strings)";
+      break;
+    case 'V':
+      what = " (void/structured)";
+      break;
+    case 'M':
+    case 'm':
+      what = " (datetime)";
+      break;
+    default:
+      break;
+    }
+  }
+  return "unsupported dtype '" + descr + "'" + what +
+         "; supported: <f8 <f4 <f2 <i8 <i4 |b1, and <u2 / |u1 holding raw "
+         "bf16 / fp8 bits";
+}
+
+StorageType naturalType(FileType t) {
+  switch (t) {
+  case FileType::F64:
+    return StorageType::F64;
+  case FileType::F32:
+    return StorageType::F32;
+  case FileType::F16:
+    return StorageType::F16;
+  case FileType::I64:
+    return StorageType::I64;
+  case FileType::I32:
+    return StorageType::I32;
+  case FileType::Bool:
+  case FileType::U16:
+  case FileType::U8:
+    break;
+  }
+  return StorageType::Bool;
+}
+
+/// Copies Fortran-order `src` into C-order `dst` (both `count` elements of
+/// `bytes` bytes, shape `shape`).
+void fortranToC(const uint8_t *src, uint8_t *dst,
+                const std::vector<int64_t> &shape, int64_t count,
+                unsigned bytes) {
+  const size_t rank = shape.size();
+  // Fortran strides in elements.
+  std::vector<int64_t> fstride(rank);
+  int64_t acc = 1;
+  for (size_t k = 0; k < rank; ++k) {
+    fstride[k] = acc;
+    acc *= shape[k];
+  }
+  std::vector<int64_t> index(rank, 0);
+  int64_t offset = 0; // Fortran offset of `index`
+  for (int64_t c = 0; c < count; ++c) {
+    std::memcpy(dst + c * bytes, src + offset * bytes, bytes);
+    // Increment the C-order multi-index (last dim fastest).
+    for (size_t k = rank; k-- > 0;) {
+      if (++index[k] < shape[k]) {
+        offset += fstride[k];
+        break;
+      }
+      offset -= (shape[k] - 1) * fstride[k];
+      index[k] = 0;
+    }
+  }
+}
+
+uint32_t readLE(const uint8_t *p, unsigned n) {
+  uint32_t v = 0;
+  for (unsigned i = 0; i < n; ++i)
+    v |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+
+} // namespace
+
+Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
+                            std::optional<StorageType> want) {
+  using R = Result<HostTensor>;
+  auto fail = [&](const std::string &what) { return R::failure(name + ": " + what); };
+  const size_t size = bytes.size();
+
+  if (size < kMagicLen || std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) {
+    if (size < kMagicLen &&
+        std::memcmp(bytes.data(), kMagic, size) == 0)
+      return fail("truncated .npy file (" + std::to_string(size) +
+                  " bytes, shorter than the magic string)");
+    return fail("not a .npy file (bad magic: expected \\x93NUMPY)");
+  }
+  if (size < kMagicLen + 2)
+    return fail("truncated .npy file (no format version)");
+  const unsigned major = bytes[6], minor = bytes[7];
+  unsigned lenBytes;
+  if (major == 1 && minor == 0)
+    lenBytes = 2;
+  else if ((major == 2 || major == 3) && minor == 0)
+    lenBytes = 4;
+  else
+    return fail("unsupported .npy format version " + std::to_string(major) +
+                "." + std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
+  const size_t preamble = kMagicLen + 2 + lenBytes;
+  if (size < preamble)
+    return fail("truncated .npy file (no header length)");
+  const size_t headerLen = readLE(bytes.data() + kMagicLen + 2, lenBytes);
+  if (headerLen > kMaxHeaderLen)
+    return fail("header length " + std::to_string(headerLen) +
+                " is too long (limit " + std::to_string(kMaxHeaderLen) + ")");
+  if (headerLen == 0)
+    return fail("header is empty (header length 0)");
+  if (size - preamble < headerLen)
+    return fail("truncated .npy file: header length " +
+                std::to_string(headerLen) + " exceeds the " +
+                std::to_string(size - preamble) + " bytes after the preamble");
+  // Versions 1.0 and 2.0 are latin-1, 3.0 is utf-8: only ASCII matters to
+  // us, and non-ASCII bytes can only show up inside strings we reject.
+  const std::string headerText(
+      reinterpret_cast<const char *>(bytes.data() + preamble), headerLen);
+  if (headerText.find('\0') != std::string::npos)
+    return fail("malformed header: contains a NUL byte");
+
+  Header header;
+  if (std::string err = HeaderParser(headerText).parse(header); !err.empty())
+    return fail(err);
+  FileDescr descr;
+  if (std::string err = parseDescr(header.descr, descr); !err.empty())
+    return fail(err);
+
+  // The storage type of the result before any conversion.
+  StorageType stored;
+  switch (descr.type) {
+  case FileType::U16:
+    if (want != StorageType::BF16)
+      return fail(std::string("'") + header.descr +
+                  "' data is read only as raw bf16 bit patterns, but " +
+                  (want ? std::string(storageName(*want)) + " was requested"
+                        : std::string("no element type was requested")));
+    stored = StorageType::BF16;
+    break;
+  case FileType::U8:
+    if (want != StorageType::F8E4M3 && want != StorageType::F8E5M2)
+      return fail(std::string("'") + header.descr +
+                  "' data is read only as raw f8e4m3 / f8e5m2 bit patterns, "
+                  "but " +
+                  (want ? std::string(storageName(*want)) + " was requested"
+                        : std::string("no element type was requested")));
+    stored = *want;
+    break;
+  case FileType::Bool:
+    stored = StorageType::Bool;
+    break;
+  default:
+    stored = naturalType(descr.type);
+    break;
+  }
+
+  std::optional<int64_t> count = checkedNumElements(header.shape, descr.bytes);
+  if (!count)
+    return fail("shape " + shapeTupleStr(header.shape) +
+                " is too large: its byte size overflows 64 bits");
+  const uint64_t dataBytes = static_cast<uint64_t>(*count) * descr.bytes;
+  const size_t dataStart = preamble + headerLen;
+  const uint64_t have = size - dataStart;
+  if (have < dataBytes)
+    return fail("truncated .npy file: shape " + shapeTupleStr(header.shape) +
+                " of '" + header.descr + "' needs " +
+                std::to_string(dataBytes) + " data bytes, file has " +
+                std::to_string(have));
+  if (have > dataBytes)
+    return fail("data size mismatch: shape " + shapeTupleStr(header.shape) +
+                " of '" + header.descr + "' needs " +
+                std::to_string(dataBytes) + " data bytes, file has " +
+                std::to_string(have) + " (trailing bytes)");
+
+  if (descr.type == FileType::Bool) {
+    for (size_t i = dataStart; i < size; ++i)
+      if (bytes[i] > 1)
+        return fail("bool element " + std::to_string(i - dataStart) +
+                    " has byte value " + std::to_string(bytes[i]) +
+                    " (expected 0 or 1)");
+  }
+
+  HostTensor t;
+  t.type = stored;
+  t.shape = header.shape;
+  if (header.fortranOrder && header.shape.size() > 1 && *count > 1) {
+    t.data.resize(static_cast<size_t>(dataBytes));
+    fortranToC(bytes.data() + dataStart, t.data.data(), header.shape, *count,
+               descr.bytes);
+  } else {
+    bytes.erase(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(dataStart));
+    t.data = std::move(bytes);
+  }
+
+  if (!want || *want == stored)
+    return t;
+  if (stored == StorageType::Bool)
+    return fail(std::string("bool data cannot be read as ") +
+                storageName(*want));
+  R converted = convertTensor(t, *want);
+  if (!converted)
+    return fail(converted.error());
+  return converted;
+}
+
+Result<HostTensor> readNpy(const std::string &path,
+                           std::optional<StorageType> want) {
+  using R = Result<HostTensor>;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return R::failure(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return R::failure(path + ": cannot stat: " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return R::failure(path + ": is a directory, not a .npy file");
+  }
+  std::vector<uint8_t> bytes;
+  if (S_ISREG(st.st_mode) && st.st_size > 0)
+    bytes.reserve(static_cast<size_t>(st.st_size));
+  uint8_t buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      int err = errno;
+      ::close(fd);
+      return R::failure(path + ": read error: " + std::strerror(err));
+    }
+    if (n == 0)
+      break;
+    bytes.insert(bytes.end(), buf, buf + n);
+  }
+  ::close(fd);
+  return parseNpy(std::move(bytes), path, want);
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
+  using R = Result<std::vector<uint8_t>>;
+  if (!tensor.isConsistent())
+    return R::failure("tensor " + tensor.describe() + " has " +
+                      std::to_string(tensor.data.size()) +
+                      " bytes of data, which does not match its shape");
+  const HostTensor *out = &tensor;
+  Result<HostTensor> widened = HostTensor();
+  const char *descr;
+  switch (tensor.type) {
+  case StorageType::F64:
+    descr = "<f8";
+    break;
+  case StorageType::F32:
+    descr = "<f4";
+    break;
+  case StorageType::F16:
+    descr = "<f2";
+    break;
+  case StorageType::I64:
+    descr = "<i8";
+    break;
+  case StorageType::I32:
+    descr = "<i4";
+    break;
+  case StorageType::Bool:
+    descr = "|b1";
+    break;
+  case StorageType::BF16:
+  case StorageType::F8E4M3:
+  case StorageType::F8E5M2:
+    descr = "<f4";
+    widened = convertTensor(tensor, StorageType::F32);
+    if (!widened)
+      return R::failure(widened.error());
+    out = &*widened;
+    break;
+  }
+
+  // Exactly numpy's header: keys sorted, repr()s, a trailing ", ", spare
+  // spaces for growing the first axis, then padding to 64 bytes and '\n'.
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': " +
+                       shapeTupleStr(out->shape) + ", }";
+  if (!out->shape.empty()) {
+    const size_t growthDigits = 21;
+    size_t len = std::to_string(out->shape[0]).size();
+    header.append(growthDigits > len ? growthDigits - len : 0, ' ');
+  }
+  unsigned version = 1;
+  size_t preamble = kMagicLen + 2 + 2;
+  auto padded = [&](size_t pre) {
+    // numpy pads with 1..64 spaces (64, not 0, when already aligned).
+    size_t total = pre + header.size() + 1; // + '\n'
+    return header.size() + 1 + (64 - total % 64);
+  };
+  size_t headerLen = padded(preamble);
+  if (headerLen > 0xFFFF) {
+    version = 2;
+    preamble = kMagicLen + 2 + 4;
+    headerLen = padded(preamble);
+    if (headerLen > 0xFFFFFFFFull)
+      return R::failure("tensor " + tensor.describe() +
+                        " needs a .npy header over 4 GiB");
+  }
+  header.append(headerLen - header.size() - 1, ' ');
+  header += '\n';
+
+  std::vector<uint8_t> bytes;
+  bytes.reserve(preamble + headerLen + out->data.size());
+  bytes.insert(bytes.end(), kMagic, kMagic + kMagicLen);
+  bytes.push_back(static_cast<uint8_t>(version));
+  bytes.push_back(0);
+  for (unsigned i = 0; i < (version == 1 ? 2u : 4u); ++i)
+    bytes.push_back(static_cast<uint8_t>(headerLen >> (8 * i)));
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  bytes.insert(bytes.end(), out->data.begin(), out->data.end());
+  return bytes;
+}
+
+Status writeNpy(const std::string &path, const HostTensor &tensor) {
+  Result<std::vector<uint8_t>> bytes = serializeNpy(tensor);
+  if (!bytes)
+    return Status::failure(path + ": " + bytes.error());
+
+  // A temporary file next to the destination, so that rename() is atomic.
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (slash == 0)
+    dir = "/";
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty())
+    return Status::failure(path + ": not a file name");
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return Status::failure(path + ": is a directory");
+
+  std::string tmp;
+  int fd = -1;
+  static unsigned counter = 0;
+  for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+          "." + base + ".tmp." + std::to_string(::getpid()) + "." +
+          std::to_string(counter++);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      return Status::failure(path + ": cannot create a temporary file in '" +
+                             dir + "': " + std::strerror(errno));
+  }
+  if (fd < 0)
+    return Status::failure(path + ": cannot create a temporary file in '" +
+                           dir + "'");
+
+  auto abandon = [&](const std::string &what, int err) {
+    if (fd >= 0)
+      ::close(fd);
+    ::unlink(tmp.c_str());
+    return Status::failure(path + ": " + what + ": " + std::strerror(err));
+  };
+  const uint8_t *p = bytes->data();
+  size_t left = bytes->size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return abandon("write error", errno);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+    return abandon("fsync failed", errno);
+  int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0)
+    return abandon("close failed", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return abandon("cannot rename the temporary file into place", errno);
+  return Status::success();
+}
+
+} // namespace runtime
+} // namespace ein
