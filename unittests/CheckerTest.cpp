@@ -200,12 +200,12 @@ TEST(CheckerDiag, UnknownDimOverride) {
   EXPECT_EQ(d.message, "--dim zzz=3: no dim named 'zzz' in this file");
 }
 
-// BUG: a shape the checker prints cannot be written back. The repeat below
+// Regression (was a bug): a shape the checker prints must read back. The repeat below
 // yields a dim 2*(hidden/8), printed "2*hidden/8"; declaring exactly that
 // reads as (2*hidden)/8 and fails with "cannot prove (2*hidden)/8 ==
 // 2*hidden/8". Cause: SizeExpr::monomialStr() does not parenthesise a
 // quotient atom that has a coefficient (see SizeExprTest).
-TEST(CheckerDiag, DISABLED_PrintedQuotientShapeReadsBack) {
+TEST(CheckerDiag, PrintedQuotientShapeReadsBack) {
   auto c = check("def f(x: f32[\"n hidden\"]) -> f32[\"n 8 2*(hidden/8)\"]:\n"
                  "    return repeat(x, \"b (h d) -> b h (d 2)\", h=8)\n");
   ASSERT_FALSE(c->diags->hadError()) << c->firstError();
@@ -217,11 +217,11 @@ TEST(CheckerDiag, DISABLED_PrintedQuotientShapeReadsBack) {
   EXPECT_FALSE(again->diags->hadError()) << again->firstError();
 }
 
-// BUG (missing diagnostic): `acc=` is skipped for every op, so rearrange,
+// Regression (was a missing diagnostic): `acc=` was skipped for every op, so rearrange,
 // reduce and repeat silently accept and ignore it:
 //   rearrange(x, "a b -> b a", acc=f32)
 // checks cleanly. einsum is the only op that takes `acc`.
-TEST(CheckerDiag, DISABLED_AccOnlyForEinsum) {
+TEST(CheckerDiag, AccOnlyForEinsum) {
   auto c = check("def f(x: f32[\"a b\"]) -> f32[\"b a\"]:\n"
                  "    return rearrange(x, \"a b -> b a\", acc=f32)\n");
   ASSERT_TRUE(c->diags->hadError());

@@ -119,7 +119,8 @@ const LexErrorCase kLexErrors[] = {
      "escape sequences are not supported in strings"},
     {"UnknownCharacter", "x = a $ b", 1, 7, "unexpected character '$'"},
     {"ControlByte", "x = \x7f", 1, 5,
-     "unexpected byte in source (only ASCII is supported)"},
+     "unexpected non-ASCII or control character in source (outside comments "
+     "and strings only ASCII is allowed)"},
     {"InconsistentDedent", "def f():\n    x\n  y\n", 3, 3,
      "inconsistent indentation"},
 };

@@ -83,13 +83,13 @@ const PrintCase kPrint[] = {
 INSTANTIATE_TEST_SUITE_P(Print, SizeExprPrintTest, ::testing::ValuesIn(kPrint),
                          [](const auto &info) { return info.param.name; });
 
-// BUG: a quotient atom times a constant prints as "2*hidden/8", which reads
+// Regression (was a bug): a quotient atom times a constant printed as "2*hidden/8", which reads
 // back (left to right) as (2*hidden)/8, a different floor quotient: for
 // hidden = 12, 2*(12/8) = 2 but (2*12)/8 = 3. monomialStr() only
 // parenthesises a quotient when the monomial has other factors, not when it
 // has a coefficient. Repro: (SizeExpr::quotient(symbol("hidden"),
 // constant(8)) * constant(2)).str() == "2*hidden/8".
-TEST(SizeExprPrint, DISABLED_QuotientWithCoefficientIsParenthesised) {
+TEST(SizeExprPrint, QuotientWithCoefficientIsParenthesised) {
   SizeExpr e = SizeExpr::quotient(sym("hidden"), num(8)) * num(2);
   EXPECT_EQ(e.str(), "2*(hidden/8)");
   auto back = parseSizeExpr(e.str());
@@ -250,7 +250,7 @@ INSTANTIATE_TEST_SUITE_P(Divide, SizeExprDivideTest,
                          ::testing::ValuesIn(kDivide),
                          [](const auto &info) { return info.param.name; });
 
-// BUG (limitation against the header's contract, "exact as polynomials"):
+// Limitation (the header now documents it): no polynomial long division.
 // divideExact only divides by a single-term divisor (or by itself), so
 // (n*n - 1) / (n - 1) is refused although it is exactly n + 1.
 // Repro: parseSizeExpr("n*n - 1")->divideExact(*parseSizeExpr("n - 1"))

@@ -60,9 +60,9 @@ const char *storageName(StorageType type) {
 
 std::optional<StorageType> parseStorageType(const std::string &name) {
   static const StorageType all[] = {
-      StorageType::F64,    StorageType::F32,    StorageType::F16,
-      StorageType::BF16,   StorageType::F8E4M3, StorageType::F8E5M2,
-      StorageType::I64,    StorageType::I32,    StorageType::Bool};
+      StorageType::F64,  StorageType::F32,    StorageType::F16,
+      StorageType::BF16, StorageType::F8E4M3, StorageType::F8E5M2,
+      StorageType::I64,  StorageType::I32,    StorageType::Bool};
   for (StorageType t : all)
     if (name == storageName(t))
       return t;
@@ -173,8 +173,7 @@ Result<HostTensor> HostTensor::create(StorageType type,
   std::optional<int64_t> count = checkedNumElements(shape, bytes);
   if (!count)
     return Result<HostTensor>::failure(
-        "invalid shape " + shapeTupleStr(shape) + " for " +
-        storageName(type) +
+        "invalid shape " + shapeTupleStr(shape) + " for " + storageName(type) +
         ": a dim is negative or the size overflows 64 bits");
   int64_t size = *count * bytes;
   if (static_cast<uint64_t>(size) > std::numeric_limits<size_t>::max() / 2)

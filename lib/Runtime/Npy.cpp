@@ -207,10 +207,9 @@ private:
     bool tooBig = false;
     while (std::isdigit(static_cast<unsigned char>(peek()))) {
       unsigned digit = static_cast<unsigned>(text[pos++] - '0');
-      if (value > (static_cast<uint64_t>(
-                       std::numeric_limits<int64_t>::max()) -
-                   digit) /
-                      10)
+      if (value >
+          (static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - digit) /
+              10)
         tooBig = true;
       else
         value = value * 10 + digit;
@@ -252,10 +251,10 @@ std::string parseDescr(const std::string &descr, FileDescr &out) {
     unsigned bytes;
   };
   static const Known known[] = {
-      {"f8", FileType::F64, 8},  {"f4", FileType::F32, 4},
-      {"f2", FileType::F16, 2},  {"i8", FileType::I64, 8},
-      {"i4", FileType::I32, 4},  {"b1", FileType::Bool, 1},
-      {"?", FileType::Bool, 1},  {"u2", FileType::U16, 2},
+      {"f8", FileType::F64, 8}, {"f4", FileType::F32, 4},
+      {"f2", FileType::F16, 2}, {"i8", FileType::I64, 8},
+      {"i4", FileType::I32, 4}, {"b1", FileType::Bool, 1},
+      {"?", FileType::Bool, 1}, {"u2", FileType::U16, 2},
       {"u1", FileType::U8, 1},
   };
   for (const Known &k : known) {
@@ -362,12 +361,15 @@ uint32_t readLE(const uint8_t *p, unsigned n) {
 Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
                             std::optional<StorageType> want) {
   using R = Result<HostTensor>;
-  auto fail = [&](const std::string &what) { return R::failure(name + ": " + what); };
+  auto fail = [&](const std::string &what) {
+    return R::failure(name + ": " + what);
+  };
   const size_t size = bytes.size();
 
+  if (size == 0)
+    return fail("empty file, not a .npy file");
   if (size < kMagicLen || std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) {
-    if (size < kMagicLen &&
-        std::memcmp(bytes.data(), kMagic, size) == 0)
+    if (size < kMagicLen && std::memcmp(bytes.data(), kMagic, size) == 0)
       return fail("truncated .npy file (" + std::to_string(size) +
                   " bytes, shorter than the magic string)");
     return fail("not a .npy file (bad magic: expected \\x93NUMPY)");
@@ -472,7 +474,8 @@ Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
     fortranToC(bytes.data() + dataStart, t.data.data(), header.shape, *count,
                descr.bytes);
   } else {
-    bytes.erase(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(dataStart));
+    bytes.erase(bytes.begin(),
+                bytes.begin() + static_cast<ptrdiff_t>(dataStart));
     t.data = std::move(bytes);
   }
 
@@ -536,7 +539,7 @@ Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
                       " bytes of data, which does not match its shape");
   const HostTensor *out = &tensor;
   Result<HostTensor> widened = HostTensor();
-  const char *descr;
+  const char *descr = "<f4";
   switch (tensor.type) {
   case StorageType::F64:
     descr = "<f8";
@@ -569,9 +572,10 @@ Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
 
   // Exactly numpy's header: keys sorted, repr()s, a trailing ", ", spare
   // spaces for growing the first axis, then padding to 64 bytes and '\n'.
-  std::string header = std::string("{'descr': '") + descr +
-                       "', 'fortran_order': False, 'shape': " +
-                       shapeTupleStr(out->shape) + ", }";
+  std::string header =
+      std::string("{'descr': '") + descr +
+      "', 'fortran_order': False, 'shape': " + shapeTupleStr(out->shape) +
+      ", }";
   if (!out->shape.empty()) {
     const size_t growthDigits = 21;
     size_t len = std::to_string(out->shape[0]).size();
@@ -629,7 +633,8 @@ Status writeNpy(const std::string &path, const HostTensor &tensor) {
   int fd = -1;
   static unsigned counter = 0;
   for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+    tmp = (slash == std::string::npos ? std::string()
+                                      : path.substr(0, slash + 1)) +
           "." + base + ".tmp." + std::to_string(::getpid()) + "." +
           std::to_string(counter++);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

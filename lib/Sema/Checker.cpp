@@ -59,6 +59,12 @@ public:
       unsigned id = addValue(*type, p.name);
       out.params.push_back(id);
       vars[p.name] = id;
+      for (auto &d : type->shape) {
+        if (d.isPack())
+          paramNames.insert(d.pack);
+        for (auto &s : d.size.symbols())
+          paramNames.insert(s);
+      }
     }
     for (auto &r : fn.results) {
       auto type = checkType(r);
@@ -89,6 +95,41 @@ private:
   CheckedFunction out;
   std::map<std::string, unsigned> vars;
   std::set<std::string> packNames, dimNames;
+  /// Names bound by the parameters; others in a result type (and `_`,
+  /// `...` there) take whatever the returned value has, as in jaxtyping.
+  std::set<std::string> paramNames;
+
+  /// The declared result shape with its result-only names and packs bound
+  /// to the returned value's dims.
+  Shape bindResultNames(const Shape &declaredIn, const Shape &actualIn) {
+    Shape declared = out.ctx.expand(declaredIn);
+    Shape actual = out.ctx.expand(actualIn);
+    std::vector<size_t> packs;
+    for (size_t i = 0; i < declared.size(); ++i)
+      if (declared[i].isPack() && !paramNames.count(declared[i].pack))
+        packs.push_back(i);
+    if (packs.size() == 1 && actual.size() + 1 >= declared.size()) {
+      size_t p = packs[0], covered = actual.size() + 1 - declared.size();
+      out.ctx.packBindings[declared[p].pack] =
+          Shape(actual.begin() + p, actual.begin() + p + covered);
+      declared = out.ctx.expand(declared);
+    }
+    if (declared.size() != actual.size())
+      return declared;
+    std::map<std::string, SizeExpr> alias;
+    for (size_t i = 0; i < declared.size(); ++i) {
+      if (declared[i].isPack() || actual[i].isPack())
+        continue;
+      auto name = declared[i].size.asSymbol();
+      if (name && !paramNames.count(*name) && !out.ctx.env.count(*name) &&
+          !alias.count(*name))
+        alias[*name] = actual[i].size;
+    }
+    for (auto &d : declared)
+      if (!d.isPack())
+        d.size = d.size.replaceSymbols(alias);
+    return declared;
+  }
   unsigned anonCounter = 0;
 
   unsigned addValue(TensorType type, std::string name = "") {
@@ -224,6 +265,7 @@ private:
                       expr->length);
           return false;
         }
+        out.results[i].shape = bindResultNames(declared.shape, actual.shape);
         auto ok = checkShapeMatches(out.ctx, declared.shape, actual.shape);
         if (!ok) {
           diags.error(expr->loc,

@@ -62,6 +62,18 @@ InferContext::Proof InferContext::prove(const SizeExpr &a,
   SizeExpr diff = sa - sb;
   if (diff.isConstant())
     return Proof::NotEqual;
+  // A quotient `n/c` exists only where `n % c == 0` is an entry check, so
+  // writing n = c*q (and n/c = q) is sound: c*(n/c) == n becomes provable.
+  std::map<std::string, SizeExpr> split;
+  for (auto *e : {&sa, &sb})
+    for (auto &[num, den] : e->quotients()) {
+      auto name = num.asSymbol();
+      auto c = den.constantValue();
+      if (name && c && *c > 0 && !split.count(*name))
+        split[*name] = SizeExpr::constant(*c) * SizeExpr::symbol(*name + "/" + toString(*c));
+    }
+  if (!split.empty() && sa.replaceSymbols(split) == sb.replaceSymbols(split))
+    return Proof::Equal;
   return Proof::Unknown;
 }
 
@@ -841,30 +853,42 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
   bigAlign = identity(big.size());
   smallAlign.clear();
   unsigned smallIdx = lhsBig ? 1 : 0;
+  // Match by name (the same size expression) first; only a dim with no
+  // namesake falls back to dims whose sizes are provably equal.
+  auto sameName = [](const Dim &a, const Dim &b) {
+    if (a.isPack() || b.isPack())
+      return a.pack == b.pack;
+    return a.size == b.size;
+  };
   size_t pos = 0;
   for (auto &d : small) {
     if (isOne(d)) {
       smallAlign.push_back(-1);
       continue;
     }
-    size_t count = 0;
-    for (auto &b : big)
-      count += same(b, d);
-    if (count > 1)
+    std::vector<size_t> matches;
+    for (size_t k = 0; k < big.size(); ++k)
+      if (sameName(big[k], d))
+        matches.push_back(k);
+    if (matches.empty())
+      for (size_t k = 0; k < big.size(); ++k)
+        if (same(big[k], d))
+          matches.push_back(k);
+    if (matches.size() > 1)
       return ShapeError::atOperand(
-          "ambiguous broadcast: dim " + d.str() + " occurs " +
-              std::to_string(count) + " times in \"" + shapeStr(big) +
+          "ambiguous broadcast: dim " + d.str() + " matches " +
+              std::to_string(matches.size()) + " dims of \"" + shapeStr(big) +
               "\"; rearrange one operand to the other's rank first",
           smallIdx);
-    while (pos < big.size() && !same(big[pos], d))
-      ++pos;
-    if (pos == big.size())
+    if (matches.empty() || matches[0] < pos)
       return ShapeError::atOperand(
           "cannot broadcast \"" + shapeStr(small) + "\" against \"" +
               shapeStr(big) + "\": dim " + d.str() +
-              " is not in the larger shape (in order); broadcasting matches "
-              "dims by name",
+              (matches.empty() ? " is not in the larger shape"
+                               : " is out of order in the larger shape") +
+              "; broadcasting matches dims by name",
           smallIdx);
+    pos = matches[0];
     smallAlign.push_back(static_cast<int>(pos));
     ++pos;
   }

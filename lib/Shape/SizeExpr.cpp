@@ -173,6 +173,38 @@ SizeExpr SizeExpr::substitute(const Bindings &env) const {
   return result;
 }
 
+std::vector<std::pair<SizeExpr, SizeExpr>> SizeExpr::quotients() const {
+  std::vector<std::pair<SizeExpr, SizeExpr>> out;
+  for (auto &[key, atom] : atoms)
+    if (atom->isQuotient())
+      out.push_back({*atom->num, *atom->den});
+  return out;
+}
+
+SizeExpr
+SizeExpr::replaceSymbols(const std::map<std::string, SizeExpr> &values) const {
+  SizeExpr result;
+  result.overflow = overflow;
+  for (auto &[m, c] : terms) {
+    SizeExpr term = constant(c);
+    for (auto &[key, power] : m) {
+      auto &atom = atoms.at(key);
+      SizeExpr value;
+      if (atom->isQuotient()) {
+        value = quotient(atom->num->replaceSymbols(values),
+                         atom->den->replaceSymbols(values));
+      } else {
+        auto it = values.find(atom->name);
+        value = it == values.end() ? symbol(atom->name) : it->second;
+      }
+      for (unsigned p = 0; p < power; ++p)
+        term = term * value;
+    }
+    result = result + term;
+  }
+  return result;
+}
+
 std::optional<Int> SizeExpr::evaluate(const Bindings &env) const {
   return substitute(env).constantValue();
 }

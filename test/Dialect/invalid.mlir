@@ -120,7 +120,7 @@ module attributes {ein.dims = {a = 6 : i64}} {
 // -----
 
 // Tests that `ein.dims` holds integer sizes.
-// expected-error @+1 {{'ein.dims': size of 'a' must be a non-negative 64-bit integer}}
+// expected-error @+1 {{'ein.dims': size of 'a' must be a positive 64-bit integer}}
 module attributes {ein.dims = {a = "x"}} {
 }
 
@@ -233,7 +233,7 @@ func.func @binary_mixed_element_types(%x: !ein.tensor<"m", f32>, %y: !ein.tensor
 
 // Tests that broadcasting matches dims by name.
 func.func @broadcast_unknown_dim(%x: !ein.tensor<"m n", f32>, %y: !ein.tensor<"k", f32>) {
-  // expected-error @+1 {{'ein.mul' op cannot broadcast "k" against "m n": dim k is not in the larger shape (in order)}}
+  // expected-error @+1 {{'ein.mul' op cannot broadcast "k" against "m n": dim k is not in the larger shape}}
   %0 = ein.mul %x, %y : !ein.tensor<"m n", f32>, !ein.tensor<"k", f32> -> !ein.tensor<"m n", f32>
   return
 }
@@ -402,7 +402,14 @@ func.func @size_negative(%x: !ein.tensor<"a", f32>) {
 
 // -----
 
-// Tests that `ein.dims` names are valid dimension names.
-// expected-error @+1 {{'ein.dims': invalid name '_x'}}
-module attributes {ein.dims = {_x = 3}} {
+// Tests that `ein.dims` names are identifiers.
+// expected-error @+1 {{'ein.dims': invalid name 'a-b': not an identifier}}
+module attributes {ein.dims = {"a-b" = 3}} {
+}
+
+// -----
+
+// Tests that `ein.dims` sizes are positive.
+// expected-error @+1 {{'ein.dims': size of 'z' must be a positive 64-bit integer}}
+module attributes {ein.dims = {z = 0}} {
 }

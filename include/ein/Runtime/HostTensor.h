@@ -112,7 +112,9 @@ struct HostTensor {
   /// Whether data.size() matches the shape and type.
   bool isConsistent() const;
 
-  template <typename T> T *dataAs() { return reinterpret_cast<T *>(data.data()); }
+  template <typename T> T *dataAs() {
+    return reinterpret_cast<T *>(data.data());
+  }
   template <typename T> const T *dataAs() const {
     return reinterpret_cast<const T *>(data.data());
   }

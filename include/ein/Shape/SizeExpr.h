@@ -54,6 +54,13 @@ public:
   /// nullopt otherwise (no general polynomial long division).
   std::optional<SizeExpr> divideExact(const SizeExpr &divisor) const;
 
+  /// The (numerator, denominator) of every opaque quotient in this
+  /// expression (not nested ones).
+  std::vector<std::pair<SizeExpr, SizeExpr>> quotients() const;
+  /// Replaces named sizes by expressions (also inside quotients, which
+  /// simplify when the division becomes exact).
+  SizeExpr replaceSymbols(const std::map<std::string, SizeExpr> &values) const;
+
   /// Canonical text: `2*batch*heads*seq`, `n + 1`, `hidden/8`.
   std::string str() const;
 
