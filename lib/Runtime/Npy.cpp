@@ -3,6 +3,7 @@
 
 #include "ein/Runtime/FloatConvert.h"
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -631,7 +632,7 @@ Status writeNpy(const std::string &path, const HostTensor &tensor) {
 
   std::string tmp;
   int fd = -1;
-  static unsigned counter = 0;
+  static std::atomic<unsigned> counter{0};
   for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
     tmp = (slash == std::string::npos ? std::string()
                                       : path.substr(0, slash + 1)) +

@@ -172,6 +172,13 @@ private:
         }
       }
     }
+    if (numElements(*shape).substitute(out.ctx.env).overflowed()) {
+      diags.error(t.shapeLoc,
+                  "in shape \"" + t.shape +
+                      "\": the number of elements overflows 128 bits",
+                  static_cast<unsigned>(t.shape.size() + 2));
+      return std::nullopt;
+    }
     for (auto &p : packNames)
       if (dimNames.count(p)) {
         diags.error(t.shapeLoc,

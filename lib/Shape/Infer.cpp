@@ -650,11 +650,16 @@ Expected<EinsumInfo> analyzeEinsum(InferContext &ctx, const Pattern &pattern,
     info.operandAxes.push_back(axes);
     info.operandGroups.push_back(groups);
   }
-  if (!ellipsis.empty() && !pattern.output.hasEllipsis())
+  if (!ellipsis.empty() && !pattern.output.hasEllipsis()) {
+    const PatternAxis *dots = nullptr;
+    for (auto &in : pattern.inputs)
+      if (!dots)
+        dots = findEllipsis(in);
     return ShapeError::atPattern(
         "'...' covers " + std::to_string(ellipsis.size()) +
             " dim(s) in the inputs but is missing from the output of einsum",
-        pattern.output.offset, std::max(1u, pattern.output.length));
+        dots->offset, 3);
+  }
   for (size_t k = 0; k < ellipsis.size(); ++k)
     (*sizes)[ellipsisAxis(k)] = ellipsis[k].isPack()
                                     ? SizeExpr::symbol(ellipsis[k].pack)
