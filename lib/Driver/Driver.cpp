@@ -1,6 +1,7 @@
 // einc's subcommands: argument parsing and the check/report/emit pipelines.
 #include "ein/Driver/Driver.h"
 #include "ein/Driver/Report.h"
+#include "ein/Driver/Run.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
@@ -26,6 +27,12 @@ Commands:
               [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--json]
       Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
       and totals per function.
+  run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
+      [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S]
+      JIT-compile NAME for this CPU with the inputs' sizes and run it; bf16
+      inputs are read from f32 files (rounded to nearest even) or from raw
+      uint16 files, and bf16 results are written as f32. Exit 2 when the
+      inputs do not fit the signature; no output is written then.
   emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
       Print a compilation stage. Stages after ein lower to static shapes:
       every dim must be bound (by `dim` or --dim).
@@ -43,7 +50,9 @@ int usageError(const std::string &message) {
 
 struct Args {
   std::string command, file, fn, stage, device = "h100";
-  bool json = false;
+  bool json = false, time = false;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;
   CheckOptions check;
 };
@@ -69,7 +78,7 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
   }
   args.command = rest[0];
   if (args.command != "check" && args.command != "report" &&
-      args.command != "emit")
+      args.command != "emit" && args.command != "run")
     return usageError("unknown command '" + args.command + "'");
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::string &a = rest[i];
@@ -100,7 +109,20 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
         return usageError("--dim " + name + ": '" + v->substr(eq + 1) +
                           "' is not a positive integer that fits in 128 bits");
       args.check.dimOverrides[name] = *n;
-    } else if (isFlag("--fn") && args.command == "report") {
+    } else if (isFlag("--in") && args.command == "run") {
+      auto v = value("--in");
+      auto eq = v ? v->find('=') : std::string::npos;
+      if (!v || eq == std::string::npos || eq == 0 || eq + 1 == v->size())
+        return usageError("--in needs PARAM=FILE.npy");
+      args.inputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
+    } else if (isFlag("--out") && args.command == "run") {
+      auto v = value("--out");
+      if (!v || v->empty())
+        return usageError("--out needs FILE.npy");
+      args.outputs.push_back(*v);
+    } else if (a == "--time" && args.command == "run") {
+      args.time = true;
+    } else if (isFlag("--fn") && (args.command == "report" || args.command == "run")) {
       auto v = value("--fn");
       if (!v)
         return usageError("--fn needs a function name");
@@ -110,13 +132,15 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
       if (!v || !findDevice(*v))
         return usageError("--device expects one of a100, h100, h200");
       args.device = *v;
-    } else if (isFlag("--peak-flops") && args.command == "report") {
+    } else if (isFlag("--peak-flops") &&
+               (args.command == "report" || args.command == "run")) {
       auto v = value("--peak-flops");
       auto d = v ? parsePositive(*v) : std::nullopt;
       if (!d)
         return usageError("--peak-flops expects a positive number of FLOP/s");
       args.peakFlops = *d;
-    } else if (isFlag("--bandwidth") && args.command == "report") {
+    } else if (isFlag("--bandwidth") &&
+               (args.command == "report" || args.command == "run")) {
       auto v = value("--bandwidth");
       auto d = v ? parsePositive(*v) : std::nullopt;
       if (!d)
@@ -140,6 +164,8 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
   }
   if (args.file.empty())
     return usageError("'" + args.command + "' needs a FILE");
+  if (args.command == "run" && args.fn.empty())
+    return usageError("run needs --fn NAME");
   if (args.command == "emit" && args.stage.empty())
     return usageError("emit needs --stage=ast|ein|linalg|loops|llvm");
   return std::nullopt;
@@ -190,6 +216,16 @@ int runEinc(int argc, char **argv) {
   if (args.command == "emit" && args.stage == "ast") {
     printAST(module, std::cout);
     return 0;
+  }
+  if (args.command == "run") {
+    RunOptions run;
+    run.function = args.fn;
+    run.inputs = args.inputs;
+    run.outputs = args.outputs;
+    run.time = args.time;
+    run.peakFlops = args.peakFlops;
+    run.bandwidth = args.bandwidth;
+    return runFunction(*file, module, args.check, run);
   }
   CheckedModule checked = checkModule(module, args.check, diags);
   if (diags.hadError()) {

@@ -995,8 +995,12 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     }
     result.dims[name] = value;
   }
+  for (auto &[name, value] : options.entryDims)
+    result.dims[name] = value;
   std::set<std::string> seen;
   for (auto &f : module.functions) {
+    if (!options.onlyFunction.empty() && f.name != options.onlyFunction)
+      continue;
     if (!seen.insert(f.name).second) {
       diags.error(f.loc, "function '" + f.name + "' is defined twice",
                   static_cast<unsigned>(f.name.size()));

@@ -11,6 +11,11 @@ namespace ein {
 struct CheckOptions {
   /// `--dim NAME=INT`: overrides `dim` declarations and binds free names.
   std::map<std::string, Int> dimOverrides;
+  /// Bindings from actual inputs (`einc run`): any name of the file's
+  /// types, fresh names of `_` and `...` included, without validation.
+  std::map<std::string, Int> entryDims;
+  /// When set, only this function is checked (others are skipped).
+  std::string onlyFunction;
 };
 
 /// Checks `module`; every error goes to `diags` with its source location.

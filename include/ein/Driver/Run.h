@@ -1,0 +1,28 @@
+// `einc run`: JIT-compile one function, run it on .npy inputs, write .npy outputs.
+#pragma once
+
+#include "ein/Sema/Checker.h"
+#include "ein/Syntax/AST.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ein {
+
+struct RunOptions {
+  std::string function;
+  std::vector<std::pair<std::string, std::string>> inputs; // name, path
+  std::vector<std::string> outputs;                        // paths
+  bool time = false;
+  double peakFlops = 0, bandwidth = 0;
+};
+
+/// Runs `options.function` of the parsed `module`. Returns the exit code:
+/// 0 success, 1 a compile error in the file, 2 bad inputs (missing or
+/// malformed .npy, shapes that do not bind the signature, a failed entry
+/// check). No output file is created or replaced unless all succeed.
+int runFunction(const SourceFile &file, const Module &module,
+                const CheckOptions &check, const RunOptions &options);
+
+} // namespace ein

@@ -1,0 +1,37 @@
+// JIT compilation of a checked .ein function to native code, and calling it.
+#pragma once
+
+#include "ein/Runtime/HostTensor.h"
+#include "ein/Sema/Program.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+/// A function compiled for this CPU, with every dim bound to a number.
+class JITFunction {
+public:
+  /// Compiles `function` of `module` (whose dims must all be bound) through
+  /// the CPU pipeline. Returns null with the reason in `error`.
+  static std::unique_ptr<JITFunction> compile(const CheckedModule &module,
+                                              const std::string &function,
+                                              std::string &error);
+  ~JITFunction();
+
+  /// Runs the function: `inputs` in parameter order, `outputs` preallocated
+  /// with the result types (in return order). Shapes and storage types must
+  /// match the compiled signature; returns false with a message otherwise.
+  bool call(const std::vector<const runtime::HostTensor *> &inputs,
+            const std::vector<runtime::HostTensor *> &outputs,
+            std::string &error);
+
+  struct Impl;
+
+private:
+  explicit JITFunction(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace ein

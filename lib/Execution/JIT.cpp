@@ -1,0 +1,177 @@
+// JIT: lowers one function to LLVM, compiles it with MLIR's ExecutionEngine,
+// and calls its C interface with memref descriptors over host tensors.
+#include "ein/Execution/JIT.h"
+#include "ein/Conversion/Pipelines.h"
+#include "ein/Dialect/EinDialect.h"
+#include "ein/MLIRGen/MLIRGen.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+
+#ifndef EIN_C_RUNNER_UTILS
+#define EIN_C_RUNNER_UTILS "libmlir_c_runner_utils.so"
+#endif
+
+namespace ein {
+
+struct JITFunction::Impl {
+  mlir::MLIRContext context;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::string name;
+  std::vector<TensorType> params, results;
+  Bindings env;
+};
+
+JITFunction::JITFunction(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+JITFunction::~JITFunction() = default;
+
+namespace {
+
+bool typeMatches(const runtime::HostTensor &t, const TensorType &type,
+                 const Bindings &env, std::string &why) {
+  if (t.type != runtime::toStorage(type.dtype)) {
+    why = std::string("has storage ") + runtime::storageName(t.type) +
+          ", expected " + dtypeName(type.dtype);
+    return false;
+  }
+  if (t.shape.size() != type.shape.size()) {
+    why = "has rank " + std::to_string(t.shape.size()) + ", expected " +
+          std::to_string(type.shape.size());
+    return false;
+  }
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    auto v = type.shape[i].size.evaluate(env);
+    if (!v || *v != Int(t.shape[i])) {
+      why = "has shape " + runtime::shapeTupleStr(t.shape) + ", expected \"" +
+            shapeStr(type.shape) + "\"";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// A ranked memref descriptor: allocated and aligned pointers, offset,
+/// sizes and strides, laid out as MLIR's C interface expects.
+std::vector<int64_t> descriptor(const runtime::HostTensor &t) {
+  std::vector<int64_t> d;
+  auto ptr = reinterpret_cast<int64_t>(t.data.data());
+  d.push_back(ptr);
+  d.push_back(ptr);
+  d.push_back(0);
+  for (int64_t s : t.shape)
+    d.push_back(s);
+  for (int64_t s : t.strides())
+    d.push_back(s);
+  return d;
+}
+
+} // namespace
+
+std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
+                                                  const std::string &function,
+                                                  std::string &error) {
+  const CheckedFunction *fn = module.find(function);
+  if (!fn) {
+    error = "no function named '" + function + "'";
+    return nullptr;
+  }
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+
+  auto impl = std::make_unique<Impl>();
+  impl->name = function;
+  impl->env = fn->ctx.env;
+  for (unsigned id : fn->params)
+    impl->params.push_back(fn->values[id].type);
+  for (unsigned id : fn->returns)
+    impl->results.push_back(fn->values[id].type);
+
+  auto ir = buildEinModule(impl->context, module);
+  // Only the requested function is compiled.
+  for (auto f : llvm::make_early_inc_range(ir->getOps<mlir::func::FuncOp>()))
+    if (f.getName() != function)
+      f.erase();
+  {
+    llvm::raw_string_ostream errors(error);
+    mlir::ScopedDiagnosticHandler handler(&impl->context, [&](mlir::Diagnostic &d) {
+      errors << d.getLocation() << ": " << d.str() << "\n";
+      return mlir::success();
+    });
+    if (mlir::failed(mlir::verify(*ir)))
+      return nullptr;
+  }
+  if (!lowerToStage(*ir, CPUStage::LLVM, error))
+    return nullptr;
+
+  mlir::ExecutionEngineOptions options;
+  // options.transformer is a function_ref: the function must outlive it.
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      mlir::makeOptimizingTransformer(3, 0, nullptr);
+  options.transformer = optimize;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS};
+  options.sharedLibPaths = libs;
+  auto engine = mlir::ExecutionEngine::create(*ir, options);
+  if (!engine) {
+    llvm::raw_string_ostream os(error);
+    os << "JIT compilation failed: " << llvm::toString(engine.takeError());
+    return nullptr;
+  }
+  impl->engine = std::move(*engine);
+  return std::unique_ptr<JITFunction>(new JITFunction(std::move(impl)));
+}
+
+bool JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
+                       const std::vector<runtime::HostTensor *> &outputs,
+                       std::string &error) {
+  if (inputs.size() != impl->params.size() ||
+      outputs.size() != impl->results.size()) {
+    error = "wrong number of inputs or outputs";
+    return false;
+  }
+  std::vector<std::vector<int64_t>> descriptors;
+  std::string why;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!typeMatches(*inputs[i], impl->params[i], impl->env, why)) {
+      error = "input " + std::to_string(i) + " " + why;
+      return false;
+    }
+    descriptors.push_back(descriptor(*inputs[i]));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!typeMatches(*outputs[i], impl->results[i], impl->env, why)) {
+      error = "output " + std::to_string(i) + " " + why;
+      return false;
+    }
+    descriptors.push_back(descriptor(*outputs[i]));
+  }
+  // The packed interface takes a pointer to each argument; each argument of
+  // the C interface is a pointer to a descriptor.
+  std::vector<void *> pointers, args;
+  pointers.reserve(descriptors.size());
+  for (auto &d : descriptors)
+    pointers.push_back(d.data());
+  for (auto &p : pointers)
+    args.push_back(&p);
+  llvm::Error err =
+      impl->engine->invokePacked("_mlir_ciface_" + impl->name, args);
+  if (err) {
+    error = "call failed: " + llvm::toString(std::move(err));
+    return false;
+  }
+  return true;
+}
+
+} // namespace ein

@@ -1,0 +1,130 @@
+// Binds dims from input shapes: solves each dim expression for its one
+// unknown name, then evaluates the function's entry checks.
+#include "ein/Sema/EntryBinding.h"
+
+#include <map>
+
+namespace ein {
+
+namespace {
+std::string shapeTuple(const std::vector<int64_t> &shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+} // namespace
+
+EntryBinding bindEntryShapes(const CheckedFunction &fn,
+                             const std::vector<std::string> &paramNames,
+                             const std::vector<std::vector<int64_t>> &shapes) {
+  EntryBinding result;
+  Bindings env = fn.ctx.env;
+  std::map<std::string, std::string> origin; // where each name got its value
+  auto where = [&](size_t p, size_t d, const Dim &dim) {
+    return "parameter '" + paramNames[p] + "' dim " + std::to_string(d) +
+           " (" + dim.str() + ")";
+  };
+  auto fail = [&](std::string message) {
+    result.error = std::move(message);
+    return result;
+  };
+
+  struct Pending {
+    size_t param, dim;
+    const Dim *spec;
+    Int actual;
+  };
+  std::vector<Pending> pending;
+  for (size_t p = 0; p < fn.params.size(); ++p) {
+    Shape shape = fn.ctx.expand(fn.values[fn.params[p]].type.shape);
+    const auto &actual = shapes[p];
+    for (auto &d : shape)
+      if (d.isPack())
+        return fail("parameter '" + paramNames[p] + "' has variadic " +
+                    d.str() + ", which einc run cannot bind yet");
+    if (shape.size() != actual.size())
+      return fail("parameter '" + paramNames[p] + "': expected " +
+                  std::to_string(shape.size()) + " dims (\"" +
+                  shapeStr(shape) + "\"), got " +
+                  std::to_string(actual.size()) + " with shape " +
+                  shapeTuple(actual));
+    for (size_t d = 0; d < shape.size(); ++d)
+      pending.push_back({p, d, &fn.values[fn.params[p]].type.shape[d],
+                         Int(actual[d])});
+  }
+  // Until nothing changes: check dims whose size is known, solve those with
+  // one unknown name appearing linearly (n, 8*d, n+1).
+  for (bool progress = true; progress && !pending.empty();) {
+    progress = false;
+    std::vector<Pending> next;
+    for (auto &pd : pending) {
+      SizeExpr e = pd.spec->size.substitute(env);
+      if (auto v = e.constantValue()) {
+        if (*v != pd.actual) {
+          std::string from;
+          for (auto &s : pd.spec->size.symbols())
+            if (origin.count(s))
+              from += "; " + s + " = " + toString(env.at(s)) + " from " +
+                      origin[s];
+          return fail(where(pd.param, pd.dim, *pd.spec) + ": expected " +
+                      toString(*v) + ", got " + toString(pd.actual) + from);
+        }
+        progress = true;
+        continue;
+      }
+      auto free = e.symbols();
+      if (free.size() == 1) {
+        const std::string &name = *free.begin();
+        // e = a*name + b when it is linear in name.
+        Bindings zero = env, one = env;
+        zero[name] = 0;
+        one[name] = 1;
+        auto b = e.evaluate(zero), ab = e.evaluate(one);
+        Bindings two = env;
+        two[name] = 2;
+        auto a2b = e.evaluate(two);
+        if (b && ab && a2b && *a2b - *ab == *ab - *b && *ab != *b) {
+          Int a = *ab - *b;
+          Int num = pd.actual - *b;
+          if (num % a != 0 || num / a <= 0)
+            return fail(where(pd.param, pd.dim, *pd.spec) + ": size " +
+                        toString(pd.actual) + " gives no positive integer " +
+                        name);
+          env[name] = num / a;
+          origin[name] = where(pd.param, pd.dim, *pd.spec);
+          progress = true;
+          continue;
+        }
+      }
+      next.push_back(pd);
+    }
+    pending = next;
+  }
+  if (!pending.empty()) {
+    auto &pd = pending.front();
+    return fail(where(pd.param, pd.dim, *pd.spec) +
+                ": cannot determine its names from the input shapes; bind "
+                "them with --dim");
+  }
+  for (auto &c : fn.ctx.constraints) {
+    auto l = c.lhs.evaluate(env), r = c.rhs.evaluate(env);
+    if (!l || !r)
+      continue;
+    bool holds = c.kind == Constraint::Kind::Divisible ? (*r != 0 && *l % *r == 0)
+                                                       : *l == *r;
+    if (!holds) {
+      std::string values;
+      for (auto &s : c.lhs.symbols())
+        values += (values.empty() ? " with " : ", ") + s + " = " +
+                  toString(env.at(s)) +
+                  (origin.count(s) ? " from " + origin[s] : "");
+      return fail("entry check " + c.str() + " fails" + values);
+    }
+  }
+  result.ok = true;
+  result.dims = env;
+  return result;
+}
+
+} // namespace ein
