@@ -2,6 +2,7 @@
 #include "ein/Driver/Driver.h"
 #include "ein/Driver/Report.h"
 #include "ein/Driver/Run.h"
+#include "ein/Execution/AOT.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
@@ -33,6 +34,10 @@ Commands:
       inputs are read from f32 files (rounded to nearest even) or from raw
       uint16 files, and bf16 results are written as f32. Exit 2 when the
       inputs do not fit the signature; no output is written then.
+  build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
+      Compile every function for this CPU into an object file, with a C
+      header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
+      Every dim must be bound (by `dim` or --dim).
   emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
       Print a compilation stage. Stages after ein lower to static shapes:
       every dim must be bound (by `dim` or --dim).
@@ -49,7 +54,7 @@ int usageError(const std::string &message) {
 }
 
 struct Args {
-  std::string command, file, fn, stage, device = "h100";
+  std::string command, file, fn, stage, device = "h100", object, header;
   bool json = false, time = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;
@@ -78,7 +83,8 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
   }
   args.command = rest[0];
   if (args.command != "check" && args.command != "report" &&
-      args.command != "emit" && args.command != "run")
+      args.command != "emit" && args.command != "run" &&
+      args.command != "build")
     return usageError("unknown command '" + args.command + "'");
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::string &a = rest[i];
@@ -120,6 +126,18 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
       if (!v || v->empty())
         return usageError("--out needs FILE.npy");
       args.outputs.push_back(*v);
+    } else if ((a == "-o" || isFlag("--output")) && args.command == "build") {
+      auto v = a == "-o" ? (i + 1 < rest.size() ? std::optional<std::string>(rest[++i])
+                                                : std::nullopt)
+                         : value("--output");
+      if (!v || v->empty())
+        return usageError("-o needs an object file path");
+      args.object = *v;
+    } else if (isFlag("--header") && args.command == "build") {
+      auto v = value("--header");
+      if (!v || v->empty())
+        return usageError("--header needs a file path");
+      args.header = *v;
     } else if (a == "--time" && args.command == "run") {
       args.time = true;
     } else if (isFlag("--fn") && (args.command == "report" || args.command == "run")) {
@@ -164,6 +182,8 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
   }
   if (args.file.empty())
     return usageError("'" + args.command + "' needs a FILE");
+  if (args.command == "build" && (args.object.empty() || args.header.empty()))
+    return usageError("build needs -o OBJECT.o and --header HEADER.h");
   if (args.command == "run" && args.fn.empty())
     return usageError("run needs --fn NAME");
   if (args.command == "emit" && args.stage.empty())
@@ -231,6 +251,14 @@ int runEinc(int argc, char **argv) {
   if (diags.hadError()) {
     diags.print(std::cerr);
     return 1;
+  }
+  if (args.command == "build") {
+    std::string error;
+    if (!compileToObject(checked, args.object, args.header, error)) {
+      std::cerr << file->path << ": error: cannot build:\n" << error;
+      return 1;
+    }
+    return 0;
   }
   if (args.command == "check") {
     for (auto &fn : checked.functions) {

@@ -1,0 +1,26 @@
+// Ahead-of-time compilation: an object file and a C header per .ein module.
+#pragma once
+
+#include "ein/Sema/Program.h"
+
+#include <string>
+
+namespace ein {
+
+/// Compiles every function of `module` (all dims bound) for this CPU into
+/// the object file `objectPath`, and writes a C header `headerPath` that
+/// declares one C-ABI entry point per function:
+///
+///   int ein_NAME(const T *x_data, const int64_t *x_sizes,
+///                const int64_t *x_strides, ..., T *out0_data, ...);
+///
+/// taking, per tensor, a data pointer, its sizes and its strides (in
+/// elements), and returning 0 on success or an `EIN_ERR_*` code. Returns
+/// false with the reason in `error`.
+bool compileToObject(const CheckedModule &module, const std::string &objectPath,
+                     const std::string &headerPath, std::string &error);
+
+/// The C header text for `module` (exposed for tests).
+std::string cHeader(const CheckedModule &module, const std::string &guard);
+
+} // namespace ein
