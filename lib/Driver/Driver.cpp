@@ -1,5 +1,6 @@
 // einc's subcommands: argument parsing and the check/report/emit pipelines.
 #include "ein/Driver/Driver.h"
+#include "ein/Driver/Calibrate.h"
 #include "ein/Driver/Report.h"
 #include "ein/Driver/Run.h"
 #include "ein/Execution/AOT.h"
@@ -34,6 +35,9 @@ Commands:
       inputs are read from f32 files (rounded to nearest even) or from raw
       uint16 files, and bf16 results are written as f32. Exit 2 when the
       inputs do not fit the signature; no output is written then.
+  calibrate
+      Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
+      peak from /proc/cpuinfo; stored for `run --time`.
   build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
       Compile every function for this CPU into an object file, with a C
       header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
@@ -82,6 +86,11 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
     return 0;
   }
   args.command = rest[0];
+  if (args.command == "calibrate") {
+    if (rest.size() > 1)
+      return usageError("calibrate takes no arguments");
+    return runCalibrate();
+  }
   if (args.command != "check" && args.command != "report" &&
       args.command != "emit" && args.command != "run" &&
       args.command != "build")

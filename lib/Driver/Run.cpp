@@ -1,5 +1,6 @@
 // `einc run`: bind dims from .npy inputs, JIT-compile, run, time, write.
 #include "ein/Driver/Run.h"
+#include "ein/Driver/Calibrate.h"
 #include "ein/Driver/Report.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/Npy.h"
@@ -32,7 +33,8 @@ double timeCalls(JITFunction &jit,
   jit.call(ins, outs, error);
   std::vector<double> samples;
   double total = 0;
-  while (total < 0.2 || samples.size() < 5) {
+  // At least 0.2 s; up to five calls when that takes under 2 s.
+  while (total < 0.2 || (samples.size() < 5 && total < 2.0)) {
     auto start = clock::now();
     jit.call(ins, outs, error);
     double s = std::chrono::duration<double>(clock::now() - start).count();
@@ -174,14 +176,25 @@ int runFunction(const SourceFile &file, const Module &module,
     std::printf("achieved: %s (%s counted), %s (%s moved)\n",
                 si(flops / seconds, "FLOP/s").c_str(), si(flops, "FLOP").c_str(),
                 si(bytes / seconds, "B/s").c_str(), si(bytes, "B").c_str());
-    if (options.peakFlops > 0)
-      std::printf("fraction of peak compute: %.3g (peak %s)\n",
-                  flops / seconds / options.peakFlops,
-                  si(options.peakFlops, "FLOP/s").c_str());
-    if (options.bandwidth > 0)
-      std::printf("fraction of peak bandwidth: %.3g (peak %s)\n",
-                  bytes / seconds / options.bandwidth,
-                  si(options.bandwidth, "B/s").c_str());
+    double peak = options.peakFlops, bandwidth = options.bandwidth;
+    const char *source = "given";
+    if (peak <= 0 || bandwidth <= 0) {
+      if (auto c = loadCalibration()) {
+        peak = peak > 0 ? peak : c->peakFlops;
+        bandwidth = bandwidth > 0 ? bandwidth : c->bandwidth;
+        source = "from einc calibrate";
+      }
+    }
+    if (peak > 0)
+      std::printf("fraction of peak compute: %.3g (peak %s, %s)\n",
+                  flops / seconds / peak, si(peak, "FLOP/s").c_str(), source);
+    if (bandwidth > 0)
+      std::printf("fraction of peak bandwidth: %.3g (peak %s, %s)\n",
+                  bytes / seconds / bandwidth, si(bandwidth, "B/s").c_str(),
+                  source);
+    if (peak <= 0 && bandwidth <= 0)
+      std::printf("(no peak figures: run `einc calibrate` or pass "
+                  "--peak-flops/--bandwidth)\n");
   }
 
   // 6. Outputs, each written atomically; bf16/fp8 widen to f32 files.

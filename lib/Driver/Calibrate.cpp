@@ -1,0 +1,175 @@
+// einc calibrate: theoretical f32 peak from /proc/cpuinfo, copy bandwidth
+// and matmul rate measured with JIT-compiled ein code.
+#include "ein/Driver/Calibrate.h"
+#include "ein/Execution/JIT.h"
+#include "ein/Sema/Checker.h"
+#include "ein/Syntax/Parser.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+
+namespace ein {
+
+std::string calibrationPath() {
+  std::string base;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    base = xdg;
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    base = std::string(home) + "/.cache";
+  else
+    base = "/tmp";
+  return base + "/ein/calibration.json";
+}
+
+namespace {
+
+double jsonNumber(const std::string &text, const std::string &key) {
+  auto at = text.find("\"" + key + "\"");
+  if (at == std::string::npos)
+    return 0;
+  at = text.find(':', at);
+  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + 1, nullptr);
+}
+
+/// cores x clock x FLOPs per cycle (2 FMA pipes x SIMD lanes x 2).
+Calibration theoreticalPeak() {
+  Calibration c;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  double mhz = 0;
+  bool avx512 = false, avx2 = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0 && model == "unknown CPU")
+      model = line.substr(line.find(':') + 2);
+    if (line.rfind("cpu MHz", 0) == 0 && mhz == 0)
+      mhz = std::strtod(line.c_str() + line.find(':') + 1, nullptr);
+    if (line.rfind("flags", 0) == 0) {
+      avx512 |= line.find(" avx512f") != std::string::npos;
+      avx2 |= line.find(" avx2") != std::string::npos;
+    }
+  }
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  int lanes = avx512 ? 16 : avx2 ? 8 : 4;
+  c.peakFlops = cores * mhz * 1e6 * 2 /*FMA pipes*/ * lanes * 2 /*mul+add*/;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s, %u cores x %.0f MHz x 2 FMA x %d f32 lanes x 2",
+                model.c_str(), cores, mhz, lanes);
+  c.description = buf;
+  return c;
+}
+
+/// Seconds per call of `name` in `source` (median over >= 0.2 s).
+std::optional<double> timeSource(const std::string &source, const std::string &name,
+                                 const std::vector<std::vector<int64_t>> &shapes) {
+  SourceFile file{"<calibrate>", source};
+  DiagnosticEngine diags(file);
+  Module module = parseModule(file, diags);
+  CheckedModule checked = checkModule(module, {}, diags);
+  if (diags.hadError()) {
+    diags.print(std::cerr);
+    return std::nullopt;
+  }
+  std::string error;
+  auto jit = JITFunction::compile(checked, name, error);
+  if (!jit) {
+    std::cerr << "einc: error: calibration kernel failed to compile: " << error;
+    return std::nullopt;
+  }
+  std::vector<runtime::HostTensor> tensors;
+  for (auto &s : shapes)
+    tensors.push_back(*runtime::HostTensor::create(runtime::StorageType::F32, s));
+  std::vector<const runtime::HostTensor *> ins;
+  for (size_t i = 0; i + 1 < tensors.size(); ++i)
+    ins.push_back(&tensors[i]);
+  std::vector<runtime::HostTensor *> outs{&tensors.back()};
+  using clock = std::chrono::steady_clock;
+  std::vector<double> samples;
+  double total = 0;
+  jit->call(ins, outs, error);
+  while (total < 0.2 || samples.size() < 3) {
+    auto start = clock::now();
+    if (!jit->call(ins, outs, error)) {
+      std::cerr << "einc: error: " << error << "\n";
+      return std::nullopt;
+    }
+    double s = std::chrono::duration<double>(clock::now() - start).count();
+    samples.push_back(s);
+    total += s;
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+} // namespace
+
+std::optional<Calibration> loadCalibration() {
+  std::ifstream in(calibrationPath());
+  if (!in)
+    return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  Calibration c;
+  c.peakFlops = jsonNumber(text.str(), "peak_flops_f32");
+  c.bandwidth = jsonNumber(text.str(), "bandwidth");
+  c.matmulFlops = jsonNumber(text.str(), "ein_matmul_flops_f32");
+  if (!(c.peakFlops > 0) || !(c.bandwidth > 0))
+    return std::nullopt;
+  return c;
+}
+
+int runCalibrate() {
+  Calibration c = theoreticalPeak();
+  const int64_t copyN = 16 * 1024 * 1024; // 64 MiB each way
+  auto copy = timeSource("dim n = " + std::to_string(copyN) +
+                             "\ndef copy(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+                             "    return -x\n",
+                         "copy", {{copyN}, {copyN}});
+  const int64_t m = 256;
+  auto matmul = timeSource("dim m = " + std::to_string(m) +
+                               "\ndef mm(a: f32[\"m m\"], b: f32[\"m m\"]) -> "
+                               "f32[\"m m\"]:\n"
+                               "    return einsum(a, b, \"i k, k j -> i j\")\n",
+                           "mm", {{m, m}, {m, m}, {m, m}});
+  if (!copy || !matmul)
+    return 1;
+  c.bandwidth = 2.0 * 4 * copyN / *copy;
+  c.matmulFlops = 2.0 * m * m * m / *matmul;
+  std::string path = calibrationPath();
+  std::string dir = path.substr(0, path.rfind('/'));
+  std::string parent = dir.substr(0, dir.rfind('/'));
+  ::mkdir(parent.c_str(), 0755);
+  ::mkdir(dir.c_str(), 0755);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "{\"peak_flops_f32\": " << c.peakFlops
+        << ", \"bandwidth\": " << c.bandwidth
+        << ", \"ein_matmul_flops_f32\": " << c.matmulFlops
+        << ", \"peak_source\": \"" << c.description << "\"}\n";
+    if (!out) {
+      std::cerr << "einc: error: cannot write " << path << "\n";
+      return 1;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::cerr << "einc: error: cannot write " << path << "\n";
+    return 1;
+  }
+  std::printf("peak f32 compute: %.4g GFLOP/s (%s)\n", c.peakFlops / 1e9,
+              c.description.c_str());
+  std::printf("copy bandwidth:   %.4g GB/s (measured, read + write)\n",
+              c.bandwidth / 1e9);
+  std::printf("ein matmul:       %.4g GFLOP/s (measured, %lldx%lldx%lld f32)\n",
+              c.matmulFlops / 1e9, (long long)m, (long long)m, (long long)m);
+  std::printf("stored in %s\n", path.c_str());
+  return 0;
+}
+
+} // namespace ein
