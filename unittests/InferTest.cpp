@@ -292,9 +292,10 @@ const InferCase kEinsum[] = {
     bad("UnitAxis", Op::Einsum, "i 1 -> i", {"a 1"},
         "anonymous axes '1' and '()' are not supported in einsum", A::Pattern,
         2),
+    // The caret goes to the input's '...', the thing the output drops.
     bad("EllipsisMissingFromOutput", Op::Einsum, "... i -> i", {"a b n"},
         "'...' covers 2 dim(s) in the inputs but is missing from the output",
-        A::Pattern, 8),
+        A::Pattern, 0),
     ok("ComposedAxes", Op::Einsum, "b (h d), b (h d) -> b h",
        {"x heads*d", "x heads*d"}, "x heads", "h=heads"),
     bad("FirstOperandRank", Op::Einsum, kMatmul, {"m", "k n"},
