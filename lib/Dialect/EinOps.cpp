@@ -169,6 +169,9 @@ LogicalResult ReduceOp::verify() {
   Type acc = getAcc() ? *getAcc() : Type();
   if (acc && !toDType(acc))
     return emitOpError() << "acc must be a supported element type, got " << acc;
+  if (getKind() == ReduceOpKind::mean &&
+      !llvm::isa<FloatType>(acc ? acc : tensorType(getInput()).getElementType()))
+    return emitOpError() << "mean needs a float element type";
   return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
                               PatternUse::Reduce, getInput(), getResult(),
                               inferReduce, acc);

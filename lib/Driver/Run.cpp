@@ -197,12 +197,31 @@ int runFunction(const SourceFile &file, const Module &module,
                   "--peak-flops/--bandwidth)\n");
   }
 
-  // 6. Outputs, each written atomically; bf16/fp8 widen to f32 files.
+  // 6. Outputs: all written to temporaries first, then renamed into place,
+  // so a failure leaves every existing output untouched. bf16/fp8 widen to
+  // f32 files.
+  std::vector<std::string> temporaries;
+  auto discard = [&]() {
+    for (auto &t : temporaries)
+      std::remove(t.c_str());
+  };
   for (size_t i = 0; i < outputs.size(); ++i) {
-    auto status = runtime::writeNpy(options.outputs[i], outputs[i]);
-    if (!status.ok())
-      return inputError(status.error());
+    std::string tmp = options.outputs[i] + ".einc-partial";
+    auto status = runtime::writeNpy(tmp, outputs[i]);
+    if (!status.ok()) {
+      discard();
+      std::cerr << "einc: error: cannot write " << options.outputs[i] << ": "
+                << status.error() << "\n";
+      return 1;
+    }
+    temporaries.push_back(tmp);
   }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (std::rename(temporaries[i].c_str(), options.outputs[i].c_str()) != 0) {
+      discard();
+      std::cerr << "einc: error: cannot write " << options.outputs[i] << "\n";
+      return 1;
+    }
   return 0;
 }
 

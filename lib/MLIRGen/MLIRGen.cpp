@@ -10,6 +10,8 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/raw_os_ostream.h"
 
+#include <set>
+
 namespace ein {
 
 namespace {
@@ -22,7 +24,19 @@ public:
   mlir::OwningOpRef<mlir::ModuleOp> run() {
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::ModuleOp::create(loc(SourceLoc{1, 1}));
-    setModuleDims(*module, source.dims);
+    // Sizes the checker derived (a free name matched against a number) join
+    // the declared ones, unless two functions derived different values.
+    Bindings dims = source.dims;
+    std::set<std::string> conflicting;
+    for (auto &fn : source.functions)
+      for (auto &[name, value] : fn.ctx.inferred) {
+        auto [it, added] = dims.emplace(name, value);
+        if (!added && it->second != value && !source.dims.count(name))
+          conflicting.insert(name);
+      }
+    for (auto &name : conflicting)
+      dims.erase(name);
+    setModuleDims(*module, dims);
     builder.setInsertionPointToEnd(module->getBody());
     for (auto &fn : source.functions)
       emitFunction(fn);

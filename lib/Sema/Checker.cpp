@@ -98,6 +98,8 @@ private:
   /// Names bound by the parameters; others in a result type (and `_`,
   /// `...` there) take whatever the returned value has, as in jaxtyping.
   std::set<std::string> paramNames;
+  /// What result-only names stand for, shared by all results.
+  std::map<std::string, SizeExpr> resultAliases;
 
   /// The declared result shape with its result-only names and packs bound
   /// to the returned value's dims.
@@ -116,7 +118,7 @@ private:
     }
     if (declared.size() != actual.size())
       return declared;
-    std::map<std::string, SizeExpr> alias;
+    std::map<std::string, SizeExpr> &alias = resultAliases;
     for (size_t i = 0; i < declared.size(); ++i) {
       if (declared[i].isPack() || actual[i].isPack())
         continue;

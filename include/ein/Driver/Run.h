@@ -19,9 +19,10 @@ struct RunOptions {
 };
 
 /// Runs `options.function` of the parsed `module`. Returns the exit code:
-/// 0 success, 1 a compile error in the file, 2 bad inputs (missing or
-/// malformed .npy, shapes that do not bind the signature, a failed entry
-/// check). No output file is created or replaced unless all succeed.
+/// 0 success, 1 a compile error in the file or an output that cannot be
+/// written, 2 bad inputs (missing or malformed .npy, shapes that do not bind
+/// the signature, a failed entry check). Outputs are written to temporaries
+/// and renamed into place only when all are written.
 int runFunction(const SourceFile &file, const Module &module,
                 const CheckOptions &check, const RunOptions &options);
 
