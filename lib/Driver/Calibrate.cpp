@@ -1,6 +1,7 @@
 // einc calibrate: theoretical f32 peak from /proc/cpuinfo, copy bandwidth
 // and matmul rate measured with JIT-compiled ein code.
 #include "ein/Driver/Calibrate.h"
+#include "ein/Driver/Run.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
@@ -89,22 +90,13 @@ std::optional<double> timeSource(const std::string &source, const std::string &n
   for (size_t i = 0; i + 1 < tensors.size(); ++i)
     ins.push_back(&tensors[i]);
   std::vector<runtime::HostTensor *> outs{&tensors.back()};
-  using clock = std::chrono::steady_clock;
-  std::vector<double> samples;
-  double total = 0;
-  jit->call(ins, outs, error);
-  while (total < 0.2 || samples.size() < 3) {
-    auto start = clock::now();
-    if (!jit->call(ins, outs, error)) {
-      std::cerr << "einc: error: " << error << "\n";
-      return std::nullopt;
-    }
-    double s = std::chrono::duration<double>(clock::now() - start).count();
-    samples.push_back(s);
-    total += s;
+  size_t calls = 0;
+  double seconds = medianCallSeconds(*jit, ins, outs, calls);
+  if (seconds < 0) {
+    std::cerr << "einc: error: calibration kernel failed to run\n";
+    return std::nullopt;
   }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return seconds;
 }
 
 } // namespace

@@ -22,32 +22,6 @@ int inputError(const std::string &message) {
   return 2;
 }
 
-/// Median seconds per call over enough calls to pass 0.2 s (after one
-/// warm-up call).
-double timeCalls(JITFunction &jit,
-                 const std::vector<const runtime::HostTensor *> &ins,
-                 const std::vector<runtime::HostTensor *> &outs,
-                 size_t &calls) {
-  using clock = std::chrono::steady_clock;
-  std::string error;
-  jit.call(ins, outs, error);
-  std::vector<double> samples;
-  double total = 0;
-  // At least 0.2 s; up to five calls when that takes under 2 s.
-  while (total < 0.2 || (samples.size() < 5 && total < 2.0)) {
-    auto start = clock::now();
-    jit.call(ins, outs, error);
-    double s = std::chrono::duration<double>(clock::now() - start).count();
-    samples.push_back(s);
-    total += s;
-    if (samples.size() >= 100000)
-      break;
-  }
-  calls = samples.size();
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
-
 std::string si(double v, const char *unit) {
   const char *prefixes[] = {"", "K", "M", "G", "T", "P"};
   int i = 0;
@@ -61,6 +35,31 @@ std::string si(double v, const char *unit) {
 }
 
 } // namespace
+
+double medianCallSeconds(JITFunction &jit,
+                         const std::vector<const runtime::HostTensor *> &ins,
+                         const std::vector<runtime::HostTensor *> &outs,
+                         size_t &calls) {
+  using clock = std::chrono::steady_clock;
+  std::string error;
+  if (!jit.call(ins, outs, error))
+    return -1;
+  std::vector<double> samples;
+  double total = 0;
+  while (total < 0.2 || (samples.size() < 5 && total < 2.0)) {
+    auto start = clock::now();
+    if (!jit.call(ins, outs, error))
+      return -1;
+    double s = std::chrono::duration<double>(clock::now() - start).count();
+    samples.push_back(s);
+    total += s;
+    if (samples.size() >= 100000)
+      break;
+  }
+  calls = samples.size();
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
 
 int runFunction(const SourceFile &file, const Module &module,
                 const CheckOptions &check, const RunOptions &options) {
@@ -162,7 +161,7 @@ int runFunction(const SourceFile &file, const Module &module,
 
   if (options.time) {
     size_t calls = 0;
-    double seconds = timeCalls(*jit, ins, outs, calls);
+    double seconds = medianCallSeconds(*jit, ins, outs, calls);
     ReportOptions ro;
     auto rows = reportOps(*cfn, ro);
     double flops = 0, bytes = 0;

@@ -152,25 +152,11 @@ std::set<std::string> SizeExpr::symbols() const {
 }
 
 SizeExpr SizeExpr::substitute(const Bindings &env) const {
-  SizeExpr result;
-  result.overflow = overflow;
-  for (auto &[m, c] : terms) {
-    SizeExpr term = constant(c);
-    for (auto &[key, power] : m) {
-      auto &atom = atoms.at(key);
-      SizeExpr value;
-      if (atom->isQuotient()) {
-        value = quotient(atom->num->substitute(env), atom->den->substitute(env));
-      } else {
-        auto it = env.find(atom->name);
-        value = it == env.end() ? symbol(atom->name) : constant(it->second);
-      }
-      for (unsigned p = 0; p < power; ++p)
-        term = term * value;
-    }
-    result = result + term;
-  }
-  return result;
+  std::map<std::string, SizeExpr> values;
+  for (auto &name : symbols())
+    if (auto it = env.find(name); it != env.end())
+      values[name] = constant(it->second);
+  return replaceSymbols(values);
 }
 
 std::vector<std::pair<SizeExpr, SizeExpr>> SizeExpr::quotients() const {

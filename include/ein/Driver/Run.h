@@ -26,4 +26,16 @@ struct RunOptions {
 int runFunction(const SourceFile &file, const Module &module,
                 const CheckOptions &check, const RunOptions &options);
 
+class JITFunction;
+namespace runtime {
+struct HostTensor;
+}
+/// Median seconds per call of `jit` after one warm-up call, over at least
+/// 0.2 s of calls (and up to five calls while under 2 s). `calls` receives
+/// the number of timed calls; returns a negative value if a call fails.
+double medianCallSeconds(JITFunction &jit,
+                         const std::vector<const runtime::HostTensor *> &inputs,
+                         const std::vector<runtime::HostTensor *> &outputs,
+                         size_t &calls);
+
 } // namespace ein
