@@ -22,6 +22,12 @@
 
 namespace ein {
 
+/// The name the compiled function gets in the JIT module. The user's name is
+/// not kept: a function called like a C library symbol that the lowered code
+/// calls (`malloc`, `free`, `pow`, `tanh`, `expf`, ...) would clash with it
+/// or take its calls.
+static constexpr const char *kEntryName = "ein_jit_entry";
+
 struct JITFunction::Impl {
   mlir::MLIRContext context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
@@ -99,10 +105,13 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
     impl->results.push_back(fn->values[id].type);
 
   auto ir = buildEinModule(impl->context, module);
-  // Only the requested function is compiled.
-  for (auto f : llvm::make_early_inc_range(ir->getOps<mlir::func::FuncOp>()))
+  // Only the requested function is compiled, renamed to kEntryName.
+  for (auto f : llvm::make_early_inc_range(ir->getOps<mlir::func::FuncOp>())) {
     if (f.getName() != function)
       f.erase();
+    else
+      f.setSymName(kEntryName);
+  }
   {
     llvm::raw_string_ostream errors(error);
     mlir::ScopedDiagnosticHandler handler(&impl->context, [&](mlir::Diagnostic &d) {
@@ -165,8 +174,8 @@ bool JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
     pointers.push_back(d.data());
   for (auto &p : pointers)
     args.push_back(&p);
-  llvm::Error err =
-      impl->engine->invokePacked("_mlir_ciface_" + impl->name, args);
+  llvm::Error err = impl->engine->invokePacked(
+      std::string("_mlir_ciface_") + kEntryName, args);
   if (err) {
     error = "call failed: " + llvm::toString(std::move(err));
     return false;

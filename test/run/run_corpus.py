@@ -1,0 +1,1945 @@
+#!/usr/bin/env python3
+"""Execution corpus for `einc run`: compiled results compared with numpy/einops.
+
+Every case is a `.ein` program, its inputs written as .npy files (random,
+seeded: the corpus is the same on every run), run with `einc run`, and its
+outputs compared with a reference computed here with numpy and einops.
+
+Categories:
+
+  einops      every case of test/einops/einops_agreement.py that einops
+              accepts (rearrange, reduce, repeat, einsum), run for real. The
+              case table is imported from that file, not copied; case ids are
+              its indices (einops#012 is its #012).
+  opt_einsum  every einsum expression in opt_einsum's own tests
+              (tests/test_contract.py, test_paths.py, test_input.py,
+              test_backends.py, test_sharing.py, test_blas.py,
+              test_edge_cases.py), read from the installed package's source
+              (OPT_EINSUM_FROZEN, a copy of opt_einsum 3.4.0's, is used when it
+              is not installed), single letters turned into ein patterns, small
+              sizes per letter. Implicit outputs (`"ab,bc"`) get numpy's output
+              (labels seen once, sorted). Expressions numpy rejects (error
+              tests) are dropped. Left out by design: size-1 broadcasting
+              between operands (test_singleton_dimension_broadcast: "ij,ij->j"
+              on (10,2) and (1,2), "...ij,...jk->...ik" on (1,5) and (5,5)):
+              ein requires equal sizes, so these equations run with equal
+              sizes instead.
+  generated   seeded random and hand-written programs: rearrange / reduce /
+              repeat patterns (compositions, decompositions with keyword sizes,
+              `...`, `1`, `()`, anonymous numbers, all five reductions, reduce
+              acc=), elementwise expression trees (`+ - * / **`, broadcasting
+              by name and against `1` dims, `exp log sqrt rsqrt relu tanh`,
+              unary minus, `astype` between all six dtypes), several-result
+              functions, einsums of 1-5 operands (executed pairwise; diagonals,
+              `...`, composed inputs and outputs, acc=), chains (softmax, layer
+              norm, attention, MLP, pooling), pack and unpack, inf/NaN/-0.0,
+              integers over their whole range, larger tensors, and corners of
+              the lowering and the driver (returning a parameter or one value
+              twice, views of views, folded constants, --time, ...). Dtypes f64
+              f32 f16 bf16 i32 i64; integers only where meaningful, no integer
+              overflow, no division by zero, positive inputs for log / sqrt /
+              rsqrt / `**`.
+  examples    the functions of examples/*.ein with small --dim sizes.
+  negative    inputs that do not fit the signature (wrong rank, a dim that
+              disagrees with another input, with --dim or with a `dim`
+              declaration, a failing entry check, a missing / unknown / twice
+              given --in, malformed .npy files, a wrong --out count, ...):
+              `einc run` must exit 2 with `einc: error: ...` and must neither
+              create an output file nor replace an existing one nor leave a
+              temporary file (each case runs with and without existing
+              outputs). fp8 must be a clean compile error (exit 1), a variadic
+              parameter a clean exit 2.
+
+Types: parameters are typed with numbers (`f32["2 3"]`) or with names
+(`f32["n0 n1"]`, sizes bound from the .npy files, sometimes also given by
+--dim); results with numbers, names, or `_` dims.
+
+Inputs: f64/f32/i32/i64 are written in their own dtype; f16 inputs as f16
+files or as f32 files (einc rounds them to nearest even); bf16 inputs as f32
+files (rounded likewise) or as raw uint16 bf16 bit patterns. The reference
+starts from the values einc actually sees (the rounded ones).
+
+Comparison (shapes and the .npy dtype of each output must match exactly;
+bf16 results are f32 files):
+  * exact equality for integer results, for data movement (rearrange,
+    repeat, pack, unpack, returning a parameter), for max/min reductions, and
+    for the larger cases whose float inputs are small integers (every sum is
+    exact there);
+  * floats otherwise: |got - ref| <= rtol * k * (|ref| + m) elementwise, where
+    m = max |ref| over the result (a floor for values near zero after
+    cancellation), rtol = 1e-12 (f64), 1e-5 (f32), 1e-2 (f16, bf16), and
+    k = max(1, K) for f64/f32, K being the number of terms reduced into each
+    output element (the reduction length), k = 1 for f16/bf16. The reference
+    is computed in float64 (integers in int64). For f16/bf16 it is computed
+    from the rounded inputs and rounded to the dtype after every operation
+    (via f32, as einc computes each op in f32 and rounds once); reductions
+    and einsums accumulate at full precision (einc accumulates in f32).
+  * NaN and infinities must match exactly.
+
+Known bugs outside the lowering (front end, driver) are cases marked xfail
+with the reason: expected to fail, counted apart, listed with --verbose; one
+that passes is reported as XPASS and counts as a failure, so that its mark is
+removed once the bug is fixed.
+
+Usage:
+    run_corpus.py --einc PATH [--filter SUBSTR] [--keep DIR] [--verbose] [--jobs N]
+
+--filter keeps the cases whose id or description contains SUBSTR; --keep
+writes each case's program, inputs, outputs and command line (cmd.sh) under
+DIR/<case id>/; --jobs is the number of parallel einc runs (default 2).
+
+Output: one line per failure (case id, description, what differed, the head
+of einc's stderr), the number of cases per category, the number of expected
+failures, then
+    run corpus: N cases, F failures
+    P passed, F failed
+(P = N - F - expected failures). Exits non-zero when F > 0, or (unfiltered
+runs) when there are fewer than 500 cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Optional
+
+sys.dont_write_bytecode = True  # importing einops_agreement leaves no cache
+
+try:
+    import numpy as np
+    import einops
+except ImportError as err:  # pragma: no cover - environment problem
+    print(f"error: run_corpus.py needs numpy and einops: {err}", file=sys.stderr)
+    sys.exit(2)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "test", "einops"))
+import einops_agreement as agreement  # noqa: E402
+
+MIN_CASES = 500
+EINC_TIMEOUT_S = 120
+MAX_ELEMENTS = 4096  # generated tensors stay small
+
+FLOATS = ("f64", "f32", "f16", "bf16")
+INTS = ("i32", "i64")
+DTYPES = FLOATS + INTS
+RTOL = {"f64": 1e-12, "f32": 1e-5, "f16": 1e-2, "bf16": 1e-2}
+# The dtype of the .npy file einc writes for a result of each dtype.
+FILE_DTYPE = {
+    "f64": np.float64,
+    "f32": np.float32,
+    "f16": np.float16,
+    "bf16": np.float32,
+    "i32": np.int32,
+    "i64": np.int64,
+}
+INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
+
+
+# --------------------------------------------------------------------------
+# Dtype semantics of the reference
+# --------------------------------------------------------------------------
+
+
+def round_bf16(a) -> np.ndarray:
+    """float32 -> nearest-even bf16, returned as float32."""
+    a = np.array(a, dtype=np.float32)  # a copy, C order, any rank (0 too)
+    bits = a.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(a), a, out).reshape(a.shape)
+
+
+def quantize(a, dtype: str) -> np.ndarray:
+    """The reference value rounded to `dtype` (floats kept as float64)."""
+    a = np.asarray(a)
+    if dtype in INTS:
+        a = np.asarray(a, dtype=np.int64)
+        lo, hi = INT_RANGE[dtype]
+        if a.size and (a.min() < lo or a.max() > hi):
+            raise OverflowError(f"integer reference overflows {dtype}")
+        return a
+    a = np.asarray(a, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype == "f64":
+            return a
+        if dtype == "f32":
+            return a.astype(np.float32).astype(np.float64)
+        if dtype == "f16":
+            return a.astype(np.float32).astype(np.float16).astype(np.float64)
+        return round_bf16(a.astype(np.float32)).astype(np.float64)
+
+
+def tstr(dtype: str, dims) -> str:
+    return f'{dtype}["' + " ".join(str(d) for d in dims) + '"]'
+
+
+def make_input(rng: np.random.Generator, shape, dtype: str, domain: str = "any"):
+    """Random input: (file content, reference values einc will see).
+
+    domain: any (floats in [-1, 1], ints in [-3, 3]), pos ([0.5, 2] / [1, 4]),
+    near1 ([0.95, 1.05] / +-1), frac (k + 0.25/0.5/0.75: casts to int exactly),
+    wide (ints over their whole range; floats as any).
+    """
+    shape = tuple(int(s) for s in shape)
+    if dtype in INTS:
+        if domain == "wide":  # the whole range: data movement must keep every bit
+            info = np.iinfo(np.int32 if dtype == "i32" else np.int64)
+            arr = rng.integers(info.min, info.max, size=shape, dtype=np.int64, endpoint=True)
+            arr = arr.astype(np.int32 if dtype == "i32" else np.int64)
+            return arr, arr.astype(np.int64)
+        if domain == "pos":
+            v = rng.integers(1, 5, size=shape)
+        elif domain == "near1":
+            v = rng.choice(np.array([-1, 1]), size=shape)
+        else:
+            v = rng.integers(-3, 4, size=shape)
+        npd = np.int32 if dtype == "i32" else np.int64
+        arr = np.asarray(v, dtype=npd)
+        return arr, arr.astype(np.int64)
+    if domain == "pos":
+        v = rng.uniform(0.5, 2.0, size=shape)
+    elif domain == "near1":
+        v = rng.uniform(0.95, 1.05, size=shape)
+    elif domain == "frac":
+        v = rng.integers(-3, 4, size=shape) + rng.choice(np.array([0.25, 0.5, 0.75]), size=shape)
+    else:
+        v = rng.uniform(-1.0, 1.0, size=shape)
+    v = np.asarray(v, dtype=np.float64)
+    if dtype == "f64":
+        return v, v
+    if dtype == "f32":
+        f = v.astype(np.float32)
+        return f, f.astype(np.float64)
+    if dtype == "f16":  # an f16 file, or an f32 file (einc rounds to nearest even)
+        h = v.astype(np.float32).astype(np.float16)
+        if rng.random() < 0.3:
+            return v.astype(np.float32), h.astype(np.float64)
+        return h, h.astype(np.float64)
+    # bf16: an f32 file (rounded by einc) or raw bit patterns.
+    f = v.astype(np.float32)
+    r = round_bf16(f)
+    if rng.random() < 0.3:
+        bits = (np.array(r, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16).reshape(shape)
+        return bits, r.astype(np.float64)
+    return f, r.astype(np.float64)
+
+
+# --------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Out:
+    dtype: str  # the declared result dtype
+    ref: np.ndarray  # float64 (floats) or int64 (integers)
+    exact: bool = False
+    K: int = 1  # reduction length
+
+
+@dataclass
+class RunCase:
+    cid: str
+    category: str
+    desc: str
+    source: str
+    fn: str = "f"
+    inputs: list = field(default_factory=list)  # (param, ndarray | bytes)
+    outs: list = field(default_factory=list)  # Out per result
+    dims: list = field(default_factory=list)  # (name, value) for --dim
+    expect_rc: int = 0
+    stderr_has: str = ""
+    in_args: Optional[list] = None  # (param, file name) overriding `inputs`
+    n_out: Optional[int] = None  # number of --out given (negative cases)
+    same_out: bool = False  # the same --out path twice
+    preexisting: bool = False  # outputs exist before the run (sentinels)
+    xfail: str = ""  # a known bug outside the lowering: expected to fail
+    extra_args: list = field(default_factory=list)  # more einc run options
+
+
+# ---- 1. einops_agreement's accepted cases --------------------------------
+
+
+def split_einsum_side(side: str) -> list[str]:
+    return side.replace("...", " ... ").replace("(", " ( ").replace(")", " ) ").split()
+
+
+def einsum_param_dims(pattern: str, shapes) -> list[list[str]]:
+    """Per operand, one dim name per dim (labels -> L<i>, '...' dims -> E<j>)."""
+    label_names: dict[str, str] = {}
+    per_op: list[list[str]] = []
+    for spec, shape in zip(pattern.split("->")[0].split(","), shapes):
+        tokens = split_einsum_side(spec)
+        n_ell = len(shape) - (len(tokens) - 1) if "..." in tokens else 0
+        names: list[str] = []
+        for tok in tokens:
+            if tok == "...":
+                names += [f"E{j}" for j in range(n_ell)]
+            else:
+                names.append(label_names.setdefault(tok, f"L{len(label_names)}"))
+        per_op.append(names)
+    return per_op
+
+
+def np_tokens(term: str) -> list[str]:
+    """numpy einsum subscripts: one letter per axis, '...' as one token."""
+    tokens, i = [], 0
+    while i < len(term):
+        if term.startswith("...", i):
+            tokens.append("...")
+            i += 3
+        else:
+            tokens.append(term[i])
+            i += 1
+    return tokens
+
+
+def contraction_length(shapes, ins: list[list[str]], out: list[str]) -> int:
+    """Terms summed into each output element of an einsum: the sizes of the
+    labels absent from the output (each counted once), and of the '...' dims
+    when the output has no '...'."""
+    sizes: dict[str, int] = {}
+    ell: tuple = ()
+    for tokens, shape in zip(ins, shapes):
+        if "..." in tokens:
+            n_ell = len(shape) - (len(tokens) - 1)
+            pos = tokens.index("...")
+            ell = max(ell, tuple(shape[pos : pos + n_ell]), key=len)
+            dims = list(shape[:pos]) + list(shape[pos + n_ell :])
+            tokens = [t for t in tokens if t != "..."]
+        else:
+            dims = list(shape)
+        for t, d in zip(tokens, dims):
+            sizes[t] = d
+    k = 1
+    for t, d in sizes.items():
+        if t not in out:
+            k *= d
+    if "..." not in out:
+        for d in ell:
+            k *= d
+    return max(1, k)
+
+
+def einops_cases() -> list[RunCase]:
+    cases: list[RunCase] = []
+    movement_dtypes = ("f32", "i32", "f64", "bf16", "i64", "f16")
+    reduce_dtypes = ("f32", "f64", "i32", "bf16", "f16", "i64")
+    einsum_dtypes = ("f32", "f64", "i64", "bf16", "f16", "i32")
+    for i, case in enumerate(agreement.all_cases()):
+        truth = agreement.einops_truth(case)
+        if not truth.accepted:
+            continue
+        rng = np.random.default_rng(1000 + i)
+        n_seen = len(cases)
+        if case.op in ("rearrange", "repeat"):
+            dtype = movement_dtypes[n_seen % len(movement_dtypes)]
+        elif case.op == "reduce":
+            dtype = reduce_dtypes[n_seen % len(reduce_dtypes)]
+            if case.reduction == "mean" and dtype in INTS:
+                dtype = "f32" if dtype == "i32" else "f64"
+        else:
+            dtype = einsum_dtypes[n_seen % len(einsum_dtypes)]
+        domain = "near1" if case.reduction == "prod" else "any"
+        if case.op in ("rearrange", "repeat") or case.reduction in ("max", "min"):
+            domain = "wide"
+        named = i % 2 == 1
+        files, vals = [], []
+        for shape in case.shapes:
+            f, v = make_input(rng, shape, dtype, domain)
+            files.append(f)
+            vals.append(v)
+        sizes = dict(case.sizes)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if case.op == "einsum":
+                ref = einops.einsum(*vals, case.pattern)
+            elif case.op == "rearrange":
+                ref = einops.rearrange(vals[0], case.pattern, **sizes)
+            elif case.op == "repeat":
+                ref = einops.repeat(vals[0], case.pattern, **sizes)
+            else:
+                ref = einops.reduce(vals[0], case.pattern, case.reduction, **sizes)
+        exact = case.op in ("rearrange", "repeat") or dtype in INTS or case.reduction in ("max", "min")
+        if case.op == "einsum":
+            lhs, rhs = case.pattern.split("->")
+            K = contraction_length(case.shapes, [split_einsum_side(t) for t in lhs.split(",")], split_einsum_side(rhs))
+        elif case.op == "reduce":
+            K = max(1, int(np.prod(case.shapes[0], dtype=np.int64)) // max(1, int(np.prod(truth.shape, dtype=np.int64))))
+        else:
+            K = 1
+        out = Out(dtype, quantize(ref, dtype), exact, K)
+        # The program.
+        pnames = ["x"] if len(case.shapes) == 1 else [f"x{k}" for k in range(len(case.shapes))]
+        if named and case.op == "einsum":
+            per_op = einsum_param_dims(case.pattern, case.shapes)
+            ptypes = [tstr(dtype, dims) for dims in per_op]
+            rtype = tstr(dtype, ["_"] * len(truth.shape))
+        elif named:
+            ptypes = [tstr(dtype, [f"n{d}" for d in range(len(s))]) for s in case.shapes]
+            rtype = tstr(dtype, ["_"] * len(truth.shape))
+        else:
+            ptypes = [tstr(dtype, s) for s in case.shapes]
+            rtype = tstr(dtype, truth.shape)
+        params = ", ".join(f"{n}: {t}" for n, t in zip(pnames, ptypes))
+        kwargs = "".join(f", {k}={v}" for k, v in case.sizes)
+        if case.op == "einsum":
+            call = f'einsum({", ".join(pnames)}, "{case.pattern}")'
+        elif case.op == "reduce":
+            call = f'reduce(x, "{case.pattern}", "{case.reduction}"{kwargs})'
+        else:
+            call = f'{case.op}(x, "{case.pattern}"{kwargs})'
+        source = f"def f({params}) -> {rtype}:\n    return {call}\n"
+        cases.append(
+            RunCase(
+                cid=f"einops#{i:03d}",
+                category="einops",
+                desc=f"{dtype} {case.describe()}",
+                source=source,
+                inputs=list(zip(pnames, files)),
+                outs=[out],
+            )
+        )
+    return cases
+
+
+# ---- 2. opt_einsum's test expressions -------------------------------------
+
+# Frozen copy of what opt_einsum_expressions() extracts from opt_einsum 3.4.0's
+# tests (used only when opt_einsum is not installed; otherwise they are read
+# from its source). Invalid ones (error tests) are dropped later, as there.
+OPT_EINSUM_FROZEN = """
+a,->a ab,->ab ,ab,->ab ,,-> a,ab,abc->abc a,b,ab->ab ea,fb,gc,hd,abcd->efgh
+ea,fb,abcd,gc,hd->efgh abcd,ea,fb,gc,hd->efgh acdf,jbje,gihb,hfac,gfac,gifabc,hfac
+cd,bdhe,aidb,hgca,gc,hgibcd,hgac abhe,hidj,jgba,hiab,gab
+bde,cdh,agdb,hica,ibd,hgicd,hiac chd,bde,agbc,hiad,hgc,hgi,hiad
+chd,bde,agbc,hiad,bdi,cgh,agdb bdhe,acad,hiab,agac,hibd ab,ab,c-> ab,ab,c->c
+ab,ab,cd,cd-> ab,ab,cd,cd->ac ab,ab,cd,cd->cd ab,ab,cd,cd,ef,ef-> ab,cd,ef->abcdef
+ab,cd,ef->acdf ab,cd,de->abcde ab,cd,de->be ab,bcd,cd->abcd ab,bcd,cd->abd eb,cb,fb->cef
+dd,fb,be,cdb->cef bca,cdb,dbf,afc-> dcc,fce,ea,dbf->ab fdf,cdd,ccd,afe->ae abcd,ad
+ed,fcd,ff,bcf->be baa,dcf,af,cde->be bd,db,eac->ace fff,fae,bef,def->abd
+efc,dbc,acf,fd->abe ab,ab ab,ba abc,abc abc,bac abc,cba ab,bc ab,cb ba,bc ba,cb abcd,cd
+abcd,ab abcd,cdef abcd,cdef->feba abcd,efdc aab,bc->ac ab,bcc->ac aab,bcc->ac
+baa,bcc->ac aab,ccb->ac aab,fa,df,ecc->bde ecb,fef,bad,ed->ac bcf,bbb,fbf,fc->
+bb,ff,be->e bcb,bb,fc,fff-> fbb,dfd,fc,fc-> afd,ba,cc,dc->bf adb,bc,fa,cfc->d
+bbd,bda,fc,db->acf dba,ead,cad->bce aef,fbc,dca->bde ,->. hbc,bdef,cdkj,ji,ikeh,lfo
+bdef,cdkj,ji,ikeh,hbc,lfo ijab,acd,bce,df,ef->ji ab,cd,ad,cb ab,bc,cd cxa -> ,a,->a
+,,a,->a abc,bdef,fghj,cem,mhk,ljk->adgl a,ac,ab,ad,cd,bd,bc-> abc,cfd,dbe,efa
+nlp,nlq,pl->n a,bcd,efg-> a,b,abc->c , a,b,c ab,cd,ef,fg ... ij ...a->...a ...a->...
+a...->... a...a->...a ...,... a,b ...a,...b ...a ...b,...a->... ij,ij->j ...i i...j i...
+ij... i.. .i... j->..j j->.j... i->ij ij->jij ii ii->i ij->ij ...ij,...jk->...ik
+ab,bc->ca abc,bcd,dea abc,def->fedcba abc,bcd,df->fa ijk,ikj i,j->ij ijk,k->ij AB,BC->CA
+ij,jk,kl->li ij,jk,kl-> ab,bc,cd-> ab,bc,de-> ab,bc,cd->a ab,bc,cd->b a,b-> c,d-> k,k->
+ijk,ijk-> ij,jk->ik ijl,jlk->ik ij,kj->ik ijl,kjl->ik ji,jk->ik jli,jlk->ik ji,kj->ik
+jli,kjl->ik ij,jk->ki ijl,jlk->ki ij,kj->ki ijl,kjl->ki ji,jk->ki jli,jlk->ki ji,kj->ki
+jli,kjl->ki ilj,jlk->ik ijl,ljk->ik ilj,kjl->ik ijl,klj->ik lji,jlk->ik jli,ljk->ik
+ijk,ikj-> ijk,ik->j ijj,jk->ik ijk,j->ij ij,ij->ij ij,jk,kl->il ab,-> ab,bc->ac
+ijk,kl,jl ijk,kl,jl,i->i abjk,kl,jl abjk,kl,jl,ab->ab ajk,kbl,jl,ab->ab obk,ijk->ioj
+ab,bc,bd->acd
+""".split()
+
+EQ_RE = re.compile(r"^[A-Za-z.]*(,[A-Za-z.]*)*(->[A-Za-z.]*)?$")
+
+
+def opt_einsum_expressions() -> tuple[list[str], str]:
+    """(expressions, where from)."""
+    spec = importlib.util.find_spec("opt_einsum")
+    if spec is None or not spec.origin:
+        return list(OPT_EINSUM_FROZEN), "frozen copy (opt_einsum not installed)"
+    tests = os.path.join(os.path.dirname(spec.origin), "tests")
+    files = ["test_contract.py", "test_paths.py", "test_input.py", "test_backends.py",
+             "test_sharing.py", "test_blas.py", "test_edge_cases.py"]
+    found: list[str] = []
+    calls = {"contract", "contract_path", "contract_expression", "contract_fn", "build_views", "build_shapes"}
+    called: set[str] = set()
+    names = {"tests", "equations", "path_edge_tests", "path_scalar_tests", "eq", "string", "expression", "equation"}
+
+    def strings(node):
+        return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+    for name in files:
+        path = os.path.join(tests, name)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
+                found += strings(node.value)  # the lists of expressions, eq = "..."
+            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "blas_tests" for t in node.targets):
+                # ((["ij", "jk"], "ik", set("j")), "GEMM")
+                for case in node.value.elts:
+                    terms, out = case.elts[0].elts[0], case.elts[0].elts[1]
+                    found.append(",".join(t.value for t in terms.elts) + "->" + out.value)
+            elif isinstance(node, ast.Call):
+                fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if fn in calls and node.args:
+                    first = [s for s in strings(node.args[0])[:1] if len(s) >= 2]
+                    found += first
+                    called.update(first)
+                elif fn == "parametrize" and len(node.args) >= 2:
+                    found += strings(node.args[1])  # lists given inline
+    found = [s for s in found if EQ_RE.match(s) and ("," in s or "->" in s or "..." in s or s in called)]
+    seen: list[str] = []
+    for s in found:
+        if s not in seen:
+            seen.append(s)
+    return seen, f"the tests of the installed opt_einsum ({tests})"
+
+
+def numpy_explicit(eq: str) -> str:
+    """numpy's implicit output made explicit."""
+    if "->" in eq:
+        return eq
+    letters = [c for c in eq if c.isalpha()]
+    once = sorted(c for c in set(letters) if letters.count(c) == 1)
+    return eq + "->" + ("..." if "..." in eq else "") + "".join(once)
+
+
+def ein_einsum_side(term: str) -> str:
+    return " ".join(np_tokens(term))
+
+
+def opt_einsum_cases() -> tuple[list[RunCase], str]:
+    exprs, origin = opt_einsum_expressions()
+    cases: list[RunCase] = []
+    cycle = ("f64", "f32", "i32", "bf16", "f32", "f16", "i64", "f32")
+    for n, eq in enumerate(exprs):
+        if any(t != "..." and not t.isalpha() for t in np_tokens(eq.replace(",", "").replace("->", ""))):
+            continue  # stray dots: an error test
+        explicit = numpy_explicit(eq)
+        lhs, rhs = explicit.split("->")
+        terms = lhs.split(",")
+        letters = sorted(set(c for c in lhs if c.isalpha()))
+        size = {c: 2 + (ord(c) * 7 + 3) % 3 for c in letters}  # 2..4
+        ell = (3, 2)
+        shapes = []
+        for t in terms:
+            shape = []
+            for tok in ein_einsum_side(t).split():
+                shape += list(ell) if tok == "..." else [size[tok]]
+            shapes.append(tuple(shape))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                zeros = [np.zeros(s) for s in shapes]
+                np.einsum(eq, *zeros)
+                if np.einsum(explicit, *zeros).shape != np.einsum(eq, *zeros).shape:
+                    raise AssertionError("implicit output")
+        except Exception:
+            continue  # an error test of opt_einsum (invalid for numpy too)
+        if os.environ.get("RUN_CORPUS_DEBUG"):
+            print("opt_einsum:", eq, explicit, shapes, file=sys.stderr)
+        rng = np.random.default_rng(2000 + n)
+        dtype = cycle[n % len(cycle)]
+        acc = None
+        if dtype in ("bf16", "f16") and n % 3 == 0:
+            acc = "f32"
+        if dtype == "i32" and n % 2 == 0:
+            acc = "i64"
+        files, vals = [], []
+        for s in shapes:
+            f, v = make_input(rng, s, dtype, "any")
+            if dtype in INTS:  # keep long products small
+                f = np.clip(f, -2, 2)
+                v = np.clip(v, -2, 2)
+            files.append(f)
+            vals.append(v)
+        ref = np.einsum(explicit, *[v.astype(np.int64 if dtype in INTS else np.float64) for v in vals])
+        rdtype = acc or dtype
+        pattern = ", ".join(ein_einsum_side(t) for t in terms) + " -> " + ein_einsum_side(rhs)
+        pnames = [f"x{k}" for k in range(len(terms))]
+        named = n % 2 == 0
+        if named:
+            ptypes = []
+            for t in terms:
+                dims = []
+                for tok in ein_einsum_side(t).split():
+                    dims += ["e0", "e1"] if tok == "..." else [f"{tok}"]
+                ptypes.append(tstr(dtype, dims))
+            rdims = []
+            for tok in ein_einsum_side(rhs).split():
+                rdims += ["e0", "e1"] if tok == "..." else [tok]
+            rtype = tstr(rdtype, rdims)
+        else:
+            ptypes = [tstr(dtype, s) for s in shapes]
+            rtype = tstr(rdtype, ref.shape)
+        params = ", ".join(f"{p}: {t}" for p, t in zip(pnames, ptypes))
+        accs = f", acc={acc}" if acc else ""
+        source = f'def f({params}) -> {rtype}:\n    return einsum({", ".join(pnames)}, "{pattern}"{accs})\n'
+        K = contraction_length(shapes, [np_tokens(t) for t in terms], np_tokens(rhs))
+        cases.append(
+            RunCase(
+                cid=f"opt_einsum#{n:03d}",
+                category="opt_einsum",
+                desc=f'{dtype}{"->" + acc if acc else ""} "{eq}" as "{pattern}" {shapes}',
+                source=source,
+                inputs=list(zip(pnames, files)),
+                outs=[Out(rdtype, quantize(ref, rdtype), rdtype in INTS, K)],
+            )
+        )
+    return cases, origin
+
+
+# ---- 3. generated programs -----------------------------------------------
+
+AXIS_POOL = ["a", "b", "c", "h", "w", "k", "t", "p", "q", "r", "s2", "ch", "x1", "yy", "hw", "e"]
+
+
+def fmt_item(item) -> str:
+    kind = item[0]
+    if kind == "axis":
+        return item[1]
+    if kind == "num":
+        return str(item[1])
+    if kind == "ell":
+        return "..."
+    if kind == "unit":
+        return item[1]
+    return "(" + " ".join(fmt_item(x) for x in item[1]) + ")"
+
+
+def fmt_side(items) -> str:
+    return " ".join(fmt_item(x) for x in items)
+
+
+def group_randomly(rng, items, p_group=0.3, p_unit=0.12, allow_unit=True):
+    """Groups consecutive items into compositions; inserts unit axes."""
+    out = []
+    i = 0
+    while i < len(items):
+        if rng.random() < p_group and i + 1 <= len(items):
+            n = int(rng.integers(1, 4))
+            members = items[i : i + n]
+            if allow_unit and rng.random() < 0.1:
+                members = members + [("unit", "1")] if rng.random() < 0.5 else members
+            out.append(("group", members))
+            i += n
+        else:
+            out.append(items[i])
+            i += 1
+        if allow_unit and rng.random() < p_unit:
+            out.append(("unit", "1" if rng.random() < 0.5 else "()"))
+    if allow_unit and rng.random() < p_unit:
+        out.insert(0, ("unit", "1" if rng.random() < 0.5 else "()"))
+    return out
+
+
+def random_input_side(rng, allow_numbers: bool, allow_ellipsis: bool = True):
+    """(left items, input shape, named axes {name: size}, kwargs, ellipsis?)."""
+    names = list(rng.permutation(AXIS_POOL))
+    items, shape, axes, kwargs = [], [], {}, {}
+    rank = int(rng.integers(0, 5))
+    has_ell = allow_ellipsis and rng.random() < 0.35
+    ell_at = int(rng.integers(0, rank + 1)) if has_ell else -1
+    ell_shape = [int(x) for x in rng.integers(1, 4, size=int(rng.integers(0, 3)))] if has_ell else []
+
+    def new_axis():
+        name = names.pop()
+        size = int(rng.choice([1, 2, 2, 3, 3, 4]))
+        axes[name] = size
+        return name, size
+
+    for pos in range(rank + 1):
+        if pos == ell_at:
+            items.append(("ell",))
+            shape += ell_shape
+        if pos == rank:
+            break
+        r = rng.random()
+        if r < 0.55:
+            name, size = new_axis()
+            items.append(("axis", name))
+            shape.append(size)
+            if rng.random() < 0.1:
+                kwargs[name] = size
+        elif r < 0.9:
+            members, total, unknown = [], 1, None
+            for _ in range(int(rng.integers(2, 4))):
+                if allow_numbers and rng.random() < 0.25:
+                    n = int(rng.integers(2, 4))
+                    members.append(("num", n))
+                    total *= n
+                else:
+                    name, size = new_axis()
+                    members.append(("axis", name))
+                    total *= size
+                    if unknown is None:
+                        unknown = name
+                    else:
+                        kwargs[name] = size
+            if unknown is not None and rng.random() < 0.3:
+                kwargs[unknown] = axes[unknown]
+            items.append(("group", members))
+            shape.append(total)
+        else:
+            items.append(("unit", "1" if rng.random() < 0.5 else "()"))
+            shape.append(1)
+    return items, shape, axes, kwargs, has_ell
+
+
+def einops_call(op, x, pattern, reduction=None, **sizes):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if op == "rearrange":
+            return einops.rearrange(x, pattern, **sizes)
+        if op == "repeat":
+            return einops.repeat(x, pattern, **sizes)
+        return einops.reduce(x, pattern, reduction, **sizes)
+
+
+def param_dims(shape, named: bool):
+    return [f"n{d}" for d in range(len(shape))] if named else list(shape)
+
+
+def gen_pattern_case(rng, op: str, idx: int) -> Optional[RunCase]:
+    for _attempt in range(50):
+        items, shape, axes, kwargs, has_ell = random_input_side(rng, allow_numbers=(op == "reduce"))
+        named = [("axis", a) for a in axes]
+        if op == "rearrange":
+            right = named + ([("ell",)] if has_ell else [])
+        elif op == "reduce":
+            keep = [x for x in named if rng.random() < 0.5]
+            right = keep + ([("ell",)] if has_ell and rng.random() < 0.6 else [])
+        else:  # repeat
+            right = named + ([("ell",)] if has_ell else [])
+            for _ in range(int(rng.integers(1, 3))):
+                if rng.random() < 0.6:
+                    name = [n for n in AXIS_POOL + ["nn", "mm", "uu"] if n not in axes and n not in kwargs][0]
+                    size = int(rng.integers(1, 4))
+                    kwargs[name] = size
+                    axes[name] = size
+                    right.append(("axis", name))
+                else:
+                    right.append(("num", int(rng.integers(2, 4))))
+        right = [right[k] for k in rng.permutation(len(right))] if right else []
+        right = group_randomly(rng, right)
+        pattern = f"{fmt_side(items)} -> {fmt_side(right)}"
+        if op == "reduce":
+            reduction = str(rng.choice(["sum", "mean", "max", "min", "prod"]))
+        else:
+            reduction = None
+        if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+            continue
+        try:
+            probe = einops_call(op, np.zeros(shape), pattern, reduction, **kwargs)
+        except Exception:
+            continue
+        if probe.size > MAX_ELEMENTS:
+            continue
+        break
+    else:
+        return None
+    dtype = str(rng.choice(DTYPES))
+    if reduction == "mean" and dtype in INTS:
+        dtype = "f32"
+    domain = "near1" if reduction == "prod" else "any"
+    if reduction in (None, "max", "min"):
+        domain = "wide"
+    f, v = make_input(rng, shape, dtype, domain)
+    # reduce with acc=: the result has the acc dtype; elements are converted
+    # to it (an acc of 16 bits accumulates in f32) and reduced.
+    acc = None
+    if reduction and rng.random() < 0.25:
+        choices = {"bf16": ["f32", "f64"], "f16": ["f32"], "f32": ["f64", "bf16"], "f64": ["f32"], "i32": ["i64"], "i64": []}[dtype]
+        if choices:
+            acc = str(rng.choice(choices))
+    rdtype = acc or dtype
+    ref = einops_call(op, quantize(v, rdtype) if acc and acc not in ("bf16", "f16") else v, pattern, reduction, **kwargs)
+    if reduction in ("sum", "mean", "prod") and rdtype in FLOATS:
+        exact = False
+    else:
+        exact = True
+    K = max(1, int(np.prod(shape, dtype=np.int64)) // max(1, ref.size)) if op == "reduce" else 1
+    style = int(rng.integers(0, 3))  # 0 numbers, 1 names + `_` results, 2 names + --dim
+    pdims = param_dims(shape, style > 0)
+    rdims = list(ref.shape) if style == 0 else ["_"] * ref.ndim
+    kw = "".join(f", {k}={v}" for k, v in kwargs.items())
+    red = f', "{reduction}"' if reduction else ""
+    accs = f", acc={acc}" if acc else ""
+    source = f'def f(x: {tstr(dtype, pdims)}) -> {tstr(rdtype, rdims)}:\n    return {op}(x, "{pattern}"{red}{kw}{accs})\n'
+    dims = [(f"n{d}", s) for d, s in enumerate(shape) if rng.random() < 0.5] if style == 2 else []
+    return RunCase(
+        cid=f"gen-{op}#{idx:03d}",
+        category="generated",
+        desc=f'{dtype} {op} {tuple(shape)} "{pattern}"{red}{kw}{accs}',
+        source=source,
+        inputs=[("x", f)],
+        outs=[Out(rdtype, quantize(ref, rdtype), exact, K)],
+        dims=dims,
+    )
+
+
+# -- elementwise expression trees ------------------------------------------
+
+
+@dataclass
+class Val:
+    text: str
+    arr: np.ndarray  # reference (float64 / int64), one dim per entry of `axes`
+    dtype: str
+    axes: list  # dim names; "1" for a unit dim
+    pos: bool = False  # strictly positive (>= ~0.3)
+    K: int = 1
+    atom: bool = False  # a name or a call: needs no parentheses
+
+
+def par(v: Val) -> str:
+    return v.text if v.atom else f"({v.text})"
+
+
+def align(v: Val, shape: list) -> np.ndarray:
+    """Reshapes v's reference to broadcast against `shape` the way ein does."""
+    a = v.arr
+    if len(v.axes) == len(shape) or not v.axes:
+        return a
+    # Ranks differ: unit dims of the smaller shape are dropped, its names
+    # matched in order.
+    kept = [(n, s) for n, s in zip(v.axes, a.shape) if n != "1"]
+    a = a.reshape([s for _, s in kept])
+    new = []
+    it = iter(kept)
+    pending = next(it, None)
+    for name in shape:
+        if pending is not None and pending[0] == name:
+            new.append(pending[1])
+            pending = next(it, None)
+        else:
+            new.append(1)
+    return a.reshape(new)
+
+
+class ExprGen:
+    """Random elementwise programs over named dims."""
+
+    def __init__(self, rng, sizes: dict):
+        self.rng = rng
+        self.sizes = sizes  # dim name -> size
+        self.params: list = []  # (name, dtype, dims, file, Val)
+
+    def param(self, dtype, dims, domain) -> Val:
+        rng = self.rng
+        # Reuse a parameter of the same type now and then.
+        for name, pd, pdims, _f, val in self.params:
+            if pd == dtype and pdims == dims and (val.pos or domain != "pos") and domain != "frac" and rng.random() < 0.3:
+                return val
+        shape = [1 if d == "1" else self.sizes[d] for d in dims]
+        f, v = make_input(rng, shape, dtype, domain)
+        name = f"x{len(self.params)}"
+        val = Val(name, v, dtype, list(dims), pos=(domain == "pos"), atom=True)
+        self.params.append((name, dtype, list(dims), f, val))
+        return val
+
+    def literal(self, dtype, pos=False) -> Val:
+        if dtype in INTS:
+            n = int(self.rng.choice([1, 2, 3]))
+            return Val(str(n), np.array(n, dtype=np.int64), dtype, [], pos=True, atom=True)
+        x = float(self.rng.choice([0.5, 1.5, 2.0, 3.0]))
+        text = str(x) if self.rng.random() < 0.7 or x != int(x) else str(int(x))
+        return Val(text, quantize(np.array(x), dtype), dtype, [], pos=True, atom=True)
+
+    def variant(self, dims) -> list:
+        """A shape that broadcasts against `dims` and gives `dims`."""
+        r = self.rng.random()
+        if r < 0.45 or not dims:
+            return list(dims)
+        if r < 0.75:  # a subsequence (smaller rank)
+            keep = [d for d in dims if self.rng.random() < 0.5]
+            return keep
+        # same rank, some dims unit
+        return [d if self.rng.random() < 0.6 else "1" for d in dims]
+
+    def binary(self, op, a: Val, b: Val, dims, dtype) -> Val:
+        A, B = align(a, dims), align(b, dims)
+        if dtype in INTS:
+            if op == "+":
+                r = A + B
+            elif op == "-":
+                r = A - B
+            elif op == "*":
+                r = A * B
+            else:
+                r = np.sign(A) * np.sign(B) * (np.abs(A) // np.abs(B))
+        else:
+            with np.errstate(all="ignore"):
+                r = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](A, B)
+        r = np.broadcast_to(r, [1 if d == "1" else self.sizes[d] for d in dims]) if dims else np.asarray(r)
+        pos = {"+": a.pos and b.pos, "*": a.pos and b.pos, "/": a.pos and b.pos and dtype in FLOATS, "-": False}[op]
+        return Val(f"{par(a)} {op} {par(b)}", quantize(np.array(r), dtype), dtype, list(dims), pos, max(a.K, b.K))
+
+    def tree(self, dims, dtype, depth, need_pos=False, root=False) -> Val:
+        rng = self.rng
+        if depth <= 0 or rng.random() < (0.03 if root else 0.2):
+            return self.param(dtype, dims, "pos" if need_pos else "any")
+        r = rng.random()
+        if dtype in INTS:
+            if r < 0.1:  # x ** 2, x ** 3 (ipowi)
+                x = self.tree(dims, dtype, min(depth - 1, 1), need_pos)
+                n = int(rng.choice([0, 1, 2, 3]))
+                return Val(f"{par(x)} ** {n}", quantize(x.arr ** n, dtype), dtype, dims, x.pos or n == 0, x.K)
+            if r < 0.6:
+                # '/' truncates toward zero: its result may be 0, never "pos"
+                op = str(rng.choice(["+", "*", "/"] if need_pos else ["+", "*", "-", "/"]))
+                if need_pos and op == "/":
+                    op = "+"
+                return self.binop(op, dims, dtype, depth, need_pos)
+            if r < 0.75 and not need_pos:
+                x = self.tree(dims, dtype, depth - 1)
+                if rng.random() < 0.5:
+                    return Val(f"relu({x.text})", np.maximum(x.arr, 0), dtype, dims, False, x.K, atom=True)
+                return Val(f"-{par(x)}", -x.arr, dtype, dims, False, x.K)
+            if r < 0.9:  # astype from another dtype
+                other = "i64" if dtype == "i32" else "i32"
+                if need_pos or rng.random() < 0.4:
+                    x = self.tree(dims, other, depth - 1, need_pos)
+                    ref = x.arr
+                else:  # float -> int truncates toward zero; inputs are k + 1/4, 1/2, 3/4
+                    x = self.param(str(rng.choice(["f32", "f64", "f16", "bf16"])), dims, "frac")
+                    ref = np.trunc(x.arr)
+                return Val(f"astype({x.text}, {dtype})", quantize(ref, dtype), dtype, dims, x.pos, x.K, atom=True)
+            return self.param(dtype, dims, "pos" if need_pos else "any")
+        # floats
+        if r < 0.4:
+            ops = ["+", "*", "/"] if need_pos else ["+", "-", "*", "/"]
+            return self.binop(str(rng.choice(ops)), dims, dtype, depth, need_pos)
+        if r < 0.9:
+            fns = ["exp", "sqrt", "rsqrt", "square", "pow"] if need_pos else ["exp", "log", "sqrt", "rsqrt", "relu", "tanh", "neg", "square", "pow"]
+            fn = str(rng.choice(fns))
+            if fn == "pow":  # positive base ** (a literal or a tensor in [-1, 1])
+                x = self.tree(dims, dtype, depth - 1, True)
+                if rng.random() < 0.5:
+                    e = Val(str(rng.choice(["0.5", "-1", "3", "-0.5", "2"])), None, dtype, [], atom=True)
+                    e.arr = quantize(np.array(float(e.text)), dtype)
+                    if e.text.startswith("-"):
+                        e.text = f"({e.text})" if rng.random() < 0.5 else e.text  # x ** -1 parses
+                        e.atom = True
+                else:
+                    e = self.tree(self.variant(dims), dtype, 0)
+                with np.errstate(all="ignore"):
+                    ref = np.power(x.arr, align(e, dims))
+                return Val(f"{par(x)} ** {par(e)}", quantize(ref, dtype), dtype, dims, True, x.K)
+            child_pos = fn in ("log", "sqrt", "rsqrt")
+            x = self.tree(dims, dtype, depth - 1, child_pos or (need_pos and fn == "square"))
+            with np.errstate(all="ignore"):
+                if fn == "exp":
+                    ref, pos, text = np.exp(x.arr), True, f"exp({x.text})"
+                elif fn == "log":
+                    ref, pos, text = np.log(x.arr), False, f"log({x.text})"
+                elif fn == "sqrt":
+                    ref, pos, text = np.sqrt(x.arr), True, f"sqrt({x.text})"
+                elif fn == "rsqrt":
+                    ref, pos, text = 1.0 / np.sqrt(x.arr), True, f"rsqrt({x.text})"
+                elif fn == "relu":
+                    ref, pos, text = np.maximum(x.arr, 0.0), False, f"relu({x.text})"
+                elif fn == "tanh":
+                    ref, pos, text = np.tanh(x.arr), False, f"tanh({x.text})"
+                elif fn == "neg":
+                    ref, pos, text = -x.arr, False, f"-{par(x)}"
+                else:
+                    ref, pos, text = x.arr * x.arr, x.pos, f"{par(x)} ** 2"
+            atom = fn not in ("neg", "square")
+            return Val(text, quantize(ref, dtype), dtype, dims, pos, x.K, atom=atom)
+        if r < 0.95:  # astype from another dtype
+            src = str(rng.choice([d for d in DTYPES if d != dtype]))
+            x = self.tree(dims, src, depth - 1, need_pos)
+            return Val(f"astype({x.text}, {dtype})", quantize(x.arr.astype(np.float64), dtype), dtype, dims, x.pos, x.K, atom=True)
+        return self.param(dtype, dims, "pos" if need_pos else "any")
+
+    def binop(self, op, dims, dtype, depth, need_pos) -> Val:
+        rng = self.rng
+        a = self.tree(dims, dtype, depth - 1, need_pos)
+        if rng.random() < 0.25:
+            b = self.literal(dtype)
+        else:
+            b = self.tree(self.variant(dims), dtype, depth - 1, need_pos or op == "/")
+        if op == "/" and not b.pos:
+            b = self.literal(dtype)
+        if op != "/" and rng.random() < 0.5:
+            a, b = b, a
+        if not a.axes and not b.axes and dims:
+            b = self.param(dtype, dims, "pos" if (need_pos or op == "/") else "any")
+        # the wider operand must be full-rank `dims` (true by construction)
+        return self.binary(op, a, b, dims, dtype)
+
+
+def new_dim_sizes(rng, n) -> dict:
+    names = ["b", "s", "d", "hh", "t", "m"]
+    return {names[k]: int(rng.integers(1, 6)) for k in range(n)}
+
+
+def emit_function(name, params, results, body_lines) -> str:
+    ps = ", ".join(f"{p}: {t}" for p, t in params)
+    rs = results[0] if len(results) == 1 else "(" + ", ".join(results) + ")"
+    return f"def {name}({ps}) -> {rs}:\n" + "".join(f"    {l}\n" for l in body_lines)
+
+
+def gen_elementwise_case(rng, idx: int, n_results: int = 1) -> RunCase:
+    sizes = new_dim_sizes(rng, int(rng.integers(0, 5)))
+    base = list(sizes)
+    g = ExprGen(rng, sizes)
+    results, lines, outs, rtypes = [], [], [], []
+    for k in range(n_results):
+        dtype = str(rng.choice(["f32", "f64", "f16", "bf16", "f32", "i32", "i64"]))
+        dims = base if k == 0 else [d for d in base if rng.random() < 0.7]
+        # (now and then a bare parameter: returning an argument is a case too)
+        v = g.tree(dims, dtype, int(rng.integers(1, 4)), root=True)
+        name = f"r{k}"
+        lines.append(f"{name} = {v.text}")
+        results.append(name)
+        rtypes.append(tstr(dtype, dims))
+        ref = np.broadcast_to(v.arr, [sizes[d] for d in dims]) if dims else v.arr
+        outs.append(Out(dtype, np.array(ref), dtype in INTS, v.K))
+    lines.append("return " + ", ".join(results))
+    params = [(p[0], tstr(p[1], p[2])) for p in g.params]  # every tree has a parameter leaf
+    source = emit_function("f", params, rtypes, lines)
+    dims = [(d, s) for d, s in sizes.items() if rng.random() < 0.3]
+    return RunCase(
+        cid=f"gen-{'elementwise' if n_results == 1 else 'multi'}#{idx:03d}",
+        category="generated",
+        desc=" ; ".join(lines),
+        source=source,
+        inputs=[(p[0], p[3]) for p in g.params],
+        outs=outs,
+        dims=dims,
+    )
+
+
+# -- einsums -----------------------------------------------------------------
+
+LABEL_POOL = ["i", "j", "k", "l", "m", "b", "h", "d", "s", "t", "r", "q"]
+
+
+def gen_einsum_case(rng, idx: int, n_ops: int) -> RunCase:
+    for _ in range(100):
+        labels = list(rng.permutation(LABEL_POOL))[: int(rng.integers(2, 7))]
+        size = {l: int(rng.choice([1, 2, 2, 3, 3, 4])) for l in labels}
+        ops = []
+        for _o in range(n_ops):
+            rank = int(rng.integers(0, 4))
+            chosen = [str(x) for x in rng.choice(labels, size=rank, replace=rank > len(labels) or rng.random() < 0.15)]
+            ops.append(chosen)
+        used = [l for op in ops for l in op]
+        if not used:
+            continue
+        ell = []
+        ell_ops = set()
+        if rng.random() < 0.25:
+            ell = [int(x) for x in rng.integers(1, 4, size=int(rng.integers(1, 3)))]
+            ell_ops = {k for k in range(n_ops) if rng.random() < 0.7} or {0}
+        present = sorted(set(used), key=used.index)
+        out = [l for l in present if rng.random() < 0.5]
+        out = [out[k] for k in rng.permutation(len(out))] if out else []
+        out_items = [("axis", l) for l in out] + ([("ell",)] if ell else [])
+        if ell:
+            pos = int(rng.integers(0, len(out_items)))
+            out_items.insert(pos, out_items.pop())
+        grouped = group_randomly(rng, out_items, p_group=0.2, allow_unit=False) if rng.random() < 0.3 else out_items
+        # shapes; now and then two adjacent labels of an operand composed
+        # "(j k)" (an ein extension; the members' sizes come as keywords)
+        shapes, np_shapes, terms, np_terms, op_items = [], [], [], [], []
+        kwargs: dict[str, int] = {}
+        for k, op in enumerate(ops):
+            toks = list(op)
+            if k in ell_ops:
+                toks.insert(int(rng.integers(0, len(toks) + 1)), "...")
+            items = list(toks)
+            if rng.random() < 0.25:
+                spots = [i for i in range(len(items) - 1)
+                         if "..." not in (items[i], items[i + 1]) and items[i] != items[i + 1]
+                         and toks.count(items[i]) == 1 and toks.count(items[i + 1]) == 1]
+                if spots:
+                    i = spots[int(rng.integers(0, len(spots)))]
+                    items[i : i + 2] = [(items[i], items[i + 1])]
+                    kwargs[items[i][0]] = size[items[i][0]]
+            op_items.append(items)
+            terms.append(" ".join(f"({it[0]} {it[1]})" if isinstance(it, tuple) else it for it in items))
+            np_terms.append("".join(toks))
+            shp, nps = [], []
+            for t in items:
+                if isinstance(t, tuple):
+                    shp.append(size[t[0]] * size[t[1]])
+                    nps += [size[t[0]], size[t[1]]]
+                elif t == "...":
+                    shp += ell
+                    nps += ell
+                else:
+                    shp.append(size[t])
+                    nps.append(size[t])
+            shapes.append(tuple(shp))
+            np_shapes.append(tuple(nps))
+        if max(int(np.prod(s, dtype=np.int64)) for s in shapes) > MAX_ELEMENTS:
+            continue
+        np_out = "".join("..." if it[0] == "ell" else it[1] for it in out_items)
+        np_eq = ",".join(np_terms) + "->" + np_out
+        out_shape = []
+        for it in grouped:
+            if it[0] == "group":
+                n = 1
+                for m in it[1]:
+                    n *= int(np.prod(ell)) if m[0] == "ell" else size[m[1]]
+                out_shape.append(n)
+            elif it[0] == "ell":
+                out_shape += ell
+            else:
+                out_shape.append(size[it[1]])
+        if int(np.prod(out_shape, dtype=np.int64)) > MAX_ELEMENTS:
+            continue
+        break
+    dtype = str(rng.choice(["f32", "f64", "f16", "bf16", "i32", "i64", "f32"]))
+    acc = None
+    if dtype in ("f16", "bf16") and rng.random() < 0.5:
+        acc = "f32"
+    elif dtype == "i32" and rng.random() < 0.4:
+        acc = str(rng.choice(["i64", "f32", "f64"]))
+    elif dtype == "f32" and rng.random() < 0.2:
+        acc = "f64"
+    elif dtype == "f64" and rng.random() < 0.2:
+        acc = "f32"  # operands are rounded to f32 first
+    files, vals = [], []
+    for s in shapes:
+        f, v = make_input(rng, s, dtype, "any")
+        files.append(f)
+        vals.append(quantize(v, acc) if acc == "f32" and dtype == "f64" else v)
+    ref = np.einsum(np_eq, *[v.astype(np.int64 if dtype in INTS else np.float64).reshape(ns) for v, ns in zip(vals, np_shapes)])
+    ref = ref.reshape(out_shape)
+    rdtype = acc or dtype
+    pattern = ", ".join(terms) + " -> " + fmt_side(grouped)
+    pnames = [f"x{k}" for k in range(n_ops)]
+    named = rng.random() < 0.5
+    # A composition whose member is also a plain dim elsewhere needs the
+    # checker to solve 3*nb == 3 or 2*nb == nk*nb (it binds bare names only):
+    # such cases use numbers.
+    plain = {t for items in op_items for t in items if isinstance(t, str)}
+    if any(isinstance(t, tuple) and (t[0] in plain or t[1] in plain) for items in op_items for t in items):
+        named = False
+    if named:
+        ptypes = []
+        for k, items in enumerate(op_items):
+            dims = []
+            for tok in items:
+                if isinstance(tok, tuple):
+                    dims.append(f"n{tok[0]}*n{tok[1]}")
+                else:
+                    dims += [f"e{j}" for j in range(len(ell))] if tok == "..." else [f"n{tok}"]
+            ptypes.append(tstr(dtype, dims))
+        rtype = tstr(rdtype, ["_"] * len(out_shape))
+        # Labels seen only inside compositions cannot be bound from the
+        # input shapes: give them with --dim.
+        dims_arg = [(f"n{t}", size[t]) for items in op_items for tup in items if isinstance(tup, tuple) for t in tup]
+    else:
+        ptypes = [tstr(dtype, s) for s in shapes]
+        rtype = tstr(rdtype, out_shape)
+        dims_arg = []
+    params = ", ".join(f"{p}: {t}" for p, t in zip(pnames, ptypes))
+    accs = f", acc={acc}" if acc else ""
+    accs += "".join(f", {k}={v}" for k, v in kwargs.items())
+    source = f'def f({params}) -> {rtype}:\n    return einsum({", ".join(pnames)}, "{pattern}"{accs})\n'
+    K = contraction_length(np_shapes, [np_tokens(t) for t in np_terms], [it[1] if it[0] == "axis" else "..." for it in out_items])
+    return RunCase(
+        cid=f"gen-einsum{n_ops}#{idx:03d}",
+        category="generated",
+        desc=f'{dtype}{"->" + acc if acc else ""} "{pattern}" {shapes}{accs}',
+        source=source,
+        inputs=list(zip(pnames, files)),
+        outs=[Out(rdtype, quantize(ref, rdtype), rdtype in INTS, K)],
+        dims=sorted(set(dims_arg)),
+    )
+
+
+# -- chains and templates ------------------------------------------------------
+
+
+def softmax_ref(x, dtype):
+    m = quantize(x.max(axis=-1, keepdims=True), dtype)
+    e = quantize(np.exp(quantize(x - m, dtype)), dtype)
+    z = quantize(e.sum(axis=-1, keepdims=True), dtype)
+    return quantize(e / z, dtype)
+
+
+def gen_template_case(rng, idx: int) -> RunCase:
+    kind = idx % 6
+    dtype = str(rng.choice(["f32", "f64", "f16", "bf16"]))
+    if kind == 0:  # softmax over the last axis, broadcasting by name
+        b, s, t = (int(x) for x in rng.integers(1, 5, size=3))
+        f, v = make_input(rng, (b, s, t), dtype)
+        src = emit_function("f", [("x", tstr(dtype, ["b", "s", "t"]))], [tstr(dtype, ["b", "s", "t"])], [
+            'm = reduce(x, "b s t -> b s", "max")',
+            "e = exp(x - m)",
+            'z = reduce(e, "b s t -> b s", "sum")',
+            "return e / z",
+        ])
+        return RunCase(f"gen-chain#{idx:03d}", "generated", f"{dtype} softmax {(b, s, t)}", src,
+                       inputs=[("x", f)], outs=[Out(dtype, softmax_ref(v, dtype), False, t)])
+    if kind == 1:  # layer norm
+        b, d = int(rng.integers(1, 5)), int(rng.integers(2, 9))
+        f, v = make_input(rng, (b, d), dtype)
+        fg, g = make_input(rng, (d,), dtype, "pos")
+        src = emit_function("f", [("x", tstr(dtype, ["b", "d"])), ("g", tstr(dtype, ["d"]))], [tstr(dtype, ["b", "d"])], [
+            'mu = reduce(x, "b d -> b", "mean")',
+            "xc = x - mu",
+            'var = reduce(xc * xc, "b d -> b 1", "mean")',
+            "return xc * rsqrt(var + 1e-5) * g",
+        ])
+        q = lambda a: quantize(a, dtype)  # noqa: E731
+        mu = q(v.mean(axis=1, keepdims=True))
+        xc = q(v - mu)
+        var = q(q(xc * xc).mean(axis=1, keepdims=True))
+        eps = q(np.array(1e-5))
+        r = q(q(xc * q(1.0 / np.sqrt(q(var + eps)))) * g)
+        return RunCase(f"gen-chain#{idx:03d}", "generated", f"{dtype} layernorm {(b, d)}", src,
+                       inputs=[("x", f), ("g", fg)], outs=[Out(dtype, r, False, d)])
+    if kind == 2:  # attention scores with heads split, bf16/f16 inputs with acc
+        b, s, t, h, d = (int(x) for x in rng.integers(1, 4, size=5))
+        lowp = str(rng.choice(["bf16", "f16"]))
+        fq, q_ = make_input(rng, (b, s, h * d), lowp)
+        fk, k_ = make_input(rng, (b, t, h * d), lowp)
+        src = emit_function("f", [("q", tstr(lowp, ["batch", "seq", "(heads d)"])),
+                                  ("k", tstr(lowp, ["batch", "seq2", "(heads d)"]))],
+                            [tstr("f32", ["batch", "heads", "seq", "seq2"])], [
+            f'qh = rearrange(q, "b s (h d) -> b h s d", h={h})',
+            f'kh = rearrange(k, "b t (h d) -> b h t d", h={h})',
+            'return einsum(qh, kh, "b h s d, b h t d -> b h s t", acc=f32)',
+        ])
+        ref = np.einsum("bhsd,bhtd->bhst", q_.reshape(b, s, h, d).transpose(0, 2, 1, 3),
+                        k_.reshape(b, t, h, d).transpose(0, 2, 1, 3))
+        return RunCase(f"gen-chain#{idx:03d}", "generated", f"{lowp} attention {(b, s, t, h, d)}", src,
+                       inputs=[("q", fq), ("k", fk)], outs=[Out("f32", quantize(ref, "f32"), False, d)],
+                       dims=[("d", d)] if rng.random() < 0.5 else [])
+    if kind == 3:  # mlp with relu and a mean-squared loss
+        B, D, K = (int(x) for x in rng.integers(1, 6, size=3))
+        fx, x = make_input(rng, (B, D), dtype)
+        fw1, w1 = make_input(rng, (D, D), dtype)
+        fw2, w2 = make_input(rng, (D, K), dtype)
+        src = emit_function("f", [("x", tstr(dtype, ["B", "D"])), ("w1", tstr(dtype, ["D", "D"])), ("w2", tstr(dtype, ["D", "K"]))],
+                            [tstr(dtype, [""][:0]), tstr(dtype, ["B", "K"])], [
+            'h1 = relu(einsum(x, w1, "b i, i j -> b j"))',
+            'h2 = einsum(h1, w2, "b j, j k -> b k")',
+            'loss = reduce(h2 ** 2, "b k -> ", "mean")',
+            "return loss, h2",
+        ])
+        q = lambda a: quantize(a, dtype)  # noqa: E731
+        h1 = q(np.maximum(q(x @ w1), 0))
+        h2 = q(h1 @ w2)
+        loss = q(q(h2 * h2).mean())
+        return RunCase(f"gen-chain#{idx:03d}", "generated", f"{dtype} mlp {(B, D, K)}", src,
+                       inputs=[("x", fx), ("w1", fw1), ("w2", fw2)],
+                       outs=[Out(dtype, loss, False, D * B * K), Out(dtype, h2, False, D * D)])
+    if kind == 4:  # pooling then a per-channel max, several results
+        c, h, w = int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        red = str(rng.choice(["sum", "mean", "max", "min", "prod"]))
+        f, v = make_input(rng, (c, 2 * h, 3 * w), dtype, "near1" if red == "prod" else "any")
+        src = emit_function("f", [("img", tstr(dtype, ["c", "height", "width"]))],
+                            [tstr(dtype, ["c", "height/2", "width/3"]), tstr(dtype, ["c"]), tstr(dtype, ["width", "c", "height"])], [
+            f'p = reduce(img, "c (h h2) (w w2) -> c h w", "{red}", h2=2, w2=3)',
+            'mx = reduce(p, "c h w -> c", "max")',
+            'return p, mx, rearrange(img, "c h w -> w c h")',
+        ])
+        p = quantize(einops_call("reduce", v, "c (h h2) (w w2) -> c h w", red, h2=2, w2=3), dtype)
+        mx = p.reshape(c, -1).max(axis=1)
+        exact = red in ("max", "min")
+        return RunCase(f"gen-chain#{idx:03d}", "generated", f"{dtype} pool {red} {(c, 2 * h, 3 * w)}", src,
+                       inputs=[("img", f)],
+                       outs=[Out(dtype, p, exact, 6), Out(dtype, mx, exact, 6), Out(dtype, v.transpose(2, 0, 1), True)])
+    # kind 5: pack and unpack
+    b, h, w, c = (int(x) for x in rng.integers(1, 4, size=4))
+    dtype = str(rng.choice(DTYPES))
+    fi, img = make_input(rng, (b, h, w, c), dtype)
+    fc, cls = make_input(rng, (b, c), dtype)
+    src = emit_function("f", [("img", tstr(dtype, ["b", "h", "w", "c"])), ("cls", tstr(dtype, ["b", "c"]))],
+                        [tstr(dtype, ["b", "h*w+1", "c"]), tstr(dtype, ["b", "h", "w", "c"]), tstr(dtype, ["b", "c"])], [
+        'p, ps = pack([img, cls], "b * c")',
+        'img2, cls2 = unpack(p * 2, ps, "b * c")',
+        "return p, img2, cls2",
+    ])
+    packed, _ = einops.pack([img, cls], "b * c")
+    return RunCase(f"gen-pack#{idx:03d}", "generated", f"{dtype} pack/unpack {(b, h, w, c)}", src,
+                   inputs=[("img", fi), ("cls", fc)],
+                   outs=[Out(dtype, packed, True), Out(dtype, quantize(img * 2, dtype), True),
+                         Out(dtype, quantize(cls * 2, dtype), True)])
+
+
+def gen_pack_case(rng, idx: int) -> RunCase:
+    """pack / unpack with random names before and after '*', 1-3 parts."""
+    dtype = str(rng.choice(DTYPES))
+    before = ["b", "g"][: int(rng.integers(0, 3))]
+    after = ["c", "e"][: int(rng.integers(0, 3))]
+    size = {n: int(rng.integers(1, 4)) for n in before + after}
+    pattern = " ".join(before + ["*"] + after)
+    parts, params, files, vals = [], [], [], []
+    for k in range(int(rng.integers(1, 4))):
+        star = [f"p{k}{j}" for j in range(int(rng.integers(0, 3)))]
+        for n in star:
+            size[n] = int(rng.integers(1, 4))
+        dims = before + star + after
+        f, v = make_input(rng, [size[n] for n in dims], dtype)
+        params.append((f"x{k}", tstr(dtype, dims)))
+        files.append((f"x{k}", f))
+        vals.append(v)
+        parts.append(star)
+    packed, _ = einops.pack(vals, pattern)
+    star_total = "+".join("*".join(st) if st else "1" for st in parts)
+    rtypes = [tstr(dtype, before + [star_total] + after)]
+    outs = [Out(dtype, packed, True)]
+    names = ", ".join(f"u{k}" for k in range(len(parts)))
+    lines = [f'p, ps = pack([{", ".join(n for n, _ in params)}], "{pattern}")']
+    if rng.random() < 0.6:  # unpack something computed from the packed tensor
+        lines.append(f'{names} = unpack(-p, ps, "{pattern}")')
+        for k, st in enumerate(parts):
+            rtypes.append(tstr(dtype, before + st + after))
+            outs.append(Out(dtype, -vals[k], True))
+        lines.append(f"return p, {names}")
+    else:
+        lines.append("return p")
+    return RunCase(f"gen-pack2#{idx:03d}", "generated", f"{dtype} pack {pattern} parts {parts}",
+                   emit_function("f", params, rtypes, lines), inputs=files, outs=outs)
+
+
+def gen_wide_int_case(rng, idx: int) -> RunCase:
+    """Integers far beyond 32 bits (i64) or near the i32 limits through data
+    movement, max/min and overflow-free arithmetic: nothing may be truncated."""
+    dtype = "i64" if idx % 3 else "i32"
+    n, m = int(rng.integers(1, 5)), int(rng.integers(2, 6))
+    lim = 2**61 if dtype == "i64" else 2**29
+    npd = np.int64 if dtype == "i64" else np.int32
+    x = rng.integers(-lim, lim, size=(n, m), dtype=np.int64).astype(npd)
+    y = rng.integers(-lim, lim, size=(m,), dtype=np.int64).astype(npd)
+    d = rng.choice(np.array([-7, -3, -2, 2, 5, 1000003]), size=(m,)).astype(npd)
+    X, Y, D = x.astype(np.int64), y.astype(np.int64), d.astype(np.int64)
+    T = tstr(dtype, ["n", "m"])
+    src = emit_function("f", [("x", T), ("y", tstr(dtype, ["m"])), ("d", tstr(dtype, ["m"]))],
+                        [T, tstr(dtype, ["m", "n"]), tstr(dtype, ["m"]), T], [
+        "s = x + y",
+        'return s, rearrange(-x, "n m -> m n"), reduce(relu(x) - y, "n m -> m", "max"), x / d',
+    ])
+    quot = np.sign(X) * np.sign(D) * (np.abs(X) // np.abs(D))
+    outs = [Out(dtype, X + Y, True), Out(dtype, (-X).T, True), Out(dtype, (np.maximum(X, 0) - Y).max(axis=0), True),
+            Out(dtype, quot, True)]
+    return RunCase(f"gen-wide-int#{idx:03d}", "generated", f"{dtype} wide integers {(n, m)}", src,
+                   inputs=[("x", x), ("y", y), ("d", d)], outs=outs)
+
+
+def gen_special_case(rng, idx: int) -> RunCase:
+    """inf, -inf, NaN, -0.0 and large values through data movement and ops."""
+    dtype = str(rng.choice(FLOATS))
+    n, m = int(rng.integers(1, 5)), int(rng.integers(2, 6))
+    v = rng.uniform(-2, 2, size=(n, m))
+    specials = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0, 1e30, -1e30, 7e4])
+    mask = rng.random(size=(n, m)) < 0.35
+    v = np.where(mask, rng.choice(specials, size=(n, m)), v)
+    f, x = make_input(rng, (n, m), "f64")
+    if dtype == "f64":
+        f = v.copy()
+    elif dtype == "f32":
+        f = v.astype(np.float32)
+    elif dtype == "f16":
+        f = v.astype(np.float16)
+    else:
+        f = v.astype(np.float32)
+    x = quantize(np.asarray(f, dtype=np.float64), dtype) if dtype != "bf16" else round_bf16(f).astype(np.float64)
+    kind = idx % 6
+    T = tstr(dtype, ["n", "m"])
+    with np.errstate(all="ignore"):
+        if kind == 0:
+            src = emit_function("f", [("x", T)], [tstr(dtype, ["m", "n"]), tstr(dtype, ["n", "m", "2"])],
+                                ['return rearrange(x, "n m -> m n"), repeat(x, "n m -> n m 2")'])
+            outs = [Out(dtype, x.T, True), Out(dtype, np.repeat(x[..., None], 2, axis=2), True)]
+        elif kind == 1:
+            src = emit_function("f", [("x", T)], [tstr(dtype, ["n"]), tstr(dtype, ["m"])],
+                                ['return reduce(x, "n m -> n", "max"), reduce(x, "n m -> m", "min")'])
+            outs = [Out(dtype, x.max(axis=1), True), Out(dtype, x.min(axis=0), True)]
+        elif kind == 2:
+            src = emit_function("f", [("x", T)], [T, T], ["return relu(x), -x"])
+            outs = [Out(dtype, np.maximum(x, 0.0), True), Out(dtype, -x, True)]
+        elif kind == 3:
+            src = emit_function("f", [("x", T)], [T, T], ["return exp(x), tanh(x)"])
+            outs = [Out(dtype, quantize(np.exp(x), dtype)), Out(dtype, quantize(np.tanh(x), dtype))]
+        elif kind == 4:
+            to = str(rng.choice([d for d in FLOATS if d != dtype]))
+            src = emit_function("f", [("x", T)], [tstr(to, ["n", "m"])], [f"return astype(x, {to})"])
+            outs = [Out(to, quantize(x, to), True)]
+        else:
+            src = emit_function("f", [("x", T)], [tstr(dtype, ["n"]), T], ['return reduce(x, "n m -> n", "sum"), x * 2 + 1'])
+            outs = [Out(dtype, quantize(x.sum(axis=1), dtype), False, m), Out(dtype, quantize(quantize(x * 2, dtype) + 1, dtype))]
+    return RunCase(f"gen-special#{idx:03d}", "generated", f"{dtype} special values kind {kind} {(n, m)}", src,
+                   inputs=[("x", f)], outs=outs)
+
+
+def gen_large_case(rng, idx: int) -> RunCase:
+    """Larger tensors (vectorized loops, odd sizes). Float inputs are small
+    integers, so sums and products of them are exact and compared exactly."""
+    kind = idx % 5
+    dtype = str(rng.choice(["f32", "f64", "i32", "i64", "f32"]))
+
+    def ints(shape, lo=-3, hi=4):
+        v = rng.integers(lo, hi, size=shape)
+        return np.asarray(v, dtype={"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}[dtype])
+
+    if kind == 0:  # matmul
+        a, b, c = (int(x) for x in rng.integers(17, 90, size=3))
+        x, y = ints((a, b)), ints((b, c))
+        src = emit_function("f", [("x", tstr(dtype, ["a", "b"])), ("y", tstr(dtype, ["b", "c"]))], [tstr(dtype, ["a", "c"])],
+                            ['return einsum(x, y, "a b, b c -> a c")'])
+        ref, desc = x.astype(np.int64) @ y.astype(np.int64), f"matmul {(a, b, c)}"
+        outs = [Out(dtype, ref, True)]
+        inputs = [("x", x), ("y", y)]
+    elif kind == 1:  # full and partial sums of ~10^5 elements
+        shape = tuple(int(x) for x in rng.integers(20, 60, size=3))
+        x = ints(shape)
+        src = emit_function("f", [("x", tstr(dtype, ["a", "b", "c"]))], [tstr(dtype, []), tstr(dtype, ["c", "a"])],
+                            ['return reduce(x, "a b c ->", "sum"), reduce(x, "a b c -> c a", "max")'])
+        xi = x.astype(np.int64)
+        outs = [Out(dtype, np.array(xi.sum()), True), Out(dtype, xi.max(axis=1).T, True)]
+        inputs, desc = [("x", x)], f"sum/max {shape}"
+    elif kind == 2:  # transposes and tiling of odd sizes
+        shape = tuple(int(x) for x in rng.integers(3, 40, size=4))
+        x = ints(shape)
+        src = emit_function("f", [("x", tstr(dtype, ["a", "b", "c", "d"]))],
+                            [tstr(dtype, ["d", "b*a", "c"]), tstr(dtype, ["a", "3*b", "c", "d"])],
+                            ['return rearrange(x, "a b c d -> d (b a) c"), repeat(x, "a b c d -> a (r b) c d", r=3)'])
+        xi = x.astype(np.int64)
+        outs = [Out(dtype, xi.transpose(3, 1, 0, 2).reshape(shape[3], -1, shape[2]), True),
+                Out(dtype, np.tile(xi, (1, 3, 1, 1)), True)]
+        inputs, desc = [("x", x)], f"transpose/tile {shape}"
+    elif kind == 3:  # broadcasting by name over large rows
+        n, m = int(rng.integers(50, 300)), int(rng.integers(50, 300))
+        x, y, z = ints((n, m)), ints((m,)), ints((n, 1))
+        src = emit_function("f", [("x", tstr(dtype, ["n", "m"])), ("y", tstr(dtype, ["m"])), ("z", tstr(dtype, ["n", "1"]))],
+                            [tstr(dtype, ["n", "m"])], ["return (x - y) * z + x * 2"])
+        xi, yi, zi = x.astype(np.int64), y.astype(np.int64), z.astype(np.int64)
+        outs = [Out(dtype, (xi - yi) * zi + xi * 2, True)]
+        inputs, desc = [("x", x), ("y", y), ("z", z)], f"broadcast {(n, m)}"
+    else:  # batched contraction with three operands
+        b, i, j, k = (int(x) for x in rng.integers(5, 20, size=4))
+        x, y, w = ints((b, i, j), -2, 3), ints((b, j, k), -2, 3), ints((k,), -2, 3)
+        src = emit_function("f", [("x", tstr(dtype, ["b", "i", "j"])), ("y", tstr(dtype, ["b", "j", "k"])), ("w", tstr(dtype, ["k"]))],
+                            [tstr(dtype, ["i", "b"])], ['return einsum(x, y, w, "b i j, b j k, k -> i b")'])
+        ref = np.einsum("bij,bjk,k->ib", x.astype(np.int64), y.astype(np.int64), w.astype(np.int64))
+        outs = [Out(dtype, ref, True)]
+        inputs, desc = [("x", x), ("y", y), ("w", w)], f"batched 3-operand {(b, i, j, k)}"
+    return RunCase(f"gen-large#{idx:03d}", "generated", f"{dtype} {desc} (integer-valued, exact)", src,
+                   inputs=inputs, outs=outs)
+
+
+def edge_cases() -> list[RunCase]:
+    """Hand-written programs for corners of the lowering, the pipeline and the
+    driver."""
+    rng = np.random.default_rng(60_000)
+    f23, x23 = make_input(rng, (2, 3), "f32")
+    f3, v3 = make_input(rng, (3,), "f32")
+    fi, vi = make_input(rng, (4,), "i32")
+    fl, vl = make_input(rng, (4,), "i64")
+    fp, vp = make_input(rng, (3,), "f32", "pos")
+    fb, vb = make_input(rng, (2, 3), "bf16")
+    T = 'f32["a b"]'
+    specs = [
+        ("return-param-twice", [("x", T)], [T, T], ["return x, x"], [("x", f23)], [Out("f32", x23, True)] * 2, []),
+        ("return-param-and-view", [("x", T)], [T, 'f32["a*b"]'], ['return x, rearrange(x, "a b -> (a b)")'],
+         [("x", f23)], [Out("f32", x23, True), Out("f32", x23.reshape(-1), True)], []),
+        ("return-value-twice", [("x", T)], [T, T], ["y = x * 2", "return y, y"], [("x", f23)], [Out("f32", x23 * 2, True)] * 2, []),
+        ("return-view-of-view", [("x", T)], ['f32["b a"]'], ['y = rearrange(x, "a b -> (a b)")', 'return rearrange(y, "(a b) -> b a", a=a)'],
+         [("x", f23)], [Out("f32", x23.T, True)], []),
+        ("unused-parameter", [("x", 'f32["n"]'), ("y", T)], ['f32["n"]'], ["return x + 1"], [("x", f3), ("y", f23)],
+         [Out("f32", quantize(v3 + 1, "f32"))], []),
+        ("result-only-name-bound-by---dim", [("x", 'f32["n"]')], ['f32["n m"]'], ['return repeat(x, "n -> n m", m=m)'],
+         [("x", f3)], [Out("f32", np.repeat(v3[:, None], 4, axis=1), True)], [("m", 4)]),
+        ("int-constant-folded", [("x", 'i32["n"]')], ['i32["n"]', 'i32["n"]'], ["return x * 0 + 3, x - x"], [("x", fi)],
+         [Out("i32", np.full(4, 3)), Out("i32", np.zeros(4))], []),
+        ("literal-folding-and-precedence", [("x", 'f32["n"]')], ['f32["n"]'], ["return x * (2 ** 3) - -x ** 2 + 2 ** -1"],
+         [("x", f3)], [Out("f32", quantize(v3 * 8 + v3 ** 2 + 0.5, "f32"))], []),
+        ("int-pow", [("x", 'i64["n"]')], ['i64["n"]'], ["return x ** 3 + x ** 0 - x ** 1"], [("x", fl)],
+         [Out("i64", vl ** 3 + 1 - vl)], []),
+        ("float-pow-tensor-exponent", [("x", 'f32["n"]'), ("y", 'f32["n"]')], ['f32["n"]'], ["return x ** y + x ** -1"],
+         [("x", fp), ("y", f3)], [Out("f32", quantize(vp ** v3 + 1 / vp, "f32"))], []),
+        ("int-division-truncates", [("x", 'i32["n"]')], ['i32["n"]'], ["return (x - 7) / 2 + (-x) / 3 + (x + 5) / -2"], [("x", fi)],
+         [Out("i32", np.trunc((vi - 7) / 2) + np.trunc(-vi / 3) + np.trunc((vi + 5) / -2))], []),
+        ("bf16-literal-rounded", [("x", 'bf16["a b"]')], ['bf16["a b"]'], ["return x * 0.1 + 1e-3"], [("x", fb)],
+         [Out("bf16", quantize(quantize(vb * quantize(0.1, "bf16"), "bf16") + quantize(1e-3, "bf16"), "bf16"))], []),
+        ("scalar-in-scalar-out", [("x", 'f64[""]'), ("y", 'f64["3"]')], ['f64[""]'], ['return x * reduce(y, "n ->", "prod")'],
+         [("x", np.float64(1.5)), ("y", np.array([1.0, 2.0, 3.0]))], [Out("f64", np.array(9.0))], []),
+        ("entry-check-holds", [("x", 'f32["hidden"]')], ['f32["hidden/8 8"]'], ['return rearrange(x, "(h d) -> h d", d=8)'],
+         [("x", np.arange(16, dtype=np.float32))], [Out("f32", np.arange(16.0).reshape(2, 8), True)], []),
+        ("dim-from---dim-and-input", [("x", 'f32["a b"]')], ['f32["b a"]'], ['return rearrange(x, "a b -> b a")'],
+         [("x", f23)], [Out("f32", x23.T, True)], [("a", 2), ("b", 3)]),
+        ("size-expression-param", [("x", 'f32["n+1 2*n"]')], ['f32["2*n n+1"]'], ['return rearrange(x, "a b -> b a")'],
+         [("x", np.arange(12, dtype=np.float32).reshape(3, 4))], [Out("f32", np.arange(12.0).reshape(3, 4).T, True)], []),
+        ("broadcast-hash-dim", [("x", 'f32["n #m"]'), ("y", 'f32["n m"]')], ['f32["n m"]'], ["return x + y"],
+         [("x", f3.reshape(3, 1)), ("y", np.ones((3, 4), np.float32))], [Out("f32", quantize(v3.reshape(3, 1) + 1, "f32"))], []),
+        ("broadcast-equal-sizes-by-name", [("x", 'f32["b s"]'), ("y", 'f32["s"]'), ("z", 'f32["b"]')], ['f32["b s"]'],
+         ["return x + y * 10 + z * 100"], [("x", np.arange(9, dtype=np.float32).reshape(3, 3)), ("y", np.float32([1, 2, 3])),
+                                           ("z", np.float32([1, 2, 3]))],
+         [Out("f32", np.arange(9.0).reshape(3, 3) + np.array([1, 2, 3]) * 10 + np.array([[1], [2], [3]]) * 100)], []),
+        ("einsum-int-to-float-acc", [("x", 'i32["a b"]'), ("y", 'i32["b"]')], ['f64["a"]'], ['return einsum(x, y, "a b, b -> a", acc=f64)'],
+         [("x", np.int32([[1, 2, 3], [4, 5, 6]])), ("y", np.int32([1, -1, 2]))], [Out("f64", np.array([5.0, 11.0]), True)], []),
+        ("mean-of-bf16-to-f32", [("x", 'bf16["a b"]')], ['f32["a"]'], ['return astype(reduce(x, "a b -> a", "mean"), f32)'],
+         [("x", fb)], [Out("f32", quantize(vb.mean(axis=1), "bf16"))], []),
+    ]
+    specs += [
+        ("ellipsis-parameter-rank-from-body", [("x", 'f32["..."]')], ['f32["_ _"]'], ['return rearrange(x, "a b -> b a")'],
+         [("x", f23)], [Out("f32", x23.T, True)], []),
+        ("ellipsis-parameter-with-names", [("x", 'f32["... c"]')], ['f32["c _"]'], ['return rearrange(x, "a c -> c a")'],
+         [("x", f23)], [Out("f32", x23.T, True)], []),
+    ]
+    xfail = {
+        "broadcast-hash-dim": "EntryBinding: a size-1 input dim for `#m` binds m = 1 (bug outside the lowering)",
+        "ellipsis-parameter-rank-from-body": "EntryBinding: uses the unexpanded parameter shape when `...` has a known rank",
+        "ellipsis-parameter-with-names": "EntryBinding: uses the unexpanded parameter shape when `...` has a known rank",
+    }
+    cases = []
+    for name, params, rtypes, lines, inputs, outs, dims in specs:
+        cases.append(RunCase(f"gen-edge-{name}", "generated", name, emit_function("f", params, rtypes, lines),
+                             inputs=inputs, outs=outs, dims=dims, xfail=xfail.get(name, "")))
+    # Functions named like C library symbols that the lowered code calls
+    # (malloc/free for buffers, libm for exp, tanh, pow, ...).
+    fd, d = make_input(rng, (3, 2), "f64", "pos")
+    ff, f_ = make_input(rng, (3, 2), "f32", "pos")
+    named = [
+        ("malloc", "f64", "repeat(x * 2, \"n m -> n m k\", k=2)", np.repeat((d * 2)[..., None], 2, axis=2), ["n", "m", "2"], True),
+        ("free", "f64", "rearrange(x, \"n m -> m n\") + 1", d.T + 1, ["m", "n"], False),
+        ("exp", "f64", "exp(x)", np.exp(d), ["n", "m"], False),
+        ("expf", "f32", "exp(x)", np.exp(f_), ["n", "m"], False),
+        ("tanh", "f64", "tanh(x)", np.tanh(d), ["n", "m"], False),
+        ("pow", "f64", "x ** x", d ** d, ["n", "m"], False),
+        ("powf", "f32", "x ** 0.5", f_ ** 0.5, ["n", "m"], False),
+        ("log", "f64", "log(x)", np.log(d), ["n", "m"], False),
+        ("memcpy", "f32", "repeat(x, \"n m -> (2 n) m\")", np.concatenate([f_, f_]), ["2*n", "m"], True),
+    ]
+    for fname, dt, expr, ref, rdims, exact in named:
+        src = f'def {fname}(x: {dt}["n m"]) -> {tstr(dt, rdims)}:\n    return {expr}\n'
+        cases.append(RunCase(f"gen-edge-fn-named-{fname}", "generated", f"a function named {fname}", src, fn=fname,
+                             inputs=[("x", fd if dt == "f64" else ff)], outs=[Out(dt, quantize(ref, dt), exact)]))
+    # --time calls the compiled function many more times into the same outputs
+    fa, a = make_input(rng, (5, 7), "f32")
+    fw, w = make_input(rng, (7, 3), "f32")
+    cases.append(RunCase("gen-edge-time-flag", "generated", "einc run --time",
+                         emit_function("f", [("a", 'f32["n k"]'), ("w", 'f32["k m"]')], ['f32["m n"]', 'f32["n"]'],
+                                       ['y = einsum(a, w, "n k, k m -> m n")', 'return y, reduce(y, "m n -> n", "sum")']),
+                         inputs=[("a", fa), ("w", fw)], outs=[Out("f32", (a @ w).T, False, 7), Out("f32", (a @ w).sum(axis=1), False, 21)],
+                         extra_args=["--time", "--peak-flops", "1e9", "--bandwidth", "1e9"]))
+    return cases
+
+
+def generated_cases() -> list[RunCase]:
+    cases: list[RunCase] = []
+    plan = [("rearrange", 70), ("reduce", 70), ("repeat", 45)]
+    for op, count in plan:
+        for k in range(count):
+            rng = np.random.default_rng(10_000 + 1000 * len(op) + k)
+            c = gen_pattern_case(rng, op, k)
+            if c is not None:
+                cases.append(c)
+    for k in range(120):
+        cases.append(gen_elementwise_case(np.random.default_rng(20_000 + k), k))
+    for k in range(40):
+        cases.append(gen_elementwise_case(np.random.default_rng(21_000 + k), k, n_results=int(2 + k % 2)))
+    idx = 0
+    for n_ops, count in ((1, 10), (2, 20), (3, 25), (4, 20), (5, 15)):
+        for _ in range(count):
+            cases.append(gen_einsum_case(np.random.default_rng(30_000 + idx), idx, n_ops))
+            idx += 1
+    for k in range(36):
+        cases.append(gen_template_case(np.random.default_rng(40_000 + k), k))
+    for k in range(20):
+        cases.append(gen_pack_case(np.random.default_rng(41_000 + k), k))
+    for k in range(24):
+        cases.append(gen_special_case(np.random.default_rng(42_000 + k), k))
+    for k in range(20):
+        cases.append(gen_large_case(np.random.default_rng(43_000 + k), k))
+    for k in range(9):
+        cases.append(gen_wide_int_case(np.random.default_rng(44_000 + k), k))
+    cases += edge_cases()
+    return cases
+
+
+# ---- examples/*.ein ------------------------------------------------------------
+
+
+def example_cases() -> list[RunCase]:
+    ex = os.path.join(ROOT, "examples")
+    cases: list[RunCase] = []
+
+    def read(name):
+        with open(os.path.join(ex, name)) as f:
+            return f.read()
+
+    rng = np.random.default_rng(50_000)
+    # attention.scores: bf16 inputs, f32 result
+    for heads, d in ((2, 3), (8, 1)):
+        fq, q = make_input(rng, (2, 3, heads * d), "bf16")
+        fk, k = make_input(rng, (2, 4, heads * d), "bf16")
+        ref = np.einsum("bshd,bthd->bhst", q.reshape(2, 3, heads, d), k.reshape(2, 4, heads, d))
+        cases.append(RunCase(f"example-attention-h{heads}", "examples", "examples/attention.ein scores", read("attention.ein"),
+                             fn="scores", inputs=[("q", fq), ("k", fk)], outs=[Out("f32", quantize(ref, "f32"), False, d)],
+                             dims=[("heads", heads)] if heads != 8 else []))
+    # chain
+    fx, x = make_input(rng, (5, 2), "f32")
+    fy, y = make_input(rng, (2, 6), "f32")
+    fz, z = make_input(rng, (6, 3), "f32")
+    cases.append(RunCase("example-chain", "examples", "examples/chain.ein", read("chain.ein"), fn="chain",
+                         inputs=[("x", fx), ("y", fy), ("z", fz)], outs=[Out("f32", x @ y @ z, False, 12)],
+                         dims=[("a", 5), ("b", 2), ("c", 6), ("d", 3)]))
+    # linear
+    fx, x = make_input(rng, (4, 6), "f32")
+    fw, w = make_input(rng, (6, 3), "f32")
+    cases.append(RunCase("example-linear", "examples", "examples/linear.ein", read("linear.ein"), fn="linear",
+                         inputs=[("x", fx), ("w", fw)], outs=[Out("f32", x @ w, False, 6)],
+                         dims=[("B", 4), ("D", 6), ("K", 3)]))
+    # mlp
+    fx, x = make_input(rng, (4, 5), "f32")
+    f1, w1 = make_input(rng, (5, 5), "f32")
+    f2, w2 = make_input(rng, (5, 3), "f32")
+    h2 = np.maximum(x @ w1, 0) @ w2
+    cases.append(RunCase("example-mlp", "examples", "examples/mlp.ein", read("mlp.ein"), fn="mlp",
+                         inputs=[("x", fx), ("w1", f1), ("w2", f2)], outs=[Out("f32", np.array((h2 ** 2).mean()), False, 100)],
+                         dims=[("B", 4), ("D", 5), ("K", 3)]))
+    # multihead: the file's own sizes, then other sizes
+    for dims in ({}, {"batch": 1, "seq": 4, "heads": 3, "hidden1": 2, "hidden2": 5}):
+        sz = {"batch": 2, "seq": 3, "heads": 2, "hidden1": 4, "hidden2": 2}
+        sz.update(dims)
+        fx, x = make_input(rng, (sz["batch"], sz["seq"], sz["heads"] * sz["hidden1"]), "f32")
+        fw, w = make_input(rng, (sz["hidden1"], sz["hidden2"]), "f32")
+        xh = x.reshape(sz["batch"], sz["seq"], sz["heads"], sz["hidden1"])
+        ref = np.einsum("bshi,io->bsho", xh, w).reshape(sz["batch"], sz["seq"], -1)
+        cases.append(RunCase(f"example-multihead{'-dims' if dims else ''}", "examples", "examples/multihead.ein",
+                             read("multihead.ein"), fn="multihead", inputs=[("x", fx), ("w", fw)],
+                             outs=[Out("f32", ref, False, sz["hidden1"])], dims=list(dims.items())))
+    # pooling
+    for fn, blk, (h, w) in (("pool2x2", 2, (4, 6)), ("pool20x20", 20, (40, 60))):
+        fi, img = make_input(rng, (3, h, w), "f32")
+        ref = img.reshape(3, h // blk, blk, w // blk, blk).mean(axis=(2, 4))
+        cases.append(RunCase(f"example-{fn}", "examples", "examples/pooling.ein", read("pooling.ein"), fn=fn,
+                             inputs=[("image", fi)], outs=[Out("f32", ref, False, blk * blk)],
+                             dims=[("c", 3), ("height", h), ("width", w)]))
+    # repeat
+    fg, gray = make_input(rng, (3, 5), "f32")
+    cases.append(RunCase("example-channels", "examples", "examples/repeat.ein", read("repeat.ein"), fn="channels",
+                         inputs=[("gray", fg)], outs=[Out("f32", np.broadcast_to(gray, (2, 3, 5)).copy(), True)],
+                         dims=[("c", 2), ("h", 3), ("w", 5)]))
+    cases.append(RunCase("example-tiled", "examples", "examples/repeat.ein", read("repeat.ein"), fn="tiled",
+                         inputs=[("gray", fg)], outs=[Out("f32", np.concatenate([gray] * 2, axis=0), True)],
+                         dims=[("c", 2), ("h", 3), ("w", 5)]))
+    # softmax
+    for heads in (8, 2):
+        fs, s = make_input(rng, (2, heads, 3, 5), "f32")
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        ref = e / e.sum(axis=-1, keepdims=True)
+        cases.append(RunCase(f"example-softmax-h{heads}", "examples", "examples/softmax.ein", read("softmax.ein"),
+                             fn="softmax", inputs=[("scores", fs)], outs=[Out("f32", ref, False, 5)],
+                             dims=[("heads", heads)] if heads != 8 else []))
+    return cases
+
+
+# ---- negative cases ------------------------------------------------------------------------
+
+
+def npy_bytes(arr) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def negative_cases() -> list[RunCase]:
+    f32 = lambda *s: np.zeros(s, np.float32) + 0.5  # noqa: E731
+    two = "def f(x: f32[\"a b\"], y: f32[\"b c\"]) -> f32[\"a c\"]:\n    return einsum(x, y, \"a b, b c -> a c\")\n"
+    split = 'def f(x: f32["hidden"]) -> f32["hidden/8 8"]:\n    return rearrange(x, "(h d) -> h d", d=8)\n'
+    declared = 'dim a = 4\n\ndef f(x: f32["a b"]) -> f32["b a"]:\n    return rearrange(x, "a b -> b a")\n'
+    multi = 'def f(x: f32["n"]) -> (f32["n"], f32[""]):\n    return x * 2, reduce(x, "n ->", "sum")\n'
+    i32src = 'def f(x: i32["n"]) -> i32["n"]:\n    return x + 1\n'
+    good = [("x", f32(2, 3)), ("y", f32(3, 4))]
+    specs = [
+        # (name, source, inputs, extra fields, stderr substring)
+        ("wrong-rank", two, [("x", f32(2, 3, 1)), ("y", f32(3, 4))], {}, "expected 2 dims"),
+        ("wrong-rank-scalar", two, [("x", np.float32(1.0)), ("y", f32(3, 4))], {}, "expected 2 dims"),
+        ("zero-size-input", two, [("x", f32(0, 3)), ("y", f32(3, 4))], {}, "no positive integer"),
+        ("dim-disagrees-with-input", two, [("x", f32(2, 3)), ("y", f32(4, 4))], {}, "expected 3, got 4"),
+        ("dim-disagrees-with---dim", two, good, {"dims": [("a", 5)]}, "expected 5, got 2"),
+        ("dim-disagrees-with-declaration", declared, [("x", f32(2, 3))], {}, "expected 4, got 2"),
+        ("entry-check-fails", split, [("x", f32(12))], {}, "hidden % 8 == 0"),
+        ("missing---in", two, [("x", f32(2, 3))], {}, "missing --in y"),
+        ("unknown-parameter", two, good + [("z", f32(2))], {}, "has no parameter 'z'"),
+        ("in-given-twice", two, good, {"in_args": [("x", "in_x.npy"), ("x", "in_x.npy"), ("y", "in_y.npy")]}, "given twice"),
+        ("input-file-missing", two, good, {"in_args": [("x", "nope.npy"), ("y", "in_y.npy")]}, "cannot open"),
+        ("malformed-npy-garbage", two, [("x", b"this is not a numpy file at all\n"), ("y", f32(3, 4))], {}, "not a .npy file"),
+        ("malformed-npy-truncated", two, [("x", npy_bytes(f32(2, 3))[:-5]), ("y", f32(3, 4))], {}, "truncated"),
+        ("malformed-npy-trailing", two, [("x", npy_bytes(f32(2, 3)) + b"xx"), ("y", f32(3, 4))], {}, "trailing"),
+        ("malformed-npy-header", two, [("x", npy_bytes(f32(2, 3)).replace(b"'shape'", b"'shapf'")), ("y", f32(3, 4))], {}, "einc: error:"),
+        ("malformed-npy-empty", two, [("x", b""), ("y", f32(3, 4))], {}, "empty file"),
+        ("npy-big-endian", two, [("x", f32(2, 3).astype(">f4")), ("y", f32(3, 4))], {}, "einc: error:"),
+        ("npy-inexact-f64-for-f32", two, [("x", np.full((2, 3), 0.1)), ("y", f32(3, 4))], {}, "exactly"),
+        ("npy-i64-out-of-range-for-i32", i32src, [("x", np.array([2**40], np.int64))], {}, "einc: error:"),
+        ("npy-float-for-int", i32src, [("x", f32(3))], {}, "einc: error:"),
+        ("wrong---out-count-none", two, good, {"n_out": 0}, "returns 1 value(s)"),
+        ("wrong---out-count-two", two, good, {"n_out": 2}, "returns 1 value(s)"),
+        ("wrong---out-count-multi", multi, [("x", f32(3))], {"n_out": 1}, "returns 2 value(s)"),
+        ("same---out-twice", multi, [("x", f32(3))], {"same_out": True}, "twice"),
+        ("variadic-parameter", 'def f(x: f32["*batch c"]) -> f32["*batch c"]:\n    return x + x\n', [("x", f32(2, 3))], {}, "variadic"),
+        ("variadic-parameter-rank-from-body", 'def f(x: f32["*batch c"]) -> f32["c _ _"]:\n    return rearrange(x, "a b c -> c b a")\n',
+         [("x", f32(2, 3, 4))], {"xfail": "EntryBinding: a variadic whose rank the body fixes is reported as "
+                                           "'dim 0 (*batch): expected 0, got 2', not as a variadic"}, "variadic"),
+    ]
+    cases: list[RunCase] = []
+    for name, src, inputs, extra, needle in specs:
+        for pre in (False, True):
+            n_out = extra.get("n_out")
+            cases.append(RunCase(
+                cid=f"negative-{name}{'-existing' if pre else ''}",
+                category="negative",
+                desc=name + (" (outputs exist)" if pre else ""),
+                source=src,
+                inputs=inputs,
+                outs=[],
+                dims=extra.get("dims", []),
+                expect_rc=2,
+                stderr_has=needle,
+                in_args=extra.get("in_args"),
+                n_out=n_out if n_out is not None else (2 if src is multi else 1),
+                same_out=extra.get("same_out", False),
+                preexisting=pre,
+                xfail=extra.get("xfail", ""),
+            ))
+    # fp8: a clean compile error (exit 1), no output.
+    for dt in ("f8e4m3", "f8e5m2"):
+        for src in (f'def f(x: {dt}["n"]) -> {dt}["n"]:\n    return x\n',
+                    f'def f(x: {dt}["n"]) -> f32["n"]:\n    return astype(x, f32)\n',
+                    f'def f(x: f32["n"]) -> {dt}["n"]:\n    return astype(x, {dt})\n'):
+            k = len([c for c in cases if c.cid.startswith(f"fp8-{dt}")])
+            cases.append(RunCase(f"fp8-{dt}-{k}", "negative", f"fp8 {dt}: compile error", src,
+                                 inputs=[("x", f32(4))], outs=[], expect_rc=1,
+                                 stderr_has="fp8 tensors cannot be lowered to the CPU yet", n_out=1))
+    return cases
+
+
+def all_run_cases() -> tuple[list[RunCase], str]:
+    opt, origin = opt_einsum_cases()
+    return einops_cases() + opt + generated_cases() + example_cases() + negative_cases(), origin
+
+
+# --------------------------------------------------------------------------
+# Running and comparing
+# --------------------------------------------------------------------------
+
+SENTINEL = b"sentinel: einc must not replace this file\n"
+
+
+def compare(got: np.ndarray, out: Out) -> Optional[str]:
+    want_file = FILE_DTYPE[out.dtype]
+    if got.dtype != want_file:
+        return f"file dtype {got.dtype}, expected {np.dtype(want_file)}"
+    ref = np.asarray(out.ref)
+    if got.shape != ref.shape:
+        return f"shape {got.shape}, expected {ref.shape}"
+    if out.dtype in INTS:
+        if not np.array_equal(got.astype(np.int64), ref.astype(np.int64)):
+            bad = np.argwhere(got.astype(np.int64) != ref.astype(np.int64))
+            at = tuple(bad[0])
+            return f"{len(bad)} of {ref.size} elements differ; at {at}: got {got[at]}, expected {ref[at]}"
+        return None
+    g = got.astype(np.float64)
+    r = ref.astype(np.float64)
+    nonfinite = ~np.isfinite(r) | ~np.isfinite(g)
+    if nonfinite.any():
+        same = (np.isnan(g) & np.isnan(r)) | (g == r)
+        if not same[nonfinite].all():
+            at = tuple(np.argwhere(nonfinite & ~same)[0])
+            return f"non-finite mismatch at {at}: got {g[at]}, expected {r[at]}"
+    gf, rf = np.where(nonfinite, 0.0, g), np.where(nonfinite, 0.0, r)
+    if out.exact:
+        if not np.array_equal(gf, rf):
+            bad = np.argwhere(gf != rf)
+            at = tuple(bad[0])
+            return f"{len(bad)} of {r.size} elements differ (exact comparison); at {at}: got {g[at]!r}, expected {r[at]!r}"
+        return None
+    m = float(np.max(np.abs(rf))) if rf.size else 0.0
+    k = max(1, out.K) if out.dtype in ("f32", "f64") else 1
+    tol = RTOL[out.dtype] * k * (np.abs(rf) + m)
+    err = np.abs(gf - rf)
+    if (err > tol).any():
+        bad = np.argwhere(err > tol)
+        at = tuple(bad[0])
+        worst = tuple(np.unravel_index(np.argmax(err - tol), err.shape)) if err.ndim else ()
+        return (f"{len(bad)} of {r.size} elements beyond tolerance (rtol {RTOL[out.dtype]} x {k}); "
+                f"at {at}: got {g[at]!r}, expected {r[at]!r}; worst at {worst}: got {g[worst]!r}, expected {r[worst]!r}")
+    return None
+
+
+def safe_name(cid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", cid)
+
+
+@dataclass
+class Result:
+    ok: bool
+    what: str = ""
+    stderr: str = ""
+
+
+def run_case(einc: str, case: RunCase, workdir: str) -> Result:
+    d = os.path.join(workdir, safe_name(case.cid))
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(d, "f.ein")
+    with open(src, "w") as f:
+        f.write(case.source)
+    for name, data in case.inputs:
+        path = os.path.join(d, f"in_{name}.npy")
+        if isinstance(data, (bytes, bytearray)):
+            with open(path, "wb") as f:
+                f.write(data)
+        else:
+            np.save(path, np.asarray(data))
+    in_args = case.in_args if case.in_args is not None else [(n, f"in_{n}.npy") for n, _ in case.inputs]
+    outdir = os.path.join(d, "out")
+    shutil.rmtree(outdir, ignore_errors=True)  # a --keep directory may be reused
+    os.makedirs(outdir)
+    n_out = case.n_out if case.n_out is not None else len(case.outs)
+    outs = [os.path.join(outdir, f"r{k}.npy") for k in range(n_out)]
+    if case.same_out and outs:
+        outs = [outs[0]] * max(2, n_out)
+    if case.preexisting:
+        for o in outs:
+            with open(o, "wb") as f:
+                f.write(SENTINEL)
+    before = sorted(os.listdir(outdir))
+    cmd = [einc, "run", src, "--fn", case.fn]
+    for name, fname in in_args:
+        cmd += ["--in", f"{name}={os.path.join(d, fname)}"]
+    for o in outs:
+        cmd += ["--out", o]
+    for name, value in case.dims:
+        cmd += ["--dim", f"{name}={value}"]
+    cmd += case.extra_args
+    with open(os.path.join(d, "cmd.sh"), "w") as f:
+        f.write(" ".join(f"'{c}'" for c in cmd) + "\n")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=EINC_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return Result(False, f"timeout after {EINC_TIMEOUT_S}s")
+    except OSError as exc:
+        return Result(False, f"could not run einc: {exc}")
+    stderr = proc.stderr or ""
+    head = " | ".join(l for l in stderr.splitlines()[:4] if l.strip())
+    if proc.returncode != case.expect_rc:
+        return Result(False, f"exit {proc.returncode}, expected {case.expect_rc}", head)
+    if case.expect_rc != 0:
+        problems = []
+        if case.stderr_has and case.stderr_has not in stderr:
+            problems.append(f"stderr lacks {case.stderr_has!r}")
+        if case.expect_rc == 2 and not stderr.startswith("einc: error: "):
+            problems.append("stderr does not start with 'einc: error: '")
+        after = sorted(os.listdir(outdir))
+        if after != before:
+            problems.append(f"output directory changed: {before} -> {after}")
+        for o in set(outs):
+            if case.preexisting:
+                with open(o, "rb") as f:
+                    if f.read() != SENTINEL:
+                        problems.append(f"{os.path.basename(o)} was overwritten")
+            elif os.path.exists(o):
+                problems.append(f"{os.path.basename(o)} was created")
+        return Result(not problems, "; ".join(problems), head)
+    problems = []
+    for k, (path, out) in enumerate(zip(outs, case.outs)):
+        try:
+            got = np.load(path)
+        except Exception as exc:
+            problems.append(f"result {k}: cannot load {path}: {exc}")
+            continue
+        why = compare(got, out)
+        if why:
+            problems.append(f"result {k} ({out.dtype}): {why}")
+    return Result(not problems, "; ".join(problems), head)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--einc", required=True, help="path to the einc binary")
+    ap.add_argument("--filter", metavar="SUBSTR", help="only cases whose id or description contains SUBSTR")
+    ap.add_argument("--keep", metavar="DIR", help="write each case's files under DIR and keep them")
+    ap.add_argument("--verbose", action="store_true", help="print every case")
+    ap.add_argument("--jobs", type=int, default=2, help="parallel einc runs (default 2)")
+    args = ap.parse_args()
+
+    if not (os.path.isfile(args.einc) and os.access(args.einc, os.X_OK)):
+        found = shutil.which(args.einc)
+        if not found:
+            print(f"error: einc not found or not executable: {args.einc}", file=sys.stderr)
+            return 2
+        args.einc = found
+
+    np.seterr(all="ignore")
+    cases, origin = all_run_cases()
+    ids = [c.cid for c in cases]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        print(f"error: duplicate case ids: {dupes[:5]}", file=sys.stderr)
+        return 2
+    if args.filter:
+        cases = [c for c in cases if args.filter in c.cid or args.filter in c.desc]
+
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        workdir, tmp = args.keep, None
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="run_corpus_")
+        workdir = tmp.name
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda c: run_case(args.einc, c, workdir), cases))
+
+    failures = xfails = 0
+    counts: dict[str, int] = {}
+    for case, res in zip(cases, results):
+        counts[case.category] = counts.get(case.category, 0) + 1
+        if case.xfail:
+            # A known bug outside the lowering: failing is expected; passing
+            # (XPASS) is a failure, so that the mark gets removed.
+            if res.ok:
+                failures += 1
+                print(f"XPASS {case.cid} [{case.desc}]: passes; remove its xfail mark ({case.xfail})")
+            else:
+                xfails += 1
+                if args.verbose:
+                    print(f"XFAIL {case.cid} [{case.desc}]: {case.xfail}; {res.what}; einc stderr: {res.stderr[:300]}")
+            continue
+        if res.ok and not args.verbose:
+            continue
+        if not res.ok:
+            failures += 1
+        tag = "ok  " if res.ok else "FAIL"
+        line = f"{tag} {case.cid} [{case.desc}]"
+        if res.what:
+            line += f": {res.what}"
+        if res.stderr and not res.ok:
+            line += f"; einc stderr: {res.stderr[:400]}"
+        print(line)
+    if tmp is not None:
+        tmp.cleanup()
+
+    order = ["einops", "opt_einsum", "generated", "examples", "negative"]
+    print("categories: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in order) + f" (opt_einsum from {origin})")
+    if xfails:
+        print(f"expected failures (known bugs outside the lowering, see --verbose): {xfails}")
+    n = len(cases)
+    print(f"run corpus: {n} cases, {failures} failures")
+    print(f"{n - failures - xfails} passed, {failures} failed")
+    status = 1 if failures else 0
+    if not args.filter and n < MIN_CASES:
+        print(f"error: only {n} cases (need {MIN_CASES})", file=sys.stderr)
+        status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
