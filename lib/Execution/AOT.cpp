@@ -5,6 +5,7 @@
 #include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -110,7 +111,7 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
     std::ostringstream decl, params, body, call;
     h << "/* " << fn.name << ": " << module.path << ":" << fn.loc.line
       << " */\n";
-    h << "void _mlir_ciface_" << fn.name << "(";
+    h << "void _mlir_ciface_ein_impl_" << fn.name << "(";
     size_t n = fn.params.size() + fn.returns.size();
     for (size_t i = 0; i < n; ++i) {
       unsigned id = i < fn.params.size() ? fn.params[i]
@@ -143,7 +144,7 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
            << "_strides, " << name << "_expected)) != EIN_OK) return rc;\n";
       call << (i ? ", " : "") << "&" << name << "_m";
     }
-    h << ") {\n  int rc;\n" << body.str() << "  _mlir_ciface_" << fn.name << "("
+    h << ") {\n  int rc;\n" << body.str() << "  _mlir_ciface_ein_impl_" << fn.name << "("
       << call.str() << ");\n  return EIN_OK;\n}\n\n";
   }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
@@ -160,6 +161,10 @@ bool compileToObject(const CheckedModule &module, const std::string &objectPath,
   (void)initialized;
   mlir::MLIRContext context;
   auto ir = buildEinModule(context, module);
+  // Compiled symbols get a prefix so that a function named like a C library
+  // function (pow, tanh, malloc) neither clashes with nor calls itself.
+  for (auto f : ir->getOps<mlir::func::FuncOp>())
+    f.setSymName(("ein_impl_" + f.getName()).str());
   {
     llvm::raw_string_ostream errors(error);
     mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {

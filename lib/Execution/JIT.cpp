@@ -99,10 +99,15 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
   auto impl = std::make_unique<Impl>();
   impl->name = function;
   impl->env = fn->ctx.env;
+  // Packs whose rank the body fixed are expanded, as in the lowered code.
+  auto expanded = [&](unsigned id) {
+    const TensorType &t = fn->values[id].type;
+    return TensorType{fn->ctx.expand(t.shape), t.dtype};
+  };
   for (unsigned id : fn->params)
-    impl->params.push_back(fn->values[id].type);
+    impl->params.push_back(expanded(id));
   for (unsigned id : fn->returns)
-    impl->results.push_back(fn->values[id].type);
+    impl->results.push_back(expanded(id));
 
   auto ir = buildEinModule(impl->context, module);
   // Only the requested function is compiled, renamed to kEntryName.

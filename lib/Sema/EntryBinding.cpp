@@ -32,7 +32,7 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
 
   struct Pending {
     size_t param, dim;
-    const Dim *spec;
+    Dim spec;
     Int actual;
   };
   std::vector<Pending> pending;
@@ -50,8 +50,7 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
                   std::to_string(actual.size()) + " with shape " +
                   shapeTuple(actual));
     for (size_t d = 0; d < shape.size(); ++d)
-      pending.push_back({p, d, &fn.values[fn.params[p]].type.shape[d],
-                         Int(actual[d])});
+      pending.push_back({p, d, shape[d], Int(actual[d])});
   }
   // Until nothing changes: check dims whose size is known, solve those with
   // one unknown name appearing linearly (n, 8*d, n+1).
@@ -59,15 +58,15 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
     progress = false;
     std::vector<Pending> next;
     for (auto &pd : pending) {
-      SizeExpr e = pd.spec->size.substitute(env);
+      SizeExpr e = pd.spec.size.substitute(env);
       if (auto v = e.constantValue()) {
         if (*v != pd.actual) {
           std::string from;
-          for (auto &s : pd.spec->size.symbols())
+          for (auto &s : pd.spec.size.symbols())
             if (origin.count(s))
               from += "; " + s + " = " + toString(env.at(s)) + " from " +
                       origin[s];
-          return fail(where(pd.param, pd.dim, *pd.spec) + ": expected " +
+          return fail(where(pd.param, pd.dim, pd.spec) + ": expected " +
                       toString(*v) + ", got " + toString(pd.actual) + from);
         }
         progress = true;
@@ -88,11 +87,11 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
           Int a = *ab - *b;
           Int num = pd.actual - *b;
           if (num % a != 0 || num / a <= 0)
-            return fail(where(pd.param, pd.dim, *pd.spec) + ": size " +
+            return fail(where(pd.param, pd.dim, pd.spec) + ": size " +
                         toString(pd.actual) + " gives no positive integer " +
                         name);
           env[name] = num / a;
-          origin[name] = where(pd.param, pd.dim, *pd.spec);
+          origin[name] = where(pd.param, pd.dim, pd.spec);
           progress = true;
           continue;
         }
@@ -103,7 +102,7 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
   }
   if (!pending.empty()) {
     auto &pd = pending.front();
-    return fail(where(pd.param, pd.dim, *pd.spec) +
+    return fail(where(pd.param, pd.dim, pd.spec) +
                 ": cannot determine its names from the input shapes; bind "
                 "them with --dim");
   }

@@ -1437,6 +1437,7 @@ def edge_cases() -> list[RunCase]:
     driver."""
     rng = np.random.default_rng(60_000)
     f23, x23 = make_input(rng, (2, 3), "f32")
+    f234, x234 = make_input(rng, (2, 3, 4), "f32")
     f3, v3 = make_input(rng, (3,), "f32")
     fi, vi = make_input(rng, (4,), "i32")
     fl, vl = make_input(rng, (4,), "i64")
@@ -1490,11 +1491,12 @@ def edge_cases() -> list[RunCase]:
          [("x", f23)], [Out("f32", x23.T, True)], []),
         ("ellipsis-parameter-with-names", [("x", 'f32["... c"]')], ['f32["c _"]'], ['return rearrange(x, "a c -> c a")'],
          [("x", f23)], [Out("f32", x23.T, True)], []),
+        ("variadic-parameter-rank-from-body", [("x", 'f32["*batch c"]')], ['f32["c _ _"]'],
+         ['return rearrange(x, "a b c -> c b a")'],
+         [("x", f234)], [Out("f32", x234.transpose(2, 1, 0), True)], []),
     ]
     xfail = {
         "broadcast-hash-dim": "EntryBinding: a size-1 input dim for `#m` binds m = 1 (bug outside the lowering)",
-        "ellipsis-parameter-rank-from-body": "EntryBinding: uses the unexpanded parameter shape when `...` has a known rank",
-        "ellipsis-parameter-with-names": "EntryBinding: uses the unexpanded parameter shape when `...` has a known rank",
     }
     cases = []
     for name, params, rtypes, lines, inputs, outs, dims in specs:
@@ -1686,9 +1688,6 @@ def negative_cases() -> list[RunCase]:
         ("wrong---out-count-multi", multi, [("x", f32(3))], {"n_out": 1}, "returns 2 value(s)"),
         ("same---out-twice", multi, [("x", f32(3))], {"same_out": True}, "twice"),
         ("variadic-parameter", 'def f(x: f32["*batch c"]) -> f32["*batch c"]:\n    return x + x\n', [("x", f32(2, 3))], {}, "variadic"),
-        ("variadic-parameter-rank-from-body", 'def f(x: f32["*batch c"]) -> f32["c _ _"]:\n    return rearrange(x, "a b c -> c b a")\n',
-         [("x", f32(2, 3, 4))], {"xfail": "EntryBinding: a variadic whose rank the body fixes is reported as "
-                                           "'dim 0 (*batch): expected 0, got 2', not as a variadic"}, "variadic"),
     ]
     cases: list[RunCase] = []
     for name, src, inputs, extra, needle in specs:
