@@ -43,7 +43,9 @@ std::string cpuPipeline(CPUStage stage) {
     return p;
   p += ",one-shot-bufferize{bufferize-function-boundaries=1 "
        "function-boundary-type-conversion=identity-layout-map},"
-       "buffer-results-to-out-params,canonicalize,buffer-deallocation-pipeline,"
+       "ein-results-from-allocs,buffer-results-to-out-params{hoist-static-allocs=1},"
+       "canonicalize,"
+       "buffer-deallocation-pipeline,"
        "convert-linalg-to-loops,canonicalize";
   if (stage == CPUStage::Loops)
     return p;

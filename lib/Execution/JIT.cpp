@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -129,15 +130,29 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
   if (!lowerToStage(*ir, CPUStage::LLVM, error))
     return nullptr;
 
+  // The host's target machine: LLVM's optimizer needs it to know the vector
+  // width (AVX-512 where present), or it does not vectorize at all.
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = "cannot detect the host CPU: " + llvm::toString(builder.takeError());
+    return nullptr;
+  }
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    error = "cannot create a target machine: " +
+            llvm::toString(machine.takeError());
+    return nullptr;
+  }
   mlir::ExecutionEngineOptions options;
   // options.transformer is a function_ref: the function must outlive it.
   std::function<llvm::Error(llvm::Module *)> optimize =
-      mlir::makeOptimizingTransformer(3, 0, nullptr);
+      mlir::makeOptimizingTransformer(3, 0, machine->get());
   options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS};
   options.sharedLibPaths = libs;
-  auto engine = mlir::ExecutionEngine::create(*ir, options);
+  auto engine = mlir::ExecutionEngine::create(*ir, options, std::move(*machine));
   if (!engine) {
     llvm::raw_string_ostream os(error);
     os << "JIT compilation failed: " << llvm::toString(engine.takeError());

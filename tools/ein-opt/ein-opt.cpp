@@ -22,6 +22,7 @@
 #include "ein/Conversion/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #endif
 
@@ -39,7 +40,7 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect>();
 #ifdef EIN_HAVE_CONVERSION
   registry.insert<mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
-                  mlir::math::MathDialect>();
+                  mlir::math::MathDialect, mlir::memref::MemRefDialect>();
 #endif
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "ein optimizer driver\n", registry));

@@ -19,6 +19,9 @@ class MathDialect;
 namespace func {
 class FuncDialect;
 }
+namespace memref {
+class MemRefDialect;
+}
 } // namespace mlir
 
 namespace ein {

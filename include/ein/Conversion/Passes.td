@@ -53,4 +53,34 @@ def EinToLinalg : Pass<"ein-to-linalg", "::mlir::ModuleOp"> {
   ];
 }
 
+def ResultsFromAllocs : Pass<"ein-results-from-allocs", "::mlir::ModuleOp"> {
+  let summary = "Make every returned buffer a distinct allocation";
+  let description = [{
+    Runs after bufferization, before `buffer-results-to-out-params
+    {hoist-static-allocs}`, which then turns each returned allocation into
+    the caller's output buffer so results are written in place. A returned
+    value that is not its own `memref.alloc` (a parameter, a view of one, or
+    a value returned twice) is copied into a fresh allocation first; MLIR
+    19's hoisting crashes or aliases outputs otherwise.
+
+    Before:
+    ```mlir
+    func.func @f(%x: memref<2x3xf32>) -> (memref<2x3xf32>, memref<2x3xf32>) {
+      return %x, %x : memref<2x3xf32>, memref<2x3xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: memref<2x3xf32>) -> (memref<2x3xf32>, memref<2x3xf32>) {
+      %0 = memref.alloc() : memref<2x3xf32>
+      memref.copy %x, %0 : memref<2x3xf32> to memref<2x3xf32>
+      %1 = memref.alloc() : memref<2x3xf32>
+      memref.copy %x, %1 : memref<2x3xf32> to memref<2x3xf32>
+      return %0, %1 : memref<2x3xf32>, memref<2x3xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // EIN_CONVERSION_PASSES_TD
