@@ -8,7 +8,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 packages=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19
-          libfmt-dev libgtest-dev cmake ninja-build g++ python3)
+          libfmt-dev libgtest-dev libomp-19-dev cmake ninja-build g++ python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -32,6 +33,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -41,19 +43,22 @@ std::string cpuPipeline(CPUStage stage) {
   std::string p = "ein-to-linalg,canonicalize";
   if (stage == CPUStage::Linalg)
     return p;
+  // Bufferize with results written in place into the caller's buffers, then
+  // loops whose outermost parallel loop is spread over the cores (OpenMP).
   p += ",one-shot-bufferize{bufferize-function-boundaries=1 "
        "function-boundary-type-conversion=identity-layout-map},"
        "ein-results-from-allocs,buffer-results-to-out-params{hoist-static-allocs=1},"
-       "canonicalize,"
-       "buffer-deallocation-pipeline,"
-       "convert-linalg-to-loops,canonicalize";
+       "canonicalize,buffer-deallocation-pipeline,"
+       "convert-linalg-to-affine-loops,func.func(affine-parallelize{max-nested=1}),"
+       "lower-affine,canonicalize";
   if (stage == CPUStage::Loops)
     return p;
-  p += ",lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+  p += ",convert-scf-to-openmp,expand-strided-metadata,lower-affine,"
+       "finalize-memref-to-llvm,convert-scf-to-cf,"
        "arith-expand{include-bf16=1},convert-math-to-funcs,"
-       "finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
-       "convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
-       "reconcile-unrealized-casts";
+       "convert-math-to-llvm,convert-math-to-libm,"
+       "convert-arith-to-llvm,convert-openmp-to-llvm,convert-cf-to-llvm,"
+       "convert-func-to-llvm,reconcile-unrealized-casts";
   return p;
 }
 
@@ -63,7 +68,8 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
                   mlir::tensor::TensorDialect, mlir::memref::MemRefDialect,
                   mlir::bufferization::BufferizationDialect,
                   mlir::scf::SCFDialect, mlir::affine::AffineDialect,
-                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect>();
+                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect,
+                  mlir::omp::OpenMPDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
@@ -72,6 +78,7 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
       registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerOpenMPDialectTranslation(registry);
   static bool passesRegistered = [] {
     registerEinConversionPasses();
     mlir::registerTransformsPasses();

@@ -17,6 +17,9 @@
 
 #include <cstdint>
 
+#ifndef EIN_OPENMP_RUNTIME
+#define EIN_OPENMP_RUNTIME "libomp.so"
+#endif
 #ifndef EIN_C_RUNNER_UTILS
 #define EIN_C_RUNNER_UTILS "libmlir_c_runner_utils.so"
 #endif
@@ -150,7 +153,7 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
       mlir::makeOptimizingTransformer(3, 0, machine->get());
   options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS};
+  llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME};
   options.sharedLibPaths = libs;
   auto engine = mlir::ExecutionEngine::create(*ir, options, std::move(*machine));
   if (!engine) {

@@ -15,8 +15,9 @@ namespace ein {
 ///                const int64_t *x_strides, ..., T *out0_data, ...);
 ///
 /// taking, per tensor, a data pointer, its sizes and its strides (in
-/// elements), and returning 0 on success or an `EIN_ERR_*` code. Returns
-/// false with the reason in `error`.
+/// elements), and returning 0 on success or an `EIN_ERR_*` code. The object
+/// needs LLVM's OpenMP runtime (libomp) and libm at link time. Returns false
+/// with the reason in `error`.
 bool compileToObject(const CheckedModule &module, const std::string &objectPath,
                      const std::string &headerPath, std::string &error);
 
