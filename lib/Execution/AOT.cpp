@@ -160,20 +160,13 @@ bool compileToObject(const CheckedModule &module, const std::string &objectPath,
   }();
   (void)initialized;
   mlir::MLIRContext context;
-  auto ir = buildEinModule(context, module);
+  auto ir = buildVerifiedEinModule(context, module, error);
+  if (!ir)
+    return false;
   // Compiled symbols get a prefix so that a function named like a C library
   // function (pow, tanh, malloc) neither clashes with nor calls itself.
   for (auto f : ir->getOps<mlir::func::FuncOp>())
     f.setSymName(("ein_impl_" + f.getName()).str());
-  {
-    llvm::raw_string_ostream errors(error);
-    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-      errors << d.getLocation() << ": " << d.str() << "\n";
-      return mlir::success();
-    });
-    if (mlir::failed(mlir::verify(*ir)))
-      return false;
-  }
   if (!lowerToStage(*ir, CPUStage::LLVM, error))
     return false;
 

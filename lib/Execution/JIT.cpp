@@ -113,22 +113,15 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
   for (unsigned id : fn->returns)
     impl->results.push_back(expanded(id));
 
-  auto ir = buildEinModule(impl->context, module);
+  auto ir = buildVerifiedEinModule(impl->context, module, error);
+  if (!ir)
+    return nullptr;
   // Only the requested function is compiled, renamed to kEntryName.
   for (auto f : llvm::make_early_inc_range(ir->getOps<mlir::func::FuncOp>())) {
     if (f.getName() != function)
       f.erase();
     else
       f.setSymName(kEntryName);
-  }
-  {
-    llvm::raw_string_ostream errors(error);
-    mlir::ScopedDiagnosticHandler handler(&impl->context, [&](mlir::Diagnostic &d) {
-      errors << d.getLocation() << ": " << d.str() << "\n";
-      return mlir::success();
-    });
-    if (mlir::failed(mlir::verify(*ir)))
-      return nullptr;
   }
   if (!lowerToStage(*ir, CPUStage::LLVM, error))
     return nullptr;

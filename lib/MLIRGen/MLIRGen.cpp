@@ -199,19 +199,26 @@ mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
   return Generator(context, module).run();
 }
 
+mlir::OwningOpRef<mlir::ModuleOp>
+buildVerifiedEinModule(mlir::MLIRContext &context, const CheckedModule &module,
+                       std::string &error) {
+  auto ir = buildEinModule(context, module);
+  llvm::raw_string_ostream errors(error);
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    errors << d.getLocation() << ": " << d.str() << "\n";
+    return mlir::success();
+  });
+  if (mlir::failed(mlir::verify(*ir)))
+    return nullptr;
+  return ir;
+}
+
 bool emitIR(const CheckedModule &module, IRStage stage, std::ostream &os,
             std::string &error) {
   mlir::MLIRContext context;
-  auto ir = buildEinModule(context, module);
-  {
-    llvm::raw_string_ostream errors(error);
-    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-      errors << d.getLocation() << ": " << d.str() << "\n";
-      return mlir::success();
-    });
-    if (mlir::failed(mlir::verify(*ir)))
-      return false;
-  }
+  auto ir = buildVerifiedEinModule(context, module, error);
+  if (!ir)
+    return false;
   if (stage != IRStage::Ein) {
     CPUStage cpu = stage == IRStage::Linalg  ? CPUStage::Linalg
                    : stage == IRStage::Loops ? CPUStage::Loops

@@ -30,4 +30,8 @@ void registerEinDialects(mlir::MLIRContext &context);
 /// Builds (without verifying) the `ein` module of a checked program.
 mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
                                                  const CheckedModule &module);
+/// Builds and verifies it; null with the verifier's messages in `error`.
+mlir::OwningOpRef<mlir::ModuleOp>
+buildVerifiedEinModule(mlir::MLIRContext &context, const CheckedModule &module,
+                       std::string &error);
 } // namespace ein
