@@ -198,7 +198,12 @@ void printReportTable(const CheckedModule &module, const ReportOptions &options,
                                                   r.peak, bandwidth))
                   : "-",
            9);
-      cell(r.cost.view ? "view" : "copy", 4);
+      // Data movement is a view (strides only) or a copy; arithmetic has
+      // no such kind.
+      bool moves = r.op->kind == OpKind::Rearrange || r.op->kind == OpKind::Repeat ||
+                   r.op->kind == OpKind::Pack || r.op->kind == OpKind::Unpack ||
+                   r.op->kind == OpKind::Cast;
+      cell(moves ? (r.cost.view ? "view" : "copy") : "-", 4);
       os << r.cost.flops.expr.str();
       if (r.cost.naiveFlops)
         os << "  [naive " << r.cost.naiveFlops->str() << ", order "
