@@ -768,6 +768,11 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
       lowered.setVisibility(fn.getVisibility());
       // A C entry point (`_mlir_ciface_NAME`) taking memref descriptors.
       lowered->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+      // Inputs are read-only and never alias the outputs the caller passes
+      // (einc run allocates them; the AOT header documents it): telling
+      // LLVM lets it vectorize loops that read inputs and write results.
+      for (unsigned i = 0; i < lowered.getNumArguments(); ++i)
+        lowered.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
       fn.erase();
     }
     module->removeAttr("ein.dims");
