@@ -144,11 +144,7 @@ contractionPath(const EinsumInfo &info, const Bindings &env) {
               auto step = contract(live[i], live[j],
                                    neededBy(live, i, j, info.outputAxes),
                                    info.axisSizes);
-              std::vector<std::set<std::string>> next;
-              for (unsigned k = 0; k < live.size(); ++k)
-                if (k != i && k != j)
-                  next.push_back(live[k]);
-              next.push_back(step.result);
+              auto next = afterContracting(live, i, j, step.result);
               current.push_back({i, j});
               search(next, spent + cost(step.flops));
               current.pop_back();
@@ -173,12 +169,7 @@ contractionPath(const EinsumInfo &info, const Bindings &env) {
           bestStep = step;
         }
       }
-    std::vector<std::set<std::string>> next;
-    for (unsigned k = 0; k < ops.size(); ++k)
-      if (k != bi && k != bj)
-        next.push_back(ops[k]);
-    next.push_back(bestStep.result);
-    ops = next;
+    ops = afterContracting(ops, bi, bj, bestStep.result);
     path.push_back({bi, bj});
   }
   return path;
@@ -234,12 +225,7 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
       auto step = contract(live[i], live[j], neededBy(live, i, j, info.outputAxes),
                            info.axisSizes);
       flops = flops + step.flops;
-      std::vector<std::set<std::string>> next;
-      for (unsigned k = 0; k < live.size(); ++k)
-        if (k != i && k != j)
-          next.push_back(live[k]);
-      next.push_back(step.result);
-      live = next;
+      live = afterContracting(live, i, j, step.result);
     }
     break;
   }

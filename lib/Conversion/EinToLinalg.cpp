@@ -415,8 +415,6 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
   if (mlir::failed(bindAxes(info.axisSizes, op)))
     return mlir::failure();
   Type element = resultType.getElementType();
-  Type inputElement =
-      llvm::cast<RankedTensorType>(inputs[0].getType()).getElementType();
   Type acc = op.getAcc() ? *op.getAcc()
              : isLowPrecisionFloat(element) ? Type(b.getF32Type())
                                             : element;
@@ -457,7 +455,6 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
     return Indexed{v, resultAxes};
   };
 
-  (void)inputElement;
   if (live.size() <= 2) {
     Value v = contract(live, outAxes).value;
     v = castTensor(loc, v, element);
@@ -477,12 +474,7 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
           keep.push_back(a);
     bool last = live.size() == 2;
     Indexed step = contract({live[i], live[j]}, last ? outAxes : keep);
-    std::vector<Indexed> next;
-    for (size_t k = 0; k < live.size(); ++k)
-      if (k != i && k != j)
-        next.push_back(live[k]);
-    next.push_back(step);
-    live = next;
+    live = afterContracting(live, i, j, step);
   }
   Value v = castTensor(loc, live[0].value, element);
   return reshape(loc, v, resultType.getShape());
@@ -648,12 +640,7 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
   } else if (auto p = llvm::dyn_cast<PackOp>(op)) {
     auto pattern = p.getPattern().getPattern(PatternUse::Pack);
     if (pattern) {
-      size_t before = 0;
-      for (auto &g : pattern->inputs[0].groups) {
-        if (g.axes[0].kind == PatternAxis::Kind::Star)
-          break;
-        ++before;
-      }
+      size_t before = pattern->inputs[0].starIndex();
       Value out = emptyTensor(loc, results[0].getShape(), results[0].getElementType());
       int64_t offset = 0;
       for (Value in : inputs) {
@@ -680,12 +667,7 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
     auto pattern = u.getPattern().getPattern(PatternUse::Pack);
     if (!pattern)
       return op->emitError("cannot lower: bad pattern");
-    size_t before = 0;
-    for (auto &g : pattern->inputs[0].groups) {
-      if (g.axes[0].kind == PatternAxis::Kind::Star)
-        break;
-      ++before;
-    }
+    size_t before = pattern->inputs[0].starIndex();
     auto t = llvm::cast<RankedTensorType>(inputs[0].getType());
     int64_t offset = 0;
     for (size_t k = 0; k < results.size(); ++k) {

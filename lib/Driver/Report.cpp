@@ -21,11 +21,7 @@ CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn) {
     in.einsum = &*op.einsum;
   in.reduction = op.reduction;
   if (op.kind == OpKind::Unpack)
-    for (auto &g : op.parsed.inputs[0].groups) {
-      if (g.axes[0].kind == PatternAxis::Kind::Star)
-        break;
-      ++in.packAxesBefore;
-    }
+    in.packAxesBefore = op.parsed.inputs[0].starIndex();
   return in;
 }
 

@@ -1008,10 +1008,8 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
                   static_cast<unsigned>(f.name.size()));
       return result;
     }
-    unsigned before = diags.errorCount();
     result.functions.push_back(
         FunctionChecker(f, result.dims, knownNames, diags).run());
-    (void)before;
   }
   return result;
 }

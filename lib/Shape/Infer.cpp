@@ -688,17 +688,9 @@ struct PackLayout {
   size_t before = 0, after = 0;
 };
 PackLayout packLayout(const Pattern &pattern) {
-  PackLayout layout;
-  bool star = false;
-  for (auto &g : pattern.inputs[0].groups) {
-    if (g.axes[0].kind == PatternAxis::Kind::Star)
-      star = true;
-    else if (star)
-      ++layout.after;
-    else
-      ++layout.before;
-  }
-  return layout;
+  const PatternSide &side = pattern.inputs[0];
+  size_t star = side.starIndex();
+  return {star, side.groups.size() - star - 1};
 }
 } // namespace
 

@@ -24,6 +24,14 @@ bool PatternSide::hasEllipsisInParens() const {
   return false;
 }
 
+size_t PatternSide::starIndex() const {
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (!groups[i].axes.empty() &&
+        groups[i].axes[0].kind == PatternAxis::Kind::Star)
+      return i;
+  return groups.size();
+}
+
 std::vector<const PatternAxis *> PatternSide::namedAxes() const {
   std::vector<const PatternAxis *> out;
   for (auto &g : groups)

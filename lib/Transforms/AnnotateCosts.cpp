@@ -116,11 +116,7 @@ struct AnnotateCostsPass : impl::AnnotateCostsBase<AnnotateCostsPass> {
           auto pattern = patternOf(u.getPattern(), PatternUse::Pack);
           ok = pattern.has_value();
           if (ok)
-            for (auto &g : pattern->inputs[0].groups) {
-              if (g.axes[0].kind == PatternAxis::Kind::Star)
-                break;
-              ++in.packAxesBefore;
-            }
+            in.packAxesBefore = pattern->inputs[0].starIndex();
         }
         if (!ok) {
           op->emitOpError("cannot compute the cost of an op that does not verify");

@@ -43,6 +43,20 @@ struct OpCost {
 /// The cost of one op under the conventions of docs/cost-model.md.
 OpCost computeCost(const CostInput &input, const Bindings &env);
 
+/// The operand list after contracting operands `i` and `j` of a path into
+/// `result`: the others in order, then the result. Paths index operands by
+/// this convention, so the cost model and the lowering share it.
+template <typename T>
+std::vector<T> afterContracting(const std::vector<T> &live, unsigned i,
+                                unsigned j, T result) {
+  std::vector<T> next;
+  for (unsigned k = 0; k < live.size(); ++k)
+    if (k != i && k != j)
+      next.push_back(live[k]);
+  next.push_back(std::move(result));
+  return next;
+}
+
 /// The contraction order for an einsum: optimal (least FLOPs) for up to 6
 /// operands, greedy above, as opt_einsum does. Unbound sizes count as 512
 /// when comparing orders.

@@ -31,6 +31,9 @@ struct PatternSide {
   unsigned offset = 0, length = 0;
   bool hasEllipsis() const;
   bool hasEllipsisInParens() const;
+  /// Index of the `*` group of a pack pattern (the number of named axes
+  /// before it); the number of groups when there is none.
+  size_t starIndex() const;
   /// Named axes in order of appearance (numbers and ellipsis excluded).
   std::vector<const PatternAxis *> namedAxes() const;
   std::string str() const;
