@@ -600,39 +600,19 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
       return mlir::failure();
     results.push_back(*t);
   }
-  InferContext ctx = getInferContext(op);
-  auto transformInfo = [&](PatternAttr attr, mlir::DictionaryAttr sizes,
-                           PatternUse use) -> std::optional<TransformInfo> {
-    auto pattern = attr.getPattern(use);
-    auto args = getSizeArgs(sizes);
-    if (!pattern || !args)
-      return std::nullopt;
-    auto shape = llvm::cast<EinTensorType>(op->getOperand(0).getType()).getShape();
-    auto info = analyzeTransform(ctx, use, *pattern, shape, *args);
-    if (!info)
-      return std::nullopt;
-    return *info;
-  };
   mlir::FailureOr<Value> result = mlir::failure();
-  if (auto r = llvm::dyn_cast<RearrangeOp>(op)) {
-    if (auto info = transformInfo(r.getPattern(), r.getSizesAttr(), PatternUse::Rearrange))
-      result = lowerTransform(op, inputs[0], results[0], *info, PatternUse::Rearrange, ReduceKind::Sum);
-  } else if (auto r = llvm::dyn_cast<RepeatOp>(op)) {
-    if (auto info = transformInfo(r.getPattern(), r.getSizesAttr(), PatternUse::Repeat))
-      result = lowerTransform(op, inputs[0], results[0], *info, PatternUse::Repeat, ReduceKind::Sum);
-  } else if (auto r = llvm::dyn_cast<ReduceOp>(op)) {
-    if (auto info = transformInfo(r.getPattern(), r.getSizesAttr(), PatternUse::Reduce))
-      result = lowerTransform(op, inputs[0], results[0], *info, PatternUse::Reduce,
-                              toReduceKind(r.getKind()));
+  if (llvm::isa<RearrangeOp, RepeatOp, ReduceOp>(op)) {
+    PatternUse use = llvm::isa<RearrangeOp>(op) ? PatternUse::Rearrange
+                     : llvm::isa<RepeatOp>(op)  ? PatternUse::Repeat
+                                                : PatternUse::Reduce;
+    ReduceKind kind = ReduceKind::Sum;
+    if (auto r = llvm::dyn_cast<ReduceOp>(op))
+      kind = toReduceKind(r.getKind());
+    if (auto info = getTransformInfo(op))
+      result = lowerTransform(op, inputs[0], results[0], *info, use, kind);
   } else if (auto e = llvm::dyn_cast<EinsumOp>(op)) {
-    auto pattern = e.getPattern().getPattern(PatternUse::Einsum);
-    auto args = getSizeArgs(e.getSizesAttr());
-    std::vector<Shape> shapes;
-    for (Value v : e.getInputs())
-      shapes.push_back(llvm::cast<EinTensorType>(v.getType()).getShape());
-    if (pattern && args)
-      if (auto info = analyzeEinsum(ctx, *pattern, shapes, *args))
-        result = lowerEinsum(e, inputs, results[0], *info);
+    if (auto info = getEinsumInfo(e))
+      result = lowerEinsum(e, inputs, results[0], *info);
   } else if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
     auto value = llvm::cast<mlir::TypedAttr>(c.getValue());
     result = Value(b.create<mlir::arith::ConstantOp>(

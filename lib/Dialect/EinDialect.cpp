@@ -58,6 +58,49 @@ ein::EinDialect::verifyOperationAttribute(Operation *op,
 // Helpers
 //===----------------------------------------------------------------------===//
 
+namespace ein {
+
+std::optional<TransformInfo> getTransformInfo(Operation *op) {
+  PatternAttr attr;
+  DictionaryAttr sizes;
+  PatternUse use;
+  if (auto r = dyn_cast<RearrangeOp>(op))
+    attr = r.getPattern(), sizes = r.getSizesAttr(), use = PatternUse::Rearrange;
+  else if (auto r = dyn_cast<RepeatOp>(op))
+    attr = r.getPattern(), sizes = r.getSizesAttr(), use = PatternUse::Repeat;
+  else if (auto r = dyn_cast<ReduceOp>(op))
+    attr = r.getPattern(), sizes = r.getSizesAttr(), use = PatternUse::Reduce;
+  else
+    return std::nullopt;
+  auto pattern = attr.getPattern(use);
+  auto args = getSizeArgs(sizes);
+  if (!pattern || !args)
+    return std::nullopt;
+  InferContext ctx = getInferContext(op);
+  auto shape = cast<EinTensorType>(op->getOperand(0).getType()).getShape();
+  auto info = analyzeTransform(ctx, use, *pattern, shape, *args);
+  if (!info)
+    return std::nullopt;
+  return *info;
+}
+
+std::optional<EinsumInfo> getEinsumInfo(EinsumOp op) {
+  auto pattern = op.getPattern().getPattern(PatternUse::Einsum);
+  auto args = getSizeArgs(op.getSizesAttr());
+  if (!pattern || !args)
+    return std::nullopt;
+  std::vector<Shape> shapes;
+  for (Value v : op.getInputs())
+    shapes.push_back(cast<EinTensorType>(v.getType()).getShape());
+  InferContext ctx = getInferContext(op);
+  auto info = analyzeEinsum(ctx, *pattern, shapes, *args);
+  if (!info)
+    return std::nullopt;
+  return *info;
+}
+
+} // namespace ein
+
 std::optional<ein::DType> ein::toDType(Type type) {
   if (!type)
     return std::nullopt;

@@ -63,58 +63,30 @@ struct AnnotateCostsPass : impl::AnnotateCostsBase<AnnotateCostsPass> {
         auto kind = kindOf(op);
         if (!kind)
           return;
-        InferContext ctx = getInferContext(op);
+        Bindings env = getModuleDims(op);
         CostInput in;
         in.kind = *kind;
         for (mlir::Value v : op->getOperands())
           in.inputs.push_back(frontEndType(v));
         for (mlir::Value v : op->getResults())
           in.outputs.push_back(frontEndType(v));
-        std::optional<TransformInfo> transform;
+        std::optional<TransformInfo> transform = getTransformInfo(op);
         std::optional<EinsumInfo> einsum;
-        auto patternOf = [&](PatternAttr attr, PatternUse use) {
-          auto p = attr.getPattern(use);
-          return p ? std::optional<Pattern>(*p) : std::nullopt;
-        };
-        auto analyze = [&](PatternAttr attr, mlir::DictionaryAttr sizes,
-                           PatternUse use) {
-          auto pattern = patternOf(attr, use);
-          auto args = getSizeArgs(sizes);
-          if (!pattern || !args)
-            return false;
-          auto info = analyzeTransform(ctx, use, *pattern, in.inputs[0].shape, *args);
-          if (!info)
-            return false;
-          transform = *info;
-          in.transform = &*transform;
-          return true;
-        };
         bool ok = true;
-        if (auto r = llvm::dyn_cast<RearrangeOp>(op))
-          ok = analyze(r.getPattern(), r.getSizesAttr(), PatternUse::Rearrange);
-        else if (auto r = llvm::dyn_cast<RepeatOp>(op))
-          ok = analyze(r.getPattern(), r.getSizesAttr(), PatternUse::Repeat);
-        else if (auto r = llvm::dyn_cast<ReduceOp>(op)) {
-          ok = analyze(r.getPattern(), r.getSizesAttr(), PatternUse::Reduce);
-          in.reduction = toReduceKind(r.getKind());
+        if (llvm::isa<RearrangeOp, RepeatOp, ReduceOp>(op)) {
+          ok = transform.has_value();
+          if (ok)
+            in.transform = &*transform;
+          if (auto r = llvm::dyn_cast<ReduceOp>(op))
+            in.reduction = toReduceKind(r.getKind());
         } else if (auto e = llvm::dyn_cast<EinsumOp>(op)) {
-          auto pattern = patternOf(e.getPattern(), PatternUse::Einsum);
-          auto args = getSizeArgs(e.getSizesAttr());
-          std::vector<Shape> shapes;
-          for (auto &t : in.inputs)
-            shapes.push_back(t.shape);
-          ok = pattern && args;
-          if (ok) {
-            auto info = analyzeEinsum(ctx, *pattern, shapes, *args);
-            ok = static_cast<bool>(info);
-            if (ok) {
-              einsum = *info;
-              in.einsum = &*einsum;
-            }
-          }
+          einsum = getEinsumInfo(e);
+          ok = einsum.has_value();
+          if (ok)
+            in.einsum = &*einsum;
         } else if (auto u = llvm::dyn_cast<UnpackOp>(op)) {
-          auto pattern = patternOf(u.getPattern(), PatternUse::Pack);
-          ok = pattern.has_value();
+          auto pattern = u.getPattern().getPattern(PatternUse::Pack);
+          ok = static_cast<bool>(pattern);
           if (ok)
             in.packAxesBefore = pattern->inputs[0].starIndex();
         }
@@ -123,7 +95,7 @@ struct AnnotateCostsPass : impl::AnnotateCostsBase<AnnotateCostsPass> {
           failedAny = true;
           return;
         }
-        OpCost cost = computeCost(in, ctx.env);
+        OpCost cost = computeCost(in, env);
         llvm::SmallVector<mlir::NamedAttribute> fields;
         auto add = [&](const char *name, const Quantity &q) {
           fields.push_back(b.getNamedAttr(name, b.getStringAttr(q.expr.str())));

@@ -83,4 +83,11 @@ void setModuleDims(mlir::ModuleOp module, const Bindings &dims);
 /// An inference context whose env holds `getModuleDims(op)`.
 InferContext getInferContext(mlir::Operation *op);
 
+/// The elementary-axis structure of a verified `ein.rearrange`,
+/// `ein.reduce` or `ein.repeat` (nullopt for other ops), as the cost model
+/// and the lowering read it.
+std::optional<TransformInfo> getTransformInfo(mlir::Operation *op);
+/// The elementary-axis structure of a verified `ein.einsum`.
+std::optional<EinsumInfo> getEinsumInfo(EinsumOp op);
+
 } // namespace ein
