@@ -27,6 +27,7 @@
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -37,24 +38,75 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
+#include <set>
+
 namespace ein {
 
-std::string cpuPipeline(CPUStage stage) {
+std::string parseContractionTiles(const std::string &text,
+                                  CPUOptions &options) {
+  // Bounds keep the generated code sane: the register tile must fit the
+  // register file, blocks must fit memory.
+  static const std::map<std::string, std::pair<int64_t, int64_t>> keys = {
+      {"mr", {1, 32}},          {"nr-vectors", {1, 16}},
+      {"mc", {1, 1 << 16}},     {"nc", {1, 1 << 16}},
+      {"kc", {1, 1 << 16}},     {"vector-bits", {128, 512}},
+      {"work-items", {1, 1 << 16}}};
+  std::string result;
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(start, end - start);
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    auto known = keys.find(key);
+    if (eq == std::string::npos || known == keys.end()) {
+      std::string names;
+      for (auto &[name, range] : keys)
+        names += (names.empty() ? "" : ", ") + name;
+      return "--tiles expects KEY=INT[,KEY=INT]... with keys " + names +
+             "; got '" + item + "'";
+    }
+    if (!seen.insert(key).second)
+      return "--tiles sets '" + key + "' twice";
+    std::string digits = item.substr(eq + 1);
+    auto [lo, hi] = known->second;
+    bool number = !digits.empty() && digits.size() <= 6 &&
+                  digits.find_first_not_of("0123456789") == std::string::npos;
+    int64_t value = number ? std::stoll(digits) : -1;
+    if (value < lo || value > hi)
+      return "--tiles " + key + ": '" + digits + "' is not an integer in [" +
+             std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    if (key == "vector-bits" && value != 128 && value != 256 && value != 512)
+      return "--tiles vector-bits: expects 128, 256 or 512, got " + digits;
+    result += (result.empty() ? "" : " ") + key + "=" + digits;
+    start = end + 1;
+  }
+  options.contractionTiles = result;
+  return "";
+}
+
+std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
   std::string p = "ein-to-linalg,canonicalize";
   if (stage == CPUStage::Linalg)
     return p;
-  // Bufferize with results written in place into the caller's buffers, then
+  // Bufferize with results written in place into the caller's buffers;
+  // contractions become packed, register-tiled micro-kernels; everything else
   // loops whose outermost parallel loop is spread over the cores (OpenMP).
   p += ",one-shot-bufferize{bufferize-function-boundaries=1 "
        "function-boundary-type-conversion=identity-layout-map},"
        "ein-results-from-allocs,buffer-results-to-out-params{hoist-static-allocs=1},"
-       "canonicalize,buffer-deallocation-pipeline,"
+       "canonicalize,buffer-deallocation-pipeline,ein-tile-contractions{" +
+       options.contractionTiles + "},"
        "convert-linalg-to-affine-loops,func.func(affine-parallelize{max-nested=1}),"
        "lower-affine,canonicalize";
   if (stage == CPUStage::Loops)
     return p;
   p += ",convert-scf-to-openmp,expand-strided-metadata,lower-affine,"
-       "finalize-memref-to-llvm,convert-scf-to-cf,"
+       "convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
        "arith-expand{include-bf16=1},convert-math-to-funcs,"
        "convert-math-to-llvm,convert-math-to-libm,"
        "convert-arith-to-llvm,convert-openmp-to-llvm,convert-cf-to-llvm,"
@@ -69,7 +121,7 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
                   mlir::bufferization::BufferizationDialect,
                   mlir::scf::SCFDialect, mlir::affine::AffineDialect,
                   mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect,
-                  mlir::omp::OpenMPDialect>();
+                  mlir::omp::OpenMPDialect, mlir::vector::VectorDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
@@ -94,7 +146,8 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
   (void)passesRegistered;
 }
 
-bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error) {
+bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error,
+                  const CPUOptions &options) {
   mlir::MLIRContext *context = module.getContext();
   mlir::DialectRegistry registry;
   registerCPUPipeline(registry);
@@ -106,7 +159,7 @@ bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error) {
     return mlir::success();
   });
   mlir::PassManager pm(context);
-  if (mlir::failed(mlir::parsePassPipeline(cpuPipeline(stage), pm, errors)))
+  if (mlir::failed(mlir::parsePassPipeline(cpuPipeline(stage, options), pm, errors)))
     return false;
   return mlir::succeeded(pm.run(module));
 }

@@ -48,6 +48,13 @@ Commands:
 
 Options:
   --dim NAME=INT   bind a dim (overrides `dim NAME = ...` in the file)
+  --tiles KEY=INT[,KEY=INT]...
+                   (run, build, emit) blocking of contractions: mr and
+                   nr-vectors (register tile: mr rows x nr-vectors vectors,
+                   default 6 x 4), mc, nc, kc (packed blocks, in f32
+                   elements, default 128, 1024, 256), vector-bits (default:
+                   the host's), work-items (parallel blocks, default: twice
+                   the hardware threads)
   --help           show this help
 )";
 
@@ -64,6 +71,7 @@ struct Args {
   std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;
   CheckOptions check;
+  CPUOptions cpu;
 };
 
 std::optional<double> parsePositive(const std::string &text) {
@@ -173,6 +181,15 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
       if (!d)
         return usageError("--bandwidth expects a positive number of bytes/s");
       args.bandwidth = *d;
+    } else if (isFlag("--tiles") && (args.command == "run" ||
+                                     args.command == "build" ||
+                                     args.command == "emit")) {
+      auto v = value("--tiles");
+      if (!v)
+        return usageError("--tiles needs KEY=INT[,KEY=INT]...");
+      std::string problem = parseContractionTiles(*v, args.cpu);
+      if (!problem.empty())
+        return usageError(problem);
     } else if (a == "--json" && args.command == "report") {
       args.json = true;
     } else if (isFlag("--stage") && args.command == "emit") {
@@ -254,6 +271,7 @@ int runEinc(int argc, char **argv) {
     run.time = args.time;
     run.peakFlops = args.peakFlops;
     run.bandwidth = args.bandwidth;
+    run.cpu = args.cpu;
     return runFunction(*file, module, args.check, run);
   }
   CheckedModule checked = checkModule(module, args.check, diags);
@@ -263,7 +281,7 @@ int runEinc(int argc, char **argv) {
   }
   if (args.command == "build") {
     std::string error;
-    if (!compileToObject(checked, args.object, args.header, error)) {
+    if (!compileToObject(checked, args.object, args.header, error, args.cpu)) {
       std::cerr << file->path << ": error: cannot build:\n" << error;
       return 1;
     }
@@ -302,7 +320,7 @@ int runEinc(int argc, char **argv) {
                   : args.stage == "loops"  ? IRStage::Loops
                                            : IRStage::LLVM;
   std::string error;
-  if (!emitIR(checked, stage, std::cout, error)) {
+  if (!emitIR(checked, stage, std::cout, error, args.cpu)) {
     std::cerr << file->path << ": error: cannot emit --stage=" << args.stage
               << ":\n"
               << error;

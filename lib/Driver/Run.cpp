@@ -129,7 +129,7 @@ int runFunction(const SourceFile &file, const Module &module,
     return 2;
   }
   std::string error;
-  auto jit = JITFunction::compile(concrete, options.function, error);
+  auto jit = JITFunction::compile(concrete, options.function, error, options.cpu);
   if (!jit) {
     std::cerr << file.path << ": error: cannot compile '" << options.function
               << "':\n"

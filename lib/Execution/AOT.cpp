@@ -153,7 +153,8 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
 }
 
 bool compileToObject(const CheckedModule &module, const std::string &objectPath,
-                     const std::string &headerPath, std::string &error) {
+                     const std::string &headerPath, std::string &error,
+                     const CPUOptions &options) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -168,7 +169,7 @@ bool compileToObject(const CheckedModule &module, const std::string &objectPath,
   // function (pow, tanh, malloc) neither clashes with nor calls itself.
   for (auto f : ir->getOps<mlir::func::FuncOp>())
     f.setSymName(("ein_impl_" + f.getName()).str());
-  if (!lowerToStage(*ir, CPUStage::LLVM, error))
+  if (!lowerToStage(*ir, CPUStage::LLVM, error, options))
     return false;
 
   llvm::LLVMContext llvmContext;

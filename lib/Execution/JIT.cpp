@@ -87,7 +87,8 @@ std::vector<int64_t> descriptor(const runtime::HostTensor &t) {
 
 std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
                                                   const std::string &function,
-                                                  std::string &error) {
+                                                  std::string &error,
+                                                  const CPUOptions &options) {
   const CheckedFunction *fn = module.find(function);
   if (!fn) {
     error = "no function named '" + function + "'";
@@ -123,7 +124,7 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
     else
       f.setSymName(kEntryName);
   }
-  if (!lowerToStage(*ir, CPUStage::LLVM, error))
+  if (!lowerToStage(*ir, CPUStage::LLVM, error, options))
     return nullptr;
 
   // The host's target machine: LLVM's optimizer needs it to know the vector
@@ -140,15 +141,15 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
             llvm::toString(machine.takeError());
     return nullptr;
   }
-  mlir::ExecutionEngineOptions options;
+  mlir::ExecutionEngineOptions engineOptions;
   // options.transformer is a function_ref: the function must outlive it.
   std::function<llvm::Error(llvm::Module *)> optimize =
       mlir::makeOptimizingTransformer(3, 0, machine->get());
-  options.transformer = optimize;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  engineOptions.transformer = optimize;
+  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME};
-  options.sharedLibPaths = libs;
-  auto engine = mlir::ExecutionEngine::create(*ir, options, std::move(*machine));
+  engineOptions.sharedLibPaths = libs;
+  auto engine = mlir::ExecutionEngine::create(*ir, engineOptions, std::move(*machine));
   if (!engine) {
     llvm::raw_string_ostream os(error);
     os << "JIT compilation failed: " << llvm::toString(engine.takeError());

@@ -214,7 +214,7 @@ buildVerifiedEinModule(mlir::MLIRContext &context, const CheckedModule &module,
 }
 
 bool emitIR(const CheckedModule &module, IRStage stage, std::ostream &os,
-            std::string &error) {
+            std::string &error, const CPUOptions &options) {
   mlir::MLIRContext context;
   auto ir = buildVerifiedEinModule(context, module, error);
   if (!ir)
@@ -223,7 +223,7 @@ bool emitIR(const CheckedModule &module, IRStage stage, std::ostream &os,
     CPUStage cpu = stage == IRStage::Linalg  ? CPUStage::Linalg
                    : stage == IRStage::Loops ? CPUStage::Loops
                                              : CPUStage::LLVM;
-    if (!lowerToStage(*ir, cpu, error))
+    if (!lowerToStage(*ir, cpu, error, options))
       return false;
   }
   llvm::raw_os_ostream out(os);

@@ -1432,6 +1432,37 @@ def gen_large_case(rng, idx: int) -> RunCase:
                    inputs=inputs, outs=outs)
 
 
+def gen_blocked_contraction_case(rng, idx: int) -> RunCase:
+    """Contractions past the default blocks of ein-tile-contractions (kc 256
+    f32 / 128 f64, nc 1024, mc 128, 6 x 64 register tiles) with ragged edges,
+    every operand layout and 16-bit inputs accumulated in f32. Inputs are
+    small integers, so the sums are exact before the one final rounding."""
+    layouts = [
+        ("m k, k n -> m n", ["m", "k"], ["k", "n"], ["m", "n"]),
+        ("m k, n k -> m n", ["m", "k"], ["n", "k"], ["m", "n"]),
+        ("k m, k n -> n m", ["k", "m"], ["k", "n"], ["n", "m"]),
+        ("b m k, b n k -> b m n", ["b", "m", "k"], ["b", "n", "k"], ["b", "m", "n"]),
+        ("m k j, k n j -> n m", ["m", "k", "j"], ["k", "n", "j"], ["n", "m"]),
+    ]
+    pattern, xa, ya, oa = layouts[idx % len(layouts)]
+    dtype = ["f32", "f64", "f16", "bf16", "f32"][(idx // len(layouts)) % 5]
+    size = {"b": int(rng.integers(2, 4)), "j": int(rng.integers(2, 4)),
+            "m": int(rng.integers(5, 140)), "k": int(rng.integers(257, 600)),
+            "n": int(rng.choice([int(rng.integers(65, 200)), int(rng.integers(1025, 1100))]))}
+    if "j" in xa:
+        size["k"] //= 3
+    np_dtype = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32}[dtype]
+    x = rng.integers(-1, 2, size=[size[d] for d in xa]).astype(np_dtype)
+    y = rng.integers(-1, 2, size=[size[d] for d in ya]).astype(np_dtype)
+    src = emit_function("f", [("x", tstr(dtype, xa)), ("y", tstr(dtype, ya))], [tstr(dtype, oa)],
+                        [f'return einsum(x, y, "{pattern}")'])
+    ref = np.einsum(pattern.replace(" ", "").replace(",", ",").replace("->", "->"),
+                    x.astype(np.int64), y.astype(np.int64))
+    desc = f"{dtype} blocked contraction {pattern} {size}"
+    return RunCase(f"gen-blocked#{idx:03d}", "generated", desc, src,
+                   inputs=[("x", x), ("y", y)], outs=[Out(dtype, quantize(ref, dtype), True)])
+
+
 def edge_cases() -> list[RunCase]:
     """Hand-written programs for corners of the lowering, the pipeline and the
     driver."""
@@ -1560,6 +1591,8 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_large_case(np.random.default_rng(43_000 + k), k))
     for k in range(9):
         cases.append(gen_wide_int_case(np.random.default_rng(44_000 + k), k))
+    for k in range(15):
+        cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
     cases += edge_cases()
     return cases
 
@@ -1785,6 +1818,11 @@ class Result:
     stderr: str = ""
 
 
+# Arguments appended to every `einc run` (--einc-arg), e.g. tiny contraction
+# tiles so that small cases cross every block edge.
+EINC_EXTRA_ARGS = []
+
+
 def run_case(einc: str, case: RunCase, workdir: str) -> Result:
     d = os.path.join(workdir, safe_name(case.cid))
     os.makedirs(d, exist_ok=True)
@@ -1818,7 +1856,7 @@ def run_case(einc: str, case: RunCase, workdir: str) -> Result:
         cmd += ["--out", o]
     for name, value in case.dims:
         cmd += ["--dim", f"{name}={value}"]
-    cmd += case.extra_args
+    cmd += case.extra_args + EINC_EXTRA_ARGS
     with open(os.path.join(d, "cmd.sh"), "w") as f:
         f.write(" ".join(f"'{c}'" for c in cmd) + "\n")
     try:
@@ -1868,7 +1906,10 @@ def main() -> int:
     ap.add_argument("--keep", metavar="DIR", help="write each case's files under DIR and keep them")
     ap.add_argument("--verbose", action="store_true", help="print every case")
     ap.add_argument("--jobs", type=int, default=2, help="parallel einc runs (default 2)")
+    ap.add_argument("--einc-arg", action="append", default=[], metavar="ARG",
+                    help="extra argument for every `einc run` (repeatable), e.g. --einc-arg=--tiles=mr=3")
     args = ap.parse_args()
+    EINC_EXTRA_ARGS.extend(args.einc_arg)
 
     if not (os.path.isfile(args.einc) and os.access(args.einc, os.X_OK)):
         found = shutil.which(args.einc)

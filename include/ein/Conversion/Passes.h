@@ -22,6 +22,12 @@ class FuncDialect;
 namespace memref {
 class MemRefDialect;
 }
+namespace scf {
+class SCFDialect;
+}
+namespace vector {
+class VectorDialect;
+}
 } // namespace mlir
 
 namespace ein {

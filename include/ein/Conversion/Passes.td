@@ -83,4 +83,79 @@ def ResultsFromAllocs : Pass<"ein-results-from-allocs", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
+  let summary = "Packed, cache-blocked, register-tiled loops for contractions";
+  let description = [{
+    Runs on buffers, after bufferization. A `linalg.generic` that computes
+    `C += A * B` summed over its reduction loops (the shape every einsum
+    lowers to; the operands may be 16-bit floats extended to an f32 or f64
+    accumulator) becomes the loop nest of a BLIS-style GEMM:
+
+    - the output's contiguous axis `n` (from one operand, called B), the
+      largest axis `m` of the other operand A alone, and the largest axis
+      `k` they share are blocked; every other loop is an outer loop;
+    - one `scf.parallel` over the outer parallel loops and chunks of `m`
+      (at least `work-items` of them, so every core gets work);
+    - `kc x nc` blocks of B and `mc x kc` blocks of A are packed into
+      aligned panels in the accumulator type (any strides, any layout, edges
+      padded with zeros);
+    - a micro-kernel keeps an `mr x nr` tile of C in vector registers
+      (`mr * nr / lanes` accumulators: 6 x 64 f32 = 24 AVX-512 registers
+      by default), one FMA per row and vector per k,
+      and reads/writes C once per k block with masked vector accesses.
+
+    A zero `linalg.fill` of C right before the contraction is folded: the
+    accumulators start at zero on the first k block. Contractions it does
+    not match (integers, no shared reduction, an output whose contiguous
+    axis both operands carry) are left to the generic lowering.
+
+    Before:
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%c : memref<2048x2048xf32>)
+    linalg.generic {indexing_maps = [(m, k, n) -> (m, k), (m, k, n) -> (k, n),
+                                     (m, k, n) -> (m, n)],
+                    iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%a, %b : memref<2048x2048xf32>, memref<2048x2048xf32>)
+        outs(%c : memref<2048x2048xf32>) { mulf, addf }
+    ```
+    After:
+    ```mlir
+    scf.parallel (%item) = (%c0) to (%c4) step (%c1) {
+      %ap = memref.alloc() {alignment = 64} : memref<21x256x6xf32>
+      %bp = memref.alloc() {alignment = 64} : memref<16x256x64xf32>
+      scf.for %jc ... scf.for %pc ... {      // pack B's kc x nc block
+        scf.for %ic ... {                    // pack A's mc x kc block
+          scf.for %jr ... scf.for %ir ... {
+            %acc:16 = scf.for %p = %c0 to %kc iter_args(...) {
+              %b0 = vector.load %bp[%jp, %p, %c0] : vector<16xf32>
+              %a0 = memref.load %ap[%ip, %p, %c0]
+              %s0 = vector.broadcast %a0 : f32 to vector<16xf32>
+              %f0 = vector.fma %s0, %b0, %acc#0 : vector<16xf32>
+              ...
+            }
+            vector.maskedstore %c[...], %mask, %acc#0 ...
+      } } }
+      memref.dealloc %ap
+      memref.dealloc %bp
+    }
+    ```
+  }];
+  let options = [
+    Option<"mr", "mr", "int64_t", "6", "Rows of the register tile">,
+    Option<"nrVectors", "nr-vectors", "int64_t", "4",
+           "Vectors per row of the register tile">,
+    Option<"mc", "mc", "int64_t", "128", "Rows of a packed A block (f32 elements)">,
+    Option<"nc", "nc", "int64_t", "1024", "Columns of a packed B block (f32 elements)">,
+    Option<"kc", "kc", "int64_t", "256", "Depth of the packed blocks (f32 elements)">,
+    Option<"vectorBits", "vector-bits", "int64_t", "0",
+           "Vector register width in bits; 0: the host's (512 with AVX-512)">,
+    Option<"workItems", "work-items", "int64_t", "0",
+           "Parallel blocks to aim for; 0: twice the host's hardware threads">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 #endif // EIN_CONVERSION_PASSES_TD

@@ -18,15 +18,29 @@ enum class CPUStage {
   LLVM,   // the LLVM dialect, ready for translation to LLVM IR
 };
 
+/// Knobs of the CPU pipeline that users may set.
+struct CPUOptions {
+  /// Options of ein-tile-contractions in pass-option syntax ("mr=6 kc=128");
+  /// empty keeps its defaults. Set from `einc --tiles` by
+  /// parseContractionTiles.
+  std::string contractionTiles;
+};
+
+/// Parses `--tiles` text, KEY=INT[,KEY=INT]... with the keys of
+/// ein-tile-contractions (mr, nr-vectors, mc, nc, kc, vector-bits,
+/// work-items), into `options`. Returns an error message, or "" on success.
+std::string parseContractionTiles(const std::string &text, CPUOptions &options);
+
 /// The textual pass pipeline (passes on builtin.module, comma-separated,
 /// without the anchor) that lowers `ein` IR to `stage`.
-std::string cpuPipeline(CPUStage stage);
+std::string cpuPipeline(CPUStage stage, const CPUOptions &options = {});
 
 /// Registers the dialects, interfaces and passes the CPU pipeline uses.
 void registerCPUPipeline(mlir::DialectRegistry &registry);
 
 /// Runs the CPU pipeline on `module` up to `stage`. On failure returns false
 /// with the diagnostics in `error`.
-bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error);
+bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error,
+                  const CPUOptions &options = {});
 
 } // namespace ein

@@ -1,6 +1,7 @@
 // `einc run`: JIT-compile one function, run it on .npy inputs, write .npy outputs.
 #pragma once
 
+#include "ein/Conversion/Pipelines.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/AST.h"
 
@@ -16,6 +17,7 @@ struct RunOptions {
   std::vector<std::string> outputs;                        // paths
   bool time = false;
   double peakFlops = 0, bandwidth = 0;
+  CPUOptions cpu;
 };
 
 /// Runs `options.function` of the parsed `module`. Returns the exit code:

@@ -1,6 +1,7 @@
 // Ahead-of-time compilation: an object file and a C header per .ein module.
 #pragma once
 
+#include "ein/Conversion/Pipelines.h"
 #include "ein/Sema/Program.h"
 
 #include <string>
@@ -19,7 +20,8 @@ namespace ein {
 /// needs LLVM's OpenMP runtime (libomp) and libm at link time. Returns false
 /// with the reason in `error`.
 bool compileToObject(const CheckedModule &module, const std::string &objectPath,
-                     const std::string &headerPath, std::string &error);
+                     const std::string &headerPath, std::string &error,
+                     const CPUOptions &options = {});
 
 /// The C header text for `module` (exposed for tests).
 std::string cHeader(const CheckedModule &module, const std::string &guard);

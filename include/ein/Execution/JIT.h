@@ -1,6 +1,7 @@
 // JIT compilation of a checked .ein function to native code, and calling it.
 #pragma once
 
+#include "ein/Conversion/Pipelines.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Program.h"
 
@@ -17,7 +18,8 @@ public:
   /// the CPU pipeline. Returns null with the reason in `error`.
   static std::unique_ptr<JITFunction> compile(const CheckedModule &module,
                                               const std::string &function,
-                                              std::string &error);
+                                              std::string &error,
+                                              const CPUOptions &options = {});
   ~JITFunction();
 
   /// Runs the function: `inputs` in parameter order, `outputs` preallocated

@@ -1,6 +1,7 @@
 // The one bridge from the checked AST to the `ein` dialect (no MLIR in this header).
 #pragma once
 
+#include "ein/Conversion/Pipelines.h"
 #include "ein/Sema/Program.h"
 
 #include <ostream>
@@ -14,7 +15,7 @@ enum class IRStage { Ein, Linalg, Loops, LLVM };
 /// Builds the `ein` IR of `module`, verifies it, lowers it to `stage`, and
 /// prints it to `os`. On failure returns false with the messages in `error`.
 bool emitIR(const CheckedModule &module, IRStage stage, std::ostream &os,
-            std::string &error);
+            std::string &error, const CPUOptions &options = {});
 
 } // namespace ein
 

@@ -1,0 +1,213 @@
+// RUN: ein-opt %s --ein-tile-contractions="vector-bits=512 work-items=4" --canonicalize --cse --split-input-file | FileCheck %s
+
+#mA = affine_map<(m, k, n) -> (m, k)>
+#mB = affine_map<(m, k, n) -> (k, n)>
+#mC = affine_map<(m, k, n) -> (m, n)>
+
+// Tests the GEMM structure: the zero fill folds into the kernel, work is
+// split over m into 4 parallel chunks of 6 rows, A and B are packed into
+// aligned panels (6-row A panels; B panels of 48 lanes, as 40 columns need
+// only 3 of the 4 vectors of the default 6 x 64 tile), and the 6 x 48 f32
+// tile lives in 18 vector accumulators through the k loop; C is written
+// once, the 40 columns as two full vectors and one masked to 8 lanes.
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[A:.*]]: memref<20x30xf32>, %[[B:.*]]: memref<30x40xf32>, %[[C:.*]]: memref<20x40xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c4) step (%c1)
+// CHECK: %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x30x6xf32>
+// CHECK: %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x30x48xf32>
+// CHECK: memref.load %[[B]]
+// CHECK: memref.store %{{.*}}, %[[BP]]
+// CHECK: memref.load %[[A]]
+// CHECK: memref.store %{{.*}}, %[[AP]]
+// CHECK: vector.constant_mask [8] : vector<16xi1>
+// CHECK: scf.for %{{.*}} = %c0 to %c30 step %c1 iter_args
+// CHECK-COUNT-3: vector.load %[[BP]]
+// CHECK: memref.load %[[AP]]
+// CHECK: vector.broadcast %{{.*}} : f32 to vector<16xf32>
+// CHECK-COUNT-18: vector.fma
+// CHECK: scf.yield
+// CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK: vector.maskedstore %[[C]]
+// CHECK: memref.dealloc %[[AP]]
+// CHECK: memref.dealloc %[[BP]]
+// CHECK-NOT: linalg.generic
+func.func @matmul(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %c: memref<20x40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<20x40xf32>)
+  linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<20x30xf32>, memref<30x40xf32>) outs(%c : memref<20x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#mA = affine_map<(m, k, n) -> (m, k)>
+#mB = affine_map<(m, k, n) -> (k, n)>
+#mC = affine_map<(m, k, n) -> (m, n)>
+
+// Tests f16 operands accumulated in f32: packing extends them once; a fill
+// with a non-zero value stays, and the kernel reads C before accumulating.
+// CHECK-LABEL: func.func @half_inputs
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[C:.*]] : memref<20x40xf32>)
+// CHECK: scf.parallel
+// CHECK: memref.load %{{.*}} : memref<30x40xf16>
+// CHECK-NEXT: arith.extf %{{.*}} : f16 to f32
+// CHECK: memref.load %{{.*}} : memref<20x30xf16>
+// CHECK-NEXT: arith.extf %{{.*}} : f16 to f32
+// CHECK: vector.load %[[C]]
+// CHECK: vector.fma
+// CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK-NOT: linalg.generic
+func.func @half_inputs(%a: memref<20x30xf16>, %b: memref<30x40xf16>, %c: memref<20x40xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%c : memref<20x40xf32>)
+  linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<20x30xf16>, memref<30x40xf16>) outs(%c : memref<20x40xf32>) {
+  ^bb0(%x: f16, %y: f16, %acc: f32):
+    %xe = arith.extf %x : f16 to f32
+    %ye = arith.extf %y : f16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests attention scores `b s d, b t d -> b s t`: the batch loop alone gives
+// enough parallel work (6 items, one chunk of s each); B is read along its
+// contiguous d while packing t into lanes.
+// CHECK-LABEL: func.func @scores
+// CHECK-SAME: (%[[Q:.*]]: memref<6x16x8xf32>, %[[K:.*]]: memref<6x24x8xf32>
+// CHECK: scf.parallel (%[[ITEM:.*]]) = (%c0) to (%c6) step (%c1)
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<3x8x6xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x8x32xf32>
+// CHECK: scf.for %[[LANE:.*]] = %c0 to %c32
+// CHECK-NEXT: scf.for %[[P:.*]] = %c0 to %c8
+// CHECK: memref.load %[[K]][%{{.*}}, %{{.*}}, %[[P]]]
+// CHECK: vector.fma
+func.func @scores(%q: memref<6x16x8xf32>, %k: memref<6x24x8xf32>, %c: memref<6x16x24xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<6x16x24xf32>)
+  linalg.generic {indexing_maps = [affine_map<(b, s, t, d) -> (b, s, d)>,
+                                   affine_map<(b, s, t, d) -> (b, t, d)>,
+                                   affine_map<(b, s, t, d) -> (b, s, t)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : memref<6x16x8xf32>, memref<6x24x8xf32>) outs(%c : memref<6x16x24xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests f64: 8 lanes per vector, and an output whose contiguous axis comes
+// from the first operand (`k m, k n -> n m`): the operands swap roles.
+// CHECK-LABEL: func.func @swapped_f64
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<{{[0-9]+}}x10x6xf64>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x10x16xf64>
+// CHECK: vector.broadcast %{{.*}} : f64 to vector<8xf64>
+// CHECK: vector.fma %{{.*}} : vector<8xf64>
+func.func @swapped_f64(%a: memref<10x12xf64>, %b: memref<10x9xf64>, %c: memref<9x12xf64>) {
+  %zero = arith.constant 0.0 : f64
+  linalg.fill ins(%zero : f64) outs(%c : memref<9x12xf64>)
+  linalg.generic {indexing_maps = [affine_map<(k, m, n) -> (k, m)>,
+                                   affine_map<(k, m, n) -> (k, n)>,
+                                   affine_map<(k, m, n) -> (n, m)>],
+                  iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%a, %b : memref<10x12xf64>, memref<10x9xf64>) outs(%c : memref<9x12xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// -----
+
+// Tests two summed axes: the longer is the kernel's k, the other an outer
+// sequential loop inside each work item.
+// CHECK-LABEL: func.func @two_sums
+// CHECK: scf.parallel
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x20x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: vector.fma
+func.func @two_sums(%a: memref<8x20x3xf32>, %b: memref<20x3x16xf32>, %c: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, k, j, n) -> (m, k, j)>,
+                                   affine_map<(m, k, j, n) -> (k, j, n)>,
+                                   affine_map<(m, k, j, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "reduction", "parallel"]}
+      ins(%a, %b : memref<8x20x3xf32>, memref<20x3x16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests what stays with the generic lowering: integers, an output whose
+// contiguous axis both operands carry, and a product with nothing to sum.
+// CHECK-LABEL: func.func @integers
+// CHECK-NOT: scf.parallel
+// CHECK: linalg.generic
+func.func @integers(%a: memref<4x5xi32>, %b: memref<5x6xi32>, %c: memref<4x6xi32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>,
+                                   affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<4x5xi32>, memref<5x6xi32>) outs(%c : memref<4x6xi32>) {
+  ^bb0(%x: i32, %y: i32, %acc: i32):
+    %p = arith.muli %x, %y : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @shared_inner_axis
+// CHECK-NOT: scf.parallel
+// CHECK: linalg.generic
+func.func @shared_inner_axis(%a: memref<7x4xf32>, %b: memref<7x5xf32>, %c: memref<4x5x7xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j, b) -> (b, i)>, affine_map<(i, j, b) -> (b, j)>,
+                                   affine_map<(i, j, b) -> (i, j, b)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%a, %b : memref<7x4xf32>, memref<7x5xf32>) outs(%c : memref<4x5x7xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @outer_product
+// CHECK-NOT: scf.parallel
+// CHECK: linalg.generic
+func.func @outer_product(%a: memref<4xf32>, %b: memref<5xf32>, %c: memref<4x5xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (j)>,
+                                   affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : memref<4xf32>, memref<5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
