@@ -55,6 +55,7 @@ struct Contraction {
   llvm::SmallVector<int64_t> ranges;
   mlir::FloatType acc;
   linalg::FillOp zeroFill; // a zero fill of C folded into the kernel
+  bool directA = false;    // the kernel reads A in place, unpacked
 };
 
 bool uses(mlir::AffineMap map, unsigned dim) {
@@ -170,6 +171,12 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
     else
       c.outerParallel.push_back(d);
   }
+  // A already in the accumulator type with k contiguous is read in place:
+  // each register row streams along its own row of A, which the hardware
+  // prefetches as well as a packed panel, and the copy is saved.
+  c.directA = typeA.getElementType() == c.acc && hasUnitInnerStride(typeA) &&
+              llvm::cast<mlir::AffineDimExpr>(c.mapA.getResults().back())
+                      .getPosition() == c.k;
   // A zero fill of C right before the contraction: the kernel starts its
   // accumulators at zero instead of reading C.
   if (auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode()))
@@ -231,7 +238,7 @@ private:
             Value kCount);
   void microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
                    Value panelA, Value panelB, Value mLo, Value rows, Value nLo,
-                   Value cols, Value kCount, Value startAtZero);
+                   Value cols, Value kLo, Value kCount, Value startAtZero);
 };
 
 /// Copies the block of `source` with `lanesCount` values of loop `lanesDim`
@@ -291,8 +298,8 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
 /// r < rows, j < cols, with mr x nr accumulators in vector registers.
 void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
                                 Value panelA, Value panelB, Value mLo,
-                                Value rows, Value nLo, Value cols, Value kCount,
-                                Value startAtZero) {
+                                Value rows, Value nLo, Value cols, Value kLo,
+                                Value kCount, Value startAtZero) {
   auto vecType = mlir::VectorType::get({blk.vl}, c.acc);
   auto maskType = mlir::VectorType::get({blk.vl}, b.getI1Type());
   int64_t vectors = blk.nr / blk.vl;
@@ -343,8 +350,17 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
           bs.push_back(b.create<vector::LoadOp>(
               loc, vecType, bp, mlir::ValueRange{panelB, p, cst(v * blk.vl)}));
         for (int64_t r = 0; r < blk.mr; ++r) {
-          Value x = b.create<memref::LoadOp>(
-              loc, ap, mlir::ValueRange{panelA, p, cst(r)});
+          Value x;
+          if (c.directA) {
+            // Rows past the edge read the last row; their results are not
+            // stored.
+            iv[c.m] = min(add(mLo, cst(r)), cst(c.ranges[c.m] - 1));
+            iv[c.k] = add(kLo, p);
+            x = b.create<memref::LoadOp>(loc, c.a, indices(c.mapA, iv));
+          } else {
+            x = b.create<memref::LoadOp>(loc, ap,
+                                         mlir::ValueRange{panelA, p, cst(r)});
+          }
           Value splat = b.create<vector::BroadcastOp>(loc, vecType, x);
           for (int64_t v = 0; v < vectors; ++v)
             next.push_back(b.create<vector::FMAOp>(loc, splat, bs[v],
@@ -397,8 +413,10 @@ void KernelEmitter::emit() {
     rest = b.create<arith::DivUIOp>(loc, rest, cst(c.ranges[d]));
   }
   auto align = b.getI64IntegerAttr(64);
-  Value ap = b.create<memref::AllocOp>(
-      loc, packedType(blk.mr, roundUp(mc, blk.mr)), align);
+  Value ap = c.directA
+                 ? Value()
+                 : b.create<memref::AllocOp>(
+                       loc, packedType(blk.mr, roundUp(mc, blk.mr)), align);
   Value bp = b.create<memref::AllocOp>(loc, packedType(blk.nr, nc), align);
 
   // Outer reductions run sequentially inside one work item; C starts at
@@ -425,7 +443,9 @@ void KernelEmitter::emit() {
         pack(bp, c.b, c.mapB, iv, c.n, blk.nr, jc, ncCount, cst(N), pc, kCount);
         loop(mLo, mEnd, mc, [&](Value ic) {
           Value mcCount = min(cst(mc), b.create<arith::SubIOp>(loc, mEnd, ic));
-          pack(ap, c.a, c.mapA, iv, c.m, blk.mr, ic, mcCount, mEnd, pc, kCount);
+          if (!c.directA)
+            pack(ap, c.a, c.mapA, iv, c.m, blk.mr, ic, mcCount, mEnd, pc,
+                 kCount);
           loop(cst(0), ncCount, blk.nr, [&](Value jr) {
             Value cols =
                 min(cst(blk.nr), b.create<arith::SubIOp>(loc, ncCount, jr));
@@ -435,7 +455,7 @@ void KernelEmitter::emit() {
                   min(cst(blk.mr), b.create<arith::SubIOp>(loc, mcCount, ir));
               Value panelA = b.create<arith::DivUIOp>(loc, ir, cst(blk.mr));
               microKernel(iv, ap, bp, panelA, panelB, add(ic, ir), rows,
-                          add(jc, jr), cols, kCount, atZero);
+                          add(jc, jr), cols, pc, kCount, atZero);
             });
           });
         });
@@ -444,7 +464,8 @@ void KernelEmitter::emit() {
   };
   reductions(0, b.create<arith::ConstantOp>(
                     loc, b.getBoolAttr(static_cast<bool>(c.zeroFill))));
-  b.create<memref::DeallocOp>(loc, ap);
+  if (ap)
+    b.create<memref::DeallocOp>(loc, ap);
   b.create<memref::DeallocOp>(loc, bp);
 }
 
