@@ -498,7 +498,12 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
       blk.mr = mr;
       // A narrow output needs fewer vectors per row than the default tile.
       int64_t n = c.ranges[c.n];
-      blk.nr = std::min<int64_t>(nrVectors, (n + blk.vl - 1) / blk.vl) * blk.vl;
+      // 6 x 4 accumulators fit AVX-512's 32 registers; AVX2 and SSE have
+      // 16, which take 6 x 2.
+      int64_t vectors = nrVectors > 0 ? int64_t(nrVectors)
+                        : bits >= 512 ? 4
+                                      : 2;
+      blk.nr = std::min<int64_t>(vectors, (n + blk.vl - 1) / blk.vl) * blk.vl;
       // Cache blocks are given for f32; f64 halves the element counts.
       int64_t scale = c.acc.getWidth() / 32;
       blk.mc = std::max<int64_t>(blk.mr, mc / scale / blk.mr * blk.mr);

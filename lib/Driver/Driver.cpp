@@ -51,7 +51,8 @@ Options:
   --tiles KEY=INT[,KEY=INT]...
                    (run, build, emit) blocking of contractions: mr and
                    nr-vectors (register tile: mr rows x nr-vectors vectors,
-                   default 6 x 4), mc, nc, kc (packed blocks, in f32
+                   default 6 x 4 with AVX-512, 6 x 2 without), mc, nc, kc
+                   (packed blocks, in f32
                    elements, default 128, 1024, 256), vector-bits (default:
                    the host's), work-items (parallel blocks, default: twice
                    the hardware threads)

@@ -1,4 +1,5 @@
 // RUN: ein-opt %s --ein-tile-contractions="vector-bits=512 work-items=4" --canonicalize --cse --split-input-file | FileCheck %s
+// RUN: ein-opt %s --ein-tile-contractions="vector-bits=256 work-items=4" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=AVX2
 
 #mA = affine_map<(m, k, n) -> (m, k)>
 #mB = affine_map<(m, k, n) -> (k, n)>
@@ -207,6 +208,28 @@ func.func @outer_product(%a: memref<4xf32>, %b: memref<5xf32>, %c: memref<4x5xf3
                                    affine_map<(i, j) -> (i, j)>],
                   iterator_types = ["parallel", "parallel"]}
       ins(%a, %b : memref<4xf32>, memref<5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests the register tile without AVX-512 (16 vector registers): 6 rows of
+// two 256-bit vectors, 12 accumulators.
+// AVX2-LABEL: func.func @avx2
+// AVX2: memref.alloc() {alignment = 64 : i64} : memref<3x30x16xf32>
+// AVX2: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+func.func @avx2(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %c: memref<20x40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<20x40xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>,
+                                   affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<20x30xf32>, memref<30x40xf32>) outs(%c : memref<20x40xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32

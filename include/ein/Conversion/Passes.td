@@ -142,8 +142,9 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"mr", "mr", "int64_t", "6", "Rows of the register tile">,
-    Option<"nrVectors", "nr-vectors", "int64_t", "4",
-           "Vectors per row of the register tile">,
+    Option<"nrVectors", "nr-vectors", "int64_t", "0",
+           "Vectors per row of the register tile; 0: 4 with 512-bit vectors "
+           "(32 registers), 2 otherwise (16 registers)">,
     Option<"mc", "mc", "int64_t", "128", "Rows of a packed A block (f32 elements)">,
     Option<"nc", "nc", "int64_t", "1024", "Columns of a packed B block (f32 elements)">,
     Option<"kc", "kc", "int64_t", "256", "Depth of the packed blocks (f32 elements)">,
