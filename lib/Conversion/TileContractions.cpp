@@ -58,6 +58,12 @@ struct Contraction {
   bool directA = false;    // the kernel reads A in place, unpacked
 };
 
+/// The loop that indexes the operand's last (contiguous) axis; the maps are
+/// projected permutations.
+unsigned innermostLoop(mlir::AffineMap map) {
+  return map.getDimPosition(map.getNumResults() - 1);
+}
+
 bool uses(mlir::AffineMap map, unsigned dim) {
   return map.isFunctionOfDim(dim);
 }
@@ -136,8 +142,7 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
     return std::nullopt;
 
   // n: the output's contiguous axis; it must come from one operand only.
-  c.n =
-      llvm::cast<mlir::AffineDimExpr>(c.mapC.getResults().back()).getPosition();
+  c.n = innermostLoop(c.mapC);
   bool inA = uses(c.mapA, c.n), inB = uses(c.mapB, c.n);
   if (inA == inB)
     return std::nullopt;
@@ -175,8 +180,7 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
   // each register row streams along its own row of A, which the hardware
   // prefetches as well as a packed panel, and the copy is saved.
   c.directA = typeA.getElementType() == c.acc && hasUnitInnerStride(typeA) &&
-              llvm::cast<mlir::AffineDimExpr>(c.mapA.getResults().back())
-                      .getPosition() == c.k;
+              innermostLoop(c.mapA) == c.k;
   // A zero fill of C right before the contraction: the kernel starts its
   // accumulators at zero instead of reading C.
   if (auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode()))
@@ -218,8 +222,8 @@ private:
   llvm::SmallVector<Value> indices(mlir::AffineMap map,
                                    llvm::ArrayRef<Value> iv) {
     llvm::SmallVector<Value> out;
-    for (auto e : map.getResults())
-      out.push_back(iv[llvm::cast<mlir::AffineDimExpr>(e).getPosition()]);
+    for (unsigned i = 0; i < map.getNumResults(); ++i)
+      out.push_back(iv[map.getDimPosition(i)]);
     return out;
   }
 
@@ -250,8 +254,7 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
                          llvm::SmallVector<Value> iv, unsigned lanesDim,
                          int64_t lanes, Value lanesLo, Value lanesCount,
                          Value lanesEnd, Value kLo, Value kCount) {
-  unsigned inner =
-      llvm::cast<mlir::AffineDimExpr>(map.getResults().back()).getPosition();
+  unsigned inner = innermostLoop(map);
   Value panels = b.create<arith::CeilDivSIOp>(loc, lanesCount, cst(lanes));
   Value last = b.create<arith::SubIOp>(loc, lanesEnd, cst(1));
   // Only the last panel can run past `lanesEnd`: the others copy without
