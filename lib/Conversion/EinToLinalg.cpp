@@ -62,11 +62,6 @@ public:
   mlir::FailureOr<RankedTensorType> tensorType(Type einType,
                                                mlir::Operation *at) {
     auto t = llvm::cast<EinTensorType>(einType);
-    if (llvm::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(
-            t.getElementType())) {
-      at->emitError() << "fp8 tensors cannot be lowered to the CPU yet";
-      return mlir::failure();
-    }
     llvm::SmallVector<int64_t> dims;
     for (auto &d : t.getShape()) {
       if (d.isPack()) {

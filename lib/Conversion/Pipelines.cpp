@@ -105,7 +105,7 @@ std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
        "lower-affine,canonicalize";
   if (stage == CPUStage::Loops)
     return p;
-  p += ",convert-scf-to-openmp,expand-strided-metadata,lower-affine,"
+  p += ",ein-expand-fp8,convert-scf-to-openmp,expand-strided-metadata,lower-affine,"
        "convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
        "arith-expand{include-bf16=1},convert-math-to-funcs,"
        "convert-math-to-llvm,convert-math-to-libm,"

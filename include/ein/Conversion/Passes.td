@@ -83,6 +83,53 @@ def ResultsFromAllocs : Pass<"ein-results-from-allocs", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def ExpandFp8 : Pass<"ein-expand-fp8", "::mlir::ModuleOp"> {
+  let summary = "Run fp8 arithmetic in f32 and fp8 conversions as integer code";
+  let description = [{
+    LLVM 19 has no fp8 types: its type converter stores `f8E4M3FN` and
+    `f8E5M2` as `i8`, but cannot extend, truncate or compute on them. This
+    pass runs on loops, just before the conversion to the LLVM dialect, and
+    leaves no arith or math op that computes on fp8 (scalars or vectors):
+
+    - an arith or math op with fp8 operands or results (`addf`, `maximumf`,
+      `cmpf`, `math.exp`, `fptosi`, ...) runs in f32: fp8 operands are
+      extended, fp8 results rounded once. For `+ - * /` that is the
+      correctly rounded fp8 result, since f32 has more than twice fp8's
+      precision plus two bits;
+    - `arith.extf` from fp8 becomes integer code on the bit pattern (sign,
+      rebiased exponent, mantissa; subnormals as `man * 2^(1-bias-m)`; inf and
+      NaN kept), exact, then `extf`/`truncf` to f64, f16 or bf16 (exact);
+    - `arith.truncf` to fp8 from f32 or f64 rounds to nearest even in one
+      step (f16 and bf16 are extended to f32 first, exactly): values past
+      the largest finite one become inf (e5m2) or NaN (e4m3fn, which has no
+      inf; 464 still rounds down to 448), NaN keeps its sign. This is the
+      rounding of the `.npy` runtime (lib/Runtime/FloatConvert.cpp) and of
+      ml_dtypes;
+    - an fp8 constant becomes an `i8` constant bitcast to fp8.
+
+    Loads, stores, selects and bitcasts of fp8 stay: they only move bits.
+    Any other arith or math op on fp8 left behind is an error.
+
+    Before:
+    ```mlir
+    %y = arith.mulf %x, %c : f8E4M3FN
+    ```
+    After (abridged):
+    ```mlir
+    %b = arith.bitcast %x : f8E4M3FN to i8
+    %w = arith.extui %b : i8 to i32
+    ...                                   // sign, exponent, mantissa
+    %xf = arith.bitcast %bits : i32 to f32
+    %yf = arith.mulf %xf, %cf : f32
+    %i = arith.bitcast %yf : f32 to i32
+    ...                                   // round to nearest even
+    %t = arith.trunci %code : i32 to i8
+    %y = arith.bitcast %t : i8 to f8E4M3FN
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
   let summary = "Packed, cache-blocked, register-tiled loops for contractions";
   let description = [{
