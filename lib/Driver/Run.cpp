@@ -122,10 +122,24 @@ int runFunction(const SourceFile &file, const Module &module,
   // 4. The function again with every dim bound, then compiled.
   CheckOptions bound = symbolic;
   bound.entryDims = binding.dims;
+  bound.entryUnitDims = binding.unitDims;
   DiagnosticEngine boundDiags(file);
   CheckedModule concrete = checkModule(module, bound, boundDiags);
   if (boundDiags.hadError()) {
+    std::cerr << "einc: error: with the sizes of these inputs, '"
+              << options.function << "' does not check:\n";
     boundDiags.print(std::cerr);
+    for (auto &[param, positions] : binding.unitDims) {
+      auto at = std::find(paramNames.begin(), paramNames.end(), param);
+      const Shape &declared =
+          fn->values[fn->params[at - paramNames.begin()]].type.shape;
+      for (size_t pos : positions)
+        std::cerr << "einc: note: parameter '" << param << "': "
+                  << declared[pos].str()
+                  << " has size 1 in the input, so the function is checked "
+                     "with it as 1 (only elementwise arithmetic broadcasts "
+                     "it)\n";
+    }
     return 2;
   }
   std::string error;

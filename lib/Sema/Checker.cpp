@@ -39,8 +39,9 @@ class FunctionChecker {
 public:
   FunctionChecker(const Function &fn, const Bindings &dims,
                   const std::set<std::string> &knownNames,
-                  DiagnosticEngine &diags)
-      : fn(fn), knownNames(knownNames), diags(diags) {
+                  DiagnosticEngine &diags,
+                  const std::map<std::string, std::set<size_t>> *unitDims)
+      : fn(fn), knownNames(knownNames), diags(diags), unitDims(unitDims) {
     out.name = fn.name;
     out.loc = fn.loc;
     out.ctx.env = dims;
@@ -56,6 +57,11 @@ public:
       auto type = checkType(p.type);
       if (!type)
         return std::move(out);
+      if (unitDims)
+        if (auto it = unitDims->find(p.name); it != unitDims->end())
+          for (size_t pos : it->second)
+            if (pos < type->shape.size() && type->shape[pos].broadcastable)
+              type->shape[pos] = Dim::ofSize(SizeExpr::constant(1));
       unsigned id = addValue(*type, p.name);
       out.params.push_back(id);
       vars[p.name] = id;
@@ -92,6 +98,8 @@ private:
   const Function &fn;
   const std::set<std::string> &knownNames;
   DiagnosticEngine &diags;
+  /// `#` dims that the actual inputs give size 1 (CheckOptions::entryUnitDims).
+  const std::map<std::string, std::set<size_t>> *unitDims;
   CheckedFunction out;
   std::map<std::string, unsigned> vars;
   std::set<std::string> packNames, dimNames;
@@ -1009,7 +1017,10 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
       return result;
     }
     result.functions.push_back(
-        FunctionChecker(f, result.dims, knownNames, diags).run());
+        FunctionChecker(f, result.dims, knownNames, diags,
+                        f.name == options.onlyFunction ? &options.entryUnitDims
+                                                       : nullptr)
+            .run());
   }
   return result;
 }

@@ -36,8 +36,10 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
     Int actual;
   };
   std::vector<Pending> pending;
+  std::vector<Pending> unit; // `#` dims given size 1
   for (size_t p = 0; p < fn.params.size(); ++p) {
-    Shape shape = fn.ctx.expand(fn.values[fn.params[p]].type.shape);
+    const Shape &declared = fn.values[fn.params[p]].type.shape;
+    Shape shape = fn.ctx.expand(declared);
     const auto &actual = shapes[p];
     for (auto &d : shape)
       if (d.isPack())
@@ -49,8 +51,22 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
                   shapeStr(shape) + "\"), got " +
                   std::to_string(actual.size()) + " with shape " +
                   shapeTuple(actual));
-    for (size_t d = 0; d < shape.size(); ++d)
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d].broadcastable && actual[d] == 1) {
+        // The position in the declared shape: a `...` before it stands
+        // for (expanded - declared + 1) dims.
+        size_t pos = d;
+        for (size_t k = 0; k < declared.size() && k < d; ++k)
+          if (declared[k].isPack()) {
+            pos = d - (shape.size() - declared.size());
+            break;
+          }
+        result.unitDims[paramNames[p]].insert(pos);
+        unit.push_back({p, d, shape[d], Int(1)});
+        continue;
+      }
       pending.push_back({p, d, shape[d], Int(actual[d])});
+    }
   }
   // Until nothing changes: check dims whose size is known, solve those with
   // one unknown name appearing linearly (n, 8*d, n+1).
@@ -100,6 +116,13 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
     }
     pending = next;
   }
+  // A name seen only in broadcast dims of size 1 is 1.
+  for (auto &pd : unit)
+    for (auto &name : pd.spec.size.symbols())
+      if (!env.count(name)) {
+        env[name] = 1;
+        origin[name] = where(pd.param, pd.dim, pd.spec);
+      }
   if (!pending.empty()) {
     auto &pd = pending.front();
     return fail(where(pd.param, pd.dim, pd.spec) +

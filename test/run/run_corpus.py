@@ -1526,7 +1526,7 @@ def edge_cases() -> list[RunCase]:
         ("size-expression-param", [("x", 'f32["n+1 2*n"]')], ['f32["2*n n+1"]'], ['return rearrange(x, "a b -> b a")'],
          [("x", np.arange(12, dtype=np.float32).reshape(3, 4))], [Out("f32", np.arange(12.0).reshape(3, 4).T, True)], []),
         ("broadcast-hash-dim", [("x", 'f32["n #m"]'), ("y", 'f32["n m"]')], ['f32["n m"]'], ["return x + y"],
-         [("x", f3.reshape(3, 1)), ("y", np.ones((3, 4), np.float32))], [Out("f32", quantize(v3.reshape(3, 1) + 1, "f32"))], []),
+         [("x", f3.reshape(3, 1)), ("y", np.ones((3, 4), np.float32))], [Out("f32", quantize(np.broadcast_to(v3.reshape(3, 1) + 1, (3, 4)), "f32"))], []),
         ("broadcast-equal-sizes-by-name", [("x", 'f32["b s"]'), ("y", 'f32["s"]'), ("z", 'f32["b"]')], ['f32["b s"]'],
          ["return x + y * 10 + z * 100"], [("x", np.arange(9, dtype=np.float32).reshape(3, 3)), ("y", np.float32([1, 2, 3])),
                                            ("z", np.float32([1, 2, 3]))],
@@ -1545,9 +1545,22 @@ def edge_cases() -> list[RunCase]:
          ['return rearrange(x, "a b c -> c b a")'],
          [("x", f234)], [Out("f32", x234.transpose(2, 1, 0), True)], []),
     ]
-    xfail = {
-        "broadcast-hash-dim": "EntryBinding: a size-1 input dim for `#m` binds m = 1 (bug outside the lowering)",
-    }
+    # `#m` given size 1 broadcasts against the m of another input, in either
+    # parameter order, or is 1 when nothing else binds m.
+    x31, v31 = make_input(rng, (3, 1), "f32")
+    specs += [
+        ("broadcast-hash-dim-second", [("y", 'f32["n m"]'), ("x", 'f32["n #m"]')], ['f32["n m"]'], ["return y * x"],
+         [("y", np.full((3, 4), 2, np.float32)), ("x", x31)], [Out("f32", quantize(np.broadcast_to(v31 * 2, (3, 4)), "f32"))], []),
+        ("broadcast-hash-dim-full", [("x", 'f32["n #m"]'), ("y", 'f32["n m"]')], ['f32["n m"]'], ["return x - y"],
+         [("x", np.arange(12, dtype=np.float32).reshape(3, 4)), ("y", np.ones((3, 4), np.float32))],
+         [Out("f32", np.arange(12.0).reshape(3, 4) - 1, True)], []),
+        ("broadcast-hash-dim-alone", [("x", 'f32["n #m"]')], ['f32["n #m"]'], ["return x * 2"],
+         [("x", x31)], [Out("f32", v31 * 2, True)], []),
+        ("broadcast-hash-dim-two-params", [("x", 'f32["#n m"]'), ("y", 'f32["n #m"]')], ['f32["n m"]'], ["return x + y"],
+         [("x", np.float32([[1, 2, 3]])), ("y", np.float32([[10], [20]]))],
+         [Out("f32", np.array([[11.0, 12, 13], [21, 22, 23]]), True)], []),
+    ]
+    xfail: dict[str, str] = {}
     cases = []
     for name, params, rtypes, lines, inputs, outs, dims in specs:
         cases.append(RunCase(f"gen-edge-{name}", "generated", name, emit_function("f", params, rtypes, lines),
@@ -1791,6 +1804,8 @@ def negative_cases() -> list[RunCase]:
         ("wrong---out-count-multi", multi, [("x", f32(3))], {"n_out": 1}, "returns 2 value(s)"),
         ("same---out-twice", multi, [("x", f32(3))], {"same_out": True}, "twice"),
         ("variadic-parameter", 'def f(x: f32["*batch c"]) -> f32["*batch c"]:\n    return x + x\n', [("x", f32(2, 3))], {}, "variadic"),
+        ("hash-dim-one-in-einsum", 'def f(x: f32["n #m"], y: f32["n m"]) -> f32["n"]:\n    return einsum(x, y, "n m, n m -> n")\n',
+         [("x", f32(3, 1)), ("y", f32(3, 4))], {}, "#m has size 1 in the input"),
     ]
     cases: list[RunCase] = []
     for name, src, inputs, extra, needle in specs:

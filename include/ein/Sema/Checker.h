@@ -5,6 +5,7 @@
 #include "ein/Syntax/AST.h"
 
 #include <map>
+#include <set>
 
 namespace ein {
 
@@ -14,6 +15,11 @@ struct CheckOptions {
   /// Bindings from actual inputs (`einc run`): any name of the file's
   /// types, fresh names of `_` and `...` included, without validation.
   std::map<std::string, Int> entryDims;
+  /// Parameters of `onlyFunction` whose broadcastable (`#`) dims are 1 in
+  /// the actual inputs: parameter name -> positions in its declared shape.
+  /// Those dims are typed as the constant 1 (the function is specialised
+  /// for the inputs, so the body broadcasts them).
+  std::map<std::string, std::set<size_t>> entryUnitDims;
   /// When set, only this function is checked (others are skipped).
   std::string onlyFunction;
 };

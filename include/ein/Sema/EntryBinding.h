@@ -4,6 +4,8 @@
 #include "ein/Sema/Program.h"
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,18 @@ namespace ein {
 /// of what is already known (`dim` declarations, --dim, numbers the checker
 /// derived), with every entry check evaluated. On a mismatch `error` names
 /// the parameter, the dim, the expected and the actual size.
+///
+/// A broadcastable dim (`#m`) given size 1 binds nothing: it broadcasts
+/// against m, which another input (or, failing that, 1) determines. Such
+/// dims are listed in `unitDims` so that the function can be specialised
+/// for these inputs (`CheckOptions::entryUnitDims`).
 struct EntryBinding {
   bool ok = false;
   Bindings dims;
   std::string error;
+  /// Parameter name -> positions in its declared shape (a `...` counts as
+  /// one) of `#` dims whose input size is 1.
+  std::map<std::string, std::set<size_t>> unitDims;
 };
 EntryBinding bindEntryShapes(const CheckedFunction &fn,
                              const std::vector<std::string> &paramNames,
