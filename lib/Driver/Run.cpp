@@ -134,8 +134,8 @@ int runFunction(const SourceFile &file, const Module &module,
       const Shape &declared =
           fn->values[fn->params[at - paramNames.begin()]].type.shape;
       for (size_t pos : positions)
-        std::cerr << "einc: note: parameter '" << param << "': "
-                  << declared[pos].str()
+        std::cerr << "einc: note: parameter '" << param
+                  << "': " << declared[pos].str()
                   << " has size 1 in the input, so the function is checked "
                      "with it as 1 (only elementwise arithmetic broadcasts "
                      "it)\n";
