@@ -100,7 +100,7 @@ std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
        "function-boundary-type-conversion=identity-layout-map},"
        "ein-results-from-allocs,buffer-results-to-out-params{hoist-static-allocs=1},"
        "canonicalize,buffer-deallocation-pipeline,ein-tile-contractions{" +
-       options.contractionTiles + "},"
+       options.contractionTiles + "},ein-tile-reductions,"
        "convert-linalg-to-affine-loops,func.func(affine-parallelize{max-nested=1}),"
        "lower-affine,canonicalize";
   if (stage == CPUStage::Loops)

@@ -1,14 +1,14 @@
 // RUN: ein-opt %s --ein-expand-fp8 --split-input-file | FileCheck %s
 
 // Tests that arithmetic on fp8 runs in f32: the operands are widened (bits
-// -> i32 -> f32), the product is an f32 mulf, and the result is narrowed back
+// -> i16 -> f16 -> f32), the product is an f32 mulf, and the result is narrowed back
 // through integer rounding to an i8 bit pattern. The fp8 constant becomes its
 // bit pattern: 0.5 in e4m3fn is 0 0110 000 = 48.
 // CHECK-LABEL: func.func @mul_e4m3
 // CHECK-SAME: (%[[X:.*]]: f8E4M3FN) -> f8E4M3FN
 // CHECK-DAG: %[[HALF:.*]] = arith.constant 48 : i8
 // CHECK-DAG: %[[XB:.*]] = arith.bitcast %[[X]] : f8E4M3FN to i8
-// CHECK-DAG: arith.extui %[[XB]] : i8 to i32
+// CHECK-DAG: arith.extui %[[XB]] : i8 to i16
 // CHECK-DAG: arith.bitcast %[[HALF]] : i8 to f8E4M3FN
 // CHECK: %[[P:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
 // CHECK-NOT: f8E4M3FN
@@ -24,15 +24,19 @@ func.func @mul_e4m3(%x: f8E4M3FN) -> f8E4M3FN {
 
 // -----
 
-// Tests the exact widening of e4m3fn: subnormals (exponent field 0) scale
-// the mantissa by 2^-9 in f32, and the one NaN pattern S.1111.111 (0x7F
-// under the sign) becomes a quiet f32 NaN; normals rebias by 127 - 7 = 120.
+// Tests the exact widening of e4m3fn through f16: the 7 exponent and
+// mantissa bits move up by 7 into f16's fields, which reads as the value
+// times 2^-8 (subnormals included) and is scaled back by 256 in f32; the one
+// NaN pattern S.1111.111 (0x7F under the sign) becomes f32's quiet NaN
+// 0x7FC00000; the sign moves from bit 7 to bit 31.
 // CHECK-LABEL: func.func @widen_e4m3
-// CHECK-DAG: arith.constant 120 : i32
-// CHECK-DAG: arith.constant 0.001953125 : f32
-// CHECK-DAG: arith.constant 127 : i32
+// CHECK-DAG: %[[MAG:.*]] = arith.andi %{{.*}}, %c127_i16 : i16
+// CHECK-DAG: arith.shli %[[MAG]], %c7_i16 : i16
+// CHECK-DAG: arith.constant 2.560000e+02 : f32
+// CHECK-DAG: arith.extf %{{.*}} : f16 to f32
+// CHECK-DAG: arith.cmpi eq, %[[MAG]], %{{.*}} : i16
 // CHECK-DAG: arith.constant 2143289344 : i32
-// CHECK-DAG: arith.uitofp %{{.*}} : i32 to f32
+// CHECK-DAG: arith.constant 31 : i32
 // CHECK: %[[F:.*]] = arith.bitcast %{{.*}} : i32 to f32
 // CHECK-NEXT: return %[[F]] : f32
 func.func @widen_e4m3(%x: f8E4M3FN) -> f32 {
@@ -42,13 +46,14 @@ func.func @widen_e4m3(%x: f8E4M3FN) -> f32 {
 
 // -----
 
-// Tests that e5m2 keeps infinities and NaN payloads (the all-ones exponent
-// 31 maps to f32's 0x7F800000 = 2139095040 with the mantissa shifted in),
-// and that widening to f64 goes through the exact f32 value.
+// Tests that e5m2 widens as the top byte of an f16 (which keeps its
+// infinities and NaNs), and that widening to f64 goes through the exact f32
+// value.
 // CHECK-LABEL: func.func @widen_e5m2_to_f64
-// CHECK-DAG: arith.constant 2139095040 : i32
-// CHECK-DAG: arith.constant 31 : i32
-// CHECK: %[[F:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// CHECK: %[[W:.*]] = arith.extui %{{.*}} : i8 to i16
+// CHECK: %[[S:.*]] = arith.shli %[[W]], %c8_i16 : i16
+// CHECK-NEXT: %[[H:.*]] = arith.bitcast %[[S]] : i16 to f16
+// CHECK-NEXT: %[[F:.*]] = arith.extf %[[H]] : f16 to f32
 // CHECK-NEXT: %[[D:.*]] = arith.extf %[[F]] : f32 to f64
 // CHECK-NEXT: return %[[D]] : f64
 func.func @widen_e5m2_to_f64(%x: f8E5M2) -> f64 {
@@ -94,7 +99,7 @@ func.func @narrow_f16_to_e4m3(%x: f16) -> f8E4M3FN {
 // a dense i8 constant (1.0 in e5m2 is 0 01111 00 = 60).
 // CHECK-LABEL: func.func @vectors
 // CHECK-DAG: arith.constant dense<60> : vector<16xi8>
-// CHECK-DAG: arith.extui %{{.*}} : vector<16xi8> to vector<16xi32>
+// CHECK-DAG: arith.extui %{{.*}} : vector<16xi8> to vector<16xi16>
 // CHECK: arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK: arith.trunci %{{.*}} : vector<16xi32> to vector<16xi8>
 // CHECK-NOT: arith.addf {{.*}}f8E5M2

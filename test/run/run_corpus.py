@@ -1451,6 +1451,37 @@ def gen_large_case(rng, idx: int) -> RunCase:
                    inputs=inputs, outs=outs)
 
 
+def gen_outer_reduce_case(rng, idx: int) -> RunCase:
+    """Reductions over leading axes (ein-tile-reductions): tiles of output
+    rows with a partial last tile, the output's zero fill moved into the
+    tiles, several reduced axes, 16-bit inputs accumulated in f32. Float
+    inputs are small integers: sums are exact, compared exactly."""
+    patterns = [
+        ("a b c -> b c", "sum", (0,)),
+        ("a b c -> b c", "max", (0,)),
+        ("a b c d -> c d", "sum", (0, 1)),
+        ("a b c d -> b d", "min", (0, 2)),
+        ("a b c -> c b", "sum", (0,)),
+        ("a b c -> b c", "prod", (0,)),
+    ]
+    pattern, reduction, axes = patterns[idx % len(patterns)]
+    dtype = ["f32", "i32", "f16", "f64", "bf16", "i64"][(idx // len(patterns)) % 6]
+    rank = len(pattern.split("->")[0].split())
+    shape = [int(rng.integers(2, 5))] * rank
+    shape[axes[-1] + 1] = int(rng.integers(9, 70))  # the tiled rows
+    shape[-1] = int(rng.integers(3, 40))
+    lo, hi = (-1, 2) if reduction == "prod" else (-4, 5)
+    v = rng.integers(lo, hi, size=shape)
+    np_dtype = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32, "i64": np.int64}.get(dtype, np.float32)
+    x = v.astype(np_dtype)
+    names = pattern.split("->")[0].split()
+    src = emit_function("f", [("x", tstr(dtype, names))], [tstr(dtype, pattern.split("->")[1].split())],
+                        [f'return reduce(x, "{pattern}", "{reduction}")'])
+    ref = einops.reduce(v.astype(np.int64), pattern, reduction)
+    return RunCase(f"gen-outer-reduce#{idx:03d}", "generated", f"{dtype} {reduction} {tuple(shape)} \"{pattern}\"", src,
+                   inputs=[("x", x)], outs=[Out(dtype, quantize(ref, dtype), True)])
+
+
 def gen_blocked_contraction_case(rng, idx: int, dtype: Optional[str] = None) -> RunCase:
     """Contractions past the default blocks of ein-tile-contractions (kc 256
     f32 / 128 f64, nc 1024, mc 128, 6 x 64 register tiles) with ragged edges,
@@ -1625,6 +1656,8 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_wide_int_case(np.random.default_rng(44_000 + k), k))
     for k in range(15):
         cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
+    for k in range(24):
+        cases.append(gen_outer_reduce_case(np.random.default_rng(46_000 + k), k))
     cases += fp8_generated_cases()
     cases += edge_cases()
     return cases

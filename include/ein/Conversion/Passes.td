@@ -96,9 +96,11 @@ def ExpandFp8 : Pass<"ein-expand-fp8", "::mlir::ModuleOp"> {
       extended, fp8 results rounded once. For `+ - * /` that is the
       correctly rounded fp8 result, since f32 has more than twice fp8's
       precision plus two bits;
-    - `arith.extf` from fp8 becomes integer code on the bit pattern (sign,
-      rebiased exponent, mantissa; subnormals as `man * 2^(1-bias-m)`; inf and
-      NaN kept), exact, then `extf`/`truncf` to f64, f16 or bf16 (exact);
+    - `arith.extf` from fp8 goes through f16, which holds every fp8 value:
+      e5m2 is an f16's top byte; e4m3fn's bits shifted into f16's fields
+      read as the value times 2^-8 (subnormals too), scaled back in f32, its
+      NaN pattern selected apart. Exact, without f32 subnormals, then
+      `extf`/`truncf` to f64, f16 or bf16 (exact);
     - `arith.truncf` to fp8 from f32 or f64 rounds to nearest even in one
       step (f16 and bf16 are extended to f32 first, exactly): values past
       the largest finite one become inf (e5m2) or NaN (e4m3fn, which has no
@@ -117,8 +119,12 @@ def ExpandFp8 : Pass<"ein-expand-fp8", "::mlir::ModuleOp"> {
     After (abridged):
     ```mlir
     %b = arith.bitcast %x : f8E4M3FN to i8
-    %w = arith.extui %b : i8 to i32
-    ...                                   // sign, exponent, mantissa
+    %w = arith.extui %b : i8 to i16
+    ...                                   // bits into f16's fields
+    %h = arith.bitcast %m : i16 to f16
+    %e = arith.extf %h : f16 to f32
+    %v = arith.mulf %e, %c256 : f32
+    ...                                   // NaN, sign
     %xf = arith.bitcast %bits : i32 to f32
     %yf = arith.mulf %xf, %cf : f32
     %i = arith.bitcast %yf : f32 to i32
@@ -128,6 +134,54 @@ def ExpandFp8 : Pass<"ein-expand-fp8", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def TileReductions : Pass<"ein-tile-reductions", "::mlir::ModuleOp"> {
+  let summary = "Tile reductions over an outer axis so the output stays in cache";
+  let description = [{
+    Runs on buffers, after `ein-tile-contractions`. A one-input
+    `linalg.generic` whose outermost loop is parallel and one of whose
+    reduced loops is more major than it in the input (`a b c -> b c`, sum
+    over the first axis: loops `b a c`) would otherwise read, for every
+    output row, one row from each of the `a` planes: as many concurrent
+    streams as `a`, which the hardware prefetchers follow badly. This pass
+    tiles loop 0 (rows of about `tile-bytes` of output per tile, at least
+    `work-items` tiles) with an `scf.parallel`, and inside a tile runs the
+    reduced loops first: every plane then streams a contiguous block of
+    rows into an output tile that stays in cache. A fill of the output
+    right before moves into the tile. The loops inside a tile are
+    sequential `scf.for`s. Reductions over inner axes are left alone.
+
+    Before:
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%out : memref<1024x4096xf32>)
+    linalg.generic {indexing_maps = [(b, a, c) -> (a, b, c), (b, a, c) -> (b, c)],
+                    iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%x : memref<16x1024x4096xf32>) outs(%out : memref<1024x4096xf32>)
+    ```
+    After:
+    ```mlir
+    scf.parallel (%b0) = (%c0) to (%c1024) step (%c64) {
+      %o = memref.subview %out[%b0, 0] [64, 4096] [1, 1]
+      scf.for ... { memref.store %zero, %o[...] }       // the fill, per tile
+      scf.for %a = %c0 to %c16 step %c1 {
+        scf.for %b = %c0 to %c64 step %c1 {
+          scf.for %c = %c0 to %c4096 step %c1 { ... addf ... }
+        }
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"tileBytes", "tile-bytes", "int64_t", "1048576",
+           "Bytes of output per tile (about the L2 cache)">,
+    Option<"workItems", "work-items", "int64_t", "0",
+           "Tiles to aim for at least; 0: twice the host's hardware threads">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::linalg::LinalgDialect"
+  ];
 }
 
 def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
