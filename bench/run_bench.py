@@ -79,6 +79,21 @@ def workloads(quick):
     yield ("reduce sum first axis %s" % (r.shape,), "sum_first", {"x": r},
            float(r.nbytes), {"numpy.sum": lambda: r.sum(axis=0)},
            lambda: r.sum(axis=0), "GB/s")
+    # Mixed precision: 16- and 8-bit storage, f32 accumulation and result.
+    # numpy has no fp8 and no f16 BLAS: its peer widens to f32 and calls
+    # OpenBLAS (for fp8 the f32 copies are made outside the timing).
+    m = 256 if quick else 1024
+    h1, h2 = f(m, m).astype(np.float16), f(m, m).astype(np.float16)
+    yield ("f16 matmul %d^3, f32 acc" % m, "matmul_f16", {"a": h1, "b": h2}, 2.0 * m ** 3,
+           {"numpy widen f16 to f32 + matmul":
+            lambda: h1.astype(np.float32) @ h2.astype(np.float32)},
+           lambda: h1.astype(np.float32) @ h2.astype(np.float32), "GFLOP/s")
+    # e4m3 values k/8, |k| <= 15 (at most 4 significant bits), as f32 files
+    # that einc reads exactly.
+    e1, e2 = (rng.integers(-15, 16, (m, m)).astype(np.float32) / 8 for _ in range(2))
+    yield ("f8e4m3 matmul %d^3, f32 acc" % m, "matmul_e4m3", {"a": e1, "b": e2}, 2.0 * m ** 3,
+           {"numpy.matmul on f32 copies": lambda: e1 @ e2},
+           lambda: e1 @ e2, "GFLOP/s")
 
 
 def main():
