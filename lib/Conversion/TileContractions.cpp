@@ -1,6 +1,7 @@
 // The ein-tile-contractions pass: GEMM-shaped linalg.generic contractions on
 // buffers become packed, cache-blocked loops around a register-tiled vector
 // micro-kernel (the BLIS structure), parallel over independent blocks.
+#include "ein/Conversion/HostCPU.h"
 #include "ein/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -11,13 +12,10 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
 #include <functional>
 #include <optional>
-#include <thread>
 
 namespace ein {
 
@@ -472,24 +470,12 @@ void KernelEmitter::emit() {
   b.create<memref::DeallocOp>(loc, bp);
 }
 
-int64_t hostVectorBits() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  if (features.lookup("avx512f"))
-    return 512;
-  if (features.lookup("avx"))
-    return 256;
-  return 128;
-}
-
 struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
   using TileContractionsBase::TileContractionsBase;
 
   void runOnOperation() override {
     int64_t bits = vectorBits > 0 ? int64_t(vectorBits) : hostVectorBits();
-    int64_t threads =
-        workItems > 0
-            ? int64_t(workItems)
-            : 2 * std::max<int64_t>(1, std::thread::hardware_concurrency());
+    int64_t threads = workItems > 0 ? int64_t(workItems) : defaultWorkItems();
     std::vector<Contraction> found;
     getOperation().walk([&](linalg::GenericOp op) {
       if (auto c = matchContraction(op))

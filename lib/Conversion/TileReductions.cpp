@@ -2,6 +2,7 @@
 // memory (sum over the first axis) run tile by tile, the reduced loop
 // outside the tile's rows, so each input plane streams sequentially into an
 // output tile that stays in cache.
+#include "ein/Conversion/HostCPU.h"
 #include "ein/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -12,7 +13,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <thread>
 
 namespace ein {
 
@@ -91,10 +91,7 @@ struct TileReductionsPass : impl::TileReductionsBase<TileReductionsPass> {
   using TileReductionsBase::TileReductionsBase;
 
   void runOnOperation() override {
-    int64_t items =
-        workItems > 0
-            ? int64_t(workItems)
-            : 2 * std::max<int64_t>(1, std::thread::hardware_concurrency());
+    int64_t items = workItems > 0 ? int64_t(workItems) : defaultWorkItems();
     std::vector<Candidate> found;
     getOperation().walk([&](linalg::GenericOp op) {
       if (auto c = match(op))
