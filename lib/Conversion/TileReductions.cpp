@@ -33,14 +33,6 @@ struct Candidate {
   linalg::FillOp fill; // a fill of the output right before, if any
 };
 
-/// The position of loop `loop` among the results of `map`, if it is one.
-std::optional<unsigned> resultOf(mlir::AffineMap map, unsigned loop) {
-  for (unsigned i = 0; i < map.getNumResults(); ++i)
-    if (map.getResult(i) == mlir::getAffineDimExpr(loop, map.getContext()))
-      return i;
-  return std::nullopt;
-}
-
 std::optional<Candidate> match(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 1 ||
       op.getNumDpsInits() != 1)
@@ -59,7 +51,10 @@ std::optional<Candidate> match(linalg::GenericOp op) {
   mlir::AffineMap inMap = op.getIndexingMapsArray()[0];
   if (!inMap.isProjectedPermutation())
     return std::nullopt;
-  auto rowsAt = resultOf(inMap, 0);
+  auto loop = [&](unsigned l) {
+    return mlir::getAffineDimExpr(l, op.getContext());
+  };
+  auto rowsAt = inMap.getResultPosition(loop(0));
   if (!rowsAt)
     return std::nullopt;
   // Some reduced loop must be more major than loop 0 in the input, and a
@@ -67,7 +62,7 @@ std::optional<Candidate> match(linalg::GenericOp op) {
   bool reducedOutside = false, parallelInside = false;
   for (unsigned l = 1; l < iterators.size(); ++l) {
     if (iterators[l] == IteratorType::reduction) {
-      auto at = resultOf(inMap, l);
+      auto at = inMap.getResultPosition(loop(l));
       reducedOutside |= at && *at < *rowsAt;
     } else {
       parallelInside = true;

@@ -34,7 +34,7 @@ def decode(bits, dtype: str) -> np.ndarray:
     return sign * val
 
 
-def _ladder(dtype: str):
+def ladder(dtype: str):
     """The finite non-negative values in order with their codes, then one
     step past the largest (the overflow target)."""
     e, m, bias, ieee = FORMATS[dtype]
@@ -50,7 +50,7 @@ def round_fp8(a, dtype: str) -> np.ndarray:
     """float64 -> the nearest fp8 value (ties to the even code), as float64."""
     with np.errstate(all="ignore"):  # NaN, inf and 2 * huge are expected
         a = np.asarray(a, dtype=np.float64)
-    vals, codes, ieee = _ladder(dtype)
+    vals, codes, ieee = ladder(dtype)
     mag = np.abs(a)
     with np.errstate(all="ignore"):
         i = np.clip(np.searchsorted(vals, mag, side="right") - 1, 0, len(vals) - 2)

@@ -38,7 +38,7 @@ import numpy as np
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fp8_reference import FORMATS, decode, round_fp8  # noqa: E402
+from fp8_reference import FORMATS, decode, ladder, round_fp8  # noqa: E402
 
 FP8 = tuple(FORMATS)
 
@@ -69,10 +69,7 @@ def same_bits(got: np.ndarray, want: np.ndarray):
 
 def points(dtype: str) -> np.ndarray:
     """Every fp8 value, every midpoint, both signs, specials (float64)."""
-    v = decode(np.arange(128), dtype)
-    v = np.sort(v[np.isfinite(v)])
-    past = v[-1] + 2.0 ** (int(np.log2(v[-1])) - FORMATS[dtype][1])
-    v = np.append(v, past)
+    v = ladder(dtype)[0]  # finite values, then one step past the largest
     mids = (v[:-1] + v[1:]) / 2
     p = np.concatenate([v, mids, [np.inf, np.nan, 1e-30, 2.0**-149]])
     return np.concatenate([p, -p])
