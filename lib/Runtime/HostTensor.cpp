@@ -3,6 +3,8 @@
 
 #include "ein/Runtime/FloatConvert.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -331,9 +333,10 @@ Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
       int64_t v = load<int64_t>(src, i);
       if (v < std::numeric_limits<int32_t>::min() ||
           v > std::numeric_limits<int32_t>::max())
-        return R::failure("cannot convert i64 to i32: element " +
-                          std::to_string(i) + " (" + std::to_string(v) +
-                          ") is out of the i32 range");
+        return R::failure(fmt::format(
+            "cannot convert i64 to i32: element {} ({}) is out of the i32 "
+            "range",
+            i, v));
       store<int32_t>(dst, i, static_cast<int32_t>(v));
     }
     return made;
@@ -348,9 +351,12 @@ Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
       if (!std::isnan(v) && static_cast<double>(f) != v) {
         char buf[64];
         std::snprintf(buf, sizeof(buf), "%.17g", v);
-        return R::failure("cannot convert f64 to f32 exactly: element " +
-                          std::to_string(i) + " (" + buf +
-                          ") is not representable in f32");
+        return R::failure(fmt::format(
+            "cannot convert f64 to f32 exactly: element {} ({}) is not "
+            "representable in f32; to round every element to the nearest "
+            "f32, save the array as float32 (in numpy: "
+            "np.save(path, x.astype(np.float32)))",
+            i, buf));
       }
       store<float>(dst, i, f);
     }

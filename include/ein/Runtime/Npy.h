@@ -42,13 +42,26 @@ namespace ein {
 namespace runtime {
 
 /// Reads the .npy file at `path`, converting to `want` when given (see the
-/// table above).
+/// table above). The header is read and checked first, then exactly the data
+/// bytes it promises: a data size above hostMemoryBytes() is refused before
+/// anything is allocated, and pipes and devices (a FIFO, /dev/zero) are
+/// never read further than the header promises plus one byte.
 Result<HostTensor> readNpy(const std::string &path,
                            std::optional<StorageType> want = std::nullopt);
+/// As above with an explicit limit on the data size in bytes (for tests).
+Result<HostTensor> readNpy(const std::string &path,
+                           std::optional<StorageType> want,
+                           uint64_t maxDataBytes);
 
 /// Parses .npy bytes held in memory; `name` is used in error messages.
-Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
+Result<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
+                            const std::string &name,
                             std::optional<StorageType> want = std::nullopt);
+
+/// The most data readNpy accepts: the machine's physical memory
+/// (sysconf(_SC_PHYS_PAGES) * _SC_PAGE_SIZE), or the cgroup v2 memory limit
+/// when that is smaller.
+uint64_t hostMemoryBytes();
 
 /// Serialises `tensor` as .npy bytes (see above). Fails if the tensor's data
 /// does not match its shape.
