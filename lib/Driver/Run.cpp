@@ -110,9 +110,10 @@ int runFunction(const SourceFile &file, const Module &module,
                       std::to_string(fn->results.size()) +
                       " value(s): give one --out FILE.npy for each (got " +
                       std::to_string(options.outputs.size()) + ")");
-  std::set<std::string> outPaths(options.outputs.begin(), options.outputs.end());
-  if (outPaths.size() != options.outputs.size())
-    return inputError("the same --out file is given twice");
+  // Every output path is checked before anything runs (OutputFiles.h).
+  auto outputPlan = runtime::planOutputs(options.outputs);
+  if (!outputPlan)
+    return inputError("--out " + outputPlan.error());
 
   // 3. Sizes from the inputs; entry checks.
   EntryBinding binding = bindEntryShapes(*fn, paramNames, shapes);
@@ -210,31 +211,12 @@ int runFunction(const SourceFile &file, const Module &module,
                   "--peak-flops/--bandwidth)\n");
   }
 
-  // 6. Outputs: all written to temporaries first, then renamed into place,
-  // so a failure leaves every existing output untouched. bf16/fp8 widen to
+  // 6. Outputs: all replaced or none (OutputFiles.h). bf16/fp8 widen to
   // f32 files.
-  std::vector<std::string> temporaries;
-  auto discard = [&]() {
-    for (auto &t : temporaries)
-      std::remove(t.c_str());
-  };
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::string tmp = options.outputs[i] + ".einc-partial";
-    auto status = runtime::writeNpy(tmp, outputs[i]);
-    if (!status.ok()) {
-      discard();
-      std::cerr << "einc: error: cannot write " << options.outputs[i] << ": "
-                << status.error() << "\n";
-      return 1;
-    }
-    temporaries.push_back(tmp);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (std::rename(temporaries[i].c_str(), options.outputs[i].c_str()) != 0) {
-      discard();
-      std::cerr << "einc: error: cannot write " << options.outputs[i] << "\n";
-      return 1;
-    }
+  std::vector<const runtime::HostTensor *> results(outs.begin(), outs.end());
+  auto written = runtime::writeNpyOutputs(*outputPlan, results);
+  if (!written.ok())
+    return inputError("--out " + written.error());
   return 0;
 }
 

@@ -2,11 +2,11 @@
 #include "ein/Runtime/Npy.h"
 
 #include "ein/Runtime/FloatConvert.h"
+#include "ein/Runtime/OutputFiles.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -676,14 +676,26 @@ Result<HostTensor> readNpy(const std::string &path,
 // Writing
 //===----------------------------------------------------------------------===//
 
-Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
-  using R = Result<std::vector<uint8_t>>;
+namespace {
+
+/// A tensor ready to be written: numpy's header bytes, and the data (the
+/// tensor's own, or its f32 widening for bf16 / fp8).
+struct EncodedNpy {
+  std::vector<uint8_t> header;
+  std::optional<HostTensor> widened;
+  /// The data to write after the header.
+  const std::vector<uint8_t> &data(const HostTensor &tensor) const {
+    return widened ? widened->data : tensor.data;
+  }
+};
+
+Result<EncodedNpy> encodeNpy(const HostTensor &tensor) {
+  using R = Result<EncodedNpy>;
   if (!tensor.isConsistent())
-    return R::failure("tensor " + tensor.describe() + " has " +
-                      std::to_string(tensor.data.size()) +
-                      " bytes of data, which does not match its shape");
-  const HostTensor *out = &tensor;
-  Result<HostTensor> widened = HostTensor();
+    return R::failure(fmt::format("tensor {} has {} bytes of data, which does "
+                                  "not match its shape",
+                                  tensor.describe(), tensor.data.size()));
+  EncodedNpy encoded;
   const char *descr = "<f4";
   switch (tensor.type) {
   case StorageType::F64:
@@ -706,21 +718,22 @@ Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
     break;
   case StorageType::BF16:
   case StorageType::F8E4M3:
-  case StorageType::F8E5M2:
+  case StorageType::F8E5M2: {
     descr = "<f4";
-    widened = convertTensor(tensor, StorageType::F32);
+    Result<HostTensor> widened = convertTensor(tensor, StorageType::F32);
     if (!widened)
       return R::failure(widened.error());
-    out = &*widened;
+    encoded.widened = std::move(*widened);
     break;
   }
+  }
+  const HostTensor *out = encoded.widened ? &*encoded.widened : &tensor;
 
   // Exactly numpy's header: keys sorted, repr()s, a trailing ", ", spare
   // spaces for growing the first axis, then padding to 64 bytes and '\n'.
   std::string header =
-      std::string("{'descr': '") + descr +
-      "', 'fortran_order': False, 'shape': " + shapeTupleStr(out->shape) +
-      ", }";
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+                  descr, shapeTupleStr(out->shape));
   if (!out->shape.empty()) {
     const size_t growthDigits = 21;
     size_t len = std::to_string(out->shape[0]).size();
@@ -739,85 +752,69 @@ Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
     preamble = kMagicLen + 2 + 4;
     headerLen = padded(preamble);
     if (headerLen > 0xFFFFFFFFull)
-      return R::failure("tensor " + tensor.describe() +
-                        " needs a .npy header over 4 GiB");
+      return R::failure(fmt::format("tensor {} needs a .npy header over 4 GiB",
+                                    tensor.describe()));
   }
   header.append(headerLen - header.size() - 1, ' ');
   header += '\n';
 
-  std::vector<uint8_t> bytes;
-  bytes.reserve(preamble + headerLen + out->data.size());
+  std::vector<uint8_t> &bytes = encoded.header;
+  bytes.reserve(preamble + headerLen);
   bytes.insert(bytes.end(), kMagic, kMagic + kMagicLen);
   bytes.push_back(static_cast<uint8_t>(version));
   bytes.push_back(0);
   for (unsigned i = 0; i < (version == 1 ? 2u : 4u); ++i)
     bytes.push_back(static_cast<uint8_t>(headerLen >> (8 * i)));
   bytes.insert(bytes.end(), header.begin(), header.end());
-  bytes.insert(bytes.end(), out->data.begin(), out->data.end());
+  return encoded;
+}
+
+} // namespace
+
+Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
+  using R = Result<std::vector<uint8_t>>;
+  Result<EncodedNpy> encoded = encodeNpy(tensor);
+  if (!encoded)
+    return R::failure(encoded.error());
+  std::vector<uint8_t> bytes = std::move(encoded->header);
+  const std::vector<uint8_t> &data = encoded->data(tensor);
+  bytes.insert(bytes.end(), data.begin(), data.end());
   return bytes;
 }
 
+Status writeNpyTo(int fd, const HostTensor &tensor) {
+  Result<EncodedNpy> encoded = encodeNpy(tensor);
+  if (!encoded)
+    return Status::failure(encoded.error());
+  if (Status s = writeAll(fd, encoded->header.data(), encoded->header.size());
+      !s.ok())
+    return s;
+  const std::vector<uint8_t> &data = encoded->data(tensor);
+  return writeAll(fd, data.data(), data.size());
+}
+
+Status writeNpyOutputs(const OutputPlan &plan,
+                       const std::vector<const HostTensor *> &tensors) {
+  if (tensors.size() != plan.targets.size())
+    return Status::failure(fmt::format("{} tensors for {} output files",
+                                       tensors.size(), plan.targets.size()));
+  // Encoding errors (an inconsistent tensor) come before any file is made.
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!tensors[i]->isConsistent())
+      return Status::failure(fmt::format(
+          "{}: tensor {} has {} bytes of data, which does not match its shape",
+          plan.targets[i].path, tensors[i]->describe(),
+          tensors[i]->data.size()));
+  return writeOutputs(plan, [&](size_t index, int fd) {
+    return writeNpyTo(fd, *tensors[index]);
+  });
+}
+
 Status writeNpy(const std::string &path, const HostTensor &tensor) {
-  Result<std::vector<uint8_t>> bytes = serializeNpy(tensor);
-  if (!bytes)
-    return Status::failure(path + ": " + bytes.error());
-
-  // A temporary file next to the destination, so that rename() is atomic.
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (slash == 0)
-    dir = "/";
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty())
-    return Status::failure(path + ": not a file name");
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return Status::failure(path + ": is a directory");
-
-  std::string tmp;
-  int fd = -1;
-  static std::atomic<unsigned> counter{0};
-  for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = (slash == std::string::npos ? std::string()
-                                      : path.substr(0, slash + 1)) +
-          "." + base + ".tmp." + std::to_string(::getpid()) + "." +
-          std::to_string(counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST)
-      return Status::failure(path + ": cannot create a temporary file in '" +
-                             dir + "': " + std::strerror(errno));
-  }
-  if (fd < 0)
-    return Status::failure(path + ": cannot create a temporary file in '" +
-                           dir + "'");
-
-  auto abandon = [&](const std::string &what, int err) {
-    if (fd >= 0)
-      ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::failure(path + ": " + what + ": " + std::strerror(err));
-  };
-  const uint8_t *p = bytes->data();
-  size_t left = bytes->size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return abandon("write error", errno);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
-    return abandon("fsync failed", errno);
-  int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0)
-    return abandon("close failed", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return abandon("cannot rename the temporary file into place", errno);
-  return Status::success();
+  Result<OutputPlan> plan = planOutputs({path});
+  if (!plan)
+    return Status::failure(plan.error());
+  return writeNpyOutputs(*plan, {&tensor});
 }
 
 } // namespace runtime

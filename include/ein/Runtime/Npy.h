@@ -2,6 +2,13 @@
 // HostTensors. MLIR-free, exception-free: every failure is an error message
 // that starts with the file's path.
 //
+// Reading checks the magic, the version and the header (at most 1 MiB)
+// first, then reads exactly the data bytes the header promises straight
+// into the tensor: a regular file's size must match before any data is
+// read, a data size beyond the machine's memory (hostMemoryBytes) is refused
+// before anything is allocated, and a pipe or device is read no further than
+// the promised bytes plus one (an endless FIFO or /dev/zero fails at once).
+//
 // Reading accepts these descrs ('<' little-endian, '|' or '=' where the byte
 // order does not matter or is native; '>' on a multi-byte type is rejected):
 //
@@ -26,12 +33,15 @@
 // Writing emits exactly what numpy's np.save does for the same array: version
 // 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian,
 // header padded with spaces to a multiple of 64 bytes. bf16 and fp8 tensors are
-// written as <f4 (exact widening), bool as |b1. The file is written to a
-// temporary file in the destination's directory and renamed into place, so on
-// failure no file is created or replaced.
+// written as <f4 (exact widening), bool as |b1. Files are written by the
+// rules of OutputFiles.h: symbolic links written through, FIFOs and devices
+// written directly, existing files replaced atomically keeping their mode,
+// read-only files and directories refused, and several outputs all replaced
+// or none.
 #pragma once
 
 #include "ein/Runtime/HostTensor.h"
+#include "ein/Runtime/OutputFiles.h"
 
 #include <cstdint>
 #include <optional>
@@ -67,7 +77,15 @@ uint64_t hostMemoryBytes();
 /// does not match its shape.
 Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor);
 
-/// Writes `tensor` to `path` atomically (temporary file + rename).
+/// Writes `tensor`'s .npy bytes to `fd` (no path in error messages).
+Status writeNpyTo(int fd, const HostTensor &tensor);
+
+/// Writes `tensors[i]` to `plan.targets[i]` by the rules of OutputFiles.h:
+/// all files replaced, or none.
+Status writeNpyOutputs(const OutputPlan &plan,
+                       const std::vector<const HostTensor *> &tensors);
+
+/// writeNpyOutputs for one path (planOutputs included).
 Status writeNpy(const std::string &path, const HostTensor &tensor);
 
 } // namespace runtime
