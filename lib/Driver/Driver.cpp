@@ -30,11 +30,14 @@ Commands:
       Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
       and totals per function.
   run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
-      [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S]
+      [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
       JIT-compile NAME for this CPU with the inputs' sizes and run it; bf16
       inputs are read from f32 files (rounded to nearest even) or from raw
       uint16 files, and bf16 results are written as f32. Exit 2 when the
       inputs do not fit the signature; no output is written then.
+      --perf-jitdump (or EIN_JIT_PERF=1) writes a jitdump for `perf inject
+      --jit` under $JITDUMPDIR (default $HOME)/.debug/jit; EIN_JIT_GDB=1
+      registers the code with gdb. Both are off by default.
   calibrate
       Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
       peak from /proc/cpuinfo; stored for `run --time`.
@@ -67,7 +70,7 @@ int usageError(const std::string &message) {
 
 struct Args {
   std::string command, file, fn, stage, device = "h100", object, header;
-  bool json = false, time = false;
+  bool json = false, time = false, perfJitdump = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;
@@ -158,6 +161,8 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
       args.header = *v;
     } else if (a == "--time" && args.command == "run") {
       args.time = true;
+    } else if (a == "--perf-jitdump" && args.command == "run") {
+      args.perfJitdump = true;
     } else if (isFlag("--fn") && (args.command == "report" || args.command == "run")) {
       auto v = value("--fn");
       if (!v)
@@ -273,6 +278,8 @@ int runEinc(int argc, char **argv) {
     run.peakFlops = args.peakFlops;
     run.bandwidth = args.bandwidth;
     run.cpu = args.cpu;
+    run.jit = JITOptions::fromEnvironment();
+    run.jit.perfListener |= args.perfJitdump;
     return runFunction(*file, module, args.check, run);
   }
   CheckedModule checked = checkModule(module, args.check, diags);

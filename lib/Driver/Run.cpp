@@ -143,7 +143,8 @@ int runFunction(const SourceFile &file, const Module &module,
     return 2;
   }
   std::string error;
-  auto jit = JITFunction::compile(concrete, options.function, error, options.cpu);
+  auto jit = JITFunction::compile(concrete, options.function, error,
+                                      options.cpu, options.jit);
   if (!jit) {
     std::cerr << file.path << ": error: cannot compile '" << options.function
               << "':\n"

@@ -16,6 +16,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 #ifndef EIN_OPENMP_RUNTIME
 #define EIN_OPENMP_RUNTIME "libomp.so"
@@ -42,6 +44,22 @@ struct JITFunction::Impl {
 
 JITFunction::JITFunction(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 JITFunction::~JITFunction() = default;
+
+namespace {
+
+bool environmentFlag(const char *name) {
+  const char *value = std::getenv(name);
+  return value && *value && std::string_view(value) != "0";
+}
+
+} // namespace
+
+JITOptions JITOptions::fromEnvironment() {
+  JITOptions options;
+  options.perfListener = environmentFlag("EIN_JIT_PERF");
+  options.gdbListener = environmentFlag("EIN_JIT_GDB");
+  return options;
+}
 
 namespace {
 
@@ -88,7 +106,8 @@ std::vector<int64_t> descriptor(const runtime::HostTensor &t) {
 std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
                                                   const std::string &function,
                                                   std::string &error,
-                                                  const CPUOptions &options) {
+                                                  const CPUOptions &options,
+                                                  const JITOptions &jit) {
   const CheckedFunction *fn = module.find(function);
   if (!fn) {
     error = "no function named '" + function + "'";
@@ -149,6 +168,9 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME};
   engineOptions.sharedLibPaths = libs;
+  // MLIR turns both listeners on by default; they stay off unless asked for.
+  engineOptions.enablePerfNotificationListener = jit.perfListener;
+  engineOptions.enableGDBNotificationListener = jit.gdbListener;
   auto engine = mlir::ExecutionEngine::create(*ir, engineOptions, std::move(*machine));
   if (!engine) {
     llvm::raw_string_ostream os(error);

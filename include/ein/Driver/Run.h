@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ein/Conversion/Pipelines.h"
+#include "ein/Execution/JIT.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/AST.h"
 
@@ -18,6 +19,7 @@ struct RunOptions {
   bool time = false;
   double peakFlops = 0, bandwidth = 0;
   CPUOptions cpu;
+  JITOptions jit; // perf/gdb listeners: off unless asked for
 };
 
 /// Runs `options.function` of the parsed `module`. Returns the exit code:

@@ -11,6 +11,16 @@
 
 namespace ein {
 
+/// Profiler and debugger hooks of the JIT. Off by default: the perf listener
+/// writes a jitdump directory (`$JITDUMPDIR` or `$HOME`/.debug/jit/...) on
+/// every compilation, which piles up and is never cleaned.
+struct JITOptions {
+  bool perfListener = false; // perf jitdump files, for `perf inject --jit`
+  bool gdbListener = false;  // register the code with gdb's JIT interface
+  /// The options asked for by EIN_JIT_PERF=1 and EIN_JIT_GDB=1.
+  static JITOptions fromEnvironment();
+};
+
 /// A function compiled for this CPU, with every dim bound to a number.
 class JITFunction {
 public:
@@ -19,7 +29,8 @@ public:
   static std::unique_ptr<JITFunction> compile(const CheckedModule &module,
                                               const std::string &function,
                                               std::string &error,
-                                              const CPUOptions &options = {});
+                                              const CPUOptions &options = {},
+                                              const JITOptions &jit = {});
   ~JITFunction();
 
   /// Runs the function: `inputs` in parameter order, `outputs` preallocated
