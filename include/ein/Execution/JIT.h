@@ -4,6 +4,7 @@
 #include "ein/Conversion/Pipelines.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Program.h"
+#include "ein/Support/Error.h"
 
 #include <memory>
 #include <string>
@@ -25,20 +26,19 @@ struct JITOptions {
 class JITFunction {
 public:
   /// Compiles `function` of `module` (whose dims must all be bound) through
-  /// the CPU pipeline. Returns null with the reason in `error`.
-  static std::unique_ptr<JITFunction> compile(const CheckedModule &module,
-                                              const std::string &function,
-                                              std::string &error,
-                                              const CPUOptions &options = {},
-                                              const JITOptions &jit = {});
+  /// the CPU pipeline. The error says "cannot compile 'NAME':" with the
+  /// compiler's messages as its context (a program error, exit 1).
+  static ErrorOr<std::unique_ptr<JITFunction>>
+  compile(const CheckedModule &module, const std::string &function,
+          const CPUOptions &options = {}, const JITOptions &jit = {});
   ~JITFunction();
 
   /// Runs the function: `inputs` in parameter order, `outputs` preallocated
   /// with the result types (in return order). Shapes and storage types must
-  /// match the compiled signature; returns false with a message otherwise.
-  bool call(const std::vector<const runtime::HostTensor *> &inputs,
-            const std::vector<runtime::HostTensor *> &outputs,
-            std::string &error);
+  /// match the compiled signature; otherwise the error (a usage error, exit
+  /// 2: the inputs do not fit) says which tensor differs and how.
+  ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
+                     const std::vector<runtime::HostTensor *> &outputs);
 
   struct Impl;
 
