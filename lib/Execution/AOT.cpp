@@ -21,6 +21,8 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -152,9 +154,13 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
   return h.str();
 }
 
-bool compileToObject(const CheckedModule &module, const std::string &objectPath,
-                     const std::string &headerPath, std::string &error,
-                     const CPUOptions &options) {
+ErrorOr<void> compileToObject(const CheckedModule &module,
+                              const std::string &objectPath,
+                              const std::string &headerPath,
+                              const CPUOptions &options) {
+  auto failure = [](std::string reason) {
+    return Error::program("cannot build:").withContext(std::move(reason));
+  };
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -162,29 +168,26 @@ bool compileToObject(const CheckedModule &module, const std::string &objectPath,
   }();
   (void)initialized;
   mlir::MLIRContext context;
+  std::string error;
   auto ir = buildVerifiedEinModule(context, module, error);
   if (!ir)
-    return false;
+    return failure(error);
   // Compiled symbols get a prefix so that a function named like a C library
   // function (pow, tanh, malloc) neither clashes with nor calls itself.
   for (auto f : ir->getOps<mlir::func::FuncOp>())
     f.setSymName(("ein_impl_" + f.getName()).str());
   if (!lowerToStage(*ir, CPUStage::LLVM, error, options))
-    return false;
+    return failure(error);
 
   llvm::LLVMContext llvmContext;
   auto llvmModule = mlir::translateModuleToLLVMIR(*ir, llvmContext);
-  if (!llvmModule) {
-    error = "translation to LLVM IR failed";
-    return false;
-  }
+  if (!llvmModule)
+    return failure("translation to LLVM IR failed");
   std::string triple = llvm::sys::getProcessTriple();
   std::string lookupError;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, lookupError);
-  if (!target) {
-    error = lookupError;
-    return false;
-  }
+  if (!target)
+    return failure(lookupError);
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   std::string featureString;
   for (auto &f : features)
@@ -196,25 +199,21 @@ bool compileToObject(const CheckedModule &module, const std::string &objectPath,
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
   auto optimize = mlir::makeOptimizingTransformer(3, 0, machine.get());
-  if (auto err = optimize(llvmModule.get())) {
-    error = "LLVM optimization failed: " + llvm::toString(std::move(err));
-    return false;
-  }
+  if (auto err = optimize(llvmModule.get()))
+    return failure(fmt::format("LLVM optimization failed: {}",
+                               llvm::toString(std::move(err))));
   // Write to temporaries and rename, so a failure leaves no partial file.
   std::error_code ec;
   std::string objectTmp = objectPath + ".tmp";
   {
     llvm::raw_fd_ostream out(objectTmp, ec, llvm::sys::fs::OF_None);
-    if (ec) {
-      error = "cannot write " + objectPath + ": " + ec.message();
-      return false;
-    }
+    if (ec)
+      return failure(
+          fmt::format("cannot write {}: {}", objectPath, ec.message()));
     llvm::legacy::PassManager pm;
     if (machine->addPassesToEmitFile(pm, out, nullptr,
-                                     llvm::CodeGenFileType::ObjectFile)) {
-      error = "this target cannot emit object files";
-      return false;
-    }
+                                     llvm::CodeGenFileType::ObjectFile))
+      return failure("this target cannot emit object files");
     pm.run(*llvmModule);
   }
   std::string guard = "EIN_GENERATED_" + upper(std::to_string(
@@ -223,17 +222,13 @@ bool compileToObject(const CheckedModule &module, const std::string &objectPath,
   {
     std::ofstream out(headerTmp);
     out << cHeader(module, guard);
-    if (!out) {
-      error = "cannot write " + headerPath;
-      return false;
-    }
+    if (!out)
+      return failure(fmt::format("cannot write {}", headerPath));
   }
   if (std::rename(objectTmp.c_str(), objectPath.c_str()) != 0 ||
-      std::rename(headerTmp.c_str(), headerPath.c_str()) != 0) {
-    error = "cannot rename the outputs into place";
-    return false;
-  }
-  return true;
+      std::rename(headerTmp.c_str(), headerPath.c_str()) != 0)
+    return failure("cannot rename the outputs into place");
+  return {};
 }
 
 } // namespace ein
