@@ -27,6 +27,15 @@ void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
   }
 }
 
+/// Columns from `e`'s start to the end of a negated literal (`-465`), so
+/// that the caret spans it; other expressions keep their own length.
+unsigned literalSpan(const Expr &e) {
+  if (e.kind == Expr::Kind::Neg && !e.args.empty() &&
+      e.args[0]->loc.line == e.loc.line && e.args[0]->loc.col > e.loc.col)
+    return e.args[0]->loc.col - e.loc.col + literalSpan(*e.args[0]);
+  return e.length;
+}
+
 /// The result of evaluating an expression: tensor values, or a scalar
 /// literal not yet given a dtype (it takes its partner's dtype).
 struct Operand {
@@ -406,7 +415,7 @@ private:
   unsigned materialize(const Operand &lit, DType dtype, const Expr &at) {
     CheckedOp op;
     if (auto error = literalDTypeError(lit.literal, dtype))
-      diags.error(at.loc, *error, at.length);
+      diags.error(at.loc, *error, literalSpan(at));
     op.kind = OpKind::Constant;
     op.loc = at.loc;
     op.constant = lit.literal.value;
