@@ -1,6 +1,7 @@
 // The static checker: binds dims across a function, infers every op's shape,
 // and reports each mismatch at its source location.
 #include "ein/Sema/Checker.h"
+#include "ein/Shape/DTypeRules.h"
 
 #include <cmath>
 #include <functional>
@@ -26,13 +27,21 @@ void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
   }
 }
 
+/// Columns from `e`'s start to the end of a negated literal (`-465`), so
+/// that the caret spans it; other expressions keep their own length.
+unsigned literalSpan(const Expr &e) {
+  if (e.kind == Expr::Kind::Neg && !e.args.empty() &&
+      e.args[0]->loc.line == e.loc.line && e.args[0]->loc.col > e.loc.col)
+    return e.args[0]->loc.col - e.loc.col + literalSpan(*e.args[0]);
+  return e.length;
+}
+
 /// The result of evaluating an expression: tensor values, or a scalar
 /// literal not yet given a dtype (it takes its partner's dtype).
 struct Operand {
   std::vector<unsigned> values;
   bool isLiteral = false;
-  double literal = 0;
-  bool literalIsInt = false;
+  NumberLiteral literal;
 };
 
 class FunctionChecker {
@@ -401,16 +410,18 @@ private:
     return o;
   }
 
-  unsigned materialize(const Operand &lit, DType dtype, SourceLoc loc) {
+  /// A literal next to a tensor of `dtype` becomes a constant of `dtype`, if
+  /// it fits (lib/Shape/DTypeRules.cpp); `at` is the literal's expression.
+  unsigned materialize(const Operand &lit, DType dtype, const Expr &at) {
     CheckedOp op;
-    if (!lit.literalIsInt && !isFloat(dtype))
-      diags.error(loc, std::string("a non-integer number cannot combine with "
-                                   "an integer tensor (") +
-                           dtypeName(dtype) + "); use astype");
+    if (auto error = literalDTypeError(lit.literal, dtype))
+      diags.error(at.loc, *error, literalSpan(at));
     op.kind = OpKind::Constant;
-    op.loc = loc;
-    op.constant = lit.literal;
-    op.constantIsInt = lit.literalIsInt;
+    op.loc = at.loc;
+    op.constant = lit.literal.value;
+    op.constantIsInt = lit.literal.isInt;
+    if (lit.literal.isInt && lit.literal.exact && !isFloat(dtype))
+      op.constantInt = static_cast<int64_t>(*lit.literal.exact);
     unsigned id = addValue(TensorType{{}, dtype});
     op.results.push_back(id);
     out.ops.push_back(std::move(op));
@@ -434,9 +445,8 @@ private:
     case Expr::Kind::Float: {
       Operand o;
       o.isLiteral = true;
-      o.literalIsInt = e.kind == Expr::Kind::Int;
-      o.literal = std::strtod(e.text.c_str(), nullptr);
-      if (!std::isfinite(o.literal)) {
+      o.literal = parseNumberLiteral(e.text);
+      if (!std::isfinite(o.literal.value)) {
         diags.error(e.loc, "number " + e.text + " is out of range", e.length);
         return std::nullopt;
       }
@@ -454,7 +464,7 @@ private:
       if (!v)
         return std::nullopt;
       if (v->isLiteral) {
-        v->literal = -v->literal;
+        v->literal = negateLiteral(v->literal);
         return v;
       }
       return unary(OpKind::Neg, e, *e.args[0], v->values[0]);
@@ -473,12 +483,9 @@ private:
       diags.error(arg.loc, "expected a tensor here", arg.length);
       return std::nullopt;
     }
-    if (kind != OpKind::Neg && kind != OpKind::Relu &&
-        !isFloat(typeOf(id).dtype)) {
-      diags.error(arg.loc,
-                  std::string(opKindName(kind)) + " needs a float tensor, got " +
-                      dtypeName(typeOf(id).dtype) + "; use astype",
-                  arg.length);
+    if (auto error = operandDTypeError(*findDTypeRule(opKindName(kind)),
+                                       typeOf(id).dtype)) {
+      diags.error(arg.loc, *error, arg.length);
       return std::nullopt;
     }
     CheckedOp op;
@@ -505,14 +512,15 @@ private:
       return std::nullopt;
     if (l->isLiteral && r->isLiteral) {
       // Fold number arithmetic at compile time, as Python would.
-      Operand o = *l;
-      double a = l->literal, b = r->literal;
-      o.literal = kind == OpKind::Add   ? a + b
-                  : kind == OpKind::Sub ? a - b
-                  : kind == OpKind::Mul ? a * b
-                  : kind == OpKind::Div ? a / b
-                                        : std::pow(a, b);
-      o.literalIsInt = l->literalIsInt && r->literalIsInt && kind != OpKind::Div;
+      char op = e.text == "**" ? '^' : e.text[0];
+      Expected<NumberLiteral> folded = foldLiterals(op, l->literal, r->literal);
+      if (!folded) {
+        diags.error(e.loc, folded.error().message, e.length);
+        return std::nullopt;
+      }
+      Operand o;
+      o.isLiteral = true;
+      o.literal = *folded;
       return o;
     }
     for (auto *side : {&*l, &*r})
@@ -522,9 +530,10 @@ private:
         return std::nullopt;
       }
     unsigned errorsBefore = diags.errorCount();
-    unsigned lhs = l->isLiteral ? materialize(*l, typeOf(r->values[0]).dtype, e.args[0]->loc)
-                                : l->values[0];
-    unsigned rhs = r->isLiteral ? materialize(*r, typeOf(lhs).dtype, e.args[1]->loc)
+    unsigned lhs = l->isLiteral
+                       ? materialize(*l, typeOf(r->values[0]).dtype, *e.args[0])
+                       : l->values[0];
+    unsigned rhs = r->isLiteral ? materialize(*r, typeOf(lhs).dtype, *e.args[1])
                                 : r->values[0];
     if (diags.errorCount() != errorsBefore)
       return std::nullopt;
@@ -593,6 +602,13 @@ private:
         diags.error(k.value->loc,
                     "acc= expects a dtype (" + std::string(kDTypeList) + ")",
                     k.value->length);
+        return false;
+      }
+      const DTypeRule &rule = op.kind == OpKind::Reduce
+                                  ? reduceDTypeRule(op.reduction)
+                                  : *findDTypeRule("einsum");
+      if (auto error = accDTypeError(rule, *acc)) {
+        diags.error(k.value->loc, *error, k.value->length);
         return false;
       }
       op.acc = acc;
@@ -729,11 +745,9 @@ private:
         return std::nullopt;
       }
       op.reduction = *kind;
-      if (op.reduction == ReduceKind::Mean && !isFloat(typeOf(*x).dtype)) {
-        diags.error(red.loc,
-                    std::string("mean needs a float tensor, got ") +
-                        dtypeName(typeOf(*x).dtype) + "; use astype",
-                    red.length);
+      if (auto error = operandDTypeError(reduceDTypeRule(op.reduction),
+                                         typeOf(*x).dtype)) {
+        diags.error(red.loc, *error, red.length);
         return std::nullopt;
       }
     }

@@ -29,7 +29,9 @@ Categories:
               `...`, `1`, `()`, anonymous numbers, all five reductions, reduce
               acc=), elementwise expression trees (`+ - * / **`, broadcasting
               by name and against `1` dims, `exp log sqrt rsqrt relu tanh`,
-              unary minus, `astype` between all six dtypes), several-result
+              unary minus, `astype` between all six dtypes), integer `/` and
+              `**` on the operands that trap in C (divisors 0 and -1 next to
+              INT_MIN, negative exponents of 0), several-result
               functions, einsums of 1-5 operands (executed pairwise; diagonals,
               `...`, composed inputs and outputs, acc=), chains (softmax, layer
               norm, attention, MLP, pooling), pack and unpack, inf/NaN/-0.0,
@@ -1349,6 +1351,64 @@ def gen_wide_int_case(rng, idx: int) -> RunCase:
                    inputs=[("x", x), ("y", y), ("d", d)], outs=outs)
 
 
+def ein_int_div(x: np.ndarray, y: np.ndarray, dtype: str) -> np.ndarray:
+    """ein's integer `/` (language.md §6), in exact Python integers: the
+    quotient truncated toward zero, x / 0 = 0, and the result wrapped to the
+    dtype (so INT_MIN / -1 = INT_MIN)."""
+    lo, hi = INT_RANGE[dtype]
+    out = []
+    for a, b in zip(x.reshape(-1).tolist(), np.broadcast_to(y, x.shape).reshape(-1).tolist()):
+        q = 0 if b == 0 else (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
+        out.append((q - lo) % (hi - lo + 1) + lo)
+    return np.array(out, dtype=np.int64).reshape(x.shape)
+
+
+def ein_int_pow(x: np.ndarray, y: np.ndarray, dtype: str) -> np.ndarray:
+    """ein's integer `**`: wrapped to the dtype; a negative exponent gives
+    1 / x**|y| in ein's integer division (1, +-1 for x = -1, else 0)."""
+    lo, hi = INT_RANGE[dtype]
+    out = []
+    for a, b in zip(x.reshape(-1).tolist(), y.reshape(-1).tolist()):
+        if b < 0:
+            r = 1 if a == 1 else (-1) ** (-b) if a == -1 else 0
+        else:
+            r = pow(a, b, hi - lo + 1)
+        out.append((r - lo) % (hi - lo + 1) + lo)
+    return np.array(out, dtype=np.int64).reshape(x.shape)
+
+
+def gen_int_division_case(rng, idx: int) -> RunCase:
+    """Integer `/` and `**` on the operands that trap in C: divisors 0 and -1
+    next to INT_MIN, a literal 0 divisor, negative exponents of 0, 1, -1.
+    The generated code must not trap (SIGFPE) and must give ein's rule."""
+    dtype = "i32" if idx % 2 == 0 else "i64"
+    lo, hi = INT_RANGE[dtype]
+    npd = np.int32 if dtype == "i32" else np.int64
+    n, m = int(rng.integers(2, 5)), int(rng.integers(3, 7))
+    special = np.array([0, 1, -1, lo, hi, lo + 1, 7, -7, 2], dtype=np.int64)
+    x = np.where(rng.random((n, m)) < 0.5, rng.choice(special, (n, m)),
+                 rng.integers(-1000, 1000, (n, m))).astype(npd)
+    # Rows of INT_MIN over the divisors 0 and -1 make sure both corners occur.
+    x[0, :] = lo
+    y = rng.choice(np.array([0, -1, 1, 2, -3, lo, hi, 5], dtype=np.int64), (m,)).astype(npd)
+    y[0], y[1] = 0, -1
+    b = rng.choice(np.array([0, 1, -1, 2, -2, 3], dtype=np.int64), (n, m)).astype(npd)
+    e = rng.integers(-3, 4, (n, m)).astype(npd)
+    X, Y, B, E = (a.astype(np.int64) for a in (x, y, b, e))
+    T = tstr(dtype, ["n", "m"])
+    src = emit_function("f", [("x", T), ("y", tstr(dtype, ["m"])), ("b", T), ("e", T)], [T, T, T, T], [
+        "return x / y, x / 0 + x / -1, b ** e, (b - x) / (x - x)",
+    ])
+    zeros = np.zeros_like(X)
+    outs = [Out(dtype, ein_int_div(X, Y, dtype), True),
+            # 0 + (-x), wrapped to the dtype by a division by 1
+            Out(dtype, ein_int_div(ein_int_div(X, zeros, dtype) + ein_int_div(X, -np.ones_like(X), dtype), np.ones_like(X), dtype), True),
+            Out(dtype, ein_int_pow(B, E, dtype), True),
+            Out(dtype, zeros, True)]
+    return RunCase(f"gen-int-division#{idx:03d}", "generated", f"{dtype} division by 0 and INT_MIN / -1, negative powers {(n, m)}", src,
+                   inputs=[("x", x), ("y", y), ("b", b), ("e", e)], outs=outs)
+
+
 def gen_special_case(rng, idx: int) -> RunCase:
     """inf, -inf, NaN, -0.0 and large values through data movement and ops."""
     dtype = str(rng.choice(FLOATS))
@@ -1654,6 +1714,8 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_large_case(np.random.default_rng(43_000 + k), k))
     for k in range(9):
         cases.append(gen_wide_int_case(np.random.default_rng(44_000 + k), k))
+    for k in range(8):
+        cases.append(gen_int_division_case(np.random.default_rng(44_500 + k), k))
     for k in range(15):
         cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
     for k in range(24):
