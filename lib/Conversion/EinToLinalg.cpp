@@ -373,6 +373,14 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
                        return args[0];
                      });
   } else {
+    // max and min have no identity: over an empty axis there is no answer
+    // (the checker refuses such programs; IR given to ein-opt may not be).
+    if (kind == ReduceKind::Max || kind == ReduceKind::Min)
+      for (auto &a : reductions)
+        if (axisSize.at(a) == 0)
+          return op->emitOpError()
+                 << reduceKindName(kind) << " over the empty axis '" << a
+                 << "' has no identity";
     Type acc = isLowPrecisionFloat(element) ? Type(b.getF32Type()) : element;
     Value init = filled(loc, sizesOf(outAxes), acc, identity(kind, acc));
     result = generic(loc, loops, {in}, outAxes, init, reductions,

@@ -129,9 +129,10 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
         return usageError("--dim needs NAME=INT, got '" + *v + "'");
       std::string name = v->substr(0, eq);
       auto n = parseInt(v->substr(eq + 1));
-      if (!n || *n <= 0)
+      if (!n || *n < 0)
         return usageError("--dim " + name + ": '" + v->substr(eq + 1) +
-                          "' is not a positive integer that fits in 128 bits");
+                          "' is not a non-negative integer that fits in 128 "
+                          "bits");
       args.check.dimOverrides[name] = *n;
     } else if (isFlag("--in") && args.command == "run") {
       auto v = value("--in");
