@@ -200,8 +200,8 @@ const InferCase kRearrange[] = {
         "composition (h d): division by a size of 0", A::Pattern, 0, "h=0"),
     bad("KwargZeroDividesZero", Op::Rearrange, "(h d) -> h d", {"0"},
         "composition (h d): division by a size of 0", A::Pattern, 0, "d=0"),
-    ok("KwargGivenZeroInputSplits", Op::Rearrange, "(h d) -> h d", {"0"},
-       "0 4", "d=4"),
+    ok("KwargGivenZeroInputSplits", Op::Rearrange, "(h d) -> h d", {"0"}, "0 4",
+       "d=4"),
     ok("SymbolicSelfQuotient", Op::Rearrange, "(h d) -> h d", {"n"}, "1 n",
        "d=n"),
     bad("SelfQuotientOfZero", Op::Rearrange, "(h d) -> h d", {"n"},
@@ -460,7 +460,8 @@ TEST(InferLearns, RepeatBySizeZero) {
 TEST(InferLearns, MaxNeedsNonEmptyReducedAxes) {
   Pattern p = patternOf("a b c -> c", PatternUse::Reduce);
   InferContext ctx;
-  auto info = analyzeTransform(ctx, PatternUse::Reduce, p, shapeOf("n 4 m"), {});
+  auto info =
+      analyzeTransform(ctx, PatternUse::Reduce, p, shapeOf("n 4 m"), {});
   ASSERT_TRUE(bool(info)) << describeError(info.error());
   auto ok = requireNonEmptyReduction(ctx, ReduceKind::Max, p, *info);
   ASSERT_TRUE(bool(ok)) << describeError(ok.error());

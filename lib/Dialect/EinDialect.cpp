@@ -49,9 +49,9 @@ ein::EinDialect::verifyOperationAttribute(Operation *op,
     // 0 is an empty axis; negative sizes are meaningless.
     if (!size || size.getValue().isNegative() ||
         size.getValue().getActiveBits() > 63)
-      return op->emitError() << "'" << getDimsAttrName() << "': size of '"
-                             << name
-                             << "' must be a non-negative 64-bit integer";
+      return op->emitError()
+             << "'" << getDimsAttrName() << "': size of '" << name
+             << "' must be a non-negative 64-bit integer";
   }
   return success();
 }

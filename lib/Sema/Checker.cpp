@@ -176,9 +176,10 @@ private:
         // Size 0 is an empty tensor (as in numpy); only negative sizes are
         // meaningless.
         if (auto v = d.size.evaluate(out.ctx.env); v && *v < 0) {
-          diags.error(t.shapeLoc, "in shape \"" + t.shape + "\": dim " +
-                                      d.str() + " has size " + toString(*v) +
-                                      "; sizes must not be negative",
+          diags.error(t.shapeLoc,
+                      "in shape \"" + t.shape + "\": dim " + d.str() +
+                          " has size " + toString(*v) +
+                          "; sizes must not be negative",
                       static_cast<unsigned>(t.shape.size() + 2));
           return std::nullopt;
         }
@@ -751,19 +752,18 @@ private:
     }
     if (isReduce) {
       size_t checksBefore = out.ctx.constraints.size();
-      if (auto ok = requireNonEmptyReduction(out.ctx, op.reduction, *pattern,
-                                             *info);
+      if (auto ok =
+              requireNonEmptyReduction(out.ctx, op.reduction, *pattern, *info);
           !ok) {
         report(ok.error(), e, patExpr);
         return std::nullopt;
       }
       // The run-time message names the reduce by its place in the file.
       for (size_t i = checksBefore; i < out.ctx.constraints.size(); ++i)
-        out.ctx.constraints[i].reason = "reduce(..., \"" + patExpr->text +
-                                        "\", \"" + reduceKindName(op.reduction) +
-                                        "\") at line " +
-                                        std::to_string(e.loc.line) + ": " +
-                                        out.ctx.constraints[i].reason;
+        out.ctx.constraints[i].reason =
+            "reduce(..., \"" + patExpr->text + "\", \"" +
+            reduceKindName(op.reduction) + "\") at line " +
+            std::to_string(e.loc.line) + ": " + out.ctx.constraints[i].reason;
     }
     op.loc = e.loc;
     op.pattern = patExpr->text;

@@ -387,9 +387,9 @@ Expected<SizeMap> checkSizes(InferContext &ctx, const Pattern &pattern,
                                  i);
     auto v = arg.value.evaluate(ctx.env);
     if (v && *v < 0)
-      return ShapeError::atKwarg("size '" + arg.name + "' must not be negative, got " +
-                                     toString(*v),
-                                 i);
+      return ShapeError::atKwarg(
+          "size '" + arg.name + "' must not be negative, got " + toString(*v),
+          i);
     if (sizes.count(arg.name))
       return ShapeError::atKwarg("size '" + arg.name + "' given twice", i);
     sizes[arg.name] = arg.value;
@@ -556,12 +556,13 @@ Expected<bool> requireNonEmptyReduction(InferContext &ctx, ReduceKind kind,
     axes += (axes.empty() ? "" : ", ") + display(a);
     if (it->second.evaluate(ctx.env) != Int(0))
       continue;
-    std::string message = std::string(name) + " over an empty axis: " +
-                           display(a) + " has size 0, and " + name +
-                           " has no identity (numpy: zero-size array to "
-                           "reduction operation " +
-                           (kind == ReduceKind::Max ? "maximum" : "minimum") +
-                           " which has no identity)";
+    std::string message = std::string(name) +
+                          " over an empty axis: " + display(a) +
+                          " has size 0, and " + name +
+                          " has no identity (numpy: zero-size array to "
+                          "reduction operation " +
+                          (kind == ReduceKind::Max ? "maximum" : "minimum") +
+                          " which has no identity)";
     const PatternAxis *axis = a.rfind("...", 0) == 0
                                   ? findEllipsis(pattern.inputs[0])
                                   : findAxis(pattern.inputs[0], a);

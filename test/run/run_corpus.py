@@ -35,7 +35,9 @@ Categories:
               norm, attention, MLP, pooling), pack and unpack, inf/NaN/-0.0,
               integers over their whole range, larger tensors, and corners of
               the lowering and the driver (returning a parameter or one value
-              twice, views of views, folded constants, --time, ...). Dtypes f64
+              twice, views of views, folded constants, --time, ...), empty
+              tensors (gen-empty: size-0 dims in every op; reductions over
+              empty axes give numpy's sum 0, prod 1, mean NaN). Dtypes f64
               f32 f16 bf16 i32 i64; then the generators again on f8e4m3 and
               f8e5m2 operands, and fp8 corners (every bit pattern, overflow,
               NaN, subnormals); integers only where meaningful, no integer
@@ -44,7 +46,8 @@ Categories:
   examples    the functions of examples/*.ein with small --dim sizes.
   negative    inputs that do not fit the signature (wrong rank, a dim that
               disagrees with another input, with --dim or with a `dim`
-              declaration, a failing entry check, a missing / unknown / twice
+              declaration, a failing entry check, max / min over an empty
+              axis, a split by a size-0 axis, a missing / unknown / twice
               given --in, malformed .npy files, a wrong --out count, ...):
               `einc run` must exit 2 with `einc: error: ...` and must neither
               create an output file nor replace an existing one nor leave a
@@ -1984,7 +1987,23 @@ def negative_cases() -> list[RunCase]:
         # (name, source, inputs, extra fields, stderr substring)
         ("wrong-rank", two, [("x", f32(2, 3, 1)), ("y", f32(3, 4))], {}, "expected 2 dims"),
         ("wrong-rank-scalar", two, [("x", np.float32(1.0)), ("y", f32(3, 4))], {}, "expected 2 dims"),
-        ("zero-size-input", two, [("x", f32(0, 3)), ("y", f32(3, 4))], {}, "no positive integer"),
+        # Size 0 is an empty axis (gen-empty cases); a size that solves to a
+        # negative one is not.
+        ("negative-size-from-input", 'def f(x: f32["n+1"]) -> f32["n+1"]:\n    return x\n', [("x", f32(0))], {},
+         "size 0 gives no non-negative integer n"),
+        # max / min have no identity: numpy raises "zero-size array to
+        # reduction operation maximum which has no identity".
+        ("max-over-empty-axis", 'def f(x: f32["a c"]) -> f32["c"]:\n    return reduce(x, "a c -> c", "max")\n',
+         [("x", f32(0, 3))], {}, "entry check a >= 1 fails with a = 0 from parameter 'x' dim 0 (a): "
+         "reduce(..., \"a c -> c\", \"max\") at line 2: max over 'a' needs at least one element"),
+        ("min-over-empty-axes", 'def f(x: i32["a b c"]) -> i32["b"]:\n    return reduce(x, "a b c -> b", "min")\n',
+         [("x", np.zeros((2, 3, 0), np.int32))], {}, "min over 'a', 'c' needs at least one element"),
+        ("max-over-empty-axis-in-chain", 'def f(x: f32["r t"]) -> f32["r t"]:\n    e = exp(x - reduce(x, "r t -> r", "max"))\n'
+         '    return e / reduce(e, "r t -> r", "sum")\n', [("x", f32(3, 0))], {}, "entry check t >= 1 fails"),
+        ("split-by-empty-axis", 'def f(x: f32["n"], y: f32["m"]) -> f32["_ m"]:\n    return rearrange(x, "(a b) -> a b", b=m)\n',
+         [("x", f32(0)), ("y", f32(0))], {}, "n % m == 0 fails with m = 0"),
+        ("split-self-by-empty-axis", 'def f(x: f32["n"]) -> f32["1 n"]:\n    return rearrange(x, "(a b) -> a b", b=n)\n',
+         [("x", f32(0))], {}, "division by a size of 0"),
         ("dim-disagrees-with-input", two, [("x", f32(2, 3)), ("y", f32(4, 4))], {}, "expected 3, got 4"),
         ("dim-disagrees-with---dim", two, good, {"dims": [("a", 5)]}, "expected 5, got 2"),
         ("dim-disagrees-with-declaration", declared, [("x", f32(2, 3))], {}, "expected 4, got 2"),
