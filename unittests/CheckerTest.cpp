@@ -4,6 +4,7 @@
 
 #include "ein/Analysis/Cost.h"
 #include "ein/Sema/Checker.h"
+#include "ein/Sema/EntryBinding.h"
 #include "ein/Syntax/Parser.h"
 
 #include <gtest/gtest.h>
@@ -382,6 +383,24 @@ TEST(CheckerGood, MinOverKnownNonEmptyAxisNeedsNoCheck) {
                  "    return reduce(x, \"a b -> b\", \"min\")\n");
   ASSERT_FALSE(c->diags->hadError()) << c->firstError();
   EXPECT_TRUE(c->fn("f").ctx.constraints.empty());
+}
+
+// An empty input can ask for a large intermediate: valueTooLarge names it.
+TEST(CheckerGood, ValueTooLargeNamesTheIntermediate) {
+  CheckOptions sizes;
+  sizes.dimOverrides["a"] = 0;
+  sizes.dimOverrides["b"] = Int(1) << 40;
+  auto c = check("def f(x: f32[\"a b\"]) -> f32[\"\"]:\n"
+                 "    s = reduce(x, \"a b -> b\", \"sum\")\n"
+                 "    return reduce(s, \"b ->\", \"sum\")\n",
+                 sizes);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  auto why = valueTooLarge(c->fn("f"), Int(1) << 30);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why, "with these sizes, 's' (computed at line 2) of shape "
+                  "(1099511627776,) and f32 needs 4398046511104 bytes, more "
+                  "than this machine's memory (1073741824 bytes)");
+  EXPECT_FALSE(valueTooLarge(c->fn("f"), Int(1) << 42).has_value());
 }
 
 TEST(CheckerGood, PackAndUnpack) {

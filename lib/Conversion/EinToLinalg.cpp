@@ -458,6 +458,18 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
     return Indexed{v, resultAxes};
   };
 
+  // An empty operand leaves every sum empty: the result is all zeros (or is
+  // itself empty). Pairwise contraction could otherwise build a large
+  // intermediate from empty operands ("i j, j k, k l" with j = l = 0 and a
+  // large k makes i x k zeros).
+  for (auto &operand : live)
+    for (auto &a : operand.axes)
+      if (axisSize.at(a) == 0) {
+        Value zeros = filled(loc, sizesOf(outAxes), acc,
+                             identity(ReduceKind::Sum, acc));
+        return reshape(loc, castTensor(loc, zeros, element),
+                       resultType.getShape());
+      }
   if (live.size() <= 2) {
     Value v = contract(live, outAxes).value;
     v = castTensor(loc, v, element);

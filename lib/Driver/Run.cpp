@@ -142,6 +142,10 @@ int runFunction(const SourceFile &file, const Module &module,
     }
     return 2;
   }
+  if (auto memory = runtime::physicalMemoryBytes())
+    if (auto why = valueTooLarge(*concrete.find(options.function),
+                                 Int(*memory)))
+      return inputError(*why);
   std::string error;
   auto jit = JITFunction::compile(concrete, options.function, error, options.cpu);
   if (!jit) {

@@ -16,6 +16,41 @@ std::string shapeTuple(const std::vector<int64_t> &shape) {
 }
 } // namespace
 
+std::optional<std::string> valueTooLarge(const CheckedFunction &fn,
+                                         Int maxBytes) {
+  std::map<unsigned, SourceLoc> madeAt;
+  for (auto &op : fn.ops)
+    for (unsigned id : op.results)
+      madeAt[id] = op.loc;
+  for (unsigned id = 0; id < fn.values.size(); ++id) {
+    const TensorType &t = fn.values[id].type;
+    Shape shape = fn.ctx.expand(t.shape);
+    auto elements = numElements(shape).evaluate(fn.ctx.env);
+    if (!elements)
+      continue; // not every dim bound: nothing to measure
+    auto bytes = checkedMul(*elements, Int(dtypeBytes(t.dtype)));
+    if (bytes && *bytes <= maxBytes)
+      continue;
+    std::string what = !fn.values[id].name.empty()
+                           ? "'" + fn.values[id].name + "'"
+                           : "a value";
+    if (auto it = madeAt.find(id); it != madeAt.end())
+      what += " (computed at line " + std::to_string(it->second.line) + ")";
+    std::string sizes;
+    for (auto &d : shape)
+      sizes += (sizes.empty() ? "" : ", ") +
+               toString(*d.size.evaluate(fn.ctx.env));
+    if (shape.size() == 1)
+      sizes += ",";
+    return "with these sizes, " + what + " of shape (" + sizes + ") and " +
+           dtypeName(t.dtype) + " needs " +
+           (bytes ? toString(*bytes) : std::string("over 2**127")) +
+           " bytes, more than this machine's memory (" + toString(maxBytes) +
+           " bytes)";
+  }
+  return std::nullopt;
+}
+
 EntryBinding bindEntryShapes(const CheckedFunction &fn,
                              const std::vector<std::string> &paramNames,
                              const std::vector<std::vector<int64_t>> &shapes) {

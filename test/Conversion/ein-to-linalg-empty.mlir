@@ -57,12 +57,31 @@ func.func @min_over_empty(%x: !ein.tensor<"2 0 4", i32>) -> !ein.tensor<"4", i32
 
 // -----
 
-// Tests that an einsum with an empty contracted axis is a zero fill and a
-// generic over no trips: all zeros, as numpy.
+// Tests that an einsum with an empty operand is a zero fill of its result
+// and nothing else (every sum is empty), as numpy's zeros.
 // CHECK-LABEL: func.func @contract_empty
-// CHECK: linalg.fill
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x0xf32>, tensor<0x5xf32>) outs(%{{.*}} : tensor<4x5xf32>)
+// CHECK-NEXT: %[[E:.*]] = tensor.empty() : tensor<4x5xf32>
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[F:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E]] : tensor<4x5xf32>)
+// CHECK-NEXT: return %[[F]]
 func.func @contract_empty(%x: !ein.tensor<"4 0", f32>, %y: !ein.tensor<"0 5", f32>) -> !ein.tensor<"4 5", f32> {
   %0 = ein.einsum %x, %y "m k, k n -> m n" : !ein.tensor<"4 0", f32>, !ein.tensor<"0 5", f32> -> !ein.tensor<"4 5", f32>
   return %0 : !ein.tensor<"4 5", f32>
+}
+
+// -----
+
+// Tests that a chain with empty operands builds no intermediate: contracting
+// the first two operands pairwise would make 3 x 1000000 zeros. The zeros
+// are f32 (the accumulator) rounded to f16 elementwise.
+// CHECK-LABEL: func.func @chain_empty
+// CHECK-NOT: reduction
+// CHECK: linalg.fill {{.*}} -> tensor<3x0xf32>
+// CHECK-NOT: reduction
+// CHECK: arith.truncf
+// CHECK-NOT: reduction
+// CHECK: return
+func.func @chain_empty(%a: !ein.tensor<"3 0", f16>, %b: !ein.tensor<"0 1000000", f16>, %c: !ein.tensor<"1000000 0", f16>) -> !ein.tensor<"3 0", f16> {
+  %0 = ein.einsum %a, %b, %c "i j, j k, k l -> i l" : !ein.tensor<"3 0", f16>, !ein.tensor<"0 1000000", f16>, !ein.tensor<"1000000 0", f16> -> !ein.tensor<"3 0", f16>
+  return %0 : !ein.tensor<"3 0", f16>
 }

@@ -2002,6 +2002,12 @@ def negative_cases() -> list[RunCase]:
          '    return e / reduce(e, "r t -> r", "sum")\n', [("x", f32(3, 0))], {}, "entry check t >= 1 fails"),
         ("split-by-empty-axis", 'def f(x: f32["n"], y: f32["m"]) -> f32["_ m"]:\n    return rearrange(x, "(a b) -> a b", b=m)\n',
          [("x", f32(0)), ("y", f32(0))], {}, "n % m == 0 fails with m = 0"),
+        # An empty input with a huge dim: its reduction is 2**40 zeros, as
+        # an intermediate (refused before compiling) or as the result.
+        ("empty-input-huge-intermediate", 'def f(x: f32["a b"]) -> f32[""]:\n    return reduce(exp(reduce(x, "a b -> b", "sum")), "b ->", "sum")\n',
+         [("x", np.zeros((0, 2**40), np.float32))], {}, "more than this machine's memory"),
+        ("empty-input-huge-result", 'def f(x: f32["a b"]) -> f32["b"]:\n    return reduce(x, "a b -> b", "sum")\n',
+         [("x", np.zeros((0, 2**40), np.float32))], {}, "more than this machine's memory"),
         ("split-self-by-empty-axis", 'def f(x: f32["n"]) -> f32["1 n"]:\n    return rearrange(x, "(a b) -> a b", b=n)\n',
          [("x", f32(0))], {}, "division by a size of 0"),
         ("dim-disagrees-with-input", two, [("x", f32(2, 3)), ("y", f32(4, 4))], {}, "expected 3, got 4"),
