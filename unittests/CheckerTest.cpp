@@ -4,6 +4,7 @@
 
 #include "ein/Analysis/Cost.h"
 #include "ein/Sema/Checker.h"
+#include "ein/Sema/EntryBinding.h"
 #include "ein/Shape/DTypeRules.h"
 #include "ein/Syntax/Parser.h"
 
@@ -168,8 +169,25 @@ const DiagCase kDiags[] = {
      "2:5: 'n' is a dim name; choose another name"},
     {"DimDeclaredTwice", "dim n = 2\ndim n = 3\n",
      "2:5: dim 'n' is declared twice"},
-    {"DimNotPositive", "dim n = 2 - 2\n",
-     "1:11: dim 'n' must be positive, got 0"},
+    {"DimNegative", "dim n = 2 - 3\n",
+     "1:11: dim 'n' must not be negative, got -1"},
+    {"ShapeSizeNegative",
+     "dim n = 2\n"
+     "def f(x: f32[\"n-3\"]) -> f32[\"n-3\"]:\n"
+     "    return x\n",
+     "2:14: in shape \"n-3\": dim n-3 has size -1; sizes must not be "
+     "negative"},
+    {"MaxOverAxisOfSizeZero",
+     "dim z = 0\n"
+     "def f(x: f32[\"n z\"]) -> f32[\"n\"]:\n"
+     "    return reduce(x, \"a b -> a\", \"max\")\n",
+     "3:25: max over an empty axis: 'b' has size 0, and max has no identity "
+     "(numpy: zero-size array to reduction operation maximum which has no "
+     "identity)"},
+    {"SplitByZero",
+     "def f(x: f32[\"n\"]) -> f32[\"_ 0\"]:\n"
+     "    return rearrange(x, \"(a b) -> a b\", b=0)\n",
+     "2:26: composition (a b): division by a size of 0"},
     {"FunctionDefinedTwice",
      "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
      "    return x\n"
@@ -310,6 +328,80 @@ TEST(CheckerGood, EntryConstraintForHiddenBy8) {
   ASSERT_EQ(f.ctx.constraints.size(), 1u);
   EXPECT_EQ(f.ctx.constraints[0].str(), "hidden % 8 == 0");
   EXPECT_EQ(c->returned("h").str(), "f32[\"b 8 hidden/8\"]");
+}
+
+// Size 0 is an empty axis, as in numpy and einops; negative sizes are not.
+TEST(CheckerGood, ZeroSizesAccepted) {
+  auto c = check("dim z = 0\n"
+                 "def f(x: f32[\"0 n\"]) -> (f32[\"n 0\"], f32[\"n z\"], "
+                 "f32[\"n\"]):\n"
+                 "    return rearrange(x, \"a b -> b a\"), repeat(reduce(x, "
+                 "\"a b -> b\", \"sum\"), \"b -> b c\", c=z), reduce(x, \"a b "
+                 "-> b\", \"prod\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(toString(c->result.dims.at("z")), "0");
+  EXPECT_EQ(c->returned("f", 0).str(), "f32[\"n 0\"]");
+  EXPECT_TRUE(c->fn("f").ctx.constraints.empty());
+}
+
+TEST(CheckerGood, DimOverrideZeroAcceptedNegativeRejected) {
+  const char *source = "def f(x: f32[\"n\"]) -> f32[\"n m\"]:\n"
+                       "    return repeat(x, \"n -> n m\", m=m)\n";
+  CheckOptions zero;
+  zero.dimOverrides["m"] = 0;
+  auto c = check(source, zero);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(toString(c->result.dims.at("m")), "0");
+  CheckOptions negative;
+  negative.dimOverrides["m"] = -1;
+  auto d = check(source, negative);
+  ASSERT_TRUE(d->diags->hadError());
+  EXPECT_NE(d->firstError().find("--dim m must not be negative"),
+            std::string::npos)
+      << d->firstError();
+}
+
+// max/min have no identity: over axes whose sizes bind at run time they
+// leave an entry check; sum, mean and prod do not.
+TEST(CheckerGood, MaxOverFreeAxesIsAnEntryCheck) {
+  auto c = check("def f(x: f32[\"a b c\"]) -> (f32[\"c\"], f32[\"c\"], "
+                 "f32[\"c\"]):\n"
+                 "    return reduce(x, \"a b c -> c\", \"max\"), reduce(x, "
+                 "\"a b c -> c\", \"sum\"), reduce(x, \"a b c -> c\", "
+                 "\"mean\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("f");
+  ASSERT_EQ(f.ctx.constraints.size(), 1u);
+  EXPECT_EQ(f.ctx.constraints[0].kind, Constraint::Kind::NonEmpty);
+  EXPECT_EQ(f.ctx.constraints[0].str(), "a*b >= 1");
+  EXPECT_EQ(f.ctx.constraints[0].reason,
+            "reduce(..., \"a b c -> c\", \"max\") at line 2: max over 'a', "
+            "'b' needs at least one element (max has no identity)");
+}
+
+TEST(CheckerGood, MinOverKnownNonEmptyAxisNeedsNoCheck) {
+  auto c = check("def f(x: f32[\"3 0\"]) -> f32[\"0\"]:\n"
+                 "    return reduce(x, \"a b -> b\", \"min\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_TRUE(c->fn("f").ctx.constraints.empty());
+}
+
+// An empty input can ask for a large intermediate: valueTooLarge names it.
+TEST(CheckerGood, ValueTooLargeNamesTheIntermediate) {
+  CheckOptions sizes;
+  sizes.dimOverrides["a"] = 0;
+  sizes.dimOverrides["b"] = Int(1) << 40;
+  auto c = check("def f(x: f32[\"a b\"]) -> f32[\"\"]:\n"
+                 "    s = reduce(x, \"a b -> b\", \"sum\")\n"
+                 "    return reduce(s, \"b ->\", \"sum\")\n",
+                 sizes);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  auto why = valueTooLarge(c->fn("f"), Int(1) << 30);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why, "with these sizes, 's' (computed at line 2) of shape "
+                  "(1099511627776,) and f32 needs 4398046511104 bytes, more "
+                  "than this machine's memory (1073741824 bytes)");
+  EXPECT_FALSE(valueTooLarge(c->fn("f"), Int(1) << 42).has_value());
 }
 
 TEST(CheckerGood, PackAndUnpack) {

@@ -424,6 +424,14 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
                        return args[0];
                      });
   } else {
+    // max and min have no identity: over an empty axis there is no answer
+    // (the checker refuses such programs; IR given to ein-opt may not be).
+    if (kind == ReduceKind::Max || kind == ReduceKind::Min)
+      for (auto &a : reductions)
+        if (axisSize.at(a) == 0)
+          return op->emitOpError()
+                 << reduceKindName(kind) << " over the empty axis '" << a
+                 << "' has no identity";
     Type acc = isLowPrecisionFloat(element) ? Type(b.getF32Type()) : element;
     Value init = filled(loc, sizesOf(outAxes), acc, identity(kind, acc));
     result = generic(loc, loops, {in}, outAxes, init, reductions,
@@ -501,6 +509,18 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
     return Indexed{v, resultAxes};
   };
 
+  // An empty operand leaves every sum empty: the result is all zeros (or is
+  // itself empty). Pairwise contraction could otherwise build a large
+  // intermediate from empty operands ("i j, j k, k l" with j = l = 0 and a
+  // large k makes i x k zeros).
+  for (auto &operand : live)
+    for (auto &a : operand.axes)
+      if (axisSize.at(a) == 0) {
+        Value zeros = filled(loc, sizesOf(outAxes), acc,
+                             identity(ReduceKind::Sum, acc));
+        return reshape(loc, castTensor(loc, zeros, element),
+                       resultType.getShape());
+      }
   if (live.size() <= 2) {
     Value v = contract(live, outAxes).value;
     v = castTensor(loc, v, element);

@@ -46,10 +46,12 @@ ein::EinDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << getDimsAttrName() << "': invalid name '"
                              << name << "': not an identifier";
     auto size = dyn_cast<IntegerAttr>(dim.getValue());
-    if (!size || size.getValue().isNegative() || size.getValue().isZero() ||
+    // 0 is an empty axis; negative sizes are meaningless.
+    if (!size || size.getValue().isNegative() ||
         size.getValue().getActiveBits() > 63)
-      return op->emitError() << "'" << getDimsAttrName() << "': size of '"
-                             << name << "' must be a positive 64-bit integer";
+      return op->emitError()
+             << "'" << getDimsAttrName() << "': size of '" << name
+             << "' must be a non-negative 64-bit integer";
   }
   return success();
 }

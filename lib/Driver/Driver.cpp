@@ -249,10 +249,10 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
         return usage(fmt::format("--dim needs NAME=INT, got '{}'", *v));
       std::string name = v->substr(0, eq);
       auto n = parseInt(v->substr(eq + 1));
-      if (!n || *n <= 0)
-        return usage(fmt::format(
-            "--dim {}: '{}' is not a positive integer that fits in 128 bits",
-            name, v->substr(eq + 1)));
+      if (!n || *n < 0)
+        return usage(fmt::format("--dim {}: '{}' is not a non-negative integer "
+                                 "that fits in 128 bits",
+                                 name, v->substr(eq + 1)));
       args.check.dimOverrides[name] = *n;
     } else if (isFlag("--in") && args.command == "run") {
       auto v = value("--in");

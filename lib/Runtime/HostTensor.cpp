@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the ein runtime assumes a little-endian host"
@@ -156,6 +157,13 @@ std::optional<int64_t> checkedNumElements(const std::vector<int64_t> &shape,
   return count;
 }
 
+std::optional<uint64_t> physicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return std::nullopt;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+}
+
 std::string shapeTupleStr(const std::vector<int64_t> &shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -181,6 +189,15 @@ Result<HostTensor> HostTensor::create(StorageType type,
   if (static_cast<uint64_t>(size) > std::numeric_limits<size_t>::max() / 2)
     return Result<HostTensor>::failure("tensor of shape " +
                                        shapeTupleStr(shape) + " is too large");
+  // Empty inputs make results of any size cheap to ask for (reduce over an
+  // empty (0, 2**40) input gives 2**40 zeros): refuse what cannot fit in
+  // memory rather than fail inside the allocator.
+  if (auto memory = physicalMemoryBytes();
+      memory && static_cast<uint64_t>(size) > *memory)
+    return Result<HostTensor>::failure(
+        "tensor of shape " + shapeTupleStr(shape) + " needs " +
+        std::to_string(size) + " bytes, more than this machine's memory (" +
+        std::to_string(*memory) + " bytes)");
   HostTensor t;
   t.type = type;
   t.shape = std::move(shape);

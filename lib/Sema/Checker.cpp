@@ -182,10 +182,13 @@ private:
       } else {
         for (auto &s : d.size.symbols())
           dimNames.insert(s);
-        if (auto v = d.size.evaluate(out.ctx.env); v && *v <= 0) {
-          diags.error(t.shapeLoc, "in shape \"" + t.shape + "\": dim " +
-                                      d.str() + " has size " + toString(*v) +
-                                      "; sizes must be positive",
+        // Size 0 is an empty tensor (as in numpy); only negative sizes are
+        // meaningless.
+        if (auto v = d.size.evaluate(out.ctx.env); v && *v < 0) {
+          diags.error(t.shapeLoc,
+                      "in shape \"" + t.shape + "\": dim " + d.str() +
+                          " has size " + toString(*v) +
+                          "; sizes must not be negative",
                       static_cast<unsigned>(t.shape.size() + 2));
           return std::nullopt;
         }
@@ -761,6 +764,21 @@ private:
       report(info.error(), e, patExpr);
       return std::nullopt;
     }
+    if (isReduce) {
+      size_t checksBefore = out.ctx.constraints.size();
+      if (auto ok =
+              requireNonEmptyReduction(out.ctx, op.reduction, *pattern, *info);
+          !ok) {
+        report(ok.error(), e, patExpr);
+        return std::nullopt;
+      }
+      // The run-time message names the reduce by its place in the file.
+      for (size_t i = checksBefore; i < out.ctx.constraints.size(); ++i)
+        out.ctx.constraints[i].reason =
+            "reduce(..., \"" + patExpr->text + "\", \"" +
+            reduceKindName(op.reduction) + "\") at line " +
+            std::to_string(e.loc.line) + ": " + out.ctx.constraints[i].reason;
+    }
     op.loc = e.loc;
     op.pattern = patExpr->text;
     op.parsed = *pattern;
@@ -994,9 +1012,11 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     auto v = evalDim(*d.value, result.dims, diags);
     if (!v)
       return result;
-    if (*v <= 0) {
-      diags.error(d.value->loc, "dim '" + d.name + "' must be positive, got " +
-                                    toString(*v), d.value->length);
+    if (*v < 0) {
+      diags.error(d.value->loc,
+                  "dim '" + d.name + "' must not be negative, got " +
+                      toString(*v),
+                  d.value->length);
       return result;
     }
     result.dims[d.name] = *v;
@@ -1013,8 +1033,8 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
                           ": no dim named '" + name + "' in this file");
       return result;
     }
-    if (value <= 0) {
-      diags.error({}, "--dim " + name + " must be positive");
+    if (value < 0) {
+      diags.error({}, "--dim " + name + " must not be negative");
       return result;
     }
     result.dims[name] = value;

@@ -120,7 +120,7 @@ module attributes {ein.dims = {a = 6 : i64}} {
 // -----
 
 // Tests that `ein.dims` holds integer sizes.
-// expected-error @+1 {{'ein.dims': size of 'a' must be a positive 64-bit integer}}
+// expected-error @+1 {{'ein.dims': size of 'a' must be a non-negative 64-bit integer}}
 module attributes {ein.dims = {a = "x"}} {
 }
 
@@ -509,7 +509,7 @@ module attributes {ein.dims = {"a-b" = 3}} {
 
 // -----
 
-// Tests that `ein.dims` sizes are positive.
-// expected-error @+1 {{'ein.dims': size of 'z' must be a positive 64-bit integer}}
-module attributes {ein.dims = {z = 0}} {
+// Tests that `ein.dims` sizes are not negative (0 is an empty axis).
+// expected-error @+1 {{'ein.dims': size of 'z' must be a non-negative 64-bit integer}}
+module attributes {ein.dims = {z = -1}} {
 }
