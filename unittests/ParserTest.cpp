@@ -52,11 +52,11 @@ TEST(Lexer, UnicodeNames) {
   // Python's identifiers: Greek and CJK letters start names, combining marks
   // and other digits continue them. Columns count bytes.
   EXPECT_EQ(tokensOf("\xce\xb1 = \xe4\xb8\xad\xe6\x96\x87\n"),
-            (Tokens{"name:\xce\xb1@1:1", "'=':=@1:4", "name:\xe4\xb8\xad\xe6\x96\x87@1:6",
-                    "end of line@1:12"}));
+            (Tokens{"name:\xce\xb1@1:1", "'=':=@1:4",
+                    "name:\xe4\xb8\xad\xe6\x96\x87@1:6", "end of line@1:12"}));
   EXPECT_EQ(tokensOf("e\xcc\x81 x\xd9\xa3 _\xce\xb2"),
-            (Tokens{"name:e\xcc\x81@1:1", "name:x\xd9\xa3@1:5", "name:_\xce\xb2@1:9",
-                    "end of line@1:12"}));
+            (Tokens{"name:e\xcc\x81@1:1", "name:x\xd9\xa3@1:5",
+                    "name:_\xce\xb2@1:9", "end of line@1:12"}));
   // A number followed by a letter of any script is malformed.
   unsigned errors = 0;
   tokensOf("x = 2\xce\xb1", &errors);
@@ -138,7 +138,8 @@ const LexErrorCase kLexErrors[] = {
      "unexpected character '\xc3\x97' (U+00D7)"},
     {"EmojiIsNotAName", "x = \xf0\x9f\x98\x80", 1, 5,
      "unexpected character '\xf0\x9f\x98\x80' (U+1F600)"},
-    {"CombiningMarkCannotStartName", "x = \xcc\x81", 1, 5, "unexpected character U+0301"},
+    {"CombiningMarkCannotStartName", "x = \xcc\x81", 1, 5,
+     "unexpected character U+0301"},
     // Invalid UTF-8, anywhere in the file; columns count bytes internally.
     {"StrayContinuation", "x = \x80", 1, 5,
      "invalid UTF-8 in source: stray continuation byte '\\x80'"},
@@ -363,15 +364,16 @@ TEST(Diagnostics, ColumnsCountCodePointsAndCaretsFollowDisplayWidth) {
   diags.note({2, 9}, "here", 6); // both CJK characters: 4 terminal columns
   std::ostringstream os;
   diags.print(os);
-  EXPECT_EQ(os.str(), "t.ein:1:13: error: unexpected character '\xc2\xb7' (U+00B7)\n"
-                      "    return \xce\xb1\xc2\xb7 2\n"
-                      "            ^\n"
-                      "t.ein:2:14: error: undefined name 'z'\n"
-                      "    y = \xe4\xb8\xad\xe6\x96\x87 + z\n"
-                      "               ^\n"
-                      "t.ein:2:9: note: here\n"
-                      "    y = \xe4\xb8\xad\xe6\x96\x87 + z\n"
-                      "        ^~~~\n");
+  EXPECT_EQ(os.str(),
+            "t.ein:1:13: error: unexpected character '\xc2\xb7' (U+00B7)\n"
+            "    return \xce\xb1\xc2\xb7 2\n"
+            "            ^\n"
+            "t.ein:2:14: error: undefined name 'z'\n"
+            "    y = \xe4\xb8\xad\xe6\x96\x87 + z\n"
+            "               ^\n"
+            "t.ein:2:9: note: here\n"
+            "    y = \xe4\xb8\xad\xe6\x96\x87 + z\n"
+            "        ^~~~\n");
 }
 
 TEST(Diagnostics, InvalidUtf8IsEscapedInEchoAndMessage) {
@@ -383,13 +385,14 @@ TEST(Diagnostics, InvalidUtf8IsEscapedInEchoAndMessage) {
   diags.error({1, 6}, "undefined name 'y' \xce");
   std::ostringstream os;
   diags.print(os);
-  EXPECT_EQ(os.str(), "t\\xff.ein:1:2: error: invalid UTF-8 in source: truncated "
-                      "sequence '\\xce'\n"
-                      "x\\xce = y\n"
-                      " ^~~~\n"
-                      "t\\xff.ein:1:6: error: undefined name 'y' \\xce\n"
-                      "x\\xce = y\n"
-                      "        ^\n");
+  EXPECT_EQ(os.str(),
+            "t\\xff.ein:1:2: error: invalid UTF-8 in source: truncated "
+            "sequence '\\xce'\n"
+            "x\\xce = y\n"
+            " ^~~~\n"
+            "t\\xff.ein:1:6: error: undefined name 'y' \\xce\n"
+            "x\\xce = y\n"
+            "        ^\n");
 }
 
 TEST(Diagnostics, CaretPastEndOfNonAsciiLine) {

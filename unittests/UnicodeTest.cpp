@@ -1,5 +1,7 @@
-// UTF-8 decoding, the identifier classes (Python's XID_Start/XID_Continue) and display widths.
+// UTF-8 decoding, the identifier classes (Python's XID_Start/XID_Continue) and
+// display widths.
 #include "ein/Syntax/Unicode.h"
+#include "ein/Shape/Shape.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +32,8 @@ TEST_P(DecodeTest, CodePointSizeAndError) {
   EXPECT_EQ(d.error, c.error) << describe(d.error);
   EXPECT_EQ(d.size, c.size);
   if (c.error == Utf8Error::None) {
-    EXPECT_EQ(static_cast<uint32_t>(d.codePoint), static_cast<uint32_t>(c.codePoint));
+    EXPECT_EQ(static_cast<uint32_t>(d.codePoint),
+              static_cast<uint32_t>(c.codePoint));
   }
 }
 
@@ -78,8 +81,8 @@ TEST(Utf8, EscapesAndSanitizes) {
 TEST(Utf8, CountsCodePoints) {
   EXPECT_EQ(countCodePoints(""), 0u);
   EXPECT_EQ(countCodePoints("abc"), 3u);
-  EXPECT_EQ(countCodePoints("\xce\xb1 \xce\xb2"), 3u);  // "α β"
-  EXPECT_EQ(countCodePoints("a\xce"), 2u);              // invalid counts one
+  EXPECT_EQ(countCodePoints("\xce\xb1 \xce\xb2"), 3u); // "α β"
+  EXPECT_EQ(countCodePoints("a\xce"), 2u);             // invalid counts one
   EXPECT_EQ(countCodePoints("\xe4\xb8\xad\xe6\x96\x87"), 2u); // "中文"
 }
 
@@ -128,17 +131,19 @@ const ClassCase kClasses[] = {
     {"Unassigned", U'\u0378', false, false},
 };
 
-INSTANTIATE_TEST_SUITE_P(Unicode, IdentifierClassTest, ::testing::ValuesIn(kClasses),
+INSTANTIATE_TEST_SUITE_P(Unicode, IdentifierClassTest,
+                         ::testing::ValuesIn(kClasses),
                          [](const auto &info) { return info.param.name; });
 
 TEST(Identifiers, ScanStopsAtNonIdentifierCharacters) {
-  EXPECT_EQ(scanIdentifier("\xce\xb1\xce\xb2 x", 0), 4u);    // "αβ"
-  EXPECT_EQ(scanIdentifier("e\xcc\x81+", 0), 3u);            // "é" decomposed
-  EXPECT_EQ(scanIdentifier("\xcc\x81", 0), 0u);              // a mark cannot start
-  EXPECT_EQ(scanIdentifier("x\xce", 0), 1u);                 // stops at invalid UTF-8
-  EXPECT_EQ(scanIdentifier("a\xf0\x9f\x98\x80", 0), 1u);     // emoji ends it
-  EXPECT_TRUE(isIdentifier("\xe9\x95\xbf\xe5\xba\xa6"));     // "长度"
-  EXPECT_FALSE(isIdentifier("x\xe2\x82\x81")); // "x₁": subscript digits are not XID_Continue
+  EXPECT_EQ(scanIdentifier("\xce\xb1\xce\xb2 x", 0), 4u); // "αβ"
+  EXPECT_EQ(scanIdentifier("e\xcc\x81+", 0), 3u);         // "é" decomposed
+  EXPECT_EQ(scanIdentifier("\xcc\x81", 0), 0u);           // a mark cannot start
+  EXPECT_EQ(scanIdentifier("x\xce", 0), 1u); // stops at invalid UTF-8
+  EXPECT_EQ(scanIdentifier("a\xf0\x9f\x98\x80", 0), 1u); // emoji ends it
+  EXPECT_TRUE(isIdentifier("\xe9\x95\xbf\xe5\xba\xa6")); // "长度"
+  EXPECT_FALSE(isIdentifier(
+      "x\xe2\x82\x81")); // "x₁": subscript digits are not XID_Continue
   EXPECT_FALSE(isIdentifier("1x"));
   EXPECT_FALSE(isIdentifier(""));
 }
@@ -164,6 +169,30 @@ TEST(Describe, CodePoints) {
   EXPECT_EQ(describeCodePoint(U'\u0085'), "U+0085");
   EXPECT_EQ(describeCodePoint(U'\u200B'), "U+200B");
   EXPECT_EQ(describeCodePoint(U'\U0001F600'), "'\xf0\x9f\x98\x80' (U+1F600)");
+}
+
+//===----------------------------------------------------------------------===//
+// Shape strings use the same classes
+//===----------------------------------------------------------------------===//
+
+TEST(ShapeNames, UnicodeDimsAndVariadics) {
+  auto shape =
+      parseShape("\xce\xb1 (\xe6\x89\xb9 \xe9\x95\xbf) *\xce\xb2 2*\xce\xb3");
+  ASSERT_TRUE(bool(shape)) << shape.error().message;
+  EXPECT_EQ(shapeStr(*shape),
+            "\xce\xb1 \xe6\x89\xb9*\xe9\x95\xbf *\xce\xb2 2*\xce\xb3");
+}
+
+TEST(ShapeNames, NonNameCharacterIsOneWholeCodePoint) {
+  auto shape = parseShape("\xce\xb1\xc3\x97\xce\xb2"); // "α×β"
+  ASSERT_FALSE(bool(shape));
+  EXPECT_EQ(shape.error().message, "unexpected '\xc3\x97' (U+00D7) in size");
+  EXPECT_EQ(shape.error().offset, 2u); // bytes
+  EXPECT_EQ(shape.error().length, 2u);
+  auto invalid = parseShape("a \xce");
+  ASSERT_FALSE(bool(invalid));
+  EXPECT_EQ(invalid.error().message,
+            "invalid UTF-8 in size: truncated sequence '\\xce'");
 }
 
 TEST(Tables, UnicodeVersionIsNamed) { EXPECT_STRNE(unicodeVersion(), ""); }

@@ -96,9 +96,12 @@ private:
   /// The character at `pos` (a whole code point, never half of one).
   ShapeError unexpected() {
     auto d = unicode::decodeUtf8(text, pos);
-    std::string what = d.valid() ? unicode::describeCodePoint(d.codePoint)
-                                 : "invalid UTF-8 " + unicode::describeInvalidUtf8(text, pos);
-    return ShapeError::atPattern("unexpected " + what + " in size", base + pos, d.size);
+    std::string message =
+        d.valid() ? "unexpected " + unicode::describeCodePoint(d.codePoint) +
+                        " in size"
+                  : "invalid UTF-8 in size: " +
+                        unicode::describeInvalidUtf8(text, pos);
+    return ShapeError::atPattern(message, base + pos, d.size);
   }
   void skipSpace() {
     while (pos < text.size() && text[pos] == ' ')

@@ -51,7 +51,8 @@ unsigned SourceFile::codePointColumn(SourceLoc loc) const {
     return static_cast<unsigned>(
         unicode::countCodePoints(std::string_view(line).substr(0, bytes)) + 1);
   // Past the end of the line (an error at its end): one column per byte.
-  return static_cast<unsigned>(unicode::countCodePoints(line) + (bytes - line.size()) + 1);
+  return static_cast<unsigned>(unicode::countCodePoints(line) +
+                               (bytes - line.size()) + 1);
 }
 
 void DiagnosticEngine::print(std::ostream &os) const {
@@ -65,8 +66,8 @@ void DiagnosticEngine::print(std::ostream &os) const {
       os << fmt::format("{}: {}: {}\n", path, kind, message);
       continue;
     }
-    os << fmt::format("{}:{}:{}: {}: {}\n", path, d.loc.line, file.codePointColumn(d.loc),
-                      kind, message);
+    os << fmt::format("{}:{}:{}: {}: {}\n", path, d.loc.line,
+                      file.codePointColumn(d.loc), kind, message);
     std::string line = file.lineText(d.loc.line);
     os << unicode::sanitizeUtf8(line) << "\n";
     // Pad to the caret character by character, so that the caret lines up on

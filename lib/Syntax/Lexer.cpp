@@ -39,15 +39,18 @@ const char *tokenKindName(TokenKind kind) {
 namespace {
 
 /// Reports every invalid UTF-8 sequence in s[begin, end) (a comment or a
-/// string on line `line`, starting at byte column `col`); true if there was one.
-bool reportInvalidUtf8(const std::string &s, size_t begin, size_t end, unsigned line,
-                       unsigned col, DiagnosticEngine &diags) {
+/// string on line `line`, starting at byte column `col`); true if there was
+/// one.
+bool reportInvalidUtf8(const std::string &s, size_t begin, size_t end,
+                       unsigned line, unsigned col, DiagnosticEngine &diags) {
   bool bad = false;
   for (size_t i = begin; i < end;) {
     auto d = unicode::decodeUtf8(s, i);
     if (!d.valid()) {
       diags.error({line, col + static_cast<unsigned>(i - begin)},
-                  "invalid UTF-8 in source: " + unicode::describeInvalidUtf8(s, i), d.size);
+                  "invalid UTF-8 in source: " +
+                      unicode::describeInvalidUtf8(s, i),
+                  d.size);
       bad = true;
     }
     i += d.size;
@@ -83,7 +86,8 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         size_t rest = j;
         while (j < s.size() && s[j] != '\n')
           ++j;
-        reportInvalidUtf8(s, rest, j, line, col + static_cast<unsigned>(rest - i), diags);
+        reportInvalidUtf8(s, rest, j, line,
+                          col + static_cast<unsigned>(rest - i), diags);
         i = j < s.size() ? j + 1 : j;
         ++line;
         col = 1;
@@ -160,8 +164,10 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
             ++j;
         }
       }
-      auto next = j < s.size() ? unicode::decodeUtf8(s, j) : unicode::DecodedChar{};
-      if (j < s.size() && next.valid() && unicode::isIdentifierContinue(next.codePoint)) {
+      auto next =
+          j < s.size() ? unicode::decodeUtf8(s, j) : unicode::DecodedChar{};
+      if (j < s.size() && next.valid() &&
+          unicode::isIdentifierContinue(next.codePoint)) {
         diags.error(loc, "malformed number", static_cast<unsigned>(j - i + 1));
         push(TokenKind::Error, "", loc, 1);
       } else {
@@ -191,8 +197,8 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       }
       // Invalid UTF-8 is reported here; the string then stands for nothing.
       bool bad = reportInvalidUtf8(s, i + 1, j, line, col + 1, diags);
-      push(bad ? TokenKind::Error : TokenKind::String, s.substr(i + 1, j - i - 1), loc,
-           static_cast<unsigned>(j - i + 1));
+      push(bad ? TokenKind::Error : TokenKind::String,
+           s.substr(i + 1, j - i - 1), loc, static_cast<unsigned>(j - i + 1));
       col += static_cast<unsigned>(j + 1 - i);
       i = j + 1;
       continue;
@@ -221,11 +227,15 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       auto d = unicode::decodeUtf8(s, i);
       len = d.size;
       if (d.valid())
-        diags.error(loc, fmt::format("unexpected character {}",
-                                     unicode::describeCodePoint(d.codePoint)),
+        diags.error(loc,
+                    fmt::format("unexpected character {}",
+                                unicode::describeCodePoint(d.codePoint)),
                     len);
       else
-        diags.error(loc, "invalid UTF-8 in source: " + unicode::describeInvalidUtf8(s, i), len);
+        diags.error(loc,
+                    "invalid UTF-8 in source: " +
+                        unicode::describeInvalidUtf8(s, i),
+                    len);
     }
     push(kind, s.substr(i, len), loc, len);
     i += len;

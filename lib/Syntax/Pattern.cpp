@@ -263,10 +263,12 @@ Expected<PatternSide> parseSide(const std::string &text, size_t begin,
     }
     auto d = unicode::decodeUtf8(text, i);
     if (!d.valid())
-      return ShapeError::atPattern(
-          "invalid UTF-8 in pattern: " + unicode::describeInvalidUtf8(text, i), i, d.size);
+      return ShapeError::atPattern("invalid UTF-8 in pattern: " +
+                                       unicode::describeInvalidUtf8(text, i),
+                                   i, d.size);
     return ShapeError::atPattern(
-        fmt::format("unexpected character {} in pattern", unicode::describeCodePoint(d.codePoint)),
+        fmt::format("unexpected character {} in pattern",
+                    unicode::describeCodePoint(d.codePoint)),
         i, d.size);
   }
   if (open)

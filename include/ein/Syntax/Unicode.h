@@ -1,4 +1,5 @@
-// UTF-8 decoding and the code point classes (identifier, display width) used by the lexer, the pattern parser and the shape parser.
+// UTF-8 decoding and the code point classes (identifier, display width) used by
+// the lexer, the pattern parser and the shape parser.
 #pragma once
 
 #include <cstddef>
