@@ -56,7 +56,7 @@ enum class PatternUse { Rearrange, Reduce, Repeat, Einsum, Pack };
 /// Parses and checks the syntax of `text` for `use`: balanced, unnested
 /// parentheses, at most one ellipsis per side, valid identifiers, no duplicate
 /// axis on a side (einsum inputs may repeat one: a diagonal), an arrow where
-/// needed. Errors carry the offset of the offending token.
+/// needed. Errors carry the offset of the offending token (in bytes).
 Expected<Pattern> parsePattern(const std::string &text, PatternUse use);
 
 /// True for a valid axis name as einops defines it: a Python identifier
