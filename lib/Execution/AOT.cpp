@@ -4,6 +4,7 @@
 #include "ein/Conversion/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Syntax/Unicode.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -24,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -49,6 +51,50 @@ const char *cType(DType t) {
     return "int32_t";
   }
   return "void";
+}
+
+/// The ASCII C spelling of an ein name: ASCII characters stay, every other
+/// code point becomes `_uXXXX` (or `_UXXXXXXXX` above U+FFFF), hex digits in
+/// lowercase, so `α` becomes `_u03b1`. The same name is used for the object's
+/// symbols, so the header and the object agree whatever the C compiler does
+/// with non-ASCII identifiers.
+std::string cName(const std::string &name) {
+  std::string out;
+  for (size_t i = 0; i < name.size();) {
+    auto d = unicode::decodeUtf8(name, i);
+    if (d.valid() && d.codePoint < 0x80)
+      out += static_cast<char>(d.codePoint);
+    else if (d.codePoint <= 0xFFFF)
+      out += fmt::format("_u{:04x}", static_cast<uint32_t>(d.codePoint));
+    else
+      out += fmt::format("_U{:08x}", static_cast<uint32_t>(d.codePoint));
+    i += d.size;
+  }
+  return out;
+}
+
+/// An error when two functions, or two parameters of one function, get the
+/// same C name; empty when all are distinct.
+std::string cNameClash(const CheckedModule &module) {
+  std::map<std::string, std::string> functions;
+  for (auto &fn : module.functions) {
+    auto [it, fresh] = functions.emplace(cName(fn.name), fn.name);
+    if (!fresh)
+      return fmt::format(
+          "functions '{}' and '{}' both have the C name 'ein_{}'; rename one\n",
+          it->second, fn.name, it->first);
+    std::map<std::string, std::string> params;
+    for (unsigned id : fn.params) {
+      auto [p, freshParam] =
+          params.emplace(cName(fn.values[id].name), fn.values[id].name);
+      if (!freshParam)
+        return fmt::format(
+            "parameters '{}' and '{}' of '{}' both have the C name '{}'; "
+            "rename one\n",
+            p->second, fn.values[id].name, fn.name, p->first);
+    }
+  }
+  return "";
 }
 
 std::string upper(std::string s) {
@@ -121,7 +167,7 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
     std::ostringstream decl, params, body, call;
     h << "/* " << fn.name << ": " << module.path << ":" << fn.loc.line
       << " */\n";
-    h << "void _mlir_ciface_ein_impl_" << fn.name << "(";
+    h << "void _mlir_ciface_ein_impl_" << cName(fn.name) << "(";
     size_t n = fn.params.size() + fn.returns.size();
     for (size_t i = 0; i < n; ++i) {
       unsigned id = i < fn.params.size() ? fn.params[i]
@@ -130,12 +176,12 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
         << "_t *";
     }
     h << ");\n";
-    h << "static inline int ein_" << fn.name << "(";
+    h << "static inline int ein_" << cName(fn.name) << "(";
     for (size_t i = 0; i < n; ++i) {
       bool isOut = i >= fn.params.size();
       unsigned id = isOut ? fn.returns[i - fn.params.size()] : fn.params[i];
       std::string name = isOut ? "out" + std::to_string(i - fn.params.size())
-                               : fn.values[id].name;
+                               : cName(fn.values[id].name);
       h << (i ? ",\n    " : "") << (isOut ? "" : "const ")
         << cType(fn.values[id].type.dtype) << " *" << name
         << "_data, const int64_t *" << name << "_sizes, const int64_t *"
@@ -154,7 +200,8 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
            << "_strides, " << name << "_expected)) != EIN_OK) return rc;\n";
       call << (i ? ", " : "") << "&" << name << "_m";
     }
-    h << ") {\n  int rc;\n" << body.str() << "  _mlir_ciface_ein_impl_" << fn.name << "("
+    h << ") {\n  int rc;\n"
+      << body.str() << "  _mlir_ciface_ein_impl_" << cName(fn.name) << "("
       << call.str() << ");\n  return EIN_OK;\n}\n\n";
   }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
@@ -174,6 +221,8 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
     return true;
   }();
   (void)initialized;
+  if (std::string clash = cNameClash(module); !clash.empty())
+    return failure(std::move(clash));
   mlir::MLIRContext context;
   std::string error;
   auto ir = buildVerifiedEinModule(context, module, error);
@@ -182,7 +231,7 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
   // Compiled symbols get a prefix so that a function named like a C library
   // function (pow, tanh, malloc) neither clashes with nor calls itself.
   for (auto f : ir->getOps<mlir::func::FuncOp>())
-    f.setSymName(("ein_impl_" + f.getName()).str());
+    f.setSymName("ein_impl_" + cName(f.getName().str()));
   if (!lowerToStage(*ir, CPUStage::LLVM, error, options))
     return failure(error);
 

@@ -17,7 +17,9 @@ const char *kDTypeList = "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32";
 void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
   std::string cur;
   for (char c : shape + " ") {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+    // Bytes >= 0x80 only occur inside (Unicode) names: the shape has parsed.
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+        static_cast<unsigned char>(c) >= 0x80) {
       cur += c;
       continue;
     }
