@@ -262,7 +262,8 @@ TEST(SizeExprLimit, ProductOfSumsIsTooComplex) {
   auto shape = parseShape(productOfSums(16));
   ASSERT_FALSE(bool(shape));
   EXPECT_EQ(shape.error().message,
-            "size expression too complex (more than 256 terms)");
+            "size expression too complex (limits: 256 terms, 256 factors per "
+            "term, 1024 characters per quotient)");
   EXPECT_EQ(shape.error().offset, 0u);
   auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_LT(elapsed, std::chrono::seconds(1));
@@ -281,7 +282,9 @@ TEST(SizeExprLimit, TooComplexIsSticky) {
   EXPECT_TRUE(SizeExpr::quotient(big, SizeExpr::constant(2)).tooComplex());
   EXPECT_TRUE(big.substitute({{"a0", 1}}).tooComplex());
   EXPECT_FALSE(big.evaluate({{"a0", 1}}).has_value());
-  EXPECT_EQ(big.str(), "<size expression too complex (more than 256 terms)>");
+  EXPECT_EQ(big.str(),
+            "<size expression too complex (limits: 256 terms, 256 factors "
+            "per term, 1024 characters per quotient)>");
 }
 
 TEST(SizeExprLimit, LongSumIsTooComplex) {
@@ -296,6 +299,35 @@ TEST(SizeExprLimit, LongSumIsTooComplex) {
   SizeExpr e = sizeOf(cancels);
   EXPECT_FALSE(e.tooComplex());
   EXPECT_EQ(e, SizeExpr::symbol("n"));
+}
+
+TEST(SizeExprLimit, FactorsPerTerm) {
+  SizeExpr n = SizeExpr::symbol("n"), power = SizeExpr::constant(1);
+  for (size_t i = 0; i < SizeExpr::kMaxFactors; ++i)
+    power = power * n;
+  EXPECT_FALSE(power.tooComplex());
+  EXPECT_TRUE((power * n).tooComplex());
+  // A rank-257 shape: each dim is fine, its number of elements is not.
+  std::string dims;
+  for (size_t i = 0; i <= SizeExpr::kMaxFactors; ++i)
+    dims += " d" + std::to_string(i);
+  Shape shape = shapeOf(dims);
+  EXPECT_TRUE(numElements(shape).tooComplex());
+  shape.pop_back();
+  EXPECT_FALSE(numElements(shape).tooComplex());
+}
+
+TEST(SizeExprLimit, QuotientText) {
+  // n/2/2/...: each level adds to the quotient's text, so nesting is bounded.
+  SizeExpr q = SizeExpr::symbol("n");
+  unsigned levels = 0;
+  while (!q.tooComplex() && levels < 10000) {
+    q = SizeExpr::quotient(q, SizeExpr::constant(2));
+    ++levels;
+  }
+  EXPECT_TRUE(q.tooComplex());
+  EXPECT_GT(levels, 200u);
+  EXPECT_LT(levels, 300u);
 }
 
 TEST(SizeExprLimit, SubstitutionCanSimplify) {

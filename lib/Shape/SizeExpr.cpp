@@ -29,8 +29,9 @@ SizeExpr SizeExpr::constant(Int value) {
 }
 
 std::string SizeExpr::tooComplexMessage() {
-  return "size expression too complex (more than " + std::to_string(kMaxTerms) +
-         " terms)";
+  return "size expression too complex (limits: " + std::to_string(kMaxTerms) +
+         " terms, " + std::to_string(kMaxFactors) + " factors per term, " +
+         std::to_string(kMaxQuotientText) + " characters per quotient)";
 }
 
 void SizeExpr::markTooComplex() {
@@ -72,6 +73,10 @@ SizeExpr SizeExpr::quotient(const SizeExpr &num, const SizeExpr &den) {
   };
   std::string key = wrap(num) + "/" + wrap(den);
   SizeExpr e;
+  if (key.size() > kMaxQuotientText) {
+    e.markTooComplex();
+    return e;
+  }
   e.terms[{{key, 1}}] = 1;
   e.atoms[key] = atom;
   e.overflow = num.overflow || den.overflow;
@@ -152,6 +157,13 @@ SizeExpr SizeExpr::operator*(const SizeExpr &rhs) const {
           m.push_back({m1[i].first, m1[i].second + m2[j].second});
           ++i, ++j;
         }
+      }
+      size_t degree = 0;
+      for (auto &factor : m)
+        degree += factor.second;
+      if (degree > kMaxFactors) {
+        r.markTooComplex();
+        return r;
       }
       auto c = checkedMul(c1, c2);
       if (!c) {

@@ -21,14 +21,22 @@ using Bindings = std::map<std::string, Int>;
 /// canonical order, so structural equality is polynomial equality.
 ///
 /// Multiplying sums out can double the number of terms with every factor, so
-/// an expression holds at most kMaxTerms terms: a result with more, or a
-/// product whose factors' term counts multiply to more, is "too complex" (a
-/// sticky flag like overflowed(), and the terms are dropped so that later
-/// arithmetic on it costs nothing). Callers report it as an error.
+/// the work is bounded: an expression holds at most kMaxTerms terms (a
+/// product whose factors' term counts multiply to more counts as more), a
+/// term at most kMaxFactors factors (counting powers), and a quotient's text
+/// at most kMaxQuotientText characters (which also bounds nesting). Beyond
+/// that an expression is "too complex": a sticky flag like overflowed(), and
+/// the terms are dropped so that later arithmetic on it costs nothing.
+/// Callers report it as an error (tooComplexMessage()).
 class SizeExpr {
 public:
   /// The most terms one expression may have (see tooComplex()).
   static constexpr size_t kMaxTerms = 256;
+  /// The most factors one term may have (a tensor of rank 300 has 300 in its
+  /// number of elements).
+  static constexpr size_t kMaxFactors = 256;
+  /// The longest text of one quotient atom, `(n + 1)/2`.
+  static constexpr size_t kMaxQuotientText = 1024;
 
   SizeExpr() = default; // zero
   static SizeExpr constant(Int value);
@@ -59,7 +67,7 @@ public:
   /// True when some arithmetic on this expression needed more than kMaxTerms
   /// terms; the expression then has no terms and compares equal to none.
   bool tooComplex() const { return complex; }
-  /// "size expression too complex (more than 256 terms)".
+  /// "size expression too complex (limits: 256 terms, ...)".
   static std::string tooComplexMessage();
 
   /// Named sizes this expression depends on (including inside quotients).
