@@ -167,7 +167,14 @@ const SizeTextCase kSizeTexts[] = {
     {"TwoNames", "a b", nullptr, 2, "unexpected 'b' in size"},
     {"DivideByZero", "8/0", nullptr, 2, "division by zero"},
     {"Unclosed", "(a", nullptr, 2, "expected ')' in size"},
-    {"LeadingMinus", "-1", nullptr, 0, "unexpected '-' in size"},
+    // A sum may start with '-': SizeExpr::str prints b - a as "-a + b", and
+    // what it prints must read back (was an error, so `ein.tensor<"-a+b">`
+    // types did not parse).
+    {"LeadingMinus", "-1", "-1", 0, nullptr},
+    {"LeadingMinusOfProduct", "-a/2+b", "-a/2 + b", 0, nullptr},
+    {"LeadingMinusInParens", "(-a+b)/2", "(-a + b)/2", 0, nullptr},
+    {"MinusAfterTimes", "a*-b", nullptr, 2, "unexpected '-' in size"},
+    {"DoubleMinus", "--a", nullptr, 1, "unexpected '-' in size"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Size, ParseSizeExprTest,

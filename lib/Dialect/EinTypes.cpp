@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 using namespace ein;
@@ -80,7 +81,14 @@ std::string EinTensorType::canonicalShapeText(StringRef text) {
 
 Shape EinTensorType::getShape() const {
   Expected<Shape> shape = parseShape(getShapeText().str());
-  return shape ? *shape : Shape{};
+  // Only a type built with get() from text that does not parse (getChecked
+  // and the parser refuse it) gets here. Reading it as a scalar would lower
+  // the tensor as rank 0 and compute a wrong answer, so stop instead.
+  if (!shape)
+    llvm::report_fatal_error(llvm::Twine("!ein.tensor shape \"") +
+                             getShapeText() +
+                             "\" does not parse: " + shape.error().message);
+  return *shape;
 }
 
 DType EinTensorType::getDType() const {

@@ -196,6 +196,13 @@ private:
         }
       }
     }
+    if (numElements(*shape).tooComplex()) {
+      diags.error(t.shapeLoc,
+                  "in shape \"" + t.shape + "\": the number of elements is a " +
+                      SizeExpr::tooComplexMessage(),
+                  static_cast<unsigned>(t.shape.size() + 2));
+      return std::nullopt;
+    }
     if (numElements(*shape).substitute(out.ctx.env).overflowed()) {
       diags.error(t.shapeLoc,
                   "in shape \"" + t.shape +

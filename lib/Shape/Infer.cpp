@@ -79,6 +79,8 @@ InferContext::Proof InferContext::prove(const SizeExpr &a,
 
 Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
                                    const std::string &what) {
+  if (a.tooComplex() || b.tooComplex())
+    return ShapeError::atOp(what + ": " + SizeExpr::tooComplexMessage());
   if (a.substitute(env).overflowed() || b.substitute(env).overflowed())
     return ShapeError::atOp(what + ": size overflows 128 bits");
   switch (prove(a, b)) {
@@ -109,6 +111,8 @@ Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
 Expected<SizeExpr> InferContext::divide(const SizeExpr &num,
                                         const SizeExpr &den,
                                         const std::string &what) {
+  if (num.tooComplex() || den.tooComplex())
+    return ShapeError::atOp(what + ": " + SizeExpr::tooComplexMessage());
   // A divisor of 0 first: `n / n` is 1 symbolically, but with n = 0 the
   // quotient is undetermined (einops: "integer modulo by zero").
   SizeExpr sn = num.substitute(env), sd = den.substitute(env);
@@ -499,6 +503,9 @@ Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
   info.inputGroups = match->groups;
   info.result = buildOutput(pattern.output, *sizes, match->ellipsis,
                             &info.outputGroups, &info.outputAxes);
+  for (auto &dim : info.result)
+    if (!dim.isPack() && dim.size.tooComplex())
+      return ShapeError::atOp("the output: " + SizeExpr::tooComplexMessage());
   for (size_t i = 0; i < match->ellipsis.size(); ++i)
     (*sizes)[ellipsisAxis(i)] = match->ellipsis[i].isPack()
                                     ? SizeExpr::symbol(match->ellipsis[i].pack)

@@ -44,6 +44,9 @@ std::string Dim::str() const {
   for (char c : size.str())
     if (c != ' ')
       text += c;
+  // A bare `_` would read back as a fresh anonymous dim, not the name `_`.
+  if (text == "_")
+    text = "(_)";
   return broadcastable ? "#" + text : text;
 }
 
@@ -107,11 +110,17 @@ private:
     while (pos < text.size() && text[pos] == ' ')
       ++pos;
   }
+  /// A sum may start with '-' (SizeExpr::str prints `b-a` as `-a + b`); the
+  /// sign applies to the whole first product, so `-a/2` is -(a/2).
   Expected<SizeExpr> parseSum() {
+    skipSpace();
+    bool negate = pos < text.size() && text[pos] == '-';
+    if (negate)
+      ++pos;
     auto lhs = parseProduct();
     if (!lhs)
       return lhs;
-    SizeExpr acc = *lhs;
+    SizeExpr acc = negate ? SizeExpr::constant(-1) * *lhs : *lhs;
     for (;;) {
       skipSpace();
       if (pos >= text.size() || (text[pos] != '+' && text[pos] != '-'))
@@ -120,7 +129,10 @@ private:
       auto rhs = parseProduct();
       if (!rhs)
         return rhs;
-      acc = op == '+' ? acc + *rhs : acc - *rhs;
+      if (op == '+')
+        acc += *rhs;
+      else
+        acc -= *rhs;
     }
   }
   Expected<SizeExpr> parseProduct() {
@@ -280,6 +292,9 @@ Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
     }
     if (!size)
       return size.error();
+    if (size->tooComplex())
+      return ShapeError::atPattern(SizeExpr::tooComplexMessage(), at,
+                                   token.size());
     if (size->overflowed())
       return ShapeError::atPattern("size overflows 128 bits", at, token.size());
     Dim d = Dim::ofSize(*size);

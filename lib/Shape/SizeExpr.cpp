@@ -2,8 +2,15 @@
 #include "ein/Shape/SizeExpr.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace ein {
+
+namespace {
+/// The most negative 128-bit value has no positive counterpart, so its
+/// magnitude cannot be printed (or read back): it counts as an overflow.
+constexpr Int kMinInt = std::numeric_limits<Int>::min();
+} // namespace
 
 /// An atom is a named size or an opaque floor quotient of two expressions.
 struct SizeExpr::Atom {
@@ -14,9 +21,23 @@ struct SizeExpr::Atom {
 
 SizeExpr SizeExpr::constant(Int value) {
   SizeExpr e;
-  if (value != 0)
+  if (value == kMinInt)
+    e.overflow = true;
+  else if (value != 0)
     e.terms[{}] = value;
   return e;
+}
+
+std::string SizeExpr::tooComplexMessage() {
+  return "size expression too complex (limits: " + std::to_string(kMaxTerms) +
+         " terms, " + std::to_string(kMaxFactors) + " factors per term, " +
+         std::to_string(kMaxQuotientText) + " characters per quotient)";
+}
+
+void SizeExpr::markTooComplex() {
+  complex = true;
+  terms.clear();
+  atoms.clear();
 }
 
 SizeExpr SizeExpr::symbol(const std::string &name) {
@@ -29,6 +50,11 @@ SizeExpr SizeExpr::symbol(const std::string &name) {
 }
 
 SizeExpr SizeExpr::quotient(const SizeExpr &num, const SizeExpr &den) {
+  if (num.complex || den.complex) {
+    SizeExpr e;
+    e.markTooComplex();
+    return e;
+  }
   if (auto exact = num.divideExact(den))
     return *exact;
   auto n = num.constantValue(), d = den.constantValue();
@@ -37,11 +63,20 @@ SizeExpr SizeExpr::quotient(const SizeExpr &num, const SizeExpr &den) {
   auto atom = std::make_shared<Atom>();
   atom->num = std::make_shared<SizeExpr>(num);
   atom->den = std::make_shared<SizeExpr>(den);
+  // The key is the atom's text: an operand that is not a name or a
+  // non-negative number is parenthesised, so that the text reads back as the
+  // same quotient (`(-a + b)/2`, `n/(-2)`, `(a/2)/3`).
   auto wrap = [](const SizeExpr &e) {
-    return e.asSymbol() || e.isConstant() ? e.str() : "(" + e.str() + ")";
+    auto c = e.constantValue();
+    bool plain = e.asSymbol() || (c && *c >= 0);
+    return plain ? e.str() : "(" + e.str() + ")";
   };
   std::string key = wrap(num) + "/" + wrap(den);
   SizeExpr e;
+  if (key.size() > kMaxQuotientText) {
+    e.markTooComplex();
+    return e;
+  }
   e.terms[{{key, 1}}] = 1;
   e.atoms[key] = atom;
   e.overflow = num.overflow || den.overflow;
@@ -49,36 +84,63 @@ SizeExpr SizeExpr::quotient(const SizeExpr &num, const SizeExpr &den) {
 }
 
 void SizeExpr::addTerm(const Monomial &m, Int coeff) {
-  auto it = terms.find(m);
-  Int current = it == terms.end() ? 0 : it->second;
-  auto sum = checkedAdd(current, coeff);
-  if (!sum) {
+  if (complex)
+    return;
+  auto [it, inserted] = terms.try_emplace(m, 0);
+  auto sum = checkedAdd(it->second, coeff);
+  if (!sum || *sum == kMinInt) {
     overflow = true;
+    if (inserted)
+      terms.erase(it);
     return;
   }
-  if (*sum == 0) {
-    if (it != terms.end())
-      terms.erase(it);
-  } else {
-    terms[m] = *sum;
+  if (*sum == 0)
+    terms.erase(it);
+  else
+    it->second = *sum;
+  if (terms.size() > kMaxTerms)
+    markTooComplex();
+}
+
+SizeExpr &SizeExpr::operator+=(const SizeExpr &rhs) {
+  if (complex || rhs.complex) {
+    markTooComplex();
+    return *this;
   }
+  overflow |= rhs.overflow;
+  atoms.insert(rhs.atoms.begin(), rhs.atoms.end());
+  for (auto &[m, c] : rhs.terms) {
+    addTerm(m, c);
+    if (complex)
+      break;
+  }
+  return *this;
+}
+
+SizeExpr &SizeExpr::operator-=(const SizeExpr &rhs) {
+  return *this += constant(-1) * rhs;
 }
 
 SizeExpr SizeExpr::operator+(const SizeExpr &rhs) const {
   SizeExpr r = *this;
-  r.overflow |= rhs.overflow;
-  r.atoms.insert(rhs.atoms.begin(), rhs.atoms.end());
-  for (auto &[m, c] : rhs.terms)
-    r.addTerm(m, c);
+  r += rhs;
   return r;
 }
 
 SizeExpr SizeExpr::operator-(const SizeExpr &rhs) const {
-  return *this + constant(-1) * rhs;
+  SizeExpr r = *this;
+  r -= rhs;
+  return r;
 }
 
 SizeExpr SizeExpr::operator*(const SizeExpr &rhs) const {
   SizeExpr r;
+  // Multiplying out does |lhs| * |rhs| term products; past the limit the
+  // result would almost always be too complex anyway, so refuse the work.
+  if (complex || rhs.complex || terms.size() * rhs.terms.size() > kMaxTerms) {
+    r.markTooComplex();
+    return r;
+  }
   r.overflow = overflow || rhs.overflow;
   r.atoms = atoms;
   r.atoms.insert(rhs.atoms.begin(), rhs.atoms.end());
@@ -96,6 +158,13 @@ SizeExpr SizeExpr::operator*(const SizeExpr &rhs) const {
           ++i, ++j;
         }
       }
+      size_t degree = 0;
+      for (auto &factor : m)
+        degree += factor.second;
+      if (degree > kMaxFactors) {
+        r.markTooComplex();
+        return r;
+      }
       auto c = checkedMul(c1, c2);
       if (!c) {
         r.overflow = true;
@@ -108,11 +177,23 @@ SizeExpr SizeExpr::operator*(const SizeExpr &rhs) const {
 }
 
 bool SizeExpr::operator==(const SizeExpr &rhs) const {
-  // An expression whose arithmetic overflowed has lost terms: equal to none.
-  return !overflow && !rhs.overflow && terms == rhs.terms;
+  // An expression whose arithmetic overflowed, or that grew too complex, has
+  // lost terms: equal to none.
+  return !overflow && !rhs.overflow && !complex && !rhs.complex &&
+         terms == rhs.terms;
+}
+
+bool SizeExpr::operator<(const SizeExpr &rhs) const {
+  if (complex != rhs.complex)
+    return rhs.complex;
+  if (overflow != rhs.overflow)
+    return rhs.overflow;
+  return terms < rhs.terms;
 }
 
 bool SizeExpr::isConstant() const {
+  if (complex)
+    return false;
   return terms.empty() || (terms.size() == 1 && terms.begin()->first.empty());
 }
 
@@ -169,11 +250,15 @@ std::vector<std::pair<SizeExpr, SizeExpr>> SizeExpr::quotients() const {
 
 SizeExpr
 SizeExpr::replaceSymbols(const std::map<std::string, SizeExpr> &values) const {
+  if (complex)
+    return *this;
   SizeExpr result;
   result.overflow = overflow;
   for (auto &[m, c] : terms) {
     SizeExpr term = constant(c);
     for (auto &[key, power] : m) {
+      if (term.complex)
+        break;
       auto &atom = atoms.at(key);
       SizeExpr value;
       if (atom->isQuotient()) {
@@ -183,10 +268,12 @@ SizeExpr::replaceSymbols(const std::map<std::string, SizeExpr> &values) const {
         auto it = values.find(atom->name);
         value = it == values.end() ? symbol(atom->name) : it->second;
       }
-      for (unsigned p = 0; p < power; ++p)
+      for (unsigned p = 0; p < power && !term.complex; ++p)
         term = term * value;
     }
-    result = result + term;
+    result += term;
+    if (result.complex)
+      break;
   }
   return result;
 }
@@ -196,6 +283,8 @@ std::optional<Int> SizeExpr::evaluate(const Bindings &env) const {
 }
 
 std::optional<SizeExpr> SizeExpr::divideExact(const SizeExpr &divisor) const {
+  if (complex || divisor.complex)
+    return std::nullopt;
   if (divisor.terms.size() != 1) {
     if (*this == divisor)
       return constant(1);
@@ -245,6 +334,8 @@ std::string SizeExpr::monomialStr(const Monomial &m) {
 }
 
 std::string SizeExpr::str() const {
+  if (complex)
+    return "<" + tooComplexMessage() + ">";
   if (terms.empty())
     return "0";
   // Highest degree first, the constant last: "n*n + 2*n + 1".
@@ -273,8 +364,11 @@ std::string SizeExpr::str() const {
       out += toString(mag);
     else if (mag == 1)
       out += mono;
-    else if (mono.find('/') != std::string::npos && mono[0] != '(')
-      out += toString(mag) + "*(" + mono + ")"; // 2*(hidden/8), not 2*hidden/8
+    else if (m->size() == 1 && (*m)[0].second == 1 &&
+             (*m)[0].first.find('/') != std::string::npos)
+      // A quotient alone is printed bare; with a coefficient it needs
+      // parentheses: 2*(hidden/8), not 2*hidden/8, which is (2*hidden)/8.
+      out += toString(mag) + "*(" + mono + ")";
     else
       out += toString(mag) + "*" + mono;
   }

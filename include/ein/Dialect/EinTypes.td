@@ -45,7 +45,10 @@ def Ein_TensorType : Ein_Type<"EinTensor", "tensor"> {
   let extraClassDeclaration = [{
     /// `shapeStr(parseShape(text))`, or `text` itself when it does not parse.
     static std::string canonicalShapeText(::llvm::StringRef text);
-    /// The shape, parsed from the stored text (valid for verified types).
+    /// The shape, parsed from the stored text. Every shape prints to text
+    /// that parses back to it, and the verifier refuses text that does not
+    /// parse; an unverified malformed type is a fatal error here, never a
+    /// scalar.
     ::ein::Shape getShape() const;
     /// The element type as the front end's DType.
     ::ein::DType getDType() const;

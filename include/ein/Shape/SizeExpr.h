@@ -19,8 +19,25 @@ using Bindings = std::map<std::string, Int>;
 /// atoms are named sizes (`batch`) or opaque floor quotients (`hidden/8`,
 /// created when a division cannot be done exactly). Terms are kept in a
 /// canonical order, so structural equality is polynomial equality.
+///
+/// Multiplying sums out can double the number of terms with every factor, so
+/// the work is bounded: an expression holds at most kMaxTerms terms (a
+/// product whose factors' term counts multiply to more counts as more), a
+/// term at most kMaxFactors factors (counting powers), and a quotient's text
+/// at most kMaxQuotientText characters (which also bounds nesting). Beyond
+/// that an expression is "too complex": a sticky flag like overflowed(), and
+/// the terms are dropped so that later arithmetic on it costs nothing.
+/// Callers report it as an error (tooComplexMessage()).
 class SizeExpr {
 public:
+  /// The most terms one expression may have (see tooComplex()).
+  static constexpr size_t kMaxTerms = 256;
+  /// The most factors one term may have (a tensor of rank 300 has 300 in its
+  /// number of elements).
+  static constexpr size_t kMaxFactors = 256;
+  /// The longest text of one quotient atom, `(n + 1)/2`.
+  static constexpr size_t kMaxQuotientText = 1024;
+
   SizeExpr() = default; // zero
   static SizeExpr constant(Int value);
   static SizeExpr symbol(const std::string &name);
@@ -31,17 +48,27 @@ public:
   SizeExpr operator+(const SizeExpr &rhs) const;
   SizeExpr operator-(const SizeExpr &rhs) const;
   SizeExpr operator*(const SizeExpr &rhs) const;
+  /// In-place forms: no copy of the left operand (sums of many terms).
+  SizeExpr &operator+=(const SizeExpr &rhs);
+  SizeExpr &operator-=(const SizeExpr &rhs);
   bool operator==(const SizeExpr &rhs) const;
   bool operator!=(const SizeExpr &rhs) const { return !(*this == rhs); }
-  bool operator<(const SizeExpr &rhs) const { return str() < rhs.str(); }
+  /// A strict weak order on the canonical terms (cheap: no text is built);
+  /// for `a` and `b` alone it is the names' order.
+  bool operator<(const SizeExpr &rhs) const;
 
   bool isConstant() const;
   std::optional<Int> constantValue() const;
-  bool isZero() const { return terms.empty(); }
+  bool isZero() const { return !complex && terms.empty(); }
   /// A single named symbol with coefficient 1 (`batch`), if this is one.
   std::optional<std::string> asSymbol() const;
   /// True when some arithmetic on this expression overflowed 128 bits.
   bool overflowed() const { return overflow; }
+  /// True when some arithmetic on this expression needed more than kMaxTerms
+  /// terms; the expression then has no terms and compares equal to none.
+  bool tooComplex() const { return complex; }
+  /// "size expression too complex (limits: 256 terms, ...)".
+  static std::string tooComplexMessage();
 
   /// Named sizes this expression depends on (including inside quotients).
   std::set<std::string> symbols() const;
@@ -61,7 +88,9 @@ public:
   /// simplify when the division becomes exact).
   SizeExpr replaceSymbols(const std::map<std::string, SizeExpr> &values) const;
 
-  /// Canonical text: `2*batch*heads*seq`, `n + 1`, `hidden/8`.
+  /// Canonical text: `2*batch*heads*seq`, `n + 1`, `hidden/8`, `-a + b`.
+  /// parseSizeExpr reads it back as the same expression (for every
+  /// expression that neither overflowed nor is too complex).
   std::string str() const;
 
 private:
@@ -71,8 +100,10 @@ private:
   std::map<Monomial, Int> terms;
   std::map<std::string, std::shared_ptr<const Atom>> atoms;
   bool overflow = false;
+  bool complex = false;
 
   void addTerm(const Monomial &m, Int coeff);
+  void markTooComplex();
   static std::string monomialStr(const Monomial &m);
 };
 
