@@ -206,9 +206,26 @@ LogicalResult ReduceOp::verify() {
   if (failed(checkOperandDTypes(*this, rule)) ||
       failed(checkAcc(*this, rule, acc)))
     return failure();
+  // max/min over an axis of size 0 has no identity: rejected here as in the
+  // checker, so no IR that verifies lowers to a wrong (-inf/+inf) result.
+  ReduceKind kind = toReduceKind(getKind());
+  auto inferNonEmpty = [kind](InferContext &ctx, const ein::Pattern &pattern,
+                              const Shape &input,
+                              const std::vector<SizeArg> &sizes)
+      -> Expected<Shape> {
+    auto info =
+        analyzeTransform(ctx, PatternUse::Reduce, pattern, input, sizes);
+    if (!info)
+      return info.error();
+    Expected<bool> nonEmpty =
+        requireNonEmptyReduction(ctx, kind, pattern, *info);
+    if (!nonEmpty)
+      return nonEmpty.error();
+    return info->result;
+  };
   return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
                               PatternUse::Reduce, getInput(), getResult(),
-                              inferReduce, acc);
+                              inferNonEmpty, acc);
 }
 
 LogicalResult RepeatOp::verify() {

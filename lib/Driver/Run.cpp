@@ -140,10 +140,9 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     }
     return error;
   }
-  if (auto memory = runtime::physicalMemoryBytes())
-    if (auto why = valueTooLarge(*concrete.find(options.function),
-                                 Int(*memory)))
-      return inputError(*why);
+  if (auto why = valueTooLarge(*concrete.find(options.function),
+                               Int(runtime::hostMemoryBytes())))
+    return inputError(*why);
   auto compiled = JITFunction::compile(concrete, options.function, options.cpu,
                                        options.jit);
   if (!compiled)

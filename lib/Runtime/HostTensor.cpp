@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <cctype>
+#include <cstdlib>
+#include <fcntl.h>
 #include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -157,11 +160,29 @@ std::optional<int64_t> checkedNumElements(const std::vector<int64_t> &shape,
   return count;
 }
 
-std::optional<uint64_t> physicalMemoryBytes() {
+namespace {
+/// The smaller of a cgroup v2 memory limit (when this process has one) and
+/// `limit`.
+uint64_t withCgroupLimit(uint64_t limit) {
+  int fd = ::open("/sys/fs/cgroup/memory.max", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return limit;
+  char buf[32] = {};
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0 || !std::isdigit(static_cast<unsigned char>(buf[0])))
+    return limit; // "max": no limit
+  uint64_t value = std::strtoull(buf, nullptr, 10);
+  return value > 0 && value < limit ? value : limit;
+}
+} // namespace
+
+uint64_t hostMemoryBytes() {
   long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || pageSize <= 0)
-    return std::nullopt;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+  uint64_t limit = std::numeric_limits<uint64_t>::max();
+  if (pages > 0 && pageSize > 0)
+    limit = static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+  return withCgroupLimit(limit);
 }
 
 std::string shapeTupleStr(const std::vector<int64_t> &shape) {
@@ -192,12 +213,11 @@ Result<HostTensor> HostTensor::create(StorageType type,
   // Empty inputs make results of any size cheap to ask for (reduce over an
   // empty (0, 2**40) input gives 2**40 zeros): refuse what cannot fit in
   // memory rather than fail inside the allocator.
-  if (auto memory = physicalMemoryBytes();
-      memory && static_cast<uint64_t>(size) > *memory)
+  if (uint64_t memory = hostMemoryBytes(); static_cast<uint64_t>(size) > memory)
     return Result<HostTensor>::failure(
         "tensor of shape " + shapeTupleStr(shape) + " needs " +
         std::to_string(size) + " bytes, more than this machine's memory (" +
-        std::to_string(*memory) + " bytes)");
+        std::to_string(memory) + " bytes)");
   HostTensor t;
   t.type = type;
   t.shape = std::move(shape);
@@ -366,14 +386,12 @@ Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
       double v = load<double>(src, i);
       float f = static_cast<float>(v);
       if (!std::isnan(v) && static_cast<double>(f) != v) {
-        char buf[64];
-        std::snprintf(buf, sizeof(buf), "%.17g", v);
         return R::failure(fmt::format(
             "cannot convert f64 to f32 exactly: element {} ({}) is not "
             "representable in f32; to round every element to the nearest "
             "f32, save the array as float32 (in numpy: "
             "np.save(path, x.astype(np.float32)))",
-            i, buf));
+            i, fmt::format("{:.17g}", v)));
       }
       store<float>(dst, i, f);
     }

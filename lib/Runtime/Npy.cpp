@@ -423,21 +423,6 @@ private:
   int fd;
 };
 
-/// The smaller of a cgroup v2 memory limit (when this process has one) and
-/// `limit`.
-uint64_t withCgroupLimit(uint64_t limit) {
-  int fd = ::open("/sys/fs/cgroup/memory.max", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return limit;
-  char buf[32] = {};
-  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-  ::close(fd);
-  if (n <= 0 || !std::isdigit(static_cast<unsigned char>(buf[0])))
-    return limit; // "max": no limit
-  uint64_t value = std::strtoull(buf, nullptr, 10);
-  return value > 0 && value < limit ? value : limit;
-}
-
 /// Reads a .npy from `in`: the preamble and header first (the header at most
 /// kMaxHeaderLen bytes), then exactly the data bytes the header promises,
 /// straight into the tensor's buffer, then one more byte to detect trailing
@@ -623,15 +608,6 @@ Result<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
 }
 
 } // namespace
-
-uint64_t hostMemoryBytes() {
-  long pages = ::sysconf(_SC_PHYS_PAGES);
-  long pageSize = ::sysconf(_SC_PAGE_SIZE);
-  uint64_t limit = std::numeric_limits<uint64_t>::max();
-  if (pages > 0 && pageSize > 0)
-    limit = static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
-  return withCgroupLimit(limit);
-}
 
 Result<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
                             const std::string &name,

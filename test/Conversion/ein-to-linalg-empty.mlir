@@ -36,27 +36,6 @@ func.func @max_of_empty_rows(%x: !ein.tensor<"0 3", f32>) -> !ein.tensor<"0", f3
 
 // -----
 
-// Tests that a max over an empty axis, which has no identity, is refused at
-// the op instead of filling the result with -inf.
-func.func @max_over_empty(%x: !ein.tensor<"0 3", f32>) -> !ein.tensor<"3", f32> {
-  // expected-error @+2 {{'ein.reduce' op max over the empty axis 'a' has no identity}}
-  // expected-error @+1 {{cannot lower this op to linalg}}
-  %0 = ein.reduce max %x "a b -> b" : !ein.tensor<"0 3", f32> -> !ein.tensor<"3", f32>
-  return %0 : !ein.tensor<"3", f32>
-}
-
-// -----
-
-// Tests that a min over an empty integer axis is refused the same way.
-func.func @min_over_empty(%x: !ein.tensor<"2 0 4", i32>) -> !ein.tensor<"4", i32> {
-  // expected-error @+2 {{'ein.reduce' op min over the empty axis 'b' has no identity}}
-  // expected-error @+1 {{cannot lower this op to linalg}}
-  %0 = ein.reduce min %x "a b c -> c" : !ein.tensor<"2 0 4", i32> -> !ein.tensor<"4", i32>
-  return %0 : !ein.tensor<"4", i32>
-}
-
-// -----
-
 // Tests that an einsum with an empty operand is a zero fill of its result
 // and nothing else (every sum is empty), as numpy's zeros.
 // CHECK-LABEL: func.func @contract_empty

@@ -513,3 +513,22 @@ module attributes {ein.dims = {"a-b" = 3}} {
 // expected-error @+1 {{'ein.dims': size of 'z' must be a non-negative 64-bit integer}}
 module attributes {ein.dims = {z = -1}} {
 }
+
+// -----
+
+// Tests that a max over an empty axis, which has no identity, is rejected by
+// the verifier (the same rule as the checker), not filled with -inf.
+func.func @max_over_empty(%x: !ein.tensor<"0 3", f32>) -> !ein.tensor<"3", f32> {
+  // expected-error @+1 {{'ein.reduce' op max over an empty axis: 'a' has size 0, and max has no identity}}
+  %0 = ein.reduce max %x "a b -> b" : !ein.tensor<"0 3", f32> -> !ein.tensor<"3", f32>
+  return %0 : !ein.tensor<"3", f32>
+}
+
+// -----
+
+// Tests that a min over an empty integer axis is rejected the same way.
+func.func @min_over_empty(%x: !ein.tensor<"2 0 4", i32>) -> !ein.tensor<"4", i32> {
+  // expected-error @+1 {{'ein.reduce' op min over an empty axis: 'b' has size 0, and min has no identity}}
+  %0 = ein.reduce min %x "a b c -> c" : !ein.tensor<"2 0 4", i32> -> !ein.tensor<"4", i32>
+  return %0 : !ein.tensor<"4", i32>
+}

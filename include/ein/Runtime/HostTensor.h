@@ -82,8 +82,11 @@ private:
 /// product of the nonzero dims must fit even when some dim is zero.
 std::optional<int64_t> checkedNumElements(const std::vector<int64_t> &shape,
                                           unsigned elementBytes = 1);
-/// This machine's physical memory in bytes; nullopt when unknown.
-std::optional<uint64_t> physicalMemoryBytes();
+/// The most memory one tensor may take: the machine's physical memory
+/// (sysconf(_SC_PHYS_PAGES) * _SC_PAGE_SIZE), or the cgroup v2 memory limit
+/// when that is smaller; UINT64_MAX when neither is known. readNpy, einc run
+/// and HostTensor::create refuse sizes beyond it.
+uint64_t hostMemoryBytes();
 /// "(2, 3)", "()", "(5,)": numpy's repr of a shape tuple.
 std::string shapeTupleStr(const std::vector<int64_t> &shape);
 

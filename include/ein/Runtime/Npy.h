@@ -68,11 +68,6 @@ Result<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
                             const std::string &name,
                             std::optional<StorageType> want = std::nullopt);
 
-/// The most data readNpy accepts: the machine's physical memory
-/// (sysconf(_SC_PHYS_PAGES) * _SC_PAGE_SIZE), or the cgroup v2 memory limit
-/// when that is smaller.
-uint64_t hostMemoryBytes();
-
 /// Serialises `tensor` as .npy bytes (see above). Fails if the tensor's data
 /// does not match its shape.
 Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor);
