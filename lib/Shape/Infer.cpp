@@ -503,9 +503,18 @@ Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
   info.inputGroups = match->groups;
   info.result = buildOutput(pattern.output, *sizes, match->ellipsis,
                             &info.outputGroups, &info.outputAxes);
-  for (auto &dim : info.result)
-    if (!dim.isPack() && dim.size.tooComplex())
+  for (size_t i = 0; i < info.result.size(); ++i) {
+    const Dim &dim = info.result[i];
+    if (dim.isPack())
+      continue;
+    if (dim.size.tooComplex())
       return ShapeError::atOp("the output: " + SizeExpr::tooComplexMessage());
+    // Reported here, at the op, rather than later as a shape that prints as
+    // "0" at the return.
+    if (dim.size.overflowed() || dim.size.substitute(ctx.env).overflowed())
+      return ShapeError::atOp("the output's dim " + std::to_string(i) +
+                              " overflows 128 bits");
+  }
   for (size_t i = 0; i < match->ellipsis.size(); ++i)
     (*sizes)[ellipsisAxis(i)] = match->ellipsis[i].isPack()
                                     ? SizeExpr::symbol(match->ellipsis[i].pack)
