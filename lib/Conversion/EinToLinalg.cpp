@@ -12,6 +12,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <set>
 
 namespace ein {
@@ -194,6 +195,40 @@ private:
         loc, target, flat, llvm::ArrayRef<mlir::ReassociationIndices>{all});
   }
 
+  /// Float to integer, rounding toward zero, saturating: NaN gives 0, values
+  /// beyond the integer's range its minimum or maximum. (`arith.fptosi` alone
+  /// is poison there, so the same input could give different answers in the
+  /// scalar and vector loops.)
+  Value saturatingFPToSI(Location loc, Value v, Type to) {
+    if (v.getType().getIntOrFloatBitWidth() < 32)
+      v = b.create<mlir::arith::ExtFOp>(loc, b.getF32Type(), v); // exact
+    auto floatType = llvm::cast<mlir::FloatType>(v.getType());
+    unsigned width = to.getIntOrFloatBitWidth();
+    // -2^(w-1) and 2^(w-1) are exact in f32 and f64.
+    double bound = std::ldexp(1.0, static_cast<int>(width) - 1);
+    Value lo = b.create<mlir::arith::ConstantOp>(
+        loc, b.getFloatAttr(floatType, -bound));
+    Value hi = b.create<mlir::arith::ConstantOp>(
+        loc, b.getFloatAttr(floatType, bound));
+    Value zeroF =
+        b.create<mlir::arith::ConstantOp>(loc, b.getFloatAttr(floatType, 0.0));
+    using Pred = mlir::arith::CmpFPredicate;
+    Value inRange = b.create<mlir::arith::AndIOp>(
+        loc, b.create<mlir::arith::CmpFOp>(loc, Pred::OGE, v, lo),
+        b.create<mlir::arith::CmpFOp>(loc, Pred::OLT, v, hi));
+    Value tooBig = b.create<mlir::arith::CmpFOp>(loc, Pred::OGE, v, hi);
+    Value tooSmall = b.create<mlir::arith::CmpFOp>(loc, Pred::OLT, v, lo);
+    Value safe = b.create<mlir::arith::SelectOp>(loc, inRange, v, zeroF);
+    Value converted = b.create<mlir::arith::FPToSIOp>(loc, to, safe);
+    auto intType = llvm::cast<mlir::IntegerType>(to);
+    Value maxI = b.create<mlir::arith::ConstantOp>(
+        loc, b.getIntegerAttr(intType, llvm::APInt::getSignedMaxValue(width)));
+    Value minI = b.create<mlir::arith::ConstantOp>(
+        loc, b.getIntegerAttr(intType, llvm::APInt::getSignedMinValue(width)));
+    Value high = b.create<mlir::arith::SelectOp>(loc, tooBig, maxI, converted);
+    return b.create<mlir::arith::SelectOp>(loc, tooSmall, minI, high);
+  }
+
   Value cast(Location loc, Value v, Type to) {
     Type from = v.getType();
     if (from == to)
@@ -211,7 +246,7 @@ private:
     if (!fromFloat && toFloat)
       return b.create<mlir::arith::SIToFPOp>(loc, to, v);
     if (fromFloat && !toFloat)
-      return b.create<mlir::arith::FPToSIOp>(loc, to, v);
+      return saturatingFPToSI(loc, v, to);
     if (fw < tw)
       return b.create<mlir::arith::ExtSIOp>(loc, to, v);
     return b.create<mlir::arith::TruncIOp>(loc, to, v);
