@@ -10,8 +10,8 @@
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -38,20 +38,25 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <map>
 #include <set>
 
 namespace ein {
 
-std::string parseContractionTiles(const std::string &text,
-                                  CPUOptions &options) {
+ErrorOr<void> parseContractionTiles(const std::string &text,
+                                    CPUOptions &options) {
   // Bounds keep the generated code sane: the register tile must fit the
   // register file, blocks must fit memory.
   static const std::map<std::string, std::pair<int64_t, int64_t>> keys = {
-      {"mr", {1, 32}},          {"nr-vectors", {1, 16}},
-      {"mc", {1, 1 << 16}},     {"nc", {1, 1 << 16}},
-      {"kc", {1, 1 << 16}},     {"vector-bits", {128, 512}},
+      {"mr", {1, 32}},
+      {"nr-vectors", {1, 16}},
+      {"mc", {1, 1 << 16}},
+      {"nc", {1, 1 << 16}},
+      {"kc", {1, 1 << 16}},
+      {"vector-bits", {128, 512}},
       {"work-items", {1, 1 << 16}}};
   std::string result;
   std::set<std::string> seen;
@@ -68,11 +73,12 @@ std::string parseContractionTiles(const std::string &text,
       std::string names;
       for (auto &[name, range] : keys)
         names += (names.empty() ? "" : ", ") + name;
-      return "--tiles expects KEY=INT[,KEY=INT]... with keys " + names +
-             "; got '" + item + "'";
+      return Error::usage(fmt::format(
+          "--tiles expects KEY=INT[,KEY=INT]... with keys {}; got '{}'", names,
+          item));
     }
     if (!seen.insert(key).second)
-      return "--tiles sets '" + key + "' twice";
+      return Error::usage(fmt::format("--tiles sets '{}' twice", key));
     std::string digits = item.substr(eq + 1);
     auto [lo, hi] = known->second;
     // Only plain decimal digits (no sign, no space); six fit every range.
@@ -82,15 +88,17 @@ std::string parseContractionTiles(const std::string &text,
     if (number)
       std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (value < lo || value > hi)
-      return "--tiles " + key + ": '" + digits + "' is not an integer in [" +
-             std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      return Error::usage(
+          fmt::format("--tiles {}: '{}' is not an integer in [{}, {}]", key,
+                      digits, lo, hi));
     if (key == "vector-bits" && value != 128 && value != 256 && value != 512)
-      return "--tiles vector-bits: expects 128, 256 or 512, got " + digits;
+      return Error::usage(fmt::format(
+          "--tiles vector-bits: expects 128, 256 or 512, got {}", digits));
     result += (result.empty() ? "" : " ") + key + "=" + digits;
     start = end + 1;
   }
   options.contractionTiles = result;
-  return "";
+  return {};
 }
 
 std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
@@ -102,14 +110,18 @@ std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
   // loops whose outermost parallel loop is spread over the cores (OpenMP).
   p += ",one-shot-bufferize{bufferize-function-boundaries=1 "
        "function-boundary-type-conversion=identity-layout-map},"
-       "ein-results-from-allocs,buffer-results-to-out-params{hoist-static-allocs=1},"
+       "ein-results-from-allocs,buffer-results-to-out-params{hoist-static-"
+       "allocs=1},"
        "canonicalize,buffer-deallocation-pipeline,ein-tile-contractions{" +
-       options.contractionTiles + "},ein-tile-reductions,"
-       "convert-linalg-to-affine-loops,func.func(affine-parallelize{max-nested=1}),"
+       options.contractionTiles +
+       "},ein-tile-reductions,"
+       "convert-linalg-to-affine-loops,func.func(affine-parallelize{max-nested="
+       "1}),"
        "lower-affine,canonicalize";
   if (stage == CPUStage::Loops)
     return p;
-  p += ",ein-expand-fp8,convert-scf-to-openmp,expand-strided-metadata,lower-affine,"
+  p += ",ein-expand-fp8,convert-scf-to-openmp,expand-strided-metadata,lower-"
+       "affine,"
        "convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
        "arith-expand{include-bf16=1},convert-math-to-funcs,"
        "convert-math-to-llvm,convert-math-to-libm,"
@@ -119,13 +131,14 @@ std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
 }
 
 void registerCPUPipeline(mlir::DialectRegistry &registry) {
-  registry.insert<EinDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                  mlir::math::MathDialect, mlir::linalg::LinalgDialect,
-                  mlir::tensor::TensorDialect, mlir::memref::MemRefDialect,
-                  mlir::bufferization::BufferizationDialect,
-                  mlir::scf::SCFDialect, mlir::affine::AffineDialect,
-                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect,
-                  mlir::omp::OpenMPDialect, mlir::vector::VectorDialect>();
+  registry
+      .insert<EinDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
+              mlir::math::MathDialect, mlir::linalg::LinalgDialect,
+              mlir::tensor::TensorDialect, mlir::memref::MemRefDialect,
+              mlir::bufferization::BufferizationDialect, mlir::scf::SCFDialect,
+              mlir::affine::AffineDialect, mlir::cf::ControlFlowDialect,
+              mlir::LLVM::LLVMDialect, mlir::omp::OpenMPDialect,
+              mlir::vector::VectorDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
@@ -150,22 +163,26 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
   (void)passesRegistered;
 }
 
-bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error,
-                  const CPUOptions &options) {
+ErrorOr<void> lowerToStage(mlir::ModuleOp module, CPUStage stage,
+                           const CPUOptions &options) {
   mlir::MLIRContext *context = module.getContext();
   mlir::DialectRegistry registry;
   registerCPUPipeline(registry);
   context->appendDialectRegistry(registry);
   context->loadAllAvailableDialects();
-  llvm::raw_string_ostream errors(error);
+  std::string diagnostics;
+  llvm::raw_string_ostream errors(diagnostics);
   mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {
     errors << d.getLocation() << ": " << d.str() << "\n";
     return mlir::success();
   });
   mlir::PassManager pm(context);
-  if (mlir::failed(mlir::parsePassPipeline(cpuPipeline(stage, options), pm, errors)))
-    return false;
-  return mlir::succeeded(pm.run(module));
+  if (mlir::failed(
+          mlir::parsePassPipeline(cpuPipeline(stage, options), pm, errors)) ||
+      mlir::failed(pm.run(module)))
+    return Error::program("the CPU pipeline failed")
+        .withContext(std::move(diagnostics));
+  return {};
 }
 
 } // namespace ein

@@ -314,9 +314,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       auto v = value("--tiles");
       if (!v)
         return usage("--tiles needs KEY=INT[,KEY=INT]...");
-      std::string problem = parseContractionTiles(*v, args.cpu);
-      if (!problem.empty())
-        return usage(problem);
+      if (auto tiles = parseContractionTiles(*v, args.cpu); !tiles)
+        return usage(tiles.error().message);
     } else if (a == "--json" && args.command == "report") {
       args.json = true;
     } else if (isFlag("--stage") && args.command == "emit") {
@@ -435,11 +434,10 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
                   : args.stage == "linalg" ? IRStage::Linalg
                   : args.stage == "loops"  ? IRStage::Loops
                                            : IRStage::LLVM;
-  std::string error;
-  if (!emitIR(checked, stage, out, error, args.cpu))
+  if (auto emitted = emitIR(checked, stage, out, args.cpu); !emitted)
     return Error::inFile(ErrorKind::Program, file->path,
                          fmt::format("cannot emit --stage={}:", args.stage))
-        .withContext(error);
+        .withContext(std::move(emitted.error().context));
   return {};
 }
 

@@ -224,16 +224,16 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
   if (std::string clash = cNameClash(module); !clash.empty())
     return failure(std::move(clash));
   mlir::MLIRContext context;
-  std::string error;
-  auto ir = buildVerifiedEinModule(context, module, error);
-  if (!ir)
-    return failure(error);
+  auto verified = buildVerifiedEinModule(context, module);
+  if (!verified)
+    return failure(std::move(verified.error().context));
+  mlir::OwningOpRef<mlir::ModuleOp> ir = std::move(*verified);
   // Compiled symbols get a prefix so that a function named like a C library
   // function (pow, tanh, malloc) neither clashes with nor calls itself.
   for (auto f : ir->getOps<mlir::func::FuncOp>())
     f.setSymName("ein_impl_" + cName(f.getName().str()));
-  if (!lowerToStage(*ir, CPUStage::LLVM, error, options))
-    return failure(error);
+  if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, options); !lowered)
+    return failure(std::move(lowered.error().context));
 
   llvm::LLVMContext llvmContext;
   auto llvmModule = mlir::translateModuleToLLVMIR(*ir, llvmContext);

@@ -135,10 +135,10 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
   for (unsigned id : fn->returns)
     impl->results.push_back(expanded(id));
 
-  std::string error;
-  auto ir = buildVerifiedEinModule(impl->context, module, error);
-  if (!ir)
-    return failure(error);
+  auto verified = buildVerifiedEinModule(impl->context, module);
+  if (!verified)
+    return failure(std::move(verified.error().context));
+  mlir::OwningOpRef<mlir::ModuleOp> ir = std::move(*verified);
   // Only the requested function is compiled, renamed to kEntryName.
   for (auto f : llvm::make_early_inc_range(ir->getOps<mlir::func::FuncOp>())) {
     if (f.getName() != function)
@@ -146,8 +146,8 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     else
       f.setSymName(kEntryName);
   }
-  if (!lowerToStage(*ir, CPUStage::LLVM, error, options))
-    return failure(error);
+  if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, options); !lowered)
+    return failure(std::move(lowered.error().context));
 
   // The host's target machine: LLVM's optimizer needs it to know the vector
   // width (AVX-512 where present), or it does not vectorize at all.

@@ -1,4 +1,5 @@
-// MLIRGen: the one bridge from the checked AST to `ein` IR, with source locations.
+// MLIRGen: the one bridge from the checked AST to `ein` IR, with source
+// locations.
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Conversion/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
@@ -105,25 +106,29 @@ private:
     mlir::Operation *built = nullptr;
     switch (op.kind) {
     case OpKind::Rearrange:
-      built = builder.create<RearrangeOp>(l, result, operands[0], pattern(), sizes());
+      built = builder.create<RearrangeOp>(l, result, operands[0], pattern(),
+                                          sizes());
       break;
     case OpKind::Reduce: {
       mlir::TypeAttr acc;
       if (op.acc)
         acc = mlir::TypeAttr::get(toMLIRType(&context, *op.acc));
       built = builder.create<ReduceOp>(
-          l, result, ReduceOpKindAttr::get(&context, toReduceOpKind(op.reduction)),
+          l, result,
+          ReduceOpKindAttr::get(&context, toReduceOpKind(op.reduction)),
           operands[0], pattern(), sizes(), acc);
       break;
     }
     case OpKind::Repeat:
-      built = builder.create<RepeatOp>(l, result, operands[0], pattern(), sizes());
+      built =
+          builder.create<RepeatOp>(l, result, operands[0], pattern(), sizes());
       break;
     case OpKind::Einsum: {
       mlir::TypeAttr acc;
       if (op.acc)
         acc = mlir::TypeAttr::get(toMLIRType(&context, *op.acc));
-      built = builder.create<EinsumOp>(l, result, operands, pattern(), sizes(), acc);
+      built = builder.create<EinsumOp>(l, result, operands, pattern(), sizes(),
+                                       acc);
       break;
     }
     case OpKind::Pack:
@@ -177,7 +182,8 @@ private:
       built = builder.create<CastOp>(l, result, operands[0]);
       break;
     case OpKind::Constant: {
-      auto elementType = toMLIRType(&context, fn.values[op.results[0]].type.dtype);
+      auto elementType =
+          toMLIRType(&context, fn.values[op.results[0]].type.dtype);
       // The checker proved the value fits the dtype (DTypeRules.h); integers
       // are carried exactly, not through a double.
       mlir::TypedAttr value =
@@ -208,37 +214,39 @@ mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
   return Generator(context, module).run();
 }
 
-mlir::OwningOpRef<mlir::ModuleOp>
-buildVerifiedEinModule(mlir::MLIRContext &context, const CheckedModule &module,
-                       std::string &error) {
+ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildVerifiedEinModule(mlir::MLIRContext &context,
+                       const CheckedModule &module) {
   auto ir = buildEinModule(context, module);
-  llvm::raw_string_ostream errors(error);
+  std::string diagnostics;
+  llvm::raw_string_ostream errors(diagnostics);
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
     errors << d.getLocation() << ": " << d.str() << "\n";
     return mlir::success();
   });
   if (mlir::failed(mlir::verify(*ir)))
-    return nullptr;
-  return ir;
+    return Error::program("the ein IR does not verify")
+        .withContext(std::move(diagnostics));
+  return std::move(ir);
 }
 
-bool emitIR(const CheckedModule &module, IRStage stage, std::ostream &os,
-            std::string &error, const CPUOptions &options) {
+ErrorOr<void> emitIR(const CheckedModule &module, IRStage stage,
+                     std::ostream &os, const CPUOptions &options) {
   mlir::MLIRContext context;
-  auto ir = buildVerifiedEinModule(context, module, error);
+  auto ir = buildVerifiedEinModule(context, module);
   if (!ir)
-    return false;
+    return ir.error();
   if (stage != IRStage::Ein) {
     CPUStage cpu = stage == IRStage::Linalg  ? CPUStage::Linalg
                    : stage == IRStage::Loops ? CPUStage::Loops
                                              : CPUStage::LLVM;
-    if (!lowerToStage(*ir, cpu, error, options))
-      return false;
+    if (auto lowered = lowerToStage(**ir, cpu, options); !lowered)
+      return lowered.error();
   }
   llvm::raw_os_ostream out(os);
-  ir->print(out, mlir::OpPrintingFlags());
+  (*ir)->print(out, mlir::OpPrintingFlags());
   out << "\n";
-  return true;
+  return {};
 }
 
 } // namespace ein

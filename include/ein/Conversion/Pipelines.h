@@ -1,6 +1,8 @@
 // The CPU compilation pipeline, stage by stage, as library functions.
 #pragma once
 
+#include "ein/Support/Error.h"
+
 #include <string>
 
 namespace mlir {
@@ -28,8 +30,9 @@ struct CPUOptions {
 
 /// Parses `--tiles` text, KEY=INT[,KEY=INT]... with the keys of
 /// ein-tile-contractions (mr, nr-vectors, mc, nc, kc, vector-bits,
-/// work-items), into `options`. Returns an error message, or "" on success.
-std::string parseContractionTiles(const std::string &text, CPUOptions &options);
+/// work-items), into `options`; a usage error names the bad item.
+ErrorOr<void> parseContractionTiles(const std::string &text,
+                                    CPUOptions &options);
 
 /// The textual pass pipeline (passes on builtin.module, comma-separated,
 /// without the anchor) that lowers `ein` IR to `stage`.
@@ -38,9 +41,9 @@ std::string cpuPipeline(CPUStage stage, const CPUOptions &options = {});
 /// Registers the dialects, interfaces and passes the CPU pipeline uses.
 void registerCPUPipeline(mlir::DialectRegistry &registry);
 
-/// Runs the CPU pipeline on `module` up to `stage`. On failure returns false
-/// with the diagnostics in `error`.
-bool lowerToStage(mlir::ModuleOp module, CPUStage stage, std::string &error,
-                  const CPUOptions &options = {});
+/// Runs the CPU pipeline on `module` up to `stage`. An error carries MLIR's
+/// diagnostics (one per line) as its context.
+ErrorOr<void> lowerToStage(mlir::ModuleOp module, CPUStage stage,
+                           const CPUOptions &options = {});
 
 } // namespace ein

@@ -1,4 +1,5 @@
-// The one bridge from the checked AST to the `ein` dialect (no MLIR in this header).
+// The one bridge from the checked AST to the `ein` dialect (no MLIR in this
+// header).
 #pragma once
 
 #include "ein/Conversion/Pipelines.h"
@@ -13,9 +14,9 @@ namespace ein {
 enum class IRStage { Ein, Linalg, Loops, LLVM };
 
 /// Builds the `ein` IR of `module`, verifies it, lowers it to `stage`, and
-/// prints it to `os`. On failure returns false with the messages in `error`.
-bool emitIR(const CheckedModule &module, IRStage stage, std::ostream &os,
-            std::string &error, const CPUOptions &options = {});
+/// prints it to `os`. An error carries MLIR's diagnostics as its context.
+ErrorOr<void> emitIR(const CheckedModule &module, IRStage stage,
+                     std::ostream &os, const CPUOptions &options = {});
 
 } // namespace ein
 
@@ -31,8 +32,8 @@ void registerEinDialects(mlir::MLIRContext &context);
 /// Builds (without verifying) the `ein` module of a checked program.
 mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
                                                  const CheckedModule &module);
-/// Builds and verifies it; null with the verifier's messages in `error`.
-mlir::OwningOpRef<mlir::ModuleOp>
-buildVerifiedEinModule(mlir::MLIRContext &context, const CheckedModule &module,
-                       std::string &error);
+/// Builds and verifies it; an error carries the verifier's messages as its
+/// context.
+ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildVerifiedEinModule(mlir::MLIRContext &context, const CheckedModule &module);
 } // namespace ein
