@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <vector>
 
+using namespace ein;
 using namespace ein::runtime;
 
 namespace {
@@ -84,10 +85,10 @@ protected:
   }
 
   /// Plans `paths` and writes "content i" to output i.
-  Status writeTexts(const std::vector<std::string> &paths) {
-    Result<OutputPlan> plan = planOutputs(paths);
+  ErrorOr<void> writeTexts(const std::vector<std::string> &paths) {
+    ErrorOr<OutputPlan> plan = planOutputs(paths);
     if (!plan)
-      return Status::failure(plan.error());
+      return plan.error();
     return writeOutputs(*plan, [](size_t i, int fd) {
       std::string text = "content " + std::to_string(i);
       return writeAll(fd, reinterpret_cast<const uint8_t *>(text.data()),
@@ -98,10 +99,11 @@ protected:
   /// Expects planning `paths` to fail with `needle` in the message.
   void expectPlanError(const std::vector<std::string> &paths,
                        const std::string &needle) {
-    Result<OutputPlan> plan = planOutputs(paths);
-    ASSERT_FALSE(plan.ok()) << paths.back();
-    EXPECT_NE(plan.error().find(needle), std::string::npos)
-        << "error lacks '" << needle << "': " << plan.error();
+    ErrorOr<OutputPlan> plan = planOutputs(paths);
+    ASSERT_FALSE(plan) << paths.back();
+    EXPECT_EQ(plan.error().kind, ErrorKind::Usage);
+    EXPECT_NE(plan.error().message.find(needle), std::string::npos)
+        << "error lacks '" << needle << "': " << plan.error().message;
   }
 
   std::string dir;
@@ -110,13 +112,13 @@ protected:
 TEST_F(OutputFilesTest, NewAndExistingFiles) {
   put("old.npy", "old");
   const mode_t savedUmask = ::umask(022);
-  ASSERT_TRUE(writeTexts({path("new.npy"), path("old.npy")}).ok());
+  ASSERT_TRUE(writeTexts({path("new.npy"), path("old.npy")}));
   EXPECT_EQ(slurp(path("new.npy")), "content 0");
   EXPECT_EQ(slurp(path("old.npy")), "content 1");
   // A created file gets 0666 & ~umask, as a shell redirection would.
   EXPECT_EQ(modeOf(path("new.npy")) & 07777, 0644u);
   ::umask(077);
-  ASSERT_TRUE(writeTexts({path("private-new.npy")}).ok());
+  ASSERT_TRUE(writeTexts({path("private-new.npy")}));
   EXPECT_EQ(modeOf(path("private-new.npy")) & 07777, 0600u);
   ::umask(savedUmask);
   // No temporaries or backups are left behind.
@@ -127,7 +129,7 @@ TEST_F(OutputFilesTest, NewAndExistingFiles) {
 TEST_F(OutputFilesTest, ExistingModeIsKept) {
   put("private.npy", "old", 0600);
   put("shared.npy", "old", 0664);
-  ASSERT_TRUE(writeTexts({path("private.npy"), path("shared.npy")}).ok());
+  ASSERT_TRUE(writeTexts({path("private.npy"), path("shared.npy")}));
   EXPECT_EQ(modeOf(path("private.npy")) & 07777, 0600u);
   EXPECT_EQ(modeOf(path("shared.npy")) & 07777, 0664u);
   EXPECT_EQ(slurp(path("private.npy")), "content 0");
@@ -146,7 +148,7 @@ TEST_F(OutputFilesTest, UnrelatedPartialFilesAreUntouched) {
   // The old driver wrote PATH.einc-partial and clobbered whatever was there.
   put("s.npy.einc-partial", "mine");
   put(".s.npy.einc-", "mine too");
-  ASSERT_TRUE(writeTexts({path("s.npy")}).ok());
+  ASSERT_TRUE(writeTexts({path("s.npy")}));
   EXPECT_EQ(slurp(path("s.npy.einc-partial")), "mine");
   EXPECT_EQ(slurp(path(".s.npy.einc-")), "mine too");
   EXPECT_EQ(listDir(dir).size(), 3u);
@@ -158,7 +160,7 @@ TEST_F(OutputFilesTest, SymlinksAreWrittenThrough) {
   // A relative link to a relative link to the file.
   ASSERT_EQ(::symlink("real/target.npy", path("link1").c_str()), 0);
   ASSERT_EQ(::symlink("link1", path("link2").c_str()), 0);
-  ASSERT_TRUE(writeTexts({path("link2")}).ok());
+  ASSERT_TRUE(writeTexts({path("link2")}));
   EXPECT_TRUE(S_ISLNK(modeOf(path("link1"), false)));
   EXPECT_TRUE(S_ISLNK(modeOf(path("link2"), false)));
   EXPECT_EQ(slurp(path("real/target.npy")), "content 0");
@@ -168,7 +170,7 @@ TEST_F(OutputFilesTest, SymlinksAreWrittenThrough) {
 
   // A dangling link creates its target; the link stays.
   ASSERT_EQ(::symlink("real/created.npy", path("dangling").c_str()), 0);
-  ASSERT_TRUE(writeTexts({path("dangling")}).ok());
+  ASSERT_TRUE(writeTexts({path("dangling")}));
   EXPECT_TRUE(S_ISLNK(modeOf(path("dangling"), false)));
   EXPECT_EQ(slurp(path("real/created.npy")), "content 0");
   // ... unless the target's directory is missing.
@@ -185,16 +187,16 @@ TEST_F(OutputFilesTest, SymlinksAreWrittenThrough) {
 
 TEST_F(OutputFilesTest, StreamsAreWrittenNotReplaced) {
   // /dev/null is a sink, and may take several outputs.
-  ASSERT_TRUE(writeTexts({"/dev/null", "/dev/null"}).ok());
+  ASSERT_TRUE(writeTexts({"/dev/null", "/dev/null"}));
   EXPECT_TRUE(S_ISCHR(modeOf("/dev/null")));
 
   // A FIFO is written to and stays a FIFO.
   ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0644), 0);
   std::string received;
   std::thread reader([&] { received = slurp(path("fifo")); });
-  Status s = writeTexts({path("fifo")});
+  ErrorOr<void> s = writeTexts({path("fifo")});
   reader.join();
-  ASSERT_TRUE(s.ok()) << s.error();
+  ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(received, "content 0");
   EXPECT_TRUE(S_ISFIFO(modeOf(path("fifo"))));
   // Named twice, it is the same file.
@@ -206,11 +208,13 @@ TEST_F(OutputFilesTest, DevFullIsAWriteErrorAndNothingIsReplaced) {
   if (::stat("/dev/full", &st) != 0)
     GTEST_SKIP() << "no /dev/full";
   put("a.npy", "old");
-  Status s = writeTexts({path("a.npy"), "/dev/full"});
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().find("/dev/full: write error: No space left on device"),
-            std::string::npos)
-      << s.error();
+  ErrorOr<void> s = writeTexts({path("a.npy"), "/dev/full"});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind, ErrorKind::Usage);
+  EXPECT_NE(
+      s.error().message.find("/dev/full: write error: No space left on device"),
+      std::string::npos)
+      << s.error().message;
   EXPECT_TRUE(S_ISCHR(modeOf("/dev/full")));
   EXPECT_EQ(slurp(path("a.npy")), "old");
   EXPECT_EQ(listDir(dir), (std::vector<std::string>{"a.npy"}));
@@ -247,21 +251,23 @@ TEST_F(OutputFilesTest, TheSameFileTwiceIsAnError) {
 
 TEST_F(OutputFilesTest, AFailedRenameRestoresTheEarlierOutputs) {
   put("a.npy", "old a");
-  Result<OutputPlan> plan =
+  ErrorOr<OutputPlan> plan =
       planOutputs({path("a.npy"), path("new.npy"), path("b.npy")});
-  ASSERT_TRUE(plan.ok()) << plan.error();
+  ASSERT_TRUE(plan) << plan.error().message;
   // After planning, b.npy becomes a directory: its rename fails after a.npy
   // and new.npy have been renamed into place.
   ASSERT_EQ(::mkdir(path("b.npy").c_str(), 0755), 0);
-  Status s = writeOutputs(*plan, [](size_t, int fd) {
+  ErrorOr<void> s = writeOutputs(*plan, [](size_t, int fd) {
     return writeAll(fd, reinterpret_cast<const uint8_t *>("new"), 3);
   });
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().find("b.npy: cannot rename the temporary file into "
-                           "place"),
-            std::string::npos)
-      << s.error();
-  EXPECT_EQ(s.error().find("not restored"), std::string::npos) << s.error();
+  ASSERT_FALSE(s);
+  EXPECT_NE(
+      s.error().message.find("b.npy: cannot rename the temporary file into "
+                             "place"),
+      std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(s.error().message.find("not restored"), std::string::npos)
+      << s.error().message;
   EXPECT_EQ(slurp(path("a.npy")), "old a");
   EXPECT_EQ(listDir(dir), (std::vector<std::string>{"a.npy", "b.npy"}));
 }

@@ -97,8 +97,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     DType dtype = fn->values[fn->params[i]].type.dtype;
     auto tensor = runtime::readNpy(it->second, runtime::toStorage(dtype));
     if (!tensor)
-      return inputError(
-          fmt::format("parameter '{}': {}", paramNames[i], tensor.error()));
+      return inputError(fmt::format("parameter '{}': {}", paramNames[i],
+                                    tensor.error().message));
     shapes.push_back(tensor->shape);
     inputs.push_back(std::move(*tensor));
   }
@@ -110,7 +110,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   // Every output path is checked before anything runs (OutputFiles.h).
   auto outputPlan = runtime::planOutputs(options.outputs);
   if (!outputPlan)
-    return inputError("--out " + outputPlan.error());
+    return inputError(fmt::format("--out {}", outputPlan.error().message));
 
   // 3. Sizes from the inputs; entry checks.
   EntryBinding binding = bindEntryShapes(*fn, paramNames, shapes);
@@ -159,7 +159,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
       shape.push_back(static_cast<int64_t>(*d.size.evaluate(cfn->ctx.env)));
     auto tensor = runtime::HostTensor::create(runtime::toStorage(t.dtype), shape);
     if (!tensor)
-      return inputError(fmt::format("output: {}", tensor.error()));
+      return inputError(fmt::format("output: {}", tensor.error().message));
     outputs.push_back(std::move(*tensor));
   }
   std::vector<const runtime::HostTensor *> ins;
@@ -216,8 +216,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   // f32 files.
   std::vector<const runtime::HostTensor *> results(outs.begin(), outs.end());
   auto written = runtime::writeNpyOutputs(*outputPlan, results);
-  if (!written.ok())
-    return inputError("--out " + written.error());
+  if (!written)
+    return inputError(fmt::format("--out {}", written.error().message));
   return {};
 }
 

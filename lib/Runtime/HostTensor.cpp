@@ -198,26 +198,26 @@ std::string shapeTupleStr(const std::vector<int64_t> &shape) {
   return s;
 }
 
-Result<HostTensor> HostTensor::create(StorageType type,
-                                      std::vector<int64_t> shape) {
+ErrorOr<HostTensor> HostTensor::create(StorageType type,
+                                       std::vector<int64_t> shape) {
   unsigned bytes = storageBytes(type);
   std::optional<int64_t> count = checkedNumElements(shape, bytes);
   if (!count)
-    return Result<HostTensor>::failure(
-        "invalid shape " + shapeTupleStr(shape) + " for " + storageName(type) +
-        ": a dim is negative or the size overflows 64 bits");
+    return Error::usage("invalid shape " + shapeTupleStr(shape) + " for " +
+                        storageName(type) +
+                        ": a dim is negative or the size overflows 64 bits");
   int64_t size = *count * bytes;
   if (static_cast<uint64_t>(size) > std::numeric_limits<size_t>::max() / 2)
-    return Result<HostTensor>::failure("tensor of shape " +
-                                       shapeTupleStr(shape) + " is too large");
+    return Error::usage("tensor of shape " + shapeTupleStr(shape) +
+                        " is too large");
   // Empty inputs make results of any size cheap to ask for (reduce over an
   // empty (0, 2**40) input gives 2**40 zeros): refuse what cannot fit in
   // memory rather than fail inside the allocator.
   if (uint64_t memory = hostMemoryBytes(); static_cast<uint64_t>(size) > memory)
-    return Result<HostTensor>::failure(
-        "tensor of shape " + shapeTupleStr(shape) + " needs " +
-        std::to_string(size) + " bytes, more than this machine's memory (" +
-        std::to_string(memory) + " bytes)");
+    return Error::usage("tensor of shape " + shapeTupleStr(shape) + " needs " +
+                        std::to_string(size) +
+                        " bytes, more than this machine's memory (" +
+                        std::to_string(memory) + " bytes)");
   HostTensor t;
   t.type = type;
   t.shape = std::move(shape);
@@ -338,23 +338,22 @@ double elementAsDouble(const HostTensor &t, int64_t index) {
   }
 }
 
-Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
-  using R = Result<HostTensor>;
+ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
   if (!src.isConsistent())
-    return R::failure(std::string("tensor ") + src.describe() + " has " +
-                      std::to_string(src.data.size()) +
-                      " bytes of data, which does not match its shape");
+    return Error::usage(std::string("tensor ") + src.describe() + " has " +
+                        std::to_string(src.data.size()) +
+                        " bytes of data, which does not match its shape");
   if (src.type == to)
     return src;
   const StorageType from = src.type;
   auto unsupported = [&]() {
-    return R::failure(std::string("cannot convert ") + storageName(from) +
-                      " to " + storageName(to) +
-                      " (only exact widenings, f32 -> f16/bf16/fp8 and "
-                      "value-checked f64 -> f32 / i64 -> i32 are allowed)");
+    return Error::usage(std::string("cannot convert ") + storageName(from) +
+                        " to " + storageName(to) +
+                        " (only exact widenings, f32 -> f16/bf16/fp8 and "
+                        "value-checked f64 -> f32 / i64 -> i32 are allowed)");
   };
 
-  R made = HostTensor::create(to, src.shape);
+  ErrorOr<HostTensor> made = HostTensor::create(to, src.shape);
   if (!made)
     return made;
   HostTensor &dst = *made;
@@ -370,7 +369,7 @@ Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
       int64_t v = load<int64_t>(src, i);
       if (v < std::numeric_limits<int32_t>::min() ||
           v > std::numeric_limits<int32_t>::max())
-        return R::failure(fmt::format(
+        return Error::usage(fmt::format(
             "cannot convert i64 to i32: element {} ({}) is out of the i32 "
             "range",
             i, v));
@@ -386,7 +385,7 @@ Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
       double v = load<double>(src, i);
       float f = static_cast<float>(v);
       if (!std::isnan(v) && static_cast<double>(f) != v) {
-        return R::failure(fmt::format(
+        return Error::usage(fmt::format(
             "cannot convert f64 to f32 exactly: element {} ({}) is not "
             "representable in f32; to round every element to the nearest "
             "f32, save the array as float32 (in numpy: "

@@ -429,12 +429,11 @@ private:
 /// data. Nothing is allocated for the data before the header has been
 /// checked and its size compared with the input's (when known) and with
 /// `maxDataBytes`.
-Result<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
-                             std::optional<StorageType> want,
-                             uint64_t maxDataBytes) {
-  using R = Result<HostTensor>;
+ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
+                              std::optional<StorageType> want,
+                              uint64_t maxDataBytes) {
   auto fail = [&](const std::string &what) {
-    return R::failure(fmt::format("{}: {}", name, what));
+    return Error::usage(fmt::format("{}: {}", name, what));
   };
   std::string readError;
   size_t got = 0;
@@ -601,49 +600,49 @@ Result<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
   if (stored == StorageType::Bool)
     return fail(
         fmt::format("bool data cannot be read as {}", storageName(*want)));
-  R converted = convertTensor(t, *want);
+  ErrorOr<HostTensor> converted = convertTensor(t, *want);
   if (!converted)
-    return fail(converted.error());
+    return fail(converted.error().message);
   return converted;
 }
 
 } // namespace
 
-Result<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
-                            const std::string &name,
-                            std::optional<StorageType> want) {
+ErrorOr<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
+                             const std::string &name,
+                             std::optional<StorageType> want) {
   MemorySource in(bytes);
   return decodeNpy(in, name, want, hostMemoryBytes());
 }
 
-Result<HostTensor> readNpy(const std::string &path,
-                           std::optional<StorageType> want) {
+ErrorOr<HostTensor> readNpy(const std::string &path,
+                            std::optional<StorageType> want) {
   return readNpy(path, want, hostMemoryBytes());
 }
 
-Result<HostTensor> readNpy(const std::string &path,
-                           std::optional<StorageType> want,
-                           uint64_t maxDataBytes) {
-  using R = Result<HostTensor>;
+ErrorOr<HostTensor> readNpy(const std::string &path,
+                            std::optional<StorageType> want,
+                            uint64_t maxDataBytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return R::failure(
+    return Error::usage(
         fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
-    return R::failure(
+    return Error::usage(
         fmt::format("{}: cannot stat: {}", path, std::strerror(err)));
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
-    return R::failure(fmt::format("{}: is a directory, not a .npy file", path));
+    return Error::usage(
+        fmt::format("{}: is a directory, not a .npy file", path));
   }
   FdSource in(fd);
   if (S_ISREG(st.st_mode))
     in.size = static_cast<uint64_t>(st.st_size);
-  R result = decodeNpy(in, path, want, maxDataBytes);
+  ErrorOr<HostTensor> result = decodeNpy(in, path, want, maxDataBytes);
   ::close(fd);
   return result;
 }
@@ -665,12 +664,12 @@ struct EncodedNpy {
   }
 };
 
-Result<EncodedNpy> encodeNpy(const HostTensor &tensor) {
-  using R = Result<EncodedNpy>;
+ErrorOr<EncodedNpy> encodeNpy(const HostTensor &tensor) {
   if (!tensor.isConsistent())
-    return R::failure(fmt::format("tensor {} has {} bytes of data, which does "
-                                  "not match its shape",
-                                  tensor.describe(), tensor.data.size()));
+    return Error::usage(
+        fmt::format("tensor {} has {} bytes of data, which does "
+                    "not match its shape",
+                    tensor.describe(), tensor.data.size()));
   EncodedNpy encoded;
   const char *descr = "<f4";
   switch (tensor.type) {
@@ -696,9 +695,9 @@ Result<EncodedNpy> encodeNpy(const HostTensor &tensor) {
   case StorageType::F8E4M3:
   case StorageType::F8E5M2: {
     descr = "<f4";
-    Result<HostTensor> widened = convertTensor(tensor, StorageType::F32);
+    ErrorOr<HostTensor> widened = convertTensor(tensor, StorageType::F32);
     if (!widened)
-      return R::failure(widened.error());
+      return widened.error();
     encoded.widened = std::move(*widened);
     break;
   }
@@ -728,8 +727,8 @@ Result<EncodedNpy> encodeNpy(const HostTensor &tensor) {
     preamble = kMagicLen + 2 + 4;
     headerLen = padded(preamble);
     if (headerLen > 0xFFFFFFFFull)
-      return R::failure(fmt::format("tensor {} needs a .npy header over 4 GiB",
-                                    tensor.describe()));
+      return Error::usage(fmt::format(
+          "tensor {} needs a .npy header over 4 GiB", tensor.describe()));
   }
   header.append(headerLen - header.size() - 1, ' ');
   header += '\n';
@@ -747,37 +746,37 @@ Result<EncodedNpy> encodeNpy(const HostTensor &tensor) {
 
 } // namespace
 
-Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
-  using R = Result<std::vector<uint8_t>>;
-  Result<EncodedNpy> encoded = encodeNpy(tensor);
+ErrorOr<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
+  ErrorOr<EncodedNpy> encoded = encodeNpy(tensor);
   if (!encoded)
-    return R::failure(encoded.error());
+    return encoded.error();
   std::vector<uint8_t> bytes = std::move(encoded->header);
   const std::vector<uint8_t> &data = encoded->data(tensor);
   bytes.insert(bytes.end(), data.begin(), data.end());
   return bytes;
 }
 
-Status writeNpyTo(int fd, const HostTensor &tensor) {
-  Result<EncodedNpy> encoded = encodeNpy(tensor);
+ErrorOr<void> writeNpyTo(int fd, const HostTensor &tensor) {
+  ErrorOr<EncodedNpy> encoded = encodeNpy(tensor);
   if (!encoded)
-    return Status::failure(encoded.error());
-  if (Status s = writeAll(fd, encoded->header.data(), encoded->header.size());
-      !s.ok())
+    return encoded.error();
+  if (ErrorOr<void> s =
+          writeAll(fd, encoded->header.data(), encoded->header.size());
+      !s)
     return s;
   const std::vector<uint8_t> &data = encoded->data(tensor);
   return writeAll(fd, data.data(), data.size());
 }
 
-Status writeNpyOutputs(const OutputPlan &plan,
-                       const std::vector<const HostTensor *> &tensors) {
+ErrorOr<void> writeNpyOutputs(const OutputPlan &plan,
+                              const std::vector<const HostTensor *> &tensors) {
   if (tensors.size() != plan.targets.size())
-    return Status::failure(fmt::format("{} tensors for {} output files",
-                                       tensors.size(), plan.targets.size()));
+    return Error::usage(fmt::format("{} tensors for {} output files",
+                                    tensors.size(), plan.targets.size()));
   // Encoding errors (an inconsistent tensor) come before any file is made.
   for (size_t i = 0; i < tensors.size(); ++i)
     if (!tensors[i]->isConsistent())
-      return Status::failure(fmt::format(
+      return Error::usage(fmt::format(
           "{}: tensor {} has {} bytes of data, which does not match its shape",
           plan.targets[i].path, tensors[i]->describe(),
           tensors[i]->data.size()));
@@ -786,10 +785,10 @@ Status writeNpyOutputs(const OutputPlan &plan,
   });
 }
 
-Status writeNpy(const std::string &path, const HostTensor &tensor) {
-  Result<OutputPlan> plan = planOutputs({path});
+ErrorOr<void> writeNpy(const std::string &path, const HostTensor &tensor) {
+  ErrorOr<OutputPlan> plan = planOutputs({path});
   if (!plan)
-    return Status::failure(plan.error());
+    return plan.error();
   return writeNpyOutputs(*plan, {&tensor});
 }
 

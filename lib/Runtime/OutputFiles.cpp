@@ -47,8 +47,8 @@ std::optional<std::string> realPath(const std::string &path) {
   return std::string(buf);
 }
 
-Status failure(const std::string &path, const std::string &what) {
-  return Status::failure(fmt::format("{}: {}", path, what));
+Error failure(const std::string &path, const std::string &what) {
+  return Error::usage(fmt::format("{}: {}", path, what));
 }
 
 /// Why `err` stops us writing `path`, in the words of the rules.
@@ -71,57 +71,58 @@ std::string describeErrno(int err) {
 }
 
 /// Checks that files can be created in `dir` (for the temporary).
-Status checkDirectoryWritable(const std::string &path, const std::string &dir) {
+ErrorOr<void> checkDirectoryWritable(const std::string &path,
+                                     const std::string &dir) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     return failure(path, fmt::format("{}: cannot create files in directory "
                                      "'{}'",
                                      describeErrno(errno), dir));
-  return Status::success();
+  return {};
 }
 
 /// Plans a path that does not exist (or a dangling symbolic link): the file
 /// is created where the link chain ends.
-Result<OutputTarget> planNewFile(const std::string &path) {
-  using R = Result<OutputTarget>;
+ErrorOr<OutputTarget> planNewFile(const std::string &path) {
   std::string end = path;
   for (int hops = 0;; ++hops) {
     struct stat st;
     if (::lstat(end.c_str(), &st) != 0) {
       if (errno == ENOENT)
         break;
-      return R::failure(fmt::format("{}: {}", path, describeErrno(errno)));
+      return Error::usage(fmt::format("{}: {}", path, describeErrno(errno)));
     }
     if (!S_ISLNK(st.st_mode))
       break; // cannot happen once stat() said ENOENT, unless it raced
     if (hops == kMaxLinkHops)
-      return R::failure(fmt::format("{}: {}", path, describeErrno(ELOOP)));
+      return Error::usage(fmt::format("{}: {}", path, describeErrno(ELOOP)));
     char buf[PATH_MAX];
     ssize_t n = ::readlink(end.c_str(), buf, sizeof(buf) - 1);
     if (n < 0)
-      return R::failure(fmt::format("{}: cannot read the symbolic link "
-                                    "'{}': {}",
-                                    path, end, std::strerror(errno)));
+      return Error::usage(fmt::format("{}: cannot read the symbolic link "
+                                      "'{}': {}",
+                                      path, end, std::strerror(errno)));
     std::string target(buf, static_cast<size_t>(n));
     end = target.rfind('/', 0) == 0 ? target : joinPath(dirName(end), target);
   }
   const std::string base = baseName(end);
   if (base.empty() || base == "." || base == "..")
-    return R::failure(fmt::format("{}: not a file name", path));
+    return Error::usage(fmt::format("{}: not a file name", path));
   const std::string dir = dirName(end);
   std::optional<std::string> realDir = realPath(dir);
   if (!realDir) {
     if (errno == ENOENT)
-      return R::failure(fmt::format("{}: no such directory '{}'", path, dir));
+      return Error::usage(fmt::format("{}: no such directory '{}'", path, dir));
     if (errno == ENOTDIR)
-      return R::failure(fmt::format("{}: '{}' is not a directory", path, dir));
-    return R::failure(
+      return Error::usage(
+          fmt::format("{}: '{}' is not a directory", path, dir));
+    return Error::usage(
         fmt::format("{}: {}: '{}'", path, describeErrno(errno), dir));
   }
   struct stat dst;
   if (::stat(realDir->c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
-    return R::failure(fmt::format("{}: '{}' is not a directory", path, dir));
-  if (Status s = checkDirectoryWritable(path, *realDir); !s.ok())
-    return R::failure(s.error());
+    return Error::usage(fmt::format("{}: '{}' is not a directory", path, dir));
+  if (ErrorOr<void> s = checkDirectoryWritable(path, *realDir); !s)
+    return s.error();
   OutputTarget target;
   target.path = path;
   target.resolved = joinPath(*realDir, base);
@@ -129,25 +130,24 @@ Result<OutputTarget> planNewFile(const std::string &path) {
   return target;
 }
 
-Result<OutputTarget> planOne(const std::string &path) {
-  using R = Result<OutputTarget>;
+ErrorOr<OutputTarget> planOne(const std::string &path) {
   if (path.empty())
-    return R::failure("empty output file name");
+    return Error::usage("empty output file name");
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT)
       return planNewFile(path);
-    return R::failure(fmt::format("{}: {}", path, describeErrno(errno)));
+    return Error::usage(fmt::format("{}: {}", path, describeErrno(errno)));
   }
   OutputTarget target;
   target.path = path;
   target.device = st.st_dev;
   target.inode = st.st_ino;
   if (S_ISDIR(st.st_mode))
-    return R::failure(fmt::format("{}: is a directory", path));
+    return Error::usage(fmt::format("{}: is a directory", path));
   if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
     if (::access(path.c_str(), W_OK) != 0)
-      return R::failure(fmt::format("{}: {}", path, describeErrno(errno)));
+      return Error::usage(fmt::format("{}: {}", path, describeErrno(errno)));
     target.kind = OutputTarget::Kind::Stream;
     target.resolved = path;
     target.isCharDevice = S_ISCHR(st.st_mode);
@@ -157,22 +157,22 @@ Result<OutputTarget> planOne(const std::string &path) {
     const char *what = S_ISBLK(st.st_mode)    ? "a block device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                                               : "not a regular file";
-    return R::failure(fmt::format("{}: is {}; outputs can be regular files, "
-                                  "FIFOs or character devices",
-                                  path, what));
+    return Error::usage(fmt::format("{}: is {}; outputs can be regular files, "
+                                    "FIFOs or character devices",
+                                    path, what));
   }
   std::optional<std::string> real = realPath(path);
   if (!real)
-    return R::failure(fmt::format("{}: {}", path, describeErrno(errno)));
+    return Error::usage(fmt::format("{}: {}", path, describeErrno(errno)));
   if (::access(real->c_str(), W_OK) != 0)
-    return R::failure(fmt::format("{}: {} (the file is not writable)", path,
-                                  describeErrno(errno)));
+    return Error::usage(fmt::format("{}: {} (the file is not writable)", path,
+                                    describeErrno(errno)));
   if ((st.st_mode & 0222) == 0)
-    return R::failure(fmt::format("{}: permission denied (the file is "
-                                  "read-only, mode {:04o})",
-                                  path, st.st_mode & 07777));
-  if (Status s = checkDirectoryWritable(path, dirName(*real)); !s.ok())
-    return R::failure(s.error());
+    return Error::usage(fmt::format("{}: permission denied (the file is "
+                                    "read-only, mode {:04o})",
+                                    path, st.st_mode & 07777));
+  if (ErrorOr<void> s = checkDirectoryWritable(path, dirName(*real)); !s)
+    return s.error();
   target.kind = OutputTarget::Kind::ExistingFile;
   target.resolved = *real;
   target.mode = st.st_mode & 07777;
@@ -231,8 +231,9 @@ struct Scratch {
 };
 
 /// Writes output `index` into a fresh temporary beside its target.
-Status writeTemporary(const OutputTarget &target, size_t index,
-                      const OutputContentWriter &write, std::string &tmp) {
+ErrorOr<void> writeTemporary(const OutputTarget &target, size_t index,
+                             const OutputContentWriter &write,
+                             std::string &tmp) {
   const bool existing = target.kind == OutputTarget::Kind::ExistingFile;
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
@@ -259,8 +260,8 @@ Status writeTemporary(const OutputTarget &target, size_t index,
     ::close(fd);
     return failure(target.path, what);
   };
-  if (Status s = write(index, fd); !s.ok())
-    return abandon(s.error());
+  if (ErrorOr<void> s = write(index, fd); !s)
+    return abandon(s.error().message);
   if (existing) {
     // Best effort: only root or the owner may give the file its old owner
     // and group; the mode (set after, as chown clears set-id bits) always.
@@ -276,11 +277,11 @@ Status writeTemporary(const OutputTarget &target, size_t index,
   if (::close(fd) != 0)
     return failure(target.path,
                    fmt::format("close failed: {}", std::strerror(errno)));
-  return Status::success();
+  return {};
 }
 
-Status writeStream(const OutputTarget &target, size_t index,
-                   const OutputContentWriter &write) {
+ErrorOr<void> writeStream(const OutputTarget &target, size_t index,
+                          const OutputContentWriter &write) {
   // No O_CREAT, no O_TRUNC: the stream is written to, never replaced.
   int fd;
   do
@@ -289,42 +290,40 @@ Status writeStream(const OutputTarget &target, size_t index,
   if (fd < 0)
     return failure(target.path, fmt::format("cannot open for writing: {}",
                                             describeErrno(errno)));
-  Status s = write(index, fd);
-  if (!s.ok()) {
+  ErrorOr<void> s = write(index, fd);
+  if (!s) {
     ::close(fd);
-    return failure(target.path, s.error());
+    return failure(target.path, s.error().message);
   }
   if (::close(fd) != 0)
     return failure(target.path,
                    fmt::format("close failed: {}", std::strerror(errno)));
-  return Status::success();
+  return {};
 }
 
 } // namespace
 
-Status writeAll(int fd, const uint8_t *data, size_t size) {
+ErrorOr<void> writeAll(int fd, const uint8_t *data, size_t size) {
   while (size > 0) {
     size_t chunk = std::min<size_t>(size, size_t(1) << 30);
     ssize_t n = ::write(fd, data, chunk);
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      return Status::failure(
-          fmt::format("write error: {}", std::strerror(errno)));
+      return Error::usage(fmt::format("write error: {}", std::strerror(errno)));
     }
     data += n;
     size -= static_cast<size_t>(n);
   }
-  return Status::success();
+  return {};
 }
 
-Result<OutputPlan> planOutputs(const std::vector<std::string> &paths) {
-  using R = Result<OutputPlan>;
+ErrorOr<OutputPlan> planOutputs(const std::vector<std::string> &paths) {
   OutputPlan plan;
   for (const std::string &path : paths) {
-    Result<OutputTarget> target = planOne(path);
+    ErrorOr<OutputTarget> target = planOne(path);
     if (!target)
-      return R::failure(target.error());
+      return target.error();
     for (const OutputTarget &earlier : plan.targets) {
       if (!sameFile(earlier, *target) ||
           (earlier.isCharDevice && target->isCharDevice))
@@ -332,7 +331,7 @@ Result<OutputPlan> planOutputs(const std::vector<std::string> &paths) {
       std::string both;
       if (target->resolved != path || earlier.resolved != earlier.path)
         both = fmt::format(" (both are '{}')", target->resolved);
-      return R::failure(
+      return Error::usage(
           fmt::format("{}: the same file as {}{}", path, earlier.path, both));
     }
     plan.targets.push_back(std::move(*target));
@@ -340,7 +339,8 @@ Result<OutputPlan> planOutputs(const std::vector<std::string> &paths) {
   return plan;
 }
 
-Status writeOutputs(const OutputPlan &plan, const OutputContentWriter &write) {
+ErrorOr<void> writeOutputs(const OutputPlan &plan,
+                           const OutputContentWriter &write) {
   using Kind = OutputTarget::Kind;
   const size_t n = plan.targets.size();
   Scratch scratch;
@@ -352,13 +352,14 @@ Status writeOutputs(const OutputPlan &plan, const OutputContentWriter &write) {
     const OutputTarget &target = plan.targets[i];
     if (target.kind == Kind::Stream)
       continue;
-    if (Status s = writeTemporary(target, i, write, scratch.temporaries[i]);
-        !s.ok())
+    if (ErrorOr<void> s =
+            writeTemporary(target, i, write, scratch.temporaries[i]);
+        !s)
       return s;
   }
   for (size_t i = 0; i < n; ++i)
     if (plan.targets[i].kind == Kind::Stream)
-      if (Status s = writeStream(plan.targets[i], i, write); !s.ok())
+      if (ErrorOr<void> s = writeStream(plan.targets[i], i, write); !s)
         return s;
 
   // 2. Backups of the files about to be replaced, as hard links.
@@ -416,7 +417,7 @@ Status writeOutputs(const OutputPlan &plan, const OutputContentWriter &write) {
                                "{}{}",
                                std::strerror(err), consequence));
   }
-  return Status::success();
+  return {};
 }
 
 } // namespace runtime

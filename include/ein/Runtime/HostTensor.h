@@ -1,16 +1,17 @@
 // Host-side tensors for running compiled .ein functions: an element storage
 // type, a shape and contiguous C-order (row-major) little-endian bytes.
-// MLIR-free; no exceptions: fallible operations return Result / Status.
+// MLIR-free; no exceptions: fallible operations return ein::ErrorOr
+// (ein/Support/Error.h) with an error of kind Usage, since what fails here
+// is run-time input or output named on the command line (exit 2).
 #pragma once
 
 #include "ein/Shape/Shape.h"
+#include "ein/Support/Error.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
-#include <variant>
 #include <vector>
 
 namespace ein {
@@ -31,51 +32,6 @@ StorageType toStorage(DType type);
 /// nullopt for Bool.
 std::optional<DType> toDType(StorageType type);
 bool isFloatStorage(StorageType type);
-
-/// An error message (no exceptions in this code base).
-struct RuntimeError {
-  std::string message;
-};
-
-/// A value or an error message.
-template <typename T> class Result {
-public:
-  Result(T value) : storage(std::move(value)) {}
-  Result(RuntimeError error) : storage(std::move(error)) {}
-  static Result failure(std::string message) {
-    return Result(RuntimeError{std::move(message)});
-  }
-  bool ok() const { return storage.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T &operator*() { return std::get<0>(storage); }
-  const T &operator*() const { return std::get<0>(storage); }
-  T *operator->() { return &std::get<0>(storage); }
-  const T *operator->() const { return &std::get<0>(storage); }
-  /// Only valid when !ok().
-  const std::string &error() const { return std::get<1>(storage).message; }
-
-private:
-  std::variant<T, RuntimeError> storage;
-};
-
-/// Success, or an error message.
-class Status {
-public:
-  static Status success() { return Status(); }
-  static Status failure(std::string message) {
-    Status s;
-    s.failed = true;
-    s.msg = std::move(message);
-    return s;
-  }
-  bool ok() const { return !failed; }
-  /// Empty on success.
-  const std::string &error() const { return msg; }
-
-private:
-  bool failed = false;
-  std::string msg;
-};
 
 /// Element count of `shape`, or nullopt if a dim is negative or the count
 /// (or the byte size for `elementBytes`) overflows int64. As in numpy, the
@@ -100,8 +56,8 @@ struct HostTensor {
 
   /// A zero-filled tensor; fails on a negative dim or an element count /
   /// byte size that does not fit in int64.
-  static Result<HostTensor> create(StorageType type,
-                                   std::vector<int64_t> shape);
+  static ErrorOr<HostTensor> create(StorageType type,
+                                    std::vector<int64_t> shape);
 
   unsigned elementBytes() const { return storageBytes(type); }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
@@ -138,7 +94,7 @@ struct HostTensor {
 ///    the first offending element) unless every element converts exactly
 ///    (NaN and +-inf convert as themselves).
 /// Anything else (int <-> float, bool <-> anything, f64 -> f16, ...) fails.
-Result<HostTensor> convertTensor(const HostTensor &src, StorageType to);
+ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to);
 
 /// Element `index` (C-order linear) as a double; exact for every type but
 /// i64 beyond 2^53. For tests and printing.

@@ -1,6 +1,6 @@
 // Reading and writing numpy .npy files (format versions 1.0, 2.0, 3.0) as
-// HostTensors. MLIR-free, exception-free: every failure is an error message
-// that starts with the file's path.
+// HostTensors. MLIR-free, exception-free: every failure is an ein::Error of
+// kind Usage (HostTensor.h) whose message starts with the file's path.
 //
 // Reading checks the magic, the version and the header (at most 1 MiB)
 // first, then reads exactly the data bytes the header promises straight
@@ -56,32 +56,32 @@ namespace runtime {
 /// bytes it promises: a data size above hostMemoryBytes() is refused before
 /// anything is allocated, and pipes and devices (a FIFO, /dev/zero) are
 /// never read further than the header promises plus one byte.
-Result<HostTensor> readNpy(const std::string &path,
-                           std::optional<StorageType> want = std::nullopt);
+ErrorOr<HostTensor> readNpy(const std::string &path,
+                            std::optional<StorageType> want = std::nullopt);
 /// As above with an explicit limit on the data size in bytes (for tests).
-Result<HostTensor> readNpy(const std::string &path,
-                           std::optional<StorageType> want,
-                           uint64_t maxDataBytes);
+ErrorOr<HostTensor> readNpy(const std::string &path,
+                            std::optional<StorageType> want,
+                            uint64_t maxDataBytes);
 
 /// Parses .npy bytes held in memory; `name` is used in error messages.
-Result<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
-                            const std::string &name,
-                            std::optional<StorageType> want = std::nullopt);
+ErrorOr<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
+                             const std::string &name,
+                             std::optional<StorageType> want = std::nullopt);
 
 /// Serialises `tensor` as .npy bytes (see above). Fails if the tensor's data
 /// does not match its shape.
-Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor);
+ErrorOr<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor);
 
 /// Writes `tensor`'s .npy bytes to `fd` (no path in error messages).
-Status writeNpyTo(int fd, const HostTensor &tensor);
+ErrorOr<void> writeNpyTo(int fd, const HostTensor &tensor);
 
 /// Writes `tensors[i]` to `plan.targets[i]` by the rules of OutputFiles.h:
 /// all files replaced, or none.
-Status writeNpyOutputs(const OutputPlan &plan,
-                       const std::vector<const HostTensor *> &tensors);
+ErrorOr<void> writeNpyOutputs(const OutputPlan &plan,
+                              const std::vector<const HostTensor *> &tensors);
 
 /// writeNpyOutputs for one path (planOutputs included).
-Status writeNpy(const std::string &path, const HostTensor &tensor);
+ErrorOr<void> writeNpy(const std::string &path, const HostTensor &tensor);
 
 } // namespace runtime
 } // namespace ein

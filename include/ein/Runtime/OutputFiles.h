@@ -1,6 +1,7 @@
 // Writing a set of output files safely: every path is checked before
 // anything runs, then all are replaced or none. MLIR-free, exception-free;
-// errors are messages that start with the offending path.
+// errors are ein::Errors of kind Usage whose message starts with the
+// offending path.
 //
 // The rules (planOutputs checks them before the caller computes anything;
 // writeOutputs checks again what may have changed since):
@@ -81,19 +82,20 @@ struct OutputPlan {
 };
 
 /// Checks every path by the rules above; nothing is created or changed.
-Result<OutputPlan> planOutputs(const std::vector<std::string> &paths);
+ErrorOr<OutputPlan> planOutputs(const std::vector<std::string> &paths);
 
 /// Writes the content of output `index` to `fd` (a temporary file or a
 /// stream). An error message need not name the path; writeOutputs adds it.
-using OutputContentWriter = std::function<Status(size_t index, int fd)>;
+using OutputContentWriter = std::function<ErrorOr<void>(size_t index, int fd)>;
 
 /// Writes every output of `plan` through `write`, then replaces all the
 /// files, or (on any failure) none of them.
-Status writeOutputs(const OutputPlan &plan, const OutputContentWriter &write);
+ErrorOr<void> writeOutputs(const OutputPlan &plan,
+                           const OutputContentWriter &write);
 
 /// Writes all of `size` bytes at `data` to `fd` (retrying short writes and
-/// EINTR); an error message ("write error: ...") on failure.
-Status writeAll(int fd, const uint8_t *data, size_t size);
+/// EINTR); an error ("write error: ...") on failure.
+ErrorOr<void> writeAll(int fd, const uint8_t *data, size_t size);
 
 } // namespace runtime
 } // namespace ein
