@@ -24,9 +24,10 @@ void expectIdentical(const Shape &expected, const Shape &actual,
     EXPECT_EQ(expected[i].isPack(), actual[i].isPack()) << text;
     EXPECT_EQ(expected[i].pack, actual[i].pack) << text;
     EXPECT_EQ(expected[i].broadcastable, actual[i].broadcastable) << text;
-    if (!expected[i].isPack())
+    if (!expected[i].isPack()) {
       EXPECT_EQ(expected[i].size, actual[i].size)
           << "dim " << i << " of \"" << text << "\"";
+    }
   }
 }
 
