@@ -67,6 +67,10 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
   size_t i = 0;
   unsigned line = 1, col = 1;
   int depth = 0;          // bracket nesting: newlines inside are ignored
+  // Open brackets not yet closed, innermost last: one left open at the end
+  // of the file is reported where it opens (Python: "'(' was never closed").
+  std::vector<std::pair<char, SourceLoc>> openBrackets;
+  const unsigned errorsBefore = diags.errorCount();
   bool atLineStart = true;
 
   auto push = [&](TokenKind k, std::string text, SourceLoc loc, unsigned len) {
@@ -88,7 +92,14 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
           ++j;
         reportInvalidUtf8(s, rest, j, line,
                           col + static_cast<unsigned>(rest - i), diags);
-        i = j < s.size() ? j + 1 : j;
+        if (j >= s.size()) {
+          // The last line, without a final newline: the end of the file is
+          // on this line, not on one past it.
+          col += static_cast<unsigned>(j - i);
+          i = j;
+          continue;
+        }
+        i = j + 1;
         ++line;
         col = 1;
         continue;
@@ -209,10 +220,17 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
     if (two == "->") kind = TokenKind::Arrow, len = 2;
     else if (two == "**") kind = TokenKind::StarStar, len = 2;
     else switch (c) {
-      case '(': kind = TokenKind::LParen; ++depth; break;
-      case ')': kind = TokenKind::RParen; depth = depth > 0 ? depth - 1 : 0; break;
-      case '[': kind = TokenKind::LBracket; ++depth; break;
-      case ']': kind = TokenKind::RBracket; depth = depth > 0 ? depth - 1 : 0; break;
+      case '(': case '[':
+        kind = c == '(' ? TokenKind::LParen : TokenKind::LBracket;
+        ++depth;
+        openBrackets.push_back({c, loc});
+        break;
+      case ')': case ']':
+        kind = c == ')' ? TokenKind::RParen : TokenKind::RBracket;
+        depth = depth > 0 ? depth - 1 : 0;
+        if (!openBrackets.empty())
+          openBrackets.pop_back();
+        break;
       case ',': kind = TokenKind::Comma; break;
       case ':': kind = TokenKind::Colon; break;
       case '=': kind = TokenKind::Equal; break;
@@ -242,6 +260,11 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
     col += len;
   }
   SourceLoc end{line, col};
+  // Only when nothing else went wrong: an unterminated string, say, has
+  // already swallowed the closing bracket.
+  if (!openBrackets.empty() && diags.errorCount() == errorsBefore)
+    diags.error(openBrackets.back().second,
+                fmt::format("'{}' was never closed", openBrackets.back().first));
   if (!out.empty() && out.back().kind != TokenKind::Newline)
     push(TokenKind::Newline, "", end, 1);
   while (indents.size() > 1) {
