@@ -175,7 +175,7 @@ const DiagCase kDiags[] = {
      "dim n = 2\n"
      "def f(x: f32[\"n-3\"]) -> f32[\"n-3\"]:\n"
      "    return x\n",
-     "2:14: in shape \"n-3\": dim n-3 has size -1; sizes must not be "
+     "2:15: in shape \"n-3\": dim n-3 has size -1; sizes must not be "
      "negative"},
     {"MaxOverAxisOfSizeZero",
      "dim z = 0\n"

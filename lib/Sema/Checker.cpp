@@ -3,6 +3,7 @@
 #include "ein/Sema/Checker.h"
 #include "ein/Shape/DTypeRules.h"
 
+#include <tuple>
 #include <cmath>
 #include <functional>
 #include <set>
@@ -178,7 +179,19 @@ private:
                   shape.error().length);
       return std::nullopt;
     }
-    for (auto &d : *shape) {
+    // Carets go under the dim at fault, as written.
+    auto spans = shapeDimSpans(t.shape);
+    auto dimAt = [&](size_t i) -> std::pair<SourceLoc, unsigned> {
+      if (i >= spans.size()) // cannot happen: one span per dim
+        return {t.shapeLoc, static_cast<unsigned>(t.shape.size() + 2)};
+      return {t.shapeLoc.advanced(1 + spans[i].first), spans[i].second};
+    };
+    auto written = [&](size_t i) {
+      return i < spans.size() ? t.shape.substr(spans[i].first, spans[i].second)
+                              : shape->at(i).str();
+    };
+    for (size_t i = 0; i < shape->size(); ++i) {
+      const Dim &d = (*shape)[i];
       if (d.isPack()) {
         packNames.insert(d.pack);
       } else {
@@ -187,11 +200,12 @@ private:
         // Size 0 is an empty tensor (as in numpy); only negative sizes are
         // meaningless.
         if (auto v = d.size.evaluate(out.ctx.env); v && *v < 0) {
-          diags.error(t.shapeLoc,
-                      "in shape \"" + t.shape + "\": dim " + d.str() +
+          auto [loc, length] = dimAt(i);
+          diags.error(loc,
+                      "in shape \"" + t.shape + "\": dim " + written(i) +
                           " has size " + toString(*v) +
                           "; sizes must not be negative",
-                      static_cast<unsigned>(t.shape.size() + 2));
+                      length);
           return std::nullopt;
         }
       }
@@ -212,10 +226,20 @@ private:
     }
     for (auto &p : packNames)
       if (dimNames.count(p)) {
-        diags.error(t.shapeLoc,
+        // Under this annotation's use of the name: the variadic `*p`, or the
+        // first dim that mentions `p`.
+        auto [loc, length] = dimAt(shape->size());
+        for (size_t i = 0; i < shape->size(); ++i) {
+          const Dim &d = (*shape)[i];
+          if (d.isPack() ? d.pack == p : d.size.symbols().count(p) > 0) {
+            std::tie(loc, length) = dimAt(i);
+            break;
+          }
+        }
+        diags.error(loc,
                     "'" + p + "' is used both as a variadic (*" + p +
                         ") and as a dim",
-                    static_cast<unsigned>(t.shape.size() + 2));
+                    length);
         return std::nullopt;
       }
     return TensorType{*shape, *dtype};

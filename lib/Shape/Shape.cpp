@@ -205,6 +205,33 @@ Expected<SizeExpr> parseSizeExpr(const std::string &text) {
   return SizeParser(text, 0).parseAll();
 }
 
+std::vector<std::pair<unsigned, unsigned>>
+shapeDimSpans(const std::string &text) {
+  // The tokenization of parseShape: tokens run to the next top-level space
+  // or tab; parentheses nest.
+  std::vector<std::pair<unsigned, unsigned>> spans;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    if (text[pos] == ' ' || text[pos] == '\t') {
+      ++pos;
+      continue;
+    }
+    size_t start = pos;
+    int depth = 0;
+    while (pos < text.size() &&
+           (depth > 0 || (text[pos] != ' ' && text[pos] != '\t'))) {
+      if (text[pos] == '(')
+        ++depth;
+      else if (text[pos] == ')' && depth > 0)
+        --depth;
+      ++pos;
+    }
+    spans.push_back({static_cast<unsigned>(start),
+                     static_cast<unsigned>(pos - start)});
+  }
+  return spans;
+}
+
 Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
   unsigned localCounter = 0;
   unsigned &counter = anonCounter ? *anonCounter : localCounter;

@@ -58,6 +58,10 @@ namespace ein {
 /// expression (`heads*d`, `n+1`, `hidden/8`). `anonCounter` numbers the
 /// fresh names made for `_` and `...`. Errors anchor at a pattern offset.
 Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter = nullptr);
+/// Where each dim of a shape string that parses is written: (offset, length)
+/// of its token, one per dim of parseShape's result, for carets.
+std::vector<std::pair<unsigned, unsigned>>
+shapeDimSpans(const std::string &text);
 /// Parses one size expression: `8`, `heads`, `heads*d`, `n+1`, `hidden/8`.
 Expected<SizeExpr> parseSizeExpr(const std::string &text);
 } // namespace ein
