@@ -207,8 +207,8 @@ Expected<SizeExpr> parseSizeExpr(const std::string &text) {
 
 std::vector<std::pair<unsigned, unsigned>>
 shapeDimSpans(const std::string &text) {
-  // The tokenization of parseShape: tokens run to the next top-level space
-  // or tab; parentheses nest.
+  // parseShape's tokens: each runs to the next top-level space or tab;
+  // parentheses nest (a stray ')' is left for parseShape to report).
   std::vector<std::pair<unsigned, unsigned>> spans;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -237,17 +237,11 @@ Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
   unsigned &counter = anonCounter ? *anonCounter : localCounter;
   Shape shape;
   bool sawVariadic = false;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    if (text[pos] == ' ' || text[pos] == '\t') {
-      ++pos;
-      continue;
-    }
-    // A token runs to the next top-level space; parentheses nest.
-    size_t start = pos;
+  for (auto [start, length] : shapeDimSpans(text)) {
+    size_t end = start + length;
     int depth = 0;
     bool spaceInParens = false;
-    while (pos < text.size() && (depth > 0 || (text[pos] != ' ' && text[pos] != '\t'))) {
+    for (size_t pos = start; pos < end; ++pos) {
       if (text[pos] == '(')
         ++depth;
       else if (text[pos] == ')') {
@@ -256,11 +250,10 @@ Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
         --depth;
       } else if (text[pos] == ' ' && depth == 1)
         spaceInParens = true;
-      ++pos;
     }
     if (depth != 0)
-      return ShapeError::atPattern("unbalanced '(' in shape", start, pos - start);
-    std::string token = text.substr(start, pos - start);
+      return ShapeError::atPattern("unbalanced '(' in shape", start, length);
+    std::string token = text.substr(start, length);
     unsigned at = static_cast<unsigned>(start);
     auto variadic = [&](std::string name) -> Expected<Shape> {
       if (sawVariadic)
