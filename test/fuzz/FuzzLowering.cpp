@@ -17,6 +17,7 @@
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -116,6 +117,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fuzz::finding("ir-roundtrip", "the ein IR reprints differently:\n" + text +
                                         "\n---\n" + textAgain);
   }
+  // As `einc build` does: a function named like a C library function
+  // (free, malloc, pow) must not clash with the calls of the lowered code.
+  for (auto f : ir->getOps<mlir::func::FuncOp>())
+    f.setSymName(("ein_impl_" + f.getName()).str());
   if (!lowerToStage(*ir, CPUStage::LLVM, error, cpu)) {
     if (fuzz::ignored("lower"))
       return 0;

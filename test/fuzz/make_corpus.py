@@ -9,6 +9,9 @@ test/fuzz/corpus/ is the coverage-minimal subset that libFuzzer's merge keeps:
 
     ein-fuzz-TARGET -merge=1 test/fuzz/corpus/TARGET OUTDIR/TARGET
 
+(for lowering also with -use_counters=0: edges only, fewer files, so that CI
+replays its corpus in about a minute).
+
 Sources: examples/, test/einc/*.ein, the programs of test/run/run_corpus.py
 (einops, opt_einsum, generated, examples, negative cases; `--dim` bindings
 become `#! dim NAME=INT` lines) and of test/einops/einops_agreement.py
