@@ -42,27 +42,6 @@ void checkLocations(const SourceFile &file, const DiagnosticEngine &diags) {
   }
 }
 
-void checkShapesRoundTrip(const CheckedModule &module) {
-  if (fuzz::ignored("shape-roundtrip"))
-    return;
-  for (auto &fn : module.functions)
-    for (auto &value : fn.values) {
-      Shape shape = fn.ctx.expand(value.type.shape);
-      std::string text = shapeStr(shape);
-      auto again = parseShape(text);
-      if (!again)
-        fuzz::finding("shape-roundtrip",
-                      fmt::format("function {}: the shape \"{}\" does not parse "
-                                  "back: {}",
-                                  fn.name, text, again.error().message));
-      if (*again != shape || shapeStr(*again) != text)
-        fuzz::finding("shape-roundtrip",
-                      fmt::format("function {}: the shape \"{}\" parses back "
-                                  "as \"{}\"",
-                                  fn.name, text, shapeStr(*again)));
-    }
-}
-
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -84,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           out << fn.name << ": entry check: " << name << " == "
               << toString(value) << "\n";
       }
-      checkShapesRoundTrip(checked);
+      fuzz::checkShapesRoundTrip(checked);
     }
   }
   checkLocations(file, diags);

@@ -6,6 +6,7 @@
 //
 // Oracles beyond "no crash, no sanitizer report": a program the checker
 // accepts with all sizes bound must
+//   shape-roundtrip have types that print and parse back (see FuzzFrontEnd);
 //   verify      build as `ein` IR that verifies;
 //   ir-roundtrip print as IR that parses back and prints the same;
 //   lower       lower through the CPU pipeline to the LLVM dialect;
@@ -92,6 +93,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       return 0;
   }
   if (!allSizesBound(checked))
+    return 0;
+  // A type that does not print and parse back cannot become a dialect type
+  // (the dialect parses the printed shape); the front-end target reports it.
+  if (!fuzz::checkShapesRoundTrip(checked))
     return 0;
 
   CPUOptions cpu;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ein/Sema/Program.h"
+#include "ein/Shape/Shape.h"
 #include "ein/Support/BigInt.h"
 
 #include <fmt/format.h>
@@ -294,6 +295,31 @@ inline std::set<std::string> freeSizeNames(const CheckedModule &module) {
     }
   }
   return names;
+}
+
+/// Every type of a checked program prints as a shape string that parses back
+/// to the same shape. Returns false (when the oracle is relaxed) if not.
+inline bool checkShapesRoundTrip(const CheckedModule &module) {
+  auto failed = [](const std::string &detail) {
+    if (!ignored("shape-roundtrip"))
+      finding("shape-roundtrip", detail);
+    return false;
+  };
+  for (auto &fn : module.functions)
+    for (auto &value : fn.values) {
+      Shape shape = fn.ctx.expand(value.type.shape);
+      std::string text = shapeStr(shape);
+      auto again = parseShape(text);
+      if (!again)
+        return failed(fmt::format("function {}: the shape \"{}\" does not "
+                                  "parse back: {}",
+                                  fn.name, text, again.error().message));
+      if (*again != shape || shapeStr(*again) != text)
+        return failed(fmt::format("function {}: the shape \"{}\" parses back "
+                                  "as \"{}\"",
+                                  fn.name, text, shapeStr(*again)));
+    }
+  return true;
 }
 
 } // namespace ein::fuzz
