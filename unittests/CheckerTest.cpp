@@ -4,6 +4,8 @@
 
 #include "ein/Analysis/Cost.h"
 #include "ein/Sema/Checker.h"
+#include "ein/Sema/EntryBinding.h"
+#include "ein/Shape/DTypeRules.h"
 #include "ein/Syntax/Parser.h"
 
 #include <gtest/gtest.h>
@@ -167,8 +169,25 @@ const DiagCase kDiags[] = {
      "2:5: 'n' is a dim name; choose another name"},
     {"DimDeclaredTwice", "dim n = 2\ndim n = 3\n",
      "2:5: dim 'n' is declared twice"},
-    {"DimNotPositive", "dim n = 2 - 2\n",
-     "1:11: dim 'n' must be positive, got 0"},
+    {"DimNegative", "dim n = 2 - 3\n",
+     "1:11: dim 'n' must not be negative, got -1"},
+    {"ShapeSizeNegative",
+     "dim n = 2\n"
+     "def f(x: f32[\"n-3\"]) -> f32[\"n-3\"]:\n"
+     "    return x\n",
+     "2:14: in shape \"n-3\": dim n-3 has size -1; sizes must not be "
+     "negative"},
+    {"MaxOverAxisOfSizeZero",
+     "dim z = 0\n"
+     "def f(x: f32[\"n z\"]) -> f32[\"n\"]:\n"
+     "    return reduce(x, \"a b -> a\", \"max\")\n",
+     "3:25: max over an empty axis: 'b' has size 0, and max has no identity "
+     "(numpy: zero-size array to reduction operation maximum which has no "
+     "identity)"},
+    {"SplitByZero",
+     "def f(x: f32[\"n\"]) -> f32[\"_ 0\"]:\n"
+     "    return rearrange(x, \"(a b) -> a b\", b=0)\n",
+     "2:26: composition (a b): division by a size of 0"},
     {"FunctionDefinedTwice",
      "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
      "    return x\n"
@@ -311,6 +330,80 @@ TEST(CheckerGood, EntryConstraintForHiddenBy8) {
   EXPECT_EQ(c->returned("h").str(), "f32[\"b 8 hidden/8\"]");
 }
 
+// Size 0 is an empty axis, as in numpy and einops; negative sizes are not.
+TEST(CheckerGood, ZeroSizesAccepted) {
+  auto c = check("dim z = 0\n"
+                 "def f(x: f32[\"0 n\"]) -> (f32[\"n 0\"], f32[\"n z\"], "
+                 "f32[\"n\"]):\n"
+                 "    return rearrange(x, \"a b -> b a\"), repeat(reduce(x, "
+                 "\"a b -> b\", \"sum\"), \"b -> b c\", c=z), reduce(x, \"a b "
+                 "-> b\", \"prod\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(toString(c->result.dims.at("z")), "0");
+  EXPECT_EQ(c->returned("f", 0).str(), "f32[\"n 0\"]");
+  EXPECT_TRUE(c->fn("f").ctx.constraints.empty());
+}
+
+TEST(CheckerGood, DimOverrideZeroAcceptedNegativeRejected) {
+  const char *source = "def f(x: f32[\"n\"]) -> f32[\"n m\"]:\n"
+                       "    return repeat(x, \"n -> n m\", m=m)\n";
+  CheckOptions zero;
+  zero.dimOverrides["m"] = 0;
+  auto c = check(source, zero);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(toString(c->result.dims.at("m")), "0");
+  CheckOptions negative;
+  negative.dimOverrides["m"] = -1;
+  auto d = check(source, negative);
+  ASSERT_TRUE(d->diags->hadError());
+  EXPECT_NE(d->firstError().find("--dim m must not be negative"),
+            std::string::npos)
+      << d->firstError();
+}
+
+// max/min have no identity: over axes whose sizes bind at run time they
+// leave an entry check; sum, mean and prod do not.
+TEST(CheckerGood, MaxOverFreeAxesIsAnEntryCheck) {
+  auto c = check("def f(x: f32[\"a b c\"]) -> (f32[\"c\"], f32[\"c\"], "
+                 "f32[\"c\"]):\n"
+                 "    return reduce(x, \"a b c -> c\", \"max\"), reduce(x, "
+                 "\"a b c -> c\", \"sum\"), reduce(x, \"a b c -> c\", "
+                 "\"mean\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("f");
+  ASSERT_EQ(f.ctx.constraints.size(), 1u);
+  EXPECT_EQ(f.ctx.constraints[0].kind, Constraint::Kind::NonEmpty);
+  EXPECT_EQ(f.ctx.constraints[0].str(), "a*b >= 1");
+  EXPECT_EQ(f.ctx.constraints[0].reason,
+            "reduce(..., \"a b c -> c\", \"max\") at line 2: max over 'a', "
+            "'b' needs at least one element (max has no identity)");
+}
+
+TEST(CheckerGood, MinOverKnownNonEmptyAxisNeedsNoCheck) {
+  auto c = check("def f(x: f32[\"3 0\"]) -> f32[\"0\"]:\n"
+                 "    return reduce(x, \"a b -> b\", \"min\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_TRUE(c->fn("f").ctx.constraints.empty());
+}
+
+// An empty input can ask for a large intermediate: valueTooLarge names it.
+TEST(CheckerGood, ValueTooLargeNamesTheIntermediate) {
+  CheckOptions sizes;
+  sizes.dimOverrides["a"] = 0;
+  sizes.dimOverrides["b"] = Int(1) << 40;
+  auto c = check("def f(x: f32[\"a b\"]) -> f32[\"\"]:\n"
+                 "    s = reduce(x, \"a b -> b\", \"sum\")\n"
+                 "    return reduce(s, \"b ->\", \"sum\")\n",
+                 sizes);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  auto why = valueTooLarge(c->fn("f"), Int(1) << 30);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why, "with these sizes, 's' (computed at line 2) of shape "
+                  "(1099511627776,) and f32 needs 4398046511104 bytes, more "
+                  "than this machine's memory (1073741824 bytes)");
+  EXPECT_FALSE(valueTooLarge(c->fn("f"), Int(1) << 42).has_value());
+}
+
 TEST(CheckerGood, PackAndUnpack) {
   auto c = check("def p(x: f32[\"b n c\"], y: f32[\"b c\"]) -> (f32[\"b n+1 "
                  "c\"], f32[\"b n c\"], f32[\"b c\"]):\n"
@@ -373,6 +466,140 @@ TEST(CheckerGood, VariadicBatch) {
                  "    return rearrange(x, \"... h w -> ... w h\")\n");
   ASSERT_FALSE(c->diags->hadError()) << c->firstError();
   EXPECT_EQ(c->returned("v").str(), "f32[\"*batch w h\"]");
+}
+
+TEST(CheckerGood, IntegerLiteralsExact) {
+  // Beyond 2^53 a double would round these; the constants must be exact.
+  auto c = check("def f(x: i64[\"n\"]) -> i64[\"n\"]:\n"
+                 "    return x + 9007199254740993 - -9223372036854775808 + "
+                 "(2 ** 62 - 1) * 2 + 1\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  std::vector<int64_t> constants;
+  for (auto &op : c->fn("f").ops)
+    if (op.kind == OpKind::Constant) {
+      EXPECT_TRUE(op.constantIsInt);
+      constants.push_back(op.constantInt);
+    }
+  EXPECT_EQ(constants, (std::vector<int64_t>{9007199254740993LL, INT64_MIN,
+                                             INT64_MAX - 1, 1}));
+}
+
+TEST(CheckerBad, LiteralsThatDoNotFit) {
+  struct Case {
+    const char *dtype, *expr, *error;
+  } cases[] = {
+      {"i64", "x + 9223372036854775808",
+       "2:16: integer 9223372036854775808 does not fit in i64 (range "
+       "-9223372036854775808 to 9223372036854775807)"},
+      {"i32", "x + 4294967297",
+       "2:16: integer 4294967297 does not fit in i32 (range -2147483648 to "
+       "2147483647)"},
+      {"i32", "x * 1.5",
+       "2:16: a non-integer number cannot combine with an integer tensor "
+       "(i32); use astype"},
+      {"f16", "x + 70000",
+       "2:16: number 70000 is out of range for f16 (largest finite value "
+       "65504)"},
+      {"f32", "x + 1 / 0", "2:18: division by zero in a number"},
+  };
+  for (const Case &k : cases) {
+    auto c = check(std::string("def f(x: ") + k.dtype + "[\"n\"]) -> " +
+                   k.dtype + "[\"n\"]:\n    return " + k.expr + "\n");
+    EXPECT_EQ(c->firstError(), k.error) << k.expr;
+  }
+}
+
+TEST(CheckerBad, MeanAccumulatesInFloat) {
+  auto c = check("def f(x: f32[\"a b\"]) -> i32[\"a\"]:\n"
+                 "    return reduce(x, \"a b -> a\", \"mean\", acc=i32)\n");
+  EXPECT_EQ(c->firstError(),
+            "2:46: mean accumulates in a float dtype, got acc=i32");
+  auto d = check("def f(x: i32[\"a b\"]) -> f32[\"a\"]:\n"
+                 "    return reduce(x, \"a b -> a\", \"mean\", acc=f32)\n");
+  EXPECT_EQ(d->firstError(), "2:34: mean needs a float tensor, got i32; use "
+                             "astype");
+}
+
+// The dtype table itself (lib/Shape/DTypeRules.cpp).
+TEST(DTypeRules, OperandsAndAcc) {
+  for (const char *op : {"exp", "log", "sqrt", "rsqrt", "tanh", "mean"}) {
+    const DTypeRule *rule = findDTypeRule(op);
+    ASSERT_NE(rule, nullptr) << op;
+    EXPECT_EQ(operandDTypeError(*rule, DType::I32),
+              std::string(op) + " needs a float tensor, got i32; use astype");
+    for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16,
+                    DType::F8E4M3, DType::F8E5M2})
+      EXPECT_FALSE(operandDTypeError(*rule, t)) << op;
+  }
+  for (const char *op :
+       {"add", "sub", "mul", "div", "pow", "neg", "relu", "cast", "rearrange",
+        "repeat", "einsum", "pack", "unpack", "sum", "max", "min", "prod"}) {
+    const DTypeRule *rule = findDTypeRule(op);
+    ASSERT_NE(rule, nullptr) << op;
+    EXPECT_FALSE(operandDTypeError(*rule, DType::I64)) << op;
+    EXPECT_FALSE(operandDTypeError(*rule, DType::F8E5M2)) << op;
+  }
+  EXPECT_EQ(findDTypeRule("softmax"), nullptr);
+  EXPECT_TRUE(findDTypeRule("cast")->resultIsTarget);
+  EXPECT_FALSE(accDTypeError(reduceDTypeRule(ReduceKind::Sum), DType::I32));
+  EXPECT_FALSE(accDTypeError(*findDTypeRule("einsum"), DType::F64));
+  EXPECT_EQ(accDTypeError(reduceDTypeRule(ReduceKind::Mean), DType::I64),
+            "mean accumulates in a float dtype, got acc=i64");
+  EXPECT_EQ(accDTypeError(*findDTypeRule("repeat"), DType::F32),
+            "acc= does not apply to repeat");
+}
+
+TEST(DTypeRules, FloatLimits) {
+  EXPECT_EQ(largestFinite(DType::F16), 65504.0);
+  EXPECT_EQ(largestFinite(DType::F8E4M3), 448.0);
+  EXPECT_EQ(largestFinite(DType::F8E5M2), 57344.0);
+  EXPECT_EQ(largestFinite(DType::F32), 3.4028234663852886e38);
+  EXPECT_EQ(largestFinite(DType::BF16), 3.3895313892515355e38);
+  EXPECT_EQ(largestFinite(DType::F64), 1.7976931348623157e308);
+  // Round to nearest even: the midpoint above the largest value goes to
+  // infinity, except on f8e4m3 whose midpoint 464 rounds down to 448.
+  auto fits = [](const char *text, DType t) {
+    return !literalDTypeError(parseNumberLiteral(text), t);
+  };
+  EXPECT_TRUE(fits("65519", DType::F16));
+  EXPECT_FALSE(fits("65520", DType::F16));
+  EXPECT_TRUE(fits("464", DType::F8E4M3));
+  EXPECT_FALSE(fits("464.5", DType::F8E4M3));
+  EXPECT_TRUE(fits("61439", DType::F8E5M2));
+  EXPECT_FALSE(fits("61440", DType::F8E5M2));
+  EXPECT_TRUE(fits("1e-30", DType::F16)); // rounds to 0, no error
+  EXPECT_TRUE(fits("1e308", DType::F64));
+  EXPECT_FALSE(fits("1.5", DType::I64));
+}
+
+TEST(DTypeRules, IntegerLiterals) {
+  NumberLiteral big = parseNumberLiteral("9223372036854775808");
+  ASSERT_TRUE(big.exact);
+  EXPECT_TRUE(literalDTypeError(big, DType::I64));
+  EXPECT_FALSE(literalDTypeError(negateLiteral(big), DType::I64));
+  EXPECT_FALSE(literalDTypeError(big, DType::F32)); // a float: fine
+  EXPECT_FALSE(parseNumberLiteral(std::string(50, '9')).exact);
+  EXPECT_TRUE(
+      literalDTypeError(parseNumberLiteral(std::string(50, '9')), DType::I64));
+  auto fold = [](const char *a, char op, const char *b) {
+    Expected<NumberLiteral> r =
+        foldLiterals(op, parseNumberLiteral(a), parseNumberLiteral(b));
+    EXPECT_TRUE(bool(r));
+    return *r;
+  };
+  EXPECT_EQ(fold("3", '^', "40").exact, Int(12157665459056928801ULL));
+  NumberLiteral half = fold("2", '^', "-1");
+  EXPECT_FALSE(half.isInt);
+  EXPECT_EQ(half.value, 0.5);
+  EXPECT_FALSE(fold("7", '/', "7").isInt); // true division, as Python
+  Expected<NumberLiteral> minusOne =
+      foldLiterals('^', negateLiteral(parseNumberLiteral("1")),
+                   parseNumberLiteral("1000001"));
+  ASSERT_TRUE(bool(minusOne));
+  EXPECT_EQ(minusOne->exact, Int(-1));
+  EXPECT_FALSE(fold("2", '^', "200").exact); // beyond 128 bits
+  EXPECT_FALSE(
+      foldLiterals('/', parseNumberLiteral("1"), parseNumberLiteral("0")));
 }
 
 } // namespace

@@ -196,10 +196,19 @@ const InferCase kRearrange[] = {
     bad("KwargNotInPattern", Op::Rearrange, "a b -> b a", {"x y"},
         "size 'c' is not an axis of the pattern 'a b -> b a'", A::Kwarg, 0,
         "c=3"),
-    bad("KwargZero", Op::Rearrange, "(h d) -> h d", {"12"},
-        "size 'h' must be positive, got 0", A::Kwarg, 0, "h=0"),
+    bad("KwargZeroDivides", Op::Rearrange, "(h d) -> h d", {"12"},
+        "composition (h d): division by a size of 0", A::Pattern, 0, "h=0"),
+    bad("KwargZeroDividesZero", Op::Rearrange, "(h d) -> h d", {"0"},
+        "composition (h d): division by a size of 0", A::Pattern, 0, "d=0"),
+    ok("KwargGivenZeroInputSplits", Op::Rearrange, "(h d) -> h d", {"0"}, "0 4",
+       "d=4"),
+    ok("SymbolicSelfQuotient", Op::Rearrange, "(h d) -> h d", {"n"}, "1 n",
+       "d=n"),
+    bad("SelfQuotientOfZero", Op::Rearrange, "(h d) -> h d", {"n"},
+        "composition (h d): division by a size of 0", A::Pattern, 0, "d=n",
+        "n=0"),
     bad("KwargNegative", Op::Rearrange, "(h d) -> h d", {"12"},
-        "size 'd' must be positive, got -1", A::Kwarg, 1, "h=2 d=2-3"),
+        "size 'd' must not be negative, got -1", A::Kwarg, 1, "h=2 d=2-3"),
     bad("KwargTwice", Op::Rearrange, "(h d) -> h d", {"12"},
         "size 'h' given twice", A::Kwarg, 1, "h=2 h=2"),
     ok("PackBindsToRank", Op::Rearrange, "a b -> b a", {"*x"}, "x_1 x_0"),
@@ -436,6 +445,47 @@ TEST(InferLearns, EntryConstraintForUndecidedDivision) {
   // The quotient atom is what the output dim holds.
   EXPECT_EQ((*r)[3].size, SizeExpr::quotient(SizeExpr::symbol("hidden"),
                                              SizeExpr::constant(8)));
+}
+
+TEST(InferLearns, RepeatBySizeZero) {
+  InferContext ctx;
+  auto r = inferRepeat(ctx, patternOf("a -> (a b)", PatternUse::Repeat),
+                       shapeOf("3"), sizeArgsOf("b=0"));
+  ASSERT_TRUE(bool(r)) << describeError(r.error());
+  EXPECT_EQ(shapeStr(*r), "0");
+}
+
+// max/min over empty axes: an error when a reduced axis is known to be 0, an
+// entry check on the product of the reduced sizes when they bind later.
+TEST(InferLearns, MaxNeedsNonEmptyReducedAxes) {
+  Pattern p = patternOf("a b c -> c", PatternUse::Reduce);
+  InferContext ctx;
+  auto info =
+      analyzeTransform(ctx, PatternUse::Reduce, p, shapeOf("n 4 m"), {});
+  ASSERT_TRUE(bool(info)) << describeError(info.error());
+  auto ok = requireNonEmptyReduction(ctx, ReduceKind::Max, p, *info);
+  ASSERT_TRUE(bool(ok)) << describeError(ok.error());
+  ASSERT_EQ(ctx.constraints.size(), 1u);
+  EXPECT_EQ(ctx.constraints[0].str(), "4*n >= 1");
+  EXPECT_TRUE(bool(requireNonEmptyReduction(ctx, ReduceKind::Sum, p, *info)));
+  EXPECT_TRUE(bool(requireNonEmptyReduction(ctx, ReduceKind::Prod, p, *info)));
+  EXPECT_TRUE(bool(requireNonEmptyReduction(ctx, ReduceKind::Mean, p, *info)));
+  EXPECT_EQ(ctx.constraints.size(), 1u);
+
+  ctx.env["n"] = 0;
+  auto bad = requireNonEmptyReduction(ctx, ReduceKind::Min, p, *info);
+  ASSERT_FALSE(bool(bad));
+  EXPECT_EQ(bad.error().anchor, A::Pattern);
+  EXPECT_EQ(bad.error().offset, 0u);
+  EXPECT_NE(bad.error().message.find("min over an empty axis: 'a' has size 0"),
+            std::string::npos)
+      << bad.error().message;
+
+  InferContext known;
+  known.env["n"] = 2;
+  auto fine = requireNonEmptyReduction(known, ReduceKind::Max, p, *info);
+  EXPECT_TRUE(bool(fine));
+  EXPECT_TRUE(known.constraints.empty());
 }
 
 TEST(InferLearns, PoolRecordsOneConstraintPerAxis) {

@@ -48,6 +48,21 @@ TEST(Lexer, OperatorsAndNumbers) {
   EXPECT_EQ(errors, 0u);
 }
 
+TEST(Lexer, UnicodeNames) {
+  // Python's identifiers: Greek and CJK letters start names, combining marks
+  // and other digits continue them. Columns count bytes.
+  EXPECT_EQ(tokensOf("\xce\xb1 = \xe4\xb8\xad\xe6\x96\x87\n"),
+            (Tokens{"name:\xce\xb1@1:1", "'=':=@1:4",
+                    "name:\xe4\xb8\xad\xe6\x96\x87@1:6", "end of line@1:12"}));
+  EXPECT_EQ(tokensOf("e\xcc\x81 x\xd9\xa3 _\xce\xb2"),
+            (Tokens{"name:e\xcc\x81@1:1", "name:x\xd9\xa3@1:5",
+                    "name:_\xce\xb2@1:9", "end of line@1:12"}));
+  // A number followed by a letter of any script is malformed.
+  unsigned errors = 0;
+  tokensOf("x = 2\xce\xb1", &errors);
+  EXPECT_EQ(errors, 1u);
+}
+
 TEST(Lexer, StringsKeepContentsAndQuoteLocation) {
   SourceFile file{"t.ein", "f32[\"b s\"] 'x'"};
   DiagnosticEngine diags(file);
@@ -118,9 +133,24 @@ const LexErrorCase kLexErrors[] = {
     {"EscapeInString", "x = \"a\\n\"", 1, 7,
      "escape sequences are not supported in strings"},
     {"UnknownCharacter", "x = a $ b", 1, 7, "unexpected character '$'"},
-    {"ControlByte", "x = \x7f", 1, 5,
-     "unexpected non-ASCII or control character in source (outside comments "
-     "and strings only ASCII is allowed)"},
+    {"ControlByte", "x = \x7f", 1, 5, "unexpected character '\\x7f'"},
+    {"NonIdentifierCharacter", "x = a \xc3\x97 b", 1, 7,
+     "unexpected character '\xc3\x97' (U+00D7)"},
+    {"EmojiIsNotAName", "x = \xf0\x9f\x98\x80", 1, 5,
+     "unexpected character '\xf0\x9f\x98\x80' (U+1F600)"},
+    {"CombiningMarkCannotStartName", "x = \xcc\x81", 1, 5,
+     "unexpected character U+0301"},
+    // Invalid UTF-8, anywhere in the file; columns count bytes internally.
+    {"StrayContinuation", "x = \x80", 1, 5,
+     "invalid UTF-8 in source: stray continuation byte '\\x80'"},
+    {"TruncatedInName", "x\xce = 1", 1, 2,
+     "invalid UTF-8 in source: truncated sequence '\\xce'"},
+    {"OverlongInString", "x = \"a\xc0\xaf\"", 1, 7,
+     "invalid UTF-8 in source: overlong encoding '\\xc0\\xaf'"},
+    {"SurrogateInComment", "x # \xed\xa0\x80\n", 1, 5,
+     "invalid UTF-8 in source: encoded UTF-16 surrogate '\\xed\\xa0\\x80'"},
+    {"InvalidInCommentLine", "  # \xff\nx\n", 1, 5,
+     "invalid UTF-8 in source: byte that never occurs in UTF-8 '\\xff'"},
     {"InconsistentDedent", "def f():\n    x\n  y\n", 3, 3,
      "inconsistent indentation"},
 };
@@ -322,6 +352,58 @@ TEST(Diagnostics, CaretFollowsTabs) {
   EXPECT_EQ(os.str(), "t.ein:1:6: error: undefined name 'y'\n"
                       "\tx = y\n"
                       "\t    ^\n");
+}
+
+TEST(Diagnostics, ColumnsCountCodePointsAndCaretsFollowDisplayWidth) {
+  // "    return α·2": the error at byte column 14 is code point column 13.
+  SourceFile file{"t.ein", "    return \xce\xb1\xc2\xb7 2\n"
+                           "    y = \xe4\xb8\xad\xe6\x96\x87 + z\n"};
+  DiagnosticEngine diags(file);
+  diags.error({1, 14}, "unexpected character '\xc2\xb7' (U+00B7)", 2);
+  diags.error({2, 18}, "undefined name 'z'");
+  diags.note({2, 9}, "here", 6); // both CJK characters: 4 terminal columns
+  std::ostringstream os;
+  diags.print(os);
+  EXPECT_EQ(os.str(),
+            "t.ein:1:13: error: unexpected character '\xc2\xb7' (U+00B7)\n"
+            "    return \xce\xb1\xc2\xb7 2\n"
+            "            ^\n"
+            "t.ein:2:14: error: undefined name 'z'\n"
+            "    y = \xe4\xb8\xad\xe6\x96\x87 + z\n"
+            "               ^\n"
+            "t.ein:2:9: note: here\n"
+            "    y = \xe4\xb8\xad\xe6\x96\x87 + z\n"
+            "        ^~~~\n");
+}
+
+TEST(Diagnostics, InvalidUtf8IsEscapedInEchoAndMessage) {
+  // The echoed line shows the bad byte as \xce; the caret lines up with the
+  // escape and with what follows it.
+  SourceFile file{"t\xff.ein", "x\xce = y\n"};
+  DiagnosticEngine diags(file);
+  diags.error({1, 2}, "invalid UTF-8 in source: truncated sequence '\\xce'");
+  diags.error({1, 6}, "undefined name 'y' \xce");
+  std::ostringstream os;
+  diags.print(os);
+  EXPECT_EQ(os.str(),
+            "t\\xff.ein:1:2: error: invalid UTF-8 in source: truncated "
+            "sequence '\\xce'\n"
+            "x\\xce = y\n"
+            " ^~~~\n"
+            "t\\xff.ein:1:6: error: undefined name 'y' \\xce\n"
+            "x\\xce = y\n"
+            "        ^\n");
+}
+
+TEST(Diagnostics, CaretPastEndOfNonAsciiLine) {
+  SourceFile file{"t.ein", "\xce\xb1"};
+  DiagnosticEngine diags(file);
+  diags.error({1, 3}, "expected ':'");
+  std::ostringstream os;
+  diags.print(os);
+  EXPECT_EQ(os.str(), "t.ein:1:2: error: expected ':'\n"
+                      "\xce\xb1\n"
+                      " ^\n");
 }
 
 TEST(Diagnostics, LineText) {

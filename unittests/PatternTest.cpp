@@ -152,6 +152,16 @@ const ValidCase kValid[] = {
     {"PackLeading", "* c", Use::Pack, "* c", "* c", 1},
     {"PackTrailing", "b h *", Use::Pack, "b h *", "b h *", 1},
     {"PackStarOnly", "*", Use::Pack, "*", "*", 1},
+    // Unicode axis names (Python identifiers), as einops accepts them.
+    {"GreekAxes", "\xce\xb1 \xce\xb2 -> \xce\xb2 \xce\xb1", Use::Rearrange,
+     "\xce\xb1 \xce\xb2 -> \xce\xb2 \xce\xb1",
+     "\xce\xb1 \xce\xb2 -> \xce\xb2 \xce\xb1", 1},
+    {"CjkComposition",
+     "(\xe6\x89\xb9 \xe9\x95\xbf) -> \xe6\x89\xb9 \xe9\x95\xbf", Use::Rearrange,
+     "(\xe6\x89\xb9 \xe9\x95\xbf) -> \xe6\x89\xb9 \xe9\x95\xbf",
+     "(\xe6\x89\xb9 \xe9\x95\xbf) -> \xe6\x89\xb9 \xe9\x95\xbf", 1},
+    {"GreekEllipsisNeighbour", "\xce\xb1 ... -> ... \xce\xb1", Use::Rearrange,
+     "\xce\xb1 ... -> ... \xce\xb1", "\xce\xb1 ... -> ... \xce\xb1", 1},
 };
 
 INSTANTIATE_TEST_SUITE_P(Grammar, ValidPatternTest, ::testing::ValuesIn(kValid),
@@ -261,6 +271,20 @@ const InvalidCase kInvalid[] = {
     {"PackNumber", "2 *", Use::Pack, 0, 1,
      "numbers are not allowed in a pack pattern"},
     {"PackDuplicate", "b * b", Use::Pack, 4, 1, "duplicate axis 'b'"},
+    // Offsets and lengths count bytes of the UTF-8 text; the printer turns
+    // them into columns.
+    {"NonNameCharacter", "\xce\xb1 \xc3\x97 -> \xce\xb1", Use::Rearrange, 3, 2,
+     "unexpected character '\xc3\x97' (U+00D7) in pattern"},
+    {"Emoji", "a \xf0\x9f\x98\x80 -> a", Use::Rearrange, 2, 4,
+     "unexpected character '\xf0\x9f\x98\x80' (U+1F600) in pattern"},
+    {"InvalidUtf8", "a \xce -> a", Use::Rearrange, 2, 1,
+     "invalid UTF-8 in pattern: truncated sequence '\\xce'"},
+    {"GreekDuplicate", "\xce\xb1 \xce\xb1 -> \xce\xb1", Use::Rearrange, 3, 2,
+     "duplicate axis '\xce\xb1'"},
+    {"EllipsisGluedToGreek", "\xce\xb1... -> \xce\xb1", Use::Rearrange, 2, 3,
+     "'...' must be separated"},
+    {"ArabicIndicDigitsAreNotASize", "a \xd9\xa3 -> a", Use::Rearrange, 2, 2,
+     "not a valid identifier"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Grammar, InvalidPatternTest,
@@ -385,6 +409,16 @@ const AxisNameCase kAxisNames[] = {
     {"Dash", "a-b", false, false, "not a valid identifier"},
     {"Dot", "a.b", false, false, "not a valid identifier"},
     {"Empty", "", false, false, "empty axis name"},
+    {"Greek", "\xce\xb1", false, true, ""},
+    {"Cjk", "\xe9\x95\xbf\xe5\xba\xa6", false, true, ""},
+    {"CombiningMarkInside", "e\xcc\x81", false, true, ""},
+    {"CombiningMarkFirst",
+     "\xcc\x81"
+     "e",
+     false, false, "not a valid identifier"},
+    {"GreekTrailingUnderscore", "\xce\xb1_", false, false,
+     "must not start or end"},
+    {"EmojiName", "\xf0\x9f\x98\x80", false, false, "not a valid identifier"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Names, AxisNameTest, ::testing::ValuesIn(kAxisNames),

@@ -247,6 +247,14 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
     break;
   }
   c.flops = Quantity::of(flops, env);
+  // A reduction over an empty axis (N = 0) does no combining, each output
+  // being the identity, where the formula N - M would count -M; a mean still
+  // divides each of its M outputs (0/0).
+  if (in.kind == OpKind::Reduce && c.flops.value && *c.flops.value < 0)
+    c.flops.value = Int(0);
+  if (in.kind == OpKind::Reduce && in.reduction == ReduceKind::Mean &&
+      numElements(in.inputs[0].shape).evaluate(env) == Int(0))
+    c.flops.value = outElems.evaluate(env);
   c.bytesRead = Quantity::of(read, env);
   c.bytesWritten = Quantity::of(written, env);
   return c;

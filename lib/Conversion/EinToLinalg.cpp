@@ -37,6 +37,57 @@ bool isLowPrecisionFloat(Type t) {
   return llvm::isa<mlir::FloatType>(t) && t.getIntOrFloatBitWidth() < 32;
 }
 
+/// Integer division that never traps (language.md §6): it truncates toward
+/// zero, `x / 0` is 0 and `INT_MIN / -1` wraps to INT_MIN (numpy's results
+/// for these two in `//`). Selects around a safe divisor, no branch, so the
+/// loop still vectorizes; a constant divisor folds the selects away.
+Value nonTrappingDivSI(OpBuilder &b, Location loc, Value x, Value y) {
+  Type t = x.getType();
+  unsigned width = t.getIntOrFloatBitWidth();
+  auto constant = [&](const llvm::APInt &v) -> Value {
+    return b.create<mlir::arith::ConstantOp>(loc, b.getIntegerAttr(t, v));
+  };
+  auto eq = [&](Value a, Value c) -> Value {
+    return b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::eq, a,
+                                         c);
+  };
+  // One statement each: the IR's order must not depend on the order in
+  // which a compiler evaluates arguments.
+  Value zero = constant(llvm::APInt(width, 0));
+  Value one = constant(llvm::APInt(width, 1));
+  Value minusOne = constant(llvm::APInt::getAllOnes(width));
+  Value minimum = constant(llvm::APInt::getSignedMinValue(width));
+  Value byZero = eq(y, zero);
+  Value xIsMinimum = eq(x, minimum);
+  Value yIsMinusOne = eq(y, minusOne);
+  Value overflows = b.create<mlir::arith::AndIOp>(loc, xIsMinimum, yIsMinusOne);
+  Value unsafe = b.create<mlir::arith::OrIOp>(loc, byZero, overflows);
+  // INT_MIN / 1 is INT_MIN: the wrapped quotient.
+  Value divisor = b.create<mlir::arith::SelectOp>(loc, unsafe, one, y);
+  Value quotient = b.create<mlir::arith::DivSIOp>(loc, x, divisor);
+  return b.create<mlir::arith::SelectOp>(loc, byZero, zero, quotient);
+}
+
+/// Integer power that never traps: a negative exponent gives 1 / x**|y| in
+/// ein's integer division (1 for x = 1, +-1 for x = -1, 0 otherwise, x = 0
+/// included). math.ipowi computes the same except that it divides by zero
+/// on purpose for 0 ** negative; a base of 2 stands in for 0 there.
+Value nonTrappingIPowI(OpBuilder &b, Location loc, Value x, Value y) {
+  Type t = x.getType();
+  unsigned width = t.getIntOrFloatBitWidth();
+  Value zero = b.create<mlir::arith::ConstantOp>(
+      loc, b.getIntegerAttr(t, llvm::APInt(width, 0)));
+  Value two = b.create<mlir::arith::ConstantOp>(
+      loc, b.getIntegerAttr(t, llvm::APInt(width, 2)));
+  Value zeroBase = b.create<mlir::arith::CmpIOp>(
+      loc, mlir::arith::CmpIPredicate::eq, x, zero);
+  Value negative = b.create<mlir::arith::CmpIOp>(
+      loc, mlir::arith::CmpIPredicate::slt, y, zero);
+  Value unsafe = b.create<mlir::arith::AndIOp>(loc, zeroBase, negative);
+  Value base = b.create<mlir::arith::SelectOp>(loc, unsafe, two, x);
+  return b.create<mlir::math::IPowIOp>(loc, base, y);
+}
+
 /// Lowers the ops of one function; reports the first failure on the op.
 class FunctionLowering {
 public:
@@ -373,6 +424,14 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
                        return args[0];
                      });
   } else {
+    // max and min have no identity: over an empty axis there is no answer
+    // (the checker refuses such programs; IR given to ein-opt may not be).
+    if (kind == ReduceKind::Max || kind == ReduceKind::Min)
+      for (auto &a : reductions)
+        if (axisSize.at(a) == 0)
+          return op->emitOpError()
+                 << reduceKindName(kind) << " over the empty axis '" << a
+                 << "' has no identity";
     Type acc = isLowPrecisionFloat(element) ? Type(b.getF32Type()) : element;
     Value init = filled(loc, sizesOf(outAxes), acc, identity(kind, acc));
     result = generic(loc, loops, {in}, outAxes, init, reductions,
@@ -450,6 +509,18 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
     return Indexed{v, resultAxes};
   };
 
+  // An empty operand leaves every sum empty: the result is all zeros (or is
+  // itself empty). Pairwise contraction could otherwise build a large
+  // intermediate from empty operands ("i j, j k, k l" with j = l = 0 and a
+  // large k makes i x k zeros).
+  for (auto &operand : live)
+    for (auto &a : operand.axes)
+      if (axisSize.at(a) == 0) {
+        Value zeros = filled(loc, sizesOf(outAxes), acc,
+                             identity(ReduceKind::Sum, acc));
+        return reshape(loc, castTensor(loc, zeros, element),
+                       resultType.getShape());
+      }
   if (live.size() <= 2) {
     Value v = contract(live, outAxes).value;
     v = castTensor(loc, v, element);
@@ -534,17 +605,22 @@ FunctionLowering::lowerElementwise(mlir::Operation *op,
         })
         .Case<DivOp>([&](auto) {
           return isF ? Value(nb.create<mlir::arith::DivFOp>(nl, x, y))
-                     : Value(nb.create<mlir::arith::DivSIOp>(nl, x, y));
+                     : nonTrappingDivSI(nb, nl, x, y);
         })
         .Case<PowOp>([&](auto) {
           return isF ? Value(nb.create<mlir::math::PowFOp>(nl, x, y))
-                     : Value(nb.create<mlir::math::IPowIOp>(nl, x, y));
+                     : nonTrappingIPowI(nb, nl, x, y);
         })
-        .Case<ExpOp>([&](auto) { return Value(nb.create<mlir::math::ExpOp>(nl, x)); })
-        .Case<LogOp>([&](auto) { return Value(nb.create<mlir::math::LogOp>(nl, x)); })
-        .Case<SqrtOp>([&](auto) { return Value(nb.create<mlir::math::SqrtOp>(nl, x)); })
-        .Case<RsqrtOp>([&](auto) { return Value(nb.create<mlir::math::RsqrtOp>(nl, x)); })
-        .Case<TanhOp>([&](auto) { return Value(nb.create<mlir::math::TanhOp>(nl, x)); })
+        .Case<ExpOp>(
+            [&](auto) { return Value(nb.create<mlir::math::ExpOp>(nl, x)); })
+        .Case<LogOp>(
+            [&](auto) { return Value(nb.create<mlir::math::LogOp>(nl, x)); })
+        .Case<SqrtOp>(
+            [&](auto) { return Value(nb.create<mlir::math::SqrtOp>(nl, x)); })
+        .Case<RsqrtOp>(
+            [&](auto) { return Value(nb.create<mlir::math::RsqrtOp>(nl, x)); })
+        .Case<TanhOp>(
+            [&](auto) { return Value(nb.create<mlir::math::TanhOp>(nl, x)); })
         .Case<NegOp>([&](auto) {
           if (isF)
             return Value(nb.create<mlir::arith::NegFOp>(nl, x));

@@ -38,6 +38,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <charconv>
 #include <map>
 #include <set>
 
@@ -74,9 +75,12 @@ std::string parseContractionTiles(const std::string &text,
       return "--tiles sets '" + key + "' twice";
     std::string digits = item.substr(eq + 1);
     auto [lo, hi] = known->second;
+    // Only plain decimal digits (no sign, no space); six fit every range.
     bool number = !digits.empty() && digits.size() <= 6 &&
                   digits.find_first_not_of("0123456789") == std::string::npos;
-    int64_t value = number ? std::stoll(digits) : -1;
+    int64_t value = -1;
+    if (number)
+      std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (value < lo || value > hi)
       return "--tiles " + key + ": '" + digits + "' is not an integer in [" +
              std::to_string(lo) + ", " + std::to_string(hi) + "]";

@@ -46,7 +46,9 @@ std::optional<Candidate> match(linalg::GenericOp op) {
       !out.getLayout().isIdentity() || !out.getElementType().isIntOrFloat())
     return std::nullopt;
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, mlir::ShapedType::isDynamic))
+  // Dynamic loops, or empty ones: an empty loop leaves nothing to tile (and
+  // a tile of 0 rows would not be a tile).
+  if (llvm::any_of(ranges, [](int64_t r) { return r < 1; }))
     return std::nullopt;
   mlir::AffineMap inMap = op.getIndexingMapsArray()[0];
   if (!inMap.isProjectedPermutation())

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Syntax/Unicode.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include "mlir/IR/Builders.h"
@@ -39,17 +40,16 @@ ein::EinDialect::verifyOperationAttribute(Operation *op,
   for (NamedAttribute dim : dims) {
     // Dim names are identifiers (fresh names such as `_anon0` included).
     StringRef name = dim.getName().getValue();
-    bool identifier = !name.empty() && (llvm::isAlpha(name[0]) || name[0] == '_');
-    for (char c : name)
-      identifier &= llvm::isAlnum(c) || c == '_';
-    if (!identifier)
+    if (!ein::unicode::isIdentifier(name.str()))
       return op->emitError() << "'" << getDimsAttrName() << "': invalid name '"
                              << name << "': not an identifier";
     auto size = dyn_cast<IntegerAttr>(dim.getValue());
-    if (!size || size.getValue().isNegative() || size.getValue().isZero() ||
+    // 0 is an empty axis; negative sizes are meaningless.
+    if (!size || size.getValue().isNegative() ||
         size.getValue().getActiveBits() > 63)
-      return op->emitError() << "'" << getDimsAttrName() << "': size of '"
-                             << name << "' must be a positive 64-bit integer";
+      return op->emitError()
+             << "'" << getDimsAttrName() << "': size of '" << name
+             << "' must be a non-negative 64-bit integer";
   }
   return success();
 }

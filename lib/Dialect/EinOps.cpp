@@ -2,11 +2,14 @@
 //
 // The verifiers are the static shape checker: each re-runs the matching
 // `ein::infer*` rule on the operand types and the attributes, then checks
-// the declared result type with `ein::checkShapeMatches`.
+// the declared result type with `ein::checkShapeMatches`. Element types are
+// checked against the one dtype table of the front end (DTypeRules.h), so
+// that every op that verifies also lowers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Shape/DTypeRules.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -113,6 +116,36 @@ static LogicalResult checkResult(Operation *op, InferContext &ctx,
   return success();
 }
 
+/// The dtype rule of `op` (by its name without `ein.`) applied to each
+/// tensor operand.
+static LogicalResult checkOperandDTypes(Operation *op, const DTypeRule &rule) {
+  for (Value operand : op->getOperands())
+    if (std::optional<DType> dtype =
+            toDType(tensorType(operand).getElementType()))
+      if (std::optional<std::string> error = operandDTypeError(rule, *dtype))
+        return op->emitOpError() << *error;
+  return success();
+}
+
+static LogicalResult checkOperandDTypes(Operation *op) {
+  const DTypeRule *rule = findDTypeRule(op->getName().stripDialect());
+  assert(rule && "every ein op has a row in the dtype table");
+  return checkOperandDTypes(op, *rule);
+}
+
+/// `acc`, when present, must be a supported element type the rule admits.
+static LogicalResult checkAcc(Operation *op, const DTypeRule &rule, Type acc) {
+  if (!acc)
+    return success();
+  std::optional<DType> dtype = toDType(acc);
+  if (!dtype)
+    return op->emitOpError()
+           << "acc must be a supported element type, got " << acc;
+  if (std::optional<std::string> error = accDTypeError(rule, *dtype))
+    return op->emitOpError() << *error;
+  return success();
+}
+
 /// Parses the op's pattern for `use`.
 static Expected<ein::Pattern> opPattern(PatternAttr attr, PatternUse use) {
   return attr.getPattern(use);
@@ -160,6 +193,8 @@ verifyUnaryPatternOp(Operation *op, PatternAttr attr, DictionaryAttr sizesAttr,
 //===----------------------------------------------------------------------===//
 
 LogicalResult RearrangeOp::verify() {
+  if (failed(checkOperandDTypes(*this)))
+    return failure();
   return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
                               PatternUse::Rearrange, getInput(), getResult(),
                               inferRearrange);
@@ -167,17 +202,18 @@ LogicalResult RearrangeOp::verify() {
 
 LogicalResult ReduceOp::verify() {
   Type acc = getAcc() ? *getAcc() : Type();
-  if (acc && !toDType(acc))
-    return emitOpError() << "acc must be a supported element type, got " << acc;
-  if (getKind() == ReduceOpKind::mean &&
-      !llvm::isa<FloatType>(acc ? acc : tensorType(getInput()).getElementType()))
-    return emitOpError() << "mean needs a float element type";
+  const DTypeRule &rule = reduceDTypeRule(toReduceKind(getKind()));
+  if (failed(checkOperandDTypes(*this, rule)) ||
+      failed(checkAcc(*this, rule, acc)))
+    return failure();
   return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
                               PatternUse::Reduce, getInput(), getResult(),
                               inferReduce, acc);
 }
 
 LogicalResult RepeatOp::verify() {
+  if (failed(checkOperandDTypes(*this)))
+    return failure();
   return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
                               PatternUse::Repeat, getInput(), getResult(),
                               inferRepeat);
@@ -198,10 +234,12 @@ LogicalResult EinsumOp::verify() {
   if (failed(sameElementTypes(*this, getInputs(), elementType)))
     return failure();
   if (std::optional<Type> acc = getAcc()) {
-    if (!toDType(*acc))
-      return emitOpError() << "unsupported accumulation type " << *acc;
+    if (failed(checkAcc(*this, *findDTypeRule("einsum"), *acc)))
+      return failure();
     elementType = *acc;
   }
+  if (failed(checkOperandDTypes(*this)))
+    return failure();
   Expected<std::vector<SizeArg>> sizes = getSizeArgs(getSizesAttr());
   if (!sizes)
     return fail(*this, sizes.error());
@@ -222,7 +260,8 @@ LogicalResult PackOp::verify() {
   if (!pattern)
     return fail(*this, pattern.error());
   Type elementType;
-  if (failed(sameElementTypes(*this, getInputs(), elementType)))
+  if (failed(sameElementTypes(*this, getInputs(), elementType)) ||
+      failed(checkOperandDTypes(*this)))
     return failure();
   std::vector<Shape> shapes;
   for (Value input : getInputs())
@@ -236,6 +275,8 @@ LogicalResult PackOp::verify() {
 }
 
 LogicalResult UnpackOp::verify() {
+  if (failed(checkOperandDTypes(*this)))
+    return failure();
   Expected<ein::Pattern> pattern = opPattern(getPattern(), PatternUse::Pack);
   if (!pattern)
     return fail(*this, pattern.error());
@@ -277,7 +318,8 @@ LogicalResult UnpackOp::verify() {
 static LogicalResult verifyBinaryOp(Operation *op) {
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
   Type elementType;
-  if (failed(sameElementTypes(op, {lhs, rhs}, elementType)))
+  if (failed(sameElementTypes(op, {lhs, rhs}, elementType)) ||
+      failed(checkOperandDTypes(op)))
     return failure();
   InferContext ctx = getInferContext(op);
   Expected<Shape> shape = inferBroadcast(ctx, tensorType(lhs).getShape(),
@@ -294,7 +336,17 @@ LogicalResult MulOp::verify() { return verifyBinaryOp(*this); }
 LogicalResult DivOp::verify() { return verifyBinaryOp(*this); }
 LogicalResult PowOp::verify() { return verifyBinaryOp(*this); }
 
+LogicalResult ExpOp::verify() { return checkOperandDTypes(*this); }
+LogicalResult LogOp::verify() { return checkOperandDTypes(*this); }
+LogicalResult SqrtOp::verify() { return checkOperandDTypes(*this); }
+LogicalResult RsqrtOp::verify() { return checkOperandDTypes(*this); }
+LogicalResult ReluOp::verify() { return checkOperandDTypes(*this); }
+LogicalResult TanhOp::verify() { return checkOperandDTypes(*this); }
+LogicalResult NegOp::verify() { return checkOperandDTypes(*this); }
+
 LogicalResult CastOp::verify() {
+  if (failed(checkOperandDTypes(*this)))
+    return failure();
   InferContext ctx = getInferContext(*this);
   EinTensorType result = tensorType(getResult());
   return checkResult(*this, ctx, result, tensorType(getInput()).getShape(),
@@ -304,16 +356,6 @@ LogicalResult CastOp::verify() {
 //===----------------------------------------------------------------------===//
 // ConstantOp
 //===----------------------------------------------------------------------===//
-
-void ConstantOp::build(OpBuilder &builder, OperationState &state, double value,
-                       Type elementType) {
-  TypedAttr attr;
-  if (isa<FloatType>(elementType))
-    attr = builder.getFloatAttr(elementType, value);
-  else
-    attr = builder.getIntegerAttr(elementType, static_cast<int64_t>(value));
-  build(builder, state, attr);
-}
 
 LogicalResult
 ConstantOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,

@@ -4,14 +4,16 @@
 #include "ein/Driver/Run.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Sema/Checker.h"
+#include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Parser.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -39,6 +41,20 @@ double jsonNumber(const std::string &text, const std::string &key) {
   return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + 1, nullptr);
 }
 
+/// `text` as a JSON string.
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20)
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(ch));
+    else
+      out += ch;
+  }
+  return out + "\"";
+}
+
 /// cores x clock x FLOPs per cycle (2 FMA pipes x SIMD lanes x 2).
 Calibration theoreticalPeak() {
   Calibration c;
@@ -59,30 +75,27 @@ Calibration theoreticalPeak() {
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   int lanes = avx512 ? 16 : avx2 ? 8 : 4;
   c.peakFlops = cores * mhz * 1e6 * 2 /*FMA pipes*/ * lanes * 2 /*mul+add*/;
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s, %u cores x %.0f MHz x 2 FMA x %d f32 lanes x 2",
-                model.c_str(), cores, mhz, lanes);
-  c.description = buf;
+  c.description =
+      fmt::format("{}, {} cores x {:.0f} MHz x 2 FMA x {} f32 lanes x 2", model,
+                  cores, mhz, lanes);
   return c;
 }
 
 /// Seconds per call of `name` in `source` (median over >= 0.2 s).
-std::optional<double> timeSource(const std::string &source, const std::string &name,
-                                 const std::vector<std::vector<int64_t>> &shapes) {
+ErrorOr<double> timeSource(const std::string &source, const std::string &name,
+                           const std::vector<std::vector<int64_t>> &shapes) {
   SourceFile file{"<calibrate>", source};
   DiagnosticEngine diags(file);
   Module module = parseModule(file, diags);
   CheckedModule checked = checkModule(module, {}, diags);
-  if (diags.hadError()) {
-    diags.print(std::cerr);
-    return std::nullopt;
-  }
-  std::string error;
-  auto jit = JITFunction::compile(checked, name, error);
-  if (!jit) {
-    std::cerr << "einc: error: calibration kernel failed to compile: " << error;
-    return std::nullopt;
-  }
+  if (diags.hadError())
+    return errorFromDiagnostics(diags);
+  auto jit = JITFunction::compile(checked, name);
+  if (!jit)
+    return Error::program(
+               fmt::format("calibration kernel failed to compile: {}",
+                           jit.error().message))
+        .withContext(jit.error().context);
   std::vector<runtime::HostTensor> tensors;
   for (auto &s : shapes)
     tensors.push_back(*runtime::HostTensor::create(runtime::StorageType::F32, s));
@@ -91,12 +104,12 @@ std::optional<double> timeSource(const std::string &source, const std::string &n
     ins.push_back(&tensors[i]);
   std::vector<runtime::HostTensor *> outs{&tensors.back()};
   size_t calls = 0;
-  double seconds = medianCallSeconds(*jit, ins, outs, calls);
-  if (seconds < 0) {
-    std::cerr << "einc: error: calibration kernel failed to run\n";
-    return std::nullopt;
-  }
-  return seconds;
+  auto seconds = medianCallSeconds(**jit, ins, outs, calls);
+  if (!seconds)
+    return Error::program(fmt::format("calibration kernel failed to run: {}",
+                                      seconds.error().message))
+        .withContext(seconds.error().context);
+  return *seconds;
 }
 
 } // namespace
@@ -116,21 +129,25 @@ std::optional<Calibration> loadCalibration() {
   return c;
 }
 
-int runCalibrate() {
+ErrorOr<std::string> runCalibrate() {
   Calibration c = theoreticalPeak();
   const int64_t copyN = 16 * 1024 * 1024; // 64 MiB each way
-  auto copy = timeSource("dim n = " + std::to_string(copyN) +
-                             "\ndef copy(x: f32[\"n\"]) -> f32[\"n\"]:\n"
-                             "    return -x\n",
+  auto copy = timeSource(fmt::format("dim n = {}\n"
+                                     "def copy(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+                                     "    return -x\n",
+                                     copyN),
                          "copy", {{copyN}, {copyN}});
+  if (!copy)
+    return copy.error();
   const int64_t m = 256;
-  auto matmul = timeSource("dim m = " + std::to_string(m) +
-                               "\ndef mm(a: f32[\"m m\"], b: f32[\"m m\"]) -> "
-                               "f32[\"m m\"]:\n"
-                               "    return einsum(a, b, \"i k, k j -> i j\")\n",
-                           "mm", {{m, m}, {m, m}, {m, m}});
-  if (!copy || !matmul)
-    return 1;
+  auto matmul = timeSource(
+      fmt::format("dim m = {}\n"
+                  "def mm(a: f32[\"m m\"], b: f32[\"m m\"]) -> f32[\"m m\"]:\n"
+                  "    return einsum(a, b, \"i k, k j -> i j\")\n",
+                  m),
+      "mm", {{m, m}, {m, m}, {m, m}});
+  if (!matmul)
+    return matmul.error();
   c.bandwidth = 2.0 * 4 * copyN / *copy;
   c.matmulFlops = 2.0 * m * m * m / *matmul;
   std::string path = calibrationPath();
@@ -141,27 +158,26 @@ int runCalibrate() {
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
-    out << "{\"peak_flops_f32\": " << c.peakFlops
-        << ", \"bandwidth\": " << c.bandwidth
-        << ", \"ein_matmul_flops_f32\": " << c.matmulFlops
-        << ", \"peak_source\": \"" << c.description << "\"}\n";
-    if (!out) {
-      std::cerr << "einc: error: cannot write " << path << "\n";
-      return 1;
-    }
+    out << fmt::format("{{\"peak_flops_f32\": {}, \"bandwidth\": {}, "
+                       "\"ein_matmul_flops_f32\": {}, \"peak_source\": {}}}\n",
+                       c.peakFlops, c.bandwidth, c.matmulFlops,
+                       jsonString(c.description));
+    if (!out)
+      return Error::program(fmt::format("cannot write {}", path));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::cerr << "einc: error: cannot write " << path << "\n";
-    return 1;
-  }
-  std::printf("peak f32 compute: %.4g GFLOP/s (%s)\n", c.peakFlops / 1e9,
-              c.description.c_str());
-  std::printf("copy bandwidth:   %.4g GB/s (measured, read + write)\n",
-              c.bandwidth / 1e9);
-  std::printf("ein matmul:       %.4g GFLOP/s (measured, %lldx%lldx%lld f32)\n",
-              c.matmulFlops / 1e9, (long long)m, (long long)m, (long long)m);
-  std::printf("stored in %s\n", path.c_str());
-  return 0;
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Error::program(fmt::format("cannot write {}", path));
+  std::string text;
+  text += fmt::format("peak f32 compute: {:.4g} GFLOP/s ({})\n",
+                      c.peakFlops / 1e9, c.description);
+  text +=
+      fmt::format("copy bandwidth:   {:.4g} GB/s (measured, read + write)\n",
+                  c.bandwidth / 1e9);
+  text +=
+      fmt::format("ein matmul:       {:.4g} GFLOP/s (measured, {}x{}x{} f32)\n",
+                  c.matmulFlops / 1e9, m, m, m);
+  text += fmt::format("stored in {}\n", path);
+  return text;
 }
 
 } // namespace ein

@@ -1,4 +1,6 @@
-// einc's subcommands: argument parsing and the check/report/emit pipelines.
+// einc's subcommands: argument parsing, help, and the check/report/emit/build
+// pipelines. Output text goes to the stream the tool passes in; errors are
+// returned as values and printed by the tool.
 #include "ein/Driver/Driver.h"
 #include "ein/Driver/Calibrate.h"
 #include "ein/Driver/Report.h"
@@ -6,12 +8,18 @@
 #include "ein/Execution/AOT.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Checker.h"
+#include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Parser.h"
+#include "ein/Version.h"
 
+#include "llvm/Config/llvm-config.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -19,55 +27,162 @@ namespace ein {
 
 namespace {
 
-const char *kUsage = R"(usage: einc <command> FILE [options]
+/// One subcommand's help: its synopsis (after `einc `), what it does, and
+/// the options it takes (keys into kOptionHelp).
+struct CommandHelp {
+  const char *name;
+  const char *synopsis;
+  const char *description;
+  std::vector<const char *> options;
+};
 
-Commands:
-  check FILE [--dim NAME=INT]...
-      Check shapes statically; print diagnostics and the entry checks that
-      remain for run time. Exit 0 when the file is well-typed, 1 otherwise.
-  report FILE [--fn NAME] [--dim NAME=INT]... [--device a100|h100|h200]
-              [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--json]
-      Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
-      and totals per function.
-  run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
-      [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S]
-      JIT-compile NAME for this CPU with the inputs' sizes and run it; bf16
-      inputs are read from f32 files (rounded to nearest even) or from raw
-      uint16 files, and bf16 results are written as f32. Exit 2 when the
-      inputs do not fit the signature; no output is written then.
-  calibrate
-      Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
-      peak from /proc/cpuinfo; stored for `run --time`.
-  build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
-      Compile every function for this CPU into an object file, with a C
-      header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
-      Every dim must be bound (by `dim` or --dim).
-  emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
-      Print a compilation stage. Stages after ein lower to static shapes:
-      every dim must be bound (by `dim` or --dim).
+const std::vector<CommandHelp> &commands() {
+  static const std::vector<CommandHelp> list = {
+      {"check",
+       "check FILE [--dim NAME=INT]...",
+       R"(Check shapes statically; print diagnostics and the entry checks that
+remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
+       {"--dim"}},
+      {"report",
+       R"(report FILE [--fn NAME] [--dim NAME=INT]... [--device a100|h100|h200]
+            [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--json])",
+       R"(Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
+and totals per function.)",
+       {"--fn", "--dim", "--device", "--peak-flops", "--bandwidth", "--json"}},
+      {"run",
+       R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
+    [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump])",
+       R"(JIT-compile NAME for this CPU with the inputs' sizes and run it; bf16
+inputs are read from f32 files (rounded to nearest even) or from raw
+uint16 files, and bf16 results are written as f32. Exit 2 when the
+inputs do not fit the signature; no output is written then.)",
+       {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
+        "--bandwidth", "--tiles", "--perf-jitdump"}},
+      {"calibrate",
+       "calibrate",
+       R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
+peak from /proc/cpuinfo; stored for `run --time`.)",
+       {}},
+      {"build",
+       "build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...",
+       R"(Compile every function for this CPU into an object file, with a C
+header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
+Every dim must be bound (by `dim` or --dim).)",
+       {"-o", "--header", "--dim", "--tiles"}},
+      {"emit",
+       "emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...",
+       R"(Print a compilation stage. Stages after ein lower to static shapes:
+every dim must be bound (by `dim` or --dim).)",
+       {"--stage", "--dim", "--tiles"}},
+  };
+  return list;
+}
 
-Options:
-  --dim NAME=INT   bind a dim (overrides `dim NAME = ...` in the file)
-  --tiles KEY=INT[,KEY=INT]...
-                   (run, build, emit) blocking of contractions: mr and
-                   nr-vectors (register tile: mr rows x nr-vectors vectors,
-                   default 6 x 4 with AVX-512, 6 x 2 without), mc, nc, kc
-                   (packed blocks, in f32
-                   elements, default 128, 1024, 256), vector-bits (default:
-                   the host's), work-items (parallel blocks, default: twice
-                   the hardware threads)
-  --help           show this help
-)";
+const CommandHelp *findCommand(const std::string &name) {
+  for (const CommandHelp &c : commands())
+    if (name == c.name)
+      return &c;
+  return nullptr;
+}
 
-int usageError(const std::string &message) {
-  std::cerr << "einc: error: " << message << "\n"
-            << "run 'einc --help' for usage\n";
-  return 2;
+/// The options, each with its help text (indented by the printer).
+const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
+    {"--dim",
+     R"(--dim NAME=INT   bind a dim (overrides `dim NAME = ...` in the file))"},
+    {"--fn", R"(--fn NAME        the function (report: only this one))"},
+    {"--in", R"(--in PARAM=FILE.npy
+                 the input for parameter PARAM, one per parameter)"},
+    {"--out",
+     R"(--out FILE.npy   where a result goes, one per result, in order)"},
+    {"--time",
+     R"(--time           time the call (median of repeated runs) and compare
+                 with the peak figures of `einc calibrate` or those given)"},
+    {"--device",
+     R"(--device NAME    the device of the roofline: a100, h100 (default), h200)"},
+    {"--peak-flops", R"(--peak-flops FLOPS
+                 peak compute in FLOP/s (overrides the device's or the
+                 calibrated figure))"},
+    {"--bandwidth", R"(--bandwidth BYTES_PER_S
+                 peak memory bandwidth in bytes/s)"},
+    {"--json", R"(--json           the report as JSON)"},
+    {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops or llvm)"},
+    {"-o", R"(-o OBJECT.o      the object file to write (also --output))"},
+    {"--header", R"(--header HEADER.h
+                 the C header to write)"},
+    {"--tiles", R"(--tiles KEY=INT[,KEY=INT]...
+                 blocking of contractions: mr and nr-vectors (register
+                 tile: mr rows x nr-vectors vectors, default 6 x 4 with
+                 AVX-512, 6 x 2 without), mc, nc, kc (packed blocks, in f32
+                 elements, default 128, 1024, 256), vector-bits (default:
+                 the host's), work-items (parallel blocks, default: twice
+                 the hardware threads))"},
+    {"--perf-jitdump",
+     R"(--perf-jitdump   write a jitdump for `perf inject --jit` under
+                 $JITDUMPDIR (default $HOME)/.debug/jit; also EIN_JIT_PERF=1.
+                 EIN_JIT_GDB=1 registers the code with gdb. Both are off by
+                 default.)"},
+    {"--help", R"(--help           show this help)"},
+    {"--version",
+     R"(--version        show the version of einc and of LLVM/MLIR it uses)"},
+};
+
+std::string indent(const std::string &text, const std::string &prefix) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos)
+      end = text.size();
+    out += fmt::format("{}{}\n", prefix, text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string optionHelp(const std::string &name) {
+  for (auto &[option, help] : kOptionHelp)
+    if (name == option)
+      return indent(help, "  ");
+  return "";
+}
+
+std::string globalUsage() {
+  std::string out = "usage: einc <command> FILE [options]\n\nCommands:\n";
+  for (const CommandHelp &c : commands()) {
+    out += indent(c.synopsis, "  ");
+    out += indent(c.description, "      ");
+  }
+  out += "\nOptions (each command's own: einc COMMAND --help):\n";
+  for (const char *option : {"--dim", "--tiles", "--help", "--version"})
+    out += optionHelp(option);
+  return out;
+}
+
+std::string commandUsage(const CommandHelp &command) {
+  std::string out = fmt::format("usage: einc {}\n\n", command.synopsis);
+  out += command.description;
+  out += "\n\nOptions:\n";
+  for (const char *option : command.options)
+    out += optionHelp(option);
+  out += optionHelp("--help");
+  return out;
+}
+
+std::string versionText() {
+  return fmt::format("einc (ein) {}\nbuilt with LLVM/MLIR {}\n",
+                     EIN_VERSION_STRING, LLVM_VERSION_STRING);
+}
+
+/// A usage error, with the help to read.
+Error usageError(const std::string &command, std::string message) {
+  return Error::usage(std::move(message))
+      .withContext(fmt::format("run 'einc {}--help' for usage\n",
+                               command.empty() ? "" : command + " "));
 }
 
 struct Args {
   std::string command, file, fn, stage, device = "h100", object, header;
-  bool json = false, time = false;
+  bool json = false, time = false, perfJitdump = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;
@@ -83,27 +198,36 @@ std::optional<double> parsePositive(const std::string &text) {
   return v;
 }
 
-/// Parses arguments; returns an exit code on error.
-std::optional<int> parseArgs(int argc, char **argv, Args &args) {
-  std::vector<std::string> rest;
-  for (int i = 1; i < argc; ++i)
-    rest.push_back(argv[i]);
+/// What the command line asks for: a command to run with `Args`, or text
+/// (help, version) to print.
+struct Parsed {
+  std::optional<std::string> text;
+};
+
+ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (rest.empty())
-    return usageError("no command given");
-  if (rest[0] == "--help" || rest[0] == "-h" || rest[0] == "help") {
-    std::cout << kUsage;
-    return 0;
-  }
+    return usageError("", "no command given");
+  if (rest[0] == "--help" || rest[0] == "-h" || rest[0] == "help")
+    return Parsed{globalUsage()};
+  if (rest[0] == "--version" || rest[0] == "version")
+    return Parsed{versionText()};
   args.command = rest[0];
+  const CommandHelp *command = findCommand(args.command);
+  if (!command)
+    return usageError("", fmt::format("unknown command '{}'", args.command));
+  // --help anywhere after the command asks for its help, whatever else is
+  // on the line.
+  for (size_t i = 1; i < rest.size(); ++i)
+    if (rest[i] == "--help" || rest[i] == "-h")
+      return Parsed{commandUsage(*command)};
   if (args.command == "calibrate") {
     if (rest.size() > 1)
-      return usageError("calibrate takes no arguments");
-    return runCalibrate();
+      return usageError(args.command, "calibrate takes no arguments");
+    return Parsed{};
   }
-  if (args.command != "check" && args.command != "report" &&
-      args.command != "emit" && args.command != "run" &&
-      args.command != "build")
-    return usageError("unknown command '" + args.command + "'");
+  auto usage = [&](std::string message) {
+    return usageError(args.command, std::move(message));
+  };
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::string &a = rest[i];
     auto value = [&](const std::string &flag) -> std::optional<std::string> {
@@ -116,153 +240,150 @@ std::optional<int> parseArgs(int argc, char **argv, Args &args) {
     auto isFlag = [&](const std::string &flag) {
       return a == flag || a.rfind(flag + "=", 0) == 0;
     };
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
     if (isFlag("--dim")) {
       auto v = value("--dim");
       if (!v)
-        return usageError("--dim needs NAME=INT");
+        return usage("--dim needs NAME=INT");
       auto eq = v->find('=');
       if (eq == std::string::npos || eq == 0)
-        return usageError("--dim needs NAME=INT, got '" + *v + "'");
+        return usage(fmt::format("--dim needs NAME=INT, got '{}'", *v));
       std::string name = v->substr(0, eq);
       auto n = parseInt(v->substr(eq + 1));
-      if (!n || *n <= 0)
-        return usageError("--dim " + name + ": '" + v->substr(eq + 1) +
-                          "' is not a positive integer that fits in 128 bits");
+      if (!n || *n < 0)
+        return usage(fmt::format("--dim {}: '{}' is not a non-negative integer "
+                                 "that fits in 128 bits",
+                                 name, v->substr(eq + 1)));
       args.check.dimOverrides[name] = *n;
     } else if (isFlag("--in") && args.command == "run") {
       auto v = value("--in");
       auto eq = v ? v->find('=') : std::string::npos;
       if (!v || eq == std::string::npos || eq == 0 || eq + 1 == v->size())
-        return usageError("--in needs PARAM=FILE.npy");
+        return usage("--in needs PARAM=FILE.npy");
       args.inputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
     } else if (isFlag("--out") && args.command == "run") {
       auto v = value("--out");
       if (!v || v->empty())
-        return usageError("--out needs FILE.npy");
+        return usage("--out needs FILE.npy");
       args.outputs.push_back(*v);
     } else if ((a == "-o" || isFlag("--output")) && args.command == "build") {
-      auto v = a == "-o" ? (i + 1 < rest.size() ? std::optional<std::string>(rest[++i])
-                                                : std::nullopt)
-                         : value("--output");
+      std::optional<std::string> v;
+      if (a != "-o")
+        v = value("--output");
+      else if (i + 1 < rest.size())
+        v = rest[++i];
       if (!v || v->empty())
-        return usageError("-o needs an object file path");
+        return usage("-o needs an object file path");
       args.object = *v;
     } else if (isFlag("--header") && args.command == "build") {
       auto v = value("--header");
       if (!v || v->empty())
-        return usageError("--header needs a file path");
+        return usage("--header needs a file path");
       args.header = *v;
     } else if (a == "--time" && args.command == "run") {
       args.time = true;
-    } else if (isFlag("--fn") && (args.command == "report" || args.command == "run")) {
+    } else if (a == "--perf-jitdump" && args.command == "run") {
+      args.perfJitdump = true;
+    } else if (isFlag("--fn") &&
+               (args.command == "report" || args.command == "run")) {
       auto v = value("--fn");
       if (!v)
-        return usageError("--fn needs a function name");
+        return usage("--fn needs a function name");
       args.fn = *v;
     } else if (isFlag("--device") && args.command == "report") {
       auto v = value("--device");
       if (!v || !findDevice(*v))
-        return usageError("--device expects one of a100, h100, h200");
+        return usage("--device expects one of a100, h100, h200");
       args.device = *v;
     } else if (isFlag("--peak-flops") &&
                (args.command == "report" || args.command == "run")) {
       auto v = value("--peak-flops");
       auto d = v ? parsePositive(*v) : std::nullopt;
       if (!d)
-        return usageError("--peak-flops expects a positive number of FLOP/s");
+        return usage("--peak-flops expects a positive number of FLOP/s");
       args.peakFlops = *d;
     } else if (isFlag("--bandwidth") &&
                (args.command == "report" || args.command == "run")) {
       auto v = value("--bandwidth");
       auto d = v ? parsePositive(*v) : std::nullopt;
       if (!d)
-        return usageError("--bandwidth expects a positive number of bytes/s");
+        return usage("--bandwidth expects a positive number of bytes/s");
       args.bandwidth = *d;
-    } else if (isFlag("--tiles") && (args.command == "run" ||
-                                     args.command == "build" ||
-                                     args.command == "emit")) {
+    } else if (isFlag("--tiles") &&
+               (args.command == "run" || args.command == "build" ||
+                args.command == "emit")) {
       auto v = value("--tiles");
       if (!v)
-        return usageError("--tiles needs KEY=INT[,KEY=INT]...");
+        return usage("--tiles needs KEY=INT[,KEY=INT]...");
       std::string problem = parseContractionTiles(*v, args.cpu);
       if (!problem.empty())
-        return usageError(problem);
+        return usage(problem);
     } else if (a == "--json" && args.command == "report") {
       args.json = true;
     } else if (isFlag("--stage") && args.command == "emit") {
       auto v = value("--stage");
       if (!v || (*v != "ast" && *v != "ein" && *v != "linalg" &&
                  *v != "loops" && *v != "llvm"))
-        return usageError("--stage expects ast, ein, linalg, loops or llvm");
+        return usage("--stage expects ast, ein, linalg, loops or llvm");
       args.stage = *v;
     } else if (!a.empty() && a[0] == '-') {
-      return usageError("unknown option '" + a + "' for '" + args.command + "'");
+      return usage(
+          fmt::format("unknown option '{}' for '{}'", a, args.command));
     } else if (args.file.empty()) {
       args.file = a;
     } else {
-      return usageError("unexpected argument '" + a + "'");
+      return usage(fmt::format("unexpected argument '{}'", a));
     }
   }
   if (args.file.empty())
-    return usageError("'" + args.command + "' needs a FILE");
+    return usage(fmt::format("'{}' needs a FILE", args.command));
   if (args.command == "build" && (args.object.empty() || args.header.empty()))
-    return usageError("build needs -o OBJECT.o and --header HEADER.h");
+    return usage("build needs -o OBJECT.o and --header HEADER.h");
   if (args.command == "run" && args.fn.empty())
-    return usageError("run needs --fn NAME");
+    return usage("run needs --fn NAME");
   if (args.command == "emit" && args.stage.empty())
-    return usageError("emit needs --stage=ast|ein|linalg|loops|llvm");
-  return std::nullopt;
+    return usage("emit needs --stage=ast|ein|linalg|loops|llvm");
+  return Parsed{};
 }
 
-/// Reads a source file; reports unreadable or binary files.
-std::optional<SourceFile> readSource(const std::string &path) {
+/// Reads a source file; refuses unreadable or binary files.
+ErrorOr<SourceFile> readSource(const std::string &path) {
+  auto failure = [&](std::string message) {
+    return Error::inFile(ErrorKind::Program, path, std::move(message));
+  };
   struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-    std::cerr << path << ": error: not a regular file\n";
-    return std::nullopt;
-  }
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    return failure("not a regular file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::cerr << path << ": error: cannot open file: " << std::strerror(errno)
-              << "\n";
-    return std::nullopt;
-  }
+  if (!in)
+    return failure(fmt::format("cannot open file: {}", std::strerror(errno)));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) {
-    std::cerr << path << ": error: cannot read file\n";
-    return std::nullopt;
-  }
+  if (in.bad())
+    return failure("cannot read file");
   SourceFile file{path, buffer.str()};
-  if (file.text.find('\0') != std::string::npos) {
-    std::cerr << path << ": error: not a text file (contains NUL bytes)\n";
-    return std::nullopt;
-  }
+  if (file.text.find('\0') != std::string::npos)
+    return failure("not a text file (contains NUL bytes)");
   return file;
 }
 
-} // namespace
-
-int runEinc(int argc, char **argv) {
-  Args args;
-  if (auto code = parseArgs(argc, argv, args))
-    return *code;
+ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
+  if (args.command == "calibrate") {
+    auto text = runCalibrate();
+    if (!text)
+      return text.error();
+    out << *text;
+    return {};
+  }
   auto file = readSource(args.file);
   if (!file)
-    return 1;
+    return file.error();
   DiagnosticEngine diags(*file);
   Module module = parseModule(*file, diags);
-  if (diags.hadError()) {
-    diags.print(std::cerr);
-    return 1;
-  }
+  if (diags.hadError())
+    return errorFromDiagnostics(diags);
   if (args.command == "emit" && args.stage == "ast") {
-    printAST(module, std::cout);
-    return 0;
+    printAST(module, out);
+    return {};
   }
   if (args.command == "run") {
     RunOptions run;
@@ -273,61 +394,68 @@ int runEinc(int argc, char **argv) {
     run.peakFlops = args.peakFlops;
     run.bandwidth = args.bandwidth;
     run.cpu = args.cpu;
-    return runFunction(*file, module, args.check, run);
+    run.jit = JITOptions::fromEnvironment();
+    run.jit.perfListener |= args.perfJitdump;
+    return runFunction(*file, module, args.check, run, out);
   }
   CheckedModule checked = checkModule(module, args.check, diags);
-  if (diags.hadError()) {
-    diags.print(std::cerr);
-    return 1;
-  }
+  if (diags.hadError())
+    return errorFromDiagnostics(diags);
   if (args.command == "build") {
-    std::string error;
-    if (!compileToObject(checked, args.object, args.header, error, args.cpu)) {
-      std::cerr << file->path << ": error: cannot build:\n" << error;
-      return 1;
-    }
-    return 0;
+    auto built = compileToObject(checked, args.object, args.header, args.cpu);
+    if (!built)
+      return built.error().inFileNamed(file->path);
+    return {};
   }
   if (args.command == "check") {
     for (auto &fn : checked.functions) {
       for (auto &c : fn.ctx.constraints)
-        std::cout << file->path << ": " << fn.name << ": entry check: "
-                  << c.str() << "\n";
+        out << fmt::format("{}: {}: entry check: {}\n", file->path, fn.name,
+                           c.str());
       for (auto &[name, value] : fn.ctx.inferred)
-        std::cout << file->path << ": " << fn.name << ": entry check: "
-                  << name << " == " << toString(value) << "\n";
+        out << fmt::format("{}: {}: entry check: {} == {}\n", file->path,
+                           fn.name, name, toString(value));
     }
-    return 0;
+    return {};
   }
   if (args.command == "report") {
-    if (!args.fn.empty() && !checked.find(args.fn)) {
-      std::cerr << file->path << ": error: no function named '" << args.fn
-                << "'\n";
-      return 1;
-    }
+    if (!args.fn.empty() && !checked.find(args.fn))
+      return Error::inFile(ErrorKind::Program, file->path,
+                           fmt::format("no function named '{}'", args.fn));
     ReportOptions options;
     options.function = args.fn;
     options.device = findDevice(args.device);
     options.peakOverride = args.peakFlops;
     options.bandwidthOverride = args.bandwidth;
-    if (args.json)
-      printReportJSON(checked, options, std::cout);
-    else
-      printReportTable(checked, options, std::cout);
-    return 0;
+    out << (args.json ? reportJSON(checked, options)
+                      : reportTable(checked, options));
+    return {};
   }
   IRStage stage = args.stage == "ein"      ? IRStage::Ein
                   : args.stage == "linalg" ? IRStage::Linalg
                   : args.stage == "loops"  ? IRStage::Loops
                                            : IRStage::LLVM;
   std::string error;
-  if (!emitIR(checked, stage, std::cout, error, args.cpu)) {
-    std::cerr << file->path << ": error: cannot emit --stage=" << args.stage
-              << ":\n"
-              << error;
-    return 1;
+  if (!emitIR(checked, stage, out, error, args.cpu))
+    return Error::inFile(ErrorKind::Program, file->path,
+                         fmt::format("cannot emit --stage={}:", args.stage))
+        .withContext(error);
+  return {};
+}
+
+} // namespace
+
+ErrorOr<void> runEinc(const std::vector<std::string> &arguments,
+                      std::ostream &out) {
+  Args args;
+  auto parsed = parseArgs(arguments, args);
+  if (!parsed)
+    return parsed.error();
+  if (parsed->text) {
+    out << *parsed->text;
+    return {};
   }
-  return 0;
+  return runCommand(args, out);
 }
 
 } // namespace ein

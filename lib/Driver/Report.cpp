@@ -1,10 +1,10 @@
 // `einc report`: the per-op cost table and its JSON form.
 #include "ein/Driver/Report.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
-#include <cstdio>
-#include <iomanip>
-#include <sstream>
+#include <iterator>
 
 namespace ein {
 
@@ -55,25 +55,18 @@ double bandwidthOf(const ReportOptions &options) {
 }
 
 std::string formatSeconds(double s) {
-  char buf[32];
   if (s == 0)
     return "0";
   if (s < 1e-6)
-    std::snprintf(buf, sizeof buf, "%.3g ns", s * 1e9);
-  else if (s < 1e-3)
-    std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
-  else if (s < 1)
-    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-  return buf;
+    return fmt::format("{:.3g} ns", s * 1e9);
+  if (s < 1e-3)
+    return fmt::format("{:.3g} us", s * 1e6);
+  if (s < 1)
+    return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} s", s);
 }
 
-std::string formatRatio(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string formatRatio(double v) { return fmt::format("{:.3g}", v); }
 
 std::string jsonString(const std::string &s) {
   std::string out = "\"";
@@ -81,9 +74,7 @@ std::string jsonString(const std::string &s) {
     if (c == '"' || c == '\\')
       out += '\\';
     if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
       continue;
     }
     out += c;
@@ -98,9 +89,7 @@ std::string jsonNumber(const std::optional<Int> &v) {
 std::string jsonDouble(double v) {
   if (!std::isfinite(v))
     return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return fmt::format("{:.6g}", v);
 }
 
 struct Totals {
@@ -136,8 +125,7 @@ std::string numberOrDash(const Quantity &q) {
 std::string pathStr(const std::vector<std::pair<unsigned, unsigned>> &path) {
   std::string out;
   for (auto [i, j] : path)
-    out += (out.empty() ? "" : " ") + std::string("(") + std::to_string(i) +
-           "," + std::to_string(j) + ")";
+    out += fmt::format("{}({},{})", out.empty() ? "" : " ", i, j);
   return out;
 }
 
@@ -146,42 +134,45 @@ std::vector<std::string> entryChecks(const CheckedFunction &fn) {
   for (auto &c : fn.ctx.constraints)
     checks.push_back(c.str());
   for (auto &[name, value] : fn.ctx.inferred)
-    checks.push_back(name + " == " + toString(value));
+    checks.push_back(fmt::format("{} == {}", name, toString(value)));
   return checks;
 }
 
 } // namespace
 
-void printReportTable(const CheckedModule &module, const ReportOptions &options,
-                      std::ostream &os) {
+std::string reportTable(const CheckedModule &module,
+                        const ReportOptions &options) {
+  std::string os;
+  auto out = std::back_inserter(os);
   double bandwidth = bandwidthOf(options);
   if (options.device)
-    os << "device: " << options.device->description << " ("
-       << formatRatio(bandwidth / 1e12) << " TB/s)\n";
+    fmt::format_to(out, "device: {} ({} TB/s)\n", options.device->description,
+                   formatRatio(bandwidth / 1e12));
   for (auto &fn : module.functions) {
     if (!options.function.empty() && fn.name != options.function)
       continue;
     auto rows = reportOps(fn, options);
-    os << "\nfunction " << fn.name << " (" << module.path << ":" << fn.loc.line
-       << ")\n";
+    fmt::format_to(out, "\nfunction {} ({}:{})\n", fn.name, module.path,
+                   fn.loc.line);
     std::string bound;
     for (auto &[name, v] : fn.ctx.env)
-      bound += (bound.empty() ? "" : ", ") + name + "=" + toString(v);
+      bound +=
+          fmt::format("{}{}={}", bound.empty() ? "" : ", ", name, toString(v));
     if (!bound.empty())
-      os << "  sizes: " << bound << "\n";
+      fmt::format_to(out, "  sizes: {}\n", bound);
     size_t patW = 7;
     for (auto &r : rows)
       patW = std::max(patW, r.op->pattern.size());
     auto cell = [&](const std::string &s, size_t w) {
-      os << std::left << std::setw(static_cast<int>(w)) << s << "  ";
+      fmt::format_to(out, "{:<{}}  ", s, w);
     };
-    os << "  ";
+    os += "  ";
     cell("line", 4), cell("op", 9), cell("pattern", patW), cell("FLOPs", 14),
         cell("bytes", 14), cell("FLOP/B", 6), cell("roofline", 9),
         cell("kind", 4);
-    os << "FLOPs formula\n";
+    os += "FLOPs formula\n";
     for (auto &r : rows) {
-      os << "  ";
+      os += "  ";
       cell(std::to_string(r.op->loc.line), 4);
       cell(opKindName(r.op->kind), 9);
       cell(r.op->pattern, patW);
@@ -200,14 +191,14 @@ void printReportTable(const CheckedModule &module, const ReportOptions &options,
                    r.op->kind == OpKind::Pack || r.op->kind == OpKind::Unpack ||
                    r.op->kind == OpKind::Cast;
       cell(moves ? (r.cost.view ? "view" : "copy") : "-", 4);
-      os << r.cost.flops.expr.str();
+      os += r.cost.flops.expr.str();
       if (r.cost.naiveFlops)
-        os << "  [naive " << r.cost.naiveFlops->str() << ", order "
-           << pathStr(r.cost.path) << "]";
-      os << "\n";
+        fmt::format_to(out, "  [naive {}, order {}]", r.cost.naiveFlops->str(),
+                       pathStr(r.cost.path));
+      os += "\n";
     }
     Totals t = totalsOf(rows, fn.ctx.env, bandwidth);
-    os << "  ";
+    os += "  ";
     cell("total", 4 + 2 + 9 + 2 + patW);
     cell(numberOrDash(t.flops), 14);
     cell(numberOrDash(t.bytes), 14);
@@ -217,81 +208,88 @@ void printReportTable(const CheckedModule &module, const ReportOptions &options,
          6);
     cell(t.timeKnown ? formatSeconds(t.seconds) : "-", 9);
     cell("", 4);
-    os << t.flops.expr.str() << "\n";
-    if (t.flops.value && *t.flops.value >= 1000000) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.4g", toDouble(*t.flops.value));
-      os << "  total FLOPs: " << buf << "\n";
-    }
+    fmt::format_to(out, "{}\n", t.flops.expr.str());
+    if (t.flops.value && *t.flops.value >= 1000000)
+      fmt::format_to(out, "  total FLOPs: {:.4g}\n", toDouble(*t.flops.value));
     for (auto &c : entryChecks(fn))
-      os << "  entry check: " << c << "\n";
+      fmt::format_to(out, "  entry check: {}\n", c);
   }
+  return os;
 }
 
-void printReportJSON(const CheckedModule &module, const ReportOptions &options,
-                     std::ostream &os) {
+std::string reportJSON(const CheckedModule &module,
+                       const ReportOptions &options) {
+  std::string os;
+  auto out = std::back_inserter(os);
   double bandwidth = bandwidthOf(options);
-  os << "{\"file\": " << jsonString(module.path);
+  fmt::format_to(out, "{{\"file\": {}", jsonString(module.path));
   if (options.device)
-    os << ", \"device\": " << jsonString(options.device->name);
-  os << ", \"functions\": [";
+    fmt::format_to(out, ", \"device\": {}", jsonString(options.device->name));
+  os += ", \"functions\": [";
   bool firstFn = true;
   for (auto &fn : module.functions) {
     if (!options.function.empty() && fn.name != options.function)
       continue;
     auto rows = reportOps(fn, options);
-    os << (firstFn ? "" : ", ") << "{\"name\": " << jsonString(fn.name)
-       << ", \"line\": " << fn.loc.line << ", \"ops\": [";
+    fmt::format_to(out, "{}{{\"name\": {}, \"line\": {}, \"ops\": [",
+                   firstFn ? "" : ", ", jsonString(fn.name), fn.loc.line);
     firstFn = false;
     for (size_t i = 0; i < rows.size(); ++i) {
       auto &r = rows[i];
       auto f = r.cost.flops.value;
       auto b = r.cost.bytes().value;
-      os << (i ? ", " : "") << "{\"line\": " << r.op->loc.line
-         << ", \"col\": " << r.op->loc.col
-         << ", \"op\": " << jsonString(opKindName(r.op->kind))
-         << ", \"pattern\": " << jsonString(r.op->pattern)
-         << ", \"shape\": " << jsonString(shapeStr(fn.ctx.expand(r.result.shape)))
-         << ", \"dtype\": " << jsonString(dtypeName(r.result.dtype))
-         << ", \"flops\": " << jsonNumber(f)
-         << ", \"flops_expr\": " << jsonString(r.cost.flops.expr.str())
-         << ", \"bytes_read\": " << jsonNumber(r.cost.bytesRead.value)
-         << ", \"bytes_read_expr\": " << jsonString(r.cost.bytesRead.expr.str())
-         << ", \"bytes_written\": " << jsonNumber(r.cost.bytesWritten.value)
-         << ", \"bytes_written_expr\": "
-         << jsonString(r.cost.bytesWritten.expr.str())
-         << ", \"view\": " << (r.cost.view ? "true" : "false");
+      fmt::format_to(
+          out,
+          "{}{{\"line\": {}, \"col\": {}, \"op\": {}, \"pattern\": {}, "
+          "\"shape\": {}, \"dtype\": {}, \"flops\": {}, \"flops_expr\": {}, "
+          "\"bytes_read\": {}, \"bytes_read_expr\": {}, \"bytes_written\": {}, "
+          "\"bytes_written_expr\": {}, \"view\": {}",
+          i ? ", " : "", r.op->loc.line, r.op->loc.col,
+          jsonString(opKindName(r.op->kind)), jsonString(r.op->pattern),
+          jsonString(shapeStr(fn.ctx.expand(r.result.shape))),
+          jsonString(dtypeName(r.result.dtype)), jsonNumber(f),
+          jsonString(r.cost.flops.expr.str()),
+          jsonNumber(r.cost.bytesRead.value),
+          jsonString(r.cost.bytesRead.expr.str()),
+          jsonNumber(r.cost.bytesWritten.value),
+          jsonString(r.cost.bytesWritten.expr.str()),
+          r.cost.view ? "true" : "false");
       if (f && b && *b > 0)
-        os << ", \"intensity\": " << jsonDouble(toDouble(*f) / toDouble(*b));
+        fmt::format_to(out, ", \"intensity\": {}",
+                       jsonDouble(toDouble(*f) / toDouble(*b)));
       if (f && b)
-        os << ", \"roofline_s\": "
-           << jsonDouble(rooflineSeconds(toDouble(*f), toDouble(*b), r.peak,
-                                         bandwidth));
+        fmt::format_to(out, ", \"roofline_s\": {}",
+                       jsonDouble(rooflineSeconds(toDouble(*f), toDouble(*b),
+                                                  r.peak, bandwidth)));
       if (r.cost.naiveFlops) {
-        os << ", \"naive_flops\": " << jsonNumber(r.cost.naiveFlops->value)
-           << ", \"naive_flops_expr\": "
-           << jsonString(r.cost.naiveFlops->expr.str()) << ", \"path\": [";
+        fmt::format_to(out,
+                       ", \"naive_flops\": {}, \"naive_flops_expr\": {}, "
+                       "\"path\": [",
+                       jsonNumber(r.cost.naiveFlops->value),
+                       jsonString(r.cost.naiveFlops->expr.str()));
         for (size_t k = 0; k < r.cost.path.size(); ++k)
-          os << (k ? ", " : "") << "[" << r.cost.path[k].first << ", "
-             << r.cost.path[k].second << "]";
-        os << "]";
+          fmt::format_to(out, "{}[{}, {}]", k ? ", " : "", r.cost.path[k].first,
+                         r.cost.path[k].second);
+        os += "]";
       }
-      os << "}";
+      os += "}";
     }
     Totals t = totalsOf(rows, fn.ctx.env, bandwidth);
-    os << "], \"total_flops\": " << jsonNumber(t.flops.value)
-       << ", \"total_flops_expr\": " << jsonString(t.flops.expr.str())
-       << ", \"total_bytes\": " << jsonNumber(t.bytes.value)
-       << ", \"total_bytes_expr\": " << jsonString(t.bytes.expr.str());
+    fmt::format_to(out,
+                   "], \"total_flops\": {}, \"total_flops_expr\": {}, "
+                   "\"total_bytes\": {}, \"total_bytes_expr\": {}",
+                   jsonNumber(t.flops.value), jsonString(t.flops.expr.str()),
+                   jsonNumber(t.bytes.value), jsonString(t.bytes.expr.str()));
     if (t.timeKnown)
-      os << ", \"roofline_s\": " << jsonDouble(t.seconds);
-    os << ", \"entry_checks\": [";
+      fmt::format_to(out, ", \"roofline_s\": {}", jsonDouble(t.seconds));
+    os += ", \"entry_checks\": [";
     auto checks = entryChecks(fn);
     for (size_t k = 0; k < checks.size(); ++k)
-      os << (k ? ", " : "") << jsonString(checks[k]);
-    os << "]}";
+      fmt::format_to(out, "{}{}", k ? ", " : "", jsonString(checks[k]));
+    os += "]}";
   }
-  os << "]}\n";
+  os += "]}\n";
+  return os;
 }
 
 } // namespace ein

@@ -4,6 +4,7 @@
 #include "ein/Conversion/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Syntax/Unicode.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -21,7 +22,10 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -47,6 +51,50 @@ const char *cType(DType t) {
     return "int32_t";
   }
   return "void";
+}
+
+/// The ASCII C spelling of an ein name: ASCII characters stay, every other
+/// code point becomes `_uXXXX` (or `_UXXXXXXXX` above U+FFFF), hex digits in
+/// lowercase, so `α` becomes `_u03b1`. The same name is used for the object's
+/// symbols, so the header and the object agree whatever the C compiler does
+/// with non-ASCII identifiers.
+std::string cName(const std::string &name) {
+  std::string out;
+  for (size_t i = 0; i < name.size();) {
+    auto d = unicode::decodeUtf8(name, i);
+    if (d.valid() && d.codePoint < 0x80)
+      out += static_cast<char>(d.codePoint);
+    else if (d.codePoint <= 0xFFFF)
+      out += fmt::format("_u{:04x}", static_cast<uint32_t>(d.codePoint));
+    else
+      out += fmt::format("_U{:08x}", static_cast<uint32_t>(d.codePoint));
+    i += d.size;
+  }
+  return out;
+}
+
+/// An error when two functions, or two parameters of one function, get the
+/// same C name; empty when all are distinct.
+std::string cNameClash(const CheckedModule &module) {
+  std::map<std::string, std::string> functions;
+  for (auto &fn : module.functions) {
+    auto [it, fresh] = functions.emplace(cName(fn.name), fn.name);
+    if (!fresh)
+      return fmt::format(
+          "functions '{}' and '{}' both have the C name 'ein_{}'; rename one\n",
+          it->second, fn.name, it->first);
+    std::map<std::string, std::string> params;
+    for (unsigned id : fn.params) {
+      auto [p, freshParam] =
+          params.emplace(cName(fn.values[id].name), fn.values[id].name);
+      if (!freshParam)
+        return fmt::format(
+            "parameters '{}' and '{}' of '{}' both have the C name '{}'; "
+            "rename one\n",
+            p->second, fn.values[id].name, fn.name, p->first);
+    }
+  }
+  return "";
 }
 
 std::string upper(std::string s) {
@@ -89,14 +137,21 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
       h << " int64_t sizes[" << r << "]; int64_t strides[" << r << "];";
     h << " } ein_memref" << r << "_t;\n";
   }
-  h << "\n/* Fills a descriptor after checking sizes and contiguity. */\n"
-    << "static inline int ein_make_memref_(void *desc, int64_t rank, void *data,\n"
-    << "    const int64_t *sizes, const int64_t *strides, const int64_t *expected) {\n"
+  h << "\n/* Fills a descriptor after checking sizes and contiguity. An empty\n"
+    << " * tensor (a size of 0) has no element to address: its data pointer\n"
+    << " * may be null and its strides are not checked. */\n"
+    << "static inline int ein_make_memref_(void *desc, int64_t rank, void "
+       "*data,\n"
+    << "    const int64_t *sizes, const int64_t *strides, const int64_t "
+       "*expected) {\n"
     << "  int64_t *d = (int64_t *)desc; int64_t stride = 1; int64_t i;\n"
-    << "  if (!data) return EIN_ERR_NULL;\n"
+    << "  int empty = 0;\n"
+    << "  for (i = 0; i < rank; ++i) empty |= expected[i] == 0;\n"
+    << "  if (!data && !empty) return EIN_ERR_NULL;\n"
     << "  for (i = rank - 1; i >= 0; --i) {\n"
     << "    if (sizes[i] != expected[i]) return EIN_ERR_SIZE;\n"
-    << "    if (sizes[i] != 1 && strides[i] != stride) return EIN_ERR_STRIDE;\n"
+    << "    if (!empty && sizes[i] != 1 && strides[i] != stride)\n"
+    << "      return EIN_ERR_STRIDE;\n"
     << "    d[3 + i] = sizes[i]; d[3 + rank + i] = stride;\n"
     << "    stride *= sizes[i];\n"
     << "  }\n"
@@ -112,7 +167,7 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
     std::ostringstream decl, params, body, call;
     h << "/* " << fn.name << ": " << module.path << ":" << fn.loc.line
       << " */\n";
-    h << "void _mlir_ciface_ein_impl_" << fn.name << "(";
+    h << "void _mlir_ciface_ein_impl_" << cName(fn.name) << "(";
     size_t n = fn.params.size() + fn.returns.size();
     for (size_t i = 0; i < n; ++i) {
       unsigned id = i < fn.params.size() ? fn.params[i]
@@ -121,12 +176,12 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
         << "_t *";
     }
     h << ");\n";
-    h << "static inline int ein_" << fn.name << "(";
+    h << "static inline int ein_" << cName(fn.name) << "(";
     for (size_t i = 0; i < n; ++i) {
       bool isOut = i >= fn.params.size();
       unsigned id = isOut ? fn.returns[i - fn.params.size()] : fn.params[i];
       std::string name = isOut ? "out" + std::to_string(i - fn.params.size())
-                               : fn.values[id].name;
+                               : cName(fn.values[id].name);
       h << (i ? ",\n    " : "") << (isOut ? "" : "const ")
         << cType(fn.values[id].type.dtype) << " *" << name
         << "_data, const int64_t *" << name << "_sizes, const int64_t *"
@@ -145,46 +200,50 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
            << "_strides, " << name << "_expected)) != EIN_OK) return rc;\n";
       call << (i ? ", " : "") << "&" << name << "_m";
     }
-    h << ") {\n  int rc;\n" << body.str() << "  _mlir_ciface_ein_impl_" << fn.name << "("
+    h << ") {\n  int rc;\n"
+      << body.str() << "  _mlir_ciface_ein_impl_" << cName(fn.name) << "("
       << call.str() << ");\n  return EIN_OK;\n}\n\n";
   }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return h.str();
 }
 
-bool compileToObject(const CheckedModule &module, const std::string &objectPath,
-                     const std::string &headerPath, std::string &error,
-                     const CPUOptions &options) {
+ErrorOr<void> compileToObject(const CheckedModule &module,
+                              const std::string &objectPath,
+                              const std::string &headerPath,
+                              const CPUOptions &options) {
+  auto failure = [](std::string reason) {
+    return Error::program("cannot build:").withContext(std::move(reason));
+  };
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     return true;
   }();
   (void)initialized;
+  if (std::string clash = cNameClash(module); !clash.empty())
+    return failure(std::move(clash));
   mlir::MLIRContext context;
+  std::string error;
   auto ir = buildVerifiedEinModule(context, module, error);
   if (!ir)
-    return false;
+    return failure(error);
   // Compiled symbols get a prefix so that a function named like a C library
   // function (pow, tanh, malloc) neither clashes with nor calls itself.
   for (auto f : ir->getOps<mlir::func::FuncOp>())
-    f.setSymName(("ein_impl_" + f.getName()).str());
+    f.setSymName("ein_impl_" + cName(f.getName().str()));
   if (!lowerToStage(*ir, CPUStage::LLVM, error, options))
-    return false;
+    return failure(error);
 
   llvm::LLVMContext llvmContext;
   auto llvmModule = mlir::translateModuleToLLVMIR(*ir, llvmContext);
-  if (!llvmModule) {
-    error = "translation to LLVM IR failed";
-    return false;
-  }
+  if (!llvmModule)
+    return failure("translation to LLVM IR failed");
   std::string triple = llvm::sys::getProcessTriple();
   std::string lookupError;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, lookupError);
-  if (!target) {
-    error = lookupError;
-    return false;
-  }
+  if (!target)
+    return failure(lookupError);
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   std::string featureString;
   for (auto &f : features)
@@ -196,25 +255,21 @@ bool compileToObject(const CheckedModule &module, const std::string &objectPath,
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
   auto optimize = mlir::makeOptimizingTransformer(3, 0, machine.get());
-  if (auto err = optimize(llvmModule.get())) {
-    error = "LLVM optimization failed: " + llvm::toString(std::move(err));
-    return false;
-  }
+  if (auto err = optimize(llvmModule.get()))
+    return failure(fmt::format("LLVM optimization failed: {}",
+                               llvm::toString(std::move(err))));
   // Write to temporaries and rename, so a failure leaves no partial file.
   std::error_code ec;
   std::string objectTmp = objectPath + ".tmp";
   {
     llvm::raw_fd_ostream out(objectTmp, ec, llvm::sys::fs::OF_None);
-    if (ec) {
-      error = "cannot write " + objectPath + ": " + ec.message();
-      return false;
-    }
+    if (ec)
+      return failure(
+          fmt::format("cannot write {}: {}", objectPath, ec.message()));
     llvm::legacy::PassManager pm;
     if (machine->addPassesToEmitFile(pm, out, nullptr,
-                                     llvm::CodeGenFileType::ObjectFile)) {
-      error = "this target cannot emit object files";
-      return false;
-    }
+                                     llvm::CodeGenFileType::ObjectFile))
+      return failure("this target cannot emit object files");
     pm.run(*llvmModule);
   }
   std::string guard = "EIN_GENERATED_" + upper(std::to_string(
@@ -223,17 +278,13 @@ bool compileToObject(const CheckedModule &module, const std::string &objectPath,
   {
     std::ofstream out(headerTmp);
     out << cHeader(module, guard);
-    if (!out) {
-      error = "cannot write " + headerPath;
-      return false;
-    }
+    if (!out)
+      return failure(fmt::format("cannot write {}", headerPath));
   }
   if (std::rename(objectTmp.c_str(), objectPath.c_str()) != 0 ||
-      std::rename(headerTmp.c_str(), headerPath.c_str()) != 0) {
-    error = "cannot rename the outputs into place";
-    return false;
-  }
-  return true;
+      std::rename(headerTmp.c_str(), headerPath.c_str()) != 0)
+    return failure("cannot rename the outputs into place");
+  return {};
 }
 
 } // namespace ein

@@ -15,7 +15,11 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 #ifndef EIN_OPENMP_RUNTIME
 #define EIN_OPENMP_RUNTIME "libomp.so"
@@ -45,23 +49,39 @@ JITFunction::~JITFunction() = default;
 
 namespace {
 
+bool environmentFlag(const char *name) {
+  const char *value = std::getenv(name);
+  return value && *value && std::string_view(value) != "0";
+}
+
+} // namespace
+
+JITOptions JITOptions::fromEnvironment() {
+  JITOptions options;
+  options.perfListener = environmentFlag("EIN_JIT_PERF");
+  options.gdbListener = environmentFlag("EIN_JIT_GDB");
+  return options;
+}
+
+namespace {
+
 bool typeMatches(const runtime::HostTensor &t, const TensorType &type,
                  const Bindings &env, std::string &why) {
   if (t.type != runtime::toStorage(type.dtype)) {
-    why = std::string("has storage ") + runtime::storageName(t.type) +
-          ", expected " + dtypeName(type.dtype);
+    why = fmt::format("has storage {}, expected {}",
+                      runtime::storageName(t.type), dtypeName(type.dtype));
     return false;
   }
   if (t.shape.size() != type.shape.size()) {
-    why = "has rank " + std::to_string(t.shape.size()) + ", expected " +
-          std::to_string(type.shape.size());
+    why = fmt::format("has rank {}, expected {}", t.shape.size(),
+                      type.shape.size());
     return false;
   }
   for (size_t i = 0; i < t.shape.size(); ++i) {
     auto v = type.shape[i].size.evaluate(env);
     if (!v || *v != Int(t.shape[i])) {
-      why = "has shape " + runtime::shapeTupleStr(t.shape) + ", expected \"" +
-            shapeStr(type.shape) + "\"";
+      why = fmt::format("has shape {}, expected \"{}\"",
+                        runtime::shapeTupleStr(t.shape), shapeStr(type.shape));
       return false;
     }
   }
@@ -85,15 +105,16 @@ std::vector<int64_t> descriptor(const runtime::HostTensor &t) {
 
 } // namespace
 
-std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
-                                                  const std::string &function,
-                                                  std::string &error,
-                                                  const CPUOptions &options) {
+ErrorOr<std::unique_ptr<JITFunction>>
+JITFunction::compile(const CheckedModule &module, const std::string &function,
+                     const CPUOptions &options, const JITOptions &jit) {
+  auto failure = [&](std::string reason) {
+    return Error::program(fmt::format("cannot compile '{}':", function))
+        .withContext(std::move(reason));
+  };
   const CheckedFunction *fn = module.find(function);
-  if (!fn) {
-    error = "no function named '" + function + "'";
-    return nullptr;
-  }
+  if (!fn)
+    return Error::program(fmt::format("no function named '{}'", function));
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -114,9 +135,10 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
   for (unsigned id : fn->returns)
     impl->results.push_back(expanded(id));
 
+  std::string error;
   auto ir = buildVerifiedEinModule(impl->context, module, error);
   if (!ir)
-    return nullptr;
+    return failure(error);
   // Only the requested function is compiled, renamed to kEntryName.
   for (auto f : llvm::make_early_inc_range(ir->getOps<mlir::func::FuncOp>())) {
     if (f.getName() != function)
@@ -125,22 +147,19 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
       f.setSymName(kEntryName);
   }
   if (!lowerToStage(*ir, CPUStage::LLVM, error, options))
-    return nullptr;
+    return failure(error);
 
   // The host's target machine: LLVM's optimizer needs it to know the vector
   // width (AVX-512 where present), or it does not vectorize at all.
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) {
-    error = "cannot detect the host CPU: " + llvm::toString(builder.takeError());
-    return nullptr;
-  }
+  if (!builder)
+    return failure(fmt::format("cannot detect the host CPU: {}",
+                               llvm::toString(builder.takeError())));
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   auto machine = builder->createTargetMachine();
-  if (!machine) {
-    error = "cannot create a target machine: " +
-            llvm::toString(machine.takeError());
-    return nullptr;
-  }
+  if (!machine)
+    return failure(fmt::format("cannot create a target machine: {}",
+                               llvm::toString(machine.takeError())));
   mlir::ExecutionEngineOptions engineOptions;
   // options.transformer is a function_ref: the function must outlive it.
   std::function<llvm::Error(llvm::Module *)> optimize =
@@ -149,38 +168,36 @@ std::unique_ptr<JITFunction> JITFunction::compile(const CheckedModule &module,
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME};
   engineOptions.sharedLibPaths = libs;
+  // MLIR turns both listeners on by default; they stay off unless asked for.
+  engineOptions.enablePerfNotificationListener = jit.perfListener;
+  engineOptions.enableGDBNotificationListener = jit.gdbListener;
   auto engine = mlir::ExecutionEngine::create(*ir, engineOptions, std::move(*machine));
-  if (!engine) {
-    llvm::raw_string_ostream os(error);
-    os << "JIT compilation failed: " << llvm::toString(engine.takeError());
-    return nullptr;
-  }
+  if (!engine)
+    return failure(fmt::format("JIT compilation failed: {}",
+                               llvm::toString(engine.takeError())));
   impl->engine = std::move(*engine);
   return std::unique_ptr<JITFunction>(new JITFunction(std::move(impl)));
 }
 
-bool JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
-                       const std::vector<runtime::HostTensor *> &outputs,
-                       std::string &error) {
+ErrorOr<void>
+JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
+                  const std::vector<runtime::HostTensor *> &outputs) {
   if (inputs.size() != impl->params.size() ||
-      outputs.size() != impl->results.size()) {
-    error = "wrong number of inputs or outputs";
-    return false;
-  }
+      outputs.size() != impl->results.size())
+    return Error::usage(
+        fmt::format("'{}' takes {} input(s) and {} output(s), got {} and {}",
+                    impl->name, impl->params.size(), impl->results.size(),
+                    inputs.size(), outputs.size()));
   std::vector<std::vector<int64_t>> descriptors;
   std::string why;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!typeMatches(*inputs[i], impl->params[i], impl->env, why)) {
-      error = "input " + std::to_string(i) + " " + why;
-      return false;
-    }
+    if (!typeMatches(*inputs[i], impl->params[i], impl->env, why))
+      return Error::usage(fmt::format("input {} {}", i, why));
     descriptors.push_back(descriptor(*inputs[i]));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!typeMatches(*outputs[i], impl->results[i], impl->env, why)) {
-      error = "output " + std::to_string(i) + " " + why;
-      return false;
-    }
+    if (!typeMatches(*outputs[i], impl->results[i], impl->env, why))
+      return Error::usage(fmt::format("output {} {}", i, why));
     descriptors.push_back(descriptor(*outputs[i]));
   }
   // The packed interface takes a pointer to each argument; each argument of
@@ -193,11 +210,10 @@ bool JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
     args.push_back(&p);
   llvm::Error err = impl->engine->invokePacked(
       std::string("_mlir_ciface_") + kEntryName, args);
-  if (err) {
-    error = "call failed: " + llvm::toString(std::move(err));
-    return false;
-  }
-  return true;
+  if (err)
+    return Error::program(
+        fmt::format("call failed: {}", llvm::toString(std::move(err))));
+  return {};
 }
 
 } // namespace ein

@@ -178,7 +178,16 @@ private:
       break;
     case OpKind::Constant: {
       auto elementType = toMLIRType(&context, fn.values[op.results[0]].type.dtype);
-      built = builder.create<ConstantOp>(l, op.constant, elementType);
+      // The checker proved the value fits the dtype (DTypeRules.h); integers
+      // are carried exactly, not through a double.
+      mlir::TypedAttr value =
+          llvm::isa<mlir::FloatType>(elementType)
+              ? mlir::TypedAttr(builder.getFloatAttr(elementType, op.constant))
+              : mlir::TypedAttr(builder.getIntegerAttr(
+                    elementType,
+                    llvm::APInt(elementType.getIntOrFloatBitWidth(),
+                                op.constantInt, /*isSigned=*/true)));
+      built = builder.create<ConstantOp>(l, value);
       break;
     }
     }

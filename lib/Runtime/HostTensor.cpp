@@ -3,10 +3,13 @@
 
 #include "ein/Runtime/FloatConvert.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the ein runtime assumes a little-endian host"
@@ -154,6 +157,13 @@ std::optional<int64_t> checkedNumElements(const std::vector<int64_t> &shape,
   return count;
 }
 
+std::optional<uint64_t> physicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return std::nullopt;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+}
+
 std::string shapeTupleStr(const std::vector<int64_t> &shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -179,6 +189,15 @@ Result<HostTensor> HostTensor::create(StorageType type,
   if (static_cast<uint64_t>(size) > std::numeric_limits<size_t>::max() / 2)
     return Result<HostTensor>::failure("tensor of shape " +
                                        shapeTupleStr(shape) + " is too large");
+  // Empty inputs make results of any size cheap to ask for (reduce over an
+  // empty (0, 2**40) input gives 2**40 zeros): refuse what cannot fit in
+  // memory rather than fail inside the allocator.
+  if (auto memory = physicalMemoryBytes();
+      memory && static_cast<uint64_t>(size) > *memory)
+    return Result<HostTensor>::failure(
+        "tensor of shape " + shapeTupleStr(shape) + " needs " +
+        std::to_string(size) + " bytes, more than this machine's memory (" +
+        std::to_string(*memory) + " bytes)");
   HostTensor t;
   t.type = type;
   t.shape = std::move(shape);
@@ -331,9 +350,10 @@ Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
       int64_t v = load<int64_t>(src, i);
       if (v < std::numeric_limits<int32_t>::min() ||
           v > std::numeric_limits<int32_t>::max())
-        return R::failure("cannot convert i64 to i32: element " +
-                          std::to_string(i) + " (" + std::to_string(v) +
-                          ") is out of the i32 range");
+        return R::failure(fmt::format(
+            "cannot convert i64 to i32: element {} ({}) is out of the i32 "
+            "range",
+            i, v));
       store<int32_t>(dst, i, static_cast<int32_t>(v));
     }
     return made;
@@ -348,9 +368,12 @@ Result<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
       if (!std::isnan(v) && static_cast<double>(f) != v) {
         char buf[64];
         std::snprintf(buf, sizeof(buf), "%.17g", v);
-        return R::failure("cannot convert f64 to f32 exactly: element " +
-                          std::to_string(i) + " (" + buf +
-                          ") is not representable in f32");
+        return R::failure(fmt::format(
+            "cannot convert f64 to f32 exactly: element {} ({}) is not "
+            "representable in f32; to round every element to the nearest "
+            "f32, save the array as float32 (in numpy: "
+            "np.save(path, x.astype(np.float32)))",
+            i, buf));
       }
       store<float>(dst, i, f);
     }

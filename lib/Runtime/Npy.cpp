@@ -2,11 +2,15 @@
 #include "ein/Runtime/Npy.h"
 
 #include "ein/Runtime/FloatConvert.h"
+#include "ein/Runtime/OutputFiles.h"
 
-#include <atomic>
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
@@ -359,50 +363,146 @@ uint32_t readLE(const uint8_t *p, unsigned n) {
 
 } // namespace
 
-Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
-                            std::optional<StorageType> want) {
+namespace {
+
+/// Where .npy bytes come from: memory or a file descriptor. Reading is
+/// sequential, so a pipe or a device is never read past what the header
+/// promises (plus one byte, to detect trailing data).
+class ByteSource {
+public:
+  virtual ~ByteSource() = default;
+  /// Reads up to `n` bytes into `dst`, stopping early only at the end of the
+  /// input; `got` is the count. False (with `error`) on a read error.
+  virtual bool read(uint8_t *dst, size_t n, size_t &got,
+                    std::string &error) = 0;
+  /// The whole input's size when known up front (memory, regular files).
+  std::optional<uint64_t> size;
+};
+
+class MemorySource : public ByteSource {
+public:
+  explicit MemorySource(const std::vector<uint8_t> &bytes) : bytes(bytes) {
+    size = bytes.size();
+  }
+  bool read(uint8_t *dst, size_t n, size_t &got, std::string &) override {
+    got = std::min(n, bytes.size() - pos);
+    if (got)
+      std::memcpy(dst, bytes.data() + pos, got);
+    pos += got;
+    return true;
+  }
+
+private:
+  const std::vector<uint8_t> &bytes;
+  size_t pos = 0;
+};
+
+class FdSource : public ByteSource {
+public:
+  explicit FdSource(int fd) : fd(fd) {}
+  bool read(uint8_t *dst, size_t n, size_t &got, std::string &error) override {
+    got = 0;
+    while (got < n) {
+      // Bounded chunks: some kernels reject single reads of 2 GiB or more.
+      size_t chunk = std::min<size_t>(n - got, size_t(1) << 30);
+      ssize_t r = ::read(fd, dst + got, chunk);
+      if (r < 0) {
+        if (errno == EINTR)
+          continue;
+        error = fmt::format("read error: {}", std::strerror(errno));
+        return false;
+      }
+      if (r == 0)
+        break;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+
+private:
+  int fd;
+};
+
+/// The smaller of a cgroup v2 memory limit (when this process has one) and
+/// `limit`.
+uint64_t withCgroupLimit(uint64_t limit) {
+  int fd = ::open("/sys/fs/cgroup/memory.max", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return limit;
+  char buf[32] = {};
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0 || !std::isdigit(static_cast<unsigned char>(buf[0])))
+    return limit; // "max": no limit
+  uint64_t value = std::strtoull(buf, nullptr, 10);
+  return value > 0 && value < limit ? value : limit;
+}
+
+/// Reads a .npy from `in`: the preamble and header first (the header at most
+/// kMaxHeaderLen bytes), then exactly the data bytes the header promises,
+/// straight into the tensor's buffer, then one more byte to detect trailing
+/// data. Nothing is allocated for the data before the header has been
+/// checked and its size compared with the input's (when known) and with
+/// `maxDataBytes`.
+Result<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
+                             std::optional<StorageType> want,
+                             uint64_t maxDataBytes) {
   using R = Result<HostTensor>;
   auto fail = [&](const std::string &what) {
-    return R::failure(name + ": " + what);
+    return R::failure(fmt::format("{}: {}", name, what));
   };
-  const size_t size = bytes.size();
+  std::string readError;
+  size_t got = 0;
+  auto readSome = [&](uint8_t *dst, size_t n) {
+    return in.read(dst, n, got, readError);
+  };
 
-  if (size == 0)
+  uint8_t preamble[kMagicLen + 2 + 4];
+  if (!readSome(preamble, kMagicLen))
+    return fail(readError);
+  if (got == 0)
     return fail("empty file, not a .npy file");
-  if (size < kMagicLen || std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) {
-    if (size < kMagicLen && std::memcmp(bytes.data(), kMagic, size) == 0)
-      return fail("truncated .npy file (" + std::to_string(size) +
-                  " bytes, shorter than the magic string)");
+  if (got < kMagicLen || std::memcmp(preamble, kMagic, kMagicLen) != 0) {
+    if (got < kMagicLen && std::memcmp(preamble, kMagic, got) == 0)
+      return fail(fmt::format("truncated .npy file ({} bytes, shorter than "
+                              "the magic string)",
+                              got));
     return fail("not a .npy file (bad magic: expected \\x93NUMPY)");
   }
-  if (size < kMagicLen + 2)
+  if (!readSome(preamble + kMagicLen, 2))
+    return fail(readError);
+  if (got < 2)
     return fail("truncated .npy file (no format version)");
-  const unsigned major = bytes[6], minor = bytes[7];
+  const unsigned major = preamble[6], minor = preamble[7];
   unsigned lenBytes;
   if (major == 1 && minor == 0)
     lenBytes = 2;
   else if ((major == 2 || major == 3) && minor == 0)
     lenBytes = 4;
   else
-    return fail("unsupported .npy format version " + std::to_string(major) +
-                "." + std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
-  const size_t preamble = kMagicLen + 2 + lenBytes;
-  if (size < preamble)
+    return fail(fmt::format("unsupported .npy format version {}.{} "
+                            "(supported: 1.0, 2.0, 3.0)",
+                            major, minor));
+  if (!readSome(preamble + kMagicLen + 2, lenBytes))
+    return fail(readError);
+  if (got < lenBytes)
     return fail("truncated .npy file (no header length)");
-  const size_t headerLen = readLE(bytes.data() + kMagicLen + 2, lenBytes);
+  const size_t preambleLen = kMagicLen + 2 + lenBytes;
+  const size_t headerLen = readLE(preamble + kMagicLen + 2, lenBytes);
   if (headerLen > kMaxHeaderLen)
-    return fail("header length " + std::to_string(headerLen) +
-                " is too long (limit " + std::to_string(kMaxHeaderLen) + ")");
+    return fail(fmt::format("header length {} is too long (limit {})",
+                            headerLen, kMaxHeaderLen));
   if (headerLen == 0)
     return fail("header is empty (header length 0)");
-  if (size - preamble < headerLen)
-    return fail("truncated .npy file: header length " +
-                std::to_string(headerLen) + " exceeds the " +
-                std::to_string(size - preamble) + " bytes after the preamble");
+  std::string headerText(headerLen, '\0');
+  if (!readSome(reinterpret_cast<uint8_t *>(headerText.data()), headerLen))
+    return fail(readError);
+  if (got < headerLen)
+    return fail(fmt::format("truncated .npy file: header length {} exceeds "
+                            "the {} bytes after the preamble",
+                            headerLen, got));
   // Versions 1.0 and 2.0 are latin-1, 3.0 is utf-8: only ASCII matters to
   // us, and non-ASCII bytes can only show up inside strings we reject.
-  const std::string headerText(
-      reinterpret_cast<const char *>(bytes.data() + preamble), headerLen);
   if (headerText.find('\0') != std::string::npos)
     return fail("malformed header: contains a NUL byte");
 
@@ -415,22 +515,23 @@ Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
 
   // The storage type of the result before any conversion.
   StorageType stored;
+  auto requested = [&]() {
+    return want ? fmt::format("{} was requested", storageName(*want))
+                : std::string("no element type was requested");
+  };
   switch (descr.type) {
   case FileType::U16:
     if (want != StorageType::BF16)
-      return fail(std::string("'") + header.descr +
-                  "' data is read only as raw bf16 bit patterns, but " +
-                  (want ? std::string(storageName(*want)) + " was requested"
-                        : std::string("no element type was requested")));
+      return fail(fmt::format("'{}' data is read only as raw bf16 bit "
+                              "patterns, but {}",
+                              header.descr, requested()));
     stored = StorageType::BF16;
     break;
   case FileType::U8:
     if (want != StorageType::F8E4M3 && want != StorageType::F8E5M2)
-      return fail(std::string("'") + header.descr +
-                  "' data is read only as raw f8e4m3 / f8e5m2 bit patterns, "
-                  "but " +
-                  (want ? std::string(storageName(*want)) + " was requested"
-                        : std::string("no element type was requested")));
+      return fail(fmt::format("'{}' data is read only as raw f8e4m3 / f8e5m2 "
+                              "bit patterns, but {}",
+                              header.descr, requested()));
     stored = *want;
     break;
   case FileType::Bool:
@@ -443,103 +544,158 @@ Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
 
   std::optional<int64_t> count = checkedNumElements(header.shape, descr.bytes);
   if (!count)
-    return fail("shape " + shapeTupleStr(header.shape) +
-                " is too large: its byte size overflows 64 bits");
+    return fail(fmt::format("shape {} is too large: its byte size overflows "
+                            "64 bits",
+                            shapeTupleStr(header.shape)));
   const uint64_t dataBytes = static_cast<uint64_t>(*count) * descr.bytes;
-  const size_t dataStart = preamble + headerLen;
-  const uint64_t have = size - dataStart;
-  if (have < dataBytes)
-    return fail("truncated .npy file: shape " + shapeTupleStr(header.shape) +
-                " of '" + header.descr + "' needs " +
-                std::to_string(dataBytes) + " data bytes, file has " +
-                std::to_string(have));
-  if (have > dataBytes)
-    return fail("data size mismatch: shape " + shapeTupleStr(header.shape) +
-                " of '" + header.descr + "' needs " +
-                std::to_string(dataBytes) + " data bytes, file has " +
-                std::to_string(have) + " (trailing bytes)");
-
-  if (descr.type == FileType::Bool) {
-    for (size_t i = dataStart; i < size; ++i)
-      if (bytes[i] > 1)
-        return fail("bool element " + std::to_string(i - dataStart) +
-                    " has byte value " + std::to_string(bytes[i]) +
-                    " (expected 0 or 1)");
+  const std::string needs =
+      fmt::format("shape {} of '{}' needs {} data bytes",
+                  shapeTupleStr(header.shape), header.descr, dataBytes);
+  auto truncated = [&](uint64_t have) {
+    return fail(
+        fmt::format("truncated .npy file: {}, file has {}", needs, have));
+  };
+  auto trailing = [&](const std::string &have) {
+    return fail(fmt::format("data size mismatch: {}, file has {} (trailing "
+                            "bytes)",
+                            needs, have));
+  };
+  const uint64_t dataStart = preambleLen + headerLen;
+  if (in.size) {
+    const uint64_t have = *in.size - std::min(*in.size, dataStart);
+    if (have < dataBytes)
+      return truncated(have);
+    if (have > dataBytes)
+      return trailing(std::to_string(have));
   }
+  // Fortran-order data needs a second buffer for the transposition.
+  const bool transpose =
+      header.fortranOrder && header.shape.size() > 1 && *count > 1;
+  const uint64_t needed = transpose ? 2 * dataBytes : dataBytes;
+  if (needed > maxDataBytes)
+    return fail(fmt::format("{}{}, more than this machine's memory allows "
+                            "({} bytes)",
+                            needs, transpose ? " (twice, to transpose)" : "",
+                            maxDataBytes));
+  if (dataBytes > std::numeric_limits<size_t>::max())
+    return fail(fmt::format("{}, more than this machine can address", needs));
 
   HostTensor t;
   t.type = stored;
   t.shape = header.shape;
-  if (header.fortranOrder && header.shape.size() > 1 && *count > 1) {
-    t.data.resize(static_cast<size_t>(dataBytes));
-    fortranToC(bytes.data() + dataStart, t.data.data(), header.shape, *count,
+  std::vector<uint8_t> fileData(static_cast<size_t>(dataBytes));
+  if (!readSome(fileData.data(), fileData.size()))
+    return fail(readError);
+  if (got < dataBytes)
+    return truncated(got);
+  // One more byte: a stream (or a file that grew) may hold more.
+  uint8_t extra;
+  if (!readSome(&extra, 1))
+    return fail(readError);
+  if (got != 0)
+    return trailing(fmt::format("more than {}", dataBytes));
+
+  if (descr.type == FileType::Bool) {
+    for (size_t i = 0; i < fileData.size(); ++i)
+      if (fileData[i] > 1)
+        return fail(fmt::format("bool element {} has byte value {} (expected "
+                                "0 or 1)",
+                                i, fileData[i]));
+  }
+
+  if (transpose) {
+    t.data.resize(fileData.size());
+    fortranToC(fileData.data(), t.data.data(), header.shape, *count,
                descr.bytes);
   } else {
-    bytes.erase(bytes.begin(),
-                bytes.begin() + static_cast<ptrdiff_t>(dataStart));
-    t.data = std::move(bytes);
+    t.data = std::move(fileData);
   }
 
   if (!want || *want == stored)
     return t;
   if (stored == StorageType::Bool)
-    return fail(std::string("bool data cannot be read as ") +
-                storageName(*want));
+    return fail(
+        fmt::format("bool data cannot be read as {}", storageName(*want)));
   R converted = convertTensor(t, *want);
   if (!converted)
     return fail(converted.error());
   return converted;
 }
 
+} // namespace
+
+uint64_t hostMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long pageSize = ::sysconf(_SC_PAGE_SIZE);
+  uint64_t limit = std::numeric_limits<uint64_t>::max();
+  if (pages > 0 && pageSize > 0)
+    limit = static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+  return withCgroupLimit(limit);
+}
+
+Result<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
+                            const std::string &name,
+                            std::optional<StorageType> want) {
+  MemorySource in(bytes);
+  return decodeNpy(in, name, want, hostMemoryBytes());
+}
+
 Result<HostTensor> readNpy(const std::string &path,
                            std::optional<StorageType> want) {
+  return readNpy(path, want, hostMemoryBytes());
+}
+
+Result<HostTensor> readNpy(const std::string &path,
+                           std::optional<StorageType> want,
+                           uint64_t maxDataBytes) {
   using R = Result<HostTensor>;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return R::failure(path + ": cannot open: " + std::strerror(errno));
+    return R::failure(
+        fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
-    return R::failure(path + ": cannot stat: " + std::strerror(err));
+    return R::failure(
+        fmt::format("{}: cannot stat: {}", path, std::strerror(err)));
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
-    return R::failure(path + ": is a directory, not a .npy file");
+    return R::failure(fmt::format("{}: is a directory, not a .npy file", path));
   }
-  std::vector<uint8_t> bytes;
-  if (S_ISREG(st.st_mode) && st.st_size > 0)
-    bytes.reserve(static_cast<size_t>(st.st_size));
-  uint8_t buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      int err = errno;
-      ::close(fd);
-      return R::failure(path + ": read error: " + std::strerror(err));
-    }
-    if (n == 0)
-      break;
-    bytes.insert(bytes.end(), buf, buf + n);
-  }
+  FdSource in(fd);
+  if (S_ISREG(st.st_mode))
+    in.size = static_cast<uint64_t>(st.st_size);
+  R result = decodeNpy(in, path, want, maxDataBytes);
   ::close(fd);
-  return parseNpy(std::move(bytes), path, want);
+  return result;
 }
 
 //===----------------------------------------------------------------------===//
 // Writing
 //===----------------------------------------------------------------------===//
 
-Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
-  using R = Result<std::vector<uint8_t>>;
+namespace {
+
+/// A tensor ready to be written: numpy's header bytes, and the data (the
+/// tensor's own, or its f32 widening for bf16 / fp8).
+struct EncodedNpy {
+  std::vector<uint8_t> header;
+  std::optional<HostTensor> widened;
+  /// The data to write after the header.
+  const std::vector<uint8_t> &data(const HostTensor &tensor) const {
+    return widened ? widened->data : tensor.data;
+  }
+};
+
+Result<EncodedNpy> encodeNpy(const HostTensor &tensor) {
+  using R = Result<EncodedNpy>;
   if (!tensor.isConsistent())
-    return R::failure("tensor " + tensor.describe() + " has " +
-                      std::to_string(tensor.data.size()) +
-                      " bytes of data, which does not match its shape");
-  const HostTensor *out = &tensor;
-  Result<HostTensor> widened = HostTensor();
+    return R::failure(fmt::format("tensor {} has {} bytes of data, which does "
+                                  "not match its shape",
+                                  tensor.describe(), tensor.data.size()));
+  EncodedNpy encoded;
   const char *descr = "<f4";
   switch (tensor.type) {
   case StorageType::F64:
@@ -562,21 +718,22 @@ Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
     break;
   case StorageType::BF16:
   case StorageType::F8E4M3:
-  case StorageType::F8E5M2:
+  case StorageType::F8E5M2: {
     descr = "<f4";
-    widened = convertTensor(tensor, StorageType::F32);
+    Result<HostTensor> widened = convertTensor(tensor, StorageType::F32);
     if (!widened)
       return R::failure(widened.error());
-    out = &*widened;
+    encoded.widened = std::move(*widened);
     break;
   }
+  }
+  const HostTensor *out = encoded.widened ? &*encoded.widened : &tensor;
 
   // Exactly numpy's header: keys sorted, repr()s, a trailing ", ", spare
   // spaces for growing the first axis, then padding to 64 bytes and '\n'.
   std::string header =
-      std::string("{'descr': '") + descr +
-      "', 'fortran_order': False, 'shape': " + shapeTupleStr(out->shape) +
-      ", }";
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+                  descr, shapeTupleStr(out->shape));
   if (!out->shape.empty()) {
     const size_t growthDigits = 21;
     size_t len = std::to_string(out->shape[0]).size();
@@ -595,85 +752,69 @@ Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
     preamble = kMagicLen + 2 + 4;
     headerLen = padded(preamble);
     if (headerLen > 0xFFFFFFFFull)
-      return R::failure("tensor " + tensor.describe() +
-                        " needs a .npy header over 4 GiB");
+      return R::failure(fmt::format("tensor {} needs a .npy header over 4 GiB",
+                                    tensor.describe()));
   }
   header.append(headerLen - header.size() - 1, ' ');
   header += '\n';
 
-  std::vector<uint8_t> bytes;
-  bytes.reserve(preamble + headerLen + out->data.size());
+  std::vector<uint8_t> &bytes = encoded.header;
+  bytes.reserve(preamble + headerLen);
   bytes.insert(bytes.end(), kMagic, kMagic + kMagicLen);
   bytes.push_back(static_cast<uint8_t>(version));
   bytes.push_back(0);
   for (unsigned i = 0; i < (version == 1 ? 2u : 4u); ++i)
     bytes.push_back(static_cast<uint8_t>(headerLen >> (8 * i)));
   bytes.insert(bytes.end(), header.begin(), header.end());
-  bytes.insert(bytes.end(), out->data.begin(), out->data.end());
+  return encoded;
+}
+
+} // namespace
+
+Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor) {
+  using R = Result<std::vector<uint8_t>>;
+  Result<EncodedNpy> encoded = encodeNpy(tensor);
+  if (!encoded)
+    return R::failure(encoded.error());
+  std::vector<uint8_t> bytes = std::move(encoded->header);
+  const std::vector<uint8_t> &data = encoded->data(tensor);
+  bytes.insert(bytes.end(), data.begin(), data.end());
   return bytes;
 }
 
+Status writeNpyTo(int fd, const HostTensor &tensor) {
+  Result<EncodedNpy> encoded = encodeNpy(tensor);
+  if (!encoded)
+    return Status::failure(encoded.error());
+  if (Status s = writeAll(fd, encoded->header.data(), encoded->header.size());
+      !s.ok())
+    return s;
+  const std::vector<uint8_t> &data = encoded->data(tensor);
+  return writeAll(fd, data.data(), data.size());
+}
+
+Status writeNpyOutputs(const OutputPlan &plan,
+                       const std::vector<const HostTensor *> &tensors) {
+  if (tensors.size() != plan.targets.size())
+    return Status::failure(fmt::format("{} tensors for {} output files",
+                                       tensors.size(), plan.targets.size()));
+  // Encoding errors (an inconsistent tensor) come before any file is made.
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!tensors[i]->isConsistent())
+      return Status::failure(fmt::format(
+          "{}: tensor {} has {} bytes of data, which does not match its shape",
+          plan.targets[i].path, tensors[i]->describe(),
+          tensors[i]->data.size()));
+  return writeOutputs(plan, [&](size_t index, int fd) {
+    return writeNpyTo(fd, *tensors[index]);
+  });
+}
+
 Status writeNpy(const std::string &path, const HostTensor &tensor) {
-  Result<std::vector<uint8_t>> bytes = serializeNpy(tensor);
-  if (!bytes)
-    return Status::failure(path + ": " + bytes.error());
-
-  // A temporary file next to the destination, so that rename() is atomic.
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (slash == 0)
-    dir = "/";
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty())
-    return Status::failure(path + ": not a file name");
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return Status::failure(path + ": is a directory");
-
-  std::string tmp;
-  int fd = -1;
-  static std::atomic<unsigned> counter{0};
-  for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = (slash == std::string::npos ? std::string()
-                                      : path.substr(0, slash + 1)) +
-          "." + base + ".tmp." + std::to_string(::getpid()) + "." +
-          std::to_string(counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST)
-      return Status::failure(path + ": cannot create a temporary file in '" +
-                             dir + "': " + std::strerror(errno));
-  }
-  if (fd < 0)
-    return Status::failure(path + ": cannot create a temporary file in '" +
-                           dir + "'");
-
-  auto abandon = [&](const std::string &what, int err) {
-    if (fd >= 0)
-      ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::failure(path + ": " + what + ": " + std::strerror(err));
-  };
-  const uint8_t *p = bytes->data();
-  size_t left = bytes->size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return abandon("write error", errno);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
-    return abandon("fsync failed", errno);
-  int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0)
-    return abandon("close failed", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return abandon("cannot rename the temporary file into place", errno);
-  return Status::success();
+  Result<OutputPlan> plan = planOutputs({path});
+  if (!plan)
+    return Status::failure(plan.error());
+  return writeNpyOutputs(*plan, {&tensor});
 }
 
 } // namespace runtime

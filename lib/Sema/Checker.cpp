@@ -1,6 +1,7 @@
 // The static checker: binds dims across a function, infers every op's shape,
 // and reports each mismatch at its source location.
 #include "ein/Sema/Checker.h"
+#include "ein/Shape/DTypeRules.h"
 
 #include <cmath>
 #include <functional>
@@ -16,7 +17,9 @@ const char *kDTypeList = "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32";
 void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
   std::string cur;
   for (char c : shape + " ") {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+    // Bytes >= 0x80 only occur inside (Unicode) names: the shape has parsed.
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+        static_cast<unsigned char>(c) >= 0x80) {
       cur += c;
       continue;
     }
@@ -26,13 +29,21 @@ void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
   }
 }
 
+/// Columns from `e`'s start to the end of a negated literal (`-465`), so
+/// that the caret spans it; other expressions keep their own length.
+unsigned literalSpan(const Expr &e) {
+  if (e.kind == Expr::Kind::Neg && !e.args.empty() &&
+      e.args[0]->loc.line == e.loc.line && e.args[0]->loc.col > e.loc.col)
+    return e.args[0]->loc.col - e.loc.col + literalSpan(*e.args[0]);
+  return e.length;
+}
+
 /// The result of evaluating an expression: tensor values, or a scalar
 /// literal not yet given a dtype (it takes its partner's dtype).
 struct Operand {
   std::vector<unsigned> values;
   bool isLiteral = false;
-  double literal = 0;
-  bool literalIsInt = false;
+  NumberLiteral literal;
 };
 
 class FunctionChecker {
@@ -173,10 +184,13 @@ private:
       } else {
         for (auto &s : d.size.symbols())
           dimNames.insert(s);
-        if (auto v = d.size.evaluate(out.ctx.env); v && *v <= 0) {
-          diags.error(t.shapeLoc, "in shape \"" + t.shape + "\": dim " +
-                                      d.str() + " has size " + toString(*v) +
-                                      "; sizes must be positive",
+        // Size 0 is an empty tensor (as in numpy); only negative sizes are
+        // meaningless.
+        if (auto v = d.size.evaluate(out.ctx.env); v && *v < 0) {
+          diags.error(t.shapeLoc,
+                      "in shape \"" + t.shape + "\": dim " + d.str() +
+                          " has size " + toString(*v) +
+                          "; sizes must not be negative",
                       static_cast<unsigned>(t.shape.size() + 2));
           return std::nullopt;
         }
@@ -401,16 +415,18 @@ private:
     return o;
   }
 
-  unsigned materialize(const Operand &lit, DType dtype, SourceLoc loc) {
+  /// A literal next to a tensor of `dtype` becomes a constant of `dtype`, if
+  /// it fits (lib/Shape/DTypeRules.cpp); `at` is the literal's expression.
+  unsigned materialize(const Operand &lit, DType dtype, const Expr &at) {
     CheckedOp op;
-    if (!lit.literalIsInt && !isFloat(dtype))
-      diags.error(loc, std::string("a non-integer number cannot combine with "
-                                   "an integer tensor (") +
-                           dtypeName(dtype) + "); use astype");
+    if (auto error = literalDTypeError(lit.literal, dtype))
+      diags.error(at.loc, *error, literalSpan(at));
     op.kind = OpKind::Constant;
-    op.loc = loc;
-    op.constant = lit.literal;
-    op.constantIsInt = lit.literalIsInt;
+    op.loc = at.loc;
+    op.constant = lit.literal.value;
+    op.constantIsInt = lit.literal.isInt;
+    if (lit.literal.isInt && lit.literal.exact && !isFloat(dtype))
+      op.constantInt = static_cast<int64_t>(*lit.literal.exact);
     unsigned id = addValue(TensorType{{}, dtype});
     op.results.push_back(id);
     out.ops.push_back(std::move(op));
@@ -434,9 +450,8 @@ private:
     case Expr::Kind::Float: {
       Operand o;
       o.isLiteral = true;
-      o.literalIsInt = e.kind == Expr::Kind::Int;
-      o.literal = std::strtod(e.text.c_str(), nullptr);
-      if (!std::isfinite(o.literal)) {
+      o.literal = parseNumberLiteral(e.text);
+      if (!std::isfinite(o.literal.value)) {
         diags.error(e.loc, "number " + e.text + " is out of range", e.length);
         return std::nullopt;
       }
@@ -454,7 +469,7 @@ private:
       if (!v)
         return std::nullopt;
       if (v->isLiteral) {
-        v->literal = -v->literal;
+        v->literal = negateLiteral(v->literal);
         return v;
       }
       return unary(OpKind::Neg, e, *e.args[0], v->values[0]);
@@ -473,12 +488,9 @@ private:
       diags.error(arg.loc, "expected a tensor here", arg.length);
       return std::nullopt;
     }
-    if (kind != OpKind::Neg && kind != OpKind::Relu &&
-        !isFloat(typeOf(id).dtype)) {
-      diags.error(arg.loc,
-                  std::string(opKindName(kind)) + " needs a float tensor, got " +
-                      dtypeName(typeOf(id).dtype) + "; use astype",
-                  arg.length);
+    if (auto error = operandDTypeError(*findDTypeRule(opKindName(kind)),
+                                       typeOf(id).dtype)) {
+      diags.error(arg.loc, *error, arg.length);
       return std::nullopt;
     }
     CheckedOp op;
@@ -505,14 +517,15 @@ private:
       return std::nullopt;
     if (l->isLiteral && r->isLiteral) {
       // Fold number arithmetic at compile time, as Python would.
-      Operand o = *l;
-      double a = l->literal, b = r->literal;
-      o.literal = kind == OpKind::Add   ? a + b
-                  : kind == OpKind::Sub ? a - b
-                  : kind == OpKind::Mul ? a * b
-                  : kind == OpKind::Div ? a / b
-                                        : std::pow(a, b);
-      o.literalIsInt = l->literalIsInt && r->literalIsInt && kind != OpKind::Div;
+      char op = e.text == "**" ? '^' : e.text[0];
+      Expected<NumberLiteral> folded = foldLiterals(op, l->literal, r->literal);
+      if (!folded) {
+        diags.error(e.loc, folded.error().message, e.length);
+        return std::nullopt;
+      }
+      Operand o;
+      o.isLiteral = true;
+      o.literal = *folded;
       return o;
     }
     for (auto *side : {&*l, &*r})
@@ -522,9 +535,10 @@ private:
         return std::nullopt;
       }
     unsigned errorsBefore = diags.errorCount();
-    unsigned lhs = l->isLiteral ? materialize(*l, typeOf(r->values[0]).dtype, e.args[0]->loc)
-                                : l->values[0];
-    unsigned rhs = r->isLiteral ? materialize(*r, typeOf(lhs).dtype, e.args[1]->loc)
+    unsigned lhs = l->isLiteral
+                       ? materialize(*l, typeOf(r->values[0]).dtype, *e.args[0])
+                       : l->values[0];
+    unsigned rhs = r->isLiteral ? materialize(*r, typeOf(lhs).dtype, *e.args[1])
                                 : r->values[0];
     if (diags.errorCount() != errorsBefore)
       return std::nullopt;
@@ -593,6 +607,13 @@ private:
         diags.error(k.value->loc,
                     "acc= expects a dtype (" + std::string(kDTypeList) + ")",
                     k.value->length);
+        return false;
+      }
+      const DTypeRule &rule = op.kind == OpKind::Reduce
+                                  ? reduceDTypeRule(op.reduction)
+                                  : *findDTypeRule("einsum");
+      if (auto error = accDTypeError(rule, *acc)) {
+        diags.error(k.value->loc, *error, k.value->length);
         return false;
       }
       op.acc = acc;
@@ -729,11 +750,9 @@ private:
         return std::nullopt;
       }
       op.reduction = *kind;
-      if (op.reduction == ReduceKind::Mean && !isFloat(typeOf(*x).dtype)) {
-        diags.error(red.loc,
-                    std::string("mean needs a float tensor, got ") +
-                        dtypeName(typeOf(*x).dtype) + "; use astype",
-                    red.length);
+      if (auto error = operandDTypeError(reduceDTypeRule(op.reduction),
+                                         typeOf(*x).dtype)) {
+        diags.error(red.loc, *error, red.length);
         return std::nullopt;
       }
     }
@@ -746,6 +765,21 @@ private:
     if (!info) {
       report(info.error(), e, patExpr);
       return std::nullopt;
+    }
+    if (isReduce) {
+      size_t checksBefore = out.ctx.constraints.size();
+      if (auto ok =
+              requireNonEmptyReduction(out.ctx, op.reduction, *pattern, *info);
+          !ok) {
+        report(ok.error(), e, patExpr);
+        return std::nullopt;
+      }
+      // The run-time message names the reduce by its place in the file.
+      for (size_t i = checksBefore; i < out.ctx.constraints.size(); ++i)
+        out.ctx.constraints[i].reason =
+            "reduce(..., \"" + patExpr->text + "\", \"" +
+            reduceKindName(op.reduction) + "\") at line " +
+            std::to_string(e.loc.line) + ": " + out.ctx.constraints[i].reason;
     }
     op.loc = e.loc;
     op.pattern = patExpr->text;
@@ -980,9 +1014,11 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     auto v = evalDim(*d.value, result.dims, diags);
     if (!v)
       return result;
-    if (*v <= 0) {
-      diags.error(d.value->loc, "dim '" + d.name + "' must be positive, got " +
-                                    toString(*v), d.value->length);
+    if (*v < 0) {
+      diags.error(d.value->loc,
+                  "dim '" + d.name + "' must not be negative, got " +
+                      toString(*v),
+                  d.value->length);
       return result;
     }
     result.dims[d.name] = *v;
@@ -999,8 +1035,8 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
                           ": no dim named '" + name + "' in this file");
       return result;
     }
-    if (value <= 0) {
-      diags.error({}, "--dim " + name + " must be positive");
+    if (value < 0) {
+      diags.error({}, "--dim " + name + " must not be negative");
       return result;
     }
     result.dims[name] = value;

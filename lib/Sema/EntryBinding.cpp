@@ -3,6 +3,7 @@
 #include "ein/Sema/EntryBinding.h"
 
 #include <map>
+#include <set>
 
 namespace ein {
 
@@ -14,6 +15,41 @@ std::string shapeTuple(const std::vector<int64_t> &shape) {
   return out + (shape.size() == 1 ? ",)" : ")");
 }
 } // namespace
+
+std::optional<std::string> valueTooLarge(const CheckedFunction &fn,
+                                         Int maxBytes) {
+  std::map<unsigned, SourceLoc> madeAt;
+  for (auto &op : fn.ops)
+    for (unsigned id : op.results)
+      madeAt[id] = op.loc;
+  for (unsigned id = 0; id < fn.values.size(); ++id) {
+    const TensorType &t = fn.values[id].type;
+    Shape shape = fn.ctx.expand(t.shape);
+    auto elements = numElements(shape).evaluate(fn.ctx.env);
+    if (!elements)
+      continue; // not every dim bound: nothing to measure
+    auto bytes = checkedMul(*elements, Int(dtypeBytes(t.dtype)));
+    if (bytes && *bytes <= maxBytes)
+      continue;
+    std::string what = !fn.values[id].name.empty()
+                           ? "'" + fn.values[id].name + "'"
+                           : "a value";
+    if (auto it = madeAt.find(id); it != madeAt.end())
+      what += " (computed at line " + std::to_string(it->second.line) + ")";
+    std::string sizes;
+    for (auto &d : shape)
+      sizes += (sizes.empty() ? "" : ", ") +
+               toString(*d.size.evaluate(fn.ctx.env));
+    if (shape.size() == 1)
+      sizes += ",";
+    return "with these sizes, " + what + " of shape (" + sizes + ") and " +
+           dtypeName(t.dtype) + " needs " +
+           (bytes ? toString(*bytes) : std::string("over 2**127")) +
+           " bytes, more than this machine's memory (" + toString(maxBytes) +
+           " bytes)";
+  }
+  return std::nullopt;
+}
 
 EntryBinding bindEntryShapes(const CheckedFunction &fn,
                              const std::vector<std::string> &paramNames,
@@ -102,10 +138,10 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
         if (b && ab && a2b && *a2b - *ab == *ab - *b && *ab != *b) {
           Int a = *ab - *b;
           Int num = pd.actual - *b;
-          if (num % a != 0 || num / a <= 0)
+          if (num % a != 0 || num / a < 0)
             return fail(where(pd.param, pd.dim, pd.spec) + ": size " +
-                        toString(pd.actual) + " gives no positive integer " +
-                        name);
+                        toString(pd.actual) +
+                        " gives no non-negative integer " + name);
           env[name] = num / a;
           origin[name] = where(pd.param, pd.dim, pd.spec);
           progress = true;
@@ -133,15 +169,33 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
     auto l = c.lhs.evaluate(env), r = c.rhs.evaluate(env);
     if (!l || !r)
       continue;
-    bool holds = c.kind == Constraint::Kind::Divisible ? (*r != 0 && *l % *r == 0)
-                                                       : *l == *r;
+    bool holds = false;
+    switch (c.kind) {
+    case Constraint::Kind::Divisible:
+      holds = *r != 0 && *l % *r == 0;
+      break;
+    case Constraint::Kind::Equal:
+      holds = *l == *r;
+      break;
+    case Constraint::Kind::NonEmpty:
+      holds = *l >= 1;
+      break;
+    }
     if (!holds) {
       std::string values;
-      for (auto &s : c.lhs.symbols())
+      std::set<std::string> names = c.lhs.symbols();
+      for (auto &s : c.rhs.symbols())
+        names.insert(s);
+      for (auto &s : names)
         values += (values.empty() ? " with " : ", ") + s + " = " +
                   toString(env.at(s)) +
                   (origin.count(s) ? " from " + origin[s] : "");
-      return fail("entry check " + c.str() + " fails" + values);
+      std::string why;
+      if (c.kind == Constraint::Kind::NonEmpty)
+        why = ": " + c.reason;
+      else if (c.kind == Constraint::Kind::Divisible && *r == 0)
+        why = ": division by a size of 0";
+      return fail("entry check " + c.str() + " fails" + values + why);
     }
   }
   result.ok = true;

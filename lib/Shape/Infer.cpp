@@ -109,11 +109,13 @@ Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
 Expected<SizeExpr> InferContext::divide(const SizeExpr &num,
                                         const SizeExpr &den,
                                         const std::string &what) {
-  if (auto exact = num.divideExact(den))
-    return *exact;
+  // A divisor of 0 first: `n / n` is 1 symbolically, but with n = 0 the
+  // quotient is undetermined (einops: "integer modulo by zero").
   SizeExpr sn = num.substitute(env), sd = den.substitute(env);
   if (sd.constantValue() == Int(0))
     return ShapeError::atOp(what + ": division by a size of 0");
+  if (auto exact = num.divideExact(den))
+    return *exact;
   if (auto exact = sn.divideExact(sd))
     return *exact;
   auto n = sn.constantValue(), d = sd.constantValue();
@@ -368,7 +370,8 @@ const PatternAxis *findEllipsis(const PatternSide &side) {
   return nullptr;
 }
 
-/// Keyword sizes: each must name an axis of the pattern and be positive.
+/// Keyword sizes: each must name an axis of the pattern and not be negative
+/// (0 is an empty axis, as in einops: repeat(x, "a -> a b", b=0)).
 Expected<SizeMap> checkSizes(InferContext &ctx, const Pattern &pattern,
                              const std::vector<SizeArg> &args) {
   SizeMap sizes;
@@ -383,10 +386,10 @@ Expected<SizeMap> checkSizes(InferContext &ctx, const Pattern &pattern,
                                      pattern.str() + "'",
                                  i);
     auto v = arg.value.evaluate(ctx.env);
-    if (v && *v <= 0)
-      return ShapeError::atKwarg("size '" + arg.name + "' must be positive, got " +
-                                     toString(*v),
-                                 i);
+    if (v && *v < 0)
+      return ShapeError::atKwarg(
+          "size '" + arg.name + "' must not be negative, got " + toString(*v),
+          i);
     if (sizes.count(arg.name))
       return ShapeError::atKwarg("size '" + arg.name + "' given twice", i);
     sizes[arg.name] = arg.value;
@@ -525,6 +528,59 @@ Expected<Shape> inferReduce(InferContext &ctx, const Pattern &pattern,
   if (!info)
     return info.error();
   return info->result;
+}
+
+Expected<bool> requireNonEmptyReduction(InferContext &ctx, ReduceKind kind,
+                                        const Pattern &pattern,
+                                        const TransformInfo &info) {
+  if (kind != ReduceKind::Max && kind != ReduceKind::Min)
+    return true;
+  const char *name = reduceKindName(kind);
+  // Elementary axes as the user wrote them: `...1` is a dim of the
+  // ellipsis, `2@7` the anonymous axis 2 at offset 7.
+  auto display = [](const std::string &a) {
+    if (a.rfind("...", 0) == 0)
+      return "dim " + a.substr(3) + " of '...'";
+    return "'" + a.substr(0, a.find('@')) + "'";
+  };
+  SizeExpr count = SizeExpr::constant(1);
+  std::string axes;
+  for (auto &a : info.inputAxes) {
+    if (std::find(info.outputAxes.begin(), info.outputAxes.end(), a) !=
+        info.outputAxes.end())
+      continue;
+    auto it = info.axisSizes.find(a);
+    if (it == info.axisSizes.end())
+      continue;
+    count = count * it->second;
+    axes += (axes.empty() ? "" : ", ") + display(a);
+    if (it->second.evaluate(ctx.env) != Int(0))
+      continue;
+    std::string message = std::string(name) +
+                          " over an empty axis: " + display(a) +
+                          " has size 0, and " + name +
+                          " has no identity (numpy: zero-size array to "
+                          "reduction operation " +
+                          (kind == ReduceKind::Max ? "maximum" : "minimum") +
+                          " which has no identity)";
+    const PatternAxis *axis = a.rfind("...", 0) == 0
+                                  ? findEllipsis(pattern.inputs[0])
+                                  : findAxis(pattern.inputs[0], a);
+    if (!axis)
+      return ShapeError::atOp(message);
+    return ShapeError::atPattern(message, axis->offset,
+                                 a.rfind("...", 0) == 0 ? 3 : axis->length);
+  }
+  auto known = count.evaluate(ctx.env);
+  if (known && *known >= 1)
+    return true;
+  // Sizes are never negative, so a product of names is 0 or at least 1.
+  if (!count.isConstant())
+    ctx.constraints.push_back({Constraint::Kind::NonEmpty, count, SizeExpr(),
+                               std::string(name) + " over " + axes +
+                                   " needs at least one element (" + name +
+                                   " has no identity)"});
+  return true;
 }
 
 Expected<Shape> inferRepeat(InferContext &ctx, const Pattern &pattern,

@@ -1,5 +1,6 @@
 // Element types, dims, and the jaxtyping shape-string parser.
 #include "ein/Shape/Shape.h"
+#include "ein/Syntax/Unicode.h"
 
 #include <cctype>
 
@@ -79,7 +80,7 @@ public:
       return e;
     skipSpace();
     if (pos != text.size())
-      return err("unexpected '" + std::string(1, text[pos]) + "' in size");
+      return unexpected();
     return e;
   }
 
@@ -91,6 +92,16 @@ private:
 
   ShapeError err(std::string message) {
     return ShapeError::atPattern(std::move(message), base + pos, 1);
+  }
+  /// The character at `pos` (a whole code point, never half of one).
+  ShapeError unexpected() {
+    auto d = unicode::decodeUtf8(text, pos);
+    std::string message =
+        d.valid() ? "unexpected " + unicode::describeCodePoint(d.codePoint) +
+                        " in size"
+                  : "invalid UTF-8 in size: " +
+                        unicode::describeInvalidUtf8(text, pos);
+    return ShapeError::atPattern(message, base + pos, d.size);
   }
   void skipSpace() {
     while (pos < text.size() && text[pos] == ' ')
@@ -166,24 +177,16 @@ private:
                                      base + start, pos - start);
       return SizeExpr::constant(*v);
     }
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      while (pos < text.size() &&
-             (std::isalnum(static_cast<unsigned char>(text[pos])) || text[pos] == '_'))
-        ++pos;
+    // Dim names are Unicode identifiers, as in the lexer and patterns.
+    if (size_t end = unicode::scanIdentifier(text, pos); end > pos) {
+      pos = end;
       return SizeExpr::symbol(text.substr(start, pos - start));
     }
-    return err("unexpected '" + std::string(1, c) + "' in size");
+    return unexpected();
   }
 };
 
-bool isIdentifier(const std::string &s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
-    return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
-      return false;
-  return true;
-}
+bool isIdentifier(const std::string &s) { return unicode::isIdentifier(s); }
 } // namespace
 
 Expected<SizeExpr> parseSizeExpr(const std::string &text) {

@@ -284,6 +284,8 @@ std::string SizeExpr::str() const {
 std::string Constraint::str() const {
   if (kind == Kind::Divisible)
     return lhs.str() + " % " + rhs.str() + " == 0";
+  if (kind == Kind::NonEmpty)
+    return lhs.str() + " >= 1";
   return lhs.str() + " == " + rhs.str();
 }
 

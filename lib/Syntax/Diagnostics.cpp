@@ -1,5 +1,10 @@
 // Printing of diagnostics in the `FILE:LINE:COL: error:` format with carets.
 #include "ein/Syntax/Diagnostics.h"
+#include "ein/Syntax/Unicode.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
 
 namespace ein {
 
@@ -29,25 +34,68 @@ void DiagnosticEngine::note(SourceLoc loc, const std::string &message,
   list.push_back({Severity::Note, loc, length ? length : 1, message});
 }
 
+namespace {
+
+/// Width on a terminal of the character at `pos` of a line as the printer
+/// echoes it: invalid bytes become `\xNN` escapes (4 columns per byte).
+unsigned echoWidth(const unicode::DecodedChar &d) {
+  return d.valid() ? unicode::displayWidth(d.codePoint) : 4 * d.size;
+}
+
+} // namespace
+
+unsigned SourceFile::codePointColumn(SourceLoc loc) const {
+  std::string line = lineText(loc.line);
+  size_t bytes = loc.col > 0 ? loc.col - 1 : 0;
+  if (bytes <= line.size())
+    return static_cast<unsigned>(
+        unicode::countCodePoints(std::string_view(line).substr(0, bytes)) + 1);
+  // Past the end of the line (an error at its end): one column per byte.
+  return static_cast<unsigned>(unicode::countCodePoints(line) +
+                               (bytes - line.size()) + 1);
+}
+
 void DiagnosticEngine::print(std::ostream &os) const {
+  std::string path = unicode::sanitizeUtf8(file.path);
   for (auto &d : list) {
     const char *kind = d.severity == Severity::Error     ? "error"
                        : d.severity == Severity::Warning ? "warning"
                                                           : "note";
+    std::string message = unicode::sanitizeUtf8(d.message);
     if (d.loc.line == 0) {
-      os << file.path << ": " << kind << ": " << d.message << "\n";
+      os << fmt::format("{}: {}: {}\n", path, kind, message);
       continue;
     }
-    os << file.path << ":" << d.loc.line << ":" << d.loc.col << ": " << kind
-       << ": " << d.message << "\n";
+    os << fmt::format("{}:{}:{}: {}: {}\n", path, d.loc.line,
+                      file.codePointColumn(d.loc), kind, message);
     std::string line = file.lineText(d.loc.line);
-    os << line << "\n";
+    os << unicode::sanitizeUtf8(line) << "\n";
+    // Pad to the caret character by character, so that the caret lines up on
+    // a terminal; tabs are echoed as tabs.
     std::string marker;
-    for (unsigned c = 1; c < d.loc.col; ++c)
-      marker += (c - 1 < line.size() && line[c - 1] == '\t') ? '\t' : ' ';
+    size_t caret = d.loc.col > 0 ? d.loc.col - 1 : 0, i = 0;
+    while (i < caret && i < line.size()) {
+      auto c = unicode::decodeUtf8(line, i);
+      if (c.valid() && c.codePoint == '\t')
+        marker += '\t';
+      else
+        marker.append(echoWidth(c), ' ');
+      i += c.size;
+    }
+    if (caret > line.size())
+      marker.append(caret - line.size(), ' ');
+    // The underline covers the display width of the bytes it spans.
+    size_t end = caret + std::max(d.length, 1u), width = 0;
+    for (i = std::max(i, caret); i < end && i < line.size();) {
+      auto c = unicode::decodeUtf8(line, i);
+      width += echoWidth(c);
+      i += c.size;
+    }
+    if (end > line.size())
+      width += end - std::max(line.size(), caret);
     marker += '^';
-    for (unsigned i = 1; i < d.length; ++i)
-      marker += '~';
+    if (width > 1)
+      marker.append(width - 1, '~');
     os << marker << "\n";
   }
 }

@@ -1,5 +1,8 @@
 // The .ein lexer: names, numbers, strings, operators, and indentation tokens.
 #include "ein/Syntax/Lexer.h"
+#include "ein/Syntax/Unicode.h"
+
+#include <fmt/format.h>
 
 #include <cctype>
 
@@ -33,6 +36,30 @@ const char *tokenKindName(TokenKind kind) {
   return "token";
 }
 
+namespace {
+
+/// Reports every invalid UTF-8 sequence in s[begin, end) (a comment or a
+/// string on line `line`, starting at byte column `col`); true if there was
+/// one.
+bool reportInvalidUtf8(const std::string &s, size_t begin, size_t end,
+                       unsigned line, unsigned col, DiagnosticEngine &diags) {
+  bool bad = false;
+  for (size_t i = begin; i < end;) {
+    auto d = unicode::decodeUtf8(s, i);
+    if (!d.valid()) {
+      diags.error({line, col + static_cast<unsigned>(i - begin)},
+                  "invalid UTF-8 in source: " +
+                      unicode::describeInvalidUtf8(s, i),
+                  d.size);
+      bad = true;
+    }
+    i += d.size;
+  }
+  return bad;
+}
+
+} // namespace
+
 std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
   const std::string &s = file.text;
   std::vector<Token> out;
@@ -56,8 +83,11 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         ++j;
       }
       if (j >= s.size() || s[j] == '\n' || s[j] == '#' || s[j] == '\r') {
+        size_t rest = j;
         while (j < s.size() && s[j] != '\n')
           ++j;
+        reportInvalidUtf8(s, rest, j, line,
+                          col + static_cast<unsigned>(rest - i), diags);
         i = j < s.size() ? j + 1 : j;
         ++line;
         col = 1;
@@ -96,14 +126,16 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       continue;
     }
     if (c == '#') {
-      while (i < s.size() && s[i] != '\n')
-        ++i, ++col;
+      size_t j = i;
+      while (j < s.size() && s[j] != '\n')
+        ++j;
+      reportInvalidUtf8(s, i, j, line, col, diags);
+      col += static_cast<unsigned>(j - i);
+      i = j;
       continue;
     }
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t j = i;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_'))
-        ++j;
+    // Python's identifiers: XID_Start or '_', then XID_Continue.
+    if (size_t j = unicode::scanIdentifier(s, i); j > i) {
       push(TokenKind::Name, s.substr(i, j - i), loc, static_cast<unsigned>(j - i));
       col += static_cast<unsigned>(j - i);
       i = j;
@@ -132,7 +164,10 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
             ++j;
         }
       }
-      if (j < s.size() && (std::isalpha(static_cast<unsigned char>(s[j])) || s[j] == '_')) {
+      auto next =
+          j < s.size() ? unicode::decodeUtf8(s, j) : unicode::DecodedChar{};
+      if (j < s.size() && next.valid() &&
+          unicode::isIdentifierContinue(next.codePoint)) {
         diags.error(loc, "malformed number", static_cast<unsigned>(j - i + 1));
         push(TokenKind::Error, "", loc, 1);
       } else {
@@ -160,8 +195,10 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         i = j;
         continue;
       }
-      push(TokenKind::String, s.substr(i + 1, j - i - 1), loc,
-           static_cast<unsigned>(j - i + 1));
+      // Invalid UTF-8 is reported here; the string then stands for nothing.
+      bool bad = reportInvalidUtf8(s, i + 1, j, line, col + 1, diags);
+      push(bad ? TokenKind::Error : TokenKind::String,
+           s.substr(i + 1, j - i - 1), loc, static_cast<unsigned>(j - i + 1));
       col += static_cast<unsigned>(j + 1 - i);
       i = j + 1;
       continue;
@@ -186,16 +223,19 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       default: break;
     }
     if (kind == TokenKind::Error) {
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
-        diags.error(loc, "unexpected non-ASCII or control character in source "
-                         "(outside comments and strings only ASCII is allowed)");
-        // One error per character: skip UTF-8 continuation bytes.
-        while (i + len < s.size() &&
-               (static_cast<unsigned char>(s[i + len]) & 0xC0) == 0x80)
-          ++len;
-      } else {
-        diags.error(loc, std::string("unexpected character '") + c + "'");
-      }
+      // One error per character (or per invalid UTF-8 sequence).
+      auto d = unicode::decodeUtf8(s, i);
+      len = d.size;
+      if (d.valid())
+        diags.error(loc,
+                    fmt::format("unexpected character {}",
+                                unicode::describeCodePoint(d.codePoint)),
+                    len);
+      else
+        diags.error(loc,
+                    "invalid UTF-8 in source: " +
+                        unicode::describeInvalidUtf8(s, i),
+                    len);
     }
     push(kind, s.substr(i, len), loc, len);
     i += len;

@@ -1,6 +1,9 @@
 // Parser for einops pattern strings, following einops' own grammar rules.
 #include "ein/Syntax/Pattern.h"
 #include "ein/Support/BigInt.h"
+#include "ein/Syntax/Unicode.h"
+
+#include <fmt/format.h>
 
 #include <cctype>
 #include <set>
@@ -76,11 +79,8 @@ bool isValidAxisName(const std::string &name, bool allowUnderscore,
   };
   if (name.empty())
     return fail("empty axis name");
-  if (!(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
+  if (!unicode::isIdentifier(name))
     return fail("not a valid identifier");
-  for (char c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
-      return fail("not a valid identifier");
   if (name.front() == '_' || name.back() == '_') {
     if (name == "_" && allowUnderscore)
       return true;
@@ -97,8 +97,24 @@ struct SideOptions {
   bool pack = false; // `*` allowed, no parentheses or ellipsis
 };
 
-bool isAxisChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+/// Bytes of the identifier character (XID_Continue, which includes digits)
+/// at text[i]; 0 when there is none.
+size_t axisCharAt(const std::string &text, size_t i, size_t end) {
+  if (i >= end)
+    return 0;
+  auto d = unicode::decodeUtf8(text, i);
+  return d.valid() && unicode::isIdentifierContinue(d.codePoint) ? d.size : 0;
+}
+
+/// True when the character ending at text[i] (exclusive) is an identifier
+/// character.
+bool axisCharBefore(const std::string &text, size_t i, size_t begin) {
+  if (i <= begin)
+    return false;
+  size_t k = i - 1;
+  while (k > begin && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80)
+    --k;
+  return k + axisCharAt(text, k, i) == i && axisCharAt(text, k, i) > 0;
 }
 
 /// Parses text[begin, end) as one side; offsets are absolute in `text`.
@@ -187,7 +203,7 @@ Expected<PatternSide> parseSide(const std::string &text, size_t begin,
       if (opts.pack)
         return ShapeError::atPattern("'...' is not allowed in a pack pattern; use '*'", i, 3);
       // einops reads "...pre" as one (invalid) identifier.
-      if ((i > begin && isAxisChar(text[i - 1])) || (j < end && isAxisChar(text[j])))
+      if (axisCharBefore(text, i, begin) || axisCharAt(text, j, end))
         return ShapeError::atPattern(
             "'...' must be separated from axis names by spaces", i, 3);
       if (sawEllipsis)
@@ -218,10 +234,10 @@ Expected<PatternSide> parseSide(const std::string &text, size_t begin,
       ++i;
       continue;
     }
-    if (isAxisChar(c)) {
+    if (axisCharAt(text, i, end)) {
       size_t j = i;
-      while (j < end && isAxisChar(text[j]))
-        ++j;
+      while (size_t n = axisCharAt(text, j, end))
+        j += n;
       PatternAxis axis;
       axis.name = text.substr(i, j - i);
       axis.offset = static_cast<unsigned>(i);
@@ -245,9 +261,15 @@ Expected<PatternSide> parseSide(const std::string &text, size_t begin,
       i = j;
       continue;
     }
-    return ShapeError::atPattern(std::string("unexpected character '") + c +
-                                     "' in pattern",
-                                 i, 1);
+    auto d = unicode::decodeUtf8(text, i);
+    if (!d.valid())
+      return ShapeError::atPattern("invalid UTF-8 in pattern: " +
+                                       unicode::describeInvalidUtf8(text, i),
+                                   i, d.size);
+    return ShapeError::atPattern(
+        fmt::format("unexpected character {} in pattern",
+                    unicode::describeCodePoint(d.codePoint)),
+        i, d.size);
   }
   if (open)
     return ShapeError::atPattern("unbalanced '(': missing ')'", current.offset,

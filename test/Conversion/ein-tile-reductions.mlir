@@ -90,3 +90,35 @@ func.func @inner_axes(%x: memref<4x10x8xf32>, %o1: memref<4x8xf32>, %o2: memref<
   }
   return
 }
+
+// -----
+
+// Tests that reductions with an empty loop stay as they are: no rows to tile
+// (b = 0, where a tile of rows would have 0 rows) or nothing to reduce
+// (a = 0): canonicalize then drops both generics (they touch no element),
+// and the zero fill stays as it was.
+// CHECK-LABEL: func.func @empty_loops
+// CHECK-NOT: scf
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<10x8xf32>)
+// CHECK-NEXT: return
+func.func @empty_loops(%x: memref<4x0x8xf32>, %o1: memref<0x8xf32>, %y: memref<0x10x8xf32>, %o2: memref<10x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [affine_map<(b, a, c) -> (a, b, c)>,
+                                   affine_map<(b, a, c) -> (b, c)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x : memref<4x0x8xf32>) outs(%o1 : memref<0x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%o2 : memref<10x8xf32>)
+  linalg.generic {indexing_maps = [affine_map<(b, a, c) -> (a, b, c)>,
+                                   affine_map<(b, a, c) -> (b, c)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%y : memref<0x10x8xf32>) outs(%o2 : memref<10x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -120,7 +120,7 @@ module attributes {ein.dims = {a = 6 : i64}} {
 // -----
 
 // Tests that `ein.dims` holds integer sizes.
-// expected-error @+1 {{'ein.dims': size of 'a' must be a positive 64-bit integer}}
+// expected-error @+1 {{'ein.dims': size of 'a' must be a non-negative 64-bit integer}}
 module attributes {ein.dims = {a = "x"}} {
 }
 
@@ -181,6 +181,106 @@ func.func @einsum_mixed_element_types(%x: !ein.tensor<"m n", f32>, %y: !ein.tens
 func.func @einsum_acc(%x: !ein.tensor<"m n", bf16>) {
   // expected-error @+1 {{'ein.einsum' op result element type 'bf16' does not match the expected 'f32'}}
   %0 = ein.einsum %x, %x "i j, i j -> i" acc f32 : !ein.tensor<"m n", bf16>, !ein.tensor<"m n", bf16> -> !ein.tensor<"m", bf16>
+  return
+}
+
+// -----
+
+// Tests that the dtype rules of the front end (lib/Shape/DTypeRules.cpp) are
+// the verifier's: exp needs a float tensor (it would fail in math.exp's
+// verifier during lowering otherwise).
+func.func @exp_of_int(%x: !ein.tensor<"n", i32>) {
+  // expected-error @+1 {{'ein.exp' op exp needs a float tensor, got i32; use astype}}
+  %0 = ein.exp %x : !ein.tensor<"n", i32>
+  return
+}
+
+// -----
+
+// Tests the rule for the other float-only unary ops, one of them per dtype.
+func.func @rsqrt_of_int(%x: !ein.tensor<"n", i64>) {
+  // expected-error @+1 {{'ein.rsqrt' op rsqrt needs a float tensor, got i64; use astype}}
+  %0 = ein.rsqrt %x : !ein.tensor<"n", i64>
+  return
+}
+
+// -----
+
+func.func @log_of_int(%x: !ein.tensor<"n", i32>) {
+  // expected-error @+1 {{'ein.log' op log needs a float tensor, got i32; use astype}}
+  %0 = ein.log %x : !ein.tensor<"n", i32>
+  return
+}
+
+// -----
+
+func.func @sqrt_of_int(%x: !ein.tensor<"n", i64>) {
+  // expected-error @+1 {{'ein.sqrt' op sqrt needs a float tensor, got i64; use astype}}
+  %0 = ein.sqrt %x : !ein.tensor<"n", i64>
+  return
+}
+
+// -----
+
+func.func @tanh_of_int(%x: !ein.tensor<"n", i32>) {
+  // expected-error @+1 {{'ein.tanh' op tanh needs a float tensor, got i32; use astype}}
+  %0 = ein.tanh %x : !ein.tensor<"n", i32>
+  return
+}
+
+// -----
+
+// Tests that mean needs a float operand even with a float `acc` (as
+// `einc check` rules).
+func.func @mean_of_int_acc_f32(%x: !ein.tensor<"m n", i32>) {
+  // expected-error @+1 {{'ein.reduce' op mean needs a float tensor, got i32; use astype}}
+  %0 = ein.reduce mean %x "i j -> i" acc f32 : !ein.tensor<"m n", i32> -> !ein.tensor<"m", f32>
+  return
+}
+
+// -----
+
+// Tests that mean accumulates (and divides) in a float type.
+func.func @mean_acc_int(%x: !ein.tensor<"m n", f32>) {
+  // expected-error @+1 {{'ein.reduce' op mean accumulates in a float dtype, got acc=i64}}
+  %0 = ein.reduce mean %x "i j -> i" acc i64 : !ein.tensor<"m n", f32> -> !ein.tensor<"m", i64>
+  return
+}
+
+// -----
+
+// Tests that a reduce `acc` must be an element type of the language.
+func.func @reduce_acc_unsupported(%x: !ein.tensor<"m n", f32>) {
+  // expected-error @+1 {{'ein.reduce' op acc must be a supported element type, got 'i16'}}
+  %0 = ein.reduce sum %x "i j -> i" acc i16 : !ein.tensor<"m n", f32> -> !ein.tensor<"m", f32>
+  return
+}
+
+// -----
+
+// Tests that an einsum `acc` must be an element type of the language.
+func.func @einsum_acc_unsupported(%x: !ein.tensor<"m n", f32>) {
+  // expected-error @+1 {{'ein.einsum' op acc must be a supported element type, got 'index'}}
+  %0 = ein.einsum %x, %x "i j, i j -> i" acc index : !ein.tensor<"m n", f32>, !ein.tensor<"m n", f32> -> !ein.tensor<"m", f32>
+  return
+}
+
+// -----
+
+// Tests that an integer constant must fit its type: MLIR's integer attributes
+// hold exactly the type's width, and the parser rejects a wider value.
+func.func @constant_too_wide() {
+  // expected-error @+1 {{integer constant out of range for attribute}}
+  %0 = ein.constant 4294967297 : i32
+  return
+}
+
+// -----
+
+// Tests that a constant's type is an element type of the language.
+func.func @constant_unsupported_type() {
+  // expected-error @+1 {{'ein.constant' op unsupported element type 'i16'}}
+  %0 = ein.constant 7 : i16
   return
 }
 
@@ -409,7 +509,7 @@ module attributes {ein.dims = {"a-b" = 3}} {
 
 // -----
 
-// Tests that `ein.dims` sizes are positive.
-// expected-error @+1 {{'ein.dims': size of 'z' must be a positive 64-bit integer}}
-module attributes {ein.dims = {z = 0}} {
+// Tests that `ein.dims` sizes are not negative (0 is an empty axis).
+// expected-error @+1 {{'ein.dims': size of 'z' must be a non-negative 64-bit integer}}
+module attributes {ein.dims = {z = -1}} {
 }

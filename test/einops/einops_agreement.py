@@ -42,7 +42,7 @@ behaviour is an accident of einops' implementation rather than its design):
   * einsum with `...` on the right only: numpy accepts it as empty.
   * einsum with more than 52 distinct axes (einops' "Too many axes" limit).
   * reductions "any"/"all" and callable reductions (not part of ein).
-  * zero-sized dimensions, list-of-tensor inputs, non-ASCII axis names
+  * list-of-tensor inputs, non-ASCII axis names
     (einops accepts e.g. `ß` and the literal `…`), numbers with leading zeros
     (`01` is an anonymous axis of length 1 for einops), tabs in patterns.
 Note that einops ACCEPTS Python keywords (`for`) and `axis` as axis names (it
@@ -814,8 +814,39 @@ def _invalid_variations() -> list[Case]:
     )
 
 
+def _zero_size() -> list[Case]:
+    """Size-0 dims: empty tensors, b=0, and what einops refuses on them (a
+    split by 0: "integer modulo by zero"; max/min over an empty axis: numpy's
+    "zero-size array to reduction operation ... which has no identity"; an
+    anonymous axis 0)."""
+    cases = [
+        REP((3,), "a -> (a b)", b=0),
+        REP((3,), "a -> a b", b=0),
+        REP((0, 2), "a c -> a b c", b=4),
+        REP((3,), "a -> a 0"),
+        R((0, 3), "(a b) c -> a b c", b=2),
+        R((0, 3), "(a b) c -> a b c", b=0),
+        R((4, 3), "(a b) c -> a b c", b=0),
+        R((3, 0), "a b -> (a b)"),
+        R((2, 0, 3), "a b c -> c b a"),
+        R((0, 4), "a (b c) -> a b c", b=2),
+        RED((3, 0), "a c -> c", "max"),
+        RED((0, 0), "a b -> a", "max"),
+        RED((0, 3), "a b -> b a", "min"),
+        RED((2, 0, 3), "a b c -> b", "min"),
+        RED((2, 0, 3), "a b c -> a c", "max"),
+        EIN([(2, 0), (0, 3)], "a b, b c -> a c"),
+        EIN([(0, 3), (3, 4)], "a b, b c -> a c"),
+        EIN([(0, 3)], "a b -> "),
+    ]
+    for kind in REDUCTIONS:
+        cases.append(RED((0, 3), "a c -> c", kind))
+    return section("zero-size", cases)
+
+
 def all_cases() -> list[Case]:
-    return _einops_tests() + _einops_docs() + _valid_variations() + _invalid_variations()
+    return (_einops_tests() + _einops_docs() + _valid_variations() + _invalid_variations()
+            + _zero_size())
 
 
 # --------------------------------------------------------------------------

@@ -29,13 +29,17 @@ Categories:
               `...`, `1`, `()`, anonymous numbers, all five reductions, reduce
               acc=), elementwise expression trees (`+ - * / **`, broadcasting
               by name and against `1` dims, `exp log sqrt rsqrt relu tanh`,
-              unary minus, `astype` between all six dtypes), several-result
+              unary minus, `astype` between all six dtypes), integer `/` and
+              `**` on the operands that trap in C (divisors 0 and -1 next to
+              INT_MIN, negative exponents of 0), several-result
               functions, einsums of 1-5 operands (executed pairwise; diagonals,
               `...`, composed inputs and outputs, acc=), chains (softmax, layer
               norm, attention, MLP, pooling), pack and unpack, inf/NaN/-0.0,
               integers over their whole range, larger tensors, and corners of
               the lowering and the driver (returning a parameter or one value
-              twice, views of views, folded constants, --time, ...). Dtypes f64
+              twice, views of views, folded constants, --time, ...), empty
+              tensors (gen-empty: size-0 dims in every op; reductions over
+              empty axes give numpy's sum 0, prod 1, mean NaN). Dtypes f64
               f32 f16 bf16 i32 i64; then the generators again on f8e4m3 and
               f8e5m2 operands, and fp8 corners (every bit pattern, overflow,
               NaN, subnormals); integers only where meaningful, no integer
@@ -44,7 +48,8 @@ Categories:
   examples    the functions of examples/*.ein with small --dim sizes.
   negative    inputs that do not fit the signature (wrong rank, a dim that
               disagrees with another input, with --dim or with a `dim`
-              declaration, a failing entry check, a missing / unknown / twice
+              declaration, a failing entry check, max / min over an empty
+              axis, a split by a size-0 axis, a missing / unknown / twice
               given --in, malformed .npy files, a wrong --out count, ...):
               `einc run` must exit 2 with `einc: error: ...` and must neither
               create an output file nor replace an existing one nor leave a
@@ -1349,6 +1354,64 @@ def gen_wide_int_case(rng, idx: int) -> RunCase:
                    inputs=[("x", x), ("y", y), ("d", d)], outs=outs)
 
 
+def ein_int_div(x: np.ndarray, y: np.ndarray, dtype: str) -> np.ndarray:
+    """ein's integer `/` (language.md §6), in exact Python integers: the
+    quotient truncated toward zero, x / 0 = 0, and the result wrapped to the
+    dtype (so INT_MIN / -1 = INT_MIN)."""
+    lo, hi = INT_RANGE[dtype]
+    out = []
+    for a, b in zip(x.reshape(-1).tolist(), np.broadcast_to(y, x.shape).reshape(-1).tolist()):
+        q = 0 if b == 0 else (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
+        out.append((q - lo) % (hi - lo + 1) + lo)
+    return np.array(out, dtype=np.int64).reshape(x.shape)
+
+
+def ein_int_pow(x: np.ndarray, y: np.ndarray, dtype: str) -> np.ndarray:
+    """ein's integer `**`: wrapped to the dtype; a negative exponent gives
+    1 / x**|y| in ein's integer division (1, +-1 for x = -1, else 0)."""
+    lo, hi = INT_RANGE[dtype]
+    out = []
+    for a, b in zip(x.reshape(-1).tolist(), y.reshape(-1).tolist()):
+        if b < 0:
+            r = 1 if a == 1 else (-1) ** (-b) if a == -1 else 0
+        else:
+            r = pow(a, b, hi - lo + 1)
+        out.append((r - lo) % (hi - lo + 1) + lo)
+    return np.array(out, dtype=np.int64).reshape(x.shape)
+
+
+def gen_int_division_case(rng, idx: int) -> RunCase:
+    """Integer `/` and `**` on the operands that trap in C: divisors 0 and -1
+    next to INT_MIN, a literal 0 divisor, negative exponents of 0, 1, -1.
+    The generated code must not trap (SIGFPE) and must give ein's rule."""
+    dtype = "i32" if idx % 2 == 0 else "i64"
+    lo, hi = INT_RANGE[dtype]
+    npd = np.int32 if dtype == "i32" else np.int64
+    n, m = int(rng.integers(2, 5)), int(rng.integers(3, 7))
+    special = np.array([0, 1, -1, lo, hi, lo + 1, 7, -7, 2], dtype=np.int64)
+    x = np.where(rng.random((n, m)) < 0.5, rng.choice(special, (n, m)),
+                 rng.integers(-1000, 1000, (n, m))).astype(npd)
+    # Rows of INT_MIN over the divisors 0 and -1 make sure both corners occur.
+    x[0, :] = lo
+    y = rng.choice(np.array([0, -1, 1, 2, -3, lo, hi, 5], dtype=np.int64), (m,)).astype(npd)
+    y[0], y[1] = 0, -1
+    b = rng.choice(np.array([0, 1, -1, 2, -2, 3], dtype=np.int64), (n, m)).astype(npd)
+    e = rng.integers(-3, 4, (n, m)).astype(npd)
+    X, Y, B, E = (a.astype(np.int64) for a in (x, y, b, e))
+    T = tstr(dtype, ["n", "m"])
+    src = emit_function("f", [("x", T), ("y", tstr(dtype, ["m"])), ("b", T), ("e", T)], [T, T, T, T], [
+        "return x / y, x / 0 + x / -1, b ** e, (b - x) / (x - x)",
+    ])
+    zeros = np.zeros_like(X)
+    outs = [Out(dtype, ein_int_div(X, Y, dtype), True),
+            # 0 + (-x), wrapped to the dtype by a division by 1
+            Out(dtype, ein_int_div(ein_int_div(X, zeros, dtype) + ein_int_div(X, -np.ones_like(X), dtype), np.ones_like(X), dtype), True),
+            Out(dtype, ein_int_pow(B, E, dtype), True),
+            Out(dtype, zeros, True)]
+    return RunCase(f"gen-int-division#{idx:03d}", "generated", f"{dtype} division by 0 and INT_MIN / -1, negative powers {(n, m)}", src,
+                   inputs=[("x", x), ("y", y), ("b", b), ("e", e)], outs=outs)
+
+
 def gen_special_case(rng, idx: int) -> RunCase:
     """inf, -inf, NaN, -0.0 and large values through data movement and ops."""
     dtype = str(rng.choice(FLOATS))
@@ -1513,6 +1576,175 @@ def gen_blocked_contraction_case(rng, idx: int, dtype: Optional[str] = None) -> 
                    inputs=[("x", x), ("y", y)], outs=[Out(dtype, quantize(ref, dtype), True)])
 
 
+# -- empty tensors -----------------------------------------------------------
+
+EMPTY_NP = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32,
+            "i32": np.int32, "i64": np.int64}
+
+
+def empty_input(rng, shape, dtype: str):
+    """Small integers (every sum and product exact) in `dtype`'s file type,
+    and the reference values (float64 / int64)."""
+    v = rng.integers(-3, 4, size=tuple(shape))
+    ref = v.astype(np.int64 if dtype in INTS else np.float64)
+    return v.astype(EMPTY_NP[dtype]), ref
+
+
+def empty_cases() -> list[RunCase]:
+    """Size-0 dims in every op, with numpy / einops as the oracle: data
+    movement of empty tensors, repeat with a size-0 new axis (b=0), reductions
+    over empty axes (sum 0, prod 1, mean NaN) and over non-empty axes with an
+    empty batch axis (max and min too), the outer-axis reduction tiles,
+    einsums with an empty contracted axis (all zeros; large enough for the
+    tiled contraction kernel) or an empty free or batch axis, several
+    operands, pack / unpack with an empty part, elementwise broadcasting,
+    astype between all dtypes, sizes 0 from a `dim` declaration, from --dim
+    and from the type itself."""
+    rng = np.random.default_rng(47_000)
+    cases: list[RunCase] = []
+    dtypes = ["f32", "f64", "f16", "bf16", "i32", "i64"]
+
+    def add(name, dtype, params, rtypes, lines, outs, dims=(), desc=""):
+        files = [(p, f) for p, _, f in params]
+        src = emit_function("f", [(p, t) for p, t, _ in params], rtypes, lines)
+        cases.append(RunCase(f"gen-empty#{len(cases):03d}", "generated",
+                             f"zero-size {dtype} {name}: {desc or ' ; '.join(lines)}", src,
+                             inputs=files, outs=outs, dims=list(dims)))
+
+    def names(shape):
+        return [f"n{k}" for k in range(len(shape))]
+
+    # rearrange, repeat: data movement of empty tensors, and b=0.
+    moves = [
+        ("rearrange", "a b c -> c (a b)", (0, 3, 2), {}),
+        ("rearrange", "(a b) c -> a b c", (0, 3), {"b": 2}),
+        ("rearrange", "a b -> b a", (4, 0), {}),
+        ("rearrange", "a b c -> (b c) a", (2, 0, 3), {}),
+        ("rearrange", "a ... c -> c ... a", (2, 0, 3, 2), {}),
+        ("repeat", "a -> (a b)", (3,), {"b": 0}),
+        ("repeat", "a -> a b", (3,), {"b": 0}),
+        ("repeat", "a c -> a b c", (0, 2), {"b": 4}),
+        ("repeat", "a -> b a", (5,), {"b": 0}),
+        ("repeat", "a c -> (b a) c", (3, 0), {"b": 2}),
+    ]
+    for k, (op, pattern, shape, sizes) in enumerate(moves):
+        dtype = dtypes[k % len(dtypes)]
+        f, v = empty_input(rng, shape, dtype)
+        ref = getattr(einops, op)(v, pattern, **sizes)
+        kw = "".join(f", {n}={s}" for n, s in sizes.items())
+        add(op, dtype, [("x", tstr(dtype, names(shape)), f)], [tstr(dtype, ["_"] * ref.ndim)],
+            [f'return {op}(x, "{pattern}"{kw})'], [Out(dtype, ref, True)], desc=f"{pattern} {shape} {sizes}")
+
+    # reduce: empty reduced axes (identities) and empty kept axes.
+    reductions = [
+        ("a c -> c", (0, 4), ("sum", "prod", "mean")),
+        ("a b c -> a c", (3, 0, 2), ("sum", "prod", "mean")),
+        ("a b ->", (0, 0), ("sum", "prod", "mean")),
+        ("a b -> b a", (0, 3), ("sum", "max", "min")),  # nothing reduced
+        ("a c -> a", (0, 4), ("sum", "prod", "mean", "max", "min")),
+        ("a b c -> b", (3, 0, 2), ("sum", "prod", "mean", "max", "min")),
+        ("a b c -> b c", (0, 20, 9), ("sum", "prod", "mean")),  # outer-axis tiles
+        ("a b c -> b c", (4, 0, 9), ("sum", "max", "min")),
+        ("a b c -> c b", (3, 17, 0), ("max", "prod")),
+    ]
+    k = 0
+    for pattern, shape, kinds in reductions:
+        for kind in kinds:
+            for dtype in ("f32", "bf16", "i64") if kind != "mean" else ("f32", "f16", "f64"):
+                f, v = empty_input(rng, shape, dtype)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # numpy's "Mean of empty slice"
+                    ref = einops.reduce(v, pattern, kind)
+                rt = tstr(dtype, ["_"] * np.ndim(ref))
+                add("reduce", dtype, [("x", tstr(dtype, names(shape)), f)], [rt],
+                    [f'return reduce(x, "{pattern}", "{kind}")'], [Out(dtype, quantize(ref, dtype), True)],
+                    desc=f"{kind} {pattern} {shape}")
+                k += 1
+
+    # einsum: empty contracted axis (zeros), empty free or batch axes.
+    einsums = [
+        ("m k, k n -> m n", [(2, 0), (0, 3)]),
+        ("m k, k n -> m n", [(70, 0), (0, 130)]),  # the tiled contraction kernel
+        ("m k, k n -> m n", [(0, 300), (300, 1100)]),
+        ("m k, k n -> m n", [(40, 300), (300, 0)]),
+        ("m k, n k -> m n", [(0, 3), (4, 3)]),
+        ("b m k, b k n -> b m n", [(0, 3, 4), (0, 4, 5)]),
+        ("b m k, b k n -> b m n", [(2, 3, 0), (2, 0, 5)]),
+        ("i j, j k, k l -> i l", [(2, 0), (0, 3), (3, 4)]),
+        ("i j, j k, k l -> i l", [(2, 3), (3, 0), (0, 4)]),
+        ("i j, j k, k l -> i l", [(0, 3), (3, 2), (2, 4)]),
+        ("i j ->", [(0, 3)]),
+        ("i j -> j i", [(3, 0)]),
+        ("i, i ->", [(0,), (0,)]),
+    ]
+    for k, (pattern, shapes) in enumerate(einsums):
+        dtype = ["f32", "f64", "f16", "bf16", "i32", "i64", "f32"][k % 7]
+        ins = [s.strip() for s in pattern.split("->")[0].split(",")]
+        params, vals = [], []
+        for j, (axes, shape) in enumerate(zip(ins, shapes)):
+            f, v = empty_input(rng, shape, dtype)
+            params.append((f"x{j}", tstr(dtype, axes.split()), f))
+            vals.append(v)
+        out_axes = pattern.split("->")[1].split()
+        ref = np.einsum(pattern.replace(" ", ""), *vals)
+        args = ", ".join(p for p, _, _ in params)
+        add("einsum", dtype, params, [tstr(dtype, out_axes)], [f'return einsum({args}, "{pattern}")'],
+            [Out(dtype, quantize(ref, dtype), True)], desc=f"{pattern} {shapes}")
+    f, v = empty_input(rng, (3, 0), "f16")
+    g, w = empty_input(rng, (0, 4), "f16")
+    add("einsum acc=f32", "f16", [("x", 'f16["m k"]', f), ("y", 'f16["k n"]', g)], ['f32["m n"]'],
+        ['return einsum(x, y, "m k, k n -> m n", acc=f32)'], [Out("f32", v @ w, True)])
+
+    # pack / unpack with an empty part and an empty batch axis.
+    for k, (sx, sy) in enumerate([((2, 0), (2, 3)), ((0, 2), (0, 3)), ((2, 0), (2, 0))]):
+        dtype = ["i32", "f32", "bf16"][k]
+        f, v = empty_input(rng, sx, dtype)
+        g, w = empty_input(rng, sy, dtype)
+        # (einops.pack itself fails on an empty b: numpy cannot reshape a
+        # size-0 array to (0, -1); packing is concatenation along `*`.)
+        packed = np.concatenate([v, w], axis=1)
+        add("pack", dtype, [("x", tstr(dtype, ["b", "p"]), f), ("y", tstr(dtype, ["b", "q"]), g)],
+            [tstr(dtype, ["b", "p+q"]), tstr(dtype, ["b", "p"]), tstr(dtype, ["b", "q"])],
+            ['z, ps = pack([x, y], "b *")', 'u, w = unpack(z * 2, ps, "b *")', "return z, u, w"],
+            [Out(dtype, packed, True), Out(dtype, v * 2, True), Out(dtype, w * 2, True)], desc=f"{sx} {sy}")
+
+    # elementwise, broadcasting by name and against `#` dims.
+    for k, dtype in enumerate(dtypes):
+        f, v = empty_input(rng, (0, 3), dtype)
+        g, w = empty_input(rng, (3,), dtype)
+        add("elementwise", dtype, [("x", tstr(dtype, ["a", "b"]), f), ("y", tstr(dtype, ["b"]), g)],
+            [tstr(dtype, ["a", "b"])], ["return x * 2 + y - x"], [Out(dtype, quantize(v * 2 + w - v, dtype), True)])
+    f, v = empty_input(rng, (0, 1), "f32")
+    g, w = empty_input(rng, (0, 4), "f32")
+    add("elementwise #", "f32", [("x", 'f32["n #m"]', f), ("y", 'f32["n m"]', g)], ['f32["n m"]'],
+        ["return exp(x) + y"], [Out("f32", np.exp(v) + w)])
+    f, v = empty_input(rng, (4, 0), "f64")
+    add("elementwise unary", "f64", [("x", 'f64["a b"]', f)], ['f64["a b"]', 'f64["a b"]'],
+        ["return tanh(x) + sqrt(x * x), -x"], [Out("f64", v), Out("f64", -v, True)])
+
+    # astype between all dtypes.
+    for k, src in enumerate(dtypes):
+        dst = dtypes[(k + 1) % len(dtypes)]
+        f, v = empty_input(rng, (2, 0, 3), src)
+        add("astype", f"{src}->{dst}", [("x", tstr(src, ["a", "b", "c"]), f)], [tstr(dst, ["c", "a", "b"])],
+            [f'return rearrange(astype(x, {dst}), "a b c -> c a b")'], [Out(dst, np.zeros((3, 2, 0)), True)])
+
+    # Sizes 0 from the type, from a `dim` declaration, from --dim.
+    f, v = empty_input(rng, (0, 3), "f32")
+    add("type 0", "f32", [("x", 'f32["0 3"]', f)], ['f32["3 0"]'], ['return rearrange(x, "a b -> b a")'],
+        [Out("f32", v.T, True)])
+    f, v = empty_input(rng, (3,), "i32")
+    src = "dim z = 0\n\n" + emit_function("f", [("x", 'i32["n"]')], ['i32["n z"]'], ['return repeat(x, "n -> n m", m=z)'])
+    cases.append(RunCase(f"gen-empty#{len(cases):03d}", "generated", "zero-size i32 dim z = 0: repeat m=z", src,
+                         inputs=[("x", f)], outs=[Out("i32", np.zeros((3, 0)), True)]))
+    add("--dim", "f32", [("x", 'f32["n"]', empty_input(rng, (3,), "f32")[0])], ['f32["n m"]'],
+        ['return repeat(x, "n -> n m", m=m)'], [Out("f32", np.zeros((3, 0)), True)], dims=[("m", 0)])
+    f, v = empty_input(rng, (0,), "f32")
+    add("split", "f32", [("x", 'f32["h"]', f)], ['f32["h/4 4"]'], ['return rearrange(x, "(a b) -> a b", b=4)'],
+        [Out("f32", v.reshape(0, 4), True)])
+    return cases
+
+
 def edge_cases() -> list[RunCase]:
     """Hand-written programs for corners of the lowering, the pipeline and the
     driver."""
@@ -1654,10 +1886,13 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_large_case(np.random.default_rng(43_000 + k), k))
     for k in range(9):
         cases.append(gen_wide_int_case(np.random.default_rng(44_000 + k), k))
+    for k in range(8):
+        cases.append(gen_int_division_case(np.random.default_rng(44_500 + k), k))
     for k in range(15):
         cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
     for k in range(24):
         cases.append(gen_outer_reduce_case(np.random.default_rng(46_000 + k), k))
+    cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()
     return cases
@@ -1814,7 +2049,29 @@ def negative_cases() -> list[RunCase]:
         # (name, source, inputs, extra fields, stderr substring)
         ("wrong-rank", two, [("x", f32(2, 3, 1)), ("y", f32(3, 4))], {}, "expected 2 dims"),
         ("wrong-rank-scalar", two, [("x", np.float32(1.0)), ("y", f32(3, 4))], {}, "expected 2 dims"),
-        ("zero-size-input", two, [("x", f32(0, 3)), ("y", f32(3, 4))], {}, "no positive integer"),
+        # Size 0 is an empty axis (gen-empty cases); a size that solves to a
+        # negative one is not.
+        ("negative-size-from-input", 'def f(x: f32["n+1"]) -> f32["n+1"]:\n    return x\n', [("x", f32(0))], {},
+         "size 0 gives no non-negative integer n"),
+        # max / min have no identity: numpy raises "zero-size array to
+        # reduction operation maximum which has no identity".
+        ("max-over-empty-axis", 'def f(x: f32["a c"]) -> f32["c"]:\n    return reduce(x, "a c -> c", "max")\n',
+         [("x", f32(0, 3))], {}, "entry check a >= 1 fails with a = 0 from parameter 'x' dim 0 (a): "
+         "reduce(..., \"a c -> c\", \"max\") at line 2: max over 'a' needs at least one element"),
+        ("min-over-empty-axes", 'def f(x: i32["a b c"]) -> i32["b"]:\n    return reduce(x, "a b c -> b", "min")\n',
+         [("x", np.zeros((2, 3, 0), np.int32))], {}, "min over 'a', 'c' needs at least one element"),
+        ("max-over-empty-axis-in-chain", 'def f(x: f32["r t"]) -> f32["r t"]:\n    e = exp(x - reduce(x, "r t -> r", "max"))\n'
+         '    return e / reduce(e, "r t -> r", "sum")\n', [("x", f32(3, 0))], {}, "entry check t >= 1 fails"),
+        ("split-by-empty-axis", 'def f(x: f32["n"], y: f32["m"]) -> f32["_ m"]:\n    return rearrange(x, "(a b) -> a b", b=m)\n',
+         [("x", f32(0)), ("y", f32(0))], {}, "n % m == 0 fails with m = 0"),
+        # An empty input with a huge dim: its reduction is 2**40 zeros, as
+        # an intermediate (refused before compiling) or as the result.
+        ("empty-input-huge-intermediate", 'def f(x: f32["a b"]) -> f32[""]:\n    return reduce(exp(reduce(x, "a b -> b", "sum")), "b ->", "sum")\n',
+         [("x", np.zeros((0, 2**40), np.float32))], {}, "more than this machine's memory"),
+        ("empty-input-huge-result", 'def f(x: f32["a b"]) -> f32["b"]:\n    return reduce(x, "a b -> b", "sum")\n',
+         [("x", np.zeros((0, 2**40), np.float32))], {}, "more than this machine's memory"),
+        ("split-self-by-empty-axis", 'def f(x: f32["n"]) -> f32["1 n"]:\n    return rearrange(x, "(a b) -> a b", b=n)\n',
+         [("x", f32(0))], {}, "division by a size of 0"),
         ("dim-disagrees-with-input", two, [("x", f32(2, 3)), ("y", f32(4, 4))], {}, "expected 3, got 4"),
         ("dim-disagrees-with---dim", two, good, {"dims": [("a", 5)]}, "expected 5, got 2"),
         ("dim-disagrees-with-declaration", declared, [("x", f32(2, 3))], {}, "expected 4, got 2"),

@@ -20,10 +20,12 @@
 #endif
 #ifdef EIN_HAVE_CONVERSION
 #include "ein/Conversion/Passes.h"
+#include "ein/Conversion/Pipelines.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/PassRegistry.h"
 #endif
 
 int main(int argc, char **argv) {
@@ -41,6 +43,16 @@ int main(int argc, char **argv) {
 #ifdef EIN_HAVE_CONVERSION
   registry.insert<mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect>();
+  // einc's whole CPU pipeline, so that tests can lower any verified IR.
+  ein::registerCPUPipeline(registry);
+  mlir::PassPipelineRegistration<>(
+      "ein-lower-to-llvm",
+      "einc's CPU pipeline: ein to the LLVM dialect (einc emit --stage=llvm)",
+      [](mlir::OpPassManager &pm) {
+        if (mlir::failed(mlir::parsePassPipeline(
+                ein::cpuPipeline(ein::CPUStage::LLVM), pm, llvm::errs())))
+          llvm::report_fatal_error("ein-lower-to-llvm: bad pipeline text");
+      });
 #endif
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "ein optimizer driver\n", registry));

@@ -188,6 +188,7 @@ class Ein_UnaryOp<string mnemonic, string desc>
   let arguments = (ins Ein_Tensor:$input);
   let results = (outs Ein_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
 }
 
 def Ein_ExpOp : Ein_UnaryOp<"exp", "exponential">;
@@ -226,9 +227,6 @@ def Ein_ConstantOp : Ein_Op<"constant",
   let results = (outs Ein_Tensor:$result);
   let assemblyFormat = "$value attr-dict";
   let hasVerifier = 1;
-  let builders = [
-    OpBuilder<(ins "double":$value, "::mlir::Type":$elementType)>
-  ];
 }
 
 #endif // EIN_DIALECT_EINOPS_TD

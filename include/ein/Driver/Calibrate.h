@@ -1,6 +1,8 @@
 // `einc calibrate`: this CPU's peak figures, stored for `einc run --time`.
 #pragma once
 
+#include "ein/Support/Error.h"
+
 #include <optional>
 #include <string>
 
@@ -20,7 +22,7 @@ std::string calibrationPath();
 /// Reads stored figures; nullopt when there are none or they are malformed.
 std::optional<Calibration> loadCalibration();
 
-/// Measures, stores and prints the figures; returns the exit code.
-int runCalibrate();
+/// Measures and stores the figures; returns the text that reports them.
+ErrorOr<std::string> runCalibrate();
 
 } // namespace ein

@@ -3,7 +3,6 @@
 
 #include "ein/Analysis/Cost.h"
 
-#include <ostream>
 #include <string>
 
 namespace ein {
@@ -29,9 +28,10 @@ std::vector<OpReport> reportOps(const CheckedFunction &fn,
 /// The cost inputs of a checked op (shared by the report and tests).
 CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn);
 
-void printReportTable(const CheckedModule &module, const ReportOptions &options,
-                      std::ostream &os);
-void printReportJSON(const CheckedModule &module, const ReportOptions &options,
-                     std::ostream &os);
+/// The report as a text table, and as JSON (one line).
+std::string reportTable(const CheckedModule &module,
+                        const ReportOptions &options);
+std::string reportJSON(const CheckedModule &module,
+                       const ReportOptions &options);
 
 } // namespace ein

@@ -2,9 +2,11 @@
 #pragma once
 
 #include "ein/Conversion/Pipelines.h"
+#include "ein/Execution/JIT.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/AST.h"
 
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,15 +20,18 @@ struct RunOptions {
   bool time = false;
   double peakFlops = 0, bandwidth = 0;
   CPUOptions cpu;
+  JITOptions jit; // perf/gdb listeners: off unless asked for
 };
 
-/// Runs `options.function` of the parsed `module`. Returns the exit code:
-/// 0 success, 1 a compile error in the file or an output that cannot be
-/// written, 2 bad inputs (missing or malformed .npy, shapes that do not bind
-/// the signature, a failed entry check). Outputs are written to temporaries
-/// and renamed into place only when all are written.
-int runFunction(const SourceFile &file, const Module &module,
-                const CheckOptions &check, const RunOptions &options);
+/// Runs `options.function` of the parsed `module`; the `--time` figures go
+/// to `out`. The error's kind gives the exit code: 1 a compile error in the
+/// file or an output that cannot be written, 2 bad inputs (missing or
+/// malformed .npy, shapes that do not bind the signature, a failed entry
+/// check). Outputs are written to temporaries and renamed into place only
+/// when all are written.
+ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
+                          const CheckOptions &check, const RunOptions &options,
+                          std::ostream &out);
 
 class JITFunction;
 namespace runtime {
@@ -34,10 +39,9 @@ struct HostTensor;
 }
 /// Median seconds per call of `jit` after one warm-up call, over at least
 /// 0.2 s of calls (and up to five calls while under 2 s). `calls` receives
-/// the number of timed calls; returns a negative value if a call fails.
-double medianCallSeconds(JITFunction &jit,
-                         const std::vector<const runtime::HostTensor *> &inputs,
-                         const std::vector<runtime::HostTensor *> &outputs,
-                         size_t &calls);
+/// the number of timed calls; the error is that of a call that failed.
+ErrorOr<double> medianCallSeconds(
+    JITFunction &jit, const std::vector<const runtime::HostTensor *> &inputs,
+    const std::vector<runtime::HostTensor *> &outputs, size_t &calls);
 
 } // namespace ein

@@ -3,6 +3,7 @@
 
 #include "ein/Conversion/Pipelines.h"
 #include "ein/Sema/Program.h"
+#include "ein/Support/Error.h"
 
 #include <string>
 
@@ -17,11 +18,12 @@ namespace ein {
 ///
 /// taking, per tensor, a data pointer, its sizes and its strides (in
 /// elements), and returning 0 on success or an `EIN_ERR_*` code. The object
-/// needs LLVM's OpenMP runtime (libomp) and libm at link time. Returns false
-/// with the reason in `error`.
-bool compileToObject(const CheckedModule &module, const std::string &objectPath,
-                     const std::string &headerPath, std::string &error,
-                     const CPUOptions &options = {});
+/// needs LLVM's OpenMP runtime (libomp) and libm at link time. The error
+/// says "cannot build:" with the reason as its context (exit 1).
+ErrorOr<void> compileToObject(const CheckedModule &module,
+                              const std::string &objectPath,
+                              const std::string &headerPath,
+                              const CPUOptions &options = {});
 
 /// The C header text for `module` (exposed for tests).
 std::string cHeader(const CheckedModule &module, const std::string &guard);

@@ -4,6 +4,7 @@
 #include "ein/Conversion/Pipelines.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Program.h"
+#include "ein/Support/Error.h"
 
 #include <memory>
 #include <string>
@@ -11,23 +12,33 @@
 
 namespace ein {
 
+/// Profiler and debugger hooks of the JIT. Off by default: the perf listener
+/// writes a jitdump directory (`$JITDUMPDIR` or `$HOME`/.debug/jit/...) on
+/// every compilation, which piles up and is never cleaned.
+struct JITOptions {
+  bool perfListener = false; // perf jitdump files, for `perf inject --jit`
+  bool gdbListener = false;  // register the code with gdb's JIT interface
+  /// The options asked for by EIN_JIT_PERF=1 and EIN_JIT_GDB=1.
+  static JITOptions fromEnvironment();
+};
+
 /// A function compiled for this CPU, with every dim bound to a number.
 class JITFunction {
 public:
   /// Compiles `function` of `module` (whose dims must all be bound) through
-  /// the CPU pipeline. Returns null with the reason in `error`.
-  static std::unique_ptr<JITFunction> compile(const CheckedModule &module,
-                                              const std::string &function,
-                                              std::string &error,
-                                              const CPUOptions &options = {});
+  /// the CPU pipeline. The error says "cannot compile 'NAME':" with the
+  /// compiler's messages as its context (a program error, exit 1).
+  static ErrorOr<std::unique_ptr<JITFunction>>
+  compile(const CheckedModule &module, const std::string &function,
+          const CPUOptions &options = {}, const JITOptions &jit = {});
   ~JITFunction();
 
   /// Runs the function: `inputs` in parameter order, `outputs` preallocated
   /// with the result types (in return order). Shapes and storage types must
-  /// match the compiled signature; returns false with a message otherwise.
-  bool call(const std::vector<const runtime::HostTensor *> &inputs,
-            const std::vector<runtime::HostTensor *> &outputs,
-            std::string &error);
+  /// match the compiled signature; otherwise the error (a usage error, exit
+  /// 2: the inputs do not fit) says which tensor differs and how.
+  ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
+                     const std::vector<runtime::HostTensor *> &outputs);
 
   struct Impl;
 

@@ -82,6 +82,8 @@ private:
 /// product of the nonzero dims must fit even when some dim is zero.
 std::optional<int64_t> checkedNumElements(const std::vector<int64_t> &shape,
                                           unsigned elementBytes = 1);
+/// This machine's physical memory in bytes; nullopt when unknown.
+std::optional<uint64_t> physicalMemoryBytes();
 /// "(2, 3)", "()", "(5,)": numpy's repr of a shape tuple.
 std::string shapeTupleStr(const std::vector<int64_t> &shape);
 

@@ -2,6 +2,13 @@
 // HostTensors. MLIR-free, exception-free: every failure is an error message
 // that starts with the file's path.
 //
+// Reading checks the magic, the version and the header (at most 1 MiB)
+// first, then reads exactly the data bytes the header promises straight
+// into the tensor: a regular file's size must match before any data is
+// read, a data size beyond the machine's memory (hostMemoryBytes) is refused
+// before anything is allocated, and a pipe or device is read no further than
+// the promised bytes plus one (an endless FIFO or /dev/zero fails at once).
+//
 // Reading accepts these descrs ('<' little-endian, '|' or '=' where the byte
 // order does not matter or is native; '>' on a multi-byte type is rejected):
 //
@@ -26,12 +33,15 @@
 // Writing emits exactly what numpy's np.save does for the same array: version
 // 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian,
 // header padded with spaces to a multiple of 64 bytes. bf16 and fp8 tensors are
-// written as <f4 (exact widening), bool as |b1. The file is written to a
-// temporary file in the destination's directory and renamed into place, so on
-// failure no file is created or replaced.
+// written as <f4 (exact widening), bool as |b1. Files are written by the
+// rules of OutputFiles.h: symbolic links written through, FIFOs and devices
+// written directly, existing files replaced atomically keeping their mode,
+// read-only files and directories refused, and several outputs all replaced
+// or none.
 #pragma once
 
 #include "ein/Runtime/HostTensor.h"
+#include "ein/Runtime/OutputFiles.h"
 
 #include <cstdint>
 #include <optional>
@@ -42,19 +52,40 @@ namespace ein {
 namespace runtime {
 
 /// Reads the .npy file at `path`, converting to `want` when given (see the
-/// table above).
+/// table above). The header is read and checked first, then exactly the data
+/// bytes it promises: a data size above hostMemoryBytes() is refused before
+/// anything is allocated, and pipes and devices (a FIFO, /dev/zero) are
+/// never read further than the header promises plus one byte.
 Result<HostTensor> readNpy(const std::string &path,
                            std::optional<StorageType> want = std::nullopt);
+/// As above with an explicit limit on the data size in bytes (for tests).
+Result<HostTensor> readNpy(const std::string &path,
+                           std::optional<StorageType> want,
+                           uint64_t maxDataBytes);
 
 /// Parses .npy bytes held in memory; `name` is used in error messages.
-Result<HostTensor> parseNpy(std::vector<uint8_t> bytes, const std::string &name,
+Result<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
+                            const std::string &name,
                             std::optional<StorageType> want = std::nullopt);
+
+/// The most data readNpy accepts: the machine's physical memory
+/// (sysconf(_SC_PHYS_PAGES) * _SC_PAGE_SIZE), or the cgroup v2 memory limit
+/// when that is smaller.
+uint64_t hostMemoryBytes();
 
 /// Serialises `tensor` as .npy bytes (see above). Fails if the tensor's data
 /// does not match its shape.
 Result<std::vector<uint8_t>> serializeNpy(const HostTensor &tensor);
 
-/// Writes `tensor` to `path` atomically (temporary file + rename).
+/// Writes `tensor`'s .npy bytes to `fd` (no path in error messages).
+Status writeNpyTo(int fd, const HostTensor &tensor);
+
+/// Writes `tensors[i]` to `plan.targets[i]` by the rules of OutputFiles.h:
+/// all files replaced, or none.
+Status writeNpyOutputs(const OutputPlan &plan,
+                       const std::vector<const HostTensor *> &tensors);
+
+/// writeNpyOutputs for one path (planOutputs included).
 Status writeNpy(const std::string &path, const HostTensor &tensor);
 
 } // namespace runtime

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +29,14 @@ struct EntryBinding {
   /// one) of `#` dims whose input size is 1.
   std::map<std::string, std::set<size_t>> unitDims;
 };
+/// With every dim of `fn` bound: a message naming the first value (a
+/// parameter, an intermediate or a result) whose size exceeds `maxBytes`, or
+/// nullopt when all fit. Empty inputs make large values cheap to ask for
+/// (reduce over an empty (0, 2**40) input gives 2**40 zeros); the caller
+/// refuses them instead of letting an allocation fail.
+std::optional<std::string> valueTooLarge(const CheckedFunction &fn,
+                                         Int maxBytes);
+
 EntryBinding bindEntryShapes(const CheckedFunction &fn,
                              const std::vector<std::string> &paramNames,
                              const std::vector<std::vector<int64_t>> &shapes);

@@ -37,8 +37,9 @@ struct CheckedOp {
   std::vector<SizeArg> sizes;   // keyword sizes
   ReduceKind reduction = ReduceKind::Sum;
   std::optional<DType> acc;     // einsum accumulation/result type
-  double constant = 0;          // Constant
-  bool constantIsInt = false;
+  double constant = 0;          // Constant (the value for a float dtype)
+  bool constantIsInt = false;   // written as an integer
+  int64_t constantInt = 0;      // the exact value for an integer dtype
   std::vector<unsigned> operands, results; // value ids
   std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
   std::optional<TransformInfo> transform; // rearrange/reduce/repeat

@@ -89,6 +89,15 @@ Expected<Shape> inferRearrange(InferContext &ctx, const Pattern &pattern,
 Expected<Shape> inferReduce(InferContext &ctx, const Pattern &pattern,
                             const Shape &input,
                             const std::vector<SizeArg> &sizes);
+/// max and min have no identity, so (as numpy refuses "zero-size array to
+/// reduction operation maximum which has no identity") they need at least
+/// one element along the reduced axes: an error anchored at an axis known to
+/// be 0, a `NonEmpty` entry check when the sizes bind later, nothing when
+/// they are known to be at least 1 or for sum (0), prod (1) and mean (0/0,
+/// NaN).
+Expected<bool> requireNonEmptyReduction(InferContext &ctx, ReduceKind kind,
+                                        const Pattern &pattern,
+                                        const TransformInfo &info);
 Expected<Shape> inferRepeat(InferContext &ctx, const Pattern &pattern,
                             const Shape &input,
                             const std::vector<SizeArg> &sizes);

@@ -78,8 +78,11 @@ private:
 
 /// A size relation that can only be decided once sizes bind, checked on entry.
 struct Constraint {
-  enum class Kind { Divisible, Equal } kind;
-  SizeExpr lhs, rhs; // Divisible: lhs % rhs == 0; Equal: lhs == rhs
+  enum class Kind { Divisible, Equal, NonEmpty } kind;
+  /// Divisible: lhs % rhs == 0; Equal: lhs == rhs; NonEmpty: lhs >= 1 (rhs
+  /// unused), the product of the axes a max or min reduces over, which has
+  /// no identity when empty.
+  SizeExpr lhs, rhs;
   std::string reason;
   std::string str() const;
 };

@@ -7,7 +7,10 @@
 
 namespace ein {
 
-/// A 1-based line and column; line 0 means "no location".
+/// A 1-based line and column; line 0 means "no location". The column counts
+/// bytes of the UTF-8 line (so offsets into string literals add directly);
+/// the printer shows it as a column of code points and places the caret by
+/// display width.
 struct SourceLoc {
   unsigned line = 0, col = 0;
   SourceLoc advanced(unsigned columns) const { return {line, col + columns}; }
@@ -19,6 +22,8 @@ struct SourceFile {
   std::string text;
   /// The text of a 1-based line, without its newline.
   std::string lineText(unsigned line) const;
+  /// The 1-based code point column of `loc` (whose column counts bytes).
+  unsigned codePointColumn(SourceLoc loc) const;
 };
 
 enum class Severity { Error, Warning, Note };
@@ -26,12 +31,15 @@ enum class Severity { Error, Warning, Note };
 struct Diagnostic {
   Severity severity;
   SourceLoc loc;
-  unsigned length; // columns underlined, at least 1
+  unsigned length; // bytes underlined, at least 1
   std::string message;
 };
 
 /// Collects diagnostics for one file and prints them as
-/// `FILE:LINE:COL: error: MESSAGE`, the source line and a caret.
+/// `FILE:LINE:COL: error: MESSAGE`, the source line and a caret. COL counts
+/// code points; the caret sits under the character on a terminal (wide
+/// characters take two columns). The output is valid UTF-8 even when the
+/// source or a message is not: invalid bytes are shown as `\xNN`.
 class DiagnosticEngine {
 public:
   explicit DiagnosticEngine(const SourceFile &file) : file(file) {}

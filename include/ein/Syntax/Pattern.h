@@ -14,7 +14,7 @@ struct PatternAxis {
   enum class Kind { Name, Ellipsis, Number, Star } kind = Kind::Name;
   std::string name; // identifier, "...", "*" (pack) or the decimal digits
   int64_t value = 0;  // for Number
-  unsigned offset = 0, length = 0; // position in the pattern text
+  unsigned offset = 0, length = 0; // bytes into the (UTF-8) pattern text
 };
 
 /// A top-level element of one side: a bare axis, or a parenthesised
@@ -56,10 +56,11 @@ enum class PatternUse { Rearrange, Reduce, Repeat, Einsum, Pack };
 /// Parses and checks the syntax of `text` for `use`: balanced, unnested
 /// parentheses, at most one ellipsis per side, valid identifiers, no duplicate
 /// axis on a side (einsum inputs may repeat one: a diagonal), an arrow where
-/// needed. Errors carry the offset of the offending token.
+/// needed. Errors carry the offset of the offending token (in bytes).
 Expected<Pattern> parsePattern(const std::string &text, PatternUse use);
 
-/// True for a valid axis name as einops defines it: an identifier not
+/// True for a valid axis name as einops defines it: a Python identifier
+/// (Unicode: XID_Start or `_`, then XID_Continue; not NFKC-normalised) not
 /// starting or ending with `_` (a lone `_` only where `allowUnderscore`).
 bool isValidAxisName(const std::string &name, bool allowUnderscore = false,
                      std::string *reason = nullptr);
