@@ -10,7 +10,6 @@
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
 
-#include <sstream>
 
 using namespace ein;
 
@@ -46,14 +45,13 @@ void report(const CheckedModule &module, const fuzz::Directives &directives,
     options.peakOverride = 1e12;
   if ((seed >> 4) % 4 == 0)
     options.bandwidthOverride = 3e9;
-  std::ostringstream json, table;
-  printReportJSON(module, options, json);
-  printReportTable(module, options, table);
+  std::string json = reportJSON(module, options);
+  (void)reportTable(module, options);
   if (fuzz::ignored("json"))
     return;
-  std::string problem = fuzz::JsonChecker(json.str()).check();
+  std::string problem = fuzz::JsonChecker(json).check();
   if (!problem.empty())
-    fuzz::finding("json", problem + "\n" + json.str());
+    fuzz::finding("json", problem + "\n" + json);
 }
 
 } // namespace
