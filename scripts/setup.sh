@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what ein needs and is missing (Debian 12): LLVM/MLIR 19, fmt,
-# GoogleTest, CMake, Ninja; then the Python test oracles (numpy, einops).
+# GoogleTest, CMake, Ninja, clang-19's sanitizer and libFuzzer runtimes (for
+# scripts/fuzz.sh); then the Python test oracles (numpy, einops).
 # Safe to run repeatedly: installed packages are skipped.
 set -euo pipefail
 
@@ -8,6 +9,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 packages=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19
+          libclang-rt-19-dev
           libfmt-dev libgtest-dev libomp-19-dev cmake ninja-build g++ python3)
 missing=()
 for p in "${packages[@]}"; do

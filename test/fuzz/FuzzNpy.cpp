@@ -1,0 +1,85 @@
+// libFuzzer target: the `.npy` reader (runtime::parseNpy) on arbitrary bytes,
+// read as its natural type and as every storage type `einc run` may want.
+//
+// Oracles beyond "no crash, no sanitizer report, no huge allocation":
+//   npy-consistent  an accepted tensor's data size matches its shape and type;
+//   npy-roundtrip   serializeNpy of an accepted tensor parses back (as the
+//                   same type) to the same shape and values.
+#include "FuzzSupport.h"
+
+#include "ein/Runtime/Npy.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+using namespace ein;
+using namespace ein::runtime;
+
+namespace {
+
+bool sameValues(const HostTensor &a, const HostTensor &b) {
+  if (a.type != b.type || a.shape != b.shape || a.data.size() != b.data.size())
+    return false;
+  bool narrowFloat = a.type == StorageType::BF16 ||
+                     a.type == StorageType::F8E4M3 || a.type == StorageType::F8E5M2;
+  if (!narrowFloat)
+    return a.data == b.data;
+  // bf16/fp8 travel as f32: values must survive, NaN payloads need not.
+  for (int64_t i = 0, n = a.numElements(); i < n; ++i) {
+    double x = elementAsDouble(a, i), y = elementAsDouble(b, i);
+    if (std::isnan(x) && std::isnan(y))
+      continue;
+    if (std::memcmp(&x, &y, sizeof x) != 0)
+      return false;
+  }
+  return true;
+}
+
+void checkTensor(const HostTensor &t, const std::string &as) {
+  if (!fuzz::ignored("npy-consistent") && !t.isConsistent())
+    fuzz::finding("npy-consistent",
+                  fmt::format("read as {}: {} with {} data bytes", as,
+                              t.describe(), t.data.size()));
+  if (fuzz::ignored("npy-roundtrip"))
+    return;
+  auto bytes = serializeNpy(t);
+  if (!bytes)
+    fuzz::finding("npy-roundtrip",
+                  fmt::format("read as {}: {} does not serialize: {}", as,
+                              t.describe(), bytes.error()));
+  auto again = parseNpy(std::move(*bytes), "again.npy", t.type);
+  if (!again)
+    fuzz::finding("npy-roundtrip",
+                  fmt::format("read as {}: the serialized {} does not parse: {}",
+                              as, t.describe(), again.error()));
+  if (!sameValues(t, *again))
+    fuzz::finding("npy-roundtrip",
+                  fmt::format("read as {}: {} comes back as {} with other values",
+                              as, t.describe(), again->describe()));
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const std::optional<StorageType> wants[] = {
+      std::nullopt,          StorageType::F64,    StorageType::F32,
+      StorageType::F16,      StorageType::BF16,   StorageType::F8E4M3,
+      StorageType::F8E5M2,   StorageType::I64,    StorageType::I32,
+      StorageType::Bool};
+  for (auto want : wants) {
+    auto tensor = parseNpy(std::vector<uint8_t>(data, data + size), "fuzz.npy", want);
+    std::string as = want ? storageName(*want) : "natural type";
+    if (!tensor) {
+      if (tensor.error().rfind("fuzz.npy", 0) != 0 && !fuzz::ignored("npy-message"))
+        fuzz::finding("npy-message", "error does not start with the file name: " +
+                                         tensor.error());
+      continue;
+    }
+    if (want && tensor->type != *want)
+      fuzz::finding("npy-consistent",
+                    fmt::format("asked for {}, got {}", as, tensor->describe()));
+    checkTensor(*tensor, as);
+  }
+  return 0;
+}
