@@ -100,17 +100,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
 
   CPUOptions cpu;
-  if (!directives.tiles.empty() && !parseContractionTiles(directives.tiles, cpu).empty())
+  if (!directives.tiles.empty() && !parseContractionTiles(directives.tiles, cpu))
     cpu = CPUOptions();
 
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-  std::string error;
-  auto ir = buildVerifiedEinModule(context, checked, error);
-  if (!ir) {
+  auto verified = buildVerifiedEinModule(context, checked);
+  if (!verified) {
     if (fuzz::ignored("verify"))
       return 0;
-    fuzz::finding("verify", "a checked program does not verify:\n" + error);
+    fuzz::finding("verify", "a checked program does not verify:\n" +
+                                verified.error().context);
   }
+  mlir::OwningOpRef<mlir::ModuleOp> ir = std::move(*verified);
   if (!fuzz::ignored("ir-roundtrip")) {
     std::string text = print(*ir);
     mlir::ParserConfig config(&context);
@@ -126,10 +127,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // (free, malloc, pow) must not clash with the calls of the lowered code.
   for (auto f : ir->getOps<mlir::func::FuncOp>())
     f.setSymName(("ein_impl_" + f.getName()).str());
-  if (!lowerToStage(*ir, CPUStage::LLVM, error, cpu)) {
+  if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, cpu); !lowered) {
     if (fuzz::ignored("lower"))
       return 0;
-    fuzz::finding("lower", "a checked, verified program does not lower:\n" + error);
+    fuzz::finding("lower", "a checked, verified program does not lower:\n" +
+                               lowered.error().context);
   }
   llvm::LLVMContext llvmContext;
   auto llvmModule = mlir::translateModuleToLLVMIR(*ir, llvmContext);

@@ -47,12 +47,12 @@ void checkTensor(const HostTensor &t, const std::string &as) {
   if (!bytes)
     fuzz::finding("npy-roundtrip",
                   fmt::format("read as {}: {} does not serialize: {}", as,
-                              t.describe(), bytes.error()));
+                              t.describe(), bytes.error().message));
   auto again = parseNpy(std::move(*bytes), "again.npy", t.type);
   if (!again)
     fuzz::finding("npy-roundtrip",
                   fmt::format("read as {}: the serialized {} does not parse: {}",
-                              as, t.describe(), again.error()));
+                              as, t.describe(), again.error().message));
   if (!sameValues(t, *again))
     fuzz::finding("npy-roundtrip",
                   fmt::format("read as {}: {} comes back as {} with other values",
@@ -71,9 +71,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     auto tensor = parseNpy(std::vector<uint8_t>(data, data + size), "fuzz.npy", want);
     std::string as = want ? storageName(*want) : "natural type";
     if (!tensor) {
-      if (tensor.error().rfind("fuzz.npy", 0) != 0 && !fuzz::ignored("npy-message"))
+      if (tensor.error().message.rfind("fuzz.npy", 0) != 0 &&
+          !fuzz::ignored("npy-message"))
         fuzz::finding("npy-message", "error does not start with the file name: " +
-                                         tensor.error());
+                                         tensor.error().message);
       continue;
     }
     if (want && tensor->type != *want)
