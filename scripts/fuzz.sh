@@ -17,7 +17,8 @@
 # Environment: EIN_FUZZ_BUILD (default build-fuzz), EIN_FUZZ_WORK (scratch
 # directory; default a new temporary one, kept when something was found),
 # EIN_FUZZ_TIMEOUT (seconds per input, default 5), EIN_FUZZ_RSS_MB (default
-# 2048), EIN_FUZZ_IGNORE (oracles to relax, for long runs past a known bug).
+# 2048), EIN_FUZZ_SEED (libFuzzer -seed; default 0, a new one per run),
+# EIN_FUZZ_IGNORE (oracles to relax, for long runs past a known bug).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +39,9 @@ esac
 
 build=${EIN_FUZZ_BUILD:-build-fuzz}
 per_input=${EIN_FUZZ_TIMEOUT:-5}
+# libFuzzer's random seed: 0 picks a new one each run (long runs); CI fixes
+# one (scripts/test.sh) so that its runs are reproducible.
+seed=${EIN_FUZZ_SEED:-0}
 rss=${EIN_FUZZ_RSS_MB:-2048}
 
 # Configure once; ccache when present.
@@ -79,6 +83,7 @@ for t in "${targets[@]}"; do
   artifacts="$work/$t-findings"
   mkdir -p "$artifacts"
   common=(-timeout="$per_input" -rss_limit_mb="$rss" -malloc_limit_mb="$rss"
+          -seed="$seed"
           -max_len="$(max_len_of "$t")" -artifact_prefix="$artifacts/"
           -print_final_stats=1)
 

@@ -3,7 +3,8 @@
 # (parser, diagnostics, dialect, passes, examples, einops agreement) and the
 # GoogleTest unit tests; then the fuzz targets (scripts/fuzz.sh), each replaying
 # its regressions and seed corpus and fuzzing for EIN_CI_FUZZ_SECONDS (60 s;
-# 0 replays only, "off" skips), each target counted as one test. Ends with
+# 0 replays only, "off" skips) with a fixed seed (EIN_FUZZ_SEED, default 1),
+# each target counted as one test. Ends with
 # "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ set +e
 status=${PIPESTATUS[0]}
 fuzz_seconds=${EIN_CI_FUZZ_SECONDS:-60}
 if [ "$fuzz_seconds" != off ]; then
-  bash scripts/fuzz.sh "$fuzz_seconds" 2>&1 | tee build/fuzz.log
+  EIN_FUZZ_SEED=${EIN_FUZZ_SEED:-1} bash scripts/fuzz.sh "$fuzz_seconds" 2>&1 | tee build/fuzz.log
   fuzz_status=${PIPESTATUS[0]}
   [ "$fuzz_status" -ne 0 ] && status=1
 fi

@@ -49,7 +49,9 @@ ein::EinDialect::verifyOperationAttribute(Operation *op,
         size.getValue().getActiveBits() > 63)
       return op->emitError()
              << "'" << getDimsAttrName() << "': size of '" << name
-             << "' must be a non-negative 64-bit integer";
+             << "' must be a non-negative 64-bit integer"
+             << (size ? ", got " + llvm::toString(size.getValue(), 10, true)
+                      : std::string());
   }
   return success();
 }
@@ -264,9 +266,21 @@ ein::Bindings ein::getModuleDims(Operation *op) {
 void ein::setModuleDims(ModuleOp module, const Bindings &dims) {
   Builder b(module.getContext());
   SmallVector<NamedAttribute> entries;
-  for (const auto &[name, value] : dims)
-    entries.push_back(
-        b.getNamedAttr(name, b.getI64IntegerAttr(static_cast<int64_t>(value))));
+  for (const auto &[name, value] : dims) {
+    if (value >= Int(INT64_MIN) && value <= Int(INT64_MAX)) {
+      entries.push_back(
+          b.getNamedAttr(name, b.getI64IntegerAttr(static_cast<int64_t>(value))));
+      continue;
+    }
+    // Checked programs may bind dims beyond 64 bits (sizes are 128-bit): keep
+    // the exact value, which the verifier then refuses, instead of
+    // truncating it to a different size that would compile.
+    auto bits = static_cast<unsigned __int128>(value);
+    uint64_t words[2] = {static_cast<uint64_t>(bits),
+                         static_cast<uint64_t>(bits >> 64)};
+    entries.push_back(b.getNamedAttr(
+        name, b.getIntegerAttr(b.getIntegerType(128), llvm::APInt(128, words))));
+  }
   module->setAttr(EinDialect::getDimsAttrName(), b.getDictionaryAttr(entries));
 }
 
