@@ -891,6 +891,22 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
         out.push_back(lhs[i]);
         continue;
       }
+      // A '#' dim is equal to the other or 1 at run time; with both sizes
+      // known, anything else cannot broadcast (and must not be lowered as
+      // if equal).
+      for (const Dim *hash : {&lhs[i], &rhs[i]}) {
+        const Dim &other = hash == &lhs[i] ? rhs[i] : lhs[i];
+        if (!hash->broadcastable || hash->isPack() || other.isPack())
+          continue;
+        auto a = hash->size.evaluate(ctx.env), b = other.size.evaluate(ctx.env);
+        if (a && b && *a != *b && *a != Int(1) && *b != Int(1))
+          return ShapeError::atOperand(
+              "cannot broadcast dim " + std::to_string(i) + ": " +
+                  hash->str() + " (= " + toString(*a) + ") vs " + other.str() +
+                  " (= " + toString(*b) + "); a '#' dim must equal the other "
+                  "or be 1",
+              1);
+      }
       if (isOne(rhs[i]) || (rhs[i].broadcastable && !isOne(lhs[i]))) {
         out.push_back(lhs[i]);
         align.rhs[i] = isOne(rhs[i]) ? -1 : at;
