@@ -899,7 +899,10 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
         if (!hash->broadcastable || hash->isPack() || other.isPack())
           continue;
         auto a = hash->size.evaluate(ctx.env), b = other.size.evaluate(ctx.env);
-        if (a && b && *a != *b && *a != Int(1) && *b != Int(1))
+        // (The other may be 1 only as a literal: a name bound to 1 is
+        // lowered as the output's size, not broadcast.)
+        if (a && b && *a != *b && *a != Int(1) &&
+            (*b != Int(1) || other.size.constantValue() != Int(1)))
           return ShapeError::atOperand(
               "cannot broadcast dim " + std::to_string(i) + ": " +
                   hash->str() + " (= " + toString(*a) + ") vs " + other.str() +
