@@ -66,9 +66,9 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
   std::vector<unsigned> indents{0};
   size_t i = 0;
   unsigned line = 1, col = 1;
-  int depth = 0;          // bracket nesting: newlines inside are ignored
-  // Open brackets not yet closed, innermost last: one left open at the end
-  // of the file is reported where it opens (Python: "'(' was never closed").
+  // Open brackets not yet closed, innermost last: newlines inside brackets
+  // are ignored, and one left open at the end of the file is reported where
+  // it opens (Python: "'(' was never closed").
   std::vector<std::pair<char, SourceLoc>> openBrackets;
   const unsigned errorsBefore = diags.errorCount();
   bool atLineStart = true;
@@ -78,7 +78,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
   };
 
   while (i < s.size()) {
-    if (atLineStart && depth == 0) {
+    if (atLineStart && openBrackets.empty()) {
       // Measure indentation; blank and comment-only lines do not count.
       unsigned width = 0;
       size_t j = i;
@@ -123,12 +123,12 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
     char c = s[i];
     SourceLoc loc{line, col};
     if (c == '\n') {
-      if (depth == 0)
+      if (openBrackets.empty())
         push(TokenKind::Newline, "", loc, 1);
       ++i;
       ++line;
       col = 1;
-      atLineStart = depth == 0; // inside brackets a line continues
+      atLineStart = openBrackets.empty(); // inside brackets a line continues
       continue;
     }
     if (c == ' ' || c == '\t' || c == '\r') {
@@ -222,12 +222,10 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
     else switch (c) {
       case '(': case '[':
         kind = c == '(' ? TokenKind::LParen : TokenKind::LBracket;
-        ++depth;
         openBrackets.push_back({c, loc});
         break;
       case ')': case ']':
         kind = c == ')' ? TokenKind::RParen : TokenKind::RBracket;
-        depth = depth > 0 ? depth - 1 : 0;
         if (!openBrackets.empty())
           openBrackets.pop_back();
         break;
