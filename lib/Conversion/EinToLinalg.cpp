@@ -1,13 +1,17 @@
-// The ein-to-linalg pass: every ein op becomes linalg on static tensors.
+// The ein-to-linalg pass: every ein op becomes linalg on tensors whose
+// sizes are static where ein.dims binds them and dynamic (read from the
+// arguments at entry) elsewhere.
 #include "ein/Conversion/Passes.h"
 #include "ein/Analysis/Cost.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Shape/SizeReads.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -24,11 +28,13 @@ namespace {
 
 using mlir::Location;
 using mlir::OpBuilder;
+using mlir::OpFoldResult;
 using mlir::RankedTensorType;
 using mlir::Type;
 using mlir::Value;
 
-/// An operand of a generic: a value and the elementary axis of each dim.
+/// An operand of a generic: a value and the elementary axis of each dim; an
+/// empty name is a dim of size 1, read at index 0 (a broadcast).
 struct Indexed {
   Value value;
   std::vector<std::string> axes;
@@ -90,20 +96,24 @@ Value nonTrappingIPowI(OpBuilder &b, Location loc, Value x, Value y) {
 }
 
 /// Lowers the ops of one function; reports the first failure on the op.
+///
+/// Sizes are `OpFoldResult`s: an index attribute where `ein.dims` binds every
+/// name of the size, else an index value computed at the function's entry
+/// from the names read from its arguments' shapes (`planSizeReads`).
 class FunctionLowering {
 public:
   FunctionLowering(OpBuilder &b, const Bindings &env) : b(b), env(env) {}
 
-  mlir::FailureOr<int64_t> sizeOf(const SizeExpr &e, mlir::Operation *at) {
-    auto v = e.evaluate(env);
-    if (!v) {
-      std::string free;
-      for (auto &s : e.substitute(env).symbols())
-        free += (free.empty() ? "'" : ", '") + s + "'";
-      at->emitError() << "lowering needs every dim bound to a number: "
-                      << free << " is free (bind it with --dim)";
+  /// The static size of `e` when it evaluates with the module's dims;
+  /// kDynamic when it has free names (an error only beyond 2^62).
+  mlir::FailureOr<int64_t> staticSize(const SizeExpr &e, mlir::Operation *at) {
+    if (e.tooComplex() || e.overflowed()) {
+      at->emitError() << "size " << e.str() << " is out of range";
       return mlir::failure();
     }
+    auto v = e.evaluate(env);
+    if (!v)
+      return mlir::ShapedType::kDynamic;
     if (*v < 0 || *v > Int(INT64_MAX) / 2) {
       at->emitError() << "size " << toString(*v) << " is out of range";
       return mlir::failure();
@@ -117,10 +127,11 @@ public:
     llvm::SmallVector<int64_t> dims;
     for (auto &d : t.getShape()) {
       if (d.isPack()) {
-        at->emitError() << "lowering needs the rank of variadic " << d.str();
+        at->emitError() << "lowering needs the rank of variadic " << d.str()
+                        << " (give it with --rank)";
         return mlir::failure();
       }
-      auto n = sizeOf(d.size, at);
+      auto n = staticSize(d.size, at);
       if (mlir::failed(n))
         return mlir::failure();
       dims.push_back(*n);
@@ -128,18 +139,179 @@ public:
     return RankedTensorType::get(dims, t.getElementType());
   }
 
+  /// Reads every free name of the parameters' types from the arguments'
+  /// shapes (`tensor.dim` at the entry); fails naming a name that cannot be
+  /// read (it appears only inside a product of free names).
+  mlir::LogicalResult readSizes(mlir::func::FuncOp fn,
+                                mlir::ValueRange arguments) {
+    std::vector<Shape> shapes;
+    for (Type t : fn.getArgumentTypes())
+      shapes.push_back(llvm::cast<EinTensorType>(t).getShape());
+    SizeReadPlan plan = planSizeReads(shapes, env);
+    if (!plan.unreadable.empty()) {
+      auto &[name, where] = plan.unreadable.front();
+      return fn.emitError()
+             << "size-generic code cannot read '" << name
+             << "' from the arguments' sizes (it appears only in " << where
+             << "); bind it with --dim";
+    }
+    Location loc = fn.getLoc();
+    for (auto &read : plan.reads) {
+      Value size = b.create<mlir::tensor::DimOp>(loc, arguments[read.param],
+                                                 read.dim);
+      auto offset = materialize(loc, read.offset, fn);
+      if (mlir::failed(offset))
+        return mlir::failure();
+      if (!isZero(*offset))
+        size = b.create<mlir::arith::SubIOp>(loc, size, asValue(loc, *offset));
+      if (read.scale != 1)
+        size = b.create<mlir::arith::DivSIOp>(
+            loc, size, index(loc, static_cast<int64_t>(read.scale)));
+      symbols[read.symbol] = size;
+    }
+    return mlir::success();
+  }
+
+  /// `e` as an index: an attribute when static, else arithmetic on the
+  /// names read at the entry. Quotients are floor divisions whose divisor is
+  /// never 0 here (entry checks hold; a 0 divisor gives 0, not a trap).
+  mlir::FailureOr<OpFoldResult> materialize(Location loc, const SizeExpr &e,
+                                            mlir::Operation *at) {
+    auto n = staticSize(e, at);
+    if (mlir::failed(n))
+      return mlir::failure();
+    if (*n != mlir::ShapedType::kDynamic)
+      return OpFoldResult(b.getIndexAttr(*n));
+    SizeExpr bound = e.substitute(env);
+    Value sum;
+    for (auto &term : bound.termList()) {
+      if (term.coefficient > Int(INT64_MAX) || term.coefficient < -Int(INT64_MAX)) {
+        at->emitError() << "size " << e.str() << " is out of range";
+        return mlir::failure();
+      }
+      Value product;
+      for (auto &f : term.factors) {
+        Value factor;
+        if (f.num) {
+          auto num = materialize(loc, *f.num, at);
+          auto den = materialize(loc, *f.den, at);
+          if (mlir::failed(num) || mlir::failed(den))
+            return mlir::failure();
+          factor = safeFloorDiv(loc, asValue(loc, *num), asValue(loc, *den));
+        } else {
+          auto it = symbols.find(f.symbol);
+          if (it == symbols.end()) {
+            at->emitError() << "lowering needs every dim bound to a number "
+                               "or read from the arguments: '"
+                            << f.symbol << "' is free (bind it with --dim)";
+            return mlir::failure();
+          }
+          factor = it->second;
+        }
+        for (unsigned p = 0; p < f.power; ++p)
+          product = product ? b.create<mlir::arith::MulIOp>(loc, product, factor)
+                                  .getResult()
+                            : factor;
+      }
+      int64_t c = static_cast<int64_t>(term.coefficient);
+      Value value;
+      if (!product)
+        value = index(loc, c);
+      else if (c == 1)
+        value = product;
+      else
+        value = b.create<mlir::arith::MulIOp>(loc, product, index(loc, c));
+      sum = sum ? b.create<mlir::arith::AddIOp>(loc, sum, value).getResult()
+                : value;
+    }
+    if (!sum)
+      return OpFoldResult(b.getIndexAttr(0));
+    return OpFoldResult(sum);
+  }
+
+  /// The sizes of a result of `op`, from its ein type.
+  mlir::FailureOr<llvm::SmallVector<OpFoldResult>>
+  resultSizes(Location loc, Type einType, mlir::Operation *at) {
+    llvm::SmallVector<OpFoldResult> out;
+    for (auto &d : llvm::cast<EinTensorType>(einType).getShape()) {
+      if (d.isPack()) {
+        at->emitError() << "lowering needs the rank of variadic " << d.str();
+        return mlir::failure();
+      }
+      auto s = materialize(loc, d.size, at);
+      if (mlir::failed(s))
+        return mlir::failure();
+      out.push_back(*s);
+    }
+    return out;
+  }
+
   mlir::LogicalResult lower(mlir::Operation *op, mlir::IRMapping &map);
 
 private:
   OpBuilder &b;
   const Bindings &env;
-  std::map<std::string, int64_t> axisSize;
+  std::map<std::string, Value> symbols; // names read at the entry
+  std::map<std::string, OpFoldResult> axisSize;
+
+  Value index(Location loc, int64_t v) {
+    return b.create<mlir::arith::ConstantIndexOp>(loc, v);
+  }
+  Value asValue(Location loc, OpFoldResult v) {
+    if (auto attr = llvm::dyn_cast_if_present<mlir::Attribute>(v))
+      return index(loc, llvm::cast<mlir::IntegerAttr>(attr).getInt());
+    return llvm::cast<Value>(v);
+  }
+  static bool isStatic(OpFoldResult v, int64_t n) {
+    auto c = mlir::getConstantIntValue(v);
+    return c && *c == n;
+  }
+  static bool isZero(OpFoldResult v) { return isStatic(v, 0); }
+  /// num / den rounded down (sizes are non-negative), 0 when den is 0.
+  Value safeFloorDiv(Location loc, Value num, Value den) {
+    Value zero = index(loc, 0), one = index(loc, 1);
+    Value byZero = b.create<mlir::arith::CmpIOp>(
+        loc, mlir::arith::CmpIPredicate::eq, den, zero);
+    Value divisor = b.create<mlir::arith::SelectOp>(loc, byZero, one, den);
+    Value q = b.create<mlir::arith::DivUIOp>(loc, num, divisor);
+    return b.create<mlir::arith::SelectOp>(loc, byZero, zero, q);
+  }
+  OpFoldResult mul(Location loc, OpFoldResult x, OpFoldResult y) {
+    auto cx = mlir::getConstantIntValue(x), cy = mlir::getConstantIntValue(y);
+    if (cx && cy)
+      return b.getIndexAttr(*cx * *cy);
+    if (cx && *cx == 1)
+      return y;
+    if (cy && *cy == 1)
+      return x;
+    return b.create<mlir::arith::MulIOp>(loc, asValue(loc, x), asValue(loc, y))
+        .getResult();
+  }
+  OpFoldResult add(Location loc, OpFoldResult x, OpFoldResult y) {
+    auto cx = mlir::getConstantIntValue(x), cy = mlir::getConstantIntValue(y);
+    if (cx && cy)
+      return b.getIndexAttr(*cx + *cy);
+    if (cx && *cx == 0)
+      return y;
+    if (cy && *cy == 0)
+      return x;
+    return b.create<mlir::arith::AddIOp>(loc, asValue(loc, x), asValue(loc, y))
+        .getResult();
+  }
+  static RankedTensorType typeOf(llvm::ArrayRef<OpFoldResult> shape,
+                                 Type element) {
+    llvm::SmallVector<int64_t> dims;
+    for (auto s : shape)
+      dims.push_back(
+          mlir::getConstantIntValue(s).value_or(mlir::ShapedType::kDynamic));
+    return RankedTensorType::get(dims, element);
+  }
 
   mlir::LogicalResult bindAxes(const std::map<std::string, SizeExpr> &sizes,
                                mlir::Operation *at) {
     axisSize.clear();
     for (auto &[name, e] : sizes) {
-      auto n = sizeOf(e, at);
+      auto n = materialize(at->getLoc(), e, at);
       if (mlir::failed(n))
         return mlir::failure();
       axisSize[name] = *n;
@@ -147,33 +319,38 @@ private:
     return mlir::success();
   }
 
+  bool isUnitAxis(const std::string &a) { return isStatic(axisSize.at(a), 1); }
+
   /// Elementary axes of a group list, with size-1 axes dropped.
   std::vector<std::string>
   flatten(const std::vector<std::vector<std::string>> &groups) {
     std::vector<std::string> out;
     for (auto &g : groups)
       for (auto &a : g)
-        if (axisSize.at(a) != 1)
+        if (!isUnitAxis(a))
           out.push_back(a);
     return out;
   }
 
-  llvm::SmallVector<int64_t> sizesOf(const std::vector<std::string> &axes) {
-    llvm::SmallVector<int64_t> out;
+  llvm::SmallVector<OpFoldResult> sizesOf(const std::vector<std::string> &axes) {
+    llvm::SmallVector<OpFoldResult> out;
     for (auto &a : axes)
       out.push_back(axisSize.at(a));
     return out;
   }
 
-  /// Reshapes `v` (contiguous, static) to `shape`: a view after bufferization.
-  Value reshape(Location loc, Value v, llvm::ArrayRef<int64_t> shape) {
+  /// Reshapes `v`, whose elements are in C order (a fresh result, or any
+  /// tensor: bufferization copies a strided one that cannot be merged in
+  /// place), to `shape`: collapse to one dim, expand to the target.
+  Value reshape(Location loc, Value v, llvm::ArrayRef<OpFoldResult> shape) {
     auto type = llvm::cast<RankedTensorType>(v.getType());
-    if (type.getShape() == shape)
+    auto target = typeOf(shape, type.getElementType());
+    if (type == target && type.hasStaticShape())
       return v;
-    auto target = RankedTensorType::get(shape, type.getElementType());
     if (type.getRank() == 0)
       return b.create<mlir::tensor::ExpandShapeOp>(
-          loc, target, v, llvm::ArrayRef<mlir::ReassociationIndices>{});
+          loc, target, v, llvm::ArrayRef<mlir::ReassociationIndices>{},
+          shape);
     if (shape.empty())
       return b.create<mlir::tensor::CollapseShapeOp>(
           loc, target, v, llvm::ArrayRef<mlir::ReassociationIndices>{});
@@ -182,19 +359,24 @@ private:
       mlir::ReassociationIndices all;
       for (int64_t i = 0; i < type.getRank(); ++i)
         all.push_back(i);
+      int64_t n = type.hasStaticShape() ? type.getNumElements()
+                                        : mlir::ShapedType::kDynamic;
       flat = b.create<mlir::tensor::CollapseShapeOp>(
-          loc, RankedTensorType::get({type.getNumElements()}, type.getElementType()),
-          v, llvm::ArrayRef<mlir::ReassociationIndices>{all});
+          loc, RankedTensorType::get({n}, type.getElementType()), v,
+          llvm::ArrayRef<mlir::ReassociationIndices>{all});
     }
-    if (shape.size() == 1)
-      return flat;
+    if (shape.size() == 1) {
+      if (flat.getType() == target)
+        return flat;
+      return b.create<mlir::tensor::CastOp>(loc, target, flat);
+    }
     mlir::ReassociationIndices all;
     for (size_t i = 0; i < shape.size(); ++i)
       all.push_back(static_cast<int64_t>(i));
     return b.create<mlir::tensor::ExpandShapeOp>(
-        loc, target, flat, llvm::ArrayRef<mlir::ReassociationIndices>{all});
+        loc, target, flat, llvm::ArrayRef<mlir::ReassociationIndices>{all},
+        shape);
   }
-
   /// Float to integer, rounding toward zero, saturating: NaN gives 0, values
   /// beyond the integer's range its minimum or maximum. (`arith.fptosi` alone
   /// is poison there, so the same input could give different answers in the
@@ -264,8 +446,11 @@ private:
       return loops;
     std::map<std::string, int> score;
     for (auto &in : inputs)
-      if (!in.axes.empty())
-        score[in.axes.back()] += 2;
+      for (auto it = in.axes.rbegin(); it != in.axes.rend(); ++it)
+        if (!it->empty()) { // the last axis that is not a broadcast 1
+          score[*it] += 2;
+          break;
+        }
     if (!outAxes.empty())
       score[outAxes.back()] += 1;
     size_t best = loops.size() - 1;
@@ -292,7 +477,8 @@ private:
     auto mapOf = [&](const std::vector<std::string> &axes) {
       llvm::SmallVector<mlir::AffineExpr> exprs;
       for (auto &a : axes)
-        exprs.push_back(b.getAffineDimExpr(loopIndex.at(a)));
+        exprs.push_back(a.empty() ? b.getAffineConstantExpr(0)
+                                  : b.getAffineDimExpr(loopIndex.at(a)));
       return mlir::AffineMap::get(loops.size(), 0, exprs, b.getContext());
     };
     llvm::SmallVector<mlir::AffineMap> maps;
@@ -315,23 +501,52 @@ private:
     return op.getResult(0);
   }
 
-  Value emptyTensor(Location loc, llvm::ArrayRef<int64_t> shape, Type element) {
+  Value emptyTensor(Location loc, llvm::ArrayRef<OpFoldResult> shape,
+                    Type element) {
     return b.create<mlir::tensor::EmptyOp>(loc, shape, element);
   }
 
-  Value filled(Location loc, llvm::ArrayRef<int64_t> shape, Type element,
+  Value filled(Location loc, llvm::ArrayRef<OpFoldResult> shape, Type element,
                mlir::TypedAttr value) {
     Value init = emptyTensor(loc, shape, element);
     Value scalar = b.create<mlir::arith::ConstantOp>(loc, value);
     return b.create<mlir::linalg::FillOp>(loc, scalar, init).getResult(0);
   }
 
-  /// An operand reshaped to its elementary (non-unit) axes.
+  /// An operand with one dim per elementary axis: each dim is split into its
+  /// group's axes (`tensor.expand_shape`, a view whatever the operand's
+  /// strides), and a dim of size 1 stays, read at index 0 (axis name "").
+  /// Nothing is merged, so a strided argument is never copied here.
   Indexed elementary(Location loc, Value v,
                      const std::vector<std::vector<std::string>> &groups) {
     Indexed in;
-    in.axes = flatten(groups);
-    in.value = reshape(loc, v, sizesOf(in.axes));
+    llvm::SmallVector<mlir::ReassociationIndices> reassociation;
+    llvm::SmallVector<OpFoldResult> shape;
+    bool splits = false;
+    int64_t next = 0;
+    for (auto &g : groups) {
+      mlir::ReassociationIndices dims;
+      for (auto &a : g)
+        if (!isUnitAxis(a)) {
+          in.axes.push_back(a);
+          shape.push_back(axisSize.at(a));
+          dims.push_back(next++);
+        }
+      if (dims.empty()) { // a dim of size 1
+        in.axes.push_back("");
+        shape.push_back(b.getIndexAttr(1));
+        dims.push_back(next++);
+      }
+      splits |= dims.size() > 1;
+      reassociation.push_back(dims);
+    }
+    in.value = v;
+    if (splits)
+      in.value = b.create<mlir::tensor::ExpandShapeOp>(
+          loc,
+          typeOf(shape,
+                 llvm::cast<RankedTensorType>(v.getType()).getElementType()),
+          v, reassociation, shape);
     return in;
   }
 
@@ -401,7 +616,8 @@ private:
     std::vector<std::string> axes;
     for (int64_t i = 0; i < type.getRank(); ++i)
       axes.push_back("d" + std::to_string(i));
-    Value init = emptyTensor(loc, type.getShape(), to);
+    Value init =
+        emptyTensor(loc, mlir::tensor::getMixedSizes(b, loc, v), to);
     return generic(loc, axes, {{v, axes}}, axes, init, {},
                    [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
                      return f(nb, nl, args[0]);
@@ -418,21 +634,26 @@ private:
     });
   }
 
+  /// A result's type and sizes (attributes where static).
+  struct ResultShape {
+    RankedTensorType type;
+    llvm::SmallVector<OpFoldResult> sizes;
+  };
   mlir::FailureOr<Value> lowerTransform(mlir::Operation *op, Value input,
-                                        RankedTensorType resultType,
+                                        const ResultShape &result,
                                         const TransformInfo &info,
                                         PatternUse use, ReduceKind kind);
   mlir::FailureOr<Value> lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
-                                     RankedTensorType resultType,
+                                     const ResultShape &result,
                                      const EinsumInfo &info);
   mlir::FailureOr<Value> lowerElementwise(mlir::Operation *op,
                                           llvm::ArrayRef<Value> inputs,
-                                          RankedTensorType resultType);
+                                          const ResultShape &result);
 };
 
 mlir::FailureOr<Value>
 FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
-                                 RankedTensorType resultType,
+                                 const ResultShape &resultShape,
                                  const TransformInfo &info, PatternUse use,
                                  ReduceKind kind) {
   Location loc = op->getLoc();
@@ -440,13 +661,17 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
     return mlir::failure();
   Indexed in = elementary(loc, input, info.inputGroups);
   std::vector<std::string> outAxes = flatten(info.outputGroups);
-  Type element = resultType.getElementType();
-  if (use == PatternUse::Rearrange && in.axes == outAxes)
-    return reshape(loc, in.value, resultType.getShape()); // a view
+  Type element = resultShape.type.getElementType();
+  std::vector<std::string> inAxes; // without the broadcast 1s
+  for (auto &a : in.axes)
+    if (!a.empty())
+      inAxes.push_back(a);
+  if (use == PatternUse::Rearrange && inAxes == outAxes)
+    return reshape(loc, input, resultShape.sizes); // a view where contiguous
 
   std::vector<std::string> loops = outAxes;
   std::set<std::string> reductions;
-  for (auto &a : in.axes)
+  for (auto &a : inAxes)
     if (std::find(loops.begin(), loops.end(), a) == loops.end()) {
       loops.push_back(a);
       reductions.insert(a);
@@ -463,7 +688,7 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
     // (the checker refuses such programs; IR given to ein-opt may not be).
     if (kind == ReduceKind::Max || kind == ReduceKind::Min)
       for (auto &a : reductions)
-        if (axisSize.at(a) == 0)
+        if (isZero(axisSize.at(a)))
           return op->emitOpError()
                  << reduceKindName(kind) << " over the empty axis '" << a
                  << "' has no identity";
@@ -478,32 +703,46 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
                                       cast(nl, args[0], acc));
                      });
     if (kind == ReduceKind::Mean) {
-      int64_t count = 1;
+      OpFoldResult count = b.getIndexAttr(1);
       for (auto &a : reductions)
-        count *= axisSize.at(a);
+        count = mul(loc, count, axisSize.at(a));
+      // The count as a number of the accumulator type, computed once
+      // outside the loops (a constant when static).
+      Value n;
+      if (auto c = mlir::getConstantIntValue(count)) {
+        n = llvm::isa<mlir::FloatType>(acc)
+                ? b.create<mlir::arith::ConstantOp>(
+                       loc, b.getFloatAttr(acc, static_cast<double>(*c)))
+                      .getResult()
+                : b.create<mlir::arith::ConstantOp>(
+                       loc, b.getIntegerAttr(acc, *c))
+                      .getResult();
+      } else {
+        Value i64 = b.create<mlir::arith::IndexCastUIOp>(
+            loc, b.getI64Type(), asValue(loc, count));
+        n = llvm::isa<mlir::FloatType>(acc)
+                ? b.create<mlir::arith::UIToFPOp>(loc, acc, i64).getResult()
+                : Value(cast(loc, i64, acc));
+      }
       result = mapElements(loc, result, acc, [&](OpBuilder &nb, Location nl, Value x) {
-        if (llvm::isa<mlir::FloatType>(acc)) {
-          Value n = nb.create<mlir::arith::ConstantOp>(
-              nl, nb.getFloatAttr(acc, static_cast<double>(count)));
+        if (llvm::isa<mlir::FloatType>(acc))
           return Value(nb.create<mlir::arith::DivFOp>(nl, x, n));
-        }
-        Value n = nb.create<mlir::arith::ConstantOp>(nl, nb.getIntegerAttr(acc, count));
         return Value(nb.create<mlir::arith::DivSIOp>(nl, x, n));
       });
     }
     result = castTensor(loc, result, element);
   }
-  return reshape(loc, result, resultType.getShape());
+  return reshape(loc, result, resultShape.sizes);
 }
 
 mlir::FailureOr<Value>
 FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
-                              RankedTensorType resultType,
+                              const ResultShape &resultShape,
                               const EinsumInfo &info) {
   Location loc = op.getLoc();
   if (mlir::failed(bindAxes(info.axisSizes, op)))
     return mlir::failure();
-  Type element = resultType.getElementType();
+  Type element = resultShape.type.getElementType();
   Type acc = op.getAcc() ? *op.getAcc()
              : isLowPrecisionFloat(element) ? Type(b.getF32Type())
                                             : element;
@@ -519,7 +758,8 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
     std::set<std::string> reductions;
     for (auto &o : operands)
       for (auto &a : o.axes)
-        if (std::find(loops.begin(), loops.end(), a) == loops.end()) {
+        if (!a.empty() &&
+            std::find(loops.begin(), loops.end(), a) == loops.end()) {
           loops.push_back(a);
           reductions.insert(a);
         }
@@ -550,16 +790,16 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
   // large k makes i x k zeros).
   for (auto &operand : live)
     for (auto &a : operand.axes)
-      if (axisSize.at(a) == 0) {
+      if (!a.empty() && isZero(axisSize.at(a))) {
         Value zeros = filled(loc, sizesOf(outAxes), acc,
                              identity(ReduceKind::Sum, acc));
         return reshape(loc, castTensor(loc, zeros, element),
-                       resultType.getShape());
+                       resultShape.sizes);
       }
   if (live.size() <= 2) {
     Value v = contract(live, outAxes).value;
     v = castTensor(loc, v, element);
-    return reshape(loc, v, resultType.getShape());
+    return reshape(loc, v, resultShape.sizes);
   }
   // Pairwise along the cost model's order; intermediates keep the axes that
   // the output or a later operand still needs.
@@ -571,24 +811,28 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
     std::vector<std::string> keep;
     for (auto *side : {&live[i], &live[j]})
       for (auto &a : side->axes)
-        if (needed.count(a) && std::find(keep.begin(), keep.end(), a) == keep.end())
+        if (!a.empty() && needed.count(a) &&
+            std::find(keep.begin(), keep.end(), a) == keep.end())
           keep.push_back(a);
     bool last = live.size() == 2;
     Indexed step = contract({live[i], live[j]}, last ? outAxes : keep);
     live = afterContracting(live, i, j, step);
   }
   Value v = castTensor(loc, live[0].value, element);
-  return reshape(loc, v, resultType.getShape());
+  return reshape(loc, v, resultShape.sizes);
 }
 
 mlir::FailureOr<Value>
 FunctionLowering::lowerElementwise(mlir::Operation *op,
                                    llvm::ArrayRef<Value> inputs,
-                                   RankedTensorType resultType) {
+                                   const ResultShape &resultShape) {
   Location loc = op->getLoc();
-  Type element = resultType.getElementType();
+  if (!llvm::isa<AddOp, SubOp, MulOp, DivOp, PowOp, ExpOp, LogOp, SqrtOp,
+                 RsqrtOp, TanhOp, NegOp, ReluOp, CastOp>(op))
+    return op->emitOpError("has no lowering to linalg");
+  Type element = resultShape.type.getElementType();
   std::vector<std::string> outAxes;
-  for (int64_t i = 0; i < resultType.getRank(); ++i)
+  for (int64_t i = 0; i < resultShape.type.getRank(); ++i)
     outAxes.push_back("d" + std::to_string(i));
   std::vector<Indexed> operands;
   if (inputs.size() == 2) {
@@ -604,22 +848,19 @@ FunctionLowering::lowerElementwise(mlir::Operation *op,
     for (auto [value, where] :
          {std::pair{inputs[0], &align.lhs}, std::pair{inputs[1], &align.rhs}}) {
       auto type = llvm::cast<RankedTensorType>(value.getType());
-      Indexed in;
-      llvm::SmallVector<int64_t> kept;
+      Indexed in{value, {}};
       for (size_t d = 0; d < where->size(); ++d) {
         int at = (*where)[d];
-        if (at < 0 || type.getDimSize(d) == 1)
-          continue; // a broadcast size-1 dim
-        in.axes.push_back(outAxes[at]);
-        kept.push_back(type.getDimSize(d));
+        // A dim of size 1 is read at index 0: it broadcasts.
+        in.axes.push_back(at < 0 || type.getDimSize(d) == 1 ? ""
+                                                            : outAxes[at]);
       }
-      in.value = reshape(loc, value, kept);
       operands.push_back(in);
     }
   } else {
     operands.push_back({inputs[0], outAxes});
   }
-  Value init = emptyTensor(loc, resultType.getShape(), element);
+  Value init = emptyTensor(loc, resultShape.sizes, element);
   bool isF = llvm::isa<mlir::FloatType>(
       llvm::cast<RankedTensorType>(inputs[0].getType()).getElementType());
   auto body = [&](OpBuilder &nb, Location nl, mlir::ValueRange args) -> Value {
@@ -675,7 +916,7 @@ FunctionLowering::lowerElementwise(mlir::Operation *op,
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           return cast(nl, x, element);
         })
-        .Default([&](auto) { return x; });
+        .Default([&](auto) { return Value(); }); // refused above
   };
   // Low-precision floats compute in f32 and round once.
   bool widen = isF && isLowPrecisionFloat(element) && !llvm::isa<CastOp>(op);
@@ -699,12 +940,15 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
   llvm::SmallVector<Value> inputs;
   for (Value v : op->getOperands())
     inputs.push_back(map.lookup(v));
-  llvm::SmallVector<RankedTensorType> results;
+  llvm::SmallVector<ResultShape> results;
   for (Value r : op->getResults()) {
     auto t = tensorType(r.getType(), op);
     if (mlir::failed(t))
       return mlir::failure();
-    results.push_back(*t);
+    auto sizes = resultSizes(loc, r.getType(), op);
+    if (mlir::failed(sizes))
+      return mlir::failure();
+    results.push_back({*t, *sizes});
   }
   mlir::FailureOr<Value> result = mlir::failure();
   if (llvm::isa<RearrangeOp, RepeatOp, ReduceOp>(op)) {
@@ -722,30 +966,37 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
   } else if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
     auto value = llvm::cast<mlir::TypedAttr>(c.getValue());
     result = Value(b.create<mlir::arith::ConstantOp>(
-        loc, mlir::DenseElementsAttr::get(results[0], value)));
+        loc, mlir::DenseElementsAttr::get(results[0].type, value)));
   } else if (auto p = llvm::dyn_cast<PackOp>(op)) {
     auto pattern = p.getPattern().getPattern(PatternUse::Pack);
     if (pattern) {
+      // Each input, its packed dims merged into one, goes into a slice of
+      // the result along that dim.
       size_t before = pattern->inputs[0].starIndex();
-      Value out = emptyTensor(loc, results[0].getShape(), results[0].getElementType());
-      int64_t offset = 0;
+      const ResultShape &r = results[0];
+      Value out = emptyTensor(loc, r.sizes, r.type.getElementType());
+      OpFoldResult offset = b.getIndexAttr(0);
+      size_t after = r.type.getRank() - before - 1;
       for (Value in : inputs) {
         auto t = llvm::cast<RankedTensorType>(in.getType());
-        size_t after = results[0].getRank() - before - 1;
-        llvm::SmallVector<int64_t> shape(t.getShape().begin(), t.getShape().begin() + before);
-        int64_t star = 1;
-        for (int64_t d = before; d < t.getRank() - static_cast<int64_t>(after); ++d)
-          star *= t.getDimSize(d);
+        auto inSizes = mlir::tensor::getMixedSizes(b, loc, in);
+        llvm::SmallVector<OpFoldResult> shape(inSizes.begin(),
+                                              inSizes.begin() + before);
+        OpFoldResult star = b.getIndexAttr(1);
+        for (int64_t d = before; d < t.getRank() - static_cast<int64_t>(after);
+             ++d)
+          star = mul(loc, star, inSizes[d]);
         shape.push_back(star);
-        shape.append(t.getShape().end() - after, t.getShape().end());
+        shape.append(inSizes.end() - after, inSizes.end());
         Value part = reshape(loc, in, shape);
-        llvm::SmallVector<mlir::OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
-        offsets[before] = b.getIndexAttr(offset);
-        llvm::SmallVector<mlir::OpFoldResult> sizes, strides(shape.size(), b.getIndexAttr(1));
-        for (int64_t s : shape)
-          sizes.push_back(b.getIndexAttr(s));
-        out = b.create<mlir::tensor::InsertSliceOp>(loc, part, out, offsets, sizes, strides);
-        offset += star;
+        llvm::SmallVector<OpFoldResult> offsets(shape.size(),
+                                                b.getIndexAttr(0));
+        offsets[before] = offset;
+        llvm::SmallVector<OpFoldResult> strides(shape.size(),
+                                                b.getIndexAttr(1));
+        out = b.create<mlir::tensor::InsertSliceOp>(loc, part, out, offsets,
+                                                    shape, strides);
+        offset = add(loc, offset, star);
       }
       result = out;
     }
@@ -755,27 +1006,25 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
       return op->emitError("cannot lower: bad pattern");
     size_t before = pattern->inputs[0].starIndex();
     auto t = llvm::cast<RankedTensorType>(inputs[0].getType());
-    int64_t offset = 0;
+    auto inSizes = mlir::tensor::getMixedSizes(b, loc, inputs[0]);
+    size_t after = t.getRank() - before - 1;
+    OpFoldResult offset = b.getIndexAttr(0);
     for (size_t k = 0; k < results.size(); ++k) {
-      auto rt = results[k];
-      size_t after = t.getRank() - before - 1;
-      int64_t star = 1;
-      for (int64_t d = before; d < rt.getRank() - static_cast<int64_t>(after); ++d)
-        star *= rt.getDimSize(d);
-      llvm::SmallVector<mlir::OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0));
-      offsets[before] = b.getIndexAttr(offset);
-      llvm::SmallVector<mlir::OpFoldResult> sizes, strides(t.getRank(), b.getIndexAttr(1));
-      llvm::SmallVector<int64_t> sliceShape;
-      for (int64_t d = 0; d < t.getRank(); ++d) {
-        int64_t s = d == static_cast<int64_t>(before) ? star : t.getDimSize(d);
-        sizes.push_back(b.getIndexAttr(s));
-        sliceShape.push_back(s);
-      }
+      const ResultShape &r = results[k];
+      OpFoldResult star = b.getIndexAttr(1);
+      for (int64_t d = before; d < r.type.getRank() - static_cast<int64_t>(after);
+           ++d)
+        star = mul(loc, star, r.sizes[d]);
+      llvm::SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0));
+      offsets[before] = offset;
+      llvm::SmallVector<OpFoldResult> sizes(inSizes),
+          strides(t.getRank(), b.getIndexAttr(1));
+      sizes[before] = star;
       Value slice = b.create<mlir::tensor::ExtractSliceOp>(
-          loc, RankedTensorType::get(sliceShape, t.getElementType()), inputs[0],
-          offsets, sizes, strides);
-      map.map(op->getResult(k), reshape(loc, slice, rt.getShape()));
-      offset += star;
+          loc, typeOf(sizes, t.getElementType()), inputs[0], offsets, sizes,
+          strides);
+      map.map(op->getResult(k), reshape(loc, slice, r.sizes));
+      offset = add(loc, offset, star);
     }
     return mlir::success();
   } else {
@@ -819,6 +1068,8 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
         lowered->setAttr(attr.getName(), attr.getValue());
       mlir::Block *entry = lowered.addEntryBlock();
       b.setInsertionPointToStart(entry);
+      if (mlir::failed(lowering.readSizes(fn, entry->getArguments())))
+        return signalPassFailure();
       mlir::IRMapping map;
       for (auto [from, to] : llvm::zip(fn.getArguments(), entry->getArguments()))
         map.map(from, to);
@@ -834,13 +1085,6 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
           return signalPassFailure();
       }
       lowered.setVisibility(fn.getVisibility());
-      // A C entry point (`_mlir_ciface_NAME`) taking memref descriptors.
-      lowered->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-      // Inputs are read-only and never alias the outputs the caller passes
-      // (einc run allocates them; the AOT header documents it): telling
-      // LLVM lets it vectorize loops that read inputs and write results.
-      for (unsigned i = 0; i < lowered.getNumArguments(); ++i)
-        lowered.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
       fn.erase();
     }
     module->removeAttr("ein.dims");

@@ -108,13 +108,17 @@ std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
   // Bufferize with results written in place into the caller's buffers;
   // contractions become packed, register-tiled micro-kernels; everything else
   // loops whose outermost parallel loop is spread over the cores (OpenMP).
-  p += ",one-shot-bufferize{bufferize-function-boundaries=1 "
-       "function-boundary-type-conversion=identity-layout-map},"
-       "ein-results-from-allocs,buffer-results-to-out-params{hoist-static-"
-       "allocs=1},"
+  // Arguments take any strides (fully dynamic layouts); results are
+  // written into the caller's buffers (ein-host-calling-convention, then
+  // empty-tensor elimination), intermediates are identity-layout buffers.
+  p += ",ein-host-calling-convention,eliminate-empty-tensors,"
+       "one-shot-bufferize{bufferize-function-boundaries=1 "
+       "function-boundary-type-conversion=fully-dynamic-layout-map "
+       "unknown-type-conversion=identity-layout-map},"
+       "drop-equivalent-buffer-results,"
        "canonicalize,buffer-deallocation-pipeline,ein-tile-contractions{" +
        options.contractionTiles +
-       "},ein-tile-reductions,"
+       "},ein-tile-reductions,ein-copies-to-linalg,"
        "convert-linalg-to-affine-loops,func.func(affine-parallelize{max-nested="
        "1}),"
        "lower-affine,canonicalize";

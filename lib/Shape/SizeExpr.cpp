@@ -278,6 +278,27 @@ SizeExpr::replaceSymbols(const std::map<std::string, SizeExpr> &values) const {
   return result;
 }
 
+std::vector<SizeExpr::Term> SizeExpr::termList() const {
+  std::vector<Term> out;
+  for (auto &[m, c] : terms) {
+    Term term{c, {}};
+    for (auto &[key, power] : m) {
+      const Atom &atom = *atoms.at(key);
+      Factor f;
+      f.power = power;
+      if (atom.isQuotient()) {
+        f.num = atom.num.get();
+        f.den = atom.den.get();
+      } else {
+        f.symbol = atom.name;
+      }
+      term.factors.push_back(f);
+    }
+    out.push_back(std::move(term));
+  }
+  return out;
+}
+
 std::optional<Int> SizeExpr::evaluate(const Bindings &env) const {
   return substitute(env).constantValue();
 }

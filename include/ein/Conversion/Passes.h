@@ -28,6 +28,9 @@ class SCFDialect;
 namespace vector {
 class VectorDialect;
 }
+namespace bufferization {
+class BufferizationDialect;
+}
 } // namespace mlir
 
 namespace ein {

@@ -5,16 +5,20 @@
 include "mlir/Pass/PassBase.td"
 
 def EinToLinalg : Pass<"ein-to-linalg", "::mlir::ModuleOp"> {
-  let summary = "Lower ein ops to linalg on tensors with static shapes";
+  let summary = "Lower ein ops to linalg on tensors, static or dynamic sizes";
   let description = [{
     Rewrites every function over `!ein.tensor` into one over builtin ranked
-    tensors. Every dim must be bound to a number by the module's `ein.dims`
-    (`einc --dim`, or the sizes of the inputs at `einc run`); a free dim is an
-    error naming it.
+    tensors. A dim bound to a number by the module's `ein.dims` (`einc
+    --dim`, `dim` declarations) is static; any other is dynamic (`?`), its
+    names read from the arguments' sizes at the entry (`tensor.dim`, solved
+    for `8*d` or `n + 1`). A name that cannot be read (it appears only in a
+    product of free names, `h*d`) is an error naming it; so is a variadic
+    whose rank is unknown, and an op without a lowering.
 
     Each op becomes a `linalg.generic` over its elementary axes (size-1 axes
-    dropped): operands are first reshaped to their elementary axes
-    (`tensor.collapse_shape`/`expand_shape`, which bufferize to views), the
+    dropped): operands' dims are first split into their elementary axes
+    (`tensor.expand_shape`, a view whatever the strides; a dim of size 1 is
+    read at index 0), the
     generic's indexing maps do any permutation, broadcast, diagonal or
     contraction, and the result is reshaped to the op's output shape. A
     rearrange that keeps the order of its axes is only a reshape (a view).
@@ -53,34 +57,82 @@ def EinToLinalg : Pass<"ein-to-linalg", "::mlir::ModuleOp"> {
   ];
 }
 
-def ResultsFromAllocs : Pass<"ein-results-from-allocs", "::mlir::ModuleOp"> {
-  let summary = "Make every returned buffer a distinct allocation";
+def CopiesToLinalg : Pass<"ein-copies-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Rewrite memref.copy as a linalg.generic that copies";
   let description = [{
-    Runs after bufferization, before `buffer-results-to-out-params
-    {hoist-static-allocs}`, which then turns each returned allocation into
-    the caller's output buffer so results are written in place. A returned
-    value that is not its own `memref.alloc` (a parameter, a view of one, or
-    a value returned twice) is copied into a fresh allocation first; MLIR
-    19's hoisting crashes or aliases outputs otherwise.
+    Bufferization copies with `memref.copy` (a result that is a parameter or
+    a view, a merge of axes that a strided argument cannot do in place).
+    Between strided memrefs, `finalize-memref-to-llvm` turns it into a call
+    of `memrefCopy` from MLIR's C runner library, which object files would
+    then need at link time and which copies element by element. As a
+    `linalg.generic` the copy becomes a loop nest like any other op: its
+    outermost loop runs on all cores, its innermost is vectorized. A copy of
+    a buffer onto itself is removed.
 
     Before:
     ```mlir
-    func.func @f(%x: memref<2x3xf32>) -> (memref<2x3xf32>, memref<2x3xf32>) {
-      return %x, %x : memref<2x3xf32>, memref<2x3xf32>
+    memref.copy %a, %b : memref<?x?xf32, strided<[?, ?], offset: ?>>
+                      to memref<?x?xf32, strided<[?, ?], offset: ?>>
+    ```
+    After:
+    ```mlir
+    linalg.generic {indexing_maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d0, d1)],
+                    iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<?x?xf32, strided<[?, ?], offset: ?>>)
+        outs(%b : memref<?x?xf32, strided<[?, ?], offset: ?>>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def HostCallingConvention
+    : Pass<"ein-host-calling-convention", "::mlir::ModuleOp"> {
+  let summary = "Results become output parameters written in place; C entry "
+                "points with noalias arguments";
+  let description = [{
+    Runs on the output of `ein-to-linalg`, before bufferization. Every
+    function's results become trailing parameters (the caller's output
+    buffers, in return order) and each returned value is materialized in its
+    parameter with `bufferization.materialize_in_destination`; the function
+    still returns those tensors so that one-shot bufferization sees them as
+    equivalent to the parameters, and `drop-equivalent-buffer-results` then
+    removes the results. With `eliminate-empty-tensors` the op that computes a
+    result writes straight into the caller's buffer (no copy); a result that
+    is a parameter, a view, or a value returned twice is copied.
+
+    Inputs are marked `bufferization.writable = false` (the compiled code
+    never writes them) and every parameter `llvm.noalias`: inputs are
+    read-only and outputs overlap neither inputs nor each other (the rule of
+    the C header; `einc run` allocates fresh outputs). The function gets
+    `llvm.emit_c_interface`: a `_mlir_ciface_NAME` entry point over memref
+    descriptors, which after bufferization with
+    `function-boundary-type-conversion=fully-dynamic-layout-map` carry any
+    sizes, strides and offset.
+
+    Before:
+    ```mlir
+    func.func @f(%x: tensor<?xf32>) -> tensor<?xf32> {
+      %0 = linalg.generic ... ins(%x) outs(%empty) -> tensor<?xf32>
+      return %0 : tensor<?xf32>
     }
     ```
     After:
     ```mlir
-    func.func @f(%x: memref<2x3xf32>) -> (memref<2x3xf32>, memref<2x3xf32>) {
-      %0 = memref.alloc() : memref<2x3xf32>
-      memref.copy %x, %0 : memref<2x3xf32> to memref<2x3xf32>
-      %1 = memref.alloc() : memref<2x3xf32>
-      memref.copy %x, %1 : memref<2x3xf32> to memref<2x3xf32>
-      return %0, %1 : memref<2x3xf32>, memref<2x3xf32>
+    func.func @f(%x: tensor<?xf32> {bufferization.writable = false,
+                                    llvm.noalias},
+                 %out0: tensor<?xf32> {llvm.noalias}) -> tensor<?xf32>
+        attributes {llvm.emit_c_interface} {
+      %0 = linalg.generic ... ins(%x) outs(%empty) -> tensor<?xf32>
+      %1 = bufferization.materialize_in_destination %0 in %out0
+          : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+      return %1 : tensor<?xf32>
     }
     ```
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
 def ExpandFp8 : Pass<"ein-expand-fp8", "::mlir::ModuleOp"> {

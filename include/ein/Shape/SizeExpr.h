@@ -88,6 +88,22 @@ public:
   /// simplify when the division becomes exact).
   SizeExpr replaceSymbols(const std::map<std::string, SizeExpr> &values) const;
 
+  /// One factor of a term: a named size, or a floor quotient num / den
+  /// (pointers into this expression, valid while it lives), to a power.
+  struct Factor {
+    std::string symbol;                           // empty for a quotient
+    const SizeExpr *num = nullptr, *den = nullptr; // for a quotient
+    unsigned power = 1;
+  };
+  /// One term: coefficient times the product of its factors.
+  struct Term {
+    Int coefficient;
+    std::vector<Factor> factors;
+  };
+  /// The canonical terms, for code that computes the expression (the
+  /// lowering's index arithmetic, the C header's size checks).
+  std::vector<Term> termList() const;
+
   /// Canonical text: `2*batch*heads*seq`, `n + 1`, `hidden/8`, `-a + b`.
   /// parseSizeExpr reads it back as the same expression (for every
   /// expression that neither overflowed nor is too complex).
