@@ -169,6 +169,16 @@ public:
             loc, size, index(loc, static_cast<int64_t>(read.scale)));
       symbols[read.symbol] = size;
     }
+    for (auto [arg, shape] : llvm::zip(arguments, shapes)) {
+      llvm::SmallVector<OpFoldResult> sizes;
+      for (auto &d : shape) {
+        auto s = materialize(loc, d.size, fn);
+        if (mlir::failed(s))
+          return mlir::failure();
+        sizes.push_back(*s);
+      }
+      knownSizes[arg] = sizes;
+    }
     return mlir::success();
   }
 
@@ -182,6 +192,21 @@ public:
       return mlir::failure();
     if (*n != mlir::ShapedType::kDynamic)
       return OpFoldResult(b.getIndexAttr(*n));
+    // One value per expression: equal sizes are the same value, so reshapes
+    // between equal shapes are recognised and skipped. (Every op is built in
+    // the function's one block, in order, so an earlier value dominates.)
+    std::string key = e.str();
+    if (auto it = materialized.find(key); it != materialized.end())
+      return OpFoldResult(it->second);
+    auto value = materializeTerms(loc, e, at);
+    if (mlir::failed(value))
+      return mlir::failure();
+    materialized[key] = *value;
+    return OpFoldResult(*value);
+  }
+
+  mlir::FailureOr<Value> materializeTerms(Location loc, const SizeExpr &e,
+                                          mlir::Operation *at) {
     SizeExpr bound = e.substitute(env);
     Value sum;
     for (auto &term : bound.termList()) {
@@ -225,8 +250,8 @@ public:
                 : value;
     }
     if (!sum)
-      return OpFoldResult(b.getIndexAttr(0));
-    return OpFoldResult(sum);
+      return index(loc, 0);
+    return sum;
   }
 
   /// The sizes of a result of `op`, from its ein type.
@@ -252,6 +277,9 @@ private:
   OpBuilder &b;
   const Bindings &env;
   std::map<std::string, Value> symbols; // names read at the entry
+  std::map<std::string, Value> materialized; // size expression -> its value
+  /// The sizes of values this lowering built, as it built them.
+  llvm::DenseMap<Value, llvm::SmallVector<OpFoldResult>> knownSizes;
   std::map<std::string, OpFoldResult> axisSize;
 
   Value index(Location loc, int64_t v) {
@@ -267,6 +295,18 @@ private:
     return c && *c == n;
   }
   static bool isZero(OpFoldResult v) { return isStatic(v, 0); }
+  static bool sameSizes(llvm::ArrayRef<OpFoldResult> x,
+                        llvm::ArrayRef<OpFoldResult> y) {
+    if (x.size() != y.size())
+      return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      auto cx = mlir::getConstantIntValue(x[i]);
+      auto cy = mlir::getConstantIntValue(y[i]);
+      if (cx || cy ? cx != cy : x[i] != y[i])
+        return false;
+    }
+    return true;
+  }
   /// num / den rounded down (sizes are non-negative), 0 when den is 0.
   Value safeFloorDiv(Location loc, Value num, Value den) {
     Value zero = index(loc, 0), one = index(loc, 1);
@@ -339,44 +379,99 @@ private:
     return out;
   }
 
-  /// Reshapes `v`, whose elements are in C order (a fresh result, or any
-  /// tensor: bufferization copies a strided one that cannot be merged in
-  /// place), to `shape`: collapse to one dim, expand to the target.
-  Value reshape(Location loc, Value v, llvm::ArrayRef<OpFoldResult> shape) {
+  /// Reshapes `v` by merging runs of its dims: target dim j is the product
+  /// of source dims `targets[j]` (in order; all targets together list the
+  /// source dims in order), and a target with no source dim has size 1.
+  /// Source dims of static size 1 may be left out (they are dropped). The
+  /// grouping is explicit, never inferred from sizes (with dynamic sizes
+  /// MLIR cannot infer it), and done as one `tensor.collapse_shape` and,
+  /// for inserted 1s, one `tensor.expand_shape`: views on a fresh result; a
+  /// strided argument is copied by bufferization only where its strides do
+  /// not allow the merge.
+  Value regroup(Location loc, Value v,
+                const std::vector<std::vector<int64_t>> &targets,
+                llvm::ArrayRef<OpFoldResult> targetSizes) {
     auto type = llvm::cast<RankedTensorType>(v.getType());
-    auto target = typeOf(shape, type.getElementType());
-    if (type == target && type.hasStaticShape())
-      return v;
-    if (type.getRank() == 0)
-      return b.create<mlir::tensor::ExpandShapeOp>(
-          loc, target, v, llvm::ArrayRef<mlir::ReassociationIndices>{},
-          shape);
-    if (shape.empty())
-      return b.create<mlir::tensor::CollapseShapeOp>(
-          loc, target, v, llvm::ArrayRef<mlir::ReassociationIndices>{});
-    Value flat = v;
-    if (type.getRank() > 1) {
-      mlir::ReassociationIndices all;
-      for (int64_t i = 0; i < type.getRank(); ++i)
-        all.push_back(i);
-      int64_t n = type.hasStaticShape() ? type.getNumElements()
-                                        : mlir::ShapedType::kDynamic;
-      flat = b.create<mlir::tensor::CollapseShapeOp>(
-          loc, RankedTensorType::get({n}, type.getElementType()), v,
-          llvm::ArrayRef<mlir::ReassociationIndices>{all});
+    auto target = typeOf(targetSizes, type.getElementType());
+    if (auto known = knownSizes.find(v);
+        known != knownSizes.end() && sameSizes(known->second, targetSizes))
+      return type == target ? v
+                            : b.create<mlir::tensor::CastOp>(loc, target, v)
+                                  .getResult();
+    int64_t rank = type.getRank();
+    // Owner (non-empty target) of each source dim; a dropped unit dim joins
+    // the target of its nearest covered neighbour.
+    std::vector<int64_t> owner(rank, -1);
+    std::vector<int64_t> nonEmpty; // target indices with source dims
+    for (size_t j = 0; j < targets.size(); ++j) {
+      if (targets[j].empty())
+        continue;
+      for (int64_t d : targets[j])
+        owner[d] = static_cast<int64_t>(nonEmpty.size());
+      nonEmpty.push_back(static_cast<int64_t>(j));
     }
-    if (shape.size() == 1) {
-      if (flat.getType() == target)
-        return flat;
-      return b.create<mlir::tensor::CastOp>(loc, target, flat);
+    Value collapsed = v;
+    if (nonEmpty.empty()) {
+      // Every dim is 1: through rank 0.
+      if (rank > 0)
+        collapsed = b.create<mlir::tensor::CollapseShapeOp>(
+            loc, RankedTensorType::get({}, type.getElementType()), v,
+            llvm::ArrayRef<mlir::ReassociationIndices>{});
+    } else {
+      for (int64_t d = 0; d < rank; ++d)
+        if (owner[d] < 0)
+          owner[d] = d > 0 && owner[d - 1] >= 0 ? owner[d - 1] : -1;
+      for (int64_t d = rank - 1; d >= 0; --d)
+        if (owner[d] < 0)
+          owner[d] = owner[d + 1];
+      llvm::SmallVector<mlir::ReassociationIndices> groups(nonEmpty.size());
+      for (int64_t d = 0; d < rank; ++d)
+        groups[owner[d]].push_back(d);
+      if (static_cast<int64_t>(groups.size()) != rank)
+        collapsed = b.create<mlir::tensor::CollapseShapeOp>(loc, v, groups);
     }
-    mlir::ReassociationIndices all;
-    for (size_t i = 0; i < shape.size(); ++i)
-      all.push_back(static_cast<int64_t>(i));
-    return b.create<mlir::tensor::ExpandShapeOp>(
-        loc, target, flat, llvm::ArrayRef<mlir::ReassociationIndices>{all},
-        shape);
+    auto collapsedType = llvm::cast<RankedTensorType>(collapsed.getType());
+    if (collapsedType.getRank() == static_cast<int64_t>(targets.size()))
+      return collapsedType == target
+                 ? collapsed
+                 : b.create<mlir::tensor::CastOp>(loc, target, collapsed)
+                       .getResult();
+    // Insert the 1s: each merged dim takes the unit targets before it (the
+    // last also those after it).
+    llvm::SmallVector<mlir::ReassociationIndices> expand(
+        std::max<size_t>(nonEmpty.size(), 0));
+    size_t next = 0;
+    for (size_t k = 0; k < nonEmpty.size(); ++k) {
+      size_t end = k + 1 == nonEmpty.size() ? targets.size()
+                                            : static_cast<size_t>(nonEmpty[k]) + 1;
+      for (; next < end; ++next)
+        expand[k].push_back(static_cast<int64_t>(next));
+    }
+    return b.create<mlir::tensor::ExpandShapeOp>(loc, target, collapsed,
+                                                 expand, targetSizes);
   }
+
+  /// Regroups a value whose dims are the elementary axes `axes` ("" for a
+  /// dim of size 1) into the dims `groups` (lists of elementary axes).
+  Value regroupAxes(Location loc, Value v, const std::vector<std::string> &axes,
+                    const std::vector<std::vector<std::string>> &groups,
+                    llvm::ArrayRef<OpFoldResult> targetSizes) {
+    std::vector<std::vector<int64_t>> targets;
+    size_t next = 0;
+    for (auto &g : groups) {
+      std::vector<int64_t> dims;
+      for (auto &a : g) {
+        if (isUnitAxis(a))
+          continue;
+        while (next < axes.size() && axes[next] != a)
+          ++next; // skips the "" dims
+        dims.push_back(static_cast<int64_t>(next++));
+      }
+      targets.push_back(dims);
+    }
+    return regroup(loc, v, targets, targetSizes);
+  }
+
   /// Float to integer, rounding toward zero, saturating: NaN gives 0, values
   /// beyond the integer's range its minimum or maximum. (`arith.fptosi` alone
   /// is poison there, so the same input could give different answers in the
@@ -498,19 +593,28 @@ private:
         [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
           nb.create<mlir::linalg::YieldOp>(nl, body(nb, nl, args));
         });
+    if (auto known = knownSizes.find(init); known != knownSizes.end()) {
+      auto sizes = known->second; // a copy: [] may rehash
+      knownSizes[op.getResult(0)] = sizes;
+    }
     return op.getResult(0);
   }
 
   Value emptyTensor(Location loc, llvm::ArrayRef<OpFoldResult> shape,
                     Type element) {
-    return b.create<mlir::tensor::EmptyOp>(loc, shape, element);
+    Value v = b.create<mlir::tensor::EmptyOp>(loc, shape, element);
+    knownSizes[v] = llvm::SmallVector<OpFoldResult>(shape);
+    return v;
   }
 
   Value filled(Location loc, llvm::ArrayRef<OpFoldResult> shape, Type element,
                mlir::TypedAttr value) {
     Value init = emptyTensor(loc, shape, element);
     Value scalar = b.create<mlir::arith::ConstantOp>(loc, value);
-    return b.create<mlir::linalg::FillOp>(loc, scalar, init).getResult(0);
+    Value v = b.create<mlir::linalg::FillOp>(loc, scalar, init).getResult(0);
+    auto sizes = knownSizes.lookup(init); // a copy: [] may rehash
+    knownSizes[v] = sizes;
+    return v;
   }
 
   /// An operand with one dim per elementary axis: each dim is split into its
@@ -667,7 +771,8 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
     if (!a.empty())
       inAxes.push_back(a);
   if (use == PatternUse::Rearrange && inAxes == outAxes)
-    return reshape(loc, input, resultShape.sizes); // a view where contiguous
+    return regroupAxes(loc, in.value, in.axes, info.outputGroups,
+                       resultShape.sizes); // a view where strides allow
 
   std::vector<std::string> loops = outAxes;
   std::set<std::string> reductions;
@@ -732,7 +837,8 @@ FunctionLowering::lowerTransform(mlir::Operation *op, Value input,
     }
     result = castTensor(loc, result, element);
   }
-  return reshape(loc, result, resultShape.sizes);
+  return regroupAxes(loc, result, outAxes, info.outputGroups,
+                     resultShape.sizes);
 }
 
 mlir::FailureOr<Value>
@@ -793,13 +899,13 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
       if (!a.empty() && isZero(axisSize.at(a))) {
         Value zeros = filled(loc, sizesOf(outAxes), acc,
                              identity(ReduceKind::Sum, acc));
-        return reshape(loc, castTensor(loc, zeros, element),
-                       resultShape.sizes);
+        return regroupAxes(loc, castTensor(loc, zeros, element), outAxes,
+                           info.outputGroups, resultShape.sizes);
       }
   if (live.size() <= 2) {
     Value v = contract(live, outAxes).value;
     v = castTensor(loc, v, element);
-    return reshape(loc, v, resultShape.sizes);
+    return regroupAxes(loc, v, outAxes, info.outputGroups, resultShape.sizes);
   }
   // Pairwise along the cost model's order; intermediates keep the axes that
   // the output or a later operand still needs.
@@ -819,7 +925,8 @@ FunctionLowering::lowerEinsum(EinsumOp op, llvm::ArrayRef<Value> inputs,
     live = afterContracting(live, i, j, step);
   }
   Value v = castTensor(loc, live[0].value, element);
-  return reshape(loc, v, resultShape.sizes);
+  return regroupAxes(loc, v, live[0].axes, info.outputGroups,
+                     resultShape.sizes);
 }
 
 mlir::FailureOr<Value>
@@ -988,7 +1095,16 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
           star = mul(loc, star, inSizes[d]);
         shape.push_back(star);
         shape.append(inSizes.end() - after, inSizes.end());
-        Value part = reshape(loc, in, shape);
+        std::vector<std::vector<int64_t>> targets;
+        for (size_t d = 0; d < before; ++d)
+          targets.push_back({static_cast<int64_t>(d)});
+        targets.emplace_back();
+        for (int64_t d = before; d < t.getRank() - static_cast<int64_t>(after);
+             ++d)
+          targets.back().push_back(d);
+        for (int64_t d = t.getRank() - after; d < t.getRank(); ++d)
+          targets.push_back({d});
+        Value part = regroup(loc, in, targets, shape);
         llvm::SmallVector<OpFoldResult> offsets(shape.size(),
                                                 b.getIndexAttr(0));
         offsets[before] = offset;
@@ -1023,7 +1139,34 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
       Value slice = b.create<mlir::tensor::ExtractSliceOp>(
           loc, typeOf(sizes, t.getElementType()), inputs[0], offsets, sizes,
           strides);
-      map.map(op->getResult(k), reshape(loc, slice, r.sizes));
+      // The packed dim splits back into the part's dims (none: dropped).
+      int64_t parts = r.type.getRank() - static_cast<int64_t>(before + after);
+      Value value;
+      if (parts == 0) {
+        std::vector<std::vector<int64_t>> targets;
+        for (int64_t d = 0; d < t.getRank(); ++d)
+          if (d != static_cast<int64_t>(before))
+            targets.push_back({d});
+        value = regroup(loc, slice, targets, r.sizes);
+      } else {
+        llvm::SmallVector<mlir::ReassociationIndices> split;
+        int64_t next = 0;
+        for (int64_t d = 0; d < t.getRank(); ++d) {
+          int64_t width = d == static_cast<int64_t>(before) ? parts : 1;
+          split.emplace_back();
+          for (int64_t i = 0; i < width; ++i)
+            split.back().push_back(next++);
+        }
+        if (parts == 1)
+          value = slice.getType() == r.type
+                      ? slice
+                      : b.create<mlir::tensor::CastOp>(loc, r.type, slice)
+                            .getResult();
+        else
+          value = b.create<mlir::tensor::ExpandShapeOp>(loc, r.type, slice,
+                                                         split, r.sizes);
+      }
+      map.map(op->getResult(k), value);
       offset = add(loc, offset, star);
     }
     return mlir::success();

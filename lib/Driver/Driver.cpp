@@ -51,13 +51,14 @@ and totals per function.)",
        {"--fn", "--dim", "--device", "--peak-flops", "--bandwidth", "--json"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
-    [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump])",
+    [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
+    [--size-generic])",
        R"(JIT-compile NAME for this CPU with the inputs' sizes and run it; bf16
 inputs are read from f32 files (rounded to nearest even) or from raw
 uint16 files, and bf16 results are written as f32. Exit 2 when the
 inputs do not fit the signature; no output is written then.)",
        {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
-        "--bandwidth", "--tiles", "--perf-jitdump"}},
+        "--bandwidth", "--tiles", "--perf-jitdump", "--size-generic"}},
       {"calibrate",
        "calibrate",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
@@ -67,12 +68,13 @@ peak from /proc/cpuinfo; stored for `run --time`.)",
        "build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...",
        R"(Compile every function for this CPU into an object file, with a C
 header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
-Every dim must be bound (by `dim` or --dim).)",
+A dim bound by `dim` or --dim is compiled in; every other is read from
+the arguments at each call (size-generic code).)",
        {"-o", "--header", "--dim", "--tiles"}},
       {"emit",
        "emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...",
-       R"(Print a compilation stage. Stages after ein lower to static shapes:
-every dim must be bound (by `dim` or --dim).)",
+       R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
+static; every other is dynamic, read from the arguments.)",
        {"--stage", "--dim", "--tiles"}},
   };
   return list;
@@ -121,6 +123,10 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
                  $JITDUMPDIR (default $HOME)/.debug/jit; also EIN_JIT_PERF=1.
                  EIN_JIT_GDB=1 registers the code with gdb. Both are off by
                  default.)"},
+    {"--size-generic",
+     R"(--size-generic   compile without the inputs' sizes (only `dim`, --dim
+                 and `#` dims given size 1 are specialised), as `einc
+                 build` does, then call with them)"},
     {"--help", R"(--help           show this help)"},
     {"--version",
      R"(--version        show the version of einc and of LLVM/MLIR it uses)"},
@@ -182,7 +188,7 @@ Error usageError(const std::string &command, std::string message) {
 
 struct Args {
   std::string command, file, fn, stage, device = "h100", object, header;
-  bool json = false, time = false, perfJitdump = false;
+  bool json = false, time = false, perfJitdump = false, sizeGeneric = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;
@@ -283,6 +289,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.time = true;
     } else if (a == "--perf-jitdump" && args.command == "run") {
       args.perfJitdump = true;
+    } else if (a == "--size-generic" && args.command == "run") {
+      args.sizeGeneric = true;
     } else if (isFlag("--fn") &&
                (args.command == "report" || args.command == "run")) {
       auto v = value("--fn");
@@ -390,6 +398,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
     run.inputs = args.inputs;
     run.outputs = args.outputs;
     run.time = args.time;
+    run.sizeGeneric = args.sizeGeneric;
     run.peakFlops = args.peakFlops;
     run.bandwidth = args.bandwidth;
     run.cpu = args.cpu;

@@ -37,15 +37,16 @@ std::string si(double v, const char *unit) {
 
 ErrorOr<double> medianCallSeconds(
     JITFunction &jit, const std::vector<const runtime::HostTensor *> &ins,
-    const std::vector<runtime::HostTensor *> &outs, size_t &calls) {
+    const std::vector<runtime::HostTensor *> &outs, size_t &calls,
+    const Bindings &dims) {
   using clock = std::chrono::steady_clock;
-  if (auto called = jit.call(ins, outs); !called)
+  if (auto called = jit.call(ins, outs, dims); !called)
     return called.error();
   std::vector<double> samples;
   double total = 0;
   while (total < 0.2 || (samples.size() < 5 && total < 2.0)) {
     auto start = clock::now();
-    if (auto called = jit.call(ins, outs); !called)
+    if (auto called = jit.call(ins, outs, dims); !called)
       return called.error();
     double s = std::chrono::duration<double>(clock::now() - start).count();
     samples.push_back(s);
@@ -143,8 +144,20 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   if (auto why = valueTooLarge(*concrete.find(options.function),
                                Int(runtime::hostMemoryBytes())))
     return inputError(*why);
-  auto compiled = JITFunction::compile(concrete, options.function, options.cpu,
-                                       options.jit);
+  // Size-generic: compiled from the symbolic check, where only `dim`,
+  // --dim and `#` dims given size 1 (which must broadcast) are numbers.
+  CheckedModule generic;
+  if (options.sizeGeneric) {
+    CheckOptions unitOnly = symbolic;
+    unitOnly.entryUnitDims = binding.unitDims;
+    DiagnosticEngine genericDiags(file);
+    generic = checkModule(module, unitOnly, genericDiags);
+    if (genericDiags.hadError())
+      return errorFromDiagnostics(genericDiags);
+  }
+  auto compiled =
+      JITFunction::compile(options.sizeGeneric ? generic : concrete,
+                           options.function, options.cpu, options.jit);
   if (!compiled)
     return compiled.error().inFileNamed(file.path);
   JITFunction *jit = compiled->get();
@@ -168,12 +181,12 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   std::vector<runtime::HostTensor *> outs;
   for (auto &t : outputs)
     outs.push_back(&t);
-  if (auto called = jit->call(ins, outs); !called)
+  if (auto called = jit->call(ins, outs, binding.dims); !called)
     return called.error();
 
   if (options.time) {
     size_t calls = 0;
-    auto timed = medianCallSeconds(*jit, ins, outs, calls);
+    auto timed = medianCallSeconds(*jit, ins, outs, calls, binding.dims);
     if (!timed)
       return timed.error();
     double seconds = *timed;

@@ -181,7 +181,11 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
 
 ErrorOr<void>
 JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
-                  const std::vector<runtime::HostTensor *> &outputs) {
+                  const std::vector<runtime::HostTensor *> &outputs,
+                  const Bindings &dims) {
+  Bindings env = impl->env;
+  for (auto &[name, value] : dims)
+    env[name] = value;
   if (inputs.size() != impl->params.size() ||
       outputs.size() != impl->results.size())
     return Error::usage(
@@ -191,12 +195,12 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
   std::vector<std::vector<int64_t>> descriptors;
   std::string why;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!typeMatches(*inputs[i], impl->params[i], impl->env, why))
+    if (!typeMatches(*inputs[i], impl->params[i], env, why))
       return Error::usage(fmt::format("input {} {}", i, why));
     descriptors.push_back(descriptor(*inputs[i]));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!typeMatches(*outputs[i], impl->results[i], impl->env, why))
+    if (!typeMatches(*outputs[i], impl->results[i], env, why))
       return Error::usage(fmt::format("output {} {}", i, why));
     descriptors.push_back(descriptor(*outputs[i]));
   }

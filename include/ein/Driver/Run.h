@@ -18,6 +18,9 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::string>> inputs; // name, path
   std::vector<std::string> outputs;                        // paths
   bool time = false;
+  /// Compile without the inputs' sizes (size-generic code, as `einc build`
+  /// makes), then call with them; otherwise specialise to them.
+  bool sizeGeneric = false;
   double peakFlops = 0, bandwidth = 0;
   CPUOptions cpu;
   JITOptions jit; // perf/gdb listeners: off unless asked for
@@ -42,6 +45,7 @@ struct HostTensor;
 /// the number of timed calls; the error is that of a call that failed.
 ErrorOr<double> medianCallSeconds(
     JITFunction &jit, const std::vector<const runtime::HostTensor *> &inputs,
-    const std::vector<runtime::HostTensor *> &outputs, size_t &calls);
+    const std::vector<runtime::HostTensor *> &outputs, size_t &calls,
+    const Bindings &dims = {});
 
 } // namespace ein

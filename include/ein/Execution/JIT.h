@@ -22,10 +22,11 @@ struct JITOptions {
   static JITOptions fromEnvironment();
 };
 
-/// A function compiled for this CPU, with every dim bound to a number.
+/// A function compiled for this CPU: dims bound to numbers are compiled in,
+/// the others are read from the arguments at each call.
 class JITFunction {
 public:
-  /// Compiles `function` of `module` (whose dims must all be bound) through
+  /// Compiles `function` of `module` (variadic ranks known) through
   /// the CPU pipeline. The error says "cannot compile 'NAME':" with the
   /// compiler's messages as its context (a program error, exit 1).
   static ErrorOr<std::unique_ptr<JITFunction>>
@@ -35,10 +36,13 @@ public:
 
   /// Runs the function: `inputs` in parameter order, `outputs` preallocated
   /// with the result types (in return order). Shapes and storage types must
-  /// match the compiled signature; otherwise the error (a usage error, exit
-  /// 2: the inputs do not fit) says which tensor differs and how.
+  /// match the compiled signature, whose free dims (size-generic code) take
+  /// their values from `dims` (the inputs' binding, `bindEntryShapes`, whose
+  /// entry checks the caller has evaluated); otherwise the error (a usage
+  /// error, exit 2: the inputs do not fit) says which tensor differs and how.
   ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
-                     const std::vector<runtime::HostTensor *> &outputs);
+                     const std::vector<runtime::HostTensor *> &outputs,
+                     const Bindings &dims = {});
 
   struct Impl;
 
