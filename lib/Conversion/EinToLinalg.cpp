@@ -398,6 +398,11 @@ private:
       return type == target ? v
                             : b.create<mlir::tensor::CastOp>(loc, target, v)
                                   .getResult();
+    // An empty result has nothing to move (and MLIR 19 folds a merge into a
+    // static 0 into a collapse its memref verifier rejects).
+    for (auto size : targetSizes)
+      if (isZero(size))
+        return emptyTensor(loc, targetSizes, type.getElementType());
     int64_t rank = type.getRank();
     // Owner (non-empty target) of each source dim; a dropped unit dim joins
     // the target of its nearest covered neighbour.
@@ -447,8 +452,34 @@ private:
       for (; next < end; ++next)
         expand[k].push_back(static_cast<int64_t>(next));
     }
-    return b.create<mlir::tensor::ExpandShapeOp>(loc, target, collapsed,
-                                                 expand, targetSizes);
+    return expandDims(loc, collapsed, expand, targetSizes);
+  }
+
+  /// Splits dims of `v` (`tensor.expand_shape`, a view). MLIR 19 cannot
+  /// bufferize an expand_shape whose group has two dynamic sizes (it infers
+  /// the sizes instead of taking them), so such a split is a `tensor.reshape`
+  /// to the listed sizes (a view of a contiguous buffer; bufferization copies
+  /// a strided one first).
+  Value expandDims(Location loc, Value v,
+                   llvm::ArrayRef<mlir::ReassociationIndices> groups,
+                   llvm::ArrayRef<OpFoldResult> sizes) {
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    auto target = typeOf(sizes, type.getElementType());
+    bool ambiguous = false;
+    for (auto &g : groups) {
+      int dynamic = 0;
+      for (int64_t d : g)
+        dynamic += target.isDynamicDim(d);
+      ambiguous |= dynamic > 1;
+    }
+    if (!ambiguous)
+      return b.create<mlir::tensor::ExpandShapeOp>(loc, target, v, groups,
+                                                   sizes);
+    llvm::SmallVector<Value> values;
+    for (auto s : sizes)
+      values.push_back(asValue(loc, s));
+    Value shape = b.create<mlir::tensor::FromElementsOp>(loc, values);
+    return b.create<mlir::tensor::ReshapeOp>(loc, target, v, shape);
   }
 
   /// Regroups a value whose dims are the elementary axes `axes` ("" for a
@@ -646,11 +677,7 @@ private:
     }
     in.value = v;
     if (splits)
-      in.value = b.create<mlir::tensor::ExpandShapeOp>(
-          loc,
-          typeOf(shape,
-                 llvm::cast<RankedTensorType>(v.getType()).getElementType()),
-          v, reassociation, shape);
+      in.value = expandDims(loc, v, reassociation, shape);
     return in;
   }
 
@@ -1163,8 +1190,7 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
                       : b.create<mlir::tensor::CastOp>(loc, r.type, slice)
                             .getResult();
         else
-          value = b.create<mlir::tensor::ExpandShapeOp>(loc, r.type, slice,
-                                                         split, r.sizes);
+          value = expandDims(loc, slice, split, r.sizes);
       }
       map.map(op->getResult(k), value);
       offset = add(loc, offset, star);

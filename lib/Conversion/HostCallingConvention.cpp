@@ -37,11 +37,19 @@ struct HostCallingConventionPass
       }
       fn.walk([&](mlir::func::ReturnOp ret) {
         b.setInsertionPoint(ret);
+        // A value returned twice is computed into its first output and
+        // copied from there into the others (bufferization could not write
+        // one value in place into two buffers).
+        llvm::DenseMap<mlir::Value, mlir::Value> first;
         for (unsigned k = 0; k < ret.getNumOperands(); ++k) {
           mlir::Value out = entry.getArgument(numInputs + k);
+          mlir::Value value = ret.getOperand(k);
+          if (auto it = first.find(value); it != first.end())
+            value = it->second;
           auto materialized =
               b.create<mlir::bufferization::MaterializeInDestinationOp>(
-                  ret.getLoc(), ret.getOperand(k), out);
+                  ret.getLoc(), value, out);
+          first.try_emplace(ret.getOperand(k), materialized.getResult());
           ret.setOperand(k, materialized.getResult());
         }
       });
