@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Side-by-side CPU benchmark: einc-compiled code against numpy (and einops,
-torch when installed), in one run, on the workloads of issue 3.
+torch when installed), in one run, on the workloads of issue 3; each einc
+workload twice, size-specialised and size-generic.
 
 Each workload is JIT-compiled once by `einc run --time` (compile time is not
 timed: einc reports the median of repeated calls after a warm-up); numpy is
@@ -37,8 +38,9 @@ def median_time(fn, min_total=0.2, min_calls=5, max_total=5.0):
     return samples[len(samples) // 2]
 
 
-def einc_time(einc, fn, inputs, tmp):
+def einc_time(einc, fn, inputs, tmp, extra=()):
     args = [einc, "run", os.path.join(HERE, "workloads.ein"), "--fn", fn, "--time"]
+    args += list(extra)
     for name, array in inputs.items():
         path = os.path.join(tmp, f"{fn}_{name}.npy")
         np.save(path, array)
@@ -67,6 +69,11 @@ def workloads(quick):
            {"numpy.einsum(optimize=True)":
             lambda: np.einsum("bhsd,bhtd->bhst", q, k, optimize=True)},
            lambda: np.einsum("bhsd,bhtd->bhst", q, k), "GFLOP/s")
+    # The same matmul with A given transposed (k m): read through the
+    # packing step of the contraction, no transpose pass.
+    at = np.ascontiguousarray(a.T)
+    yield ("matmul %d^3, A given as k m" % n, "matmul_at", {"a": at, "b": b}, 2.0 * n ** 3,
+           {"numpy.matmul(a.T, b)": lambda: np.matmul(at.T, b)}, lambda: at.T @ b, "GFLOP/s")
     bs, s, hd = x.shape
     yield ("b s (h d) -> b h s d %s" % (x.shape,), "split_heads", {"x": x},
            2.0 * x.nbytes,
@@ -107,22 +114,28 @@ def main():
         for title, fn, inputs, work, peers, reference, unit in workloads(args.quick):
             scale = 1e9
             t_ein, result = einc_time(args.einc, fn, inputs, tmp)
+            # The same function compiled size-generic (no size known at
+            # compile time, as `einc build` makes it), timed side by side.
+            t_gen, generic = einc_time(args.einc, fn, inputs, tmp,
+                                       ["--size-generic"])
             expected = reference()
-            err = float(np.max(np.abs(result - expected)) /
-                        max(1.0, float(np.max(np.abs(expected)))))
+            err = max(float(np.max(np.abs(r - expected)) /
+                            max(1.0, float(np.max(np.abs(expected)))))
+                      for r in (result, generic))
             for peer, run in peers.items():
                 t_peer = median_time(run)
                 rows.append((title, peer, t_ein, t_peer, work / t_ein / scale,
-                             work / t_peer / scale, unit, t_peer / t_ein, err))
+                             work / t_peer / scale, unit, t_peer / t_ein, err,
+                             t_ein / t_gen))
     header = ("workload", "peer", "einc ms", "peer ms", "einc rate",
-              "peer rate", "einc/peer", "max rel err")
+              "peer rate", "einc/peer", "max rel err", "generic/specialised")
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
-    for (title, peer, te, tp, re_, rp, unit, ratio, err) in rows:
+    for (title, peer, te, tp, re_, rp, unit, ratio, err, gen) in rows:
         cells = (title, peer, "%.3f" % (te * 1e3), "%.3f" % (tp * 1e3),
                  "%.3g %s" % (re_, unit), "%.3g %s" % (rp, unit),
-                 "%.3fx" % ratio, "%.1e" % err)
+                 "%.3fx" % ratio, "%.1e" % err, "%.2fx" % gen)
         if args.markdown:
             print("| " + " | ".join(cells) + " |")
         else:
