@@ -213,10 +213,10 @@ static inline int64_t ein_count_(int64_t rank, const int64_t *sizes) {
 }
 /* Checks the strides of a non-empty tensor: none negative; for an output,
  * no two elements at one address (sorted by stride, each stride exceeds
- * the span of the dims below it). Sets the byte span [lo, hi). */
+ * the span of the dims below it). Sets the address range [lo, hi). */
 static inline int ein_strides_(int64_t rank, const int64_t *sizes,
     const int64_t *strides, int64_t bytes, const void *data, int output,
-    const char **lo, const char **hi) {
+    uintptr_t *lo, uintptr_t *hi) {
   int64_t order[64], i, j, span = 0; int ovf = 0;
   if (rank > 64) return EIN_ERR_STRIDE;
   for (i = 0; i < rank; ++i) {
@@ -225,7 +225,7 @@ static inline int ein_strides_(int64_t rank, const int64_t *sizes,
   }
   span = ein_mul_(ein_add_(span, 1, &ovf), bytes, &ovf);
   if (ovf) return EIN_ERR_STRIDE;
-  *lo = (const char *)data; *hi = *lo + span;
+  *lo = (uintptr_t)data; *hi = *lo + (uintptr_t)span;
   if (!output) return EIN_OK;
   for (i = 0; i < rank; ++i) order[i] = i;
   for (i = 1; i < rank; ++i)
@@ -285,8 +285,8 @@ static inline void ein_fill_(void *desc, int64_t rank, const void *data,
         << "_data, const int64_t *" << nameOf(i) << "_sizes, const int64_t *"
         << nameOf(i) << "_strides";
     }
-    h << ") {\n  int ovf = 0, rc;\n  const char *lo[" << std::max<size_t>(n, 1)
-      << "], *hi[" << std::max<size_t>(n, 1) << "];\n";
+    h << ") {\n  int ovf = 0, rc;\n  uintptr_t lo[" << std::max<size_t>(n, 1)
+      << "], hi[" << std::max<size_t>(n, 1) << "];\n";
     for (size_t k = 0; k < plan.reads.size(); ++k)
       h << "  int64_t ein_s" << k << "; /* " << plan.reads[k].symbol
         << " */\n";
