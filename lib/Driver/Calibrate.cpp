@@ -1,6 +1,7 @@
 // einc calibrate: theoretical f32 peak from /proc/cpuinfo, copy bandwidth
 // and matmul rate measured with JIT-compiled ein code.
 #include "ein/Driver/Calibrate.h"
+#include "ein/Engine/Engine.h"
 #include "ein/Driver/Run.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Sema/Checker.h"
@@ -87,10 +88,13 @@ ErrorOr<double> timeSource(const std::string &source, const std::string &name,
   SourceFile file{"<calibrate>", source};
   DiagnosticEngine diags(file);
   Module module = parseModule(file, diags);
-  CheckedModule checked = checkModule(module, {}, diags);
   if (diags.hadError())
     return errorFromDiagnostics(diags);
-  auto jit = JITFunction::compile(checked, name);
+  Engine engine;
+  auto checked = engine.check(file, module, {}, name);
+  if (!checked)
+    return checked.error();
+  auto jit = engine.compile(file, *checked, name);
   if (!jit)
     return Error::program(
                fmt::format("calibration kernel failed to compile: {}",

@@ -2,6 +2,7 @@
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Calibrate.h"
 #include "ein/Driver/Report.h"
+#include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/Npy.h"
 #include "ein/Sema/EntryBinding.h"
@@ -63,17 +64,11 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
                           std::ostream &out) {
   // 1. The symbolic check of the function, as `einc check` does.
-  CheckOptions symbolic = check;
-  symbolic.onlyFunction = options.function;
-  DiagnosticEngine diags(file);
-  CheckedModule checked = checkModule(module, symbolic, diags);
-  if (diags.hadError())
-    return errorFromDiagnostics(diags);
-  const CheckedFunction *fn = checked.find(options.function);
-  if (!fn)
-    return Error::inFile(
-        ErrorKind::Program, file.path,
-        fmt::format("no function named '{}'", options.function));
+  Engine engine(options.cpu, options.jit);
+  auto checked = engine.check(file, module, check, options.function);
+  if (!checked)
+    return checked.error();
+  const CheckedFunction *fn = checked->find(options.function);
 
   // 2. Inputs, by parameter name, read in the parameter's dtype.
   std::vector<std::string> paramNames;
@@ -113,64 +108,21 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   if (!outputPlan)
     return inputError(fmt::format("--out {}", outputPlan.error().message));
 
-  // 3. Sizes from the inputs; entry checks.
-  EntryBinding binding = bindEntryShapes(*fn, paramNames, shapes);
-  if (!binding.ok)
-    return inputError(binding.error);
-
-  // 4. The function again with every dim bound, then compiled.
-  CheckOptions bound = symbolic;
-  bound.entryDims = binding.dims;
-  bound.entryUnitDims = binding.unitDims;
-  DiagnosticEngine boundDiags(file);
-  CheckedModule concrete = checkModule(module, bound, boundDiags);
-  if (boundDiags.hadError()) {
-    Error error = inputError(
-        fmt::format("with the sizes of these inputs, '{}' does not check:",
-                    options.function));
-    error.context = errorFromDiagnostics(boundDiags).rendered;
-    for (auto &[param, positions] : binding.unitDims) {
-      auto at = std::find(paramNames.begin(), paramNames.end(), param);
-      const Shape &declared =
-          fn->values[fn->params[at - paramNames.begin()]].type.shape;
-      for (size_t pos : positions)
-        error.withNote(fmt::format(
-            "parameter '{}': {} has size 1 in the input, so the function is "
-            "checked with it as 1 (only elementwise arithmetic broadcasts it)",
-            param, declared[pos].str()));
-    }
-    return error;
-  }
-  if (auto why = valueTooLarge(*concrete.find(options.function),
-                               Int(runtime::hostMemoryBytes())))
-    return inputError(*why);
-  // Size-generic: compiled from the symbolic check, where only `dim`,
-  // --dim and `#` dims given size 1 (which must broadcast) are numbers.
-  CheckedModule generic;
-  if (options.sizeGeneric) {
-    CheckOptions unitOnly = symbolic;
-    unitOnly.entryUnitDims = binding.unitDims;
-    DiagnosticEngine genericDiags(file);
-    generic = checkModule(module, unitOnly, genericDiags);
-    if (genericDiags.hadError())
-      return errorFromDiagnostics(genericDiags);
-  }
-  auto compiled =
-      JITFunction::compile(options.sizeGeneric ? generic : concrete,
-                           options.function, options.cpu, options.jit);
-  if (!compiled)
-    return compiled.error().inFileNamed(file.path);
-  JITFunction *jit = compiled->get();
+  // 3-4. Sizes from the inputs, entry checks, the function checked again
+  // with them, compiled (Engine).
+  auto bound = engine.bind(file, module, check, options.function, shapes,
+                           options.sizeGeneric ? Specialisation::Generic
+                                               : Specialisation::Sizes);
+  if (!bound)
+    return bound.error();
+  const CheckedFunction *cfn = bound->concrete.find(options.function);
 
   // 5. Run into fresh outputs.
-  const CheckedFunction *cfn = concrete.find(options.function);
   std::vector<runtime::HostTensor> outputs;
-  for (unsigned id : cfn->returns) {
-    const TensorType &t = cfn->values[id].type;
-    std::vector<int64_t> shape;
-    for (auto &d : cfn->ctx.expand(t.shape))
-      shape.push_back(static_cast<int64_t>(*d.size.evaluate(cfn->ctx.env)));
-    auto tensor = runtime::HostTensor::create(runtime::toStorage(t.dtype), shape);
+  for (size_t k = 0; k < cfn->returns.size(); ++k) {
+    const TensorType &t = cfn->values[cfn->returns[k]].type;
+    auto tensor = runtime::HostTensor::create(runtime::toStorage(t.dtype),
+                                              bound->resultShapes[k]);
     if (!tensor)
       return inputError(fmt::format("output: {}", tensor.error().message));
     outputs.push_back(std::move(*tensor));
@@ -181,12 +133,14 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   std::vector<runtime::HostTensor *> outs;
   for (auto &t : outputs)
     outs.push_back(&t);
-  if (auto called = jit->call(ins, outs, binding.dims); !called)
+  if (auto called = bound->call(ins, outs); !called)
     return called.error();
+  JITFunction *jit = bound->executable.get();
+  const Bindings &dims = bound->dims;
 
   if (options.time) {
     size_t calls = 0;
-    auto timed = medianCallSeconds(*jit, ins, outs, calls, binding.dims);
+    auto timed = medianCallSeconds(*jit, ins, outs, calls, dims);
     if (!timed)
       return timed.error();
     double seconds = *timed;

@@ -1,0 +1,85 @@
+// The engine: checks, binds and compiles functions into callable executables,
+// cached in memory by signature, and calls them with strided host tensors.
+#pragma once
+
+#include "ein/Conversion/Pipelines.h"
+#include "ein/Execution/JIT.h"
+#include "ein/Runtime/HostTensor.h"
+#include "ein/Sema/Checker.h"
+#include "ein/Sema/EntryBinding.h"
+#include "ein/Syntax/AST.h"
+#include "ein/Syntax/Diagnostics.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+/// How a function is compiled for a call.
+enum class Specialisation {
+  /// Every size of the inputs is compiled in (one compilation per shape).
+  Sizes,
+  /// Only `dim`, --dim and `#` dims given size 1 are numbers; every other
+  /// size is read from the arguments (one compilation for every shape).
+  Generic,
+};
+
+/// A call of one function on inputs of known shapes, checked and compiled.
+struct BoundCall {
+  std::shared_ptr<JITFunction> executable;
+  /// Every dim of the function, bound by the inputs (entry checks hold).
+  Bindings dims;
+  /// The function checked with these sizes (for costs and result shapes).
+  CheckedModule concrete;
+  /// The shape of each result, in return order.
+  std::vector<std::vector<int64_t>> resultShapes;
+  /// Runs the executable on `inputs` into preallocated `outputs`.
+  ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
+                     const std::vector<runtime::HostTensor *> &outputs) const {
+    return executable->call(inputs, outputs, dims);
+  }
+};
+
+/// The CPU target today; the CUDA back end and the C++ API plug in here as
+/// a second target and a second client.
+class Engine {
+public:
+  explicit Engine(CPUOptions cpu = {}, JITOptions jit = {})
+      : cpu(std::move(cpu)), jit(jit) {}
+
+  /// The symbolic check of `function` (others are skipped), as `einc check`
+  /// does; the error is the file's diagnostics, or "no function named".
+  ErrorOr<CheckedModule> check(const SourceFile &file, const Module &module,
+                               const CheckOptions &options,
+                               const std::string &function) const;
+
+  /// Binds `function`'s dims from the input shapes (one per parameter),
+  /// evaluates its entry checks, checks it again with those sizes and
+  /// compiles it (or takes the cached executable of the same signature).
+  /// Errors about the inputs are usage errors (exit 2); a function that
+  /// cannot be compiled a program error.
+  ErrorOr<BoundCall> bind(const SourceFile &file, const Module &module,
+                          const CheckOptions &options,
+                          const std::string &function,
+                          const std::vector<std::vector<int64_t>> &shapes,
+                          Specialisation specialisation);
+
+  /// Compiles `function` of `checked`, or returns the executable compiled
+  /// before for the same source, function, bound sizes and options.
+  ErrorOr<std::shared_ptr<JITFunction>> compile(const SourceFile &file,
+                                                const CheckedModule &checked,
+                                                const std::string &function);
+
+  /// Executables compiled so far (the cache's size).
+  size_t compilations() const { return compiled; }
+
+private:
+  CPUOptions cpu;
+  JITOptions jit;
+  std::map<std::string, std::shared_ptr<JITFunction>> cache;
+  size_t compiled = 0;
+};
+
+} // namespace ein

@@ -1,0 +1,148 @@
+// The engine: check, bind, compile (cached by signature) and call.
+#include "ein/Engine/Engine.h"
+#include "ein/Syntax/DiagnosticError.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace ein {
+
+namespace {
+
+/// What makes two compilations the same: the source, the function, every
+/// number compiled in (module dims, the function's bound dims, variadic
+/// ranks) and the code-generation options.
+std::string signatureKey(const SourceFile &file, const CheckedModule &checked,
+                         const std::string &function,
+                         const CPUOptions &options) {
+  std::string key = fmt::format("{}\n{}\n{}\n", file.path, file.text.size(),
+                                std::hash<std::string>()(file.text));
+  key += function + "\n" + options.contractionTiles + "\n";
+  const CheckedFunction *fn = checked.find(function);
+  if (!fn)
+    return key;
+  for (auto &[name, value] : fn->ctx.env)
+    key += name + "=" + toString(value) + ";";
+  key += "\n";
+  for (unsigned id : fn->params) {
+    const TensorType &t = fn->values[id].type;
+    key += dtypeName(t.dtype) + std::string("[") +
+           shapeStr(fn->ctx.expand(t.shape)) + "];";
+  }
+  return key;
+}
+
+} // namespace
+
+ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
+                                     const Module &module,
+                                     const CheckOptions &options,
+                                     const std::string &function) const {
+  CheckOptions symbolic = options;
+  symbolic.onlyFunction = function;
+  DiagnosticEngine diags(file);
+  CheckedModule checked = checkModule(module, symbolic, diags);
+  if (diags.hadError())
+    return errorFromDiagnostics(diags);
+  if (!checked.find(function))
+    return Error::inFile(ErrorKind::Program, file.path,
+                         fmt::format("no function named '{}'", function));
+  return checked;
+}
+
+ErrorOr<std::shared_ptr<JITFunction>>
+Engine::compile(const SourceFile &file, const CheckedModule &checked,
+                const std::string &function) {
+  std::string key = signatureKey(file, checked, function, cpu);
+  if (auto it = cache.find(key); it != cache.end())
+    return it->second;
+  auto executable = JITFunction::compile(checked, function, cpu, jit);
+  if (!executable)
+    return executable.error().inFileNamed(file.path);
+  std::shared_ptr<JITFunction> shared(std::move(*executable));
+  cache.emplace(key, shared);
+  ++compiled;
+  return shared;
+}
+
+ErrorOr<BoundCall>
+Engine::bind(const SourceFile &file, const Module &module,
+             const CheckOptions &options, const std::string &function,
+             const std::vector<std::vector<int64_t>> &shapes,
+             Specialisation specialisation) {
+  CheckOptions symbolic = options;
+  symbolic.onlyFunction = function;
+  auto checked = check(file, module, symbolic, function);
+  if (!checked)
+    return checked.error();
+  const CheckedFunction *fn = checked->find(function);
+  std::vector<std::string> paramNames;
+  for (unsigned id : fn->params)
+    paramNames.push_back(fn->values[id].name);
+  if (shapes.size() != paramNames.size())
+    return Error::usage(fmt::format("'{}' takes {} input(s), got {}",
+                                    function, paramNames.size(),
+                                    shapes.size()));
+
+  // Sizes from the inputs; entry checks.
+  EntryBinding binding = bindEntryShapes(*fn, paramNames, shapes);
+  if (!binding.ok)
+    return Error::usage(binding.error);
+
+  // The function again with every dim bound.
+  CheckOptions bound = symbolic;
+  bound.entryDims = binding.dims;
+  bound.entryUnitDims = binding.unitDims;
+  DiagnosticEngine boundDiags(file);
+  BoundCall call;
+  call.concrete = checkModule(module, bound, boundDiags);
+  if (boundDiags.hadError()) {
+    Error error = Error::usage(fmt::format(
+        "with the sizes of these inputs, '{}' does not check:", function));
+    error.context = errorFromDiagnostics(boundDiags).rendered;
+    for (auto &[param, positions] : binding.unitDims) {
+      auto at = std::find(paramNames.begin(), paramNames.end(), param);
+      const Shape &declared =
+          fn->values[fn->params[at - paramNames.begin()]].type.shape;
+      for (size_t pos : positions)
+        error.withNote(fmt::format(
+            "parameter '{}': {} has size 1 in the input, so the function is "
+            "checked with it as 1 (only elementwise arithmetic broadcasts it)",
+            param, declared[pos].str()));
+    }
+    return error;
+  }
+  const CheckedFunction *cfn = call.concrete.find(function);
+  if (auto why = valueTooLarge(*cfn, Int(runtime::hostMemoryBytes())))
+    return Error::usage(*why);
+  for (unsigned id : cfn->returns) {
+    std::vector<int64_t> shape;
+    for (auto &d : cfn->ctx.expand(cfn->values[id].type.shape))
+      shape.push_back(static_cast<int64_t>(*d.size.evaluate(cfn->ctx.env)));
+    call.resultShapes.push_back(std::move(shape));
+  }
+
+  // Compiled from the specialised check, or (size-generic) from the
+  // symbolic one where only `#` dims given size 1 are numbers (they must
+  // broadcast in the body).
+  const CheckedModule *source = &call.concrete;
+  CheckedModule generic;
+  if (specialisation == Specialisation::Generic) {
+    CheckOptions unitOnly = symbolic;
+    unitOnly.entryUnitDims = binding.unitDims;
+    DiagnosticEngine genericDiags(file);
+    generic = checkModule(module, unitOnly, genericDiags);
+    if (genericDiags.hadError())
+      return errorFromDiagnostics(genericDiags);
+    source = &generic;
+  }
+  auto executable = compile(file, *source, function);
+  if (!executable)
+    return executable.error();
+  call.executable = *executable;
+  call.dims = binding.dims;
+  return call;
+}
+
+} // namespace ein
