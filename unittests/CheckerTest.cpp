@@ -202,6 +202,15 @@ const DiagCase kDiags[] = {
      "def f(x: f32[\"n\"]) -> f32[\"n\"]\n"
      "    return x\n",
      "1:31: expected ':' after the signature, found end of line"},
+    // Regression (was a bug): once the body fixed the rank of *batch, its
+    // dims were taken for result-only names, so a result with the batch
+    // dims swapped checked.
+    {"VariadicDimsAreNotResultOnly",
+     "def f(x: f32[\"*batch d\"]) -> f32[\"*batch d\"]:\n"
+     "    return rearrange(x, \"i j d -> j i d\")\n",
+     "2:12: returned value 0 has shape \"batch_1 batch_0 d\" but the function "
+     "declares \"batch_0 batch_1 d\": cannot prove batch_0 == batch_1 (dim 0 "
+     "of \"batch_1 batch_0 d\" vs declared \"batch_0 batch_1 d\")"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Checker, CheckerDiagTest, ::testing::ValuesIn(kDiags),

@@ -138,12 +138,20 @@ private:
     }
     if (declared.size() != actual.size())
       return declared;
+    // The dims a parameter's variadic stands for, once its rank is known,
+    // belong to the parameters too: they are compared, not bound.
+    std::set<std::string> fromParams = paramNames;
+    for (auto &[pack, dims] : out.ctx.packBindings)
+      if (paramNames.count(pack))
+        for (auto &d : dims)
+          for (auto &s : d.size.symbols())
+            fromParams.insert(s);
     std::map<std::string, SizeExpr> &alias = resultAliases;
     for (size_t i = 0; i < declared.size(); ++i) {
       if (declared[i].isPack() || actual[i].isPack())
         continue;
       auto name = declared[i].size.asSymbol();
-      if (name && !paramNames.count(*name) && !out.ctx.env.count(*name) &&
+      if (name && !fromParams.count(*name) && !out.ctx.env.count(*name) &&
           !alias.count(*name))
         alias[*name] = actual[i].size;
     }
