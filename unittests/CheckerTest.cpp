@@ -202,6 +202,11 @@ const DiagCase kDiags[] = {
      "def f(x: f32[\"n\"]) -> f32[\"n\"]\n"
      "    return x\n",
      "1:31: expected ':' after the signature, found end of line"},
+    // Named dims stay strict; only anonymous ones become entry checks.
+    {"NamedDimsCannotProve",
+     "def f(x: f32[\"seq n\"], y: f32[\"seq2 n\"]) -> f32[\"seq n\"]:\n"
+     "    return x + y\n",
+     "2:16: cannot prove seq == seq2 (broadcast dim 0)"},
     // Regression (was a bug): once the body fixed the rank of *batch, its
     // dims were taken for result-only names, so a result with the batch
     // dims swapped checked.
@@ -211,6 +216,16 @@ const DiagCase kDiags[] = {
      "2:12: returned value 0 has shape \"batch_1 batch_0 d\" but the function "
      "declares \"batch_0 batch_1 d\": cannot prove batch_0 == batch_1 (dim 0 "
      "of \"batch_1 batch_0 d\" vs declared \"batch_0 batch_1 d\")"},
+    {"ReservedAnonymousName",
+     "def f(x: f32[\"_ _anon0\"]) -> f32[\"_ _anon0\"]:\n"
+     "    return x\n",
+     "1:17: in shape \"_ _anon0\": the name '_anon0' is reserved for the "
+     "anonymous dims '_' and '...'; choose another name"},
+    {"AnonymousNameIsNoKeywordSize",
+     "def f(x: f32[\"_\"]) -> f32[\"_ 2\"]:\n"
+     "    return repeat(x, \"a -> a b\", b=_anon0)\n",
+     "2:36: unknown size '_anon0': declare it with 'dim' or use it in a "
+     "parameter type"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Checker, CheckerDiagTest, ::testing::ValuesIn(kDiags),
@@ -475,6 +490,28 @@ TEST(CheckerGood, VariadicBatch) {
                  "    return rearrange(x, \"... h w -> ... w h\")\n");
   ASSERT_FALSE(c->diags->hadError()) << c->firstError();
   EXPECT_EQ(c->returned("v").str(), "f32[\"*batch w h\"]");
+}
+
+// `_` and `...` are sizes nobody named: an op that needs them equal to
+// another size records an entry check instead of failing.
+TEST(CheckerGood, AnonymousDimsAreEntryChecks) {
+  auto c = check("def h(x: f32[\"_ n\"], y: f32[\"_ n\"]) -> f32[\"_ n\"]:\n"
+                 "    return x + y\n"
+                 "def e(x: f32[\"... n\"], y: f32[\"... n\"]) -> f32[\"... n\"]:\n"
+                 "    return einsum(x, y, \"... n, ... n -> ... n\")\n"
+                 "def m(x: f32[\"_ n\"], y: f32[\"m n\"]) -> f32[\"m n\"]:\n"
+                 "    return x * y\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  auto checks = [&](const char *fn) {
+    std::string out;
+    for (auto &k : c->fn(fn).ctx.constraints)
+      out += (out.empty() ? "" : "; ") + k.str();
+    return out;
+  };
+  EXPECT_EQ(checks("h"), "_anon0 == _anon1");
+  EXPECT_EQ(checks("e"), "_anon0 == _anon1");
+  EXPECT_EQ(checks("m"), "_anon0 == m");
+  EXPECT_EQ(c->returned("m").str(), "f32[\"m n\"]");
 }
 
 TEST(CheckerGood, IntegerLiteralsExact) {

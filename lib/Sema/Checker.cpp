@@ -198,6 +198,22 @@ private:
       return i < spans.size() ? t.shape.substr(spans[i].first, spans[i].second)
                               : shape->at(i).str();
     };
+    // Names like `_anon3` are the fresh names of `_` and `...`; written by
+    // hand they would be taken for anonymous sizes, or for another `_`.
+    for (size_t i = 0; i < shape->size(); ++i) {
+      std::set<std::string> names;
+      collectShapeNames(written(i), names);
+      for (auto &name : names)
+        if (isAnonymousName(name)) {
+          auto [loc, length] = dimAt(i);
+          diags.error(loc,
+                      "in shape \"" + t.shape + "\": the name '" + name +
+                          "' is reserved for the anonymous dims '_' and "
+                          "'...'; choose another name",
+                      length);
+          return std::nullopt;
+        }
+    }
     for (size_t i = 0; i < shape->size(); ++i) {
       const Dim &d = (*shape)[i];
       if (d.isPack()) {
@@ -410,8 +426,9 @@ private:
                     e.length);
         return std::nullopt;
       }
-      if (!dimNames.count(e.text) && !out.ctx.env.count(e.text) &&
-          !knownNames.count(e.text)) {
+      if ((!dimNames.count(e.text) && !out.ctx.env.count(e.text) &&
+           !knownNames.count(e.text)) ||
+          isAnonymousName(e.text)) {
         diags.error(e.loc,
                     "unknown size '" + e.text +
                         "': declare it with 'dim' or use it in a parameter type",
