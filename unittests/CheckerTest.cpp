@@ -514,6 +514,50 @@ TEST(CheckerGood, AnonymousDimsAreEntryChecks) {
   EXPECT_EQ(c->returned("m").str(), "f32[\"m n\"]");
 }
 
+// --rank (CheckOptions::packRanks) expands a variadic into fresh dims from
+// the parameter on, named `*NAME` or `PARAM...`.
+TEST(CheckerGood, PackRanksFixVariadics) {
+  CheckOptions options;
+  options.packRanks = {{"batch", 2}, {"x...", 0}};
+  auto c = check("def f(x: f32[\"*batch n\"], w: f32[\"n m\"]) -> "
+                 "f32[\"*batch m\"]:\n"
+                 "    return einsum(x, w, \"... n, n m -> ... m\")\n"
+                 "def g(x: f32[\"... n\"]) -> f32[\"... n\"]:\n"
+                 "    return x * 2.0\n",
+                 options);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("f");
+  EXPECT_EQ(shapeStr(f.ctx.expand(f.values[f.params[0]].type.shape)),
+            "batch_0 batch_1 n");
+  EXPECT_EQ(shapeStr(f.ctx.expand(c->returned("f").shape)), "batch_0 batch_1 m");
+  const CheckedFunction &g = c->fn("g");
+  EXPECT_EQ(shapeStr(g.ctx.expand(g.values[g.params[0]].type.shape)), "n");
+}
+
+TEST(CheckerGood, PackRankOfResultOnlyVariadicIsCompared) {
+  CheckOptions options;
+  options.packRanks = {{"out", 1}};
+  auto c = check("def f(x: f32[\"a b\"]) -> f32[\"*out\"]:\n"
+                 "    return x\n",
+                 options);
+  ASSERT_TRUE(c->diags->hadError());
+  EXPECT_EQ(c->firstError(),
+            "2:12: returned value 0 has shape \"a b\" but the function declares "
+            "\"out\": rank mismatch: expected 1 dims (\"out\"), got 2 (\"a b\")");
+}
+
+TEST(CheckerDiag, UnknownPackRank) {
+  CheckOptions options;
+  options.packRanks["x"] = 2;
+  auto c = check("def f(x: f32[\"... n\"], y: f32[\"*batch\"]) -> f32[\"n\"]:\n"
+                 "    return reduce(x, \"... n -> n\", \"sum\")\n",
+                 options);
+  ASSERT_TRUE(c->diags->hadError());
+  EXPECT_EQ(c->diags->diagnostics()[0].message,
+            "--rank x=2: no variadic named 'x' in this file (it has batch, "
+            "x...; the '...' of parameter x is x...)");
+}
+
 TEST(CheckerGood, IntegerLiteralsExact) {
   // Beyond 2^53 a double would round these; the constants must be exact.
   auto c = check("def f(x: i64[\"n\"]) -> i64[\"n\"]:\n"
