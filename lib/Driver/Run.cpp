@@ -121,6 +121,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   CheckOptions bound = symbolic;
   bound.entryDims = binding.dims;
   bound.entryUnitDims = binding.unitDims;
+  bound.packRanks = binding.packRanks;
   DiagnosticEngine boundDiags(file);
   CheckedModule concrete = checkModule(module, bound, boundDiags);
   if (boundDiags.hadError()) {
@@ -128,16 +129,11 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
         fmt::format("with the sizes of these inputs, '{}' does not check:",
                     options.function));
     error.context = errorFromDiagnostics(boundDiags).rendered;
-    for (auto &[param, positions] : binding.unitDims) {
-      auto at = std::find(paramNames.begin(), paramNames.end(), param);
-      const Shape &declared =
-          fn->values[fn->params[at - paramNames.begin()]].type.shape;
-      for (size_t pos : positions)
-        error.withNote(fmt::format(
-            "parameter '{}': {} has size 1 in the input, so the function is "
-            "checked with it as 1 (only elementwise arithmetic broadcasts it)",
-            param, declared[pos].str()));
-    }
+    for (auto &dim : binding.unitNotes)
+      error.withNote(fmt::format(
+          "{} has size 1 in the input, so the function is checked with it as "
+          "1 (elementwise arithmetic and einsum's '...' broadcast it)",
+          dim));
     return error;
   }
   if (auto why = valueTooLarge(*concrete.find(options.function),
