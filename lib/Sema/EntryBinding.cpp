@@ -177,8 +177,11 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
         anonymous.reset();
       if ((shape[d].broadcastable || anonymous) && actual[d] == 1) {
         result.unitDims[param].insert(d);
+        // `_` alone does not say which dim; a name or "dim 1 of ..." does.
         result.unitNotes.push_back(
-            fmt::format("parameter '{}': {} (dim {})", param, what[d], d));
+            what[d] == "_"
+                ? fmt::format("parameter '{}': _ (dim {})", param, d)
+                : fmt::format("parameter '{}': {}", param, what[d]));
         if (anonymous)
           unitAnonymous.insert(*anonymous);
         unit.push_back({p, d, shape[d], Int(1), where});

@@ -36,7 +36,8 @@ struct EntryBinding {
   /// Parameter name -> positions in its shape with its variadic expanded
   /// of `#` and anonymous dims whose input size is 1.
   std::map<std::string, std::set<size_t>> unitDims;
-  /// The same dims, described for a note: "parameter 'x': #m (dim 1)".
+  /// The same dims, described for a note: "parameter 'x': #m",
+  /// "parameter 'x': _ (dim 0)", "parameter 'x': dim 1 of ...".
   std::vector<std::string> unitNotes;
   /// The rank of every parameter's variadic (CheckOptions::packRanks).
   std::map<std::string, size_t> packRanks;
