@@ -495,12 +495,13 @@ TEST(CheckerGood, VariadicBatch) {
 // `_` and `...` are sizes nobody named: an op that needs them equal to
 // another size records an entry check instead of failing.
 TEST(CheckerGood, AnonymousDimsAreEntryChecks) {
-  auto c = check("def h(x: f32[\"_ n\"], y: f32[\"_ n\"]) -> f32[\"_ n\"]:\n"
-                 "    return x + y\n"
-                 "def e(x: f32[\"... n\"], y: f32[\"... n\"]) -> f32[\"... n\"]:\n"
-                 "    return einsum(x, y, \"... n, ... n -> ... n\")\n"
-                 "def m(x: f32[\"_ n\"], y: f32[\"m n\"]) -> f32[\"m n\"]:\n"
-                 "    return x * y\n");
+  auto c =
+      check("def h(x: f32[\"_ n\"], y: f32[\"_ n\"]) -> f32[\"_ n\"]:\n"
+            "    return x + y\n"
+            "def e(x: f32[\"... n\"], y: f32[\"... n\"]) -> f32[\"... n\"]:\n"
+            "    return einsum(x, y, \"... n, ... n -> ... n\")\n"
+            "def m(x: f32[\"_ n\"], y: f32[\"m n\"]) -> f32[\"m n\"]:\n"
+            "    return x * y\n");
   ASSERT_FALSE(c->diags->hadError()) << c->firstError();
   auto checks = [&](const char *fn) {
     std::string out;
@@ -529,7 +530,8 @@ TEST(CheckerGood, PackRanksFixVariadics) {
   const CheckedFunction &f = c->fn("f");
   EXPECT_EQ(shapeStr(f.ctx.expand(f.values[f.params[0]].type.shape)),
             "batch_0 batch_1 n");
-  EXPECT_EQ(shapeStr(f.ctx.expand(c->returned("f").shape)), "batch_0 batch_1 m");
+  EXPECT_EQ(shapeStr(f.ctx.expand(c->returned("f").shape)),
+            "batch_0 batch_1 m");
   const CheckedFunction &g = c->fn("g");
   EXPECT_EQ(shapeStr(g.ctx.expand(g.values[g.params[0]].type.shape)), "n");
 }
@@ -541,9 +543,10 @@ TEST(CheckerGood, PackRankOfResultOnlyVariadicIsCompared) {
                  "    return x\n",
                  options);
   ASSERT_TRUE(c->diags->hadError());
-  EXPECT_EQ(c->firstError(),
-            "2:12: returned value 0 has shape \"a b\" but the function declares "
-            "\"out\": rank mismatch: expected 1 dims (\"out\"), got 2 (\"a b\")");
+  EXPECT_EQ(
+      c->firstError(),
+      "2:12: returned value 0 has shape \"a b\" but the function declares "
+      "\"out\": rank mismatch: expected 1 dims (\"out\"), got 2 (\"a b\")");
 }
 
 TEST(CheckerDiag, UnknownPackRank) {

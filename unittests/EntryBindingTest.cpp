@@ -118,7 +118,8 @@ TEST(EntryBindingTest, VariadicTakesTheDimsLeftByTheOthers) {
       "    return einsum(x, w, \"c ... n, n m -> c ... m\")\n";
   auto b = bind(source, {"x", "w"}, {{7, 2, 3, 4}, {4, 5}});
   ASSERT_TRUE(b->binding.ok) << b->binding.error;
-  EXPECT_EQ(b->binding.packRanks, (std::map<std::string, size_t>{{"batch", 2}}));
+  EXPECT_EQ(b->binding.packRanks,
+            (std::map<std::string, size_t>{{"batch", 2}}));
   EXPECT_EQ(dim(*b, "batch_0"), Int(2));
   EXPECT_EQ(dim(*b, "batch_1"), Int(3));
   EXPECT_EQ(dim(*b, "n"), Int(4));
@@ -143,9 +144,10 @@ TEST(EntryBindingTest, NamedVariadicDimsOfSizeOneBind) {
 }
 
 TEST(EntryBindingTest, AnonymousEllipsisIsKeyedByItsParameter) {
-  auto b = bind("def f(x: f32[\"... n\"], y: f32[\"... n\"]) -> f32[\"... n\"]:\n"
-                "    return einsum(x, y, \"... n, ... n -> ... n\")\n",
-                {"x", "y"}, {{2, 3, 4}, {4}});
+  auto b =
+      bind("def f(x: f32[\"... n\"], y: f32[\"... n\"]) -> f32[\"... n\"]:\n"
+           "    return einsum(x, y, \"... n, ... n -> ... n\")\n",
+           {"x", "y"}, {{2, 3, 4}, {4}});
   ASSERT_TRUE(b->binding.ok) << b->binding.error;
   EXPECT_EQ(b->binding.packRanks,
             (std::map<std::string, size_t>{{"x...", 2}, {"y...", 0}}));
@@ -188,9 +190,10 @@ TEST(EntryBindingTest, RankFixedByTheBody) {
                 "    return reduce(x, \"i j d -> i j\", \"sum\")\n",
                 {"x"}, {{2, 3}});
   EXPECT_FALSE(b->binding.ok);
-  EXPECT_EQ(b->binding.error,
-            "parameter 'x': expected 3 dims (\"*batch d\", where the function's "
-            "body fixes *batch at rank 2), got 2 with shape (2, 3)");
+  EXPECT_EQ(
+      b->binding.error,
+      "parameter 'x': expected 3 dims (\"*batch d\", where the function's "
+      "body fixes *batch at rank 2), got 2 with shape (2, 3)");
 }
 
 //===----------------------------------------------------------------------===//
@@ -239,8 +242,10 @@ TEST(EntryBindingTest, SpecialisedCheckExpandsVariadics) {
   CheckOptions options;
   options.onlyFunction = "f";
   options.packRanks = {{"x...", 2}, {"y...", 2}};
-  options.entryDims = {{"_anon0_0", Int(2)}, {"_anon0_1", Int(1)},
-                       {"_anon1_0", Int(2)}, {"_anon1_1", Int(5)},
+  options.entryDims = {{"_anon0_0", Int(2)},
+                       {"_anon0_1", Int(1)},
+                       {"_anon1_0", Int(2)},
+                       {"_anon1_1", Int(5)},
                        {"n", Int(3)}};
   options.entryUnitDims["x"] = {1};
   CheckedModule checked = checkModule(module, options, diags);

@@ -766,8 +766,8 @@ TEST(AnalyzeEinsum, AnonymousEllipsesAreEntryChecks) {
   EXPECT_EQ(shapeStr(*r), "*_anon0 n");
   ASSERT_EQ(ctx.constraints.size(), 1u);
   EXPECT_EQ(ctx.constraints[0].str(), "_anon0 == _anon1");
-  auto named = inferEinsum(ctx, *pattern, {shapeOf("*a n"), shapeOf("*b n")},
-                           {});
+  auto named =
+      inferEinsum(ctx, *pattern, {shapeOf("*a n"), shapeOf("*b n")}, {});
   ASSERT_FALSE(bool(named));
   EXPECT_EQ(named.error().message, "'...' of operand 1 (*b) does not match *a");
 }

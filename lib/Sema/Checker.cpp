@@ -140,9 +140,8 @@ private:
       Dim &d = shape[i];
       auto bound = d.isPack() ? out.ctx.packBindings.find(d.pack)
                               : out.ctx.packBindings.end();
-      size_t width = bound != out.ctx.packBindings.end()
-                         ? bound->second.size()
-                         : 1;
+      size_t width =
+          bound != out.ctx.packBindings.end() ? bound->second.size() : 1;
       if (pos >= width) {
         pos -= width;
         continue;
@@ -1157,12 +1156,11 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
         std::string known;
         for (auto &v : variadics)
           known += (known.empty() ? "" : ", ") + v;
-        diags.error({}, "--rank " + name + "=" + std::to_string(rank) +
-                            ": no variadic named '" + name +
-                            "' in this file (" +
-                            (known.empty() ? "it has none"
-                                           : "it has " + known) +
-                            "; the '...' of parameter x is x...)");
+        diags.error({},
+                    "--rank " + name + "=" + std::to_string(rank) +
+                        ": no variadic named '" + name + "' in this file (" +
+                        (known.empty() ? "it has none" : "it has " + known) +
+                        "; the '...' of parameter x is x...)");
         return result;
       }
     // The dims of a named variadic of given rank may be bound with --dim

@@ -92,7 +92,7 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
     std::string what; // "parameter 'x' dim 0 (n)"
   };
   std::vector<Pending> pending;
-  std::vector<Pending> unit; // `#` and anonymous dims given size 1
+  std::vector<Pending> unit;           // `#` and anonymous dims given size 1
   std::set<std::string> unitAnonymous; // their names, for anonymous ones
   // A named variadic's dims where it was first met, and where.
   std::map<std::string, std::pair<std::vector<int64_t>, size_t>> variadics;
@@ -117,8 +117,7 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
           "parameter '{}': expected at least {} dim(s) (\"{}\", where {} "
           "may stand for none), got {} with shape {}",
           param, fixed, writtenShape(declared), variadicName(*open),
-          actual.size(),
-          shapeTuple(actual)));
+          actual.size(), shapeTuple(actual)));
     Shape shape;
     std::vector<std::string> what;
     for (auto &d : declared) {
@@ -162,8 +161,9 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
       std::string rank;
       for (auto &d : declared)
         if (d.isPack())
-          rank = fmt::format(", where the function's body fixes {} at rank {}",
-                             variadicName(d), shape.size() + 1 - declared.size());
+          rank =
+              fmt::format(", where the function's body fixes {} at rank {}",
+                          variadicName(d), shape.size() + 1 - declared.size());
       return fail(fmt::format(
           "parameter '{}': expected {} dims (\"{}\"{}), got {} with shape {}",
           param, shape.size(), writtenShape(declared), rank, actual.size(),
@@ -179,9 +179,8 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
         result.unitDims[param].insert(d);
         // `_` alone does not say which dim; a name or "dim 1 of ..." does.
         result.unitNotes.push_back(
-            what[d] == "_"
-                ? fmt::format("parameter '{}': _ (dim {})", param, d)
-                : fmt::format("parameter '{}': {}", param, what[d]));
+            what[d] == "_" ? fmt::format("parameter '{}': _ (dim {})", param, d)
+                           : fmt::format("parameter '{}': {}", param, what[d]));
         if (anonymous)
           unitAnonymous.insert(*anonymous);
         unit.push_back({p, d, shape[d], Int(1), where});
@@ -204,8 +203,8 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
             if (origin.count(s))
               from += "; " + s + " = " + toString(env.at(s)) + " from " +
                       origin[s];
-          return fail(pd.what + ": expected " +
-                      toString(*v) + ", got " + toString(pd.actual) + from);
+          return fail(pd.what + ": expected " + toString(*v) + ", got " +
+                      toString(pd.actual) + from);
         }
         progress = true;
         continue;
@@ -225,8 +224,7 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
           Int a = *ab - *b;
           Int num = pd.actual - *b;
           if (num % a != 0 || num / a < 0)
-            return fail(pd.what + ": size " +
-                        toString(pd.actual) +
+            return fail(pd.what + ": size " + toString(pd.actual) +
                         " gives no non-negative integer " + name);
           env[name] = num / a;
           origin[name] = pd.what;
@@ -247,7 +245,8 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
       }
   if (!pending.empty()) {
     auto &pd = pending.front();
-    return fail(pd.what + ": cannot determine its names from the input shapes; bind "
+    return fail(pd.what +
+                ": cannot determine its names from the input shapes; bind "
                 "them with --dim");
   }
   for (auto &c : fn.ctx.constraints) {

@@ -162,8 +162,8 @@ Shape InferContext::expand(const Shape &shape) const {
 Shape packDims(const std::string &pack, size_t rank) {
   Shape dims;
   for (size_t i = 0; i < rank; ++i)
-    dims.push_back(Dim::ofSize(SizeExpr::symbol(
-        rank == 1 ? pack : pack + "_" + std::to_string(i))));
+    dims.push_back(Dim::ofSize(
+        SizeExpr::symbol(rank == 1 ? pack : pack + "_" + std::to_string(i))));
   return dims;
 }
 
@@ -965,10 +965,10 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
       bool keepRight = isAnonymousDim(lhs[i]) && !isAnonymousDim(rhs[i]);
       if (lhs[i].isPack() || rhs[i].isPack()) {
         if (!isAnonymousDim(lhs[i]) && !isAnonymousDim(rhs[i]))
-          return ShapeError::atOperand(
-              "cannot broadcast dim " + std::to_string(i) + ": " +
-                  lhs[i].str() + " vs " + rhs[i].str(),
-              1);
+          return ShapeError::atOperand("cannot broadcast dim " +
+                                           std::to_string(i) + ": " +
+                                           lhs[i].str() + " vs " + rhs[i].str(),
+                                       1);
         ctx.requireEqualAtEntry(sizeOrPack(lhs[i]), sizeOrPack(rhs[i]),
                                 "broadcast dim " + std::to_string(i));
         out.push_back(keepRight ? rhs[i] : lhs[i]);

@@ -213,7 +213,8 @@ bool isAnonymousName(const std::string &name) {
   size_t pos = prefix.size();
   for (int part = 0; part < 2; ++part) {
     size_t start = pos;
-    while (pos < name.size() && std::isdigit(static_cast<unsigned char>(name[pos])))
+    while (pos < name.size() &&
+           std::isdigit(static_cast<unsigned char>(name[pos])))
       ++pos;
     if (pos == start)
       return false;
