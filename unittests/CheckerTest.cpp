@@ -202,6 +202,30 @@ const DiagCase kDiags[] = {
      "def f(x: f32[\"n\"]) -> f32[\"n\"]\n"
      "    return x\n",
      "1:31: expected ':' after the signature, found end of line"},
+    // Named dims stay strict; only anonymous ones become entry checks.
+    {"NamedDimsCannotProve",
+     "def f(x: f32[\"seq n\"], y: f32[\"seq2 n\"]) -> f32[\"seq n\"]:\n"
+     "    return x + y\n",
+     "2:16: cannot prove seq == seq2 (broadcast dim 0)"},
+    // Regression (was a bug): once the body fixed the rank of *batch, its
+    // dims were taken for result-only names, so a result with the batch
+    // dims swapped checked.
+    {"VariadicDimsAreNotResultOnly",
+     "def f(x: f32[\"*batch d\"]) -> f32[\"*batch d\"]:\n"
+     "    return rearrange(x, \"i j d -> j i d\")\n",
+     "2:12: returned value 0 has shape \"batch_1 batch_0 d\" but the function "
+     "declares \"batch_0 batch_1 d\": cannot prove batch_0 == batch_1 (dim 0 "
+     "of \"batch_1 batch_0 d\" vs declared \"batch_0 batch_1 d\")"},
+    {"ReservedAnonymousName",
+     "def f(x: f32[\"_ _anon0\"]) -> f32[\"_ _anon0\"]:\n"
+     "    return x\n",
+     "1:17: in shape \"_ _anon0\": the name '_anon0' is reserved for the "
+     "anonymous dims '_' and '...'; choose another name"},
+    {"AnonymousNameIsNoKeywordSize",
+     "def f(x: f32[\"_\"]) -> f32[\"_ 2\"]:\n"
+     "    return repeat(x, \"a -> a b\", b=_anon0)\n",
+     "2:36: unknown size '_anon0': declare it with 'dim' or use it in a "
+     "parameter type"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Checker, CheckerDiagTest, ::testing::ValuesIn(kDiags),
@@ -466,6 +490,75 @@ TEST(CheckerGood, VariadicBatch) {
                  "    return rearrange(x, \"... h w -> ... w h\")\n");
   ASSERT_FALSE(c->diags->hadError()) << c->firstError();
   EXPECT_EQ(c->returned("v").str(), "f32[\"*batch w h\"]");
+}
+
+// `_` and `...` are sizes nobody named: an op that needs them equal to
+// another size records an entry check instead of failing.
+TEST(CheckerGood, AnonymousDimsAreEntryChecks) {
+  auto c =
+      check("def h(x: f32[\"_ n\"], y: f32[\"_ n\"]) -> f32[\"_ n\"]:\n"
+            "    return x + y\n"
+            "def e(x: f32[\"... n\"], y: f32[\"... n\"]) -> f32[\"... n\"]:\n"
+            "    return einsum(x, y, \"... n, ... n -> ... n\")\n"
+            "def m(x: f32[\"_ n\"], y: f32[\"m n\"]) -> f32[\"m n\"]:\n"
+            "    return x * y\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  auto checks = [&](const char *fn) {
+    std::string out;
+    for (auto &k : c->fn(fn).ctx.constraints)
+      out += (out.empty() ? "" : "; ") + k.str();
+    return out;
+  };
+  EXPECT_EQ(checks("h"), "_anon0 == _anon1");
+  EXPECT_EQ(checks("e"), "_anon0 == _anon1");
+  EXPECT_EQ(checks("m"), "_anon0 == m");
+  EXPECT_EQ(c->returned("m").str(), "f32[\"m n\"]");
+}
+
+// --rank (CheckOptions::packRanks) expands a variadic into fresh dims from
+// the parameter on, named `*NAME` or `PARAM...`.
+TEST(CheckerGood, PackRanksFixVariadics) {
+  CheckOptions options;
+  options.packRanks = {{"batch", 2}, {"x...", 0}};
+  auto c = check("def f(x: f32[\"*batch n\"], w: f32[\"n m\"]) -> "
+                 "f32[\"*batch m\"]:\n"
+                 "    return einsum(x, w, \"... n, n m -> ... m\")\n"
+                 "def g(x: f32[\"... n\"]) -> f32[\"... n\"]:\n"
+                 "    return x * 2.0\n",
+                 options);
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("f");
+  EXPECT_EQ(shapeStr(f.ctx.expand(f.values[f.params[0]].type.shape)),
+            "batch_0 batch_1 n");
+  EXPECT_EQ(shapeStr(f.ctx.expand(c->returned("f").shape)),
+            "batch_0 batch_1 m");
+  const CheckedFunction &g = c->fn("g");
+  EXPECT_EQ(shapeStr(g.ctx.expand(g.values[g.params[0]].type.shape)), "n");
+}
+
+TEST(CheckerGood, PackRankOfResultOnlyVariadicIsCompared) {
+  CheckOptions options;
+  options.packRanks = {{"out", 1}};
+  auto c = check("def f(x: f32[\"a b\"]) -> f32[\"*out\"]:\n"
+                 "    return x\n",
+                 options);
+  ASSERT_TRUE(c->diags->hadError());
+  EXPECT_EQ(
+      c->firstError(),
+      "2:12: returned value 0 has shape \"a b\" but the function declares "
+      "\"out\": rank mismatch: expected 1 dims (\"out\"), got 2 (\"a b\")");
+}
+
+TEST(CheckerDiag, UnknownPackRank) {
+  CheckOptions options;
+  options.packRanks["x"] = 2;
+  auto c = check("def f(x: f32[\"... n\"], y: f32[\"*batch\"]) -> f32[\"n\"]:\n"
+                 "    return reduce(x, \"... n -> n\", \"sum\")\n",
+                 options);
+  ASSERT_TRUE(c->diags->hadError());
+  EXPECT_EQ(c->diags->diagnostics()[0].message,
+            "--rank x=2: no variadic named 'x' in this file (it has batch, "
+            "x...; the '...' of parameter x is x...)");
 }
 
 TEST(CheckerGood, IntegerLiteralsExact) {

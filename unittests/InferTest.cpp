@@ -704,6 +704,80 @@ TEST(InferContextUnify, MessagesAndBindings) {
   EXPECT_EQ(ctx.inferred.count("p"), 0u);
 }
 
+// Sizes nobody named (`_`, the dims of `...`) may differ from another size
+// only at run time: unify records `a == b` as an entry check (once), where
+// named sizes are "cannot prove".
+TEST(InferContextUnify, AnonymousSizesBecomeEntryChecks) {
+  InferContext ctx;
+  ASSERT_TRUE(bool(ctx.unify(sizeOf("_anon0"), sizeOf("_anon1"), "dim 0")));
+  ASSERT_TRUE(bool(ctx.unify(sizeOf("_anon1"), sizeOf("_anon0"), "dim 0")));
+  ASSERT_TRUE(bool(ctx.unify(sizeOf("n"), sizeOf("4*_anon2_1"), "dim 1")));
+  ASSERT_EQ(ctx.constraints.size(), 2u);
+  EXPECT_EQ(ctx.constraints[0].kind, Constraint::Kind::Equal);
+  EXPECT_EQ(ctx.constraints[0].str(), "_anon0 == _anon1");
+  EXPECT_EQ(ctx.constraints[1].str(), "n == 4*_anon2_1");
+  // Provably different stays an error, and so do two named sizes.
+  auto differ = ctx.unify(sizeOf("_anon0"), sizeOf("_anon0+1"), "dim 0");
+  ASSERT_FALSE(bool(differ));
+  auto named = ctx.unify(sizeOf("seq"), sizeOf("seq2"), "dim 0");
+  ASSERT_FALSE(bool(named));
+  EXPECT_EQ(named.error().message, "cannot prove seq == seq2 (dim 0)");
+  // A number still binds an anonymous size (an inferred entry check).
+  ASSERT_TRUE(bool(ctx.unify(sizeOf("_anon3"), sizeOf("5"), "dim 0")));
+  EXPECT_EQ(toString(ctx.inferred.at("_anon3")), "5");
+  EXPECT_EQ(ctx.constraints.size(), 2u);
+}
+
+TEST(AnonymousNames, FreshNamesOnly) {
+  for (const char *yes : {"_anon0", "_anon12", "_anon3_0", "_anon3_15"})
+    EXPECT_TRUE(isAnonymousName(yes)) << yes;
+  for (const char *no : {"_anon", "anon0", "_anon0_", "_anon0_1_2", "_anonx",
+                         "_anon0x", "_anon_0", "batch_0", "_"})
+    EXPECT_FALSE(isAnonymousName(no)) << no;
+}
+
+TEST(Broadcast, AnonymousDimsGiveTheNamedOne) {
+  InferContext ctx;
+  auto r = inferBroadcast(ctx, shapeOf("_anon0 n"), shapeOf("m n"));
+  ASSERT_TRUE(bool(r)) << r.error().message;
+  EXPECT_EQ(shapeStr(*r), "m n");
+  auto both = inferBroadcast(ctx, shapeOf("_anon1 n"), shapeOf("_anon2 n"));
+  ASSERT_TRUE(bool(both)) << both.error().message;
+  EXPECT_EQ(shapeStr(*both), "_anon1 n");
+  // Two anonymous variadics of unknown rank: an entry check on the packs.
+  auto packs = inferBroadcast(ctx, shapeOf("*_anon3 n"), shapeOf("*_anon4 n"));
+  ASSERT_TRUE(bool(packs)) << packs.error().message;
+  EXPECT_EQ(shapeStr(*packs), "*_anon3 n");
+  ASSERT_EQ(ctx.constraints.size(), 3u);
+  EXPECT_EQ(ctx.constraints[2].str(), "_anon3 == _anon4");
+  // Named variadics stay an error.
+  auto named = inferBroadcast(ctx, shapeOf("*a n"), shapeOf("*b n"));
+  ASSERT_FALSE(bool(named));
+  EXPECT_EQ(named.error().message, "cannot broadcast dim 0: *a vs *b");
+}
+
+TEST(AnalyzeEinsum, AnonymousEllipsesAreEntryChecks) {
+  InferContext ctx;
+  auto pattern = parsePattern("... n, ... n -> ... n", PatternUse::Einsum);
+  ASSERT_TRUE(bool(pattern));
+  auto r = inferEinsum(ctx, *pattern,
+                       {shapeOf("*_anon0 n"), shapeOf("*_anon1 n")}, {});
+  ASSERT_TRUE(bool(r)) << r.error().message;
+  EXPECT_EQ(shapeStr(*r), "*_anon0 n");
+  ASSERT_EQ(ctx.constraints.size(), 1u);
+  EXPECT_EQ(ctx.constraints[0].str(), "_anon0 == _anon1");
+  auto named =
+      inferEinsum(ctx, *pattern, {shapeOf("*a n"), shapeOf("*b n")}, {});
+  ASSERT_FALSE(bool(named));
+  EXPECT_EQ(named.error().message, "'...' of operand 1 (*b) does not match *a");
+}
+
+TEST(PackDims, NamedAfterThePack) {
+  EXPECT_EQ(shapeStr(packDims("batch", 0)), "");
+  EXPECT_EQ(shapeStr(packDims("batch", 1)), "batch");
+  EXPECT_EQ(shapeStr(packDims("batch", 3)), "batch_0 batch_1 batch_2");
+}
+
 TEST(InferContextUnify, PackNamesAreNotBound) {
   InferContext ctx;
   ctx.packBindings["x"] = shapeOf("a b");

@@ -39,24 +39,27 @@ struct CommandHelp {
 const std::vector<CommandHelp> &commands() {
   static const std::vector<CommandHelp> list = {
       {"check",
-       "check FILE [--dim NAME=INT]...",
+       "check FILE [--dim NAME=INT]... [--rank NAME=INT]...",
        R"(Check shapes statically; print diagnostics and the entry checks that
 remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
-       {"--dim"}},
+       {"--dim", "--rank"}},
       {"report",
-       R"(report FILE [--fn NAME] [--dim NAME=INT]... [--device a100|h100|h200]
-            [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--json])",
+       R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
+            [--device a100|h100|h200] [--peak-flops FLOPS]
+            [--bandwidth BYTES_PER_S] [--json])",
        R"(Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
 and totals per function.)",
-       {"--fn", "--dim", "--device", "--peak-flops", "--bandwidth", "--json"}},
+       {"--fn", "--dim", "--rank", "--device", "--peak-flops", "--bandwidth",
+        "--json"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
     [--size-generic])",
        R"(JIT-compile NAME for this CPU with the inputs' sizes and run it; bf16
 inputs are read from f32 files (rounded to nearest even) or from raw
-uint16 files, and bf16 results are written as f32. Exit 2 when the
-inputs do not fit the signature; no output is written then.)",
+uint16 files, and bf16 results are written as f32. Variadics (*NAME,
+...) take their rank and sizes from the inputs. Exit 2 when the inputs
+do not fit the signature; no output is written then.)",
        {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
         "--bandwidth", "--tiles", "--perf-jitdump", "--size-generic"}},
       {"calibrate",
@@ -65,17 +68,21 @@ inputs do not fit the signature; no output is written then.)",
 peak from /proc/cpuinfo; stored for `run --time`.)",
        {}},
       {"build",
-       "build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...",
+       R"(build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
+            [--rank NAME=INT]...)",
        R"(Compile every function for this CPU into an object file, with a C
 header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
 A dim bound by `dim` or --dim is compiled in; every other is read from
-the arguments at each call (size-generic code).)",
-       {"-o", "--header", "--dim", "--tiles"}},
+the arguments at each call (size-generic code); every variadic's rank is
+fixed (by --rank).)",
+       {"-o", "--header", "--dim", "--rank", "--tiles"}},
       {"emit",
-       "emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...",
+       R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
+           [--rank NAME=INT]...)",
        R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
-static; every other is dynamic, read from the arguments.)",
-       {"--stage", "--dim", "--tiles"}},
+static; every other is dynamic, read from the arguments; every variadic's
+rank must be fixed (by --rank).)",
+       {"--stage", "--dim", "--rank", "--tiles"}},
   };
   return list;
 }
@@ -91,6 +98,9 @@ const CommandHelp *findCommand(const std::string &name) {
 const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
     {"--dim",
      R"(--dim NAME=INT   bind a dim (overrides `dim NAME = ...` in the file))"},
+    {"--rank",
+     R"(--rank NAME=INT  fix the rank (0 to 16) of the variadic *NAME; the '...'
+                 in the type of parameter PARAM is PARAM... (--rank x...=2))"},
     {"--fn", R"(--fn NAME        the function (report: only this one))"},
     {"--in", R"(--in PARAM=FILE.npy
                  the input for parameter PARAM, one per parameter)"},
@@ -196,6 +206,9 @@ struct Args {
   CPUOptions cpu;
 };
 
+/// The largest rank --rank accepts.
+constexpr int kMaxRank = 16;
+
 std::optional<double> parsePositive(const std::string &text) {
   char *end = nullptr;
   double v = std::strtod(text.c_str(), &end);
@@ -260,6 +273,19 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                                  "that fits in 128 bits",
                                  name, v->substr(eq + 1)));
       args.check.dimOverrides[name] = *n;
+    } else if (isFlag("--rank") && args.command != "run") {
+      auto v = value("--rank");
+      if (!v)
+        return usage("--rank needs NAME=INT");
+      auto eq = v->rfind('=');
+      if (eq == std::string::npos || eq == 0)
+        return usage(fmt::format("--rank needs NAME=INT, got '{}'", *v));
+      std::string name = v->substr(0, eq);
+      auto n = parseInt(v->substr(eq + 1));
+      if (!n || *n < 0 || *n > Int(kMaxRank))
+        return usage(fmt::format("--rank {}: '{}' is not a rank from 0 to {}",
+                                 name, v->substr(eq + 1), kMaxRank));
+      args.check.packRanks[name] = static_cast<size_t>(*n);
     } else if (isFlag("--in") && args.command == "run") {
       auto v = value("--in");
       auto eq = v ? v->find('=') : std::string::npos;

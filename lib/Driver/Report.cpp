@@ -11,10 +11,16 @@ namespace ein {
 CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn) {
   CostInput in;
   in.kind = op.kind;
+  // Variadics of known rank count as their dims (as in the IR), not as
+  // one symbol standing for their product.
+  auto expanded = [&](unsigned id) {
+    const TensorType &t = fn.values[id].type;
+    return TensorType{fn.ctx.expand(t.shape), t.dtype};
+  };
   for (unsigned id : op.operands)
-    in.inputs.push_back(fn.values[id].type);
+    in.inputs.push_back(expanded(id));
   for (unsigned id : op.results)
-    in.outputs.push_back(fn.values[id].type);
+    in.outputs.push_back(expanded(id));
   if (op.transform)
     in.transform = &*op.transform;
   if (op.einsum)

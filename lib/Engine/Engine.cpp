@@ -94,6 +94,7 @@ Engine::bind(const SourceFile &file, const Module &module,
   CheckOptions bound = symbolic;
   bound.entryDims = binding.dims;
   bound.entryUnitDims = binding.unitDims;
+  bound.packRanks = binding.packRanks;
   DiagnosticEngine boundDiags(file);
   BoundCall call;
   call.concrete = checkModule(module, bound, boundDiags);
@@ -101,16 +102,11 @@ Engine::bind(const SourceFile &file, const Module &module,
     Error error = Error::usage(fmt::format(
         "with the sizes of these inputs, '{}' does not check:", function));
     error.context = errorFromDiagnostics(boundDiags).rendered;
-    for (auto &[param, positions] : binding.unitDims) {
-      auto at = std::find(paramNames.begin(), paramNames.end(), param);
-      const Shape &declared =
-          fn->values[fn->params[at - paramNames.begin()]].type.shape;
-      for (size_t pos : positions)
-        error.withNote(fmt::format(
-            "parameter '{}': {} has size 1 in the input, so the function is "
-            "checked with it as 1 (only elementwise arithmetic broadcasts it)",
-            param, declared[pos].str()));
-    }
+    for (auto &dim : binding.unitNotes)
+      error.withNote(fmt::format(
+          "{} has size 1 in the input, so the function is checked with it as "
+          "1 (elementwise arithmetic and einsum's '...' broadcast it)",
+          dim));
     return error;
   }
   const CheckedFunction *cfn = call.concrete.find(function);
@@ -131,6 +127,7 @@ Engine::bind(const SourceFile &file, const Module &module,
   if (specialisation == Specialisation::Generic) {
     CheckOptions unitOnly = symbolic;
     unitOnly.entryUnitDims = binding.unitDims;
+    unitOnly.packRanks = binding.packRanks;
     DiagnosticEngine genericDiags(file);
     generic = checkModule(module, unitOnly, genericDiags);
     if (genericDiags.hadError())

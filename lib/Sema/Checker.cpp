@@ -52,8 +52,10 @@ public:
   FunctionChecker(const Function &fn, const Bindings &dims,
                   const std::set<std::string> &knownNames,
                   DiagnosticEngine &diags,
-                  const std::map<std::string, std::set<size_t>> *unitDims)
-      : fn(fn), knownNames(knownNames), diags(diags), unitDims(unitDims) {
+                  const std::map<std::string, std::set<size_t>> *unitDims,
+                  const std::map<std::string, size_t> &packRanks)
+      : fn(fn), knownNames(knownNames), diags(diags), unitDims(unitDims),
+        packRanks(packRanks) {
     out.name = fn.name;
     out.loc = fn.loc;
     out.ctx.env = dims;
@@ -69,11 +71,13 @@ public:
       auto type = checkType(p.type);
       if (!type)
         return std::move(out);
+      for (auto &d : type->shape)
+        if (d.isPack())
+          fixPackRank(d.pack, packRankKey(p.name, d.pack));
       if (unitDims)
         if (auto it = unitDims->find(p.name); it != unitDims->end())
           for (size_t pos : it->second)
-            if (pos < type->shape.size() && type->shape[pos].broadcastable)
-              type->shape[pos] = Dim::ofSize(SizeExpr::constant(1));
+            specialiseUnitDim(type->shape, pos);
       unsigned id = addValue(*type, p.name);
       out.params.push_back(id);
       vars[p.name] = id;
@@ -88,6 +92,11 @@ public:
       auto type = checkType(r);
       if (!type)
         return std::move(out);
+      // A result-only variadic of given rank: its dims are result-only
+      // names, bound to the returned value's (the rank is compared).
+      for (auto &d : type->shape)
+        if (d.isPack() && !isAnonymousName(d.pack))
+          fixPackRank(d.pack, d.pack);
       out.results.push_back(*type);
     }
     bool returned = false;
@@ -110,8 +119,45 @@ private:
   const Function &fn;
   const std::set<std::string> &knownNames;
   DiagnosticEngine &diags;
-  /// `#` dims that the actual inputs give size 1 (CheckOptions::entryUnitDims).
+  /// `#` and anonymous dims that the actual inputs give size 1
+  /// (CheckOptions::entryUnitDims).
   const std::map<std::string, std::set<size_t>> *unitDims;
+  /// CheckOptions::packRanks.
+  const std::map<std::string, size_t> &packRanks;
+
+  /// Expands `pack` to fresh dims when its rank is given under `key`.
+  void fixPackRank(const std::string &pack, const std::string &key) {
+    auto it = packRanks.find(key);
+    if (it != packRanks.end() && !out.ctx.packBindings.count(pack))
+      out.ctx.packBindings[pack] = packDims(pack, it->second);
+  }
+
+  /// Types the dim at position `pos` of `shape` (counted with its variadic
+  /// expanded) as the constant 1 if it is `#` or anonymous.
+  void specialiseUnitDim(Shape &shape, size_t pos) {
+    const Dim unit = Dim::ofSize(SizeExpr::constant(1));
+    for (size_t i = 0; i < shape.size(); ++i) {
+      Dim &d = shape[i];
+      auto bound = d.isPack() ? out.ctx.packBindings.find(d.pack)
+                              : out.ctx.packBindings.end();
+      size_t width =
+          bound != out.ctx.packBindings.end() ? bound->second.size() : 1;
+      if (pos >= width) {
+        pos -= width;
+        continue;
+      }
+      if (bound != out.ctx.packBindings.end()) {
+        // A dim of an anonymous `...` (named variadics are shared between
+        // parameters, so their dims stay).
+        if (isAnonymousName(d.pack))
+          bound->second[pos] = unit;
+      } else if (!d.isPack() &&
+                 (d.broadcastable ||
+                  (d.size.asSymbol() && isAnonymousName(*d.size.asSymbol()))))
+        d = unit;
+      return;
+    }
+  }
   CheckedFunction out;
   std::map<std::string, unsigned> vars;
   std::set<std::string> packNames, dimNames;
@@ -138,12 +184,20 @@ private:
     }
     if (declared.size() != actual.size())
       return declared;
+    // The dims a parameter's variadic stands for, once its rank is known,
+    // belong to the parameters too: they are compared, not bound.
+    std::set<std::string> fromParams = paramNames;
+    for (auto &[pack, dims] : out.ctx.packBindings)
+      if (paramNames.count(pack))
+        for (auto &d : dims)
+          for (auto &s : d.size.symbols())
+            fromParams.insert(s);
     std::map<std::string, SizeExpr> &alias = resultAliases;
     for (size_t i = 0; i < declared.size(); ++i) {
       if (declared[i].isPack() || actual[i].isPack())
         continue;
       auto name = declared[i].size.asSymbol();
-      if (name && !paramNames.count(*name) && !out.ctx.env.count(*name) &&
+      if (name && !fromParams.count(*name) && !out.ctx.env.count(*name) &&
           !alias.count(*name))
         alias[*name] = actual[i].size;
     }
@@ -190,6 +244,22 @@ private:
       return i < spans.size() ? t.shape.substr(spans[i].first, spans[i].second)
                               : shape->at(i).str();
     };
+    // Names like `_anon3` are the fresh names of `_` and `...`; written by
+    // hand they would be taken for anonymous sizes, or for another `_`.
+    for (size_t i = 0; i < shape->size(); ++i) {
+      std::set<std::string> names;
+      collectShapeNames(written(i), names);
+      for (auto &name : names)
+        if (isAnonymousName(name)) {
+          auto [loc, length] = dimAt(i);
+          diags.error(loc,
+                      "in shape \"" + t.shape + "\": the name '" + name +
+                          "' is reserved for the anonymous dims '_' and "
+                          "'...'; choose another name",
+                      length);
+          return std::nullopt;
+        }
+    }
     for (size_t i = 0; i < shape->size(); ++i) {
       const Dim &d = (*shape)[i];
       if (d.isPack()) {
@@ -402,8 +472,9 @@ private:
                     e.length);
         return std::nullopt;
       }
-      if (!dimNames.count(e.text) && !out.ctx.env.count(e.text) &&
-          !knownNames.count(e.text)) {
+      if ((!dimNames.count(e.text) && !out.ctx.env.count(e.text) &&
+           !knownNames.count(e.text)) ||
+          isAnonymousName(e.text)) {
         diags.error(e.loc,
                     "unknown size '" + e.text +
                         "': declare it with 'dim' or use it in a parameter type",
@@ -1025,6 +1096,10 @@ std::optional<Int> evalDim(const Expr &e, const Bindings &dims,
 
 } // namespace
 
+std::string packRankKey(const std::string &param, const std::string &pack) {
+  return isAnonymousName(pack) ? param + "..." : pack;
+}
+
 CheckedModule checkModule(const Module &module, const CheckOptions &options,
                           DiagnosticEngine &diags) {
   CheckedModule result;
@@ -1060,6 +1135,41 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     for (auto &r : f.results)
       collectShapeNames(r.shape, knownNames);
   }
+  if (!options.packRanks.empty()) {
+    // The variadics --rank may name: `*NAME` anywhere, `PARAM...` for a
+    // parameter typed with `...`.
+    std::set<std::string> variadics;
+    for (auto &f : module.functions) {
+      for (auto &p : f.params)
+        if (auto shape = parseShape(p.type.shape))
+          for (auto &d : *shape)
+            if (d.isPack())
+              variadics.insert(packRankKey(p.name, d.pack));
+      for (auto &r : f.results)
+        if (auto shape = parseShape(r.shape))
+          for (auto &d : *shape)
+            if (d.isPack() && !isAnonymousName(d.pack))
+              variadics.insert(d.pack);
+    }
+    for (auto &[name, rank] : options.packRanks)
+      if (!variadics.count(name)) {
+        std::string known;
+        for (auto &v : variadics)
+          known += (known.empty() ? "" : ", ") + v;
+        diags.error({},
+                    "--rank " + name + "=" + std::to_string(rank) +
+                        ": no variadic named '" + name + "' in this file (" +
+                        (known.empty() ? "it has none" : "it has " + known) +
+                        "; the '...' of parameter x is x...)");
+        return result;
+      }
+    // The dims of a named variadic of given rank may be bound with --dim
+    // (`--rank batch=2 --dim batch_0=4`).
+    for (auto &[name, rank] : options.packRanks)
+      if (name.find("...") == std::string::npos)
+        for (auto &d : packDims(name, rank))
+          knownNames.insert(*d.size.asSymbol());
+  }
   for (auto &[name, value] : options.dimOverrides) {
     if (!knownNames.count(name)) {
       diags.error({}, "--dim " + name + "=" + toString(value) +
@@ -1086,7 +1196,8 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     result.functions.push_back(
         FunctionChecker(f, result.dims, knownNames, diags,
                         f.name == options.onlyFunction ? &options.entryUnitDims
-                                                       : nullptr)
+                                                       : nullptr,
+                        options.packRanks)
             .run());
   }
   return result;

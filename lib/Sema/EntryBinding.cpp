@@ -1,6 +1,9 @@
 // Binds dims from input shapes: solves each dim expression for its one
 // unknown name, then evaluates the function's entry checks.
 #include "ein/Sema/EntryBinding.h"
+#include "ein/Sema/Checker.h"
+
+#include <fmt/format.h>
 
 #include <map>
 #include <set>
@@ -13,6 +16,26 @@ std::string shapeTuple(const std::vector<int64_t> &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// A variadic as written: `*batch`, or `...` for an anonymous one.
+std::string variadicName(const Dim &pack) {
+  return isAnonymousName(pack.pack) ? "..." : pack.str();
+}
+
+/// A dim as written: `_` and `...` rather than their fresh names.
+std::string written(const Dim &d) {
+  if (d.isPack())
+    return variadicName(d);
+  auto name = d.size.asSymbol();
+  return name && isAnonymousName(*name) ? "_" : d.str();
+}
+
+std::string writtenShape(const Shape &shape) {
+  std::string out;
+  for (auto &d : shape)
+    out += (out.empty() ? "" : " ") + written(d);
+  return out;
 }
 } // namespace
 
@@ -57,10 +80,6 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
   EntryBinding result;
   Bindings env = fn.ctx.env;
   std::map<std::string, std::string> origin; // where each name got its value
-  auto where = [&](size_t p, size_t d, const Dim &dim) {
-    return "parameter '" + paramNames[p] + "' dim " + std::to_string(d) +
-           " (" + dim.str() + ")";
-  };
   auto fail = [&](std::string message) {
     result.error = std::move(message);
     return result;
@@ -70,38 +89,104 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
     size_t param, dim;
     Dim spec;
     Int actual;
+    std::string what; // "parameter 'x' dim 0 (n)"
   };
   std::vector<Pending> pending;
-  std::vector<Pending> unit; // `#` dims given size 1
+  std::vector<Pending> unit;           // `#` and anonymous dims given size 1
+  std::set<std::string> unitAnonymous; // their names, for anonymous ones
+  // A named variadic's dims where it was first met, and where.
+  std::map<std::string, std::pair<std::vector<int64_t>, size_t>> variadics;
   for (size_t p = 0; p < fn.params.size(); ++p) {
+    const std::string &param = paramNames[p];
     const Shape &declared = fn.values[fn.params[p]].type.shape;
-    Shape shape = fn.ctx.expand(declared);
     const auto &actual = shapes[p];
-    for (auto &d : shape)
-      if (d.isPack())
-        return fail("parameter '" + paramNames[p] + "' has variadic " +
-                    d.str() + ", which einc run cannot bind yet");
-    if (shape.size() != actual.size())
-      return fail("parameter '" + paramNames[p] + "': expected " +
-                  std::to_string(shape.size()) + " dims (\"" +
-                  shapeStr(shape) + "\"), got " +
-                  std::to_string(actual.size()) + " with shape " +
-                  shapeTuple(actual));
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d].broadcastable && actual[d] == 1) {
-        // The position in the declared shape: a `...` before it stands
-        // for (expanded - declared + 1) dims.
-        size_t pos = d;
-        for (size_t k = 0; k < declared.size() && k < d; ++k)
-          if (declared[k].isPack()) {
-            pos = d - (shape.size() - declared.size());
-            break;
-          }
-        result.unitDims[paramNames[p]].insert(pos);
-        unit.push_back({p, d, shape[d], Int(1)});
+    // A variadic is expanded with the rank the body fixed, or the rank of
+    // the input dims left by the others.
+    size_t fixed = 0;
+    const Dim *open = nullptr;
+    for (auto &d : declared) {
+      auto bound = d.isPack() ? fn.ctx.packBindings.find(d.pack)
+                              : fn.ctx.packBindings.end();
+      if (d.isPack() && bound == fn.ctx.packBindings.end())
+        open = &d;
+      else
+        fixed += bound != fn.ctx.packBindings.end() ? bound->second.size() : 1;
+    }
+    if (open && actual.size() < fixed)
+      return fail(fmt::format(
+          "parameter '{}': expected at least {} dim(s) (\"{}\", where {} "
+          "may stand for none), got {} with shape {}",
+          param, fixed, writtenShape(declared), variadicName(*open),
+          actual.size(), shapeTuple(actual)));
+    Shape shape;
+    std::vector<std::string> what;
+    for (auto &d : declared) {
+      if (!d.isPack()) {
+        shape.push_back(d);
+        what.push_back(written(d));
         continue;
       }
-      pending.push_back({p, d, shape[d], Int(actual[d])});
+      auto bound = fn.ctx.packBindings.find(d.pack);
+      Shape dims = bound != fn.ctx.packBindings.end()
+                       ? bound->second
+                       : packDims(d.pack, actual.size() - fixed);
+      result.packRanks[packRankKey(param, d.pack)] = dims.size();
+      size_t first = shape.size();
+      for (size_t k = 0; k < dims.size(); ++k) {
+        shape.push_back(dims[k]);
+        what.push_back(fmt::format("dim {} of {}", k, variadicName(d)));
+      }
+      size_t after = declared.size() - (&d - declared.data()) - 1;
+      if (isAnonymousName(d.pack) || shape.size() + after > actual.size())
+        continue; // (a wrong rank is reported below)
+      // A named variadic is the same dims wherever it appears.
+      std::vector<int64_t> sizes(actual.begin() + first,
+                                 actual.begin() + first + dims.size());
+      auto [seen, isNew] = variadics.emplace(d.pack, std::make_pair(sizes, p));
+      const auto &[before, where] = seen->second;
+      if (isNew || before == sizes)
+        continue;
+      if (before.size() != sizes.size())
+        return fail(fmt::format(
+            "parameter '{}': variadic {} has rank {} here (sizes {}), but "
+            "rank {} in parameter '{}' (sizes {})",
+            param, d.str(), sizes.size(), shapeTuple(sizes), before.size(),
+            paramNames[where], shapeTuple(before)));
+      return fail(fmt::format("parameter '{}': variadic {} has sizes {} here, "
+                              "but {} in parameter '{}'",
+                              param, d.str(), shapeTuple(sizes),
+                              shapeTuple(before), paramNames[where]));
+    }
+    if (shape.size() != actual.size()) {
+      std::string rank;
+      for (auto &d : declared)
+        if (d.isPack())
+          rank =
+              fmt::format(", where the function's body fixes {} at rank {}",
+                          variadicName(d), shape.size() + 1 - declared.size());
+      return fail(fmt::format(
+          "parameter '{}': expected {} dims (\"{}\"{}), got {} with shape {}",
+          param, shape.size(), writtenShape(declared), rank, actual.size(),
+          shapeTuple(actual)));
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      std::string where =
+          fmt::format("parameter '{}' dim {} ({})", param, d, what[d]);
+      auto anonymous = shape[d].size.asSymbol();
+      if (anonymous && !isAnonymousName(*anonymous))
+        anonymous.reset();
+      if ((shape[d].broadcastable || anonymous) && actual[d] == 1) {
+        result.unitDims[param].insert(d);
+        // `_` alone does not say which dim; a name or "dim 1 of ..." does.
+        result.unitNotes.push_back(
+            what[d] == "_" ? fmt::format("parameter '{}': _ (dim {})", param, d)
+                           : fmt::format("parameter '{}': {}", param, what[d]));
+        if (anonymous)
+          unitAnonymous.insert(*anonymous);
+        unit.push_back({p, d, shape[d], Int(1), where});
+        continue;
+      }
+      pending.push_back({p, d, shape[d], Int(actual[d]), where});
     }
   }
   // Until nothing changes: check dims whose size is known, solve those with
@@ -118,8 +203,8 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
             if (origin.count(s))
               from += "; " + s + " = " + toString(env.at(s)) + " from " +
                       origin[s];
-          return fail(where(pd.param, pd.dim, pd.spec) + ": expected " +
-                      toString(*v) + ", got " + toString(pd.actual) + from);
+          return fail(pd.what + ": expected " + toString(*v) + ", got " +
+                      toString(pd.actual) + from);
         }
         progress = true;
         continue;
@@ -139,11 +224,10 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
           Int a = *ab - *b;
           Int num = pd.actual - *b;
           if (num % a != 0 || num / a < 0)
-            return fail(where(pd.param, pd.dim, pd.spec) + ": size " +
-                        toString(pd.actual) +
+            return fail(pd.what + ": size " + toString(pd.actual) +
                         " gives no non-negative integer " + name);
           env[name] = num / a;
-          origin[name] = where(pd.param, pd.dim, pd.spec);
+          origin[name] = pd.what;
           progress = true;
           continue;
         }
@@ -157,15 +241,25 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
     for (auto &name : pd.spec.size.symbols())
       if (!env.count(name)) {
         env[name] = 1;
-        origin[name] = where(pd.param, pd.dim, pd.spec);
+        origin[name] = pd.what;
       }
   if (!pending.empty()) {
     auto &pd = pending.front();
-    return fail(where(pd.param, pd.dim, pd.spec) +
+    return fail(pd.what +
                 ": cannot determine its names from the input shapes; bind "
                 "them with --dim");
   }
   for (auto &c : fn.ctx.constraints) {
+    // `A == B` on an anonymous size given 1: the specialised check decides
+    // (it broadcasts in elementwise arithmetic and einsum's `...`).
+    if (c.kind == Constraint::Kind::Equal) {
+      bool broadcasts = false;
+      for (auto *side : {&c.lhs, &c.rhs})
+        for (auto &name : side->symbols())
+          broadcasts |= unitAnonymous.count(name) > 0;
+      if (broadcasts)
+        continue;
+    }
     auto l = c.lhs.evaluate(env), r = c.rhs.evaluate(env);
     if (!l || !r)
       continue;

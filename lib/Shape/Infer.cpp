@@ -104,8 +104,21 @@ Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
   };
   if (bindIfFree(sa, sb) || bindIfFree(sb, sa))
     return true;
+  if (mentionsAnonymous(sa) || mentionsAnonymous(sb)) {
+    requireEqualAtEntry(sa, sb, what);
+    return true;
+  }
   return ShapeError::atOp("cannot prove " + sa.str() + " == " + sb.str() +
                           " (" + what + ")");
+}
+
+void InferContext::requireEqualAtEntry(const SizeExpr &a, const SizeExpr &b,
+                                       const std::string &what) {
+  for (auto &c : constraints)
+    if (c.kind == Constraint::Kind::Equal &&
+        ((c.lhs == a && c.rhs == b) || (c.lhs == b && c.rhs == a)))
+      return;
+  constraints.push_back({Constraint::Kind::Equal, a, b, what});
 }
 
 Expected<SizeExpr> InferContext::divide(const SizeExpr &num,
@@ -146,6 +159,14 @@ Shape InferContext::expand(const Shape &shape) const {
   return out;
 }
 
+Shape packDims(const std::string &pack, size_t rank) {
+  Shape dims;
+  for (size_t i = 0; i < rank; ++i)
+    dims.push_back(Dim::ofSize(
+        SizeExpr::symbol(rank == 1 ? pack : pack + "_" + std::to_string(i))));
+  return dims;
+}
+
 //===----------------------------------------------------------------------===//
 // Matching one pattern side against a shape
 //===----------------------------------------------------------------------===//
@@ -155,6 +176,17 @@ namespace {
 using SizeMap = std::map<std::string, SizeExpr>;
 
 std::string ellipsisAxis(size_t i) { return "..." + std::to_string(i); }
+
+/// A dim as a size; a pack stands for the product of its dims (as in
+/// numElements).
+SizeExpr sizeOrPack(const Dim &d) {
+  return d.isPack() ? SizeExpr::symbol(d.pack) : d.size;
+}
+
+/// A `_`, a `...`, or a size made from them: nobody named it.
+bool isAnonymousDim(const Dim &d) {
+  return d.isPack() ? isAnonymousName(d.pack) : mentionsAnonymous(d.size);
+}
 
 ShapeError withAnchor(ShapeError e, const PatternAxis &axis) {
   e.anchor = ShapeError::Anchor::Pattern;
@@ -185,11 +217,7 @@ struct SideMatch {
 
 /// Binds a pack of unknown rank to `rank` fresh dims.
 void bindPack(InferContext &ctx, const std::string &pack, size_t rank) {
-  Shape dims;
-  for (size_t i = 0; i < rank; ++i)
-    dims.push_back(Dim::ofSize(SizeExpr::symbol(
-        rank == 1 ? pack : pack + "_" + std::to_string(i))));
-  ctx.packBindings[pack] = dims;
+  ctx.packBindings[pack] = packDims(pack, rank);
 }
 
 /// Matches `side` against `input`, recording elementary axis sizes in
@@ -683,16 +711,28 @@ Expected<EinsumInfo> analyzeEinsum(InferContext &ctx, const Pattern &pattern,
         continue;
       }
       if (dim.isPack() || have.isPack()) {
-        if (dim.pack != have.pack)
+        if (dim.pack == have.pack)
+          continue;
+        // An anonymous `...` of unknown rank: compared at entry, once the
+        // inputs give its rank (numpy broadcasts the dims of `...`).
+        if (!isAnonymousDim(dim) && !isAnonymousDim(have))
           return ShapeError::atOperand("'...' of operand " + std::to_string(i) +
                                            " (" + dim.str() +
                                            ") does not match " + have.str(),
                                        i);
+        ctx.requireEqualAtEntry(sizeOrPack(have), sizeOrPack(dim),
+                                "'...' dims");
+        if (isAnonymousDim(have) && !isAnonymousDim(dim))
+          have = dim;
         continue;
       }
       auto ok = ctx.unify(have.size, dim.size, "'...' dims");
       if (!ok)
         return ShapeError::atOperand(ok.error().message, i);
+      // Equal (or equal by an entry check): the result keeps a name over an
+      // anonymous size.
+      if (isAnonymousDim(have) && !isAnonymousDim(dim))
+        have = dim;
     }
   }
   for (unsigned i = 0; i < matches.size(); ++i) {
@@ -920,16 +960,25 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
         align.lhs[i] = isOne(lhs[i]) ? -1 : at;
         continue;
       }
-      if (lhs[i].isPack() || rhs[i].isPack())
-        return ShapeError::atOperand("cannot broadcast dim " + std::to_string(i) +
-                                         ": " + lhs[i].str() + " vs " +
-                                         rhs[i].str(),
-                                     1);
+      // Between an anonymous size (or `...`) and another, an entry check;
+      // the result keeps the named one.
+      bool keepRight = isAnonymousDim(lhs[i]) && !isAnonymousDim(rhs[i]);
+      if (lhs[i].isPack() || rhs[i].isPack()) {
+        if (!isAnonymousDim(lhs[i]) && !isAnonymousDim(rhs[i]))
+          return ShapeError::atOperand("cannot broadcast dim " +
+                                           std::to_string(i) + ": " +
+                                           lhs[i].str() + " vs " + rhs[i].str(),
+                                       1);
+        ctx.requireEqualAtEntry(sizeOrPack(lhs[i]), sizeOrPack(rhs[i]),
+                                "broadcast dim " + std::to_string(i));
+        out.push_back(keepRight ? rhs[i] : lhs[i]);
+        continue;
+      }
       auto ok = ctx.unify(lhs[i].size, rhs[i].size,
                           "broadcast dim " + std::to_string(i));
       if (!ok)
         return ShapeError::atOperand(ok.error().message, 1);
-      out.push_back(lhs[i]);
+      out.push_back(keepRight ? rhs[i] : lhs[i]);
     }
     return out;
   }

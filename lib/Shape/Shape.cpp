@@ -205,6 +205,35 @@ Expected<SizeExpr> parseSizeExpr(const std::string &text) {
   return SizeParser(text, 0).parseAll();
 }
 
+bool isAnonymousName(const std::string &name) {
+  const std::string prefix = "_anon";
+  if (name.rfind(prefix, 0) != 0)
+    return false;
+  // `_anon` DIGITS, optionally `_` DIGITS (a dim of an anonymous `...`).
+  size_t pos = prefix.size();
+  for (int part = 0; part < 2; ++part) {
+    size_t start = pos;
+    while (pos < name.size() &&
+           std::isdigit(static_cast<unsigned char>(name[pos])))
+      ++pos;
+    if (pos == start)
+      return false;
+    if (pos == name.size())
+      return true;
+    if (part == 1 || name[pos] != '_')
+      return false;
+    ++pos;
+  }
+  return false;
+}
+
+bool mentionsAnonymous(const SizeExpr &size) {
+  for (auto &name : size.symbols())
+    if (isAnonymousName(name))
+      return true;
+  return false;
+}
+
 std::vector<std::pair<unsigned, unsigned>>
 shapeDimSpans(const std::string &text) {
   // parseShape's tokens: each runs to the next top-level space or tab;

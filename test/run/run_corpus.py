@@ -54,7 +54,8 @@ Categories:
               `einc run` must exit 2 with `einc: error: ...` and must neither
               create an output file nor replace an existing one nor leave a
               temporary file (each case runs with and without existing
-              outputs). A variadic parameter is a clean exit 2.
+              outputs). A variadic whose rank differs between two
+              parameters is a clean exit 2.
 
 Types: parameters are typed with numbers (`f32["2 3"]`) or with names
 (`f32["n0 n1"]`, sizes bound from the .npy files, sometimes also given by
@@ -1807,6 +1808,17 @@ def edge_cases() -> list[RunCase]:
         ("variadic-parameter-rank-from-body", [("x", 'f32["*batch c"]')], ['f32["c _ _"]'],
          ['return rearrange(x, "a b c -> c b a")'],
          [("x", f234)], [Out("f32", x234.transpose(2, 1, 0), True)], []),
+        # A variadic's rank and sizes come from the inputs.
+        ("variadic-two-parameters", [("x", 'f32["*batch c"]'), ("y", 'f32["*batch c"]')], ['f32["*batch c"]'],
+         ["return x - y * 2.0"],
+         [("x", f234), ("y", f234)], [Out("f32", x234 - x234 * 2, True)], []),
+    ]
+    # Anonymous `...` dims broadcast as numpy's: ranks 2 and 1, a size-1 dim.
+    f14, x14 = make_input(rng, (1, 4), "f32")
+    specs += [
+        ("ellipsis-einsum-broadcasts", [("x", 'f32["... c"]'), ("y", 'f32["... c"]')], ['f32["... c"]'],
+         ['return einsum(x, y, "... c, ... c -> ... c")'],
+         [("x", f234), ("y", f14)], [Out("f32", x234 * x14)], []),
     ]
     # `#m` given size 1 broadcasts against the m of another input, in either
     # parameter order, or is 1 when nothing else binds m.
@@ -2093,7 +2105,8 @@ def negative_cases() -> list[RunCase]:
         ("wrong---out-count-two", two, good, {"n_out": 2}, "returns 1 value(s)"),
         ("wrong---out-count-multi", multi, [("x", f32(3))], {"n_out": 1}, "returns 2 value(s)"),
         ("same---out-twice", multi, [("x", f32(3))], {"same_out": True}, "twice"),
-        ("variadic-parameter", 'def f(x: f32["*batch c"]) -> f32["*batch c"]:\n    return x + x\n', [("x", f32(2, 3))], {}, "variadic"),
+        ("variadic-rank-differs", 'def f(x: f32["*batch c"], y: f32["*batch c"]) -> f32["*batch c"]:\n    return x + y\n',
+         [("x", f32(2, 3)), ("y", f32(4, 2, 3))], {}, "variadic *batch has rank 2 here"),
         ("hash-dim-one-in-einsum", 'def f(x: f32["n #m"], y: f32["n m"]) -> f32["n"]:\n    return einsum(x, y, "n m, n m -> n")\n',
          [("x", f32(3, 1)), ("y", f32(3, 4))], {}, "#m has size 1 in the input"),
     ]

@@ -15,14 +15,27 @@ struct CheckOptions {
   /// Bindings from actual inputs (`einc run`): any name of the file's
   /// types, fresh names of `_` and `...` included, without validation.
   std::map<std::string, Int> entryDims;
-  /// Parameters of `onlyFunction` whose broadcastable (`#`) dims are 1 in
-  /// the actual inputs: parameter name -> positions in its declared shape.
-  /// Those dims are typed as the constant 1 (the function is specialised
-  /// for the inputs, so the body broadcasts them).
+  /// Parameters of `onlyFunction` whose broadcastable (`#`) or anonymous
+  /// (`_`, a dim of `...`) dims are 1 in the actual inputs: parameter name
+  /// -> positions in its shape with its variadic expanded (by `packRanks`;
+  /// one of unknown rank counts as one dim). Those dims are typed as the
+  /// constant 1 (the function is specialised for the inputs, so the body
+  /// broadcasts them).
   std::map<std::string, std::set<size_t>> entryUnitDims;
+  /// The rank of variadics (`--rank`, or from actual inputs under `einc
+  /// run`): a variadic of known rank stands for that many fresh dims
+  /// (packDims: `batch` for rank 1, `batch_0 batch_1 ...` otherwise) from the
+  /// parameter on. Keyed by `NAME` for `*NAME`, `PARAM...` for the `...` in
+  /// parameter PARAM's type. Applies to every function checked; a key that
+  /// names no variadic of the file is an error.
+  std::map<std::string, size_t> packRanks;
   /// When set, only this function is checked (others are skipped).
   std::string onlyFunction;
 };
+
+/// The `packRanks` key of the variadic `pack` in parameter `param`'s type:
+/// `pack` when named, `param...` for an anonymous `...`.
+std::string packRankKey(const std::string &param, const std::string &pack);
 
 /// Checks `module`; every error goes to `diags` with its source location.
 /// The result is meaningful only when no error was reported.

@@ -44,15 +44,26 @@ struct InferContext {
                             const std::string &what);
   /// Requires `a == b`: succeeds when provable; binds a free name to a
   /// number when one side is a lone free name and the other a number (as
-  /// jaxtyping binds a name on first use); fails with "cannot prove" when the
-  /// two sides are different symbols, or with both values when they differ.
+  /// jaxtyping binds a name on first use); records `a == b` as an entry
+  /// check when either side mentions an anonymous size (`_`, a dim of
+  /// `...`: isAnonymousName), which the user never named and so cannot have
+  /// meant to be different; otherwise fails with "cannot prove" when the two
+  /// sides are different symbols, or with both values when they differ.
   Expected<bool> unify(const SizeExpr &a, const SizeExpr &b,
                        const std::string &what);
+  /// Records `a == b` as an entry check (once, in either order).
+  void requireEqualAtEntry(const SizeExpr &a, const SizeExpr &b,
+                           const std::string &what);
   /// Names bound by `unify` (not given by the user).
   std::map<std::string, Int> inferred;
   /// Replaces bound packs by their dims.
   Shape expand(const Shape &shape) const;
 };
+
+/// The fresh dims a variadic `*pack` of known rank stands for: `pack` for
+/// rank 1, `pack_0 pack_1 ...` otherwise. The checker, `--rank` and
+/// EntryBinding all name them so.
+Shape packDims(const std::string &pack, size_t rank);
 
 /// What a rearrange/reduce/repeat does to elementary axes: the cost model
 /// and the view analysis read it. Ellipsis dims are named `...0`, `...1`.

@@ -64,4 +64,11 @@ std::vector<std::pair<unsigned, unsigned>>
 shapeDimSpans(const std::string &text);
 /// Parses one size expression: `8`, `heads`, `heads*d`, `n+1`, `hidden/8`.
 Expected<SizeExpr> parseSizeExpr(const std::string &text);
+/// True for the fresh names parseShape makes for `_` and `...` (`_anon3`)
+/// and for the dims of such a `...` once its rank is known (`_anon3_0`):
+/// sizes nobody named, which an operation may only require equal to
+/// another size by an entry check (InferContext::unify).
+bool isAnonymousName(const std::string &name);
+/// True when `size` mentions an anonymous name.
+bool mentionsAnonymous(const SizeExpr &size);
 } // namespace ein
