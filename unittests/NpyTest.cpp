@@ -187,6 +187,146 @@ TEST(NpyHostTensorTest, CheckedElementCounts) {
   EXPECT_EQ(shapeTupleStr({2, 3}), "(2, 3)");
 }
 
+TEST(NpyHostTensorTest, LayoutStrides) {
+  // numpy: np.zeros((2, 3, 4), order='F').strides == (4, 8, 24) for f4; in
+  // elements 1, 2, 6. A zero dim counts as 1, as in C order.
+  EXPECT_EQ(fortranStrides({2, 3, 4}), (std::vector<int64_t>{1, 2, 6}));
+  EXPECT_EQ(cOrderStrides({2, 3, 4}), (std::vector<int64_t>{12, 4, 1}));
+  EXPECT_EQ(fortranStrides({3, 0, 5}), (std::vector<int64_t>{1, 3, 3}));
+  EXPECT_EQ(fortranStrides({}), (std::vector<int64_t>{}));
+
+  // A hand-made Fortran tensor: [[0 1 2] [3 4 5]] stored 0 3 1 4 2 5.
+  HostTensor t = *HostTensor::create(StorageType::F32, {2, 3});
+  std::vector<float> stored = {0, 3, 1, 4, 2, 5};
+  std::memcpy(t.data.data(), stored.data(), 24);
+  t.layoutStrides = {1, 2};
+  EXPECT_TRUE(t.isConsistent());
+  EXPECT_FALSE(t.isCOrder());
+  EXPECT_EQ(t.strides(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(t.byteStrides(), (std::vector<int64_t>{4, 8}));
+  // x.flat[k] of the C-order view is element k; its storage offset is
+  // i + 2j for (i, j) = divmod(k, 3).
+  const int64_t offsets[] = {0, 2, 4, 1, 3, 5};
+  for (int64_t k = 0; k < 6; ++k) {
+    EXPECT_EQ(t.offsetOf(k), offsets[k]) << k;
+    EXPECT_EQ(t.indexAt(offsets[k]), k) << k;
+    EXPECT_EQ(elementAsDouble(t, k), static_cast<double>(k)) << k;
+  }
+  HostTensor c = t.toCOrder();
+  EXPECT_TRUE(c.layoutStrides.empty());
+  EXPECT_TRUE(c.isCOrder());
+  EXPECT_EQ(c.shape, t.shape);
+  EXPECT_EQ(elements<float>(c), iota(6));
+  EXPECT_EQ(elements<float>(t), stored) << "toCOrder changed its source";
+
+  // A permutation that is neither C nor Fortran: shape (2, 3, 4) stored as
+  // its transpose (1, 0, 2), i.e. j major, then i, then k: strides 4, 8, 1.
+  HostTensor p = *HostTensor::create(StorageType::I32, {2, 3, 4});
+  p.layoutStrides = {4, 8, 1};
+  for (int32_t i = 0; i < 2; ++i)
+    for (int32_t j = 0; j < 3; ++j)
+      for (int32_t k = 0; k < 4; ++k)
+        p.dataAs<int32_t>()[4 * i + 8 * j + k] = 12 * i + 4 * j + k;
+  EXPECT_TRUE(p.isConsistent());
+  EXPECT_FALSE(p.isCOrder());
+  std::vector<int32_t> want(24);
+  for (int32_t k = 0; k < 24; ++k) {
+    want[k] = k;
+    EXPECT_EQ(p.indexAt(p.offsetOf(k)), k);
+  }
+  EXPECT_EQ(elements<int32_t>(p.toCOrder()), want);
+
+  // Layouts that are not dense, or not one stride per dim, are inconsistent.
+  const std::vector<std::vector<int64_t>> bad = {
+      {1},     // one stride for two dims
+      {1, 1},  // both dims at stride 1: elements overlap
+      {1, 3},  // a gap: element (1, 2) would be at offset 7 of 6
+      {2, 1},  // overlap: (1, 0) and (0, 2) at one offset
+      {-1, 2}, // negative
+      {3, 2}}; // C order would be {3, 1}
+  for (const std::vector<int64_t> &strides : bad) {
+    HostTensor b = t;
+    b.layoutStrides = strides;
+    EXPECT_FALSE(b.isConsistent()) << shapeTupleStr(strides);
+  }
+  // C strides spelled out are C order.
+  HostTensor spelled = t.toCOrder();
+  spelled.layoutStrides = {3, 1};
+  EXPECT_TRUE(spelled.isConsistent());
+  EXPECT_TRUE(spelled.isCOrder());
+
+  // Dims of size 1 take any non-negative stride; only the other dims decide
+  // the order (numpy: a (1, 3) array is both C- and F-contiguous).
+  HostTensor row = *HostTensor::create(StorageType::F32, {1, 3});
+  row.layoutStrides = fortranStrides(row.shape);
+  EXPECT_EQ(row.layoutStrides, (std::vector<int64_t>{1, 1}));
+  EXPECT_TRUE(row.isConsistent());
+  EXPECT_TRUE(row.isCOrder());
+  row.layoutStrides = {1000, 1};
+  EXPECT_TRUE(row.isConsistent());
+  EXPECT_TRUE(row.isCOrder());
+  // Empty tensors hold no element to order.
+  HostTensor empty = *HostTensor::create(StorageType::F32, {3, 0});
+  empty.layoutStrides = fortranStrides(empty.shape);
+  EXPECT_TRUE(empty.isConsistent());
+  EXPECT_TRUE(empty.isCOrder());
+  EXPECT_TRUE(empty.toCOrder().data.empty());
+}
+
+TEST(NpyHostTensorTest, ConversionsKeepTheLayout) {
+  // f64 Fortran (2, 3) holding [[0 1 2] [3 4 5]] / 4.
+  HostTensor f64 = *HostTensor::create(StorageType::F64, {2, 3});
+  f64.layoutStrides = {1, 2};
+  std::vector<double> stored = {0, 0.75, 0.25, 1, 0.5, 1.25};
+  std::memcpy(f64.data.data(), stored.data(), 48);
+  ErrorOr<HostTensor> f32 = convertTensor(f64, StorageType::F32);
+  ASSERT_TRUE(f32) << f32.error().message;
+  EXPECT_EQ(f32->layoutStrides, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(elements<float>(*f32),
+            (std::vector<float>{0, 0.75f, 0.25f, 1, 0.5f, 1.25f}));
+  ErrorOr<HostTensor> bf = convertTensor(*f32, StorageType::BF16);
+  ASSERT_TRUE(bf);
+  EXPECT_EQ(bf->layoutStrides, (std::vector<int64_t>{1, 2}));
+  // bf16 bits of 0, 0.75, 0.25, 1, 0.5, 1.25.
+  EXPECT_EQ(
+      elements<uint16_t>(*bf),
+      (std::vector<uint16_t>{0x0000, 0x3F40, 0x3E80, 0x3F80, 0x3F00, 0x3FA0}));
+
+  // The error names the first bad element in C order, by its C index:
+  // here C elements 2 (0, 2) and 3 (1, 0) are inexact; in storage order
+  // (1, 0), at offset 1, comes first.
+  stored = {0, 0.2, 1, 4, 0.1, 5};
+  std::memcpy(f64.data.data(), stored.data(), 48);
+  ErrorOr<HostTensor> r = convertTensor(f64, StorageType::F32);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("element 2 (0.10000000000000001) is not "
+                                   "representable in f32"),
+            std::string::npos)
+      << r.error().message;
+
+  HostTensor i64 = *HostTensor::create(StorageType::I64, {2, 3});
+  i64.layoutStrides = {1, 2};
+  std::vector<int64_t> iv = {0, int64_t(1) << 40, 1, 4, int64_t(1) << 33, 5};
+  std::memcpy(i64.data.data(), iv.data(), 48);
+  ErrorOr<HostTensor> i32 = convertTensor(i64, StorageType::I32);
+  ASSERT_FALSE(i32);
+  EXPECT_NE(i32.error().message.find("element 2 (8589934592) is out of the "
+                                     "i32 range"),
+            std::string::npos)
+      << i32.error().message;
+  iv = {0, 3, 1, 4, 2, -5};
+  std::memcpy(i64.data.data(), iv.data(), 48);
+  i32 = convertTensor(i64, StorageType::I32);
+  ASSERT_TRUE(i32);
+  EXPECT_EQ(i32->layoutStrides, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(elements<int32_t>(*i32), (std::vector<int32_t>{0, 3, 1, 4, 2, -5}));
+
+  // A layout that is not dense is refused, not read out of bounds.
+  HostTensor gap = *f32;
+  gap.layoutStrides = {1, 3};
+  EXPECT_FALSE(convertTensor(gap, StorageType::F64));
+}
+
 TEST(NpyHostTensorTest, StorageTypes) {
   EXPECT_EQ(storageBytes(StorageType::BF16), 2u);
   EXPECT_EQ(storageBytes(StorageType::F8E5M2), 1u);

@@ -653,14 +653,15 @@ ErrorOr<HostTensor> readNpy(const std::string &path,
 
 namespace {
 
-/// A tensor ready to be written: numpy's header bytes, and the data (the
-/// tensor's own, or its f32 widening for bf16 / fp8).
+/// A tensor ready to be written: numpy's header bytes, and the data in C
+/// order (the tensor's own, or a copy: its f32 widening for bf16 / fp8, in C
+/// order when the tensor is not).
 struct EncodedNpy {
   std::vector<uint8_t> header;
-  std::optional<HostTensor> widened;
+  std::optional<HostTensor> copy;
   /// The data to write after the header.
   const std::vector<uint8_t> &data(const HostTensor &tensor) const {
-    return widened ? widened->data : tensor.data;
+    return copy ? copy->data : tensor.data;
   }
 };
 
@@ -668,7 +669,7 @@ ErrorOr<EncodedNpy> encodeNpy(const HostTensor &tensor) {
   if (!tensor.isConsistent())
     return Error::usage(
         fmt::format("tensor {} has {} bytes of data, which does "
-                    "not match its shape",
+                    "not match its shape and layout",
                     tensor.describe(), tensor.data.size()));
   EncodedNpy encoded;
   const char *descr = "<f4";
@@ -698,11 +699,16 @@ ErrorOr<EncodedNpy> encodeNpy(const HostTensor &tensor) {
     ErrorOr<HostTensor> widened = convertTensor(tensor, StorageType::F32);
     if (!widened)
       return widened.error();
-    encoded.widened = std::move(*widened);
+    encoded.copy = std::move(*widened);
     break;
   }
   }
-  const HostTensor *out = encoded.widened ? &*encoded.widened : &tensor;
+  // Always C order, whatever the tensor's layout.
+  if (encoded.copy && !encoded.copy->isCOrder())
+    encoded.copy = encoded.copy->toCOrder();
+  else if (!encoded.copy && !tensor.isCOrder())
+    encoded.copy = tensor.toCOrder();
+  const HostTensor *out = encoded.copy ? &*encoded.copy : &tensor;
 
   // Exactly numpy's header: keys sorted, repr()s, a trailing ", ", spare
   // spaces for growing the first axis, then padding to 64 bytes and '\n'.
@@ -777,7 +783,8 @@ ErrorOr<void> writeNpyOutputs(const OutputPlan &plan,
   for (size_t i = 0; i < tensors.size(); ++i)
     if (!tensors[i]->isConsistent())
       return Error::usage(fmt::format(
-          "{}: tensor {} has {} bytes of data, which does not match its shape",
+          "{}: tensor {} has {} bytes of data, which does not match its "
+          "shape and layout",
           plan.targets[i].path, tensors[i]->describe(),
           tensors[i]->data.size()));
   return writeOutputs(plan, [&](size_t index, int fd) {
