@@ -455,15 +455,30 @@ TEST_F(NpyTest, HeaderSpellings) {
   EXPECT_TRUE(readNpy(p));
 }
 
-TEST_F(NpyTest, FortranOrderIsTransposed) {
-  // A 2x3 matrix [[0 1 2] [3 4 5]] stored column-major: 0 3 1 4 2 5.
+TEST_F(NpyTest, FortranOrderIsKeptWithFortranStrides) {
+  // A 2x3 matrix [[0 1 2] [3 4 5]] stored column-major: 0 3 1 4 2 5 (what
+  // np.save writes for np.asfortranarray(np.arange(6.).reshape(2, 3))). It
+  // is read as it is, not transposed, with Fortran strides.
+  const std::vector<float> stored = {0, 3, 1, 4, 2, 5};
   std::string p =
-      put("f.npy", npyBytes(1, dict("<f4", "(2, 3)", true),
-                            le(std::vector<float>{0, 3, 1, 4, 2, 5})));
+      put("f.npy", npyBytes(1, dict("<f4", "(2, 3)", true), le(stored)));
   ErrorOr<HostTensor> t = readNpy(p);
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(elements<float>(*t), iota(6));
+  EXPECT_EQ(elements<float>(*t), stored);
+  EXPECT_EQ(t->layoutStrides, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(t->byteStrides(), (std::vector<int64_t>{4, 8}));
+  EXPECT_FALSE(t->isCOrder());
+  EXPECT_TRUE(t->isConsistent());
+  EXPECT_EQ(elements<float>(t->toCOrder()), iota(6));
+  for (int64_t k = 0; k < 6; ++k)
+    EXPECT_EQ(elementAsDouble(*t, k), static_cast<double>(k));
+  // Asking for the natural type is the same.
+  ErrorOr<HostTensor> same = readNpy(p, StorageType::F32);
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->data, t->data);
+  EXPECT_EQ(same->layoutStrides, t->layoutStrides);
 
   // 3-d: element (i, j, k) of shape (2, 3, 4) has C index 12i + 4j + k and
   // Fortran index i + 2j + 6k.
@@ -473,22 +488,108 @@ TEST_F(NpyTest, FortranOrderIsTransposed) {
       for (int k = 0; k < 4; ++k)
         fdata[i + 2 * j + 6 * k] = 12 * i + 4 * j + k;
   p = put("f3.npy", npyBytes(1, dict("<i4", "(2, 3, 4)", true), le(fdata)));
+  t = readNpy(p);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->type, StorageType::I32);
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 2, 6}));
+  EXPECT_EQ(elements<int32_t>(*t), fdata);
+  std::vector<int32_t> want32(24);
+  for (int i = 0; i < 24; ++i)
+    want32[i] = i;
+  EXPECT_EQ(elements<int32_t>(t->toCOrder()), want32);
+
+  // Converted on reading (i32 -> i64): element by element, the layout kept.
   t = readNpy(p, StorageType::I64);
   ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->type, StorageType::I64);
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 2, 6}));
+  EXPECT_EQ(elements<int64_t>(*t),
+            std::vector<int64_t>(fdata.begin(), fdata.end()));
   std::vector<int64_t> want(24);
   for (int i = 0; i < 24; ++i)
     want[i] = i;
-  EXPECT_EQ(elements<int64_t>(*t), want);
+  EXPECT_EQ(elements<int64_t>(t->toCOrder()), want);
 
-  // 1-d, 0-d and zero-size Fortran arrays are the same as C ones.
-  p = put("f1.npy", npyBytes(1, dict("<f4", "(3,)", true), le(iota(3))));
-  t = readNpy(p);
+  // f64 -> f32, value-checked: the first inexact element in C order is
+  // named by its C index (2: row 0, column 2), though (1, 0), at storage
+  // offset 1, is met first.
+  p = put("fd.npy", npyBytes(1, dict("<f8", "(2, 3)", true),
+                             le(std::vector<double>{0, 0.2, 1, 4, 0.1, 5})));
+  expectError("fd.npy", slurp(p), "element 2 (0.10000000000000001)",
+              StorageType::F32);
+  p = put("fd-exact.npy",
+          npyBytes(1, dict("<f8", "(2, 3)", true),
+                   le(std::vector<double>{0, 3, 1, 4, 2, 5.5})));
+  t = readNpy(p, StorageType::F32);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(elements<float>(*t), (std::vector<float>{0, 3, 1, 4, 2, 5.5f}));
+
+  // f32 -> bf16, rounded, the layout kept; raw bf16 bits (<u2) likewise.
+  p = put("fb.npy", npyBytes(1, dict("<f4", "(2, 2)", true),
+                             le(std::vector<float>{
+                                 1.0f, 1.0f + std::ldexp(1.0f, -8),
+                                 1.0f + 3 * std::ldexp(1.0f, -8), -61440.0f})));
+  t = readNpy(p, StorageType::BF16);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(elements<uint16_t>(*t),
+            (std::vector<uint16_t>{0x3F80, 0x3F80, 0x3F82, 0xC770}));
+  p = put("fu.npy", npyBytes(1, dict("<u2", "(2, 2)", true),
+                             le(std::vector<uint16_t>{1, 2, 3, 4})));
+  t = readNpy(p, StorageType::BF16);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(elements<uint16_t>(*t), (std::vector<uint16_t>{1, 2, 3, 4}));
+  EXPECT_EQ(elements<uint16_t>(t->toCOrder()),
+            (std::vector<uint16_t>{1, 3, 2, 4}));
+
+  // A bad bool byte is named by its C index too: (0, 1) (C index 1, value
+  // 7) is first in C order, (1, 0) (storage offset 1, value 9) in storage.
+  p = put("fbool.npy",
+          npyBytes(1, dict("|b1", "(2, 2)", true), Bytes{0, 9, 7, 1}));
+  expectError("fbool.npy", slurp(p), "bool element 1 has byte value 7");
+}
+
+TEST_F(NpyTest, FortranOrderOfRankBelowTwoOrEmpty) {
+  // 1-d and 0-d Fortran arrays are C ones: no layout.
+  std::string p =
+      put("f1.npy", npyBytes(1, dict("<f4", "(3,)", true), le(iota(3))));
+  ErrorOr<HostTensor> t = readNpy(p);
   ASSERT_TRUE(t);
+  EXPECT_TRUE(t->layoutStrides.empty());
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1}));
   EXPECT_EQ(elements<float>(*t), iota(3));
-  p = put("f0.npy", npyBytes(1, dict("<f4", "(3, 0)", true), {}));
+  p = put("f0d.npy",
+          npyBytes(1, dict("<f8", "()", true), le(std::vector<double>{2.5})));
+  t = readNpy(p, StorageType::F32);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_TRUE(t->shape.empty());
+  EXPECT_TRUE(t->layoutStrides.empty());
+  EXPECT_EQ(elements<float>(*t), (std::vector<float>{2.5f}));
+
+  // Zero-size: Fortran strides (numpy: np.zeros((3, 0), 'f4', order='F')
+  // .strides == (4, 12)), no data, C order as far as anything can tell.
+  p = put("fz.npy", npyBytes(1, dict("<f4", "(3, 0)", true), {}));
   t = readNpy(p);
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->shape, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(t->data.empty());
+  EXPECT_TRUE(t->isConsistent());
+  EXPECT_TRUE(t->isCOrder());
+  t = readNpy(p, StorageType::F64);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(t->data.empty());
+
+  // A (1, 3) Fortran array: strides (1, 1), and its data is in C order.
+  p = put("f13.npy", npyBytes(1, dict("<f4", "(1, 3)", true), le(iota(3))));
+  t = readNpy(p);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{1, 1}));
+  EXPECT_TRUE(t->isCOrder());
+  EXPECT_EQ(elements<float>(t->toCOrder()), iota(3));
 }
 
 TEST_F(NpyTest, ZeroDimAndZeroSize) {
@@ -878,9 +979,9 @@ TEST_F(NpyTest, StreamsAreReadOnlyAsFarAsTheHeaderSays) {
   }
   // An absurd header length is refused from the length field alone.
   {
-    PipeInput in(Bytes{0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xFF, 0xFF, 0xFF,
-                       0x7F},
-                 /*closeWriter=*/false);
+    PipeInput in(
+        Bytes{0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xFF, 0xFF, 0xFF, 0x7F},
+        /*closeWriter=*/false);
     ErrorOr<HostTensor> r = readNpy(in.path());
     ASSERT_FALSE(r);
     EXPECT_NE(
@@ -909,10 +1010,10 @@ TEST_F(NpyTest, DataBeyondMemoryIsRefusedBeforeReading) {
   EXPECT_GT(hostMemoryBytes(), uint64_t(1) << 20);
   EXPECT_LT(hostMemoryBytes(), uint64_t(4000000000000000));
 
-  // An explicit limit applies to regular files too; Fortran order counts
-  // the second buffer of the transposition.
-  std::string p = put("lim.npy", npyBytes(1, dict("<f4", "(4, 4)"),
-                                          le(iota(16))));
+  // An explicit limit applies to regular files too, Fortran order included:
+  // it is read as it is, with no second buffer.
+  std::string p =
+      put("lim.npy", npyBytes(1, dict("<f4", "(4, 4)"), le(iota(16))));
   EXPECT_TRUE(readNpy(p, std::nullopt, 64));
   ErrorOr<HostTensor> r = readNpy(p, std::nullopt, 63);
   ASSERT_FALSE(r);
@@ -922,18 +1023,21 @@ TEST_F(NpyTest, DataBeyondMemoryIsRefusedBeforeReading) {
       std::string::npos)
       << r.error().message;
   p = put("limf.npy", npyBytes(1, dict("<f4", "(4, 4)", true), le(iota(16))));
-  EXPECT_TRUE(readNpy(p, std::nullopt, 128));
-  r = readNpy(p, std::nullopt, 127);
+  EXPECT_TRUE(readNpy(p, std::nullopt, 64));
+  r = readNpy(p, std::nullopt, 63);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("(twice, to transpose)"), std::string::npos)
+  EXPECT_NE(
+      r.error().message.find("needs 64 data bytes, more than this machine's "
+                             "memory allows (63 bytes)"),
+      std::string::npos)
       << r.error().message;
 }
 
 TEST_F(NpyTest, RegularFilesAreSizedBeforeTheDataIsRead) {
   // A regular file whose size does not match the header fails on its size,
   // before any data is allocated: the shape here is 4 TB.
-  std::string p = put("big.npy", npyBytes(1, dict("<f4", "(1000000000000,)"),
-                                          le(iota(2))));
+  std::string p =
+      put("big.npy", npyBytes(1, dict("<f4", "(1000000000000,)"), le(iota(2))));
   ErrorOr<HostTensor> r = readNpy(p, std::nullopt, ~uint64_t(0));
   ASSERT_FALSE(r);
   EXPECT_NE(
@@ -1012,6 +1116,47 @@ TEST_F(NpyTest, WritesWhatNumpyWrites) {
                     "{'descr': '<f2', 'fortran_order': False, 'shape': (3, 0, "
                     "1000000000000), }",
                     118, 128);
+}
+
+TEST_F(NpyTest, FortranTensorsAreWrittenInCOrder) {
+  // Read Fortran, write: what np.save writes for the C-order array
+  // np.arange(6, dtype='<f4').reshape(2, 3) (152 bytes, header length 118).
+  std::string p =
+      put("f.npy", npyBytes(1, dict("<f4", "(2, 3)", true),
+                            le(std::vector<float>{0, 3, 1, 4, 2, 5})));
+  ErrorOr<HostTensor> t = readNpy(p);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_FALSE(t->isCOrder());
+  ErrorOr<Bytes> b = serializeNpy(*t);
+  ASSERT_TRUE(b) << b.error().message;
+  expectNumpyHeader(*b,
+                    "{'descr': '<f4', 'fortran_order': False, 'shape': (2, "
+                    "3), }",
+                    118, 152);
+  EXPECT_EQ(Bytes(b->begin() + 128, b->end()), le(iota(6)));
+  std::string out = path("out.npy");
+  ASSERT_TRUE(writeNpy(out, *t));
+  EXPECT_EQ(slurp(out), *b);
+  ErrorOr<HostTensor> back = readNpy(out);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_TRUE(back->layoutStrides.empty());
+  EXPECT_EQ(elements<float>(*back), iota(6));
+
+  // bf16 Fortran: widened to f32, then C order.
+  p = put("fu.npy",
+          npyBytes(1, dict("<u2", "(2, 2)", true),
+                   le(std::vector<uint16_t>{0x3F80, 0x4040, 0x4000, 0x4080})));
+  t = readNpy(p, StorageType::BF16);
+  ASSERT_TRUE(t) << t.error().message;
+  b = serializeNpy(*t);
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(Bytes(b->end() - 16, b->end()), le(std::vector<float>{1, 2, 3, 4}));
+
+  // An inconsistent layout is refused before anything is written.
+  HostTensor gap = *readNpy(out);
+  gap.layoutStrides = {1, 3};
+  EXPECT_FALSE(serializeNpy(gap));
+  EXPECT_FALSE(writeNpy(path("gap.npy"), gap));
 }
 
 TEST_F(NpyTest, RoundTripsEveryStorageType) {
