@@ -85,11 +85,21 @@ bool typeMatches(const runtime::HostTensor &t, const TensorType &type,
       return false;
     }
   }
+  // Any dense layout is fine (the compiled code reads and writes through
+  // the strides); data that does not fill it would be read out of bounds.
+  if (!t.isConsistent()) {
+    why = fmt::format("has {} bytes of data and strides {}, which do not "
+                      "match its shape {}",
+                      t.data.size(), runtime::shapeTupleStr(t.strides()),
+                      runtime::shapeTupleStr(t.shape));
+    return false;
+  }
   return true;
 }
 
 /// A ranked memref descriptor: allocated and aligned pointers, offset,
-/// sizes and strides, laid out as MLIR's C interface expects.
+/// sizes and strides, laid out as MLIR's C interface expects. The strides
+/// are the tensor's own (C order, or a Fortran-order input's layout).
 std::vector<int64_t> descriptor(const runtime::HostTensor &t) {
   std::vector<int64_t> d;
   auto ptr = reinterpret_cast<int64_t>(t.data.data());

@@ -5,13 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <limits>
-#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
+#include <limits>
 #include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -236,7 +237,7 @@ size_t HostTensor::byteSize() const {
   return static_cast<size_t>(numElements()) * elementBytes();
 }
 
-std::vector<int64_t> HostTensor::strides() const {
+std::vector<int64_t> cOrderStrides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size());
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
@@ -246,6 +247,20 @@ std::vector<int64_t> HostTensor::strides() const {
   return s;
 }
 
+std::vector<int64_t> fortranStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s[i] = acc;
+    acc *= shape[i] == 0 ? 1 : shape[i];
+  }
+  return s;
+}
+
+std::vector<int64_t> HostTensor::strides() const {
+  return layoutStrides.empty() ? cOrderStrides(shape) : layoutStrides;
+}
+
 std::vector<int64_t> HostTensor::byteStrides() const {
   std::vector<int64_t> s = strides();
   for (int64_t &x : s)
@@ -253,10 +268,121 @@ std::vector<int64_t> HostTensor::byteStrides() const {
   return s;
 }
 
+namespace {
+bool hasZeroDim(const std::vector<int64_t> &shape) {
+  return std::find(shape.begin(), shape.end(), 0) != shape.end();
+}
+} // namespace
+
+bool HostTensor::isCOrder() const {
+  if (layoutStrides.empty())
+    return true;
+  if (layoutStrides.size() != shape.size())
+    return false;
+  if (hasZeroDim(shape))
+    return true;
+  std::vector<int64_t> c = cOrderStrides(shape);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] > 1 && layoutStrides[i] != c[i])
+      return false;
+  return true;
+}
+
 bool HostTensor::isConsistent() const {
   std::optional<int64_t> count = checkedNumElements(shape, elementBytes());
-  return count && static_cast<uint64_t>(*count) * elementBytes() ==
-                      static_cast<uint64_t>(data.size());
+  if (!count || static_cast<uint64_t>(*count) * elementBytes() !=
+                    static_cast<uint64_t>(data.size()))
+    return false;
+  if (layoutStrides.empty())
+    return true;
+  if (layoutStrides.size() != shape.size())
+    return false;
+  for (int64_t s : layoutStrides)
+    if (s < 0)
+      return false;
+  if (*count == 0)
+    return true;
+  // Dense: the dims of size > 1, by increasing stride, have strides 1 and
+  // the running products of their sizes (so two such dims never share one).
+  std::vector<size_t> dims;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] > 1)
+      dims.push_back(i);
+  std::stable_sort(dims.begin(), dims.end(), [&](size_t a, size_t b) {
+    return layoutStrides[a] < layoutStrides[b];
+  });
+  int64_t expected = 1;
+  for (size_t d : dims) {
+    if (layoutStrides[d] != expected)
+      return false;
+    expected *= shape[d]; // at most *count: no overflow
+  }
+  return true;
+}
+
+int64_t HostTensor::offsetOf(int64_t index) const {
+  if (layoutStrides.empty())
+    return index;
+  int64_t offset = 0;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] <= 1)
+      continue;
+    offset += (index % shape[k]) * layoutStrides[k];
+    index /= shape[k];
+  }
+  return offset;
+}
+
+int64_t HostTensor::indexAt(int64_t offset) const {
+  if (layoutStrides.empty())
+    return offset;
+  // Dense layouts are mixed-radix numbers: each dim's index is one digit.
+  int64_t index = 0;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] <= 1)
+      continue;
+    index = index * shape[k] + (offset / layoutStrides[k]) % shape[k];
+  }
+  return index;
+}
+
+HostTensor HostTensor::toCOrder() const {
+  HostTensor c;
+  c.type = type;
+  c.shape = shape;
+  if (isCOrder()) {
+    c.data = data;
+    return c;
+  }
+  c.data.resize(data.size());
+  const unsigned bytes = elementBytes();
+  const size_t rank = shape.size();
+  const int64_t count = numElements();
+  // An odometer over the C-order multi-index, carrying its storage offset.
+  std::vector<int64_t> index(rank, 0);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(c.data.data() + i * bytes, data.data() + offset * bytes, bytes);
+    for (size_t k = rank; k-- > 0;) {
+      if (++index[k] < shape[k]) {
+        offset += layoutStrides[k];
+        break;
+      }
+      offset -= (shape[k] - 1) * layoutStrides[k];
+      index[k] = 0;
+    }
+  }
+  return c;
+}
+
+int64_t firstInCOrder(const HostTensor &t, int64_t found,
+                      const std::function<bool(int64_t offset)> &bad) {
+  if (t.isCOrder())
+    return found;
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+    if (bad(t.offsetOf(i)))
+      return i;
+  return t.indexAt(found);
 }
 
 std::string HostTensor::describe() const {
@@ -324,17 +450,18 @@ bool floatWidens(StorageType from, StorageType to) {
 } // namespace
 
 double elementAsDouble(const HostTensor &t, int64_t index) {
+  const int64_t i = t.offsetOf(index);
   switch (t.type) {
   case StorageType::F64:
-    return load<double>(t, index);
+    return load<double>(t, i);
   case StorageType::I64:
-    return static_cast<double>(load<int64_t>(t, index));
+    return static_cast<double>(load<int64_t>(t, i));
   case StorageType::I32:
-    return load<int32_t>(t, index);
+    return load<int32_t>(t, i);
   case StorageType::Bool:
-    return load<uint8_t>(t, index);
+    return load<uint8_t>(t, i);
   default:
-    return loadFloat(t, index);
+    return loadFloat(t, i);
   }
 }
 
@@ -342,7 +469,8 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
   if (!src.isConsistent())
     return Error::usage(std::string("tensor ") + src.describe() + " has " +
                         std::to_string(src.data.size()) +
-                        " bytes of data, which does not match its shape");
+                        " bytes of data, which does not match its shape "
+                        "and layout");
   if (src.type == to)
     return src;
   const StorageType from = src.type;
@@ -353,10 +481,12 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
                         "value-checked f64 -> f32 / i64 -> i32 are allowed)");
   };
 
+  // Element by element in storage order: the result keeps src's layout.
   ErrorOr<HostTensor> made = HostTensor::create(to, src.shape);
   if (!made)
     return made;
   HostTensor &dst = *made;
+  dst.layoutStrides = src.layoutStrides;
   const int64_t n = src.numElements();
 
   if (from == StorageType::I32 && to == StorageType::I64) {
@@ -365,15 +495,20 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
     return made;
   }
   if (from == StorageType::I64 && to == StorageType::I32) {
-    for (int64_t i = 0; i < n; ++i) {
+    auto bad = [&](int64_t i) {
       int64_t v = load<int64_t>(src, i);
-      if (v < std::numeric_limits<int32_t>::min() ||
-          v > std::numeric_limits<int32_t>::max())
+      return v < std::numeric_limits<int32_t>::min() ||
+             v > std::numeric_limits<int32_t>::max();
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      if (bad(i)) {
+        int64_t first = firstInCOrder(src, i, bad);
         return Error::usage(fmt::format(
             "cannot convert i64 to i32: element {} ({}) is out of the i32 "
             "range",
-            i, v));
-      store<int32_t>(dst, i, static_cast<int32_t>(v));
+            first, load<int64_t>(src, src.offsetOf(first))));
+      }
+      store<int32_t>(dst, i, static_cast<int32_t>(load<int64_t>(src, i)));
     }
     return made;
   }
@@ -381,18 +516,22 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
     return unsupported();
 
   if (from == StorageType::F64 && to == StorageType::F32) {
-    for (int64_t i = 0; i < n; ++i) {
+    auto bad = [&](int64_t i) {
       double v = load<double>(src, i);
-      float f = static_cast<float>(v);
-      if (!std::isnan(v) && static_cast<double>(f) != v) {
+      return !std::isnan(v) && static_cast<double>(static_cast<float>(v)) != v;
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      if (bad(i)) {
+        int64_t first = firstInCOrder(src, i, bad);
         return Error::usage(fmt::format(
             "cannot convert f64 to f32 exactly: element {} ({}) is not "
             "representable in f32; to round every element to the nearest "
             "f32, save the array as float32 (in numpy: "
             "np.save(path, x.astype(np.float32)))",
-            i, fmt::format("{:.17g}", v)));
+            first,
+            fmt::format("{:.17g}", load<double>(src, src.offsetOf(first)))));
       }
-      store<float>(dst, i, f);
+      store<float>(dst, i, static_cast<float>(load<double>(src, i)));
     }
     return made;
   }

@@ -325,35 +325,6 @@ StorageType naturalType(FileType t) {
   return StorageType::Bool;
 }
 
-/// Copies Fortran-order `src` into C-order `dst` (both `count` elements of
-/// `bytes` bytes, shape `shape`).
-void fortranToC(const uint8_t *src, uint8_t *dst,
-                const std::vector<int64_t> &shape, int64_t count,
-                unsigned bytes) {
-  const size_t rank = shape.size();
-  // Fortran strides in elements.
-  std::vector<int64_t> fstride(rank);
-  int64_t acc = 1;
-  for (size_t k = 0; k < rank; ++k) {
-    fstride[k] = acc;
-    acc *= shape[k];
-  }
-  std::vector<int64_t> index(rank, 0);
-  int64_t offset = 0; // Fortran offset of `index`
-  for (int64_t c = 0; c < count; ++c) {
-    std::memcpy(dst + c * bytes, src + offset * bytes, bytes);
-    // Increment the C-order multi-index (last dim fastest).
-    for (size_t k = rank; k-- > 0;) {
-      if (++index[k] < shape[k]) {
-        offset += fstride[k];
-        break;
-      }
-      offset -= (shape[k] - 1) * fstride[k];
-      index[k] = 0;
-    }
-  }
-}
-
 uint32_t readLE(const uint8_t *p, unsigned n) {
   uint32_t v = 0;
   for (unsigned i = 0; i < n; ++i)
@@ -552,23 +523,22 @@ ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
     if (have > dataBytes)
       return trailing(std::to_string(have));
   }
-  // Fortran-order data needs a second buffer for the transposition.
-  const bool transpose =
-      header.fortranOrder && header.shape.size() > 1 && *count > 1;
-  const uint64_t needed = transpose ? 2 * dataBytes : dataBytes;
-  if (needed > maxDataBytes)
-    return fail(fmt::format("{}{}, more than this machine's memory allows "
+  // Fortran-order data is kept as it is, with Fortran strides: no second
+  // buffer, no transposition.
+  if (dataBytes > maxDataBytes)
+    return fail(fmt::format("{}, more than this machine's memory allows "
                             "({} bytes)",
-                            needs, transpose ? " (twice, to transpose)" : "",
-                            maxDataBytes));
+                            needs, maxDataBytes));
   if (dataBytes > std::numeric_limits<size_t>::max())
     return fail(fmt::format("{}, more than this machine can address", needs));
 
   HostTensor t;
   t.type = stored;
   t.shape = header.shape;
-  std::vector<uint8_t> fileData(static_cast<size_t>(dataBytes));
-  if (!readSome(fileData.data(), fileData.size()))
+  if (header.fortranOrder && header.shape.size() > 1)
+    t.layoutStrides = fortranStrides(header.shape);
+  t.data.resize(static_cast<size_t>(dataBytes));
+  if (!readSome(t.data.data(), t.data.size()))
     return fail(readError);
   if (got < dataBytes)
     return truncated(got);
@@ -580,19 +550,14 @@ ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
     return trailing(fmt::format("more than {}", dataBytes));
 
   if (descr.type == FileType::Bool) {
-    for (size_t i = 0; i < fileData.size(); ++i)
-      if (fileData[i] > 1)
+    auto bad = [&](int64_t i) { return t.data[static_cast<size_t>(i)] > 1; };
+    for (size_t i = 0; i < t.data.size(); ++i)
+      if (bad(static_cast<int64_t>(i))) {
+        int64_t first = firstInCOrder(t, static_cast<int64_t>(i), bad);
         return fail(fmt::format("bool element {} has byte value {} (expected "
                                 "0 or 1)",
-                                i, fileData[i]));
-  }
-
-  if (transpose) {
-    t.data.resize(fileData.size());
-    fortranToC(fileData.data(), t.data.data(), header.shape, *count,
-               descr.bytes);
-  } else {
-    t.data = std::move(fileData);
+                                first, t.data[t.offsetOf(first)]));
+      }
   }
 
   if (!want || *want == stored)
@@ -653,14 +618,15 @@ ErrorOr<HostTensor> readNpy(const std::string &path,
 
 namespace {
 
-/// A tensor ready to be written: numpy's header bytes, and the data (the
-/// tensor's own, or its f32 widening for bf16 / fp8).
+/// A tensor ready to be written: numpy's header bytes, and the data in C
+/// order (the tensor's own, or a copy: its f32 widening for bf16 / fp8, in C
+/// order when the tensor is not).
 struct EncodedNpy {
   std::vector<uint8_t> header;
-  std::optional<HostTensor> widened;
+  std::optional<HostTensor> copy;
   /// The data to write after the header.
   const std::vector<uint8_t> &data(const HostTensor &tensor) const {
-    return widened ? widened->data : tensor.data;
+    return copy ? copy->data : tensor.data;
   }
 };
 
@@ -668,7 +634,7 @@ ErrorOr<EncodedNpy> encodeNpy(const HostTensor &tensor) {
   if (!tensor.isConsistent())
     return Error::usage(
         fmt::format("tensor {} has {} bytes of data, which does "
-                    "not match its shape",
+                    "not match its shape and layout",
                     tensor.describe(), tensor.data.size()));
   EncodedNpy encoded;
   const char *descr = "<f4";
@@ -698,11 +664,16 @@ ErrorOr<EncodedNpy> encodeNpy(const HostTensor &tensor) {
     ErrorOr<HostTensor> widened = convertTensor(tensor, StorageType::F32);
     if (!widened)
       return widened.error();
-    encoded.widened = std::move(*widened);
+    encoded.copy = std::move(*widened);
     break;
   }
   }
-  const HostTensor *out = encoded.widened ? &*encoded.widened : &tensor;
+  // Always C order, whatever the tensor's layout.
+  if (encoded.copy && !encoded.copy->isCOrder())
+    encoded.copy = encoded.copy->toCOrder();
+  else if (!encoded.copy && !tensor.isCOrder())
+    encoded.copy = tensor.toCOrder();
+  const HostTensor *out = encoded.copy ? &*encoded.copy : &tensor;
 
   // Exactly numpy's header: keys sorted, repr()s, a trailing ", ", spare
   // spaces for growing the first axis, then padding to 64 bytes and '\n'.
@@ -777,7 +748,8 @@ ErrorOr<void> writeNpyOutputs(const OutputPlan &plan,
   for (size_t i = 0; i < tensors.size(); ++i)
     if (!tensors[i]->isConsistent())
       return Error::usage(fmt::format(
-          "{}: tensor {} has {} bytes of data, which does not match its shape",
+          "{}: tensor {} has {} bytes of data, which does not match its "
+          "shape and layout",
           plan.targets[i].path, tensors[i]->describe(),
           tensors[i]->data.size()));
   return writeOutputs(plan, [&](size_t index, int fd) {

@@ -10,7 +10,9 @@
 manifest.json lists, per file: "want" (the element type to request from
 readNpy, or null for the natural type) and either "error" (a substring of the
 expected error message) or "type", "shape" and "hex" (the tensor readNpy must
-return: its storage type, shape and C-order little-endian bytes).
+return: its storage type, shape and C-order little-endian bytes; readNpy keeps
+a Fortran-ordered file's bytes with Fortran strides, so compare its
+HostTensor::toCOrder()).
 
 Only numpy is needed; ml_dtypes is used, when installed, to cross-check the
 bf16 / fp8 rounding expectations.

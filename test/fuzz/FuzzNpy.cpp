@@ -4,7 +4,9 @@
 // Oracles beyond "no crash, no sanitizer report, no huge allocation":
 //   npy-consistent  an accepted tensor's data size matches its shape and type;
 //   npy-roundtrip   serializeNpy of an accepted tensor parses back (as the
-//                   same type) to the same shape and values.
+//                   same type) to the same shape and values, in C order
+//                   (a Fortran-ordered file is read with Fortran strides and
+//                   written in C order).
 #include "FuzzSupport.h"
 
 #include "ein/Runtime/Npy.h"
@@ -18,9 +20,12 @@ using namespace ein::runtime;
 
 namespace {
 
-bool sameValues(const HostTensor &a, const HostTensor &b) {
-  if (a.type != b.type || a.shape != b.shape || a.data.size() != b.data.size())
+/// Whether `x` and `y` hold the same values at the same indices, whatever
+/// their layouts.
+bool sameValues(const HostTensor &x, const HostTensor &y) {
+  if (x.type != y.type || x.shape != y.shape || x.data.size() != y.data.size())
     return false;
+  const HostTensor a = x.toCOrder(), b = y.toCOrder();
   bool narrowFloat = a.type == StorageType::BF16 ||
                      a.type == StorageType::F8E4M3 || a.type == StorageType::F8E5M2;
   if (!narrowFloat)
@@ -53,6 +58,10 @@ void checkTensor(const HostTensor &t, const std::string &as) {
     fuzz::finding("npy-roundtrip",
                   fmt::format("read as {}: the serialized {} does not parse: {}",
                               as, t.describe(), again.error().message));
+  if (!again->isCOrder())
+    fuzz::finding("npy-roundtrip",
+                  fmt::format("read as {}: the serialized {} is not C order",
+                              as, t.describe()));
   if (!sameValues(t, *again))
     fuzz::finding("npy-roundtrip",
                   fmt::format("read as {}: {} comes back as {} with other values",

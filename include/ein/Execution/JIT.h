@@ -40,6 +40,9 @@ public:
   /// their values from `dims` (the inputs' binding, `bindEntryShapes`, whose
   /// entry checks the caller has evaluated); otherwise the error (a usage
   /// error, exit 2: the inputs do not fit) says which tensor differs and how.
+  /// Tensors may be in any layout a HostTensor has (isConsistent: C order,
+  /// Fortran order, any dense permutation): each one's strides() go to the
+  /// compiled code in its memref descriptor, without a copy.
   ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
                      const std::vector<runtime::HostTensor *> &outputs,
                      const Bindings &dims = {});

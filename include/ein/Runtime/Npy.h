@@ -24,15 +24,19 @@
 //   |u1        (none)         f8e4m3 / f8e5m2 only: the raw fp8 bit patterns
 //
 // With no `want` a file is read as its natural type (u2/u1 then fail: say
-// which type their bits are). Fortran-order data is transposed into C order.
-// 0-d arrays (shape ()) and zero-size dims are supported. Everything else
-// (big-endian, complex, object, strings, structured, other ints, a
-// truncated or oversized file, a malformed header, a shape whose size
-// overflows int64) is an error.
+// which type their bits are). Fortran-order data of rank >= 2 is kept as it
+// is, not transposed: the tensor gets Fortran strides (HostTensor::
+// layoutStrides = 1, n0, n0*n1, ...), also when converted to `want`
+// (convertTensor keeps the layout). 0-d arrays (shape ()) and zero-size dims
+// are supported. Everything else (big-endian, complex, object, strings,
+// structured, other ints, a truncated or oversized file, a malformed header,
+// a shape whose size overflows int64) is an error.
 //
-// Writing emits exactly what numpy's np.save does for the same array: version
-// 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian,
-// header padded with spaces to a multiple of 64 bytes. bf16 and fp8 tensors are
+// Writing emits exactly what numpy's np.save does for the same array in C
+// order: version 1.0 (2.0 if the header needs more than 65535 bytes), C order
+// (a tensor in another layout is written through a C-order copy, as
+// np.save(path, np.ascontiguousarray(x))), little-endian, header
+// padded with spaces to a multiple of 64 bytes. bf16 and fp8 tensors are
 // written as <f4 (exact widening), bool as |b1. Files are written by the
 // rules of OutputFiles.h: symbolic links written through, FIFOs and devices
 // written directly, existing files replaced atomically keeping their mode,
