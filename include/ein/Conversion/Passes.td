@@ -210,6 +210,20 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     not match (integers, no shared reduction, an output whose contiguous
     axis both operands carry) are left to the generic lowering.
 
+    Sizes may be dynamic (`memref<?x?xf32>`): loop bounds come from
+    `memref.dim`, the blocking (chunks of `m`, the extent of the packed
+    buffers) from index arithmetic at run time by the same rules, and a loop
+    that is empty at run time skips the kernel (a folded zero fill still
+    runs). Operands may have any strided layout (`strided<[?, ?], offset:
+    ?>`: transposed, sliced, stride 0); every access goes through the
+    operand's strides. Where speed needs a unit stride and the type does
+    not give it, the stride is checked at run time and the fast version
+    reads through a `memref.reinterpret_cast` whose type states it: vector
+    accesses to C along `n` (else C's tile goes through a contiguous
+    scratch tile, copied element by element) and the vectorized pack copy
+    along the lanes (else the copy runs along `k`). A is read in place only
+    when its type gives `k` unit stride; otherwise it is packed.
+
     Before:
     ```mlir
     linalg.fill ins(%zero : f32) outs(%c : memref<2048x2048xf32>)
@@ -238,6 +252,23 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
       } } }
       memref.dealloc %ap
       memref.dealloc %bp
+    }
+    ```
+    With `%c: memref<?x?xf32, strided<[?, ?], offset: ?>>`, C's tile is
+    read (and written) per tile as:
+    ```mlir
+    %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %c
+    %unit = arith.cmpi eq, %strides#1, %c1 : index
+    %acc:24 = scf.if %unit -> (vector<16xf32>, ...) {
+      %cv = memref.reinterpret_cast %base to offset: [%offset],
+          sizes: [%sizes#0, %sizes#1], strides: [%strides#0, 1]
+          : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+      %r0 = vector.maskedload %cv[%i, %j], %mask0, %zeros : ...
+      ...
+    } else {
+      scf.for ... { memref.store (memref.load %c[...]), %tile[...] }
+      %r0 = vector.maskedload %tile[%c0, %c0], %mask0, %zeros : ...
+      ...
     }
     ```
   }];
