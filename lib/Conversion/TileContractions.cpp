@@ -519,6 +519,24 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
   llvm::SmallVector<Type> rowTypes(vectors, vecType);
   Value zeros = b.create<vector::SplatOp>(loc, vecType, zero());
 
+  // C is read and written with plain vector accesses when the tile is
+  // `nr` columns wide, masked ones only at the edge (masked stores are slow
+  // on some CPUs, e.g. AMD's, and their masks are only known at run time).
+  Value full = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                             cols, cst(blk.nr));
+  // `body(masked)` in both branches; it yields `types` (none: the branches
+  // end in the yield scf.if adds).
+  auto ifFull = [&](llvm::ArrayRef<Type> types,
+                    llvm::function_ref<void(bool)> body) {
+    auto ifOp = b.create<scf::IfOp>(loc, types, full, true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body(false);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    body(true);
+    return ifOp;
+  };
+
   // Accumulators: zero, or the current C (rows past `rows` are not read).
   auto load = [&](Value tile) {
     if (tile == scratch) {
@@ -534,11 +552,18 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
-        llvm::SmallVector<Value> row;
-        for (int64_t v = 0; v < vectors; ++v)
-          row.push_back(b.create<vector::MaskedLoadOp>(
-              loc, vecType, tile, rowIndices(tile, r, v), masks[v], zeros));
-        b.create<scf::YieldOp>(loc, row);
+        auto loads = ifFull(rowTypes, [&](bool masked) {
+          llvm::SmallVector<Value> row;
+          for (int64_t v = 0; v < vectors; ++v)
+            row.push_back(
+                masked ? Value(b.create<vector::MaskedLoadOp>(
+                             loc, vecType, tile, rowIndices(tile, r, v),
+                             masks[v], zeros))
+                       : Value(b.create<vector::LoadOp>(
+                             loc, vecType, tile, rowIndices(tile, r, v))));
+          b.create<scf::YieldOp>(loc, row);
+        });
+        b.create<scf::YieldOp>(loc, loads.getResults());
         b.setInsertionPointToStart(ifOp.elseBlock());
         b.create<scf::YieldOp>(loc, llvm::SmallVector<Value>(vectors, zeros));
       }
@@ -586,10 +611,16 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
       auto ifOp = b.create<scf::IfOp>(loc, lt(cst(r), rows), false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      for (int64_t v = 0; v < vectors; ++v)
-        b.create<vector::MaskedStoreOp>(loc, tile, rowIndices(tile, r, v),
-                                        masks[v],
-                                        sum.getResult(r * vectors + v));
+      ifFull({}, [&](bool masked) {
+        for (int64_t v = 0; v < vectors; ++v) {
+          Value acc = sum.getResult(r * vectors + v);
+          if (masked)
+            b.create<vector::MaskedStoreOp>(loc, tile, rowIndices(tile, r, v),
+                                            masks[v], acc);
+          else
+            b.create<vector::StoreOp>(loc, acc, tile, rowIndices(tile, r, v));
+        }
+      });
     }
     if (tile == scratch)
       copyTile(/*toScratch=*/false);

@@ -203,7 +203,8 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     - a micro-kernel keeps an `mr x nr` tile of C in vector registers
       (`mr * nr / lanes` accumulators: 6 x 64 f32 = 24 AVX-512 registers
       by default), one FMA per row and vector per k,
-      and reads/writes C once per k block with masked vector accesses.
+      and reads/writes C once per k block with vector accesses (masked
+      only in tiles narrower than `nr`, at the edge).
 
     A zero `linalg.fill` of C right before the contraction is folded: the
     accumulators start at zero on the first k block. Contractions it does
@@ -263,11 +264,11 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
       %cv = memref.reinterpret_cast %base to offset: [%offset],
           sizes: [%sizes#0, %sizes#1], strides: [%strides#0, 1]
           : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
-      %r0 = vector.maskedload %cv[%i, %j], %mask0, %zeros : ...
+      %r0 = vector.load %cv[%i, %j] : ..., vector<16xf32>  // full tile
       ...
     } else {
       scf.for ... { memref.store (memref.load %c[...]), %tile[...] }
-      %r0 = vector.maskedload %tile[%c0, %c0], %mask0, %zeros : ...
+      %r0 = vector.load %tile[%c0, %c0] : memref<6x64xf32>, vector<16xf32>
       ...
     }
     ```
