@@ -152,6 +152,14 @@ def TileReductions : Pass<"ein-tile-reductions", "::mlir::ModuleOp"> {
     right before moves into the tile. The loops inside a tile are
     sequential `scf.for`s. Reductions over inner axes are left alone.
 
+    Sizes may be dynamic: the rows per tile are then computed at run time
+    from `memref.dim` by the same rule (at least one). Operands may have
+    any strided layout; which axis is more major is read from the strides
+    when the type gives them all, else from the axis order (row-major, what
+    strides known only at run time nearly always are). The tiles are
+    subviews and every access goes through the real strides, so a wrong
+    guess costs speed, never the result.
+
     Before:
     ```mlir
     linalg.fill ins(%zero : f32) outs(%out : memref<1024x4096xf32>)
