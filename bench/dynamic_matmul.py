@@ -34,8 +34,8 @@ MAC = """  ^bb0(%x: f32, %y: f32, %acc: f32):
 }
 """
 
-# name: (description, B's map, function, argument B is the transposed buffer
-# or a transposed view)
+# (name, description); module() says which function each calls with which
+# operands.
 VARIANTS = [
     ("static", "static memref<NxNxf32>, B (k, n) row-major"),
     ("dynamic", "dynamic sizes and strides, B row-major"),
@@ -118,17 +118,17 @@ def module(n):
   %btd = memref.cast %btv : {t} to {d}
 """]
     calls = {
-        "static": ("mm_static", s, "%a", "%b", s),
-        "dynamic": ("mm_dynamic", d, "%ad", "%bd", d),
-        "static_bt": ("mm_static_bt", s, "%a", "%bt", s),
-        "dynamic_bt": ("mm_dynamic", d, "%ad", "%btd", d),
+        # name: (function, its operand type, A, B)
+        "static": ("mm_static", s, "%a", "%b"),
+        "dynamic": ("mm_dynamic", d, "%ad", "%bd"),
+        "static_bt": ("mm_static_bt", s, "%a", "%bt"),
+        "dynamic_bt": ("mm_dynamic", d, "%ad", "%btd"),
     }
-    for i, (name, _) in enumerate(VARIANTS):
+    # Each variant's own C; a dynamic function gets it as %cd_NAME.
+    for name, _ in VARIANTS:
         main.append(f"  %c_{name} = memref.alloc() {{alignment = 64 : i64}} : {s}\n")
-        ty = calls[name][1]
-        cv = f"%c_{name}" if ty == s else f"%cd_{name}"
-        if ty != s:
-            main.append(f"  {cv} = memref.cast %c_{name} : {s} to {d}\n")
+        if calls[name][1] != s:
+            main.append(f"  %cd_{name} = memref.cast %c_{name} : {s} to {d}\n")
     return out, main, calls
 
 
@@ -137,7 +137,7 @@ def build(n, reps):
     body = []
     for rep in range(reps + 1):  # call 0 of each variant is the warm-up
         for i, (name, _) in enumerate(VARIANTS):
-            fname, ty, a, b, _ = calls[name]
+            fname, ty, a, b = calls[name]
             c = f"%c_{name}" if ty.startswith(f"memref<{n}") else f"%cd_{name}"
             t = f"{name}_{rep}"
             body.append(f"""  %t0_{t} = call @rtclock() : () -> f64
