@@ -125,6 +125,8 @@ CASES = [
     ("f64, accumulate", "mm_f64", [transposed([M, K]), contiguous([K, N]), step2([M, N])]),
     ("sum over the first axis", "sum_first", [contiguous([5, 37, 29]), contiguous([37, 29])]),
     ("sum over the first axis, strided", "sum_first", [strided([5, 37, 29], [1, 5 * 29, 5]), step2([37, 29])]),
+    ("sum over an empty axis: the fill in the tile", "sum_first", [contiguous([0, 37, 29]), contiguous([37, 29])]),
+    ("sum with no rows", "sum_first", [contiguous([5, 0, 29]), contiguous([0, 29], pad=2)]),
     ("max over leading axes", "max_first", [contiguous([3, 4, 17, 9]), contiguous([17, 9])]),
 ]
 
