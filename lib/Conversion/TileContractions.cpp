@@ -57,8 +57,9 @@ struct Contraction {
   llvm::SmallVector<int64_t> ranges; // trip counts; kDynamic: run time only
   mlir::FloatType acc;
   linalg::FillOp zeroFill;      // a zero fill of C folded into the kernel
-  bool directCandidate = false; // A in the accumulator type: the kernel may
-                                // read it in place where k has unit stride
+  bool directCandidate = false; // A in the accumulator type: the kernel
+                                // reads it in place if its type gives k
+                                // unit stride
 };
 
 /// The loop that indexes the operand's last axis (its contiguous one in an
@@ -207,8 +208,8 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
     else
       c.outerParallel.push_back(d);
   }
-  // A already in the accumulator type may be read in place where its k axis
-  // has unit stride (checked at run time when the type does not say).
+  // A already in the accumulator type is read in place if its type gives
+  // its k axis unit stride (emitBlocked).
   c.directCandidate =
       llvm::cast<mlir::MemRefType>(c.a.getType()).getElementType() == c.acc;
   // A zero fill of C right before the contraction: the kernel starts its
@@ -222,8 +223,9 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
   return c;
 }
 
-/// A memref type like `type` whose stride along `axis` is 1: the view that a
-/// version of the nest reads through once the run time has checked it.
+/// A memref type like `type` whose stride along `axis` is 1: the type of the
+/// view that the fast version reads through once the run time has checked
+/// that stride.
 mlir::MemRefType unitStrideType(mlir::MemRefType type, unsigned axis) {
   llvm::SmallVector<int64_t> strides;
   int64_t offset;
@@ -665,8 +667,7 @@ void KernelEmitter::emit() {
 }
 
 /// The blocking for the sizes (numbers where they are known, index
-/// arithmetic at run time otherwise), then the versions of the nest for C's
-/// and A's strides.
+/// arithmetic at run time otherwise), then the nest.
 void KernelEmitter::emitBlocked() {
   Value M = size[c.m], N = size[c.n], K = size[c.k];
   // Parallel work: the outer parallel loops, then chunks of m if they are
@@ -683,9 +684,9 @@ void KernelEmitter::emitBlocked() {
   kc = min(cst(blk.kc), K);
 
   // A is read in place where it is in the accumulator type and its type
-  // gives k unit stride, else packed. (A k stride known only at run time is
-  // not versioned: packing reads along the contiguous axis, and reading A in
-  // place measured no faster than packing it.)
+  // gives k unit stride, else packed. (A k stride known only at run time
+  // gets no in-place version under a run-time check: one measured no faster
+  // than packing A; bench/README.md.)
   auto typeA = llvm::cast<mlir::MemRefType>(c.a.getType());
   emitNest(c.directCandidate && (*stridesOf(typeA))[axisOf(c.mapA, c.k)] == 1);
 }
