@@ -35,6 +35,14 @@ if os.path.exists(unit_tests):
     config.available_features.add("unittests")
 if config.cuda_found:
     config.available_features.add("cuda")
+# mlir-cpu-runner and its runtime libraries (LLVM's lib/, next to its bin/)
+# run hand-written memref IR lowered by `ein-opt --ein-lower-buffers-to-llvm`.
+llvm_lib_dir = os.path.normpath(os.path.join(config.llvm_tools_dir, "..", "lib"))
+config.substitutions.append(("%llvm_lib_dir", llvm_lib_dir))
+if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-cpu-runner")) and all(
+        os.path.exists(os.path.join(llvm_lib_dir, lib)) for lib in
+        ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so", "libomp.so"]):
+    config.available_features.add("mlir-cpu-runner")
 
 # FileCheck, not, count from LLVM's tools directory; ein-opt from the build.
 # The build's bin/ is on PATH too, so a bare `einc` also runs the driver.

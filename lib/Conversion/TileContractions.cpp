@@ -1,6 +1,7 @@
 // The ein-tile-contractions pass: GEMM-shaped linalg.generic contractions on
 // buffers become packed, cache-blocked loops around a register-tiled vector
-// micro-kernel (the BLIS structure), parallel over independent blocks.
+// micro-kernel (the BLIS structure), parallel over independent blocks; sizes
+// and strides may be known only at run time.
 #include "ein/Conversion/HostCPU.h"
 #include "ein/Conversion/Passes.h"
 
@@ -9,6 +10,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -42,6 +44,8 @@ struct Blocking {
   int64_t workItems;  // parallel blocks wanted (a few per core)
 };
 
+constexpr int64_t kDynamic = mlir::ShapedType::kDynamic;
+
 /// A generic that computes C[..] += A[..] * B[..] summed over its reduction
 /// loops, with the roles of its loops decided.
 struct Contraction {
@@ -50,14 +54,16 @@ struct Contraction {
   mlir::AffineMap mapA, mapB, mapC;
   unsigned m, n, k; // loop dims: register rows, vector lanes, inner sum
   llvm::SmallVector<unsigned> outerParallel, outerReduction;
-  llvm::SmallVector<int64_t> ranges;
+  llvm::SmallVector<int64_t> ranges; // trip counts; kDynamic: run time only
   mlir::FloatType acc;
-  linalg::FillOp zeroFill; // a zero fill of C folded into the kernel
-  bool directA = false;    // the kernel reads A in place, unpacked
+  linalg::FillOp zeroFill;      // a zero fill of C folded into the kernel
+  bool directCandidate = false; // A in the accumulator type: the kernel
+                                // reads it in place if its type gives k
+                                // unit stride
 };
 
-/// The loop that indexes the operand's last (contiguous) axis; the maps are
-/// projected permutations.
+/// The loop that indexes the operand's last axis (its contiguous one in an
+/// identity layout); the maps are projected permutations.
 unsigned innermostLoop(mlir::AffineMap map) {
   return map.getDimPosition(map.getNumResults() - 1);
 }
@@ -95,12 +101,28 @@ bool isMultiplyAccumulate(linalg::GenericOp op) {
          (isOperand(mul.getLhs(), in1) && isOperand(mul.getRhs(), in0));
 }
 
-bool hasUnitInnerStride(mlir::MemRefType type) {
+/// The strides of a strided memref type, kDynamic where only the run time
+/// knows them; std::nullopt for a layout that is not strided.
+std::optional<llvm::SmallVector<int64_t>> stridesOf(mlir::MemRefType type) {
   llvm::SmallVector<int64_t> strides;
   int64_t offset;
   if (mlir::failed(mlir::getStridesAndOffset(type, strides, offset)))
-    return false;
-  return !strides.empty() && strides.back() == 1;
+    return std::nullopt;
+  return strides;
+}
+
+/// The position of loop `dim` among `map`'s results (a projected
+/// permutation that uses it).
+unsigned axisOf(mlir::AffineMap map, unsigned dim) {
+  return *map.getResultPosition(mlir::getAffineDimExpr(dim, map.getContext()));
+}
+
+/// Orders trip counts for the choice of m and k: a size known only at run
+/// time counts as larger than any number.
+bool larger(int64_t x, int64_t y) {
+  if (x == kDynamic || y == kDynamic)
+    return x == kDynamic && y != kDynamic;
+  return x > y;
 }
 
 /// Decides whether `op` is a contraction the micro-kernel handles, and the
@@ -124,8 +146,10 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
   auto typeC = llvm::dyn_cast<mlir::MemRefType>(c.c.getType());
   auto typeA = llvm::dyn_cast<mlir::MemRefType>(c.a.getType());
   auto typeB = llvm::dyn_cast<mlir::MemRefType>(c.b.getType());
-  if (!typeA || !typeB || !typeC || !typeC.hasStaticShape() ||
-      !hasUnitInnerStride(typeC))
+  // Any sizes and any strided layout: the emitter reads sizes and strides at
+  // run time where the types do not give them.
+  if (!typeA || !typeB || !typeC || !stridesOf(typeA) || !stridesOf(typeB) ||
+      !stridesOf(typeC))
     return std::nullopt;
   c.acc = llvm::dyn_cast<mlir::FloatType>(typeC.getElementType());
   if (!c.acc || (c.acc.getWidth() != 32 && c.acc.getWidth() != 64))
@@ -135,8 +159,18 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
     if (!e || e.getWidth() > c.acc.getWidth())
       return std::nullopt;
   }
-  c.ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(c.ranges, [](int64_t r) { return r < 1; })) // or dynamic
+  // Each loop's trip count from any operand that has it statically.
+  c.ranges.assign(op.getNumLoops(), kDynamic);
+  for (auto [value, map] :
+       {std::pair{c.a, c.mapA}, {c.b, c.mapB}, {c.c, c.mapC}}) {
+    auto type = llvm::cast<mlir::MemRefType>(value.getType());
+    for (unsigned i = 0; i < map.getNumResults(); ++i)
+      if (!type.isDynamicDim(i))
+        c.ranges[map.getDimPosition(i)] = type.getDimSize(i);
+  }
+  // An empty loop known at compile time is left to the generic lowering;
+  // one known only at run time is checked there (KernelEmitter::emit).
+  if (llvm::any_of(c.ranges, [](int64_t r) { return r != kDynamic && r < 1; }))
     return std::nullopt;
 
   // n: the output's contiguous axis; it must come from one operand only.
@@ -157,9 +191,9 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
     bool ina = uses(c.mapA, d), inb = uses(c.mapB, d);
     // The largest A-only parallel loop gives the register rows, the largest
     // shared reduction the inner sum; the rest are outer loops.
-    if (!reduction && ina && !inb && (!m || c.ranges[d] > c.ranges[*m]))
+    if (!reduction && ina && !inb && (!m || larger(c.ranges[d], c.ranges[*m])))
       m = d;
-    if (reduction && ina && inb && (!k || c.ranges[d] > c.ranges[*k]))
+    if (reduction && ina && inb && (!k || larger(c.ranges[d], c.ranges[*k])))
       k = d;
   }
   if (!m || !k)
@@ -174,11 +208,10 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
     else
       c.outerParallel.push_back(d);
   }
-  // A already in the accumulator type with k contiguous is read in place:
-  // each register row streams along its own row of A, which the hardware
-  // prefetches as well as a packed panel, and the copy is saved.
-  c.directA = typeA.getElementType() == c.acc && hasUnitInnerStride(typeA) &&
-              innermostLoop(c.mapA) == c.k;
+  // A already in the accumulator type is read in place if its type gives
+  // its k axis unit stride (emitBlocked).
+  c.directCandidate =
+      llvm::cast<mlir::MemRefType>(c.a.getType()).getElementType() == c.acc;
   // A zero fill of C right before the contraction: the kernel starts its
   // accumulators at zero instead of reading C.
   if (auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode()))
@@ -188,6 +221,20 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
           if (f.getValue().isPosZero())
             c.zeroFill = fill;
   return c;
+}
+
+/// A memref type like `type` whose stride along `axis` is 1: the type of the
+/// view that the fast version reads through once the run time has checked
+/// that stride.
+mlir::MemRefType unitStrideType(mlir::MemRefType type, unsigned axis) {
+  llvm::SmallVector<int64_t> strides;
+  int64_t offset;
+  (void)mlir::getStridesAndOffset(type, strides, offset);
+  strides[axis] = 1;
+  return mlir::MemRefType::get(
+      type.getShape(), type.getElementType(),
+      mlir::StridedLayoutAttr::get(type.getContext(), offset, strides),
+      type.getMemorySpace());
 }
 
 /// Emits the loop nest that replaces one contraction.
@@ -204,13 +251,36 @@ private:
   Blocking blk;
   OpBuilder b;
   Location loc;
+  llvm::SmallVector<Value> size; // the trip count of every loop
+  // Blocking for these sizes (emitBlocked): parallel items are `outer`
+  // outer iterations times `chunks` chunks of `chunk` rows of m.
+  Value outer, chunks, chunk, mc, nc, kc;
+  // A read in place (`direct`) or packed; the contiguous tile for C when
+  // its n has no unit stride (`scratch`; null when the type says it has).
+  Value scratch;
+  bool direct = false;
 
   Value cst(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  Value add(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
-  Value mul(Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y); }
-  Value min(Value x, Value y) { return b.create<arith::MinSIOp>(loc, x, y); }
+  Value add(Value x, Value y) {
+    return b.createOrFold<arith::AddIOp>(loc, x, y);
+  }
+  Value sub(Value x, Value y) {
+    return b.createOrFold<arith::SubIOp>(loc, x, y);
+  }
+  Value mul(Value x, Value y) {
+    return b.createOrFold<arith::MulIOp>(loc, x, y);
+  }
+  Value min(Value x, Value y) {
+    return b.createOrFold<arith::MinSIOp>(loc, x, y);
+  }
+  Value max(Value x, Value y) {
+    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
+  }
+  Value ceilDiv(Value x, Value y) {
+    return b.createOrFold<arith::CeilDivSIOp>(loc, x, y);
+  }
   Value lt(Value x, Value y) {
-    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
+    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
   }
   Value zero() {
     return b.create<arith::ConstantOp>(loc, b.getFloatAttr(c.acc, 0.0));
@@ -226,14 +296,25 @@ private:
   }
 
   /// scf.for from lb to ub by step; `body` gets the induction variable.
-  void loop(Value lb, Value ub, int64_t step,
+  void loop(Value lb, Value ub, Value step,
             llvm::function_ref<void(Value)> body) {
-    auto f = b.create<scf::ForOp>(loc, lb, ub, cst(step));
+    auto f = b.create<scf::ForOp>(loc, lb, ub, step);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(f.getBody()->getTerminator());
     body(f.getInductionVar());
   }
+  void loop(Value lb, Value ub, int64_t step,
+            llvm::function_ref<void(Value)> body) {
+    loop(lb, ub, cst(step), body);
+  }
 
+  llvm::SmallVector<Value>
+  versions(Value mem, unsigned axis, mlir::TypeRange types,
+           llvm::function_ref<llvm::SmallVector<Value>(Value)> unit,
+           llvm::function_ref<llvm::SmallVector<Value>()> other);
+  void emitBlocked();
+  void emitNest(bool readDirect);
+  Value allocPacked(int64_t lanes, Value panels);
   void pack(Value packed, Value source, mlir::AffineMap map,
             llvm::SmallVector<Value> iv, unsigned lanesDim, int64_t lanes,
             Value lanesLo, Value lanesCount, Value lanesEnd, Value kLo,
@@ -243,28 +324,102 @@ private:
                    Value cols, Value kLo, Value kCount, Value startAtZero);
 };
 
+/// Emits `unit(view)` for `mem` with a unit stride along `axis` and `other()`
+/// for any other stride: one of them when the type says which, else both,
+/// under an scf.if on the stride read at run time; there `view` is `mem`
+/// reinterpreted with a type that states the unit stride, so the accesses
+/// through it are known to be contiguous. A stride the type does not give is
+/// never taken as 1 without that check. Both yield values of `types` (their
+/// results, returned), or nothing.
+llvm::SmallVector<Value> KernelEmitter::versions(
+    Value mem, unsigned axis, mlir::TypeRange types,
+    llvm::function_ref<llvm::SmallVector<Value>(Value)> unit,
+    llvm::function_ref<llvm::SmallVector<Value>()> other) {
+  auto type = llvm::cast<mlir::MemRefType>(mem.getType());
+  int64_t stride = (*stridesOf(type))[axis];
+  if (stride == 1)
+    return unit(mem);
+  if (stride != kDynamic)
+    return other();
+  auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, mem);
+  Value isUnit = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                         meta.getStrides()[axis], cst(1));
+  auto ifOp = b.create<scf::IfOp>(loc, types, isUnit, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  auto branch = [&](mlir::Block *block, auto body) {
+    if (types.empty()) {
+      b.setInsertionPoint(block->getTerminator());
+      body();
+    } else {
+      b.setInsertionPointToStart(block);
+      b.create<scf::YieldOp>(loc, body());
+    }
+  };
+  // A reinterpret_cast, not a memref.cast: canonicalization folds casts
+  // into their loads, and the type that says "contiguous" with them.
+  auto mixed = [&](llvm::ArrayRef<int64_t> known, mlir::ValueRange values) {
+    llvm::SmallVector<mlir::OpFoldResult> out;
+    for (auto [k, v] : llvm::zip(known, values))
+      out.push_back(k == kDynamic ? mlir::OpFoldResult(v) : b.getIndexAttr(k));
+    return out;
+  };
+  branch(ifOp.thenBlock(), [&] {
+    mlir::MemRefType viewType = unitStrideType(type, axis);
+    llvm::SmallVector<int64_t> strides;
+    int64_t offset;
+    (void)mlir::getStridesAndOffset(viewType, strides, offset);
+    return unit(b.create<memref::ReinterpretCastOp>(
+        loc, viewType, meta.getBaseBuffer(),
+        mixed({offset}, meta.getOffset()).front(),
+        mixed(type.getShape(), meta.getSizes()),
+        mixed(strides, meta.getStrides())));
+  });
+  branch(ifOp.elseBlock(), [&] { return other(); });
+  return ifOp.getResults();
+}
+
+/// A 64-byte-aligned buffer of `panels` packed panels of `kc` x `lanes`
+/// values; static where the sizes are.
+Value KernelEmitter::allocPacked(int64_t lanes, Value panels) {
+  llvm::SmallVector<int64_t> shape;
+  llvm::SmallVector<Value> dynamicSizes;
+  for (Value v : {panels, kc}) {
+    if (auto known = mlir::getConstantIntValue(v)) {
+      shape.push_back(*known);
+    } else {
+      shape.push_back(kDynamic);
+      dynamicSizes.push_back(v);
+    }
+  }
+  shape.push_back(lanes);
+  return b.create<memref::AllocOp>(loc, mlir::MemRefType::get(shape, c.acc),
+                                   dynamicSizes, b.getI64IntegerAttr(64));
+}
+
 /// Copies the block of `source` with `lanesCount` values of loop `lanesDim`
 /// from `lanesLo` and `kCount` of loop k from `kLo` into `packed`
 /// [panel][p][lane] (panels of `lanes`), converted to the accumulator type;
-/// lanes at or past `lanesEnd` are zero. The loop over the source's
-/// contiguous axis is innermost.
+/// lanes at or past `lanesEnd` are zero. The copy's inner loop runs along
+/// the lanes where they have unit stride (checked at run time when the type
+/// does not say, and then read through a view that says so, so the copy
+/// vectorizes), else along k where k has or may have unit stride, else along
+/// the source's last axis.
 void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
                          llvm::SmallVector<Value> iv, unsigned lanesDim,
                          int64_t lanes, Value lanesLo, Value lanesCount,
                          Value lanesEnd, Value kLo, Value kCount) {
-  unsigned inner = innermostLoop(map);
-  Value panels = b.create<arith::CeilDivSIOp>(loc, lanesCount, cst(lanes));
-  Value last = b.create<arith::SubIOp>(loc, lanesEnd, cst(1));
+  Value panels = ceilDiv(lanesCount, cst(lanes));
+  Value last = sub(lanesEnd, cst(1));
   // Only the last panel can run past `lanesEnd`: the others copy without
   // the bounds check, so LLVM vectorizes them.
-  auto copy = [&](Value panel, bool checked) {
+  auto copy = [&](Value from, bool alongLanes, Value panel, bool checked) {
     auto element = [&](Value p, Value lane) {
       Value at = add(lanesLo, add(mul(panel, cst(lanes)), lane));
       Value valid = checked ? lt(at, lanesEnd) : Value();
       iv[lanesDim] =
           checked ? b.create<arith::SelectOp>(loc, valid, at, last) : at;
       iv[c.k] = add(kLo, p);
-      Value v = b.create<memref::LoadOp>(loc, source, indices(map, iv));
+      Value v = b.create<memref::LoadOp>(loc, from, indices(map, iv));
       if (v.getType() != c.acc)
         v = b.create<arith::ExtFOp>(loc, c.acc, v);
       if (checked)
@@ -272,7 +427,7 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
       b.create<memref::StoreOp>(loc, v, packed,
                                 mlir::ValueRange{panel, p, lane});
     };
-    if (inner == lanesDim) {
+    if (alongLanes) {
       loop(cst(0), kCount, 1, [&](Value p) {
         loop(cst(0), cst(lanes), 1, [&](Value lane) { element(p, lane); });
       });
@@ -282,6 +437,18 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
       });
     }
   };
+  // The order for strides other than 1 along the lanes: along k where it
+  // has unit stride or may have at run time, else along the source's last
+  // axis if that is the lanes. The partial last panel always takes the order
+  // that the type's strides call for.
+  unsigned lanesAxis = axisOf(map, lanesDim), kAxis = axisOf(map, c.k);
+  auto strides = *stridesOf(llvm::cast<mlir::MemRefType>(source.getType()));
+  bool lanesLast = innermostLoop(map) == lanesDim;
+  bool otherOrder =
+      strides[kAxis] == 1 || strides[kAxis] == kDynamic ? false : lanesLast;
+  bool partialOrder = strides[lanesAxis] == 1 ? true
+                      : strides[kAxis] == 1   ? false
+                                              : lanesLast;
   loop(cst(0), panels, 1, [&](Value panel) {
     Value end = add(lanesLo, mul(add(panel, cst(1)), cst(lanes)));
     Value full =
@@ -289,14 +456,24 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
     auto ifOp = b.create<scf::IfOp>(loc, full, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    copy(panel, false);
+    versions(
+        source, lanesAxis, {},
+        [&](Value view) {
+          copy(view, /*alongLanes=*/true, panel, false);
+          return llvm::SmallVector<Value>();
+        },
+        [&] {
+          copy(source, otherOrder, panel, false);
+          return llvm::SmallVector<Value>();
+        });
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    copy(panel, true);
+    copy(source, partialOrder, panel, true);
   });
 }
 
-/// C[mLo + r, nLo + j] (+)= sum_p Ap[panelA][p][r] * Bp[panelB][p][j] for
-/// r < rows, j < cols, with mr x nr accumulators in vector registers.
+/// C[mLo + r, nLo + j] (+)= sum_p A[mLo + r][kLo + p] * Bp[panelB][p][j] for
+/// r < rows, j < cols, with mr x nr accumulators in vector registers; A is
+/// read in place or from its packed panel Ap[panelA][p][r].
 void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
                                 Value panelA, Value panelB, Value mLo,
                                 Value rows, Value nLo, Value cols, Value kLo,
@@ -306,41 +483,102 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
   int64_t vectors = blk.nr / blk.vl;
   llvm::SmallVector<Value> masks;
   for (int64_t v = 0; v < vectors; ++v) {
-    Value left = b.create<arith::SubIOp>(loc, cols, cst(v * blk.vl));
-    Value count = b.create<arith::MaxSIOp>(loc, min(left, cst(blk.vl)), cst(0));
+    Value left = sub(cols, cst(v * blk.vl));
+    Value count = max(min(left, cst(blk.vl)), cst(0));
     masks.push_back(b.create<vector::CreateMaskOp>(loc, maskType, count));
   }
-  auto rowIndices = [&](int64_t r, int64_t v) {
-    iv[c.m] = add(mLo, cst(r));
-    iv[c.n] = add(nLo, cst(v * blk.vl));
+  auto cIndices = [&](Value row, Value col) {
+    iv[c.m] = add(mLo, row);
+    iv[c.n] = add(nLo, col);
     return indices(c.mapC, iv);
   };
+  // C's tile goes to and from vector registers with vector accesses on C
+  // where its n has unit stride (known from the type, or checked at run
+  // time, per tile), else through the scratch tile [mr][nr], copied from and
+  // to C element by element through C's strides.
+  auto rowIndices = [&](Value tile, int64_t r,
+                        int64_t v) -> llvm::SmallVector<Value> {
+    if (tile == scratch)
+      return {cst(r), cst(v * blk.vl)};
+    return cIndices(cst(r), cst(v * blk.vl));
+  };
+  auto copyTile = [&](bool toScratch) {
+    loop(cst(0), rows, 1, [&](Value i) {
+      loop(cst(0), cols, 1, [&](Value j) {
+        llvm::SmallVector<Value> at = cIndices(i, j);
+        llvm::SmallVector<Value> inTile{i, j};
+        if (toScratch)
+          b.create<memref::StoreOp>(loc, b.create<memref::LoadOp>(loc, c.c, at),
+                                    scratch, inTile);
+        else
+          b.create<memref::StoreOp>(
+              loc, b.create<memref::LoadOp>(loc, scratch, inTile), c.c, at);
+      });
+    });
+  };
+  Value readC = b.create<arith::XOrIOp>(
+      loc, startAtZero, b.create<arith::ConstantOp>(loc, b.getBoolAttr(true)));
   llvm::SmallVector<Type> rowTypes(vectors, vecType);
   Value zeros = b.create<vector::SplatOp>(loc, vecType, zero());
 
-  // Accumulators: zero, or the current C (rows past `rows` are not read).
-  llvm::SmallVector<Value> init;
-  for (int64_t r = 0; r < blk.mr; ++r) {
-    Value read = b.create<arith::AndIOp>(
-        loc, lt(cst(r), rows),
-        b.create<arith::XOrIOp>(
-            loc, startAtZero,
-            b.create<arith::ConstantOp>(loc, b.getBoolAttr(true))));
-    auto ifOp = b.create<scf::IfOp>(loc, rowTypes, read, true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      llvm::SmallVector<Value> row;
-      for (int64_t v = 0; v < vectors; ++v)
-        row.push_back(b.create<vector::MaskedLoadOp>(
-            loc, vecType, c.c, rowIndices(r, v), masks[v], zeros));
-      b.create<scf::YieldOp>(loc, row);
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      b.create<scf::YieldOp>(loc, llvm::SmallVector<Value>(vectors, zeros));
-    }
-    init.append(ifOp.getResults().begin(), ifOp.getResults().end());
-  }
+  // C is read and written with plain vector accesses when the tile is
+  // `nr` columns wide, masked ones only at the edge (masked stores are slow
+  // on some CPUs, e.g. AMD's, and their masks are only known at run time).
+  Value full = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                             cols, cst(blk.nr));
+  // `body(masked)` in both branches; it yields `types` (none: the branches
+  // end in the yield scf.if adds).
+  auto ifFull = [&](llvm::ArrayRef<Type> types,
+                    llvm::function_ref<void(bool)> body) {
+    auto ifOp = b.create<scf::IfOp>(loc, types, full, true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body(false);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    body(true);
+    return ifOp;
+  };
 
+  // Accumulators: zero, or the current C (rows past `rows` are not read).
+  auto load = [&](Value tile) {
+    if (tile == scratch) {
+      auto ifOp = b.create<scf::IfOp>(loc, readC, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      copyTile(/*toScratch=*/true);
+    }
+    llvm::SmallVector<Value> init;
+    for (int64_t r = 0; r < blk.mr; ++r) {
+      Value read = b.create<arith::AndIOp>(loc, lt(cst(r), rows), readC);
+      auto ifOp = b.create<scf::IfOp>(loc, rowTypes, read, true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        auto loads = ifFull(rowTypes, [&](bool masked) {
+          llvm::SmallVector<Value> row;
+          for (int64_t v = 0; v < vectors; ++v)
+            row.push_back(
+                masked ? Value(b.create<vector::MaskedLoadOp>(
+                             loc, vecType, tile, rowIndices(tile, r, v),
+                             masks[v], zeros))
+                       : Value(b.create<vector::LoadOp>(
+                             loc, vecType, tile, rowIndices(tile, r, v))));
+          b.create<scf::YieldOp>(loc, row);
+        });
+        b.create<scf::YieldOp>(loc, loads.getResults());
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        b.create<scf::YieldOp>(loc, llvm::SmallVector<Value>(vectors, zeros));
+      }
+      init.append(ifOp.getResults().begin(), ifOp.getResults().end());
+    }
+    return init;
+  };
+  unsigned nAxis = axisOf(c.mapC, c.n);
+  llvm::SmallVector<Type> accTypes(blk.mr * vectors, vecType);
+  llvm::SmallVector<Value> init =
+      versions(c.c, nAxis, accTypes, load, [&] { return load(scratch); });
+
+  Value lastRow = sub(size[c.m], cst(1));
   auto sum = b.create<scf::ForOp>(
       loc, cst(0), kCount, cst(1), init,
       [&](OpBuilder &nb, Location nl, Value p, mlir::ValueRange accs) {
@@ -352,10 +590,10 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
               loc, vecType, bp, mlir::ValueRange{panelB, p, cst(v * blk.vl)}));
         for (int64_t r = 0; r < blk.mr; ++r) {
           Value x;
-          if (c.directA) {
+          if (direct) {
             // Rows past the edge read the last row; their results are not
             // stored.
-            iv[c.m] = min(add(mLo, cst(r)), cst(c.ranges[c.m] - 1));
+            iv[c.m] = min(add(mLo, cst(r)), lastRow);
             iv[c.k] = add(kLo, p);
             x = b.create<memref::LoadOp>(loc, c.a, indices(c.mapA, iv));
           } else {
@@ -370,55 +608,118 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
         b.create<scf::YieldOp>(loc, next);
       });
 
-  for (int64_t r = 0; r < blk.mr; ++r) {
-    auto ifOp = b.create<scf::IfOp>(loc, lt(cst(r), rows), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    for (int64_t v = 0; v < vectors; ++v)
-      b.create<vector::MaskedStoreOp>(loc, c.c, rowIndices(r, v), masks[v],
-                                      sum.getResult(r * vectors + v));
-  }
+  auto store = [&](Value tile) {
+    for (int64_t r = 0; r < blk.mr; ++r) {
+      auto ifOp = b.create<scf::IfOp>(loc, lt(cst(r), rows), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      ifFull({}, [&](bool masked) {
+        for (int64_t v = 0; v < vectors; ++v) {
+          Value acc = sum.getResult(r * vectors + v);
+          if (masked)
+            b.create<vector::MaskedStoreOp>(loc, tile, rowIndices(tile, r, v),
+                                            masks[v], acc);
+          else
+            b.create<vector::StoreOp>(loc, acc, tile, rowIndices(tile, r, v));
+        }
+      });
+    }
+    if (tile == scratch)
+      copyTile(/*toScratch=*/false);
+    return llvm::SmallVector<Value>();
+  };
+  versions(c.c, nAxis, {}, store, [&] { return store(scratch); });
 }
 
 void KernelEmitter::emit() {
-  int64_t M = c.ranges[c.m], N = c.ranges[c.n], K = c.ranges[c.k];
-  auto roundUp = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
+  // Trip counts: numbers where the types give them, memref.dim otherwise.
+  Value nonEmpty;
+  for (unsigned d = 0; d < c.ranges.size(); ++d) {
+    if (c.ranges[d] != kDynamic) {
+      size.push_back(cst(c.ranges[d]));
+      continue;
+    }
+    for (auto [value, map] :
+         {std::pair{c.a, c.mapA}, {c.b, c.mapB}, {c.c, c.mapC}}) {
+      if (map.isFunctionOfDim(d)) {
+        size.push_back(b.create<memref::DimOp>(loc, value, axisOf(map, d)));
+        break;
+      }
+    }
+    Value positive = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt,
+                                             size.back(), cst(0));
+    nonEmpty =
+        nonEmpty ? b.create<arith::AndIOp>(loc, nonEmpty, positive) : positive;
+  }
+  if (!nonEmpty)
+    return emitBlocked();
+  // A loop that is empty at run time leaves nothing to accumulate, but a
+  // folded zero fill must still zero C.
+  auto ifOp = b.create<scf::IfOp>(loc, nonEmpty,
+                                  /*withElseRegion=*/bool(c.zeroFill));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  emitBlocked();
+  if (c.zeroFill) {
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    b.clone(*c.zeroFill.getOperation());
+  }
+}
+
+/// The blocking for the sizes (numbers where they are known, index
+/// arithmetic at run time otherwise), then the nest.
+void KernelEmitter::emitBlocked() {
+  Value M = size[c.m], N = size[c.n], K = size[c.k];
   // Parallel work: the outer parallel loops, then chunks of m if they are
   // too few.
-  int64_t outer = 1;
+  outer = cst(1);
   for (unsigned d : c.outerParallel)
-    outer *= c.ranges[d];
-  int64_t chunks = std::clamp<int64_t>((blk.workItems + outer - 1) / outer, 1,
-                                       (M + blk.mr - 1) / blk.mr);
-  int64_t chunk = roundUp((M + chunks - 1) / chunks, blk.mr);
-  chunks = (M + chunk - 1) / chunk;
-  int64_t mc = std::min(blk.mc, chunk);
-  int64_t nc = std::min(blk.nc, roundUp(N, blk.nr));
-  int64_t kc = std::min(blk.kc, K);
-  auto packedType = [&](int64_t lanes, int64_t block) {
-    return mlir::MemRefType::get({block / lanes, kc, lanes}, c.acc);
-  };
+    outer = mul(outer, size[d]);
+  Value mr = cst(blk.mr), nr = cst(blk.nr);
+  chunks = max(cst(1), min(ceilDiv(cst(blk.workItems), outer), ceilDiv(M, mr)));
+  chunk = mul(ceilDiv(ceilDiv(M, chunks), mr), mr);
+  chunks = ceilDiv(M, chunk);
+  mc = min(cst(blk.mc), chunk);
+  nc = min(cst(blk.nc), mul(ceilDiv(N, nr), nr));
+  kc = min(cst(blk.kc), K);
 
+  // A is read in place where it is in the accumulator type and its type
+  // gives k unit stride, else packed. (A k stride known only at run time
+  // gets no in-place version under a run-time check: one measured no faster
+  // than packing A; bench/README.md.)
+  auto typeA = llvm::cast<mlir::MemRefType>(c.a.getType());
+  emitNest(c.directCandidate && (*stridesOf(typeA))[axisOf(c.mapA, c.k)] == 1);
+}
+
+/// The parallel loop nest: A read in place (`readDirect`) or packed.
+void KernelEmitter::emitNest(bool readDirect) {
+  direct = readDirect;
+  Value N = size[c.n], K = size[c.k];
   auto parallel = b.create<scf::ParallelOp>(
-      loc, mlir::ValueRange{cst(0)}, mlir::ValueRange{cst(outer * chunks)},
+      loc, mlir::ValueRange{cst(0)}, mlir::ValueRange{mul(outer, chunks)},
       mlir::ValueRange{cst(1)});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(parallel.getBody()->getTerminator());
   llvm::SmallVector<Value> iv(c.ranges.size());
   Value item = parallel.getInductionVars()[0];
-  Value mLo = mul(b.create<arith::RemUIOp>(loc, item, cst(chunks)), cst(chunk));
-  Value mEnd = min(add(mLo, cst(chunk)), cst(M));
-  Value rest = b.create<arith::DivUIOp>(loc, item, cst(chunks));
+  Value mLo = mul(b.createOrFold<arith::RemUIOp>(loc, item, chunks), chunk);
+  Value mEnd = min(add(mLo, chunk), size[c.m]);
+  Value rest = b.createOrFold<arith::DivUIOp>(loc, item, chunks);
   for (unsigned d : llvm::reverse(c.outerParallel)) {
-    iv[d] = b.create<arith::RemUIOp>(loc, rest, cst(c.ranges[d]));
-    rest = b.create<arith::DivUIOp>(loc, rest, cst(c.ranges[d]));
+    iv[d] = b.createOrFold<arith::RemUIOp>(loc, rest, size[d]);
+    rest = b.createOrFold<arith::DivUIOp>(loc, rest, size[d]);
   }
-  auto align = b.getI64IntegerAttr(64);
-  Value ap = c.directA
-                 ? Value()
-                 : b.create<memref::AllocOp>(
-                       loc, packedType(blk.mr, roundUp(mc, blk.mr)), align);
-  Value bp = b.create<memref::AllocOp>(loc, packedType(blk.nr, nc), align);
+  Value ap = direct ? Value() : allocPacked(blk.mr, ceilDiv(mc, cst(blk.mr)));
+  Value bp = allocPacked(blk.nr, ceilDiv(nc, cst(blk.nr)));
+  // C's n without unit stride in its type: the micro-kernel may need the
+  // contiguous scratch tile.
+  unsigned nAxis = axisOf(c.mapC, c.n);
+  auto typeC = llvm::cast<mlir::MemRefType>(c.c.getType());
+  scratch = (*stridesOf(typeC))[nAxis] == 1
+                ? Value()
+                : b.create<memref::AllocOp>(
+                      loc, mlir::MemRefType::get({blk.mr, blk.nr}, c.acc),
+                      b.getI64IntegerAttr(64));
 
   // Outer reductions run sequentially inside one work item; C starts at
   // zero (when its fill was folded) on the first of them and the first k
@@ -426,7 +727,7 @@ void KernelEmitter::emit() {
   std::function<void(size_t, Value)> reductions = [&](size_t i, Value first) {
     if (i < c.outerReduction.size()) {
       unsigned d = c.outerReduction[i];
-      loop(cst(0), cst(c.ranges[d]), 1, [&](Value r) {
+      loop(cst(0), size[d], 1, [&](Value r) {
         iv[d] = r;
         Value isFirst =
             b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, r, cst(0));
@@ -434,27 +735,26 @@ void KernelEmitter::emit() {
       });
       return;
     }
-    loop(cst(0), cst(N), nc, [&](Value jc) {
-      Value ncCount = min(cst(nc), b.create<arith::SubIOp>(loc, cst(N), jc));
-      loop(cst(0), cst(K), kc, [&](Value pc) {
-        Value kCount = min(cst(kc), b.create<arith::SubIOp>(loc, cst(K), pc));
+    loop(cst(0), N, nc, [&](Value jc) {
+      Value ncCount = min(nc, sub(N, jc));
+      loop(cst(0), K, kc, [&](Value pc) {
+        Value kCount = min(kc, sub(K, pc));
         Value atZero = b.create<arith::AndIOp>(
             loc, first,
             b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, pc, cst(0)));
-        pack(bp, c.b, c.mapB, iv, c.n, blk.nr, jc, ncCount, cst(N), pc, kCount);
+        pack(bp, c.b, c.mapB, iv, c.n, blk.nr, jc, ncCount, N, pc, kCount);
         loop(mLo, mEnd, mc, [&](Value ic) {
-          Value mcCount = min(cst(mc), b.create<arith::SubIOp>(loc, mEnd, ic));
-          if (!c.directA)
+          Value mcCount = min(mc, sub(mEnd, ic));
+          if (!direct)
             pack(ap, c.a, c.mapA, iv, c.m, blk.mr, ic, mcCount, mEnd, pc,
                  kCount);
           loop(cst(0), ncCount, blk.nr, [&](Value jr) {
-            Value cols =
-                min(cst(blk.nr), b.create<arith::SubIOp>(loc, ncCount, jr));
-            Value panelB = b.create<arith::DivUIOp>(loc, jr, cst(blk.nr));
+            Value cols = min(cst(blk.nr), sub(ncCount, jr));
+            Value panelB = b.createOrFold<arith::DivUIOp>(loc, jr, cst(blk.nr));
             loop(cst(0), mcCount, blk.mr, [&](Value ir) {
-              Value rows =
-                  min(cst(blk.mr), b.create<arith::SubIOp>(loc, mcCount, ir));
-              Value panelA = b.create<arith::DivUIOp>(loc, ir, cst(blk.mr));
+              Value rows = min(cst(blk.mr), sub(mcCount, ir));
+              Value panelA =
+                  b.createOrFold<arith::DivUIOp>(loc, ir, cst(blk.mr));
               microKernel(iv, ap, bp, panelA, panelB, add(ic, ir), rows,
                           add(jc, jr), cols, pc, kCount, atZero);
             });
@@ -468,6 +768,8 @@ void KernelEmitter::emit() {
   if (ap)
     b.create<memref::DeallocOp>(loc, ap);
   b.create<memref::DeallocOp>(loc, bp);
+  if (scratch)
+    b.create<memref::DeallocOp>(loc, scratch);
 }
 
 struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
@@ -485,8 +787,9 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
       Blocking blk;
       blk.vl = bits / c.acc.getWidth();
       blk.mr = mr;
-      // A narrow output needs fewer vectors per row than the default tile.
-      int64_t n = c.ranges[c.n];
+      // A narrow output needs fewer vectors per row than the default tile
+      // (a width known only at run time gets the default).
+      int64_t n = c.ranges[c.n] == kDynamic ? INT64_MAX / 2 : c.ranges[c.n];
       // 6 x 4 accumulators fit AVX-512's 32 registers; AVX2 and SSE have
       // 16, which take 6 x 2.
       int64_t vectors = nrVectors > 0 ? int64_t(nrVectors)

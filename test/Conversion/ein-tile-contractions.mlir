@@ -237,3 +237,171 @@ func.func @avx2(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %c: memref<20x40xf
   }
   return
 }
+
+// -----
+
+!dyn = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// Tests sizes and strides known only at run time (function arguments of
+// size-generic code): sizes come from memref.dim and the blocking from index
+// arithmetic on them; a loop empty at run time skips the kernel and keeps the
+// folded zero fill; the packed buffers are allocated at run time. Each pack
+// reads along its lanes through a unit-stride view when their stride is 1 at
+// run time (B's n, A's m), else through the operand's strides (A is packed:
+// its k stride is not known to be 1). The micro-kernel checks C's n stride
+// per tile: 1 means vector accesses through a unit-stride view, plain where
+// the tile is full and masked at the edge; anything else goes through a
+// contiguous 6 x 64 scratch tile, copied element by element through C's
+// strides.
+// CHECK-LABEL: func.func @dynamic_strided
+// CHECK-SAME: (%[[A:.*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[B:.*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[C:.*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>)
+// CHECK-NOT: linalg.fill
+// CHECK-DAG: %[[M:.*]] = memref.dim %[[A]], %c0
+// CHECK-DAG: %[[K:.*]] = memref.dim %[[A]], %c1
+// CHECK-DAG: %[[N:.*]] = memref.dim %[[B]], %c1
+// CHECK: scf.if %{{.*}} {
+// CHECK: %[[ROWS:.*]] = arith.ceildivsi %[[M]], %c6
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%{{.*}}) step (%c1) {
+// CHECK: %[[AP:.*]] = memref.alloc(%{{.*}}, %{{.*}}) {alignment = 64 : i64} : memref<?x?x6xf32>
+// CHECK: %[[BP:.*]] = memref.alloc(%{{.*}}, %{{.*}}) {alignment = 64 : i64} : memref<?x?x64xf32>
+// CHECK: %[[TILE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x64xf32>
+// CHECK: %[[BS:[a-z_0-9]+]]:2 = memref.extract_strided_metadata %[[B]]
+// CHECK-NEXT: %[[BUNIT:.*]] = arith.cmpi eq, %[[BS]]#1, %c1
+// CHECK-NEXT: scf.if %[[BUNIT]] {
+// CHECK-NEXT: %[[BV:.*]] = memref.reinterpret_cast %{{.*}} strides: [%[[BS]]#0, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: memref.load %[[BV]]
+// CHECK: memref.store %{{.*}}, %[[BP]]
+// CHECK: } else {
+// CHECK: memref.load %[[B]]
+// CHECK: memref.store %{{.*}}, %[[BP]]
+// CHECK: %[[AS:[a-z_0-9]+]]:2 = memref.extract_strided_metadata %[[A]]
+// CHECK-NEXT: %[[AUNIT:.*]] = arith.cmpi eq, %[[AS]]#0, %c1
+// CHECK-NEXT: scf.if %[[AUNIT]] {
+// CHECK-NEXT: %[[AV:.*]] = memref.reinterpret_cast %{{.*}} strides: [1, %[[AS]]#1] : memref<f32> to memref<?x?xf32, strided<[1, ?], offset: ?>>
+// CHECK: memref.load %[[AV]]
+// CHECK: memref.store %{{.*}}, %[[AP]]
+// CHECK: } else {
+// CHECK: memref.load %[[A]]
+// CHECK: memref.store %{{.*}}, %[[AP]]
+// CHECK: %[[FULL:.*]] = arith.cmpi eq, %{{.*}}, %c64 : index
+// CHECK: %[[CS:[a-z_0-9]+]]:2 = memref.extract_strided_metadata %[[C]]
+// CHECK-NEXT: %[[CUNIT:.*]] = arith.cmpi eq, %[[CS]]#1, %c1
+// CHECK-NEXT: scf.if %[[CUNIT]] -> (vector<16xf32>
+// CHECK-NEXT: %[[CV:.*]] = memref.reinterpret_cast %{{.*}} strides: [%[[CS]]#0, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: scf.if %[[FULL]]
+// CHECK-NEXT: vector.load %[[CV]]
+// CHECK: } else {
+// CHECK-NEXT: vector.maskedload %[[CV]]
+// CHECK: } else {
+// CHECK: memref.load %[[C]]
+// CHECK-NEXT: memref.store %{{.*}}, %[[TILE]]
+// CHECK: vector.load %[[TILE]]
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args
+// CHECK-COUNT-4: vector.load %[[BP]]
+// CHECK: memref.load %[[AP]]
+// CHECK-COUNT-24: vector.fma
+// CHECK: scf.if %[[CUNIT]] {
+// CHECK: vector.store %{{.*}}, %[[CV]]
+// CHECK: vector.maskedstore %[[CV]]
+// CHECK: } else {
+// CHECK: vector.store %{{.*}}, %[[TILE]]
+// CHECK: memref.load %[[TILE]]
+// CHECK-NEXT: memref.store %{{.*}}, %[[C]]
+// CHECK: memref.dealloc %[[AP]]
+// CHECK: memref.dealloc %[[BP]]
+// CHECK: memref.dealloc %[[TILE]]
+// CHECK: } else {
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[C]] : memref<?x?xf32, strided<[?, ?], offset: ?>>)
+// CHECK-NOT: linalg.generic
+func.func @dynamic_strided(%a: !dyn, %b: !dyn, %c: !dyn) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : !dyn)
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>,
+                                   affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : !dyn, !dyn) outs(%c : !dyn) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests dynamic sizes with identity layouts (intermediates): the types give
+// the unit strides, so nothing is checked at run time; A is read in place,
+// rows past the edge clamped to the last (m - 1 at run time), and C is
+// accessed with vectors. Without a fill, an empty loop needs no else branch.
+// CHECK-LABEL: func.func @dynamic_identity
+// CHECK-SAME: (%[[A:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[C:.*]]: memref<?x?xf32>)
+// CHECK-NOT: memref.extract_strided_metadata
+// CHECK-NOT: memref<?x?x6xf32>
+// CHECK-NOT: memref<6x64xf32>
+// CHECK: %[[M:.*]] = memref.dim %[[A]], %c0
+// CHECK: scf.if
+// CHECK-NOT: else
+// CHECK: scf.parallel
+// CHECK-NOT: memref.extract_strided_metadata
+// CHECK-NOT: memref<?x?x6xf32>
+// CHECK-NOT: memref<6x64xf32>
+// CHECK: vector.load %[[C]][
+// CHECK: %[[LAST:.*]] = arith.subi %[[M]], %c1
+// CHECK: %[[ROW:.*]] = arith.minsi %{{.*}}, %[[LAST]] : index
+// CHECK: memref.load %[[A]][%[[ROW]], %{{.*}}]
+// CHECK: vector.fma
+// CHECK-NOT: memref.extract_strided_metadata
+// CHECK: vector.store %{{.*}}, %[[C]][
+// CHECK-NOT: linalg
+func.func @dynamic_identity(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>,
+                                   affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<?x?xf32>, memref<?x?xf32>) outs(%c : memref<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests an output whose type says its n has stride 2: no run-time check, no
+// vector access to C; C is copied into the scratch tile (the kernel reads
+// C: nothing was filled), computed there, and copied back, element by
+// element.
+// CHECK-LABEL: func.func @static_strided_output
+// CHECK-SAME: %[[C:[^:]*]]: memref<20x40xf32, strided<[81, 2], offset: 3>>
+// CHECK-NOT: memref.extract_strided_metadata
+// CHECK-NOT: vector.{{.*}}%[[C]][
+// CHECK: %[[TILE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x48xf32>
+// CHECK-NOT: memref.extract_strided_metadata
+// CHECK-NOT: vector.{{.*}}%[[C]][
+// CHECK: memref.load %[[C]]
+// CHECK-NEXT: memref.store %{{.*}}, %[[TILE]]
+// CHECK-NOT: vector.{{.*}}%[[C]][
+// CHECK: vector.load %[[TILE]]
+// CHECK-NOT: vector.{{.*}}%[[C]][
+// CHECK: vector.fma
+// CHECK-NOT: vector.{{.*}}%[[C]][
+// CHECK: vector.store %{{.*}}, %[[TILE]]
+// CHECK-NOT: vector.{{.*}}%[[C]][
+// CHECK: memref.load %[[TILE]]
+// CHECK-NEXT: memref.store %{{.*}}, %[[C]]
+// CHECK-NOT: vector.{{.*}}%[[C]][
+// CHECK: return
+func.func @static_strided_output(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %c: memref<20x40xf32, strided<[81, 2], offset: 3>>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>,
+                                   affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<20x30xf32>, memref<30x40xf32>) outs(%c : memref<20x40xf32, strided<[81, 2], offset: 3>>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -53,6 +53,22 @@ int main(int argc, char **argv) {
                 ein::cpuPipeline(ein::CPUStage::LLVM), pm, llvm::errs())))
           llvm::report_fatal_error("ein-lower-to-llvm: bad pipeline text");
       });
+  // The same pipeline from `ein-tile-contractions` on, for IR that is already
+  // on buffers (tests of the contraction and reduction tiling on hand-written
+  // memref IR: dynamic sizes, strided layouts).
+  mlir::PassPipelineRegistration<>(
+      "ein-lower-buffers-to-llvm",
+      "einc's CPU pipeline from ein-tile-contractions on: buffers to the LLVM "
+      "dialect",
+      [](mlir::OpPassManager &pm) {
+        std::string full = ein::cpuPipeline(ein::CPUStage::LLVM);
+        size_t from = full.find("ein-tile-contractions");
+        if (from == std::string::npos ||
+            mlir::failed(
+                mlir::parsePassPipeline(full.substr(from), pm, llvm::errs())))
+          llvm::report_fatal_error(
+              "ein-lower-buffers-to-llvm: bad pipeline text");
+      });
 #endif
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "ein optimizer driver\n", registry));

@@ -204,6 +204,14 @@ def TileReductions : Pass<"ein-tile-reductions", "::mlir::ModuleOp"> {
     right before moves into the tile. The loops inside a tile are
     sequential `scf.for`s. Reductions over inner axes are left alone.
 
+    Sizes may be dynamic: the rows per tile are then computed at run time
+    from `memref.dim` by the same rule (at least one). Operands may have
+    any strided layout; which axis is more major is read from the strides
+    when the type gives them all, else from the axis order (row-major, what
+    strides known only at run time nearly always are). The tiles are
+    subviews and every access goes through the real strides, so a wrong
+    guess costs speed, never the result.
+
     Before:
     ```mlir
     linalg.fill ins(%zero : f32) outs(%out : memref<1024x4096xf32>)
@@ -255,12 +263,27 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     - a micro-kernel keeps an `mr x nr` tile of C in vector registers
       (`mr * nr / lanes` accumulators: 6 x 64 f32 = 24 AVX-512 registers
       by default), one FMA per row and vector per k,
-      and reads/writes C once per k block with masked vector accesses.
+      and reads/writes C once per k block with vector accesses (masked
+      only in tiles narrower than `nr`, at the edge).
 
     A zero `linalg.fill` of C right before the contraction is folded: the
     accumulators start at zero on the first k block. Contractions it does
     not match (integers, no shared reduction, an output whose contiguous
     axis both operands carry) are left to the generic lowering.
+
+    Sizes may be dynamic (`memref<?x?xf32>`): loop bounds come from
+    `memref.dim`, the blocking (chunks of `m`, the extent of the packed
+    buffers) from index arithmetic at run time by the same rules, and a loop
+    that is empty at run time skips the kernel (a folded zero fill still
+    runs). Operands may have any strided layout (`strided<[?, ?], offset:
+    ?>`: transposed, sliced, stride 0); every access goes through the
+    operand's strides. Where speed needs a unit stride and the type does
+    not give it, the stride is checked at run time and the fast version
+    reads through a `memref.reinterpret_cast` whose type states it: vector
+    accesses to C along `n` (else C's tile goes through a contiguous
+    scratch tile, copied element by element) and the vectorized pack copy
+    along the lanes (else the copy runs along `k`). A is read in place only
+    when its type gives `k` unit stride; otherwise it is packed.
 
     Before:
     ```mlir
@@ -290,6 +313,23 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
       } } }
       memref.dealloc %ap
       memref.dealloc %bp
+    }
+    ```
+    With `%c: memref<?x?xf32, strided<[?, ?], offset: ?>>`, C's tile is
+    read (and written) per tile as:
+    ```mlir
+    %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %c
+    %unit = arith.cmpi eq, %strides#1, %c1 : index
+    %acc:24 = scf.if %unit -> (vector<16xf32>, ...) {
+      %cv = memref.reinterpret_cast %base to offset: [%offset],
+          sizes: [%sizes#0, %sizes#1], strides: [%strides#0, 1]
+          : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+      %r0 = vector.load %cv[%i, %j] : ..., vector<16xf32>  // full tile
+      ...
+    } else {
+      scf.for ... { memref.store (memref.load %c[...]), %tile[...] }
+      %r0 = vector.load %tile[%c0, %c0] : memref<6x64xf32>, vector<16xf32>
+      ...
     }
     ```
   }];
