@@ -58,7 +58,6 @@ ErrorOr<void> parseContractionTiles(const std::string &text,
       {"kc", {1, 1 << 16}},
       {"vector-bits", {128, 512}},
       {"work-items", {1, 1 << 16}}};
-  std::string result;
   std::set<std::string> seen;
   size_t start = 0;
   while (start <= text.size()) {
@@ -94,44 +93,104 @@ ErrorOr<void> parseContractionTiles(const std::string &text,
     if (key == "vector-bits" && value != 128 && value != 256 && value != 512)
       return Error::usage(fmt::format(
           "--tiles vector-bits: expects 128, 256 or 512, got {}", digits));
-    result += (result.empty() ? "" : " ") + key + "=" + digits;
+    ContractionTiles &t = options.tiles;
+    std::optional<int64_t> *field = key == "mr"           ? &t.mr
+                                    : key == "nr-vectors" ? &t.nrVectors
+                                    : key == "mc"         ? &t.mc
+                                    : key == "nc"         ? &t.nc
+                                    : key == "kc"         ? &t.kc
+                                    : key == "vector-bits" ? &t.vectorBits
+                                                           : &t.workItems;
+    *field = value;
     start = end + 1;
   }
-  options.contractionTiles = result;
   return {};
 }
 
-std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
-  std::string p = "ein-to-linalg,canonicalize";
-  if (stage == CPUStage::Linalg)
-    return p;
-  // Bufferize with results written in place into the caller's buffers;
-  // contractions become packed, register-tiled micro-kernels; everything else
-  // loops whose outermost parallel loop is spread over the cores (OpenMP).
-  // Arguments take any strides (fully dynamic layouts); results are
-  // written into the caller's buffers (ein-host-calling-convention, then
-  // empty-tensor elimination), intermediates are identity-layout buffers.
-  p += ",ein-host-calling-convention,eliminate-empty-tensors,"
-       "one-shot-bufferize{bufferize-function-boundaries=1 "
-       "function-boundary-type-conversion=fully-dynamic-layout-map "
-       "unknown-type-conversion=identity-layout-map},"
-       "drop-equivalent-buffer-results,"
-       "canonicalize,buffer-deallocation-pipeline,ein-tile-contractions{" +
-       options.contractionTiles +
-       "},ein-tile-reductions,ein-copies-to-linalg,"
-       "convert-linalg-to-affine-loops,func.func(affine-parallelize{max-nested="
-       "1}),"
-       "lower-affine,canonicalize";
+std::string ContractionTiles::str() const {
+  std::string out;
+  for (auto [name, value] :
+       {std::pair{"mr", mr}, {"nr-vectors", nrVectors}, {"mc", mc},
+        {"nc", nc}, {"kc", kc}, {"vector-bits", vectorBits},
+        {"work-items", workItems}})
+    if (value)
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, *value);
+  return out;
+}
+
+void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
+                      const CPUOptions &options, CPUStart start) {
+  if (start == CPUStart::Ein) {
+    pm.addPass(createEinToLinalg());
+    pm.addPass(mlir::createCanonicalizerPass());
+    if (stage == CPUStage::Linalg)
+      return;
+    // Results become output parameters written in place (the op computing
+    // a result writes into the caller's buffer); arguments take any strides
+    // (fully dynamic layouts), intermediates are identity-layout buffers.
+    pm.addPass(createHostCallingConvention());
+    pm.addPass(mlir::bufferization::createEmptyTensorEliminationPass());
+    mlir::bufferization::OneShotBufferizationOptions bufferization;
+    bufferization.bufferizeFunctionBoundaries = true;
+    bufferization.setFunctionBoundaryTypeConversion(
+        mlir::bufferization::LayoutMapOption::FullyDynamicLayoutMap);
+    bufferization.unknownTypeConverterFn =
+        [](mlir::Value value, mlir::Attribute memorySpace,
+           const mlir::bufferization::BufferizationOptions &) {
+          return mlir::bufferization::getMemRefTypeWithStaticIdentityLayout(
+              llvm::cast<mlir::TensorType>(value.getType()), memorySpace);
+        };
+    pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferization));
+    pm.addPass(mlir::bufferization::createDropEquivalentBufferResultsPass());
+    pm.addPass(mlir::createCanonicalizerPass());
+    mlir::bufferization::buildBufferDeallocationPipeline(
+        pm, mlir::bufferization::BufferDeallocationPipelineOptions());
+  }
+  // Contractions become packed, register-tiled micro-kernels; everything
+  // else loops whose outermost parallel loop is spread over the cores.
+  TileContractionsOptions tiles;
+  const ContractionTiles &t = options.tiles;
+  tiles.mr = t.mr.value_or(tiles.mr);
+  tiles.nrVectors = t.nrVectors.value_or(tiles.nrVectors);
+  tiles.mc = t.mc.value_or(tiles.mc);
+  tiles.nc = t.nc.value_or(tiles.nc);
+  tiles.kc = t.kc.value_or(tiles.kc);
+  tiles.vectorBits = t.vectorBits.value_or(tiles.vectorBits);
+  tiles.workItems = t.workItems.value_or(tiles.workItems);
+  pm.addPass(createTileContractions(tiles));
+  pm.addPass(createTileReductions());
+  pm.addPass(createCopiesToLinalg());
+  pm.addNestedPass<mlir::func::FuncOp>(
+      mlir::createConvertLinalgToAffineLoopsPass());
+  // MLIR 19 has no factory taking AffineParallelizeOptions: the option is
+  // set through the pass's own option parser.
+  auto parallelize = mlir::affine::createAffineParallelizePass();
+  if (mlir::failed(parallelize->initializeOptions(
+          "max-nested=1", [](const llvm::Twine &) { return mlir::failure(); })))
+    llvm::report_fatal_error("affine-parallelize rejects max-nested=1");
+  pm.addNestedPass<mlir::func::FuncOp>(std::move(parallelize));
+  pm.addPass(mlir::createLowerAffinePass());
+  pm.addPass(mlir::createCanonicalizerPass());
   if (stage == CPUStage::Loops)
-    return p;
-  p += ",ein-expand-fp8,convert-scf-to-openmp,expand-strided-metadata,lower-"
-       "affine,"
-       "convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
-       "arith-expand{include-bf16=1},convert-math-to-funcs,"
-       "convert-math-to-llvm,convert-math-to-libm,"
-       "convert-arith-to-llvm,convert-openmp-to-llvm,convert-cf-to-llvm,"
-       "convert-func-to-llvm,reconcile-unrealized-casts";
-  return p;
+    return;
+  pm.addPass(createExpandFp8());
+  pm.addPass(mlir::createConvertSCFToOpenMPPass());
+  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+  pm.addPass(mlir::createLowerAffinePass());
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(mlir::createConvertSCFToCFPass());
+  mlir::arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(mlir::arith::createArithExpandOpsPass(expand));
+  pm.addPass(mlir::createConvertMathToFuncs());
+  pm.addPass(mlir::createConvertMathToLLVMPass());
+  pm.addPass(mlir::createConvertMathToLibmPass());
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createConvertOpenMPToLLVMPass());
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createConvertFuncToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
 }
 
 void registerCPUPipeline(mlir::DialectRegistry &registry) {
@@ -181,9 +240,8 @@ ErrorOr<void> lowerToStage(mlir::ModuleOp module, CPUStage stage,
     return mlir::success();
   });
   mlir::PassManager pm(context);
-  if (mlir::failed(
-          mlir::parsePassPipeline(cpuPipeline(stage, options), pm, errors)) ||
-      mlir::failed(pm.run(module)))
+  buildCPUPipeline(pm, stage, options);
+  if (mlir::failed(pm.run(module)))
     return Error::program("the CPU pipeline failed")
         .withContext(std::move(diagnostics));
   return {};

@@ -18,7 +18,7 @@ std::string signatureKey(const SourceFile &file, const CheckedModule &checked,
                          const CPUOptions &options) {
   std::string key = fmt::format("{}\n{}\n{}\n", file.path, file.text.size(),
                                 std::hash<std::string>()(file.text));
-  key += function + "\n" + options.contractionTiles + "\n";
+  key += function + "\n" + options.tiles.str() + "\n";
   const CheckedFunction *fn = checked.find(function);
   if (!fn)
     return key;

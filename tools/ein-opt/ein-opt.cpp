@@ -28,6 +28,40 @@
 #include "mlir/Pass/PassRegistry.h"
 #endif
 
+#ifdef EIN_HAVE_CONVERSION
+namespace {
+/// The options of einc's CPU pipeline as ein-opt pipeline options: the
+/// contraction blocking of `einc --tiles`.
+struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
+  Option<int64_t> mr{*this, "mr", llvm::cl::desc("register tile rows")};
+  Option<int64_t> nrVectors{*this, "nr-vectors",
+                            llvm::cl::desc("register tile vectors")};
+  Option<int64_t> mc{*this, "mc", llvm::cl::desc("packed A block rows")};
+  Option<int64_t> nc{*this, "nc", llvm::cl::desc("packed B block columns")};
+  Option<int64_t> kc{*this, "kc", llvm::cl::desc("packed block depth")};
+  Option<int64_t> vectorBits{*this, "vector-bits",
+                             llvm::cl::desc("vector width in bits")};
+  Option<int64_t> workItems{*this, "work-items",
+                            llvm::cl::desc("parallel blocks wanted")};
+  ein::CPUOptions toCPUOptions() const {
+    ein::CPUOptions options;
+    auto set = [](const Option<int64_t> &o, std::optional<int64_t> &field) {
+      if (o.hasValue())
+        field = o.getValue();
+    };
+    set(mr, options.tiles.mr);
+    set(nrVectors, options.tiles.nrVectors);
+    set(mc, options.tiles.mc);
+    set(nc, options.tiles.nc);
+    set(kc, options.tiles.kc);
+    set(vectorBits, options.tiles.vectorBits);
+    set(workItems, options.tiles.workItems);
+    return options;
+  }
+};
+} // namespace
+#endif
+
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses(); // canonicalize, cse, inline, ...
 #ifdef EIN_HAVE_TRANSFORMS
@@ -45,29 +79,22 @@ int main(int argc, char **argv) {
                   mlir::math::MathDialect, mlir::memref::MemRefDialect>();
   // einc's whole CPU pipeline, so that tests can lower any verified IR.
   ein::registerCPUPipeline(registry);
-  mlir::PassPipelineRegistration<>(
+  mlir::PassPipelineRegistration<CPUPipelineOptions>(
       "ein-lower-to-llvm",
       "einc's CPU pipeline: ein to the LLVM dialect (einc emit --stage=llvm)",
-      [](mlir::OpPassManager &pm) {
-        if (mlir::failed(mlir::parsePassPipeline(
-                ein::cpuPipeline(ein::CPUStage::LLVM), pm, llvm::errs())))
-          llvm::report_fatal_error("ein-lower-to-llvm: bad pipeline text");
+      [](mlir::OpPassManager &pm, const CPUPipelineOptions &options) {
+        ein::buildCPUPipeline(pm, ein::CPUStage::LLVM, options.toCPUOptions());
       });
   // The same pipeline from `ein-tile-contractions` on, for IR that is already
   // on buffers (tests of the contraction and reduction tiling on hand-written
   // memref IR: dynamic sizes, strided layouts).
-  mlir::PassPipelineRegistration<>(
+  mlir::PassPipelineRegistration<CPUPipelineOptions>(
       "ein-lower-buffers-to-llvm",
       "einc's CPU pipeline from ein-tile-contractions on: buffers to the LLVM "
       "dialect",
-      [](mlir::OpPassManager &pm) {
-        std::string full = ein::cpuPipeline(ein::CPUStage::LLVM);
-        size_t from = full.find("ein-tile-contractions");
-        if (from == std::string::npos ||
-            mlir::failed(
-                mlir::parsePassPipeline(full.substr(from), pm, llvm::errs())))
-          llvm::report_fatal_error(
-              "ein-lower-buffers-to-llvm: bad pipeline text");
+      [](mlir::OpPassManager &pm, const CPUPipelineOptions &options) {
+        ein::buildCPUPipeline(pm, ein::CPUStage::LLVM, options.toCPUOptions(),
+                              ein::CPUStart::Buffers);
       });
 #endif
   return mlir::asMainReturnCode(

@@ -3,12 +3,15 @@
 
 #include "ein/Support/Error.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mlir {
 class DialectRegistry;
 class ModuleOp;
 class MLIRContext;
+class OpPassManager;
 } // namespace mlir
 
 namespace ein {
@@ -20,12 +23,18 @@ enum class CPUStage {
   LLVM,   // the LLVM dialect, ready for translation to LLVM IR
 };
 
+/// The blocking of ein-tile-contractions (§3.1 of docs/lowering.md); an
+/// unset field keeps the pass's default.
+struct ContractionTiles {
+  std::optional<int64_t> mr, nrVectors, mc, nc, kc, vectorBits, workItems;
+  /// "mr=6 kc=128": the fields that are set, for cache keys and messages.
+  std::string str() const;
+};
+
 /// Knobs of the CPU pipeline that users may set.
 struct CPUOptions {
-  /// Options of ein-tile-contractions in pass-option syntax ("mr=6 kc=128");
-  /// empty keeps its defaults. Set from `einc --tiles` by
-  /// parseContractionTiles.
-  std::string contractionTiles;
+  /// Set from `einc --tiles` by parseContractionTiles.
+  ContractionTiles tiles;
 };
 
 /// Parses `--tiles` text, KEY=INT[,KEY=INT]... with the keys of
@@ -34,9 +43,15 @@ struct CPUOptions {
 ErrorOr<void> parseContractionTiles(const std::string &text,
                                     CPUOptions &options);
 
-/// The textual pass pipeline (passes on builtin.module, comma-separated,
-/// without the anchor) that lowers `ein` IR to `stage`.
-std::string cpuPipeline(CPUStage stage, const CPUOptions &options = {});
+/// Where a pipeline starts: at `ein` IR, or on buffers at the contraction
+/// tiling (for tests of the CPU passes on hand-written memref IR).
+enum class CPUStart { Ein, Buffers };
+
+/// Adds the passes that lower `ein` IR (or buffers) to `stage`, with typed
+/// options, to `pm` (a pass manager on builtin.module).
+void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
+                      const CPUOptions &options = {},
+                      CPUStart start = CPUStart::Ein);
 
 /// Registers the dialects, interfaces and passes the CPU pipeline uses.
 void registerCPUPipeline(mlir::DialectRegistry &registry);
