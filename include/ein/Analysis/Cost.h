@@ -57,9 +57,13 @@ std::vector<T> afterContracting(const std::vector<T> &live, unsigned i,
   return next;
 }
 
-/// The contraction order for an einsum: optimal (least FLOPs) for up to 6
-/// operands, greedy above, as opt_einsum does. Unbound sizes count as 512
-/// when comparing orders.
+/// The contraction order for an einsum, the pairwise order with the fewest
+/// FLOPs (docs/cost-model.md, "Contraction order"): the best of all orders up
+/// to 13 operands; above, the best without outer products inside each group
+/// of operands linked by summed indices when that search ends within its
+/// budget, else the cheaper of two greedy orders, and never worse than them.
+/// Unbound sizes count as 512 when comparing orders; equal costs always give
+/// the same order.
 std::vector<std::pair<unsigned, unsigned>>
 contractionPath(const EinsumInfo &info, const Bindings &env);
 
