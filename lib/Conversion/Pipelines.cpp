@@ -102,7 +102,7 @@ ErrorOr<void> parseContractionTiles(const std::string &text,
 }
 
 std::string cpuPipeline(CPUStage stage, const CPUOptions &options) {
-  std::string p = "ein-to-linalg,canonicalize";
+  std::string p = "ein-split-einsums,ein-to-linalg,canonicalize";
   if (stage == CPUStage::Linalg)
     return p;
   // Bufferize with results written in place into the caller's buffers;

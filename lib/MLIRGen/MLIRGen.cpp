@@ -3,6 +3,7 @@
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Conversion/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -211,6 +212,11 @@ void registerEinDialects(mlir::MLIRContext &context) {
 mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
                                                  const CheckedModule &module) {
   registerEinDialects(context);
+  // The CPU pipeline (Pipelines.cpp) names ein-split-einsums, a pass of
+  // EinTransforms, which EinConversion does not register; every module that
+  // einc lowers is built here.
+  static bool passesRegistered = (registerEinPasses(), true);
+  (void)passesRegistered;
   return Generator(context, module).run();
 }
 
