@@ -598,6 +598,15 @@ INSTANTIATE_TEST_SUITE_P(Ops, CostTableTest, ::testing::ValuesIn(kCosts),
 //===----------------------------------------------------------------------===//
 
 using Path = std::vector<std::pair<unsigned, unsigned>>;
+using Steps = std::vector<ContractionStep>;
+
+/// The steps of a pairwise path.
+Steps stepsOf(const Path &path) {
+  Steps steps;
+  for (auto [i, j] : path)
+    steps.push_back({i, j});
+  return steps;
+}
 
 struct ChainCase {
   const char *name;
@@ -620,7 +629,7 @@ TEST_P(ContractionTest, OptimalOrder) {
     return;
   Bindings env = bindingsOf(c.env);
   OpCost cost = computeCost(p.input, env);
-  EXPECT_EQ(cost.path, c.path);
+  EXPECT_EQ(cost.path, stepsOf(c.path));
   EXPECT_EQ(contractionPath(*p.input.einsum, env), c.path);
   EXPECT_EQ(cost.flops.str(), c.flops);
   ASSERT_TRUE(cost.naiveFlops.has_value());
@@ -730,22 +739,56 @@ TEST(Contraction, OuterProductFirst) {
                 DType::F32);
   ASSERT_FALSE(HasFatalFailure());
   OpCost cost = computeCost(p.input, {});
-  EXPECT_EQ(cost.path, (Path{{0, 1}, {0, 1}}));
+  EXPECT_EQ(cost.path, (Steps{{0, 1}, {0, 1}}));
   EXPECT_EQ(cost.flops.str(), "200100");
 }
 
-TEST(Contraction, SummingAnIndexOfOneOperandCountsTwice) {
-  // a=2 b=3 c=4 d=5; d is only in the third operand. A step that sums it
-  // counts 2 per point, as opt_einsum's opt_cost does: (x z) first sums d,
-  // 2*a*b*d = 60, then y: 2*a*b*c = 48, 108 in all. (x y) first: 48, then
-  // z: 2*a*c*d = 80, 128; (y z) first: 2*b*c*d = 120, then x: 48, 168.
+TEST(Contraction, OneOperandStepFirstWhenCheaper) {
+  // a=2 b=3 c=4 d=5; d is only in the third operand. Pairwise, (x z) first
+  // sums d, 2*a*b*d = 60, then y: 2*a*b*c = 48, 108 in all; (x y) first:
+  // 48, then z: 2*a*c*d = 80, 128; (y z) first: 2*b*c*d = 120, then x: 48,
+  // 168. Summing d out of z alone first (one operand: 2 per point, 2*d = 10)
+  // leaves a scalar, [x, y, z']; the scalar times x, a*b = 6 (nothing
+  // summed), then y, 48: 64. (opt_einsum 3.4: optimal 108; dp 66, which
+  // multiplies the scalar in last, into the a*c = 8 result.)
   Prepared p;
-  prepareEinsum(p, "a b, b c, d -> a c", {"2 3", "3 4", "5"}, DType::F32,
+  prepareEinsum(p, "a b, b c, d -> a c", {"a b", "b c", "d"}, DType::F32,
+                DType::F32);
+  ASSERT_FALSE(HasFatalFailure());
+  Bindings env = bindingsOf("a=2 b=3 c=4 d=5");
+  OpCost cost = computeCost(p.input, env);
+  EXPECT_EQ(cost.path, (Steps{{2}, {0, 2}, {0, 1}}));
+  EXPECT_EQ(cost.flops.str(), "64");
+  EXPECT_EQ(cost.flops.expr.str(), "2*a*b*c + a*b + 2*d");
+  // The pairwise order alone.
+  EXPECT_EQ(contractionPath(*p.input.einsum, env), (Path{{0, 2}, {0, 1}}));
+}
+
+TEST(Contraction, OneOperandStepFirstSavesALargeIndex) {
+  // a=100 b=c=d=2; a is only in x. Pairwise the best is (x y) first,
+  // 2*a*b*c = 800, then z: 2*c*d = 8, 808. Summing a out of x first costs
+  // 2*a*b = 400, then x y: 2*b*c = 8, then z: 8, 416. After the one-operand
+  // step x is last: [y, z, x], so x y is (0,2). (opt_einsum 3.4 dp: 416.)
+  Prepared p;
+  prepareEinsum(p, "a b, b c, c d -> d", {"100 2", "2 2", "2 2"}, DType::F32,
                 DType::F32);
   ASSERT_FALSE(HasFatalFailure());
   OpCost cost = computeCost(p.input, {});
-  EXPECT_EQ(cost.path, (Path{{0, 2}, {0, 1}}));
-  EXPECT_EQ(cost.flops.str(), "108");
+  EXPECT_EQ(cost.path, (Steps{{0}, {0, 2}, {0, 1}}));
+  EXPECT_EQ(cost.flops.str(), "416");
+}
+
+TEST(Contraction, NoOneOperandStepWhenDearer) {
+  // a=1000 b=c=2; a is only in x. Pairwise: x y, 2*a*b = 4000 (a scalar),
+  // then z: c = 2, 4002. Summing a first: 2*a*b = 4000, then x y: 2*b = 4,
+  // then z: 2, 4006. (opt_einsum 3.4: optimal 4002, dp 4006.)
+  Prepared p;
+  prepareEinsum(p, "a b, b, c -> c", {"1000 2", "2", "2"}, DType::F32,
+                DType::F32);
+  ASSERT_FALSE(HasFatalFailure());
+  OpCost cost = computeCost(p.input, {});
+  EXPECT_EQ(cost.path, (Steps{{0, 1}, {0, 1}}));
+  EXPECT_EQ(cost.flops.str(), "4002");
 }
 
 TEST(Contraction, UnboundSizesCountAs512) {
@@ -774,15 +817,21 @@ TEST(Contraction, EqualCostsGiveTheSameOrderEveryTime) {
     EXPECT_EQ(contractionPath(*p.input.einsum, {}), first);
 }
 
-/// Replays `path` on n operands: every operand used once, one result left.
-bool isCompletePath(const Path &path, size_t n) {
-  size_t live = n;
-  for (auto [i, j] : path) {
-    if (!(i < j && j < live))
+/// Replays `path` on n operands: each step one or two live positions, and
+/// one result left after every operand took part in a pair.
+bool isCompletePath(const Steps &path, size_t n) {
+  size_t live = n, pairs = 0;
+  for (auto &step : path) {
+    if (step.size() == 1
+            ? step[0] >= live
+            : !(step.size() == 2 && step[0] < step[1] && step[1] < live))
       return false;
-    --live;
+    if (step.size() == 2) {
+      --live;
+      ++pairs;
+    }
   }
-  return live == 1 && path.size() + 1 == n;
+  return live == 1 && pairs + 1 == n;
 }
 
 /// A chain of n matrices "a0 a1, a1 a2, ... -> a0 an" with dims[k] the size

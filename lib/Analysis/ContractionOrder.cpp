@@ -132,13 +132,12 @@ struct Tree {
   }
 };
 
-/// opt_einsum's list of pairs: positions in the list of live operands, the
-/// two removed and their product appended (`afterContracting`).
-std::vector<std::pair<unsigned, unsigned>> toPath(const Tree &tree) {
-  std::vector<unsigned> live(tree.leaves);
-  for (unsigned i = 0; i < tree.leaves; ++i)
-    live[i] = i;
-  std::vector<std::pair<unsigned, unsigned>> path;
+/// The steps of `tree` in opt_einsum's convention: positions in the list of
+/// live operands, the two removed and their product appended
+/// (`afterContracting`), starting from `live` (node ids).
+std::vector<ContractionStep> toSteps(const Tree &tree,
+                                     std::vector<unsigned> live) {
+  std::vector<ContractionStep> steps;
   for (unsigned k = 0; k < tree.inner.size(); ++k) {
     auto [a, b] = tree.inner[k];
     unsigned i =
@@ -147,10 +146,10 @@ std::vector<std::pair<unsigned, unsigned>> toPath(const Tree &tree) {
         unsigned(std::find(live.begin(), live.end(), b) - live.begin());
     if (i > j)
       std::swap(i, j);
-    path.push_back({i, j});
+    steps.push_back({i, j});
     live = afterContracting(live, i, j, tree.leaves + k);
   }
-  return path;
+  return steps;
 }
 
 /// An einsum reduced to what the order depends on. Axes that occur in the
@@ -652,11 +651,17 @@ Flops nominalSize(const SizeExpr &size, const Bindings &env) {
   return *v < 0 ? 0 : Flops(*v);
 }
 
+using IndexClasses =
+    std::map<std::pair<std::vector<unsigned>, bool>, std::vector<std::string>>;
+
+/// The order of `info` over `classes`; with `mayReduce`, the cheaper of the
+/// pairwise order and one that first sums, in a one-operand step, every
+/// index that only one operand has and the output has not (what opt_einsum's
+/// 'dp' does), then contracts the smaller operands pairwise.
 template <class Set>
-std::vector<std::pair<unsigned, unsigned>>
+std::vector<ContractionStep>
 orderWith(const EinsumInfo &info, const Bindings &env,
-          const std::map<std::pair<std::vector<unsigned>, bool>,
-                         std::vector<std::string>> &classes) {
+          const IndexClasses &classes, bool mayReduce) {
   Problem<Set> p;
   p.classes = unsigned(classes.size());
   p.output = p.emptySet();
@@ -673,13 +678,47 @@ orderWith(const EinsumInfo &info, const Bindings &env,
       p.output.insert(k);
     ++k;
   }
-  return toPath(search(p));
+  unsigned n = unsigned(p.operands.size());
+  std::vector<unsigned> identity(n);
+  for (unsigned i = 0; i < n; ++i)
+    identity[i] = i;
+  Tree pairwise = search(p);
+  if (!mayReduce || n > kMaxSearchedOperands)
+    return toSteps(pairwise, identity);
+
+  // Each operand's indices that the output or another operand still needs.
+  Problem<Set> reduced = p;
+  Flops reduceFlops = 0;
+  std::vector<unsigned> reducible;
+  for (unsigned i = 0; i < n; ++i) {
+    Set kept = p.resultOf(bit(i));
+    if (kept == p.operands[i])
+      continue;
+    reducible.push_back(i);
+    reduceFlops = addFlops(reduceFlops, p.stepFlops(p.operands[i], kept));
+    reduced.operands[i] = kept;
+  }
+  if (reducible.empty())
+    return toSteps(pairwise, identity);
+  Tree afterReducing = search(reduced);
+  if (!(addFlops(reduceFlops, reduced.cost(afterReducing)) < p.cost(pairwise)))
+    return toSteps(pairwise, identity);
+  // The one-operand steps first; each moves its operand to the end.
+  std::vector<ContractionStep> steps;
+  std::vector<unsigned> live = identity;
+  for (unsigned i : reducible) {
+    unsigned at =
+        unsigned(std::find(live.begin(), live.end(), i) - live.begin());
+    steps.push_back({at});
+    live = afterContracting(live, at, at, i);
+  }
+  for (auto &step : toSteps(afterReducing, live))
+    steps.push_back(step);
+  return steps;
 }
 
-} // namespace
-
-std::vector<std::pair<unsigned, unsigned>>
-contractionPath(const EinsumInfo &info, const Bindings &env) {
+std::vector<ContractionStep> order(const EinsumInfo &info, const Bindings &env,
+                                   bool mayReduce) {
   size_t n = info.operandAxes.size();
   if (n < 2)
     return {};
@@ -692,15 +731,29 @@ contractionPath(const EinsumInfo &info, const Bindings &env) {
         h.push_back(i);
     }
   std::set<std::string> output(info.outputAxes.begin(), info.outputAxes.end());
-  std::map<std::pair<std::vector<unsigned>, bool>, std::vector<std::string>>
-      classes;
+  IndexClasses classes;
   for (auto &[axis, ops] : holders)
     classes[{ops, output.count(axis) > 0}].push_back(axis);
   if (classes.size() <= 64)
-    return orderWith<FixedIndexSet<1>>(info, env, classes);
+    return orderWith<FixedIndexSet<1>>(info, env, classes, mayReduce);
   if (classes.size() <= 256)
-    return orderWith<FixedIndexSet<4>>(info, env, classes);
-  return orderWith<DynamicIndexSet>(info, env, classes);
+    return orderWith<FixedIndexSet<4>>(info, env, classes, mayReduce);
+  return orderWith<DynamicIndexSet>(info, env, classes, mayReduce);
+}
+
+} // namespace
+
+std::vector<std::pair<unsigned, unsigned>>
+contractionPath(const EinsumInfo &info, const Bindings &env) {
+  std::vector<std::pair<unsigned, unsigned>> path;
+  for (auto &step : order(info, env, /*mayReduce=*/false))
+    path.push_back({step[0], step[1]});
+  return path;
+}
+
+std::vector<ContractionStep> contractionOrder(const EinsumInfo &info,
+                                              const Bindings &env) {
+  return order(info, env, /*mayReduce=*/true);
 }
 
 } // namespace ein

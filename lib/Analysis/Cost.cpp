@@ -82,17 +82,20 @@ struct PathStep {
   SizeExpr flops;
 };
 
-/// Contracting operands a and b, given what the rest still needs.
-PathStep contract(const std::set<std::string> &a, const std::set<std::string> &b,
+/// Contracting operands a and b (`terms` 2), or summing a alone (`terms` 1,
+/// b == a), given what the rest still needs.
+PathStep contract(const std::set<std::string> &a,
+                  const std::set<std::string> &b,
                   const std::set<std::string> &needed,
-                  const std::map<std::string, SizeExpr> &sizes) {
+                  const std::map<std::string, SizeExpr> &sizes, size_t terms) {
   std::set<std::string> all = a;
   all.insert(b.begin(), b.end());
   PathStep step;
   for (auto &i : all)
     if (needed.count(i))
       step.result.insert(i);
-  step.flops = contractionFlops(all, step.result.size() != all.size(), 2, sizes);
+  step.flops =
+      contractionFlops(all, step.result.size() != all.size(), terms, sizes);
   return step;
 }
 
@@ -150,13 +153,15 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
       break;
     }
     c.naiveFlops = Quantity::of(naive, env);
-    c.path = contractionPath(info, env);
+    c.path = contractionOrder(info, env);
     std::vector<std::set<std::string>> live;
     for (auto &axes : info.operandAxes)
       live.emplace_back(axes.begin(), axes.end());
-    for (auto [i, j] : c.path) {
-      auto step = contract(live[i], live[j], neededBy(live, i, j, info.outputAxes),
-                           info.axisSizes);
+    for (auto &ij : c.path) {
+      unsigned i = ij[0], j = ij.back(); // j == i: one operand
+      auto step =
+          contract(live[i], live[j], neededBy(live, i, j, info.outputAxes),
+                   info.axisSizes, i == j ? 1 : 2);
       flops = flops + step.flops;
       live = afterContracting(live, i, j, step.result);
     }
