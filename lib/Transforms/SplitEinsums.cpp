@@ -60,10 +60,11 @@ std::string productSide(const std::vector<std::string> &axes,
   return side;
 }
 
-/// One two-operand einsum of the chain.
+/// One einsum of the chain: of two operands, or of one (summing what only it
+/// has).
 struct Step {
-  unsigned i, j;     // positions in the live list (contractionPath)
-  bool castI, castJ; // cast that operand to the accumulator type first
+  ContractionStep at;     // positions in the live list (contractionOrder)
+  std::vector<bool> cast; // cast that operand to the accumulator type first
   ein::Pattern pattern;
   std::vector<SizeArg> sizes;
   EinTensorType type;
@@ -112,54 +113,57 @@ struct SplitEinsum : mlir::OpRewritePattern<EinsumOp> {
     // infer leaves the einsum as it is.
     std::vector<Step> steps;
     InferContext ctx = getInferContext(op);
-    for (auto [i, j] : contractionPath(*info, env)) {
-      // As the lowering keeps them: the axes of both operands, in order, that
-      // the output or another live operand still needs.
+    for (const ContractionStep &at : contractionOrder(*info, env)) {
+      unsigned i = at[0], j = at.back(); // j == i: one operand
+      // As the lowering keeps them: the axes of the step's operands, in
+      // order, that the output or another live operand still needs.
       std::set<std::string> needed(info->outputAxes.begin(),
                                    info->outputAxes.end());
       for (size_t k = 0; k < live.size(); ++k)
         if (k != i && k != j)
           needed.insert(live[k].axes.begin(), live[k].axes.end());
       std::vector<std::string> keep;
-      for (const Term *t : {&live[i], &live[j]})
-        for (auto &a : t->axes)
+      bool hasEllipsis = false, withProduct = false;
+      std::string in;
+      for (unsigned k : at) {
+        for (auto &a : live[k].axes)
           if (needed.count(a) &&
               std::find(keep.begin(), keep.end(), a) == keep.end())
             keep.push_back(a);
-      bool last = live.size() == 2;
-      bool hasEllipsis = live[i].hasEllipsis || live[j].hasEllipsis;
+        hasEllipsis |= live[k].hasEllipsis;
+        withProduct |= !live[k].original;
+        in += (k == at[0] ? "" : ", ") + live[k].side; // a scalar's is ""
+      }
+      bool last = live.size() == at.size();
       std::string out =
           last ? pattern->output.str() : productSide(keep, hasEllipsis);
       Expected<ein::Pattern> stepPattern =
-          parsePattern(live[i].side + ", " + live[j].side + " -> " + out,
-                       PatternUse::Einsum);
+          parsePattern(in + " -> " + out, PatternUse::Einsum);
       if (!stepPattern)
         return mlir::failure();
+      Step step{at, {}, *stepPattern, {}, {}};
       // An operand of the einsum that meets a product (in `acc`) is cast to
       // it first: the conversion the einsum applies to each of its elements.
-      bool withProduct = !live[i].original || !live[j].original;
-      Step step{i,
-                j,
-                withProduct && live[i].type.getElementType() != acc,
-                withProduct && live[j].type.getElementType() != acc,
-                *stepPattern,
-                {},
-                {}};
-      for (auto &s : *sizes) { // the sizes of the axes this step names
-        bool used = false;
-        for (auto *side : {&step.pattern.inputs[0], &step.pattern.inputs[1],
-                           &step.pattern.output})
-          for (auto *a : side->namedAxes())
-            used |= a->name == s.name;
-        if (used)
-          step.sizes.push_back(s);
+      std::vector<Shape> shapes;
+      for (unsigned k : at) {
+        step.cast.push_back(withProduct &&
+                            live[k].type.getElementType() != acc);
+        shapes.push_back(live[k].type.getShape());
       }
+      std::set<std::string> named; // the sizes of the axes this step names
+      for (auto &side : step.pattern.inputs)
+        for (auto *a : side.namedAxes())
+          named.insert(a->name);
+      for (auto *a : step.pattern.output.namedAxes())
+        named.insert(a->name);
+      for (auto &s : *sizes)
+        if (named.count(s.name))
+          step.sizes.push_back(s);
       if (last) {
         step.type = resultType.withElementType(acc);
       } else {
-        Expected<Shape> shape = inferEinsum(
-            ctx, step.pattern,
-            {live[i].type.getShape(), live[j].type.getShape()}, step.sizes);
+        Expected<Shape> shape =
+            inferEinsum(ctx, step.pattern, shapes, step.sizes);
         if (!shape)
           return mlir::failure();
         step.type = EinTensorType::get(*shape, acc);
@@ -175,10 +179,9 @@ struct SplitEinsum : mlir::OpRewritePattern<EinsumOp> {
                                     op.getInputs().end());
     for (const Step &step : steps) {
       llvm::SmallVector<mlir::Value, 2> operands;
-      for (auto [k, cast] :
-           {std::pair{step.i, step.castI}, {step.j, step.castJ}}) {
-        mlir::Value v = values[k];
-        if (cast)
+      for (size_t n = 0; n < step.at.size(); ++n) {
+        mlir::Value v = values[step.at[n]];
+        if (step.cast[n])
           v = rewriter.create<CastOp>(
               loc, llvm::cast<EinTensorType>(v.getType()).withElementType(acc),
               v);
@@ -189,7 +192,7 @@ struct SplitEinsum : mlir::OpRewritePattern<EinsumOp> {
       mlir::Value product = rewriter.create<EinsumOp>(
           loc, step.type, operands,
           PatternAttr::get(getContext(), step.pattern), stepSizes, stepAcc);
-      values = afterContracting(values, step.i, step.j, product);
+      values = afterContracting(values, step.at[0], step.at.back(), product);
     }
     mlir::Value result = values[0];
     if (acc != resultElement)

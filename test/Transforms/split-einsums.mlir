@@ -143,6 +143,40 @@ module attributes {ein.dims = {n = 2 : i64}} {
 
 // -----
 
+// Tests a one-operand step first: a = 100 is only in x. Summing it out of x
+// alone costs 2*100*2 = 400, then y and z 8 each: 416, against 808 for the
+// best pairwise order (x y first, 2*100*2*2). The summed x moves to the end
+// of the live operands: [y, z, x'], and y x' is the pair (0,2).
+// CHECK-LABEL: func.func @one_operand_first
+// CHECK-SAME: (%[[X:.*]]: !ein.tensor<"100 2", f32>, %[[Y:.*]]: !ein.tensor<"2 2", f32>, %[[Z:.*]]: !ein.tensor<"2 2", f32>)
+// CHECK-NEXT: %[[XS:.*]] = ein.einsum %[[X]] "a b -> b" : !ein.tensor<"100 2", f32> -> !ein.tensor<"2", f32>
+// CHECK-NEXT: %[[P:.*]] = ein.einsum %[[Y]], %[[XS]] "b c, b -> c" : !ein.tensor<"2 2", f32>, !ein.tensor<"2", f32> -> !ein.tensor<"2", f32>
+// CHECK-NEXT: %[[R:.*]] = ein.einsum %[[Z]], %[[P]] "c d, c -> d" : !ein.tensor<"2 2", f32>, !ein.tensor<"2", f32> -> !ein.tensor<"2", f32>
+// CHECK-NEXT: return %[[R]]
+func.func @one_operand_first(%x: !ein.tensor<"100 2", f32>, %y: !ein.tensor<"2 2", f32>, %z: !ein.tensor<"2 2", f32>) -> !ein.tensor<"2", f32> {
+  %0 = ein.einsum %x, %y, %z "a b, b c, c d -> d" : !ein.tensor<"100 2", f32>, !ein.tensor<"2 2", f32>, !ein.tensor<"2 2", f32> -> !ein.tensor<"2", f32>
+  return %0 : !ein.tensor<"2", f32>
+}
+
+// -----
+
+// Tests a one-operand step to a scalar (the trace of y) and a step whose
+// first operand is that scalar (its side of the pattern is empty): trace
+// 2*3 = 6, x z 2*2*8 = 32, the scalar times the result 2: 40, against 44
+// pairwise and 46 or 54 with the scalar met earlier.
+// CHECK-LABEL: func.func @scalar_first
+// CHECK-SAME: (%[[X:.*]]: !ein.tensor<"2 8", f32>, %[[Y:.*]]: !ein.tensor<"3 3", f32>, %[[Z:.*]]: !ein.tensor<"8", f32>)
+// CHECK-NEXT: %[[T:.*]] = ein.einsum %[[Y]] "f f -> " : !ein.tensor<"3 3", f32> -> !ein.tensor<"", f32>
+// CHECK-NEXT: %[[P:.*]] = ein.einsum %[[X]], %[[Z]] "b c, c -> b" : !ein.tensor<"2 8", f32>, !ein.tensor<"8", f32> -> !ein.tensor<"2", f32>
+// CHECK-NEXT: %[[R:.*]] = ein.einsum %[[T]], %[[P]] ", b -> b" : !ein.tensor<"", f32>, !ein.tensor<"2", f32> -> !ein.tensor<"2", f32>
+// CHECK-NEXT: return %[[R]]
+func.func @scalar_first(%x: !ein.tensor<"2 8", f32>, %y: !ein.tensor<"3 3", f32>, %z: !ein.tensor<"8", f32>) -> !ein.tensor<"2", f32> {
+  %0 = ein.einsum %x, %y, %z "b c, f f, c -> b" : !ein.tensor<"2 8", f32>, !ein.tensor<"3 3", f32>, !ein.tensor<"8", f32> -> !ein.tensor<"2", f32>
+  return %0 : !ein.tensor<"2", f32>
+}
+
+// -----
+
 // Tests that an einsum with an empty operand (j = 0) is left whole: its
 // lowering fills the result with zeros and builds no product.
 // CHECK-LABEL: func.func @empty_operand

@@ -42,11 +42,12 @@ def SplitEinsums : Pass<"ein-split-einsums", "::mlir::ModuleOp"> {
   let description = [{
     Rewrites every `ein.einsum` with three or more operands into a chain of
     two-operand `ein.einsum`s along the cost model's contraction order
-    (`ein::contractionPath`, the order `einc report` prints, computed with
+    (`ein::contractionOrder`, the order `einc report` prints, computed with
     the module's `ein.dims`; docs/cost-model.md), so that every back end
-    contracts in that order. Each intermediate keeps only the axes the output
-    or a later operand still needs (its elementary axes, `...` for the
-    ellipsis dims). Intermediates are in the accumulator type, as the lowering
+    contracts in that order. Where the order first sums an index that only
+    one operand has, that step is a one-operand einsum (`"a b -> b"`). Each
+    intermediate keeps only the axes the output or a later operand still
+    needs (its elementary axes, `...` for the ellipsis dims). Intermediates are in the accumulator type, as the lowering
     of one einsum would accumulate: `acc` when given, else f32 for a
     low-precision float result (f16, bf16, fp8), else the result type. Every
     step then carries that `acc`; an original operand that meets an
