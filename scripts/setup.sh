@@ -24,11 +24,11 @@ fi
 # Python oracles for the tests, installed into the interpreter given as $1
 # (the one CMake found) or python3.
 PY="${1:-python3}"
-if ! "$PY" -c "import numpy, einops" >/dev/null 2>&1; then
-  echo "setup: installing numpy and einops for $PY"
+if ! "$PY" -c "import numpy, einops, opt_einsum" >/dev/null 2>&1; then
+  echo "setup: installing numpy, einops and opt_einsum for $PY"
   if ! "$PY" -m pip --version >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip
   fi
-  "$PY" -m pip install -q numpy einops 2>/dev/null ||
-    "$PY" -m pip install -q --break-system-packages numpy einops
+  "$PY" -m pip install -q numpy einops opt_einsum 2>/dev/null ||
+    "$PY" -m pip install -q --break-system-packages numpy einops opt_einsum
 fi

@@ -1,11 +1,10 @@
-// The cost model: FLOP and byte counts per op, einsum contraction order, and
-// the device table (conventions in docs/cost-model.md).
+// The cost model: FLOP and byte counts per op (an einsum of 3+ operands
+// along the order of ContractionOrder.cpp) and the device table
+// (conventions in docs/cost-model.md).
 #include "ein/Analysis/Cost.h"
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <limits>
 #include <set>
 
 namespace ein {
@@ -78,30 +77,25 @@ SizeExpr contractionFlops(const std::set<std::string> &indices, bool inner,
   return product * SizeExpr::constant(factor);
 }
 
-double nominalSize(const SizeExpr &e, const Bindings &env) {
-  Bindings nominal = env;
-  for (auto &s : e.symbols())
-    nominal.emplace(s, 512);
-  auto v = e.evaluate(nominal);
-  return v ? toDouble(*v) : 512.0;
-}
-
 struct PathStep {
   std::set<std::string> result;
   SizeExpr flops;
 };
 
-/// Contracting operands a and b, given what the rest still needs.
-PathStep contract(const std::set<std::string> &a, const std::set<std::string> &b,
+/// Contracting operands a and b (`terms` 2), or summing a alone (`terms` 1,
+/// b == a), given what the rest still needs.
+PathStep contract(const std::set<std::string> &a,
+                  const std::set<std::string> &b,
                   const std::set<std::string> &needed,
-                  const std::map<std::string, SizeExpr> &sizes) {
+                  const std::map<std::string, SizeExpr> &sizes, size_t terms) {
   std::set<std::string> all = a;
   all.insert(b.begin(), b.end());
   PathStep step;
   for (auto &i : all)
     if (needed.count(i))
       step.result.insert(i);
-  step.flops = contractionFlops(all, step.result.size() != all.size(), 2, sizes);
+  step.flops =
+      contractionFlops(all, step.result.size() != all.size(), terms, sizes);
   return step;
 }
 
@@ -116,64 +110,6 @@ std::set<std::string> neededBy(const std::vector<std::set<std::string>> &ops,
 }
 
 } // namespace
-
-std::vector<std::pair<unsigned, unsigned>>
-contractionPath(const EinsumInfo &info, const Bindings &env) {
-  std::vector<std::set<std::string>> ops;
-  for (auto &axes : info.operandAxes)
-    ops.emplace_back(axes.begin(), axes.end());
-  if (ops.size() < 2)
-    return {};
-  auto cost = [&](const SizeExpr &e) { return nominalSize(e, env); };
-
-  if (ops.size() <= 6) {
-    // Exhaustive search over pairwise orders (at most 6!·5!/2^5 leaves).
-    double best = std::numeric_limits<double>::infinity();
-    std::vector<std::pair<unsigned, unsigned>> bestPath, current;
-    std::function<void(std::vector<std::set<std::string>> &, double)> search =
-        [&](std::vector<std::set<std::string>> &live, double spent) {
-          if (spent >= best)
-            return;
-          if (live.size() == 1) {
-            best = spent;
-            bestPath = current;
-            return;
-          }
-          for (unsigned i = 0; i < live.size(); ++i)
-            for (unsigned j = i + 1; j < live.size(); ++j) {
-              auto step = contract(live[i], live[j],
-                                   neededBy(live, i, j, info.outputAxes),
-                                   info.axisSizes);
-              auto next = afterContracting(live, i, j, step.result);
-              current.push_back({i, j});
-              search(next, spent + cost(step.flops));
-              current.pop_back();
-            }
-        };
-    search(ops, 0);
-    return bestPath;
-  }
-  // Greedy: repeatedly contract the cheapest pair.
-  std::vector<std::pair<unsigned, unsigned>> path;
-  while (ops.size() > 1) {
-    double best = std::numeric_limits<double>::infinity();
-    unsigned bi = 0, bj = 1;
-    PathStep bestStep;
-    for (unsigned i = 0; i < ops.size(); ++i)
-      for (unsigned j = i + 1; j < ops.size(); ++j) {
-        auto step = contract(ops[i], ops[j], neededBy(ops, i, j, info.outputAxes),
-                             info.axisSizes);
-        double c = cost(step.flops);
-        if (c < best) {
-          best = c, bi = i, bj = j;
-          bestStep = step;
-        }
-      }
-    ops = afterContracting(ops, bi, bj, bestStep.result);
-    path.push_back({bi, bj});
-  }
-  return path;
-}
 
 OpCost computeCost(const CostInput &in, const Bindings &env) {
   OpCost c;
@@ -217,13 +153,15 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
       break;
     }
     c.naiveFlops = Quantity::of(naive, env);
-    c.path = contractionPath(info, env);
+    c.path = contractionOrder(info, env);
     std::vector<std::set<std::string>> live;
     for (auto &axes : info.operandAxes)
       live.emplace_back(axes.begin(), axes.end());
-    for (auto [i, j] : c.path) {
-      auto step = contract(live[i], live[j], neededBy(live, i, j, info.outputAxes),
-                           info.axisSizes);
+    for (auto &ij : c.path) {
+      unsigned i = ij[0], j = ij.back(); // j == i: one operand
+      auto step =
+          contract(live[i], live[j], neededBy(live, i, j, info.outputAxes),
+                   info.axisSizes, i == j ? 1 : 2);
       flops = flops + step.flops;
       live = afterContracting(live, i, j, step.result);
     }

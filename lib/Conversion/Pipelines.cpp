@@ -2,6 +2,7 @@
 #include "ein/Conversion/Pipelines.h"
 #include "ein/Conversion/Passes.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -121,6 +122,9 @@ std::string ContractionTiles::str() const {
 void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
                       const CPUOptions &options, CPUStart start) {
   if (start == CPUStart::Ein) {
+    // The contraction order in IR: einsums of 3+ operands become pairwise
+    // einsums (shared by every back end).
+    pm.addPass(createSplitEinsums());
     pm.addPass(createEinToLinalg());
     pm.addPass(mlir::createCanonicalizerPass());
     if (stage == CPUStage::Linalg)

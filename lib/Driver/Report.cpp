@@ -2,6 +2,7 @@
 #include "ein/Driver/Report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <iterator>
@@ -128,10 +129,11 @@ std::string numberOrDash(const Quantity &q) {
   return q.value ? toString(*q.value) : "-";
 }
 
-std::string pathStr(const std::vector<std::pair<unsigned, unsigned>> &path) {
+/// "(1,2) (0,1)"; a one-operand step is "(0)".
+std::string pathStr(const std::vector<ContractionStep> &path) {
   std::string out;
-  for (auto [i, j] : path)
-    out += fmt::format("{}({},{})", out.empty() ? "" : " ", i, j);
+  for (auto &step : path)
+    out += fmt::format("{}({})", out.empty() ? "" : " ", fmt::join(step, ","));
   return out;
 }
 
@@ -274,8 +276,8 @@ std::string reportJSON(const CheckedModule &module,
                        jsonNumber(r.cost.naiveFlops->value),
                        jsonString(r.cost.naiveFlops->expr.str()));
         for (size_t k = 0; k < r.cost.path.size(); ++k)
-          fmt::format_to(out, "{}[{}, {}]", k ? ", " : "", r.cost.path[k].first,
-                         r.cost.path[k].second);
+          fmt::format_to(out, "{}[{}]", k ? ", " : "",
+                         fmt::join(r.cost.path[k], ", "));
         os += "]";
       }
       os += "}";

@@ -30,13 +30,19 @@ struct CostInput {
   size_t packAxesBefore = 0; // unpack: named axes before `*`
 };
 
+/// One step of a contraction order, in opt_einsum's convention: the live
+/// operands at these positions (two, or one) are removed and their result is
+/// appended. A one-operand step sums the indices that only that operand has
+/// and the output has not.
+using ContractionStep = std::vector<unsigned>;
+
 struct OpCost {
   Quantity flops, bytesRead, bytesWritten;
   bool view = false; // no data moves: strides only
-  /// einsum with 3+ operands: the naive single-loop count, and the pairwise
-  /// contraction order used (operand indices; new intermediates are appended).
+  /// einsum with 3+ operands: the naive single-loop count, and the
+  /// contraction order used (`contractionOrder`).
   std::optional<Quantity> naiveFlops;
-  std::vector<std::pair<unsigned, unsigned>> path;
+  std::vector<ContractionStep> path;
   Quantity bytes() const;
 };
 
@@ -44,8 +50,9 @@ struct OpCost {
 OpCost computeCost(const CostInput &input, const Bindings &env);
 
 /// The operand list after contracting operands `i` and `j` of a path into
-/// `result`: the others in order, then the result. Paths index operands by
-/// this convention, so the cost model and the lowering share it.
+/// `result`: the others in order, then the result (`i == j`: a one-operand
+/// step). Paths index operands by this convention, so the cost model and the
+/// lowering share it.
 template <typename T>
 std::vector<T> afterContracting(const std::vector<T> &live, unsigned i,
                                 unsigned j, T result) {
@@ -57,9 +64,21 @@ std::vector<T> afterContracting(const std::vector<T> &live, unsigned i,
   return next;
 }
 
-/// The contraction order for an einsum: optimal (least FLOPs) for up to 6
-/// operands, greedy above, as opt_einsum does. Unbound sizes count as 512
-/// when comparing orders.
+/// The contraction order for an einsum with the fewest FLOPs
+/// (docs/cost-model.md, "Contraction order"): the cheaper of the best
+/// pairwise order and the best one after one-operand steps that first sum
+/// every index only one operand has (opt_einsum's 'dp' does those). The best
+/// pairwise order is the best of all up to 13 operands; above, the best
+/// without outer products inside each group of operands linked by summed
+/// indices when that search ends within its budget, else the cheaper of two
+/// greedy orders, never worse than them. Unbound sizes count as 512 when
+/// comparing orders; equal costs always give the same order. `einc report`
+/// prints it and ein-split-einsums follows it.
+std::vector<ContractionStep> contractionOrder(const EinsumInfo &info,
+                                              const Bindings &env);
+
+/// The best pairwise order alone (no one-operand steps), for a lowering that
+/// contracts an einsum pairwise in one go.
 std::vector<std::pair<unsigned, unsigned>>
 contractionPath(const EinsumInfo &info, const Bindings &env);
 
