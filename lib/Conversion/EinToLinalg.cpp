@@ -1216,6 +1216,26 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     for (auto fn : functions) {
       if (fn.isExternal())
         continue;
+      // Only functions over ein tensors are lowered; one without any (already
+      // lowered, or never ein) is left alone, and one that mixes them with
+      // other types is an error (not a crash).
+      auto types = llvm::concat<const Type>(fn.getArgumentTypes(),
+                                            fn.getResultTypes());
+      bool anyEin = llvm::any_of(
+          types, [](Type t) { return llvm::isa<EinTensorType>(t); });
+      bool hasEinOps = false;
+      fn.walk([&](mlir::Operation *op) {
+        hasEinOps |= llvm::isa_and_nonnull<EinDialect>(op->getDialect());
+      });
+      if (!anyEin && !hasEinOps)
+        continue;
+      for (Type t : types)
+        if (!llvm::isa<EinTensorType>(t)) {
+          fn.emitError() << "ein-to-linalg lowers functions over !ein.tensor "
+                            "values only; got a parameter or result of type "
+                         << t;
+          return signalPassFailure();
+        }
       FunctionLowering lowering(b, env);
       llvm::SmallVector<Type> params, results;
       for (Type t : fn.getArgumentTypes()) {

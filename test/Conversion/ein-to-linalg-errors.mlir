@@ -18,3 +18,12 @@ func.func @product(%x: !ein.tensor<"h*d", f32>) -> !ein.tensor<"h*d", f32> {
   %0 = ein.exp %x : !ein.tensor<"h*d", f32>
   return %0 : !ein.tensor<"h*d", f32>
 }
+
+// -----
+
+// Tests that a function mixing ein tensors with other types is an error, not
+// a crash.
+// expected-error @+1 {{ein-to-linalg lowers functions over !ein.tensor values only; got a parameter or result of type 'memref<4xf32>'}}
+func.func @mixed(%x: !ein.tensor<"n", f32>, %m: memref<4xf32>) -> !ein.tensor<"n", f32> {
+  return %x : !ein.tensor<"n", f32>
+}
