@@ -22,6 +22,15 @@ struct Fixture {
     module = parseModule(file, diags);
     EXPECT_FALSE(diags.hadError());
   }
+  /// The symbolic check, then the binding to `shapes`.
+  ErrorOr<BoundCall> bind(Engine &engine,
+                          const std::vector<std::vector<int64_t>> &shapes,
+                          Specialisation specialisation) {
+    auto checked = engine.check(file, module, {}, "mm");
+    EXPECT_TRUE(bool(checked));
+    return engine.bind(file, module, {}, *checked, "mm", shapes,
+                       specialisation);
+  }
 };
 
 runtime::HostTensor filled(int64_t rows, int64_t cols, float scale) {
@@ -58,8 +67,7 @@ TEST(EngineTest, SizeGenericCompilesOnceForEveryShape) {
   Fixture f;
   Engine engine;
   for (auto [m, k, n] : {std::tuple{3, 5, 7}, {17, 4, 9}, {1, 33, 2}}) {
-    auto call = engine.bind(f.file, f.module, {}, "mm", {{m, k}, {k, n}},
-                            Specialisation::Generic);
+    auto call = f.bind(engine, {{m, k}, {k, n}}, Specialisation::Generic);
     ASSERT_TRUE(bool(call)) << call.error().message;
     expectMatmul(*call, m, k, n);
   }
@@ -70,8 +78,7 @@ TEST(EngineTest, SpecialisedCompilesOncePerShape) {
   Fixture f;
   Engine engine;
   for (auto [m, k, n] : {std::tuple{3, 5, 7}, {17, 4, 9}, {3, 5, 7}}) {
-    auto call = engine.bind(f.file, f.module, {}, "mm", {{m, k}, {k, n}},
-                            Specialisation::Sizes);
+    auto call = f.bind(engine, {{m, k}, {k, n}}, Specialisation::Sizes);
     ASSERT_TRUE(bool(call)) << call.error().message;
     expectMatmul(*call, m, k, n);
   }
@@ -81,13 +88,11 @@ TEST(EngineTest, SpecialisedCompilesOncePerShape) {
 TEST(EngineTest, InputsThatDoNotBindAreUsageErrors) {
   Fixture f;
   Engine engine;
-  auto call = engine.bind(f.file, f.module, {}, "mm", {{3, 5}, {4, 7}},
-                          Specialisation::Generic);
+  auto call = f.bind(engine, {{3, 5}, {4, 7}}, Specialisation::Generic);
   ASSERT_FALSE(bool(call));
   EXPECT_EQ(call.error().kind, ErrorKind::Usage);
   EXPECT_EQ(engine.compilations(), 0u);
-  auto missing = engine.bind(f.file, f.module, {}, "nope", {},
-                             Specialisation::Generic);
+  auto missing = engine.check(f.file, f.module, {}, "nope");
   ASSERT_FALSE(bool(missing));
   EXPECT_NE(missing.error().message.find("no function named 'nope'"),
             std::string::npos);

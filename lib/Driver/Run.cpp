@@ -5,8 +5,6 @@
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/Npy.h"
-#include "ein/Sema/EntryBinding.h"
-#include "ein/Syntax/DiagnosticError.h"
 
 #include <fmt/format.h>
 
@@ -110,7 +108,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
 
   // 3-4. Sizes from the inputs, entry checks, the function checked again
   // with them, compiled (Engine).
-  auto bound = engine.bind(file, module, check, options.function, shapes,
+  auto bound = engine.bind(file, module, check, *checked, options.function,
+                           shapes,
                            options.sizeGeneric ? Specialisation::Generic
                                                : Specialisation::Sizes);
   if (!bound)

@@ -68,15 +68,16 @@ Engine::compile(const SourceFile &file, const CheckedModule &checked,
 
 ErrorOr<BoundCall>
 Engine::bind(const SourceFile &file, const Module &module,
-             const CheckOptions &options, const std::string &function,
+             const CheckOptions &options, const CheckedModule &checked,
+             const std::string &function,
              const std::vector<std::vector<int64_t>> &shapes,
              Specialisation specialisation) {
   CheckOptions symbolic = options;
   symbolic.onlyFunction = function;
-  auto checked = check(file, module, symbolic, function);
-  if (!checked)
-    return checked.error();
-  const CheckedFunction *fn = checked->find(function);
+  const CheckedFunction *fn = checked.find(function);
+  if (!fn)
+    return Error::inFile(ErrorKind::Program, file.path,
+                         fmt::format("no function named '{}'", function));
   std::vector<std::string> paramNames;
   for (unsigned id : fn->params)
     paramNames.push_back(fn->values[id].name);

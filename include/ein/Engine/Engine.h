@@ -58,10 +58,12 @@ public:
   /// Binds `function`'s dims from the input shapes (one per parameter),
   /// evaluates its entry checks, checks it again with those sizes and
   /// compiles it (or takes the cached executable of the same signature).
+  /// `symbolic` is what `check` returned for the same options and function.
   /// Errors about the inputs are usage errors (exit 2); a function that
   /// cannot be compiled a program error.
   ErrorOr<BoundCall> bind(const SourceFile &file, const Module &module,
                           const CheckOptions &options,
+                          const CheckedModule &symbolic,
                           const std::string &function,
                           const std::vector<std::vector<int64_t>> &shapes,
                           Specialisation specialisation);
