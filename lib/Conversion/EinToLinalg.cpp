@@ -169,15 +169,11 @@ public:
             loc, size, index(loc, static_cast<int64_t>(read.scale)));
       symbols[read.symbol] = size;
     }
-    for (auto [arg, shape] : llvm::zip(arguments, shapes)) {
-      llvm::SmallVector<OpFoldResult> sizes;
-      for (auto &d : shape) {
-        auto s = materialize(loc, d.size, fn);
-        if (mlir::failed(s))
-          return mlir::failure();
-        sizes.push_back(*s);
-      }
-      knownSizes[arg] = sizes;
+    for (auto [arg, type] : llvm::zip(arguments, fn.getArgumentTypes())) {
+      auto sizes = typeSizes(loc, type, fn);
+      if (mlir::failed(sizes))
+        return mlir::failure();
+      knownSizes[arg] = *sizes;
     }
     return mlir::success();
   }
@@ -254,9 +250,9 @@ public:
     return sum;
   }
 
-  /// The sizes of a result of `op`, from its ein type.
+  /// The sizes of a value of ein type `einType` (a parameter, a result).
   mlir::FailureOr<llvm::SmallVector<OpFoldResult>>
-  resultSizes(Location loc, Type einType, mlir::Operation *at) {
+  typeSizes(Location loc, Type einType, mlir::Operation *at) {
     llvm::SmallVector<OpFoldResult> out;
     for (auto &d : llvm::cast<EinTensorType>(einType).getShape()) {
       if (d.isPack()) {
@@ -1079,7 +1075,7 @@ mlir::LogicalResult FunctionLowering::lower(mlir::Operation *op,
     auto t = tensorType(r.getType(), op);
     if (mlir::failed(t))
       return mlir::failure();
-    auto sizes = resultSizes(loc, r.getType(), op);
+    auto sizes = typeSizes(loc, r.getType(), op);
     if (mlir::failed(sizes))
       return mlir::failure();
     results.push_back({*t, *sizes});
