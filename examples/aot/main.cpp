@@ -40,8 +40,8 @@ double runAt(int64_t n, int64_t k, int64_t m, bool broadcastX, int &rc) {
   std::vector<float> yStore(n * (2 * m + 1), -7.0f);
   View y{yStore.data(), {n, m}, {2 * m + 1, 2}};
   const int64_t ws[] = {k, m}, wst[] = {m, 1}, bs[] = {m}, bst[] = {1};
-  rc = ein_layer(x.data, x.sizes, x.strides, w.data(), ws, wst, b.data(), bs,
-                 bst, y.data, y.sizes, y.strides);
+  rc = ein_layer(x.data, 2, x.sizes, x.strides, w.data(), 2, ws, wst, b.data(),
+                 1, bs, bst, y.data, 2, y.sizes, y.strides);
   double maxError = 0;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < m; ++j) {
@@ -82,23 +82,27 @@ int main() {
   const int64_t bs[] = {m}, bst[] = {1};
   const int64_t ys[] = {n, m}, yst[] = {m, 1};
   const int64_t wrongSizes[] = {k + 1, m}; // k disagrees with x's
-  int sizeRc = ein_layer(x.data(), xs, xst, w.data(), wrongSizes, wst,
-                         b.data(), bs, bst, y.data(), ys, yst);
+  int sizeRc = ein_layer(x.data(), 2, xs, xst, w.data(), 2, wrongSizes, wst,
+                         b.data(), 1, bs, bst, y.data(), 2, ys, yst);
   const int64_t negative[] = {-k, 1};
-  int strideRc = ein_layer(x.data(), xs, negative, w.data(), ws, wst, b.data(),
-                           bs, bst, y.data(), ys, yst);
+  int strideRc = ein_layer(x.data(), 2, xs, negative, w.data(), 2, ws, wst,
+                           b.data(), 1, bs, bst, y.data(), 2, ys, yst);
   const int64_t selfOverlap[] = {0, 1}; // every row of y at one address
-  int overlapRc = ein_layer(x.data(), xs, xst, w.data(), ws, wst, b.data(), bs,
-                            bst, y.data(), ys, selfOverlap);
-  int nullRc = ein_layer(nullptr, xs, xst, w.data(), ws, wst, b.data(), bs,
-                         bst, y.data(), ys, yst);
-  int aliasRc = ein_layer(x.data(), xs, xst, w.data(), ws, wst, b.data(), bs,
-                          bst, x.data(), ys, yst); // y written over x
-  std::printf("errors: size=%d stride=%d self-overlap=%d null=%d alias=%d\n",
-              sizeRc, strideRc, overlapRc, nullRc, aliasRc);
+  int overlapRc = ein_layer(x.data(), 2, xs, xst, w.data(), 2, ws, wst,
+                            b.data(), 1, bs, bst, y.data(), 2, ys, selfOverlap);
+  int nullRc = ein_layer(nullptr, 2, xs, xst, w.data(), 2, ws, wst, b.data(), 1,
+                         bs, bst, y.data(), 2, ys, yst);
+  int aliasRc = ein_layer(x.data(), 2, xs, xst, w.data(), 2, ws, wst, b.data(),
+                          1, bs, bst, x.data(), 2, ys, yst); // y over x
+  // b passed as a 1 x m matrix: the rank is checked before any size is read.
+  int rankRc = ein_layer(x.data(), 2, xs, xst, w.data(), 2, ws, wst, b.data(),
+                         2, ys + 1, yst, y.data(), 2, ys, yst);
+  std::printf(
+      "errors: size=%d stride=%d self-overlap=%d null=%d alias=%d rank=%d\n",
+      sizeRc, strideRc, overlapRc, nullRc, aliasRc, rankRc);
   ok &= sizeRc == EIN_ERR_SIZE && strideRc == EIN_ERR_STRIDE &&
         overlapRc == EIN_ERR_STRIDE && nullRc == EIN_ERR_NULL &&
-        aliasRc == EIN_ERR_ALIAS;
+        aliasRc == EIN_ERR_ALIAS && rankRc == EIN_ERR_RANK;
   std::printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }

@@ -15,15 +15,16 @@ int main(void) {
     y[i] = -1.0f;
   for (i = 0; i < 4; ++i)
     p[i] = -1.0f;
-  rc = ein_f(NULL, xs, odd, NULL, ws, odd, y, ys, yst, NULL, ms, one, p, ps,
-             one);
+  rc = ein_f(NULL, 2, xs, odd, NULL, 2, ws, odd, y, 2, ys, yst, NULL, 1, ms,
+             one, p, 1, ps, one);
   for (i = 0; i < 12; ++i)
     bad |= y[i] != 0.0f;
   for (i = 0; i < 4; ++i)
     bad |= p[i] != 1.0f;
   printf("empty: rc=%d zeros-and-ones=%s\n", rc, bad ? "no" : "yes");
   /* A non-empty tensor still needs its data. */
-  printf("null output: rc=%d\n", ein_f(NULL, xs, odd, NULL, ws, odd, NULL, ys,
-                                       yst, NULL, ms, one, p, ps, one));
+  printf("null output: rc=%d\n",
+         ein_f(NULL, 2, xs, odd, NULL, 2, ws, odd, NULL, 2, ys, yst, NULL, 1,
+               ms, one, p, 1, ps, one));
   return 0;
 }
