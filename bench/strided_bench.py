@@ -33,13 +33,11 @@ def build(einc, tmp):
     wrapper = os.path.join(tmp, "wrap.c")
     with open(wrapper, "w") as f:
         f.write('#include "w.h"\n')
-        f.write("int split_heads(const float *x, const int64_t *xs, const int64_t *xt,"
-                " float *y, const int64_t *ys, const int64_t *yt)"
-                " { return ein_split_heads(x, xs, xt, y, ys, yt); }\n")
-        f.write("int matmul(const float *a, const int64_t *as, const int64_t *at,"
-                " const float *b, const int64_t *bs, const int64_t *bt,"
-                " float *c, const int64_t *cs, const int64_t *ct)"
-                " { return ein_matmul(a, as, at, b, bs, bt, c, cs, ct); }\n")
+        for name, tensors in (("split_heads", ("x", "y")), ("matmul", ("a", "b", "c"))):
+            params = ", ".join(f"{'const ' if t != tensors[-1] else ''}float *{t}, int64_t {t}r,"
+                               f" const int64_t *{t}s, const int64_t *{t}t" for t in tensors)
+            args = ", ".join(f"{t}, {t}r, {t}s, {t}t" for t in tensors)
+            f.write(f"int {name}({params}) {{ return ein_{name}({args}); }}\n")
     lib = os.path.join(tmp, "libw.so")
     subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I", tmp, wrapper, obj, "-o", lib,
                     "-L/usr/lib/llvm-19/lib", "-Wl,-rpath,/usr/lib/llvm-19/lib",
@@ -48,10 +46,10 @@ def build(einc, tmp):
 
 
 def view_args(a):
-    """(data, sizes, strides in elements) of a numpy view."""
+    """(data, rank, sizes, strides in elements) of a numpy view."""
     sizes = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
     strides = (ctypes.c_int64 * max(a.ndim, 1))(*(s // a.itemsize for s in a.strides))
-    return [ctypes.c_void_p(a.ctypes.data), sizes, strides]
+    return [ctypes.c_void_p(a.ctypes.data), ctypes.c_int64(a.ndim), sizes, strides]
 
 
 def call(fn, *arrays):
