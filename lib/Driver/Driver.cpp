@@ -435,6 +435,19 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
   CheckedModule checked = checkModule(module, args.check, diags);
   if (diags.hadError())
     return errorFromDiagnostics(diags);
+  // Lowering gives every tensor a fixed rank: a variadic must have one.
+  bool lowers = args.command == "build" ||
+                (args.command == "emit" && args.stage != "ast" &&
+                 args.stage != "ein");
+  if (lowers)
+    for (auto &fn : checked.functions)
+      if (auto pack = variadicOfUnknownRank(fn))
+        return Error::at(
+            ErrorKind::Program, file->path, fn.loc.line, fn.loc.col,
+            fmt::format("cannot {} '{}': the rank of variadic {} is not "
+                        "fixed; give it with --rank {}=N",
+                        args.command == "build" ? "build" : "lower", fn.name,
+                        *pack, *pack == "..." ? "PARAM..." : *pack));
   if (args.command == "build") {
     auto built = compileToObject(checked, args.object, args.header, args.cpu);
     if (!built)

@@ -1100,6 +1100,20 @@ std::string packRankKey(const std::string &param, const std::string &pack) {
   return isAnonymousName(pack) ? param + "..." : pack;
 }
 
+std::optional<std::string> variadicOfUnknownRank(const CheckedFunction &fn) {
+  for (unsigned id : fn.params)
+    for (auto &d : fn.ctx.expand(fn.values[id].type.shape))
+      if (d.isPack())
+        return packRankKey(fn.values[id].name, d.pack);
+  // A result's variadic is a parameter's (or fixed by the body), but for
+  // an anonymous one written only in the result: it has no --rank key.
+  for (auto &r : fn.results)
+    for (auto &d : fn.ctx.expand(r.shape))
+      if (d.isPack())
+        return isAnonymousName(d.pack) ? "..." : d.pack;
+  return std::nullopt;
+}
+
 CheckedModule checkModule(const Module &module, const CheckOptions &options,
                           DiagnosticEngine &diags) {
   CheckedModule result;

@@ -5,6 +5,7 @@
 #include "ein/Syntax/AST.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace ein {
@@ -36,6 +37,11 @@ struct CheckOptions {
 /// The `packRanks` key of the variadic `pack` in parameter `param`'s type:
 /// `pack` when named, `param...` for an anonymous `...`.
 std::string packRankKey(const std::string &param, const std::string &pack);
+
+/// The `--rank` key of the first variadic of `fn`'s parameter or result
+/// types whose rank is not fixed (`batch`, `x...`); std::nullopt when every
+/// rank is known, as lowering needs.
+std::optional<std::string> variadicOfUnknownRank(const CheckedFunction &fn);
 
 /// Checks `module`; every error goes to `diags` with its source location.
 /// The result is meaningful only when no error was reported.
