@@ -436,9 +436,9 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
   if (diags.hadError())
     return errorFromDiagnostics(diags);
   // Lowering gives every tensor a fixed rank: a variadic must have one.
-  bool lowers = args.command == "build" ||
-                (args.command == "emit" && args.stage != "ast" &&
-                 args.stage != "ein");
+  bool lowers =
+      args.command == "build" ||
+      (args.command == "emit" && args.stage != "ast" && args.stage != "ein");
   if (lowers)
     for (auto &fn : checked.functions)
       if (auto pack = variadicOfUnknownRank(fn))

@@ -194,13 +194,12 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
       ranks.insert(fn.ctx.expand(fn.values[id].type.shape).size());
   }
   for (size_t r : ranks)
-    fmt::format_to(out,
-                   "typedef struct {{ void *allocated; void *aligned; int64_t "
-                   "offset;{} }} ein_memref{}_t;\n",
-                   r ? fmt::format(" int64_t sizes[{0}]; int64_t strides[{0}];",
-                                   r)
-                     : "",
-                   r);
+    fmt::format_to(
+        out,
+        "typedef struct {{ void *allocated; void *aligned; int64_t "
+        "offset;{} }} ein_memref{}_t;\n",
+        r ? fmt::format(" int64_t sizes[{0}]; int64_t strides[{0}];", r) : "",
+        r);
   h += R"(
 static inline int64_t ein_add_(int64_t a, int64_t b, int *ovf) {
   int64_t r; if (__builtin_add_overflow(a, b, &r)) *ovf = 1; return r;
@@ -264,9 +263,8 @@ static inline void ein_fill_(void *desc, int64_t rank, const void *data,
                                   : fn.returns[i - fn.params.size()];
     };
     auto nameOf = [&](size_t i) {
-      return i < fn.params.size()
-                 ? cName(fn.values[idOf(i)].name)
-                 : fmt::format("out{}", i - fn.params.size());
+      return i < fn.params.size() ? cName(fn.values[idOf(i)].name)
+                                  : fmt::format("out{}", i - fn.params.size());
     };
     std::vector<Shape> shapes;
     for (size_t i = 0; i < n; ++i)
@@ -279,8 +277,7 @@ static inline void ein_fill_(void *desc, int64_t rank, const void *data,
       sizes.names[plan.reads[k].symbol] = fmt::format("ein_s{}", k);
 
     std::string fnName = cName(fn.name);
-    fmt::format_to(out, "/* {}: {}:{} */\n", fn.name, module.path,
-                   fn.loc.line);
+    fmt::format_to(out, "/* {}: {}:{} */\n", fn.name, module.path, fn.loc.line);
     fmt::format_to(out, "void _mlir_ciface_ein_impl_{}(", fnName);
     for (size_t i = 0; i < n; ++i)
       fmt::format_to(out, "{}ein_memref{}_t *", i ? ", " : "",
@@ -327,10 +324,9 @@ static inline void ein_fill_(void *desc, int64_t rank, const void *data,
     }
     for (size_t i = 0; i < n; ++i)
       for (size_t d = 0; d < shapes[i].size(); ++d)
-        fmt::format_to(
-            out, "  if ({}_sizes[{}] != {}) return EIN_ERR_SIZE;\n",
-            nameOf(i), d,
-            sizes.expr(shapes[i][d].size.substitute(fn.ctx.env)));
+        fmt::format_to(out, "  if ({}_sizes[{}] != {}) return EIN_ERR_SIZE;\n",
+                       nameOf(i), d,
+                       sizes.expr(shapes[i][d].size.substitute(fn.ctx.env)));
     for (auto &c : fn.ctx.constraints) {
       SizeExpr l = c.lhs.substitute(fn.ctx.env),
                r = c.rhs.substitute(fn.ctx.env);
