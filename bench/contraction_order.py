@@ -21,6 +21,9 @@ import time
 import numpy as np
 import opt_einsum as oe
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "run"))
+from opt_einsum_equations import random_equation  # noqa: E402
+
 LETTERS = string.ascii_letters
 
 
@@ -75,19 +78,7 @@ def hadamard(n, rng):
 
 
 def random_network(n, regularity, rng):
-    num = n * regularity // 2
-    letters = LETTERS[:num]
-    placed = [c for c in letters for _ in range(2)]
-    terms = [""] * n
-    for k, ix in enumerate(rng.permutation(placed)):
-        if k < n:
-            terms[k] += ix
-        else:
-            where = int(rng.integers(0, n))
-            while ix in terms[where]:
-                where = int(rng.integers(0, n))
-            terms[where] += ix
-    return ",".join(terms) + "->", {c: int(rng.integers(2, 10)) for c in letters}
+    return random_equation(rng, n, regularity)
 
 
 def shapes_of(eq, sizes):

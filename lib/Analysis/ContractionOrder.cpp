@@ -41,6 +41,23 @@ constexpr size_t kCombineWork = 100;
 /// Operand subsets are 64-bit masks; larger einsums use the greedy order.
 constexpr unsigned kMaxSearchedOperands = 64;
 
+/// Whether every word is 0, and each set bit's index in order: the parts of
+/// the two index-set representations below that do not depend on storage.
+template <typename Words> bool noBits(const Words &words) {
+  for (uint64_t w : words)
+    if (w)
+      return false;
+  return true;
+}
+template <typename Words, typename F> void forEachBit(const Words &words, F f) {
+  unsigned base = 0;
+  for (uint64_t bits : words) {
+    for (; bits; bits &= bits - 1)
+      f(base + unsigned(__builtin_ctzll(bits)));
+    base += 64;
+  }
+}
+
 /// A set of index classes: W 64-bit words, so W * 64 classes at most.
 template <unsigned W> struct FixedIndexSet {
   std::array<uint64_t, W> words{};
@@ -67,17 +84,8 @@ template <unsigned W> struct FixedIndexSet {
     return true;
   }
   bool operator!=(const FixedIndexSet &o) const { return !(*this == o); }
-  bool empty() const {
-    for (uint64_t w : words)
-      if (w)
-        return false;
-    return true;
-  }
-  template <typename F> void forEach(F f) const {
-    for (unsigned w = 0; w < W; ++w)
-      for (uint64_t bits = words[w]; bits; bits &= bits - 1)
-        f(w * 64 + unsigned(__builtin_ctzll(bits)));
-  }
+  bool empty() const { return noBits(words); }
+  template <typename F> void forEach(F f) const { forEachBit(words, f); }
 };
 
 /// The same for any number of classes (only very wide einsums need it).
@@ -102,17 +110,8 @@ struct DynamicIndexSet {
   }
   bool operator==(const DynamicIndexSet &o) const { return words == o.words; }
   bool operator!=(const DynamicIndexSet &o) const { return words != o.words; }
-  bool empty() const {
-    for (uint64_t w : words)
-      if (w)
-        return false;
-    return true;
-  }
-  template <typename F> void forEach(F f) const {
-    for (size_t w = 0; w < words.size(); ++w)
-      for (uint64_t bits = words[w]; bits; bits &= bits - 1)
-        f(unsigned(w * 64) + unsigned(__builtin_ctzll(bits)));
-  }
+  bool empty() const { return noBits(words); }
+  template <typename F> void forEach(F f) const { forEachBit(words, f); }
 };
 
 using Mask = uint64_t; // a set of operands (or of leaves of a search)

@@ -52,6 +52,7 @@ from opt_einsum_equations import (  # noqa: E402
     ein_einsum_side,
     np_tokens,
     numpy_explicit,
+    random_equation,
 )
 
 # The sizes opt_einsum's tests give its letters (opt_einsum/testing.py,
@@ -106,33 +107,8 @@ def fixed_cases(equations: list[str], sizes) -> list[tuple[str, list[tuple[int, 
 
 
 def random_case(rng, n: int, regularity: int, n_out: int, global_dim: bool):
-    """A random contraction in the manner of opt_einsum.testing.rand_equation
-    (which needs pytest): n operands, each bond index in two of them, n_out
-    output indices in one each, sizes 2..9."""
-    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + \
-              [chr(c) for c in range(ord("A"), ord("Z") + 1)]
-    num = n * regularity // 2 + n_out
-    size = {letters[i]: int(rng.integers(2, 10)) for i in range(num)}
-    placed = []
-    for i in range(num):
-        placed += [letters[i]] if i < n_out else [letters[i]] * 2
-    terms = [""] * n
-    for k, ix in enumerate(rng.permutation(placed)):
-        if k < n:
-            terms[k] += ix
-        else:
-            where = int(rng.integers(0, n))
-            while ix in terms[where]:
-                where = int(rng.integers(0, n))
-            terms[where] += ix
-    out = "".join(letters[:n_out])
-    if global_dim:
-        g = letters[num]
-        size[g] = int(rng.integers(2, 10))
-        terms = [t + g for t in terms]
-        out += g
-    eq = ",".join(terms) + "->" + out
-    return eq, [tuple(size[c] for c in t) for t in terms]
+    eq, size = random_equation(rng, n, regularity, n_out, global_dim)
+    return eq, [tuple(size[c] for c in t) for t in eq.split("->")[0].split(",")]
 
 
 def random_cases() -> list[tuple[str, list[tuple[int, ...]]]]:

@@ -1,5 +1,7 @@
 """opt_einsum's test equations, shared by the execution corpus (run_corpus.py)
-and the contraction-order check (test/Analysis/contraction_order.py).
+and the contraction-order check (test/Analysis/contraction_order.py), and
+random tensor networks in opt_einsum's manner (that check and
+bench/contraction_order.py).
 
 OPT_EINSUM_FROZEN is a copy of every einsum expression in opt_einsum 3.4.0's
 tests; opt_einsum_expressions() reads them from the installed package when
@@ -120,3 +122,34 @@ def numpy_explicit(eq: str) -> str:
 
 def ein_einsum_side(term: str) -> str:
     return " ".join(np_tokens(term))
+
+
+def random_equation(rng, n: int, regularity: int, n_out: int = 0,
+                    global_dim: bool = False) -> tuple[str, dict[str, int]]:
+    """A random contraction in the manner of opt_einsum.testing.rand_equation
+    (which needs pytest): n operands, each bond index in two of them, n_out
+    output indices in one each, sizes 2..9; with global_dim, one more index
+    in every operand and the output. Returns the equation and the sizes."""
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + \
+              [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+    num = n * regularity // 2 + n_out
+    size = {letters[i]: int(rng.integers(2, 10)) for i in range(num)}
+    placed = []
+    for i in range(num):
+        placed += [letters[i]] if i < n_out else [letters[i]] * 2
+    terms = [""] * n
+    for k, ix in enumerate(rng.permutation(placed)):
+        if k < n:
+            terms[k] += ix
+        else:
+            where = int(rng.integers(0, n))
+            while ix in terms[where]:
+                where = int(rng.integers(0, n))
+            terms[where] += ix
+    out = "".join(letters[:n_out])
+    if global_dim:
+        g = letters[num]
+        size[g] = int(rng.integers(2, 10))
+        terms = [t + g for t in terms]
+        out += g
+    return ",".join(terms) + "->" + out, size

@@ -1,11 +1,10 @@
 # Runs the functions of anonymous-run.ein with einc on inputs whose
 # anonymous dims agree or broadcast (size 1), and compares each output with
 # numpy; prints one line per case.
-import os
-import subprocess
 import sys
 
 import numpy as np
+from einc_case import run_case
 
 einc, source, tmp = sys.argv[1:4]
 rng = np.random.default_rng(1)
@@ -38,23 +37,6 @@ CASES = [
 failures = 0
 for i, (fn, shapes, oracle) in enumerate(CASES):
     inputs = [("x", arr(*shapes[0])), ("y", arr(*shapes[1]))]
-    args = [einc, "run", source, "--fn", fn]
-    for name, value in inputs:
-        path = os.path.join(tmp, f"{i}-{name}.npy")
-        np.save(path, value)
-        args += ["--in", f"{name}={path}"]
-    out = os.path.join(tmp, f"{i}-out.npy")
-    run = subprocess.run(args + ["--out", out], capture_output=True, text=True)
-    expected = np.asarray(oracle(*[v for _, v in inputs]), np.float32)
     label = f"{fn} {shapes[0]} {shapes[1]}"
-    if run.returncode != 0:
-        print(f"FAIL {label}: exit {run.returncode}: {run.stderr.strip()}")
-        failures += 1
-        continue
-    got = np.load(out)
-    if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-5, atol=1e-5):
-        print(f"FAIL {label}: got shape {got.shape}, expected {expected.shape}")
-        failures += 1
-        continue
-    print(f"ok {label} -> {got.shape}")
+    failures += not run_case(einc, source, fn, inputs, oracle, tmp, str(i), label)
 print(f"{failures} failure(s)")

@@ -1,11 +1,10 @@
 # Runs the functions of variadic-run.ein with einc at variadic ranks 0..6
 # and compares each output with numpy/einops; prints one line per case.
-import os
-import subprocess
 import sys
 
 import einops
 import numpy as np
+from einc_case import run_case
 
 einc, source, tmp = sys.argv[1:4]
 rng = np.random.default_rng(0)
@@ -39,22 +38,5 @@ def cases(r):
 failures = 0
 for r in range(7):
     for fn, inputs, oracle in cases(r):
-        args = [einc, "run", source, "--fn", fn]
-        for name, value in inputs:
-            path = os.path.join(tmp, f"{fn}-{r}-{name}.npy")
-            np.save(path, value)
-            args += ["--in", f"{name}={path}"]
-        out = os.path.join(tmp, f"{fn}-{r}-out.npy")
-        run = subprocess.run(args + ["--out", out], capture_output=True, text=True)
-        expected = np.asarray(oracle(*[v for _, v in inputs]), np.float32)
-        if run.returncode != 0:
-            print(f"FAIL {fn} rank {r}: exit {run.returncode}: {run.stderr.strip()}")
-            failures += 1
-            continue
-        got = np.load(out)
-        if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-5, atol=1e-5):
-            print(f"FAIL {fn} rank {r}: got shape {got.shape}, expected {expected.shape}")
-            failures += 1
-            continue
-        print(f"ok {fn} rank {r} shape {got.shape}")
+        failures += not run_case(einc, source, fn, inputs, oracle, tmp, f"{fn}-{r}", f"{fn} rank {r}")
 print(f"{failures} failure(s)")

@@ -1,0 +1,30 @@
+# Runs one einc function on numpy inputs and compares its output with an
+# oracle: the harness the *_run.py scripts of this folder share.
+import os
+import subprocess
+
+import numpy as np
+
+
+def run_case(einc, source, fn, inputs, oracle, tmp, tag, label):
+    """Saves `inputs` ([(param, array)]) under `tmp` with prefix `tag`, runs
+    `einc run`, compares with `oracle(*arrays)` (f32, rtol = atol = 1e-5)
+    and prints one line: `ok LABEL -> SHAPE` or `FAIL LABEL: why`. Returns
+    True when the case passed."""
+    args = [einc, "run", source, "--fn", fn]
+    for name, value in inputs:
+        path = os.path.join(tmp, f"{tag}-{name}.npy")
+        np.save(path, value)
+        args += ["--in", f"{name}={path}"]
+    out = os.path.join(tmp, f"{tag}-out.npy")
+    run = subprocess.run(args + ["--out", out], capture_output=True, text=True)
+    expected = np.asarray(oracle(*[v for _, v in inputs]), np.float32)
+    if run.returncode != 0:
+        print(f"FAIL {label}: exit {run.returncode}: {run.stderr.strip()}")
+        return False
+    got = np.load(out)
+    if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-5, atol=1e-5):
+        print(f"FAIL {label}: got shape {got.shape}, expected {expected.shape}")
+        return False
+    print(f"ok {label} -> {got.shape}")
+    return True
