@@ -1,7 +1,7 @@
 // einc build: LLVM dialect -> LLVM IR -> object file, plus the C header with
 // size-checking entry points over the compiled C interface.
 #include "ein/Execution/AOT.h"
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Shape/SizeReads.h"

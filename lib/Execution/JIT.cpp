@@ -1,7 +1,7 @@
 // JIT: lowers one function to LLVM, compiles it with MLIR's ExecutionEngine,
 // and calls its C interface with memref descriptors over host tensors.
 #include "ein/Execution/JIT.h"
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
 

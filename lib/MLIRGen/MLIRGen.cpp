@@ -1,7 +1,7 @@
 // MLIRGen: the one bridge from the checked AST to `ein` IR, with source
 // locations.
 #include "ein/MLIRGen/MLIRGen.h"
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -13,7 +13,7 @@
 //   translate   translate to LLVM IR that the LLVM verifier accepts.
 #include "FuzzSupport.h"
 
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"

@@ -19,8 +19,9 @@
 #include "ein/Transforms/Passes.h"
 #endif
 #ifdef EIN_HAVE_CONVERSION
+#include "ein/Conversion/CPU/Passes.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Conversion/Passes.h"
-#include "ein/Conversion/Pipelines.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -69,6 +70,7 @@ int main(int argc, char **argv) {
 #endif
 #ifdef EIN_HAVE_CONVERSION
   ein::registerEinConversionPasses();
+  ein::registerCPUPasses();
 #endif
 
   mlir::DialectRegistry registry;

@@ -1,4 +1,5 @@
-// The ein conversion passes (declared in Passes.td).
+// The ein conversion passes of no particular target (declared in Passes.td);
+// the CPU back end's are in CPU/Passes.h.
 #pragma once
 
 #include "mlir/Pass/Pass.h"
@@ -18,18 +19,6 @@ class MathDialect;
 }
 namespace func {
 class FuncDialect;
-}
-namespace memref {
-class MemRefDialect;
-}
-namespace scf {
-class SCFDialect;
-}
-namespace vector {
-class VectorDialect;
-}
-namespace bufferization {
-class BufferizationDialect;
 }
 } // namespace mlir
 

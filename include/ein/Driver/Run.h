@@ -1,7 +1,7 @@
 // `einc run`: JIT-compile one function, run it on .npy inputs, write .npy outputs.
 #pragma once
 
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/AST.h"

@@ -2,7 +2,7 @@
 // cached in memory by signature, and calls them with strided host tensors.
 #pragma once
 
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Checker.h"

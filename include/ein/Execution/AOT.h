@@ -1,7 +1,7 @@
 // Ahead-of-time compilation: an object file and a C header per .ein module.
 #pragma once
 
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
 

@@ -1,7 +1,7 @@
 // JIT compilation of a checked .ein function to native code, and calling it.
 #pragma once
 
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"

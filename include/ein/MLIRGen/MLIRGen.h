@@ -2,7 +2,7 @@
 // header).
 #pragma once
 
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Sema/Program.h"
 
 #include <ostream>

@@ -1,5 +1,5 @@
 // What the compiling host offers the CPU passes: vector width and threads.
-#include "ein/Conversion/HostCPU.h"
+#include "ein/Conversion/CPU/HostCPU.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"

@@ -3,8 +3,8 @@
 // outside the tile's rows, so each input plane streams sequentially into an
 // output tile that stays in cache. Sizes and strides may be known only at
 // run time.
-#include "ein/Conversion/HostCPU.h"
-#include "ein/Conversion/Passes.h"
+#include "ein/Conversion/CPU/HostCPU.h"
+#include "ein/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -20,7 +20,7 @@
 namespace ein {
 
 #define GEN_PASS_DEF_TILEREDUCTIONS
-#include "ein/Conversion/Passes.h.inc"
+#include "ein/Conversion/CPU/Passes.h.inc"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The ein-copies-to-linalg pass: memref.copy becomes a linalg.generic copy,
 // lowered to parallel, vectorizable loops like every other op.
-#include "ein/Conversion/Passes.h"
+#include "ein/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -10,7 +10,7 @@
 namespace ein {
 
 #define GEN_PASS_DEF_COPIESTOLINALG
-#include "ein/Conversion/Passes.h.inc"
+#include "ein/Conversion/CPU/Passes.h.inc"
 
 namespace {
 

@@ -1,5 +1,6 @@
 // The CPU pipeline: ein -> linalg -> bufferized loops -> LLVM dialect.
-#include "ein/Conversion/Pipelines.h"
+#include "ein/Conversion/CPU/Pipelines.h"
+#include "ein/Conversion/CPU/Passes.h"
 #include "ein/Conversion/Passes.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Transforms/Passes.h"
@@ -217,6 +218,7 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
   mlir::registerOpenMPDialectTranslation(registry);
   static bool passesRegistered = [] {
     registerEinConversionPasses();
+    registerCPUPasses();
     mlir::registerTransformsPasses();
     mlir::registerLinalgPasses();
     mlir::bufferization::registerBufferizationPasses();

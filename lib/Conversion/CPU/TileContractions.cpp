@@ -2,8 +2,8 @@
 // buffers become packed, cache-blocked loops around a register-tiled vector
 // micro-kernel (the BLIS structure), parallel over independent blocks; sizes
 // and strides may be known only at run time.
-#include "ein/Conversion/HostCPU.h"
-#include "ein/Conversion/Passes.h"
+#include "ein/Conversion/CPU/HostCPU.h"
+#include "ein/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,7 +22,7 @@
 namespace ein {
 
 #define GEN_PASS_DEF_TILECONTRACTIONS
-#include "ein/Conversion/Passes.h.inc"
+#include "ein/Conversion/CPU/Passes.h.inc"
 
 namespace {
 

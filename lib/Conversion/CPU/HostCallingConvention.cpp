@@ -1,6 +1,6 @@
 // The ein-host-calling-convention pass: results become output parameters
 // written in place, and functions get C entry points with noalias arguments.
-#include "ein/Conversion/Passes.h"
+#include "ein/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -10,7 +10,7 @@
 namespace ein {
 
 #define GEN_PASS_DEF_HOSTCALLINGCONVENTION
-#include "ein/Conversion/Passes.h.inc"
+#include "ein/Conversion/CPU/Passes.h.inc"
 
 namespace {
 

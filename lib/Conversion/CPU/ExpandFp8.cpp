@@ -1,6 +1,6 @@
 // The ein-expand-fp8 pass: fp8 arithmetic runs in f32, fp8 <-> f32/f64
 // conversions become integer bit manipulation that LLVM 19 can compile.
-#include "ein/Conversion/Passes.h"
+#include "ein/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -15,7 +15,7 @@
 namespace ein {
 
 #define GEN_PASS_DEF_EXPANDFP8
-#include "ein/Conversion/Passes.h.inc"
+#include "ein/Conversion/CPU/Passes.h.inc"
 
 namespace {
 

@@ -1,0 +1,302 @@
+// Declarations of the CPU code-generation passes (lib/Conversion/CPU).
+#ifndef EIN_CONVERSION_CPU_PASSES_TD
+#define EIN_CONVERSION_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def CopiesToLinalg : Pass<"ein-copies-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Rewrite memref.copy as a linalg.generic that copies";
+  let description = [{
+    Bufferization copies with `memref.copy` (a result that is a parameter or
+    a view, a merge of axes that a strided argument cannot do in place).
+    Between strided memrefs, `finalize-memref-to-llvm` turns it into a call
+    of `memrefCopy` from MLIR's C runner library, which object files would
+    then need at link time and which copies element by element. As a
+    `linalg.generic` the copy becomes a loop nest like any other op: its
+    outermost loop runs on all cores, its innermost is vectorized. A copy of
+    a buffer onto itself is removed.
+
+    Before:
+    ```mlir
+    memref.copy %a, %b : memref<?x?xf32, strided<[?, ?], offset: ?>>
+                      to memref<?x?xf32, strided<[?, ?], offset: ?>>
+    ```
+    After:
+    ```mlir
+    linalg.generic {indexing_maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d0, d1)],
+                    iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<?x?xf32, strided<[?, ?], offset: ?>>)
+        outs(%b : memref<?x?xf32, strided<[?, ?], offset: ?>>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def HostCallingConvention
+    : Pass<"ein-host-calling-convention", "::mlir::ModuleOp"> {
+  let summary = "Results become output parameters written in place; C entry "
+                "points with noalias arguments";
+  let description = [{
+    Runs on the output of `ein-to-linalg`, before bufferization. Every
+    function's results become trailing parameters (the caller's output
+    buffers, in return order) and each returned value is materialized in its
+    parameter with `bufferization.materialize_in_destination`; the function
+    still returns those tensors so that one-shot bufferization sees them as
+    equivalent to the parameters, and `drop-equivalent-buffer-results` then
+    removes the results. With `eliminate-empty-tensors` the op that computes a
+    result writes straight into the caller's buffer (no copy); a result that
+    is a parameter, a view, or a value returned twice is copied.
+
+    Inputs are marked `bufferization.writable = false` (the compiled code
+    never writes them) and every parameter `llvm.noalias`: inputs are
+    read-only and outputs overlap neither inputs nor each other (the rule of
+    the C header; `einc run` allocates fresh outputs). The function gets
+    `llvm.emit_c_interface`: a `_mlir_ciface_NAME` entry point over memref
+    descriptors, which after bufferization with
+    `function-boundary-type-conversion=fully-dynamic-layout-map` carry any
+    sizes, strides and offset.
+
+    Before:
+    ```mlir
+    func.func @f(%x: tensor<?xf32>) -> tensor<?xf32> {
+      %0 = linalg.generic ... ins(%x) outs(%empty) -> tensor<?xf32>
+      return %0 : tensor<?xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: tensor<?xf32> {bufferization.writable = false,
+                                    llvm.noalias},
+                 %out0: tensor<?xf32> {llvm.noalias}) -> tensor<?xf32>
+        attributes {llvm.emit_c_interface} {
+      %0 = linalg.generic ... ins(%x) outs(%empty) -> tensor<?xf32>
+      %1 = bufferization.materialize_in_destination %0 in %out0
+          : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+      return %1 : tensor<?xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
+def ExpandFp8 : Pass<"ein-expand-fp8", "::mlir::ModuleOp"> {
+  let summary = "Run fp8 arithmetic in f32 and fp8 conversions as integer code";
+  let description = [{
+    LLVM 19 has no fp8 types: its type converter stores `f8E4M3FN` and
+    `f8E5M2` as `i8`, but cannot extend, truncate or compute on them. This
+    pass runs on loops, just before the conversion to the LLVM dialect, and
+    leaves no arith or math op that computes on fp8 (scalars or vectors):
+
+    - an arith or math op with fp8 operands or results (`addf`, `maximumf`,
+      `cmpf`, `math.exp`, `fptosi`, ...) runs in f32: fp8 operands are
+      extended, fp8 results rounded once. For `+ - * /` that is the
+      correctly rounded fp8 result, since f32 has more than twice fp8's
+      precision plus two bits;
+    - `arith.extf` from fp8 goes through f16, which holds every fp8 value:
+      e5m2 is an f16's top byte; e4m3fn's bits shifted into f16's fields
+      read as the value times 2^-8 (subnormals too), scaled back in f32, its
+      NaN pattern selected apart. Exact, without f32 subnormals, then
+      `extf`/`truncf` to f64, f16 or bf16 (exact);
+    - `arith.truncf` to fp8 from f32 or f64 rounds to nearest even in one
+      step (f16 and bf16 are extended to f32 first, exactly): values past
+      the largest finite one become inf (e5m2) or NaN (e4m3fn, which has no
+      inf; 464 still rounds down to 448), NaN keeps its sign. This is the
+      rounding of the `.npy` runtime (lib/Runtime/FloatConvert.cpp) and of
+      ml_dtypes;
+    - an fp8 constant becomes an `i8` constant bitcast to fp8.
+
+    Loads, stores, selects and bitcasts of fp8 stay: they only move bits.
+    Any other arith or math op on fp8 left behind is an error.
+
+    Before:
+    ```mlir
+    %y = arith.mulf %x, %c : f8E4M3FN
+    ```
+    After (abridged):
+    ```mlir
+    %b = arith.bitcast %x : f8E4M3FN to i8
+    %w = arith.extui %b : i8 to i16
+    ...                                   // bits into f16's fields
+    %h = arith.bitcast %m : i16 to f16
+    %e = arith.extf %h : f16 to f32
+    %v = arith.mulf %e, %c256 : f32
+    ...                                   // NaN, sign
+    %xf = arith.bitcast %bits : i32 to f32
+    %yf = arith.mulf %xf, %cf : f32
+    %i = arith.bitcast %yf : f32 to i32
+    ...                                   // round to nearest even
+    %t = arith.trunci %code : i32 to i8
+    %y = arith.bitcast %t : i8 to f8E4M3FN
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def TileReductions : Pass<"ein-tile-reductions", "::mlir::ModuleOp"> {
+  let summary = "Tile reductions over an outer axis so the output stays in cache";
+  let description = [{
+    Runs on buffers, after `ein-tile-contractions`. A one-input
+    `linalg.generic` whose outermost loop is parallel and one of whose
+    reduced loops is more major than it in the input (`a b c -> b c`, sum
+    over the first axis: loops `b a c`) would otherwise read, for every
+    output row, one row from each of the `a` planes: as many concurrent
+    streams as `a`, which the hardware prefetchers follow badly. This pass
+    tiles loop 0 (rows of about `tile-bytes` of output per tile, at least
+    `work-items` tiles) with an `scf.parallel`, and inside a tile runs the
+    reduced loops first: every plane then streams a contiguous block of
+    rows into an output tile that stays in cache. A fill of the output
+    right before moves into the tile. The loops inside a tile are
+    sequential `scf.for`s. Reductions over inner axes are left alone.
+
+    Sizes may be dynamic: the rows per tile are then computed at run time
+    from `memref.dim` by the same rule (at least one). Operands may have
+    any strided layout; which axis is more major is read from the strides
+    when the type gives them all, else from the axis order (row-major, what
+    strides known only at run time nearly always are). The tiles are
+    subviews and every access goes through the real strides, so a wrong
+    guess costs speed, never the result.
+
+    Before:
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%out : memref<1024x4096xf32>)
+    linalg.generic {indexing_maps = [(b, a, c) -> (a, b, c), (b, a, c) -> (b, c)],
+                    iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%x : memref<16x1024x4096xf32>) outs(%out : memref<1024x4096xf32>)
+    ```
+    After:
+    ```mlir
+    scf.parallel (%b0) = (%c0) to (%c1024) step (%c64) {
+      %o = memref.subview %out[%b0, 0] [64, 4096] [1, 1]
+      scf.for ... { memref.store %zero, %o[...] }       // the fill, per tile
+      scf.for %a = %c0 to %c16 step %c1 {
+        scf.for %b = %c0 to %c64 step %c1 {
+          scf.for %c = %c0 to %c4096 step %c1 { ... addf ... }
+        }
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"tileBytes", "tile-bytes", "int64_t", "1048576",
+           "Bytes of output per tile (about the L2 cache)">,
+    Option<"workItems", "work-items", "int64_t", "0",
+           "Tiles to aim for at least; 0: twice the host's hardware threads">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::linalg::LinalgDialect"
+  ];
+}
+
+def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
+  let summary = "Packed, cache-blocked, register-tiled loops for contractions";
+  let description = [{
+    Runs on buffers, after bufferization. A `linalg.generic` that computes
+    `C += A * B` summed over its reduction loops (the shape every einsum
+    lowers to; the operands may be 16-bit floats extended to an f32 or f64
+    accumulator) becomes the loop nest of a BLIS-style GEMM:
+
+    - the output's contiguous axis `n` (from one operand, called B), the
+      largest axis `m` of the other operand A alone, and the largest axis
+      `k` they share are blocked; every other loop is an outer loop;
+    - one `scf.parallel` over the outer parallel loops and chunks of `m`
+      (at least `work-items` of them, so every core gets work);
+    - `kc x nc` blocks of B and `mc x kc` blocks of A are packed into
+      aligned panels in the accumulator type (any strides, any layout, edges
+      padded with zeros);
+    - a micro-kernel keeps an `mr x nr` tile of C in vector registers
+      (`mr * nr / lanes` accumulators: 6 x 64 f32 = 24 AVX-512 registers
+      by default), one FMA per row and vector per k,
+      and reads/writes C once per k block with vector accesses (masked
+      only in tiles narrower than `nr`, at the edge).
+
+    A zero `linalg.fill` of C right before the contraction is folded: the
+    accumulators start at zero on the first k block. Contractions it does
+    not match (integers, no shared reduction, an output whose contiguous
+    axis both operands carry) are left to the generic lowering.
+
+    Sizes may be dynamic (`memref<?x?xf32>`): loop bounds come from
+    `memref.dim`, the blocking (chunks of `m`, the extent of the packed
+    buffers) from index arithmetic at run time by the same rules, and a loop
+    that is empty at run time skips the kernel (a folded zero fill still
+    runs). Operands may have any strided layout (`strided<[?, ?], offset:
+    ?>`: transposed, sliced, stride 0); every access goes through the
+    operand's strides. Where speed needs a unit stride and the type does
+    not give it, the stride is checked at run time and the fast version
+    reads through a `memref.reinterpret_cast` whose type states it: vector
+    accesses to C along `n` (else C's tile goes through a contiguous
+    scratch tile, copied element by element) and the vectorized pack copy
+    along the lanes (else the copy runs along `k`). A is read in place only
+    when its type gives `k` unit stride; otherwise it is packed.
+
+    Before:
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%c : memref<2048x2048xf32>)
+    linalg.generic {indexing_maps = [(m, k, n) -> (m, k), (m, k, n) -> (k, n),
+                                     (m, k, n) -> (m, n)],
+                    iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%a, %b : memref<2048x2048xf32>, memref<2048x2048xf32>)
+        outs(%c : memref<2048x2048xf32>) { mulf, addf }
+    ```
+    After:
+    ```mlir
+    scf.parallel (%item) = (%c0) to (%c4) step (%c1) {
+      %ap = memref.alloc() {alignment = 64} : memref<21x256x6xf32>
+      %bp = memref.alloc() {alignment = 64} : memref<16x256x64xf32>
+      scf.for %jc ... scf.for %pc ... {      // pack B's kc x nc block
+        scf.for %ic ... {                    // pack A's mc x kc block
+          scf.for %jr ... scf.for %ir ... {
+            %acc:16 = scf.for %p = %c0 to %kc iter_args(...) {
+              %b0 = vector.load %bp[%jp, %p, %c0] : vector<16xf32>
+              %a0 = memref.load %ap[%ip, %p, %c0]
+              %s0 = vector.broadcast %a0 : f32 to vector<16xf32>
+              %f0 = vector.fma %s0, %b0, %acc#0 : vector<16xf32>
+              ...
+            }
+            vector.maskedstore %c[...], %mask, %acc#0 ...
+      } } }
+      memref.dealloc %ap
+      memref.dealloc %bp
+    }
+    ```
+    With `%c: memref<?x?xf32, strided<[?, ?], offset: ?>>`, C's tile is
+    read (and written) per tile as:
+    ```mlir
+    %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %c
+    %unit = arith.cmpi eq, %strides#1, %c1 : index
+    %acc:24 = scf.if %unit -> (vector<16xf32>, ...) {
+      %cv = memref.reinterpret_cast %base to offset: [%offset],
+          sizes: [%sizes#0, %sizes#1], strides: [%strides#0, 1]
+          : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+      %r0 = vector.load %cv[%i, %j] : ..., vector<16xf32>  // full tile
+      ...
+    } else {
+      scf.for ... { memref.store (memref.load %c[...]), %tile[...] }
+      %r0 = vector.load %tile[%c0, %c0] : memref<6x64xf32>, vector<16xf32>
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"mr", "mr", "int64_t", "6", "Rows of the register tile">,
+    Option<"nrVectors", "nr-vectors", "int64_t", "0",
+           "Vectors per row of the register tile; 0: 4 with 512-bit vectors "
+           "(32 registers), 2 otherwise (16 registers)">,
+    Option<"mc", "mc", "int64_t", "128", "Rows of a packed A block (f32 elements)">,
+    Option<"nc", "nc", "int64_t", "1024", "Columns of a packed B block (f32 elements)">,
+    Option<"kc", "kc", "int64_t", "256", "Depth of the packed blocks (f32 elements)">,
+    Option<"vectorBits", "vector-bits", "int64_t", "0",
+           "Vector register width in bits; 0: the host's (512 with AVX-512)">,
+    Option<"workItems", "work-items", "int64_t", "0",
+           "Parallel blocks to aim for; 0: twice the host's hardware threads">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
+#endif // EIN_CONVERSION_CPU_PASSES_TD
