@@ -127,6 +127,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=11)
     ap.add_argument("--dp-timeout", type=float, default=60, help="seconds for opt_einsum's dp")
     args = ap.parse_args()
+    if args.repeat < 2:
+        ap.error("--repeat must be at least 2 (the time per search is the difference of two runs)")
     rng = np.random.default_rng(3)
     cases = [("chain 20", chain(20, rng)), ("ring 20", ring(20, rng)), ("grid 4x5", grid(4, 5, rng)),
              ("star 1+19", star(20, rng)), ("shared index 20", shared_sum(20, rng)),

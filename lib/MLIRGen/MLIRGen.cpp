@@ -2,6 +2,7 @@
 // locations.
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Conversion/CPU/Pipelines.h"
+#include "ein/Dialect/DiagnosticText.h"
 #include "ein/Dialect/EinDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -220,8 +221,10 @@ buildVerifiedEinModule(mlir::MLIRContext &context,
   auto ir = buildEinModule(context, module);
   std::string diagnostics;
   llvm::raw_string_ostream errors(diagnostics);
+  // The message and its location, not a dump of the operation.
+  context.printOpOnDiagnostic(false);
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    errors << d.getLocation() << ": " << d.str() << "\n";
+    errors << diagnosticText(d);
     return mlir::success();
   });
   if (mlir::failed(mlir::verify(*ir)))

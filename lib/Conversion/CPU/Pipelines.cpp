@@ -2,6 +2,7 @@
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Conversion/CPU/Passes.h"
 #include "ein/Conversion/Passes.h"
+#include "ein/Dialect/DiagnosticText.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Transforms/Passes.h"
 
@@ -241,8 +242,10 @@ ErrorOr<void> lowerToStage(mlir::ModuleOp module, CPUStage stage,
   context->loadAllAvailableDialects();
   std::string diagnostics;
   llvm::raw_string_ostream errors(diagnostics);
+  // The message and its location, not a dump of the operation.
+  context->printOpOnDiagnostic(false);
   mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {
-    errors << d.getLocation() << ": " << d.str() << "\n";
+    errors << diagnosticText(d);
     return mlir::success();
   });
   mlir::PassManager pm(context);
