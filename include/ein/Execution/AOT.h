@@ -13,12 +13,13 @@ namespace ein {
 /// the object file `objectPath`, and writes a C header `headerPath` that
 /// declares one C-ABI entry point per function:
 ///
-///   int ein_NAME(const T *x_data, const int64_t *x_sizes,
+///   int ein_NAME(const T *x_data, int64_t x_rank, const int64_t *x_sizes,
 ///                const int64_t *x_strides, ..., T *out0_data, ...);
 ///
-/// taking, per tensor, a data pointer, its sizes and its strides (in
-/// elements), and returning 0 on success or an `EIN_ERR_*` code. The object
-/// needs LLVM's OpenMP runtime (libomp) and libm at link time. The error
+/// taking, per tensor, a data pointer, its rank, its sizes and its strides
+/// (in elements), and returning 0 on success or an `EIN_ERR_*` code (the
+/// signature and checks are ein/Target/CEntry.h's, shared by all targets). The
+/// object needs LLVM's OpenMP runtime (libomp) and libm at link time. The error
 /// says "cannot build:" with the reason as its context (exit 1).
 ErrorOr<void> compileToObject(const CheckedModule &module,
                               const std::string &objectPath,

@@ -246,7 +246,7 @@ static inline int ein_gemm_plan(const EinGemmRoles *r, EinGemmView a,
       nSize[EIN_GEMM_MAX_AXES], kSize[EIN_GEMM_MAX_AXES];
   int batchOrder[EIN_GEMM_MAX_AXES], mOrder[EIN_GEMM_MAX_AXES],
       nOrder[EIN_GEMM_MAX_AXES], kOrder[EIN_GEMM_MAX_AXES];
-  int64_t sBatch[3], sM[3], sN[3], sK[3];
+  int64_t sBatch[3] = {-1, -1, -1}, sM[3], sN[3], sK[3];
   int fails = 0;
   int split;
   {
