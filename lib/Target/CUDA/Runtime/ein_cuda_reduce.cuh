@@ -196,13 +196,14 @@ inline void ein_reduce_launch(cudaStream_t stream, EinView<TO, R> out,
   int64_t parts = 1;
   if (blocks < 264 && nRed >= 512)
     parts = std::min<int64_t>({(264 + blocks - 1) / blocks, nRed / 256, 1024});
-  const Index chunk = Index((nRed + parts - 1) / parts);
-  parts = (nRed + int64_t(chunk) - 1) / int64_t(chunk);
+  const Index chunk = Index(nRed > 0 ? (nRed + parts - 1) / parts : 1);
+  if (nRed > 0) // the last part is not empty
+    parts = (nRed + int64_t(chunk) - 1) / int64_t(chunk);
   auto kernel = &ein_reduce_outer_kernel<Op, Acc, TO, TI, R, Index>;
   if (parts <= 1) {
     EIN_LAUNCH(kernel, ein_grid_for(nOut, threads), threads, stream, out.data,
                (Acc *)nullptr, in.data, Index(nOut), Index(nRed),
-               Index(nRed > 0 ? nRed : 1), kept, red);
+               chunk, kept, red);
     return;
   }
   Acc *partial = nullptr;
