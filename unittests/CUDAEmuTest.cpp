@@ -86,9 +86,9 @@ TEST(CUDAEmuTest, ShuffleDown) {
     in[i] = float(i);
   auto kernel = &shuffleDown;
   EIN_LAUNCH(kernel, 1, 64, nullptr, in.data(), out.data());
-  EXPECT_EQ(out[0], 496.0f);       // 0 + ... + 31
-  EXPECT_EQ(out[32], 1520.0f);     // 32 + ... + 63
-  EXPECT_EQ(out[5], in[5]);        // 5 + 31 is past the warp
+  EXPECT_EQ(out[0], 496.0f);   // 0 + ... + 31
+  EXPECT_EQ(out[32], 1520.0f); // 32 + ... + 63
+  EXPECT_EQ(out[5], in[5]);    // 5 + 31 is past the warp
   EXPECT_EQ(out[33], in[33]);
 }
 
@@ -126,7 +126,8 @@ TEST(CUDAEmuDeathTest, OversizedBlockAborts) {
 }
 
 __global__ void indices(unsigned *out) {
-  unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  unsigned block =
+      blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   unsigned thread =
       threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   out[block * blockDim.x * blockDim.y * blockDim.z + thread] =
@@ -203,15 +204,15 @@ TEST(CUDATypesTest, WidenEveryBitPattern) {
 /// Edge values of every format: the values, the midpoints between
 /// neighbours (ties), a hair either side, and the overflow thresholds.
 std::vector<double> edgeValues(const Rounder &r) {
-  std::vector<double> out = {0.0, -0.0, INFINITY, -INFINITY, 1e-30, 1e30,
-                             1e300, 5e-324, 65504, 65519.99, 65520, 464,
-                             448, 449, 57344, 61439, 61440, 3.4e38};
+  std::vector<double> out = {0.0,   -0.0,   INFINITY, -INFINITY, 1e-30, 1e30,
+                             1e300, 5e-324, 65504,    65519.99,  65520, 464,
+                             448,   449,    57344,    61439,     61440, 3.4e38};
   for (size_t i = 0; i + 1 < r.values.size(); ++i) {
     double a = r.values[i], b = r.values[i + 1], mid = (a + b) / 2;
-    for (double v : {a, mid, std::nextafter(mid, 0.0),
-                     std::nextafter(mid, 1e300), double(float(mid)),
-                     double(std::nextafter(float(mid), 0.0f)),
-                     double(std::nextafter(float(mid), 1e30f))}) {
+    for (double v :
+         {a, mid, std::nextafter(mid, 0.0), std::nextafter(mid, 1e300),
+          double(float(mid)), double(std::nextafter(float(mid), 0.0f)),
+          double(std::nextafter(float(mid), 1e30f))}) {
       out.push_back(v);
       out.push_back(-v);
     }
@@ -233,7 +234,8 @@ TEST(CUDATypesTest, NarrowFromF32AndF64RoundsToNearestEven) {
     std::vector<double> values = edgeValues(r);
     for (int i = 0; i < 20000; ++i) { // random magnitudes around the range
       double m = std::ldexp(double(rng() >> 11) / double(1ull << 53),
-                            int(rng() % 40) - 30 + (f == 1 ? int(rng() % 200) - 100 : 0));
+                            int(rng() % 40) - 30 +
+                                (f == 1 ? int(rng() % 200) - 100 : 0));
       values.push_back(rng() % 2 ? m : -m);
     }
     for (double d : values) {
@@ -254,16 +256,17 @@ TEST(CUDATypesTest, NarrowFromF32AndF64RoundsToNearestEven) {
 TEST(CUDATypesTest, KnownPatterns) {
   EXPECT_EQ(ein_cvt<ein_f16_t>(65519.0f).bits, 0x7BFF);
   EXPECT_EQ(ein_cvt<ein_f16_t>(65520.0f).bits, 0x7C00);
-  EXPECT_EQ(ein_cvt<ein_f8e4m3_t>(464.0f).bits, 0x7E);  // to 448
-  EXPECT_EQ(ein_cvt<ein_f8e4m3_t>(464.5f).bits, 0x7F);  // NaN
+  EXPECT_EQ(ein_cvt<ein_f8e4m3_t>(464.0f).bits, 0x7E); // to 448
+  EXPECT_EQ(ein_cvt<ein_f8e4m3_t>(464.5f).bits, 0x7F); // NaN
   EXPECT_EQ(ein_cvt<ein_f8e4m3_t>(-INFINITY).bits, 0xFF);
-  EXPECT_EQ(ein_cvt<ein_f8e5m2_t>(61440.0f).bits, 0x7C); // inf
+  EXPECT_EQ(ein_cvt<ein_f8e5m2_t>(61440.0f).bits, 0x7C);    // inf
   EXPECT_EQ(ein_cvt<ein_bf16_t>(1.00390625f).bits, 0x3F80); // tie to even
   EXPECT_EQ(ein_cvt<ein_bf16_t>(1.01171875f).bits, 0x3F82); // tie up
   // f64 -> f16 in one rounding: 1 + 2^-11 + 2^-40 is above the tie.
-  EXPECT_EQ(ein_cvt<ein_f16_t>(1.0 + std::ldexp(1.0, -11) +
-                               std::ldexp(1.0, -40)).bits,
-            0x3C01);
+  EXPECT_EQ(
+      ein_cvt<ein_f16_t>(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40))
+          .bits,
+      0x3C01);
   // f16 <-> bf16 through f32.
   EXPECT_EQ(ein_cvt<ein_bf16_t>(ein_f16_t{0x3C01}).bits, 0x3F80);
   EXPECT_EQ(ein_cvt<ein_f16_t>(ein_bf16_t{0x4780}).bits, 0x7C00); // 65536
@@ -284,7 +287,8 @@ TEST(CUDATypesTest, FloatToIntSaturates) {
   EXPECT_EQ(ein_cvt<int32_t>(ein_f8e4m3_t{0x7F}), 0);        // NaN
   EXPECT_EQ(ein_cvt<int32_t>(ein_bf16_t{0xC2F7}), -123);     // -123.5
   // Integers narrow by wrapping, widen by sign extension.
-  EXPECT_EQ(ein_cvt<int32_t>(int64_t(0x1234567887654321ll)), 0x7654321 | int32_t(0x80000000));
+  EXPECT_EQ(ein_cvt<int32_t>(int64_t(0x1234567887654321ll)),
+            0x7654321 | int32_t(0x80000000));
   EXPECT_EQ(ein_cvt<int64_t>(int32_t(-5)), -5);
   // int -> f16/bf16/fp8 goes through f32, as the CPU back end lowers it.
   EXPECT_EQ(ein_cvt<ein_bf16_t>(int32_t(16777217)).bits,

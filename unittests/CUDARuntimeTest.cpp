@@ -8,7 +8,8 @@ using namespace ein_cuda_test;
 
 namespace {
 
-template <int R> void randomSizes(int64_t (&s)[R > 0 ? R : 1], std::mt19937 &rng) {
+template <int R>
+void randomSizes(int64_t (&s)[R > 0 ? R : 1], std::mt19937 &rng) {
   // Odd sizes; high ranks stay small enough for the emulation.
   static const int64_t choices[] = {1, 2, 3, 5, 7, 33};
   for (int d = 0; d < R; ++d)
@@ -33,8 +34,8 @@ struct IntChain {
   }
 };
 
-template <int R> void checkMixedMap(std::mt19937 &rng, bool permute, bool pad,
-                                     bool broadcast) {
+template <int R>
+void checkMixedMap(std::mt19937 &rng, bool permute, bool pad, bool broadcast) {
   int64_t sizes[R > 0 ? R : 1];
   randomSizes<R>(sizes, rng);
   Strided<ein_f16_t, R> a(sizes, rng, permute, pad, broadcast);
@@ -59,8 +60,7 @@ template <int R> void checkMixedMap(std::mt19937 &rng, bool permute, bool pad,
     // In f32, each operation rounded (no contraction into an fma).
     volatile float product = ein_to_f32(a.at(i)) * b.at(i);
     float expect = product + ein_to_f32(c.at(i));
-    ASSERT_EQ(out.at(i).bits, ein_cvt<ein_f16_t>(expect).bits)
-        << "rank " << R;
+    ASSERT_EQ(out.at(i).bits, ein_cvt<ein_f16_t>(expect).bits) << "rank " << R;
   });
 }
 
@@ -177,8 +177,8 @@ TEST(CUDACopyTest, TransposeAndRepeat) {
   for (size_t i = 0; i < src.size(); ++i)
     src[i] = float(i);
   EinView<float, 4> vd{dst.data(), {B, H, S, D}, {H * S * D, S * D, D, 1}};
-  EinView<const float, 4> vs{src.data(), {B, H, S, D},
-                             {S * H * D, D, H * D, 1}};
+  EinView<const float, 4> vs{
+      src.data(), {B, H, S, D}, {S * H * D, D, H * D, 1}};
   ein_copy(nullptr, vd, vs);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
@@ -223,7 +223,8 @@ void checkReduce(const int64_t (&sizes)[R > 0 ? R : 1], unsigned mask,
   std::uniform_real_distribution<float> u(-2, 2);
   for (auto &x : in.buffer) {
     if constexpr (EinIsInt<TI>::value)
-      x = TI(int64_t(rng() % 2001) - 1000) * TI(K == EIN_REDUCE_SUM ? 3000000 : 1);
+      x = TI(int64_t(rng() % 2001) - 1000) *
+          TI(K == EIN_REDUCE_SUM ? 3000000 : 1);
     else
       x = ein_cvt<TI>(K == EIN_REDUCE_PROD ? 1.0f + u(rng) / 8 : u(rng));
   }
@@ -237,15 +238,17 @@ void checkReduce(const int64_t (&sizes)[R > 0 ? R : 1], unsigned mask,
     vi.size[d] = in.view.size[d], vi.stride[d] = in.view.stride[d];
   ein_reduce<K, Acc>(nullptr, out.view, vi);
 
-  using Ref = typename std::conditional<EinIsInt<Acc>::value, Acc, double>::type;
+  using Ref =
+      typename std::conditional<EinIsInt<Acc>::value, Acc, double>::type;
   int64_t nRed = 1;
   for (int d = 0; d < R; ++d)
     if ((mask >> d) & 1)
       nRed *= sizes[d];
   forEachIndex<R>(outSizes, [&](const int64_t *o) {
-    Ref acc = K == EIN_REDUCE_PROD ? Ref(1)
+    Ref acc = K == EIN_REDUCE_PROD  ? Ref(1)
               : K == EIN_REDUCE_MAX ? -Ref(INFINITY)
-              : K == EIN_REDUCE_MIN ? Ref(INFINITY) : Ref(0);
+              : K == EIN_REDUCE_MIN ? Ref(INFINITY)
+                                    : Ref(0);
     if (EinIsInt<Acc>::value && K == EIN_REDUCE_MAX)
       acc = Ref(EinLimits<Acc>::lowest());
     if (EinIsInt<Acc>::value && K == EIN_REDUCE_MIN)
@@ -291,8 +294,9 @@ void checkReduce(const int64_t (&sizes)[R > 0 ? R : 1], unsigned mask,
         ASSERT_TRUE(std::isnan(g));
       } else {
         // f32 accumulation in another order, then one rounding to TO.
-        double tol = 1e-5 * (1 + std::fabs(double(acc))) * std::sqrt(double(nRed) + 1) +
-                     std::fabs(double(acc)) * (sizeof(TO) == 2 ? 1.0 / 128 : 1e-6);
+        double tol =
+            1e-5 * (1 + std::fabs(double(acc))) * std::sqrt(double(nRed) + 1) +
+            std::fabs(double(acc)) * (sizeof(TO) == 2 ? 1.0 / 128 : 1e-6);
         ASSERT_NEAR(g, double(acc), tol) << "nRed " << nRed;
       }
     }
@@ -328,11 +332,26 @@ template <EinReduceKind K> void reduceKind(std::mt19937 &rng) {
   }
 }
 
-TEST(CUDAReduceTest, Sum) { std::mt19937 rng(11); reduceKind<EIN_REDUCE_SUM>(rng); }
-TEST(CUDAReduceTest, Mean) { std::mt19937 rng(12); reduceKind<EIN_REDUCE_MEAN>(rng); }
-TEST(CUDAReduceTest, MaxPropagatesNaN) { std::mt19937 rng(13); reduceKind<EIN_REDUCE_MAX>(rng); }
-TEST(CUDAReduceTest, MinPropagatesNaN) { std::mt19937 rng(14); reduceKind<EIN_REDUCE_MIN>(rng); }
-TEST(CUDAReduceTest, Prod) { std::mt19937 rng(15); reduceKind<EIN_REDUCE_PROD>(rng); }
+TEST(CUDAReduceTest, Sum) {
+  std::mt19937 rng(11);
+  reduceKind<EIN_REDUCE_SUM>(rng);
+}
+TEST(CUDAReduceTest, Mean) {
+  std::mt19937 rng(12);
+  reduceKind<EIN_REDUCE_MEAN>(rng);
+}
+TEST(CUDAReduceTest, MaxPropagatesNaN) {
+  std::mt19937 rng(13);
+  reduceKind<EIN_REDUCE_MAX>(rng);
+}
+TEST(CUDAReduceTest, MinPropagatesNaN) {
+  std::mt19937 rng(14);
+  reduceKind<EIN_REDUCE_MIN>(rng);
+}
+TEST(CUDAReduceTest, Prod) {
+  std::mt19937 rng(15);
+  reduceKind<EIN_REDUCE_PROD>(rng);
+}
 
 TEST(CUDAReduceTest, HigherRanksAndSplitPass) {
   std::mt19937 rng(16);
@@ -370,7 +389,8 @@ void checkGemm(EinDType ta, EinDType td, bool transa, bool transb, int64_t m,
   const int64_t padA = rng() % 3, padB = rng() % 3, padC = rng() % 3;
   const int64_t lda = (transa ? k : m) + padA, ldb = (transb ? n : k) + padB;
   const int64_t ldc = m + padC;
-  const int64_t sa = lda * (transa ? m : k) + 5, sb = ldb * (transb ? k : n) + 3;
+  const int64_t sa = lda * (transa ? m : k) + 5,
+                sb = ldb * (transb ? k : n) + 3;
   const int64_t sc = ldc * n + 1;
   std::vector<TA> A(sa * batch), B(sb * batch);
   std::vector<float> C(sc * batch);
@@ -408,13 +428,14 @@ void checkGemm(EinDType ta, EinDType td, bool transa, bool transb, int64_t m,
         for (int64_t p = 0; p < k; ++p) {
           // row-major A[i][p]: stored column-major as m x k (ld lda), or
           // transposed as k x m.
-          double a = ein_gemm_load(g.a, g.a_type,
-                                   b * sa + (transa ? i * lda + p : p * lda + i));
-          double bb = ein_gemm_load(g.b, g.b_type,
-                                    b * sb + (transb ? p * ldb + j : j * ldb + p));
+          double a = ein_gemm_load(
+              g.a, g.a_type, b * sa + (transa ? i * lda + p : p * lda + i));
+          double bb = ein_gemm_load(
+              g.b, g.b_type, b * sb + (transb ? p * ldb + j : j * ldb + p));
           acc += a * bb;
         }
-        double expect = 1.5 * scaleA * scaleB * acc + beta * C[b * sc + j * ldc + i];
+        double expect =
+            1.5 * scaleA * scaleB * acc + beta * C[b * sc + j * ldc + i];
         double got = ein_gemm_load(D.data(), td, b * sc + j * ldc + i);
         double tol = 1e-5 * (1 + std::fabs(expect)) * std::sqrt(double(k) + 1) +
                      (td == EIN_DT_F32 ? 0 : std::fabs(expect) / 128);
@@ -426,18 +447,25 @@ TEST(CUDAGemmTest, EveryTransposeBatchStridesAndLeadingDims) {
   std::mt19937 rng(21);
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      checkGemm<float, float>(EIN_DT_F32, EIN_DT_F32, ta, tb, 33, 7, 65, 3, 0.5, rng);
-      checkGemm<float, float>(EIN_DT_F32, EIN_DT_F32, ta, tb, 1, 1, 1, 1, 0, rng);
-      checkGemm<ein_f16_t, float>(EIN_DT_F16, EIN_DT_F32, ta, tb, 5, 33, 3, 2, 0, rng);
-      checkGemm<ein_bf16_t, ein_bf16_t>(EIN_DT_BF16, EIN_DT_BF16, ta, tb, 17, 3, 40, 2, -1, rng);
+      checkGemm<float, float>(EIN_DT_F32, EIN_DT_F32, ta, tb, 33, 7, 65, 3, 0.5,
+                              rng);
+      checkGemm<float, float>(EIN_DT_F32, EIN_DT_F32, ta, tb, 1, 1, 1, 1, 0,
+                              rng);
+      checkGemm<ein_f16_t, float>(EIN_DT_F16, EIN_DT_F32, ta, tb, 5, 33, 3, 2,
+                                  0, rng);
+      checkGemm<ein_bf16_t, ein_bf16_t>(EIN_DT_BF16, EIN_DT_BF16, ta, tb, 17, 3,
+                                        40, 2, -1, rng);
     }
 }
 
 TEST(CUDAGemmTest, Fp8TNWithScales) {
   std::mt19937 rng(22);
-  checkGemm<ein_f8e4m3_t, float>(EIN_DT_F8E4M3, EIN_DT_F32, true, false, 32, 16, 48, 2, 0, rng, 0.5f, 4.0f);
-  checkGemm<ein_f8e4m3_t, ein_bf16_t>(EIN_DT_F8E4M3, EIN_DT_BF16, true, false, 16, 3, 16, 1, 1, rng);
-  checkGemm<ein_f8e5m2_t, ein_f16_t>(EIN_DT_F8E5M2, EIN_DT_F16, true, false, 16, 8, 32, 1, 0, rng);
+  checkGemm<ein_f8e4m3_t, float>(EIN_DT_F8E4M3, EIN_DT_F32, true, false, 32, 16,
+                                 48, 2, 0, rng, 0.5f, 4.0f);
+  checkGemm<ein_f8e4m3_t, ein_bf16_t>(EIN_DT_F8E4M3, EIN_DT_BF16, true, false,
+                                      16, 3, 16, 1, 1, rng);
+  checkGemm<ein_f8e5m2_t, ein_f16_t>(EIN_DT_F8E5M2, EIN_DT_F16, true, false, 16,
+                                     8, 32, 1, 0, rng);
 }
 
 TEST(CUDAGemmTest, F64AndEmptyK) {

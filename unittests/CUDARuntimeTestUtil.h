@@ -35,8 +35,8 @@ inline double decode(uint32_t bits, int expBits, int manBits, int bias,
     return NAN;
   if (exp == 0)
     return sign * std::ldexp(double(man), 1 - bias - manBits);
-  return sign * std::ldexp(1.0 + std::ldexp(double(man), -manBits),
-                           int(exp) - bias);
+  return sign *
+         std::ldexp(1.0 + std::ldexp(double(man), -manBits), int(exp) - bias);
 }
 
 /// Round-to-nearest-even into a format by comparing with its two
@@ -47,7 +47,8 @@ struct Rounder {
   int expBits, manBits, bias;
   bool ieee;
   std::vector<double> values; // finite non-negative values, by code
-  Rounder(int e, int m, int b, bool i) : expBits(e), manBits(m), bias(b), ieee(i) {
+  Rounder(int e, int m, int b, bool i)
+      : expBits(e), manBits(m), bias(b), ieee(i) {
     for (uint32_t c = 0; c < (1u << (e + m)); ++c) {
       double v = decode(c, e, m, b, i);
       if (!std::isfinite(v))

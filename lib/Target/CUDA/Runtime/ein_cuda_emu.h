@@ -181,9 +181,9 @@ inline void runBlock(size_t n) {
     f.ctx.uc_link = nullptr;
     makecontext(&f.ctx, trampoline, 0);
     f.wait = Wait::None;
-    f.tid = uint3{unsigned(i % blockDim.x),
-                  unsigned(i / blockDim.x % blockDim.y),
-                  unsigned(i / (blockDim.x * blockDim.y))};
+    f.tid =
+        uint3{unsigned(i % blockDim.x), unsigned(i / blockDim.x % blockDim.y),
+              unsigned(i / (blockDim.x * blockDim.y))};
   }
   s.live = n;
   for (;;) {
@@ -215,8 +215,9 @@ inline void runBlock(size_t n) {
       for (size_t i = 0; i < n; ++i)
         if (s.fibers[i].wait == Wait::Block)
           s.current = i;
-      std::fprintf(stderr, "ein CUDA emulation: %zu of %zu threads returned "
-                           "while the others wait at __syncthreads (%s)\n",
+      std::fprintf(stderr,
+                   "ein CUDA emulation: %zu of %zu threads returned "
+                   "while the others wait at __syncthreads (%s)\n",
                    done, n, s.fibers[s.current].where);
       misuse("barrier not reached by every thread of the block");
     }
@@ -231,8 +232,8 @@ inline void launch(const char *name, dim3 grid, dim3 block,
                    const std::function<void()> &body) {
   Scheduler &s = sched();
   size_t n = size_t(block.x) * block.y * block.z;
-  if (n == 0 || n > 1024 || block.z > 64 || grid.y > 65535 ||
-      grid.z > 65535 || grid.x == 0 || grid.y == 0 || grid.z == 0) {
+  if (n == 0 || n > 1024 || block.z > 64 || grid.y > 65535 || grid.z > 65535 ||
+      grid.x == 0 || grid.y == 0 || grid.z == 0) {
     std::fprintf(stderr,
                  "ein CUDA emulation: invalid launch of %s: grid (%u,%u,%u) "
                  "block (%u,%u,%u)\n",
@@ -262,9 +263,7 @@ inline void launch(const char *name, dim3 grid, dim3 block,
   s.inKernel = false;
 }
 
-inline void syncthreads(const char *where) {
-  suspend(Wait::Block, 0, where);
-}
+inline void syncthreads(const char *where) { suspend(Wait::Block, 0, where); }
 
 inline unsigned lane() { return linearTid(threadIdx) % 32; }
 inline size_t warpBase() { return linearTid(threadIdx) / 32 * 32; }

@@ -76,9 +76,8 @@ inline const char *ein_gemm_check(const EinGemm &g) {
   }
   if (ein_is_fp8(g.c_type))
     return "C cannot be fp8";
-  if (g.compute_64f &&
-      (g.a_type != EIN_DT_F64 || g.c_type != EIN_DT_F64 ||
-       g.d_type != EIN_DT_F64))
+  if (g.compute_64f && (g.a_type != EIN_DT_F64 || g.c_type != EIN_DT_F64 ||
+                        g.d_type != EIN_DT_F64))
     return "compute_64f needs f64 operands";
   if (!g.compute_64f && (g.a_type == EIN_DT_F64 || g.d_type == EIN_DT_F64))
     return "f64 operands need compute_64f";
@@ -108,8 +107,9 @@ inline cudaDataType_t ein_cuda_dtype(EinDType t) {
   do {                                                                         \
     cublasStatus_t ein_st_ = (expr);                                           \
     if (ein_st_ != CUBLAS_STATUS_SUCCESS) {                                    \
-      std::fprintf(stderr, "ein CUDA runtime: %s failed at %s:%d: status %d\n", \
-                   #expr, __FILE__, __LINE__, int(ein_st_));                   \
+      std::fprintf(stderr,                                                     \
+                   "ein CUDA runtime: %s failed at %s:%d: status %d\n", #expr, \
+                   __FILE__, __LINE__, int(ein_st_));                          \
       std::abort();                                                            \
     }                                                                          \
   } while (0)
@@ -129,8 +129,8 @@ inline cublasLtMatrixLayout_t ein_gemm_layout(EinDType t, int64_t rows,
                                               int64_t cols, int64_t ld,
                                               int64_t batch, int64_t stride) {
   cublasLtMatrixLayout_t l;
-  EIN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, ein_cuda_dtype(t), rows,
-                                              cols, ld));
+  EIN_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&l, ein_cuda_dtype(t), rows, cols, ld));
   if (batch > 1) {
     int32_t count = int32_t(batch);
     EIN_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
@@ -150,10 +150,10 @@ inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
     ein_fail(why);
   if (g.m == 0 || g.n == 0)
     return;
-  const cublasComputeType_t compute =
-      g.compute_64f  ? CUBLAS_COMPUTE_64F
-      : g.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                     : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = g.compute_64f ? CUBLAS_COMPUTE_64F
+                                      : g.allow_tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
   const cudaDataType_t scaleType = g.compute_64f ? CUDA_R_64F : CUDA_R_32F;
   cublasLtMatmulDesc_t op;
   EIN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, compute, scaleType));
@@ -194,9 +194,8 @@ inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
       sizeof(workspaceBytes)));
   cublasLtMatmulHeuristicResult_t heuristic;
   int found = 0;
-  EIN_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ein_cublaslt_handle(), op,
-                                                  la, lb, lc, ld, pref, 1,
-                                                  &heuristic, &found));
+  EIN_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(
+      ein_cublaslt_handle(), op, la, lb, lc, ld, pref, 1, &heuristic, &found));
   if (found == 0)
     ein_fail("ein_gemm: cuBLASLt has no algorithm for this descriptor");
   const float alpha32 = float(g.alpha), beta32 = float(g.beta);
@@ -204,10 +203,9 @@ inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
   const void *beta = g.compute_64f ? (const void *)&g.beta : &beta32;
   // With beta == 0 cuBLASLt does not read C; it still wants a pointer.
   const void *c = g.beta != 0 || g.c ? g.c : g.d;
-  EIN_CUBLAS_CHECK(cublasLtMatmul(ein_cublaslt_handle(), op, alpha, g.a, la,
-                                  g.b, lb, beta, c, lc, g.d, ld,
-                                  &heuristic.algo, workspace, workspaceBytes,
-                                  stream));
+  EIN_CUBLAS_CHECK(cublasLtMatmul(
+      ein_cublaslt_handle(), op, alpha, g.a, la, g.b, lb, beta, c, lc, g.d, ld,
+      &heuristic.algo, workspace, workspaceBytes, stream));
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(la);
   cublasLtMatrixLayoutDestroy(lb);
@@ -260,8 +258,7 @@ inline void ein_gemm_store(void *p, EinDType t, int64_t i, Acc v) {
   }
 }
 
-template <typename Acc>
-inline void ein_gemm_reference(const EinGemm &g) {
+template <typename Acc> inline void ein_gemm_reference(const EinGemm &g) {
   const Acc scaleAB = Acc(g.alpha) * (g.a_scale ? Acc(*g.a_scale) : Acc(1)) *
                       (g.b_scale ? Acc(*g.b_scale) : Acc(1));
   const Acc scaleD =
@@ -279,9 +276,8 @@ inline void ein_gemm_reference(const EinGemm &g) {
         }
         Acc v = scaleAB * acc;
         if (g.beta != 0)
-          v += Acc(g.beta) *
-               Acc(ein_gemm_load(g.c, g.c_type,
-                                 b * g.stride_c + i + j * g.ldc));
+          v += Acc(g.beta) * Acc(ein_gemm_load(g.c, g.c_type,
+                                               b * g.stride_c + i + j * g.ldc));
         ein_gemm_store<Acc>(g.d, g.d_type, b * g.stride_d + i + j * g.ldd,
                             scaleD * v);
       }

@@ -6,9 +6,7 @@
 
 /// E elements of T moved as one 1-16 byte access: aligned so that nvcc
 /// emits one vector load or store (ld.global.v4 for 16 bytes).
-template <typename T, int E> struct alignas(E * sizeof(T)) EinPack {
-  T v[E];
-};
+template <typename T, int E> struct alignas(E * sizeof(T)) EinPack { T v[E]; };
 template <typename T, int E> EIN_D EinPack<T, E> ein_load_pack(const T *p) {
 #ifdef __CUDA_ARCH__
   return *reinterpret_cast<const EinPack<T, E> *>(p);
@@ -39,15 +37,11 @@ template <typename T, typename... Rest> struct EinMaxSize<T, Rest...> {
 
 /// Per input of a flat map: 1 when it is contiguous like the output, 0
 /// when it is one broadcast element.
-template <int N> struct EinFlatStrides {
-  int s[N > 0 ? N : 1];
-};
+template <int N> struct EinFlatStrides { int s[N > 0 ? N : 1]; };
 
 /// One pack per input, told apart by position (a tuple without <tuple>,
 /// whose functions are host-only constexpr under nvcc).
-template <size_t K, typename T, int E> struct EinLeaf {
-  EinPack<T, E> p;
-};
+template <size_t K, typename T, int E> struct EinLeaf { EinPack<T, E> p; };
 template <int E, typename Seq, typename... T> struct EinPackSet;
 template <int E, size_t... K, typename... T>
 struct EinPackSet<E, std::index_sequence<K...>, T...> : EinLeaf<K, T, E>... {};
@@ -57,7 +51,7 @@ EIN_D EinPack<T, E> ein_load_or_splat(const T *p, int strideOne) {
   if (strideOne)
     return ein_load_pack<T, E>(p);
   EinPack<T, E> r;
-#pragma unroll
+  EIN_UNROLL
   for (int e = 0; e < E; ++e)
     r.v[e] = p[0];
   return r;
@@ -67,24 +61,23 @@ template <int E, typename F, typename TO, typename Index, size_t... K,
           typename... TI>
 EIN_D void ein_map_flat_body(F &f, TO *__restrict__ out, Index n,
                              const EinFlatStrides<sizeof...(TI)> &s,
-                             std::index_sequence<K...>,
-                             const TI *... in) {
+                             std::index_sequence<K...>, const TI *...in) {
   const Index step = Index(gridDim.x) * blockDim.x;
   const Index start = Index(blockIdx.x) * blockDim.x + threadIdx.x;
   const Index vectors = n / E;
   if constexpr (E > 1)
     for (Index v = start; v < vectors; v += step) {
-    const Index i = v * E;
-    EinPackSet<E, std::index_sequence<K...>, TI...> packs;
-    ((static_cast<EinLeaf<K, TI, E> &>(packs).p =
-          ein_load_or_splat<E>(in + i * Index(s.s[K]), s.s[K])),
-     ...);
-    EinPack<TO, E> o;
-#pragma unroll
-    for (int e = 0; e < E; ++e)
-      o.v[e] = f(static_cast<EinLeaf<K, TI, E> &>(packs).p.v[e]...);
-    ein_store_pack<TO, E>(out + i, o);
-  }
+      const Index i = v * E;
+      EinPackSet<E, std::index_sequence<K...>, TI...> packs;
+      ((static_cast<EinLeaf<K, TI, E> &>(packs).p =
+            ein_load_or_splat<E>(in + i * Index(s.s[K]), s.s[K])),
+       ...);
+      EinPack<TO, E> o;
+      EIN_UNROLL
+      for (int e = 0; e < E; ++e)
+        o.v[e] = f(static_cast<EinLeaf<K, TI, E> &>(packs).p.v[e]...);
+      ein_store_pack<TO, E>(out + i, o);
+    }
   for (Index i = (E > 1 ? vectors * E : 0) + start; i < n; i += step)
     out[i] = f(in[i * Index(s.s[K])]...);
 }
@@ -95,16 +88,16 @@ EIN_D void ein_map_flat_body(F &f, TO *__restrict__ out, Index n,
 template <int E, typename F, typename TO, typename Index, typename... TI>
 __global__ void ein_map_flat_kernel(F f, TO *__restrict__ out, Index n,
                                     EinFlatStrides<sizeof...(TI)> s,
-                                    const TI *... in) {
+                                    const TI *...in) {
   ein_map_flat_body<E>(f, out, n, s, std::index_sequence_for<TI...>{}, in...);
 }
 
 template <typename F, typename TO, int R, typename Index, size_t... K,
           typename... TI>
-EIN_D void ein_map_strided_body(F &f, TO *__restrict__ out, Index n,
-                                const EinOffsets<R, 1 + sizeof...(TI), Index> &offs,
-                                std::index_sequence<K...>,
-                                const TI *... in) {
+EIN_D void
+ein_map_strided_body(F &f, TO *__restrict__ out, Index n,
+                     const EinOffsets<R, 1 + sizeof...(TI), Index> &offs,
+                     std::index_sequence<K...>, const TI *...in) {
   const Index step = Index(gridDim.x) * blockDim.x;
   for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += step) {
@@ -120,7 +113,7 @@ template <typename F, typename TO, int R, typename Index, typename... TI>
 __global__ void
 ein_map_strided_kernel(F f, TO *__restrict__ out, Index n,
                        EinOffsets<R, 1 + sizeof...(TI), Index> offs,
-                       const TI *... in) {
+                       const TI *...in) {
   ein_map_strided_body(f, out, n, offs, std::index_sequence_for<TI...>{},
                        in...);
 }
@@ -157,8 +150,8 @@ inline void ein_map_launch(cudaStream_t stream, F f, EinView<TO, R> out,
     } else {
       auto kernel = &ein_map_flat_kernel<1, F, TO, Index,
                                          typename std::remove_cv<TI>::type...>;
-      EIN_LAUNCH(kernel, ein_grid_for(n, threads), threads, stream, f,
-                 out.data, n, s, in.data...);
+      EIN_LAUNCH(kernel, ein_grid_for(n, threads), threads, stream, f, out.data,
+                 n, s, in.data...);
     }
     return;
   }

@@ -4,8 +4,13 @@
 #ifndef EIN_CUDA_REDUCE_CUH
 #define EIN_CUDA_REDUCE_CUH
 
-enum EinReduceKind { EIN_REDUCE_SUM, EIN_REDUCE_MEAN, EIN_REDUCE_MAX,
-                     EIN_REDUCE_MIN, EIN_REDUCE_PROD };
+enum EinReduceKind {
+  EIN_REDUCE_SUM,
+  EIN_REDUCE_MEAN,
+  EIN_REDUCE_MAX,
+  EIN_REDUCE_MIN,
+  EIN_REDUCE_PROD
+};
 
 template <typename Acc> struct EinLimits;
 template <> struct EinLimits<float> {
@@ -57,7 +62,7 @@ template <EinReduceKind K, typename Acc> struct EinReduceOp {
 /// the block must call it; lane 0 of row y gets the row's result.
 template <typename Op, typename Acc> EIN_D Acc ein_block_reduce_x(Acc v) {
   __shared__ Acc partial[32]; // one per warp of the block
-#pragma unroll
+  EIN_UNROLL
   for (int off = 16; off > 0; off /= 2)
     v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, off));
   const int warps = blockDim.x / 32;
@@ -71,7 +76,7 @@ template <typename Op, typename Acc> EIN_D Acc ein_block_reduce_x(Acc v) {
   __syncthreads();
   if (warp == 0) {
     v = lane < warps ? partial[row + lane] : Op::identity();
-#pragma unroll
+    EIN_UNROLL
     for (int off = 16; off > 0; off /= 2)
       v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, off));
   }
@@ -156,8 +161,8 @@ __global__ void ein_reduce_partials_kernel(TO *out, const Acc *partial,
 template <EinReduceKind K, typename Acc, typename TO, typename TI, int R,
           typename Index>
 inline void ein_reduce_launch(cudaStream_t stream, EinView<TO, R> out,
-                              EinView<const TI, R> in, bool inner,
-                              int64_t nOut, int64_t nRed) {
+                              EinView<const TI, R> in, bool inner, int64_t nOut,
+                              int64_t nRed) {
   using Op = EinReduceOp<K, Acc>;
   // The kept space (out's sizes; offsets into out and in) and the reduced
   // space (in's sizes on the reduced axes, 1 elsewhere).
@@ -202,8 +207,8 @@ inline void ein_reduce_launch(cudaStream_t stream, EinView<TO, R> out,
   auto kernel = &ein_reduce_outer_kernel<Op, Acc, TO, TI, R, Index>;
   if (parts <= 1) {
     EIN_LAUNCH(kernel, ein_grid_for(nOut, threads), threads, stream, out.data,
-               (Acc *)nullptr, in.data, Index(nOut), Index(nRed),
-               chunk, kept, red);
+               (Acc *)nullptr, in.data, Index(nOut), Index(nRed), chunk, kept,
+               red);
     return;
   }
   Acc *partial = nullptr;
@@ -244,11 +249,11 @@ inline void ein_reduce(cudaStream_t stream, EinView<TO, R> out,
   if (nOut == 0)
     return;
   if (nOut < (int64_t(1) << 31) && nRed < (int64_t(1) << 31))
-    ein_reduce_launch<K, Acc, TO, TI, R, uint32_t>(stream, out, in, inner,
-                                                   nOut, nRed);
+    ein_reduce_launch<K, Acc, TO, TI, R, uint32_t>(stream, out, in, inner, nOut,
+                                                   nRed);
   else
-    ein_reduce_launch<K, Acc, TO, TI, R, int64_t>(stream, out, in, inner,
-                                                  nOut, nRed);
+    ein_reduce_launch<K, Acc, TO, TI, R, int64_t>(stream, out, in, inner, nOut,
+                                                  nRed);
 }
 
 #endif // EIN_CUDA_REDUCE_CUH

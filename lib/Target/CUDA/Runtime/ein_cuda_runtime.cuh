@@ -25,6 +25,13 @@
   kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__)
 #endif
 
+/// `#pragma unroll` for nvcc; host compilers would warn about it.
+#ifdef __CUDACC__
+#define EIN_UNROLL _Pragma("unroll")
+#else
+#define EIN_UNROLL
+#endif
+
 /// Functions the kernels and the host launchers share.
 #define EIN_HD __host__ __device__ __forceinline__
 #define EIN_D __device__ __forceinline__

@@ -43,12 +43,11 @@ template <typename Fmt, typename U> EIN_HD uint32_t ein_narrow_bits(U bits) {
   constexpr U SrcExpMask = kWide ? 0x7FF : 0xFF;
   constexpr uint32_t ExpMask = (1u << Fmt::kExp) - 1;
   constexpr uint32_t ManMask = (1u << Fmt::kMan) - 1;
-  constexpr uint32_t MaxFinite =
-      Fmt::kIeee ? (((ExpMask - 1) << Fmt::kMan) | ManMask)
-                 : ((ExpMask << Fmt::kMan) | (ManMask - 1));
-  constexpr uint32_t Overflow = Fmt::kIeee
-                                    ? (ExpMask << Fmt::kMan)
-                                    : ((ExpMask << Fmt::kMan) | ManMask);
+  constexpr uint32_t MaxFinite = Fmt::kIeee
+                                     ? (((ExpMask - 1) << Fmt::kMan) | ManMask)
+                                     : ((ExpMask << Fmt::kMan) | (ManMask - 1));
+  constexpr uint32_t Overflow =
+      Fmt::kIeee ? (ExpMask << Fmt::kMan) : ((ExpMask << Fmt::kMan) | ManMask);
   const uint32_t sign = uint32_t(bits >> (W - 1)) << (Fmt::kExp + Fmt::kMan);
   const U exp = (bits >> P) & SrcExpMask;
   const U man = bits & ((U(1) << P) - 1);
@@ -176,10 +175,12 @@ EIN_HD ein_bf16_t ein_f32_to_bf16(float x) {
 // fp8 in software: the hardware's cvt (sm_89+) saturates or not, but does
 // not give e4m3fn's "past 464 is NaN" rule of the CPU back end.
 EIN_HD ein_f8e4m3_t ein_f32_to_f8e4m3(float x) {
-  return ein_f8e4m3_t{uint8_t(ein_narrow_bits<EinE4M3Format>(ein_float_bits(x)))};
+  return ein_f8e4m3_t{
+      uint8_t(ein_narrow_bits<EinE4M3Format>(ein_float_bits(x)))};
 }
 EIN_HD ein_f8e5m2_t ein_f32_to_f8e5m2(float x) {
-  return ein_f8e5m2_t{uint8_t(ein_narrow_bits<EinE5M2Format>(ein_float_bits(x)))};
+  return ein_f8e5m2_t{
+      uint8_t(ein_narrow_bits<EinE5M2Format>(ein_float_bits(x)))};
 }
 
 /// The dtype-directed conversion `astype` performs (language.md §6, and
@@ -189,15 +190,9 @@ EIN_HD ein_f8e5m2_t ein_f32_to_f8e5m2(float x) {
 /// float -> int rounds toward zero and saturates (NaN gives 0).
 template <typename To> struct EinCvt;
 
-template <typename T> struct EinIsInt {
-  static constexpr bool value = false;
-};
-template <> struct EinIsInt<int32_t> {
-  static constexpr bool value = true;
-};
-template <> struct EinIsInt<int64_t> {
-  static constexpr bool value = true;
-};
+template <typename T> struct EinIsInt { static constexpr bool value = false; };
+template <> struct EinIsInt<int32_t> { static constexpr bool value = true; };
+template <> struct EinIsInt<int64_t> { static constexpr bool value = true; };
 template <typename T> struct EinIsLowFloat {
   static constexpr bool value = false;
 };
@@ -255,9 +250,7 @@ template <> struct EinCvt<double> {
   static EIN_HD double from(float x) { return x; }
   static EIN_HD double from(int32_t x) { return double(x); }
   static EIN_HD double from(int64_t x) { return double(x); }
-  template <typename L> static EIN_HD double from(L x) {
-    return ein_to_f32(x);
-  }
+  template <typename L> static EIN_HD double from(L x) { return ein_to_f32(x); }
 };
 template <> struct EinCvt<float> {
   static EIN_HD float from(double x) { return float(x); } // IEEE: one rounding
@@ -270,7 +263,7 @@ template <typename I> struct EinCvtInt {
   static EIN_HD I from(double x) { return ein_fptosi<I>(x); }
   static EIN_HD I from(float x) { return ein_fptosi<I>(x); }
   static EIN_HD I from(int32_t x) { return I(x); } // sign-extends or keeps
-  static EIN_HD I from(int64_t x) {               // the low bits (wraps)
+  static EIN_HD I from(int64_t x) {                // the low bits (wraps)
     return I(uint64_t(x) & (sizeof(I) == 8 ? ~uint64_t(0) : 0xFFFFFFFFull));
   }
   template <typename L> static EIN_HD I from(L x) {
@@ -308,12 +301,8 @@ template <typename To, typename From> EIN_HD To ein_cvt(From x) {
 // Integer + - * and negation wrap (two's complement), computed unsigned so
 // that no C++ overflow is undefined.
 template <typename I> struct EinUnsigned;
-template <> struct EinUnsigned<int32_t> {
-  using type = uint32_t;
-};
-template <> struct EinUnsigned<int64_t> {
-  using type = uint64_t;
-};
+template <> struct EinUnsigned<int32_t> { using type = uint32_t; };
+template <> struct EinUnsigned<int64_t> { using type = uint64_t; };
 template <typename T> EIN_HD T ein_add(T a, T b) { return a + b; }
 template <typename T> EIN_HD T ein_sub(T a, T b) { return a - b; }
 template <typename T> EIN_HD T ein_mul(T a, T b) { return a * b; }
@@ -483,7 +472,7 @@ template <int R, int N, typename Index> struct EinOffsets {
         q = linear / Index(size[d]);
         c = linear - q * Index(size[d]);
       }
-#pragma unroll
+      EIN_UNROLL
       for (int k = 0; k < N; ++k)
         out[k] += int64_t(c) * stride[k][d];
       linear = q;
@@ -497,9 +486,8 @@ inline EinOffsets<R, N, Index> ein_make_offsets(const int64_t *size,
   EinOffsets<R, N, Index> o;
   for (int d = 0; d < R; ++d) {
     o.size[d] = size[d];
-    o.div[d] = EinFastDiv(uint32_t(size[d] > 0 && size[d] < (1ll << 32)
-                                       ? size[d]
-                                       : 1));
+    o.div[d] = EinFastDiv(
+        uint32_t(size[d] > 0 && size[d] < (1ll << 32) ? size[d] : 1));
     for (int k = 0; k < N; ++k)
       o.stride[k][d] = strides[k][d];
   }

@@ -1,11 +1,14 @@
 // Instantiates every kernel template of the CUDA runtime for every dtype,
 // so that nvcc-compile.test proves the runtime compiles for the GPU.
+// The runtime's documented concatenation order (docs/cuda.md).
+// clang-format off
 #include "ein_cuda_emu.h"
 #include "ein_cuda_runtime.cuh"
 #include "ein_cuda_types.cuh"
 #include "ein_cuda_map.cuh"
 #include "ein_cuda_reduce.cuh"
 #include "ein_cuda_gemm.cuh"
+// clang-format on
 
 template <typename T> EIN_HD int64_t bitsOf(T x) {
   int64_t b = 0;
@@ -18,9 +21,8 @@ template <typename From> struct CastToAll {
   EIN_HD int64_t operator()(From x) const {
     return bitsOf(ein_cvt<double>(x)) ^ bitsOf(ein_cvt<float>(x)) ^
            bitsOf(ein_cvt<ein_f16_t>(x)) ^ bitsOf(ein_cvt<ein_bf16_t>(x)) ^
-           bitsOf(ein_cvt<ein_f8e4m3_t>(x)) ^
-           bitsOf(ein_cvt<ein_f8e5m2_t>(x)) ^ bitsOf(ein_cvt<int32_t>(x)) ^
-           bitsOf(ein_cvt<int64_t>(x));
+           bitsOf(ein_cvt<ein_f8e4m3_t>(x)) ^ bitsOf(ein_cvt<ein_f8e5m2_t>(x)) ^
+           bitsOf(ein_cvt<int32_t>(x)) ^ bitsOf(ein_cvt<int64_t>(x));
   }
 };
 /// A fused chain over mixed dtypes, computed in f32 and rounded once.
