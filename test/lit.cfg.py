@@ -35,6 +35,20 @@ if os.path.exists(unit_tests):
     config.available_features.add("unittests")
 if config.cuda_found:
     config.available_features.add("cuda")
+# The CUDA runtime's tests in emulation (unittests/CUDA*.cpp).
+cuda_runtime_tests = os.path.join(config.ein_tools_dir, "EinCUDARuntimeTests")
+cuda_convert_dump = os.path.join(config.ein_tools_dir, "EinCUDAConvertDump")
+config.substitutions.append(("%ein-cuda-runtime-tests", cuda_runtime_tests))
+config.substitutions.append(("%ein-cuda-convert-dump", cuda_convert_dump))
+if os.path.exists(cuda_runtime_tests):
+    config.available_features.add("cuda-runtime-tests")
+if os.path.exists(cuda_convert_dump):
+    config.available_features.add("cuda-convert-dump")
+# nvcc compiles the CUDA runtime (no GPU needed): the toolkit's usual place.
+nvcc = "/usr/local/cuda/bin/nvcc"
+if os.path.exists(nvcc):
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", nvcc))
 # mlir-cpu-runner and its runtime libraries (LLVM's lib/, next to its bin/)
 # run hand-written memref IR lowered by `ein-opt --ein-lower-buffers-to-llvm`.
 llvm_lib_dir = os.path.normpath(os.path.join(config.llvm_tools_dir, "..", "lib"))

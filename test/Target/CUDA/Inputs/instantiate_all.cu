@@ -1,0 +1,106 @@
+// Instantiates every kernel template of the CUDA runtime for every dtype,
+// so that nvcc-compile.test proves the runtime compiles for the GPU.
+// The runtime's documented concatenation order (docs/cuda.md).
+// clang-format off
+#include "ein_cuda_emu.h"
+#include "ein_cuda_runtime.cuh"
+#include "ein_cuda_types.cuh"
+#include "ein_cuda_map.cuh"
+#include "ein_cuda_reduce.cuh"
+#include "ein_cuda_gemm.cuh"
+// clang-format on
+
+template <typename T> EIN_HD int64_t bitsOf(T x) {
+  int64_t b = 0;
+  memcpy(&b, &x, sizeof(T));
+  return b;
+}
+/// astype from `From` to every dtype in one functor (one kernel per source
+/// dtype keeps the compile short while still instantiating all 64 pairs).
+template <typename From> struct CastToAll {
+  EIN_HD int64_t operator()(From x) const {
+    return bitsOf(ein_cvt<double>(x)) ^ bitsOf(ein_cvt<float>(x)) ^
+           bitsOf(ein_cvt<ein_f16_t>(x)) ^ bitsOf(ein_cvt<ein_bf16_t>(x)) ^
+           bitsOf(ein_cvt<ein_f8e4m3_t>(x)) ^ bitsOf(ein_cvt<ein_f8e5m2_t>(x)) ^
+           bitsOf(ein_cvt<int32_t>(x)) ^ bitsOf(ein_cvt<int64_t>(x));
+  }
+};
+/// A fused chain over mixed dtypes, computed in f32 and rounded once.
+struct Fused {
+  EIN_HD ein_bf16_t operator()(ein_f16_t a, float b, ein_f8e4m3_t c,
+                               int32_t d) const {
+    float x = ein_to_f32(a) * b + ein_to_f32(c);
+    return ein_cvt<ein_bf16_t>(ein_relu(x) + ein_rsqrt(float(d)) +
+                               ein_pow(x, 2.0f));
+  }
+};
+struct IntOps {
+  EIN_HD int64_t operator()(int64_t a, int64_t b) const {
+    return ein_add(ein_div(a, b), ein_pow(a, b));
+  }
+};
+
+template <typename From> void castAll(cudaStream_t s) {
+  EinView<int64_t, 3> o{nullptr, {1, 1, 1}, {1, 1, 1}};
+  EinView<const From, 3> i{nullptr, {1, 1, 1}, {1, 1, 1}};
+  ein_map(s, CastToAll<From>(), o, i);
+}
+
+template <typename T> void copyAll(cudaStream_t s) {
+  EinView<T, 4> d{nullptr, {1, 1, 1, 1}, {1, 1, 1, 1}};
+  EinView<const T, 4> src{nullptr, {1, 1, 1, 1}, {1, 1, 1, 1}};
+  ein_copy(s, d, src);
+}
+
+template <EinReduceKind K, typename Acc, typename T>
+void reduceOne(cudaStream_t s) {
+  EinView<T, 3> o{nullptr, {1, 1, 1}, {1, 1, 1}};
+  EinView<const T, 3> i{nullptr, {1, 1, 1}, {1, 1, 1}};
+  ein_reduce<K, Acc>(s, o, i);
+}
+template <typename Acc, typename T> void reduceAll(cudaStream_t s) {
+  reduceOne<EIN_REDUCE_SUM, Acc, T>(s);
+  reduceOne<EIN_REDUCE_MAX, Acc, T>(s);
+  reduceOne<EIN_REDUCE_MIN, Acc, T>(s);
+  reduceOne<EIN_REDUCE_PROD, Acc, T>(s);
+}
+
+void instantiateEverything(cudaStream_t s) {
+  castAll<double>(s);
+  castAll<float>(s);
+  castAll<ein_f16_t>(s);
+  castAll<ein_bf16_t>(s);
+  castAll<ein_f8e4m3_t>(s);
+  castAll<ein_f8e5m2_t>(s);
+  castAll<int32_t>(s);
+  castAll<int64_t>(s);
+  EinView<ein_bf16_t, 2> o{nullptr, {1, 1}, {1, 1}};
+  EinView<const ein_f16_t, 2> a{nullptr, {1, 1}, {1, 1}};
+  EinView<const float, 2> b{nullptr, {1, 1}, {1, 1}};
+  EinView<const ein_f8e4m3_t, 2> c{nullptr, {1, 1}, {1, 1}};
+  EinView<const int32_t, 2> d{nullptr, {1, 1}, {1, 1}};
+  ein_map(s, Fused(), o, a, b, c, d);
+  EinView<int64_t, 0> io{nullptr, {0}, {0}};
+  EinView<const int64_t, 0> ia{nullptr, {0}, {0}};
+  ein_map(s, IntOps(), io, ia, ia);
+  copyAll<double>(s);
+  copyAll<float>(s);
+  copyAll<ein_f16_t>(s);
+  copyAll<ein_bf16_t>(s);
+  copyAll<ein_f8e4m3_t>(s);
+  copyAll<ein_f8e5m2_t>(s);
+  copyAll<int32_t>(s);
+  copyAll<int64_t>(s);
+  reduceAll<double, double>(s);
+  reduceAll<float, float>(s);
+  reduceAll<float, ein_f16_t>(s);
+  reduceAll<float, ein_bf16_t>(s);
+  reduceAll<float, ein_f8e4m3_t>(s);
+  reduceAll<float, ein_f8e5m2_t>(s);
+  reduceAll<int32_t, int32_t>(s);
+  reduceAll<int64_t, int64_t>(s);
+  reduceOne<EIN_REDUCE_MEAN, float, ein_bf16_t>(s);
+  reduceOne<EIN_REDUCE_MEAN, double, double>(s);
+  EinGemm g{};
+  ein_gemm(g, nullptr, 0, s);
+}
