@@ -70,8 +70,10 @@ std::vector<T> afterContracting(const std::vector<T> &live, unsigned i,
 /// every index only one operand has (opt_einsum's 'dp' does those). The best
 /// pairwise order is the best of all up to 13 operands; above, the best
 /// without outer products inside each group of operands linked by summed
-/// indices when that search ends within its budget, else the cheaper of two
-/// greedy orders, never worse than them. Unbound sizes count as 512 when
+/// indices when that search ends within its budget, else the cheapest of two
+/// greedy orders (one is opt_einsum's 'greedy') and 64 seeded trials of
+/// opt_einsum's RandomGreedy, never worse than the greedy orders. Unbound
+/// sizes count as 512 when
 /// comparing orders; equal costs always give the same order. `einc report`
 /// prints it and ein-split-einsums follows it.
 std::vector<ContractionStep> contractionOrder(const EinsumInfo &info,
