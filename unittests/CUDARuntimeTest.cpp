@@ -505,3 +505,127 @@ TEST(CUDAGemmTest, CheckRefusesWhatCuBLASLtWould) {
 }
 
 } // namespace
+
+// ein_contract: a pairwise contraction over strided views through the plan
+// (ein_gemm_plan.h), copies where the plan asks, and the reference GEMM
+// standing in for cuBLASLt; compared with the sum computed from the views.
+namespace {
+
+/// `b m k, b k n -> b m n` style roles for rank-3 operands whose axes are
+/// (batch, m, k), (batch, k, n), (batch, m, n) in memory order given by
+/// the views' strides.
+EinGemmRoles bmmRoles() {
+  EinGemmRoles r{};
+  r.batch = r.m = r.n = r.k = 1;
+  r.aBatch[0] = 0, r.aM[0] = 1, r.aK[0] = 2;
+  r.bBatch[0] = 0, r.bK[0] = 1, r.bN[0] = 2;
+  r.cBatch[0] = 0, r.cM[0] = 1, r.cN[0] = 2;
+  return r;
+}
+
+template <typename TA, typename TC>
+void checkBmm(std::mt19937 &rng, int64_t B, int64_t M, int64_t N, int64_t K,
+              bool permuteC, int expectCopies) {
+  using namespace ein_cuda_test;
+  const int64_t as[3] = {B, M, K}, bs[3] = {B, K, N}, cs[3] = {B, M, N};
+  Strided<TA, 3> a(as, rng, true, true, false), b(bs, rng, true, true, false);
+  Strided<TC, 3> c(cs, rng, permuteC, true, false);
+  forEachIndex<3>(as, [&](const int64_t *i) {
+    a.at(i) = ein_cvt<TA>(float(int(rng() % 7) - 3));
+  });
+  forEachIndex<3>(bs, [&](const int64_t *i) {
+    b.at(i) = ein_cvt<TA>(float(int(rng() % 7) - 3));
+  });
+  EinContractStats stats = ein_contract(
+      nullptr, bmmRoles(),
+      EinView<const TA, 3>{a.view.data, {B, M, K},
+                           {a.view.stride[0], a.view.stride[1],
+                            a.view.stride[2]}},
+      EinView<const TA, 3>{b.view.data, {B, K, N},
+                           {b.view.stride[0], b.view.stride[1],
+                            b.view.stride[2]}},
+      c.view, false, nullptr, 0);
+  if (expectCopies >= 0)
+    EXPECT_EQ(stats.copies, expectCopies);
+  forEachIndex<3>(cs, [&](const int64_t *i) {
+    double want = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t ia[3] = {i[0], i[1], k}, ib[3] = {i[0], k, i[2]};
+      want += double(ein_cvt<float>(a.at(ia))) * ein_cvt<float>(b.at(ib));
+    }
+    ASSERT_EQ(double(ein_cvt<float>(c.at(i))), want)
+        << "at " << i[0] << "," << i[1] << "," << i[2] << " B=" << B
+        << " M=" << M << " N=" << N << " K=" << K;
+  });
+}
+
+} // namespace
+
+TEST(CUDAContractTest, PermutedAndPaddedViewsMatchTheSum) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    int64_t B = 1 + rng() % 3, M = 1 + rng() % 9, N = 1 + rng() % 9,
+            K = rng() % 9;
+    checkBmm<float, float>(rng, B, M, N, K, true, -1);
+    checkBmm<ein_f16_t, float>(rng, B, M, N, K, true, -1);
+  }
+}
+
+TEST(CUDAContractTest, ContiguousOperandsNeedNoCopy) {
+  // Row-major everything: C^T = B^T A^T reads both in place.
+  std::mt19937 rng(6);
+  using namespace ein_cuda_test;
+  const int64_t B = 2, M = 5, N = 7, K = 3;
+  std::vector<float> a(B * M * K), b(B * K * N), c(B * M * N, -1.0f);
+  for (auto &x : a)
+    x = float(int(rng() % 5) - 2);
+  for (auto &x : b)
+    x = float(int(rng() % 5) - 2);
+  EinContractStats stats = ein_contract(
+      nullptr, bmmRoles(),
+      EinView<const float, 3>{a.data(), {B, M, K}, {M * K, K, 1}},
+      EinView<const float, 3>{b.data(), {B, K, N}, {K * N, N, 1}},
+      EinView<float, 3>{c.data(), {B, M, N}, {M * N, N, 1}}, false, nullptr,
+      0);
+  EXPECT_EQ(stats.copies, 0);
+  EXPECT_EQ(stats.gemmCalls, 1);
+  for (int64_t q = 0; q < B; ++q)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float want = 0;
+        for (int64_t k = 0; k < K; ++k)
+          want += a[q * M * K + i * K + k] * b[q * K * N + k * N + j];
+        ASSERT_EQ(c[q * M * N + i * N + j], want);
+      }
+}
+
+TEST(CUDAContractTest, EmptyKGivesZerosAndFp8IsCopiedToTN) {
+  std::mt19937 rng(7);
+  checkBmm<float, float>(rng, 2, 3, 4, 0, false, -1);
+  // fp8 operands laid out row-major (B n-contiguous): B is copied so that
+  // cuBLASLt's FP8 path gets the TN form, and the answer stays exact.
+  using namespace ein_cuda_test;
+  const int64_t M = 4, N = 6, K = 5;
+  std::vector<ein_f8e4m3_t> a(M * K), b(K * N);
+  std::vector<float> af(M * K), bf(K * N), c(M * N);
+  for (int64_t i = 0; i < M * K; ++i)
+    af[i] = float(int(rng() % 5) - 2), a[i] = ein_cvt<ein_f8e4m3_t>(af[i]);
+  for (int64_t i = 0; i < K * N; ++i)
+    bf[i] = float(int(rng() % 5) - 2), b[i] = ein_cvt<ein_f8e4m3_t>(bf[i]);
+  EinGemmRoles r{};
+  r.m = r.n = r.k = 1;
+  r.aM[0] = 0, r.aK[0] = 1, r.bK[0] = 0, r.bN[0] = 1, r.cM[0] = 0,
+  r.cN[0] = 1;
+  EinContractStats stats = ein_contract(
+      nullptr, r, EinView<const ein_f8e4m3_t, 2>{a.data(), {M, K}, {K, 1}},
+      EinView<const ein_f8e4m3_t, 2>{b.data(), {K, N}, {N, 1}},
+      EinView<float, 2>{c.data(), {M, N}, {N, 1}}, false, nullptr, 0);
+  EXPECT_EQ(stats.copies, EIN_GEMM_COPY_B);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float want = 0;
+      for (int64_t k = 0; k < K; ++k)
+        want += af[i * K + k] * bf[k * N + j];
+      ASSERT_EQ(c[i * N + j], want);
+    }
+}

@@ -10,6 +10,8 @@
 #include "ein_cuda_map.cuh"
 #include "ein_cuda_reduce.cuh"
 #include "ein_cuda_gemm.cuh"
+#include "ein_gemm_plan.h"
+#include "ein_cuda_contract.cuh"
 // clang-format on
 
 #include <algorithm>

@@ -99,7 +99,7 @@ Case randomCase(std::mt19937 &rng) {
   for (int r = 0; r < 4; ++r) {
     counts[r] = static_cast<int>(rng() % 3);
     for (int j = 0; j < counts[r]; ++j)
-      c.roleSize[r].push_back(static_cast<int64_t>(rng() % 4) + 1);
+      c.roleSize[r].push_back(rng() % 10 == 0 ? 0 : static_cast<int64_t>(rng() % 4) + 1);
   }
   c.roles.batch = counts[0], c.roles.m = counts[1], c.roles.n = counts[2],
   c.roles.k = counts[3];

@@ -381,7 +381,9 @@ static inline int ein_gemm_plan(const EinGemmRoles *r, EinGemmView a,
   for (int j = 0; j < r->k; ++j)
     plan->roleSizes[0][r->aK[j]] = plan->roleSizes[1][r->bK[j]] = kSize[j];
   /* The copies' layouts: A as [batch, m, k], B as [batch, n, k], C as
-   * [batch, n, m], each role's axes in the order chosen above, row-major. */
+   * [batch, n, m], each role's axes in the order chosen above, row-major;
+   * an axis of size 0 counts as 1, so that no stride is 0 (an empty k
+   * would otherwise give A's m axis stride 0, which no GEMM reads). */
   for (int o = 0; o < 3; ++o) {
     plan->tempElements[o] = 0;
     for (int j = 0; j < EIN_GEMM_MAX_AXES; ++j)
@@ -400,15 +402,15 @@ static inline int ein_gemm_plan(const EinGemmRoles *r, EinGemmView a,
     int64_t s = 1;
     for (int i = innerCount - 1; i >= 0; --i) {
       plan->tempStrides[o][inner[innerOrder[i]]] = s;
-      s *= innerSize[innerOrder[i]];
+      s *= ein_gemm_max_(1, innerSize[innerOrder[i]]);
     }
     for (int i = middleCount - 1; i >= 0; --i) {
       plan->tempStrides[o][middle[middleOrder[i]]] = s;
-      s *= middleSize[middleOrder[i]];
+      s *= ein_gemm_max_(1, middleSize[middleOrder[i]]);
     }
     for (int i = r->batch - 1; i >= 0; --i) {
       plan->tempStrides[o][outer[batchOrder[i]]] = s;
-      s *= batchSize[batchOrder[i]];
+      s *= ein_gemm_max_(1, batchSize[batchOrder[i]]);
     }
     plan->tempElements[o] = s;
   }

@@ -8,6 +8,8 @@
 #include "ein_cuda_map.cuh"
 #include "ein_cuda_reduce.cuh"
 #include "ein_cuda_gemm.cuh"
+#include "ein_gemm_plan.h"
+#include "ein_cuda_contract.cuh"
 // clang-format on
 
 template <typename T> EIN_HD int64_t bitsOf(T x) {
@@ -103,4 +105,21 @@ void instantiateEverything(cudaStream_t s) {
   reduceOne<EIN_REDUCE_MEAN, double, double>(s);
   EinGemm g{};
   ein_gemm(g, nullptr, 0, s);
+  // Contractions: f32, f64, f16/bf16 into f32, fp8 into bf16 (ranks 2-4).
+  EinGemmRoles roles{};
+  EinView<const float, 3> f3{nullptr, {1, 1, 1}, {1, 1, 1}};
+  EinView<float, 4> f4{nullptr, {1, 1, 1, 1}, {1, 1, 1, 1}};
+  ein_contract(s, roles, f3, f3, f4, false, nullptr, 0);
+  EinView<const double, 2> d2{nullptr, {1, 1}, {1, 1}};
+  EinView<double, 2> d2o{nullptr, {1, 1}, {1, 1}};
+  ein_contract(s, roles, d2, d2, d2o, false, nullptr, 0);
+  EinView<const ein_f16_t, 2> h2{nullptr, {1, 1}, {1, 1}};
+  EinView<const ein_bf16_t, 2> b2{nullptr, {1, 1}, {1, 1}};
+  EinView<float, 2> f2{nullptr, {1, 1}, {1, 1}};
+  ein_contract(s, roles, h2, h2, f2, false, nullptr, 0);
+  ein_contract(s, roles, b2, b2, f2, false, nullptr, 0);
+  EinView<const ein_f8e4m3_t, 2> e2{nullptr, {1, 1}, {1, 1}};
+  EinView<const ein_f8e5m2_t, 2> m2{nullptr, {1, 1}, {1, 1}};
+  EinView<ein_bf16_t, 2> bo{nullptr, {1, 1}, {1, 1}};
+  ein_contract(s, roles, e2, m2, bo, false, nullptr, 0);
 }

@@ -1,0 +1,193 @@
+// One pairwise contraction over strided views: ein_gemm_plan decides how
+// cuBLASLt reads them; an operand it cannot read in place is copied first
+// (ein_copy into a stream-ordered temporary, its bytes the only extra
+// traffic), the GEMM runs once per step of the batch axes that do not merge,
+// and a C computed in a copy is copied back. Eighth in the concatenation
+// order, after ein_gemm_plan.h (docs/cuda.md).
+#ifndef EIN_CUDA_CONTRACT_CUH
+#define EIN_CUDA_CONTRACT_CUH
+
+/// The EinDType of a storage type (the floating types cuBLASLt multiplies).
+template <typename T> struct EinGemmDType;
+template <> struct EinGemmDType<double> {
+  static constexpr EinDType value = EIN_DT_F64;
+};
+template <> struct EinGemmDType<float> {
+  static constexpr EinDType value = EIN_DT_F32;
+};
+template <> struct EinGemmDType<ein_f16_t> {
+  static constexpr EinDType value = EIN_DT_F16;
+};
+template <> struct EinGemmDType<ein_bf16_t> {
+  static constexpr EinDType value = EIN_DT_BF16;
+};
+template <> struct EinGemmDType<ein_f8e4m3_t> {
+  static constexpr EinDType value = EIN_DT_F8E4M3;
+};
+template <> struct EinGemmDType<ein_f8e5m2_t> {
+  static constexpr EinDType value = EIN_DT_F8E5M2;
+};
+
+/// What a contraction did, for tests and for the cost report's claim that
+/// a layout needs no copy: the plan's copy bits and the GEMM calls made.
+struct EinContractStats {
+  int copies = 0;
+  int64_t gemmCalls = 0;
+};
+
+/// A functor giving 0 in T: the result of a contraction over empty k.
+template <typename T> struct EinZeroOf {
+  template <typename U> EIN_HD T operator()(U) const {
+    return ein_cvt<T>(0.0f);
+  }
+};
+
+template <typename T, int R>
+inline EinGemmView ein_gemm_view(const EinView<T, R> &v) {
+  return EinGemmView{R, v.size, v.stride};
+}
+
+/// The operand `v` read at the role sizes `sizes` (an axis of size 1 where
+/// the role is larger read with stride 0), for a copy.
+template <typename T, int R>
+inline EinView<const T, R> ein_role_view(const EinView<T, R> &v,
+                                         const int64_t *sizes) {
+  EinView<const T, R> out;
+  out.data = v.data;
+  for (int d = 0; d < R; ++d) {
+    out.size[d] = sizes[d];
+    out.stride[d] = v.size[d] == 1 && sizes[d] != 1 ? 0 : v.stride[d];
+  }
+  return out;
+}
+
+template <typename T, int R>
+inline EinView<T, R> ein_temp_view(T *data, const int64_t *sizes,
+                                   const int64_t *strides) {
+  EinView<T, R> out;
+  out.data = data;
+  for (int d = 0; d < R; ++d) {
+    out.size[d] = sizes[d];
+    out.stride[d] = strides[d];
+  }
+  return out;
+}
+
+template <typename T, int R>
+inline EinView<const T, R> ein_const_view(const EinView<T, R> &v) {
+  return ein_temp_view<const T, R>(v.data, v.size, v.stride);
+}
+
+/// C = A x B over `roles` (C's dtype the einsum's result, the accumulation
+/// f32, f64 for f64 operands). `allowTf32` lets cuBLASLt round f32 operands
+/// to TF32; fp8 operands are laid out k-contiguous as cuBLASLt's FP8 path
+/// requires (a copy when they are not). `workspace` is cuBLASLt's.
+template <typename TA, typename TB, typename TC, int RA, int RB, int RC>
+inline EinContractStats
+ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
+             EinView<const TA, RA> a, EinView<const TB, RB> b,
+             EinView<TC, RC> c, bool allowTf32, void *workspace,
+             size_t workspaceBytes) {
+  static_assert(RA <= EIN_GEMM_MAX_AXES && RB <= EIN_GEMM_MAX_AXES &&
+                    RC <= EIN_GEMM_MAX_AXES,
+                "ein_contract: rank above EIN_GEMM_MAX_AXES");
+  constexpr EinDType ta = EinGemmDType<TA>::value, tb = EinGemmDType<TB>::value,
+                     tc = EinGemmDType<TC>::value;
+  const int fp8 = ein_is_fp8(ta) || ein_is_fp8(tb);
+  EinContractStats stats;
+  EinGemmPlan plan;
+  stats.copies = ein_gemm_plan(&roles, ein_gemm_view(a), ein_gemm_view(b),
+                               ein_gemm_view(c), fp8, &plan);
+  TA *copyA = nullptr;
+  TB *copyB = nullptr;
+  TC *copyC = nullptr;
+  EinView<TC, RC> target = c;
+  if (stats.copies & EIN_GEMM_COPY_A) {
+    EIN_CUDA_CHECK(cudaMallocAsync(
+        &copyA, size_t(plan.tempElements[0]) * sizeof(TA), stream));
+    auto dst =
+        ein_temp_view<TA, RA>(copyA, plan.roleSizes[0], plan.tempStrides[0]);
+    ein_copy(stream, dst, ein_role_view(a, plan.roleSizes[0]));
+    a = ein_temp_view<const TA, RA>(copyA, plan.roleSizes[0],
+                                    plan.tempStrides[0]);
+  }
+  if (stats.copies & EIN_GEMM_COPY_B) {
+    EIN_CUDA_CHECK(cudaMallocAsync(
+        &copyB, size_t(plan.tempElements[1]) * sizeof(TB), stream));
+    auto dst =
+        ein_temp_view<TB, RB>(copyB, plan.roleSizes[1], plan.tempStrides[1]);
+    ein_copy(stream, dst, ein_role_view(b, plan.roleSizes[1]));
+    b = ein_temp_view<const TB, RB>(copyB, plan.roleSizes[1],
+                                    plan.tempStrides[1]);
+  }
+  if (stats.copies & EIN_GEMM_COPY_C) {
+    EIN_CUDA_CHECK(cudaMallocAsync(
+        &copyC, size_t(plan.tempElements[2]) * sizeof(TC), stream));
+    target =
+        ein_temp_view<TC, RC>(copyC, plan.roleSizes[2], plan.tempStrides[2]);
+  }
+  if (stats.copies && ein_gemm_plan(&roles, ein_gemm_view(a), ein_gemm_view(b),
+                                    ein_gemm_view(target), fp8, &plan) != 0)
+    ein_fail("ein_contract: the copies do not plan without copies");
+
+  bool empty = plan.m == 0 || plan.n == 0 || plan.batch == 0;
+  for (int i = 0; i < plan.outerCount; ++i)
+    empty = empty || plan.outerSize[i] == 0;
+  if (!empty && plan.k == 0) {
+    // Nothing to sum: zeros (cuBLASLt's k must be positive).
+    ein_map(stream, EinZeroOf<TC>(), target, ein_const_view(target));
+  } else if (!empty) {
+    EinGemm g{};
+    g.a_type = plan.swapped ? tb : ta;
+    g.b_type = plan.swapped ? ta : tb;
+    g.c_type = g.d_type = tc;
+    g.compute_64f = ta == EIN_DT_F64;
+    g.allow_tf32 = allowTf32;
+    g.transa = plan.transa;
+    g.transb = plan.transb;
+    g.m = plan.m, g.n = plan.n, g.k = plan.k;
+    g.lda = plan.lda, g.stride_a = plan.strideA;
+    g.ldb = plan.ldb, g.stride_b = plan.strideB;
+    g.ldc = g.ldd = plan.ldc;
+    g.stride_c = g.stride_d = plan.strideC;
+    g.batch = plan.batch;
+    g.alpha = 1, g.beta = 0;
+    // One GEMM per step of the batch axes that do not merge.
+    int64_t step[EIN_GEMM_MAX_AXES] = {0};
+    for (;;) {
+      int64_t off[3] = {0, 0, 0};
+      for (int i = 0; i < plan.outerCount; ++i)
+        for (int o = 0; o < 3; ++o)
+          off[o] += step[i] * plan.outerStride[o][i];
+      const void *first = plan.swapped ? (const void *)(b.data + off[1])
+                                       : (const void *)(a.data + off[0]);
+      const void *second = plan.swapped ? (const void *)(a.data + off[0])
+                                        : (const void *)(b.data + off[1]);
+      g.a = first;
+      g.b = second;
+      g.c = nullptr;
+      g.d = target.data + off[2];
+      ein_gemm(g, workspace, workspaceBytes, stream);
+      ++stats.gemmCalls;
+      int i = plan.outerCount - 1;
+      for (; i >= 0; --i) {
+        if (++step[i] < plan.outerSize[i])
+          break;
+        step[i] = 0;
+      }
+      if (i < 0)
+        break;
+    }
+  }
+  if (copyC)
+    ein_copy(stream, c, ein_const_view(target));
+  if (copyA)
+    EIN_CUDA_CHECK(cudaFreeAsync(copyA, stream));
+  if (copyB)
+    EIN_CUDA_CHECK(cudaFreeAsync(copyB, stream));
+  if (copyC)
+    EIN_CUDA_CHECK(cudaFreeAsync(copyC, stream));
+  return stats;
+}
+
+#endif // EIN_CUDA_CONTRACT_CUH
