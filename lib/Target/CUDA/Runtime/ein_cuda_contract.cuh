@@ -78,6 +78,22 @@ inline EinView<const T, R> ein_const_view(const EinView<T, R> &v) {
   return ein_temp_view<const T, R>(v.data, v.size, v.stride);
 }
 
+/// Copies input `operand` (0: A, 1: B) of a contraction into a
+/// stream-ordered temporary laid out as `plan` says, points `v` at it and
+/// returns it (to be freed after the GEMM).
+template <typename T, int R>
+inline T *ein_copy_operand(cudaStream_t stream, EinView<const T, R> &v,
+                           const EinGemmPlan &plan, int operand) {
+  T *copy = nullptr;
+  EIN_CUDA_CHECK(cudaMallocAsync(
+      &copy, size_t(plan.tempElements[operand]) * sizeof(T), stream));
+  auto dst = ein_temp_view<T, R>(copy, plan.roleSizes[operand],
+                                 plan.tempStrides[operand]);
+  ein_copy(stream, dst, ein_role_view(v, plan.roleSizes[operand]));
+  v = ein_const_view(dst);
+  return copy;
+}
+
 /// C = A x B over `roles` (C's dtype the einsum's result, the accumulation
 /// f32, f64 for f64 operands). `allowTf32` lets cuBLASLt round f32 operands
 /// to TF32; fp8 operands are laid out k-contiguous as cuBLASLt's FP8 path
@@ -102,24 +118,10 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
   TB *copyB = nullptr;
   TC *copyC = nullptr;
   EinView<TC, RC> target = c;
-  if (stats.copies & EIN_GEMM_COPY_A) {
-    EIN_CUDA_CHECK(cudaMallocAsync(
-        &copyA, size_t(plan.tempElements[0]) * sizeof(TA), stream));
-    auto dst =
-        ein_temp_view<TA, RA>(copyA, plan.roleSizes[0], plan.tempStrides[0]);
-    ein_copy(stream, dst, ein_role_view(a, plan.roleSizes[0]));
-    a = ein_temp_view<const TA, RA>(copyA, plan.roleSizes[0],
-                                    plan.tempStrides[0]);
-  }
-  if (stats.copies & EIN_GEMM_COPY_B) {
-    EIN_CUDA_CHECK(cudaMallocAsync(
-        &copyB, size_t(plan.tempElements[1]) * sizeof(TB), stream));
-    auto dst =
-        ein_temp_view<TB, RB>(copyB, plan.roleSizes[1], plan.tempStrides[1]);
-    ein_copy(stream, dst, ein_role_view(b, plan.roleSizes[1]));
-    b = ein_temp_view<const TB, RB>(copyB, plan.roleSizes[1],
-                                    plan.tempStrides[1]);
-  }
+  if (stats.copies & EIN_GEMM_COPY_A)
+    copyA = ein_copy_operand(stream, a, plan, 0);
+  if (stats.copies & EIN_GEMM_COPY_B)
+    copyB = ein_copy_operand(stream, b, plan, 1);
   if (stats.copies & EIN_GEMM_COPY_C) {
     EIN_CUDA_CHECK(cudaMallocAsync(
         &copyC, size_t(plan.tempElements[2]) * sizeof(TC), stream));
