@@ -201,8 +201,7 @@ Value OpLowering::expandDims(Location loc, Value v,
     ambiguous |= dynamic > 1;
   }
   if (!ambiguous)
-    return b.create<mlir::tensor::ExpandShapeOp>(loc, target, v, groups,
-                                                 shape);
+    return b.create<mlir::tensor::ExpandShapeOp>(loc, target, v, groups, shape);
   llvm::SmallVector<Value> values;
   for (auto s : shape)
     values.push_back(asValue(loc, s));
@@ -345,8 +344,8 @@ Value OpLowering::saturatingFPToSI(Location loc, Value v, Type to) {
   unsigned width = to.getIntOrFloatBitWidth();
   // -2^(w-1) and 2^(w-1) are exact in f32 and f64.
   double bound = std::ldexp(1.0, static_cast<int>(width) - 1);
-  Value lo = b.create<mlir::arith::ConstantOp>(
-      loc, b.getFloatAttr(floatType, -bound));
+  Value lo =
+      b.create<mlir::arith::ConstantOp>(loc, b.getFloatAttr(floatType, -bound));
   Value hi =
       b.create<mlir::arith::ConstantOp>(loc, b.getFloatAttr(floatType, bound));
   Value zeroF =

@@ -17,7 +17,7 @@ mlir::FailureOr<Value> lowerEinsum(OpLowering &l, EinsumOp op,
   if (mlir::failed(l.bindAxes(info.axisSizes, op)))
     return mlir::failure();
   Type element = resultShape.type.getElementType();
-  Type acc = op.getAcc()                     ? *op.getAcc()
+  Type acc = op.getAcc()                    ? *op.getAcc()
              : isLowPrecisionFloat(element) ? Type(b.getF32Type())
                                             : element;
   std::vector<Indexed> live;
@@ -50,8 +50,8 @@ mlir::FailureOr<Value> lowerEinsum(OpLowering &l, EinsumOp op,
           for (size_t k = 1; k + 1 < args.size(); ++k) {
             Value x = l.cast(nl, args[k], acc);
             product =
-                isF ? Value(nb.create<mlir::arith::MulFOp>(nl, product, x,
-                                                           math))
+                isF ? Value(
+                          nb.create<mlir::arith::MulFOp>(nl, product, x, math))
                     : Value(nb.create<mlir::arith::MulIOp>(nl, product, x));
           }
           Value sum = args.back();
@@ -77,8 +77,7 @@ mlir::FailureOr<Value> lowerEinsum(OpLowering &l, EinsumOp op,
   if (live.size() <= 2) {
     Value v = contract(live, outAxes).value;
     v = l.castTensor(loc, v, element);
-    return l.regroupAxes(loc, v, outAxes, info.outputGroups,
-                         resultShape.sizes);
+    return l.regroupAxes(loc, v, outAxes, info.outputGroups, resultShape.sizes);
   }
   // Pairwise along the cost model's order; intermediates keep the axes that
   // the output or a later operand still needs. (ein-split-einsums has

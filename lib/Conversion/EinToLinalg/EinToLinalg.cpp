@@ -56,9 +56,11 @@ struct FuncSignatureLowering : EinPattern<mlir::func::FuncOp> {
         return mlir::failure();
       results.push_back(*converted);
     }
+    if (!fn.isExternal() && mlir::failed(sizes.planReads(fn, einParams)))
+      return mlir::failure();
     rewriter.modifyOpInPlace(fn, [&] {
-      fn.setType(rewriter.getFunctionType(signature.getConvertedTypes(),
-                                          results));
+      fn.setType(
+          rewriter.getFunctionType(signature.getConvertedTypes(), results));
     });
     if (fn.isExternal())
       return mlir::success();
@@ -81,8 +83,8 @@ struct NoLowering : mlir::ConversionPattern {
   mlir::LogicalResult
   matchAndRewrite(mlir::Operation *op, llvm::ArrayRef<Value>,
                   mlir::ConversionPatternRewriter &rewriter) const override {
-    if (llvm::isa<mlir::func::FuncOp, mlir::func::ReturnOp,
-                  mlir::func::CallOp>(op) ||
+    if (llvm::isa<mlir::func::FuncOp, mlir::func::ReturnOp, mlir::func::CallOp>(
+            op) ||
         llvm::isa_and_nonnull<EinDialect>(op->getDialect()))
       return mlir::failure(); // their own patterns failed, and said why
     if (llvm::all_of(op->getResultTypes(), llvm::IsaPred<EinTensorType>)) {
@@ -150,9 +152,9 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
 
     mlir::ConversionTarget target(*context);
     target.addIllegalDialect<EinDialect>();
-    target.addLegalDialect<mlir::linalg::LinalgDialect,
-                           mlir::tensor::TensorDialect,
-                           mlir::arith::ArithDialect, mlir::math::MathDialect>();
+    target.addLegalDialect<
+        mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
+        mlir::arith::ArithDialect, mlir::math::MathDialect>();
     target.addLegalOp<mlir::ModuleOp>();
     target.addDynamicallyLegalOp<mlir::func::FuncOp>(
         [&](mlir::func::FuncOp fn) {
@@ -180,17 +182,16 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
         context, [&](mlir::Diagnostic &diag) {
           if (diag.getSeverity() != mlir::DiagnosticSeverity::Error)
             return mlir::failure(); // passed on
-          if (reported &&
-              llvm::StringRef(diag.str()).starts_with(
-                  "failed to legalize operation"))
+          if (reported && llvm::StringRef(diag.str())
+                              .starts_with("failed to legalize operation"))
             return mlir::success(); // dropped
           reported = true;
           return mlir::failure();
         });
     // Partial: ops of other dialects in the module (and the module itself)
     // stay as they are.
-    if (mlir::failed(mlir::applyPartialConversion(module, target,
-                                                  std::move(patterns))))
+    if (mlir::failed(
+            mlir::applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     module->removeAttr("ein.dims");
   }

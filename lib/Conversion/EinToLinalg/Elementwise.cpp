@@ -147,8 +147,7 @@ mlir::FailureOr<Value> lowerElementwise(OpLowering &l, mlir::Operation *op,
       for (size_t d = 0; d < where->size(); ++d) {
         int at = (*where)[d];
         // A dim of size 1 is read at index 0: it broadcasts.
-        in.axes.push_back(at < 0 || type.getDimSize(d) == 1 ? ""
-                                                            : outAxes[at]);
+        in.axes.push_back(at < 0 || type.getDimSize(d) == 1 ? "" : outAxes[at]);
       }
       operands.push_back(in);
     }
@@ -181,8 +180,7 @@ mlir::FailureOr<Value> lowerElementwise(OpLowering &l, mlir::Operation *op,
 }
 
 /// Every elementwise op: one generic over the result's dims.
-template <typename OpT>
-struct ElementwiseLowering : EinPattern<OpT> {
+template <typename OpT> struct ElementwiseLowering : EinPattern<OpT> {
   using EinPattern<OpT>::EinPattern;
 
   mlir::LogicalResult

@@ -4,6 +4,7 @@
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"
+#include "ein/Shape/SizeReads.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,9 +34,8 @@ bool isLowPrecisionFloat(Type t);
 /// variadic dim or a size beyond 2^62, with an error on `at` when given (the
 /// type converter passes none: it cannot report, so the patterns check the
 /// types they convert first, with the diagnostics the lit tests expect).
-mlir::FailureOr<RankedTensorType> convertTensorType(EinTensorType t,
-                                                    const Bindings &env,
-                                                    mlir::Operation *at);
+mlir::FailureOr<RankedTensorType>
+convertTensorType(EinTensorType t, const Bindings &env, mlir::Operation *at);
 
 /// The sizes of one function being lowered: the names read from its
 /// arguments at the entry, each size expression built as index arithmetic
@@ -64,11 +64,15 @@ public:
   mlir::FailureOr<RankedTensorType> tensorType(Type einType,
                                                mlir::Operation *at);
 
-  /// Reads every free name of `einParams` (the function's parameter types
-  /// before conversion) from the shapes of `arguments` (`tensor.dim` at
-  /// `b`'s insertion point, the entry), and records the arguments' sizes;
-  /// fails naming a name that cannot be read (it appears only inside a
-  /// product of free names).
+  /// Plans where each free name of `einParams` (the function's parameter
+  /// types before conversion) is read from (`planSizeReads`); fails naming a
+  /// name that cannot be read (it appears only inside a product of free
+  /// names). Called before the function changes, so that the error shows it
+  /// as it was.
+  mlir::LogicalResult planReads(mlir::func::FuncOp fn,
+                                llvm::ArrayRef<Type> einParams);
+  /// Reads the planned names from the shapes of `arguments` (`tensor.dim` at
+  /// `b`'s insertion point, the entry), and records the arguments' sizes.
   mlir::LogicalResult readSizes(OpBuilder &b, mlir::func::FuncOp fn,
                                 llvm::ArrayRef<Type> einParams,
                                 mlir::ValueRange arguments);
@@ -93,6 +97,7 @@ private:
                                           mlir::Operation *at);
 
   const Bindings &env;
+  std::vector<SizeRead> reads;               // planned by planReads
   std::map<std::string, Value> symbols;      // names read at the entry
   std::map<std::string, Value> materialized; // size expression -> its value
   /// The sizes of values this lowering built, as it built them.
@@ -199,13 +204,12 @@ public:
 
   /// Builds a linalg.generic over `loops`; `body` maps block arguments (one
   /// per input, then the output's current value) to the yielded value.
-  Value generic(Location loc, const std::vector<std::string> &loops,
-                const std::vector<Indexed> &inputs,
-                const std::vector<std::string> &outAxes, Value init,
-                const std::set<std::string> &reductions,
-                llvm::function_ref<Value(OpBuilder &, Location,
-                                         mlir::ValueRange)>
-                    body);
+  Value generic(
+      Location loc, const std::vector<std::string> &loops,
+      const std::vector<Indexed> &inputs,
+      const std::vector<std::string> &outAxes, Value init,
+      const std::set<std::string> &reductions,
+      llvm::function_ref<Value(OpBuilder &, Location, mlir::ValueRange)> body);
   Value emptyTensor(Location loc, llvm::ArrayRef<OpFoldResult> shape,
                     Type element);
   Value filled(Location loc, llvm::ArrayRef<OpFoldResult> shape, Type element,

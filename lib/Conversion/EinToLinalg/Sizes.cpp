@@ -2,8 +2,6 @@
 // function's entry, and size expressions as index arithmetic.
 #include "Patterns.h"
 
-#include "ein/Shape/SizeReads.h"
-
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -47,9 +45,8 @@ Value safeFloorDiv(OpBuilder &b, Location loc, Value num, Value den) {
 
 } // namespace
 
-mlir::FailureOr<RankedTensorType> convertTensorType(EinTensorType t,
-                                                    const Bindings &env,
-                                                    mlir::Operation *at) {
+mlir::FailureOr<RankedTensorType>
+convertTensorType(EinTensorType t, const Bindings &env, mlir::Operation *at) {
   llvm::SmallVector<int64_t> dims;
   for (auto &d : t.getShape()) {
     if (d.isPack()) {
@@ -121,10 +118,8 @@ FunctionSizes::tensorType(Type einType, mlir::Operation *at) {
   return convertTensorType(llvm::cast<EinTensorType>(einType), env, at);
 }
 
-mlir::LogicalResult FunctionSizes::readSizes(OpBuilder &b,
-                                             mlir::func::FuncOp fn,
-                                             llvm::ArrayRef<Type> einParams,
-                                             mlir::ValueRange arguments) {
+mlir::LogicalResult FunctionSizes::planReads(mlir::func::FuncOp fn,
+                                             llvm::ArrayRef<Type> einParams) {
   std::vector<Shape> shapes;
   for (Type t : einParams)
     shapes.push_back(llvm::cast<EinTensorType>(t).getShape());
@@ -135,8 +130,16 @@ mlir::LogicalResult FunctionSizes::readSizes(OpBuilder &b,
                           << "' from the arguments' sizes (it appears only in "
                           << where << "); bind it with --dim";
   }
+  reads = std::move(plan.reads);
+  return mlir::success();
+}
+
+mlir::LogicalResult FunctionSizes::readSizes(OpBuilder &b,
+                                             mlir::func::FuncOp fn,
+                                             llvm::ArrayRef<Type> einParams,
+                                             mlir::ValueRange arguments) {
   Location loc = fn.getLoc();
-  for (auto &read : plan.reads) {
+  for (auto &read : reads) {
     Value size =
         b.create<mlir::tensor::DimOp>(loc, arguments[read.param], read.dim);
     auto offset = materialize(b, loc, read.offset, fn);
@@ -216,10 +219,9 @@ mlir::FailureOr<Value> FunctionSizes::materializeTerms(OpBuilder &b,
         factor = it->second;
       }
       for (unsigned p = 0; p < f.power; ++p)
-        product =
-            product
-                ? b.create<mlir::arith::MulIOp>(loc, product, factor).getResult()
-                : factor;
+        product = product ? b.create<mlir::arith::MulIOp>(loc, product, factor)
+                                .getResult()
+                          : factor;
     }
     int64_t c = static_cast<int64_t>(term.coefficient);
     Value value;
@@ -228,8 +230,8 @@ mlir::FailureOr<Value> FunctionSizes::materializeTerms(OpBuilder &b,
     else if (c == 1)
       value = product;
     else
-      value = b.create<mlir::arith::MulIOp>(loc, product,
-                                            indexConstant(b, loc, c));
+      value =
+          b.create<mlir::arith::MulIOp>(loc, product, indexConstant(b, loc, c));
     sum = sum ? b.create<mlir::arith::AddIOp>(loc, sum, value).getResult()
               : value;
   }

@@ -12,8 +12,8 @@ namespace {
 mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
                                       Value input,
                                       const ResultShape &resultShape,
-                                      const TransformInfo &info,
-                                      PatternUse use, ReduceKind kind) {
+                                      const TransformInfo &info, PatternUse use,
+                                      ReduceKind kind) {
   OpBuilder &b = l.b;
   Location loc = op->getLoc();
   if (mlir::failed(l.bindAxes(info.axisSizes, op)))
@@ -53,14 +53,13 @@ mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
                  << "' has no identity";
     Type acc = isLowPrecisionFloat(element) ? Type(b.getF32Type()) : element;
     Value init = l.filled(loc, l.sizesOf(outAxes), acc, l.identity(kind, acc));
-    result = l.generic(loc, loops, {in}, outAxes, init, reductions,
-                       [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
-                         OpBuilder::InsertionGuard g(b);
-                         b.setInsertionPoint(nb.getInsertionBlock(),
-                                             nb.getInsertionPoint());
-                         return l.combine(nb, nl, kind, args[1],
-                                          l.cast(nl, args[0], acc));
-                       });
+    result = l.generic(
+        loc, loops, {in}, outAxes, init, reductions,
+        [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          return l.combine(nb, nl, kind, args[1], l.cast(nl, args[0], acc));
+        });
     if (kind == ReduceKind::Mean) {
       OpFoldResult count = b.getIndexAttr(1);
       for (auto &a : reductions)
@@ -77,8 +76,8 @@ mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
                                                     b.getIntegerAttr(acc, *c))
                       .getResult();
       } else {
-        Value i64 = b.create<mlir::arith::IndexCastUIOp>(
-            loc, b.getI64Type(), l.asValue(loc, count));
+        Value i64 = b.create<mlir::arith::IndexCastUIOp>(loc, b.getI64Type(),
+                                                         l.asValue(loc, count));
         n = llvm::isa<mlir::FloatType>(acc)
                 ? b.create<mlir::arith::UIToFPOp>(loc, acc, i64).getResult()
                 : Value(l.cast(loc, i64, acc));
