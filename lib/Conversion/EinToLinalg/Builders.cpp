@@ -1,5 +1,4 @@
-// The linalg that every ein-to-linalg pattern builds from: reshapes between
-// an op's dims and its elementary axes, linalg.generic, element casts.
+// Shared linalg building for ein-to-linalg: reshapes, generics, casts.
 #include "Patterns.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -1,5 +1,4 @@
-// ein-to-linalg pattern of einsum: one generic per contraction, pairwise
-// along the cost model's order for three or more operands.
+// ein-to-linalg's einsum pattern: generics that contract, pairwise if 3+.
 #include "Patterns.h"
 
 #include "ein/Analysis/Cost.h"

@@ -1,6 +1,4 @@
-// The ein-to-linalg pass: its conversion target, its type converter (from
-// `!ein.tensor` to builtin tensors), the function signature pattern, and the
-// dialect conversion that runs the patterns of every op family.
+// The ein-to-linalg pass: conversion target, type converter, signatures.
 #include "Patterns.h"
 
 #include "ein/Conversion/Passes.h"

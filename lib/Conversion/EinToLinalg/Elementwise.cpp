@@ -1,5 +1,4 @@
-// ein-to-linalg patterns of the elementwise ops (unary, binary with
-// broadcasting by name, cast) and of constants.
+// ein-to-linalg's patterns of the elementwise ops, casts and constants.
 #include "Patterns.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"

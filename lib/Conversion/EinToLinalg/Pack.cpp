@@ -1,5 +1,4 @@
-// ein-to-linalg patterns of pack and unpack: slices of the result along the
-// `*` axis, each part's packed dims merged into it or split out of it.
+// ein-to-linalg's pack and unpack patterns: slices along the `*` axis.
 #include "Patterns.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

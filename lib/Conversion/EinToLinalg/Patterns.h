@@ -1,6 +1,14 @@
-// Private interface of the ein-to-linalg pass: its shared state, the linalg
-// building helpers, and the pattern sets of each op family.
+// Private interface between the files of the ein-to-linalg pass.
 #pragma once
+
+// ein-to-linalg is an MLIR dialect conversion, one file per concern:
+//   EinToLinalg.cpp   the pass: target, type converter, signature pattern
+//   Sizes.cpp         FunctionSizes: entry reads, sizes as index arithmetic
+//   Builders.cpp      OpLowering: reshapes, linalg.generic, element casts
+//   Contractions.cpp  einsum
+//   Transforms.cpp    rearrange, repeat, reduce
+//   Pack.cpp          pack, unpack
+//   Elementwise.cpp   the unary and binary ops, cast, constant
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"

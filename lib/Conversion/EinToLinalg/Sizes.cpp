@@ -1,5 +1,4 @@
-// Sizes in ein-to-linalg: the builtin tensor types, the names read at each
-// function's entry, and size expressions as index arithmetic.
+// ein-to-linalg's sizes: tensor types, entry size reads, index arithmetic.
 #include "Patterns.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

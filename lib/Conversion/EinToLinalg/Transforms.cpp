@@ -1,5 +1,4 @@
-// ein-to-linalg patterns of rearrange, repeat and reduce: one generic over
-// the op's elementary axes, or only a reshape.
+// ein-to-linalg's rearrange, repeat and reduce patterns.
 #include "Patterns.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
