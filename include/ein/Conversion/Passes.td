@@ -13,7 +13,11 @@ def EinToLinalg : Pass<"ein-to-linalg", "::mlir::ModuleOp"> {
     names read from the arguments' sizes at the entry (`tensor.dim`, solved
     for `8*d` or `n + 1`). A name that cannot be read (it appears only in a
     product of free names, `h*d`) is an error naming it; so is a variadic
-    whose rank is unknown, and an op without a lowering.
+    whose rank is unknown, and an op without a lowering. It is a dialect
+    conversion: `ein` is illegal, `!ein.tensor` converts to a builtin
+    ranked tensor, a function's signature converts in place (its attributes
+    stay) with the size reads at the top of its entry block, and each op
+    family has one pattern.
 
     Each op becomes a `linalg.generic` over its elementary axes (size-1 axes
     dropped): operands' dims are first split into their elementary axes
@@ -39,8 +43,8 @@ def EinToLinalg : Pass<"ein-to-linalg", "::mlir::ModuleOp"> {
     After:
     ```mlir
     func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
-      %zero = arith.constant 0.0 : f32
       %init = tensor.empty() : tensor<4x2xf32>
+      %zero = arith.constant 0.0 : f32
       %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<4x2xf32>)
       %0 = linalg.generic {indexing_maps = [(i, k, j) -> (i, k), (i, k, j) -> (k, j),
                                             (i, k, j) -> (i, j)],
