@@ -545,8 +545,9 @@ void checkBmm(std::mt19937 &rng, int64_t B, int64_t M, int64_t N, int64_t K,
                            {b.view.stride[0], b.view.stride[1],
                             b.view.stride[2]}},
       c.view, false, nullptr, 0);
-  if (expectCopies >= 0)
+  if (expectCopies >= 0) {
     EXPECT_EQ(stats.copies, expectCopies);
+  }
   forEachIndex<3>(cs, [&](const int64_t *i) {
     double want = 0;
     for (int64_t k = 0; k < K; ++k) {

@@ -19,8 +19,9 @@ namespace ein {
 
 namespace {
 
-/// The accumulator rule of the einsum lowering (EinToLinalg.cpp): floats
-/// narrower than 32 bits accumulate in f32.
+/// The accumulator rule of the einsum lowering
+/// (EinToLinalg/Contractions.cpp): floats narrower than 32 bits accumulate in
+/// f32.
 bool isLowPrecisionFloat(mlir::Type t) {
   return llvm::isa<mlir::FloatType>(t) && t.getIntOrFloatBitWidth() < 32;
 }
@@ -85,7 +86,7 @@ struct SplitEinsum : mlir::OpRewritePattern<EinsumOp> {
       return mlir::failure();
     Bindings env = getModuleDims(op);
     // An empty operand makes the whole result zeros; the lowering fills it
-    // without building any product (EinToLinalg.cpp, lowerEinsum).
+    // without building any product (EinToLinalg/Contractions.cpp).
     for (auto &axes : info->operandAxes)
       for (auto &a : axes)
         if (info->axisSizes.at(a).evaluate(env) == Int(0))

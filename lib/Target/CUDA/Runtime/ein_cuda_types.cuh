@@ -184,7 +184,7 @@ EIN_HD ein_f8e5m2_t ein_f32_to_f8e5m2(float x) {
 }
 
 /// The dtype-directed conversion `astype` performs (language.md §6, and
-/// `cast` in lib/Conversion/EinToLinalg.cpp): floats narrow with one
+/// `cast` in lib/Conversion/EinToLinalg/Builders.cpp): floats narrow with one
 /// rounding to nearest even, f16 <-> bf16 through f32, integers wrap, int ->
 /// narrow float through f32 (as LLVM and ein-expand-fp8 lower sitofp),
 /// float -> int rounds toward zero and saturates (NaN gives 0).
