@@ -572,6 +572,18 @@ TEST(CUDAContractTest, PermutedAndPaddedViewsMatchTheSum) {
   }
 }
 
+TEST(CUDAContractTest, IntegersThroughTheTiledKernel) {
+  // cuBLASLt has no i32/i64 GEMM: the runtime's tiled kernel, at sizes
+  // that cross its 16 x 16 tiles and with views that swap or copy.
+  std::mt19937 rng(8);
+  for (int trial = 0; trial < 12; ++trial) {
+    int64_t B = 1 + rng() % 2, M = 1 + rng() % 37, N = 1 + rng() % 37,
+            K = rng() % 40;
+    checkBmm<int32_t, int32_t>(rng, B, M, N, K, true, -1);
+    checkBmm<int64_t, int64_t>(rng, B, M, N, K, true, -1);
+  }
+}
+
 TEST(CUDAContractTest, ContiguousOperandsNeedNoCopy) {
   // Row-major everything: C^T = B^T A^T reads both in place.
   std::mt19937 rng(6);

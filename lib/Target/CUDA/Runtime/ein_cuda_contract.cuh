@@ -27,6 +27,14 @@ template <> struct EinGemmDType<ein_f8e4m3_t> {
 template <> struct EinGemmDType<ein_f8e5m2_t> {
   static constexpr EinDType value = EIN_DT_F8E5M2;
 };
+/// Integers are not cuBLASLt's: ein_contract runs ein_gemm_int_kernel for
+/// them (the dtype here only keeps the plan's fp8 rule off).
+template <> struct EinGemmDType<int32_t> {
+  static constexpr EinDType value = EIN_DT_F32;
+};
+template <> struct EinGemmDType<int64_t> {
+  static constexpr EinDType value = EIN_DT_F64;
+};
 
 /// What a contraction did, for tests and for the cost report's claim that
 /// a layout needs no copy: the plan's copy bits and the GEMM calls made.
@@ -94,6 +102,87 @@ inline T *ein_copy_operand(cudaStream_t stream, EinView<const T, R> &v,
   return copy;
 }
 
+/// The integer GEMM cuBLASLt lacks (i32, i64; ein's integer arithmetic
+/// wraps): the plan's column-major problem, one 16 x 16 tile of D per block
+/// and step of the batch loop, A and B tiles staged in shared memory so
+/// that each element is read from global memory once per tile.
+template <typename T>
+__global__ void
+ein_gemm_int_kernel(const T *first, const T *second, T *d, int64_t m, int64_t n,
+                    int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                    int transa, int transb, int64_t strideA, int64_t strideB,
+                    int64_t strideC, int64_t batch, int64_t tilesM,
+                    int64_t tilesN) {
+  __shared__ T ta[16][17], tb[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t tiles = tilesM * tilesN;
+  for (int64_t t = blockIdx.x; t < tiles * batch; t += gridDim.x) {
+    const int64_t q = t / tiles, i0 = t % tiles % tilesM * 16,
+                  j0 = t % tiles / tilesM * 16;
+    const T *a = first + q * strideA, *b = second + q * strideB;
+    const int64_t i = i0 + tx, j = j0 + ty;
+    T acc = T(0);
+    for (int64_t l0 = 0; l0 < k; l0 += 16) {
+      // ta[l][r] = op(A)(i0 + r, l0 + l); tb[c][l] = op(B)(l0 + l, j0 + c).
+      const int64_t r = i0 + tx, la = l0 + ty, lb = l0 + tx, c = j0 + ty;
+      ta[ty][tx] =
+          r < m && la < k ? (transa ? a[la + r * lda] : a[r + la * lda]) : T(0);
+      tb[ty][tx] =
+          c < n && lb < k ? (transb ? b[c + lb * ldb] : b[lb + c * ldb]) : T(0);
+      __syncthreads();
+      for (int l = 0; l < 16; ++l)
+        acc = ein_add(acc, ein_mul(ta[l][tx], tb[ty][l]));
+      __syncthreads();
+    }
+    if (i < m && j < n)
+      d[q * strideC + i + j * ldc] = acc;
+  }
+}
+
+/// Calls f(offsets) once per step of the plan's loop around the GEMM (the
+/// batch axes that do not merge), offsets[X] the elements operand X (0: A,
+/// 1: B, 2: C) advances; returns the number of steps.
+template <typename F>
+inline int64_t ein_for_each_outer_step(const EinGemmPlan &plan, F f) {
+  int64_t step[EIN_GEMM_MAX_AXES] = {0}, steps = 0;
+  for (;;) {
+    int64_t off[3] = {0, 0, 0};
+    for (int i = 0; i < plan.outerCount; ++i)
+      for (int o = 0; o < 3; ++o)
+        off[o] += step[i] * plan.outerStride[o][i];
+    f(off);
+    ++steps;
+    int i = plan.outerCount - 1;
+    for (; i >= 0; --i) {
+      if (++step[i] < plan.outerSize[i])
+        break;
+      step[i] = 0;
+    }
+    if (i < 0)
+      return steps;
+  }
+}
+
+/// The integer contraction of `ein_contract`: its plan's problem through
+/// ein_gemm_int_kernel, once per outer batch step. Returns the launches.
+template <typename T, int RA, int RB, int RC>
+inline int64_t ein_contract_int(cudaStream_t stream, const EinGemmPlan &plan,
+                                const EinView<const T, RA> &a,
+                                const EinView<const T, RB> &b,
+                                EinView<T, RC> target) {
+  const int64_t tilesM = (plan.m + 15) / 16, tilesN = (plan.n + 15) / 16;
+  auto kernel = &ein_gemm_int_kernel<T>;
+  return ein_for_each_outer_step(plan, [&](const int64_t *off) {
+    const T *first = plan.swapped ? b.data + off[1] : a.data + off[0];
+    const T *second = plan.swapped ? a.data + off[0] : b.data + off[1];
+    EIN_LAUNCH(kernel, ein_grid_for(tilesM * tilesN * plan.batch, 1),
+               dim3(16, 16), stream, first, second, target.data + off[2],
+               plan.m, plan.n, plan.k, plan.lda, plan.ldb, plan.ldc,
+               plan.transa, plan.transb, plan.strideA, plan.strideB,
+               plan.strideC, plan.batch, tilesM, tilesN);
+  });
+}
+
 /// C = A x B over `roles` (C's dtype the einsum's result, the accumulation
 /// f32, f64 for f64 operands). `allowTf32` lets cuBLASLt round f32 operands
 /// to TF32; fp8 operands are laid out k-contiguous as cuBLASLt's FP8 path
@@ -139,46 +228,36 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
     // Nothing to sum: zeros (cuBLASLt's k must be positive).
     ein_map(stream, EinZeroOf<TC>(), target, ein_const_view(target));
   } else if (!empty) {
-    EinGemm g{};
-    g.a_type = plan.swapped ? tb : ta;
-    g.b_type = plan.swapped ? ta : tb;
-    g.c_type = g.d_type = tc;
-    g.compute_64f = ta == EIN_DT_F64;
-    g.allow_tf32 = allowTf32;
-    g.transa = plan.transa;
-    g.transb = plan.transb;
-    g.m = plan.m, g.n = plan.n, g.k = plan.k;
-    g.lda = plan.lda, g.stride_a = plan.strideA;
-    g.ldb = plan.ldb, g.stride_b = plan.strideB;
-    g.ldc = g.ldd = plan.ldc;
-    g.stride_c = g.stride_d = plan.strideC;
-    g.batch = plan.batch;
-    g.alpha = 1, g.beta = 0;
-    // One GEMM per step of the batch axes that do not merge.
-    int64_t step[EIN_GEMM_MAX_AXES] = {0};
-    for (;;) {
-      int64_t off[3] = {0, 0, 0};
-      for (int i = 0; i < plan.outerCount; ++i)
-        for (int o = 0; o < 3; ++o)
-          off[o] += step[i] * plan.outerStride[o][i];
-      const void *first = plan.swapped ? (const void *)(b.data + off[1])
-                                       : (const void *)(a.data + off[0]);
-      const void *second = plan.swapped ? (const void *)(a.data + off[0])
-                                        : (const void *)(b.data + off[1]);
-      g.a = first;
-      g.b = second;
-      g.c = nullptr;
-      g.d = target.data + off[2];
-      ein_gemm(g, workspace, workspaceBytes, stream);
-      ++stats.gemmCalls;
-      int i = plan.outerCount - 1;
-      for (; i >= 0; --i) {
-        if (++step[i] < plan.outerSize[i])
-          break;
-        step[i] = 0;
-      }
-      if (i < 0)
-        break;
+    if constexpr (EinIsInt<TC>::value) {
+      static_assert(std::is_same<TA, TB>::value && std::is_same<TA, TC>::value,
+                    "ein_contract: integer operands and result of one dtype");
+      stats.gemmCalls = ein_contract_int(stream, plan, a, b, target);
+    } else {
+      EinGemm g{};
+      g.a_type = plan.swapped ? tb : ta;
+      g.b_type = plan.swapped ? ta : tb;
+      g.c_type = g.d_type = tc;
+      g.compute_64f = ta == EIN_DT_F64;
+      g.allow_tf32 = allowTf32;
+      g.transa = plan.transa;
+      g.transb = plan.transb;
+      g.m = plan.m, g.n = plan.n, g.k = plan.k;
+      g.lda = plan.lda, g.stride_a = plan.strideA;
+      g.ldb = plan.ldb, g.stride_b = plan.strideB;
+      g.ldc = g.ldd = plan.ldc;
+      g.stride_c = g.stride_d = plan.strideC;
+      g.batch = plan.batch;
+      g.alpha = 1, g.beta = 0;
+      // One GEMM per step of the batch axes that do not merge.
+      stats.gemmCalls = ein_for_each_outer_step(plan, [&](const int64_t *off) {
+        g.a = plan.swapped ? (const void *)(b.data + off[1])
+                           : (const void *)(a.data + off[0]);
+        g.b = plan.swapped ? (const void *)(a.data + off[0])
+                           : (const void *)(b.data + off[1]);
+        g.c = nullptr;
+        g.d = target.data + off[2];
+        ein_gemm(g, workspace, workspaceBytes, stream);
+      });
     }
   }
   if (copyC)

@@ -122,4 +122,10 @@ void instantiateEverything(cudaStream_t s) {
   EinView<const ein_f8e5m2_t, 2> m2{nullptr, {1, 1}, {1, 1}};
   EinView<ein_bf16_t, 2> bo{nullptr, {1, 1}, {1, 1}};
   ein_contract(s, roles, e2, m2, bo, false, nullptr, 0);
+  EinView<const int32_t, 2> i2{nullptr, {1, 1}, {1, 1}};
+  EinView<int32_t, 2> i2o{nullptr, {1, 1}, {1, 1}};
+  ein_contract(s, roles, i2, i2, i2o, false, nullptr, 0);
+  EinView<const int64_t, 3> l3{nullptr, {1, 1, 1}, {1, 1, 1}};
+  EinView<int64_t, 3> l3o{nullptr, {1, 1, 1}, {1, 1, 1}};
+  ein_contract(s, roles, l3, l3, l3o, false, nullptr, 0);
 }
