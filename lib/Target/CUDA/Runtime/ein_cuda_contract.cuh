@@ -27,13 +27,10 @@ template <> struct EinGemmDType<ein_f8e4m3_t> {
 template <> struct EinGemmDType<ein_f8e5m2_t> {
   static constexpr EinDType value = EIN_DT_F8E5M2;
 };
-/// Integers are not cuBLASLt's: ein_contract runs ein_gemm_int_kernel for
-/// them (the dtype here only keeps the plan's fp8 rule off).
-template <> struct EinGemmDType<int32_t> {
-  static constexpr EinDType value = EIN_DT_F32;
-};
-template <> struct EinGemmDType<int64_t> {
-  static constexpr EinDType value = EIN_DT_F64;
+/// Whether a storage type is an fp8 format (cuBLASLt's FP8 path wants TN).
+template <typename T> struct EinIsFp8 {
+  static constexpr bool value = std::is_same<T, ein_f8e4m3_t>::value ||
+                                std::is_same<T, ein_f8e5m2_t>::value;
 };
 
 /// What a contraction did, for tests and for the cost report's claim that
@@ -196,9 +193,7 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
   static_assert(RA <= EIN_GEMM_MAX_AXES && RB <= EIN_GEMM_MAX_AXES &&
                     RC <= EIN_GEMM_MAX_AXES,
                 "ein_contract: rank above EIN_GEMM_MAX_AXES");
-  constexpr EinDType ta = EinGemmDType<TA>::value, tb = EinGemmDType<TB>::value,
-                     tc = EinGemmDType<TC>::value;
-  const int fp8 = ein_is_fp8(ta) || ein_is_fp8(tb);
+  const int fp8 = EinIsFp8<TA>::value || EinIsFp8<TB>::value;
   EinContractStats stats;
   EinGemmPlan plan;
   stats.copies = ein_gemm_plan(&roles, ein_gemm_view(a), ein_gemm_view(b),
@@ -233,6 +228,9 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
                     "ein_contract: integer operands and result of one dtype");
       stats.gemmCalls = ein_contract_int(stream, plan, a, b, target);
     } else {
+      constexpr EinDType ta = EinGemmDType<TA>::value,
+                         tb = EinGemmDType<TB>::value,
+                         tc = EinGemmDType<TC>::value;
       EinGemm g{};
       g.a_type = plan.swapped ? tb : ta;
       g.b_type = plan.swapped ? ta : tb;
