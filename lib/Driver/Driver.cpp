@@ -23,6 +23,9 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "ein/Target/CUDA/EmitCUDA.h"
+#include "ein/Runtime/OutputFiles.h"
+
 namespace ein {
 
 namespace {
@@ -54,14 +57,18 @@ and totals per function.)",
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
-    [--size-generic])",
+    [--size-generic] [--target=cpu|cuda|cuda-emulated] [--allow-tf32])",
        R"(JIT-compile NAME for this CPU with the inputs' sizes and run it; bf16
 inputs are read from f32 files (rounded to nearest even) or from raw
 uint16 files, and bf16 results are written as f32. Variadics (*NAME,
 ...) take their rank and sizes from the inputs. Exit 2 when the inputs
-do not fit the signature; no output is written then.)",
+do not fit the signature; no output is written then. --target=cuda
+builds the function's CUDA source with nvcc and runs it on this
+machine's GPU (exit 2 without one); cuda-emulated builds the same
+source with the host C++ compiler and runs it on the CPU.)",
        {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
-        "--bandwidth", "--tiles", "--perf-jitdump", "--size-generic"}},
+        "--bandwidth", "--tiles", "--perf-jitdump", "--size-generic",
+        "--target", "--allow-tf32"}},
       {"calibrate",
        "calibrate",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
@@ -69,13 +76,16 @@ peak from /proc/cpuinfo; stored for `run --time`.)",
        {}},
       {"build",
        R"(build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
-            [--rank NAME=INT]...)",
+            [--rank NAME=INT]... [--target=cpu|cuda] [--allow-tf32])",
        R"(Compile every function for this CPU into an object file, with a C
 header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
 A dim bound by `dim` or --dim is compiled in; every other is read from
 the arguments at each call (size-generic code); every variadic's rank is
-fixed (by --rank).)",
-       {"-o", "--header", "--dim", "--rank", "--tiles"}},
+fixed (by --rank). --target=cuda writes one CUDA C++ source instead of
+the object (`-o prog.cu`; nvcc compiles it alone, -lcublasLt), its entry
+points taking device pointers and a trailing cudaStream_t.)",
+       {"-o", "--header", "--dim", "--rank", "--tiles", "--target",
+        "--allow-tf32"}},
       {"emit",
        R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
            [--rank NAME=INT]...)",
@@ -137,6 +147,9 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
      R"(--size-generic   compile without the inputs' sizes (only `dim`, --dim
                  and `#` dims given size 1 are specialised), as `einc
                  build` does, then call with them)"},
+    {"--target", R"(--target=TARGET  cpu (the default), cuda or (run only) cuda-emulated)"},
+    {"--allow-tf32",
+     R"(--allow-tf32     let f32 contractions use TF32 tensor cores (CUDA))"},
     {"--help", R"(--help           show this help)"},
     {"--version",
      R"(--version        show the version of einc and of LLVM/MLIR it uses)"},
@@ -197,7 +210,9 @@ Error usageError(const std::string &command, std::string message) {
 }
 
 struct Args {
-  std::string command, file, fn, stage, device = "h100", object, header;
+  std::string command, file, fn, stage, device = "h100", object, header,
+      target = "cpu";
+  bool allowTf32 = false;
   bool json = false, time = false, perfJitdump = false, sizeGeneric = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;
@@ -350,6 +365,19 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
         return usage("--tiles needs KEY=INT[,KEY=INT]...");
       if (auto tiles = parseContractionTiles(*v, args.cpu); !tiles)
         return usage(tiles.error().message);
+    } else if (isFlag("--target") &&
+               (args.command == "run" || args.command == "build")) {
+      auto v = value("--target");
+      bool known = v && (*v == "cpu" || *v == "cuda" ||
+                         (*v == "cuda-emulated" && args.command == "run"));
+      if (!known)
+        return usage(args.command == "run"
+                         ? "--target expects cpu, cuda or cuda-emulated"
+                         : "--target expects cpu or cuda");
+      args.target = *v;
+    } else if (a == "--allow-tf32" &&
+               (args.command == "run" || args.command == "build")) {
+      args.allowTf32 = true;
     } else if (a == "--json" && args.command == "report") {
       args.json = true;
     } else if (isFlag("--stage") && args.command == "emit") {
@@ -370,7 +398,9 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (args.file.empty())
     return usage(fmt::format("'{}' needs a FILE", args.command));
   if (args.command == "build" && (args.object.empty() || args.header.empty()))
-    return usage("build needs -o OBJECT.o and --header HEADER.h");
+    return usage(args.target == "cuda"
+                     ? "build needs -o SOURCE.cu and --header HEADER.h"
+                     : "build needs -o OBJECT.o and --header HEADER.h");
   if (args.command == "run" && args.fn.empty())
     return usage("run needs --fn NAME");
   if (args.command == "emit" && args.stage.empty())
@@ -428,6 +458,8 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
     run.peakFlops = args.peakFlops;
     run.bandwidth = args.bandwidth;
     run.cpu = args.cpu;
+    run.target = args.target;
+    run.allowTf32 = args.allowTf32;
     run.jit = JITOptions::fromEnvironment();
     run.jit.perfListener |= args.perfJitdump;
     return runFunction(*file, module, args.check, run, out);
@@ -448,6 +480,29 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
                         "fixed; give it with --rank {}=N",
                         args.command == "build" ? "build" : "lower", fn.name,
                         *pack, *pack == "..." ? "PARAM..." : *pack));
+  if (args.command == "build" && args.target == "cuda") {
+    CUDAOptions options;
+    options.allowTf32 = args.allowTf32;
+    auto source = emitCUDA(checked, options);
+    if (!source)
+      return source.error().inFileNamed(file->path);
+    std::string guard = fmt::format(
+        "EIN_GENERATED_CUDA_{}", std::hash<std::string>()(args.header));
+    std::vector<std::string> texts = {*source, cudaHeader(checked, guard)};
+    auto plan = runtime::planOutputs({args.object, args.header});
+    if (!plan)
+      return Error::usage(plan.error().message);
+    auto written = runtime::writeOutputs(
+        *plan, [&](size_t i, int fd) -> ErrorOr<void> {
+          return runtime::writeAll(
+              fd, reinterpret_cast<const uint8_t *>(texts[i].data()),
+              texts[i].size());
+        });
+    if (!written)
+      return Error::inFile(ErrorKind::Program, file->path,
+                           "cannot build: " + written.error().message);
+    return {};
+  }
   if (args.command == "build") {
     auto built = compileToObject(checked, args.object, args.header, args.cpu);
     if (!built)

@@ -111,7 +111,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   auto bound = engine.bind(file, module, check, *checked, options.function,
                            shapes,
                            options.sizeGeneric ? Specialisation::Generic
-                                               : Specialisation::Sizes);
+                                               : Specialisation::Sizes,
+                           options.target == "cpu");
   if (!bound)
     return bound.error();
   const CheckedFunction *cfn = bound->concrete.find(options.function);
@@ -132,17 +133,27 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   std::vector<runtime::HostTensor *> outs;
   for (auto &t : outputs)
     outs.push_back(&t);
-  if (auto called = bound->call(ins, outs); !called)
+  double cudaSeconds = 0;
+  if (options.target != "cpu") {
+    if (auto ran = runCUDA(bound->source, options.function, options, ins, outs,
+                           options.time ? &cudaSeconds : nullptr);
+        !ran)
+      return ran.error();
+  } else if (auto called = bound->call(ins, outs); !called) {
     return called.error();
-  JITFunction *jit = bound->executable.get();
-  const Bindings &dims = bound->dims;
-
-  if (options.time) {
+  }
+  if (options.time && options.target == "cuda-emulated") {
+    out << "time: not measured (cuda-emulated runs the kernels on the CPU)\n";
+  } else if (options.time) {
     size_t calls = 0;
-    auto timed = medianCallSeconds(*jit, ins, outs, calls, dims);
-    if (!timed)
-      return timed.error();
-    double seconds = *timed;
+    double seconds = cudaSeconds;
+    if (options.target == "cpu") {
+      auto timed = medianCallSeconds(*bound->executable, ins, outs, calls,
+                                     bound->dims);
+      if (!timed)
+        return timed.error();
+      seconds = *timed;
+    }
     ReportOptions ro;
     auto rows = reportOps(*cfn, ro);
     double flops = 0, bytes = 0;
@@ -152,8 +163,13 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
       if (auto b = r.cost.bytes().value)
         bytes += toDouble(*b);
     }
-    out << fmt::format("time: {:.6g} ms (median of {} runs)\n", seconds * 1e3,
-                       calls);
+    if (options.target == "cpu")
+      out << fmt::format("time: {:.6g} ms (median of {} runs)\n",
+                         seconds * 1e3, calls);
+    else
+      out << fmt::format("time: {:.6g} ms (median of CUDA-event-timed calls, "
+                         "transfers excluded)\n",
+                         seconds * 1e3);
     out << fmt::format("achieved: {} ({} counted), {} ({} moved)\n",
                        si(flops / seconds, "FLOP/s"), si(flops, "FLOP"),
                        si(bytes / seconds, "B/s"), si(bytes, "B"));

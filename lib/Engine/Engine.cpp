@@ -71,7 +71,7 @@ Engine::bind(const SourceFile &file, const Module &module,
              const CheckOptions &options, const CheckedModule &checked,
              const std::string &function,
              const std::vector<std::vector<int64_t>> &shapes,
-             Specialisation specialisation) {
+             Specialisation specialisation, bool compileForCPU) {
   CheckOptions symbolic = options;
   symbolic.onlyFunction = function;
   const CheckedFunction *fn = checked.find(function);
@@ -134,6 +134,11 @@ Engine::bind(const SourceFile &file, const Module &module,
     if (genericDiags.hadError())
       return errorFromDiagnostics(genericDiags);
     source = &generic;
+  }
+  call.dims = binding.dims;
+  if (!compileForCPU) {
+    call.source = *source;
+    return call;
   }
   auto executable = compile(file, *source, function);
   if (!executable)

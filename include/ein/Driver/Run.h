@@ -13,6 +13,10 @@
 
 namespace ein {
 
+namespace runtime {
+struct HostTensor;
+}
+
 struct RunOptions {
   std::string function;
   std::vector<std::pair<std::string, std::string>> inputs; // name, path
@@ -23,6 +27,10 @@ struct RunOptions {
   bool sizeGeneric = false;
   double peakFlops = 0, bandwidth = 0;
   CPUOptions cpu;
+  /// cpu (JIT), cuda (nvcc, this machine's GPU) or cuda-emulated (the same
+  /// CUDA source built by the host C++ compiler, run on the CPU).
+  std::string target = "cpu";
+  bool allowTf32 = false;
   JITOptions jit; // perf/gdb listeners: off unless asked for
 };
 
@@ -35,6 +43,16 @@ struct RunOptions {
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
                           std::ostream &out);
+
+/// Runs `function` of `source` (sizes bound) through the CUDA target
+/// `options.target` on `inputs` into `outputs` (RunCUDA.cpp); with
+/// `seconds`, also times it (the median of CUDA-event-timed calls; 0 when
+/// emulated).
+ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
+                      const RunOptions &options,
+                      const std::vector<const runtime::HostTensor *> &inputs,
+                      const std::vector<runtime::HostTensor *> &outputs,
+                      double *seconds);
 
 class JITFunction;
 namespace runtime {

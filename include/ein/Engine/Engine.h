@@ -33,6 +33,10 @@ struct BoundCall {
   Bindings dims;
   /// The function checked with these sizes (for costs and result shapes).
   CheckedModule concrete;
+  /// What was (or, when bind did not compile, would be) compiled: the
+  /// concrete module, or the symbolic one for size-generic calls. Set only
+  /// when bind did not compile (another target compiles it).
+  CheckedModule source;
   /// The shape of each result, in return order.
   std::vector<std::vector<int64_t>> resultShapes;
   /// Runs the executable on `inputs` into preallocated `outputs`.
@@ -66,7 +70,8 @@ public:
                           const CheckedModule &symbolic,
                           const std::string &function,
                           const std::vector<std::vector<int64_t>> &shapes,
-                          Specialisation specialisation);
+                          Specialisation specialisation,
+                          bool compileForCPU = true);
 
   /// Compiles `function` of `checked`, or returns the executable compiled
   /// before for the same source, function, bound sizes and options.

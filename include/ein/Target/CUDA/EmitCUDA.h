@@ -1,0 +1,38 @@
+// The CUDA target: one self-contained CUDA C++ source per .ein module (the
+// runtime of lib/Target/CUDA/Runtime, kernels instantiated per op, cuBLASLt
+// GEMMs, one C-ABI entry point per function) and its C header.
+#pragma once
+
+#include "ein/Sema/Program.h"
+#include "ein/Support/Error.h"
+
+#include <string>
+
+namespace ein {
+
+struct CUDAOptions {
+  /// Append a main() that runs `mainFunction` on raw tensor files (what
+  /// `einc run --target=cuda` compiles; ein_cuda_main.h).
+  std::string mainFunction;
+  /// Let f32 GEMMs use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
+  bool allowTf32 = false;
+};
+
+/// The CUDA C++ source of every function of `module` (all variadic ranks
+/// fixed). It compiles with nvcc alone (link -lcublasLt) and, with the
+/// emulation its runtime carries, with a host C++17 compiler. Each function
+/// becomes
+///
+///   extern "C" int ein_NAME(<the CPU header's tensor parameters>,
+///                           cudaStream_t stream);
+///
+/// taking device pointers; it returns an EIN_ERR_* code before launching
+/// anything when the arguments do not fit. An error names the op that
+/// cannot be emitted ("cannot emit CUDA:").
+ErrorOr<std::string> emitCUDA(const CheckedModule &module,
+                              const CUDAOptions &options = {});
+
+/// The C header declaring the entry points of emitCUDA's source.
+std::string cudaHeader(const CheckedModule &module, const std::string &guard);
+
+} // namespace ein

@@ -1,0 +1,187 @@
+// What the entry points `einc build --target=cuda` writes call: views of the
+// C ABI's tensors, the view algebra of the einops patterns (split, pick,
+// merge, slice), temporaries, scalars, elementwise maths and the cuBLASLt
+// workspace. Every function here is host code run once per op.
+#ifndef EIN_CUDA_PROGRAM_CUH
+#define EIN_CUDA_PROGRAM_CUH
+
+// ------------------------------------------------------------- maths
+// Overloads by compute type (f32 or f64), so that a generated functor needs
+// no dtype-specific spelling; CUDA's math library on the device, libm in
+// emulation.
+EIN_HD float ein_exp(float x) { return expf(x); }
+EIN_HD double ein_exp(double x) { return exp(x); }
+EIN_HD float ein_log(float x) { return logf(x); }
+EIN_HD double ein_log(double x) { return log(x); }
+EIN_HD float ein_sqrt(float x) { return sqrtf(x); }
+EIN_HD double ein_sqrt(double x) { return sqrt(x); }
+EIN_HD float ein_tanh(float x) { return tanhf(x); }
+EIN_HD double ein_tanh(double x) { return tanh(x); }
+
+/// Storage value of dtype T from its compute value (one rounding for the
+/// 16- and 8-bit floats).
+template <typename T, typename C> EIN_HD T ein_store(C x) {
+  return ein_cvt<T>(x);
+}
+/// The compute value of a storage value.
+template <typename T> EIN_HD typename EinCompute<T>::type ein_load(T x) {
+  return EinCompute<T>::load(x);
+}
+
+/// x converted to TO (ein's astype), as a functor for ein_map.
+template <typename TO> struct EinCastTo {
+  template <typename U> EIN_HD TO operator()(U x) const {
+    return ein_cvt<TO>(x);
+  }
+};
+
+// ------------------------------------------------------------- views
+/// The view of a tensor passed through the C ABI (after the entry checks).
+template <typename T, int R>
+inline EinView<T, R> ein_abi_view(T *data, const int64_t *sizes,
+                                  const int64_t *strides) {
+  EinView<T, R> v;
+  v.data = data;
+  for (int d = 0; d < R; ++d) {
+    v.size[d] = sizes[d];
+    v.stride[d] = strides[d];
+  }
+  return v;
+}
+
+/// v's dims split into elementary axes (always a view): axis e lies in dim
+/// dimOf[e] with size size[e]; the axes of one dim are listed together,
+/// outermost first. A dim with no axis has size 1 and is dropped.
+template <int RE, typename T, int R>
+inline EinView<T, RE> ein_split(const EinView<T, R> &v, const int *dimOf,
+                                const int64_t *size) {
+  EinView<T, RE> e;
+  e.data = v.data;
+  int64_t inner[R > 0 ? R : 1];
+  for (int d = 0; d < R; ++d)
+    inner[d] = 1;
+  for (int a = RE - 1; a >= 0; --a) {
+    const int d = dimOf[a];
+    e.size[a] = size[a];
+    e.stride[a] = v.stride[d] * inner[d];
+    inner[d] *= size[a];
+  }
+  return e;
+}
+
+/// A view of rank RO over the axes of e: axis o has size size[o] and the
+/// stride sum over e's axes a with pick[o * RE + a] == '1' (one axis: a
+/// permutation; several: a diagonal, as einsum's `i i`; none: a broadcast).
+template <int RO, typename T, int RE>
+inline EinView<T, RO> ein_pick(const EinView<T, RE> &e, const char *pick,
+                               const int64_t *size) {
+  EinView<T, RO> v;
+  v.data = e.data;
+  for (int o = 0; o < RO; ++o) {
+    v.size[o] = size[o];
+    int64_t s = 0;
+    for (int a = 0; a < RE; ++a)
+      if (pick[o * RE + a] == '1')
+        s += e.stride[a];
+    v.stride[o] = s;
+  }
+  return v;
+}
+
+/// Merges runs of e's axes into the dims of a view of rank RO: dim j is the
+/// next count[j] axes of `axes` (outermost first; none: a dim of size 1).
+/// False when some run is not one strided dimension (a copy is needed).
+template <int RO, typename T, int RE>
+inline bool ein_merge(const EinView<T, RE> &e, const int *count,
+                      const int *axes, EinView<T, RO> *out) {
+  out->data = e.data;
+  bool empty = false;
+  for (int a = 0; a < RE; ++a)
+    empty = empty || e.size[a] == 0;
+  int next = 0;
+  for (int j = 0; j < RO; ++j) {
+    int64_t size = 1, stride = 0;
+    bool first = true;
+    for (int i = count[j] - 1; i >= 0; --i) {
+      const int a = axes[next + i];
+      if (e.size[a] == 1)
+        continue;
+      if (first)
+        stride = e.stride[a];
+      else if (!empty && e.stride[a] != stride * size)
+        return false;
+      size *= e.size[a];
+      first = false;
+    }
+    next += count[j];
+    out->size[j] = size;
+    out->stride[j] = stride;
+  }
+  return true;
+}
+
+/// Dim d of v restricted to [offset, offset + size).
+template <typename T, int R>
+inline EinView<T, R> ein_slice(EinView<T, R> v, int d, int64_t offset,
+                               int64_t size) {
+  if (size > 0)
+    v.data += offset * v.stride[d];
+  v.size[d] = size;
+  return v;
+}
+
+// ------------------------------------------------------------- memory
+/// A fresh row-major tensor of `sizes` in stream-ordered memory; *owner
+/// receives the allocation, for ein_free.
+template <typename T, int R>
+inline EinView<T, R> ein_temp(cudaStream_t stream, const int64_t *sizes,
+                              void **owner) {
+  EinView<T, R> v;
+  int64_t n = 1;
+  for (int d = R - 1; d >= 0; --d) {
+    v.size[d] = sizes[d];
+    v.stride[d] = n;
+    n *= sizes[d];
+  }
+  EIN_CUDA_CHECK(cudaMallocAsync(owner, size_t(n > 0 ? n : 1) * sizeof(T),
+                                 stream));
+  v.data = static_cast<T *>(*owner);
+  return v;
+}
+inline void ein_free(cudaStream_t stream, void *owner) {
+  if (owner)
+    EIN_CUDA_CHECK(cudaFreeAsync(owner, stream));
+}
+
+/// A 0-d tensor holding `value` (a constant the program uses as a tensor).
+template <typename T>
+inline EinView<T, 0> ein_scalar(cudaStream_t stream, T value, void **owner) {
+  EinView<T, 0> v = ein_temp<T, 0>(stream, nullptr, owner);
+  // A pageable host source: the copy is staged before the call returns.
+  EIN_CUDA_CHECK(cudaMemcpyAsync(v.data, &value, sizeof(T),
+                                 cudaMemcpyHostToDevice, stream));
+  return v;
+}
+
+/// dst = src elementwise, any strides, any rank.
+template <typename T, int R>
+inline void ein_move(cudaStream_t stream, EinView<T, R> dst,
+                     EinView<const T, R> src) {
+  if constexpr (R <= 8)
+    ein_copy(stream, dst, src);
+  else
+    ein_map(stream, EinIdentity<T>(), dst, src);
+}
+
+/// The cuBLASLt workspace: one per process, allocated on first use (32 MiB,
+/// what NVIDIA recommends for Hopper).
+inline void *ein_workspace(size_t *bytes) {
+  static void *workspace = nullptr;
+  const size_t size = size_t(32) << 20;
+  if (!workspace)
+    EIN_CUDA_CHECK(cudaMalloc(&workspace, size));
+  *bytes = size;
+  return workspace;
+}
+
+#endif // EIN_CUDA_PROGRAM_CUH
