@@ -49,11 +49,13 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
       {"report",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
             [--device a100|h100|h200] [--peak-flops FLOPS]
-            [--bandwidth BYTES_PER_S] [--json])",
+            [--bandwidth BYTES_PER_S] [--json] [--target=cuda])",
        R"(Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
-and totals per function.)",
+and totals per function. --target=cuda adds what each op becomes on a GPU
+(the cuBLASLt call or kernel, and the bytes of any permute a contraction
+of row-major operands needs first).)",
        {"--fn", "--dim", "--rank", "--device", "--peak-flops", "--bandwidth",
-        "--json"}},
+        "--json", "--target"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
@@ -76,7 +78,8 @@ peak from /proc/cpuinfo; stored for `run --time`.)",
        {}},
       {"build",
        R"(build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
-            [--rank NAME=INT]... [--target=cpu|cuda] [--allow-tf32])",
+            [--rank NAME=INT]... [--target=cpu|cuda [--main NAME]]
+            [--allow-tf32])",
        R"(Compile every function for this CPU into an object file, with a C
 header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
 A dim bound by `dim` or --dim is compiled in; every other is read from
@@ -85,7 +88,7 @@ fixed (by --rank). --target=cuda writes one CUDA C++ source instead of
 the object (`-o prog.cu`; nvcc compiles it alone, -lcublasLt), its entry
 points taking device pointers and a trailing cudaStream_t.)",
        {"-o", "--header", "--dim", "--rank", "--tiles", "--target",
-        "--allow-tf32"}},
+        "--allow-tf32", "--main"}},
       {"emit",
        R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
            [--rank NAME=INT]...)",
@@ -148,6 +151,9 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
                  and `#` dims given size 1 are specialised), as `einc
                  build` does, then call with them)"},
     {"--target", R"(--target=TARGET  cpu (the default), cuda or (run only) cuda-emulated)"},
+    {"--main", R"(--main NAME      (cuda) add a main() running NAME on raw tensor files:
+                 prog [--time] (IN SIZES.. STRIDES..)... (OUT SIZES..)...;
+                 IN `-` is a zero-filled input (for timing))"},
     {"--allow-tf32",
      R"(--allow-tf32     let f32 contractions use TF32 tensor cores (CUDA))"},
     {"--help", R"(--help           show this help)"},
@@ -211,7 +217,7 @@ Error usageError(const std::string &command, std::string message) {
 
 struct Args {
   std::string command, file, fn, stage, device = "h100", object, header,
-      target = "cpu";
+      target = "cpu", mainFunction;
   bool allowTf32 = false;
   bool json = false, time = false, perfJitdump = false, sizeGeneric = false;
   std::vector<std::pair<std::string, std::string>> inputs;
@@ -366,7 +372,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (auto tiles = parseContractionTiles(*v, args.cpu); !tiles)
         return usage(tiles.error().message);
     } else if (isFlag("--target") &&
-               (args.command == "run" || args.command == "build")) {
+               (args.command == "run" || args.command == "build" ||
+                args.command == "report")) {
       auto v = value("--target");
       bool known = v && (*v == "cpu" || *v == "cuda" ||
                          (*v == "cuda-emulated" && args.command == "run"));
@@ -375,6 +382,11 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                          ? "--target expects cpu, cuda or cuda-emulated"
                          : "--target expects cpu or cuda");
       args.target = *v;
+    } else if (isFlag("--main") && args.command == "build") {
+      auto v = value("--main");
+      if (!v || v->empty())
+        return usage("--main needs a function name");
+      args.mainFunction = *v;
     } else if (a == "--allow-tf32" &&
                (args.command == "run" || args.command == "build")) {
       args.allowTf32 = true;
@@ -397,6 +409,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   }
   if (args.file.empty())
     return usage(fmt::format("'{}' needs a FILE", args.command));
+  if (!args.mainFunction.empty() && args.target != "cuda")
+    return usage("--main needs --target=cuda");
   if (args.command == "build" && (args.object.empty() || args.header.empty()))
     return usage(args.target == "cuda"
                      ? "build needs -o SOURCE.cu and --header HEADER.h"
@@ -483,6 +497,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
   if (args.command == "build" && args.target == "cuda") {
     CUDAOptions options;
     options.allowTf32 = args.allowTf32;
+    options.mainFunction = args.mainFunction;
     auto source = emitCUDA(checked, options);
     if (!source)
       return source.error().inFileNamed(file->path);
@@ -529,6 +544,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
     options.device = findDevice(args.device);
     options.peakOverride = args.peakFlops;
     options.bandwidthOverride = args.bandwidth;
+    options.cudaTarget = args.target == "cuda";
     out << (args.json ? reportJSON(checked, options)
                       : reportTable(checked, options));
     return {};

@@ -1,10 +1,16 @@
 // `einc report`: the per-op cost table and its JSON form.
 #include "ein/Driver/Report.h"
 
+// The CUDA runtime's GEMM planner (plain host C++): the report asks it which
+// operands a contraction must permute, as the generated code will at run time.
+#include "ein_gemm_plan.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <iterator>
 
 namespace ein {
@@ -54,6 +60,184 @@ std::vector<OpReport> reportOps(const CheckedFunction &fn,
 }
 
 namespace {
+
+/// The elementary axes of `groups` with the strides of a row-major tensor
+/// whose dims are those groups; unknown sizes count as 2 (no size 1 merges
+/// by accident).
+void rowMajorAxes(const std::vector<std::vector<std::string>> &groups,
+                  const std::map<std::string, int64_t> &sizes,
+                  std::vector<std::string> &axes,
+                  std::vector<int64_t> &strides) {
+  axes.clear();
+  strides.clear();
+  int64_t stride = 1;
+  for (size_t d = groups.size(); d-- > 0;)
+    for (size_t i = groups[d].size(); i-- > 0;) {
+      axes.insert(axes.begin(), groups[d][i]);
+      strides.insert(strides.begin(), stride);
+      stride *= sizes.at(groups[d][i]);
+    }
+}
+
+/// What a pairwise einsum becomes on CUDA for row-major operands and
+/// result: cuBLASLt, plus the operands ein_gemm_plan has to permute first.
+/// (An operand that is a view of a rearrange is planned at run time on its
+/// real strides; the report assumes row-major.)
+std::string cudaContraction(const CheckedOp &op, const CheckedFunction &fn) {
+  const EinsumInfo &info = *op.einsum;
+  DType dtype = fn.values[op.operands[0]].type.dtype;
+  std::map<std::string, int64_t> sizes;
+  bool known = true;
+  for (auto &[axis, e] : info.axisSizes) {
+    auto v = e.evaluate(fn.ctx.env);
+    known = known && v.has_value();
+    sizes[axis] = v && *v < Int(1) << 40 ? static_cast<int64_t>(*v) : 2;
+  }
+  std::vector<std::string> a, b, c;
+  std::vector<int64_t> sa, sb, sc;
+  rowMajorAxes(info.operandGroups[0], sizes, a, sa);
+  rowMajorAxes(info.operandGroups[1], sizes, b, sb);
+  rowMajorAxes(info.outputGroups, sizes, c, sc);
+  auto has = [](const std::vector<std::string> &v, const std::string &x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  std::vector<std::string> batch, m, n, k;
+  for (auto &x : c)
+    if (!has(batch, x) && !has(m, x) && !has(n, x))
+      (has(a, x) && has(b, x) ? batch : has(a, x) ? m : n).push_back(x);
+  for (auto *v : {&a, &b})
+    for (auto &x : *v)
+      if (!has(c, x) && !has(k, x))
+        k.push_back(x);
+  // Each operand as the generated code views it: [batch, m, k], [batch, k,
+  // n], [batch, m, n], strides summed over repeated axes (diagonals).
+  auto view = [&](const std::vector<std::string> &axes,
+                  const std::vector<int64_t> &strides,
+                  std::vector<const std::vector<std::string> *> roles,
+                  std::vector<int64_t> &size, std::vector<int64_t> &stride) {
+    for (auto *role : roles)
+      for (auto &x : *role) {
+        int64_t s = 0;
+        for (size_t i = 0; i < axes.size(); ++i)
+          if (axes[i] == x)
+            s += strides[i];
+        size.push_back(sizes.at(x));
+        stride.push_back(s);
+      }
+  };
+  std::vector<int64_t> za, ta, zb, tb, zc, tc;
+  view(a, sa, {&batch, &m, &k}, za, ta);
+  view(b, sb, {&batch, &k, &n}, zb, tb);
+  view(c, sc, {&batch, &m, &n}, zc, tc);
+  if (za.size() > EIN_GEMM_MAX_AXES || zb.size() > EIN_GEMM_MAX_AXES ||
+      zc.size() > EIN_GEMM_MAX_AXES)
+    return "cuBLASLt matmul";
+  EinGemmRoles roles{};
+  roles.batch = static_cast<int>(batch.size());
+  roles.m = static_cast<int>(m.size());
+  roles.n = static_cast<int>(n.size());
+  roles.k = static_cast<int>(k.size());
+  for (int i = 0; i < roles.batch; ++i)
+    roles.aBatch[i] = roles.bBatch[i] = roles.cBatch[i] = i;
+  for (int i = 0; i < roles.m; ++i)
+    roles.aM[i] = roles.cM[i] = roles.batch + i;
+  for (int i = 0; i < roles.k; ++i) {
+    roles.aK[i] = roles.batch + roles.m + i;
+    roles.bK[i] = roles.batch + i;
+  }
+  for (int i = 0; i < roles.n; ++i) {
+    roles.bN[i] = roles.batch + roles.k + i;
+    roles.cN[i] = roles.batch + roles.m + i;
+  }
+  EinGemmView va{static_cast<int>(za.size()), za.data(), ta.data()};
+  EinGemmView vb{static_cast<int>(zb.size()), zb.data(), tb.data()};
+  EinGemmView vc{static_cast<int>(zc.size()), zc.data(), tc.data()};
+  bool fp8 = dtype == DType::F8E4M3 || dtype == DType::F8E5M2;
+  EinGemmPlan plan;
+  int copies = ein_gemm_plan(&roles, va, vb, vc, fp8, &plan);
+  std::string text = dtype == DType::I32 || dtype == DType::I64
+                         ? "tiled integer GEMM kernel"
+                         : "cuBLASLt matmul";
+  if (!copies && plan.outerCount > 0)
+    text += fmt::format(" x{} (batch loop)", plan.outerSize[0]);
+  const char *names[3] = {"A", "B", "C"};
+  const std::vector<int64_t> *shapes[3] = {&za, &zb, &zc};
+  for (int x = 0; x < 3; ++x)
+    if (copies & (1 << x)) {
+      int64_t elements = 1;
+      for (int64_t s : *shapes[x])
+        elements *= s;
+      // Read once and written once.
+      int64_t bytes = 2 * elements * static_cast<int64_t>(dtypeBytes(dtype));
+      text += known ? fmt::format(" + permute {} ({} B)", names[x], bytes)
+                    : fmt::format(" + permute {}", names[x]);
+    }
+  return text;
+}
+
+/// Whether a rearrange of a row-major input is a view in the CUDA target:
+/// every output dim's axes merge into one strided dim (ein_merge).
+bool cudaRearrangeIsView(const CheckedOp &op, const CheckedFunction &fn) {
+  if (!op.transform)
+    return false;
+  const TransformInfo &info = *op.transform;
+  std::map<std::string, int64_t> sizes;
+  for (auto &[axis, e] : info.axisSizes) {
+    auto v = e.evaluate(fn.ctx.env);
+    sizes[axis] = v && *v < Int(1) << 40 ? static_cast<int64_t>(*v) : 2;
+  }
+  std::vector<std::string> axes;
+  std::vector<int64_t> strides;
+  rowMajorAxes(info.inputGroups, sizes, axes, strides);
+  auto strideOf = [&](const std::string &x) {
+    auto it = std::find(axes.begin(), axes.end(), x);
+    return it == axes.end() ? 0 : strides[it - axes.begin()];
+  };
+  for (auto &group : info.outputGroups) {
+    int64_t inner = -1, innerSize = 1;
+    for (size_t i = group.size(); i-- > 0;) {
+      if (sizes.at(group[i]) == 1)
+        continue;
+      int64_t st = strideOf(group[i]);
+      if (inner >= 0 && st != inner * innerSize)
+        return false;
+      inner = st;
+      innerSize = sizes.at(group[i]);
+    }
+  }
+  return true;
+}
+
+/// What `op` becomes in the CUDA target's source (docs/cuda.md). A result
+/// the function returns is always written (copied) into the output.
+std::string cudaLowering(const OpReport &r, const CheckedFunction &fn) {
+  const CheckedOp &op = *r.op;
+  switch (op.kind) {
+  case OpKind::Rearrange:
+    return r.cost.view || cudaRearrangeIsView(op, fn)
+               ? "view"
+               : "ein_copy (tiled transpose)";
+  case OpKind::Repeat:
+    return "ein_copy (stride-0 read)";
+  case OpKind::Reduce:
+    return fmt::format("ein_reduce {}", reduceKindName(op.reduction));
+  case OpKind::Pack:
+    return fmt::format("ein_copy x{} into slices", op.operands.size());
+  case OpKind::Unpack:
+    return "views";
+  case OpKind::Einsum: {
+    size_t n = op.operands.size();
+    if (n == 2 && op.einsum)
+      return cudaContraction(op, fn);
+    if (n > 2)
+      return fmt::format("{} cuBLASLt matmuls", n - 1);
+    return r.cost.flops.value && *r.cost.flops.value == 0 ? "view or ein_copy"
+                                                          : "ein_reduce sum";
+  }
+  default:
+    return "ein_map (fused)";
+  }
+}
 
 double bandwidthOf(const ReportOptions &options) {
   if (options.bandwidthOverride > 0)
@@ -178,6 +362,12 @@ std::string reportTable(const CheckedModule &module,
     cell("line", 4), cell("op", 9), cell("pattern", patW), cell("FLOPs", 14),
         cell("bytes", 14), cell("FLOP/B", 6), cell("roofline", 9),
         cell("kind", 4);
+    size_t cudaW = 4;
+    if (options.cudaTarget) {
+      for (auto &r : rows)
+        cudaW = std::max(cudaW, cudaLowering(r, fn).size());
+      cell("CUDA", cudaW);
+    }
     os += "FLOPs formula\n";
     for (auto &r : rows) {
       os += "  ";
@@ -199,6 +389,8 @@ std::string reportTable(const CheckedModule &module,
                    r.op->kind == OpKind::Pack || r.op->kind == OpKind::Unpack ||
                    r.op->kind == OpKind::Cast;
       cell(moves ? (r.cost.view ? "view" : "copy") : "-", 4);
+      if (options.cudaTarget)
+        cell(cudaLowering(r, fn), cudaW);
       os += r.cost.flops.expr.str();
       if (r.cost.naiveFlops)
         fmt::format_to(out, "  [naive {}, order {}]", r.cost.naiveFlops->str(),
@@ -216,6 +408,8 @@ std::string reportTable(const CheckedModule &module,
          6);
     cell(t.timeKnown ? formatSeconds(t.seconds) : "-", 9);
     cell("", 4);
+    if (options.cudaTarget)
+      cell("", cudaW);
     fmt::format_to(out, "{}\n", t.flops.expr.str());
     if (t.flops.value && *t.flops.value >= 1000000)
       fmt::format_to(out, "  total FLOPs: {:.4g}\n", toDouble(*t.flops.value));
@@ -262,6 +456,9 @@ std::string reportJSON(const CheckedModule &module,
           jsonNumber(r.cost.bytesWritten.value),
           jsonString(r.cost.bytesWritten.expr.str()),
           r.cost.view ? "true" : "false");
+      if (options.cudaTarget)
+        fmt::format_to(out, ", \"cuda\": {}",
+                       jsonString(cudaLowering(r, fn)));
       if (f && b && *b > 0)
         fmt::format_to(out, ", \"intensity\": {}",
                        jsonDouble(toDouble(*f) / toDouble(*b)));

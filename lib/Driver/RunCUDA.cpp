@@ -25,6 +25,16 @@ namespace {
 class TempDir {
 public:
   TempDir() {
+    // EINC_CUDA_SAVE=DIR: work in DIR and keep it (scripts/gpu-check.sh
+    // carries the sources and inputs to a GPU machine from there).
+    if (const char *save = std::getenv("EINC_CUDA_SAVE"); save && *save) {
+      ::mkdir(save, 0700);
+      struct stat info;
+      if (::stat(save, &info) == 0 && S_ISDIR(info.st_mode))
+        path = save;
+      keep = true;
+      return;
+    }
     const char *base = std::getenv("TMPDIR");
     std::string pattern =
         fmt::format("{}/einc-cuda-XXXXXX", base && *base ? base : "/tmp");
@@ -34,7 +44,7 @@ public:
       path = buffer.data();
   }
   ~TempDir() {
-    if (path.empty() || std::getenv("EINC_KEEP_CUDA_DIR"))
+    if (path.empty() || keep)
       return;
     for (auto &f : files)
       ::unlink((path + "/" + f).c_str());
@@ -45,6 +55,7 @@ public:
     return path + "/" + name;
   }
   std::string path;
+  bool keep = false;
 
 private:
   std::vector<std::string> files;
@@ -174,6 +185,16 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
     run.push_back(outPaths.back());
     for (int64_t s : outputs[k]->shape)
       run.push_back(std::to_string(s));
+  }
+  if (dir.keep) { // the run's arguments, paths relative to the directory
+    std::string args;
+    for (size_t i = 1; i < run.size(); ++i)
+      args += (run[i].rfind(dir.path + "/", 0) == 0
+                   ? run[i].substr(dir.path.size() + 1)
+                   : run[i]) +
+              "\n";
+    if (!writeFile(dir.path + "/args.txt", args.data(), args.size()))
+      return Error::program("cannot write " + dir.path + "/args.txt");
   }
   std::string runLog = dir.file("run.txt");
   int rc = runProcess(run, runLog);

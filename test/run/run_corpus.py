@@ -2102,6 +2102,51 @@ class Result:
 # Arguments appended to every `einc run` (--einc-arg), e.g. tiny contraction
 # tiles so that small cases cross every block edge.
 EINC_EXTRA_ARGS = []
+# --save-cuda: the directory under which each case's CUDA program is kept.
+SAVE_CUDA_DIR = None
+
+# The numpy dtype of a result's raw storage, as a CUDA program writes it.
+RAW_DTYPE = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.uint16,
+             "f8e4m3": np.uint8, "f8e5m2": np.uint8, "i32": np.int32, "i64": np.int64}
+
+
+def widen_raw(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """A result's storage as einc run writes it to .npy (bf16, fp8 as f32)."""
+    if dtype == "bf16":
+        return (raw.astype(np.uint32) << 16).view(np.float32)
+    if dtype in FP8:
+        return decode_fp8(raw, dtype).astype(np.float32)
+    return raw
+
+
+def replay_case(case: RunCase, root: str, prefix: list) -> Optional[Result]:
+    """Runs the CUDA program `--save-cuda` kept for `case` (built beside it as
+    `prog`, e.g. by nvcc on a GPU machine) and compares its results; None when
+    the case has none (negative cases, or not built)."""
+    d = os.path.join(root, safe_name(case.cid))
+    prog = os.path.join(d, "prog")
+    if case.expect_rc != 0 or not os.path.exists(prog):
+        return None
+    with open(os.path.join(d, "args.txt")) as f:
+        args = [line.rstrip("\n") for line in f]
+    try:
+        proc = subprocess.run(prefix + [prog] + args, cwd=d, capture_output=True, text=True,
+                              timeout=EINC_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return Result(False, f"timeout after {EINC_TIMEOUT_S}s")
+    if proc.returncode != 0:
+        return Result(False, f"exit {proc.returncode}", (proc.stderr or "")[:400])
+    problems = []
+    for k, out in enumerate(case.outs):
+        shape = np.asarray(out.ref).shape
+        raw = np.fromfile(os.path.join(d, f"out{k}.bin"), dtype=RAW_DTYPE[out.dtype])
+        if raw.size != int(np.prod(shape)):
+            problems.append(f"result {k}: {raw.size} elements, expected {int(np.prod(shape))}")
+            continue
+        why = compare(widen_raw(raw, out.dtype).reshape(shape), out)
+        if why:
+            problems.append(f"result {k} ({out.dtype}): {why}")
+    return Result(not problems, "; ".join(problems))
 
 
 def run_case(einc: str, case: RunCase, workdir: str) -> Result:
@@ -2140,8 +2185,11 @@ def run_case(einc: str, case: RunCase, workdir: str) -> Result:
     cmd += case.extra_args + EINC_EXTRA_ARGS
     with open(os.path.join(d, "cmd.sh"), "w") as f:
         f.write(" ".join(f"'{c}'" for c in cmd) + "\n")
+    env = None
+    if SAVE_CUDA_DIR and case.expect_rc == 0:
+        env = dict(os.environ, EINC_CUDA_SAVE=os.path.join(SAVE_CUDA_DIR, safe_name(case.cid)))
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=EINC_TIMEOUT_S)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=EINC_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
         return Result(False, f"timeout after {EINC_TIMEOUT_S}s")
     except OSError as exc:
@@ -2189,8 +2237,24 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2, help="parallel einc runs (default 2)")
     ap.add_argument("--einc-arg", action="append", default=[], metavar="ARG",
                     help="extra argument for every `einc run` (repeatable), e.g. --einc-arg=--tiles=mr=3")
+    ap.add_argument("--sample", type=int, default=1, metavar="N",
+                    help="only every N-th case (after --filter)")
+    ap.add_argument("--save-cuda", metavar="DIR",
+                    help="with --einc-arg=--target=cuda-emulated: keep each case's CUDA program, "
+                         "inputs and arguments under DIR/<case id>/ (EINC_CUDA_SAVE)")
+    ap.add_argument("--replay-cuda", metavar="DIR",
+                    help="run the programs --save-cuda kept (built as DIR/<case id>/prog) "
+                         "instead of einc, and compare their results")
+    ap.add_argument("--replay-prefix", default="", metavar="CMD",
+                    help="a command (split on spaces) to run each replayed program under")
     args = ap.parse_args()
     EINC_EXTRA_ARGS.extend(args.einc_arg)
+    global SAVE_CUDA_DIR
+    if args.save_cuda:
+        SAVE_CUDA_DIR = os.path.abspath(args.save_cuda)
+        os.makedirs(SAVE_CUDA_DIR, exist_ok=True)
+    if args.replay_cuda:
+        return replay_main(args)
 
     if not (os.path.isfile(args.einc) and os.access(args.einc, os.X_OK)):
         found = shutil.which(args.einc)
@@ -2208,6 +2272,8 @@ def main() -> int:
         return 2
     if args.filter:
         cases = [c for c in cases if args.filter in c.cid or args.filter in c.desc]
+    if args.sample > 1:
+        cases = cases[:: args.sample]
 
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
@@ -2256,10 +2322,33 @@ def main() -> int:
     print(f"run corpus: {n} cases, {failures} failures")
     print(f"{n - failures - xfails} passed, {failures} failed")
     status = 1 if failures else 0
-    if not args.filter and n < MIN_CASES:
+    if not args.filter and args.sample == 1 and n < MIN_CASES:
         print(f"error: only {n} cases (need {MIN_CASES})", file=sys.stderr)
         status = 1
     return status
+
+
+def replay_main(args) -> int:
+    np.seterr(all="ignore")
+    cases, _ = all_run_cases()
+    if args.filter:
+        cases = [c for c in cases if args.filter in c.cid or args.filter in c.desc]
+    if args.sample > 1:
+        cases = cases[:: args.sample]
+    prefix = args.replay_prefix.split()
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda c: replay_case(c, args.replay_cuda, prefix), cases))
+    ran = failures = 0
+    for case, res in zip(cases, results):
+        if res is None:
+            continue
+        ran += 1
+        if not res.ok and not case.xfail:
+            failures += 1
+            print(f"FAIL {case.cid} [{case.desc}]: {res.what}; {res.stderr[:300]}")
+    print(f"replayed CUDA programs: {ran} of {len(cases)} cases, {failures} failures")
+    print(f"{ran - failures} passed, {failures} failed")
+    return 1 if failures or ran == 0 else 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ struct ReportOptions {
   const DeviceSpec *device = nullptr;
   double peakOverride = 0;        // --peak-flops (FLOP/s), all dtypes
   double bandwidthOverride = 0;   // --bandwidth (bytes/s)
+  /// --target=cuda: a column saying what each op becomes in the CUDA
+  /// source (cuBLASLt call or kernel, and the bytes of any permute).
+  bool cudaTarget = false;
 };
 
 /// One row of the report, computed once and printed as text or JSON.

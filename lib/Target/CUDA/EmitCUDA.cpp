@@ -495,7 +495,8 @@ void FunctionEmitter::emitElementwise(mlir::Operation *root) {
     identity[d] = static_cast<int>(d);
   std::vector<std::pair<mlir::Value, std::vector<int>>> leaves;
   std::string body = expression(root, leaves, identity);
-  std::string functor = fmt::format("ein_fn_{}", functorCount++);
+  std::string functor =
+      fmt::format("ein_{}_fn{}", cName(fn.name), functorCount++);
   std::vector<std::string> params, views;
   auto rootSizes = shapeSizes(rt, root);
   std::string z = sizeArray(rootSizes);
@@ -1078,11 +1079,15 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
     source += fmt::format("\n// ---- {}\n", file.name);
     source += file.text;
   }
-  source += "\n// ---- the module\n";
+  // The module's part can follow another's in one translation unit (the
+  // runtime has include guards; functors are named after their function).
+  source += "\n// ---- the module\n#ifndef EIN_ENTRY_PREAMBLE\n"
+            "#define EIN_ENTRY_PREAMBLE\n";
   source += cEntryPreamble();
+  source += "#endif\n";
   std::string functors, functions;
-  int functorCount = 0;
   for (const CheckedFunction &fn : module.functions) {
+    int functorCount = 0;
     auto func = (*ir)->lookupSymbol<mlir::func::FuncOp>(fn.name);
     if (!func)
       return Error::program(

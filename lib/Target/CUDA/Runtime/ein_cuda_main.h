@@ -22,7 +22,8 @@ struct EinMainSpec {
 };
 
 /// argv: [--time] then per input `FILE RANK-SIZES... RANK-STRIDES...` (the
-/// file holds the input's buffer as is, the strides index it), per output
+/// file holds the input's buffer as is, the strides index it; `-` is an
+/// input of zeros, for timing), per output
 /// `FILE RANK-SIZES...` (written row-major). Exit 0, 1 on a bad command
 /// line or file, 3 when the entry point returns an EIN_ERR_* code, 4 when
 /// there is no device.
@@ -76,6 +77,17 @@ inline int ein_main(int argc, char **argv, const EinMainSpec &spec) {
           std::fprintf(stderr, "%s: bad stride of tensor %d\n", argv[0], t);
           return 1;
         }
+      if (files[t] == "-") { // zeros, as large as the strides reach
+        int64_t span = 1;
+        for (int d = 0; d < rank; ++d)
+          span += sizes[t][d] > 0 ? (sizes[t][d] - 1) * strides[t][d] : 0;
+        for (int d = 0; d < rank; ++d)
+          span = sizes[t][d] == 0 ? 0 : span;
+        bytes[t] = size_t(span) * size_t(spec.elementBytes[t]);
+        EIN_CUDA_CHECK(cudaMalloc(&device[t], bytes[t] ? bytes[t] : 1));
+        EIN_CUDA_CHECK(cudaMemset(device[t], 0, bytes[t]));
+        continue;
+      }
       FILE *f = std::fopen(files[t].c_str(), "rb");
       if (!f) {
         std::fprintf(stderr, "%s: cannot open %s\n", argv[0], files[t].c_str());
