@@ -1126,7 +1126,9 @@ std::string cudaHeader(const CheckedModule &module, const std::string &guard) {
       " * non-negative values); the work is queued on `stream`. Every function\n"
       " * returns 0, or an EIN_ERR_* code before queuing anything. */\n"
       "#ifndef {}\n#define {}\n\n#include <stdint.h>\n"
-      "#include <cuda_runtime.h>\n\n#ifdef __cplusplus\nextern \"C\" {{\n"
+      "/* Under the source's CUDA emulation (a host compiler), its cudaStream_t. */\n"
+      "#ifndef EIN_CUDA_EMU_H\n#include <cuda_runtime.h>\n#endif\n\n"
+      "#ifdef __cplusplus\nextern \"C\" {{\n"
       "#endif\n\n#define EIN_OK 0\n#define EIN_ERR_SIZE 1\n"
       "#define EIN_ERR_STRIDE 2\n#define EIN_ERR_NULL 3\n#define EIN_ERR_ALIAS 4\n"
       "#define EIN_ERR_RANK 5\n\n",
