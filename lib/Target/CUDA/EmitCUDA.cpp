@@ -671,9 +671,25 @@ void FunctionEmitter::emitEinsum(EinsumOp op) {
     return fail(op, "an einsum whose structure cannot be analysed");
   if (op.getInputs().size() == 2)
     return emitContraction(op, *info);
-  if (op.getInputs().size() != 1)
-    return fail(op, "an einsum of more than two operands (ein-split-einsums "
-                    "did not run)");
+  if (op.getInputs().size() != 1) {
+    // ein-split-einsums leaves an einsum with an axis of size 0: its result
+    // is all zeros (or empty).
+    bool empty = false;
+    Bindings env = getModuleDims(op);
+    for (auto &[axis, size] : info->axisSizes)
+      empty = empty || size.evaluate(env) == Int(0);
+    if (!empty)
+      return fail(op, "an einsum of more than two operands (ein-split-einsums "
+                      "did not run)");
+    int owner;
+    mlir::Value result = op.getResult();
+    std::string w = destination(result, owner);
+    fmt::format_to(out(),
+                   "  ein_map(stream, EinZeroOf<{}>(), {}, ein_const_view({}));\n",
+                   storageType(tensorType(result).getDType()), w, w);
+    return define(result, w,
+                  owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
+  }
   mlir::Value result = op.getResult();
   const ValueView &in = view(op.getInputs()[0], op);
   std::set<std::string> outSet;
@@ -870,25 +886,24 @@ void FunctionEmitter::emitUnpack(UnpackOp op) {
     std::string c = fresh("n");
     fmt::format_to(out(), "  int64_t {} = {};\n", c, count);
     std::string dims = intArray(dimOf), z = sizeArray(sizes);
-    std::string part = fmt::format("ein_split<{}>(ein_slice({}, {}, {}, {}), "
-                                   "{}, {})",
-                                   sizes.size(), in.name, before, offset, c,
-                                   dims, z);
-    fmt::format_to(out(), "  {} += {};\n", offset, c);
-    if (directOutput.count(result.getAsOpaquePointer())) {
-      int owner;
-      std::string w = destination(result, owner);
-      fmt::format_to(out(), "  ein_move(stream, {}, {});\n", w, part);
-      define(result, w, {});
-      continue;
-    }
+    // The part is a view of the slice at the current offset.
     ValueView v;
     v.name = fresh("v");
     v.dtype = in.dtype;
     v.rank = sizes.size();
     v.owners = in.owners;
-    fmt::format_to(out(), "  {} {} = {};\n", viewType(v.dtype, v.rank),
-                   v.name, part);
+    fmt::format_to(out(),
+                   "  {} {} = ein_split<{}>(ein_slice({}, {}, {}, {}), {}, "
+                   "{});\n  {} += {};\n",
+                   viewType(v.dtype, v.rank), v.name, sizes.size(), in.name,
+                   before, offset, c, dims, z, offset, c);
+    if (directOutput.count(result.getAsOpaquePointer())) {
+      int owner;
+      std::string w = destination(result, owner);
+      fmt::format_to(out(), "  ein_move(stream, {}, {});\n", w, v.name);
+      define(result, w, {});
+      continue;
+    }
     values[result.getAsOpaquePointer()] = v;
   }
 }
