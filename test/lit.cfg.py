@@ -49,6 +49,9 @@ nvcc = "/usr/local/cuda/bin/nvcc"
 if os.path.exists(nvcc):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", nvcc))
+# An NVIDIA GPU on this machine (the CUDA target's `einc run` needs one).
+if os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("nvidia-gpu")
 # mlir-cpu-runner and its runtime libraries (LLVM's lib/, next to its bin/)
 # run hand-written memref IR lowered by `ein-opt --ein-lower-buffers-to-llvm`.
 llvm_lib_dir = os.path.normpath(os.path.join(config.llvm_tools_dir, "..", "lib"))
