@@ -2230,7 +2230,7 @@ def run_case(einc: str, case: RunCase, workdir: str) -> Result:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--einc", required=True, help="path to the einc binary")
+    ap.add_argument("--einc", help="path to the einc binary (not needed with --replay-cuda)")
     ap.add_argument("--filter", metavar="SUBSTR", help="only cases whose id or description contains SUBSTR")
     ap.add_argument("--keep", metavar="DIR", help="write each case's files under DIR and keep them")
     ap.add_argument("--verbose", action="store_true", help="print every case")
@@ -2250,11 +2250,15 @@ def main() -> int:
     args = ap.parse_args()
     EINC_EXTRA_ARGS.extend(args.einc_arg)
     global SAVE_CUDA_DIR
+    if not args.einc and not args.replay_cuda:
+        ap.error("--einc is required")
     if args.save_cuda:
         SAVE_CUDA_DIR = os.path.abspath(args.save_cuda)
         os.makedirs(SAVE_CUDA_DIR, exist_ok=True)
     if args.replay_cuda:
         return replay_main(args)
+    if args.save_cuda and not any("cuda-emulated" in a for a in args.einc_arg):
+        ap.error("--save-cuda needs --einc-arg=--target=cuda-emulated")
 
     if not (os.path.isfile(args.einc) and os.access(args.einc, os.X_OK)):
         found = shutil.which(args.einc)
