@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -134,9 +135,10 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   for (auto &t : outputs)
     outs.push_back(&t);
   double cudaSeconds = 0;
+  std::string gpu;
   if (options.target != "cpu") {
     if (auto ran = runCUDA(bound->source, options.function, options, ins, outs,
-                           options.time ? &cudaSeconds : nullptr);
+                           options.time ? &cudaSeconds : nullptr, &gpu);
         !ran)
       return ran.error();
   } else if (auto called = bound->call(ins, outs); !called) {
@@ -175,7 +177,38 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                        si(bytes / seconds, "B/s"), si(bytes, "B"));
     double peak = options.peakFlops, bandwidth = options.bandwidth;
     const char *source = "given";
-    if (peak <= 0 || bandwidth <= 0) {
+    std::string gpuSource;
+    if (options.target == "cuda") {
+      // MFU against the device table's dense peak for the dtype of the op
+      // with the most FLOPs (H100 bf16: 989 TFLOP/s, not the sparse figure).
+      const DeviceSpec *spec = nullptr;
+      for (const DeviceSpec &d : deviceTable()) {
+        std::string key = d.name; // "h100" is in "NVIDIA H100 80GB HBM3"
+        for (char &c : key)
+          c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (gpu.find(key) != std::string::npos)
+          spec = &d;
+      }
+      const OpReport *top = nullptr;
+      for (auto &r : rows)
+        if (r.cost.flops.value &&
+            (!top || *r.cost.flops.value > *top->cost.flops.value))
+          top = &r;
+      if (spec) {
+        DType dtype = top && !top->op->operands.empty()
+                          ? cfn->values[top->op->operands[0]].type.dtype
+                          : cfn->values[cfn->returns[0]].type.dtype;
+        peak = peak > 0 ? peak : spec->peakFor(dtype);
+        bandwidth = bandwidth > 0 ? bandwidth : spec->bandwidth;
+        gpuSource = fmt::format("{}, dense {}", spec->description,
+                                dtypeName(dtype));
+        source = gpuSource.c_str();
+      } else {
+        out << fmt::format("(GPU '{}' is not in the device table: pass "
+                           "--peak-flops/--bandwidth for fractions of peak)\n",
+                           gpu);
+      }
+    } else if (peak <= 0 || bandwidth <= 0) {
       if (auto c = loadCalibration()) {
         peak = peak > 0 ? peak : c->peakFlops;
         bandwidth = bandwidth > 0 ? bandwidth : c->bandwidth;

@@ -120,7 +120,7 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
                       const RunOptions &options,
                       const std::vector<const runtime::HostTensor *> &inputs,
                       const std::vector<runtime::HostTensor *> &outputs,
-                      double *seconds) {
+                      double *seconds, std::string *device) {
   bool emulated = options.target == "cuda-emulated";
   std::string compiler;
   if (emulated) {
@@ -218,6 +218,9 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
     auto at = said.find("ein-time-ms: ");
     if (at != std::string::npos)
       *seconds = std::strtod(said.c_str() + at + 13, nullptr) * 1e-3;
+    auto named = said.find("ein-device: ");
+    if (device && named != std::string::npos)
+      *device = said.substr(named + 12, said.find('\n', named) - named - 12);
   }
   return {};
 }

@@ -47,12 +47,12 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
 /// Runs `function` of `source` (sizes bound) through the CUDA target
 /// `options.target` on `inputs` into `outputs` (RunCUDA.cpp); with
 /// `seconds`, also times it (the median of CUDA-event-timed calls; 0 when
-/// emulated).
+/// emulated) and names the GPU in `device`.
 ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
                       const RunOptions &options,
                       const std::vector<const runtime::HostTensor *> &inputs,
                       const std::vector<runtime::HostTensor *> &outputs,
-                      double *seconds);
+                      double *seconds, std::string *device = nullptr);
 
 class JITFunction;
 namespace runtime {

@@ -143,6 +143,11 @@ inline int ein_main(int argc, char **argv, const EinMainSpec &spec) {
     std::sort(ms.begin(), ms.end());
     std::printf("ein-time-ms: %.9g %zu\n", double(ms[ms.size() / 2]),
                 ms.size());
+    cudaDeviceProp prop;
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaGetDeviceProperties(&prop, device) == cudaSuccess)
+      std::printf("ein-device: %s\n", prop.name);
 #else
     std::printf("ein-time-ms: emulated\n");
 #endif
