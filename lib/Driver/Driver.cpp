@@ -23,8 +23,8 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "ein/Target/CUDA/EmitCUDA.h"
 #include "ein/Runtime/OutputFiles.h"
+#include "ein/Target/CUDA/EmitCUDA.h"
 
 namespace ein {
 
@@ -150,8 +150,10 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
      R"(--size-generic   compile without the inputs' sizes (only `dim`, --dim
                  and `#` dims given size 1 are specialised), as `einc
                  build` does, then call with them)"},
-    {"--target", R"(--target=TARGET  cpu (the default), cuda or (run only) cuda-emulated)"},
-    {"--main", R"(--main NAME      (cuda) add a main() running NAME on raw tensor files:
+    {"--target",
+     R"(--target=TARGET  cpu (the default), cuda or (run only) cuda-emulated)"},
+    {"--main",
+     R"(--main NAME      (cuda) add a main() running NAME on raw tensor files:
                  prog [--time] (IN SIZES.. STRIDES..)... (OUT SIZES..)...;
                  IN `-` is a zero-filled input (for timing))"},
     {"--allow-tf32",
@@ -217,7 +219,7 @@ Error usageError(const std::string &command, std::string message) {
 
 struct Args {
   std::string command, file, fn, stage, device = "h100", object, header,
-      target = "cpu", mainFunction;
+                                        target = "cpu", mainFunction;
   bool allowTf32 = false;
   bool json = false, time = false, perfJitdump = false, sizeGeneric = false;
   std::vector<std::pair<std::string, std::string>> inputs;
@@ -501,14 +503,14 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
     auto source = emitCUDA(checked, options);
     if (!source)
       return source.error().inFileNamed(file->path);
-    std::string guard = fmt::format(
-        "EIN_GENERATED_CUDA_{}", std::hash<std::string>()(args.header));
+    std::string guard = fmt::format("EIN_GENERATED_CUDA_{}",
+                                    std::hash<std::string>()(args.header));
     std::vector<std::string> texts = {*source, cudaHeader(checked, guard)};
     auto plan = runtime::planOutputs({args.object, args.header});
     if (!plan)
       return Error::usage(plan.error().message);
-    auto written = runtime::writeOutputs(
-        *plan, [&](size_t i, int fd) -> ErrorOr<void> {
+    auto written =
+        runtime::writeOutputs(*plan, [&](size_t i, int fd) -> ErrorOr<void> {
           return runtime::writeAll(
               fd, reinterpret_cast<const uint8_t *>(texts[i].data()),
               texts[i].size());

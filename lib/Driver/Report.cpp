@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <iterator>
+#include <map>
 
 namespace ein {
 
@@ -457,8 +457,7 @@ std::string reportJSON(const CheckedModule &module,
           jsonString(r.cost.bytesWritten.expr.str()),
           r.cost.view ? "true" : "false");
       if (options.cudaTarget)
-        fmt::format_to(out, ", \"cuda\": {}",
-                       jsonString(cudaLowering(r, fn)));
+        fmt::format_to(out, ", \"cuda\": {}", jsonString(cudaLowering(r, fn)));
       if (f && b && *b > 0)
         fmt::format_to(out, ", \"intensity\": {}",
                        jsonDouble(toDouble(*f) / toDouble(*b)));

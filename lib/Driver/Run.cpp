@@ -109,11 +109,10 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
 
   // 3-4. Sizes from the inputs, entry checks, the function checked again
   // with them, compiled (Engine).
-  auto bound = engine.bind(file, module, check, *checked, options.function,
-                           shapes,
-                           options.sizeGeneric ? Specialisation::Generic
-                                               : Specialisation::Sizes,
-                           options.target == "cpu");
+  auto bound = engine.bind(
+      file, module, check, *checked, options.function, shapes,
+      options.sizeGeneric ? Specialisation::Generic : Specialisation::Sizes,
+      options.target == "cpu");
   if (!bound)
     return bound.error();
   const CheckedFunction *cfn = bound->concrete.find(options.function);
@@ -150,8 +149,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     size_t calls = 0;
     double seconds = cudaSeconds;
     if (options.target == "cpu") {
-      auto timed = medianCallSeconds(*bound->executable, ins, outs, calls,
-                                     bound->dims);
+      auto timed =
+          medianCallSeconds(*bound->executable, ins, outs, calls, bound->dims);
       if (!timed)
         return timed.error();
       seconds = *timed;
@@ -166,8 +165,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
         bytes += toDouble(*b);
     }
     if (options.target == "cpu")
-      out << fmt::format("time: {:.6g} ms (median of {} runs)\n",
-                         seconds * 1e3, calls);
+      out << fmt::format("time: {:.6g} ms (median of {} runs)\n", seconds * 1e3,
+                         calls);
     else
       out << fmt::format("time: {:.6g} ms (median of CUDA-event-timed calls, "
                          "transfers excluded)\n",
@@ -200,8 +199,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           : cfn->values[cfn->returns[0]].type.dtype;
         peak = peak > 0 ? peak : spec->peakFor(dtype);
         bandwidth = bandwidth > 0 ? bandwidth : spec->bandwidth;
-        gpuSource = fmt::format("{}, dense {}", spec->description,
-                                dtypeName(dtype));
+        gpuSource =
+            fmt::format("{}, dense {}", spec->description, dtypeName(dtype));
         source = gpuSource.c_str();
       } else {
         out << fmt::format("(GPU '{}' is not in the device table: pass "

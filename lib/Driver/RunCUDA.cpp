@@ -63,7 +63,8 @@ private:
 
 bool writeFile(const std::string &path, const void *data, size_t size) {
   std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
+  out.write(static_cast<const char *>(data),
+            static_cast<std::streamsize>(size));
   return static_cast<bool>(out);
 }
 
@@ -133,9 +134,10 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
           "--target=cuda: this machine has no NVIDIA GPU (no /dev/nvidiactl); "
           "--target=cuda-emulated runs the same CUDA source on the CPU");
     const char *nvcc = std::getenv("NVCC");
-    compiler = nvcc && *nvcc                              ? nvcc
-               : executable("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc"
-                                                          : "nvcc";
+    compiler = nvcc && *nvcc ? nvcc
+               : executable("/usr/local/cuda/bin/nvcc")
+                   ? "/usr/local/cuda/bin/nvcc"
+                   : "nvcc";
   }
   CUDAOptions cuda;
   cuda.mainFunction = function;
@@ -146,19 +148,20 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
 
   TempDir dir;
   if (dir.path.empty())
-    return Error::program(fmt::format(
-        "cannot create a temporary directory: {}", std::strerror(errno)));
+    return Error::program(fmt::format("cannot create a temporary directory: {}",
+                                      std::strerror(errno)));
   std::string program = dir.file("prog.cu"), binary = dir.file("prog"),
               log = dir.file("log.txt");
   if (!writeFile(program, text->data(), text->size()))
     return Error::program("cannot write the CUDA source to " + program);
   std::vector<std::string> build =
-      emulated ? std::vector<std::string>{compiler, "-std=c++17", "-O1", "-w",
-                                          "-x", "c++", program, "-o", binary}
-               : std::vector<std::string>{compiler, "-std=c++17", "-O3",
-                                          "--fmad=false", "-arch=native",
-                                          "-x", "cu", program, "-o", binary,
-                                          "-lcublasLt"};
+      emulated
+          ? std::vector<std::string>{compiler, "-std=c++17", "-O1", "-w",  "-x",
+                                     "c++",    program,      "-o",  binary}
+          : std::vector<std::string>{compiler,       "-std=c++17",   "-O3",
+                                     "--fmad=false", "-arch=native", "-x",
+                                     "cu",           program,        "-o",
+                                     binary,         "-lcublasLt"};
   if (int rc = runProcess(build, log); rc != 0)
     return Error::program(fmt::format("{} could not compile the generated CUDA "
                                       "source (exit {}):",

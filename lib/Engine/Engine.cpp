@@ -66,12 +66,13 @@ Engine::compile(const SourceFile &file, const CheckedModule &checked,
   return shared;
 }
 
-ErrorOr<BoundCall>
-Engine::bind(const SourceFile &file, const Module &module,
-             const CheckOptions &options, const CheckedModule &checked,
-             const std::string &function,
-             const std::vector<std::vector<int64_t>> &shapes,
-             Specialisation specialisation, bool compileForCPU) {
+ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
+                                const CheckOptions &options,
+                                const CheckedModule &checked,
+                                const std::string &function,
+                                const std::vector<std::vector<int64_t>> &shapes,
+                                Specialisation specialisation,
+                                bool compileForCPU) {
   CheckOptions symbolic = options;
   symbolic.onlyFunction = function;
   const CheckedFunction *fn = checked.find(function);

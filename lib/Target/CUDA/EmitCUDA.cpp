@@ -14,10 +14,10 @@
 #include "ein/Target/CEntry.h"
 #include "ein/Transforms/Passes.h"
 
-#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -25,8 +25,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 
 namespace ein {
 
@@ -188,14 +188,16 @@ private:
     std::string w = fresh("w");
     if (direct != directOutput.end()) {
       written.insert(direct->second);
-      fmt::format_to(out(), "  {} {} = o{};\n", viewType(t.getDType(),
-                     sizes.size(), false), w, direct->second);
+      fmt::format_to(out(), "  {} {} = o{};\n",
+                     viewType(t.getDType(), sizes.size(), false), w,
+                     direct->second);
       owner = -1;
       return w;
     }
     owner = newOwner();
     std::string z = sizeArray(sizes);
-    fmt::format_to(out(), "  {0} {1} = ein_temp<{2}, {3}>(stream, {4}, &t{5});\n",
+    fmt::format_to(out(),
+                   "  {0} {1} = ein_temp<{2}, {3}>(stream, {4}, &t{5});\n",
                    viewType(t.getDType(), sizes.size(), false), w,
                    storageType(t.getDType()), sizes.size(), z, owner);
     return w;
@@ -207,7 +209,8 @@ private:
     return k;
   }
   /// Records `result` as the const view of the written `w`.
-  void define(mlir::Value result, const std::string &w, std::vector<int> owners) {
+  void define(mlir::Value result, const std::string &w,
+              std::vector<int> owners) {
     EinTensorType t = tensorType(result);
     ValueView v;
     v.name = fresh("v");
@@ -242,11 +245,10 @@ private:
       }
     std::string dims = intArray(dimOf), z = sizeArray(sizes);
     std::string e = fresh("e");
-    fmt::format_to(out(), "  {} {} = ein_split<{}>({}, {}, {});\n",
-                   viewType(viewName.empty() ? in.dtype : dtype, axes.size(),
-                            isConst),
-                   e, axes.size(), viewName.empty() ? in.name : viewName, dims,
-                   z);
+    fmt::format_to(
+        out(), "  {} {} = ein_split<{}>({}, {}, {});\n",
+        viewType(viewName.empty() ? in.dtype : dtype, axes.size(), isConst), e,
+        axes.size(), viewName.empty() ? in.name : viewName, dims, z);
     return e;
   }
   /// `ein_pick` of the axes `rows` from a view whose axes are `axes` (a
@@ -255,7 +257,8 @@ private:
   std::string pick(const std::string &e, DType dtype,
                    const std::vector<std::string> &axes,
                    const std::vector<std::string> &rows,
-                   const std::vector<std::string> &rowSizes, bool isConst = true) {
+                   const std::vector<std::string> &rowSizes,
+                   bool isConst = true) {
     std::string mask;
     for (auto &r : rows)
       for (auto &a : axes)
@@ -304,9 +307,10 @@ private:
 
   // Elementwise fusion (see planFusion).
   void planFusion();
-  std::string expression(mlir::Operation *op,
-                         std::vector<std::pair<mlir::Value, std::vector<int>>> &leaves,
-                         const std::vector<int> &identity);
+  std::string
+  expression(mlir::Operation *op,
+             std::vector<std::pair<mlir::Value, std::vector<int>>> &leaves,
+             const std::vector<int> &identity);
   std::vector<int> alignment(mlir::Operation *op, unsigned operand);
   std::set<std::pair<const void *, std::vector<int>>>
   leafSet(mlir::Operation *op);
@@ -401,11 +405,11 @@ void FunctionEmitter::planFusion() {
     for (auto *c : candidates)
       fused.insert(c);
     while (leafSet(&op).size() > 4 && !candidates.empty()) {
-      auto widest = std::max_element(
-          candidates.begin(), candidates.end(),
-          [&](mlir::Operation *a, mlir::Operation *b) {
-            return leafSet(a).size() < leafSet(b).size();
-          });
+      auto widest =
+          std::max_element(candidates.begin(), candidates.end(),
+                           [&](mlir::Operation *a, mlir::Operation *b) {
+                             return leafSet(a).size() < leafSet(b).size();
+                           });
       fused.erase(*widest);
       candidates.erase(widest);
     }
@@ -424,11 +428,11 @@ std::string literal(ConstantOp op, DType dtype) {
   }
   double v = mlir::cast<mlir::FloatAttr>(value).getValueAsDouble();
   if (std::isnan(v))
-    return fmt::format("ein_cvt<{}>(ein_bits_float(0x{}u))",
-                       storageType(dtype), std::signbit(v) ? "ffc00000" : "7fc00000");
+    return fmt::format("ein_cvt<{}>(ein_bits_float(0x{}u))", storageType(dtype),
+                       std::signbit(v) ? "ffc00000" : "7fc00000");
   if (std::isinf(v))
-    return fmt::format("ein_cvt<{}>(ein_bits_float(0x{}u))",
-                       storageType(dtype), v < 0 ? "ff800000" : "7f800000");
+    return fmt::format("ein_cvt<{}>(ein_bits_float(0x{}u))", storageType(dtype),
+                       v < 0 ? "ff800000" : "7f800000");
   return fmt::format("ein_cvt<{}>({:a})", storageType(dtype), v);
 }
 
@@ -507,8 +511,8 @@ void FunctionEmitter::emitElementwise(mlir::Operation *root) {
     for (size_t j = 0; j < rank; ++j)
       for (size_t i = 0; i < leaf.rank; ++i)
         mask += leaves[k].second[i] == static_cast<int>(j) ? '1' : '0';
-    views.push_back(fmt::format("ein_pick<{}>({}, \"{}\", {})", rank,
-                                leaf.name, mask, z));
+    views.push_back(
+        fmt::format("ein_pick<{}>({}, \"{}\", {})", rank, leaf.name, mask, z));
   }
   if (leaves.empty()) { // only constants: read one dummy element
     int owner = newOwner();
@@ -518,8 +522,8 @@ void FunctionEmitter::emitElementwise(mlir::Operation *root) {
                    "&t{});\n",
                    s, owner);
     params.push_back("float");
-    views.push_back(fmt::format("ein_pick<{}>(ein_const_view({}), \"\", {})",
-                                rank, s, z));
+    views.push_back(
+        fmt::format("ein_pick<{}>(ein_const_view({}), \"\", {})", rank, s, z));
   }
   fmt::format_to(std::back_inserter(functors),
                  "struct {} {{\n  EIN_HD {} operator()({}) const {{\n"
@@ -564,14 +568,15 @@ void FunctionEmitter::emitMove(
     int owner;
     std::string w = destination(result, owner);
     std::string dims = intArray(outDimOf), z = sizeArray(outSizes);
-    std::string target = fmt::format("ein_split<{}>({}, {}, {})",
-                                     outAxes.size(), w, dims, z);
+    std::string target =
+        fmt::format("ein_split<{}>({}, {}, {})", outAxes.size(), w, dims, z);
     if (to == in.dtype)
       fmt::format_to(out(), "  ein_move(stream, {}, {});\n", target, p);
     else
       fmt::format_to(out(), "  ein_map(stream, EinCastTo<{}>(), {}, {});\n",
                      storageType(to), target, p);
-    define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
+    define(result, w,
+           owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
     return;
   }
   // A view when the strides allow; otherwise a copy.
@@ -586,15 +591,16 @@ void FunctionEmitter::emitMove(
   auto resultSizes = shapeSizes(rt, op);
   std::string zr = sizeArray(resultSizes), zo = sizeArray(outSizes),
               dims = intArray(outDimOf), w = fresh("w");
-  fmt::format_to(out(),
-                 "  {0} {1};\n"
-                 "  if (!ein_merge<{2}>({3}, {4}, {5}, &{1})) {{\n"
-                 "    {6} {7} = ein_temp<{8}, {2}>(stream, {9}, &t{10});\n"
-                 "    ein_move(stream, ein_split<{11}>({7}, {12}, {13}), {3});\n"
-                 "    {1} = ein_const_view({7});\n  }}\n",
-                 viewType(to, rank), v.name, rank, p, countArray, posArray,
-                 viewType(to, rank, false), w, storageType(to), zr, owner,
-                 outAxes.size(), dims, zo);
+  fmt::format_to(
+      out(),
+      "  {0} {1};\n"
+      "  if (!ein_merge<{2}>({3}, {4}, {5}, &{1})) {{\n"
+      "    {6} {7} = ein_temp<{8}, {2}>(stream, {9}, &t{10});\n"
+      "    ein_move(stream, ein_split<{11}>({7}, {12}, {13}), {3});\n"
+      "    {1} = ein_const_view({7});\n  }}\n",
+      viewType(to, rank), v.name, rank, p, countArray, posArray,
+      viewType(to, rank, false), w, storageType(to), zr, owner, outAxes.size(),
+      dims, zo);
   values[result.getAsOpaquePointer()] = v;
 }
 
@@ -658,8 +664,8 @@ ValueView FunctionEmitter::castTo(const ValueView &v, DType to) {
   c.dtype = to;
   c.rank = v.rank;
   c.owners = {owner};
-  fmt::format_to(out(), "  {} {} = ein_const_view({});\n",
-                 viewType(to, v.rank), c.name, w);
+  fmt::format_to(out(), "  {} {} = ein_const_view({});\n", viewType(to, v.rank),
+                 c.name, w);
   return c;
 }
 
@@ -684,9 +690,9 @@ void FunctionEmitter::emitEinsum(EinsumOp op) {
     int owner;
     mlir::Value result = op.getResult();
     std::string w = destination(result, owner);
-    fmt::format_to(out(),
-                   "  ein_map(stream, EinZeroOf<{}>(), {}, ein_const_view({}));\n",
-                   storageType(tensorType(result).getDType()), w, w);
+    fmt::format_to(
+        out(), "  ein_map(stream, EinZeroOf<{}>(), {}, ein_const_view({}));\n",
+        storageType(tensorType(result).getDType()), w, w);
     return define(result, w,
                   owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
   }
@@ -723,7 +729,8 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
   } else if (ti == DType::F8E5M2) {
     gemmIn = DType::F16; // e5m2 x e5m2 has no cuBLASLt kernel; exact in f16
     gemmOut = DType::F32;
-  } else if (!(ti == to && !isFp8(to)) && !(isLowFloat(ti) && to == DType::F32)) {
+  } else if (!(ti == to && !isFp8(to)) &&
+             !(isLowFloat(ti) && to == DType::F32)) {
     gemmOut = DType::F32;
   }
   if (gemmIn != ti) {
@@ -761,10 +768,10 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
   };
   auto rowsA = concat({&batch, &m, &k}), rowsB = concat({&batch, &k, &n}),
        rowsC = concat({&batch, &m, &n});
-  std::string pa = pick(ea, a.dtype, aAxes, rowsA,
-                        axisSizeTexts(rowsA, info.axisSizes, op));
-  std::string pb = pick(eb, b.dtype, bAxes, rowsB,
-                        axisSizeTexts(rowsB, info.axisSizes, op));
+  std::string pa =
+      pick(ea, a.dtype, aAxes, rowsA, axisSizeTexts(rowsA, info.axisSizes, op));
+  std::string pb =
+      pick(eb, b.dtype, bAxes, rowsB, axisSizeTexts(rowsB, info.axisSizes, op));
   // The result: written in place when its type is the GEMM's, else through
   // a temporary of the GEMM's type converted once.
   int owner = -1;
@@ -845,8 +852,9 @@ void FunctionEmitter::emitPack(PackOp op) {
     std::string count = "INT64_C(1)";
     for (size_t d = 0; d < sizes.size(); ++d) {
       bool inStar = d >= before && d < sizes.size() - after;
-      dimOf.push_back(static_cast<int>(
-          d < before ? d : inStar ? before : d - (sizes.size() - rank)));
+      dimOf.push_back(static_cast<int>(d < before ? d
+                                       : inStar   ? before
+                                                  : d - (sizes.size() - rank)));
       if (inStar)
         count = fmt::format("ein_mul_({}, {}, &ovf)", count, sizes[d]);
     }
@@ -878,8 +886,10 @@ void FunctionEmitter::emitUnpack(UnpackOp op) {
     std::string count = "INT64_C(1)";
     for (size_t d = 0; d < sizes.size(); ++d) {
       bool inStar = d >= before && d < sizes.size() - after;
-      dimOf.push_back(static_cast<int>(
-          d < before ? d : inStar ? before : d - (sizes.size() - in.rank)));
+      dimOf.push_back(static_cast<int>(d < before ? d
+                                       : inStar
+                                           ? before
+                                           : d - (sizes.size() - in.rank)));
       if (inStar)
         count = fmt::format("ein_mul_({}, {}, &ovf)", count, sizes[d]);
     }
@@ -912,8 +922,9 @@ void FunctionEmitter::emitConstant(ConstantOp op) {
   DType t = tensorType(op.getResult()).getDType();
   int owner = newOwner();
   std::string w = fresh("w");
-  fmt::format_to(out(), "  EinView<{0}, 0> {1} = ein_scalar<{0}>(stream, {2}, &t{3});\n",
-                 storageType(t), w, literal(op, t), owner);
+  fmt::format_to(
+      out(), "  EinView<{0}, 0> {1} = ein_scalar<{0}>(stream, {2}, &t{3});\n",
+      storageType(t), w, literal(op, t), owner);
   // Returned, it is copied into the output like any other view.
   define(op.getResult(), w, {owner});
 }
@@ -950,11 +961,11 @@ void FunctionEmitter::emitOp(mlir::Operation *op) {
       return emitReduce(r.getResult(), in, info->inputGroups,
                         info->outputGroups, info->axisSizes, kind, op);
     }
-    return emitMove(op->getResult(0), in, info->inputGroups,
-                    info->outputGroups, info->axisSizes, op);
+    return emitMove(op->getResult(0), in, info->inputGroups, info->outputGroups,
+                    info->axisSizes, op);
   }
   fail(op, fmt::format("the op '{}' has no CUDA lowering",
-                                  op->getName().getStringRef().str()));
+                       op->getName().getStringRef().str()));
 }
 
 std::string FunctionEmitter::emit() {
@@ -1051,19 +1062,18 @@ std::string mainFunction(const CheckedFunction &fn, const CEntry &entry) {
     ranks.push_back(std::to_string(entry.ranks[i]));
     bytes.push_back(std::to_string(dtypeBytes(t)));
   }
-  fmt::format_to(out,
-                 "\nstatic int ein_main_call(void *const *data, const int64_t "
-                 "*const *sizes,\n    const int64_t *const *strides, "
-                 "cudaStream_t stream) {{\n  return ein_{}({}{}stream);\n}}\n\n"
-                 "int main(int argc, char **argv) {{\n"
-                 "  static const int ranks[] = {{{}{}0}}, bytes[] = {{{}{}0}};\n"
-                 "  EinMainSpec spec = {{\"{}\", {}, {}, ranks, bytes, "
-                 "ein_main_call}};\n  return ein_main(argc, argv, spec);\n}}\n",
-                 cName(fn.name), fmt::join(args, ",\n      "),
-                 args.empty() ? "" : ", ", fmt::join(ranks, ", "),
-                 ranks.empty() ? "" : ", ", fmt::join(bytes, ", "),
-                 bytes.empty() ? "" : ", ", cName(fn.name), nParams,
-                 fn.returns.size());
+  fmt::format_to(
+      out,
+      "\nstatic int ein_main_call(void *const *data, const int64_t "
+      "*const *sizes,\n    const int64_t *const *strides, "
+      "cudaStream_t stream) {{\n  return ein_{}({}{}stream);\n}}\n\n"
+      "int main(int argc, char **argv) {{\n"
+      "  static const int ranks[] = {{{}{}0}}, bytes[] = {{{}{}0}};\n"
+      "  EinMainSpec spec = {{\"{}\", {}, {}, ranks, bytes, "
+      "ein_main_call}};\n  return ein_main(argc, argv, spec);\n}}\n",
+      cName(fn.name), fmt::join(args, ",\n      "), args.empty() ? "" : ", ",
+      fmt::join(ranks, ", "), ranks.empty() ? "" : ", ", fmt::join(bytes, ", "),
+      bytes.empty() ? "" : ", ", cName(fn.name), nParams, fn.returns.size());
   return s;
 }
 
@@ -1113,11 +1123,10 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
     functions += "\n" + emitter.emit();
     if (const auto &e = emitter.error()) {
       if (auto loc = mlir::dyn_cast<mlir::FileLineColLoc>(e->op->getLoc()))
-        return Error::at(ErrorKind::Program, module.path, loc.getLine(),
-                         loc.getColumn(),
-                         fmt::format("cannot emit CUDA for '{}': {}",
-                                     e->op->getName().getStringRef().str(),
-                                     e->what));
+        return Error::at(
+            ErrorKind::Program, module.path, loc.getLine(), loc.getColumn(),
+            fmt::format("cannot emit CUDA for '{}': {}",
+                        e->op->getName().getStringRef().str(), e->what));
       return Error::program(fmt::format("cannot emit CUDA for '{}' in '{}': {}",
                                         e->op->getName().getStringRef().str(),
                                         fn.name, e->what));
@@ -1138,16 +1147,21 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
 std::string cudaHeader(const CheckedModule &module, const std::string &guard) {
   std::string h = fmt::format(
       "/* Generated by einc build --target=cuda from {}: C entry points of\n"
-      " * the CUDA source built with it. Each tensor is passed as (data, rank,\n"
-      " * sizes, strides) with data a device pointer, strides in elements (any\n"
-      " * non-negative values); the work is queued on `stream`. Every function\n"
+      " * the CUDA source built with it. Each tensor is passed as (data, "
+      "rank,\n"
+      " * sizes, strides) with data a device pointer, strides in elements "
+      "(any\n"
+      " * non-negative values); the work is queued on `stream`. Every "
+      "function\n"
       " * returns 0, or an EIN_ERR_* code before queuing anything. */\n"
       "#ifndef {}\n#define {}\n\n#include <stdint.h>\n"
-      "/* Under the source's CUDA emulation (a host compiler), its cudaStream_t. */\n"
+      "/* Under the source's CUDA emulation (a host compiler), its "
+      "cudaStream_t. */\n"
       "#ifndef EIN_CUDA_EMU_H\n#include <cuda_runtime.h>\n#endif\n\n"
       "#ifdef __cplusplus\nextern \"C\" {{\n"
       "#endif\n\n#define EIN_OK 0\n#define EIN_ERR_SIZE 1\n"
-      "#define EIN_ERR_STRIDE 2\n#define EIN_ERR_NULL 3\n#define EIN_ERR_ALIAS 4\n"
+      "#define EIN_ERR_STRIDE 2\n#define EIN_ERR_NULL 3\n#define EIN_ERR_ALIAS "
+      "4\n"
       "#define EIN_ERR_RANK 5\n\n",
       module.path, guard, guard);
   for (const CheckedFunction &fn : module.functions)

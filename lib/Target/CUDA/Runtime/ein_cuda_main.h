@@ -10,8 +10,7 @@
 /// A uniform call of one generated entry point: per tensor (inputs, then
 /// outputs) its data, sizes and strides.
 typedef int (*EinEntryCall)(void *const *data, const int64_t *const *sizes,
-                            const int64_t *const *strides,
-                            cudaStream_t stream);
+                            const int64_t *const *strides, cudaStream_t stream);
 
 struct EinMainSpec {
   const char *name;
