@@ -988,7 +988,7 @@ std::string FunctionEmitter::emit() {
     const std::string &name = entry.tensors[i];
     std::string var = isOut ? fmt::format("o{}", i - nParams) : fresh("v");
     fmt::format_to(out(),
-                   "  {0} {1} = ein_abi_view<{2}{3}, {4}>(({2}{3} *){5}_data, "
+                   "  {0} {1} = ein_make_view<{2}{3}, {4}>(({2}{3} *){5}_data, "
                    "{5}_sizes, {5}_strides);\n",
                    viewType(t, entry.ranks[i], !isOut), var,
                    isOut ? "" : "const ", storageType(t), entry.ranks[i], name);

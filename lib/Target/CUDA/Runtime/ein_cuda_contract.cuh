@@ -66,21 +66,10 @@ inline EinView<const T, R> ein_role_view(const EinView<T, R> &v,
   return out;
 }
 
-template <typename T, int R>
-inline EinView<T, R> ein_temp_view(T *data, const int64_t *sizes,
-                                   const int64_t *strides) {
-  EinView<T, R> out;
-  out.data = data;
-  for (int d = 0; d < R; ++d) {
-    out.size[d] = sizes[d];
-    out.stride[d] = strides[d];
-  }
-  return out;
-}
 
 template <typename T, int R>
 inline EinView<const T, R> ein_const_view(const EinView<T, R> &v) {
-  return ein_temp_view<const T, R>(v.data, v.size, v.stride);
+  return ein_make_view<const T, R>(v.data, v.size, v.stride);
 }
 
 /// Copies input `operand` (0: A, 1: B) of a contraction into a
@@ -92,7 +81,7 @@ inline T *ein_copy_operand(cudaStream_t stream, EinView<const T, R> &v,
   T *copy = nullptr;
   EIN_CUDA_CHECK(cudaMallocAsync(
       &copy, size_t(plan.tempElements[operand]) * sizeof(T), stream));
-  auto dst = ein_temp_view<T, R>(copy, plan.roleSizes[operand],
+  auto dst = ein_make_view<T, R>(copy, plan.roleSizes[operand],
                                  plan.tempStrides[operand]);
   ein_copy(stream, dst, ein_role_view(v, plan.roleSizes[operand]));
   v = ein_const_view(dst);
@@ -210,7 +199,7 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
     EIN_CUDA_CHECK(cudaMallocAsync(
         &copyC, size_t(plan.tempElements[2]) * sizeof(TC), stream));
     target =
-        ein_temp_view<TC, RC>(copyC, plan.roleSizes[2], plan.tempStrides[2]);
+        ein_make_view<TC, RC>(copyC, plan.roleSizes[2], plan.tempStrides[2]);
   }
   if (stats.copies && ein_gemm_plan(&roles, ein_gemm_view(a), ein_gemm_view(b),
                                     ein_gemm_view(target), fp8, &plan) != 0)

@@ -36,19 +36,6 @@ template <typename TO> struct EinCastTo {
 };
 
 // ------------------------------------------------------------- views
-/// The view of a tensor passed through the C ABI (after the entry checks).
-template <typename T, int R>
-inline EinView<T, R> ein_abi_view(T *data, const int64_t *sizes,
-                                  const int64_t *strides) {
-  EinView<T, R> v;
-  v.data = data;
-  for (int d = 0; d < R; ++d) {
-    v.size[d] = sizes[d];
-    v.stride[d] = strides[d];
-  }
-  return v;
-}
-
 /// v's dims split into elementary axes (always a view): axis e lies in dim
 /// dimOf[e] with size size[e]; the axes of one dim are listed together,
 /// outermost first. A dim with no axis has size 1 and is dropped.

@@ -402,6 +402,19 @@ template <typename T, int R> struct EinView {
   int64_t stride[R > 0 ? R : 1];
 };
 
+/// The view of `data` with R sizes and strides (from the C ABI, a plan).
+template <typename T, int R>
+inline EinView<T, R> ein_make_view(T *data, const int64_t *sizes,
+                                   const int64_t *strides) {
+  EinView<T, R> v;
+  v.data = data;
+  for (int d = 0; d < R; ++d) {
+    v.size[d] = sizes[d];
+    v.stride[d] = strides[d];
+  }
+  return v;
+}
+
 template <typename T, int R> EIN_HD int64_t ein_numel(const EinView<T, R> &v) {
   int64_t n = 1;
   for (int d = 0; d < R; ++d)
