@@ -2127,6 +2127,10 @@ def replay_case(case: RunCase, root: str, prefix: list) -> Optional[Result]:
     prog = os.path.join(d, "prog")
     if case.expect_rc != 0 or not os.path.exists(prog):
         return None
+    with open(os.path.join(d, "source.ein")) as f:
+        if f.read() != case.source:
+            return Result(False, "stale: the prepared program is of another case with this id "
+                                 "(prepare again with the same corpus)")
     with open(os.path.join(d, "args.txt")) as f:
         args = [line.rstrip("\n") for line in f]
     try:
@@ -2187,7 +2191,13 @@ def run_case(einc: str, case: RunCase, workdir: str) -> Result:
         f.write(" ".join(f"'{c}'" for c in cmd) + "\n")
     env = None
     if SAVE_CUDA_DIR and case.expect_rc == 0:
-        env = dict(os.environ, EINC_CUDA_SAVE=os.path.join(SAVE_CUDA_DIR, safe_name(case.cid)))
+        saved = os.path.join(SAVE_CUDA_DIR, safe_name(case.cid))
+        env = dict(os.environ, EINC_CUDA_SAVE=saved)
+        os.makedirs(saved, exist_ok=True)
+        # The replay checks that it regenerated the same case (another
+        # opt_einsum version numbers its equations differently).
+        with open(os.path.join(saved, "source.ein"), "w") as f:
+            f.write(case.source)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=EINC_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
