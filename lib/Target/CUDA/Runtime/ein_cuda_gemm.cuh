@@ -142,76 +142,146 @@ inline cublasLtMatrixLayout_t ein_gemm_layout(EinDType t, int64_t rows,
   return l;
 }
 
+/// The largest power of two (up to 256) dividing a pointer: what cuBLASLt's
+/// heuristic must be told a matrix is aligned to (it assumes 256 bytes).
+inline uint32_t ein_alignment(const void *p) {
+  uintptr_t v = uintptr_t(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0)
+    a /= 2;
+  return a;
+}
+
+/// A cuBLASLt matmul set up once: descriptors and the heuristic's algorithm
+/// for one shape, layout, dtype set and alignment (cached: the heuristic
+/// costs tens of microseconds, a large share of a small GEMM).
+struct EinGemmPlanCached {
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc, ld;
+  cublasLtMatmulAlgo_t algo;
+};
+
+/// What the cached set-up depends on: every field of the descriptor but the
+/// matrices' addresses, their alignments instead, and the workspace size.
+struct EinGemmKey {
+  EinGemm g; // pointers zeroed, except the fp8 scales (set on the desc)
+  uint32_t align[4];
+  size_t workspaceBytes;
+  bool operator<(const EinGemmKey &o) const {
+    return std::memcmp(this, &o, sizeof(EinGemmKey)) < 0;
+  }
+};
+
+inline EinGemmPlanCached ein_gemm_setup(const EinGemm &g, const uint32_t *align,
+                                        size_t workspaceBytes) {
+  EinGemmPlanCached p;
+  const cublasComputeType_t compute = g.compute_64f ? CUBLAS_COMPUTE_64F
+                                      : g.allow_tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t scaleType = g.compute_64f ? CUDA_R_64F : CUDA_R_32F;
+  EIN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, compute, scaleType));
+  cublasOperation_t ta = g.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = g.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  if (ein_is_fp8(g.a_type)) {
+    if (g.a_scale)
+      EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+          p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.a_scale,
+          sizeof(g.a_scale)));
+    if (g.b_scale)
+      EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+          p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.b_scale,
+          sizeof(g.b_scale)));
+    if (g.d_scale && ein_is_fp8(g.d_type))
+      EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+          p.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &g.d_scale,
+          sizeof(g.d_scale)));
+  }
+  p.la = ein_gemm_layout(g.a_type, g.transa ? g.k : g.m, g.transa ? g.m : g.k,
+                         g.lda, g.batch, g.stride_a);
+  p.lb = ein_gemm_layout(g.b_type, g.transb ? g.n : g.k, g.transb ? g.k : g.n,
+                         g.ldb, g.batch, g.stride_b);
+  p.lc = ein_gemm_layout(g.c_type, g.m, g.n, g.ldc, g.batch, g.stride_c);
+  p.ld = ein_gemm_layout(g.d_type, g.m, g.n, g.ldd, g.batch, g.stride_d);
+  cublasLtMatmulPreference_t pref;
+  EIN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  EIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
+      sizeof(workspaceBytes)));
+  const cublasLtMatmulPreferenceAttributes_t alignments[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i)
+    EIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, alignments[i], &align[i], sizeof(align[i])));
+  cublasLtMatmulHeuristicResult_t heuristic;
+  int found = 0;
+  EIN_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ein_cublaslt_handle(), p.op,
+                                                  p.la, p.lb, p.lc, p.ld, pref,
+                                                  1, &heuristic, &found));
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (found == 0)
+    ein_fail("ein_gemm: cuBLASLt has no algorithm for this descriptor");
+  p.algo = heuristic.algo;
+  return p;
+}
+
 /// Runs `g` on `stream` with cuBLASLt's first heuristic choice within
-/// `workspaceBytes` of `workspace` (32 MiB is plenty on Hopper).
+/// `workspaceBytes` of `workspace` (32 MiB is plenty on Hopper); the
+/// set-up is made once per shape, layout, dtypes and alignment and kept for
+/// the life of the process.
 inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
                      cudaStream_t stream) {
   if (const char *why = ein_gemm_check(g))
     ein_fail(why);
   if (g.m == 0 || g.n == 0)
     return;
-  const cublasComputeType_t compute = g.compute_64f ? CUBLAS_COMPUTE_64F
-                                      : g.allow_tf32
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
-  const cudaDataType_t scaleType = g.compute_64f ? CUDA_R_64F : CUDA_R_32F;
-  cublasLtMatmulDesc_t op;
-  EIN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, compute, scaleType));
-  cublasOperation_t ta = g.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t tb = g.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-      op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-      op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  if (ein_is_fp8(g.a_type)) {
-    if (g.a_scale)
-      EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-          op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.a_scale,
-          sizeof(g.a_scale)));
-    if (g.b_scale)
-      EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-          op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.b_scale,
-          sizeof(g.b_scale)));
-    if (g.d_scale && ein_is_fp8(g.d_type))
-      EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-          op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &g.d_scale,
-          sizeof(g.d_scale)));
+  // With beta == 0 cuBLASLt does not read C; it still wants a pointer.
+  const void *c = g.beta != 0 || g.c ? g.c : g.d;
+  EinGemmKey key;
+  std::memset(&key, 0, sizeof key); // padding too: keys compare by bytes
+  // Field by field (a struct copy need not copy padding).
+  key.g.a_type = g.a_type, key.g.b_type = g.b_type;
+  key.g.c_type = g.c_type, key.g.d_type = g.d_type;
+  key.g.compute_64f = g.compute_64f, key.g.allow_tf32 = g.allow_tf32;
+  key.g.transa = g.transa, key.g.transb = g.transb;
+  key.g.m = g.m, key.g.n = g.n, key.g.k = g.k;
+  key.g.lda = g.lda, key.g.stride_a = g.stride_a;
+  key.g.ldb = g.ldb, key.g.stride_b = g.stride_b;
+  key.g.ldc = g.ldc, key.g.stride_c = g.stride_c;
+  key.g.ldd = g.ldd, key.g.stride_d = g.stride_d;
+  key.g.batch = g.batch;
+  key.g.a_scale = g.a_scale, key.g.b_scale = g.b_scale;
+  key.g.d_scale = g.d_scale;
+  key.align[0] = ein_alignment(g.a);
+  key.align[1] = ein_alignment(g.b);
+  key.align[2] = ein_alignment(c);
+  key.align[3] = ein_alignment(g.d);
+  key.workspaceBytes = workspaceBytes;
+  static std::mutex mutex;
+  static std::map<EinGemmKey, EinGemmPlanCached> cache;
+  EinGemmPlanCached plan;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it == cache.end())
+      it = cache.emplace(key, ein_gemm_setup(g, key.align, workspaceBytes))
+               .first;
+    plan = it->second;
   }
-  cublasLtMatrixLayout_t la =
-      ein_gemm_layout(g.a_type, g.transa ? g.k : g.m, g.transa ? g.m : g.k,
-                      g.lda, g.batch, g.stride_a);
-  cublasLtMatrixLayout_t lb =
-      ein_gemm_layout(g.b_type, g.transb ? g.n : g.k, g.transb ? g.k : g.n,
-                      g.ldb, g.batch, g.stride_b);
-  cublasLtMatrixLayout_t lc =
-      ein_gemm_layout(g.c_type, g.m, g.n, g.ldc, g.batch, g.stride_c);
-  cublasLtMatrixLayout_t ld =
-      ein_gemm_layout(g.d_type, g.m, g.n, g.ldd, g.batch, g.stride_d);
-  cublasLtMatmulPreference_t pref;
-  EIN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  EIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
-      sizeof(workspaceBytes)));
-  cublasLtMatmulHeuristicResult_t heuristic;
-  int found = 0;
-  EIN_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(
-      ein_cublaslt_handle(), op, la, lb, lc, ld, pref, 1, &heuristic, &found));
-  if (found == 0)
-    ein_fail("ein_gemm: cuBLASLt has no algorithm for this descriptor");
   const float alpha32 = float(g.alpha), beta32 = float(g.beta);
   const void *alpha = g.compute_64f ? (const void *)&g.alpha : &alpha32;
   const void *beta = g.compute_64f ? (const void *)&g.beta : &beta32;
-  // With beta == 0 cuBLASLt does not read C; it still wants a pointer.
-  const void *c = g.beta != 0 || g.c ? g.c : g.d;
-  EIN_CUBLAS_CHECK(cublasLtMatmul(
-      ein_cublaslt_handle(), op, alpha, g.a, la, g.b, lb, beta, c, lc, g.d, ld,
-      &heuristic.algo, workspace, workspaceBytes, stream));
-  cublasLtMatmulPreferenceDestroy(pref);
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatrixLayoutDestroy(ld);
-  cublasLtMatmulDescDestroy(op);
+  EIN_CUBLAS_CHECK(cublasLtMatmul(ein_cublaslt_handle(), plan.op, alpha, g.a,
+                                  plan.la, g.b, plan.lb, beta, c, plan.lc, g.d,
+                                  plan.ld, &plan.algo, workspace,
+                                  workspaceBytes, stream));
 }
 
 #else // the emulation's reference
