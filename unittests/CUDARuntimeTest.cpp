@@ -110,6 +110,50 @@ TEST(CUDAMapTest, ContiguousVectorisedAndTails) {
   }
 }
 
+/// x + y in bf16 (computed in f32, rounded once), y broadcast.
+struct AddBf16 {
+  EIN_HD ein_bf16_t operator()(ein_bf16_t x, ein_bf16_t y) const {
+    return ein_cvt<ein_bf16_t>(ein_to_f32(x) + ein_to_f32(y));
+  }
+};
+
+TEST(CUDAMapTest, RowsPathPermutedOuterDimsContiguousInner) {
+  // b s (h d) -> b h s d (the heads split) plus a per-d bias: the outer
+  // dims permuted, the innermost d contiguous in every view (the rows
+  // path: 8 bf16 per vector access); then d = 12 (not a multiple of 8), a
+  // misaligned start and a padded row stride (the element path).
+  for (int variant = 0; variant < 4; ++variant) {
+    const int64_t b = 2, sq = 5, h = 3, d = variant == 1 ? 12 : 16;
+    const int64_t shift = variant == 2 ? 1 : 0, pad = variant == 3 ? 4 : 0;
+    const int64_t row = h * d + pad;
+    std::vector<ein_bf16_t> x(b * sq * row + 8), bias(d + 8),
+        out(b * h * sq * d + 8);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = ein_f32_to_bf16(float(int(i % 97) - 48) / 8);
+    for (size_t i = 0; i < bias.size(); ++i)
+      bias[i] = ein_f32_to_bf16(float(i) / 4);
+    EinView<ein_bf16_t, 4> vo{out.data() + shift,
+                              {b, h, sq, d},
+                              {h * sq * d, sq * d, d, 1}};
+    EinView<const ein_bf16_t, 4> vx{x.data() + shift,
+                                    {b, h, sq, d},
+                                    {sq * row, d, row, 1}};
+    EinView<const ein_bf16_t, 4> vb{bias.data(), {b, h, sq, d}, {0, 0, 0, 1}};
+    ein_map(nullptr, AddBf16(), vo, vx, vb);
+    for (int64_t i0 = 0; i0 < b; ++i0)
+      for (int64_t i1 = 0; i1 < h; ++i1)
+        for (int64_t i2 = 0; i2 < sq; ++i2)
+          for (int64_t i3 = 0; i3 < d; ++i3) {
+            float want = ein_to_f32(ein_f32_to_bf16(
+                ein_to_f32(x[shift + i0 * sq * row + i2 * row + i1 * d + i3]) +
+                ein_to_f32(bias[i3])));
+            float got = ein_to_f32(
+                out[shift + ((i0 * h + i1) * sq + i2) * d + i3]);
+            ASSERT_EQ(got, want) << "variant " << variant;
+          }
+  }
+}
+
 //===--------------------------------------------------------------------===//
 // copy
 //===--------------------------------------------------------------------===//

@@ -118,6 +118,44 @@ ein_map_strided_kernel(F f, TO *__restrict__ out, Index n,
                        in...);
 }
 
+/// Any strides, but every view moves along the innermost dim with stride 1
+/// (or 0: a broadcast), whose size and every other stride are multiples of
+/// E: each thread maps E consecutive elements with one vector access per
+/// view (offsets from the vector's index, innermost strides scaled by E).
+template <int E, typename F, typename TO, int R, typename Index, size_t... K,
+          typename... TI>
+EIN_D void ein_map_rows_body(
+    F &f, TO *__restrict__ out, Index vectors,
+    const EinOffsets<R, 1 + sizeof...(TI), Index> &offs,
+    const EinFlatStrides<sizeof...(TI)> &s, std::index_sequence<K...>,
+    const TI *...in) {
+  const Index step = Index(gridDim.x) * blockDim.x;
+  for (Index v = Index(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
+       v += step) {
+    int64_t o[1 + sizeof...(TI)];
+    offs.offsets(v, o);
+    EinPackSet<E, std::index_sequence<K...>, TI...> packs;
+    ((static_cast<EinLeaf<K, TI, E> &>(packs).p =
+          ein_load_or_splat<E>(in + o[K + 1], s.s[K])),
+     ...);
+    EinPack<TO, E> r;
+    EIN_UNROLL
+    for (int e = 0; e < E; ++e)
+      r.v[e] = f(static_cast<EinLeaf<K, TI, E> &>(packs).p.v[e]...);
+    ein_store_pack<TO, E>(out + o[0], r);
+  }
+}
+
+template <int E, typename F, typename TO, int R, typename Index,
+          typename... TI>
+__global__ void
+ein_map_rows_kernel(F f, TO *__restrict__ out, Index vectors,
+                    EinOffsets<R, 1 + sizeof...(TI), Index> offs,
+                    EinFlatStrides<sizeof...(TI)> s, const TI *...in) {
+  ein_map_rows_body<E>(f, out, vectors, offs, s,
+                       std::index_sequence_for<TI...>{}, in...);
+}
+
 template <typename T, int E> inline bool ein_aligned(const T *p) {
   return reinterpret_cast<uintptr_t>(p) % (E * sizeof(T)) == 0;
 }
@@ -163,7 +201,36 @@ inline void ein_map_launch(cudaStream_t stream, F f, EinView<TO, R> out,
     for (int k = 0; k < N; ++k)
       stride[k + 1][d] = inStrides[k][d];
   }
-  ein_collapse<R, N + 1>(size, stride);
+  const int dims = ein_collapse<R, N + 1>(size, stride);
+  if constexpr (E > 1 && R > 0) {
+    // Rows: the innermost dim has stride 1 (inputs: or 0) everywhere.
+    bool rows = dims > 0 && stride[0][R - 1] == 1 && size[R - 1] % E == 0 &&
+                ein_aligned<TO, E>(out.data);
+    const bool inAligned[N > 0 ? N : 1] = {ein_aligned<TI, E>(in.data)...};
+    for (int k = 0; k <= N && rows; ++k) {
+      const int64_t inner = stride[k][R - 1];
+      rows = k == 0 || inner == 0 || (inner == 1 && inAligned[k - 1]);
+      for (int d = 0; d < R - 1; ++d)
+        rows = rows && stride[k][d] % E == 0;
+    }
+    if (rows) {
+      EinFlatStrides<N> s;
+      for (int k = 0; k < N; ++k)
+        s.s[k] = int(stride[k + 1][R - 1]);
+      size[R - 1] /= E;
+      for (int k = 0; k <= N; ++k)
+        stride[k][R - 1] *= E;
+      const int64_t *vecRows[N + 1];
+      for (int k = 0; k <= N; ++k)
+        vecRows[k] = stride[k];
+      auto offs = ein_make_offsets<R, N + 1, Index>(size, vecRows);
+      auto kernel = &ein_map_rows_kernel<E, F, TO, R, Index,
+                                         typename std::remove_cv<TI>::type...>;
+      EIN_LAUNCH(kernel, ein_grid_for(n / E, threads), threads, stream, f,
+                 out.data, Index(n / E), offs, s, in.data...);
+      return;
+    }
+  }
   const int64_t *rows[N + 1];
   for (int k = 0; k <= N; ++k)
     rows[k] = stride[k];
