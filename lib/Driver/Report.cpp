@@ -61,10 +61,26 @@ std::vector<OpReport> reportOps(const CheckedFunction &fn,
 
 namespace {
 
+/// The sizes of an op's axes for layout questions: the known ones capped at
+/// 2^10 (whether a merge works depends on which sizes are 1, not on how
+/// large the others are, and strides stay far from overflow), unknown ones
+/// 2 (so that no size 1 merges by accident).
+std::map<std::string, int64_t>
+layoutSizes(const std::map<std::string, SizeExpr> &axisSizes,
+            const Bindings &env) {
+  std::map<std::string, int64_t> sizes;
+  for (auto &[axis, e] : axisSizes) {
+    auto v = e.evaluate(env);
+    sizes[axis] = !v                  ? 2
+                  : *v > Int(1 << 10) ? 1 << 10
+                                      : static_cast<int64_t>(*v);
+  }
+  return sizes;
+}
+
 /// The elementary axes of `groups` with the strides of a row-major tensor
-/// whose dims are those groups; unknown sizes count as 2 (no size 1 merges
-/// by accident).
-void rowMajorAxes(const std::vector<std::vector<std::string>> &groups,
+/// whose dims are those groups; false when a stride overflows.
+bool rowMajorAxes(const std::vector<std::vector<std::string>> &groups,
                   const std::map<std::string, int64_t> &sizes,
                   std::vector<std::string> &axes,
                   std::vector<int64_t> &strides) {
@@ -75,8 +91,10 @@ void rowMajorAxes(const std::vector<std::vector<std::string>> &groups,
     for (size_t i = groups[d].size(); i-- > 0;) {
       axes.insert(axes.begin(), groups[d][i]);
       strides.insert(strides.begin(), stride);
-      stride *= sizes.at(groups[d][i]);
+      if (__builtin_mul_overflow(stride, sizes.at(groups[d][i]), &stride))
+        return false;
     }
+  return true;
 }
 
 /// What a pairwise einsum becomes on CUDA for row-major operands and
@@ -86,18 +104,23 @@ void rowMajorAxes(const std::vector<std::vector<std::string>> &groups,
 std::string cudaContraction(const CheckedOp &op, const CheckedFunction &fn) {
   const EinsumInfo &info = *op.einsum;
   DType dtype = fn.values[op.operands[0]].type.dtype;
-  std::map<std::string, int64_t> sizes;
-  bool known = true;
-  for (auto &[axis, e] : info.axisSizes) {
-    auto v = e.evaluate(fn.ctx.env);
-    known = known && v.has_value();
-    sizes[axis] = v && *v < Int(1) << 40 ? static_cast<int64_t>(*v) : 2;
-  }
+  std::map<std::string, int64_t> sizes =
+      layoutSizes(info.axisSizes, fn.ctx.env);
   std::vector<std::string> a, b, c;
   std::vector<int64_t> sa, sb, sc;
-  rowMajorAxes(info.operandGroups[0], sizes, a, sa);
-  rowMajorAxes(info.operandGroups[1], sizes, b, sb);
-  rowMajorAxes(info.outputGroups, sizes, c, sc);
+  std::string gemm = dtype == DType::I32 || dtype == DType::I64
+                         ? "tiled integer GEMM kernel"
+                         : "cuBLASLt matmul";
+  // The planner multiplies sizes of all the axes (a broadcast copy): they
+  // must fit in 64 bits.
+  int64_t all = 1;
+  for (auto &[axis, size] : sizes)
+    if (__builtin_mul_overflow(all, size, &all))
+      return gemm;
+  if (!rowMajorAxes(info.operandGroups[0], sizes, a, sa) ||
+      !rowMajorAxes(info.operandGroups[1], sizes, b, sb) ||
+      !rowMajorAxes(info.outputGroups, sizes, c, sc))
+    return gemm;
   auto has = [](const std::vector<std::string> &v, const std::string &x) {
     return std::find(v.begin(), v.end(), x) != v.end();
   };
@@ -155,23 +178,29 @@ std::string cudaContraction(const CheckedOp &op, const CheckedFunction &fn) {
   bool fp8 = dtype == DType::F8E4M3 || dtype == DType::F8E5M2;
   EinGemmPlan plan;
   int copies = ein_gemm_plan(&roles, va, vb, vc, fp8, &plan);
-  std::string text = dtype == DType::I32 || dtype == DType::I64
-                         ? "tiled integer GEMM kernel"
-                         : "cuBLASLt matmul";
+  std::string text = gemm;
   if (!copies && plan.outerCount > 0)
-    text += fmt::format(" x{} (batch loop)", plan.outerSize[0]);
+    text += " (batch loop)";
+  // A permute reads and writes the operand once: its bytes, when known.
   const char *names[3] = {"A", "B", "C"};
-  const std::vector<int64_t> *shapes[3] = {&za, &zb, &zc};
-  for (int x = 0; x < 3; ++x)
-    if (copies & (1 << x)) {
-      int64_t elements = 1;
-      for (int64_t s : *shapes[x])
-        elements *= s;
-      // Read once and written once.
-      int64_t bytes = 2 * elements * static_cast<int64_t>(dtypeBytes(dtype));
-      text += known ? fmt::format(" + permute {} ({} B)", names[x], bytes)
-                    : fmt::format(" + permute {}", names[x]);
-    }
+  const std::vector<std::vector<std::string>> *groups[3] = {
+      &info.operandGroups[0], &info.operandGroups[1], &info.outputGroups};
+  for (int x = 0; x < 3; ++x) {
+    if (!(copies & (1 << x)))
+      continue;
+    SizeExpr elements = SizeExpr::constant(1);
+    for (auto &group : *groups[x])
+      for (auto &axis : group)
+        elements = elements * info.axisSizes.at(axis);
+    auto count = elements.evaluate(fn.ctx.env);
+    Int bytes = 0;
+    bool known = count && !elements.overflowed() &&
+                 !__builtin_mul_overflow(*count, Int(2 * dtypeBytes(dtype)),
+                                         &bytes);
+    text += known ? fmt::format(" + permute {} ({} B)", names[x],
+                                toString(bytes))
+                  : fmt::format(" + permute {}", names[x]);
+  }
   return text;
 }
 
@@ -181,14 +210,12 @@ bool cudaRearrangeIsView(const CheckedOp &op, const CheckedFunction &fn) {
   if (!op.transform)
     return false;
   const TransformInfo &info = *op.transform;
-  std::map<std::string, int64_t> sizes;
-  for (auto &[axis, e] : info.axisSizes) {
-    auto v = e.evaluate(fn.ctx.env);
-    sizes[axis] = v && *v < Int(1) << 40 ? static_cast<int64_t>(*v) : 2;
-  }
+  std::map<std::string, int64_t> sizes =
+      layoutSizes(info.axisSizes, fn.ctx.env);
   std::vector<std::string> axes;
   std::vector<int64_t> strides;
-  rowMajorAxes(info.inputGroups, sizes, axes, strides);
+  if (!rowMajorAxes(info.inputGroups, sizes, axes, strides))
+    return false;
   auto strideOf = [&](const std::string &x) {
     auto it = std::find(axes.begin(), axes.end(), x);
     return it == axes.end() ? 0 : strides[it - axes.begin()];
@@ -198,8 +225,9 @@ bool cudaRearrangeIsView(const CheckedOp &op, const CheckedFunction &fn) {
     for (size_t i = group.size(); i-- > 0;) {
       if (sizes.at(group[i]) == 1)
         continue;
-      int64_t st = strideOf(group[i]);
-      if (inner >= 0 && st != inner * innerSize)
+      int64_t st = strideOf(group[i]), expect = 0;
+      if (inner >= 0 &&
+          (__builtin_mul_overflow(inner, innerSize, &expect) || st != expect))
         return false;
       inner = st;
       innerSize = sizes.at(group[i]);

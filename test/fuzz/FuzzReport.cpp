@@ -45,6 +45,7 @@ void report(const CheckedModule &module, const fuzz::Directives &directives,
     options.peakOverride = 1e12;
   if ((seed >> 4) % 4 == 0)
     options.bandwidthOverride = 3e9;
+  options.cudaTarget = (seed >> 6) % 2 == 0; // the planner on any sizes
   std::string json = reportJSON(module, options);
   (void)reportTable(module, options);
   if (fuzz::ignored("json"))
