@@ -11,6 +11,7 @@
 #include "ein/Target/CUDA/EmitCUDA.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Shape/SizeReads.h"
 #include "ein/Target/CEntry.h"
 #include "ein/Transforms/Passes.h"
 
@@ -1077,6 +1078,43 @@ std::string mainFunction(const CheckedFunction &fn, const CEntry &entry) {
   return s;
 }
 
+/// Why size-generic code cannot know some size of `fn` at its entry (a name
+/// that appears only in a product of free names, as `h*d`), if it cannot:
+/// the entry point reads every size from its arguments.
+std::optional<std::string> unreadableSize(const CheckedFunction &fn) {
+  std::vector<Shape> params;
+  for (unsigned id : fn.params)
+    params.push_back(fn.ctx.expand(fn.values[id].type.shape));
+  SizeReadPlan plan = planSizeReads(params, fn.ctx.env);
+  if (!plan.unreadable.empty())
+    return fmt::format("size-generic code cannot read '{}' from the arguments' "
+                       "sizes (it appears only in {}); bind it with --dim",
+                       plan.unreadable.front().first,
+                       plan.unreadable.front().second);
+  std::set<std::string> known;
+  for (auto &r : plan.reads)
+    known.insert(r.symbol);
+  auto check = [&](const SizeExpr &e) -> std::optional<std::string> {
+    for (const std::string &name : e.substitute(fn.ctx.env).symbols())
+      if (!known.count(name))
+        return fmt::format("size-generic code cannot compute '{}' from the "
+                           "arguments' sizes; bind it with --dim",
+                           name);
+    return std::nullopt;
+  };
+  for (unsigned id : fn.returns)
+    for (const Dim &d : fn.ctx.expand(fn.values[id].type.shape))
+      if (auto why = d.isPack() ? std::nullopt : check(d.size))
+        return why;
+  for (const Constraint &c : fn.ctx.constraints) {
+    if (auto why = check(c.lhs))
+      return why;
+    if (auto why = check(c.rhs))
+      return why;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 ErrorOr<std::string> emitCUDA(const CheckedModule &module,
@@ -1114,6 +1152,9 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
   source += "#endif\n";
   std::string functors, functions;
   for (const CheckedFunction &fn : module.functions) {
+    if (auto why = unreadableSize(fn))
+      return Error::at(ErrorKind::Program, module.path, fn.loc.line,
+                       fn.loc.col, *why);
     int functorCount = 0;
     auto func = (*ir)->lookupSymbol<mlir::func::FuncOp>(fn.name);
     if (!func)
