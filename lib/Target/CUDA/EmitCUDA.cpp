@@ -224,14 +224,13 @@ private:
   }
 
   // ---- elementary axes
-  /// `ein_split` of `in` into the axes of `groups` (per dim, its elementary
-  /// axes); `axes` receives the axis names in order.
-  std::string split(const ValueView &in,
+  /// `ein_split` of the view `name` (of `dtype`, const or writable) into
+  /// the axes of `groups` (per dim, its elementary axes); `axes` receives
+  /// the axis names in order.
+  std::string split(const std::string &name, DType dtype, bool isConst,
                     const std::vector<std::vector<std::string>> &groups,
                     const std::map<std::string, SizeExpr> &axisSizes,
-                    std::vector<std::string> &axes, mlir::Operation *at,
-                    const std::string &viewName = "", bool isConst = true,
-                    DType dtype = DType::F32) {
+                    std::vector<std::string> &axes, mlir::Operation *at) {
     std::vector<int> dimOf;
     std::vector<std::string> sizes;
     axes.clear();
@@ -246,10 +245,9 @@ private:
       }
     std::string dims = intArray(dimOf), z = sizeArray(sizes);
     std::string e = fresh("e");
-    fmt::format_to(
-        out(), "  {} {} = ein_split<{}>({}, {}, {});\n",
-        viewType(viewName.empty() ? in.dtype : dtype, axes.size(), isConst), e,
-        axes.size(), viewName.empty() ? in.name : viewName, dims, z);
+    fmt::format_to(out(), "  {} {} = ein_split<{}>({}, {}, {});\n",
+                   viewType(dtype, axes.size(), isConst), e, axes.size(), name,
+                   dims, z);
     return e;
   }
   /// `ein_pick` of the axes `rows` from a view whose axes are `axes` (a
@@ -300,6 +298,10 @@ private:
   void emitEinsum(EinsumOp op);
   void emitContraction(EinsumOp op, const EinsumInfo &info);
   void emitPack(PackOp op);
+  std::string packedPart(const std::string &packed, size_t packedRank,
+                         size_t before, const std::string &offset,
+                         mlir::Value part, std::string &count,
+                         mlir::Operation *op);
   void emitUnpack(UnpackOp op);
   void emitElementwise(mlir::Operation *root);
   void emitConstant(ConstantOp op);
@@ -551,7 +553,8 @@ void FunctionEmitter::emitMove(
   EinTensorType rt = tensorType(result);
   DType to = rt.getDType();
   std::vector<std::string> inAxes, outAxes;
-  std::string e = split(in, inGroups, axisSizes, inAxes, op);
+  std::string e =
+      split(in.name, in.dtype, true, inGroups, axisSizes, inAxes, op);
   std::vector<int> outDimOf, counts, positions;
   for (size_t d = 0; d < outGroups.size(); ++d) {
     counts.push_back(static_cast<int>(outGroups[d].size()));
@@ -614,13 +617,10 @@ void FunctionEmitter::emitReduce(
   EinTensorType rt = tensorType(result);
   DType to = rt.getDType();
   std::vector<std::string> inAxes, outAxes, reduced;
-  std::string e = split(in, inGroups, axisSizes, inAxes, op);
-  std::vector<int> outDimOf;
-  for (size_t d = 0; d < outGroups.size(); ++d)
-    for (auto &a : outGroups[d]) {
-      outAxes.push_back(a);
-      outDimOf.push_back(static_cast<int>(d));
-    }
+  std::string e =
+      split(in.name, in.dtype, true, inGroups, axisSizes, inAxes, op);
+  for (auto &group : outGroups)
+    outAxes.insert(outAxes.end(), group.begin(), group.end());
   for (auto &a : inAxes)
     if (std::find(outAxes.begin(), outAxes.end(), a) == outAxes.end() &&
         std::find(reduced.begin(), reduced.end(), a) == reduced.end())
@@ -631,14 +631,10 @@ void FunctionEmitter::emitReduce(
   std::string p = pick(e, in.dtype, inAxes, rows, rowSizes);
   int owner;
   std::string w = destination(result, owner);
-  std::vector<std::string> outSizes(rowSizes.begin(),
-                                    rowSizes.begin() + outAxes.size());
-  std::string dims = intArray(outDimOf), zo = sizeArray(outSizes);
-  std::string we = fresh("e");
-  fmt::format_to(out(), "  {} {} = ein_split<{}>({}, {}, {});\n",
-                 viewType(to, outAxes.size(), false), we, outAxes.size(), w,
-                 dims, zo);
-  std::vector<std::string> ones = outSizes;
+  std::vector<std::string> splitAxes;
+  std::string we = split(w, to, false, outGroups, axisSizes, splitAxes, op);
+  std::vector<std::string> ones(rowSizes.begin(),
+                                rowSizes.begin() + outAxes.size());
   ones.resize(rows.size(), "1");
   std::string target = pick(we, to, outAxes, rows, ones, false);
   const char *k = kind == ReduceKind::Sum    ? "EIN_REDUCE_SUM"
@@ -739,14 +735,12 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
     b = castTo(b, gemmIn);
   }
   std::vector<std::string> aAxes, bAxes, outAxes;
-  std::string ea = split(a, info.operandGroups[0], info.axisSizes, aAxes, op);
-  std::string eb = split(b, info.operandGroups[1], info.axisSizes, bAxes, op);
-  std::vector<int> outDimOf;
-  for (size_t d = 0; d < info.outputGroups.size(); ++d)
-    for (auto &x : info.outputGroups[d]) {
-      outAxes.push_back(x);
-      outDimOf.push_back(static_cast<int>(d));
-    }
+  std::string ea = split(a.name, a.dtype, true, info.operandGroups[0],
+                         info.axisSizes, aAxes, op);
+  std::string eb = split(b.name, b.dtype, true, info.operandGroups[1],
+                         info.axisSizes, bAxes, op);
+  for (auto &group : info.outputGroups)
+    outAxes.insert(outAxes.end(), group.begin(), group.end());
   auto has = [](const std::vector<std::string> &v, const std::string &x) {
     return std::find(v.begin(), v.end(), x) != v.end();
   };
@@ -779,13 +773,10 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
   std::string w;
   std::string gemmTarget;
   int gemmOwner = -1;
-  auto outSizes = axisSizeTexts(outAxes, info.axisSizes, op);
   w = destination(result, owner);
-  std::string dims = intArray(outDimOf), zo = sizeArray(outSizes);
-  std::string we = fresh("e");
-  fmt::format_to(out(), "  {} {} = ein_split<{}>({}, {}, {});\n",
-                 viewType(to, outAxes.size(), false), we, outAxes.size(), w,
-                 dims, zo);
+  std::vector<std::string> splitAxes;
+  std::string we =
+      split(w, to, false, info.outputGroups, info.axisSizes, splitAxes, op);
   if (gemmOut != to) {
     gemmOwner = newOwner();
     gemmTarget = fresh("g");
@@ -834,6 +825,35 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
 
 // ------------------------------------------------------------- pack
 
+/// The view, in the packed tensor `packed` (of rank `packedRank`, the `*`
+/// axis at `before`), of the part `part` that starts at `offset` along it:
+/// the slice split into the part's dims. `count` receives the variable
+/// holding the part's length along the `*` axis.
+std::string FunctionEmitter::packedPart(const std::string &packed,
+                                        size_t packedRank, size_t before,
+                                        const std::string &offset,
+                                        mlir::Value part, std::string &count,
+                                        mlir::Operation *op) {
+  auto sizes = shapeSizes(tensorType(part), op);
+  size_t after = packedRank - before - 1;
+  std::vector<int> dimOf;
+  std::string length = "INT64_C(1)";
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    bool inStar = d >= before && d < sizes.size() - after;
+    dimOf.push_back(static_cast<int>(d < before ? d
+                                     : inStar
+                                         ? before
+                                         : d - (sizes.size() - packedRank)));
+    if (inStar)
+      length = fmt::format("ein_mul_({}, {}, &ovf)", length, sizes[d]);
+  }
+  count = fresh("n");
+  fmt::format_to(out(), "  int64_t {} = {};\n", count, length);
+  std::string dims = intArray(dimOf), z = sizeArray(sizes);
+  return fmt::format("ein_split<{}>(ein_slice({}, {}, {}, {}), {}, {})",
+                     sizes.size(), packed, before, offset, count, dims, z);
+}
+
 void FunctionEmitter::emitPack(PackOp op) {
   auto pattern = op.getPattern().getPattern(PatternUse::Pack);
   if (!pattern)
@@ -841,32 +861,17 @@ void FunctionEmitter::emitPack(PackOp op) {
   size_t before = pattern->inputs[0].starIndex();
   mlir::Value result = op.getResult();
   EinTensorType rt = tensorType(result);
-  size_t rank = rt.getShape().size(), after = rank - before - 1;
+  size_t rank = rt.getShape().size();
   int owner;
   std::string w = destination(result, owner);
   std::string offset = fresh("off");
   fmt::format_to(out(), "  int64_t {} = 0;\n", offset);
   for (mlir::Value input : op.getInputs()) {
     const ValueView &in = view(input, op);
-    auto sizes = shapeSizes(tensorType(input), op);
-    std::vector<int> dimOf;
-    std::string count = "INT64_C(1)";
-    for (size_t d = 0; d < sizes.size(); ++d) {
-      bool inStar = d >= before && d < sizes.size() - after;
-      dimOf.push_back(static_cast<int>(d < before ? d
-                                       : inStar   ? before
-                                                  : d - (sizes.size() - rank)));
-      if (inStar)
-        count = fmt::format("ein_mul_({}, {}, &ovf)", count, sizes[d]);
-    }
-    std::string c = fresh("n");
-    fmt::format_to(out(), "  int64_t {} = {};\n", c, count);
-    std::string dims = intArray(dimOf), z = sizeArray(sizes);
-    fmt::format_to(out(),
-                   "  ein_move(stream, ein_split<{}>(ein_slice({}, {}, {}, "
-                   "{}), {}, {}), {});\n  {} += {};\n",
-                   sizes.size(), w, before, offset, c, dims, z, in.name, offset,
-                   c);
+    std::string count;
+    std::string part = packedPart(w, rank, before, offset, input, count, op);
+    fmt::format_to(out(), "  ein_move(stream, {}, {});\n  {} += {};\n", part,
+                   in.name, offset, count);
   }
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
@@ -877,37 +882,20 @@ void FunctionEmitter::emitUnpack(UnpackOp op) {
     return fail(op, "an unpack pattern that does not parse");
   size_t before = pattern->inputs[0].starIndex();
   const ValueView in = view(op.getInput(), op);
-  size_t after = in.rank - before - 1;
   std::string offset = fresh("off");
   fmt::format_to(out(), "  int64_t {} = 0;\n", offset);
   for (mlir::Value result : op.getResults()) {
-    EinTensorType rt = tensorType(result);
-    auto sizes = shapeSizes(rt, op);
-    std::vector<int> dimOf;
-    std::string count = "INT64_C(1)";
-    for (size_t d = 0; d < sizes.size(); ++d) {
-      bool inStar = d >= before && d < sizes.size() - after;
-      dimOf.push_back(static_cast<int>(d < before ? d
-                                       : inStar
-                                           ? before
-                                           : d - (sizes.size() - in.rank)));
-      if (inStar)
-        count = fmt::format("ein_mul_({}, {}, &ovf)", count, sizes[d]);
-    }
-    std::string c = fresh("n");
-    fmt::format_to(out(), "  int64_t {} = {};\n", c, count);
-    std::string dims = intArray(dimOf), z = sizeArray(sizes);
+    std::string count;
+    std::string part =
+        packedPart(in.name, in.rank, before, offset, result, count, op);
     // The part is a view of the slice at the current offset.
     ValueView v;
     v.name = fresh("v");
     v.dtype = in.dtype;
-    v.rank = sizes.size();
+    v.rank = tensorType(result).getShape().size();
     v.owners = in.owners;
-    fmt::format_to(out(),
-                   "  {} {} = ein_split<{}>(ein_slice({}, {}, {}, {}), {}, "
-                   "{});\n  {} += {};\n",
-                   viewType(v.dtype, v.rank), v.name, sizes.size(), in.name,
-                   before, offset, c, dims, z, offset, c);
+    fmt::format_to(out(), "  {} {} = {};\n  {} += {};\n",
+                   viewType(v.dtype, v.rank), v.name, part, offset, count);
     if (directOutput.count(result.getAsOpaquePointer())) {
       int owner;
       std::string w = destination(result, owner);
