@@ -390,14 +390,19 @@ std::string reportTable(const CheckedModule &module,
     cell("line", 4), cell("op", 9), cell("pattern", patW), cell("FLOPs", 14),
         cell("bytes", 14), cell("FLOP/B", 6), cell("roofline", 9),
         cell("kind", 4);
+    // Each op's CUDA lowering, planned once (it runs the GEMM planner).
+    std::vector<std::string> cuda;
     size_t cudaW = 4;
     if (options.cudaTarget) {
-      for (auto &r : rows)
-        cudaW = std::max(cudaW, cudaLowering(r, fn).size());
+      for (auto &r : rows) {
+        cuda.push_back(cudaLowering(r, fn));
+        cudaW = std::max(cudaW, cuda.back().size());
+      }
       cell("CUDA", cudaW);
     }
     os += "FLOPs formula\n";
-    for (auto &r : rows) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const OpReport &r = rows[i];
       os += "  ";
       cell(std::to_string(r.op->loc.line), 4);
       cell(opKindName(r.op->kind), 9);
@@ -418,7 +423,7 @@ std::string reportTable(const CheckedModule &module,
                    r.op->kind == OpKind::Cast;
       cell(moves ? (r.cost.view ? "view" : "copy") : "-", 4);
       if (options.cudaTarget)
-        cell(cudaLowering(r, fn), cudaW);
+        cell(cuda[i], cudaW);
       os += r.cost.flops.expr.str();
       if (r.cost.naiveFlops)
         fmt::format_to(out, "  [naive {}, order {}]", r.cost.naiveFlops->str(),
