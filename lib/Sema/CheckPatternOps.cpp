@@ -1,0 +1,316 @@
+// The checker of the pattern operations: rearrange, reduce, repeat, einsum,
+// pack and unpack.
+#include "FunctionChecker.h"
+
+namespace ein::sema {
+
+const Expr *FunctionChecker::patternArg(const Expr &e, size_t index,
+                                        const char *what) {
+  if (e.args.size() <= index || e.args[index]->kind != Expr::Kind::String) {
+    const Expr *at = e.args.size() > index ? e.args[index].get() : &e;
+    diags.error(at->loc, e.text + " expects " + what, at->length);
+    return nullptr;
+  }
+  return e.args[index].get();
+}
+
+std::optional<Pattern> FunctionChecker::parsePatternAt(const Expr &str,
+                                                       PatternUse use) {
+  auto p = parsePattern(str.text, use);
+  if (!p) {
+    diags.error(str.loc.advanced(1 + p.error().offset), p.error().message,
+                p.error().length);
+    return std::nullopt;
+  }
+  return *p;
+}
+
+bool FunctionChecker::accArg(const Expr &e, CheckedOp &op) {
+  for (auto &k : e.keywords) {
+    if (k.name != "acc")
+      continue;
+    if (op.kind != OpKind::Einsum && op.kind != OpKind::Reduce) {
+      diags.error(k.loc,
+                  "acc= only applies to einsum and reduce (it sets the "
+                  "accumulation and result dtype)",
+                  3);
+      return false;
+    }
+    std::optional<DType> acc;
+    if (k.value->kind == Expr::Kind::Name)
+      acc = parseDType(k.value->text);
+    if (!acc) {
+      diags.error(k.value->loc,
+                  "acc= expects a dtype (" + std::string(kDTypeList) + ")",
+                  k.value->length);
+      return false;
+    }
+    const DTypeRule &rule = op.kind == OpKind::Reduce
+                                ? reduceDTypeRule(op.reduction)
+                                : *findDTypeRule("einsum");
+    if (auto error = accDTypeError(rule, *acc)) {
+      diags.error(k.value->loc, *error, k.value->length);
+      return false;
+    }
+    op.acc = acc;
+  }
+  return true;
+}
+
+std::optional<std::vector<SizeArg>> FunctionChecker::sizeArgs(const Expr &e) {
+  std::vector<SizeArg> sizes;
+  for (auto &k : e.keywords) {
+    if (k.name == "acc")
+      continue;
+    auto s = sizeOf(*k.value);
+    if (!s)
+      return std::nullopt;
+    sizes.push_back({k.name, *s});
+  }
+  return sizes;
+}
+
+std::optional<Operand> FunctionChecker::transform(const Expr &e) {
+  const std::string &callee = e.text;
+  bool isReduce = callee == "reduce";
+  size_t expectedArgs = isReduce ? 3 : 2;
+  if (e.args.size() != expectedArgs) {
+    diags.error(e.loc,
+                isReduce
+                    ? "reduce expects (tensor, pattern, reduction, **sizes)"
+                    : callee + " expects (tensor, pattern, **sizes)",
+                e.length);
+    return std::nullopt;
+  }
+  auto x = tensorOf(*e.args[0]);
+  if (!x)
+    return std::nullopt;
+  const Expr *patExpr =
+      patternArg(e, 1, "a pattern string as its second argument");
+  if (!patExpr)
+    return std::nullopt;
+  PatternUse use = isReduce             ? PatternUse::Reduce
+                   : callee == "repeat" ? PatternUse::Repeat
+                                        : PatternUse::Rearrange;
+  auto pattern = parsePatternAt(*patExpr, use);
+  if (!pattern)
+    return std::nullopt;
+  CheckedOp op;
+  op.kind = isReduce             ? OpKind::Reduce
+            : callee == "repeat" ? OpKind::Repeat
+                                 : OpKind::Rearrange;
+  if (isReduce) {
+    const Expr &red = *e.args[2];
+    std::optional<ReduceKind> kind;
+    if (red.kind == Expr::Kind::String)
+      kind = parseReduceKind(red.text);
+    if (!kind) {
+      std::string what = red.kind == Expr::Kind::String
+                             ? "unknown reduction " + exprToString(red)
+                             : "the reduction must be a string such as "
+                               "\"sum\", not " +
+                                   exprToString(red);
+      diags.error(red.loc,
+                  what + "; expected \"sum\", \"mean\", \"max\", \"min\" "
+                         "or \"prod\"",
+                  red.length);
+      return std::nullopt;
+    }
+    op.reduction = *kind;
+    if (auto error = operandDTypeError(reduceDTypeRule(op.reduction),
+                                       typeOf(*x).dtype)) {
+      diags.error(red.loc, *error, red.length);
+      return std::nullopt;
+    }
+  }
+  if (!accArg(e, op))
+    return std::nullopt;
+  auto sizes = sizeArgs(e);
+  if (!sizes)
+    return std::nullopt;
+  auto info =
+      analyzeTransform(out.ctx, use, *pattern, typeOf(*x).shape, *sizes);
+  if (!info) {
+    report(info.error(), e, patExpr);
+    return std::nullopt;
+  }
+  if (isReduce) {
+    size_t checksBefore = out.ctx.constraints.size();
+    if (auto ok =
+            requireNonEmptyReduction(out.ctx, op.reduction, *pattern, *info);
+        !ok) {
+      report(ok.error(), e, patExpr);
+      return std::nullopt;
+    }
+    // The run-time message names the reduce by its place in the file.
+    for (size_t i = checksBefore; i < out.ctx.constraints.size(); ++i)
+      out.ctx.constraints[i].reason =
+          "reduce(..., \"" + patExpr->text + "\", \"" +
+          reduceKindName(op.reduction) + "\") at line " +
+          std::to_string(e.loc.line) + ": " + out.ctx.constraints[i].reason;
+  }
+  op.loc = e.loc;
+  op.pattern = patExpr->text;
+  op.parsed = *pattern;
+  op.sizes = *sizes;
+  op.operands.push_back(*x);
+  op.results.push_back(
+      addValue(TensorType{info->result, op.acc.value_or(typeOf(*x).dtype)}));
+  op.transform = *info;
+  unsigned result = op.results[0];
+  out.ops.push_back(std::move(op));
+  return single(result);
+}
+
+std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
+  if (e.args.empty() || e.args.back()->kind != Expr::Kind::String) {
+    diags.error(e.loc,
+                "einsum expects (tensor, ..., pattern): the pattern string "
+                "comes last",
+                e.length);
+    return std::nullopt;
+  }
+  const Expr *patExpr = e.args.back().get();
+  auto pattern = parsePatternAt(*patExpr, PatternUse::Einsum);
+  if (!pattern)
+    return std::nullopt;
+  std::vector<unsigned> xs;
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i + 1 < e.args.size(); ++i) {
+    auto x = tensorOf(*e.args[i]);
+    if (!x)
+      return std::nullopt;
+    if (!xs.empty() && typeOf(*x).dtype != typeOf(xs[0]).dtype) {
+      diags.error(e.args[i]->loc,
+                  std::string("einsum operands have different dtypes (") +
+                      dtypeName(typeOf(xs[0]).dtype) + " and " +
+                      dtypeName(typeOf(*x).dtype) +
+                      "); convert one with astype",
+                  e.args[i]->length);
+      return std::nullopt;
+    }
+    xs.push_back(*x);
+    shapes.push_back(typeOf(*x).shape);
+  }
+  if (xs.empty()) {
+    diags.error(e.loc, "einsum needs at least one tensor", e.length);
+    return std::nullopt;
+  }
+  CheckedOp op;
+  op.kind = OpKind::Einsum;
+  if (!accArg(e, op))
+    return std::nullopt;
+  auto sizes = sizeArgs(e);
+  if (!sizes)
+    return std::nullopt;
+  auto info = analyzeEinsum(out.ctx, *pattern, shapes, *sizes);
+  if (!info) {
+    report(info.error(), e, patExpr);
+    return std::nullopt;
+  }
+  op.loc = e.loc;
+  op.pattern = patExpr->text;
+  op.parsed = *pattern;
+  op.sizes = *sizes;
+  op.operands = xs;
+  DType resultType = op.acc.value_or(typeOf(xs[0]).dtype);
+  op.results.push_back(addValue(TensorType{info->result, resultType}));
+  op.einsum = *info;
+  unsigned result = op.results[0];
+  out.ops.push_back(std::move(op));
+  return single(result);
+}
+
+std::optional<Operand> FunctionChecker::pack(const Expr &e) {
+  if (e.args.size() != 2 || e.args[0]->kind != Expr::Kind::List) {
+    diags.error(e.loc, "pack expects ([tensor, ...], pattern)", e.length);
+    return std::nullopt;
+  }
+  const Expr *patExpr = patternArg(e, 1, "a pattern string such as \"b * c\"");
+  if (!patExpr)
+    return std::nullopt;
+  auto pattern = parsePatternAt(*patExpr, PatternUse::Pack);
+  if (!pattern)
+    return std::nullopt;
+  std::vector<unsigned> xs;
+  std::vector<Shape> shapes;
+  for (auto &item : e.args[0]->args) {
+    auto x = tensorOf(*item);
+    if (!x)
+      return std::nullopt;
+    if (!xs.empty() && typeOf(*x).dtype != typeOf(xs[0]).dtype) {
+      diags.error(item->loc, "pack needs tensors of one dtype", item->length);
+      return std::nullopt;
+    }
+    xs.push_back(*x);
+    shapes.push_back(typeOf(*x).shape);
+  }
+  auto result = inferPack(out.ctx, *pattern, shapes);
+  if (!result) {
+    report(result.error(), e, patExpr);
+    return std::nullopt;
+  }
+  CheckedOp op;
+  op.kind = OpKind::Pack;
+  op.loc = e.loc;
+  op.pattern = patExpr->text;
+  op.parsed = *pattern;
+  op.operands = xs;
+  op.packParts = result->parts;
+  unsigned packed = addValue(TensorType{result->packed, typeOf(xs[0]).dtype});
+  unsigned ps = addValue(TensorType{});
+  out.values[ps].isPackedShapes = true;
+  out.values[ps].parts = result->parts;
+  op.results = {packed};
+  out.ops.push_back(std::move(op));
+  Operand o;
+  o.values = {packed, ps};
+  return o;
+}
+
+std::optional<Operand> FunctionChecker::unpack(const Expr &e) {
+  if (e.args.size() != 3) {
+    diags.error(e.loc, "unpack expects (tensor, packed_shapes, pattern)",
+                e.length);
+    return std::nullopt;
+  }
+  auto x = tensorOf(*e.args[0]);
+  if (!x)
+    return std::nullopt;
+  auto psv = eval(*e.args[1]);
+  if (!psv)
+    return std::nullopt;
+  if (psv->isLiteral || psv->values.size() != 1 ||
+      !out.values[psv->values[0]].isPackedShapes) {
+    diags.error(e.args[1]->loc, "expected the packed shapes returned by pack",
+                e.args[1]->length);
+    return std::nullopt;
+  }
+  const Expr *patExpr = patternArg(e, 2, "a pattern string such as \"b * c\"");
+  if (!patExpr)
+    return std::nullopt;
+  auto pattern = parsePatternAt(*patExpr, PatternUse::Pack);
+  if (!pattern)
+    return std::nullopt;
+  const auto &parts = out.values[psv->values[0]].parts;
+  auto shapes = inferUnpack(out.ctx, *pattern, typeOf(*x).shape, parts);
+  if (!shapes) {
+    report(shapes.error(), e, patExpr);
+    return std::nullopt;
+  }
+  CheckedOp op;
+  op.kind = OpKind::Unpack;
+  op.loc = e.loc;
+  op.pattern = patExpr->text;
+  op.parsed = *pattern;
+  op.operands = {*x};
+  op.packParts = parts;
+  for (auto &s : *shapes)
+    op.results.push_back(addValue(TensorType{s, typeOf(*x).dtype}));
+  Operand o;
+  o.values = op.results;
+  out.ops.push_back(std::move(op));
+  return o;
+}
+
+} // namespace ein::sema
