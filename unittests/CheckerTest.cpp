@@ -143,12 +143,12 @@ const DiagCase kDiags[] = {
      "def f(x: f32[\"a b\"]) -> f32[\"a\"]:\n"
      "    return reduce(x, \"a b -> a\", \"avg\")\n",
      "2:34: unknown reduction \"avg\"; expected \"sum\", \"mean\", \"max\", "
-     "\"min\" or \"prod\""},
+     "\"min\", \"prod\", \"any\" or \"all\""},
     {"UnknownDtype",
      "def f(x: f33[\"n\"]) -> f32[\"n\"]:\n"
      "    return x\n",
      "1:10: unknown dtype 'f33'; expected one of f64, f32, f16, bf16, "
-     "f8e4m3, f8e5m2, i64, i32"},
+     "f8e4m3, f8e5m2, i64, i32, bool"},
     {"BadShapeString",
      "def f(x: f32[\"a b)\"]) -> f32[\"a b\"]:\n"
      "    return x\n",
@@ -472,7 +472,8 @@ TEST(CheckerGood, AstypeAndUnaryOps) {
   const CheckedFunction &f = c->fn("a");
   ASSERT_EQ(f.ops.size(), 2u);
   EXPECT_EQ(f.ops[0].kind, OpKind::Cast);
-  EXPECT_EQ(f.ops[1].kind, OpKind::Tanh);
+  EXPECT_EQ(f.ops[1].kind, OpKind::Elementwise);
+  EXPECT_EQ(f.ops[1].fn, ElementwiseFn::Tanh);
   EXPECT_EQ(c->returned("a").str(), "f32[\"n\"]");
 }
 
@@ -613,26 +614,60 @@ TEST(CheckerBad, MeanAccumulatesInFloat) {
                              "astype");
 }
 
-// The dtype table itself (lib/Shape/DTypeRules.cpp).
+// The dtype table itself (lib/Shape/DTypeRules.cpp) and the elementwise
+// table (lib/Shape/Elementwise.cpp).
 TEST(DTypeRules, OperandsAndAcc) {
-  for (const char *op : {"exp", "log", "sqrt", "rsqrt", "tanh", "mean"}) {
-    const DTypeRule *rule = findDTypeRule(op);
-    ASSERT_NE(rule, nullptr) << op;
-    EXPECT_EQ(operandDTypeError(*rule, DType::I32),
+  for (const char *op : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
+                         "silu", "gelu", "gelu_tanh", "softplus", "sin", "cos",
+                         "erf", "floor", "ceil", "round"}) {
+    const ElementwiseInfo *info = findElementwise(op);
+    ASSERT_NE(info, nullptr) << op;
+    EXPECT_EQ(elementwiseOperandError(*info, 0, DType::I32),
               std::string(op) + " needs a float tensor, got i32; use astype");
     for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16,
                     DType::F8E4M3, DType::F8E5M2})
-      EXPECT_FALSE(operandDTypeError(*rule, t)) << op;
+      EXPECT_FALSE(elementwiseOperandError(*info, 0, t)) << op;
   }
+  EXPECT_EQ(operandDTypeError(*findDTypeRule("mean"), DType::I32),
+            "mean needs a float tensor, got i32; use astype");
   for (const char *op :
-       {"add", "sub", "mul", "div", "pow", "neg", "relu", "cast", "rearrange",
-        "repeat", "einsum", "pack", "unpack", "sum", "max", "min", "prod"}) {
+       {"add", "sub", "mul", "div", "pow", "neg", "relu", "floordiv", "mod",
+        "min", "max", "clip", "abs", "sign", "square", "lt", "ge"}) {
+    const ElementwiseInfo *info = findElementwise(op);
+    ASSERT_NE(info, nullptr) << op;
+    EXPECT_FALSE(elementwiseOperandError(*info, 0, DType::I64)) << op;
+    EXPECT_FALSE(elementwiseOperandError(*info, 0, DType::F8E5M2)) << op;
+    EXPECT_TRUE(elementwiseOperandError(*info, 0, DType::Bool)) << op;
+  }
+  for (const char *op : {"and", "or", "not"}) {
+    const ElementwiseInfo *info = findElementwise(op);
+    ASSERT_NE(info, nullptr) << op;
+    EXPECT_FALSE(elementwiseOperandError(*info, 0, DType::Bool)) << op;
+    EXPECT_TRUE(elementwiseOperandError(*info, 0, DType::F32)) << op;
+  }
+  const ElementwiseInfo &where = *findElementwise("where");
+  EXPECT_FALSE(elementwiseOperandError(where, 0, DType::Bool));
+  EXPECT_TRUE(elementwiseOperandError(where, 0, DType::F32));
+  EXPECT_FALSE(elementwiseOperandError(where, 1, DType::Bool));
+  EXPECT_EQ(elementwiseResultDType(*findElementwise("lt"), DType::F16),
+            DType::Bool);
+  EXPECT_EQ(elementwiseResultDType(*findElementwise("add"), DType::F16),
+            DType::F16);
+  for (const char *op : {"cast", "rearrange", "repeat", "einsum", "pack",
+                         "unpack", "sum", "max", "min", "prod"}) {
     const DTypeRule *rule = findDTypeRule(op);
     ASSERT_NE(rule, nullptr) << op;
     EXPECT_FALSE(operandDTypeError(*rule, DType::I64)) << op;
     EXPECT_FALSE(operandDTypeError(*rule, DType::F8E5M2)) << op;
   }
+  EXPECT_FALSE(
+      operandDTypeError(reduceDTypeRule(ReduceKind::Any), DType::Bool));
+  EXPECT_EQ(operandDTypeError(reduceDTypeRule(ReduceKind::All), DType::F32),
+            "all needs a bool tensor, got f32; use astype");
+  EXPECT_EQ(operandDTypeError(reduceDTypeRule(ReduceKind::Sum), DType::Bool),
+            "sum needs a number tensor (not bool), got bool; use astype");
   EXPECT_EQ(findDTypeRule("softmax"), nullptr);
+  EXPECT_EQ(findElementwise("softmax"), nullptr);
   EXPECT_TRUE(findDTypeRule("cast")->resultIsTarget);
   EXPECT_FALSE(accDTypeError(reduceDTypeRule(ReduceKind::Sum), DType::I32));
   EXPECT_FALSE(accDTypeError(*findDTypeRule("einsum"), DType::F64));
@@ -640,6 +675,27 @@ TEST(DTypeRules, OperandsAndAcc) {
             "mean accumulates in a float dtype, got acc=i64");
   EXPECT_EQ(accDTypeError(*findDTypeRule("repeat"), DType::F32),
             "acc= does not apply to repeat");
+}
+
+// The FLOP convention of the elementwise table (docs/cost-model.md):
+// library functions 1, composite ones the count of their formula.
+TEST(ElementwiseTable, Flops) {
+  EXPECT_EQ(findElementwise("exp")->flops, 1u);
+  EXPECT_EQ(findElementwise("add")->flops, 1u);
+  EXPECT_EQ(findElementwise("sigmoid")->flops, 4u);
+  EXPECT_EQ(findElementwise("silu")->flops, 5u);
+  EXPECT_EQ(findElementwise("gelu")->flops, 5u);
+  EXPECT_EQ(findElementwise("gelu_tanh")->flops, 9u);
+  EXPECT_EQ(findElementwise("softplus")->flops, 3u);
+  EXPECT_EQ(findElementwise("clip")->flops, 2u);
+  // Every row: a unique name, an arity of 1 to 3.
+  std::set<std::string_view> names;
+  for (const ElementwiseInfo &info : elementwiseTable()) {
+    EXPECT_TRUE(names.insert(info.name).second) << info.name;
+    EXPECT_GE(info.arity, 1u);
+    EXPECT_LE(info.arity, 3u);
+    EXPECT_EQ(&elementwiseInfo(info.fn), &info);
+  }
 }
 
 TEST(DTypeRules, FloatLimits) {

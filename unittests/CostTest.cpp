@@ -103,10 +103,9 @@ void prepare(Prepared &p, const CostCase &c) {
     return prepareEinsum(p, c.pattern, c.inputs, c.dtype, c.dtype);
   case Kind::Elementwise: {
     std::string op = c.pattern;
-    p.input.kind = op == "add"   ? OpKind::Add
-                   : op == "mul" ? OpKind::Mul
-                   : op == "exp" ? OpKind::Exp
-                                 : OpKind::Relu;
+    p.input.kind = OpKind::Elementwise;
+    ASSERT_NE(findElementwise(op), nullptr) << op;
+    p.input.fn = findElementwise(op)->fn;
     InferContext ctx;
     Shape out = shapeOf(c.inputs[0]);
     for (auto &s : c.inputs) {

@@ -178,10 +178,11 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
   case OpKind::Cast:
     break; // conversion moves data but does no arithmetic
   case OpKind::Constant:
+  case OpKind::Size:
     read = written = SizeExpr();
     break;
-  default: // elementwise: one FLOP per output element
-    flops = outElems;
+  case OpKind::Elementwise: // the table's FLOPs per output element
+    flops = outElems * SizeExpr::constant(elementwiseInfo(in.fn).flops);
     break;
   }
   c.flops = Quantity::of(flops, env);
@@ -205,6 +206,7 @@ double DeviceSpec::peakFor(DType dtype) const {
     return peakF64;
   case DType::F32:
   case DType::I32:
+  case DType::Bool:
     return peakF32;
   case DType::F16:
     return peakF16;

@@ -122,6 +122,8 @@ std::optional<ein::DType> ein::toDType(Type type) {
     return DType::I64;
   if (type.isSignlessInteger(32))
     return DType::I32;
+  if (type.isSignlessInteger(1))
+    return DType::Bool;
   return std::nullopt;
 }
 
@@ -144,6 +146,8 @@ Type ein::toMLIRType(MLIRContext *context, DType dtype) {
     return b.getI64Type();
   case DType::I32:
     return b.getI32Type();
+  case DType::Bool:
+    return b.getI1Type();
   }
   llvm_unreachable("unknown DType");
 }
@@ -165,6 +169,10 @@ ein::ReduceKind ein::toReduceKind(ReduceOpKind kind) {
     return ReduceKind::Min;
   case ReduceOpKind::prod:
     return ReduceKind::Prod;
+  case ReduceOpKind::any:
+    return ReduceKind::Any;
+  case ReduceOpKind::all:
+    return ReduceKind::All;
   }
   llvm_unreachable("unknown ReduceOpKind");
 }
@@ -181,6 +189,10 @@ ein::ReduceOpKind ein::toReduceOpKind(ReduceKind kind) {
     return ReduceOpKind::min;
   case ReduceKind::Prod:
     return ReduceOpKind::prod;
+  case ReduceKind::Any:
+    return ReduceOpKind::any;
+  case ReduceKind::All:
+    return ReduceOpKind::all;
   }
   llvm_unreachable("unknown ReduceKind");
 }

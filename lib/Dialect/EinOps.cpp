@@ -248,15 +248,14 @@ LogicalResult EinsumOp::verify() {
                          << " input(s) but the op has " << getInputs().size()
                          << " operand(s)";
   Type elementType;
-  if (failed(sameElementTypes(*this, getInputs(), elementType)))
+  if (failed(sameElementTypes(*this, getInputs(), elementType)) ||
+      failed(checkOperandDTypes(*this)))
     return failure();
   if (std::optional<Type> acc = getAcc()) {
     if (failed(checkAcc(*this, *findDTypeRule("einsum"), *acc)))
       return failure();
     elementType = *acc;
   }
-  if (failed(checkOperandDTypes(*this)))
-    return failure();
   Expected<std::vector<SizeArg>> sizes = getSizeArgs(getSizesAttr());
   if (!sizes)
     return fail(*this, sizes.error());
@@ -332,34 +331,69 @@ LogicalResult UnpackOp::verify() {
 // Elementwise operations
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyBinaryOp(Operation *op) {
-  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-  Type elementType;
-  if (failed(sameElementTypes(op, {lhs, rhs}, elementType)) ||
-      failed(checkOperandDTypes(op)))
-    return failure();
-  InferContext ctx = getInferContext(op);
-  Expected<Shape> shape = inferBroadcast(ctx, tensorType(lhs).getShape(),
-                                         tensorType(rhs).getShape());
-  if (!shape)
-    return fail(op, shape.error());
-  return checkResult(op, ctx, tensorType(op->getResult(0)), *shape,
-                     elementType);
+const ElementwiseInfo &ElementwiseOp::getInfo() {
+  return *findElementwise(getFn().str());
 }
 
-LogicalResult AddOp::verify() { return verifyBinaryOp(*this); }
-LogicalResult SubOp::verify() { return verifyBinaryOp(*this); }
-LogicalResult MulOp::verify() { return verifyBinaryOp(*this); }
-LogicalResult DivOp::verify() { return verifyBinaryOp(*this); }
-LogicalResult PowOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult ElementwiseOp::verify() {
+  const ElementwiseInfo *info = findElementwise(getFn().str());
+  if (!info)
+    return emitOpError() << "unknown elementwise function \"" << getFn()
+                         << "\"";
+  if (getInputs().size() != info->arity)
+    return emitOpError() << "\"" << getFn() << "\" takes " << info->arity
+                         << " operand(s), got " << getInputs().size();
+  Type elementType;
+  InferContext ctx = getInferContext(*this);
+  std::optional<Shape> shape;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    Type type = tensorType(input).getElementType();
+    std::optional<DType> dtype = toDType(type);
+    if (!dtype)
+      return emitOpError() << "unsupported element type " << type;
+    if (std::optional<std::string> error =
+            elementwiseOperandError(*info, static_cast<unsigned>(i), *dtype))
+      return emitOpError() << *error;
+    if (!(info->firstIsCondition && i == 0)) {
+      if (!elementType)
+        elementType = type;
+      else if (type != elementType)
+        return emitOpError()
+               << "operands must share one element type, but operand #" << i
+               << " has " << type << " and operand #"
+               << (info->firstIsCondition ? 1 : 0) << " has " << elementType;
+    }
+    Shape inputShape = tensorType(input).getShape();
+    if (!shape) {
+      shape = inputShape;
+      continue;
+    }
+    Expected<Shape> joined = inferBroadcast(ctx, *shape, inputShape);
+    if (!joined)
+      return fail(*this, joined.error());
+    shape = *joined;
+  }
+  Type resultElement =
+      info->boolResult ? Type(IntegerType::get(getContext(), 1)) : elementType;
+  return checkResult(*this, ctx, tensorType(getResult()), *shape,
+                     resultElement);
+}
 
-LogicalResult ExpOp::verify() { return checkOperandDTypes(*this); }
-LogicalResult LogOp::verify() { return checkOperandDTypes(*this); }
-LogicalResult SqrtOp::verify() { return checkOperandDTypes(*this); }
-LogicalResult RsqrtOp::verify() { return checkOperandDTypes(*this); }
-LogicalResult ReluOp::verify() { return checkOperandDTypes(*this); }
-LogicalResult TanhOp::verify() { return checkOperandDTypes(*this); }
-LogicalResult NegOp::verify() { return checkOperandDTypes(*this); }
+LogicalResult SizeOp::verify() {
+  Expected<SizeExpr> size = parseSizeExpr(getSize().str());
+  if (!size)
+    return emitOpError() << "invalid size \"" << getSize()
+                         << "\": " << size.error().message;
+  EinTensorType result = tensorType(getResult());
+  if (!result.getShape().empty())
+    return emitOpError() << "result must be a scalar (shape \"\"), not \""
+                         << result.getShapeText() << "\"";
+  std::optional<DType> dtype = toDType(result.getElementType());
+  if (!dtype || *dtype == DType::Bool)
+    return emitOpError() << "a size converts to a number type, not "
+                         << result.getElementType();
+  return success();
+}
 
 LogicalResult CastOp::verify() {
   if (failed(checkOperandDTypes(*this)))

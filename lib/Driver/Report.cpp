@@ -18,6 +18,7 @@ namespace ein {
 CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn) {
   CostInput in;
   in.kind = op.kind;
+  in.fn = op.fn;
   // Variadics of known rank count as their dims (as in the IR), not as
   // one symbol standing for their product.
   auto expanded = [&](unsigned id) {
@@ -405,7 +406,7 @@ std::string reportTable(const CheckedModule &module,
       const OpReport &r = rows[i];
       os += "  ";
       cell(std::to_string(r.op->loc.line), 4);
-      cell(opKindName(r.op->kind), 9);
+      cell(opName(r.op->kind, r.op->fn), 9);
       cell(r.op->pattern, patW);
       cell(numberOrDash(r.cost.flops), 14);
       cell(numberOrDash(r.cost.bytes()), 14);
@@ -480,7 +481,7 @@ std::string reportJSON(const CheckedModule &module,
           "\"bytes_read\": {}, \"bytes_read_expr\": {}, \"bytes_written\": {}, "
           "\"bytes_written_expr\": {}, \"view\": {}",
           i ? ", " : "", r.op->loc.line, r.op->loc.col,
-          jsonString(opKindName(r.op->kind)), jsonString(r.op->pattern),
+          jsonString(opName(r.op->kind, r.op->fn)), jsonString(r.op->pattern),
           jsonString(shapeStr(fn.ctx.expand(r.result.shape))),
           jsonString(dtypeName(r.result.dtype)), jsonNumber(f),
           jsonString(r.cost.flops.expr.str()),

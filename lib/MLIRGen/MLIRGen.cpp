@@ -143,41 +143,14 @@ private:
                                        getPartsAttr(&context, op.packParts));
       break;
     }
-    case OpKind::Add:
-      built = builder.create<AddOp>(l, result, operands[0], operands[1]);
+    case OpKind::Elementwise:
+      built = builder.create<ElementwiseOp>(
+          l, result, builder.getStringAttr(elementwiseInfo(op.fn).name),
+          operands);
       break;
-    case OpKind::Sub:
-      built = builder.create<SubOp>(l, result, operands[0], operands[1]);
-      break;
-    case OpKind::Mul:
-      built = builder.create<MulOp>(l, result, operands[0], operands[1]);
-      break;
-    case OpKind::Div:
-      built = builder.create<DivOp>(l, result, operands[0], operands[1]);
-      break;
-    case OpKind::Pow:
-      built = builder.create<PowOp>(l, result, operands[0], operands[1]);
-      break;
-    case OpKind::Exp:
-      built = builder.create<ExpOp>(l, result, operands[0]);
-      break;
-    case OpKind::Log:
-      built = builder.create<LogOp>(l, result, operands[0]);
-      break;
-    case OpKind::Sqrt:
-      built = builder.create<SqrtOp>(l, result, operands[0]);
-      break;
-    case OpKind::Rsqrt:
-      built = builder.create<RsqrtOp>(l, result, operands[0]);
-      break;
-    case OpKind::Relu:
-      built = builder.create<ReluOp>(l, result, operands[0]);
-      break;
-    case OpKind::Tanh:
-      built = builder.create<TanhOp>(l, result, operands[0]);
-      break;
-    case OpKind::Neg:
-      built = builder.create<NegOp>(l, result, operands[0]);
+    case OpKind::Size:
+      built = builder.create<SizeOp>(l, result,
+                                     builder.getStringAttr(op.sizeValue.str()));
       break;
     case OpKind::Cast:
       built = builder.create<CastOp>(l, result, operands[0]);

@@ -94,6 +94,8 @@ StorageType toStorage(DType type) {
     return StorageType::I64;
   case DType::I32:
     return StorageType::I32;
+  case DType::Bool:
+    return StorageType::Bool;
   }
   return StorageType::F32;
 }
@@ -117,7 +119,7 @@ std::optional<DType> toDType(StorageType type) {
   case StorageType::I32:
     return DType::I32;
   case StorageType::Bool:
-    return std::nullopt;
+    return DType::Bool;
   }
   return std::nullopt;
 }

@@ -2,6 +2,9 @@
 // and the dispatch of calls.
 #include "FunctionChecker.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 namespace ein::sema {
@@ -10,7 +13,16 @@ std::optional<unsigned> FunctionChecker::tensorOf(const Expr &e) {
   auto v = eval(e);
   if (!v)
     return std::nullopt;
-  if (v->isLiteral || v->values.size() != 1 ||
+  if (v->size && e.kind == Expr::Kind::Name) {
+    diags.error(e.loc,
+                "'" + e.text +
+                    "' is a dim, not a tensor (as a value it is "
+                    "a size: use it in arithmetic, or astype(" +
+                    e.text + ", i64))",
+                e.length);
+    return std::nullopt;
+  }
+  if (v->isScalar() || v->values.size() != 1 ||
       out.values[v->values[0]].isPackedShapes) {
     diags.error(e.loc, "expected a tensor here", e.length);
     return std::nullopt;
@@ -82,19 +94,67 @@ std::optional<Operand> FunctionChecker::single(unsigned id) {
 
 unsigned FunctionChecker::materialize(const Operand &lit, DType dtype,
                                       const Expr &at) {
+  NumberLiteral literal = lit.literal;
+  if (lit.size) {
+    SizeExpr bound = lit.size->substitute(out.ctx.env);
+    if (auto known = bound.constantValue()) {
+      literal = NumberLiteral{};
+      literal.isInt = true;
+      literal.exact = *known;
+      literal.value = static_cast<double>(*known);
+    } else {
+      if (dtype == DType::Bool)
+        diags.error(at.loc,
+                    "a size cannot combine with a bool tensor; compare it "
+                    "(x < n) or convert with astype",
+                    literalSpan(at));
+      CheckedOp op;
+      op.kind = OpKind::Size;
+      op.loc = at.loc;
+      op.sizeValue = bound;
+      unsigned id = addValue(TensorType{{}, dtype});
+      op.results.push_back(id);
+      out.ops.push_back(std::move(op));
+      return id;
+    }
+  }
   CheckedOp op;
-  if (auto error = literalDTypeError(lit.literal, dtype))
+  if (auto error = literalDTypeError(literal, dtype))
     diags.error(at.loc, *error, literalSpan(at));
   op.kind = OpKind::Constant;
   op.loc = at.loc;
-  op.constant = lit.literal.value;
-  op.constantIsInt = lit.literal.isInt;
-  if (lit.literal.isInt && lit.literal.exact && !isFloat(dtype))
-    op.constantInt = static_cast<int64_t>(*lit.literal.exact);
+  op.constant = literal.value;
+  op.constantIsInt = literal.isInt;
+  if (literal.isInt && literal.exact && !isFloat(dtype) && dtype != DType::Bool)
+    op.constantInt = static_cast<int64_t>(*literal.exact);
   unsigned id = addValue(TensorType{{}, dtype});
   op.results.push_back(id);
   out.ops.push_back(std::move(op));
   return id;
+}
+
+std::optional<unsigned> FunctionChecker::scalarAs(const Operand &v, DType dtype,
+                                                  const Expr &at) {
+  if (!v.isScalar())
+    return v.values[0];
+  if (!v.deferred) {
+    unsigned errorsBefore = diags.errorCount();
+    unsigned id = materialize(v, dtype, at);
+    if (diags.errorCount() != errorsBefore)
+      return std::nullopt;
+    return id;
+  }
+  std::optional<DType> saved = pendingDType;
+  pendingDType = dtype;
+  auto again = eval(*v.deferred);
+  pendingDType = saved;
+  if (!again)
+    return std::nullopt;
+  if (again->isScalar() || again->values.size() != 1) {
+    diags.error(at.loc, "expected a tensor here", at.length);
+    return std::nullopt;
+  }
+  return again->values[0];
 }
 
 std::optional<Operand> FunctionChecker::eval(const Expr &e) {
@@ -103,10 +163,16 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
     auto it = vars.find(e.text);
     if (it != vars.end())
       return single(it->second);
-    if (dimNames.count(e.text) || out.ctx.env.count(e.text))
-      diags.error(e.loc, "'" + e.text + "' is a dim, not a tensor", e.length);
-    else
-      diags.error(e.loc, "undefined name '" + e.text + "'", e.length);
+    if (auto s = scalarVars.find(e.text); s != scalarVars.end())
+      return s->second;
+    if ((dimNames.count(e.text) || out.ctx.env.count(e.text)) &&
+        !isAnonymousName(e.text)) {
+      // A dim in an expression is its size (docs/language.md §6).
+      Operand o;
+      o.size = SizeExpr::symbol(e.text);
+      return o;
+    }
+    diags.error(e.loc, "undefined name '" + e.text + "'", e.length);
     return std::nullopt;
   }
   case Expr::Kind::Int:
@@ -135,7 +201,19 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
       v->literal = negateLiteral(v->literal);
       return v;
     }
-    return unary(OpKind::Neg, e, *e.args[0], v->values[0]);
+    if (v->size) {
+      v->size = SizeExpr::constant(0) - *v->size;
+      return v;
+    }
+    return elementwise(elementwiseInfo(ElementwiseFn::Neg), e, {*v},
+                       {e.args[0].get()});
+  }
+  case Expr::Kind::Not: {
+    auto v = eval(*e.args[0]);
+    if (!v)
+      return std::nullopt;
+    return elementwise(elementwiseInfo(ElementwiseFn::Not), e, {*v},
+                       {e.args[0].get()});
   }
   case Expr::Kind::Binary:
     return binary(e);
@@ -145,95 +223,172 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
   return std::nullopt;
 }
 
-std::optional<Operand> FunctionChecker::unary(OpKind kind, const Expr &at,
-                                              const Expr &arg, unsigned id) {
-  if (out.values[id].isPackedShapes) {
-    diags.error(arg.loc, "expected a tensor here", arg.length);
-    return std::nullopt;
+std::optional<Operand>
+FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
+                             std::vector<Operand> args,
+                             const std::vector<const Expr *> &argExprs) {
+  std::string what = info.symbol.empty() ? std::string(info.name)
+                                         : "'" + std::string(info.symbol) + "'";
+  // Sizes stay exact integers under + - * // and unary minus, as in
+  // Python's int arithmetic; they become tensors next to a tensor.
+  bool allSizes = true, allNumbers = true, allScalars = true;
+  for (const Operand &a : args) {
+    allSizes &= a.size.has_value() ||
+                (a.isLiteral && a.literal.isInt && a.literal.exact.has_value());
+    allNumbers &= a.isLiteral;
+    allScalars &= a.isScalar();
   }
-  if (auto error = operandDTypeError(*findDTypeRule(opKindName(kind)),
-                                     typeOf(id).dtype)) {
-    diags.error(arg.loc, *error, arg.length);
+  if (allSizes && !allNumbers) {
+    auto sizeOfArg = [&](const Operand &a) {
+      return a.size ? *a.size : SizeExpr::constant(*a.literal.exact);
+    };
+    std::optional<SizeExpr> folded;
+    using F = ElementwiseFn;
+    if (info.fn == F::Add)
+      folded = sizeOfArg(args[0]) + sizeOfArg(args[1]);
+    else if (info.fn == F::Sub)
+      folded = sizeOfArg(args[0]) - sizeOfArg(args[1]);
+    else if (info.fn == F::Mul)
+      folded = sizeOfArg(args[0]) * sizeOfArg(args[1]);
+    else if (info.fn == F::Neg)
+      folded = SizeExpr::constant(0) - sizeOfArg(args[0]);
+    else if (info.fn == F::FloorDiv) {
+      auto q = out.ctx.divide(sizeOfArg(args[0]), sizeOfArg(args[1]),
+                              "size " + exprToString(at));
+      if (!q) {
+        diags.error(at.loc, q.error().message, at.length);
+        return std::nullopt;
+      }
+      folded = *q;
+    }
+    if (folded) {
+      Operand o;
+      o.size = *folded;
+      return o;
+    }
+  }
+  if (allNumbers && args.size() == 2) {
+    // Fold number arithmetic at compile time, as Python would.
+    static const std::map<ElementwiseFn, char> folds = {
+        {ElementwiseFn::Add, '+'},
+        {ElementwiseFn::Sub, '-'},
+        {ElementwiseFn::Mul, '*'},
+        {ElementwiseFn::Div, '/'},
+        {ElementwiseFn::Pow, '^'}};
+    if (auto it = folds.find(info.fn); it != folds.end()) {
+      Expected<NumberLiteral> folded =
+          foldLiterals(it->second, args[0].literal, args[1].literal);
+      if (!folded) {
+        diags.error(at.loc, folded.error().message, at.length);
+        return std::nullopt;
+      }
+      Operand o;
+      o.isLiteral = true;
+      o.literal = *folded;
+      return o;
+    }
+  }
+  // The dtype every non-condition operand takes: the first tensor's.
+  std::optional<DType> dtype;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Operand &a = args[i];
+    if (a.isScalar())
+      continue;
+    if (a.values.size() != 1 || out.values[a.values[0]].isPackedShapes) {
+      diags.error(argExprs[i]->loc, "expected a tensor here",
+                  argExprs[i]->length);
+      return std::nullopt;
+    }
+    if (!(info.firstIsCondition && i == 0) && !dtype)
+      dtype = typeOf(a.values[0]).dtype;
+  }
+  if (!dtype && allScalars && !pendingDType) {
+    // No tensor gives a dtype yet: evaluated again where one does.
+    Operand o;
+    o.deferred = &at;
+    return o;
+  }
+  if (!dtype) {
+    if (!pendingDType) {
+      const Expr &first = *argExprs[info.firstIsCondition ? 1 : 0];
+      diags.error(first.loc, "expected a tensor here", first.length);
+      return std::nullopt;
+    }
+    dtype = pendingDType;
+  }
+  unsigned errorsBefore = diags.errorCount();
+  std::vector<unsigned> ids;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Operand &a = args[i];
+    DType want = info.firstIsCondition && i == 0 ? DType::Bool : *dtype;
+    if (!a.isScalar()) {
+      ids.push_back(a.values[0]);
+      continue;
+    }
+    auto id = scalarAs(a, want, *argExprs[i]);
+    if (!id)
+      return std::nullopt;
+    ids.push_back(*id);
+  }
+  if (diags.errorCount() != errorsBefore)
     return std::nullopt;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    DType t = typeOf(ids[i]).dtype;
+    if (auto error =
+            elementwiseOperandError(info, static_cast<unsigned>(i), t)) {
+      diags.error(argExprs[i]->loc, *error, argExprs[i]->length);
+      return std::nullopt;
+    }
+    if (!(info.firstIsCondition && i == 0) && t != *dtype) {
+      diags.error(at.loc,
+                  fmt::format("operands of {} have different dtypes ({} and "
+                              "{}); convert one with astype",
+                              what, dtypeName(*dtype), dtypeName(t)),
+                  at.length);
+      return std::nullopt;
+    }
+  }
+  Shape shape = typeOf(ids[0]).shape;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    auto joined = inferBroadcast(out.ctx, shape, typeOf(ids[i]).shape);
+    if (!joined) {
+      size_t culprit = joined.error().index == 0 && i == 1 ? 0 : i;
+      const Expr &e = *argExprs[culprit];
+      diags.error(e.loc, joined.error().message, e.length);
+      return std::nullopt;
+    }
+    shape = *joined;
   }
   CheckedOp op;
-  op.kind = kind;
+  op.kind = OpKind::Elementwise;
+  op.fn = info.fn;
   op.loc = at.loc;
-  op.operands.push_back(id);
-  op.results.push_back(addValue(typeOf(id)));
+  op.operands = ids;
+  op.results.push_back(
+      addValue(TensorType{shape, elementwiseResultDType(info, *dtype)}));
   unsigned result = op.results[0];
   out.ops.push_back(std::move(op));
   return single(result);
 }
 
 std::optional<Operand> FunctionChecker::binary(const Expr &e) {
-  OpKind kind = e.text == "+"   ? OpKind::Add
-                : e.text == "-" ? OpKind::Sub
-                : e.text == "*" ? OpKind::Mul
-                : e.text == "/" ? OpKind::Div
-                                : OpKind::Pow;
+  const ElementwiseInfo *info = findElementwiseOperator(e.text, 2);
   auto l = eval(*e.args[0]);
   if (!l)
     return std::nullopt;
   auto r = eval(*e.args[1]);
   if (!r)
     return std::nullopt;
-  if (l->isLiteral && r->isLiteral) {
-    // Fold number arithmetic at compile time, as Python would.
-    char op = e.text == "**" ? '^' : e.text[0];
-    Expected<NumberLiteral> folded = foldLiterals(op, l->literal, r->literal);
-    if (!folded) {
-      diags.error(e.loc, folded.error().message, e.length);
-      return std::nullopt;
-    }
-    Operand o;
-    o.isLiteral = true;
-    o.literal = *folded;
-    return o;
-  }
   for (auto *side : {&*l, &*r})
-    if (!side->isLiteral && (side->values.size() != 1 ||
-                             out.values[side->values[0]].isPackedShapes)) {
+    if (!side->isScalar() && (side->values.size() != 1 ||
+                              out.values[side->values[0]].isPackedShapes)) {
       diags.error(e.loc, "arithmetic needs tensors or numbers", e.length);
       return std::nullopt;
     }
-  unsigned errorsBefore = diags.errorCount();
-  unsigned lhs = l->isLiteral
-                     ? materialize(*l, typeOf(r->values[0]).dtype, *e.args[0])
-                     : l->values[0];
-  unsigned rhs = r->isLiteral ? materialize(*r, typeOf(lhs).dtype, *e.args[1])
-                              : r->values[0];
-  if (diags.errorCount() != errorsBefore)
-    return std::nullopt;
-  DType lt = typeOf(lhs).dtype, rt = typeOf(rhs).dtype;
-  if (lt != rt) {
-    diags.error(e.loc,
-                "operands of '" + e.text + "' have different dtypes (" +
-                    dtypeName(lt) + " and " + dtypeName(rt) +
-                    "); convert one with astype",
-                e.length);
-    return std::nullopt;
-  }
-  auto shape = inferBroadcast(out.ctx, typeOf(lhs).shape, typeOf(rhs).shape);
-  if (!shape) {
-    const Expr &culprit = *e.args[shape.error().index == 0 ? 0 : 1];
-    diags.error(culprit.loc, shape.error().message, culprit.length);
-    return std::nullopt;
-  }
-  CheckedOp op;
-  op.kind = kind;
-  op.loc = e.loc;
-  op.operands = {lhs, rhs};
-  op.results.push_back(addValue(TensorType{*shape, lt}));
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return elementwise(*info, e, {*l, *r}, {e.args[0].get(), e.args[1].get()});
 }
 
 std::optional<Operand> FunctionChecker::call(const Expr &e) {
-  static const std::map<std::string, OpKind> unaryFns = {
-      {"exp", OpKind::Exp},     {"log", OpKind::Log},   {"sqrt", OpKind::Sqrt},
-      {"rsqrt", OpKind::Rsqrt}, {"relu", OpKind::Relu}, {"tanh", OpKind::Tanh}};
   const std::string &callee = e.text;
   auto noKeywords = [&]() {
     if (e.keywords.empty())
@@ -244,17 +399,43 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
                 static_cast<unsigned>(e.keywords[0].name.size()));
     return false;
   };
-  if (auto it = unaryFns.find(callee); it != unaryFns.end()) {
-    if (e.args.size() != 1) {
-      diags.error(e.loc, callee + " takes exactly one tensor", e.length);
+  const ElementwiseInfo *info = nullptr;
+  if (callee == "gelu" && e.keywords.size() == 1 &&
+      e.keywords[0].name == "approximate") {
+    // torch.nn.functional.gelu(x, approximate="tanh")
+    const Expr &v = *e.keywords[0].value;
+    if (v.kind != Expr::Kind::String ||
+        (v.text != "tanh" && v.text != "none")) {
+      diags.error(v.loc, "approximate= is \"tanh\" or \"none\"", v.length);
       return std::nullopt;
     }
+    info = findElementwise(v.text == "tanh" ? "gelu_tanh" : "gelu");
+  } else if (const ElementwiseInfo *named = findElementwise(callee);
+             named && named->symbol.empty()) {
     if (!noKeywords())
       return std::nullopt;
-    auto x = tensorOf(*e.args[0]);
-    if (!x)
+    info = named;
+  }
+  if (info) {
+    if (e.args.size() != info->arity) {
+      diags.error(
+          e.loc,
+          info->arity == 1
+              ? fmt::format("{} takes exactly one tensor", callee)
+              : fmt::format("{} takes {} arguments", callee, info->arity),
+          e.length);
       return std::nullopt;
-    return unary(it->second, e, *e.args[0], *x);
+    }
+    std::vector<Operand> args;
+    std::vector<const Expr *> exprs;
+    for (auto &a : e.args) {
+      auto v = eval(*a);
+      if (!v)
+        return std::nullopt;
+      args.push_back(*v);
+      exprs.push_back(a.get());
+    }
+    return elementwise(*info, e, std::move(args), exprs);
   }
   if (callee == "astype")
     return astype(e);
@@ -266,10 +447,14 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     return pack(e);
   if (callee == "unpack")
     return unpack(e);
+  std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
+                                    "pack",      "unpack", "astype"};
+  for (const ElementwiseInfo &fn : elementwiseTable())
+    if (fn.symbol.empty())
+      known.push_back(std::string(fn.name));
   diags.error(e.loc,
-              "unknown function '" + callee +
-                  "'; expected rearrange, reduce, repeat, einsum, pack, "
-                  "unpack, astype, exp, log, sqrt, rsqrt, relu or tanh",
+              fmt::format("unknown function '{}'; expected one of {}", callee,
+                          fmt::join(known, ", ")),
               e.length);
   return std::nullopt;
 }
@@ -280,9 +465,6 @@ std::optional<Operand> FunctionChecker::astype(const Expr &e) {
                 e.length);
     return std::nullopt;
   }
-  auto x = tensorOf(*e.args[0]);
-  if (!x)
-    return std::nullopt;
   auto dtype = parseDType(e.args[1]->text);
   if (!dtype) {
     diags.error(e.args[1]->loc,
@@ -291,6 +473,23 @@ std::optional<Operand> FunctionChecker::astype(const Expr &e) {
                 e.args[1]->length);
     return std::nullopt;
   }
+  auto value = eval(*e.args[0]);
+  if (!value)
+    return std::nullopt;
+  if (value->isScalar()) {
+    // astype(B * K, f32), astype(1.0 / sqrt(d), f32): the number, size or
+    // deferred value computed in `dtype`.
+    auto id = scalarAs(*value, *dtype, *e.args[0]);
+    if (!id)
+      return std::nullopt;
+    return single(*id);
+  }
+  if (value->values.size() != 1 ||
+      out.values[value->values[0]].isPackedShapes) {
+    diags.error(e.args[0]->loc, "expected a tensor here", e.args[0]->length);
+    return std::nullopt;
+  }
+  std::optional<unsigned> x = value->values[0];
   CheckedOp op;
   op.kind = OpKind::Cast;
   op.loc = e.loc;

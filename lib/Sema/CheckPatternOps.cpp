@@ -111,8 +111,8 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
                                "\"sum\", not " +
                                    exprToString(red);
       diags.error(red.loc,
-                  what + "; expected \"sum\", \"mean\", \"max\", \"min\" "
-                         "or \"prod\"",
+                  what + "; expected \"sum\", \"mean\", \"max\", \"min\", "
+                         "\"prod\", \"any\" or \"all\"",
                   red.length);
       return std::nullopt;
     }

@@ -315,6 +315,19 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
         diags.error(e->loc, "cannot return a bare number; return a tensor");
         return false;
       }
+      if (v->isScalar()) {
+        // A size or a function of sizes takes the declared result's dtype.
+        if (returned.size() >= out.results.size()) {
+          diags.error(e->loc, "a size or number returned beyond the declared "
+                              "results needs a dtype; use astype");
+          return false;
+        }
+        auto id = scalarAs(*v, out.results[returned.size()].dtype, *e);
+        if (!id)
+          return false;
+        returned.push_back({*id, e.get()});
+        continue;
+      }
       for (unsigned id : v->values)
         returned.push_back({id, e.get()});
     }
@@ -365,6 +378,37 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
                 "a bare number cannot be assigned; use it in an expression");
     return false;
   }
+  if (value->isScalar()) {
+    // A size or a function of sizes: bound by name, it takes a dtype where
+    // it is used.
+    if (stmt.targets.size() != 1) {
+      diags.error(stmt.loc, "cannot assign 1 value(s) to " +
+                                std::to_string(stmt.targets.size()) +
+                                " name(s)");
+      return false;
+    }
+    auto &[name, loc] = stmt.targets[0];
+    if (dimNames.count(name) || out.ctx.env.count(name)) {
+      diags.error(loc, "'" + name + "' is a dim name; choose another name",
+                  static_cast<unsigned>(name.size()));
+      return false;
+    }
+    if (name != "_") {
+      if (scalarVars.count(name)) {
+        // A deferred value reads the names it was defined from when it is
+        // evaluated: rebinding one would change it silently.
+        diags.error(loc,
+                    "'" + name +
+                        "' already names a value computed from "
+                        "sizes; choose another name",
+                    static_cast<unsigned>(name.size()));
+        return false;
+      }
+      vars.erase(name);
+      scalarVars[name] = *value;
+    }
+    return true;
+  }
   if (value->values.size() != stmt.targets.size()) {
     diags.error(stmt.loc, "cannot assign " +
                               std::to_string(value->values.size()) +
@@ -378,6 +422,14 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
       continue;
     if (dimNames.count(name) || out.ctx.env.count(name)) {
       diags.error(loc, "'" + name + "' is a dim name; choose another name",
+                  static_cast<unsigned>(name.size()));
+      return false;
+    }
+    if (scalarVars.count(name)) {
+      diags.error(loc,
+                  "'" + name +
+                      "' already names a value computed from "
+                      "sizes; choose another name",
                   static_cast<unsigned>(name.size()));
       return false;
     }

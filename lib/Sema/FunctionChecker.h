@@ -16,7 +16,7 @@
 namespace ein::sema {
 
 inline constexpr const char *kDTypeList =
-    "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32";
+    "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, bool";
 
 /// Columns from `e`'s start to the end of a negated literal (`-465`), so
 /// that the caret spans it; other expressions keep their own length.
@@ -27,12 +27,20 @@ inline unsigned literalSpan(const Expr &e) {
   return e.length;
 }
 
-/// The result of evaluating an expression: tensor values, or a scalar
-/// literal not yet given a dtype (it takes its partner's dtype).
+/// The result of evaluating an expression: tensor values, a scalar literal
+/// not yet given a dtype, or a size (a dim used as a value, `B * K`); the
+/// last two take their partner's dtype.
 struct Operand {
   std::vector<unsigned> values;
   bool isLiteral = false;
   NumberLiteral literal;
+  std::optional<SizeExpr> size;
+  /// A function of numbers and sizes that needs a dtype (`1.0 / sqrt(d)`):
+  /// evaluated again, with the dtype of the tensor it meets (or of astype,
+  /// or of the declared result), when it meets one.
+  const Expr *deferred = nullptr;
+  /// Neither tensors nor packed shapes: a number, a size or a deferred value.
+  bool isScalar() const { return isLiteral || size || deferred; }
 };
 class FunctionChecker {
 public:
@@ -96,14 +104,33 @@ private:
 
   std::optional<Operand> single(unsigned id);
 
+  /// `v` as a tensor of `dtype` when it is a number, a size or a deferred
+  /// value (its tensor otherwise); `at` is its expression. nullopt after an
+  /// error.
+  std::optional<unsigned> scalarAs(const Operand &v, DType dtype,
+                                   const Expr &at);
+  /// The dtype deferred values take while evaluated again (scalarAs).
+  std::optional<DType> pendingDType;
+  /// Names bound to numbers, sizes or deferred values (`scale = 1.0 /
+  /// sqrt(d)`): they take a dtype where they are used.
+  std::map<std::string, Operand> scalarVars;
+
   /// A literal next to a tensor of `dtype` becomes a constant of `dtype`, if
   /// it fits (lib/Shape/DTypeRules.cpp); `at` is the literal's expression.
+  /// A size becomes a constant when its value is known, else an op that
+  /// reads it at run time (OpKind::Size).
   unsigned materialize(const Operand &lit, DType dtype, const Expr &at);
 
   std::optional<Operand> eval(const Expr &e);
 
-  std::optional<Operand> unary(OpKind kind, const Expr &at, const Expr &arg,
-                               unsigned id);
+  /// Applies elementwise function `info` to `args` (tensors, numbers or
+  /// sizes; `argExprs` are their expressions, for messages) at `at`:
+  /// numbers fold, sizes stay sizes under exact integer arithmetic, and
+  /// otherwise every number and size becomes a constant of the tensors'
+  /// dtype and the shapes broadcast by name.
+  std::optional<Operand> elementwise(const ElementwiseInfo &info,
+                                     const Expr &at, std::vector<Operand> args,
+                                     const std::vector<const Expr *> &argExprs);
 
   std::optional<Operand> binary(const Expr &e);
 

@@ -11,33 +11,20 @@ const char *opKindName(OpKind kind) {
   case OpKind::Einsum: return "einsum";
   case OpKind::Pack: return "pack";
   case OpKind::Unpack: return "unpack";
-  case OpKind::Add: return "add";
-  case OpKind::Sub: return "sub";
-  case OpKind::Mul: return "mul";
-  case OpKind::Div: return "div";
-  case OpKind::Pow: return "pow";
-  case OpKind::Exp: return "exp";
-  case OpKind::Log: return "log";
-  case OpKind::Sqrt: return "sqrt";
-  case OpKind::Rsqrt: return "rsqrt";
-  case OpKind::Relu: return "relu";
-  case OpKind::Tanh: return "tanh";
-  case OpKind::Neg: return "neg";
+  case OpKind::Elementwise:
+    return "elementwise";
   case OpKind::Cast: return "astype";
   case OpKind::Constant: return "constant";
+  case OpKind::Size:
+    return "size";
   }
   return "op";
 }
 
-bool isBinary(OpKind kind) {
-  return kind == OpKind::Add || kind == OpKind::Sub || kind == OpKind::Mul ||
-         kind == OpKind::Div || kind == OpKind::Pow;
-}
-
-bool isUnary(OpKind kind) {
-  return kind == OpKind::Exp || kind == OpKind::Log || kind == OpKind::Sqrt ||
-         kind == OpKind::Rsqrt || kind == OpKind::Relu ||
-         kind == OpKind::Tanh || kind == OpKind::Neg;
+const char *opName(OpKind kind, ElementwiseFn fn) {
+  if (kind == OpKind::Elementwise)
+    return elementwiseInfo(fn).name.data();
+  return opKindName(kind);
 }
 
 const CheckedFunction *CheckedModule::find(const std::string &name) const {

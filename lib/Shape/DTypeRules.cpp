@@ -15,31 +15,22 @@ const std::vector<DTypeRule> &dtypeRules() {
   static const std::vector<DTypeRule> rules = {
       {"rearrange", S::Any, true, std::nullopt, false},
       {"repeat", S::Any, true, std::nullopt, false},
-      {"sum", S::Any, true, S::Any, false},
-      {"max", S::Any, true, S::Any, false},
-      {"min", S::Any, true, S::Any, false},
-      {"prod", S::Any, true, S::Any, false},
+      {"sum", S::Number, true, S::Number, false},
+      {"max", S::Number, true, S::Number, false},
+      {"min", S::Number, true, S::Number, false},
+      {"prod", S::Number, true, S::Number, false},
       // A mean divides by the element count: only floats divide without
       // truncating (and without trapping on an empty axis).
       {"mean", S::Float, true, S::Float, false},
-      {"einsum", S::Any, true, S::Any, false},
+      // any/all: on bool, with the identities False and True of an empty
+      // axis.
+      {"any", S::Bool, true, S::Bool, false},
+      {"all", S::Bool, true, S::Bool, false},
+      {"einsum", S::Number, true, S::Number, false},
       {"pack", S::Any, true, std::nullopt, false},
       {"unpack", S::Any, true, std::nullopt, false},
-      {"add", S::Any, true, std::nullopt, false},
-      {"sub", S::Any, true, std::nullopt, false},
-      {"mul", S::Any, true, std::nullopt, false},
-      // Integer division is defined for every operand pair (language.md §6).
-      {"div", S::Any, true, std::nullopt, false},
-      {"pow", S::Any, true, std::nullopt, false},
-      {"neg", S::Any, true, std::nullopt, false},
-      {"relu", S::Any, true, std::nullopt, false},
-      // Transcendental functions exist only on floats (math dialect).
-      {"exp", S::Float, true, std::nullopt, false},
-      {"log", S::Float, true, std::nullopt, false},
-      {"sqrt", S::Float, true, std::nullopt, false},
-      {"rsqrt", S::Float, true, std::nullopt, false},
-      {"tanh", S::Float, true, std::nullopt, false},
       {"cast", S::Any, true, std::nullopt, true},
+      // Elementwise functions have their rules in Elementwise.cpp.
   };
   return rules;
 }
@@ -56,20 +47,18 @@ const DTypeRule &reduceDTypeRule(ReduceKind kind) {
                           : kind == ReduceKind::Mean ? "mean"
                           : kind == ReduceKind::Max  ? "max"
                           : kind == ReduceKind::Min  ? "min"
+                          : kind == ReduceKind::Any  ? "any"
+                          : kind == ReduceKind::All  ? "all"
                                                      : "prod";
   return *findDTypeRule(name);
-}
-
-bool admits(DTypeSet set, DType dtype) {
-  return set == DTypeSet::Any || isFloat(dtype);
 }
 
 std::optional<std::string> operandDTypeError(const DTypeRule &rule,
                                              DType dtype) {
   if (admits(rule.operands, dtype))
     return std::nullopt;
-  return fmt::format("{} needs a float tensor, got {}; use astype", rule.op,
-                     dtypeName(dtype));
+  return fmt::format("{} needs {}, got {}; use astype", rule.op,
+                     dtypeSetText(rule.operands), dtypeName(dtype));
 }
 
 std::optional<std::string> accDTypeError(const DTypeRule &rule, DType acc) {
@@ -77,8 +66,10 @@ std::optional<std::string> accDTypeError(const DTypeRule &rule, DType acc) {
     return fmt::format("acc= does not apply to {}", rule.op);
   if (admits(*rule.acc, acc))
     return std::nullopt;
-  return fmt::format("{} accumulates in a float dtype, got acc={}", rule.op,
-                     dtypeName(acc));
+  if (*rule.acc == DTypeSet::Float)
+    return fmt::format("{} accumulates in a float dtype, got acc={}", rule.op,
+                       dtypeName(acc));
+  return fmt::format("{} cannot accumulate in {}", rule.op, dtypeName(acc));
 }
 
 NumberLiteral parseNumberLiteral(const std::string &text) {
@@ -190,6 +181,9 @@ std::string literalText(const NumberLiteral &literal) {
 
 std::optional<std::string> literalDTypeError(const NumberLiteral &literal,
                                              DType dtype) {
+  if (dtype == DType::Bool)
+    return std::string("a number cannot combine with a bool tensor; compare "
+                       "(x > 0) or convert with astype");
   if (!isFloat(dtype)) {
     if (!literal.isInt)
       return fmt::format("a non-integer number cannot combine with an integer "

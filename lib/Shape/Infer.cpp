@@ -18,6 +18,10 @@ std::optional<ReduceKind> parseReduceKind(const std::string &name) {
     return ReduceKind::Min;
   if (name == "prod")
     return ReduceKind::Prod;
+  if (name == "any")
+    return ReduceKind::Any;
+  if (name == "all")
+    return ReduceKind::All;
   return std::nullopt;
 }
 
@@ -33,6 +37,10 @@ const char *reduceKindName(ReduceKind kind) {
     return "min";
   case ReduceKind::Prod:
     return "prod";
+  case ReduceKind::Any:
+    return "any";
+  case ReduceKind::All:
+    return "all";
   }
   return "sum";
 }

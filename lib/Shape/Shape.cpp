@@ -18,6 +18,7 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::F16, "f16", 2, true},       {DType::BF16, "bf16", 2, true},
     {DType::F8E4M3, "f8e4m3", 1, true}, {DType::F8E5M2, "f8e5m2", 1, true},
     {DType::I64, "i64", 8, false},      {DType::I32, "i32", 4, false},
+    {DType::Bool, "bool", 1, false},
 };
 const DTypeInfo &info(DType type) {
   for (auto &i : kDTypes)

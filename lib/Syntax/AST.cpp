@@ -13,6 +13,8 @@ std::string exprToString(const Expr &e) {
     return "\"" + e.text + "\"";
   case Expr::Kind::Neg:
     return "(-" + exprToString(*e.args[0]) + ")";
+  case Expr::Kind::Not:
+    return "(~" + exprToString(*e.args[0]) + ")";
   case Expr::Kind::Binary:
     return "(" + exprToString(*e.args[0]) + " " + e.text + " " +
            exprToString(*e.args[1]) + ")";

@@ -27,6 +27,28 @@ const char *tokenKindName(TokenKind kind) {
   case TokenKind::Star: return "'*'";
   case TokenKind::Slash: return "'/'";
   case TokenKind::StarStar: return "'**'";
+  case TokenKind::SlashSlash:
+    return "'//'";
+  case TokenKind::Percent:
+    return "'%'";
+  case TokenKind::Less:
+    return "'<'";
+  case TokenKind::LessEqual:
+    return "'<='";
+  case TokenKind::Greater:
+    return "'>'";
+  case TokenKind::GreaterEqual:
+    return "'>='";
+  case TokenKind::EqualEqual:
+    return "'=='";
+  case TokenKind::NotEqual:
+    return "'!='";
+  case TokenKind::Amp:
+    return "'&'";
+  case TokenKind::Pipe:
+    return "'|'";
+  case TokenKind::Tilde:
+    return "'~'";
   case TokenKind::Newline: return "end of line";
   case TokenKind::Indent: return "indent";
   case TokenKind::Dedent: return "dedent";
@@ -219,6 +241,16 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
     unsigned len = 1;
     if (two == "->") kind = TokenKind::Arrow, len = 2;
     else if (two == "**") kind = TokenKind::StarStar, len = 2;
+    else if (two == "//")
+      kind = TokenKind::SlashSlash, len = 2;
+    else if (two == "<=")
+      kind = TokenKind::LessEqual, len = 2;
+    else if (two == ">=")
+      kind = TokenKind::GreaterEqual, len = 2;
+    else if (two == "==")
+      kind = TokenKind::EqualEqual, len = 2;
+    else if (two == "!=")
+      kind = TokenKind::NotEqual, len = 2;
     else switch (c) {
       case '(': case '[':
         kind = c == '(' ? TokenKind::LParen : TokenKind::LBracket;
@@ -236,6 +268,24 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       case '-': kind = TokenKind::Minus; break;
       case '*': kind = TokenKind::Star; break;
       case '/': kind = TokenKind::Slash; break;
+      case '%':
+        kind = TokenKind::Percent;
+        break;
+      case '<':
+        kind = TokenKind::Less;
+        break;
+      case '>':
+        kind = TokenKind::Greater;
+        break;
+      case '&':
+        kind = TokenKind::Amp;
+        break;
+      case '|':
+        kind = TokenKind::Pipe;
+        break;
+      case '~':
+        kind = TokenKind::Tilde;
+        break;
       default: break;
     }
     if (kind == TokenKind::Error) {

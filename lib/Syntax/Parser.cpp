@@ -230,7 +230,43 @@ private:
     return e;
   }
 
-  ExprPtr parseExpr() { return parseAdditive(); }
+  // Python's precedence, lowest first: comparisons, |, &, + -,
+  // * / // %, unary - and ~, **.
+  ExprPtr parseExpr() { return parseComparison(); }
+
+  static bool isComparison(TokenKind k) {
+    return k == TokenKind::Less || k == TokenKind::LessEqual ||
+           k == TokenKind::Greater || k == TokenKind::GreaterEqual ||
+           k == TokenKind::EqualEqual || k == TokenKind::NotEqual;
+  }
+  /// One comparison at most: Python's chains (`a < b < c`, meaning
+  /// `a < b and b < c`) have no elementwise reading.
+  ExprPtr parseComparison() {
+    ExprPtr lhs = parseOr();
+    if (!lhs || !isComparison(toks[pos].kind))
+      return lhs;
+    Token op = toks[pos++];
+    ExprPtr rhs = parseOr();
+    if (!rhs)
+      return nullptr;
+    if (isComparison(toks[pos].kind)) {
+      diags.error(toks[pos].loc,
+                  "chained comparisons are not supported; combine two with "
+                  "&: (a < b) & (b < c)",
+                  toks[pos].length);
+      return nullptr;
+    }
+    auto e = make(Expr::Kind::Binary, op);
+    e->args.push_back(std::move(lhs));
+    e->args.push_back(std::move(rhs));
+    return e;
+  }
+  ExprPtr parseOr() {
+    return parseBinary(&Parser::parseAnd, {TokenKind::Pipe});
+  }
+  ExprPtr parseAnd() {
+    return parseBinary(&Parser::parseAdditive, {TokenKind::Amp});
+  }
 
   ExprPtr parseBinary(ExprPtr (Parser::*next)(), std::initializer_list<TokenKind> ops) {
     ExprPtr lhs = (this->*next)();
@@ -263,7 +299,9 @@ private:
     return parseBinary(&Parser::parseMultiplicative, {TokenKind::Plus, TokenKind::Minus});
   }
   ExprPtr parseMultiplicative() {
-    return parseBinary(&Parser::parseUnary, {TokenKind::Star, TokenKind::Slash});
+    return parseBinary(&Parser::parseUnary,
+                       {TokenKind::Star, TokenKind::Slash,
+                        TokenKind::SlashSlash, TokenKind::Percent});
   }
   ExprPtr parseUnary() {
     struct Restore {
@@ -273,12 +311,13 @@ private:
     ++depth;
     if (tooDeep())
       return nullptr;
-    if (at(TokenKind::Minus)) {
+    if (at(TokenKind::Minus) || at(TokenKind::Tilde)) {
       Token op = toks[pos++];
       ExprPtr operand = parseUnary();
       if (!operand)
         return nullptr;
-      auto e = make(Expr::Kind::Neg, op);
+      auto e = make(
+          op.kind == TokenKind::Minus ? Expr::Kind::Neg : Expr::Kind::Not, op);
       e->args.push_back(std::move(operand));
       return e;
     }

@@ -28,6 +28,8 @@ const char *cType(DType t) {
     return "int64_t";
   case DType::I32:
     return "int32_t";
+  case DType::Bool:
+    return "uint8_t"; // one byte, 0 or 1, as numpy's bool
   }
   return "void";
 }

@@ -22,20 +22,10 @@ std::optional<OpKind> kindOf(mlir::Operation *op) {
       .Case<EinsumOp>([](auto) { return OpKind::Einsum; })
       .Case<PackOp>([](auto) { return OpKind::Pack; })
       .Case<UnpackOp>([](auto) { return OpKind::Unpack; })
-      .Case<AddOp>([](auto) { return OpKind::Add; })
-      .Case<SubOp>([](auto) { return OpKind::Sub; })
-      .Case<MulOp>([](auto) { return OpKind::Mul; })
-      .Case<DivOp>([](auto) { return OpKind::Div; })
-      .Case<PowOp>([](auto) { return OpKind::Pow; })
-      .Case<ExpOp>([](auto) { return OpKind::Exp; })
-      .Case<LogOp>([](auto) { return OpKind::Log; })
-      .Case<SqrtOp>([](auto) { return OpKind::Sqrt; })
-      .Case<RsqrtOp>([](auto) { return OpKind::Rsqrt; })
-      .Case<ReluOp>([](auto) { return OpKind::Relu; })
-      .Case<TanhOp>([](auto) { return OpKind::Tanh; })
-      .Case<NegOp>([](auto) { return OpKind::Neg; })
+      .Case<ElementwiseOp>([](auto) { return OpKind::Elementwise; })
       .Case<CastOp>([](auto) { return OpKind::Cast; })
       .Case<ConstantOp>([](auto) { return OpKind::Constant; })
+      .Case<SizeOp>([](auto) { return OpKind::Size; })
       .Default([](auto) { return std::nullopt; });
 }
 
@@ -84,6 +74,8 @@ struct AnnotateCostsPass : impl::AnnotateCostsBase<AnnotateCostsPass> {
           ok = einsum.has_value();
           if (ok)
             in.einsum = &*einsum;
+        } else if (auto e = llvm::dyn_cast<ElementwiseOp>(op)) {
+          in.fn = e.getInfo().fn;
         } else if (auto u = llvm::dyn_cast<UnpackOp>(op)) {
           auto pattern = u.getPattern().getPattern(PatternUse::Pack);
           ok = static_cast<bool>(pattern);

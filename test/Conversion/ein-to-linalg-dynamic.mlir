@@ -46,7 +46,7 @@ module attributes {ein.dims = {}} {
 // CHECK-SAME: (%{{.*}}: tensor<?x4xf32>) -> tensor<?x4xf32>
 module attributes {ein.dims = {c = 4 : i64}} {
   func.func @mixed(%x: !ein.tensor<"b c", f32>) -> !ein.tensor<"b c", f32> {
-    %0 = ein.exp %x : !ein.tensor<"b c", f32>
+    %0 = ein.elementwise "exp" %x : !ein.tensor<"b c", f32> -> !ein.tensor<"b c", f32>
     return %0 : !ein.tensor<"b c", f32>
   }
 }

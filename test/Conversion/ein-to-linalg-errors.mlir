@@ -15,7 +15,7 @@ func.func @unknown(%x: !ein.tensor<"n", f32>) -> !ein.tensor<"n", f32> {
 // read from the arguments: an error naming it.
 // expected-error @+1 {{size-generic code cannot read 'd' from the arguments' sizes (it appears only in parameter 0 dim 0 (d*h)); bind it with --dim}}
 func.func @product(%x: !ein.tensor<"h*d", f32>) -> !ein.tensor<"h*d", f32> {
-  %0 = ein.exp %x : !ein.tensor<"h*d", f32>
+  %0 = ein.elementwise "exp" %x : !ein.tensor<"h*d", f32> -> !ein.tensor<"h*d", f32>
   return %0 : !ein.tensor<"h*d", f32>
 }
 

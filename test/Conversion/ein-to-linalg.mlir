@@ -145,8 +145,8 @@ func.func @repeat(%x: !ein.tensor<"2 3", f32>) -> !ein.tensor<"2 4 3", f32> {
 // CHECK-SAME: ins(%[[S]], %[[Z]] : tensor<2x3x4xf32>, tensor<4xf32>)
 // CHECK: arith.mulf
 func.func @broadcast_add(%x: !ein.tensor<"2 3 4", f32>, %y: !ein.tensor<"2 1 4", f32>, %z: !ein.tensor<"4", f32>) -> !ein.tensor<"2 3 4", f32> {
-  %0 = ein.add %x, %y : !ein.tensor<"2 3 4", f32>, !ein.tensor<"2 1 4", f32> -> !ein.tensor<"2 3 4", f32>
-  %1 = ein.mul %0, %z : !ein.tensor<"2 3 4", f32>, !ein.tensor<"4", f32> -> !ein.tensor<"2 3 4", f32>
+  %0 = ein.elementwise "add" %x, %y : !ein.tensor<"2 3 4", f32>, !ein.tensor<"2 1 4", f32> -> !ein.tensor<"2 3 4", f32>
+  %1 = ein.elementwise "mul" %0, %z : !ein.tensor<"2 3 4", f32>, !ein.tensor<"4", f32> -> !ein.tensor<"2 3 4", f32>
   return %1 : !ein.tensor<"2 3 4", f32>
 }
 

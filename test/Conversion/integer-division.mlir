@@ -21,7 +21,7 @@
 // CHECK: linalg.yield %[[R]] : i32
 module attributes {ein.dims = {}} {
   func.func @div_i32(%x: !ein.tensor<"4", i32>, %y: !ein.tensor<"4", i32>) -> !ein.tensor<"4", i32> {
-    %0 = ein.div %x, %y : !ein.tensor<"4", i32>, !ein.tensor<"4", i32> -> !ein.tensor<"4", i32>
+    %0 = ein.elementwise "div" %x, %y : !ein.tensor<"4", i32>, !ein.tensor<"4", i32> -> !ein.tensor<"4", i32>
     return %0 : !ein.tensor<"4", i32>
   }
 }
@@ -36,7 +36,7 @@ module attributes {ein.dims = {}} {
 // CHECK: arith.select
 module attributes {ein.dims = {}} {
   func.func @div_i64(%x: !ein.tensor<"4", i64>, %y: !ein.tensor<"", i64>) -> !ein.tensor<"4", i64> {
-    %0 = ein.div %x, %y : !ein.tensor<"4", i64>, !ein.tensor<"", i64> -> !ein.tensor<"4", i64>
+    %0 = ein.elementwise "div" %x, %y : !ein.tensor<"4", i64>, !ein.tensor<"", i64> -> !ein.tensor<"4", i64>
     return %0 : !ein.tensor<"4", i64>
   }
 }
@@ -49,7 +49,7 @@ module attributes {ein.dims = {}} {
 // CHECK-NOT: arith.select
 module attributes {ein.dims = {}} {
   func.func @div_f32(%x: !ein.tensor<"4", f32>, %y: !ein.tensor<"4", f32>) -> !ein.tensor<"4", f32> {
-    %0 = ein.div %x, %y : !ein.tensor<"4", f32>, !ein.tensor<"4", f32> -> !ein.tensor<"4", f32>
+    %0 = ein.elementwise "div" %x, %y : !ein.tensor<"4", f32>, !ein.tensor<"4", f32> -> !ein.tensor<"4", f32>
     return %0 : !ein.tensor<"4", f32>
   }
 }
@@ -72,7 +72,7 @@ module attributes {ein.dims = {}} {
 // CHECK: linalg.yield %[[R]] : i32
 module attributes {ein.dims = {}} {
   func.func @pow_i32(%x: !ein.tensor<"4", i32>, %y: !ein.tensor<"4", i32>) -> !ein.tensor<"4", i32> {
-    %0 = ein.pow %x, %y : !ein.tensor<"4", i32>, !ein.tensor<"4", i32> -> !ein.tensor<"4", i32>
+    %0 = ein.elementwise "pow" %x, %y : !ein.tensor<"4", i32>, !ein.tensor<"4", i32> -> !ein.tensor<"4", i32>
     return %0 : !ein.tensor<"4", i32>
   }
 }

@@ -190,8 +190,8 @@ func.func @einsum_acc(%x: !ein.tensor<"m n", bf16>) {
 // the verifier's: exp needs a float tensor (it would fail in math.exp's
 // verifier during lowering otherwise).
 func.func @exp_of_int(%x: !ein.tensor<"n", i32>) {
-  // expected-error @+1 {{'ein.exp' op exp needs a float tensor, got i32; use astype}}
-  %0 = ein.exp %x : !ein.tensor<"n", i32>
+  // expected-error @+1 {{'ein.elementwise' op exp needs a float tensor, got i32; use astype}}
+  %0 = ein.elementwise "exp" %x : !ein.tensor<"n", i32> -> !ein.tensor<"n", i32>
   return
 }
 
@@ -199,32 +199,32 @@ func.func @exp_of_int(%x: !ein.tensor<"n", i32>) {
 
 // Tests the rule for the other float-only unary ops, one of them per dtype.
 func.func @rsqrt_of_int(%x: !ein.tensor<"n", i64>) {
-  // expected-error @+1 {{'ein.rsqrt' op rsqrt needs a float tensor, got i64; use astype}}
-  %0 = ein.rsqrt %x : !ein.tensor<"n", i64>
+  // expected-error @+1 {{'ein.elementwise' op rsqrt needs a float tensor, got i64; use astype}}
+  %0 = ein.elementwise "rsqrt" %x : !ein.tensor<"n", i64> -> !ein.tensor<"n", i64>
   return
 }
 
 // -----
 
 func.func @log_of_int(%x: !ein.tensor<"n", i32>) {
-  // expected-error @+1 {{'ein.log' op log needs a float tensor, got i32; use astype}}
-  %0 = ein.log %x : !ein.tensor<"n", i32>
+  // expected-error @+1 {{'ein.elementwise' op log needs a float tensor, got i32; use astype}}
+  %0 = ein.elementwise "log" %x : !ein.tensor<"n", i32> -> !ein.tensor<"n", i32>
   return
 }
 
 // -----
 
 func.func @sqrt_of_int(%x: !ein.tensor<"n", i64>) {
-  // expected-error @+1 {{'ein.sqrt' op sqrt needs a float tensor, got i64; use astype}}
-  %0 = ein.sqrt %x : !ein.tensor<"n", i64>
+  // expected-error @+1 {{'ein.elementwise' op sqrt needs a float tensor, got i64; use astype}}
+  %0 = ein.elementwise "sqrt" %x : !ein.tensor<"n", i64> -> !ein.tensor<"n", i64>
   return
 }
 
 // -----
 
 func.func @tanh_of_int(%x: !ein.tensor<"n", i32>) {
-  // expected-error @+1 {{'ein.tanh' op tanh needs a float tensor, got i32; use astype}}
-  %0 = ein.tanh %x : !ein.tensor<"n", i32>
+  // expected-error @+1 {{'ein.elementwise' op tanh needs a float tensor, got i32; use astype}}
+  %0 = ein.elementwise "tanh" %x : !ein.tensor<"n", i32> -> !ein.tensor<"n", i32>
   return
 }
 
@@ -324,8 +324,8 @@ func.func @repeat_new_axis_without_size(%x: !ein.tensor<"m", f32>) {
 
 // Tests that binary operands share one element type.
 func.func @binary_mixed_element_types(%x: !ein.tensor<"m", f32>, %y: !ein.tensor<"m", f16>) {
-  // expected-error @+1 {{'ein.add' op operands must share one element type, but operand #1 has 'f16' and operand #0 has 'f32'}}
-  %0 = ein.add %x, %y : !ein.tensor<"m", f32>, !ein.tensor<"m", f16> -> !ein.tensor<"m", f32>
+  // expected-error @+1 {{'ein.elementwise' op operands must share one element type, but operand #1 has 'f16' and operand #0 has 'f32'}}
+  %0 = ein.elementwise "add" %x, %y : !ein.tensor<"m", f32>, !ein.tensor<"m", f16> -> !ein.tensor<"m", f32>
   return
 }
 
@@ -333,8 +333,8 @@ func.func @binary_mixed_element_types(%x: !ein.tensor<"m", f32>, %y: !ein.tensor
 
 // Tests that broadcasting matches dims by name.
 func.func @broadcast_unknown_dim(%x: !ein.tensor<"m n", f32>, %y: !ein.tensor<"k", f32>) {
-  // expected-error @+1 {{'ein.mul' op cannot broadcast "k" against "m n": dim k is not in the larger shape}}
-  %0 = ein.mul %x, %y : !ein.tensor<"m n", f32>, !ein.tensor<"k", f32> -> !ein.tensor<"m n", f32>
+  // expected-error @+1 {{'ein.elementwise' op cannot broadcast "k" against "m n": dim k is not in the larger shape}}
+  %0 = ein.elementwise "mul" %x, %y : !ein.tensor<"m n", f32>, !ein.tensor<"k", f32> -> !ein.tensor<"m n", f32>
   return
 }
 
@@ -342,8 +342,8 @@ func.func @broadcast_unknown_dim(%x: !ein.tensor<"m n", f32>, %y: !ein.tensor<"k
 
 // Tests that broadcasting of equal ranks needs equal dims in order.
 func.func @broadcast_order(%x: !ein.tensor<"m n", f32>, %y: !ein.tensor<"n m", f32>) {
-  // expected-error @+1 {{'ein.sub' op cannot prove m == n (broadcast dim 0)}}
-  %0 = ein.sub %x, %y : !ein.tensor<"m n", f32>, !ein.tensor<"n m", f32> -> !ein.tensor<"m n", f32>
+  // expected-error @+1 {{'ein.elementwise' op cannot prove m == n (broadcast dim 0)}}
+  %0 = ein.elementwise "sub" %x, %y : !ein.tensor<"m n", f32>, !ein.tensor<"n m", f32> -> !ein.tensor<"m n", f32>
   return
 }
 
@@ -351,17 +351,17 @@ func.func @broadcast_order(%x: !ein.tensor<"m n", f32>, %y: !ein.tensor<"n m", f
 
 // Tests that a binary op's result has the broadcast shape.
 func.func @broadcast_result(%x: !ein.tensor<"m n", f32>, %y: !ein.tensor<"n", f32>) {
-  // expected-error @+1 {{'ein.div' op result shape "n" does not match the inferred "m n": rank mismatch}}
-  %0 = ein.div %x, %y : !ein.tensor<"m n", f32>, !ein.tensor<"n", f32> -> !ein.tensor<"n", f32>
+  // expected-error @+1 {{'ein.elementwise' op result shape "n" does not match the inferred "m n": rank mismatch}}
+  %0 = ein.elementwise "div" %x, %y : !ein.tensor<"m n", f32>, !ein.tensor<"n", f32> -> !ein.tensor<"n", f32>
   return
 }
 
 // -----
 
-// Tests that a unary op keeps its operand's type.
+// Tests that a unary function keeps its operand's element type.
 func.func @unary_type(%x: !ein.tensor<"m n", f32>) {
-  // expected-error @+1 {{'ein.exp' op requires the same type for all operands and results}}
-  %0 = "ein.exp"(%x) : (!ein.tensor<"m n", f32>) -> !ein.tensor<"m n", f16>
+  // expected-error @+1 {{'ein.elementwise' op result element type 'f16' does not match the expected 'f32'}}
+  %0 = "ein.elementwise"(%x) {fn = "exp"} : (!ein.tensor<"m n", f32>) -> !ein.tensor<"m n", f16>
   return
 }
 

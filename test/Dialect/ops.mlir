@@ -118,18 +118,18 @@ func.func @pack_unpack(%x: !ein.tensor<"b h w c", f32>, %y: !ein.tensor<"b c", f
 
 // Tests the binary ops, with equal shapes and broadcasting by name.
 // CHECK-LABEL: func.func @binary
-// CHECK: ein.add %{{.*}}, %{{.*}} : !ein.tensor<"b s d", f32>, !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", f32>
-// CHECK: ein.sub %{{.*}}, %{{.*}} : !ein.tensor<"b s d", f32>, !ein.tensor<"d", f32> -> !ein.tensor<"b s d", f32>
-// CHECK: ein.mul %{{.*}}, %{{.*}} : !ein.tensor<"", f32>, !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", f32>
-// CHECK: ein.div %{{.*}}, %{{.*}} : !ein.tensor<"b s d", f32>, !ein.tensor<"b 1 d", f32> -> !ein.tensor<"b s d", f32>
-// CHECK: ein.pow %{{.*}}, %{{.*}} : !ein.tensor<"b s d", f32>, !ein.tensor<"", f32> -> !ein.tensor<"b s d", f32>
+// CHECK: ein.elementwise "add" %{{.*}}, %{{.*}} : !ein.tensor<"b s d", f32>, !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", f32>
+// CHECK: ein.elementwise "sub" %{{.*}}, %{{.*}} : !ein.tensor<"b s d", f32>, !ein.tensor<"d", f32> -> !ein.tensor<"b s d", f32>
+// CHECK: ein.elementwise "mul" %{{.*}}, %{{.*}} : !ein.tensor<"", f32>, !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", f32>
+// CHECK: ein.elementwise "div" %{{.*}}, %{{.*}} : !ein.tensor<"b s d", f32>, !ein.tensor<"b 1 d", f32> -> !ein.tensor<"b s d", f32>
+// CHECK: ein.elementwise "pow" %{{.*}}, %{{.*}} : !ein.tensor<"b s d", f32>, !ein.tensor<"", f32> -> !ein.tensor<"b s d", f32>
 func.func @binary(%x: !ein.tensor<"b s d", f32>, %v: !ein.tensor<"d", f32>,
                   %m: !ein.tensor<"b 1 d", f32>, %c: !ein.tensor<"", f32>) {
-  %0 = ein.add %x, %x : !ein.tensor<"b s d", f32>, !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", f32>
-  %1 = ein.sub %x, %v : !ein.tensor<"b s d", f32>, !ein.tensor<"d", f32> -> !ein.tensor<"b s d", f32>
-  %2 = ein.mul %c, %x : !ein.tensor<"", f32>, !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", f32>
-  %3 = ein.div %x, %m : !ein.tensor<"b s d", f32>, !ein.tensor<"b 1 d", f32> -> !ein.tensor<"b s d", f32>
-  %4 = ein.pow %x, %c : !ein.tensor<"b s d", f32>, !ein.tensor<"", f32> -> !ein.tensor<"b s d", f32>
+  %0 = ein.elementwise "add" %x, %x : !ein.tensor<"b s d", f32>, !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", f32>
+  %1 = ein.elementwise "sub" %x, %v : !ein.tensor<"b s d", f32>, !ein.tensor<"d", f32> -> !ein.tensor<"b s d", f32>
+  %2 = ein.elementwise "mul" %c, %x : !ein.tensor<"", f32>, !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", f32>
+  %3 = ein.elementwise "div" %x, %m : !ein.tensor<"b s d", f32>, !ein.tensor<"b 1 d", f32> -> !ein.tensor<"b s d", f32>
+  %4 = ein.elementwise "pow" %x, %c : !ein.tensor<"b s d", f32>, !ein.tensor<"", f32> -> !ein.tensor<"b s d", f32>
   return
 }
 
@@ -137,21 +137,21 @@ func.func @binary(%x: !ein.tensor<"b s d", f32>, %v: !ein.tensor<"d", f32>,
 
 // Tests the unary ops.
 // CHECK-LABEL: func.func @unary
-// CHECK: ein.exp %{{.*}} : !ein.tensor<"b d", f32>
-// CHECK: ein.log
-// CHECK: ein.sqrt
-// CHECK: ein.rsqrt
-// CHECK: ein.relu
-// CHECK: ein.tanh
-// CHECK: ein.neg %{{.*}} : !ein.tensor<"b d", f32>
+// CHECK: ein.elementwise "exp" %{{.*}} : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
+// CHECK: ein.elementwise "log"
+// CHECK: ein.elementwise "sqrt"
+// CHECK: ein.elementwise "rsqrt"
+// CHECK: ein.elementwise "relu"
+// CHECK: ein.elementwise "tanh"
+// CHECK: ein.elementwise "neg" %{{.*}} : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
 func.func @unary(%x: !ein.tensor<"b d", f32>) {
-  %0 = ein.exp %x : !ein.tensor<"b d", f32>
-  %1 = ein.log %0 : !ein.tensor<"b d", f32>
-  %2 = ein.sqrt %1 : !ein.tensor<"b d", f32>
-  %3 = ein.rsqrt %2 : !ein.tensor<"b d", f32>
-  %4 = ein.relu %3 : !ein.tensor<"b d", f32>
-  %5 = ein.tanh %4 : !ein.tensor<"b d", f32>
-  %6 = ein.neg %5 : !ein.tensor<"b d", f32>
+  %0 = ein.elementwise "exp" %x : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
+  %1 = ein.elementwise "log" %0 : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
+  %2 = ein.elementwise "sqrt" %1 : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
+  %3 = ein.elementwise "rsqrt" %2 : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
+  %4 = ein.elementwise "relu" %3 : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
+  %5 = ein.elementwise "tanh" %4 : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
+  %6 = ein.elementwise "neg" %5 : !ein.tensor<"b d", f32> -> !ein.tensor<"b d", f32>
   return
 }
 
@@ -175,10 +175,10 @@ func.func @cast_constant(%x: !ein.tensor<"b d", f32>) -> !ein.tensor<"", f32> {
 
 // Tests that .ein source locations are kept and printed with the op.
 // CHECK-LABEL: func.func @locations
-// CHECK: ein.exp
-// LOC: ein.exp %{{.*}} : !ein.tensor<"n", f32> loc([[LOC:#loc[0-9]*]])
+// CHECK: ein.elementwise "exp"
+// LOC: ein.elementwise "exp" %{{.*}} : !ein.tensor<"n", f32> -> !ein.tensor<"n", f32> loc([[LOC:#loc[0-9]*]])
 // LOC: [[LOC]] = loc("model.ein":3:7)
 func.func @locations(%x: !ein.tensor<"n", f32>) {
-  %0 = ein.exp %x : !ein.tensor<"n", f32> loc("model.ein":3:7)
+  %0 = ein.elementwise "exp" %x : !ein.tensor<"n", f32> -> !ein.tensor<"n", f32> loc("model.ein":3:7)
   return
 }

@@ -32,9 +32,9 @@ func.func private @quotients(!ein.tensor<"hidden/8*2 b*(a/2) a/2/3", f32>,
 
 // The same types as results of an op: the canonical text parses back.
 // CHECK-LABEL: func.func @mul
-// CHECK: ein.mul %{{.*}}, %{{.*}} : !ein.tensor<"-a+b", f32>, !ein.tensor<"", f32> -> !ein.tensor<"-a+b", f32>
+// CHECK: ein.elementwise "mul" %{{.*}}, %{{.*}} : !ein.tensor<"-a+b", f32>, !ein.tensor<"", f32> -> !ein.tensor<"-a+b", f32>
 func.func @mul(%x: !ein.tensor<"b-a", f32>) -> !ein.tensor<"-a+b", f32> {
   %c = ein.constant 2.0 : f32
-  %0 = ein.mul %x, %c : !ein.tensor<"-a+b", f32>, !ein.tensor<"", f32> -> !ein.tensor<"-a+b", f32>
+  %0 = ein.elementwise "mul" %x, %c : !ein.tensor<"-a+b", f32>, !ein.tensor<"", f32> -> !ein.tensor<"-a+b", f32>
   return %0 : !ein.tensor<"-a+b", f32>
 }

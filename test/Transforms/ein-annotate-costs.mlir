@@ -67,12 +67,12 @@ module attributes {ein.dims = {a = 64 : i64, b = 1024 : i64, c = 64 : i64, d = 4
 // Tests elementwise costs (one FLOP per output element, broadcasting by name)
 // and that a repeat adding a standalone axis is a stride-0 view.
 // CHECK-LABEL: func.func @elementwise
-// CHECK: ein.add
+// CHECK: ein.elementwise "add"
 // CHECK-SAME: bytes_read = "4*c*n + 4*c", bytes_written = "4*c*n", flops = "c*n"
 // CHECK: ein.repeat
 // CHECK-SAME: view = true
 func.func @elementwise(%x: !ein.tensor<"n c", f32>, %b: !ein.tensor<"c", f32>) -> (!ein.tensor<"n c", f32>, !ein.tensor<"3 n c", f32>) {
-  %0 = ein.add %x, %b : !ein.tensor<"n c", f32>, !ein.tensor<"c", f32> -> !ein.tensor<"n c", f32>
+  %0 = ein.elementwise "add" %x, %b : !ein.tensor<"n c", f32>, !ein.tensor<"c", f32> -> !ein.tensor<"n c", f32>
   %1 = ein.repeat %x "n c -> r n c" {r = "3"} : !ein.tensor<"n c", f32> -> !ein.tensor<"3 n c", f32>
   return %0, %1 : !ein.tensor<"n c", f32>, !ein.tensor<"3 n c", f32>
 }

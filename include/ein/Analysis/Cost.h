@@ -23,6 +23,7 @@ struct Quantity {
 /// comes from (the checked AST or an `ein` op in the IR).
 struct CostInput {
   OpKind kind;
+  ElementwiseFn fn = ElementwiseFn::Add; // Elementwise: which function
   std::vector<TensorType> inputs, outputs;
   const TransformInfo *transform = nullptr; // rearrange/reduce/repeat
   const EinsumInfo *einsum = nullptr;

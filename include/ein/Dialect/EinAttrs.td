@@ -57,7 +57,9 @@ def Ein_ReduceKind : I32EnumAttr<"ReduceOpKind", "reduction kind", [
   I32EnumAttrCase<"mean", 1>,
   I32EnumAttrCase<"max", 2>,
   I32EnumAttrCase<"min", 3>,
-  I32EnumAttrCase<"prod", 4>
+  I32EnumAttrCase<"prod", 4>,
+  I32EnumAttrCase<"any", 5>,
+  I32EnumAttrCase<"all", 6>
 ]> {
   let cppNamespace = "::ein";
   let genSpecializedAttr = 0;

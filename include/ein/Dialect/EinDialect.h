@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ein/Shape/Elementwise.h"
 #include "ein/Shape/Infer.h"
 #include "ein/Shape/Shape.h"
 #include "ein/Syntax/Pattern.h"

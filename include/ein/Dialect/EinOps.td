@@ -151,53 +151,36 @@ def Ein_UnpackOp : Ein_PatternOp<"unpack"> {
 // Elementwise operations
 //===----------------------------------------------------------------------===//
 
-class Ein_BinaryOp<string mnemonic, string desc>
-    : Ein_Op<mnemonic, [Pure]> {
-  let summary = "elementwise " # desc # " with broadcasting by name";
+def Ein_ElementwiseOp : Ein_Op<"elementwise", [Pure]> {
+  let summary = "an elementwise function with broadcasting by name";
   let description = [{
-    Operands may have different shapes: the smaller one's dims (size-1 dims
-    dropped) must appear in the larger one, in order (`ein::inferBroadcast`).
-    Element types must be equal.
+    Applies the elementwise function `fn` of the language's table
+    (`include/ein/Shape/Elementwise.h`: name, arity, dtype rule, result
+    dtype, FLOPs) to its operands. Operands may have different shapes: each
+    smaller one's dims (size-1 dims dropped) must appear in the result, in
+    order (`ein::inferBroadcast`, applied left to right). The operands share
+    one element type, except that `where`'s first operand is the bool
+    condition; comparisons give bool (`i1`).
     ```mlir
-    %2 = ein.}] # mnemonic # [{ %0, %1 : !ein.tensor<"b s d", f32>,
+    %2 = ein.elementwise "add" %0, %1 : !ein.tensor<"b s d", f32>,
         !ein.tensor<"d", f32> -> !ein.tensor<"b s d", f32>
+    %3 = ein.elementwise "silu" %2 : !ein.tensor<"b s d", f32>
+        -> !ein.tensor<"b s d", f32>
+    %4 = ein.elementwise "lt" %2, %0 : !ein.tensor<"b s d", f32>,
+        !ein.tensor<"b s d", f32> -> !ein.tensor<"b s d", i1>
     ```
   }];
-  let arguments = (ins Ein_Tensor:$lhs, Ein_Tensor:$rhs);
+  let arguments = (ins StrAttr:$fn, Variadic<Ein_Tensor>:$inputs);
   let results = (outs Ein_Tensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs)) `->` qualified(type($result))
+    $fn $inputs attr-dict `:` qualified(type($inputs)) `->` qualified(type($result))
   }];
   let hasVerifier = 1;
-}
-
-def Ein_AddOp : Ein_BinaryOp<"add", "addition">;
-def Ein_SubOp : Ein_BinaryOp<"sub", "subtraction">;
-def Ein_MulOp : Ein_BinaryOp<"mul", "multiplication">;
-def Ein_DivOp : Ein_BinaryOp<"div", "division">;
-def Ein_PowOp : Ein_BinaryOp<"pow", "power">;
-
-class Ein_UnaryOp<string mnemonic, string desc>
-    : Ein_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
-  let summary = "elementwise " # desc;
-  let description = [{
-    ```mlir
-    %1 = ein.}] # mnemonic # [{ %0 : !ein.tensor<"b s d", f32>
-    ```
+  let extraClassDeclaration = [{
+    /// The function's row of the table (verified to exist).
+    const ::ein::ElementwiseInfo &getInfo();
   }];
-  let arguments = (ins Ein_Tensor:$input);
-  let results = (outs Ein_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` qualified(type($result))";
-  let hasVerifier = 1;
 }
-
-def Ein_ExpOp : Ein_UnaryOp<"exp", "exponential">;
-def Ein_LogOp : Ein_UnaryOp<"log", "natural logarithm">;
-def Ein_SqrtOp : Ein_UnaryOp<"sqrt", "square root">;
-def Ein_RsqrtOp : Ein_UnaryOp<"rsqrt", "reciprocal square root">;
-def Ein_ReluOp : Ein_UnaryOp<"relu", "max(x, 0)">;
-def Ein_TanhOp : Ein_UnaryOp<"tanh", "hyperbolic tangent">;
-def Ein_NegOp : Ein_UnaryOp<"neg", "negation">;
 
 def Ein_CastOp : Ein_Op<"cast", [Pure]> {
   let summary = "elementwise conversion to another element type";
@@ -210,6 +193,22 @@ def Ein_CastOp : Ein_Op<"cast", [Pure]> {
   let arguments = (ins Ein_Tensor:$input);
   let results = (outs Ein_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Ein_SizeOp : Ein_Op<"size", [Pure]> {
+  let summary = "a size, read at run time, as a scalar";
+  let description = [{
+    A dim used as a value (`reduce(...) / (B * K)`): the size expression,
+    in the function's dims, converted to the result's element type (a float
+    or an integer).
+    ```mlir
+    %0 = ein.size "B*K" : !ein.tensor<"", f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$size);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = "$size attr-dict `:` qualified(type($result))";
   let hasVerifier = 1;
 }
 

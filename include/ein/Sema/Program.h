@@ -1,6 +1,7 @@
 // The checked program: every value typed, every op with its inferred structure.
 #pragma once
 
+#include "ein/Shape/Elementwise.h"
 #include "ein/Shape/Infer.h"
 #include "ein/Syntax/Diagnostics.h"
 
@@ -12,14 +13,22 @@ namespace ein {
 
 /// Operations of the language, after checking.
 enum class OpKind {
-  Rearrange, Reduce, Repeat, Einsum, Pack, Unpack,
-  Add, Sub, Mul, Div, Pow,                  // elementwise binary
-  Exp, Log, Sqrt, Rsqrt, Relu, Tanh, Neg,   // elementwise unary
-  Cast, Constant
+  Rearrange,
+  Reduce,
+  Repeat,
+  Einsum,
+  Pack,
+  Unpack,
+  Elementwise, // every function of the elementwise table (Elementwise.h)
+  Cast,
+  Constant,
+  Size, // a size (a dim used as a value) read at run time: a scalar
 };
-const char *opKindName(OpKind kind); // "rearrange", "add", ...
-bool isBinary(OpKind kind);
-bool isUnary(OpKind kind);
+/// "rearrange", "elementwise", ...
+const char *opKindName(OpKind kind);
+/// The name reports show: the op kind, or an elementwise op's function
+/// ("add", "silu").
+const char *opName(OpKind kind, ElementwiseFn fn);
 
 /// A value: a tensor, or the packed shapes returned by `pack` (`ps`).
 struct Value {
@@ -31,6 +40,7 @@ struct Value {
 
 struct CheckedOp {
   OpKind kind;
+  ElementwiseFn fn = ElementwiseFn::Add; // Elementwise: which function
   SourceLoc loc;
   std::string pattern;          // the pattern text as written
   Pattern parsed;               // for pattern ops
@@ -40,6 +50,7 @@ struct CheckedOp {
   double constant = 0;          // Constant (the value for a float dtype)
   bool constantIsInt = false;   // written as an integer
   int64_t constantInt = 0;      // the exact value for an integer dtype
+  SizeExpr sizeValue;           // Size: the size, in the function's dims
   std::vector<unsigned> operands, results; // value ids
   std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
   std::optional<TransformInfo> transform; // rearrange/reduce/repeat

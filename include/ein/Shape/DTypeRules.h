@@ -2,6 +2,7 @@
 // that both the checker (lib/Sema) and the op verifiers (lib/Dialect) apply.
 #pragma once
 
+#include "ein/Shape/Elementwise.h"
 #include "ein/Shape/Infer.h"
 #include "ein/Shape/Shape.h"
 #include "ein/Support/BigInt.h"
@@ -12,9 +13,6 @@
 #include <vector>
 
 namespace ein {
-
-/// Which element types a rule admits.
-enum class DTypeSet { Any, Float };
 
 /// What an operation asks of element types. Operations are named as the
 /// dialect names them without the `ein.` prefix ("add", "exp", "einsum",
@@ -41,8 +39,6 @@ const DTypeRule *findDTypeRule(std::string_view op);
 
 /// The row of a reduction ("sum", "mean", "max", "min", "prod").
 const DTypeRule &reduceDTypeRule(ReduceKind kind);
-
-bool admits(DTypeSet set, DType dtype);
 
 /// Why `op` cannot take an operand of `dtype` ("exp needs a float tensor,
 /// got i32; use astype"), or nullopt when it can.

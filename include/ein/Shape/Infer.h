@@ -21,7 +21,7 @@ struct SizeArg {
   SizeExpr value;
 };
 
-enum class ReduceKind { Sum, Mean, Max, Min, Prod };
+enum class ReduceKind { Sum, Mean, Max, Min, Prod, Any, All };
 std::optional<ReduceKind> parseReduceKind(const std::string &name);
 const char *reduceKindName(ReduceKind kind);
 

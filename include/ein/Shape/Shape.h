@@ -11,11 +11,12 @@
 namespace ein {
 
 /// Element types of the language (jaxtyping spelling).
-enum class DType { F64, F32, F16, BF16, F8E4M3, F8E5M2, I64, I32 };
+enum class DType { F64, F32, F16, BF16, F8E4M3, F8E5M2, I64, I32, Bool };
 
 std::optional<DType> parseDType(const std::string &name);
 const char *dtypeName(DType type);
-/// Storage size in bytes: f64 8, f32 4, f16/bf16 2, fp8 1, i64 8, i32 4.
+/// Storage size in bytes: f64 8, f32 4, f16/bf16 2, fp8 1, i64 8, i32 4,
+/// bool 1 (one byte per element, 0 or 1, as numpy).
 unsigned dtypeBytes(DType type);
 bool isFloat(DType type);
 

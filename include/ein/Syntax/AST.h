@@ -22,7 +22,17 @@ struct KeywordArg {
 
 /// An expression. One node type with a kind keeps the tree simple to walk.
 struct Expr {
-  enum class Kind { Name, Int, Float, String, Call, Binary, Neg, List } kind;
+  enum class Kind {
+    Name,
+    Int,
+    Float,
+    String,
+    Call,
+    Binary,
+    Neg,
+    Not,
+    List
+  } kind;
   SourceLoc loc;
   unsigned length = 1;        // source columns of the token (names, strings)
   std::string text;           // Name, Int/Float digits, String contents, Call callee, Binary op

@@ -9,10 +9,39 @@
 namespace ein {
 
 enum class TokenKind {
-  Name, Int, Float, String,
-  LParen, RParen, LBracket, RBracket, Comma, Colon, Equal, Arrow,
-  Plus, Minus, Star, Slash, StarStar,
-  Newline, Indent, Dedent, Eof, Error
+  Name,
+  Int,
+  Float,
+  String,
+  LParen,
+  RParen,
+  LBracket,
+  RBracket,
+  Comma,
+  Colon,
+  Equal,
+  Arrow,
+  Plus,
+  Minus,
+  Star,
+  Slash,
+  StarStar,
+  SlashSlash,
+  Percent,
+  Less,
+  LessEqual,
+  Greater,
+  GreaterEqual,
+  EqualEqual,
+  NotEqual,
+  Amp,
+  Pipe,
+  Tilde,
+  Newline,
+  Indent,
+  Dedent,
+  Eof,
+  Error
 };
 
 const char *tokenKindName(TokenKind kind);

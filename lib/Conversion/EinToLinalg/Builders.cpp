@@ -380,6 +380,23 @@ Value OpLowering::cast(Location loc, Value v, Type to) {
       return b.create<mlir::arith::ExtFOp>(loc, to, v);
     return b.create<mlir::arith::TruncFOp>(loc, to, v);
   }
+  // i8 is always a bool here (ein has no 8-bit integer): 0 or 1 from
+  // anything, and 0/1 when read as a number.
+  if (to.isInteger(8)) {
+    Value zero = fromFloat ? Value(b.create<mlir::arith::ConstantOp>(
+                                 loc, b.getFloatAttr(from, 0.0)))
+                           : Value(b.create<mlir::arith::ConstantOp>(
+                                 loc, b.getIntegerAttr(from, 0)));
+    Value nonZero = fromFloat
+                        ? Value(b.create<mlir::arith::CmpFOp>(
+                              loc, mlir::arith::CmpFPredicate::UNE, v, zero))
+                        : Value(b.create<mlir::arith::CmpIOp>(
+                              loc, mlir::arith::CmpIPredicate::ne, v, zero));
+    return b.create<mlir::arith::ExtUIOp>(loc, to, nonZero);
+  }
+  if (from.isInteger(8))
+    return toFloat ? Value(b.create<mlir::arith::UIToFPOp>(loc, to, v))
+                   : Value(b.create<mlir::arith::ExtUIOp>(loc, to, v));
   if (!fromFloat && toFloat)
     return b.create<mlir::arith::SIToFPOp>(loc, to, v);
   if (fromFloat && !toFloat)
@@ -413,10 +430,17 @@ mlir::TypedAttr OpLowering::identity(ReduceKind kind, Type t) {
       return b.getFloatAttr(t, llvm::APFloat::getInf(sem, /*Negative=*/true));
     case ReduceKind::Min:
       return b.getFloatAttr(t, llvm::APFloat::getInf(sem, false));
+    case ReduceKind::Any: // bool only: never a float
+    case ReduceKind::All:
+      break;
     }
   }
   unsigned w = t.getIntOrFloatBitWidth();
   switch (kind) {
+  case ReduceKind::Any: // on bool bytes: the identity of or
+    return b.getIntegerAttr(t, 0);
+  case ReduceKind::All:
+    return b.getIntegerAttr(t, 1);
   case ReduceKind::Sum:
   case ReduceKind::Mean:
     return b.getIntegerAttr(t, 0);
@@ -454,6 +478,10 @@ Value OpLowering::combine(OpBuilder &nb, Location loc, ReduceKind kind,
   case ReduceKind::Min:
     return isF ? Value(nb.create<mlir::arith::MinimumFOp>(loc, acc, x))
                : Value(nb.create<mlir::arith::MinSIOp>(loc, acc, x));
+  case ReduceKind::Any: // bool bytes are 0 or 1: or is max, and is min
+    return nb.create<mlir::arith::MaxUIOp>(loc, acc, x);
+  case ReduceKind::All:
+    return nb.create<mlir::arith::MinUIOp>(loc, acc, x);
   }
   return acc;
 }

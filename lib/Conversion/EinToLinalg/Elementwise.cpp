@@ -1,8 +1,11 @@
 // ein-to-linalg's patterns of the elementwise ops, casts and constants.
 #include "Patterns.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
 
 namespace ein::lowering {
 
@@ -59,133 +62,305 @@ Value nonTrappingIPowI(OpBuilder &b, Location loc, Value x, Value y) {
   return b.create<mlir::math::IPowIOp>(loc, base, y);
 }
 
-/// The scalar body of elementwise op `op`: `x` (and `y` for a binary op)
-/// to the result; `isF` when the operands are floats.
-Value scalarOp(OpLowering &l, mlir::Operation *op, OpBuilder &nb, Location nl,
-               Value x, Value y, bool isF, Type element) {
-  return llvm::TypeSwitch<mlir::Operation *, Value>(op)
-      .Case<AddOp>([&](auto) {
-        return isF ? Value(nb.create<mlir::arith::AddFOp>(nl, x, y))
-                   : Value(nb.create<mlir::arith::AddIOp>(nl, x, y));
-      })
-      .Case<SubOp>([&](auto) {
-        return isF ? Value(nb.create<mlir::arith::SubFOp>(nl, x, y))
-                   : Value(nb.create<mlir::arith::SubIOp>(nl, x, y));
-      })
-      .Case<MulOp>([&](auto) {
-        return isF ? Value(nb.create<mlir::arith::MulFOp>(nl, x, y))
-                   : Value(nb.create<mlir::arith::MulIOp>(nl, x, y));
-      })
-      .Case<DivOp>([&](auto) {
-        return isF ? Value(nb.create<mlir::arith::DivFOp>(nl, x, y))
-                   : nonTrappingDivSI(nb, nl, x, y);
-      })
-      .Case<PowOp>([&](auto) {
-        return isF ? Value(nb.create<mlir::math::PowFOp>(nl, x, y))
-                   : nonTrappingIPowI(nb, nl, x, y);
-      })
-      .Case<ExpOp>(
-          [&](auto) { return Value(nb.create<mlir::math::ExpOp>(nl, x)); })
-      .Case<LogOp>(
-          [&](auto) { return Value(nb.create<mlir::math::LogOp>(nl, x)); })
-      .Case<SqrtOp>(
-          [&](auto) { return Value(nb.create<mlir::math::SqrtOp>(nl, x)); })
-      .Case<RsqrtOp>(
-          [&](auto) { return Value(nb.create<mlir::math::RsqrtOp>(nl, x)); })
-      .Case<TanhOp>(
-          [&](auto) { return Value(nb.create<mlir::math::TanhOp>(nl, x)); })
-      .Case<NegOp>([&](auto) {
-        if (isF)
-          return Value(nb.create<mlir::arith::NegFOp>(nl, x));
-        Value zero = nb.create<mlir::arith::ConstantOp>(
-            nl, nb.getIntegerAttr(x.getType(), 0));
-        return Value(nb.create<mlir::arith::SubIOp>(nl, zero, x));
-      })
-      .Case<ReluOp>([&](auto) {
-        if (isF) {
-          Value zero = nb.create<mlir::arith::ConstantOp>(
-              nl, nb.getFloatAttr(x.getType(), 0.0));
-          return Value(nb.create<mlir::arith::MaximumFOp>(nl, x, zero));
-        }
-        Value zero = nb.create<mlir::arith::ConstantOp>(
-            nl, nb.getIntegerAttr(x.getType(), 0));
-        return Value(nb.create<mlir::arith::MaxSIOp>(nl, x, zero));
-      })
-      .Case<CastOp>([&](auto) {
-        OpBuilder::InsertionGuard g(l.b);
-        l.b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        return l.cast(nl, x, element);
-      })
-      .Default([&](auto) { return Value(); }); // no pattern is registered
+/// Python's floor division and modulo on integers (numpy's `//` and `%`):
+/// the quotient rounds toward minus infinity and the remainder has the
+/// divisor's sign; a divisor of 0 gives 0 for both (numpy's results), and
+/// nothing traps.
+Value integerFloorDivMod(OpBuilder &b, Location loc, Value x, Value y,
+                         bool wantMod) {
+  using namespace mlir::arith;
+  Type t = x.getType();
+  Value zero = b.create<mlir::arith::ConstantOp>(loc, b.getIntegerAttr(t, 0));
+  Value one = b.create<mlir::arith::ConstantOp>(loc, b.getIntegerAttr(t, 1));
+  Value q = nonTrappingDivSI(b, loc, x, y);
+  Value qy = b.create<MulIOp>(loc, q, y);
+  Value r = b.create<SubIOp>(loc, x, qy);
+  Value rNonZero = b.create<CmpIOp>(loc, CmpIPredicate::ne, r, zero);
+  Value rNegative = b.create<CmpIOp>(loc, CmpIPredicate::slt, r, zero);
+  Value yNegative = b.create<CmpIOp>(loc, CmpIPredicate::slt, y, zero);
+  Value signsDiffer = b.create<XOrIOp>(loc, rNegative, yNegative);
+  Value adjust = b.create<AndIOp>(loc, rNonZero, signsDiffer);
+  Value byZero = b.create<CmpIOp>(loc, CmpIPredicate::eq, y, zero);
+  if (wantMod) {
+    Value rPlusY = b.create<AddIOp>(loc, r, y);
+    Value mod = b.create<SelectOp>(loc, adjust, rPlusY, r);
+    return b.create<SelectOp>(loc, byZero, zero, mod);
+  }
+  Value qMinusOne = b.create<SubIOp>(loc, q, one);
+  return b.create<SelectOp>(loc, adjust, qMinusOne, q);
 }
 
-mlir::FailureOr<Value> lowerElementwise(OpLowering &l, mlir::Operation *op,
+/// numpy's float floor division and modulo (npy_divmod): from fmod, so
+/// that `1 // 0.1` is 9 (not floor(1 / 0.1) = 10) and `a % b` has b's sign.
+Value floatFloorDivMod(OpBuilder &b, Location loc, Value x, Value y,
+                       bool wantMod) {
+  using namespace mlir::arith;
+  Type t = x.getType();
+  Value zero = b.create<mlir::arith::ConstantOp>(loc, b.getFloatAttr(t, 0.0));
+  Value one = b.create<mlir::arith::ConstantOp>(loc, b.getFloatAttr(t, 1.0));
+  Value half = b.create<mlir::arith::ConstantOp>(loc, b.getFloatAttr(t, 0.5));
+  Value mod = b.create<RemFOp>(loc, x, y);
+  Value modNonZero = b.create<CmpFOp>(loc, CmpFPredicate::UNE, mod, zero);
+  Value modNegative = b.create<CmpFOp>(loc, CmpFPredicate::OLT, mod, zero);
+  Value yNegative = b.create<CmpFOp>(loc, CmpFPredicate::OLT, y, zero);
+  Value signsDiffer = b.create<XOrIOp>(loc, modNegative, yNegative);
+  Value adjust = b.create<AndIOp>(loc, modNonZero, signsDiffer);
+  Value modPlusY = b.create<AddFOp>(loc, mod, y);
+  Value adjustedMod = b.create<SelectOp>(loc, adjust, modPlusY, mod);
+  if (wantMod) {
+    // A zero remainder takes the divisor's sign.
+    Value signedZero = b.create<mlir::math::CopySignOp>(loc, zero, y);
+    return b.create<SelectOp>(loc, modNonZero, adjustedMod, signedZero);
+  }
+  Value xMinusMod = b.create<SubFOp>(loc, x, mod);
+  Value div = b.create<DivFOp>(loc, xMinusMod, y);
+  Value divMinusOne = b.create<SubFOp>(loc, div, one);
+  div = b.create<SelectOp>(loc, adjust, divMinusOne, div);
+  Value floorDiv = b.create<mlir::math::FloorOp>(loc, div);
+  Value fraction = b.create<SubFOp>(loc, div, floorDiv);
+  Value roundUp = b.create<CmpFOp>(loc, CmpFPredicate::OGT, fraction, half);
+  Value floorPlusOne = b.create<AddFOp>(loc, floorDiv, one);
+  floorDiv = b.create<SelectOp>(loc, roundUp, floorPlusOne, floorDiv);
+  // A zero quotient keeps the sign of the true quotient; a divisor of 0
+  // gives x / 0 (inf or nan), as numpy.
+  Value quotient = b.create<DivFOp>(loc, x, y);
+  Value signedZero = b.create<mlir::math::CopySignOp>(loc, zero, quotient);
+  Value divNonZero = b.create<CmpFOp>(loc, CmpFPredicate::UNE, div, zero);
+  Value result = b.create<SelectOp>(loc, divNonZero, floorDiv, signedZero);
+  Value yZero = b.create<CmpFOp>(loc, CmpFPredicate::OEQ, y, zero);
+  return b.create<SelectOp>(loc, yZero, quotient, result);
+}
+
+/// The scalar body of elementwise function `fn` over `args` (bools are the
+/// storage i8, 0 or 1; floats of 16 bits or less arrive widened to f32);
+/// the result in the type the table gives (a bool result as i8).
+Value scalarFunction(OpBuilder &b, Location loc, ElementwiseFn fn,
+                     llvm::ArrayRef<Value> args) {
+  using namespace mlir::arith;
+  namespace math = mlir::math;
+  using F = ElementwiseFn;
+  Value x = args[0];
+  Value y = args.size() > 1 ? args[1] : Value();
+  // The value type: the last operand's (where's first is the condition).
+  Type t = args.back().getType();
+  bool isF = llvm::isa<mlir::FloatType>(t);
+  auto constant = [&](double v) -> Value {
+    if (isF)
+      return b.create<mlir::arith::ConstantOp>(loc, b.getFloatAttr(t, v));
+    return b.create<mlir::arith::ConstantOp>(
+        loc, b.getIntegerAttr(t, static_cast<int64_t>(v)));
+  };
+  auto toBool = [&](Value i1) -> Value {
+    return b.create<ExtUIOp>(loc, b.getI8Type(), i1);
+  };
+  auto isTrue = [&](Value i8) -> Value {
+    Value zero = b.create<mlir::arith::ConstantOp>(
+        loc, b.getIntegerAttr(i8.getType(), 0));
+    return b.create<CmpIOp>(loc, CmpIPredicate::ne, i8, zero);
+  };
+  auto compare = [&](CmpFPredicate f, CmpIPredicate i) -> Value {
+    if (isF)
+      return toBool(b.create<CmpFOp>(loc, f, x, y));
+    return toBool(b.create<CmpIOp>(loc, i, x, y));
+  };
+  auto sigmoid = [&](Value v) -> Value {
+    Value negated = b.create<NegFOp>(loc, v);
+    Value e = b.create<math::ExpOp>(loc, negated);
+    Value onePlus = b.create<AddFOp>(loc, constant(1.0), e);
+    return b.create<DivFOp>(loc, constant(1.0), onePlus);
+  };
+  switch (fn) {
+  case F::Add:
+    return isF ? Value(b.create<AddFOp>(loc, x, y))
+               : Value(b.create<AddIOp>(loc, x, y));
+  case F::Sub:
+    return isF ? Value(b.create<SubFOp>(loc, x, y))
+               : Value(b.create<SubIOp>(loc, x, y));
+  case F::Mul:
+    return isF ? Value(b.create<MulFOp>(loc, x, y))
+               : Value(b.create<MulIOp>(loc, x, y));
+  case F::Div:
+    return isF ? Value(b.create<DivFOp>(loc, x, y))
+               : nonTrappingDivSI(b, loc, x, y);
+  case F::Pow:
+    return isF ? Value(b.create<math::PowFOp>(loc, x, y))
+               : nonTrappingIPowI(b, loc, x, y);
+  case F::FloorDiv:
+  case F::Mod:
+    return isF ? floatFloorDivMod(b, loc, x, y, fn == F::Mod)
+               : integerFloorDivMod(b, loc, x, y, fn == F::Mod);
+  case F::Neg:
+    return isF ? Value(b.create<NegFOp>(loc, x))
+               : Value(b.create<SubIOp>(loc, constant(0), x));
+  case F::Minimum:
+    return isF ? Value(b.create<MinimumFOp>(loc, x, y))
+               : Value(b.create<MinSIOp>(loc, x, y));
+  case F::Maximum:
+    return isF ? Value(b.create<MaximumFOp>(loc, x, y))
+               : Value(b.create<MaxSIOp>(loc, x, y));
+  case F::Clip: {
+    Value lo = isF ? Value(b.create<MaximumFOp>(loc, x, y))
+                   : Value(b.create<MaxSIOp>(loc, x, y));
+    return isF ? Value(b.create<MinimumFOp>(loc, lo, args[2]))
+               : Value(b.create<MinSIOp>(loc, lo, args[2]));
+  }
+  case F::Abs:
+    return isF ? Value(b.create<math::AbsFOp>(loc, x))
+               : Value(b.create<math::AbsIOp>(loc, x));
+  case F::Sign: {
+    // -1, 0 or 1; a float NaN stays NaN (numpy).
+    Value zero = constant(0);
+    Value positive =
+        isF ? Value(b.create<CmpFOp>(loc, CmpFPredicate::OGT, x, zero))
+            : Value(b.create<CmpIOp>(loc, CmpIPredicate::sgt, x, zero));
+    Value negative =
+        isF ? Value(b.create<CmpFOp>(loc, CmpFPredicate::OLT, x, zero))
+            : Value(b.create<CmpIOp>(loc, CmpIPredicate::slt, x, zero));
+    Value rest = b.create<SelectOp>(loc, negative, constant(-1), x);
+    return b.create<SelectOp>(loc, positive, constant(1), rest);
+  }
+  case F::Square:
+    return isF ? Value(b.create<MulFOp>(loc, x, x))
+               : Value(b.create<MulIOp>(loc, x, x));
+  case F::Exp:
+    return b.create<math::ExpOp>(loc, x);
+  case F::Log:
+    return b.create<math::LogOp>(loc, x);
+  case F::Sqrt:
+    return b.create<math::SqrtOp>(loc, x);
+  case F::Rsqrt:
+    return b.create<math::RsqrtOp>(loc, x);
+  case F::Tanh:
+    return b.create<math::TanhOp>(loc, x);
+  case F::Relu:
+    return isF ? Value(b.create<MaximumFOp>(loc, x, constant(0)))
+               : Value(b.create<MaxSIOp>(loc, x, constant(0)));
+  case F::Sigmoid:
+    return sigmoid(x);
+  case F::Silu:
+    return b.create<MulFOp>(loc, x, sigmoid(x));
+  case F::Gelu: {
+    Value scaled = b.create<MulFOp>(loc, x, constant(M_SQRT1_2));
+    Value e = b.create<math::ErfOp>(loc, scaled);
+    Value onePlus = b.create<AddFOp>(loc, constant(1.0), e);
+    Value half = b.create<MulFOp>(loc, constant(0.5), x);
+    return b.create<MulFOp>(loc, half, onePlus);
+  }
+  case F::GeluTanh: {
+    Value x2 = b.create<MulFOp>(loc, x, x);
+    Value x3 = b.create<MulFOp>(loc, x2, x);
+    Value cubic = b.create<MulFOp>(loc, constant(0.044715), x3);
+    Value inner = b.create<AddFOp>(loc, x, cubic);
+    Value scaled = b.create<MulFOp>(loc, constant(0.7978845608028654), inner);
+    Value th = b.create<math::TanhOp>(loc, scaled);
+    Value onePlus = b.create<AddFOp>(loc, constant(1.0), th);
+    Value half = b.create<MulFOp>(loc, constant(0.5), x);
+    return b.create<MulFOp>(loc, half, onePlus);
+  }
+  case F::Softplus: {
+    // log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)).
+    Value magnitude = b.create<math::AbsFOp>(loc, x);
+    Value negated = b.create<NegFOp>(loc, magnitude);
+    Value e = b.create<math::ExpOp>(loc, negated);
+    Value l = b.create<math::Log1pOp>(loc, e);
+    Value positive = b.create<MaximumFOp>(loc, x, constant(0));
+    return b.create<AddFOp>(loc, positive, l);
+  }
+  case F::Sin:
+    return b.create<math::SinOp>(loc, x);
+  case F::Cos:
+    return b.create<math::CosOp>(loc, x);
+  case F::Erf:
+    return b.create<math::ErfOp>(loc, x);
+  case F::Floor:
+    return b.create<math::FloorOp>(loc, x);
+  case F::Ceil:
+    return b.create<math::CeilOp>(loc, x);
+  case F::Round:
+    return b.create<math::RoundEvenOp>(loc, x);
+  case F::Lt:
+    return compare(CmpFPredicate::OLT, CmpIPredicate::slt);
+  case F::Le:
+    return compare(CmpFPredicate::OLE, CmpIPredicate::sle);
+  case F::Gt:
+    return compare(CmpFPredicate::OGT, CmpIPredicate::sgt);
+  case F::Ge:
+    return compare(CmpFPredicate::OGE, CmpIPredicate::sge);
+  case F::Eq:
+    return compare(CmpFPredicate::OEQ, CmpIPredicate::eq);
+  case F::Ne: // NaN != NaN, as numpy
+    return compare(CmpFPredicate::UNE, CmpIPredicate::ne);
+  case F::And:
+    return toBool(b.create<AndIOp>(loc, isTrue(x), isTrue(y)));
+  case F::Or:
+    return toBool(b.create<OrIOp>(loc, isTrue(x), isTrue(y)));
+  case F::Not: {
+    Value zero = b.create<mlir::arith::ConstantOp>(
+        loc, b.getIntegerAttr(x.getType(), 0));
+    return toBool(b.create<CmpIOp>(loc, CmpIPredicate::eq, x, zero));
+  }
+  case F::Where:
+    return b.create<SelectOp>(loc, isTrue(x), y, args[2]);
+  }
+  return Value();
+}
+
+mlir::FailureOr<Value> lowerElementwise(OpLowering &l, ElementwiseOp op,
                                         llvm::ArrayRef<Value> inputs,
                                         const ResultShape &resultShape) {
-  OpBuilder &b = l.b;
   Location loc = op->getLoc();
   Type element = resultShape.type.getElementType();
   std::vector<std::string> outAxes;
   for (int64_t i = 0; i < resultShape.type.getRank(); ++i)
     outAxes.push_back("d" + std::to_string(i));
+  // Each operand against the result: its dims' positions there.
+  InferContext ctx = getInferContext(op);
+  auto resultType = llvm::cast<EinTensorType>(op.getResult().getType());
   std::vector<Indexed> operands;
-  if (inputs.size() == 2) {
-    InferContext ctx = getInferContext(op);
+  for (auto [i, value] : llvm::enumerate(inputs)) {
+    auto et = llvm::cast<EinTensorType>(op->getOperand(i).getType());
     BroadcastAlignment align;
-    auto lt = llvm::cast<EinTensorType>(op->getOperand(0).getType());
-    auto rt = llvm::cast<EinTensorType>(op->getOperand(1).getType());
-    auto shape = inferBroadcast(ctx, lt.getShape(), rt.getShape(), &align);
+    auto shape =
+        inferBroadcast(ctx, resultType.getShape(), et.getShape(), &align);
     if (!shape) {
       op->emitError() << shape.error().message;
       return mlir::failure();
     }
-    for (auto [value, where] :
-         {std::pair{inputs[0], &align.lhs}, std::pair{inputs[1], &align.rhs}}) {
-      auto type = llvm::cast<RankedTensorType>(value.getType());
-      Indexed in{value, {}};
-      for (size_t d = 0; d < where->size(); ++d) {
-        int at = (*where)[d];
-        // A dim of size 1 is read at index 0: it broadcasts.
-        in.axes.push_back(at < 0 || type.getDimSize(d) == 1 ? "" : outAxes[at]);
-      }
-      operands.push_back(in);
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    Indexed in{value, {}};
+    for (size_t d = 0; d < align.rhs.size(); ++d) {
+      int at = align.rhs[d];
+      // A dim of size 1 is read at index 0: it broadcasts.
+      in.axes.push_back(at < 0 || type.getDimSize(d) == 1 ? "" : outAxes[at]);
     }
-  } else {
-    operands.push_back({inputs[0], outAxes});
+    operands.push_back(in);
   }
   Value init = l.emptyTensor(loc, resultShape.sizes, element);
-  bool isF = llvm::isa<mlir::FloatType>(
-      llvm::cast<RankedTensorType>(inputs[0].getType()).getElementType());
-  auto body = [&](OpBuilder &nb, Location nl, mlir::ValueRange args) -> Value {
-    Value x = args[0];
-    Value y = args.size() > 2 ? args[1] : Value();
-    return scalarOp(l, op, nb, nl, x, y, isF, element);
-  };
-  // Low-precision floats compute in f32 and round once.
-  bool widen = isF && isLowPrecisionFloat(element) && !llvm::isa<CastOp>(op);
-  if (!widen)
-    return l.generic(loc, outAxes, operands, outAxes, init, {}, body);
-  return l.generic(loc, outAxes, operands, outAxes, init, {},
-                   [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
-                     OpBuilder::InsertionGuard g(b);
-                     b.setInsertionPoint(nb.getInsertionBlock(),
-                                         nb.getInsertionPoint());
-                     llvm::SmallVector<Value> wide;
-                     for (Value a : args)
-                       wide.push_back(l.cast(nl, a, b.getF32Type()));
-                     Value r = body(nb, nl, wide);
-                     return l.cast(nl, r, element);
-                   });
+  ElementwiseFn fn = op.getInfo().fn;
+  // Floats of 16 bits or less compute in f32 and round once.
+  return l.generic(
+      loc, outAxes, operands, outAxes, init, {},
+      [&](OpBuilder &nb, Location nl, mlir::ValueRange args) -> Value {
+        OpBuilder::InsertionGuard g(l.b);
+        l.b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        llvm::SmallVector<Value> wide;
+        for (Value a : args.drop_back())
+          wide.push_back(isLowPrecisionFloat(a.getType())
+                             ? l.cast(nl, a, l.b.getF32Type())
+                             : a);
+        Value r = scalarFunction(l.b, nl, fn, wide);
+        return r.getType() == element ? r : l.cast(nl, r, element);
+      });
 }
 
-/// Every elementwise op: one generic over the result's dims.
-template <typename OpT> struct ElementwiseLowering : EinPattern<OpT> {
-  using EinPattern<OpT>::EinPattern;
+/// Every elementwise function: one generic over the result's dims.
+struct ElementwiseLowering : EinPattern<ElementwiseOp> {
+  using EinPattern::EinPattern;
 
   mlir::LogicalResult
-  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
+  matchAndRewrite(ElementwiseOp op, OpAdaptor adaptor,
                   mlir::ConversionPatternRewriter &rewriter) const override {
-    OpLowering l(rewriter, this->state.sizesOf(op));
+    OpLowering l(rewriter, state.sizesOf(op));
     auto results = l.resultShapes(op);
     if (mlir::failed(results))
       return mlir::failure();
@@ -194,6 +369,54 @@ template <typename OpT> struct ElementwiseLowering : EinPattern<OpT> {
     if (mlir::failed(v))
       return replaceOrReport(rewriter, op, mlir::failure());
     return replaceOrReport(rewriter, op, llvm::SmallVector<Value>{*v});
+  }
+};
+
+/// A conversion: one generic applying OpLowering::cast.
+struct CastLowering : EinPattern<CastOp> {
+  using EinPattern::EinPattern;
+
+  mlir::LogicalResult
+  matchAndRewrite(CastOp op, OpAdaptor adaptor,
+                  mlir::ConversionPatternRewriter &rewriter) const override {
+    OpLowering l(rewriter, state.sizesOf(op));
+    auto results = l.resultShapes(op);
+    if (mlir::failed(results))
+      return mlir::failure();
+    Value v = l.castTensor(op.getLoc(), adaptor.getInput(),
+                           (*results)[0].type.getElementType());
+    return replaceOrReport(rewriter, op, llvm::SmallVector<Value>{v});
+  }
+};
+
+/// A size read at run time: the entry's size values, converted to the
+/// element type and splat into a 0-d tensor.
+struct SizeLowering : EinPattern<SizeOp> {
+  using EinPattern::EinPattern;
+
+  mlir::LogicalResult
+  matchAndRewrite(SizeOp op, OpAdaptor,
+                  mlir::ConversionPatternRewriter &rewriter) const override {
+    OpLowering l(rewriter, state.sizesOf(op));
+    auto results = l.resultShapes(op);
+    if (mlir::failed(results))
+      return mlir::failure();
+    Expected<SizeExpr> size = parseSizeExpr(op.getSize().str());
+    if (!size)
+      return op.emitError() << size.error().message;
+    Location loc = op.getLoc();
+    auto index = state.sizesOf(op).materialize(rewriter, loc, *size, op);
+    if (mlir::failed(index))
+      return mlir::failure();
+    Value asI64 = rewriter.create<mlir::arith::IndexCastOp>(
+        loc, rewriter.getI64Type(), asIndexValue(rewriter, loc, *index));
+    Type element = (*results)[0].type.getElementType();
+    Value scalar = l.cast(loc, asI64, element);
+    Value empty = rewriter.create<mlir::tensor::EmptyOp>(
+        loc, llvm::ArrayRef<int64_t>{}, element);
+    Value filled =
+        rewriter.create<mlir::linalg::FillOp>(loc, scalar, empty).getResult(0);
+    return replaceOrReport(rewriter, op, llvm::SmallVector<Value>{filled});
   }
 };
 
@@ -220,14 +443,9 @@ struct ConstantLowering : EinPattern<ConstantOp> {
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
                                  const mlir::TypeConverter &converter,
                                  LoweringState &state) {
-  patterns.add<ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,
-               ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>,
-               ElementwiseLowering<PowOp>, ElementwiseLowering<ExpOp>,
-               ElementwiseLowering<LogOp>, ElementwiseLowering<SqrtOp>,
-               ElementwiseLowering<RsqrtOp>, ElementwiseLowering<TanhOp>,
-               ElementwiseLowering<NegOp>, ElementwiseLowering<ReluOp>,
-               ElementwiseLowering<CastOp>, ConstantLowering>(
-      converter, patterns.getContext(), state);
+  patterns
+      .add<ElementwiseLowering, CastLowering, SizeLowering, ConstantLowering>(
+          converter, patterns.getContext(), state);
 }
 
 } // namespace ein::lowering

@@ -59,7 +59,12 @@ convertTensorType(EinTensorType t, const Bindings &env, mlir::Operation *at) {
       return mlir::failure();
     dims.push_back(*n);
   }
-  return RankedTensorType::get(dims, t.getElementType());
+  // A bool is stored as one byte, 0 or 1, as numpy stores it (a vector of
+  // i1 would be bit-packed in memory).
+  Type element = t.getElementType();
+  if (element.isInteger(1))
+    element = mlir::IntegerType::get(t.getContext(), 8);
+  return RankedTensorType::get(dims, element);
 }
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t v) {

@@ -61,6 +61,8 @@ const char *storageType(DType t) {
     return "int64_t";
   case DType::I32:
     return "int32_t";
+  case DType::Bool:
+    return "bool";
   }
   return "void";
 }
@@ -80,11 +82,7 @@ struct EmitError {
 };
 
 bool isElementwise(mlir::Operation *op) {
-  return mlir::isa<AddOp, SubOp, MulOp, DivOp, PowOp, ExpOp, LogOp, SqrtOp,
-                   RsqrtOp, ReluOp, TanhOp, NegOp, CastOp, ConstantOp>(op);
-}
-bool isBinaryOp(mlir::Operation *op) {
-  return mlir::isa<AddOp, SubOp, MulOp, DivOp, PowOp>(op);
+  return mlir::isa<ElementwiseOp, CastOp, ConstantOp>(op);
 }
 
 EinTensorType tensorType(mlir::Value v) {
@@ -305,6 +303,8 @@ private:
   void emitUnpack(UnpackOp op);
   void emitElementwise(mlir::Operation *root);
   void emitConstant(ConstantOp op);
+  /// A size read at run time (a dim used as a value): a scalar.
+  void emitSize(SizeOp op);
   /// A value of dtype `to` holding `v` converted (a new temporary).
   ValueView castTo(const ValueView &v, DType to);
 
@@ -343,7 +343,7 @@ std::vector<int> FunctionEmitter::alignment(mlir::Operation *op,
                                             unsigned operand) {
   EinTensorType in = tensorType(op->getOperand(operand));
   size_t rank = in.getShape().size();
-  if (!isBinaryOp(op)) {
+  if (!mlir::isa<ElementwiseOp>(op)) {
     std::vector<int> id(rank);
     for (size_t i = 0; i < rank; ++i)
       id[i] = static_cast<int>(i);
@@ -351,13 +351,13 @@ std::vector<int> FunctionEmitter::alignment(mlir::Operation *op,
   }
   InferContext ctx = fn.ctx;
   BroadcastAlignment al;
-  auto shape = inferBroadcast(ctx, tensorType(op->getOperand(0)).getShape(),
-                              tensorType(op->getOperand(1)).getShape(), &al);
+  auto shape = inferBroadcast(ctx, tensorType(op->getResult(0)).getShape(),
+                              in.getShape(), &al);
   if (!shape) {
     fail(op, "operands that do not broadcast: " + shape.error().message);
     return std::vector<int>(rank, -1);
   }
-  return operand == 0 ? al.lhs : al.rhs;
+  return al.rhs;
 }
 
 /// The distinct tensor inputs of the tree rooted at `op` (its fused
@@ -468,24 +468,10 @@ std::string FunctionEmitter::expression(
   }
   if (mlir::isa<CastOp>(op))
     return fmt::format("ein_cvt<{}>({})", T, args[0]);
-  const char *fnName = llvm::TypeSwitch<mlir::Operation *, const char *>(op)
-                           .Case<AddOp>([](auto) { return "ein_add"; })
-                           .Case<SubOp>([](auto) { return "ein_sub"; })
-                           .Case<MulOp>([](auto) { return "ein_mul"; })
-                           .Case<DivOp>([](auto) { return "ein_div"; })
-                           .Case<PowOp>([](auto) { return "ein_pow"; })
-                           .Case<ExpOp>([](auto) { return "ein_exp"; })
-                           .Case<LogOp>([](auto) { return "ein_log"; })
-                           .Case<SqrtOp>([](auto) { return "ein_sqrt"; })
-                           .Case<RsqrtOp>([](auto) { return "ein_rsqrt"; })
-                           .Case<ReluOp>([](auto) { return "ein_relu"; })
-                           .Case<TanhOp>([](auto) { return "ein_tanh"; })
-                           .Case<NegOp>([](auto) { return "ein_neg"; })
-                           .Default([](auto) { return nullptr; });
-  if (!fnName) {
-    fail(op, "an elementwise op the CUDA target does not know");
-    return "0";
-  }
+  // The runtime names each function of the table ein_NAME
+  // (ein_cuda_program.cuh, ein_cuda_types.cuh).
+  std::string fnName =
+      fmt::format("ein_{}", mlir::cast<ElementwiseOp>(op).getInfo().name);
   std::vector<std::string> loaded;
   for (auto &a : args)
     loaded.push_back(fmt::format("ein_load({})", a));
@@ -637,10 +623,14 @@ void FunctionEmitter::emitReduce(
                                 rowSizes.begin() + outAxes.size());
   ones.resize(rows.size(), "1");
   std::string target = pick(we, to, outAxes, rows, ones, false);
+  // any and all on bool are max and min (false < true), with the
+  // identities false and true.
   const char *k = kind == ReduceKind::Sum    ? "EIN_REDUCE_SUM"
                   : kind == ReduceKind::Mean ? "EIN_REDUCE_MEAN"
                   : kind == ReduceKind::Max  ? "EIN_REDUCE_MAX"
+                  : kind == ReduceKind::Any  ? "EIN_REDUCE_MAX"
                   : kind == ReduceKind::Min  ? "EIN_REDUCE_MIN"
+                  : kind == ReduceKind::All  ? "EIN_REDUCE_MIN"
                                              : "EIN_REDUCE_PROD";
   const char *acc = isLowFloat(to) ? "float" : storageType(to);
   fmt::format_to(out(), "  ein_reduce<{}, {}>(stream, {}, {});\n", k, acc,
@@ -918,6 +908,20 @@ void FunctionEmitter::emitConstant(ConstantOp op) {
   define(op.getResult(), w, {owner});
 }
 
+void FunctionEmitter::emitSize(SizeOp op) {
+  DType t = tensorType(op.getResult()).getDType();
+  Expected<SizeExpr> size = parseSizeExpr(op.getSize().str());
+  if (!size)
+    return fail(op, size.error().message);
+  int owner = newOwner();
+  std::string w = fresh("w");
+  fmt::format_to(out(),
+                 "  EinView<{0}, 0> {1} = ein_scalar<{0}>(stream, "
+                 "ein_cvt<{0}>(int64_t({2})), &t{3});\n",
+                 storageType(t), w, this->size(*size, op), owner);
+  define(op.getResult(), w, {owner});
+}
+
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
@@ -934,6 +938,8 @@ void FunctionEmitter::emitOp(mlir::Operation *op) {
   }
   if (isElementwise(op))
     return emitElementwise(op);
+  if (auto size = mlir::dyn_cast<SizeOp>(op))
+    return emitSize(size);
   if (auto e = mlir::dyn_cast<EinsumOp>(op))
     return emitEinsum(e);
   if (auto p = mlir::dyn_cast<PackOp>(op))

@@ -17,6 +17,118 @@ EIN_HD float ein_sqrt(float x) { return sqrtf(x); }
 EIN_HD double ein_sqrt(double x) { return sqrt(x); }
 EIN_HD float ein_tanh(float x) { return tanhf(x); }
 EIN_HD double ein_tanh(double x) { return tanh(x); }
+EIN_HD float ein_sin(float x) { return sinf(x); }
+EIN_HD double ein_sin(double x) { return sin(x); }
+EIN_HD float ein_cos(float x) { return cosf(x); }
+EIN_HD double ein_cos(double x) { return cos(x); }
+EIN_HD float ein_erf(float x) { return erff(x); }
+EIN_HD double ein_erf(double x) { return erf(x); }
+EIN_HD float ein_floor(float x) { return floorf(x); }
+EIN_HD double ein_floor(double x) { return floor(x); }
+EIN_HD float ein_ceil(float x) { return ceilf(x); }
+EIN_HD double ein_ceil(double x) { return ceil(x); }
+/// Ties to even, as numpy's round (the default rounding mode).
+EIN_HD float ein_round(float x) { return rintf(x); }
+EIN_HD double ein_round(double x) { return rint(x); }
+EIN_HD float ein_log1p(float x) { return log1pf(x); }
+EIN_HD double ein_log1p(double x) { return log1p(x); }
+EIN_HD float ein_copysign(float x, float y) { return copysignf(x, y); }
+EIN_HD double ein_copysign(double x, double y) { return copysign(x, y); }
+EIN_HD float ein_fmod(float x, float y) { return fmodf(x, y); }
+EIN_HD double ein_fmod(double x, double y) { return fmod(x, y); }
+
+// The activation functions, by the formulas of the table
+// (lib/Shape/Elementwise.cpp) that the CPU lowering also computes.
+template <typename F> EIN_HD F ein_sigmoid(F x) {
+  return F(1) / (F(1) + ein_exp(-x));
+}
+template <typename F> EIN_HD F ein_silu(F x) { return x * ein_sigmoid(x); }
+template <typename F> EIN_HD F ein_gelu(F x) {
+  return F(0.5) * x * (F(1) + ein_erf(x * F(0.70710678118654752440)));
+}
+template <typename F> EIN_HD F ein_gelu_tanh(F x) {
+  F inner = x + F(0.044715) * (x * x * x);
+  return F(0.5) * x * (F(1) + ein_tanh(F(0.7978845608028654) * inner));
+}
+/// log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)).
+template <typename F> EIN_HD F ein_softplus(F x) {
+  F magnitude = x < F(0) ? -x : x;
+  return ein_maximum(x, F(0)) + ein_log1p(ein_exp(-magnitude));
+}
+
+// Python's floor division and modulo (numpy's // and %): integers round
+// the quotient toward minus infinity, a divisor of 0 gives 0; floats follow
+// npy_divmod (from fmod, so 1 // 0.1 is 9).
+template <typename I> EIN_HD I ein_floordiv_int(I x, I y) {
+  I q = ein_div_int(x, y);
+  I r = ein_sub(x, ein_mul(q, y));
+  return (r != 0 && ((r < 0) != (y < 0))) ? ein_sub(q, I(1)) : q;
+}
+template <typename I> EIN_HD I ein_mod_int(I x, I y) {
+  if (y == 0)
+    return 0;
+  I r = ein_sub(x, ein_mul(ein_div_int(x, y), y));
+  return (r != 0 && ((r < 0) != (y < 0))) ? ein_add(r, y) : r;
+}
+template <typename F> EIN_HD F ein_floordiv_float(F x, F y) {
+  if (y == F(0))
+    return x / y;
+  F mod = ein_fmod(x, y);
+  F div = (x - mod) / y;
+  if (mod != F(0) && ((y < F(0)) != (mod < F(0))))
+    div -= F(1);
+  if (div == F(0))
+    return ein_copysign(F(0), x / y);
+  F floorDiv = ein_floor(div);
+  return div - floorDiv > F(0.5) ? floorDiv + F(1) : floorDiv;
+}
+template <typename F> EIN_HD F ein_mod_float(F x, F y) {
+  F mod = ein_fmod(x, y);
+  if (mod == F(0))
+    return ein_copysign(F(0), y);
+  return ((y < F(0)) != (mod < F(0))) ? mod + y : mod;
+}
+EIN_HD float ein_floordiv(float x, float y) { return ein_floordiv_float(x, y); }
+EIN_HD double ein_floordiv(double x, double y) {
+  return ein_floordiv_float(x, y);
+}
+EIN_HD int32_t ein_floordiv(int32_t x, int32_t y) {
+  return ein_floordiv_int(x, y);
+}
+EIN_HD int64_t ein_floordiv(int64_t x, int64_t y) {
+  return ein_floordiv_int(x, y);
+}
+EIN_HD float ein_mod(float x, float y) { return ein_mod_float(x, y); }
+EIN_HD double ein_mod(double x, double y) { return ein_mod_float(x, y); }
+EIN_HD int32_t ein_mod(int32_t x, int32_t y) { return ein_mod_int(x, y); }
+EIN_HD int64_t ein_mod(int64_t x, int64_t y) { return ein_mod_int(x, y); }
+
+template <typename T> EIN_HD T ein_min(T a, T b) { return ein_minimum(a, b); }
+template <typename T> EIN_HD T ein_max(T a, T b) { return ein_maximum(a, b); }
+template <typename T> EIN_HD T ein_clip(T x, T lo, T hi) {
+  return ein_minimum(ein_maximum(x, lo), hi);
+}
+template <typename T> EIN_HD T ein_abs(T x) { return x < T(0) ? ein_neg(x) : x; }
+EIN_HD float ein_abs(float x) { return fabsf(x); }
+EIN_HD double ein_abs(double x) { return fabs(x); }
+/// -1, 0 or 1; NaN stays NaN (numpy).
+template <typename T> EIN_HD T ein_sign(T x) {
+  return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;
+}
+template <typename T> EIN_HD T ein_square(T x) { return ein_mul(x, x); }
+
+// Comparisons (NaN compares unequal to everything, as numpy), logic on
+// bool, and selection.
+template <typename T> EIN_HD bool ein_lt(T a, T b) { return a < b; }
+template <typename T> EIN_HD bool ein_le(T a, T b) { return a <= b; }
+template <typename T> EIN_HD bool ein_gt(T a, T b) { return a > b; }
+template <typename T> EIN_HD bool ein_ge(T a, T b) { return a >= b; }
+template <typename T> EIN_HD bool ein_eq(T a, T b) { return a == b; }
+template <typename T> EIN_HD bool ein_ne(T a, T b) { return a != b; }
+EIN_HD bool ein_and(bool a, bool b) { return a && b; }
+EIN_HD bool ein_or(bool a, bool b) { return a || b; }
+EIN_HD bool ein_not(bool a) { return !a; }
+template <typename T> EIN_HD T ein_where(bool c, T a, T b) { return c ? a : b; }
 
 /// Storage value of dtype T from its compute value (one rounding for the
 /// 16- and 8-bit floats).

@@ -21,6 +21,10 @@ template <> struct EinLimits<double> {
   static EIN_HD double lowest() { return -EinLimits<float>::highest(); }
   static EIN_HD double highest() { return EinLimits<float>::highest(); }
 };
+template <> struct EinLimits<bool> { // any (max) and all (min)
+  static EIN_HD bool lowest() { return false; }
+  static EIN_HD bool highest() { return true; }
+};
 template <> struct EinLimits<int32_t> {
   static EIN_HD int32_t lowest() { return INT32_MIN; }
   static EIN_HD int32_t highest() { return INT32_MAX; }

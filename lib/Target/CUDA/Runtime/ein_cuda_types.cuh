@@ -247,12 +247,25 @@ template <typename I, typename F> EIN_HD I ein_fptosi(F v) {
 
 template <> struct EinCvt<double> {
   static EIN_HD double from(double x) { return x; }
+  static EIN_HD double from(bool x) { return x ? 1.0 : 0.0; }
   static EIN_HD double from(float x) { return x; }
   static EIN_HD double from(int32_t x) { return double(x); }
   static EIN_HD double from(int64_t x) { return double(x); }
   template <typename L> static EIN_HD double from(L x) { return ein_to_f32(x); }
 };
+/// bool: 0 or 1 from a number (x != 0, NaN included), 0/1 as a number.
+template <> struct EinCvt<bool> {
+  static EIN_HD bool from(bool x) { return x; }
+  static EIN_HD bool from(double x) { return x != 0; }
+  static EIN_HD bool from(float x) { return x != 0; }
+  static EIN_HD bool from(int32_t x) { return x != 0; }
+  static EIN_HD bool from(int64_t x) { return x != 0; }
+  template <typename L> static EIN_HD bool from(L x) {
+    return ein_to_f32(x) != 0;
+  }
+};
 template <> struct EinCvt<float> {
+  static EIN_HD float from(bool x) { return x ? 1.0f : 0.0f; }
   static EIN_HD float from(double x) { return float(x); } // IEEE: one rounding
   static EIN_HD float from(float x) { return x; }
   static EIN_HD float from(int32_t x) { return float(x); }
@@ -260,6 +273,7 @@ template <> struct EinCvt<float> {
   template <typename L> static EIN_HD float from(L x) { return ein_to_f32(x); }
 };
 template <typename I> struct EinCvtInt {
+  static EIN_HD I from(bool x) { return x ? I(1) : I(0); }
   static EIN_HD I from(double x) { return ein_fptosi<I>(x); }
   static EIN_HD I from(float x) { return ein_fptosi<I>(x); }
   static EIN_HD I from(int32_t x) { return I(x); } // sign-extends or keeps
@@ -278,6 +292,7 @@ template <> struct EinCvt<int64_t> : EinCvtInt<int64_t> {};
     static EIN_HD T from(double x) {                                           \
       return T{decltype(T::bits)(ein_narrow_bits<FMT>(ein_double_bits(x)))};   \
     }                                                                          \
+    static EIN_HD T from(bool x) { return FROM_F32(x ? 1.0f : 0.0f); }         \
     static EIN_HD T from(float x) { return FROM_F32(x); }                      \
     static EIN_HD T from(int32_t x) { return FROM_F32(float(x)); }             \
     static EIN_HD T from(int64_t x) { return FROM_F32(float(x)); }             \
@@ -383,6 +398,8 @@ template <typename F> EIN_HD F ein_minimum(F a, F b) {
     return ein_signbit(a) ? a : b;
   return a < b ? a : b;
 }
+EIN_HD bool ein_maximum(bool a, bool b) { return a || b; }
+EIN_HD bool ein_minimum(bool a, bool b) { return a && b; }
 EIN_HD int32_t ein_maximum(int32_t a, int32_t b) { return a > b ? a : b; }
 EIN_HD int64_t ein_maximum(int64_t a, int64_t b) { return a > b ? a : b; }
 EIN_HD int32_t ein_minimum(int32_t a, int32_t b) { return a < b ? a : b; }

@@ -1,0 +1,113 @@
+// The one table of elementwise functions: name, operator, arity, dtype rule,
+// result dtype and FLOP count. The checker, the `ein.elementwise` verifier,
+// the cost model and both back ends read it (docs/language.md §6).
+#pragma once
+
+#include "ein/Shape/Shape.h"
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace ein {
+
+/// Every elementwise function of the language.
+enum class ElementwiseFn {
+  // arithmetic
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  FloorDiv,
+  Mod,
+  Neg,
+  Minimum,
+  Maximum,
+  Clip,
+  Abs,
+  Sign,
+  Square,
+  // transcendental and activation functions
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Relu,
+  Sigmoid,
+  Silu,
+  Gelu,
+  GeluTanh,
+  Softplus,
+  Sin,
+  Cos,
+  Erf,
+  Floor,
+  Ceil,
+  Round,
+  // comparisons (bool results), logic on bool, selection
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or,
+  Not,
+  Where,
+};
+
+/// Which element types an operand admits.
+enum class DTypeSet {
+  Any,    // every dtype, bool included
+  Number, // every dtype but bool
+  Float,  // the float dtypes
+  Bool,   // bool only
+};
+bool admits(DTypeSet set, DType dtype);
+const char *dtypeSetText(DTypeSet set); // "a float tensor", "a bool tensor"
+
+struct ElementwiseInfo {
+  ElementwiseFn fn;
+  /// The IR name (`ein.elementwise "silu"`) and, unless `symbol` is set,
+  /// the source function name.
+  std::string_view name;
+  /// The source operator (`+`, `<`, `~`), or empty for a function call.
+  std::string_view symbol;
+  unsigned arity;
+  /// The dtype of every operand, except that `firstIsCondition` makes the
+  /// first operand a bool condition (`where`) and the others `operands`.
+  DTypeSet operands;
+  bool firstIsCondition = false;
+  /// The result is bool (comparisons); otherwise the operands' dtype.
+  bool boolResult = false;
+  /// FLOPs per output element (docs/cost-model.md): 1 for each arithmetic
+  /// operation, comparison or library function (exp, tanh, erf, sin count
+  /// 1), and the count of its formula for a composite one (sigmoid =
+  /// 1/(1+exp(-x)): 4).
+  unsigned flops;
+  /// The formula, for the docs and the report ("x * sigmoid(x)").
+  std::string_view formula;
+};
+
+/// The table, one row per function.
+const std::vector<ElementwiseInfo> &elementwiseTable();
+const ElementwiseInfo &elementwiseInfo(ElementwiseFn fn);
+/// By IR/function name ("silu", "add"); nullptr if none.
+const ElementwiseInfo *findElementwise(std::string_view name);
+/// By source operator and arity ("<", 2); nullptr if none.
+const ElementwiseInfo *findElementwiseOperator(std::string_view symbol,
+                                               unsigned arity);
+
+/// Why operand `index` of `fn` cannot have `dtype` ("exp needs a float
+/// tensor, got i32; use astype"), or nullopt.
+std::optional<std::string> elementwiseOperandError(const ElementwiseInfo &info,
+                                                   unsigned index, DType dtype);
+
+/// The result dtype of `fn` over operands whose (shared) value dtype is
+/// `operands`.
+DType elementwiseResultDType(const ElementwiseInfo &info, DType operands);
+
+} // namespace ein

@@ -1,0 +1,140 @@
+// The one table of elementwise functions (include/ein/Shape/Elementwise.h).
+#include "ein/Shape/Elementwise.h"
+
+#include <fmt/format.h>
+
+namespace ein {
+
+bool admits(DTypeSet set, DType dtype) {
+  switch (set) {
+  case DTypeSet::Any:
+    return true;
+  case DTypeSet::Number:
+    return dtype != DType::Bool;
+  case DTypeSet::Float:
+    return isFloat(dtype);
+  case DTypeSet::Bool:
+    return dtype == DType::Bool;
+  }
+  return false;
+}
+
+const char *dtypeSetText(DTypeSet set) {
+  switch (set) {
+  case DTypeSet::Any:
+    return "a tensor";
+  case DTypeSet::Number:
+    return "a number tensor (not bool)";
+  case DTypeSet::Float:
+    return "a float tensor";
+  case DTypeSet::Bool:
+    return "a bool tensor";
+  }
+  return "a tensor";
+}
+
+const std::vector<ElementwiseInfo> &elementwiseTable() {
+  using F = ElementwiseFn;
+  using S = DTypeSet;
+  // fn, name, symbol, arity, operands, condition first, bool result, FLOPs,
+  // formula
+  static const std::vector<ElementwiseInfo> table = {
+      {F::Add, "add", "+", 2, S::Number, false, false, 1, "a + b"},
+      {F::Sub, "sub", "-", 2, S::Number, false, false, 1, "a - b"},
+      {F::Mul, "mul", "*", 2, S::Number, false, false, 1, "a * b"},
+      // Integer division is defined for every operand pair (§6).
+      {F::Div, "div", "/", 2, S::Number, false, false, 1, "a / b"},
+      {F::Pow, "pow", "**", 2, S::Number, false, false, 1, "a ** b"},
+      {F::FloorDiv, "floordiv", "//", 2, S::Number, false, false, 1,
+       "floor(a / b)"},
+      {F::Mod, "mod", "%", 2, S::Number, false, false, 1,
+       "a - floor(a / b) * b"},
+      {F::Neg, "neg", "-", 1, S::Number, false, false, 1, "-x"},
+      {F::Minimum, "min", "", 2, S::Number, false, false, 1, "min(a, b)"},
+      {F::Maximum, "max", "", 2, S::Number, false, false, 1, "max(a, b)"},
+      {F::Clip, "clip", "", 3, S::Number, false, false, 2,
+       "min(max(x, lo), hi)"},
+      {F::Abs, "abs", "", 1, S::Number, false, false, 1, "|x|"},
+      {F::Sign, "sign", "", 1, S::Number, false, false, 1, "-1, 0 or 1"},
+      {F::Square, "square", "", 1, S::Number, false, false, 1, "x * x"},
+      // Transcendental functions exist only on floats (math dialect).
+      {F::Exp, "exp", "", 1, S::Float, false, false, 1, "e ** x"},
+      {F::Log, "log", "", 1, S::Float, false, false, 1, "ln x"},
+      {F::Sqrt, "sqrt", "", 1, S::Float, false, false, 1, "x ** 0.5"},
+      {F::Rsqrt, "rsqrt", "", 1, S::Float, false, false, 1, "1 / sqrt(x)"},
+      {F::Tanh, "tanh", "", 1, S::Float, false, false, 1, "tanh x"},
+      {F::Relu, "relu", "", 1, S::Number, false, false, 1, "max(x, 0)"},
+      {F::Sigmoid, "sigmoid", "", 1, S::Float, false, false, 4,
+       "1 / (1 + exp(-x))"},
+      {F::Silu, "silu", "", 1, S::Float, false, false, 5, "x * sigmoid(x)"},
+      {F::Gelu, "gelu", "", 1, S::Float, false, false, 5,
+       "0.5 * x * (1 + erf(x / sqrt(2)))"},
+      {F::GeluTanh, "gelu_tanh", "", 1, S::Float, false, false, 9,
+       "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3)))"},
+      {F::Softplus, "softplus", "", 1, S::Float, false, false, 3,
+       "log(1 + exp(x))"},
+      {F::Sin, "sin", "", 1, S::Float, false, false, 1, "sin x"},
+      {F::Cos, "cos", "", 1, S::Float, false, false, 1, "cos x"},
+      {F::Erf, "erf", "", 1, S::Float, false, false, 1, "erf x"},
+      {F::Floor, "floor", "", 1, S::Float, false, false, 1, "floor x"},
+      {F::Ceil, "ceil", "", 1, S::Float, false, false, 1, "ceil x"},
+      {F::Round, "round", "", 1, S::Float, false, false, 1,
+       "x rounded to the nearest integer, ties to even"},
+      {F::Lt, "lt", "<", 2, S::Number, false, true, 1, "a < b"},
+      {F::Le, "le", "<=", 2, S::Number, false, true, 1, "a <= b"},
+      {F::Gt, "gt", ">", 2, S::Number, false, true, 1, "a > b"},
+      {F::Ge, "ge", ">=", 2, S::Number, false, true, 1, "a >= b"},
+      {F::Eq, "eq", "==", 2, S::Any, false, true, 1, "a == b"},
+      {F::Ne, "ne", "!=", 2, S::Any, false, true, 1, "a != b"},
+      {F::And, "and", "&", 2, S::Bool, false, false, 1, "a and b"},
+      {F::Or, "or", "|", 2, S::Bool, false, false, 1, "a or b"},
+      {F::Not, "not", "~", 1, S::Bool, false, false, 1, "not x"},
+      {F::Where, "where", "", 3, S::Any, true, false, 1, "a where cond else b"},
+  };
+  return table;
+}
+
+const ElementwiseInfo &elementwiseInfo(ElementwiseFn fn) {
+  for (const ElementwiseInfo &info : elementwiseTable())
+    if (info.fn == fn)
+      return info;
+  return elementwiseTable().front();
+}
+
+const ElementwiseInfo *findElementwise(std::string_view name) {
+  for (const ElementwiseInfo &info : elementwiseTable())
+    if (info.name == name)
+      return &info;
+  return nullptr;
+}
+
+const ElementwiseInfo *findElementwiseOperator(std::string_view symbol,
+                                               unsigned arity) {
+  for (const ElementwiseInfo &info : elementwiseTable())
+    if (info.symbol == symbol && info.arity == arity)
+      return &info;
+  return nullptr;
+}
+
+std::optional<std::string> elementwiseOperandError(const ElementwiseInfo &info,
+                                                   unsigned index,
+                                                   DType dtype) {
+  DTypeSet set =
+      info.firstIsCondition && index == 0 ? DTypeSet::Bool : info.operands;
+  if (admits(set, dtype))
+    return std::nullopt;
+  std::string what = info.symbol.empty() ? std::string(info.name)
+                                         : fmt::format("'{}'", info.symbol);
+  if (info.firstIsCondition && index == 0)
+    return fmt::format("the condition of {} must be a bool tensor, got {}; "
+                       "compare with <, ==, ... or use astype(c, bool)",
+                       what, dtypeName(dtype));
+  return fmt::format("{} needs {}, got {}; use astype", what, dtypeSetText(set),
+                     dtypeName(dtype));
+}
+
+DType elementwiseResultDType(const ElementwiseInfo &info, DType operands) {
+  return info.boolResult ? DType::Bool : operands;
+}
+
+} // namespace ein
