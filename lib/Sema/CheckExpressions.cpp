@@ -43,7 +43,9 @@ std::optional<SizeExpr> FunctionChecker::sizeOf(const Expr &e) {
                   e.length);
       return std::nullopt;
     }
-    return SizeExpr::symbol(e.text);
+    // In an inlined callee, its names stand for the caller's sizes.
+    return inlined() ? renamedSize(SizeExpr::symbol(e.text))
+                     : SizeExpr::symbol(e.text);
   case Expr::Kind::Binary: {
     auto l = sizeOf(*e.args[0]), r = sizeOf(*e.args[1]);
     if (!l || !r)
@@ -103,7 +105,7 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
     auto it = vars.find(e.text);
     if (it != vars.end())
       return single(it->second);
-    if (dimNames.count(e.text) || out.ctx.env.count(e.text))
+    if (isDimName(e.text))
       diags.error(e.loc, "'" + e.text + "' is a dim, not a tensor", e.length);
     else
       diags.error(e.loc, "undefined name '" + e.text + "'", e.length);
@@ -266,6 +268,9 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     return pack(e);
   if (callee == "unpack")
     return unpack(e);
+  if (auto it = scope.functions.find({fn.loc.file, callee});
+      it != scope.functions.end())
+    return callFunction(e, *it->second);
   diags.error(e.loc,
               "unknown function '" + callee +
                   "'; expected rearrange, reduce, repeat, einsum, pack, "
