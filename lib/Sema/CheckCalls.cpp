@@ -61,8 +61,33 @@ Shape FunctionChecker::renamedShape(const Shape &shape) {
   return renamed;
 }
 
+void FunctionChecker::bindProductName(const SizeExpr &size,
+                                      const SizeExpr &argument) {
+  std::optional<std::string> unbound;
+  for (auto &name : size.symbols()) {
+    if (sizeRenames.count(name) || scope.declaredDims.count(name))
+      continue;
+    if (unbound)
+      return; // two unknowns: nothing to solve for
+    unbound = name;
+  }
+  if (!unbound || size.asSymbol())
+    return;
+  // `h*d` with h known: d is the argument's size over h (with an entry
+  // check that it divides, when that is not known yet).
+  SizeExpr factor = size.replaceSymbols({{*unbound, SizeExpr::constant(1)}});
+  if (!(factor * SizeExpr::symbol(*unbound) == size))
+    return;
+  auto quotient = out.ctx.divide(argument, renamedSize(factor),
+                                 "size " + argument.str() + " / " +
+                                     renamedSize(factor).str());
+  if (quotient)
+    sizeRenames.emplace(*unbound, *quotient);
+}
+
 void FunctionChecker::bindParameterNames(const Shape &param,
-                                         const Shape &argumentIn) {
+                                         const Shape &argumentIn,
+                                         bool products) {
   Shape argument = out.ctx.expand(argumentIn);
   // The parameter's dims as written, with a variadic seen before expanded
   // (its dims are the caller's already: `written` says which are not).
@@ -110,6 +135,10 @@ void FunctionChecker::bindParameterNames(const Shape &param,
   for (size_t i = 0; i < dims.size(); ++i) {
     if (!written[i] || dims[i].isPack() || argument[i].isPack())
       continue;
+    if (products) {
+      bindProductName(dims[i].size, argument[i].size);
+      continue;
+    }
     auto name = dims[i].size.asSymbol();
     if (!name || sizeRenames.count(*name) || scope.declaredDims.count(*name))
       continue;
@@ -138,7 +167,10 @@ bool FunctionChecker::inlineBody(const std::vector<unsigned> &args,
   // Lone names first, over all parameters, so that `f(x: "n*2", y: "n")`
   // binds n from y before x's size is compared.
   for (size_t i = 0; i < declared.size(); ++i)
-    bindParameterNames(declared[i].shape, typeOf(args[i]).shape);
+    bindParameterNames(declared[i].shape, typeOf(args[i]).shape, false);
+  // Then names in products (`(heads e)`), from the names bound.
+  for (size_t i = 0; i < declared.size(); ++i)
+    bindParameterNames(declared[i].shape, typeOf(args[i]).shape, true);
   for (size_t i = 0; i < declared.size(); ++i) {
     const Param &p = fn.params[i];
     const Expr &arg = *call.args[i];

@@ -2,6 +2,7 @@
 // and the dispatch of calls.
 #include "FunctionChecker.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ein::sema {
@@ -274,9 +275,35 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
   diags.error(e.loc,
               "unknown function '" + callee +
                   "'; expected rearrange, reduce, repeat, einsum, pack, "
-                  "unpack, astype, exp, log, sqrt, rsqrt, relu or tanh",
+                  "unpack, astype, exp, log, sqrt, rsqrt, relu or tanh" +
+                  closeFunctionNames(callee),
               e.length);
   return std::nullopt;
+}
+
+std::string FunctionChecker::closeFunctionNames(const std::string &name) const {
+  // Levenshtein distance, for names a typo away.
+  auto distance = [](const std::string &a, const std::string &b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+      row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                           diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string close;
+  for (auto &[key, function] : scope.functions)
+    if (key.first == fn.loc.file && distance(key.second, name) <= 2)
+      close += (close.empty() ? "" : ", ") + ("'" + key.second + "'");
+  return close.empty() ? "" : ", or a function of this file such as " + close;
 }
 
 std::optional<Operand> FunctionChecker::astype(const Expr &e) {

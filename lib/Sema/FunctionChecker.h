@@ -138,7 +138,11 @@ private:
   Shape renamedShape(const Shape &shape);
   /// Binds the callee's parameter names to the argument shapes (lone names
   /// to the argument's size; variadics to the dims they cover).
-  void bindParameterNames(const Shape &param, const Shape &argument);
+  /// With `products`, binds instead the one unbound name of a product
+  /// (`h*d` with h bound) to the argument's size over the rest.
+  void bindParameterNames(const Shape &param, const Shape &argument,
+                          bool products);
+  void bindProductName(const SizeExpr &size, const SizeExpr &argument);
   /// Checks the callee's parameters against the arguments, its body and its
   /// returns; false after an error.
   bool inlineBody(const std::vector<unsigned> &args, const Expr &call);
@@ -196,6 +200,10 @@ private:
   std::optional<std::vector<SizeArg>> sizeArgs(const Expr &e);
 
   std::optional<Operand> call(const Expr &e);
+
+  /// ", or a function of this file such as 'norm'" for the functions a
+  /// typo away from `name`; empty when there is none.
+  std::string closeFunctionNames(const std::string &name) const;
 
   std::optional<Operand> astype(const Expr &e);
 
