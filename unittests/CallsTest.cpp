@@ -224,7 +224,8 @@ def g(x: f32["a"]) -> f32["a"]:
   const auto &list = c->diags->diagnostics();
   bool found = false;
   for (size_t i = 0; i + 1 < list.size(); ++i)
-    if (list[i].severity == Severity::Error && list[i + 1].severity == Severity::Note) {
+    if (list[i].severity == Severity::Error &&
+        list[i + 1].severity == Severity::Note) {
       EXPECT_EQ(list[i].loc.line, 3u);
       EXPECT_EQ(list[i + 1].loc.line, 6u);
       EXPECT_EQ(list[i + 1].message, "in call to 'f' from here");

@@ -225,7 +225,8 @@ struct Args {
   std::string command, file, fn, stage, device = "h100", object, header,
                                         target = "cpu", mainFunction;
   bool allowTf32 = false;
-  bool json = false, expand = false, time = false, perfJitdump = false, sizeGeneric = false;
+  bool json = false, expand = false, time = false, perfJitdump = false,
+       sizeGeneric = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;

@@ -352,8 +352,7 @@ std::vector<std::vector<const OpReport *>>
 rowsByCallSite(const CheckedFunction &fn, const std::vector<OpReport> &rows) {
   std::vector<std::vector<const OpReport *>> bySite(fn.callSites.size());
   for (auto &r : rows)
-    for (int site = r.op->callSite; site >= 0;
-         site = fn.callSites[site].parent)
+    for (int site = r.op->callSite; site >= 0; site = fn.callSites[site].parent)
       bySite[site].push_back(&r);
   return bySite;
 }
@@ -434,13 +433,13 @@ std::string reportTable(const CheckedModule &module,
     std::vector<TableRow> lines;
     auto bySite = rowsByCallSite(fn, rows);
     auto where = [&](SourceLoc loc) {
-      return loc.file == 0 ? std::to_string(loc.line)
-                           : fmt::format("{}:{}",
-                                         std::filesystem::path(
-                                             module.pathOf(loc))
-                                             .filename()
-                                             .string(),
-                                         loc.line);
+      return loc.file == 0
+                 ? std::to_string(loc.line)
+                 : fmt::format("{}:{}",
+                               std::filesystem::path(module.pathOf(loc))
+                                   .filename()
+                                   .string(),
+                               loc.line);
     };
     std::vector<int> open; // the calls of the previous op, outermost first
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -457,11 +456,10 @@ std::string reportTable(const CheckedModule &module,
           continue;
         const CallSite &site = fn.callSites[path[depth]];
         Totals t = totalsOf(bySite[path[depth]], fn.ctx.env, bandwidth);
-        lines.push_back(
-            {where(site.loc), std::string(2 * depth, ' ') + "call",
-             site.callee, t.flops, t.bytes,
-             t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-",
-             t.flops.expr.str()});
+        lines.push_back({where(site.loc), std::string(2 * depth, ' ') + "call",
+                         site.callee, t.flops, t.bytes,
+                         t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-",
+                         t.flops.expr.str()});
       }
       if (!path.empty() && !options.expandCalls)
         continue;
@@ -616,8 +614,7 @@ std::string reportJSON(const CheckedModule &module,
         std::vector<int> path = fn.callPath(*r.op);
         for (size_t k = 0; k < path.size(); ++k) {
           const CallSite &site = fn.callSites[path[k]];
-          fmt::format_to(out,
-                         "{}{{\"function\": {}, \"line\": {}, \"col\": {}",
+          fmt::format_to(out, "{}{{\"function\": {}, \"line\": {}, \"col\": {}",
                          k ? ", " : "", jsonString(site.callee), site.loc.line,
                          site.loc.col);
           if (site.loc.file != 0)
@@ -666,15 +663,14 @@ std::string reportJSON(const CheckedModule &module,
         for (int site : sites)
           all.insert(all.end(), bySite[site].begin(), bySite[site].end());
         Totals c = totalsOf(all, fn.ctx.env, bandwidth);
-        fmt::format_to(out,
-                       "{}{{\"function\": {}, \"calls\": {}, \"flops\": {}, "
-                       "\"flops_expr\": {}, \"bytes\": {}, \"bytes_expr\": "
-                       "{}}}",
-                       firstCallee ? "" : ", ", jsonString(callee),
-                       sites.size(), jsonNumber(c.flops.value),
-                       jsonString(c.flops.expr.str()),
-                       jsonNumber(c.bytes.value),
-                       jsonString(c.bytes.expr.str()));
+        fmt::format_to(
+            out,
+            "{}{{\"function\": {}, \"calls\": {}, \"flops\": {}, "
+            "\"flops_expr\": {}, \"bytes\": {}, \"bytes_expr\": "
+            "{}}}",
+            firstCallee ? "" : ", ", jsonString(callee), sites.size(),
+            jsonNumber(c.flops.value), jsonString(c.flops.expr.str()),
+            jsonNumber(c.bytes.value), jsonString(c.bytes.expr.str()));
         firstCallee = false;
       }
       os += "]";

@@ -51,8 +51,7 @@ private:
   const CheckedModule &source;
 
   mlir::Location loc(SourceLoc l) {
-    return mlir::FileLineColLoc::get(&context, source.pathOf(l), l.line,
-                                     l.col);
+    return mlir::FileLineColLoc::get(&context, source.pathOf(l), l.line, l.col);
   }
 
   /// An inlined op is at its line in the callee, called from each call

@@ -292,8 +292,8 @@ std::string FunctionChecker::closeFunctionNames(const std::string &name) const {
       row[0] = i;
       for (size_t j = 1; j <= b.size(); ++j) {
         size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                           diagonal + (a[i - 1] != b[j - 1])});
+        row[j] = std::min(
+            {row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
         diagonal = above;
       }
     }

@@ -59,8 +59,8 @@ public:
                   const std::map<std::string, size_t> &packRanks,
                   const ModuleScope &scope)
       : fn(fn), knownNames(knownNames), diags(diags), unitDims(unitDims),
-        packRanks(packRanks), scope(scope), out(storage),
-        results(out.results), returns(out.returns), anonCounter(anonStorage),
+        packRanks(packRanks), scope(scope), out(storage), results(out.results),
+        returns(out.returns), anonCounter(anonStorage),
         callStack(callStackStorage) {
     out.name = fn.name;
     out.loc = fn.loc;

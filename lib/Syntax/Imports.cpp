@@ -66,8 +66,7 @@ private:
         for (size_t j = i; j < stack.size(); ++j)
           cycle += fs::path(stack[j].second).filename().string() + " -> ";
         cycle += fs::path(path).filename().string();
-        diags.error(import.loc, fmt::format("import cycle: {}", cycle),
-                    length);
+        diags.error(import.loc, fmt::format("import cycle: {}", cycle), length);
         return false;
       }
     auto found = done.find(key);
@@ -97,9 +96,10 @@ private:
   std::optional<unsigned> read(const Import &import, const std::string &path) {
     unsigned length = static_cast<unsigned>(import.module.size());
     auto fail = [&](const std::string &why) -> std::optional<unsigned> {
-      diags.error(import.loc, fmt::format("cannot import '{}': {}: {}",
-                                          import.module, path, why),
-                  length);
+      diags.error(
+          import.loc,
+          fmt::format("cannot import '{}': {}: {}", import.module, path, why),
+          length);
       return std::nullopt;
     };
     struct stat info;

@@ -92,7 +92,8 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         while (j < s.size() && s[j] != '\n')
           ++j;
         reportInvalidUtf8(s, rest, j, line,
-                          col + static_cast<unsigned>(rest - i), file.id, diags);
+                          col + static_cast<unsigned>(rest - i), file.id,
+                          diags);
         if (j >= s.size()) {
           // The last line, without a final newline: the end of the file is
           // on this line, not on one past it.
@@ -208,8 +209,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         continue;
       }
       // Invalid UTF-8 is reported here; the string then stands for nothing.
-      bool bad = reportInvalidUtf8(s, i + 1, j, line, col + 1, file.id,
-                                   diags);
+      bool bad = reportInvalidUtf8(s, i + 1, j, line, col + 1, file.id, diags);
       push(bad ? TokenKind::Error : TokenKind::String,
            s.substr(i + 1, j - i - 1), loc, static_cast<unsigned>(j - i + 1));
       col += static_cast<unsigned>(j + 1 - i);
