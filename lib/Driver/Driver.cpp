@@ -9,6 +9,7 @@
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/DiagnosticError.h"
+#include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
 #include "ein/Version.h"
 
@@ -49,13 +50,15 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
       {"report",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
             [--device a100|h100|h200] [--peak-flops FLOPS]
-            [--bandwidth BYTES_PER_S] [--json] [--target=cuda])",
+            [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda])",
        R"(Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
-and totals per function. --target=cuda adds what each op becomes on a GPU
-(the cuBLASLt call or kernel, and the bytes of any permute a contraction
-of row-major operands needs first).)",
+and totals per function. A call of another function is one row with the
+callee's totals (--expand lists its ops under it), and a table of the
+totals by function follows. --target=cuda adds what each op becomes on a
+GPU (the cuBLASLt call or kernel, and the bytes of any permute a
+contraction of row-major operands needs first).)",
        {"--fn", "--dim", "--rank", "--device", "--peak-flops", "--bandwidth",
-        "--json", "--target"}},
+        "--json", "--expand", "--target"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
@@ -130,6 +133,7 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
     {"--bandwidth", R"(--bandwidth BYTES_PER_S
                  peak memory bandwidth in bytes/s)"},
     {"--json", R"(--json           the report as JSON)"},
+    {"--expand", R"(--expand         the ops of each call, indented under it)"},
     {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops or llvm)"},
     {"-o", R"(-o OBJECT.o      the object file to write (also --output))"},
     {"--header", R"(--header HEADER.h
@@ -221,7 +225,8 @@ struct Args {
   std::string command, file, fn, stage, device = "h100", object, header,
                                         target = "cpu", mainFunction;
   bool allowTf32 = false;
-  bool json = false, time = false, perfJitdump = false, sizeGeneric = false;
+  bool json = false, expand = false, time = false, perfJitdump = false,
+       sizeGeneric = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;
@@ -394,6 +399,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.allowTf32 = true;
     } else if (a == "--json" && args.command == "report") {
       args.json = true;
+    } else if (a == "--expand" && args.command == "report") {
+      args.expand = true;
     } else if (isFlag("--stage") && args.command == "emit") {
       auto v = value("--stage");
       if (!v || (*v != "ast" && *v != "ein" && *v != "linalg" &&
@@ -458,6 +465,8 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
     return file.error();
   DiagnosticEngine diags(*file);
   Module module = parseModule(*file, diags);
+  if (!diags.hadError())
+    resolveImports(module, *file, diags);
   if (diags.hadError())
     return errorFromDiagnostics(diags);
   if (args.command == "emit" && args.stage == "ast") {
@@ -547,6 +556,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
     options.peakOverride = args.peakFlops;
     options.bandwidthOverride = args.bandwidth;
     options.cudaTarget = args.target == "cuda";
+    options.expandCalls = args.expand;
     out << (args.json ? reportJSON(checked, options)
                       : reportTable(checked, options));
     return {};

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iterator>
 #include <map>
 
@@ -318,11 +319,12 @@ struct Totals {
   bool timeKnown = true;
 };
 
-Totals totalsOf(const std::vector<OpReport> &rows, const Bindings &env,
+Totals totalsOf(const std::vector<const OpReport *> &rows, const Bindings &env,
                 double bandwidth) {
   SizeExpr flops, bytes;
   Totals t;
-  for (auto &r : rows) {
+  for (const OpReport *row : rows) {
+    const OpReport &r = *row;
     flops = flops + r.cost.flops.expr;
     bytes = bytes + r.cost.bytes().expr;
     auto f = r.cost.flops.value;
@@ -337,6 +339,40 @@ Totals totalsOf(const std::vector<OpReport> &rows, const Bindings &env,
   return t;
 }
 
+Totals totalsOf(const std::vector<OpReport> &rows, const Bindings &env,
+                double bandwidth) {
+  std::vector<const OpReport *> all;
+  for (auto &r : rows)
+    all.push_back(&r);
+  return totalsOf(all, env, bandwidth);
+}
+
+/// How the ops of a function's calls group: per call site, the rows of the
+/// ops inlined from it (nested calls included).
+std::vector<std::vector<const OpReport *>>
+rowsByCallSite(const CheckedFunction &fn, const std::vector<OpReport> &rows) {
+  std::vector<std::vector<const OpReport *>> bySite(fn.callSites.size());
+  for (auto &r : rows)
+    for (int site = r.op->callSite; site >= 0; site = fn.callSites[site].parent)
+      bySite[site].push_back(&r);
+  return bySite;
+}
+
+/// Per function called (first call first), the call sites that call it.
+std::vector<std::pair<std::string, std::vector<int>>>
+sitesByCallee(const CheckedFunction &fn) {
+  std::vector<std::pair<std::string, std::vector<int>>> byCallee;
+  for (size_t i = 0; i < fn.callSites.size(); ++i) {
+    auto it = std::find_if(byCallee.begin(), byCallee.end(), [&](auto &entry) {
+      return entry.first == fn.callSites[i].callee;
+    });
+    if (it == byCallee.end())
+      it = byCallee.insert(byCallee.end(), {fn.callSites[i].callee, {}});
+    it->second.push_back(static_cast<int>(i));
+  }
+  return byCallee;
+}
+
 /// Table cells hold numbers; formulas go to the last column.
 std::string numberOrDash(const Quantity &q) {
   return q.value ? toString(*q.value) : "-";
@@ -349,6 +385,13 @@ std::string pathStr(const std::vector<ContractionStep> &path) {
     out += fmt::format("{}({})", out.empty() ? "" : " ", fmt::join(step, ","));
   return out;
 }
+
+/// One line of the table: an op, or a call with the callee's totals.
+struct TableRow {
+  std::string line, op, pattern;
+  Quantity flops, bytes;
+  std::string roofline, kind, cuda, formula;
+};
 
 std::vector<std::string> entryChecks(const CheckedFunction &fn) {
   std::vector<std::string> checks;
@@ -381,65 +424,110 @@ std::string reportTable(const CheckedModule &module,
           fmt::format("{}{}={}", bound.empty() ? "" : ", ", name, toString(v));
     if (!bound.empty())
       fmt::format_to(out, "  sizes: {}\n", bound);
-    size_t patW = 7;
-    for (auto &r : rows)
-      patW = std::max(patW, r.op->pattern.size());
+    // Each op's CUDA lowering, planned once (it runs the GEMM planner).
+    std::vector<std::string> cuda;
+    if (options.cudaTarget)
+      for (auto &r : rows)
+        cuda.push_back(cudaLowering(r, fn));
+    // The lines of the table: the function's own ops, and per call one line
+    // with the callee's totals (with --expand, followed by its ops, indented).
+    std::vector<TableRow> lines;
+    auto bySite = rowsByCallSite(fn, rows);
+    auto where = [&](SourceLoc loc) {
+      return loc.file == 0
+                 ? std::to_string(loc.line)
+                 : fmt::format("{}:{}",
+                               std::filesystem::path(module.pathOf(loc))
+                                   .filename()
+                                   .string(),
+                               loc.line);
+    };
+    std::vector<int> open; // the calls of the previous op, outermost first
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const OpReport &r = rows[i];
+      std::vector<int> path = fn.callPath(*r.op);
+      size_t common = 0;
+      while (common < open.size() && common < path.size() &&
+             open[common] == path[common])
+        ++common;
+      open.resize(common);
+      for (size_t depth = common; depth < path.size(); ++depth) {
+        open.push_back(path[depth]);
+        if (depth > 0 && !options.expandCalls)
+          continue;
+        const CallSite &site = fn.callSites[path[depth]];
+        Totals t = totalsOf(bySite[path[depth]], fn.ctx.env, bandwidth);
+        lines.push_back({where(site.loc), std::string(2 * depth, ' ') + "call",
+                         site.callee, t.flops, t.bytes,
+                         t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-",
+                         t.flops.expr.str()});
+      }
+      if (!path.empty() && !options.expandCalls)
+        continue;
+      // Data movement is a view (strides only) or a copy; arithmetic has
+      // no such kind.
+      bool moves = r.op->kind == OpKind::Rearrange ||
+                   r.op->kind == OpKind::Repeat || r.op->kind == OpKind::Pack ||
+                   r.op->kind == OpKind::Unpack || r.op->kind == OpKind::Cast;
+      auto f = r.cost.flops.value;
+      auto b = r.cost.bytes().value;
+      std::string formula = r.cost.flops.expr.str();
+      if (r.cost.naiveFlops)
+        formula += fmt::format("  [naive {}, order {}]",
+                               r.cost.naiveFlops->str(), pathStr(r.cost.path));
+      lines.push_back(
+          {where(r.op->loc),
+           std::string(2 * path.size(), ' ') + opName(r.op->kind, r.op->fn),
+           r.op->pattern, r.cost.flops, r.cost.bytes(),
+           f && b ? formatSeconds(rooflineSeconds(toDouble(*f), toDouble(*b),
+                                                  r.peak, bandwidth))
+                  : "-",
+           moves ? (r.cost.view ? "view" : "copy") : "-",
+           options.cudaTarget ? cuda[i] : "", formula});
+    }
+    size_t lineW = 4, opW = 9, patW = 7, cudaW = 4;
+    for (auto &l : lines) {
+      lineW = std::max(lineW, l.line.size());
+      opW = std::max(opW, l.op.size());
+      patW = std::max(patW, l.pattern.size());
+      cudaW = std::max(cudaW, l.cuda.size());
+    }
     auto cell = [&](const std::string &s, size_t w) {
       fmt::format_to(out, "{:<{}}  ", s, w);
     };
+    auto intensity = [](const Quantity &flops, const Quantity &bytes) {
+      auto f = flops.value;
+      auto b = bytes.value;
+      return f && b && *b > 0 ? formatRatio(toDouble(*f) / toDouble(*b))
+                              : std::string("-");
+    };
     os += "  ";
-    cell("line", 4), cell("op", 9), cell("pattern", patW), cell("FLOPs", 14),
-        cell("bytes", 14), cell("FLOP/B", 6), cell("roofline", 9),
-        cell("kind", 4);
-    // Each op's CUDA lowering, planned once (it runs the GEMM planner).
-    std::vector<std::string> cuda;
-    size_t cudaW = 4;
-    if (options.cudaTarget) {
-      for (auto &r : rows) {
-        cuda.push_back(cudaLowering(r, fn));
-        cudaW = std::max(cudaW, cuda.back().size());
-      }
+    cell("line", lineW), cell("op", opW), cell("pattern", patW),
+        cell("FLOPs", 14), cell("bytes", 14), cell("FLOP/B", 6),
+        cell("roofline", 9), cell("kind", 4);
+    if (options.cudaTarget)
       cell("CUDA", cudaW);
-    }
     os += "FLOPs formula\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const OpReport &r = rows[i];
+    for (auto &l : lines) {
       os += "  ";
-      cell(std::to_string(r.op->loc.line), 4);
-      cell(opName(r.op->kind, r.op->fn), 9);
-      cell(r.op->pattern, patW);
-      cell(numberOrDash(r.cost.flops), 14);
-      cell(numberOrDash(r.cost.bytes()), 14);
-      auto f = r.cost.flops.value;
-      auto b = r.cost.bytes().value;
-      cell(f && b && *b > 0 ? formatRatio(toDouble(*f) / toDouble(*b)) : "-", 6);
-      cell(f && b ? formatSeconds(rooflineSeconds(toDouble(*f), toDouble(*b),
-                                                  r.peak, bandwidth))
-                  : "-",
-           9);
-      // Data movement is a view (strides only) or a copy; arithmetic has
-      // no such kind.
-      bool moves = r.op->kind == OpKind::Rearrange || r.op->kind == OpKind::Repeat ||
-                   r.op->kind == OpKind::Pack || r.op->kind == OpKind::Unpack ||
-                   r.op->kind == OpKind::Cast;
-      cell(moves ? (r.cost.view ? "view" : "copy") : "-", 4);
+      cell(l.line, lineW);
+      cell(l.op, opW);
+      cell(l.pattern, patW);
+      cell(numberOrDash(l.flops), 14);
+      cell(numberOrDash(l.bytes), 14);
+      cell(intensity(l.flops, l.bytes), 6);
+      cell(l.roofline, 9);
+      cell(l.kind, 4);
       if (options.cudaTarget)
-        cell(cuda[i], cudaW);
-      os += r.cost.flops.expr.str();
-      if (r.cost.naiveFlops)
-        fmt::format_to(out, "  [naive {}, order {}]", r.cost.naiveFlops->str(),
-                       pathStr(r.cost.path));
-      os += "\n";
+        cell(l.cuda, cudaW);
+      fmt::format_to(out, "{}\n", l.formula);
     }
     Totals t = totalsOf(rows, fn.ctx.env, bandwidth);
     os += "  ";
-    cell("total", 4 + 2 + 9 + 2 + patW);
+    cell("total", lineW + 2 + opW + 2 + patW);
     cell(numberOrDash(t.flops), 14);
     cell(numberOrDash(t.bytes), 14);
-    cell(t.flops.value && t.bytes.value && *t.bytes.value > 0
-             ? formatRatio(toDouble(*t.flops.value) / toDouble(*t.bytes.value))
-             : "-",
-         6);
+    cell(intensity(t.flops, t.bytes), 6);
     cell(t.timeKnown ? formatSeconds(t.seconds) : "-", 9);
     cell("", 4);
     if (options.cudaTarget)
@@ -447,6 +535,34 @@ std::string reportTable(const CheckedModule &module,
     fmt::format_to(out, "{}\n", t.flops.expr.str());
     if (t.flops.value && *t.flops.value >= 1000000)
       fmt::format_to(out, "  total FLOPs: {:.4g}\n", toDouble(*t.flops.value));
+    if (!fn.callSites.empty()) {
+      // Totals by function, callees including what they call (as a FLOP
+      // profiler's per-module table).
+      std::vector<std::tuple<std::string, size_t, Totals>> byFunction;
+      byFunction.push_back({fn.name, 1, t});
+      for (auto &[callee, sites] : sitesByCallee(fn)) {
+        std::vector<const OpReport *> all;
+        for (int site : sites)
+          all.insert(all.end(), bySite[site].begin(), bySite[site].end());
+        byFunction.push_back(
+            {callee, sites.size(), totalsOf(all, fn.ctx.env, bandwidth)});
+      }
+      size_t nameW = 8;
+      for (auto &entry : byFunction)
+        nameW = std::max(nameW, std::get<0>(entry).size());
+      os += "  ";
+      cell("function", nameW), cell("calls", 5), cell("FLOPs", 14),
+          cell("bytes", 14);
+      os += "FLOPs formula\n";
+      for (auto &[name, calls, totals] : byFunction) {
+        os += "  ";
+        cell(name, nameW);
+        cell(std::to_string(calls), 5);
+        cell(numberOrDash(totals.flops), 14);
+        cell(numberOrDash(totals.bytes), 14);
+        fmt::format_to(out, "{}\n", totals.flops.expr.str());
+      }
+    }
     for (auto &c : entryChecks(fn))
       fmt::format_to(out, "  entry check: {}\n", c);
   }
@@ -490,6 +606,25 @@ std::string reportJSON(const CheckedModule &module,
           jsonNumber(r.cost.bytesWritten.value),
           jsonString(r.cost.bytesWritten.expr.str()),
           r.cost.view ? "true" : "false");
+      if (r.op->loc.file != 0)
+        fmt::format_to(out, ", \"file\": {}",
+                       jsonString(module.pathOf(r.op->loc)));
+      if (r.op->callSite >= 0) {
+        // The calls the op was inlined from, outermost first.
+        os += ", \"calls\": [";
+        std::vector<int> path = fn.callPath(*r.op);
+        for (size_t k = 0; k < path.size(); ++k) {
+          const CallSite &site = fn.callSites[path[k]];
+          fmt::format_to(out, "{}{{\"function\": {}, \"line\": {}, \"col\": {}",
+                         k ? ", " : "", jsonString(site.callee), site.loc.line,
+                         site.loc.col);
+          if (site.loc.file != 0)
+            fmt::format_to(out, ", \"file\": {}",
+                           jsonString(module.pathOf(site.loc)));
+          os += "}";
+        }
+        os += "]";
+      }
       if (options.cudaTarget)
         fmt::format_to(out, ", \"cuda\": {}", jsonString(cudaLowering(r, fn)));
       if (f && b && *b > 0)
@@ -520,6 +655,27 @@ std::string reportJSON(const CheckedModule &module,
                    jsonNumber(t.bytes.value), jsonString(t.bytes.expr.str()));
     if (t.timeKnown)
       fmt::format_to(out, ", \"roofline_s\": {}", jsonDouble(t.seconds));
+    if (!fn.callSites.empty()) {
+      auto bySite = rowsByCallSite(fn, rows);
+      os += ", \"by_function\": [";
+      bool firstCallee = true;
+      for (auto &[callee, sites] : sitesByCallee(fn)) {
+        std::vector<const OpReport *> all;
+        for (int site : sites)
+          all.insert(all.end(), bySite[site].begin(), bySite[site].end());
+        Totals c = totalsOf(all, fn.ctx.env, bandwidth);
+        fmt::format_to(
+            out,
+            "{}{{\"function\": {}, \"calls\": {}, \"flops\": {}, "
+            "\"flops_expr\": {}, \"bytes\": {}, \"bytes_expr\": "
+            "{}}}",
+            firstCallee ? "" : ", ", jsonString(callee), sites.size(),
+            jsonNumber(c.flops.value), jsonString(c.flops.expr.str()),
+            jsonNumber(c.bytes.value), jsonString(c.bytes.expr.str()));
+        firstCallee = false;
+      }
+      os += "]";
+    }
     os += ", \"entry_checks\": [";
     auto checks = entryChecks(fn);
     for (size_t k = 0; k < checks.size(); ++k)

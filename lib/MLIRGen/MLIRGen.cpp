@@ -51,7 +51,16 @@ private:
   const CheckedModule &source;
 
   mlir::Location loc(SourceLoc l) {
-    return mlir::FileLineColLoc::get(&context, source.path, l.line, l.col);
+    return mlir::FileLineColLoc::get(&context, source.pathOf(l), l.line, l.col);
+  }
+
+  /// An inlined op is at its line in the callee, called from each call
+  /// site in turn (so a diagnostic still points at the callee's line).
+  mlir::Location loc(const CheckedFunction &fn, const CheckedOp &op) {
+    mlir::Location l = loc(op.loc);
+    for (int site = op.callSite; site >= 0; site = fn.callSites[site].parent)
+      l = mlir::CallSiteLoc::get(l, loc(fn.callSites[site].loc));
+    return l;
   }
 
   mlir::Type typeOf(const CheckedFunction &fn, unsigned id) {
@@ -95,7 +104,7 @@ private:
 
   void emitOp(const CheckedFunction &fn, const CheckedOp &op,
               std::map<unsigned, mlir::Value> &values) {
-    mlir::Location l = loc(op.loc);
+    mlir::Location l = loc(fn, op);
     llvm::SmallVector<mlir::Value> operands;
     for (unsigned id : op.operands)
       operands.push_back(values.at(id));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ein::sema {
@@ -55,7 +56,9 @@ std::optional<SizeExpr> FunctionChecker::sizeOf(const Expr &e) {
                   e.length);
       return std::nullopt;
     }
-    return SizeExpr::symbol(e.text);
+    // In an inlined callee, its names stand for the caller's sizes.
+    return inlined() ? renamedSize(SizeExpr::symbol(e.text))
+                     : SizeExpr::symbol(e.text);
   case Expr::Kind::Binary: {
     auto l = sizeOf(*e.args[0]), r = sizeOf(*e.args[1]);
     if (!l || !r)
@@ -165,11 +168,11 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
       return single(it->second);
     if (auto s = scalarVars.find(e.text); s != scalarVars.end())
       return s->second;
-    if ((dimNames.count(e.text) || out.ctx.env.count(e.text)) &&
-        !isAnonymousName(e.text)) {
+    if (isDimName(e.text) && !isAnonymousName(e.text)) {
       // A dim in an expression is its size (docs/language.md §6).
       Operand o;
-      o.size = SizeExpr::symbol(e.text);
+      o.size = inlined() ? renamedSize(SizeExpr::symbol(e.text))
+                         : SizeExpr::symbol(e.text);
       return o;
     }
     diags.error(e.loc, "undefined name '" + e.text + "'", e.length);
@@ -447,16 +450,45 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     return pack(e);
   if (callee == "unpack")
     return unpack(e);
+  if (auto it = scope.functions.find({fn.loc.file, callee});
+      it != scope.functions.end())
+    return callFunction(e, *it->second);
   std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
                                     "pack",      "unpack", "astype"};
-  for (const ElementwiseInfo &fn : elementwiseTable())
-    if (fn.symbol.empty())
-      known.push_back(std::string(fn.name));
+  for (const ElementwiseInfo &info : elementwiseTable())
+    if (info.symbol.empty())
+      known.push_back(std::string(info.name));
   diags.error(e.loc,
-              fmt::format("unknown function '{}'; expected one of {}", callee,
-                          fmt::join(known, ", ")),
+              fmt::format("unknown function '{}'; expected one of {}{}",
+                          callee, fmt::join(known, ", "),
+                          closeFunctionNames(callee)),
               e.length);
   return std::nullopt;
+}
+
+std::string FunctionChecker::closeFunctionNames(const std::string &name) const {
+  // Levenshtein distance, for names a typo away.
+  auto distance = [](const std::string &a, const std::string &b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+      row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        size_t above = row[j];
+        row[j] = std::min(
+            {row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string close;
+  for (auto &[key, function] : scope.functions)
+    if (key.first == fn.loc.file && distance(key.second, name) <= 2)
+      close += (close.empty() ? "" : ", ") + ("'" + key.second + "'");
+  return close.empty() ? "" : ", or a function of this file such as " + close;
 }
 
 std::optional<Operand> FunctionChecker::astype(const Expr &e) {

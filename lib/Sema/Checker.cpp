@@ -65,22 +65,29 @@ CheckedFunction FunctionChecker::run() {
     for (auto &d : type->shape)
       if (d.isPack() && !isAnonymousName(d.pack))
         fixPackRank(d.pack, d.pack);
-    out.results.push_back(*type);
+    results.push_back(*type);
   }
+  checkBody();
+  return std::move(out);
+}
+
+bool FunctionChecker::checkBody() {
   bool returned = false;
   for (auto &stmt : fn.body) {
     if (returned) {
       diags.error(stmt.loc, "statement after 'return' is never executed");
-      return std::move(out);
+      return false;
     }
     if (!checkStmt(stmt))
-      return std::move(out);
+      return false;
     returned = stmt.kind == Stmt::Kind::Return;
   }
-  if (!returned)
+  if (!returned) {
     diags.error(fn.loc, "function '" + fn.name + "' has no 'return'",
                 static_cast<unsigned>(fn.name.size()));
-  return std::move(out);
+    return false;
+  }
+  return true;
 }
 
 void FunctionChecker::fixPackRank(const std::string &pack,
@@ -214,7 +221,7 @@ std::optional<TensorType> FunctionChecker::checkType(const TypeAnnotation &t) {
         dimNames.insert(s);
       // Size 0 is an empty tensor (as in numpy); only negative sizes are
       // meaningless.
-      if (auto v = d.size.evaluate(out.ctx.env); v && *v < 0) {
+      if (auto v = d.size.evaluate(typeEnv()); v && *v < 0) {
         auto [loc, length] = dimAt(i);
         diags.error(loc,
                     "in shape \"" + t.shape + "\": dim " + written(i) +
@@ -232,7 +239,7 @@ std::optional<TensorType> FunctionChecker::checkType(const TypeAnnotation &t) {
                 static_cast<unsigned>(t.shape.size() + 2));
     return std::nullopt;
   }
-  if (numElements(*shape).substitute(out.ctx.env).overflowed()) {
+  if (numElements(*shape).substitute(typeEnv()).overflowed()) {
     diags.error(t.shapeLoc,
                 "in shape \"" + t.shape +
                     "\": the number of elements overflows 128 bits",
@@ -331,18 +338,18 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
       for (unsigned id : v->values)
         returned.push_back({id, e.get()});
     }
-    if (returned.size() != out.results.size()) {
+    if (returned.size() != results.size()) {
       diags.error(stmt.loc,
                   "returns " + std::to_string(returned.size()) +
                       " value(s) but the function declares " +
-                      std::to_string(out.results.size()),
+                      std::to_string(results.size()),
                   6);
       return false;
     }
     for (size_t i = 0; i < returned.size(); ++i) {
       auto [id, expr] = returned[i];
       const TensorType &actual = typeOf(id);
-      const TensorType &declared = out.results[i];
+      const TensorType &declared = results[i];
       if (out.values[id].isPackedShapes) {
         diags.error(expr->loc, "cannot return packed shapes", expr->length);
         return false;
@@ -356,7 +363,7 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
                     expr->length);
         return false;
       }
-      out.results[i].shape = bindResultNames(declared.shape, actual.shape);
+      results[i].shape = bindResultNames(declared.shape, actual.shape);
       auto ok = checkShapeMatches(out.ctx, declared.shape, actual.shape);
       if (!ok) {
         diags.error(expr->loc,
@@ -367,7 +374,7 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
                     expr->length);
         return false;
       }
-      out.returns.push_back(id);
+      returns.push_back(id);
     }
     return true;
   }
@@ -420,7 +427,7 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
     auto &[name, loc] = stmt.targets[i];
     if (name == "_")
       continue;
-    if (dimNames.count(name) || out.ctx.env.count(name)) {
+    if (isDimName(name)) {
       diags.error(loc, "'" + name + "' is a dim name; choose another name",
                   static_cast<unsigned>(name.size()));
       return false;
@@ -446,6 +453,7 @@ namespace {
 
 using sema::collectShapeNames;
 using sema::FunctionChecker;
+using sema::ModuleScope;
 
 /// Evaluates a `dim` declaration's value from earlier declarations.
 std::optional<Int> evalDim(const Expr &e, const Bindings &dims,
@@ -517,8 +525,20 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
                           DiagnosticEngine &diags) {
   CheckedModule result;
   result.path = diags.source().path;
+  result.files.push_back(result.path);
+  for (auto &f : module.importedFiles) {
+    diags.addFile(f);
+    result.files.push_back(f->path);
+  }
   std::set<std::string> knownNames;
-  for (auto &d : module.dims) {
+  // The dims of imported files first: the file's own may use them.
+  std::vector<const DimDecl *> dimDecls;
+  for (auto &d : module.importedDims)
+    dimDecls.push_back(&d);
+  for (auto &d : module.dims)
+    dimDecls.push_back(&d);
+  for (const DimDecl *decl : dimDecls) {
+    const DimDecl &d = *decl;
     if (result.dims.count(d.name)) {
       diags.error(d.loc, "dim '" + d.name + "' is declared twice",
                   static_cast<unsigned>(d.name.size()));
@@ -542,12 +562,39 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     }
     result.dims[d.name] = *v;
   }
-  for (auto &f : module.functions) {
-    for (auto &p : f.params)
-      collectShapeNames(p.type.shape, knownNames);
-    for (auto &r : f.results)
-      collectShapeNames(r.shape, knownNames);
-  }
+  ModuleScope scope;
+  scope.declaredDims = result.dims;
+  for (auto *functions : {&module.functions, &module.importedFunctions})
+    for (auto &f : *functions) {
+      for (auto &p : f.params)
+        collectShapeNames(p.type.shape, knownNames);
+      for (auto &r : f.results)
+        collectShapeNames(r.shape, knownNames);
+      scope.functions.emplace(std::make_pair(f.loc.file, f.name), &f);
+    }
+  // An imported name means what it means in the file it comes from (whose
+  // imports were resolved before).
+  auto addImports = [&](const std::vector<Import> &imports) {
+    for (auto &i : imports)
+      for (auto &[name, loc] : i.names) {
+        auto it = scope.functions.find({i.resolvedFile, name});
+        if (it == scope.functions.end())
+          continue;
+        auto [at, added] =
+            scope.functions.emplace(std::make_pair(loc.file, name), it->second);
+        if (!added && at->second != it->second) {
+          diags.error(loc,
+                      "'" + name +
+                          "' is imported here but this file has a function "
+                          "of that name too",
+                      static_cast<unsigned>(name.size()));
+          return false;
+        }
+      }
+    return true;
+  };
+  if (!addImports(module.importedImports) || !addImports(module.imports))
+    return result;
   if (!options.packRanks.empty()) {
     // The variadics --rank may name: `*NAME` anywhere, `PARAM...` for a
     // parameter typed with `...`.
@@ -610,7 +657,7 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
         FunctionChecker(f, result.dims, knownNames, diags,
                         f.name == options.onlyFunction ? &options.entryUnitDims
                                                        : nullptr,
-                        options.packRanks)
+                        options.packRanks, scope)
             .run());
   }
   return result;

@@ -1,6 +1,7 @@
 // The checker of one function. Its work is split by concern: statements,
 // types and results (Checker.cpp), expressions and elementwise arithmetic
-// (CheckExpressions.cpp), pattern operations (CheckPatternOps.cpp).
+// (CheckExpressions.cpp), pattern operations (CheckPatternOps.cpp), calls of
+// other functions (CheckCalls.cpp).
 // Private to lib/Sema.
 #pragma once
 
@@ -42,23 +43,46 @@ struct Operand {
   /// Neither tensors nor packed shapes: a number, a size or a deferred value.
   bool isScalar() const { return isLiteral || size || deferred; }
 };
+/// What the checkers of one module share.
+struct ModuleScope {
+  /// (file id, name) -> the function a call of `name` in that file means:
+  /// one the file defines or imports.
+  std::map<std::pair<unsigned, std::string>, const Function *> functions;
+  /// The `dim` declarations (of the file and of the files it imports):
+  /// shared by every function, so a callee's are the caller's.
+  Bindings declaredDims;
+};
+
+/// Limits on inlining, so that a deep or exponential call graph is an error
+/// rather than exhausting the stack or the memory.
+inline constexpr size_t kMaxCallDepth = 64;
+inline constexpr size_t kMaxInlinedOps = 100000;
+
 class FunctionChecker {
 public:
   FunctionChecker(const Function &fn, const Bindings &dims,
                   const std::set<std::string> &knownNames,
                   DiagnosticEngine &diags,
                   const std::map<std::string, std::set<size_t>> *unitDims,
-                  const std::map<std::string, size_t> &packRanks)
+                  const std::map<std::string, size_t> &packRanks,
+                  const ModuleScope &scope)
       : fn(fn), knownNames(knownNames), diags(diags), unitDims(unitDims),
-        packRanks(packRanks) {
+        packRanks(packRanks), scope(scope), out(storage), results(out.results),
+        returns(out.returns), anonCounter(anonStorage),
+        callStack(callStackStorage) {
     out.name = fn.name;
     out.loc = fn.loc;
     out.ctx.env = dims;
+    callStack.push_back(&fn);
   }
 
   CheckedFunction run();
 
 private:
+  /// The checker of `callee`'s body inlined at call site `site` of
+  /// `caller`'s function: its ops and values join the caller's.
+  FunctionChecker(const Function &callee, FunctionChecker &caller, int site);
+
   const Function &fn;
   const std::set<std::string> &knownNames;
   DiagnosticEngine &diags;
@@ -67,6 +91,7 @@ private:
   const std::map<std::string, std::set<size_t>> *unitDims;
   /// CheckOptions::packRanks.
   const std::map<std::string, size_t> &packRanks;
+  const ModuleScope &scope;
 
   /// Expands `pack` to fresh dims when its rank is given under `key`.
   void fixPackRank(const std::string &pack, const std::string &key);
@@ -74,7 +99,65 @@ private:
   /// Types the dim at position `pos` of `shape` (counted with its variadic
   /// expanded) as the constant 1 if it is `#` or anonymous.
   void specialiseUnitDim(Shape &shape, size_t pos);
-  CheckedFunction out;
+  /// The function being built: this checker's own, or (for an inlined
+  /// callee) the caller's.
+  CheckedFunction storage;
+  CheckedFunction &out;
+  /// The declared result types and the returned values: the function's, or
+  /// for an inlined callee, the call's.
+  std::vector<TensorType> callResults;
+  std::vector<unsigned> callReturns;
+  std::vector<TensorType> &results;
+  std::vector<unsigned> &returns;
+  /// Numbers the fresh names of `_` and `...`, shared with inlined callees
+  /// so that theirs are fresh in the caller too.
+  unsigned anonStorage = 0;
+  unsigned &anonCounter;
+  /// The functions being checked, outermost first: a call of one of them
+  /// is recursion.
+  std::vector<const Function *> callStackStorage;
+  std::vector<const Function *> &callStack;
+
+  /// For an inlined callee: its call site (CheckedFunction::callSites), or
+  /// -1 for a function checked on its own.
+  int callSite = -1;
+  /// Set when an argument does not fit its parameter (an error at the call,
+  /// not in the callee).
+  bool badArgument = false;
+  bool inlined() const { return callSite >= 0; }
+  /// What the callee's size and variadic names stand for at this call:
+  /// the caller's sizes their parameters bind to, or fresh names
+  /// (`_call3_d`); the `dim`s of the file are never renamed.
+  std::map<std::string, SizeExpr> sizeRenames;
+  std::map<std::string, std::string> packRenames;
+  /// Sizes known where a type is checked: the function's, or for an inlined
+  /// callee the declared dims only (the caller's names mean other things).
+  const Bindings &typeEnv() const {
+    return inlined() ? scope.declaredDims : out.ctx.env;
+  }
+  /// Whether `name` names a size rather than a tensor here.
+  bool isDimName(const std::string &name) const {
+    return dimNames.count(name) || typeEnv().count(name);
+  }
+  std::string freshName(const std::string &name) const;
+  SizeExpr renamedSize(const SizeExpr &size);
+  std::string renamedPack(const std::string &pack);
+  /// The callee's shape in the caller's names.
+  Shape renamedShape(const Shape &shape);
+  /// Binds the callee's parameter names to the argument shapes (lone names
+  /// to the argument's size; variadics to the dims they cover).
+  /// With `products`, binds instead the one unbound name of a product
+  /// (`h*d` with h bound) to the argument's size over the rest.
+  void bindParameterNames(const Shape &param, const Shape &argument,
+                          bool products);
+  void bindProductName(const SizeExpr &size, const SizeExpr &argument);
+  /// Checks the callee's parameters against the arguments, its body and its
+  /// returns; false after an error.
+  bool inlineBody(const std::vector<unsigned> &args, const Expr &call);
+  /// Checks the statements of the body; false after an error.
+  bool checkBody();
+  /// A call of a function of the file (or an imported one), inlined.
+  std::optional<Operand> callFunction(const Expr &e, const Function &callee);
   std::map<std::string, unsigned> vars;
   std::set<std::string> packNames, dimNames;
   /// Names bound by the parameters; others in a result type (and `_`,
@@ -86,7 +169,6 @@ private:
   /// The declared result shape with its result-only names and packs bound
   /// to the returned value's dims.
   Shape bindResultNames(const Shape &declaredIn, const Shape &actualIn);
-  unsigned anonCounter = 0;
 
   unsigned addValue(TensorType type, std::string name = "");
   const TensorType &typeOf(unsigned id) const { return out.values[id].type; }
@@ -145,6 +227,10 @@ private:
   std::optional<std::vector<SizeArg>> sizeArgs(const Expr &e);
 
   std::optional<Operand> call(const Expr &e);
+
+  /// ", or a function of this file such as 'norm'" for the functions a
+  /// typo away from `name`; empty when there is none.
+  std::string closeFunctionNames(const std::string &name) const;
 
   std::optional<Operand> astype(const Expr &e);
 

@@ -34,4 +34,15 @@ const CheckedFunction *CheckedModule::find(const std::string &name) const {
   return nullptr;
 }
 
+const std::string &CheckedModule::pathOf(SourceLoc loc) const {
+  return loc.file > 0 && loc.file < files.size() ? files[loc.file] : path;
+}
+
+std::vector<int> CheckedFunction::callPath(const CheckedOp &op) const {
+  std::vector<int> path;
+  for (int site = op.callSite; site >= 0; site = callSites[site].parent)
+    path.insert(path.begin(), site);
+  return path;
+}
+
 } // namespace ein

@@ -34,6 +34,20 @@ void DiagnosticEngine::note(SourceLoc loc, const std::string &message,
   list.push_back({Severity::Note, loc, length ? length : 1, message});
 }
 
+void DiagnosticEngine::addFile(std::shared_ptr<const SourceFile> added) {
+  for (auto &f : imported)
+    if (f->id == added->id)
+      return;
+  imported.push_back(std::move(added));
+}
+
+const SourceFile &DiagnosticEngine::fileWithId(unsigned id) const {
+  for (auto &f : imported)
+    if (f->id == id)
+      return *f;
+  return file;
+}
+
 namespace {
 
 /// Width on a terminal of the character at `pos` of a line as the printer
@@ -56,8 +70,9 @@ unsigned SourceFile::codePointColumn(SourceLoc loc) const {
 }
 
 void DiagnosticEngine::print(std::ostream &os) const {
-  std::string path = unicode::sanitizeUtf8(file.path);
   for (auto &d : list) {
+    const SourceFile &file = fileWithId(d.loc.file);
+    std::string path = unicode::sanitizeUtf8(file.path);
     const char *kind = d.severity == Severity::Error     ? "error"
                        : d.severity == Severity::Warning ? "warning"
                                                           : "note";

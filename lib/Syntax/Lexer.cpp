@@ -64,12 +64,13 @@ namespace {
 /// string on line `line`, starting at byte column `col`); true if there was
 /// one.
 bool reportInvalidUtf8(const std::string &s, size_t begin, size_t end,
-                       unsigned line, unsigned col, DiagnosticEngine &diags) {
+                       unsigned line, unsigned col, unsigned fileId,
+                       DiagnosticEngine &diags) {
   bool bad = false;
   for (size_t i = begin; i < end;) {
     auto d = unicode::decodeUtf8(s, i);
     if (!d.valid()) {
-      diags.error({line, col + static_cast<unsigned>(i - begin)},
+      diags.error({line, col + static_cast<unsigned>(i - begin), fileId},
                   "invalid UTF-8 in source: " +
                       unicode::describeInvalidUtf8(s, i),
                   d.size);
@@ -113,7 +114,8 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         while (j < s.size() && s[j] != '\n')
           ++j;
         reportInvalidUtf8(s, rest, j, line,
-                          col + static_cast<unsigned>(rest - i), diags);
+                          col + static_cast<unsigned>(rest - i), file.id,
+                          diags);
         if (j >= s.size()) {
           // The last line, without a final newline: the end of the file is
           // on this line, not on one past it.
@@ -128,7 +130,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       }
       col += static_cast<unsigned>(j - i);
       i = j;
-      SourceLoc loc{line, col};
+      SourceLoc loc{line, col, file.id};
       if (width > indents.back()) {
         indents.push_back(width);
         push(TokenKind::Indent, "", loc, 1);
@@ -143,7 +145,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       atLineStart = false;
     }
     char c = s[i];
-    SourceLoc loc{line, col};
+    SourceLoc loc{line, col, file.id};
     if (c == '\n') {
       if (openBrackets.empty())
         push(TokenKind::Newline, "", loc, 1);
@@ -162,7 +164,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       size_t j = i;
       while (j < s.size() && s[j] != '\n')
         ++j;
-      reportInvalidUtf8(s, i, j, line, col, diags);
+      reportInvalidUtf8(s, i, j, line, col, file.id, diags);
       col += static_cast<unsigned>(j - i);
       i = j;
       continue;
@@ -217,7 +219,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         ++j;
       if (j >= s.size() || s[j] != c) {
         if (j < s.size() && s[j] == '\\')
-          diags.error({line, col + static_cast<unsigned>(j - i)},
+          diags.error({line, col + static_cast<unsigned>(j - i), file.id},
                       "escape sequences are not supported in strings");
         else
           diags.error(loc, "unterminated string");
@@ -229,7 +231,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         continue;
       }
       // Invalid UTF-8 is reported here; the string then stands for nothing.
-      bool bad = reportInvalidUtf8(s, i + 1, j, line, col + 1, diags);
+      bool bad = reportInvalidUtf8(s, i + 1, j, line, col + 1, file.id, diags);
       push(bad ? TokenKind::Error : TokenKind::String,
            s.substr(i + 1, j - i - 1), loc, static_cast<unsigned>(j - i + 1));
       col += static_cast<unsigned>(j + 1 - i);
@@ -307,7 +309,7 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
     i += len;
     col += len;
   }
-  SourceLoc end{line, col};
+  SourceLoc end{line, col, file.id};
   // Only when nothing else went wrong: an unterminated string, say, has
   // already swallowed the closing bracket.
   if (!openBrackets.empty() && diags.errorCount() == errorsBefore)

@@ -25,9 +25,13 @@ public:
       } else if (atName("def")) {
         if (auto f = parseFunction())
           m.functions.push_back(std::move(*f));
+      } else if (atName("from")) {
+        if (auto i = parseImport())
+          m.imports.push_back(std::move(*i));
       } else {
-        error(peek(), "expected 'def' or 'dim' at the top level, found " +
-                          describe(peek()));
+        error(peek(),
+              "expected 'def', 'dim' or 'from' at the top level, found " +
+                  describe(peek()));
       }
       if (diags.errorCount() != errorsBefore)
         return m; // one syntax error at a time: later ones are usually noise
@@ -102,6 +106,29 @@ private:
     if (!value || !expect(TokenKind::Newline, "after the dim declaration"))
       return std::nullopt;
     return DimDecl{name->text, name->loc, std::move(value)};
+  }
+
+  std::optional<Import> parseImport() {
+    ++pos; // from
+    auto module = expectName("(a module such as layers) after 'from'");
+    if (!module)
+      return std::nullopt;
+    if (!atName("import")) {
+      error(peek(), "expected 'import' after the module name, found " +
+                        describe(peek()));
+      return std::nullopt;
+    }
+    ++pos;
+    Import i{module->text, module->loc, {}, 0};
+    do {
+      auto name = expectName("(a function to import)");
+      if (!name)
+        return std::nullopt;
+      i.names.push_back({name->text, name->loc});
+    } while (accept(TokenKind::Comma));
+    if (!expect(TokenKind::Newline, "after the import"))
+      return std::nullopt;
+    return i;
   }
 
   std::optional<TypeAnnotation> parseType() {

@@ -15,6 +15,9 @@ struct ReportOptions {
   /// --target=cuda: a column saying what each op becomes in the CUDA
   /// source (cuBLASLt call or kernel, and the bytes of any permute).
   bool cudaTarget = false;
+  /// --expand: the ops of each call of another function, indented under the
+  /// call's row (which has the callee's totals either way).
+  bool expandCalls = false;
 };
 
 /// One row of the report, computed once and printed as text or JSON.

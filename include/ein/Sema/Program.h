@@ -55,6 +55,17 @@ struct CheckedOp {
   std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
   std::optional<TransformInfo> transform; // rearrange/reduce/repeat
   std::optional<EinsumInfo> einsum;
+  /// The innermost call this op was inlined from (an index into
+  /// CheckedFunction::callSites), or -1 for an op of the function itself.
+  int callSite = -1;
+};
+
+/// One call of a function by another, inlined by the checker: the callee's
+/// ops join the caller's, each remembering its call (CheckedOp::callSite).
+struct CallSite {
+  std::string callee;
+  SourceLoc loc;   // the call, in the caller
+  int parent = -1; // the call this one is inside, or -1
 };
 
 struct CheckedFunction {
@@ -65,11 +76,19 @@ struct CheckedFunction {
   std::vector<unsigned> returns; // value ids
   std::vector<Value> values;
   std::vector<CheckedOp> ops;
+  std::vector<CallSite> callSites;
   InferContext ctx; // bindings, packs, entry constraints of this function
+  /// The calls `op` was inlined from, outermost first (empty for an op of
+  /// the function itself).
+  std::vector<int> callPath(const CheckedOp &op) const;
 };
 
 struct CheckedModule {
   std::string path;
+  /// The paths of the files imported, by SourceLoc::file (0 is `path`).
+  std::vector<std::string> files;
+  /// The path of the file `loc` is in.
+  const std::string &pathOf(SourceLoc loc) const;
   Bindings dims; // `dim` declarations and --dim overrides
   std::vector<CheckedFunction> functions;
   const CheckedFunction *find(const std::string &name) const;

@@ -77,9 +77,28 @@ struct DimDecl {
   ExprPtr value;
 };
 
+/// `from layers import rmsnorm, swiglu`: functions of `layers.ein` (in the
+/// importing file's directory) made callable in the importing file.
+struct Import {
+  std::string module; // `layers`
+  SourceLoc loc;      // the module name
+  std::vector<std::pair<std::string, SourceLoc>> names;
+  /// SourceFile::id of the imported file, once resolveImports has read it.
+  unsigned resolvedFile = 0;
+};
+
 struct Module {
   std::vector<DimDecl> dims;
   std::vector<Function> functions;
+  std::vector<Import> imports;
+  /// Filled by resolveImports: what the imported files (transitively, each
+  /// once) declare. Their functions are callable but are not entry points;
+  /// their dims join the file's. Imports come after those of the files they
+  /// import. Locations carry the file (SourceLoc::file).
+  std::vector<std::shared_ptr<const SourceFile>> importedFiles;
+  std::vector<Function> importedFunctions;
+  std::vector<DimDecl> importedDims;
+  std::vector<Import> importedImports;
 };
 
 /// Prints the tree in an indented, FileCheck-friendly form.

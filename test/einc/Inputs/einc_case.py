@@ -6,12 +6,12 @@ import subprocess
 import numpy as np
 
 
-def run_case(einc, source, fn, inputs, oracle, tmp, tag, label):
+def run_case(einc, source, fn, inputs, oracle, tmp, tag, label, extra=()):
     """Saves `inputs` ([(param, array)]) under `tmp` with prefix `tag`, runs
     `einc run`, compares with `oracle(*arrays)` (f32, rtol = atol = 1e-5)
     and prints one line: `ok LABEL -> SHAPE` or `FAIL LABEL: why`. Returns
-    True when the case passed."""
-    args = [einc, "run", source, "--fn", fn]
+    True when the case passed. `extra` are further einc arguments."""
+    args = [einc, "run", source, "--fn", fn, *extra]
     for name, value in inputs:
         path = os.path.join(tmp, f"{tag}-{name}.npy")
         np.save(path, value)

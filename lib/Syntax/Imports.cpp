@@ -1,0 +1,151 @@
+// Resolving `from NAME import f, g`: reads NAME.ein beside the importing file,
+// parses it and gathers what it declares into the importing module.
+#include "ein/Syntax/Imports.h"
+#include "ein/Syntax/Parser.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace ein {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class ImportResolver {
+public:
+  ImportResolver(Module &root, DiagnosticEngine &diags)
+      : root(root), diags(diags) {}
+
+  /// Resolves the imports of `module`, read from `path`; false after an
+  /// error.
+  bool resolve(Module &module, const std::string &path) {
+    stack.push_back({canonical(path), path});
+    for (auto &import : module.imports)
+      if (!resolveOne(import, path))
+        return false;
+    stack.pop_back();
+    return true;
+  }
+
+private:
+  Module &root;
+  DiagnosticEngine &diags;
+  /// The files being resolved, outermost first: (canonical path, as named).
+  std::vector<std::pair<std::string, std::string>> stack;
+  /// Canonical path -> id of the files already read.
+  std::map<std::string, unsigned> done;
+  /// Per file id: the functions it defines or imports (what can be
+  /// imported from it).
+  std::map<unsigned, std::set<std::string>> exported;
+  unsigned nextId = 1;
+
+  static std::string canonical(const std::string &path) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(fs::path(path), ec);
+    return ec ? path : p.string();
+  }
+
+  bool resolveOne(Import &import, const std::string &importerPath) {
+    fs::path dir = fs::path(importerPath).parent_path();
+    std::string path = (dir / (import.module + ".ein")).string();
+    std::string key = canonical(path);
+    unsigned length = static_cast<unsigned>(import.module.size());
+    for (size_t i = 0; i < stack.size(); ++i)
+      if (stack[i].first == key) {
+        std::string cycle;
+        for (size_t j = i; j < stack.size(); ++j)
+          cycle += fs::path(stack[j].second).filename().string() + " -> ";
+        cycle += fs::path(path).filename().string();
+        diags.error(import.loc, fmt::format("import cycle: {}", cycle), length);
+        return false;
+      }
+    auto found = done.find(key);
+    if (found == done.end()) {
+      auto id = read(import, path);
+      if (!id)
+        return false;
+      found = done.emplace(key, *id).first;
+    }
+    import.resolvedFile = found->second;
+    for (auto &[name, loc] : import.names)
+      if (!exported[found->second].count(name)) {
+        diags.error(loc,
+                    fmt::format("'{}' is not a function of {}", name,
+                                fs::path(path).filename().string()),
+                    static_cast<unsigned>(name.size()));
+        return false;
+      }
+    auto &mine = exported[import.loc.file];
+    for (auto &[name, loc] : import.names)
+      mine.insert(name);
+    return true;
+  }
+
+  /// Reads and parses `path` and what it imports; its id, or nullopt after
+  /// an error (at `import`).
+  std::optional<unsigned> read(const Import &import, const std::string &path) {
+    unsigned length = static_cast<unsigned>(import.module.size());
+    auto fail = [&](const std::string &why) -> std::optional<unsigned> {
+      diags.error(
+          import.loc,
+          fmt::format("cannot import '{}': {}: {}", import.module, path, why),
+          length);
+      return std::nullopt;
+    };
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+      return fail("not a regular file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      return fail(fmt::format("cannot open file: {}", std::strerror(errno)));
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad())
+      return fail("cannot read file");
+    auto file = std::make_shared<SourceFile>();
+    file->path = path;
+    file->text = buffer.str();
+    file->id = nextId++;
+    if (file->text.find('\0') != std::string::npos)
+      return fail("not a text file (contains NUL bytes)");
+    diags.addFile(file);
+    root.importedFiles.push_back(file);
+    size_t errorsBefore = diags.errorCount();
+    Module module = parseModule(*file, diags);
+    if (diags.errorCount() != errorsBefore)
+      return std::nullopt;
+    auto &mine = exported[file->id];
+    for (auto &f : module.functions)
+      mine.insert(f.name);
+    if (!resolve(module, path))
+      return std::nullopt;
+    for (auto &d : module.dims)
+      root.importedDims.push_back(std::move(d));
+    for (auto &f : module.functions)
+      root.importedFunctions.push_back(std::move(f));
+    for (auto &i : module.imports)
+      root.importedImports.push_back(std::move(i));
+    return file->id;
+  }
+};
+
+} // namespace
+
+void resolveImports(Module &module, const SourceFile &file,
+                    DiagnosticEngine &diags) {
+  if (module.imports.empty())
+    return;
+  ImportResolver(module, diags).resolve(module, file.path);
+}
+
+} // namespace ein
