@@ -1,6 +1,9 @@
 // The checker of expressions: names, literals, sizes, elementwise arithmetic
 // and the dispatch of calls.
 #include "FunctionChecker.h"
+#include "ein/Sema/Suggestions.h"
+
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -167,6 +170,8 @@ std::optional<Operand> FunctionChecker::unary(OpKind kind, const Expr &at,
 }
 
 std::optional<Operand> FunctionChecker::binary(const Expr &e) {
+  if (e.text == "@")
+    return matmul(e);
   OpKind kind = e.text == "+"   ? OpKind::Add
                 : e.text == "-" ? OpKind::Sub
                 : e.text == "*" ? OpKind::Mul
@@ -216,8 +221,11 @@ std::optional<Operand> FunctionChecker::binary(const Expr &e) {
   }
   auto shape = inferBroadcast(out.ctx, typeOf(lhs).shape, typeOf(rhs).shape);
   if (!shape) {
-    const Expr &culprit = *e.args[shape.error().index == 0 ? 0 : 1];
+    unsigned index = shape.error().index == 0 ? 0 : 1;
+    const Expr &culprit = *e.args[index];
     diags.error(culprit.loc, shape.error().message, culprit.length);
+    noteBroadcastFix(culprit, typeOf(index == 0 ? lhs : rhs).shape,
+                     typeOf(index == 0 ? rhs : lhs).shape);
     return std::nullopt;
   }
   CheckedOp op;
@@ -228,6 +236,56 @@ std::optional<Operand> FunctionChecker::binary(const Expr &e) {
   unsigned result = op.results[0];
   out.ops.push_back(std::move(op));
   return single(result);
+}
+
+std::optional<Operand> FunctionChecker::matmul(const Expr &e) {
+  // ein names the axes a product contracts, so `@` is an error that gives
+  // the einsum to write, with the operands' own axis names.
+  auto l = eval(*e.args[0]);
+  if (!l)
+    return std::nullopt;
+  auto r = eval(*e.args[1]);
+  if (!r)
+    return std::nullopt;
+  std::optional<std::string> pattern;
+  auto isTensor = [&](const Operand &o) {
+    return !o.isLiteral && o.values.size() == 1 &&
+           !out.values[o.values[0]].isPackedShapes;
+  };
+  if (isTensor(*l) && isTensor(*r))
+    pattern = matmulEinsumPattern(out.ctx.expand(typeOf(l->values[0]).shape),
+                                  out.ctx.expand(typeOf(r->values[0]).shape));
+  std::string call =
+      pattern ? fmt::format("einsum({}, {}, \"{}\")", exprToString(*e.args[0]),
+                            exprToString(*e.args[1]), *pattern)
+              : std::string("einsum(a, b, \"n k, k m -> n m\")");
+  diags.error(e.loc,
+              "ein has no '@' (matrix product): einsum names the axes it "
+              "contracts; write " +
+                  call,
+              e.length);
+  return std::nullopt;
+}
+
+void FunctionChecker::noteBroadcastFix(const Expr &culprit,
+                                       const Shape &culpritShape,
+                                       const Shape &otherShape) {
+  Shape small = out.ctx.expand(culpritShape), big = out.ctx.expand(otherShape);
+  if (small.size() >= big.size())
+    return;
+  // Two different alignments by name: the broadcast was ambiguous.
+  auto fixes = unitAxisRearrangements(small, big);
+  if (fixes.size() != 2)
+    return;
+  std::string operand = exprToString(culprit);
+  if (culprit.kind == Expr::Kind::Binary) // (x + y) -> x + y
+    operand = operand.substr(1, operand.size() - 2);
+  diags.note(culprit.loc,
+             fmt::format("say which dims of \"{}\" it matches by giving it "
+                         "that rank, e.g. rearrange({}, \"{}\") or "
+                         "rearrange({}, \"{}\")",
+                         shapeStr(big), operand, fixes[0], operand, fixes[1]),
+             culprit.length);
 }
 
 std::optional<Operand> FunctionChecker::call(const Expr &e) {

@@ -1,7 +1,9 @@
 // Source files, locations and compiler diagnostics with a caret under the culprit.
 #pragma once
 
+#include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,8 +37,31 @@ struct Diagnostic {
   std::string message;
 };
 
+/// The kinds of warning, each named by its command-line flag (`-Wno-NAME`
+/// silences it). docs/language.md describes each.
+enum class WarningKind { LoneAxis, UnusedValue, UnusedDim };
+
+/// Every warning kind, in the order the docs list them.
+const std::vector<WarningKind> &allWarningKinds();
+/// The flag name of `kind`: `lone-axis`, `unused-value`, `unused-dim`.
+const char *warningName(WarningKind kind);
+/// The kind named `name` (as in `-Wno-NAME`), if any.
+std::optional<WarningKind> parseWarningName(const std::string &name);
+
+/// Which warnings are shown and whether they count as errors.
+struct WarningOptions {
+  /// `-Werror`: every shown warning is an error.
+  bool asErrors = false;
+  /// `-Wno-NAME`: kinds not shown at all.
+  std::set<WarningKind> disabled;
+};
+
 /// Collects diagnostics for one file and prints them as
-/// `FILE:LINE:COL: error: MESSAGE`, the source line and a caret. COL counts
+/// `FILE:LINE:COL: error: MESSAGE` (or `warning:`, `note:`), the source line
+/// and a caret. A warning's message ends with its flag, `[-WNAME]`, and
+/// follows the WarningOptions: dropped when disabled, an error
+/// (`[-Werror,-WNAME]`) under `-Werror`; a note after a dropped warning is
+/// dropped with it. COL counts
 /// code points; the caret sits under the character on a terminal (wide
 /// characters take two columns). The output is valid UTF-8 even when the
 /// source or a message is not: invalid bytes are shown as `\xNN`.
@@ -44,9 +69,18 @@ class DiagnosticEngine {
 public:
   explicit DiagnosticEngine(const SourceFile &file) : file(file) {}
   void error(SourceLoc loc, const std::string &message, unsigned length = 1);
+  void warning(WarningKind kind, SourceLoc loc, const std::string &message,
+               unsigned length = 1);
+  /// A note on the diagnostic reported just before it.
   void note(SourceLoc loc, const std::string &message, unsigned length = 1);
+  void setWarningOptions(WarningOptions options) {
+    warnings = std::move(options);
+  }
+  /// True when an error was reported (a warning turned error included).
   bool hadError() const { return errors > 0; }
   unsigned errorCount() const { return errors; }
+  /// Warnings shown as warnings (not counting those made errors).
+  unsigned warningCount() const { return shownWarnings; }
   const std::vector<Diagnostic> &diagnostics() const { return list; }
   void print(std::ostream &os) const;
   const SourceFile &source() const { return file; }
@@ -54,7 +88,10 @@ public:
 private:
   const SourceFile &file;
   std::vector<Diagnostic> list;
-  unsigned errors = 0;
+  unsigned errors = 0, shownWarnings = 0;
+  WarningOptions warnings;
+  /// The last warning was dropped: so are its notes.
+  bool droppedLast = false;
 };
 
 } // namespace ein

@@ -11,7 +11,7 @@ namespace ein {
 enum class TokenKind {
   Name, Int, Float, String,
   LParen, RParen, LBracket, RBracket, Comma, Colon, Equal, Arrow,
-  Plus, Minus, Star, Slash, StarStar,
+  Plus, Minus, Star, Slash, StarStar, At,
   Newline, Indent, Dedent, Eof, Error
 };
 
@@ -21,7 +21,10 @@ struct Token {
   TokenKind kind;
   std::string text; // for String: the contents without quotes
   SourceLoc loc;    // for String: the opening quote
-  unsigned length = 1;
+  unsigned length = 1; // bytes on the token's (first) line
+  /// A String written `"""..."""` or `'''...'''` (may span lines): only
+  /// a docstring may be one.
+  bool tripleQuoted = false;
 };
 
 /// Splits `file` into tokens; reports malformed input to `diags`.
