@@ -207,10 +207,13 @@ def g(x: f32["5"]) -> f32["5 2"]:
 def g(x: f32["a b"], s: f32["b"]) -> f32["a b"]:
     return scael(x, s)
 )ein",
-                      "6:12: unknown function 'scael'; expected rearrange, "
-                      "reduce, repeat, einsum, pack, unpack, astype, exp, "
-                      "log, sqrt, rsqrt, relu or tanh, or a function of this "
-                      "file such as 'scale'"}),
+                      "6:12: unknown function 'scael'; expected one of "
+                      "rearrange, reduce, repeat, einsum, pack, unpack, "
+                      "astype, min, max, clip, abs, sign, square, exp, log, "
+                      "sqrt, rsqrt, tanh, relu, sigmoid, silu, gelu, "
+                      "gelu_tanh, softplus, sin, cos, erf, floor, ceil, "
+                      "round, where, or a function of this file such as "
+                      "'scale'"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 TEST(Calls, ErrorInCalleeHasANoteAtTheCall) {

@@ -46,7 +46,7 @@ const std::vector<CommandHelp> &commands() {
        "check FILE [--dim NAME=INT]... [--rank NAME=INT]...",
        R"(Check shapes statically; print diagnostics and the entry checks that
 remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
-       {"--dim", "--rank"}},
+       {"--dim", "--rank", "-Werror", "-Wno-NAME"}},
       {"report",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
             [--device a100|h100|h200] [--peak-flops FLOPS]
@@ -58,7 +58,7 @@ totals by function follows. --target=cuda adds what each op becomes on a
 GPU (the cuBLASLt call or kernel, and the bytes of any permute a
 contraction of row-major operands needs first).)",
        {"--fn", "--dim", "--rank", "--device", "--peak-flops", "--bandwidth",
-        "--json", "--expand", "--target"}},
+        "--json", "--expand", "--target", "-Werror", "-Wno-NAME"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
@@ -73,7 +73,7 @@ machine's GPU (exit 2 without one); cuda-emulated builds the same
 source with the host C++ compiler and runs it on the CPU.)",
        {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
         "--bandwidth", "--tiles", "--perf-jitdump", "--size-generic",
-        "--target", "--allow-tf32"}},
+        "--target", "--allow-tf32", "-Werror", "-Wno-NAME"}},
       {"calibrate",
        "calibrate",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
@@ -91,14 +91,14 @@ fixed (by --rank). --target=cuda writes one CUDA C++ source instead of
 the object (`-o prog.cu`; nvcc compiles it alone, -lcublasLt), its entry
 points taking device pointers and a trailing cudaStream_t.)",
        {"-o", "--header", "--dim", "--rank", "--tiles", "--target",
-        "--allow-tf32", "--main"}},
+        "--allow-tf32", "--main", "-Werror", "-Wno-NAME"}},
       {"emit",
        R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
            [--rank NAME=INT]...)",
        R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
 static; every other is dynamic, read from the arguments; every variadic's
 rank must be fixed (by --rank).)",
-       {"--stage", "--dim", "--rank", "--tiles"}},
+       {"--stage", "--dim", "--rank", "--tiles", "-Werror", "-Wno-NAME"}},
   };
   return list;
 }
@@ -162,6 +162,11 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
                  IN `-` is a zero-filled input (for timing))"},
     {"--allow-tf32",
      R"(--allow-tf32     let f32 contractions use TF32 tensor cores (CUDA))"},
+    {"-Werror",
+     R"(-Werror          make warnings errors (exit 1 as for an error))"},
+    {"-Wno-NAME",
+     R"(-Wno-NAME        do not show the warnings NAME: lone-axis, unused-value,
+                 unused-dim (-WNAME shows them again))"},
     {"--help", R"(--help           show this help)"},
     {"--version",
      R"(--version        show the version of einc and of LLVM/MLIR it uses)"},
@@ -231,6 +236,7 @@ struct Args {
   std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;
   CheckOptions check;
+  WarningOptions warnings;
   CPUOptions cpu;
 };
 
@@ -407,6 +413,27 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                  *v != "loops" && *v != "llvm"))
         return usage("--stage expects ast, ein, linalg, loops or llvm");
       args.stage = *v;
+    } else if (a.rfind("-W", 0) == 0 && args.command != "calibrate") {
+      if (a == "-Werror") {
+        args.warnings.asErrors = true;
+        continue;
+      }
+      bool disable = a.rfind("-Wno-", 0) == 0;
+      std::string name = a.substr(disable ? 5 : 2);
+      auto kind = parseWarningName(name);
+      if (!kind) {
+        std::string known;
+        for (WarningKind k : allWarningKinds())
+          known +=
+              fmt::format("{}{}", known.empty() ? "" : ", ", warningName(k));
+        return usage(fmt::format("unknown warning '{}' in {}; the warnings "
+                                 "are {}",
+                                 name, a, known));
+      }
+      if (disable)
+        args.warnings.disabled.insert(*kind);
+      else
+        args.warnings.disabled.erase(*kind);
     } else if (!a.empty() && a[0] == '-') {
       return usage(
           fmt::format("unknown option '{}' for '{}'", a, args.command));
@@ -452,7 +479,8 @@ ErrorOr<SourceFile> readSource(const std::string &path) {
   return file;
 }
 
-ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
+ErrorOr<void> runCommand(const Args &args, std::ostream &out,
+                         std::ostream &warnings) {
   if (args.command == "calibrate") {
     auto text = runCalibrate();
     if (!text)
@@ -464,6 +492,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
   if (!file)
     return file.error();
   DiagnosticEngine diags(*file);
+  diags.setWarningOptions(args.warnings);
   Module module = parseModule(*file, diags);
   if (!diags.hadError())
     resolveImports(module, *file, diags);
@@ -474,6 +503,14 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
     return {};
   }
   if (args.command == "run") {
+    // The check `run` starts with, here for its warnings (the same options,
+    // so its errors are those `run` would report).
+    CheckOptions symbolic = args.check;
+    symbolic.onlyFunction = args.fn;
+    checkModule(module, symbolic, diags);
+    if (diags.hadError())
+      return errorFromDiagnostics(diags);
+    diags.print(warnings);
     RunOptions run;
     run.function = args.fn;
     run.inputs = args.inputs;
@@ -492,6 +529,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
   CheckedModule checked = checkModule(module, args.check, diags);
   if (diags.hadError())
     return errorFromDiagnostics(diags);
+  diags.print(warnings);
   // Lowering gives every tensor a fixed rank: a variadic must have one.
   bool lowers =
       args.command == "build" ||
@@ -575,7 +613,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out) {
 } // namespace
 
 ErrorOr<void> runEinc(const std::vector<std::string> &arguments,
-                      std::ostream &out) {
+                      std::ostream &out, std::ostream &warnings) {
   Args args;
   auto parsed = parseArgs(arguments, args);
   if (!parsed)
@@ -584,7 +622,7 @@ ErrorOr<void> runEinc(const std::vector<std::string> &arguments,
     out << *parsed->text;
     return {};
   }
-  return runCommand(args, out);
+  return runCommand(args, out, warnings);
 }
 
 } // namespace ein

@@ -1,6 +1,9 @@
 // The checker of expressions: names, literals, sizes, elementwise arithmetic
 // and the dispatch of calls.
 #include "FunctionChecker.h"
+#include "ein/Sema/Suggestions.h"
+
+#include <fmt/format.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -358,6 +361,8 @@ FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
       size_t culprit = joined.error().index == 0 && i == 1 ? 0 : i;
       const Expr &e = *argExprs[culprit];
       diags.error(e.loc, joined.error().message, e.length);
+      noteBroadcastFix(e, typeOf(ids[culprit]).shape,
+                       culprit == i ? shape : typeOf(ids[i]).shape);
       return std::nullopt;
     }
     shape = *joined;
@@ -375,6 +380,8 @@ FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
 }
 
 std::optional<Operand> FunctionChecker::binary(const Expr &e) {
+  if (e.text == "@")
+    return matmul(e);
   const ElementwiseInfo *info = findElementwiseOperator(e.text, 2);
   auto l = eval(*e.args[0]);
   if (!l)
@@ -389,6 +396,56 @@ std::optional<Operand> FunctionChecker::binary(const Expr &e) {
       return std::nullopt;
     }
   return elementwise(*info, e, {*l, *r}, {e.args[0].get(), e.args[1].get()});
+}
+
+std::optional<Operand> FunctionChecker::matmul(const Expr &e) {
+  // ein names the axes a product contracts, so `@` is an error that gives
+  // the einsum to write, with the operands' own axis names.
+  auto l = eval(*e.args[0]);
+  if (!l)
+    return std::nullopt;
+  auto r = eval(*e.args[1]);
+  if (!r)
+    return std::nullopt;
+  std::optional<std::string> pattern;
+  auto isTensor = [&](const Operand &o) {
+    return !o.isLiteral && o.values.size() == 1 &&
+           !out.values[o.values[0]].isPackedShapes;
+  };
+  if (isTensor(*l) && isTensor(*r))
+    pattern = matmulEinsumPattern(out.ctx.expand(typeOf(l->values[0]).shape),
+                                  out.ctx.expand(typeOf(r->values[0]).shape));
+  std::string call =
+      pattern ? fmt::format("einsum({}, {}, \"{}\")", exprToString(*e.args[0]),
+                            exprToString(*e.args[1]), *pattern)
+              : std::string("einsum(a, b, \"n k, k m -> n m\")");
+  diags.error(e.loc,
+              "ein has no '@' (matrix product): einsum names the axes it "
+              "contracts; write " +
+                  call,
+              e.length);
+  return std::nullopt;
+}
+
+void FunctionChecker::noteBroadcastFix(const Expr &culprit,
+                                       const Shape &culpritShape,
+                                       const Shape &otherShape) {
+  Shape small = out.ctx.expand(culpritShape), big = out.ctx.expand(otherShape);
+  if (small.size() >= big.size())
+    return;
+  // Two different alignments by name: the broadcast was ambiguous.
+  auto fixes = unitAxisRearrangements(small, big);
+  if (fixes.size() != 2)
+    return;
+  std::string operand = exprToString(culprit);
+  if (culprit.kind == Expr::Kind::Binary) // (x + y) -> x + y
+    operand = operand.substr(1, operand.size() - 2);
+  diags.note(culprit.loc,
+             fmt::format("say which dims of \"{}\" it matches by giving it "
+                         "that rank, e.g. rearrange({}, \"{}\") or "
+                         "rearrange({}, \"{}\")",
+                         shapeStr(big), operand, fixes[0], operand, fixes[1]),
+             culprit.length);
 }
 
 std::optional<Operand> FunctionChecker::call(const Expr &e) {

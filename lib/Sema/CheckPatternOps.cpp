@@ -1,6 +1,9 @@
 // The checker of the pattern operations: rearrange, reduce, repeat, einsum,
 // pack and unpack.
 #include "FunctionChecker.h"
+#include "ein/Sema/Suggestions.h"
+
+#include <fmt/format.h>
 
 namespace ein::sema {
 
@@ -70,6 +73,28 @@ std::optional<std::vector<SizeArg>> FunctionChecker::sizeArgs(const Expr &e) {
   return sizes;
 }
 
+void FunctionChecker::noteSpacedPattern(
+    const Expr &patExpr, PatternUse use,
+    const std::function<bool(InferContext &, const Pattern &)> &checks) {
+  auto pattern = parsePattern(patExpr.text, use);
+  if (!pattern)
+    return;
+  auto spaced = spacedPattern(*pattern);
+  if (!spaced)
+    return;
+  auto respaced = parsePattern(*spaced, use);
+  // On a copy: the suggestion must not bind anything for the function.
+  InferContext scratch = out.ctx;
+  if (!respaced || !checks(scratch, *respaced))
+    return;
+  diags.note(patExpr.loc,
+             fmt::format("einops patterns separate axes with spaces (a name "
+                         "of several letters is one axis); for numpy's "
+                         "one-letter axes write \"{}\"",
+                         *spaced),
+             patExpr.length);
+}
+
 std::optional<Operand> FunctionChecker::transform(const Expr &e) {
   const std::string &callee = e.text;
   bool isReduce = callee == "reduce";
@@ -132,6 +157,9 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
       analyzeTransform(out.ctx, use, *pattern, typeOf(*x).shape, *sizes);
   if (!info) {
     report(info.error(), e, patExpr);
+    noteSpacedPattern(*patExpr, use, [&](InferContext &ctx, const Pattern &p) {
+      return bool(analyzeTransform(ctx, use, p, typeOf(*x).shape, *sizes));
+    });
     return std::nullopt;
   }
   if (isReduce) {
@@ -206,7 +234,22 @@ std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
   auto info = analyzeEinsum(out.ctx, *pattern, shapes, *sizes);
   if (!info) {
     report(info.error(), e, patExpr);
+    noteSpacedPattern(*patExpr, PatternUse::Einsum,
+                      [&](InferContext &ctx, const Pattern &p) {
+                        return bool(analyzeEinsum(ctx, p, shapes, *sizes));
+                      });
     return std::nullopt;
+  }
+  for (const LoneAxis &lone : loneAxes(*pattern)) {
+    std::string message = fmt::format(
+        "axis '{}' appears only in the {} operand and not in the output: "
+        "einsum sums it on its own",
+        lone.axis->name, ordinal(lone.operand + 1));
+    if (lone.suggestion)
+      message += fmt::format("; did you mean '{}'?", *lone.suggestion);
+    diags.warning(WarningKind::LoneAxis,
+                  patExpr->loc.advanced(1 + lone.axis->offset), message,
+                  lone.axis->length);
   }
   op.loc = e.loc;
   op.pattern = patExpr->text;

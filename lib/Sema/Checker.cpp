@@ -3,6 +3,7 @@
 // statements, types and results, and the module; expressions and pattern
 // operations are checked in CheckExpressions.cpp and CheckPatternOps.cpp.
 #include "FunctionChecker.h"
+#include "Warnings.h"
 
 #include <cmath>
 #include <functional>
@@ -13,7 +14,6 @@ namespace ein {
 
 namespace sema {
 
-/// Collects the names used in a shape string (for --dim validation).
 void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
   std::string cur;
   for (char c : shape + " ") {
@@ -30,6 +30,7 @@ void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
 }
 
 CheckedFunction FunctionChecker::run() {
+  const unsigned errorsBefore = diags.errorCount();
   for (auto &p : fn.params) {
     if (vars.count(p.name)) {
       diags.error(p.loc, "duplicate parameter '" + p.name + "'",
@@ -67,7 +68,10 @@ CheckedFunction FunctionChecker::run() {
         fixPackRank(d.pack, d.pack);
     results.push_back(*type);
   }
-  checkBody();
+  // Only a function checked to its end: after an error, what is read
+  // later was never looked at.
+  if (checkBody() && diags.errorCount() == errorsBefore)
+    warnUnusedValues(fn, diags);
   return std::move(out);
 }
 
@@ -660,6 +664,7 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
                         options.packRanks, scope)
             .run());
   }
+  sema::warnUnusedDims(module, diags);
   return result;
 }
 

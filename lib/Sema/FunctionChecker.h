@@ -8,6 +8,7 @@
 #include "ein/Sema/Checker.h"
 #include "ein/Shape/DTypeRules.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,6 +19,9 @@ namespace ein::sema {
 
 inline constexpr const char *kDTypeList =
     "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, bool";
+
+/// Adds the names used in a shape string (or a pattern) to `out`.
+void collectShapeNames(const std::string &shape, std::set<std::string> &out);
 
 /// Columns from `e`'s start to the end of a negated literal (`-465`), so
 /// that the caret spans it; other expressions keep their own length.
@@ -216,10 +220,28 @@ private:
 
   std::optional<Operand> binary(const Expr &e);
 
+  /// `a @ b`: an error giving the einsum to write instead.
+  std::optional<Operand> matmul(const Expr &e);
+
+  /// After a failed broadcast of `culprit` (the operand of lower rank)
+  /// against a shape in which one of its dims has several namesakes: a note
+  /// with the rearrangements that say which dims it matches.
+  void noteBroadcastFix(const Expr &culprit, const Shape &culpritShape,
+                        const Shape &otherShape);
+
   /// Splits call arguments: tensors first, then the pattern string.
   const Expr *patternArg(const Expr &e, size_t index, const char *what);
 
   std::optional<Pattern> parsePatternAt(const Expr &str, PatternUse use);
+
+  /// After an error in the pattern `patExpr`: when it reads as numpy's
+  /// unspaced one-letter axes (`"nd,dk->nk"`) and the spaced form passes
+  /// `checks`, a note that gives the spaced form. A pattern whose
+  /// multi-letter names are meant is never affected: the note only follows
+  /// an error.
+  void noteSpacedPattern(
+      const Expr &patExpr, PatternUse use,
+      const std::function<bool(InferContext &, const Pattern &)> &checks);
 
   /// Reads `acc=DTYPE` (einsum and reduce) into `op.acc`; false on error.
   bool accArg(const Expr &e, CheckedOp &op);

@@ -23,14 +23,59 @@ std::string SourceFile::lineText(unsigned line) const {
   return out;
 }
 
+const std::vector<WarningKind> &allWarningKinds() {
+  static const std::vector<WarningKind> kinds = {
+      WarningKind::LoneAxis, WarningKind::UnusedValue, WarningKind::UnusedDim};
+  return kinds;
+}
+
+const char *warningName(WarningKind kind) {
+  switch (kind) {
+  case WarningKind::LoneAxis:
+    return "lone-axis";
+  case WarningKind::UnusedValue:
+    return "unused-value";
+  case WarningKind::UnusedDim:
+    return "unused-dim";
+  }
+  return "";
+}
+
+std::optional<WarningKind> parseWarningName(const std::string &name) {
+  for (WarningKind kind : allWarningKinds())
+    if (name == warningName(kind))
+      return kind;
+  return std::nullopt;
+}
+
 void DiagnosticEngine::error(SourceLoc loc, const std::string &message,
                              unsigned length) {
   list.push_back({Severity::Error, loc, length ? length : 1, message});
   ++errors;
+  droppedLast = false;
+}
+
+void DiagnosticEngine::warning(WarningKind kind, SourceLoc loc,
+                               const std::string &message, unsigned length) {
+  droppedLast = warnings.disabled.count(kind) > 0;
+  if (droppedLast)
+    return;
+  if (warnings.asErrors) {
+    list.push_back(
+        {Severity::Error, loc, length ? length : 1,
+         fmt::format("{} [-Werror,-W{}]", message, warningName(kind))});
+    ++errors;
+    return;
+  }
+  list.push_back({Severity::Warning, loc, length ? length : 1,
+                  fmt::format("{} [-W{}]", message, warningName(kind))});
+  ++shownWarnings;
 }
 
 void DiagnosticEngine::note(SourceLoc loc, const std::string &message,
                             unsigned length) {
+  if (droppedLast)
+    return;
   list.push_back({Severity::Note, loc, length ? length : 1, message});
 }
 

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace ein {
 
@@ -49,6 +51,8 @@ const char *tokenKindName(TokenKind kind) {
     return "'|'";
   case TokenKind::Tilde:
     return "'~'";
+  case TokenKind::At:
+    return "'@'";
   case TokenKind::Newline: return "end of line";
   case TokenKind::Indent: return "indent";
   case TokenKind::Dedent: return "dedent";
@@ -79,6 +83,33 @@ bool reportInvalidUtf8(const std::string &s, size_t begin, size_t end,
     i += d.size;
   }
   return bad;
+}
+
+/// The error for a Python control-flow statement (`if`, `for`, `while`)
+/// whose keyword is s[begin, end): the keyword must start a statement and
+/// not be a name being assigned (there are no reserved words).
+std::optional<std::string> controlFlowMessage(const std::string &s,
+                                              size_t begin, size_t end,
+                                              const std::vector<Token> &out) {
+  std::string word = s.substr(begin, end - begin);
+  if (word != "if" && word != "for" && word != "while")
+    return std::nullopt;
+  bool startsStatement = out.empty() || out.back().kind == TokenKind::Newline ||
+                         out.back().kind == TokenKind::Indent ||
+                         out.back().kind == TokenKind::Dedent;
+  size_t next = s.find_first_not_of(" \t", end);
+  if (!startsStatement || next == std::string::npos || s[next] == '=' ||
+      s[next] == ',' || s[next] == '\n')
+    return std::nullopt;
+  if (word == "if")
+    return std::string(
+        "ein has no 'if' (no control flow: every statement runs once); to "
+        "choose between two tensors elementwise use where(cond, a, b)");
+  return fmt::format(
+      "ein has no '{}' loop (no control flow); write the loop over an axis "
+      "as one operation on the whole tensor: einsum or reduce to sum over "
+      "it, repeat to copy along it, rearrange to move it",
+      word);
 }
 
 } // namespace
@@ -171,6 +202,18 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
     }
     // Python's identifiers: XID_Start or '_', then XID_Continue.
     if (size_t j = unicode::scanIdentifier(s, i); j > i) {
+      // `if`, `for`, `while` starting a statement: recognised here, before
+      // the rest of the line is lexed, because a condition holds characters
+      // that are no ein token (`<`, `%`, `!`).
+      if (auto message = controlFlowMessage(s, i, j, out)) {
+        diags.error(loc, *message, static_cast<unsigned>(j - i));
+        push(TokenKind::Error, "", loc, 1);
+        while (j < s.size() && s[j] != '\n')
+          ++j;
+        col += static_cast<unsigned>(j - i);
+        i = j;
+        continue;
+      }
       push(TokenKind::Name, s.substr(i, j - i), loc, static_cast<unsigned>(j - i));
       col += static_cast<unsigned>(j - i);
       i = j;
@@ -211,6 +254,70 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       }
       col += static_cast<unsigned>(j - i);
       i = j;
+      continue;
+    }
+    if ((c == '"' || c == '\'') && s.compare(i, 3, std::string(3, c)) == 0) {
+      // A triple-quoted string (a docstring): it may span lines; its
+      // contents are ignored, so backslashes are allowed.
+      size_t close = s.find(std::string(3, c), i + 3);
+      if (close == std::string::npos) {
+        diags.error(loc, "unterminated triple-quoted string", 3);
+        push(TokenKind::Error, "", loc, 3);
+        break;
+      }
+      size_t lineEnd = s.find('\n', i);
+      unsigned firstLine =
+          static_cast<unsigned>(std::min(lineEnd, close + 3) - i);
+      bool bad = false;
+      unsigned segmentLine = line, segmentCol = col + 3;
+      for (size_t k = i + 3, start = k; k <= close; ++k)
+        if (k == close || s[k] == '\n') {
+          bad |= reportInvalidUtf8(s, start, k, segmentLine, segmentCol,
+                                   file.id, diags);
+          ++segmentLine;
+          segmentCol = 1;
+          start = k + 1;
+        }
+      push(bad ? TokenKind::Error : TokenKind::String,
+           s.substr(i + 3, close - i - 3), loc, firstLine);
+      out.back().tripleQuoted = true;
+      for (; i < close + 3; ++i) {
+        if (s[i] == '\n') {
+          ++line;
+          col = 1;
+        } else {
+          ++col;
+        }
+      }
+      continue;
+    }
+    if (c == '.' && !out.empty() && out.back().kind == TokenKind::Name &&
+        out.back().loc.line == line &&
+        out.back().loc.col + out.back().length == col &&
+        unicode::scanIdentifier(s, i + 1) > i + 1) {
+      // `np.exp(x)`, `x.shape`: a Python habit, with its own message.
+      size_t end = unicode::scanIdentifier(s, i + 1);
+      std::string object = out.back().text,
+                  attribute = s.substr(i + 1, end - i - 1);
+      static const char *const builtins[] = {
+          "rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "astype",
+          "exp",       "log",    "sqrt",   "rsqrt",  "relu", "tanh"};
+      bool isBuiltin = false;
+      for (const char *b : builtins)
+        isBuiltin |= attribute == b;
+      diags.error(out.back().loc,
+                  isBuiltin
+                      ? fmt::format("'{}.{}': ein has no modules; its "
+                                    "operations are built in: call {}(...)",
+                                    object, attribute, attribute)
+                      : fmt::format("'{}.{}': ein has no attributes or "
+                                    "methods; operations are functions such "
+                                    "as einsum, rearrange and reduce",
+                                    object, attribute),
+                  static_cast<unsigned>(end - i) + out.back().length);
+      push(TokenKind::Error, "", loc, 1);
+      col += static_cast<unsigned>(end - i);
+      i = end;
       continue;
     }
     if (c == '"' || c == '\'') {
@@ -287,6 +394,9 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         break;
       case '~':
         kind = TokenKind::Tilde;
+        break;
+      case '@':
+        kind = TokenKind::At;
         break;
       default: break;
     }

@@ -15,11 +15,13 @@ public:
 
   Module parseModule() {
     Module m;
+    skipDocstring();
     while (!at(TokenKind::Eof)) {
       if (accept(TokenKind::Newline))
         continue;
       size_t errorsBefore = diags.errorCount();
-      if (atName("dim")) {
+      if (pythonImport() || bareString()) {
+      } else if (atName("dim")) {
         if (auto d = parseDim())
           m.dims.push_back(std::move(*d));
       } else if (atName("def")) {
@@ -47,6 +49,41 @@ private:
   /// nested input gets a diagnostic instead of exhausting the stack.
   unsigned depth = 0;
   static constexpr unsigned kMaxDepth = 500;
+
+  /// A docstring: a string alone on the first line of a file or a
+  /// function body. It is accepted, as in Python, and ignored.
+  void skipDocstring() {
+    while (accept(TokenKind::Newline)) {
+    }
+    if (at(TokenKind::String) && peek(1).kind == TokenKind::Newline)
+      pos += 2;
+  }
+
+  /// `import numpy as np` and the like: ein needs no Python library.
+  bool pythonImport() {
+    static const char *const libraries[] = {"numpy",  "torch",     "jax",
+                                            "einops", "jaxtyping", "tensorflow",
+                                            "scipy",  "math"};
+    if (!atName("import") || peek(1).kind != TokenKind::Name)
+      return false;
+    for (const char *library : libraries)
+      if (peek(1).text == library) {
+        error(peek(), "ein needs no 'import " + peek(1).text +
+                          "': its operations (einsum, rearrange, reduce, "
+                          "exp, ...) are built in");
+        return true;
+      }
+    return false;
+  }
+
+  /// A string alone on a line other than a docstring's.
+  bool bareString() {
+    if (!at(TokenKind::String) || peek(1).kind != TokenKind::Newline)
+      return false;
+    error(peek(), "a string statement is only allowed as a docstring, the "
+                  "first line of a function body or of the file");
+    return true;
+  }
 
   bool tooDeep() {
     if (depth <= kMaxDepth)
@@ -198,6 +235,7 @@ private:
       return std::nullopt;
     }
     ++pos;
+    skipDocstring();
     while (!at(TokenKind::Dedent) && !at(TokenKind::Eof)) {
       if (accept(TokenKind::Newline))
         continue;
@@ -217,6 +255,8 @@ private:
       error(peek(), "unexpected indent");
       return std::nullopt;
     }
+    if (bareString())
+      return std::nullopt;
     if (atName("return")) {
       ++pos;
       s.kind = Stmt::Kind::Return;
@@ -237,6 +277,8 @@ private:
         return std::nullopt;
       s.targets.push_back({name->text, name->loc});
     } while (accept(TokenKind::Comma));
+    if (augmentedAssignment(s))
+      return std::nullopt;
     if (!expect(TokenKind::Equal, "in the assignment"))
       return std::nullopt;
     auto e = parseExpr();
@@ -246,6 +288,27 @@ private:
     if (!expect(TokenKind::Newline, "after the assignment"))
       return std::nullopt;
     return s;
+  }
+
+  /// `x += y` (and `-=`, `*=`, `/=`, `**=`): an error that gives the
+  /// assignment to write. True when one was reported.
+  bool augmentedAssignment(const Stmt &s) {
+    const Token &op = peek(), &next = peek(1);
+    bool arithmetic =
+        op.kind == TokenKind::Plus || op.kind == TokenKind::Minus ||
+        op.kind == TokenKind::Star || op.kind == TokenKind::Slash ||
+        op.kind == TokenKind::StarStar;
+    if (!arithmetic || next.kind != TokenKind::Equal ||
+        next.loc.line != op.loc.line || next.loc.col != op.loc.col + op.length)
+      return false;
+    const std::string &x = s.targets.back().first;
+    diags.error(op.loc,
+                "augmented assignment '" + op.text +
+                    "=' is not supported (values are never modified in "
+                    "place); write " +
+                    x + " = " + x + " " + op.text + " ...",
+                op.length + 1);
+    return true;
   }
 
   ExprPtr make(Expr::Kind kind, const Token &t) {
@@ -326,9 +389,11 @@ private:
     return parseBinary(&Parser::parseMultiplicative, {TokenKind::Plus, TokenKind::Minus});
   }
   ExprPtr parseMultiplicative() {
+    // `@` parses as in Python, for the checker to say what to write.
     return parseBinary(&Parser::parseUnary,
                        {TokenKind::Star, TokenKind::Slash,
-                        TokenKind::SlashSlash, TokenKind::Percent});
+                        TokenKind::SlashSlash, TokenKind::Percent,
+                        TokenKind::At});
   }
   ExprPtr parseUnary() {
     struct Restore {
@@ -373,6 +438,11 @@ private:
       ++pos;
       return make(Expr::Kind::Float, t);
     case TokenKind::String:
+      if (t.tripleQuoted) {
+        error(t, "a triple-quoted string is only allowed as a docstring; "
+                 "patterns and shapes are written in \"...\"");
+        return nullptr;
+      }
       ++pos;
       return make(Expr::Kind::String, t);
     case TokenKind::LParen: {

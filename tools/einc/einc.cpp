@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
   // einc silently with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
-  ein::ErrorOr<void> result = ein::runEinc(args, std::cout);
+  ein::ErrorOr<void> result = ein::runEinc(args, std::cout, std::cerr);
   std::cout.flush();
   if (!result) {
     // Messages quote arguments (paths, --fn names) verbatim: escape any bytes

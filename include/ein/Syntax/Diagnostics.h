@@ -2,7 +2,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,9 +45,32 @@ struct Diagnostic {
   std::string message;
 };
 
+/// The kinds of warning, each named by its command-line flag (`-Wno-NAME`
+/// silences it). docs/language.md describes each.
+enum class WarningKind { LoneAxis, UnusedValue, UnusedDim };
+
+/// Every warning kind, in the order the docs list them.
+const std::vector<WarningKind> &allWarningKinds();
+/// The flag name of `kind`: `lone-axis`, `unused-value`, `unused-dim`.
+const char *warningName(WarningKind kind);
+/// The kind named `name` (as in `-Wno-NAME`), if any.
+std::optional<WarningKind> parseWarningName(const std::string &name);
+
+/// Which warnings are shown and whether they count as errors.
+struct WarningOptions {
+  /// `-Werror`: every shown warning is an error.
+  bool asErrors = false;
+  /// `-Wno-NAME`: kinds not shown at all.
+  std::set<WarningKind> disabled;
+};
+
 /// Collects diagnostics for one file (and the files it imports, added with
 /// addFile) and prints them as
-/// `FILE:LINE:COL: error: MESSAGE`, the source line and a caret. COL counts
+/// `FILE:LINE:COL: error: MESSAGE` (or `warning:`, `note:`), the source line
+/// and a caret. A warning's message ends with its flag, `[-WNAME]`, and
+/// follows the WarningOptions: dropped when disabled, an error
+/// (`[-Werror,-WNAME]`) under `-Werror`; a note after a dropped warning is
+/// dropped with it. COL counts
 /// code points; the caret sits under the character on a terminal (wide
 /// characters take two columns). The output is valid UTF-8 even when the
 /// source or a message is not: invalid bytes are shown as `\xNN`.
@@ -53,9 +78,18 @@ class DiagnosticEngine {
 public:
   explicit DiagnosticEngine(const SourceFile &file) : file(file) {}
   void error(SourceLoc loc, const std::string &message, unsigned length = 1);
+  void warning(WarningKind kind, SourceLoc loc, const std::string &message,
+               unsigned length = 1);
+  /// A note on the diagnostic reported just before it.
   void note(SourceLoc loc, const std::string &message, unsigned length = 1);
+  void setWarningOptions(WarningOptions options) {
+    warnings = std::move(options);
+  }
+  /// True when an error was reported (a warning turned error included).
   bool hadError() const { return errors > 0; }
   unsigned errorCount() const { return errors; }
+  /// Warnings shown as warnings (not counting those made errors).
+  unsigned warningCount() const { return shownWarnings; }
   const std::vector<Diagnostic> &diagnostics() const { return list; }
   void print(std::ostream &os) const;
   const SourceFile &source() const { return file; }
@@ -69,7 +103,10 @@ private:
   const SourceFile &file;
   std::vector<std::shared_ptr<const SourceFile>> imported;
   std::vector<Diagnostic> list;
-  unsigned errors = 0;
+  unsigned errors = 0, shownWarnings = 0;
+  WarningOptions warnings;
+  /// The last warning was dropped: so are its notes.
+  bool droppedLast = false;
 };
 
 } // namespace ein

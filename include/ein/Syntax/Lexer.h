@@ -26,6 +26,7 @@ enum class TokenKind {
   Star,
   Slash,
   StarStar,
+  At,
   SlashSlash,
   Percent,
   Less,
@@ -50,7 +51,10 @@ struct Token {
   TokenKind kind;
   std::string text; // for String: the contents without quotes
   SourceLoc loc;    // for String: the opening quote
-  unsigned length = 1;
+  unsigned length = 1; // bytes on the token's (first) line
+  /// A String written `"""..."""` or `'''...'''` (may span lines): only
+  /// a docstring may be one.
+  bool tripleQuoted = false;
 };
 
 /// Splits `file` into tokens; reports malformed input to `diags`.
