@@ -259,13 +259,27 @@ FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
     else if (info.fn == F::Neg)
       folded = SizeExpr::constant(0) - sizeOfArg(args[0]);
     else if (info.fn == F::FloorDiv) {
-      auto q = out.ctx.divide(sizeOfArg(args[0]), sizeOfArg(args[1]),
-                              "size " + exprToString(at));
-      if (!q) {
-        diags.error(at.loc, q.error().message, at.length);
+      // Python's floor division of ints: exact when it divides, folded when
+      // both are known, else the floor quotient, computed at run time (no
+      // divisibility check: a value is not a shape). A divisor of 0 is an
+      // error when known; at run time it gives 0, as integer // does.
+      SizeExpr num = sizeOfArg(args[0]), den = sizeOfArg(args[1]);
+      auto n = num.substitute(out.ctx.env).constantValue();
+      auto d = den.substitute(out.ctx.env).constantValue();
+      if (d && *d == 0) {
+        diags.error(at.loc, "division by zero in a size", at.length);
         return std::nullopt;
       }
-      folded = *q;
+      if (n && d) {
+        Int q = *n / *d;
+        if ((*n % *d != 0) && ((*n < 0) != (*d < 0)))
+          q -= 1;
+        folded = SizeExpr::constant(q);
+      } else if (auto exact = num.divideExact(den)) {
+        folded = *exact;
+      } else {
+        folded = SizeExpr::quotient(num, den);
+      }
     }
     if (folded) {
       Operand o;

@@ -217,6 +217,11 @@ std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
                   e.args[i]->length);
       return std::nullopt;
     }
+    if (auto error =
+            operandDTypeError(*findDTypeRule("einsum"), typeOf(*x).dtype)) {
+      diags.error(e.args[i]->loc, *error, e.args[i]->length);
+      return std::nullopt;
+    }
     xs.push_back(*x);
     shapes.push_back(typeOf(*x).shape);
   }

@@ -41,7 +41,8 @@ behaviour is an accident of einops' implementation rather than its design):
     refuses accepted einsum cases with such broadcasting.)
   * einsum with `...` on the right only: numpy accepts it as empty.
   * einsum with more than 52 distinct axes (einops' "Too many axes" limit).
-  * reductions "any"/"all" and callable reductions (not part of ein).
+  * callable reductions (not part of ein). "any"/"all" are checked on bool
+    tensors (`bool["..."]`, numpy bool arrays for einops).
   * list-of-tensor inputs, non-ASCII axis names
     (einops accepts e.g. `ß` and the literal `…`), numbers with leading zeros
     (`01` is an anonymous axis of length 1 for einops), tabs in patterns.
@@ -122,6 +123,7 @@ def section(origin: str, cases: list[Case]) -> list[Case]:
 
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")
+LOGICAL = ("any", "all")  # on bool tensors
 
 
 def _einops_tests() -> list[Case]:
@@ -839,14 +841,31 @@ def _zero_size() -> list[Case]:
         EIN([(0, 3), (3, 4)], "a b, b c -> a c"),
         EIN([(0, 3)], "a b -> "),
     ]
-    for kind in REDUCTIONS:
+    for kind in REDUCTIONS + LOGICAL:
         cases.append(RED((0, 3), "a c -> c", kind))
     return section("zero-size", cases)
 
 
+def _logical() -> list[Case]:
+    """reduce with "any" and "all" (einops' logical reductions) on bool."""
+    cases = []
+    for r in LOGICAL:
+        cases += [
+            RED((2, 3, 4), "a b c -> a", r),
+            RED((2, 3, 4), "a b c -> c b a", r),
+            RED((2, 3, 4), "a b c -> ", r),
+            RED((2, 6), "a (b c) -> a c", r, b=2),
+            RED((2, 3, 4), "a ... -> a", r),
+            RED((2, 3), "a b -> a 1", r),
+            RED((2, 3), "a b -> a c", r),  # rejected: c is new
+            RED((2, 6), "a (b c) -> a", r, b=4),  # rejected: 6 % 4
+        ]
+    return section("logical", cases)
+
+
 def all_cases() -> list[Case]:
     return (_einops_tests() + _einops_docs() + _valid_variations() + _invalid_variations()
-            + _zero_size())
+            + _zero_size() + _logical())
 
 
 # --------------------------------------------------------------------------
@@ -862,7 +881,8 @@ class Truth:
 
 
 def einops_truth(case: Case) -> Truth:
-    arrays = [np.zeros(shape, dtype=np.float32) for shape in case.shapes]
+    np_dtype = np.bool_ if case.reduction in LOGICAL else np.float32
+    arrays = [np.zeros(shape, dtype=np_dtype) for shape in case.shapes]
     sizes = dict(case.sizes)
     try:
         with warnings.catch_warnings():
@@ -912,15 +932,16 @@ def einsum_broadcasts(case: Case) -> bool:
 # --------------------------------------------------------------------------
 
 
-def ein_type(shape: Shape) -> str:
-    return 'f32["' + " ".join(map(str, shape)) + '"]'
+def ein_type(shape: Shape, dtype: str = "f32") -> str:
+    return dtype + '["' + " ".join(map(str, shape)) + '"]'
 
 
 def ein_program(case: Case, ret: Shape) -> str:
     for text in [case.pattern, case.reduction or ""]:
         assert '"' not in text and "\\" not in text and "\n" not in text, f"unquotable: {text!r}"
     names = ["x"] if len(case.shapes) == 1 else [f"x{i}" for i in range(len(case.shapes))]
-    params = ", ".join(f"{n}: {ein_type(s)}" for n, s in zip(names, case.shapes))
+    dtype = "bool" if case.reduction in LOGICAL else "f32"
+    params = ", ".join(f"{n}: {ein_type(s, dtype)}" for n, s in zip(names, case.shapes))
     kwargs = "".join(f", {k}={v}" for k, v in case.sizes)
     if case.op == "einsum":
         call = f'einsum({", ".join(names)}, "{case.pattern}")'
@@ -928,7 +949,7 @@ def ein_program(case: Case, ret: Shape) -> str:
         call = f'reduce(x, "{case.pattern}", "{case.reduction}"{kwargs})'
     else:
         call = f'{case.op}(x, "{case.pattern}"{kwargs})'
-    return f"def f({params}) -> {ein_type(ret)}:\n    return {call}\n"
+    return f"def f({params}) -> {ein_type(ret, dtype)}:\n    return {call}\n"
 
 
 def wrong_shape(shape: Shape, index: int) -> Shape:

@@ -112,6 +112,7 @@ runs) when there are fewer than 500 cases.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -166,6 +167,7 @@ FILE_DTYPE = {
     "f8e5m2": np.float32,
     "i32": np.int32,
     "i64": np.int64,
+    "bool": np.bool_,
 }
 INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
 
@@ -187,6 +189,8 @@ def round_bf16(a) -> np.ndarray:
 def quantize(a, dtype: str) -> np.ndarray:
     """The reference value rounded to `dtype` (floats kept as float64)."""
     a = np.asarray(a)
+    if dtype == "bool":
+        return np.asarray(a, dtype=np.bool_)
     if dtype in INTS:
         a = np.asarray(a, dtype=np.int64)
         lo, hi = INT_RANGE[dtype]
@@ -218,6 +222,9 @@ def make_input(rng: np.random.Generator, shape, dtype: str, domain: str = "any")
     wide (ints over their whole range; floats as any).
     """
     shape = tuple(int(s) for s in shape)
+    if dtype == "bool":
+        arr = rng.random(size=shape) < (0.8 if domain == "near1" else 0.5)
+        return arr, arr
     if dtype in INTS:
         if domain == "wide":  # the whole range: data movement must keep every bit
             info = np.iinfo(np.int32 if dtype == "i32" else np.int64)
@@ -369,6 +376,8 @@ def einops_cases() -> list[RunCase]:
                 dtype = "f32" if dtype == "i32" else "f64"
         else:
             dtype = einsum_dtypes[n_seen % len(einsum_dtypes)]
+        if case.reduction in ("any", "all"):
+            dtype = "bool"
         domain = "near1" if case.reduction == "prod" else "any"
         if case.op in ("rearrange", "repeat") or case.reduction in ("max", "min"):
             domain = "wide"
@@ -389,7 +398,8 @@ def einops_cases() -> list[RunCase]:
                 ref = einops.repeat(vals[0], case.pattern, **sizes)
             else:
                 ref = einops.reduce(vals[0], case.pattern, case.reduction, **sizes)
-        exact = case.op in ("rearrange", "repeat") or dtype in INTS or case.reduction in ("max", "min")
+        exact = (case.op in ("rearrange", "repeat") or dtype in INTS or dtype == "bool"
+                 or case.reduction in ("max", "min"))
         if case.op == "einsum":
             lhs, rhs = case.pattern.split("->")
             K = contraction_length(case.shapes, [split_einsum_side(t) for t in lhs.split(",")], split_einsum_side(rhs))
@@ -1805,10 +1815,131 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
     for k in range(24):
         cases.append(gen_outer_reduce_case(np.random.default_rng(46_000 + k), k))
+    for k in range(42):
+        cases.append(gen_model_case(np.random.default_rng(47_000 + k), k))
     cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()
     return cases
+
+
+def gen_model_case(rng, idx: int) -> RunCase:
+    """The functions of the language for whole models (docs/language.md §6):
+    activations, maths, min/max/clip, floor division and modulo,
+    comparisons giving bool, where, logic on bool, any/all, bool parameters
+    and results, and dims used as values. References in numpy from the
+    values einc sees (f16/bf16 compute in f32 and round once)."""
+    kind = idx % 7
+    n, m = int(rng.integers(1, 5)), int(rng.integers(2, 6))
+    dims = ["n", "m"]
+    T = lambda d: tstr(d, dims)
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    with np.errstate(all="ignore"):
+        if kind == 0:  # activations
+            dtype = FLOATS[(idx // 7) % 4]
+            f, x = make_input(rng, (n, m), dtype)
+            x = x * 4  # [-4, 4]: the tails of sigmoid and softplus
+            f = f * 4 if dtype != "bf16" or f.dtype != np.uint16 else f
+            if dtype == "bf16" and f.dtype == np.uint16:
+                f, x = make_input(rng, (n, m), "f32")
+                f, x = f * 4, quantize(x * 4, "bf16")
+            else:
+                x = quantize(np.asarray(f, dtype=np.float64), dtype)
+            sig = 1 / (1 + np.exp(-x))
+            refs = [sig, x * sig, 0.5 * x * (1 + erf(x / np.sqrt(2))),
+                    0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
+                    np.logaddexp(0, x)]
+            src = emit_function("f", [("x", T(dtype))], [T(dtype)] * 5,
+                                ['return sigmoid(x), silu(x), gelu(x), gelu(x, approximate="tanh"), softplus(x)'])
+            outs = [Out(dtype, quantize(r, dtype), False, 4) for r in refs]
+            return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} activations {(n, m)}", src,
+                           inputs=[("x", f)], outs=outs)
+        if kind == 1:  # maths, exact where rounding is exact
+            dtype = FLOATS[(idx // 7) % 4]
+            f, x = make_input(rng, (n, m), dtype, "frac")
+            refs = [(np.sin(x) + np.cos(x), False), (erf(x), False), (np.abs(x), True),
+                    (np.sign(x), True), (np.square(x), dtype in ("f64", "f32")), (np.floor(x), True),
+                    (np.ceil(x), True), (np.round(x), True)]
+            src = emit_function("f", [("x", T(dtype))], [T(dtype)] * len(refs),
+                                ["return sin(x) + cos(x), erf(x), abs(x), sign(x), square(x), floor(x), ceil(x), round(x)"])
+            outs = [Out(dtype, quantize(r, dtype), e, 2) for r, e in refs]
+            return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} maths {(n, m)}", src,
+                           inputs=[("x", f)], outs=outs)
+        if kind == 2:  # min, max, clip, broadcasting by name
+            dtype = DTYPES[(idx // 7) % len(DTYPES)]
+            f, x = make_input(rng, (n, m), dtype)
+            g, y = make_input(rng, (m,), dtype)
+            src = emit_function("f", [("x", T(dtype)), ("y", tstr(dtype, ["m"]))], [T(dtype)] * 3,
+                                ["return max(x, y), min(y, x), clip(x, -1, y)"])
+            outs = [Out(dtype, np.maximum(x, y), True), Out(dtype, np.minimum(y, x), True),
+                    Out(dtype, np.minimum(np.maximum(x, -1), y), True)]
+            return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} min max clip {(n, m)}", src,
+                           inputs=[("x", f), ("y", g)], outs=outs)
+        if kind == 3:  # floor division and modulo
+            dtype = ("i32", "i64", "f64", "f32")[(idx // 7) % 4]
+            if dtype in INTS:
+                npd = np.int32 if dtype == "i32" else np.int64
+                a = rng.integers(-9, 10, size=(n, m)).astype(npd)
+                b = rng.integers(-3, 4, size=(n, m)).astype(npd)  # 0 included: numpy gives 0
+                fd, md = np.floor_divide(a, b), np.mod(a, b)
+                fd[b == 0] = 0
+                md[b == 0] = 0
+                outs = [Out(dtype, fd.astype(np.int64), True), Out(dtype, md.astype(np.int64), True)]
+            else:
+                npd = np.float64 if dtype == "f64" else np.float32
+                a = rng.uniform(-5, 5, size=(n, m)).astype(npd)
+                b = rng.choice(np.array([-2.5, -1, -0.3, 0.1, 0.7, 2], dtype=npd), size=(n, m))
+                outs = [Out(dtype, np.floor_divide(a, b).astype(np.float64), False, 4),
+                        Out(dtype, np.mod(a, b).astype(np.float64), False, 4)]
+            src = emit_function("f", [("x", T(dtype)), ("y", T(dtype))], [T(dtype)] * 2, ["return x // y, x % y"])
+            return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} // and % {(n, m)}", src,
+                           inputs=[("x", a), ("y", b)], outs=outs)
+        if kind == 4:  # comparisons and where
+            dtype = DTYPES[(idx // 7) % len(DTYPES)]
+            if dtype in INTS:
+                f, x = make_input(rng, (n, m), dtype)
+                g, y = make_input(rng, (m,), dtype)
+            else:  # few distinct values, so that == and != see equal pairs
+                x = quantize(rng.integers(-2, 3, size=(n, m)) / 2, dtype)
+                y = quantize(rng.integers(-2, 3, size=(m,)) / 2, dtype)
+                f, g = x.astype(np.float32), y.astype(np.float32)
+                if dtype == "f64":
+                    f, g = x, y
+                elif dtype == "f16":
+                    f, g = x.astype(np.float16), y.astype(np.float16)
+            src = emit_function("f", [("x", T(dtype)), ("y", tstr(dtype, ["m"]))],
+                                [T("bool")] * 4 + [T(dtype)],
+                                ["return x < y, x >= y, x == y, x != y, where(x > y, x, y * 2)"])
+            outs = [Out("bool", x < y), Out("bool", x >= y), Out("bool", x == y), Out("bool", x != y),
+                    Out(dtype, np.where(x > y, x, y * 2), True)]
+            return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} comparisons and where {(n, m)}", src,
+                           inputs=[("x", f), ("y", g)], outs=outs)
+        if kind == 5:  # bool parameters, logic, any/all, astype to and from bool
+            dtype = DTYPES[(idx // 7) % len(DTYPES)]
+            a = rng.random((n, m)) < 0.5
+            b = rng.random((n, m)) < 0.5
+            f, x = make_input(rng, (n, m), dtype, "frac" if dtype in FLOATS else "any")
+            src = emit_function("f", [("a", T("bool")), ("b", T("bool")), ("x", T(dtype))],
+                                [T("bool"), T("bool"), tstr("bool", ["n"]), tstr("bool", ["m"]), T(dtype), T("bool")],
+                                ['return a & b, a | ~b, reduce(a, "n m -> n", "any"), reduce(b, "n m -> m", "all"), '
+                                 'astype(a, ' + dtype + ') * x, astype(x, bool)'])
+            outs = [Out("bool", a & b), Out("bool", a | ~b), Out("bool", a.any(axis=1)), Out("bool", b.all(axis=0)),
+                    Out(dtype, quantize(a.astype(np.float64) * x, dtype), True), Out("bool", x != 0)]
+            return RunCase(f"gen-model#{idx:03d}", "generated", f"bool logic, any/all, astype with {dtype} {(n, m)}", src,
+                           inputs=[("a", a), ("b", b), ("x", f)], outs=outs)
+        # kind 6: dims as values
+        dtype = FLOATS[(idx // 7) % 4]
+        f, x = make_input(rng, (n, m), dtype)
+        src = emit_function("f", [("x", T(dtype))], [tstr(dtype, []), T(dtype), T(dtype), 'i64[""]'],
+                            ["scale = 1.0 / sqrt(m)",
+                             'return reduce(x, "n m ->", "sum") / (n * m), x * scale, x * (n + 1) - m // 2, n * m'])
+        mean = quantize(quantize(x.sum(), dtype) / quantize(n * m, dtype), dtype)
+        scale = quantize(1.0 / np.sqrt(quantize(m, dtype)), dtype) if dtype != "f64" else 1.0 / np.sqrt(m)
+        outs = [Out(dtype, mean, False, n * m), Out(dtype, quantize(x * scale, dtype), False, 2),
+                Out(dtype, quantize(quantize(x * (n + 1), dtype) - (m // 2), dtype), False, 2),
+                Out("i64", np.array(n * m, dtype=np.int64), True)]
+        return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} dims as values {(n, m)}", src,
+                       inputs=[("x", f)], outs=outs)
 
 
 def fp8_generated_cases() -> list[RunCase]:
@@ -2053,7 +2184,7 @@ def compare(got: np.ndarray, out: Out) -> Optional[str]:
     ref = np.asarray(out.ref)
     if got.shape != ref.shape:
         return f"shape {got.shape}, expected {ref.shape}"
-    if out.dtype in INTS:
+    if out.dtype in INTS or out.dtype == "bool":
         if not np.array_equal(got.astype(np.int64), ref.astype(np.int64)):
             bad = np.argwhere(got.astype(np.int64) != ref.astype(np.int64))
             at = tuple(bad[0])
@@ -2107,7 +2238,8 @@ SAVE_CUDA_DIR = None
 
 # The numpy dtype of a result's raw storage, as a CUDA program writes it.
 RAW_DTYPE = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.uint16,
-             "f8e4m3": np.uint8, "f8e5m2": np.uint8, "i32": np.int32, "i64": np.int64}
+             "f8e4m3": np.uint8, "f8e5m2": np.uint8, "i32": np.int32, "i64": np.int64,
+             "bool": np.uint8}
 
 
 def widen_raw(raw: np.ndarray, dtype: str) -> np.ndarray:
@@ -2116,6 +2248,8 @@ def widen_raw(raw: np.ndarray, dtype: str) -> np.ndarray:
         return (raw.astype(np.uint32) << 16).view(np.float32)
     if dtype in FP8:
         return decode_fp8(raw, dtype).astype(np.float32)
+    if dtype == "bool":
+        return raw.astype(np.bool_)
     return raw
 
 

@@ -87,7 +87,8 @@ Value integerFloorDivMod(OpBuilder &b, Location loc, Value x, Value y,
     return b.create<SelectOp>(loc, byZero, zero, mod);
   }
   Value qMinusOne = b.create<SubIOp>(loc, q, one);
-  return b.create<SelectOp>(loc, adjust, qMinusOne, q);
+  Value floorQ = b.create<SelectOp>(loc, adjust, qMinusOne, q);
+  return b.create<SelectOp>(loc, byZero, zero, floorQ);
 }
 
 /// numpy's float floor division and modulo (npy_divmod): from fmod, so

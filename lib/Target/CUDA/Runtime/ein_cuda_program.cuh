@@ -60,6 +60,8 @@ template <typename F> EIN_HD F ein_softplus(F x) {
 // the quotient toward minus infinity, a divisor of 0 gives 0; floats follow
 // npy_divmod (from fmod, so 1 // 0.1 is 9).
 template <typename I> EIN_HD I ein_floordiv_int(I x, I y) {
+  if (y == 0)
+    return 0;
   I q = ein_div_int(x, y);
   I r = ein_sub(x, ein_mul(q, y));
   return (r != 0 && ((r < 0) != (y < 0))) ? ein_sub(q, I(1)) : q;
