@@ -2033,6 +2033,18 @@ def example_cases() -> list[RunCase]:
     cases.append(RunCase("example-mlp", "examples", "examples/mlp.ein", read("mlp.ein"), fn="mlp",
                          inputs=[("x", fx), ("w1", f1), ("w2", f2)], outs=[Out("f32", np.array((h2 ** 2).mean()), False, 100)],
                          dims=[("B", 4), ("D", 5), ("K", 3)]))
+    # gated_mlp: functions calling functions, silu, a dim as a value
+    fx, x = make_input(rng, (2, 3, 8), "f32")
+    fg, g = make_input(rng, (8,), "f32", "pos")
+    fa, wa = make_input(rng, (8, 6), "f32")
+    fb, wb = make_input(rng, (8, 6), "f32")
+    fc, wc = make_input(rng, (6, 8), "f32")
+    h = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * g
+    a = h @ wa
+    ref = x + ((a / (1 + np.exp(-a))) * (h @ wb)) @ wc
+    cases.append(RunCase("example-gated-mlp", "examples", "examples/gated_mlp.ein", read("gated_mlp.ein"),
+                         fn="gated_mlp", inputs=[("x", fx), ("g", fg), ("w_gate", fa), ("w_up", fb), ("w_down", fc)],
+                         outs=[Out("f32", ref, False, 48)]))
     # multihead: the file's own sizes, then other sizes
     for dims in ({}, {"batch": 1, "seq": 4, "heads": 3, "hidden1": 2, "hidden2": 5}):
         sz = {"batch": 2, "seq": 3, "heads": 2, "hidden1": 4, "hidden2": 2}
