@@ -314,6 +314,25 @@ void FunctionChecker::report(const ShapeError &e, const Expr &call,
   diags.error(loc, message, length);
 }
 
+bool FunctionChecker::assignable(const std::string &name, SourceLoc loc) {
+  if (isDimName(name)) {
+    diags.error(loc, "'" + name + "' is a dim name; choose another name",
+                static_cast<unsigned>(name.size()));
+    return false;
+  }
+  if (scalarVars.count(name)) {
+    // A deferred value reads the names it was defined from when it is
+    // evaluated: rebinding one would change it silently.
+    diags.error(loc,
+                "'" + name +
+                    "' already names a value computed from sizes; choose "
+                    "another name",
+                static_cast<unsigned>(name.size()));
+    return false;
+  }
+  return true;
+}
+
 bool FunctionChecker::checkStmt(const Stmt &stmt) {
   auto value = eval(*stmt.values[0]);
   if (stmt.kind == Stmt::Kind::Return) {
@@ -399,25 +418,12 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
       return false;
     }
     auto &[name, loc] = stmt.targets[0];
-    if (dimNames.count(name) || out.ctx.env.count(name)) {
-      diags.error(loc, "'" + name + "' is a dim name; choose another name",
-                  static_cast<unsigned>(name.size()));
+    if (name == "_")
+      return true;
+    if (!assignable(name, loc))
       return false;
-    }
-    if (name != "_") {
-      if (scalarVars.count(name)) {
-        // A deferred value reads the names it was defined from when it is
-        // evaluated: rebinding one would change it silently.
-        diags.error(loc,
-                    "'" + name +
-                        "' already names a value computed from "
-                        "sizes; choose another name",
-                    static_cast<unsigned>(name.size()));
-        return false;
-      }
-      vars.erase(name);
-      scalarVars[name] = *value;
-    }
+    vars.erase(name);
+    scalarVars[name] = *value;
     return true;
   }
   if (value->values.size() != stmt.targets.size()) {
@@ -431,19 +437,8 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
     auto &[name, loc] = stmt.targets[i];
     if (name == "_")
       continue;
-    if (isDimName(name)) {
-      diags.error(loc, "'" + name + "' is a dim name; choose another name",
-                  static_cast<unsigned>(name.size()));
+    if (!assignable(name, loc))
       return false;
-    }
-    if (scalarVars.count(name)) {
-      diags.error(loc,
-                  "'" + name +
-                      "' already names a value computed from "
-                      "sizes; choose another name",
-                  static_cast<unsigned>(name.size()));
-      return false;
-    }
     vars[name] = value->values[i];
     if (out.values[value->values[i]].name.empty())
       out.values[value->values[i]].name = name;

@@ -200,6 +200,9 @@ private:
   /// Names bound to numbers, sizes or deferred values (`scale = 1.0 /
   /// sqrt(d)`): they take a dtype where they are used.
   std::map<std::string, Operand> scalarVars;
+  /// Whether `name` may be assigned: not a dim, not a name of scalarVars
+  /// (an error at `loc` otherwise).
+  bool assignable(const std::string &name, SourceLoc loc);
 
   /// A literal next to a tensor of `dtype` becomes a constant of `dtype`, if
   /// it fits (lib/Shape/DTypeRules.cpp); `at` is the literal's expression.
