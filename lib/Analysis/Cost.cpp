@@ -181,6 +181,8 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
   case OpKind::Size:
     read = written = SizeExpr();
     break;
+  case OpKind::Arange:
+    break; // writes n numbers; no arithmetic on data, nothing read
   case OpKind::Elementwise: // the table's FLOPs per output element
     flops = outElems * SizeExpr::constant(elementwiseInfo(in.fn).flops);
     break;

@@ -395,6 +395,21 @@ LogicalResult SizeOp::verify() {
   return success();
 }
 
+LogicalResult ArangeOp::verify() {
+  EinTensorType result = tensorType(getResult());
+  if (result.getShape().size() != 1)
+    return emitOpError() << "result must have rank 1 (its dim is the size), "
+                            "not shape \""
+                         << result.getShapeText() << "\"";
+  if (result.getShape()[0].isPack())
+    return emitOpError() << "result dim must be a size, not a pack";
+  std::optional<DType> dtype = toDType(result.getElementType());
+  if (!dtype || *dtype == DType::Bool)
+    return emitOpError() << "counts in a number type, not "
+                         << result.getElementType();
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   if (failed(checkOperandDTypes(*this)))
     return failure();

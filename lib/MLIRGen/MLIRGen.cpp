@@ -161,6 +161,9 @@ private:
       built = builder.create<SizeOp>(l, result,
                                      builder.getStringAttr(op.sizeValue.str()));
       break;
+    case OpKind::Arange:
+      built = builder.create<ArangeOp>(l, result);
+      break;
     case OpKind::Cast:
       built = builder.create<CastOp>(l, result, operands[0]);
       break;

@@ -513,6 +513,8 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
   }
   if (callee == "astype")
     return astype(e);
+  if (callee == "arange")
+    return arange(e);
   if (callee == "rearrange" || callee == "reduce" || callee == "repeat")
     return transform(e);
   if (callee == "einsum")
@@ -525,7 +527,7 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
       it != scope.functions.end())
     return callFunction(e, *it->second);
   std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
-                                    "pack",      "unpack", "astype"};
+                                    "pack",      "unpack", "astype", "arange"};
   for (const ElementwiseInfo &info : elementwiseTable())
     if (info.symbol.empty())
       known.push_back(std::string(info.name));
@@ -598,6 +600,78 @@ std::optional<Operand> FunctionChecker::astype(const Expr &e) {
   op.loc = e.loc;
   op.operands.push_back(*x);
   op.results.push_back(addValue(TensorType{typeOf(*x).shape, *dtype}));
+  unsigned result = op.results[0];
+  out.ops.push_back(std::move(op));
+  return single(result);
+}
+
+std::optional<Operand> FunctionChecker::arange(const Expr &e) {
+  const char *usage = "arange expects (size, dtype=...), e.g. arange(s) or "
+                      "arange(s, dtype=f32)";
+  if (e.args.size() != 1) {
+    diags.error(e.loc, usage, e.length);
+    return std::nullopt;
+  }
+  DType dtype = DType::I64;
+  for (const KeywordArg &k : e.keywords) {
+    if (k.name != "dtype") {
+      diags.error(k.loc,
+                  fmt::format("arange takes no keyword argument '{}'; {}",
+                              k.name, usage),
+                  static_cast<unsigned>(k.name.size()));
+      return std::nullopt;
+    }
+    std::optional<DType> d;
+    if (k.value->kind == Expr::Kind::Name)
+      d = parseDType(k.value->text);
+    if (!d) {
+      diags.error(k.value->loc,
+                  fmt::format("dtype= expects a dtype ({})", kDTypeList),
+                  k.value->length);
+      return std::nullopt;
+    }
+    if (*d == DType::Bool) {
+      diags.error(k.value->loc,
+                  "arange counts in a number dtype, not bool; compare the "
+                  "result instead (arange(s) < n)",
+                  k.value->length);
+      return std::nullopt;
+    }
+    dtype = *d;
+  }
+  const Expr &arg = *e.args[0];
+  if (arg.kind == Expr::Kind::Name && vars.count(arg.text)) {
+    diags.error(arg.loc,
+                fmt::format("arange takes a size (a dim, an integer or an "
+                            "expression of them), not a tensor ('{}')",
+                            arg.text),
+                arg.length);
+    return std::nullopt;
+  }
+  if (arg.kind == Expr::Kind::Call || arg.kind == Expr::Kind::Float ||
+      arg.kind == Expr::Kind::String || arg.kind == Expr::Kind::List) {
+    diags.error(arg.loc,
+                "arange takes a size (a dim, an integer or an expression of "
+                "them), not a tensor",
+                arg.length);
+    return std::nullopt;
+  }
+  std::optional<SizeExpr> n = sizeOf(arg);
+  if (!n)
+    return std::nullopt;
+  if (auto known = n->substitute(out.ctx.env).constantValue();
+      known && *known < 0) {
+    diags.error(arg.loc,
+                fmt::format("arange of a negative size ({})",
+                            static_cast<long long>(*known)),
+                arg.length);
+    return std::nullopt;
+  }
+  CheckedOp op;
+  op.kind = OpKind::Arange;
+  op.loc = e.loc;
+  op.sizeValue = *n;
+  op.results.push_back(addValue(TensorType{{Dim::ofSize(*n)}, dtype}));
   unsigned result = op.results[0];
   out.ops.push_back(std::move(op));
   return single(result);

@@ -258,6 +258,8 @@ private:
   std::string closeFunctionNames(const std::string &name) const;
 
   std::optional<Operand> astype(const Expr &e);
+  /// arange(n, dtype=...): 0, 1, ..., n-1 along the dim n.
+  std::optional<Operand> arange(const Expr &e);
 
   std::optional<Operand> transform(const Expr &e);
 

@@ -17,6 +17,8 @@ const char *opKindName(OpKind kind) {
   case OpKind::Constant: return "constant";
   case OpKind::Size:
     return "size";
+  case OpKind::Arange:
+    return "arange";
   }
   return "op";
 }

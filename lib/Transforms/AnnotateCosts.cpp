@@ -26,6 +26,7 @@ std::optional<OpKind> kindOf(mlir::Operation *op) {
       .Case<CastOp>([](auto) { return OpKind::Cast; })
       .Case<ConstantOp>([](auto) { return OpKind::Constant; })
       .Case<SizeOp>([](auto) { return OpKind::Size; })
+      .Case<ArangeOp>([](auto) { return OpKind::Arange; })
       .Default([](auto) { return std::nullopt; });
 }
 

@@ -76,3 +76,16 @@ func.func @elementwise(%x: !ein.tensor<"n c", f32>, %b: !ein.tensor<"c", f32>) -
   %1 = ein.repeat %x "n c -> r n c" {r = "3"} : !ein.tensor<"n c", f32> -> !ein.tensor<"3 n c", f32>
   return %0, %1 : !ein.tensor<"n c", f32>, !ein.tensor<"3 n c", f32>
 }
+
+// -----
+
+// Tests that arange reads nothing, does no arithmetic and writes n numbers.
+// CHECK-LABEL: func.func @arange
+// CHECK: ein.arange
+// CHECK-SAME: bytes_read = "0", bytes_read_value = 0 : i128, bytes_written = "8*s", bytes_written_value = 80 : i128, flops = "0", flops_value = 0 : i128
+module attributes {ein.dims = {s = 10 : i64}} {
+  func.func @arange() -> !ein.tensor<"s", i64> {
+    %0 = ein.arange : !ein.tensor<"s", i64>
+    return %0 : !ein.tensor<"s", i64>
+  }
+}

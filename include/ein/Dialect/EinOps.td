@@ -212,6 +212,22 @@ def Ein_SizeOp : Ein_Op<"size", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ein_ArangeOp : Ein_Op<"arange", [Pure]> {
+  let summary = "0, 1, ..., n-1 along the result's one dim";
+  let description = [{
+    `arange(n)`: a rank-1 tensor whose one dim is the size `n` (read at run
+    time when it is not a constant), holding 0, 1, ..., n-1 in the result's
+    number element type.
+    ```mlir
+    %0 = ein.arange : !ein.tensor<"s", i64>
+    %1 = ein.arange : !ein.tensor<"s + 1", f32>
+    ```
+  }];
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
 def Ein_ConstantOp : Ein_Op<"constant",
     [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "a scalar constant";

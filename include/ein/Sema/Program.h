@@ -22,7 +22,8 @@ enum class OpKind {
   Elementwise, // every function of the elementwise table (Elementwise.h)
   Cast,
   Constant,
-  Size, // a size (a dim used as a value) read at run time: a scalar
+  Size,   // a size (a dim used as a value) read at run time: a scalar
+  Arange, // arange(n): 0, 1, ..., n-1 along the dim n (sizeValue)
 };
 /// "rearrange", "elementwise", ...
 const char *opKindName(OpKind kind);
@@ -50,7 +51,7 @@ struct CheckedOp {
   double constant = 0;          // Constant (the value for a float dtype)
   bool constantIsInt = false;   // written as an integer
   int64_t constantInt = 0;      // the exact value for an integer dtype
-  SizeExpr sizeValue;           // Size: the size, in the function's dims
+  SizeExpr sizeValue; // Size, Arange: the size, in the function's dims
   std::vector<unsigned> operands, results; // value ids
   std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
   std::optional<TransformInfo> transform; // rearrange/reduce/repeat

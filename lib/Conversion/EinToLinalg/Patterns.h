@@ -9,6 +9,7 @@
 //   Transforms.cpp    rearrange, repeat, reduce
 //   Pack.cpp          pack, unpack
 //   Elementwise.cpp   the unary and binary ops, cast, constant
+//   Arange.cpp        arange
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"
@@ -280,5 +281,8 @@ void populatePackPatterns(mlir::RewritePatternSet &patterns,
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
                                  const mlir::TypeConverter &converter,
                                  LoweringState &state);
+void populateArangePatterns(mlir::RewritePatternSet &patterns,
+                            const mlir::TypeConverter &converter,
+                            LoweringState &state);
 
 } // namespace ein::lowering

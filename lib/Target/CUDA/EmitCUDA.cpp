@@ -305,6 +305,8 @@ private:
   void emitConstant(ConstantOp op);
   /// A size read at run time (a dim used as a value): a scalar.
   void emitSize(SizeOp op);
+  /// arange: 0, 1, ..., n-1 written by a kernel into the result.
+  void emitArange(ArangeOp op);
   /// A value of dtype `to` holding `v` converted (a new temporary).
   ValueView castTo(const ValueView &v, DType to);
 
@@ -922,6 +924,14 @@ void FunctionEmitter::emitSize(SizeOp op) {
   define(op.getResult(), w, {owner});
 }
 
+void FunctionEmitter::emitArange(ArangeOp op) {
+  mlir::Value result = op.getResult();
+  int owner;
+  std::string w = destination(result, owner);
+  fmt::format_to(out(), "  ein_arange(stream, {});\n", w);
+  define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
+}
+
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
@@ -940,6 +950,8 @@ void FunctionEmitter::emitOp(mlir::Operation *op) {
     return emitElementwise(op);
   if (auto size = mlir::dyn_cast<SizeOp>(op))
     return emitSize(size);
+  if (auto arange = mlir::dyn_cast<ArangeOp>(op))
+    return emitArange(arange);
   if (auto e = mlir::dyn_cast<EinsumOp>(op))
     return emitEinsum(e);
   if (auto p = mlir::dyn_cast<PackOp>(op))

@@ -274,6 +274,27 @@ inline void ein_move(cudaStream_t stream, EinView<T, R> dst,
     ein_map(stream, EinIdentity<T>(), dst, src);
 }
 
+/// arange: out[i] = i, converted to T (one thread per element, grid-stride).
+template <typename T>
+__global__ void ein_arange_kernel(T *__restrict__ out, int64_t stride,
+                                  int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i * stride] = ein_cvt<T>(i);
+}
+
+/// out = 0, 1, ..., n-1 (n = out's size; nothing to launch when empty).
+template <typename T>
+inline void ein_arange(cudaStream_t stream, EinView<T, 1> out) {
+  const int64_t n = out.size[0];
+  if (n <= 0)
+    return;
+  const unsigned threads = 256;
+  auto kernel = &ein_arange_kernel<T>;
+  EIN_LAUNCH(kernel, ein_grid_for(n, threads), threads, stream, out.data,
+             out.stride[0], n);
+}
+
 /// The cuBLASLt workspace: one per process, allocated on first use (32 MiB,
 /// what NVIDIA recommends for Hopper).
 inline void *ein_workspace(size_t *bytes) {

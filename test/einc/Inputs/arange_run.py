@@ -1,0 +1,38 @@
+# Runs the functions of arange/model.ein with einc on the target given and
+# compares each output with numpy; prints one line per case.
+import sys
+
+import numpy as np
+from einc_case import run_case
+
+einc, source, tmp, target = sys.argv[1:5]
+rng = np.random.default_rng(5)
+
+
+def arr(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def causal_softmax(x):
+    t, s = x.shape
+    m = np.where(np.arange(s)[None, :] <= np.arange(t)[:, None], x,
+                 np.float32(-1e9))
+    e = np.exp(m - m.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+CASES = [
+    ("count", [("x", arr(7))], lambda x: np.arange(7, dtype=np.int64)),
+    ("count", [("x", arr(0))], lambda x: np.arange(0, dtype=np.int64)),
+    ("count_plus", [("x", arr(5))], lambda x: np.arange(6, dtype=np.float32)),
+    ("count_const", [("x", arr(3))], lambda x: np.arange(4, dtype=np.int32)),
+    ("causal_softmax", [("x", arr(6, 6))], causal_softmax),
+    ("causal_softmax", [("x", arr(4, 9))], causal_softmax),
+]
+
+failures = 0
+for i, (fn, inputs, oracle) in enumerate(CASES):
+    failures += not run_case(einc, source, fn, inputs, oracle, tmp,
+                             f"{target}-{i}", f"{fn} on {target}",
+                             [f"--target={target}"])
+print(f"{failures} failure(s)")
