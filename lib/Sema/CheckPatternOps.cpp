@@ -316,6 +316,44 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e) {
   return o;
 }
 
+std::optional<std::vector<Shape>>
+FunctionChecker::literalPackedShapes(const Expr &list) {
+  // einops' unpack takes any list of shapes: [[h, d], [h, d], []] splits
+  // the '*' dim into h*d, h*d and 1 elements without a pack before it.
+  std::vector<Shape> parts;
+  for (auto &item : list.args) {
+    if (item->kind != Expr::Kind::List) {
+      diags.error(item->loc,
+                  "each packed shape is a list of sizes, such as [h, d] "
+                  "(or [] for a part without dims)",
+                  item->length);
+      return std::nullopt;
+    }
+    Shape part;
+    for (auto &size : item->args) {
+      auto s = sizeOf(*size);
+      if (!s)
+        return std::nullopt;
+      if (auto known = s->substitute(out.ctx.env).constantValue();
+          known && *known < 0) {
+        diags.error(size->loc,
+                    fmt::format("a packed shape has a negative size ({})",
+                                static_cast<long long>(*known)),
+                    size->length);
+        return std::nullopt;
+      }
+      part.push_back(Dim::ofSize(*s));
+    }
+    parts.push_back(std::move(part));
+  }
+  if (parts.empty()) {
+    diags.error(list.loc, "unpack needs at least one packed shape",
+                list.length);
+    return std::nullopt;
+  }
+  return parts;
+}
+
 std::optional<Operand> FunctionChecker::unpack(const Expr &e) {
   if (e.args.size() != 3) {
     diags.error(e.loc, "unpack expects (tensor, packed_shapes, pattern)",
@@ -325,14 +363,25 @@ std::optional<Operand> FunctionChecker::unpack(const Expr &e) {
   auto x = tensorOf(*e.args[0]);
   if (!x)
     return std::nullopt;
-  auto psv = eval(*e.args[1]);
-  if (!psv)
-    return std::nullopt;
-  if (psv->isLiteral || psv->values.size() != 1 ||
-      !out.values[psv->values[0]].isPackedShapes) {
-    diags.error(e.args[1]->loc, "expected the packed shapes returned by pack",
-                e.args[1]->length);
-    return std::nullopt;
+  std::vector<Shape> parts;
+  if (e.args[1]->kind == Expr::Kind::List) {
+    auto literal = literalPackedShapes(*e.args[1]);
+    if (!literal)
+      return std::nullopt;
+    parts = std::move(*literal);
+  } else {
+    auto psv = eval(*e.args[1]);
+    if (!psv)
+      return std::nullopt;
+    if (psv->isLiteral || psv->values.size() != 1 ||
+        !out.values[psv->values[0]].isPackedShapes) {
+      diags.error(e.args[1]->loc,
+                  "expected the packed shapes returned by pack, or a list of "
+                  "shapes such as [[h, d], [h, d]]",
+                  e.args[1]->length);
+      return std::nullopt;
+    }
+    parts = out.values[psv->values[0]].parts;
   }
   const Expr *patExpr = patternArg(e, 2, "a pattern string such as \"b * c\"");
   if (!patExpr)
@@ -340,7 +389,6 @@ std::optional<Operand> FunctionChecker::unpack(const Expr &e) {
   auto pattern = parsePatternAt(*patExpr, PatternUse::Pack);
   if (!pattern)
     return std::nullopt;
-  const auto &parts = out.values[psv->values[0]].parts;
   auto shapes = inferUnpack(out.ctx, *pattern, typeOf(*x).shape, parts);
   if (!shapes) {
     report(shapes.error(), e, patExpr);

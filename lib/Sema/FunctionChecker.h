@@ -267,6 +267,8 @@ private:
 
   std::optional<Operand> pack(const Expr &e);
 
+  /// `[[h, d], [h, d]]`: the packed shapes of an unpack, written out.
+  std::optional<std::vector<Shape>> literalPackedShapes(const Expr &list);
   std::optional<Operand> unpack(const Expr &e);
 };
 

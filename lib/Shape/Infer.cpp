@@ -150,8 +150,16 @@ Expected<SizeExpr> InferContext::divide(const SizeExpr &num,
                               " is not divisible by " + describe(den, env));
     return SizeExpr::constant(*n / *d);
   }
-  constraints.push_back(
-      {Constraint::Kind::Divisible, num, den, what + " must divide evenly"});
+  // One entry check per distinct division: `e / 2` written three times
+  // needs `e % 2 == 0` checked once.
+  bool known = std::any_of(constraints.begin(), constraints.end(),
+                           [&](const Constraint &c) {
+                             return c.kind == Constraint::Kind::Divisible &&
+                                    c.lhs == num && c.rhs == den;
+                           });
+  if (!known)
+    constraints.push_back(
+        {Constraint::Kind::Divisible, num, den, what + " must divide evenly"});
   return SizeExpr::quotient(num, den);
 }
 

@@ -304,6 +304,7 @@ class RunCase:
     preexisting: bool = False  # outputs exist before the run (sentinels)
     xfail: str = ""  # a known bug outside the lowering: expected to fail
     extra_args: list = field(default_factory=list)  # more einc run options
+    files: list = field(default_factory=list)  # (name, text) written beside f.ein (imports)
 
 
 # ---- 1. einops_agreement's accepted cases --------------------------------
@@ -2045,6 +2046,44 @@ def example_cases() -> list[RunCase]:
     cases.append(RunCase("example-gated-mlp", "examples", "examples/gated_mlp.ein", read("gated_mlp.ein"),
                          fn="gated_mlp", inputs=[("x", fx), ("g", fg), ("w_gate", fa), ("w_up", fb), ("w_down", fc)],
                          outs=[Out("f32", ref, False, 48)]))
+    # transformer: a pre-norm block (RMSNorm, packed QKV, rotary embeddings,
+    # causal attention, gated MLP) of functions imported and called
+    def transformer_block(x, g_attn, w_qkv, w_out, g_mlp, w_gate, w_up, w_down, heads):
+        def rmsnorm(x, g):
+            return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * g
+        b, s, m = x.shape
+        half = w_qkv.shape[1] // (6 * heads)
+        qkv = (rmsnorm(x, g_attn) @ w_qkv).reshape(b, s, 3, heads, 2 * half)
+        q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # b h s e
+        angle = np.arange(s)[:, None] * 10000.0 ** (-np.arange(half) / half)[None, :]
+        def rotary(t):
+            t1, t2 = t[..., :half], t[..., half:]
+            return np.concatenate([t1 * np.cos(angle) - t2 * np.sin(angle),
+                                   t2 * np.cos(angle) + t1 * np.sin(angle)], axis=-1)
+        scores = np.einsum("bhse,bhte->bhst", rotary(q), rotary(k)) / np.sqrt(2 * half)
+        scores = np.where(np.tril(np.ones((s, s), dtype=bool)), scores, -1e9)
+        p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        p = p / p.sum(axis=-1, keepdims=True)
+        o = np.einsum("bhst,bhte->bshe", p, v).reshape(b, s, -1)
+        h = x + o @ w_out
+        a = rmsnorm(h, g_mlp) @ w_gate
+        return h + ((a / (1 + np.exp(-a))) * (rmsnorm(h, g_mlp) @ w_up)) @ w_down
+    for b, s, m, half, f, heads in ((2, 5, 16, 2, 24, 4), (1, 7, 12, 3, 20, 2)):
+        fx, x = make_input(rng, (b, s, m), "f32")
+        fg1, g1 = make_input(rng, (m,), "f32", "pos")
+        fq, wq = make_input(rng, (m, 3 * heads * 2 * half), "f32")
+        fo, wo = make_input(rng, (heads * 2 * half, m), "f32")
+        fg2, g2 = make_input(rng, (m,), "f32", "pos")
+        fa, wa = make_input(rng, (m, f), "f32")
+        fb, wb = make_input(rng, (m, f), "f32")
+        fc, wc = make_input(rng, (f, m), "f32")
+        ref = transformer_block(x, g1, wq, wo, g2, wa, wb, wc, heads)
+        cases.append(RunCase(f"example-transformer-h{heads}", "examples", "examples/transformer.ein block",
+                             read("transformer.ein"), fn="block",
+                             inputs=[("x", fx), ("g_attn", fg1), ("w_qkv", fq), ("w_out", fo), ("g_mlp", fg2),
+                                     ("w_gate", fa), ("w_up", fb), ("w_down", fc)],
+                             outs=[Out("f32", ref, False, 4 * m)], dims=[("heads", heads)] if heads != 4 else [],
+                             files=[("gated_mlp.ein", read("gated_mlp.ein"))]))
     # multihead: the file's own sizes, then other sizes
     for dims in ({}, {"batch": 1, "seq": 4, "heads": 3, "hidden1": 2, "hidden2": 5}):
         sz = {"batch": 2, "seq": 3, "heads": 2, "hidden1": 4, "hidden2": 2}
@@ -2305,6 +2344,9 @@ def run_case(einc: str, case: RunCase, workdir: str) -> Result:
     src = os.path.join(d, "f.ein")
     with open(src, "w") as f:
         f.write(case.source)
+    for name, text in case.files:
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
     for name, data in case.inputs:
         path = os.path.join(d, f"in_{name}.npy")
         if isinstance(data, (bytes, bytearray)):
