@@ -1816,7 +1816,7 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
     for k in range(24):
         cases.append(gen_outer_reduce_case(np.random.default_rng(46_000 + k), k))
-    for k in range(42):
+    for k in range(54):
         cases.append(gen_model_case(np.random.default_rng(47_000 + k), k))
     cases += empty_cases()
     cases += fp8_generated_cases()
@@ -1828,9 +1828,10 @@ def gen_model_case(rng, idx: int) -> RunCase:
     """The functions of the language for whole models (docs/language.md §6):
     activations, maths, min/max/clip, floor division and modulo,
     comparisons giving bool, where, logic on bool, any/all, bool parameters
-    and results, and dims used as values. References in numpy from the
-    values einc sees (f16/bf16 compute in f32 and round once)."""
-    kind = idx % 7
+    and results, dims used as values, arange and masks built from it, and
+    unpack with written packed shapes. References in numpy from the values
+    einc sees (f16/bf16 compute in f32 and round once)."""
+    kind = idx % 7 if idx < 42 else 7
     n, m = int(rng.integers(1, 5)), int(rng.integers(2, 6))
     dims = ["n", "m"]
     T = lambda d: tstr(d, dims)
@@ -1928,6 +1929,20 @@ def gen_model_case(rng, idx: int) -> RunCase:
                     Out(dtype, quantize(a.astype(np.float64) * x, dtype), True), Out("bool", x != 0)]
             return RunCase(f"gen-model#{idx:03d}", "generated", f"bool logic, any/all, astype with {dtype} {(n, m)}", src,
                            inputs=[("a", a), ("b", b), ("x", f)], outs=outs)
+        if kind == 7:  # arange, a causal mask from it, unpack with written shapes
+            dtype = ("f64", "f32", "f16", "bf16", "i32", "i64")[(idx - 42) % 6]
+            f, x = make_input(rng, (n, 2 * m), dtype)
+            src = emit_function("f", [("x", tstr(dtype, ["n", "2*m"]))],
+                                [tstr(dtype, ["n"]), 'i64["m+1"]', T("bool"), T(dtype), tstr(dtype, ["n", "m-1"])],
+                                ['allowed = rearrange(arange(m), "m -> 1 m") <= rearrange(arange(n), "n -> n 1")',
+                                 'a, b, c = unpack(x, [[m], [1], [m - 1]], "n *")',
+                                 f'return arange(n, dtype={dtype}), arange(m + 1), allowed, where(allowed, a, b), c'])
+            allowed = np.arange(m)[None, :] <= np.arange(n)[:, None]
+            a, b, c = x[:, :m], x[:, m:m + 1], x[:, m + 1:]
+            outs = [Out(dtype, np.arange(n, dtype=np.float64), True), Out("i64", np.arange(m + 1), True),
+                    Out("bool", allowed), Out(dtype, np.where(allowed, a, b), True), Out(dtype, c, True)]
+            return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} arange, mask, written unpack {(n, m)}", src,
+                           inputs=[("x", f)], outs=outs)
         # kind 6: dims as values
         dtype = FLOATS[(idx // 7) % 4]
         f, x = make_input(rng, (n, m), dtype)
