@@ -26,8 +26,7 @@ std::optional<unsigned> FunctionChecker::tensorOf(const Expr &e) {
                 e.length);
     return std::nullopt;
   }
-  if (v->isScalar() || v->values.size() != 1 ||
-      out.values[v->values[0]].isPackedShapes) {
+  if (!isSingleTensor(*v)) {
     diags.error(e.loc, "expected a tensor here", e.length);
     return std::nullopt;
   }
@@ -314,7 +313,7 @@ FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
     const Operand &a = args[i];
     if (a.isScalar())
       continue;
-    if (a.values.size() != 1 || out.values[a.values[0]].isPackedShapes) {
+    if (!isSingleTensor(a)) {
       diags.error(argExprs[i]->loc, "expected a tensor here",
                   argExprs[i]->length);
       return std::nullopt;
@@ -404,8 +403,7 @@ std::optional<Operand> FunctionChecker::binary(const Expr &e) {
   if (!r)
     return std::nullopt;
   for (auto *side : {&*l, &*r})
-    if (!side->isScalar() && (side->values.size() != 1 ||
-                              out.values[side->values[0]].isPackedShapes)) {
+    if (!side->isScalar() && !isSingleTensor(*side)) {
       diags.error(e.loc, "arithmetic needs tensors or numbers", e.length);
       return std::nullopt;
     }
@@ -422,11 +420,7 @@ std::optional<Operand> FunctionChecker::matmul(const Expr &e) {
   if (!r)
     return std::nullopt;
   std::optional<std::string> pattern;
-  auto isTensor = [&](const Operand &o) {
-    return !o.isLiteral && o.values.size() == 1 &&
-           !out.values[o.values[0]].isPackedShapes;
-  };
-  if (isTensor(*l) && isTensor(*r))
+  if (isSingleTensor(*l) && isSingleTensor(*r))
     pattern = matmulEinsumPattern(out.ctx.expand(typeOf(l->values[0]).shape),
                                   out.ctx.expand(typeOf(r->values[0]).shape));
   std::string call =
@@ -589,8 +583,7 @@ std::optional<Operand> FunctionChecker::astype(const Expr &e) {
       return std::nullopt;
     return single(*id);
   }
-  if (value->values.size() != 1 ||
-      out.values[value->values[0]].isPackedShapes) {
+  if (!isSingleTensor(*value)) {
     diags.error(e.args[0]->loc, "expected a tensor here", e.args[0]->length);
     return std::nullopt;
   }

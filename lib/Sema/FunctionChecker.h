@@ -188,6 +188,11 @@ private:
 
   std::optional<SizeExpr> sizeOf(const Expr &e);
 
+  /// One tensor value: not a number, a size, packed shapes or a tuple.
+  bool isSingleTensor(const Operand &o) const {
+    return !o.isScalar() && o.values.size() == 1 &&
+           !out.values[o.values[0]].isPackedShapes;
+  }
   std::optional<Operand> single(unsigned id);
 
   /// `v` as a tensor of `dtype` when it is a number, a size or a deferred
