@@ -1,11 +1,8 @@
 # Runs the functions of arange/model.ein with einc on the target given and
 # compares each output with numpy; prints one line per case.
-import sys
-
 import numpy as np
-from einc_case import run_case
+from einc_case import run_target_cases
 
-einc, source, tmp, target = sys.argv[1:5]
 rng = np.random.default_rng(5)
 
 
@@ -30,9 +27,4 @@ CASES = [
     ("causal_softmax", [("x", arr(4, 9))], causal_softmax),
 ]
 
-failures = 0
-for i, (fn, inputs, oracle) in enumerate(CASES):
-    failures += not run_case(einc, source, fn, inputs, oracle, tmp,
-                             f"{target}-{i}", f"{fn} on {target}",
-                             [f"--target={target}"])
-print(f"{failures} failure(s)")
+run_target_cases(CASES)

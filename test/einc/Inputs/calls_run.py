@@ -1,12 +1,9 @@
 # Runs the functions of calls/model.ein that call other functions (inlined)
 # with einc on the target given, and compares each output with numpy; prints
 # one line per case.
-import sys
-
 import numpy as np
-from einc_case import run_case
+from einc_case import run_target_cases
 
-einc, source, tmp, target = sys.argv[1:5]
 rng = np.random.default_rng(3)
 
 
@@ -34,9 +31,4 @@ CASES = [
     ("use_pairs", [("x", arr(6))], lambda x: x.reshape(3, 2)),
 ]
 
-failures = 0
-for i, (fn, inputs, oracle) in enumerate(CASES):
-    failures += not run_case(einc, source, fn, inputs, oracle, tmp,
-                             f"{target}-{i}", f"{fn} on {target}",
-                             [f"--target={target}"])
-print(f"{failures} failure(s)")
+run_target_cases(CASES)

@@ -28,3 +28,17 @@ def run_case(einc, source, fn, inputs, oracle, tmp, tag, label, extra=()):
         return False
     print(f"ok {label} -> {got.shape}")
     return True
+
+
+def run_target_cases(cases):
+    """The main of a script run as `SCRIPT EINC SOURCE TMP TARGET`: runs each
+    (function, inputs, oracle) of `cases` with --target=TARGET through
+    run_case and prints one line per case, then `N failure(s)`."""
+    import sys
+    einc, source, tmp, target = sys.argv[1:5]
+    failures = 0
+    for i, (fn, inputs, oracle) in enumerate(cases):
+        failures += not run_case(einc, source, fn, inputs, oracle, tmp,
+                                 f"{target}-{i}", f"{fn} on {target}",
+                                 [f"--target={target}"])
+    print(f"{failures} failure(s)")
