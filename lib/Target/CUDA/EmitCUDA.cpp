@@ -1169,11 +1169,27 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
     FunctionEmitter emitter(fn, func, options, functors, functorCount);
     functions += "\n" + emitter.emit();
     if (const auto &e = emitter.error()) {
-      if (auto loc = mlir::dyn_cast<mlir::FileLineColLoc>(e->op->getLoc()))
+      // An op inlined from a call sits in a CallSiteLoc: report it where it
+      // is written (maybe in an imported file) and name the outermost call.
+      mlir::Location where = e->op->getLoc();
+      std::optional<mlir::FileLineColLoc> call;
+      while (auto site = mlir::dyn_cast<mlir::CallSiteLoc>(where)) {
+        if (!call)
+          call = mlir::dyn_cast<mlir::FileLineColLoc>(site.getCaller());
+        where = site.getCallee();
+      }
+      if (auto loc = mlir::dyn_cast<mlir::FileLineColLoc>(where))
         return Error::at(
-            ErrorKind::Program, module.path, loc.getLine(), loc.getColumn(),
-            fmt::format("cannot emit CUDA for '{}': {}",
-                        e->op->getName().getStringRef().str(), e->what));
+            ErrorKind::Program, loc.getFilename().str(), loc.getLine(),
+            loc.getColumn(),
+            fmt::format("cannot emit CUDA for '{}'{}: {}",
+                        e->op->getName().getStringRef().str(),
+                        call ? fmt::format(" (inlined into '{}' from the call "
+                                           "at {}:{}:{})",
+                                           fn.name, call->getFilename().str(),
+                                           call->getLine(), call->getColumn())
+                             : std::string(),
+                        e->what));
       return Error::program(fmt::format("cannot emit CUDA for '{}' in '{}': {}",
                                         e->op->getName().getStringRef().str(),
                                         fn.name, e->what));
