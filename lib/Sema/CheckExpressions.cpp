@@ -26,6 +26,13 @@ std::optional<unsigned> FunctionChecker::tensorOf(const Expr &e) {
                 e.length);
     return std::nullopt;
   }
+  if (v->deferred && !v->isLiteral && !v->size) {
+    diags.error(e.loc,
+                "this value has no dtype yet: it takes the dtype of the "
+                "tensor it meets; convert it with astype(..., DTYPE)",
+                e.length);
+    return std::nullopt;
+  }
   if (!isSingleTensor(*v)) {
     diags.error(e.loc, "expected a tensor here", e.length);
     return std::nullopt;
@@ -321,8 +328,10 @@ FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
     if (!(info.firstIsCondition && i == 0) && !dtype)
       dtype = typeOf(a.values[0]).dtype;
   }
-  if (!dtype && allScalars && !pendingDType) {
-    // No tensor gives a dtype yet: evaluated again where one does.
+  if (!dtype && (allScalars || info.firstIsCondition) && !pendingDType) {
+    // No tensor gives a dtype yet (numbers and sizes, or where's branches
+    // beside a bool condition: where(allowed, 0.0, -1e9)): evaluated again
+    // where one does.
     Operand o;
     o.deferred = &at;
     return o;

@@ -5,6 +5,8 @@
 #include "FunctionChecker.h"
 #include "Warnings.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
 #include <set>
@@ -314,9 +316,29 @@ void FunctionChecker::report(const ShapeError &e, const Expr &call,
   diags.error(loc, message, length);
 }
 
+void FunctionChecker::pinTensorsReadBy(const Expr &e,
+                                       const std::string &valueName) {
+  if (e.kind == Expr::Kind::Name && vars.count(e.text))
+    readByDeferred.emplace(e.text, valueName);
+  for (auto &a : e.args)
+    pinTensorsReadBy(*a, valueName);
+  for (auto &k : e.keywords)
+    pinTensorsReadBy(*k.value, valueName);
+}
+
 bool FunctionChecker::assignable(const std::string &name, SourceLoc loc) {
   if (isDimName(name)) {
     diags.error(loc, "'" + name + "' is a dim name; choose another name",
+                static_cast<unsigned>(name.size()));
+    return false;
+  }
+  if (auto pinned = readByDeferred.find(name); pinned != readByDeferred.end()) {
+    // `m = where(c, 0.0, -1e9)` reads `c` again wherever `m` is used.
+    diags.error(loc,
+                fmt::format("'{}' is read by '{}', a value computed where it "
+                            "is used (it takes the dtype of what it meets); "
+                            "choose another name",
+                            name, pinned->second),
                 static_cast<unsigned>(name.size()));
     return false;
   }
@@ -423,6 +445,8 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
     if (!assignable(name, loc))
       return false;
     vars.erase(name);
+    if (value->deferred)
+      pinTensorsReadBy(*value->deferred, name);
     scalarVars[name] = *value;
     return true;
   }

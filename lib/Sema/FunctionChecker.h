@@ -205,6 +205,11 @@ private:
   /// Names bound to numbers, sizes or deferred values (`scale = 1.0 /
   /// sqrt(d)`): they take a dtype where they are used.
   std::map<std::string, Operand> scalarVars;
+  /// Tensor names a deferred value bound to a name reads (`c` of
+  /// `m = where(c, 0.0, -1e9)`) -> that value's name: they cannot be
+  /// reassigned, or the value would change silently.
+  std::map<std::string, std::string> readByDeferred;
+  void pinTensorsReadBy(const Expr &e, const std::string &valueName);
   /// Whether `name` may be assigned: not a dim, not a name of scalarVars
   /// (an error at `loc` otherwise).
   bool assignable(const std::string &name, SourceLoc loc);

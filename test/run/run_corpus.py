@@ -1933,15 +1933,18 @@ def gen_model_case(rng, idx: int) -> RunCase:
             dtype = ("f64", "f32", "f16", "bf16", "i32", "i64")[(idx - 42) % 6]
             f, x = make_input(rng, (n, 2 * m), dtype)
             src = emit_function("f", [("x", tstr(dtype, ["n", "2*m"]))],
-                                [tstr(dtype, ["n"]), 'i64["m+1"]', T("bool"), T(dtype), tstr(dtype, ["n", "m-1"])],
+                                [tstr(dtype, ["n"]), 'i64["m+1"]', T("bool"), T(dtype), tstr(dtype, ["n", "m-1"]),
+                                 T(dtype)],
                                 ['allowed = rearrange(arange(m), "m -> 1 m") <= rearrange(arange(n), "n -> n 1")',
                                  'a, b, c = unpack(x, [[m], [1], [m - 1]], "n *")',
-                                 f'return arange(n, dtype={dtype}), arange(m + 1), allowed, where(allowed, a, b), c'])
+                                 f'return arange(n, dtype={dtype}), arange(m + 1), allowed, where(allowed, a, b), c, '
+                                 'a * where(allowed, 1, 2)'])
             allowed = np.arange(m)[None, :] <= np.arange(n)[:, None]
             a, b, c = x[:, :m], x[:, m:m + 1], x[:, m + 1:]
             outs = [Out(dtype, np.arange(n, dtype=np.float64), True), Out("i64", np.arange(m + 1), True),
-                    Out("bool", allowed), Out(dtype, np.where(allowed, a, b), True), Out(dtype, c, True)]
-            return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} arange, mask, written unpack {(n, m)}", src,
+                    Out("bool", allowed), Out(dtype, np.where(allowed, a, b), True), Out(dtype, c, True),
+                    Out(dtype, quantize(a * np.where(allowed, 1, 2), dtype), True)]
+            return RunCase(f"gen-model#{idx:03d}", "generated", f"{dtype} arange, mask, written unpack, where of numbers {(n, m)}", src,
                            inputs=[("x", f)], outs=outs)
         # kind 6: dims as values
         dtype = FLOATS[(idx // 7) % 4]
