@@ -26,7 +26,7 @@ std::optional<unsigned> FunctionChecker::tensorOf(const Expr &e) {
                 e.length);
     return std::nullopt;
   }
-  if (v->deferred && !v->isLiteral && !v->size) {
+  if (v->deferredHasShape) {
     diags.error(e.loc,
                 "this value has no dtype yet: it takes the dtype of the "
                 "tensor it meets; convert it with astype(..., DTYPE)",
@@ -334,6 +334,9 @@ FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
     // where one does.
     Operand o;
     o.deferred = &at;
+    o.deferredHasShape =
+        !allScalars || std::any_of(args.begin(), args.end(),
+                                   [](auto &a) { return a.deferredHasShape; });
     return o;
   }
   if (!dtype) {

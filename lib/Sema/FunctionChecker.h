@@ -44,6 +44,9 @@ struct Operand {
   /// evaluated again, with the dtype of the tensor it meets (or of astype,
   /// or of the declared result), when it meets one.
   const Expr *deferred = nullptr;
+  /// A deferred value that is a tensor once it has a dtype (where with a
+  /// tensor condition and number branches), not a number.
+  bool deferredHasShape = false;
   /// Neither tensors nor packed shapes: a number, a size or a deferred value.
   bool isScalar() const { return isLiteral || size || deferred; }
 };
