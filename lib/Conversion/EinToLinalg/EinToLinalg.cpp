@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace ein {
@@ -152,7 +153,8 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     target.addIllegalDialect<EinDialect>();
     target.addLegalDialect<
         mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
-        mlir::arith::ArithDialect, mlir::math::MathDialect>();
+        mlir::arith::ArithDialect, mlir::math::MathDialect,
+        mlir::scf::SCFDialect>();
     target.addLegalOp<mlir::ModuleOp>();
     target.addDynamicallyLegalOp<mlir::func::FuncOp>(
         [&](mlir::func::FuncOp fn) {
@@ -172,6 +174,7 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     populatePackPatterns(patterns, converter, state);
     populateElementwisePatterns(patterns, converter, state);
     populateArangePatterns(patterns, converter, state);
+    populateTakePatterns(patterns, converter, state);
 
     // A pattern that fails reports why on the op (the messages the lit tests
     // check); the conversion then adds "failed to legalize operation" on the
@@ -193,6 +196,8 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
             mlir::applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     module->removeAttr("ein.dims");
+    for (auto fn : module.getOps<mlir::func::FuncOp>())
+      addIndexStatus(fn);
   }
 };
 
