@@ -205,6 +205,8 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
   if (rc == 4)
     return Error::usage("--target=cuda: no CUDA device is usable: " +
                         tail(said, 3));
+  if (const CheckedFunction *fn = source.find(function); rc == 5 && fn)
+    return indexError(takeSites(source, *fn), 0, fn->ctx.env);
   if (rc != 0)
     return Error::program(fmt::format("the CUDA program failed (exit {}):", rc))
         .withContext(tail(said, 20));

@@ -68,7 +68,10 @@ Error indexError(const std::vector<TakeSite> &takes, int64_t count,
       text += "=" + toString(*v);
     return fmt::format("[0, {})", text);
   };
-  std::string what = count == 1 ? "an id" : fmt::format("{} ids", count);
+  // The CUDA entry reports that some id was out of range, not how many.
+  std::string what = count == 0   ? "ids"
+                     : count == 1 ? "an id"
+                                  : fmt::format("{} ids", count);
   const TakeSite &first = takes.front();
   std::string message =
       takes.size() == 1
