@@ -746,7 +746,10 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
       if (!d.isPack())
         names.push_back(d.size.str());
     std::string hint;
-    if (auto close = closestName(axisDim.size.str(), names, 3))
+    // Short names are too close to every other to suggest one.
+    std::string wanted = axisDim.size.str();
+    if (auto close = closestName(wanted, names,
+                                 std::min<size_t>(2, wanted.size() / 2)))
       hint = fmt::format("; did you mean \"{}\"?", *close);
     else if (variadic)
       hint = "; an axis inside a variadic (*name) cannot be named";
