@@ -72,20 +72,24 @@ Error indexError(const std::vector<TakeSite> &takes, int64_t count,
   std::string what = count == 0   ? "ids"
                      : count == 1 ? "an id"
                                   : fmt::format("{} ids", count);
-  const TakeSite &first = takes.front();
-  std::string message =
-      takes.size() == 1
-          ? fmt::format("take: {} out of range {}", what, bound(first))
-          : fmt::format("take: {} out of range in one of the function's "
-                        "takes:",
-                        what);
-  if (takes.size() > 1)
+  // Like every error of the inputs (exit 2), the tool's error rather than
+  // one located in the file: the line is the take's, the ids the inputs'.
+  auto at = [](const TakeSite &t) {
+    return fmt::format("{}:{}:{}", t.file, t.line, t.col);
+  };
+  std::string message;
+  if (takes.size() == 1) {
+    message = fmt::format("take at {}: {} out of range {}", at(takes[0]),
+                          what, bound(takes[0]));
+  } else {
+    message = fmt::format("take: {} out of range in one of the function's "
+                          "takes:",
+                          what);
     for (const TakeSite &t : takes)
-      message += fmt::format(" {}:{}:{} {};", t.file, t.line, t.col, bound(t));
-  if (takes.size() > 1)
+      message += fmt::format(" {} {};", at(t), bound(t));
     message.pop_back();
-  return Error::at(ErrorKind::Usage, first.file, first.line, first.col,
-                   std::move(message))
+  }
+  return Error::usage(std::move(message))
       .withNote("an id must be in [0, size): a negative id is an error, "
                 "not counted from the end");
 }

@@ -1817,10 +1817,49 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_outer_reduce_case(np.random.default_rng(46_000 + k), k))
     for k in range(42):
         cases.append(gen_model_case(np.random.default_rng(47_000 + k), k))
+    for k in range(24):
+        cases.append(gen_take_case(np.random.default_rng(48_000 + k), k))
     cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()
     return cases
+
+
+def gen_take_case(rng, idx: int) -> RunCase:
+    """take(table, ids, "v") (docs/language.md §6): every table dtype
+    (bool included), i32 and i64 ids of rank 0 to 2, the axis anywhere in a
+    table of rank 1 to 3; the reference is np.take. A quarter of the cases
+    have an id out of range (too large or negative, i32 and i64 ids): exit
+    2 naming the bound."""
+    dtypes = DTYPES + ("bool",)
+    dtype = dtypes[idx % len(dtypes)]
+    id_dtype = "i32" if idx % 2 else "i64"
+    rank = int(rng.integers(1, 4))
+    axis = int(rng.integers(0, rank))
+    v = int(rng.integers(1, 7))
+    dims = [f"a{k}" for k in range(rank - 1)]
+    dims.insert(axis, "v")
+    shape = [v if d == "v" else int(rng.integers(1, 4)) for d in dims]
+    id_dims = [f"i{k}" for k in range(int(rng.integers(0, 3)))]
+    id_shape = [int(rng.integers(1, 4)) for _ in id_dims]
+    content, table = make_input(rng, shape, dtype)
+    npd = np.int32 if id_dtype == "i32" else np.int64
+    ids = rng.integers(0, v, size=id_shape).astype(npd)
+    bad = idx % 8 in (3, 6)
+    if bad:
+        flat = ids.reshape(-1)
+        flat[int(rng.integers(0, flat.size))] = v if (idx // 8) % 2 == 0 else -1
+    out_dims = dims[:axis] + id_dims + dims[axis + 1:]
+    src = emit_function("f", [("table", tstr(dtype, dims)), ("ids", tstr(id_dtype, id_dims))],
+                        [tstr(dtype, out_dims)], ['return take(table, ids, "v")'])
+    desc = f"{dtype} table {tuple(shape)} axis {axis}, {id_dtype} ids {tuple(id_shape)}"
+    if bad:
+        return RunCase(f"gen-take#{idx:03d}", "generated", desc + ", an id out of range", src,
+                       inputs=[("table", content), ("ids", ids)], expect_rc=2, n_out=1,
+                       stderr_has="out of range [0, v")
+    ref = np.take(np.asarray(table), ids.astype(np.int64), axis=axis)
+    return RunCase(f"gen-take#{idx:03d}", "generated", desc, src,
+                   inputs=[("table", content), ("ids", ids)], outs=[Out(dtype, ref, True)])
 
 
 def gen_model_case(rng, idx: int) -> RunCase:
