@@ -2084,6 +2084,19 @@ def example_cases() -> list[RunCase]:
     cases.append(RunCase("example-gated-mlp", "examples", "examples/gated_mlp.ein", read("gated_mlp.ein"),
                          fn="gated_mlp", inputs=[("x", fx), ("g", fg), ("w_gate", fa), ("w_up", fb), ("w_down", fc)],
                          outs=[Out("f32", ref, False, 48)]))
+    # embedding: take, a log-softmax, a one-hot from arange, dims as values
+    vocab, dd = 11, 6
+    fids = rng.integers(0, vocab, size=(2, 5)).astype(np.int64)
+    ftg = rng.integers(0, vocab, size=(2, 5)).astype(np.int64)
+    ft, table = make_input(rng, (vocab, dd), "f32")
+    fw, w_out = make_input(rng, (dd, vocab), "f32")
+    logits = table[fids] @ w_out
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    loss = -np.take_along_axis(logp, ftg[..., None], axis=-1).mean()
+    cases.append(RunCase("example-embedding", "examples", "examples/embedding.ein", read("embedding.ein"),
+                         fn="cross_entropy", inputs=[("ids", fids), ("targets", ftg), ("table", ft), ("w_out", fw)],
+                         outs=[Out("f32", np.array(loss), False, 2 * 5 * vocab)]))
     # multihead: the file's own sizes, then other sizes
     for dims in ({}, {"batch": 1, "seq": 4, "heads": 3, "hidden1": 2, "hidden2": 5}):
         sz = {"batch": 2, "seq": 3, "heads": 2, "hidden1": 4, "hidden2": 2}
