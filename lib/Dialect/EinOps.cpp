@@ -418,8 +418,7 @@ LogicalResult TakeOp::verify() {
     return emitOpError() << "axis " << axis << " is not an axis of the table \""
                          << table.getShapeText() << "\"";
   if (tableShape[axis].isPack())
-    return emitOpError() << "axis " << axis
-                         << " must be a size, not a pack";
+    return emitOpError() << "axis " << axis << " must be a size, not a pack";
   std::optional<DType> idType = toDType(ids.getElementType());
   if (!idType || (*idType != DType::I64 && *idType != DType::I32))
     return emitOpError() << "ids must be i32 or i64, not "

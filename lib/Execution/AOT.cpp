@@ -57,9 +57,9 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
       " * output. Every function returns 0 on success or an EIN_ERR_* code\n"
       " * and then writes nothing, except EIN_ERR_INDEX (an id of a take out\n"
       " * of range, found while running: the outputs then hold unspecified\n"
-      " * values, and no memory outside the tensors is read). Needs GCC or Clang (__builtin_*_overflow).\n"
-      " * Link with LLVM 19's OpenMP runtime (-lomp: the loops run on all\n"
-      " * cores) and libm. */\n"
+      " * values, and no memory outside the tensors is read). Needs GCC or\n"
+      " * Clang (__builtin_*_overflow). Link with LLVM 19's OpenMP runtime\n"
+      " * (-lomp: the loops run on all cores) and libm. */\n"
       "#ifndef {}\n#define {}\n\n"
       "#include <stdint.h>\n\n"
       "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",

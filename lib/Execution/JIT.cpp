@@ -55,8 +55,8 @@ std::vector<TakeSite> takeSites(const CheckedModule &module,
   std::vector<TakeSite> sites;
   for (const CheckedOp &op : fn.ops)
     if (op.kind == OpKind::Take)
-      sites.push_back({module.pathOf(op.loc), op.loc.line, op.loc.col,
-                       op.sizeValue});
+      sites.push_back(
+          {module.pathOf(op.loc), op.loc.line, op.loc.col, op.sizeValue});
   return sites;
 }
 
@@ -79,8 +79,8 @@ Error indexError(const std::vector<TakeSite> &takes, int64_t count,
   };
   std::string message;
   if (takes.size() == 1) {
-    message = fmt::format("take at {}: {} out of range {}", at(takes[0]),
-                          what, bound(takes[0]));
+    message = fmt::format("take at {}: {} out of range {}", at(takes[0]), what,
+                          bound(takes[0]));
   } else {
     message = fmt::format("take: {} out of range in one of the function's "
                           "takes:",

@@ -529,9 +529,9 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
   if (auto it = scope.functions.find({fn.loc.file, callee});
       it != scope.functions.end())
     return callFunction(e, *it->second);
-  std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
-                                    "pack",      "unpack", "astype", "arange",
-                                    "take"};
+  std::vector<std::string> known = {"rearrange", "reduce", "repeat",
+                                    "einsum",    "pack",   "unpack",
+                                    "astype",    "arange", "take"};
   for (const ElementwiseInfo &info : elementwiseTable())
     if (info.symbol.empty())
       known.push_back(std::string(info.name));
@@ -748,8 +748,8 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
     std::string hint;
     // Short names are too close to every other to suggest one.
     std::string wanted = axisDim.size.str();
-    if (auto close = closestName(wanted, names,
-                                 std::min<size_t>(2, wanted.size() / 2)))
+    if (auto close =
+            closestName(wanted, names, std::min<size_t>(2, wanted.size() / 2)))
       hint = fmt::format("; did you mean \"{}\"?", *close);
     else if (variadic)
       hint = "; an axis inside a variadic (*name) cannot be named";
@@ -779,8 +779,7 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
                     fmt::format("take does not support a variadic dim (*{}) "
                                 "in the table or the ids; name its dims",
                                 d.pack),
-                    shape == &idsShape ? e.args[1]->length
-                                       : e.args[0]->length);
+                    shape == &idsShape ? e.args[1]->length : e.args[0]->length);
         return std::nullopt;
       }
   Shape result(tableShape.begin(), tableShape.begin() + axis);

@@ -41,8 +41,8 @@ struct TakeLowering : EinPattern<TakeOp> {
     Value last = rewriter.create<mlir::arith::SubIOp>(loc, bound, one);
 
     // The count of bad ids: a reduction over every dim of the ids.
-    mlir::TypedAttr zeroCount = rewriter.getZeroAttr(
-        RankedTensorType::get({}, rewriter.getI64Type()));
+    mlir::TypedAttr zeroCount =
+        rewriter.getZeroAttr(RankedTensorType::get({}, rewriter.getI64Type()));
     Value countInit = rewriter.create<mlir::arith::ConstantOp>(loc, zeroCount);
     llvm::SmallVector<mlir::AffineMap> countMaps{
         rewriter.getMultiDimIdentityMap(idsRank),
@@ -55,13 +55,12 @@ struct TakeLowering : EinPattern<TakeOp> {
         [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
           // Compared as indices (an i32 id sign-extended), so that no
           // bound is truncated.
-          Value id = nb.create<mlir::arith::IndexCastOp>(
-              nl, nb.getIndexType(), args[0]);
+          Value id = nb.create<mlir::arith::IndexCastOp>(nl, nb.getIndexType(),
+                                                         args[0]);
           // Unsigned: a negative id is beyond every bound.
           Value bad = nb.create<mlir::arith::CmpIOp>(
               nl, mlir::arith::CmpIPredicate::uge, id, bound);
-          Value inc =
-              nb.create<mlir::arith::ExtUIOp>(nl, nb.getI64Type(), bad);
+          Value inc = nb.create<mlir::arith::ExtUIOp>(nl, nb.getI64Type(), bad);
           Value sum = nb.create<mlir::arith::AddIOp>(nl, args[1], inc);
           nb.create<mlir::linalg::YieldOp>(nl, sum);
         });

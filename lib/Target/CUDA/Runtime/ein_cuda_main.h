@@ -121,8 +121,7 @@ inline int ein_main(int argc, char **argv, const EinMainSpec &spec) {
   EIN_CUDA_CHECK(cudaGetLastError());
   if (rc == 6) { // EIN_ERR_INDEX (defined later, with the module): an id
                  // of a take out of range
-    std::fprintf(stderr, "ein_%s returned %d (EIN_ERR_INDEX)\n", spec.name,
-                 rc);
+    std::fprintf(stderr, "ein_%s returned %d (EIN_ERR_INDEX)\n", spec.name, rc);
     return 5;
   }
   if (rc != 0) {
