@@ -52,6 +52,9 @@ CASES = [
      lambda x, i: np.take(x, i, axis=0)),
     ("embed_twice", [("table", arr(9, 5)), ("ids", ids(9, 4)),
                      ("other", ids(9, 3))], embed_twice),
+    # Elementwise ops around the take (fused on CUDA): ids computed.
+    ("around", [("table", arr(6, 3)), ("ids", ids(6, 7) + 1)],
+     lambda t, i: np.exp(np.take(t * 0.5, i - 1, axis=0)) + 1),
 ]
 
 failures = 0
