@@ -86,7 +86,8 @@ struct CheckedFunction {
   std::vector<int> callPath(const CheckedOp &op) const;
   /// Whether the compiled function reports an index status (it has a take):
   /// its C interface then has one more output, an i64 memref<1> counting
-  /// the ids out of range (lowering/CPU: HostCallingConvention).
+  /// the ids out of range (ein-to-linalg's addIndexStatus, then the host
+  /// calling convention), and its CUDA entry waits to read its count.
   bool hasIndexStatus() const;
 };
 
