@@ -529,9 +529,9 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
   if (auto it = scope.functions.find({fn.loc.file, callee});
       it != scope.functions.end())
     return callFunction(e, *it->second);
-  std::vector<std::string> known = {"rearrange", "reduce", "repeat",
-                                    "einsum",    "pack",   "unpack",
-                                    "astype",    "arange", "take"};
+  std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
+                                    "pack",      "unpack", "astype", "arange"};
+  known.push_back("take");
   for (const ElementwiseInfo &info : elementwiseTable())
     if (info.symbol.empty())
       known.push_back(std::string(info.name));
