@@ -183,6 +183,9 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
     break;
   case OpKind::Arange:
     break; // writes n numbers; no arithmetic on data, nothing read
+  case OpKind::Take: // reads the ids and only the rows gathered, not the table
+    read = bytesOf(in.inputs[1]) + written;
+    break;
   case OpKind::Elementwise: // the table's FLOPs per output element
     flops = outElems * SizeExpr::constant(elementwiseInfo(in.fn).flops);
     break;

@@ -410,6 +410,29 @@ LogicalResult ArangeOp::verify() {
   return success();
 }
 
+LogicalResult TakeOp::verify() {
+  EinTensorType table = tensorType(getTable()), ids = tensorType(getIds());
+  Shape tableShape = table.getShape(), idsShape = ids.getShape();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= static_cast<int64_t>(tableShape.size()))
+    return emitOpError() << "axis " << axis << " is not an axis of the table \""
+                         << table.getShapeText() << "\"";
+  if (tableShape[axis].isPack())
+    return emitOpError() << "axis " << axis << " must be a size, not a pack";
+  std::optional<DType> idType = toDType(ids.getElementType());
+  if (!idType || (*idType != DType::I64 && *idType != DType::I32))
+    return emitOpError() << "ids must be i32 or i64, not "
+                         << ids.getElementType();
+  // The table's dims with the axis replaced, in place, by the ids' dims.
+  Shape inferred(tableShape.begin(), tableShape.begin() + axis);
+  inferred.insert(inferred.end(), idsShape.begin(), idsShape.end());
+  inferred.insert(inferred.end(), tableShape.begin() + axis + 1,
+                  tableShape.end());
+  InferContext ctx = getInferContext(*this);
+  return checkResult(*this, ctx, tensorType(getResult()), inferred,
+                     table.getElementType());
+}
+
 LogicalResult CastOp::verify() {
   if (failed(checkOperandDTypes(*this)))
     return failure();

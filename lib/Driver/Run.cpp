@@ -136,8 +136,9 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   double cudaSeconds = 0;
   std::string gpu;
   if (options.target != "cpu") {
-    if (auto ran = runCUDA(bound->source, options.function, options, ins, outs,
-                           options.time ? &cudaSeconds : nullptr, &gpu);
+    if (auto ran =
+            runCUDA(bound->source, options.function, options, ins, outs,
+                    options.time ? &cudaSeconds : nullptr, &gpu, bound->dims);
         !ran)
       return ran.error();
   } else if (auto called = bound->call(ins, outs); !called) {

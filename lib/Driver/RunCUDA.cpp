@@ -121,7 +121,8 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
                       const RunOptions &options,
                       const std::vector<const runtime::HostTensor *> &inputs,
                       const std::vector<runtime::HostTensor *> &outputs,
-                      double *seconds, std::string *device) {
+                      double *seconds, std::string *device,
+                      const Bindings &dims) {
   bool emulated = options.target == "cuda-emulated";
   std::string compiler;
   if (emulated) {
@@ -205,6 +206,12 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
   if (rc == 4)
     return Error::usage("--target=cuda: no CUDA device is usable: " +
                         tail(said, 3));
+  if (const CheckedFunction *fn = source.find(function); rc == 5 && fn) {
+    Bindings env = fn->ctx.env;
+    for (auto &[name, value] : dims)
+      env[name] = value;
+    return indexError(takeSites(source, *fn), 0, env);
+  }
   if (rc != 0)
     return Error::program(fmt::format("the CUDA program failed (exit {}):", rc))
         .withContext(tail(said, 20));

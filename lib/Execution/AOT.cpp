@@ -55,9 +55,11 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
       " * read from the arguments, so one object serves every size its types\n"
       " * allow. An output must not overlap itself, an input or another\n"
       " * output. Every function returns 0 on success or an EIN_ERR_* code\n"
-      " * and then writes nothing. Needs GCC or Clang (__builtin_*_overflow).\n"
-      " * Link with LLVM 19's OpenMP runtime (-lomp: the loops run on all\n"
-      " * cores) and libm. */\n"
+      " * and then writes nothing, except EIN_ERR_INDEX (an id of a take out\n"
+      " * of range, found while running: the outputs then hold unspecified\n"
+      " * values, and no memory outside the tensors is read). Needs GCC or\n"
+      " * Clang (__builtin_*_overflow). Link with LLVM 19's OpenMP runtime\n"
+      " * (-lomp: the loops run on all cores) and libm. */\n"
       "#ifndef {}\n#define {}\n\n"
       "#include <stdint.h>\n\n"
       "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",
@@ -69,6 +71,8 @@ std::string cHeader(const CheckedModule &module, const std::string &guard) {
       ranks.insert(fn.ctx.expand(fn.values[id].type.shape).size());
     for (unsigned id : fn.returns)
       ranks.insert(fn.ctx.expand(fn.values[id].type.shape).size());
+    if (fn.hasIndexStatus())
+      ranks.insert(1); // the index status
   }
   for (size_t r : ranks)
     fmt::format_to(
@@ -95,8 +99,17 @@ static inline void ein_fill_(void *desc, int64_t rank, const void *data,
     fmt::format_to(out, "void _mlir_ciface_ein_impl_{}(", fnName);
     for (size_t i = 0; i < n; ++i)
       fmt::format_to(out, "{}ein_memref{}_t *", i ? ", " : "", entry.ranks[i]);
+    // A function with a take has one more output: the count of ids out of
+    // range (kIndexStatusAttr), an error when non-zero.
+    bool status = fn.hasIndexStatus();
+    if (status)
+      h += ", ein_memref1_t *";
     fmt::format_to(out, ");\nstatic inline {} {{\n{}", entry.signature,
                    entry.checks);
+    if (status)
+      h += "  int64_t ein_status_ = 0;\n"
+           "  ein_memref1_t ein_status_m = {&ein_status_, &ein_status_, 0, "
+           "{1}, {1}};\n";
     for (size_t i = 0; i < n; ++i)
       fmt::format_to(out,
                      "  ein_memref{1}_t {0}_m;\n"
@@ -106,7 +119,9 @@ static inline void ein_fill_(void *desc, int64_t rank, const void *data,
     fmt::format_to(out, "  _mlir_ciface_ein_impl_{}(", fnName);
     for (size_t i = 0; i < n; ++i)
       fmt::format_to(out, "{}&{}_m", i ? ", " : "", entry.tensors[i]);
-    h += ");\n  return EIN_OK;\n}\n\n";
+    h += status ? ", &ein_status_m);\n"
+                  "  return ein_status_ ? EIN_ERR_INDEX : EIN_OK;\n}\n\n"
+                : ");\n  return EIN_OK;\n}\n\n";
   }
   fmt::format_to(out, "#ifdef __cplusplus\n}}\n#endif\n\n#endif /* {} */\n",
                  guard);

@@ -42,10 +42,57 @@ struct JITFunction::Impl {
   std::string name;
   std::vector<TensorType> params, results;
   Bindings env;
+  /// The function's takes, when it has any: its C interface then has one
+  /// more output, the count of ids out of range (kIndexStatusAttr).
+  std::vector<TakeSite> takes;
 };
 
 JITFunction::JITFunction(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 JITFunction::~JITFunction() = default;
+
+std::vector<TakeSite> takeSites(const CheckedModule &module,
+                                const CheckedFunction &fn) {
+  std::vector<TakeSite> sites;
+  for (const CheckedOp &op : fn.ops)
+    if (op.kind == OpKind::Take)
+      sites.push_back(
+          {module.pathOf(op.loc), op.loc.line, op.loc.col, op.sizeValue});
+  return sites;
+}
+
+Error indexError(const std::vector<TakeSite> &takes, int64_t count,
+                 const Bindings &env) {
+  auto bound = [&](const TakeSite &t) {
+    std::string text = t.size.str();
+    if (auto v = t.size.evaluate(env); v && text != toString(*v))
+      text += "=" + toString(*v);
+    return fmt::format("[0, {})", text);
+  };
+  // The CUDA entry reports that some id was out of range, not how many.
+  std::string what = count == 0   ? "ids"
+                     : count == 1 ? "an id"
+                                  : fmt::format("{} ids", count);
+  // Like every error of the inputs (exit 2), the tool's error rather than
+  // one located in the file: the line is the take's, the ids the inputs'.
+  auto at = [](const TakeSite &t) {
+    return fmt::format("{}:{}:{}", t.file, t.line, t.col);
+  };
+  std::string message;
+  if (takes.size() == 1) {
+    message = fmt::format("take at {}: {} out of range {}", at(takes[0]), what,
+                          bound(takes[0]));
+  } else {
+    message = fmt::format("take: {} out of range in one of the function's "
+                          "takes:",
+                          what);
+    for (const TakeSite &t : takes)
+      message += fmt::format(" {} {};", at(t), bound(t));
+    message.pop_back();
+  }
+  return Error::usage(std::move(message))
+      .withNote("an id must be in [0, size): a negative id is an error, "
+                "not counted from the end");
+}
 
 namespace {
 
@@ -144,6 +191,7 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     impl->params.push_back(expanded(id));
   for (unsigned id : fn->returns)
     impl->results.push_back(expanded(id));
+  impl->takes = takeSites(module, *fn);
 
   auto verified = buildVerifiedEinModule(impl->context, module);
   if (!verified)
@@ -214,6 +262,12 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
       return Error::usage(fmt::format("output {} {}", i, why));
     descriptors.push_back(descriptor(*outputs[i]));
   }
+  // The index status: one i64, counting the ids out of range.
+  int64_t status = 0;
+  if (!impl->takes.empty()) {
+    auto ptr = reinterpret_cast<int64_t>(&status);
+    descriptors.push_back({ptr, ptr, 0, 1, 1});
+  }
   // The packed interface takes a pointer to each argument; each argument of
   // the C interface is a pointer to a descriptor.
   std::vector<void *> pointers, args;
@@ -227,6 +281,8 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
   if (err)
     return Error::program(
         fmt::format("call failed: {}", llvm::toString(std::move(err))));
+  if (status != 0)
+    return indexError(impl->takes, status, env);
   return {};
 }
 

@@ -86,6 +86,8 @@ private:
       checks.push_back(builder.getStringAttr(name + " == " + toString(value)));
     if (!checks.empty())
       func->setAttr("ein.entry_checks", builder.getArrayAttr(checks));
+    if (fn.hasIndexStatus())
+      func->setAttr(kIndexStatusAttr, builder.getUnitAttr());
     mlir::Block *entry = func.addEntryBlock();
     mlir::OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(entry);
@@ -163,6 +165,10 @@ private:
       break;
     case OpKind::Arange:
       built = builder.create<ArangeOp>(l, result);
+      break;
+    case OpKind::Take:
+      built = builder.create<TakeOp>(l, result, operands[0], operands[1],
+                                     builder.getI64IntegerAttr(op.axis));
       break;
     case OpKind::Cast:
       built = builder.create<CastOp>(l, result, operands[0]);

@@ -2,6 +2,7 @@
 // and the dispatch of calls.
 #include "FunctionChecker.h"
 #include "ein/Sema/Suggestions.h"
+#include "ein/Support/Spelling.h"
 
 #include <fmt/format.h>
 
@@ -521,6 +522,8 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     return astype(e);
   if (callee == "arange")
     return arange(e);
+  if (callee == "take")
+    return take(e);
   if (callee == "rearrange" || callee == "reduce" || callee == "repeat")
     return transform(e);
   if (callee == "einsum")
@@ -534,6 +537,7 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     return callFunction(e, *it->second);
   std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
                                     "pack",      "unpack", "astype", "arange"};
+  known.push_back("take");
   for (const ElementwiseInfo &info : elementwiseTable())
     if (info.symbol.empty())
       known.push_back(std::string(info.name));
@@ -680,6 +684,122 @@ std::optional<Operand> FunctionChecker::arange(const Expr &e) {
   unsigned result = op.results[0];
   out.ops.push_back(std::move(op));
   return single(result);
+}
+
+std::optional<Operand> FunctionChecker::take(const Expr &e) {
+  const char *usage = "take expects (table, ids, \"axis\"), e.g. "
+                      "take(table, ids, \"vocab\")";
+  if (e.args.size() != 3 || !e.keywords.empty()) {
+    diags.error(e.loc, usage, e.length);
+    return std::nullopt;
+  }
+  const Expr &axisArg = *e.args[2];
+  if (axisArg.kind != Expr::Kind::String) {
+    diags.error(axisArg.loc,
+                fmt::format("take's axis is a string naming the table's dim "
+                            "by its size, e.g. \"vocab\"; {}",
+                            usage),
+                axisArg.length);
+    return std::nullopt;
+  }
+  auto table = tensorOf(*e.args[0]);
+  if (!table)
+    return std::nullopt;
+  auto ids = tensorOf(*e.args[1]);
+  if (!ids)
+    return std::nullopt;
+  TensorType tableType = typeOf(*table), idsType = typeOf(*ids);
+  if (idsType.dtype != DType::I64 && idsType.dtype != DType::I32) {
+    diags.error(e.args[1]->loc,
+                fmt::format("take's ids must be integers (i32 or i64), not {}",
+                            dtypeName(idsType.dtype)),
+                e.args[1]->length);
+    return std::nullopt;
+  }
+  Shape tableShape = out.ctx.expand(tableType.shape);
+  Shape idsShape = out.ctx.expand(idsType.shape);
+  auto parsed = parseShape(axisArg.text);
+  if (!parsed || parsed->size() != 1) {
+    diags.error(axisArg.loc,
+                fmt::format("take's axis \"{}\" must be one size (a dim name "
+                            "or an expression such as \"n + 1\")",
+                            axisArg.text),
+                axisArg.length);
+    return std::nullopt;
+  }
+  Dim axisDim = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
+  if (axisDim.isPack() || isAnonymousName(axisDim.size.str())) {
+    diags.error(axisArg.loc,
+                fmt::format("take's axis \"{}\" must be a size, not a "
+                            "variadic or anonymous dim",
+                            axisArg.text),
+                axisArg.length);
+    return std::nullopt;
+  }
+  std::vector<size_t> matches;
+  bool variadic = false;
+  for (size_t i = 0; i < tableShape.size(); ++i) {
+    if (tableShape[i].isPack())
+      variadic = true;
+    else if (tableShape[i].size == axisDim.size)
+      matches.push_back(i);
+  }
+  std::string tableText = shapeStr(tableType.shape);
+  if (matches.empty()) {
+    std::vector<std::string> names;
+    for (const Dim &d : tableShape)
+      if (!d.isPack())
+        names.push_back(d.size.str());
+    std::string hint;
+    // Short names are too close to every other to suggest one.
+    std::string wanted = axisDim.size.str();
+    if (auto close =
+            closestName(wanted, names, std::min<size_t>(2, wanted.size() / 2)))
+      hint = fmt::format("; did you mean \"{}\"?", *close);
+    else if (variadic)
+      hint = "; an axis inside a variadic (*name) cannot be named";
+    diags.error(axisArg.loc,
+                fmt::format("take's axis \"{}\" is not a dim of the table "
+                            "(shape \"{}\"){}",
+                            axisArg.text, tableText, hint),
+                axisArg.length);
+    return std::nullopt;
+  }
+  if (matches.size() > 1) {
+    diags.error(axisArg.loc,
+                fmt::format("take's axis \"{}\" is ambiguous: the table "
+                            "(shape \"{}\") has {} dims of that size; "
+                            "rearrange it so that one dim has its own name",
+                            axisArg.text, tableText, matches.size()),
+                axisArg.length);
+    return std::nullopt;
+  }
+  size_t axis = matches[0];
+  // The variadics before the axis would leave its position unknown; after
+  // it, and in the ids, they must have a rank the lowering knows.
+  for (const Shape *shape : {&tableShape, &idsShape})
+    for (const Dim &d : *shape)
+      if (d.isPack()) {
+        diags.error(shape == &idsShape ? e.args[1]->loc : e.args[0]->loc,
+                    fmt::format("take does not support a variadic dim (*{}) "
+                                "in the table or the ids; name its dims",
+                                d.pack),
+                    shape == &idsShape ? e.args[1]->length : e.args[0]->length);
+        return std::nullopt;
+      }
+  Shape result(tableShape.begin(), tableShape.begin() + axis);
+  result.insert(result.end(), idsShape.begin(), idsShape.end());
+  result.insert(result.end(), tableShape.begin() + axis + 1, tableShape.end());
+  CheckedOp op;
+  op.kind = OpKind::Take;
+  op.loc = e.loc;
+  op.axis = static_cast<unsigned>(axis);
+  op.sizeValue = axisDim.size;
+  op.operands = {*table, *ids};
+  op.results.push_back(addValue(TensorType{result, tableType.dtype}));
+  unsigned id = op.results[0];
+  out.ops.push_back(std::move(op));
+  return single(id);
 }
 
 } // namespace ein::sema

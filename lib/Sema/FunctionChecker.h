@@ -273,6 +273,8 @@ private:
   std::optional<Operand> astype(const Expr &e);
   /// arange(n, dtype=...): 0, 1, ..., n-1 along the dim n.
   std::optional<Operand> arange(const Expr &e);
+  /// take(table, ids, "axis"): the table's axis replaced by the ids' dims.
+  std::optional<Operand> take(const Expr &e);
 
   std::optional<Operand> transform(const Expr &e);
 

@@ -19,6 +19,8 @@ const char *opKindName(OpKind kind) {
     return "size";
   case OpKind::Arange:
     return "arange";
+  case OpKind::Take:
+    return "take";
   }
   return "op";
 }
@@ -45,6 +47,13 @@ std::vector<int> CheckedFunction::callPath(const CheckedOp &op) const {
   for (int site = op.callSite; site >= 0; site = callSites[site].parent)
     path.insert(path.begin(), site);
   return path;
+}
+
+bool CheckedFunction::hasIndexStatus() const {
+  for (const CheckedOp &op : ops)
+    if (op.kind == OpKind::Take)
+      return true;
+  return false;
 }
 
 } // namespace ein

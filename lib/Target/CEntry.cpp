@@ -124,6 +124,7 @@ std::string cEntryPreamble() {
 #define EIN_ERR_NULL 3    /* a null data pointer of a non-empty tensor */
 #define EIN_ERR_ALIAS 4   /* an output overlapping an input or another output */
 #define EIN_ERR_RANK 5    /* a rank other than the compiled one (a variadic's rank is chosen at build time) */
+#define EIN_ERR_INDEX 6   /* a take's id outside [0, size), negative included: found while running, so the outputs hold unspecified values */
 
 static inline int64_t ein_add_(int64_t a, int64_t b, int *ovf) {
   int64_t r; if (__builtin_add_overflow(a, b, &r)) *ovf = 1; return r;

@@ -27,6 +27,7 @@ std::optional<OpKind> kindOf(mlir::Operation *op) {
       .Case<ConstantOp>([](auto) { return OpKind::Constant; })
       .Case<SizeOp>([](auto) { return OpKind::Size; })
       .Case<ArangeOp>([](auto) { return OpKind::Arange; })
+      .Case<TakeOp>([](auto) { return OpKind::Take; })
       .Default([](auto) { return std::nullopt; });
 }
 

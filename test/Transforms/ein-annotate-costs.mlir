@@ -89,3 +89,17 @@ module attributes {ein.dims = {s = 10 : i64}} {
     return %0 : !ein.tensor<"s", i64>
   }
 }
+
+// -----
+
+// Tests that take does no arithmetic and reads the ids and only the rows it
+// gathers (n*d elements), not the whole table.
+// CHECK-LABEL: func.func @take
+// CHECK: ein.take
+// CHECK-SAME: bytes_read = "4*d*n + 8*n", bytes_read_value = 200 : i128, bytes_written = "4*d*n", bytes_written_value = 120 : i128, flops = "0", flops_value = 0 : i128
+module attributes {ein.dims = {vocab = 1000 : i64, d = 3 : i64, n = 10 : i64}} {
+  func.func @take(%t: !ein.tensor<"vocab d", f32>, %i: !ein.tensor<"n", i64>) -> !ein.tensor<"n d", f32> {
+    %0 = ein.take %t[%i] axis 0 : !ein.tensor<"vocab d", f32>, !ein.tensor<"n", i64> -> !ein.tensor<"n d", f32>
+    return %0 : !ein.tensor<"n d", f32>
+  }
+}

@@ -1818,10 +1818,49 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_outer_reduce_case(np.random.default_rng(46_000 + k), k))
     for k in range(54):
         cases.append(gen_model_case(np.random.default_rng(47_000 + k), k))
+    for k in range(24):
+        cases.append(gen_take_case(np.random.default_rng(48_000 + k), k))
     cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()
     return cases
+
+
+def gen_take_case(rng, idx: int) -> RunCase:
+    """take(table, ids, "v") (docs/language.md §6): every table dtype
+    (bool included), i32 and i64 ids of rank 0 to 2, the axis anywhere in a
+    table of rank 1 to 3; the reference is np.take. A quarter of the cases
+    have an id out of range (too large or negative, i32 and i64 ids): exit
+    2 naming the bound."""
+    dtypes = DTYPES + ("bool",)
+    dtype = dtypes[idx % len(dtypes)]
+    id_dtype = "i32" if idx % 2 else "i64"
+    rank = int(rng.integers(1, 4))
+    axis = int(rng.integers(0, rank))
+    v = int(rng.integers(1, 7))
+    dims = [f"a{k}" for k in range(rank - 1)]
+    dims.insert(axis, "v")
+    shape = [v if d == "v" else int(rng.integers(1, 4)) for d in dims]
+    id_dims = [f"i{k}" for k in range(int(rng.integers(0, 3)))]
+    id_shape = [int(rng.integers(1, 4)) for _ in id_dims]
+    content, table = make_input(rng, shape, dtype)
+    npd = np.int32 if id_dtype == "i32" else np.int64
+    ids = rng.integers(0, v, size=id_shape).astype(npd)
+    bad = idx % 8 in (3, 6)
+    if bad:
+        flat = ids.reshape(-1)
+        flat[int(rng.integers(0, flat.size))] = v if (idx // 8) % 2 == 0 else -1
+    out_dims = dims[:axis] + id_dims + dims[axis + 1:]
+    src = emit_function("f", [("table", tstr(dtype, dims)), ("ids", tstr(id_dtype, id_dims))],
+                        [tstr(dtype, out_dims)], ['return take(table, ids, "v")'])
+    desc = f"{dtype} table {tuple(shape)} axis {axis}, {id_dtype} ids {tuple(id_shape)}"
+    if bad:
+        return RunCase(f"gen-take#{idx:03d}", "generated", desc + ", an id out of range", src,
+                       inputs=[("table", content), ("ids", ids)], expect_rc=2, n_out=1,
+                       stderr_has="out of range [0, v")
+    ref = np.take(np.asarray(table), ids.astype(np.int64), axis=axis)
+    return RunCase(f"gen-take#{idx:03d}", "generated", desc, src,
+                   inputs=[("table", content), ("ids", ids)], outs=[Out(dtype, ref, True)])
 
 
 def gen_model_case(rng, idx: int) -> RunCase:
@@ -2102,6 +2141,19 @@ def example_cases() -> list[RunCase]:
                                      ("w_gate", fa), ("w_up", fb), ("w_down", fc)],
                              outs=[Out("f32", ref, False, 4 * m)], dims=[("heads", heads)] if heads != 4 else [],
                              files=[("gated_mlp.ein", read("gated_mlp.ein"))]))
+    # embedding: take, a log-softmax, a one-hot from arange, dims as values
+    vocab, dd = 11, 6
+    fids = rng.integers(0, vocab, size=(2, 5)).astype(np.int64)
+    ftg = rng.integers(0, vocab, size=(2, 5)).astype(np.int64)
+    ft, table = make_input(rng, (vocab, dd), "f32")
+    fw, w_out = make_input(rng, (dd, vocab), "f32")
+    logits = table[fids] @ w_out
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    loss = -np.take_along_axis(logp, ftg[..., None], axis=-1).mean()
+    cases.append(RunCase("example-embedding", "examples", "examples/embedding.ein", read("embedding.ein"),
+                         fn="cross_entropy", inputs=[("ids", fids), ("targets", ftg), ("table", ft), ("w_out", fw)],
+                         outs=[Out("f32", np.array(loss), False, 2 * 5 * vocab)]))
     # multihead: the file's own sizes, then other sizes
     for dims in ({}, {"batch": 1, "seq": 4, "heads": 3, "hidden1": 2, "hidden2": 5}):
         sz = {"batch": 2, "seq": 3, "heads": 2, "hidden1": 4, "hidden2": 2}

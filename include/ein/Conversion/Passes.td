@@ -17,7 +17,9 @@ def EinToLinalg : Pass<"ein-to-linalg", "::mlir::ModuleOp"> {
     conversion: `ein` is illegal, `!ein.tensor` converts to a builtin
     ranked tensor, a function's signature converts in place (its attributes
     stay) with the size reads at the top of its entry block, and each op
-    family has one pattern.
+    family has one pattern. A function marked `ein.index_status` (it has a
+    `take`) gets one more result, a `tensor<1xi64>` counting the ids out of
+    range (each take's clamped gather comes with a counting generic).
 
     Each op becomes a `linalg.generic` over its elementary axes (size-1 axes
     dropped): operands' dims are first split into their elementary axes
@@ -57,7 +59,7 @@ def EinToLinalg : Pass<"ein-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::func::FuncDialect"
+    "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"
   ];
 }
 

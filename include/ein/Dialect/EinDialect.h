@@ -60,6 +60,17 @@ ReduceKind toReduceKind(ReduceOpKind kind);
 ReduceOpKind toReduceOpKind(ReduceKind kind);
 
 //===----------------------------------------------------------------------===//
+// Index status
+//===----------------------------------------------------------------------===//
+
+/// A unit attribute on a func.func with an `ein.take` (MLIRGen sets it when
+/// CheckedFunction::hasIndexStatus): ein-to-linalg gives the function one
+/// more result, a tensor<1xi64> counting the ids out of range, which the
+/// host calling convention makes its last output (the JIT and the C entry
+/// read it after the call: an error when non-zero).
+inline constexpr llvm::StringLiteral kIndexStatusAttr = "ein.index_status";
+
+//===----------------------------------------------------------------------===//
 // Sizes and compile-time dims
 //===----------------------------------------------------------------------===//
 

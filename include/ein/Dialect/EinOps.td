@@ -228,6 +228,30 @@ def Ein_ArangeOp : Ein_Op<"arange", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ein_TakeOp : Ein_Op<"take", [Pure]> {
+  let summary = "gather: the table's axis `axis` indexed by integer ids";
+  let description = [{
+    `take(table, ids, "vocab")`: numpy's `np.take(table, ids, axis=axis)`.
+    The result is the table's shape with the dim at `axis` replaced, in
+    place, by the dims of `ids` (i32 or i64). An id outside `[0, size)` of
+    that dim (a negative one included) is a run-time error: the lowered code
+    clamps it for the load (no wild read) and counts it into the function's
+    index status, which the caller turns into an error.
+    ```mlir
+    %2 = ein.take %0[%1] axis 0 : !ein.tensor<"vocab d", f32>,
+        !ein.tensor<"b s", i64> -> !ein.tensor<"b s d", f32>
+    ```
+  }];
+  let arguments = (ins Ein_Tensor:$table, Ein_Tensor:$ids,
+                       I64Attr:$axis);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` `axis` $axis attr-dict `:` qualified(type($table)) `,`
+    qualified(type($ids)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def Ein_ConstantOp : Ein_Op<"constant",
     [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "a scalar constant";

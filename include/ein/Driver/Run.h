@@ -47,12 +47,14 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
 /// Runs `function` of `source` (sizes bound) through the CUDA target
 /// `options.target` on `inputs` into `outputs` (RunCUDA.cpp); with
 /// `seconds`, also times it (the median of CUDA-event-timed calls; 0 when
-/// emulated) and names the GPU in `device`.
+/// emulated) and names the GPU in `device`. `dims` (the sizes the inputs
+/// bind) give the bound in the error of a take's id out of range.
 ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
                       const RunOptions &options,
                       const std::vector<const runtime::HostTensor *> &inputs,
                       const std::vector<runtime::HostTensor *> &outputs,
-                      double *seconds, std::string *device = nullptr);
+                      double *seconds, std::string *device = nullptr,
+                      const Bindings &dims = {});
 
 class JITFunction;
 namespace runtime {

@@ -12,6 +12,22 @@
 
 namespace ein {
 
+/// A take of a compiled function, for the error when its ids are out of
+/// range: where it is and the size of the axis it indexes.
+struct TakeSite {
+  std::string file;
+  unsigned line = 0, col = 0;
+  SizeExpr size;
+};
+/// The takes of `fn`, in order.
+std::vector<TakeSite> takeSites(const CheckedModule &module,
+                                const CheckedFunction &fn);
+/// The error of a call whose index status counted `count` ids out of range
+/// (exit 2: the inputs do not fit the program), at the take (or the first
+/// of several, all named); `env` gives the sizes of the call.
+Error indexError(const std::vector<TakeSite> &takes, int64_t count,
+                 const Bindings &env);
+
 /// Profiler and debugger hooks of the JIT. Off by default: the perf listener
 /// writes a jitdump directory (`$JITDUMPDIR` or `$HOME`/.debug/jit/...) on
 /// every compilation, which piles up and is never cleaned.

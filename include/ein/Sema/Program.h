@@ -24,6 +24,7 @@ enum class OpKind {
   Constant,
   Size,   // a size (a dim used as a value) read at run time: a scalar
   Arange, // arange(n): 0, 1, ..., n-1 along the dim n (sizeValue)
+  Take,   // take(table, ids, "axis"): gather along the table's axis `axis`
 };
 /// "rearrange", "elementwise", ...
 const char *opKindName(OpKind kind);
@@ -56,6 +57,7 @@ struct CheckedOp {
   std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
   std::optional<TransformInfo> transform; // rearrange/reduce/repeat
   std::optional<EinsumInfo> einsum;
+  unsigned axis = 0; // Take: the table's axis replaced by the ids' dims
   /// The innermost call this op was inlined from (an index into
   /// CheckedFunction::callSites), or -1 for an op of the function itself.
   int callSite = -1;
@@ -82,6 +84,11 @@ struct CheckedFunction {
   /// The calls `op` was inlined from, outermost first (empty for an op of
   /// the function itself).
   std::vector<int> callPath(const CheckedOp &op) const;
+  /// Whether the compiled function reports an index status (it has a take):
+  /// its C interface then has one more output, an i64 memref<1> counting
+  /// the ids out of range (ein-to-linalg's addIndexStatus, then the host
+  /// calling convention), and its CUDA entry waits to read its count.
+  bool hasIndexStatus() const;
 };
 
 struct CheckedModule {

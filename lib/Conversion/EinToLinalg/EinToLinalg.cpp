@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace ein {
@@ -153,6 +154,8 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     target.addLegalDialect<
         mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
         mlir::arith::ArithDialect, mlir::math::MathDialect>();
+    // take's gather skips a table with an empty axis under an scf.if.
+    target.addLegalDialect<mlir::scf::SCFDialect>();
     target.addLegalOp<mlir::ModuleOp>();
     target.addDynamicallyLegalOp<mlir::func::FuncOp>(
         [&](mlir::func::FuncOp fn) {
@@ -172,6 +175,7 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     populatePackPatterns(patterns, converter, state);
     populateElementwisePatterns(patterns, converter, state);
     populateArangePatterns(patterns, converter, state);
+    populateTakePatterns(patterns, converter, state);
 
     // A pattern that fails reports why on the op (the messages the lit tests
     // check); the conversion then adds "failed to legalize operation" on the
@@ -193,6 +197,8 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
             mlir::applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     module->removeAttr("ein.dims");
+    for (auto fn : module.getOps<mlir::func::FuncOp>())
+      addIndexStatus(fn);
   }
 };
 

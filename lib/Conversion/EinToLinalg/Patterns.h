@@ -10,6 +10,7 @@
 //   Pack.cpp          pack, unpack
 //   Elementwise.cpp   the unary and binary ops, cast, constant
 //   Arange.cpp        arange
+//   Take.cpp          take, and the function's index status
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"
@@ -284,5 +285,13 @@ void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
 void populateArangePatterns(mlir::RewritePatternSet &patterns,
                             const mlir::TypeConverter &converter,
                             LoweringState &state);
+void populateTakePatterns(mlir::RewritePatternSet &patterns,
+                          const mlir::TypeConverter &converter,
+                          LoweringState &state);
+/// Marks the generic of a take that counts its ids out of range.
+inline constexpr llvm::StringLiteral kIndexCountAttr = "ein.index_count";
+/// After the conversion: a function marked kIndexStatusAttr returns one
+/// more value, the sum of its kIndexCountAttr counts as a tensor<1xi64>.
+void addIndexStatus(mlir::func::FuncOp fn);
 
 } // namespace ein::lowering

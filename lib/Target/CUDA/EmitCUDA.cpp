@@ -307,6 +307,9 @@ private:
   void emitSize(SizeOp op);
   /// arange: 0, 1, ..., n-1 written by a kernel into the result.
   void emitArange(ArangeOp op);
+  /// take: a gather kernel (ids clamped), after a kernel counting the ids
+  /// out of range into the function's index status (`ein_status`).
+  void emitTake(TakeOp op);
   /// A value of dtype `to` holding `v` converted (a new temporary).
   ValueView castTo(const ValueView &v, DType to);
 
@@ -932,6 +935,17 @@ void FunctionEmitter::emitArange(ArangeOp op) {
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
 
+void FunctionEmitter::emitTake(TakeOp op) {
+  const ValueView table = view(op.getTable(), op);
+  const ValueView ids = view(op.getIds(), op);
+  mlir::Value result = op.getResult();
+  int owner;
+  std::string w = destination(result, owner);
+  fmt::format_to(out(), "  ein_take(stream, {}, {}, {}, {}, ein_status);\n", w,
+                 table.name, ids.name, op.getAxis());
+  define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
+}
+
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
@@ -952,6 +966,8 @@ void FunctionEmitter::emitOp(mlir::Operation *op) {
     return emitSize(size);
   if (auto arange = mlir::dyn_cast<ArangeOp>(op))
     return emitArange(arange);
+  if (auto take = mlir::dyn_cast<TakeOp>(op))
+    return emitTake(take);
   if (auto e = mlir::dyn_cast<EinsumOp>(op))
     return emitEinsum(e);
   if (auto p = mlir::dyn_cast<PackOp>(op))
@@ -981,6 +997,10 @@ std::string FunctionEmitter::emit() {
   chunk = &head;
   fmt::format_to(out(), "extern \"C\" {} {{\n{}", entry.signature,
                  entry.checks);
+  // A function with a take counts its ids out of range on the device; the
+  // entry then waits for its stream to read the count (EIN_ERR_INDEX).
+  if (fn.hasIndexStatus())
+    *chunk += "  unsigned long long *ein_status = ein_status_begin(stream);\n";
   mlir::Block &body = func.getBody().front();
   auto ret = mlir::cast<mlir::func::ReturnOp>(body.getTerminator());
   for (auto [k, v] : llvm::enumerate(ret.getOperands()))
@@ -1050,6 +1070,8 @@ std::string FunctionEmitter::emit() {
       if (ownerLastUse[o] == i || (i == ops.size() && ownerLastUse[o] > i))
         text += fmt::format("  ein_free(stream, t{});\n", o);
   }
+  if (fn.hasIndexStatus())
+    text += "  if (ein_status_end(stream, ein_status)) return EIN_ERR_INDEX;\n";
   text += "  return EIN_OK;\n}\n";
   return text;
 }
@@ -1216,7 +1238,10 @@ std::string cudaHeader(const CheckedModule &module, const std::string &guard) {
       "(any\n"
       " * non-negative values); the work is queued on `stream`. Every "
       "function\n"
-      " * returns 0, or an EIN_ERR_* code before queuing anything. */\n"
+      " * returns 0, or an EIN_ERR_* code before queuing anything, except\n"
+      " * EIN_ERR_INDEX: a function with a take waits for its stream and\n"
+      " * returns it when an id was out of range (the outputs then hold\n"
+      " * unspecified values; nothing outside the tensors is read). */\n"
       "#ifndef {}\n#define {}\n\n#include <stdint.h>\n"
       "/* Under the source's CUDA emulation (a host compiler), its "
       "cudaStream_t. */\n"
@@ -1225,7 +1250,7 @@ std::string cudaHeader(const CheckedModule &module, const std::string &guard) {
       "#endif\n\n#define EIN_OK 0\n#define EIN_ERR_SIZE 1\n"
       "#define EIN_ERR_STRIDE 2\n#define EIN_ERR_NULL 3\n#define EIN_ERR_ALIAS "
       "4\n"
-      "#define EIN_ERR_RANK 5\n\n",
+      "#define EIN_ERR_RANK 5\n#define EIN_ERR_INDEX 6\n\n",
       module.path, guard, guard);
   for (const CheckedFunction &fn : module.functions)
     h += cEntry(fn, ",\n    cudaStream_t stream").signature + ";\n\n";

@@ -24,7 +24,8 @@ struct EinMainSpec {
 /// file holds the input's buffer as is, the strides index it; `-` is an
 /// input of zeros, for timing), per output
 /// `FILE RANK-SIZES...` (written row-major). Exit 0, 1 on a bad command
-/// line or file, 3 when the entry point returns an EIN_ERR_* code, 4 when
+/// line or file, 3 when the entry point returns an EIN_ERR_* code (5 for
+/// EIN_ERR_INDEX: an id of a take out of range), 4 when
 /// there is no device.
 inline int ein_main(int argc, char **argv, const EinMainSpec &spec) {
   int arg = 1;
@@ -118,6 +119,11 @@ inline int ein_main(int argc, char **argv, const EinMainSpec &spec) {
   int rc = spec.call(device.data(), sizeP.data(), strideP.data(), stream);
   EIN_CUDA_CHECK(cudaStreamSynchronize(stream));
   EIN_CUDA_CHECK(cudaGetLastError());
+  if (rc == 6) { // EIN_ERR_INDEX (defined later, with the module): an id
+                 // of a take out of range
+    std::fprintf(stderr, "ein_%s returned %d (EIN_ERR_INDEX)\n", spec.name, rc);
+    return 5;
+  }
   if (rc != 0) {
     std::fprintf(stderr, "ein_%s returned %d\n", spec.name, rc);
     return 3;

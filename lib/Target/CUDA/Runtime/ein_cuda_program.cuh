@@ -295,6 +295,109 @@ inline void ein_arange(cudaStream_t stream, EinView<T, 1> out) {
              out.stride[0], n);
 }
 
+// ------------------------------------------------------------- take
+/// The offset of element `i` (row-major order over `size`) under `stride`.
+template <int R>
+__host__ __device__ inline int64_t
+ein_offset_of(int64_t i, const int64_t *size, const int64_t *stride) {
+  int64_t offset = 0;
+  for (int d = R - 1; d >= 0; --d) {
+    offset += (i % size[d]) * stride[d];
+    i /= size[d];
+  }
+  return offset;
+}
+
+/// Counts the ids outside [0, bound) into *status.
+template <typename I, int RI>
+__global__ void ein_take_check_kernel(EinView<const I, RI> ids, int64_t n,
+                                      int64_t bound,
+                                      unsigned long long *status) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t id = int64_t(ids.data[ein_offset_of<RI>(i, ids.size, ids.stride)]);
+    if (id < 0 || id >= bound)
+      atomicAdd(status, 1ull);
+  }
+}
+
+/// out = table with its dim `axis` indexed by the ids, clamped into
+/// [0, bound) (a bad id, counted by the check, reads a row of the table);
+/// zeros when the axis is empty (nothing may be read).
+template <typename T, typename I, int R, int RT, int RI>
+__global__ void ein_take_kernel(EinView<T, R> out, EinView<const T, RT> table,
+                                EinView<const I, RI> ids, int axis,
+                                int64_t n) {
+  const int64_t last = table.size[axis] - 1;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    // The output's coordinates, last first: the table's after the axis, the
+    // ids', the table's before it.
+    int64_t rest = i, src = 0, idOffset = 0, dst = 0;
+    for (int d = R - 1; d >= 0; --d) {
+      int64_t c = rest % out.size[d];
+      rest /= out.size[d];
+      dst += c * out.stride[d];
+      if (d >= axis + RI)
+        src += c * table.stride[d - RI + 1];
+      else if (d >= axis)
+        idOffset += c * ids.stride[d - axis];
+      else
+        src += c * table.stride[d];
+    }
+    if (last < 0) {
+      out.data[dst] = T{};
+      continue;
+    }
+    int64_t id = int64_t(ids.data[idOffset]);
+    id = id < 0 ? 0 : id > last ? last : id;
+    out.data[dst] = table.data[src + id * table.stride[axis]];
+  }
+}
+
+/// take(table, ids) along `axis`: the ids out of range counted into
+/// *status, then the gather.
+template <typename T, typename I, int R, int RT, int RI>
+inline void ein_take(cudaStream_t stream, EinView<T, R> out,
+                     EinView<const T, RT> table, EinView<const I, RI> ids,
+                     int axis, unsigned long long *status) {
+  const unsigned threads = 256;
+  int64_t nIds = 1, n = 1;
+  for (int d = 0; d < RI; ++d)
+    nIds *= ids.size[d];
+  for (int d = 0; d < R; ++d)
+    n *= out.size[d];
+  if (nIds > 0) {
+    auto check = &ein_take_check_kernel<I, RI>;
+    EIN_LAUNCH(check, ein_grid_for(nIds, threads), threads, stream, ids, nIds,
+               table.size[axis], status);
+  }
+  if (n <= 0)
+    return;
+  auto kernel = &ein_take_kernel<T, I, R, RT, RI>;
+  EIN_LAUNCH(kernel, ein_grid_for(n, threads), threads, stream, out, table,
+             ids, axis, n);
+}
+
+/// The index status of a function with a take: a device counter, zeroed.
+inline unsigned long long *ein_status_begin(cudaStream_t stream) {
+  void *p = nullptr;
+  EIN_CUDA_CHECK(cudaMallocAsync(&p, sizeof(unsigned long long), stream));
+  EIN_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(unsigned long long), stream));
+  return static_cast<unsigned long long *>(p);
+}
+/// Waits for the stream and reads the count (freeing it): non-zero when an
+/// id was out of range.
+inline unsigned long long ein_status_end(cudaStream_t stream,
+                                         unsigned long long *status) {
+  unsigned long long count = 0;
+  EIN_CUDA_CHECK(cudaMemcpyAsync(&count, status, sizeof count,
+                                 cudaMemcpyDeviceToHost, stream));
+  EIN_CUDA_CHECK(cudaFreeAsync(status, stream));
+  EIN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return count;
+}
+
 /// The cuBLASLt workspace: one per process, allocated on first use (32 MiB,
 /// what NVIDIA recommends for Hopper).
 inline void *ein_workspace(size_t *bytes) {
