@@ -164,6 +164,12 @@ private:
     case OpKind::Arange:
       built = builder.create<ArangeOp>(l, result);
       break;
+    case OpKind::Slice:
+      built = builder.create<SliceOp>(
+          l, result, operands[0], builder.getI64IntegerAttr(op.sliceAxis),
+          builder.getStringAttr(op.sliceStart.str()),
+          builder.getStringAttr(op.sliceStop.str()));
+      break;
     case OpKind::Cast:
       built = builder.create<CastOp>(l, result, operands[0]);
       break;

@@ -515,6 +515,10 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     return astype(e);
   if (callee == "arange")
     return arange(e);
+  if (callee == "slice")
+    return slice(e);
+  if (callee == "cat")
+    return pack(e, true);
   if (callee == "rearrange" || callee == "reduce" || callee == "repeat")
     return transform(e);
   if (callee == "einsum")
@@ -527,7 +531,8 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
       it != scope.functions.end())
     return callFunction(e, *it->second);
   std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
-                                    "pack",      "unpack", "astype", "arange"};
+                                    "pack",      "unpack", "cat",    "slice",
+                                    "astype",    "arange"};
   for (const ElementwiseInfo &info : elementwiseTable())
     if (info.symbol.empty())
       known.push_back(std::string(info.name));

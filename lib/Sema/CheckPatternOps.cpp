@@ -269,9 +269,11 @@ std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
   return single(result);
 }
 
-std::optional<Operand> FunctionChecker::pack(const Expr &e) {
+std::optional<Operand> FunctionChecker::pack(const Expr &e, bool cat) {
+  const char *name = cat ? "cat" : "pack";
   if (e.args.size() != 2 || e.args[0]->kind != Expr::Kind::List) {
-    diags.error(e.loc, "pack expects ([tensor, ...], pattern)", e.length);
+    diags.error(e.loc, fmt::format("{} expects ([tensor, ...], pattern)", name),
+                e.length);
     return std::nullopt;
   }
   const Expr *patExpr = patternArg(e, 1, "a pattern string such as \"b * c\"");
@@ -287,7 +289,8 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e) {
     if (!x)
       return std::nullopt;
     if (!xs.empty() && typeOf(*x).dtype != typeOf(xs[0]).dtype) {
-      diags.error(item->loc, "pack needs tensors of one dtype", item->length);
+      diags.error(item->loc, fmt::format("{} needs tensors of one dtype", name),
+                  item->length);
       return std::nullopt;
     }
     xs.push_back(*x);
@@ -306,10 +309,14 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e) {
   op.operands = xs;
   op.packParts = result->parts;
   unsigned packed = addValue(TensorType{result->packed, typeOf(xs[0]).dtype});
+  op.results = {packed};
+  if (cat) { // the concatenation alone: no packed shapes to unpack with
+    out.ops.push_back(std::move(op));
+    return single(packed);
+  }
   unsigned ps = addValue(TensorType{});
   out.values[ps].isPackedShapes = true;
   out.values[ps].parts = result->parts;
-  op.results = {packed};
   out.ops.push_back(std::move(op));
   Operand o;
   o.values = {packed, ps};

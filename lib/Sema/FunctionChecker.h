@@ -260,12 +260,16 @@ private:
   std::optional<Operand> astype(const Expr &e);
   /// arange(n, dtype=...): 0, 1, ..., n-1 along the dim n.
   std::optional<Operand> arange(const Expr &e);
+  /// slice(x, "axis", start, stop): start <= i < stop along the dim of x
+  /// whose size is `axis` (CheckSlice.cpp).
+  std::optional<Operand> slice(const Expr &e);
 
   std::optional<Operand> transform(const Expr &e);
 
   std::optional<Operand> einsum(const Expr &e);
 
-  std::optional<Operand> pack(const Expr &e);
+  /// pack([x1, ...], pattern); `cat` is pack returning the tensor alone.
+  std::optional<Operand> pack(const Expr &e, bool cat = false);
 
   std::optional<Operand> unpack(const Expr &e);
 };

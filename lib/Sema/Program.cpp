@@ -19,6 +19,8 @@ const char *opKindName(OpKind kind) {
     return "size";
   case OpKind::Arange:
     return "arange";
+  case OpKind::Slice:
+    return "slice";
   }
   return "op";
 }

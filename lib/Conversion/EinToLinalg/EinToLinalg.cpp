@@ -172,6 +172,7 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     populatePackPatterns(patterns, converter, state);
     populateElementwisePatterns(patterns, converter, state);
     populateArangePatterns(patterns, converter, state);
+    populateSlicePatterns(patterns, converter, state);
 
     // A pattern that fails reports why on the op (the messages the lit tests
     // check); the conversion then adds "failed to legalize operation" on the

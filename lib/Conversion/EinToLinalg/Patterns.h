@@ -10,6 +10,7 @@
 //   Pack.cpp          pack, unpack
 //   Elementwise.cpp   the unary and binary ops, cast, constant
 //   Arange.cpp        arange
+//   Slice.cpp         slice
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"
@@ -284,5 +285,8 @@ void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
 void populateArangePatterns(mlir::RewritePatternSet &patterns,
                             const mlir::TypeConverter &converter,
                             LoweringState &state);
+void populateSlicePatterns(mlir::RewritePatternSet &patterns,
+                           const mlir::TypeConverter &converter,
+                           LoweringState &state);
 
 } // namespace ein::lowering

@@ -307,6 +307,8 @@ private:
   void emitSize(SizeOp op);
   /// arange: 0, 1, ..., n-1 written by a kernel into the result.
   void emitArange(ArangeOp op);
+  /// slice: a view of the input (ein_slice), copied only when returned.
+  void emitSlice(SliceOp op);
   /// A value of dtype `to` holding `v` converted (a new temporary).
   ValueView castTo(const ValueView &v, DType to);
 
@@ -932,6 +934,32 @@ void FunctionEmitter::emitArange(ArangeOp op) {
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
 
+void FunctionEmitter::emitSlice(SliceOp op) {
+  const ValueView in = view(op.getInput(), op);
+  Expected<SizeExpr> start = parseSizeExpr(op.getStart().str());
+  Expected<SizeExpr> stop = parseSizeExpr(op.getStop().str());
+  if (!start || !stop)
+    return fail(op, "a slice whose bounds do not parse");
+  mlir::Value result = op.getResult();
+  // The entry checked 0 <= start <= stop <= size: the view stays inside.
+  ValueView v;
+  v.name = fresh("v");
+  v.dtype = in.dtype;
+  v.rank = in.rank;
+  v.owners = in.owners;
+  fmt::format_to(out(), "  {} {} = ein_slice({}, {}, {}, {});\n",
+                 viewType(v.dtype, v.rank), v.name, in.name, op.getDimIndex(),
+                 size(*start, op), size(*stop - *start, op));
+  if (directOutput.count(result.getAsOpaquePointer())) {
+    int owner;
+    std::string w = destination(result, owner);
+    fmt::format_to(out(), "  ein_move(stream, {}, {});\n", w, v.name);
+    define(result, w, {});
+    return;
+  }
+  values[result.getAsOpaquePointer()] = v;
+}
+
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
@@ -952,6 +980,8 @@ void FunctionEmitter::emitOp(mlir::Operation *op) {
     return emitSize(size);
   if (auto arange = mlir::dyn_cast<ArangeOp>(op))
     return emitArange(arange);
+  if (auto slice = mlir::dyn_cast<SliceOp>(op))
+    return emitSlice(slice);
   if (auto e = mlir::dyn_cast<EinsumOp>(op))
     return emitEinsum(e);
   if (auto p = mlir::dyn_cast<PackOp>(op))
