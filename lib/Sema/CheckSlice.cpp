@@ -9,10 +9,18 @@ namespace ein::sema {
 
 namespace {
 
+bool provablyNonNegative(const SizeExpr &e);
+
+/// A floor quotient is at least 0 when its numerator is and its
+/// denominator is a positive constant (`d/2`); `(n - 1)/2` may be -1.
+bool provablyNonNegativeQuotient(const SizeExpr::Factor &f) {
+  auto den = f.den ? f.den->constantValue() : std::nullopt;
+  return f.num && den && *den > 0 && provablyNonNegative(*f.num);
+}
+
 /// True when `e` is at least 0 for every value of its names: a constant at
-/// least 0, or a polynomial of names (sizes, never negative) whose
-/// coefficients are all at least 0. A quotient may be of a negative
-/// numerator, so it proves nothing.
+/// least 0, or a polynomial of names (sizes, never negative) and of
+/// quotients that are never negative, whose coefficients are all at least 0.
 bool provablyNonNegative(const SizeExpr &e) {
   if (e.tooComplex() || e.overflowed())
     return false;
@@ -22,7 +30,7 @@ bool provablyNonNegative(const SizeExpr &e) {
     if (t.coefficient < 0)
       return false;
     for (const SizeExpr::Factor &f : t.factors)
-      if (f.symbol.empty())
+      if (f.symbol.empty() && !provablyNonNegativeQuotient(f))
         return false;
   }
   return true;

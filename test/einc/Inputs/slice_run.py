@@ -34,6 +34,10 @@ CASES = [
     ("cat3", [("x", arr(2, 1)), ("y", arr(2, 3)), ("z", arr(2, 2))],
      lambda x, y, z: np.concatenate([x, y, z], axis=1)),
     ("lead", [("x", arr(5, 4))], lambda x: x[2:] * 2),
+    ("variadic", [("x", arr(2, 3, 4, 5))], lambda x: x[..., 1:3]),
+    ("variadic", [("x", arr(4, 3))], lambda x: x[..., 1:3]),
+    ("upper_half", [("x", arr(4, 7))], lambda x: x[:, 3:]),
+    ("drop_first_column", [("x", arr(3, 5))], lambda x: x[:, 1:]),
 ]
 
 failures = 0
