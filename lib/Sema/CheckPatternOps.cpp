@@ -296,6 +296,11 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e, bool cat) {
     xs.push_back(*x);
     shapes.push_back(typeOf(*x).shape);
   }
+  if (cat && xs.empty()) {
+    diags.error(e.args[0]->loc, "cat needs at least one tensor",
+                e.args[0]->length);
+    return std::nullopt;
+  }
   auto result = inferPack(out.ctx, *pattern, shapes);
   if (!result) {
     report(result.error(), e, patExpr);

@@ -76,10 +76,10 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
   const std::string &text = axisExpr.text;
   auto variadicError = [&](const std::string &name) {
     diags.error(axisExpr.loc,
-                fmt::format("slice cannot slice the variadic *{}: name one "
+                fmt::format("slice cannot slice the variadic {}: name one "
                             "dim of fixed size (rearrange the variadic into "
                             "named dims first)",
-                            name),
+                            name == "..." ? "'...'" : "*" + name),
                 axisExpr.length);
     return std::nullopt;
   };
@@ -162,6 +162,11 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
       s = *v->size;
     else if (v->isLiteral && v->literal.isInt && v->literal.exact)
       s = SizeExpr::constant(*v->literal.exact);
+    if (!s && v->isLiteral && v->literal.isInt) {
+      diags.error(b.loc, fmt::format("slice's {} is too large", which),
+                  b.length);
+      return std::nullopt;
+    }
     if (!s) {
       diags.error(b.loc,
                   fmt::format("slice's {} is a size (an integer, a dim or "
