@@ -270,6 +270,11 @@ private:
 
   /// pack([x1, ...], pattern); `cat` is pack returning the tensor alone.
   std::optional<Operand> pack(const Expr &e, bool cat = false);
+  /// cat's pattern with its `...` written out as fresh names for the dims
+  /// the inputs have beyond the named ones and the `*` one; nullopt when
+  /// there is no `...` to write out, or after an error.
+  std::optional<std::string> catEllipsis(const Expr &patExpr,
+                                         const std::vector<Shape> &shapes);
 
   std::optional<Operand> unpack(const Expr &e);
 };

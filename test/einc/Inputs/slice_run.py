@@ -22,6 +22,11 @@ def rotate_half(x):
     return np.concatenate([-x[:, half:], x[:, :half]], axis=1)
 
 
+def rope(x, cos, sin):
+    half = x.shape[-1] // 2
+    return x * cos + np.concatenate([-x[..., half:], x[..., :half]], -1) * sin
+
+
 CASES = [
     ("head", [("x", arr(6, 3))], lambda x: x[1:4]),
     ("head", [("x", arr(4, 2))], lambda x: x[1:4]),
@@ -38,6 +43,8 @@ CASES = [
     ("variadic", [("x", arr(4, 3))], lambda x: x[..., 1:3]),
     ("upper_half", [("x", arr(4, 7))], lambda x: x[:, 3:]),
     ("drop_first_column", [("x", arr(3, 5))], lambda x: x[:, 1:]),
+    ("rope", [("x", arr(2, 3, 5, 8)), ("cos", arr(5, 8)), ("sin", arr(5, 8))],
+     rope),
 ]
 
 failures = 0
