@@ -1261,7 +1261,8 @@ def gen_slice_case(rng, idx: int) -> RunCase:
     rtypes = [tstr(dtype, ["b", "2", "2*h"]), tstr(dtype, ["b", "s", "2*h-1"]),
               tstr(dtype, ["b", "s", "2*h"]), tstr(dtype, ["1", "s", "h"]),
               tstr(dtype, ["b", f"s-{lo}", "2*h"])]
-    lines = ['rotated = cat([-slice(x, "2*h", h, 2*h), slice(x, "2*h", 0, h)], "b s *")',
+    pattern = "b s *" if idx % 2 else "... *"  # cat's `...`: the leading dims
+    lines = [f'rotated = cat([-slice(x, "2*h", h, 2*h), slice(x, "2*h", 0, h)], "{pattern}")',
              'return slice(x, "s", 1, 3), slice(x, "2*h", 0, 2*h - 1), rotated, '
              f'slice(slice(x, "b", b - 1, b), "2*h", h, 2*h), slice(x, "s", {lo}, s)']
     refs = [x[:, 1:3], x[:, :, : 2 * h - 1], np.concatenate([-x[:, :, h:], x[:, :, :h]], axis=2),
