@@ -236,6 +236,9 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
   CheckedOp op;
   op.kind = OpKind::Slice;
   op.loc = e.loc;
+  // What the report's pattern column shows: the axis and the bounds.
+  op.pattern = fmt::format("{} {}:{}", trimmed, boundText(*e.args[2]),
+                           boundText(*e.args[3]));
   op.operands = {*x};
   op.sliceAxis = packBefore ? static_cast<int64_t>(index) -
                                   static_cast<int64_t>(shape.size())
