@@ -752,3 +752,75 @@ TEST(DTypeRules, IntegerLiterals) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// slice and cat
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// The axis is found by its size; the result dim is stop - start,
+// simplified; bounds the sizes prove leave no entry check.
+TEST(CheckerSlice, ResultDimIsStopMinusStart) {
+  auto c = check("dim k = 2\n"
+                 "def f(x: f32[\"b s 2*h\"]) -> (f32[\"b k 2*h\"], "
+                 "f32[\"b s h\"], f32[\"b s 2*h\"]):\n"
+                 "    y = slice(x, \"2*h\", h, 2*h)\n"
+                 "    return slice(x, \"s\", 0, k), y, cat([-y, "
+                 "slice(x, \"2*h\", 0, h)], \"b s *\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  EXPECT_EQ(shapeStr(c->returned("f", 0).shape), "b k 2*h");
+  EXPECT_EQ(shapeStr(c->returned("f", 1).shape), "b s h");
+  EXPECT_EQ(shapeStr(c->returned("f", 2).shape), "b s 2*h");
+  const CheckedFunction &f = c->fn("f");
+  ASSERT_EQ(f.ctx.constraints.size(), 1u); // k <= s only
+  EXPECT_EQ(f.ctx.constraints[0].kind, Constraint::Kind::LessEq);
+  EXPECT_EQ(f.ctx.constraints[0].str(), "k <= s");
+}
+
+// Symbolic bounds leave LessEq entry checks; the entry binding refuses a
+// violation with the slice's reason.
+TEST(CheckerSlice, UnprovenBoundsAreEntryChecks) {
+  auto c = check("def f(x: f32[\"s d\"], y: f32[\"k\"]) -> f32[\"s-1-k d\"]:\n"
+                 "    return slice(x, \"s\", k, s - 1)\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("f");
+  ASSERT_EQ(f.ctx.constraints.size(), 1u);
+  EXPECT_EQ(f.ctx.constraints[0].str(), "k <= s - 1");
+  EntryBinding ok = bindEntryShapes(f, {"x", "y"}, {{4, 2}, {3}});
+  EXPECT_TRUE(ok.ok) << ok.error;
+  EntryBinding bad = bindEntryShapes(f, {"x", "y"}, {{4, 2}, {4}});
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.error.find("entry check k <= s - 1 fails"), std::string::npos)
+      << bad.error;
+  EXPECT_NE(bad.error.find("slice(..., \"s\", k, s - 1) at line 2 needs 0 <= "
+                           "start <= stop <= s"),
+            std::string::npos)
+      << bad.error;
+}
+
+// --dim makes a bound known: then it is a compile-time error.
+TEST(CheckerSlice, DimBindingsDecideBounds) {
+  CheckOptions options;
+  options.dimOverrides["s"] = 3;
+  auto c = check("def f(x: f32[\"s d\"]) -> f32[\"4 d\"]:\n"
+                 "    return slice(x, \"s\", 0, 4)\n",
+                 options);
+  EXPECT_EQ(c->firstError(),
+            "2:29: slice's stop (4) is beyond the axis 's' of size 3");
+}
+
+// An inlined callee slices by its own names, which stand for the caller's.
+TEST(CheckerSlice, InCalledFunction) {
+  auto c = check("def head(x: f32[\"n d\"]) -> f32[\"n-1 d\"]:\n"
+                 "    return slice(x, \"n\", 1, n)\n"
+                 "def f(x: f32[\"b t\"]) -> f32[\"b t-1\"]:\n"
+                 "    return rearrange(head(rearrange(x, \"b t -> t b\")), "
+                 "\"t b -> b t\")\n");
+  ASSERT_FALSE(c->diags->hadError()) << c->firstError();
+  const CheckedFunction &f = c->fn("f");
+  ASSERT_EQ(f.ctx.constraints.size(), 1u);
+  EXPECT_EQ(f.ctx.constraints[0].str(), "1 <= t");
+}
+
+} // namespace

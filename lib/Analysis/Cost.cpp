@@ -186,6 +186,13 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
   case OpKind::Take: // reads the ids and only the rows gathered, not the table
     read = bytesOf(in.inputs[1]) + written;
     break;
+  case OpKind::Slice:
+    // A slice along the leading dim is a contiguous range of the input: a
+    // view. Otherwise the model counts a copy of the selected elements:
+    // each read once and written once (docs/cost-model.md).
+    c.view = in.packAxesBefore == 0;
+    read = written = c.view ? SizeExpr() : bytesOf(in.outputs[0]);
+    break;
   case OpKind::Elementwise: // the table's FLOPs per output element
     flops = outElems * SizeExpr::constant(elementwiseInfo(in.fn).flops);
     break;

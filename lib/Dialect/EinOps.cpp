@@ -433,6 +433,45 @@ LogicalResult TakeOp::verify() {
                      table.getElementType());
 }
 
+int64_t SliceOp::getDimIndex() {
+  // I64Attr reads back as uint64_t: the axis is its two's complement.
+  int64_t rank = tensorType(getInput()).getShape().size();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  return axis < 0 ? axis + rank : axis;
+}
+
+LogicalResult SliceOp::verify() {
+  Shape input = tensorType(getInput()).getShape();
+  int64_t rank = input.size(), axis = static_cast<int64_t>(getAxis());
+  if (axis < -rank || axis >= rank)
+    return emitOpError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+  int64_t index = getDimIndex();
+  if (input[index].isPack())
+    return emitOpError() << "cannot slice the variadic *" << input[index].pack;
+  Expected<SizeExpr> start = parseSizeExpr(getStart().str());
+  if (!start)
+    return emitOpError() << "invalid start \"" << getStart()
+                         << "\": " << start.error().message;
+  Expected<SizeExpr> stop = parseSizeExpr(getStop().str());
+  if (!stop)
+    return emitOpError() << "invalid stop \"" << getStop()
+                         << "\": " << stop.error().message;
+  for (auto [bound, name] :
+       {std::pair{*start, "start"}, std::pair{*stop, "stop"}})
+    if (auto v = bound.constantValue(); v && *v < 0)
+      return emitOpError() << name << " is negative";
+  if (auto v = (*stop - *start).constantValue(); v && *v < 0)
+    return emitOpError() << "start is after stop";
+  if (auto v = (input[index].size - *stop).constantValue(); v && *v < 0)
+    return emitOpError() << "stop is beyond the dim's size";
+  Shape inferred = input;
+  inferred[index] = Dim::ofSize(*stop - *start);
+  InferContext ctx = getInferContext(*this);
+  return checkResult(*this, ctx, tensorType(getResult()), inferred,
+                     tensorType(getInput()).getElementType());
+}
+
 LogicalResult CastOp::verify() {
   if (failed(checkOperandDTypes(*this)))
     return failure();

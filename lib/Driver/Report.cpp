@@ -37,6 +37,10 @@ CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn) {
   in.reduction = op.reduction;
   if (op.kind == OpKind::Unpack)
     in.packAxesBefore = op.parsed.inputs[0].starIndex();
+  if (op.kind == OpKind::Slice)
+    in.packAxesBefore = op.sliceAxis >= 0
+                            ? op.sliceAxis
+                            : op.sliceAxis + in.inputs[0].shape.size();
   return in;
 }
 
@@ -255,6 +259,8 @@ std::string cudaLowering(const OpReport &r, const CheckedFunction &fn) {
     return fmt::format("ein_copy x{} into slices", op.operands.size());
   case OpKind::Unpack:
     return "views";
+  case OpKind::Slice:
+    return "view (ein_slice)";
   case OpKind::Einsum: {
     size_t n = op.operands.size();
     if (n == 2 && op.einsum)
@@ -468,7 +474,8 @@ std::string reportTable(const CheckedModule &module,
       // no such kind.
       bool moves = r.op->kind == OpKind::Rearrange ||
                    r.op->kind == OpKind::Repeat || r.op->kind == OpKind::Pack ||
-                   r.op->kind == OpKind::Unpack || r.op->kind == OpKind::Cast;
+                   r.op->kind == OpKind::Unpack || r.op->kind == OpKind::Cast ||
+                   r.op->kind == OpKind::Slice;
       auto f = r.cost.flops.value;
       auto b = r.cost.bytes().value;
       std::string formula = r.cost.flops.expr.str();

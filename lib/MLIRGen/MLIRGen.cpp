@@ -170,6 +170,12 @@ private:
       built = builder.create<TakeOp>(l, result, operands[0], operands[1],
                                      builder.getI64IntegerAttr(op.axis));
       break;
+    case OpKind::Slice:
+      built = builder.create<SliceOp>(
+          l, result, operands[0], builder.getI64IntegerAttr(op.sliceAxis),
+          builder.getStringAttr(op.sliceStart.str()),
+          builder.getStringAttr(op.sliceStop.str()));
+      break;
     case OpKind::Cast:
       built = builder.create<CastOp>(l, result, operands[0]);
       break;

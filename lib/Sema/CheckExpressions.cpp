@@ -524,6 +524,10 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     return arange(e);
   if (callee == "take")
     return take(e);
+  if (callee == "slice")
+    return slice(e);
+  if (callee == "cat")
+    return pack(e, true);
   if (callee == "rearrange" || callee == "reduce" || callee == "repeat")
     return transform(e);
   if (callee == "einsum")
@@ -536,8 +540,8 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
       it != scope.functions.end())
     return callFunction(e, *it->second);
   std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
-                                    "pack",      "unpack", "astype", "arange"};
-  known.push_back("take");
+                                    "pack",      "unpack", "cat",    "slice",
+                                    "take",      "astype", "arange"};
   for (const ElementwiseInfo &info : elementwiseTable())
     if (info.symbol.empty())
       known.push_back(std::string(info.name));

@@ -4,6 +4,10 @@
 #include "ein/Sema/Suggestions.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <sstream>
 
 namespace ein::sema {
 
@@ -269,30 +273,126 @@ std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
   return single(result);
 }
 
-std::optional<Operand> FunctionChecker::pack(const Expr &e) {
+std::optional<std::string>
+FunctionChecker::catEllipsis(const Expr &patExpr,
+                             const std::vector<Shape> &shapes) {
+  std::istringstream words(patExpr.text);
+  std::vector<std::string> tokens;
+  for (std::string w; words >> w;)
+    tokens.push_back(w);
+  size_t named = 0, ellipses = 0;
+  for (const std::string &t : tokens) {
+    if (t == "...")
+      ++ellipses;
+    else if (t != "*")
+      ++named;
+    if (t != "..." && t != "*" && !isValidAxisName(t))
+      return std::nullopt; // not a plain list of names: the parser says why
+  }
+  if (ellipses != 1)
+    return std::nullopt;
+  std::optional<size_t> rank;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Shape shape = out.ctx.expand(shapes[i]);
+    for (const Dim &d : shape)
+      if (d.isPack()) {
+        diags.error(patExpr.loc,
+                    fmt::format("cat with '...' needs inputs of known rank; "
+                                "input {} has the variadic *{}",
+                                i + 1, d.pack),
+                    patExpr.length);
+        return std::nullopt;
+      }
+    if (rank && *rank != shape.size()) {
+      diags.error(patExpr.loc,
+                  fmt::format("cat with '...' joins tensors of one rank "
+                              "along one dim, but input 1 has rank {} and "
+                              "input {} rank {}",
+                              *rank, i + 1, shape.size()),
+                  patExpr.length);
+      return std::nullopt;
+    }
+    rank = shape.size();
+  }
+  if (!rank || *rank < named + 1) {
+    diags.error(patExpr.loc,
+                fmt::format("cat pattern '{}' needs at least {} dims, but the "
+                            "inputs have {}",
+                            patExpr.text, named + 1, rank.value_or(0)),
+                patExpr.length);
+    return std::nullopt;
+  }
+  std::vector<std::string> fresh;
+  for (size_t k = 0; fresh.size() < *rank - named - 1; ++k) {
+    std::string n = fmt::format("cat{}", k);
+    if (std::find(tokens.begin(), tokens.end(), n) == tokens.end())
+      fresh.push_back(n);
+  }
+  std::string text;
+  for (const std::string &t : tokens) {
+    std::string word =
+        t == "..." ? fmt::format("{}", fmt::join(fresh, " ")) : t;
+    if (!word.empty())
+      text += (text.empty() ? "" : " ") + word;
+  }
+  return text;
+}
+
+std::optional<Operand> FunctionChecker::pack(const Expr &e, bool cat) {
+  const char *name = cat ? "cat" : "pack";
   if (e.args.size() != 2 || e.args[0]->kind != Expr::Kind::List) {
-    diags.error(e.loc, "pack expects ([tensor, ...], pattern)", e.length);
+    diags.error(e.loc, fmt::format("{} expects ([tensor, ...], pattern)", name),
+                e.length);
     return std::nullopt;
   }
   const Expr *patExpr = patternArg(e, 1, "a pattern string such as \"b * c\"");
   if (!patExpr)
     return std::nullopt;
+  std::vector<unsigned> xs;
+  std::vector<Shape> shapes;
+  auto inputs = [&]() {
+    for (auto &item : e.args[0]->args) {
+      auto x = tensorOf(*item);
+      if (!x)
+        return false;
+      if (!xs.empty() && typeOf(*x).dtype != typeOf(xs[0]).dtype) {
+        diags.error(item->loc,
+                    fmt::format("{} needs tensors of one dtype", name),
+                    item->length);
+        return false;
+      }
+      xs.push_back(*x);
+      shapes.push_back(typeOf(*x).shape);
+    }
+    if (cat && xs.empty()) {
+      diags.error(e.args[0]->loc, "cat needs at least one tensor",
+                  e.args[0]->length);
+      return false;
+    }
+    return true;
+  };
+  // cat's `...` (`"... s *"`): the dims its inputs have beyond the names and
+  // the one dim they are concatenated along, written out as fresh names.
+  Expr written;
+  if (cat) {
+    if (!inputs())
+      return std::nullopt;
+    unsigned errorsBefore = diags.errorCount();
+    if (auto spelled = catEllipsis(*patExpr, shapes)) {
+      written.kind = Expr::Kind::String;
+      written.loc = patExpr->loc;
+      written.length = patExpr->length;
+      written.text = *spelled;
+      patExpr = &written;
+    } else if (diags.errorCount() != errorsBefore) {
+      return std::nullopt;
+    }
+  }
   auto pattern = parsePatternAt(*patExpr, PatternUse::Pack);
   if (!pattern)
     return std::nullopt;
-  std::vector<unsigned> xs;
-  std::vector<Shape> shapes;
-  for (auto &item : e.args[0]->args) {
-    auto x = tensorOf(*item);
-    if (!x)
-      return std::nullopt;
-    if (!xs.empty() && typeOf(*x).dtype != typeOf(xs[0]).dtype) {
-      diags.error(item->loc, "pack needs tensors of one dtype", item->length);
-      return std::nullopt;
-    }
-    xs.push_back(*x);
-    shapes.push_back(typeOf(*x).shape);
-  }
+  if (!cat && !inputs())
+    return std::nullopt;
   auto result = inferPack(out.ctx, *pattern, shapes);
   if (!result) {
     report(result.error(), e, patExpr);
@@ -306,10 +406,14 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e) {
   op.operands = xs;
   op.packParts = result->parts;
   unsigned packed = addValue(TensorType{result->packed, typeOf(xs[0]).dtype});
+  op.results = {packed};
+  if (cat) { // the concatenation alone: no packed shapes to unpack with
+    out.ops.push_back(std::move(op));
+    return single(packed);
+  }
   unsigned ps = addValue(TensorType{});
   out.values[ps].isPackedShapes = true;
   out.values[ps].parts = result->parts;
-  op.results = {packed};
   out.ops.push_back(std::move(op));
   Operand o;
   o.values = {packed, ps};

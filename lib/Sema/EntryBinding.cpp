@@ -274,6 +274,9 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
     case Constraint::Kind::NonEmpty:
       holds = *l >= 1;
       break;
+    case Constraint::Kind::LessEq:
+      holds = *l <= *r;
+      break;
     }
     if (!holds) {
       std::string values;
@@ -285,7 +288,8 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
                   toString(env.at(s)) +
                   (origin.count(s) ? " from " + origin[s] : "");
       std::string why;
-      if (c.kind == Constraint::Kind::NonEmpty)
+      if (c.kind == Constraint::Kind::NonEmpty ||
+          c.kind == Constraint::Kind::LessEq)
         why = ": " + c.reason;
       else if (c.kind == Constraint::Kind::Divisible && *r == 0)
         why = ": division by a size of 0";

@@ -275,12 +275,21 @@ private:
   std::optional<Operand> arange(const Expr &e);
   /// take(table, ids, "axis"): the table's axis replaced by the ids' dims.
   std::optional<Operand> take(const Expr &e);
+  /// slice(x, "axis", start, stop): start <= i < stop along the dim of x
+  /// whose size is `axis` (CheckSlice.cpp).
+  std::optional<Operand> slice(const Expr &e);
 
   std::optional<Operand> transform(const Expr &e);
 
   std::optional<Operand> einsum(const Expr &e);
 
-  std::optional<Operand> pack(const Expr &e);
+  /// pack([x1, ...], pattern); `cat` is pack returning the tensor alone.
+  std::optional<Operand> pack(const Expr &e, bool cat = false);
+  /// cat's pattern with its `...` written out as fresh names for the dims
+  /// the inputs have beyond the named ones and the `*` one; nullopt when
+  /// there is no `...` to write out, or after an error.
+  std::optional<std::string> catEllipsis(const Expr &patExpr,
+                                         const std::vector<Shape> &shapes);
 
   /// `[[h, d], [h, d]]`: the packed shapes of an unpack, written out.
   std::optional<std::vector<Shape>> literalPackedShapes(const Expr &list);

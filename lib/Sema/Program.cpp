@@ -21,6 +21,8 @@ const char *opKindName(OpKind kind) {
     return "arange";
   case OpKind::Take:
     return "take";
+  case OpKind::Slice:
+    return "slice";
   }
   return "op";
 }

@@ -401,6 +401,8 @@ std::string Constraint::str() const {
     return lhs.str() + " % " + rhs.str() + " == 0";
   if (kind == Kind::NonEmpty)
     return lhs.str() + " >= 1";
+  if (kind == Kind::LessEq)
+    return lhs.str() + " <= " + rhs.str();
   return lhs.str() + " == " + rhs.str();
 }
 

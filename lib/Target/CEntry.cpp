@@ -260,6 +260,9 @@ CEntry cEntry(const CheckedFunction &fn, const std::string &extraParams) {
     case Constraint::Kind::NonEmpty:
       cond = fmt::format("{} < 1", sizes.expr(l));
       break;
+    case Constraint::Kind::LessEq:
+      cond = fmt::format("{} > {}", sizes.expr(l), sizes.expr(r));
+      break;
     }
     fmt::format_to(out, "  if ({}) return EIN_ERR_SIZE; /* {} */\n", cond,
                    c.str());

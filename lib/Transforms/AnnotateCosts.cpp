@@ -28,6 +28,7 @@ std::optional<OpKind> kindOf(mlir::Operation *op) {
       .Case<SizeOp>([](auto) { return OpKind::Size; })
       .Case<ArangeOp>([](auto) { return OpKind::Arange; })
       .Case<TakeOp>([](auto) { return OpKind::Take; })
+      .Case<SliceOp>([](auto) { return OpKind::Slice; })
       .Default([](auto) { return std::nullopt; });
 }
 
@@ -83,6 +84,8 @@ struct AnnotateCostsPass : impl::AnnotateCostsBase<AnnotateCostsPass> {
           ok = static_cast<bool>(pattern);
           if (ok)
             in.packAxesBefore = pattern->inputs[0].starIndex();
+        } else if (auto s = llvm::dyn_cast<SliceOp>(op)) {
+          in.packAxesBefore = s.getDimIndex();
         }
         if (!ok) {
           op->emitOpError("cannot compute the cost of an op that does not verify");

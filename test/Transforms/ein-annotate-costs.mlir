@@ -103,3 +103,21 @@ module attributes {ein.dims = {vocab = 1000 : i64, d = 3 : i64, n = 10 : i64}} {
     return %0 : !ein.tensor<"n d", f32>
   }
 }
+
+// -----
+
+// Tests that a slice of the leading dim is a view (nothing moves) and that
+// one of another dim reads and writes the selected elements only (not the
+// whole operand), with no FLOPs.
+// CHECK-LABEL: func.func @slices
+// CHECK: ein.slice
+// CHECK-SAME: bytes_read = "0", bytes_read_value = 0 : i128, bytes_written = "0", bytes_written_value = 0 : i128, flops = "0", flops_value = 0 : i128, view = true
+// CHECK: ein.slice
+// CHECK-SAME: bytes_read = "8*s", bytes_read_value = 80 : i128, bytes_written = "8*s", bytes_written_value = 80 : i128, flops = "0", flops_value = 0 : i128, view = false
+module attributes {ein.dims = {s = 10 : i64, d = 6 : i64}} {
+  func.func @slices(%x: !ein.tensor<"s d", f32>) -> (!ein.tensor<"2 d", f32>, !ein.tensor<"s 2", f32>) {
+    %0 = ein.slice %x axis 0 from "1" to "3" : !ein.tensor<"s d", f32> -> !ein.tensor<"2 d", f32>
+    %1 = ein.slice %x axis 1 from "d - 2" to "d" : !ein.tensor<"s d", f32> -> !ein.tensor<"s 2", f32>
+    return %0, %1 : !ein.tensor<"2 d", f32>, !ein.tensor<"s 2", f32>
+  }
+}

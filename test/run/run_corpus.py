@@ -1243,6 +1243,36 @@ def gen_pack_case(rng, idx: int) -> RunCase:
                    emit_function("f", params, rtypes, lines), inputs=files, outs=outs)
 
 
+def gen_slice_case(rng, idx: int) -> RunCase:
+    """slice on a named axis (static, dim-valued and `d - 1` bounds, the
+    leading axis) and cat (RoPE's rotate-half), over every dtype; the last
+    case takes a bound past its axis (k > s): an entry check, exit 2."""
+    dtype = DTYPES[idx % len(DTYPES)]
+    b, s, h = int(rng.integers(1, 4)), int(rng.integers(3, 7)), int(rng.integers(1, 4))
+    f, x = make_input(rng, (b, s, 2 * h), dtype)
+    params = [("x", tstr(dtype, ["b", "s", "2*h"]))]
+    if idx == 6:
+        k = s + int(rng.integers(1, 3))
+        fy, _ = make_input(rng, (k,), dtype)
+        src = emit_function("f", params + [("y", tstr(dtype, ["k"]))], [tstr(dtype, ["b", "k", "2*h"])],
+                            ['return slice(x, "s", 0, k)'])
+        return RunCase(f"gen-slice#{idx:03d}", "generated", f"{dtype} slice past the axis (k={k} > s={s})",
+                       src, inputs=[("x", f), ("y", fy)], expect_rc=2, stderr_has="k <= s", n_out=1)
+    lo = int(rng.integers(0, 2))
+    rtypes = [tstr(dtype, ["b", "2", "2*h"]), tstr(dtype, ["b", "s", "2*h-1"]),
+              tstr(dtype, ["b", "s", "2*h"]), tstr(dtype, ["1", "s", "h"]),
+              tstr(dtype, ["b", f"s-{lo}", "2*h"])]
+    pattern = "b s *" if idx % 2 else "... *"  # cat's `...`: the leading dims
+    lines = [f'rotated = cat([-slice(x, "2*h", h, 2*h), slice(x, "2*h", 0, h)], "{pattern}")',
+             'return slice(x, "s", 1, 3), slice(x, "2*h", 0, 2*h - 1), rotated, '
+             f'slice(slice(x, "b", b - 1, b), "2*h", h, 2*h), slice(x, "s", {lo}, s)']
+    refs = [x[:, 1:3], x[:, :, : 2 * h - 1], np.concatenate([-x[:, :, h:], x[:, :, :h]], axis=2),
+            x[b - 1 : b, :, h:], x[:, lo:]]
+    return RunCase(f"gen-slice#{idx:03d}", "generated", f"{dtype} slice and cat {(b, s, 2 * h)}",
+                   emit_function("f", params, rtypes, lines), inputs=[("x", f)],
+                   outs=[Out(dtype, r, True) for r in refs])
+
+
 def gen_wide_int_case(rng, idx: int) -> RunCase:
     """Integers far beyond 32 bits (i64) or near the i32 limits through data
     movement, max/min and overflow-free arithmetic: nothing may be truncated."""
@@ -1820,6 +1850,8 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_model_case(np.random.default_rng(47_000 + k), k))
     for k in range(24):
         cases.append(gen_take_case(np.random.default_rng(48_000 + k), k))
+    for k in range(7):
+        cases.append(gen_slice_case(np.random.default_rng(48_500 + k), k))
     cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()

@@ -28,7 +28,8 @@ struct CostInput {
   const TransformInfo *transform = nullptr; // rearrange/reduce/repeat
   const EinsumInfo *einsum = nullptr;
   ReduceKind reduction = ReduceKind::Sum;
-  size_t packAxesBefore = 0; // unpack: named axes before `*`
+  size_t packAxesBefore = 0; // unpack: named axes before `*`; slice: dims
+                             // before the sliced one
 };
 
 /// One step of a contraction order, in opt_einsum's convention: the live

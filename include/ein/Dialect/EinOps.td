@@ -252,6 +252,34 @@ def Ein_TakeOp : Ein_Op<"take", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ein_SliceOp : Ein_Op<"slice", [Pure]> {
+  let summary = "start <= i < stop along one dim";
+  let description = [{
+    `slice(x, "axis", start, stop)`: the elements of the input whose index
+    along dim `axis` (counted from the end when negative: a variadic of
+    unknown rank precedes it) lies in `[start, stop)`. The bounds are size
+    expressions in the function's dims; the result's dim is `stop - start`,
+    its other dims the input's. The entry checks `0 <= start <= stop <= size`
+    where the sizes do not prove it.
+    ```mlir
+    %1 = ein.slice %0 axis 1 from "0" to "k" : !ein.tensor<"b s d", f32>
+        -> !ein.tensor<"b k d", f32>
+    ```
+  }];
+  let arguments = (ins Ein_Tensor:$input, I64Attr:$axis, StrAttr:$start,
+                       StrAttr:$stop);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis `from` $start `to` $stop attr-dict `:`
+    qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sliced dim's index, from 0 (the verifier checks it is in range).
+    int64_t getDimIndex();
+  }];
+}
+
 def Ein_ConstantOp : Ein_Op<"constant",
     [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "a scalar constant";

@@ -25,6 +25,7 @@ enum class OpKind {
   Size,   // a size (a dim used as a value) read at run time: a scalar
   Arange, // arange(n): 0, 1, ..., n-1 along the dim n (sizeValue)
   Take,   // take(table, ids, "axis"): gather along the table's axis `axis`
+  Slice,  // slice(x, "axis", start, stop): start <= i < stop along one dim
 };
 /// "rearrange", "elementwise", ...
 const char *opKindName(OpKind kind);
@@ -53,6 +54,10 @@ struct CheckedOp {
   bool constantIsInt = false;   // written as an integer
   int64_t constantInt = 0;      // the exact value for an integer dtype
   SizeExpr sizeValue; // Size, Arange: the size, in the function's dims
+  /// Slice: the dim sliced (counted from the end when negative: a variadic
+  /// of unknown rank precedes it) and the bounds, in the function's dims.
+  int64_t sliceAxis = 0;
+  SizeExpr sliceStart, sliceStop;
   std::vector<unsigned> operands, results; // value ids
   std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
   std::optional<TransformInfo> transform; // rearrange/reduce/repeat

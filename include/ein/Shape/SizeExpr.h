@@ -125,10 +125,11 @@ private:
 
 /// A size relation that can only be decided once sizes bind, checked on entry.
 struct Constraint {
-  enum class Kind { Divisible, Equal, NonEmpty } kind;
+  enum class Kind { Divisible, Equal, NonEmpty, LessEq } kind;
   /// Divisible: lhs % rhs == 0; Equal: lhs == rhs; NonEmpty: lhs >= 1 (rhs
   /// unused), the product of the axes a max or min reduces over, which has
-  /// no identity when empty.
+  /// no identity when empty; LessEq: lhs <= rhs (a slice's bounds within
+  /// its axis).
   SizeExpr lhs, rhs;
   std::string reason;
   std::string str() const;

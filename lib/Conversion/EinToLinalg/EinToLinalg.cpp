@@ -176,6 +176,7 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     populateElementwisePatterns(patterns, converter, state);
     populateArangePatterns(patterns, converter, state);
     populateTakePatterns(patterns, converter, state);
+    populateSlicePatterns(patterns, converter, state);
 
     // A pattern that fails reports why on the op (the messages the lit tests
     // check); the conversion then adds "failed to legalize operation" on the

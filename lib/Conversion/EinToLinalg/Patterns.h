@@ -11,6 +11,7 @@
 //   Elementwise.cpp   the unary and binary ops, cast, constant
 //   Arange.cpp        arange
 //   Take.cpp          take, and the function's index status
+//   Slice.cpp         slice
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"
@@ -293,5 +294,8 @@ inline constexpr llvm::StringLiteral kIndexCountAttr = "ein.index_count";
 /// After the conversion: a function marked kIndexStatusAttr returns one
 /// more value, the sum of its kIndexCountAttr counts as a tensor<1xi64>.
 void addIndexStatus(mlir::func::FuncOp fn);
+void populateSlicePatterns(mlir::RewritePatternSet &patterns,
+                           const mlir::TypeConverter &converter,
+                           LoweringState &state);
 
 } // namespace ein::lowering

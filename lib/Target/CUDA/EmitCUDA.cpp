@@ -310,6 +310,8 @@ private:
   /// take: a gather kernel (ids clamped), after a kernel counting the ids
   /// out of range into the function's index status (`ein_status`).
   void emitTake(TakeOp op);
+  /// slice: a view of the input (ein_slice), copied only when returned.
+  void emitSlice(SliceOp op);
   /// A value of dtype `to` holding `v` converted (a new temporary).
   ValueView castTo(const ValueView &v, DType to);
 
@@ -946,6 +948,32 @@ void FunctionEmitter::emitTake(TakeOp op) {
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
 
+void FunctionEmitter::emitSlice(SliceOp op) {
+  const ValueView in = view(op.getInput(), op);
+  Expected<SizeExpr> start = parseSizeExpr(op.getStart().str());
+  Expected<SizeExpr> stop = parseSizeExpr(op.getStop().str());
+  if (!start || !stop)
+    return fail(op, "a slice whose bounds do not parse");
+  mlir::Value result = op.getResult();
+  // The entry checked 0 <= start <= stop <= size: the view stays inside.
+  ValueView v;
+  v.name = fresh("v");
+  v.dtype = in.dtype;
+  v.rank = in.rank;
+  v.owners = in.owners;
+  fmt::format_to(out(), "  {} {} = ein_slice({}, {}, {}, {});\n",
+                 viewType(v.dtype, v.rank), v.name, in.name, op.getDimIndex(),
+                 size(*start, op), size(*stop - *start, op));
+  if (directOutput.count(result.getAsOpaquePointer())) {
+    int owner;
+    std::string w = destination(result, owner);
+    fmt::format_to(out(), "  ein_move(stream, {}, {});\n", w, v.name);
+    define(result, w, {});
+    return;
+  }
+  values[result.getAsOpaquePointer()] = v;
+}
+
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
@@ -968,6 +996,8 @@ void FunctionEmitter::emitOp(mlir::Operation *op) {
     return emitArange(arange);
   if (auto take = mlir::dyn_cast<TakeOp>(op))
     return emitTake(take);
+  if (auto slice = mlir::dyn_cast<SliceOp>(op))
+    return emitSlice(slice);
   if (auto e = mlir::dyn_cast<EinsumOp>(op))
     return emitEinsum(e);
   if (auto p = mlir::dyn_cast<PackOp>(op))
