@@ -539,18 +539,25 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
   if (auto it = scope.functions.find({fn.loc.file, callee});
       it != scope.functions.end())
     return callFunction(e, *it->second);
-  std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
-                                    "pack",      "unpack", "cat",    "slice",
-                                    "take",      "astype", "arange"};
-  for (const ElementwiseInfo &info : elementwiseTable())
-    if (info.symbol.empty())
-      known.push_back(std::string(info.name));
   diags.error(e.loc,
-              fmt::format("unknown function '{}'; expected one of {}{}",
-                          callee, fmt::join(known, ", "),
+              fmt::format("unknown function '{}'; expected one of {}{}", callee,
+                          fmt::join(builtinFunctionNames(), ", "),
                           closeFunctionNames(callee)),
               e.length);
   return std::nullopt;
+}
+
+const std::vector<std::string> &builtinFunctionNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
+                                      "pack",      "unpack", "cat",    "slice",
+                                      "take",      "astype", "arange"};
+    for (const ElementwiseInfo &info : elementwiseTable())
+      if (info.symbol.empty())
+        known.push_back(std::string(info.name));
+    return known;
+  }();
+  return names;
 }
 
 std::string FunctionChecker::closeFunctionNames(const std::string &name) const {

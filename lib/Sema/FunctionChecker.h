@@ -50,6 +50,10 @@ struct Operand {
   /// Neither tensors nor packed shapes: a number, a size or a deferred value.
   bool isScalar() const { return isLiteral || size || deferred; }
 };
+/// The operations a call can name before the module's functions (call()
+/// dispatches them first), in the order the unknown-function error lists.
+const std::vector<std::string> &builtinFunctionNames();
+
 /// What the checkers of one module share.
 struct ModuleScope {
   /// (file id, name) -> the function a call of `name` in that file means:
