@@ -588,8 +588,20 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
   }
   ModuleScope scope;
   scope.declaredDims = result.dims;
+  const auto &builtins = sema::builtinFunctionNames();
   for (auto *functions : {&module.functions, &module.importedFunctions})
     for (auto &f : *functions) {
+      // A call of the name would mean the built-in, silently.
+      if (std::find(builtins.begin(), builtins.end(), f.name) !=
+          builtins.end()) {
+        diags.error(f.loc,
+                    fmt::format("function '{}' has the name of a built-in "
+                                "operation, which every call of '{}' means; "
+                                "rename it",
+                                f.name, f.name),
+                    static_cast<unsigned>(f.name.size()));
+        return result;
+      }
       for (auto &p : f.params)
         collectShapeNames(p.type.shape, knownNames);
       for (auto &r : f.results)
@@ -668,19 +680,6 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
   }
   for (auto &[name, value] : options.entryDims)
     result.dims[name] = value;
-  for (auto &f : module.functions) {
-    // A call of the name would mean the built-in, silently.
-    const auto &builtins = sema::builtinFunctionNames();
-    if (std::find(builtins.begin(), builtins.end(), f.name) != builtins.end()) {
-      diags.error(f.loc,
-                  fmt::format("function '{}' has the name of a built-in "
-                              "operation, which every call of '{}' means; "
-                              "rename it",
-                              f.name, f.name),
-                  static_cast<unsigned>(f.name.size()));
-      return result;
-    }
-  }
   std::set<std::string> seen;
   for (auto &f : module.functions) {
     if (!options.onlyFunction.empty() && f.name != options.onlyFunction)
