@@ -6,18 +6,35 @@ import subprocess
 import numpy as np
 
 
-def run_case(einc, source, fn, inputs, oracle, tmp, tag, label, extra=()):
-    """Saves `inputs` ([(param, array)]) under `tmp` with prefix `tag`, runs
-    `einc run`, compares with `oracle(*arrays)` (f32, rtol = atol = 1e-5)
-    and prints one line: `ok LABEL -> SHAPE` or `FAIL LABEL: why`. Returns
-    True when the case passed. `extra` are further einc arguments."""
+def _run_args(einc, source, fn, inputs, tmp, tag, extra):
+    """The `einc run` command on `inputs` saved under `tmp` with prefix
+    `tag`, and its output path (removed if a previous run left it)."""
     args = [einc, "run", source, "--fn", fn, *extra]
     for name, value in inputs:
         path = os.path.join(tmp, f"{tag}-{name}.npy")
         np.save(path, value)
         args += ["--in", f"{name}={path}"]
     out = os.path.join(tmp, f"{tag}-out.npy")
-    run = subprocess.run(args + ["--out", out], capture_output=True, text=True)
+    if os.path.exists(out):
+        os.remove(out)
+    return args + ["--out", out], out
+
+
+def run_refused(einc, source, fn, inputs, tmp, tag, extra=()):
+    """Runs `einc run` on inputs it should refuse; returns (exit code,
+    whether the output file was written, stderr)."""
+    args, out = _run_args(einc, source, fn, inputs, tmp, tag, extra)
+    run = subprocess.run(args, capture_output=True, text=True)
+    return run.returncode, os.path.exists(out), run.stderr
+
+
+def run_case(einc, source, fn, inputs, oracle, tmp, tag, label, extra=()):
+    """Saves `inputs` ([(param, array)]) under `tmp` with prefix `tag`, runs
+    `einc run`, compares with `oracle(*arrays)` (f32, rtol = atol = 1e-5)
+    and prints one line: `ok LABEL -> SHAPE` or `FAIL LABEL: why`. Returns
+    True when the case passed. `extra` are further einc arguments."""
+    args, out = _run_args(einc, source, fn, inputs, tmp, tag, extra)
+    run = subprocess.run(args, capture_output=True, text=True)
     expected = np.asarray(oracle(*[v for _, v in inputs]), np.float32)
     if run.returncode != 0:
         print(f"FAIL {label}: exit {run.returncode}: {run.stderr.strip()}")

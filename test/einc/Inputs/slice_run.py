@@ -1,12 +1,10 @@
 # Runs the functions of slice/model.ein with einc on the target given and
 # compares each output with numpy; then a bound past its axis (k > seq),
 # which must exit 2 without writing the output. Prints one line per case.
-import os
-import subprocess
 import sys
 
 import numpy as np
-from einc_case import run_case
+from einc_case import run_case, run_refused
 
 einc, source, tmp, target = sys.argv[1:5]
 extra = [f"--target={target}"] + sys.argv[5:]
@@ -54,19 +52,12 @@ for i, (fn, inputs, oracle) in enumerate(CASES):
 
 # k = 7 > seq = 5: the entry check refuses it (exit 2), nothing is written.
 bad = [("x", arr(5, 3)), ("y", arr(7))]
-args = [einc, "run", source, "--fn", "first_k", *extra]
-for name, value in bad:
-    path = os.path.join(tmp, f"{target}-bad-{name}.npy")
-    np.save(path, value)
-    args += ["--in", f"{name}={path}"]
-out = os.path.join(tmp, f"{target}-bad-out.npy")
-if os.path.exists(out):
-    os.remove(out)
-run = subprocess.run(args + ["--out", out], capture_output=True, text=True)
-if run.returncode != 2 or os.path.exists(out) or "k <= seq" not in run.stderr:
+rc, written, err = run_refused(einc, source, "first_k", bad, tmp,
+                               f"{target}-bad", extra)
+if rc != 2 or written or "k <= seq" not in err:
     failures += 1
-    print(f"FAIL k > seq on {target}: exit {run.returncode}, output "
-          f"{'written' if os.path.exists(out) else 'absent'}: {run.stderr.strip()}")
+    print(f"FAIL k > seq on {target}: exit {rc}, output "
+          f"{'written' if written else 'absent'}: {err.strip()}")
 else:
     print(f"ok k > seq on {target}: exit 2, no output")
 print(f"{failures} failure(s)")

@@ -2,12 +2,10 @@
 # compares each output with numpy (np.take); then checks that ids out of
 # range (too large, negative) exit 2 with the take's error and write no
 # output. Prints one line per case.
-import os
-import subprocess
 import sys
 
 import numpy as np
-from einc_case import run_case
+from einc_case import run_case, run_refused
 
 einc, source, tmp, target = sys.argv[1:5]
 extra = [f"--target={target}", *sys.argv[5:]]
@@ -77,17 +75,10 @@ BAD = [
                                ("other", np.array([0], np.int64))]),
 ]
 for k, (what, fn, inputs) in enumerate(BAD):
-    args = [einc, "run", source, "--fn", fn, *extra]
-    for name, value in inputs:
-        path = os.path.join(tmp, f"{target}-bad{k}-{name}.npy")
-        np.save(path, value)
-        args += ["--in", f"{name}={path}"]
-    out = os.path.join(tmp, f"{target}-bad{k}-out.npy")
-    if os.path.exists(out):
-        os.remove(out)
-    run = subprocess.run(args + ["--out", out], capture_output=True, text=True)
-    first = run.stderr.splitlines()[0] if run.stderr else ""
-    print(f"{what}: exit {run.returncode}, output written: "
-          f"{os.path.exists(out)}: {first.replace(source, 'model.ein')}")
-    failures += run.returncode != 2 or os.path.exists(out)
+    rc, written, err = run_refused(einc, source, fn, inputs, tmp,
+                                   f"{target}-bad{k}", extra)
+    first = err.splitlines()[0] if err else ""
+    print(f"{what}: exit {rc}, output written: "
+          f"{written}: {first.replace(source, 'model.ein')}")
+    failures += rc != 2 or written
 print(f"{failures} failure(s)")
