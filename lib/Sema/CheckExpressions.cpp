@@ -747,14 +747,9 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
                 axisArg.length);
     return std::nullopt;
   }
-  std::vector<size_t> matches;
-  bool variadic = false;
-  for (size_t i = 0; i < tableShape.size(); ++i) {
-    if (tableShape[i].isPack())
-      variadic = true;
-    else if (tableShape[i].size == axisDim.size)
-      matches.push_back(i);
-  }
+  std::vector<size_t> matches = dimsOfSize(tableShape, axisDim.size);
+  bool variadic = std::any_of(tableShape.begin(), tableShape.end(),
+                              [](const Dim &d) { return d.isPack(); });
   std::string tableText = shapeStr(tableType.shape);
   if (matches.empty()) {
     std::vector<std::string> names;

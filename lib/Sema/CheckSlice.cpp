@@ -102,19 +102,9 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
   SizeExpr axis = inlined() ? renamedSize(*parsed) : *parsed;
   // The dim whose size is the axis: structurally first (two dims bound to
   // the same number stay apart), then with the known sizes substituted.
-  auto find = [&](bool substituted) {
-    std::vector<size_t> found;
-    SizeExpr want = substituted ? axis.substitute(out.ctx.env) : axis;
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (!shape[d].isPack() &&
-          (substituted ? shape[d].size.substitute(out.ctx.env)
-                       : shape[d].size) == want)
-        found.push_back(d);
-    return found;
-  };
-  std::vector<size_t> found = find(false);
+  std::vector<size_t> found = dimsOfSize(shape, axis);
   if (found.empty())
-    found = find(true);
+    found = dimsOfSize(shape, axis, &out.ctx.env);
   if (found.empty()) {
     if (auto symbol = parsed->asSymbol()) {
       if (packNames.count(*symbol))

@@ -912,6 +912,17 @@ Expected<std::vector<Shape>> inferUnpack(InferContext &ctx,
 // Broadcasting and declared-type checks
 //===----------------------------------------------------------------------===//
 
+std::vector<size_t> dimsOfSize(const Shape &shape, const SizeExpr &size,
+                               const Bindings *known) {
+  std::vector<size_t> found;
+  SizeExpr want = known ? size.substitute(*known) : size;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!shape[d].isPack() &&
+        (known ? shape[d].size.substitute(*known) : shape[d].size) == want)
+      found.push_back(d);
+  return found;
+}
+
 Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
                                const Shape &rhsIn,
                                BroadcastAlignment *alignment) {

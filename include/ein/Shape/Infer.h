@@ -139,6 +139,12 @@ Expected<std::vector<Shape>> inferUnpack(InferContext &ctx,
 struct BroadcastAlignment {
   std::vector<int> lhs, rhs;
 };
+/// The dims of `shape` (not variadics) whose size is `size`, compared as
+/// written, or with `known`'s values substituted into both when given: how
+/// slice and take find the axis a string names.
+std::vector<size_t> dimsOfSize(const Shape &shape, const SizeExpr &size,
+                               const Bindings *known = nullptr);
+
 Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhs,
                                const Shape &rhs,
                                BroadcastAlignment *alignment = nullptr);
