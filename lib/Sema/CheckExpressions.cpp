@@ -524,6 +524,8 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     return arange(e);
   if (callee == "take")
     return take(e);
+  if (callee == "grad")
+    return grad(e);
   if (callee == "slice")
     return slice(e);
   if (callee == "cat")
@@ -551,7 +553,7 @@ const std::vector<std::string> &builtinFunctionNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
                                       "pack",      "unpack", "cat",    "slice",
-                                      "take",      "astype", "arange"};
+                                      "take",      "astype", "arange", "grad"};
     for (const ElementwiseInfo &info : elementwiseTable())
       if (info.symbol.empty())
         known.push_back(std::string(info.name));

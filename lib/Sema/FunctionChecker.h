@@ -279,6 +279,8 @@ private:
   std::optional<Operand> arange(const Expr &e);
   /// take(table, ids, "axis"): the table's axis replaced by the ids' dims.
   std::optional<Operand> take(const Expr &e);
+  /// grad(loss, wrt=[w1, w2]): the backward ops appended (Autodiff.h).
+  std::optional<Operand> grad(const Expr &e);
   /// slice(x, "axis", start, stop): start <= i < stop along the dim of x
   /// whose size is `axis` (CheckSlice.cpp).
   std::optional<Operand> slice(const Expr &e);

@@ -33,6 +33,18 @@ const char *opName(OpKind kind, ElementwiseFn fn) {
   return opKindName(kind);
 }
 
+const char *gradPhaseName(GradPhase phase) {
+  switch (phase) {
+  case GradPhase::Forward:
+    return "forward";
+  case GradPhase::DataGrad:
+    return "data-grad";
+  case GradPhase::WeightGrad:
+    return "weight-grad";
+  }
+  return "forward";
+}
+
 const CheckedFunction *CheckedModule::find(const std::string &name) const {
   for (auto &f : functions)
     if (f.name == name)

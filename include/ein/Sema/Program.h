@@ -33,6 +33,14 @@ const char *opKindName(OpKind kind);
 /// ("add", "silu").
 const char *opName(OpKind kind, ElementwiseFn fn);
 
+/// Where an op belongs in a training step (grad(), Sema/Autodiff.h): the
+/// forward pass, or the backward pass, computing the gradient of a value
+/// that is not differentiated for (a data gradient: an activation's) or of
+/// one that is (a weight gradient: a `wrt` value's).
+enum class GradPhase { Forward, DataGrad, WeightGrad };
+/// "forward", "data-grad", "weight-grad".
+const char *gradPhaseName(GradPhase phase);
+
 /// A value: a tensor, or the packed shapes returned by `pack` (`ps`).
 struct Value {
   TensorType type;
@@ -66,6 +74,10 @@ struct CheckedOp {
   /// The innermost call this op was inlined from (an index into
   /// CheckedFunction::callSites), or -1 for an op of the function itself.
   int callSite = -1;
+  /// A backward op (grad()): its phase, and the value whose gradient it
+  /// computes (a contribution to it, or a step towards one).
+  GradPhase phase = GradPhase::Forward;
+  int gradOf = -1;
 };
 
 /// One call of a function by another, inlined by the checker: the callee's

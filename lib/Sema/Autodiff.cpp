@@ -1,0 +1,863 @@
+// Reverse-mode differentiation over the checked ops of a function: the rule
+// of each op, written as ein ops (the gradient of an einsum is an einsum, of
+// a repeat a reduce, ...), each checked by the same inference as user code.
+#include "ein/Sema/Autodiff.h"
+
+#include "ein/Syntax/Pattern.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+namespace ein {
+
+namespace {
+
+using F = ElementwiseFn;
+
+/// What a failed step returns: false, or an empty optional.
+struct Failed {
+  operator bool() const { return false; }
+  template <typename T> operator std::optional<T>() const {
+    return std::nullopt;
+  }
+};
+
+/// A side of a pattern, one entry per dim: its elementary axes.
+using Groups = std::vector<std::vector<std::string>>;
+
+class Differentiator {
+public:
+  Differentiator(CheckedFunction &fn, const std::vector<unsigned> &wrt)
+      : fn(fn), params(wrt.begin(), wrt.end()) {}
+
+  GradientResult run(unsigned loss, const std::vector<unsigned> &wrt,
+                     SourceLoc at);
+
+private:
+  CheckedFunction &fn;
+  std::set<unsigned> params;
+  std::set<unsigned> active; // values that depend on a wrt value
+  std::map<unsigned, unsigned> adjoint;
+  std::optional<GradientError> error;
+  unsigned freshAxes = 0;
+
+  // Where the ops being added belong (the forward op they differentiate).
+  SourceLoc atLoc;
+  int atSite = -1;
+  GradPhase atPhase = GradPhase::DataGrad;
+  int atTarget = -1;
+  std::string atWhat; // "einsum", "reduce max", ... for messages
+
+  Failed fail(std::string message) {
+    if (!error)
+      error = GradientError{std::move(message), atLoc, atSite};
+    return {};
+  }
+  /// A backward op that does not check is a bug of a rule, reported as
+  /// such rather than lowered wrongly.
+  Failed failBuilt(const std::string &what, const std::string &why) {
+    return fail(fmt::format("the gradient of this {} needs {}, which does "
+                            "not check ({}); please report this",
+                            atWhat, what, why));
+  }
+
+  const TensorType &type(unsigned id) const { return fn.values[id].type; }
+  DType dtypeOf(unsigned id) const { return type(id).dtype; }
+  std::optional<Shape> shapeOf(unsigned id) {
+    Shape shape = fn.ctx.expand(type(id).shape);
+    for (const Dim &d : shape)
+      if (d.isPack())
+        return fail(fmt::format("grad needs every rank known; '...{}' has an "
+                                "unknown rank here (give it with --rank)",
+                                d.pack));
+    return shape;
+  }
+
+  void target(const CheckedOp &op, unsigned operand) {
+    atLoc = op.loc;
+    atSite = op.callSite;
+    atTarget = static_cast<int>(operand);
+    atPhase =
+        params.count(operand) ? GradPhase::WeightGrad : GradPhase::DataGrad;
+  }
+
+  unsigned newValue(TensorType t) {
+    fn.values.push_back(Value{std::move(t)});
+    return static_cast<unsigned>(fn.values.size() - 1);
+  }
+  void tag(CheckedOp &op) {
+    op.loc = atLoc;
+    op.callSite = atSite;
+    op.phase = atPhase;
+    op.gradOf = atTarget;
+  }
+  unsigned emit(CheckedOp op, TensorType result) {
+    tag(op);
+    unsigned id = newValue(std::move(result));
+    op.results.push_back(id);
+    fn.ops.push_back(std::move(op));
+    return id;
+  }
+
+  std::string freshAxis() { return fmt::format("ad{}", freshAxes++); }
+
+  // Builders of backward ops.
+  unsigned constant(double value, DType dtype);
+  unsigned count(const SizeExpr &n, DType dtype);
+  unsigned cast(unsigned x, DType dtype);
+  std::optional<unsigned> ew(F f, std::vector<unsigned> xs);
+  std::optional<unsigned> transform(OpKind kind, unsigned x,
+                                    const std::string &pattern,
+                                    std::vector<SizeArg> sizes,
+                                    ReduceKind reduction = ReduceKind::Sum);
+  std::optional<unsigned> einsum(const std::vector<unsigned> &xs,
+                                 const std::string &pattern,
+                                 std::vector<SizeArg> sizes,
+                                 std::optional<DType> acc);
+  std::optional<unsigned> zeros(unsigned like);
+  /// `g` (of the broadcast result's shape) summed to `operand`'s shape.
+  std::optional<unsigned> unbroadcast(unsigned g, unsigned operand);
+  /// Adds `g` to the gradient of `value` (in value's dtype).
+  bool accumulate(unsigned value, unsigned g);
+
+  // The rules.
+  bool differentiate(const CheckedOp &op);
+  bool einsumRule(const CheckedOp &op, unsigned dy);
+  bool transformRule(const CheckedOp &op, unsigned dy);
+  bool elementwiseRule(const CheckedOp &op, unsigned dy);
+  std::optional<unsigned> localGradient(const CheckedOp &op, unsigned i,
+                                        unsigned dy);
+  bool packRule(const CheckedOp &op, unsigned dy);
+  bool unpackRule(const CheckedOp &op);
+  bool sliceRule(const CheckedOp &op, unsigned dy);
+};
+
+unsigned Differentiator::constant(double value, DType dtype) {
+  CheckedOp op;
+  op.kind = OpKind::Constant;
+  op.constant = value;
+  return emit(std::move(op), TensorType{{}, dtype});
+}
+
+unsigned Differentiator::count(const SizeExpr &n, DType dtype) {
+  if (auto known = n.constantValue())
+    return constant(toDouble(*known), dtype);
+  CheckedOp op;
+  op.kind = OpKind::Size;
+  op.sizeValue = n;
+  return emit(std::move(op), TensorType{{}, dtype});
+}
+
+unsigned Differentiator::cast(unsigned x, DType dtype) {
+  if (dtypeOf(x) == dtype)
+    return x;
+  CheckedOp op;
+  op.kind = OpKind::Cast;
+  op.operands = {x};
+  return emit(std::move(op), TensorType{type(x).shape, dtype});
+}
+
+std::optional<unsigned> Differentiator::ew(F f, std::vector<unsigned> xs) {
+  const ElementwiseInfo &info = elementwiseInfo(f);
+  Shape shape = type(xs[0]).shape;
+  for (size_t i = 1; i < xs.size(); ++i) {
+    auto joined = inferBroadcast(fn.ctx, shape, type(xs[i]).shape);
+    if (!joined)
+      return failBuilt(std::string(info.name), joined.error().message);
+    shape = *joined;
+  }
+  DType dtype = dtypeOf(xs[info.firstIsCondition ? 1 : 0]);
+  CheckedOp op;
+  op.kind = OpKind::Elementwise;
+  op.fn = f;
+  op.operands = std::move(xs);
+  return emit(std::move(op),
+              TensorType{shape, elementwiseResultDType(info, dtype)});
+}
+
+std::optional<unsigned>
+Differentiator::transform(OpKind kind, unsigned x, const std::string &pattern,
+                          std::vector<SizeArg> sizes, ReduceKind reduction) {
+  PatternUse use = kind == OpKind::Reduce   ? PatternUse::Reduce
+                   : kind == OpKind::Repeat ? PatternUse::Repeat
+                                            : PatternUse::Rearrange;
+  std::string what = fmt::format("{}(\"{}\")", opKindName(kind), pattern);
+  auto parsed = parsePattern(pattern, use);
+  if (!parsed)
+    return failBuilt(what, parsed.error().message);
+  auto info = analyzeTransform(fn.ctx, use, *parsed, type(x).shape, sizes);
+  if (!info)
+    return failBuilt(what, info.error().message);
+  CheckedOp op;
+  op.kind = kind;
+  op.pattern = pattern;
+  op.parsed = *parsed;
+  op.sizes = std::move(sizes);
+  op.reduction = reduction;
+  op.operands = {x};
+  op.transform = *info;
+  return emit(std::move(op), TensorType{info->result, dtypeOf(x)});
+}
+
+std::optional<unsigned>
+Differentiator::einsum(const std::vector<unsigned> &xs,
+                       const std::string &pattern, std::vector<SizeArg> sizes,
+                       std::optional<DType> acc) {
+  std::string what = fmt::format("einsum(\"{}\")", pattern);
+  auto parsed = parsePattern(pattern, PatternUse::Einsum);
+  if (!parsed)
+    return failBuilt(what, parsed.error().message);
+  std::vector<Shape> shapes;
+  for (unsigned x : xs)
+    shapes.push_back(type(x).shape);
+  auto info = analyzeEinsum(fn.ctx, *parsed, shapes, sizes);
+  if (!info)
+    return failBuilt(what, info.error().message);
+  CheckedOp op;
+  op.kind = OpKind::Einsum;
+  op.pattern = pattern;
+  op.parsed = *parsed;
+  op.sizes = std::move(sizes);
+  op.acc = acc;
+  op.operands = xs;
+  op.einsum = *info;
+  return emit(std::move(op),
+              TensorType{info->result, acc.value_or(dtypeOf(xs[0]))});
+}
+
+std::optional<unsigned> Differentiator::zeros(unsigned like) {
+  auto shape = shapeOf(like);
+  if (!shape)
+    return std::nullopt;
+  unsigned zero = constant(0, dtypeOf(like));
+  if (shape->empty())
+    return zero;
+  std::vector<std::string> names;
+  std::vector<SizeArg> sizes;
+  for (const Dim &d : *shape) {
+    names.push_back(freshAxis());
+    sizes.push_back(SizeArg{names.back(), d.size});
+  }
+  return transform(OpKind::Repeat, zero,
+                   fmt::format(" -> {}", fmt::join(names, " ")), sizes);
+}
+
+std::optional<unsigned> Differentiator::unbroadcast(unsigned g,
+                                                    unsigned operand) {
+  auto gShape = shapeOf(g);
+  auto xShape = shapeOf(operand);
+  if (!gShape || !xShape)
+    return std::nullopt;
+  InferContext scratch = fn.ctx;
+  BroadcastAlignment align;
+  if (!inferBroadcast(scratch, *gShape, *xShape, &align))
+    return failBuilt("a sum over its broadcast dims", "no alignment");
+  bool identity = xShape->size() == gShape->size();
+  for (size_t j = 0; j < xShape->size() && identity; ++j) {
+    identity = align.rhs[j] == static_cast<int>(j);
+    if (identity && (*xShape)[j].broadcastable &&
+        fn.ctx.prove((*xShape)[j].size, (*gShape)[j].size) !=
+            InferContext::Proof::Equal)
+      return fail(fmt::format("grad through a '#' dim that may broadcast "
+                              "({}) is not supported; give it its size",
+                              (*xShape)[j].str()));
+  }
+  if (identity)
+    return g;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < gShape->size(); ++i)
+    names.push_back(freshAxis());
+  std::vector<std::string> kept;
+  for (size_t j = 0; j < xShape->size(); ++j)
+    kept.push_back(align.rhs[j] >= 0 ? names[align.rhs[j]] : "1");
+  return transform(OpKind::Reduce, g,
+                   fmt::format("{} -> {}", fmt::join(names, " "),
+                               fmt::join(kept, " ")),
+                   {});
+}
+
+bool Differentiator::accumulate(unsigned value, unsigned g) {
+  g = cast(g, dtypeOf(value));
+  auto it = adjoint.find(value);
+  if (it == adjoint.end()) {
+    adjoint.emplace(value, g);
+    return true;
+  }
+  auto sum = ew(F::Add, {it->second, g});
+  if (!sum)
+    return false;
+  it->second = *sum;
+  return true;
+}
+
+/// The text of one side of a pattern, each axis through `name`.
+template <typename Name>
+std::string sideText(const Groups &groups, Name name) {
+  std::vector<std::string> dims;
+  for (const auto &group : groups) {
+    if (group.empty()) {
+      dims.push_back("1");
+      continue;
+    }
+    std::vector<std::string> axes;
+    for (const auto &a : group)
+      axes.push_back(name(a));
+    dims.push_back(axes.size() == 1
+                       ? axes[0]
+                       : fmt::format("({})", fmt::join(axes, " ")));
+  }
+  return fmt::format("{}", fmt::join(dims, " "));
+}
+
+/// Renames a forward pattern's axes for a backward pattern: names stay
+/// (readable IR), numbers and names an ellipsis expanded to get fresh ones,
+/// and every axis in a composition, or renamed, gets its size as a keyword.
+class AxisNames {
+public:
+  AxisNames(const std::map<std::string, SizeExpr> &sizes,
+            std::function<std::string()> fresh)
+      : sizes(sizes), fresh(std::move(fresh)) {}
+  std::string operator()(const std::string &axis) {
+    auto it = names.find(axis);
+    if (it != names.end())
+      return it->second;
+    std::string name = isValidAxisName(axis) ? axis : fresh();
+    if (name != axis)
+      sized.insert(axis);
+    names.emplace(axis, name);
+    return name;
+  }
+  /// Keyword sizes for the axes of `sides` that need one.
+  std::vector<SizeArg> sizeArgs(const std::vector<const Groups *> &sides) {
+    std::set<std::string> want;
+    for (const Groups *side : sides)
+      for (const auto &group : *side)
+        for (const auto &a : group)
+          if (group.size() > 1 || sized.count(a))
+            want.insert(a);
+    std::vector<SizeArg> out;
+    for (const auto &a : want)
+      if (auto it = sizes.find(a); it != sizes.end())
+        out.push_back(SizeArg{(*this)(a), it->second});
+    return out;
+  }
+
+private:
+  const std::map<std::string, SizeExpr> &sizes;
+  std::function<std::string()> fresh;
+  std::map<std::string, std::string> names;
+  std::set<std::string> sized;
+};
+
+bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
+  const EinsumInfo &info = *op.einsum;
+  DType operandType = dtypeOf(op.operands[0]);
+  unsigned g = cast(dy, operandType);
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    unsigned x = op.operands[i];
+    if (!active.count(x))
+      continue;
+    target(op, x);
+    AxisNames name(info.axisSizes, [this] { return freshAxis(); });
+    std::set<std::string> seen, available(info.outputAxes.begin(),
+                                          info.outputAxes.end());
+    for (const auto &axis : info.operandAxes[i])
+      if (!seen.insert(axis).second)
+        return fail(fmt::format("grad of an einsum whose operand {} repeats "
+                                "axis '{}' (a diagonal) is not supported",
+                                i + 1, axis));
+    std::vector<unsigned> inputs = {g};
+    std::vector<const Groups *> sides = {&info.outputGroups};
+    std::vector<std::string> texts = {sideText(info.outputGroups, name)};
+    for (size_t j = 0; j < op.operands.size(); ++j) {
+      if (j == i)
+        continue;
+      inputs.push_back(op.operands[j]);
+      sides.push_back(&info.operandGroups[j]);
+      texts.push_back(sideText(info.operandGroups[j], name));
+      available.insert(info.operandAxes[j].begin(), info.operandAxes[j].end());
+    }
+    // The operand's axes that reach the gradient einsum, in its order; the
+    // others (summed in this operand alone, or its 1 dims) come back by a
+    // repeat.
+    Groups flat;
+    bool exact = true;
+    for (const auto &group : info.operandGroups[i]) {
+      exact &= group.size() == 1;
+      for (const auto &axis : group) {
+        if (available.count(axis))
+          flat.push_back({axis});
+        else
+          exact = false;
+      }
+    }
+    std::string pattern =
+        fmt::format("{} -> {}", fmt::join(texts, ", "), sideText(flat, name));
+    auto dx = einsum(inputs, pattern, name.sizeArgs(sides), op.acc);
+    if (!dx)
+      return false;
+    if (!exact) {
+      AxisNames rename(info.axisSizes, [this] { return freshAxis(); });
+      std::string back = fmt::format("{} -> {}", sideText(flat, rename),
+                                     sideText(info.operandGroups[i], rename));
+      dx = transform(OpKind::Repeat, *dx, back,
+                     rename.sizeArgs({&info.operandGroups[i]}));
+      if (!dx)
+        return false;
+    }
+    if (!accumulate(x, *dx))
+      return false;
+  }
+  return true;
+}
+
+bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
+  const TransformInfo &info = *op.transform;
+  unsigned x = op.operands[0];
+  target(op, x);
+  AxisNames name(info.axisSizes, [this] { return freshAxis(); });
+  std::string in = sideText(info.inputGroups, name);
+  std::string out = sideText(info.outputGroups, name);
+  std::vector<SizeArg> sizes =
+      name.sizeArgs({&info.inputGroups, &info.outputGroups});
+  std::optional<unsigned> dx;
+  switch (op.kind) {
+  case OpKind::Rearrange:
+    dx = transform(OpKind::Rearrange, dy, out + " -> " + in, sizes);
+    break;
+  case OpKind::Repeat:
+    dx = transform(OpKind::Reduce, dy, out + " -> " + in, sizes);
+    break;
+  case OpKind::Reduce: {
+    // The input's axes the reduce removed: a repeat puts them back.
+    std::set<std::string> kept(info.outputAxes.begin(), info.outputAxes.end());
+    for (const auto &group : info.inputGroups)
+      for (const auto &a : group)
+        if (!kept.count(a))
+          if (auto it = info.axisSizes.find(a); it != info.axisSizes.end())
+            if (std::none_of(sizes.begin(), sizes.end(),
+                             [&](const SizeArg &s) { return s.name == name(a); }))
+              sizes.push_back(SizeArg{name(a), it->second});
+    std::string back = out + " -> " + in;
+    DType t = dtypeOf(dy);
+    switch (op.reduction) {
+    case ReduceKind::Sum:
+      dx = transform(OpKind::Repeat, dy, back, sizes);
+      break;
+    case ReduceKind::Mean: {
+      SizeExpr n = SizeExpr::constant(1);
+      for (const auto &group : info.inputGroups)
+        for (const auto &a : group)
+          if (!kept.count(a))
+            n = n * info.axisSizes.at(a);
+      auto spread = transform(OpKind::Repeat, dy, back, sizes);
+      if (spread)
+        dx = ew(F::Div, {*spread, count(n, t)});
+      break;
+    }
+    case ReduceKind::Max:
+    case ReduceKind::Min: {
+      // As torch.amax/amin: the gradient is shared evenly by the elements
+      // equal to the extremum.
+      unsigned y = op.results[0];
+      auto yBack = transform(OpKind::Repeat, y, back, sizes);
+      if (!yBack)
+        return false;
+      auto hit = ew(F::Eq, {x, *yBack});
+      if (!hit)
+        return false;
+      unsigned mask = cast(*hit, t);
+      auto ties = transform(OpKind::Reduce, mask, in + " -> " + out, sizes);
+      if (!ties)
+        return false;
+      auto share = ew(F::Div, {dy, *ties});
+      if (!share)
+        return false;
+      auto spread = transform(OpKind::Repeat, *share, back, sizes);
+      if (spread)
+        dx = ew(F::Mul, {mask, *spread});
+      break;
+    }
+    case ReduceKind::Prod:
+      return fail("grad of reduce \"prod\" is not supported (its gradient "
+                  "divides by the inputs, which may be 0); write it as "
+                  "exp(reduce(log(x), ..., \"sum\")) for positive inputs");
+    case ReduceKind::Any:
+    case ReduceKind::All:
+      return true; // bool: nothing to differentiate
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  if (!dx)
+    return false;
+  return accumulate(x, *dx);
+}
+
+std::optional<unsigned> Differentiator::localGradient(const CheckedOp &op,
+                                                      unsigned i,
+                                                      unsigned dy) {
+  using Opt = std::optional<unsigned>;
+  const auto &xs = op.operands;
+  Opt a = xs[0], b = xs.size() > 1 ? Opt(xs[1]) : std::nullopt,
+      y = op.results[0], g = dy;
+  DType t = dtypeOf(op.results[0]);
+  // Each step stops at the first failure (error is then set).
+  auto f = [&](F fn, std::initializer_list<Opt> args) -> Opt {
+    std::vector<unsigned> ids;
+    for (const Opt &arg : args) {
+      if (!arg)
+        return std::nullopt;
+      ids.push_back(*arg);
+    }
+    return ew(fn, ids);
+  };
+  auto c = [&](double v) -> Opt { return constant(v, t); };
+  auto mul = [&](Opt p, Opt q) { return f(F::Mul, {p, q}); };
+  auto add = [&](Opt p, Opt q) { return f(F::Add, {p, q}); };
+  auto sub = [&](Opt p, Opt q) { return f(F::Sub, {p, q}); };
+  auto div = [&](Opt p, Opt q) { return f(F::Div, {p, q}); };
+  auto mask = [&](F cmp, Opt p, Opt q) -> Opt {
+    Opt m = f(cmp, {p, q});
+    if (!m)
+      return std::nullopt;
+    return cast(*m, t);
+  };
+  switch (op.fn) {
+  case F::Add:
+    return g;
+  case F::Sub:
+    return i == 0 ? g : f(F::Neg, {g});
+  case F::Mul:
+    return mul(g, i == 0 ? b : a);
+  case F::Div:
+    if (i == 0)
+      return div(g, b);
+    return f(F::Neg, {div(mul(g, y), b)}); // d(a/b)/db = -y/b
+  case F::Pow:
+    if (i == 0) // b * a ** (b - 1)
+      return mul(g, mul(b, f(F::Pow, {a, sub(b, c(1))})));
+    return mul(g, mul(y, f(F::Log, {a})));
+  case F::Neg:
+    return f(F::Neg, {g});
+  case F::Minimum:
+  case F::Maximum: {
+    // As torch.minimum/maximum: ties share the gradient equally.
+    F wins = op.fn == F::Maximum ? (i == 0 ? F::Gt : F::Lt)
+                                 : (i == 0 ? F::Lt : F::Gt);
+    return mul(g, add(mask(wins, a, b), mul(mask(F::Eq, a, b), c(0.5))));
+  }
+  case F::Clip: // as torch.clamp: x inside [lo, hi]; lo and hi where they bind
+    if (i == 0)
+      return mul(g, mul(mask(F::Ge, a, b), mask(F::Le, a, Opt(xs[2]))));
+    return mul(g, i == 1 ? mask(F::Lt, a, b) : mask(F::Gt, a, Opt(xs[2])));
+  case F::Abs:
+    return mul(g, f(F::Sign, {a}));
+  case F::Square:
+    return mul(g, mul(a, c(2)));
+  case F::Mod: // a - floor(a / b) * b
+    if (i == 0)
+      return g;
+    return f(F::Neg, {mul(g, f(F::FloorDiv, {a, b}))});
+  case F::Exp:
+    return mul(g, y);
+  case F::Log:
+    return div(g, a);
+  case F::Sqrt:
+    return div(g, mul(y, c(2)));
+  case F::Rsqrt: // -x^(-3/2) / 2 = -y / (2x)
+    return f(F::Neg, {div(mul(g, y), mul(a, c(2)))});
+  case F::Tanh:
+    return mul(g, sub(c(1), mul(y, y)));
+  case F::Relu: // as torch: 0 at 0
+    return mul(g, mask(F::Gt, y, c(0)));
+  case F::Sigmoid:
+    return mul(g, mul(y, sub(c(1), y)));
+  case F::Silu: { // s (1 + x (1 - s))
+    Opt s = f(F::Sigmoid, {a});
+    return mul(g, mul(s, add(c(1), mul(a, sub(c(1), s)))));
+  }
+  case F::Softplus:
+    return mul(g, f(F::Sigmoid, {a}));
+  case F::Gelu: { // Phi(x) + x phi(x)
+    Opt phi = mul(f(F::Exp, {mul(mul(a, a), c(-0.5))}),
+                  c(0.3989422804014327)); // 1 / sqrt(2 pi)
+    Opt cdf = mul(add(c(1), f(F::Erf, {mul(a, c(0.7071067811865476))})),
+                  c(0.5));
+    return mul(g, add(cdf, mul(a, phi)));
+  }
+  case F::GeluTanh: {
+    // u = k (x + 0.044715 x^3), t = tanh u:
+    // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2)
+    const double k = 0.7978845608028654; // sqrt(2 / pi)
+    Opt x2 = mul(a, a);
+    Opt th = f(F::Tanh, {mul(add(a, mul(mul(x2, a), c(0.044715))), c(k))});
+    Opt left = mul(add(c(1), th), c(0.5));
+    Opt du = mul(add(c(1), mul(x2, c(3 * 0.044715))), c(k));
+    Opt right = mul(mul(mul(a, c(0.5)), sub(c(1), mul(th, th))), du);
+    return mul(g, add(left, right));
+  }
+  case F::Sin:
+    return mul(g, f(F::Cos, {a}));
+  case F::Cos:
+    return f(F::Neg, {mul(g, f(F::Sin, {a}))});
+  case F::Erf: // 2 / sqrt(pi) exp(-x^2)
+    return mul(g, mul(f(F::Exp, {f(F::Neg, {mul(a, a)})}),
+                      c(1.1283791670955126)));
+  case F::Where:
+    return i == 1 ? f(F::Where, {a, g, c(0)}) : f(F::Where, {a, c(0), g});
+  default:
+    return std::nullopt; // piecewise constant: no gradient flows
+  }
+}
+
+bool Differentiator::elementwiseRule(const CheckedOp &op, unsigned dy) {
+  if (!isFloat(dtypeOf(op.results[0])))
+    return true;
+  for (unsigned i = 0; i < op.operands.size(); ++i) {
+    unsigned x = op.operands[i];
+    if (!active.count(x) || (op.fn == F::Where && i == 0))
+      continue;
+    target(op, x);
+    auto local = localGradient(op, i, dy);
+    if (error)
+      return false;
+    if (!local)
+      continue;
+    auto g = unbroadcast(*local, x);
+    if (!g || !accumulate(x, *g))
+      return false;
+  }
+  return true;
+}
+
+bool Differentiator::packRule(const CheckedOp &op, unsigned dy) {
+  target(op, op.operands[0]);
+  auto parts = inferUnpack(fn.ctx, op.parsed, type(dy).shape, op.packParts);
+  if (!parts)
+    return failBuilt("an unpack", parts.error().message);
+  CheckedOp un;
+  un.kind = OpKind::Unpack;
+  un.pattern = op.pattern;
+  un.parsed = op.parsed;
+  un.packParts = op.packParts;
+  un.operands = {dy};
+  tag(un);
+  for (size_t i = 0; i < parts->size(); ++i)
+    un.results.push_back(
+        newValue(TensorType{(*parts)[i], dtypeOf(op.operands[i])}));
+  std::vector<unsigned> results = un.results;
+  fn.ops.push_back(std::move(un));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    if (active.count(op.operands[i]))
+      if (!accumulate(op.operands[i], results[i]))
+        return false;
+  return true;
+}
+
+bool Differentiator::unpackRule(const CheckedOp &op) {
+  unsigned x = op.operands[0];
+  target(op, x);
+  std::vector<unsigned> parts;
+  std::vector<Shape> shapes;
+  for (unsigned r : op.results) {
+    auto it = adjoint.find(r);
+    std::optional<unsigned> g =
+        it != adjoint.end() ? std::optional<unsigned>(it->second) : zeros(r);
+    if (!g)
+      return false;
+    parts.push_back(*g);
+    shapes.push_back(type(*g).shape);
+  }
+  auto packed = inferPack(fn.ctx, op.parsed, shapes);
+  if (!packed)
+    return failBuilt("a pack", packed.error().message);
+  CheckedOp pk;
+  pk.kind = OpKind::Pack;
+  pk.pattern = op.pattern;
+  pk.parsed = op.parsed;
+  pk.packParts = packed->parts;
+  pk.operands = parts;
+  unsigned dx = emit(std::move(pk), TensorType{packed->packed, dtypeOf(x)});
+  return accumulate(x, dx);
+}
+
+bool Differentiator::sliceRule(const CheckedOp &op, unsigned dy) {
+  unsigned x = op.operands[0];
+  target(op, x);
+  auto shape = shapeOf(x);
+  if (!shape)
+    return false;
+  size_t axis = op.sliceAxis < 0 ? shape->size() + op.sliceAxis
+                                 : static_cast<size_t>(op.sliceAxis);
+  // The gradient is dy between zeros: cat([zeros, dy, zeros]) on the axis.
+  std::vector<std::string> names;
+  for (size_t d = 0; d < shape->size(); ++d)
+    names.push_back(d == axis ? "*" : freshAxis());
+  std::vector<unsigned> parts;
+  auto zerosAlong = [&](const SizeExpr &n) -> bool {
+    if (n.constantValue() == Int(0))
+      return true;
+    Shape s = *shape;
+    s[axis] = Dim::ofSize(n);
+    unsigned zero = constant(0, dtypeOf(x));
+    std::vector<std::string> out;
+    std::vector<SizeArg> sizes;
+    for (size_t d = 0; d < s.size(); ++d) {
+      out.push_back(freshAxis());
+      sizes.push_back(SizeArg{out.back(), s[d].size});
+    }
+    auto z = transform(OpKind::Repeat, zero,
+                       fmt::format(" -> {}", fmt::join(out, " ")), sizes);
+    if (!z)
+      return false;
+    parts.push_back(*z);
+    return true;
+  };
+  if (!zerosAlong(op.sliceStart))
+    return false;
+  parts.push_back(dy);
+  if (!zerosAlong((*shape)[axis].size - op.sliceStop))
+    return false;
+  std::vector<Shape> shapes;
+  for (unsigned p : parts)
+    shapes.push_back(type(p).shape);
+  std::string pattern = fmt::format("{}", fmt::join(names, " "));
+  auto parsed = parsePattern(pattern, PatternUse::Pack);
+  if (!parsed)
+    return failBuilt("a cat", parsed.error().message);
+  auto packed = inferPack(fn.ctx, *parsed, shapes);
+  if (!packed)
+    return failBuilt("a cat", packed.error().message);
+  CheckedOp pk;
+  pk.kind = OpKind::Pack;
+  pk.pattern = pattern;
+  pk.parsed = *parsed;
+  pk.packParts = packed->parts;
+  pk.operands = parts;
+  unsigned dx = emit(std::move(pk), TensorType{packed->packed, dtypeOf(x)});
+  return accumulate(x, dx);
+}
+
+bool Differentiator::differentiate(const CheckedOp &op) {
+  atLoc = op.loc;
+  atSite = op.callSite;
+  atWhat = op.kind == OpKind::Reduce
+               ? fmt::format("reduce \"{}\"", reduceKindName(op.reduction))
+               : std::string(opName(op.kind, op.fn));
+  if (op.kind == OpKind::Unpack)
+    return unpackRule(op);
+  auto it = adjoint.find(op.results[0]);
+  if (it == adjoint.end())
+    return true;
+  unsigned dy = it->second;
+  switch (op.kind) {
+  case OpKind::Einsum:
+    return einsumRule(op, dy);
+  case OpKind::Rearrange:
+  case OpKind::Repeat:
+  case OpKind::Reduce:
+    return transformRule(op, dy);
+  case OpKind::Elementwise:
+    return elementwiseRule(op, dy);
+  case OpKind::Cast:
+    target(op, op.operands[0]);
+    return !isFloat(dtypeOf(op.operands[0])) ||
+           accumulate(op.operands[0], cast(dy, dtypeOf(op.operands[0])));
+  case OpKind::Pack:
+    return packRule(op, dy);
+  case OpKind::Slice:
+    return sliceRule(op, dy);
+  case OpKind::Take:
+    return fail("grad of take (its gradient is a scatter-add into the "
+                "table) is not supported yet; the ids themselves have no "
+                "gradient");
+  case OpKind::Unpack:
+  case OpKind::Constant:
+  case OpKind::Size:
+  case OpKind::Arange:
+    return true;
+  }
+  return true;
+}
+
+GradientResult Differentiator::run(unsigned loss,
+                                   const std::vector<unsigned> &wrt,
+                                   SourceLoc at) {
+  GradientResult result;
+  // The ops the gradient walks: those before the loss's, on a path from a
+  // wrt value to it.
+  size_t end = 0;
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    for (unsigned r : fn.ops[i].results)
+      if (r == loss)
+        end = i + 1;
+  active = params;
+  for (size_t i = 0; i < end; ++i) {
+    const CheckedOp &op = fn.ops[i];
+    bool in = std::any_of(op.operands.begin(), op.operands.end(),
+                          [&](unsigned v) { return active.count(v); });
+    if (in)
+      for (unsigned r : op.results)
+        if (isFloat(dtypeOf(r)))
+          active.insert(r);
+  }
+  atLoc = at;
+  atPhase = GradPhase::DataGrad;
+  atTarget = static_cast<int>(loss);
+  if (active.count(loss))
+    adjoint.emplace(loss, constant(1, dtypeOf(loss)));
+  for (size_t i = end; i-- > 0;) {
+    CheckedOp op = fn.ops[i]; // fn.ops grows below
+    bool touched = std::any_of(op.results.begin(), op.results.end(),
+                               [&](unsigned r) { return adjoint.count(r); });
+    if (!touched)
+      continue;
+    if (!differentiate(op)) {
+      result.error = error;
+      return result;
+    }
+  }
+  for (unsigned w : wrt) {
+    atLoc = at;
+    atSite = -1;
+    atPhase = GradPhase::WeightGrad;
+    atTarget = static_cast<int>(w);
+    auto it = adjoint.find(w);
+    std::optional<unsigned> g =
+        it != adjoint.end() ? std::optional<unsigned>(it->second) : zeros(w);
+    if (!g) {
+      result.error = error;
+      return result;
+    }
+    result.grads.push_back(*g);
+  }
+  return result;
+}
+
+} // namespace
+
+GradientResult appendGradient(CheckedFunction &fn, unsigned loss,
+                              const std::vector<unsigned> &wrt, SourceLoc at) {
+  return Differentiator(fn, wrt).run(loss, wrt, at);
+}
+
+std::vector<unsigned> savedForBackward(const CheckedFunction &fn) {
+  std::set<unsigned> backward, saved;
+  for (const CheckedOp &op : fn.ops)
+    if (op.phase != GradPhase::Forward)
+      backward.insert(op.results.begin(), op.results.end());
+  for (const CheckedOp &op : fn.ops)
+    if (op.phase != GradPhase::Forward)
+      for (unsigned v : op.operands)
+        if (!backward.count(v))
+          saved.insert(v);
+  return {saved.begin(), saved.end()};
+}
+
+} // namespace ein
