@@ -5,6 +5,8 @@
 #include "ein/Driver/Calibrate.h"
 #include "ein/Driver/Report.h"
 #include "ein/Driver/Run.h"
+#include "ein/Analysis/Training.h"
+#include "ein/Sema/Autodiff.h"
 #include "ein/Execution/AOT.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Checker.h"
@@ -50,15 +52,23 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
       {"report",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
             [--device a100|h100|h200] [--peak-flops FLOPS]
-            [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda])",
+            [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda]
+            [--train [--params W1,W2] [--optimizer NAME] [--param-dtype T]
+             [--act-dtype T] [--tokens N]])",
        R"(Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
 and totals per function. A call of another function is one row with the
 callee's totals (--expand lists its ops under it), and a table of the
 totals by function follows. --target=cuda adds what each op becomes on a
 GPU (the cuBLASLt call or kernel, and the bytes of any permute a
-contraction of row-major operands needs first).)",
+contraction of row-major operands needs first). --train adds the
+resource account of a training step (docs/autodiff.md): FLOPs of the
+forward, the backward's data and weight gradients and the optimizer
+beside the 2/4/6*N*P rule, memory of parameters, gradients, optimizer
+states and saved activations, the peak of live tensors, the ideal step
+time.)",
        {"--fn", "--dim", "--rank", "--device", "--peak-flops", "--bandwidth",
-        "--json", "--expand", "--target", "-Werror", "-Wno-NAME"}},
+        "--json", "--expand", "--target", "--train", "--params", "--optimizer",
+        "--param-dtype", "--act-dtype", "--tokens", "-Werror", "-Wno-NAME"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
@@ -133,6 +143,19 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
     {"--bandwidth", R"(--bandwidth BYTES_PER_S
                  peak memory bandwidth in bytes/s)"},
     {"--json", R"(--json           the report as JSON)"},
+    {"--train", R"(--train          the resource account of a training step)"},
+    {"--params", R"(--params W1,W2   the parameters trained (--train of a loss
+                   function without grad(); its first result is the loss))"},
+    {"--optimizer",
+     R"(--optimizer NAME sgd (default), momentum, adagrad, rmsprop, adam,
+                   adamw: its FLOPs per parameter and its states)"},
+    {"--param-dtype",
+     R"(--param-dtype T  the dtype of parameters, gradients and optimizer
+                   states in the account (default: as declared))"},
+    {"--act-dtype", R"(--act-dtype T    the dtype of saved activations in the
+                   account (default: as declared))"},
+    {"--tokens", R"(--tokens N       N of the 6*N*P rule: a count or a formula
+                   of dims (default: the first input's dims but its last))"},
     {"--expand", R"(--expand         the ops of each call, indented under it)"},
     {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops or llvm)"},
     {"-o", R"(-o OBJECT.o      the object file to write (also --output))"},
@@ -235,6 +258,9 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;
   double peakFlops = 0, bandwidth = 0;
+  bool train = false;
+  TrainOptions trainOptions;
+  std::vector<std::string> trainParams; // --params
   CheckOptions check;
   WarningOptions warnings;
   CPUOptions cpu;
@@ -407,6 +433,44 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.json = true;
     } else if (a == "--expand" && args.command == "report") {
       args.expand = true;
+    } else if (a == "--train" && args.command == "report") {
+      args.train = true;
+    } else if (isFlag("--optimizer") && args.command == "report") {
+      auto v = value("--optimizer");
+      if (!v || !findOptimizer(*v))
+        return usage("--optimizer expects one of sgd, momentum, adagrad, "
+                     "rmsprop, adam, adamw");
+      args.trainOptions.optimizer = *v;
+    } else if ((isFlag("--param-dtype") || isFlag("--act-dtype")) &&
+               args.command == "report") {
+      bool param = isFlag("--param-dtype");
+      auto v = value(param ? "--param-dtype" : "--act-dtype");
+      auto t = v ? parseDType(*v) : std::nullopt;
+      if (!t || !isFloat(*t))
+        return usage(fmt::format("{} expects a float dtype: f64, f32, f16, "
+                                 "bf16, f8e4m3, f8e5m2",
+                                 param ? "--param-dtype" : "--act-dtype"));
+      (param ? args.trainOptions.paramDType : args.trainOptions.actDType) = *t;
+    } else if (isFlag("--tokens") && args.command == "report") {
+      auto v = value("--tokens");
+      auto e = v ? std::optional(parseSizeExpr(*v)) : std::nullopt;
+      if (!e || !*e)
+        return usage("--tokens expects a count or a formula of dims (b*s)");
+      args.trainOptions.tokens = **e;
+    } else if (isFlag("--params") && args.command == "report") {
+      auto v = value("--params");
+      if (!v || v->empty())
+        return usage("--params expects parameter names: w1,w2");
+      std::string name;
+      for (char c : *v + ",") {
+        if (c != ',') {
+          name += c;
+          continue;
+        }
+        if (!name.empty())
+          args.trainParams.push_back(name);
+        name.clear();
+      }
     } else if (isFlag("--stage") && args.command == "emit") {
       auto v = value("--stage");
       if (!v || (*v != "ast" && *v != "ein" && *v != "linalg" &&
@@ -477,6 +541,83 @@ ErrorOr<SourceFile> readSource(const std::string &path) {
   if (file.text.find('\0') != std::string::npos)
     return failure("not a text file (contains NUL bytes)");
   return file;
+}
+
+/// `einc report --train`: the function's report and its training account.
+/// A function without grad() is differentiated here, its first result (a
+/// scalar loss) with respect to --params.
+ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
+                             ReportOptions options, const std::string &path,
+                             std::ostream &out) {
+  auto programError = [&](std::string message) {
+    return Error::inFile(ErrorKind::Program, path, std::move(message));
+  };
+  if (args.fn.empty() && checked.functions.size() != 1)
+    return usageError("report", "--train needs --fn NAME (the training step "
+                                "or the loss to differentiate)");
+  const CheckedFunction *found =
+      args.fn.empty() ? &checked.functions.front() : checked.find(args.fn);
+  CheckedModule module = checked;
+  module.functions = {*found};
+  CheckedFunction &fn = module.functions.front();
+  options.function = fn.name;
+  if (!args.trainParams.empty()) {
+    if (!fn.gradWrt.empty())
+      return usageError("report", fmt::format("'{}' differentiates with "
+                                              "grad(); --params is for a "
+                                              "loss function without one",
+                                              fn.name));
+    if (fn.returns.empty() || !isFloat(fn.values[fn.returns[0]].type.dtype) ||
+        !fn.ctx.expand(fn.values[fn.returns[0]].type.shape).empty())
+      return programError(fmt::format(
+          "--train --params needs '{}' to return a scalar float loss first",
+          fn.name));
+    std::vector<unsigned> wrt;
+    for (const std::string &name : args.trainParams) {
+      auto it = std::find_if(fn.params.begin(), fn.params.end(),
+                             [&](unsigned v) { return fn.values[v].name == name; });
+      if (it == fn.params.end())
+        return usageError("report",
+                          fmt::format("--params: '{}' is not a parameter of "
+                                      "'{}'",
+                                      name, fn.name));
+      if (!isFloat(fn.values[*it].type.dtype))
+        return usageError("report", fmt::format("--params: '{}' is not a "
+                                                "float tensor",
+                                                name));
+      wrt.push_back(*it);
+    }
+    GradientResult grads = appendGradient(fn, fn.returns[0], wrt, fn.loc);
+    if (grads.error) {
+      SourceLoc at = grads.error->loc;
+      return programError(fmt::format("{}:{}:{}: cannot differentiate: {}",
+                                      module.pathOf(at), at.line, at.col,
+                                      grads.error->message));
+    }
+    fn.gradWrt = wrt;
+    // The gradients are results of the step, as grad() would return them.
+    for (size_t i = 0; i < wrt.size(); ++i) {
+      fn.returns.push_back(grads.grads[i]);
+      fn.results.push_back(fn.values[grads.grads[i]].type);
+    }
+  }
+  if (fn.gradWrt.empty())
+    return usageError("report",
+                      fmt::format("--train: '{}' has no grad(); name the "
+                                  "parameters to train with --params w1,w2 "
+                                  "(its first result is the loss)",
+                                  fn.name));
+  if (args.json) {
+    std::string report = reportJSON(module, options);
+    out << fmt::format("{{\"report\":{},\"train\":{}}}\n",
+                       report.substr(0, report.find_last_not_of("\n") + 1),
+                       trainReportJSON(module, fn, options,
+                                       args.trainOptions));
+    return {};
+  }
+  out << reportTable(module, options)
+      << trainReportTable(module, fn, options, args.trainOptions);
+  return {};
 }
 
 ErrorOr<void> runCommand(const Args &args, std::ostream &out,
@@ -595,6 +736,8 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     options.bandwidthOverride = args.bandwidth;
     options.cudaTarget = args.target == "cuda";
     options.expandCalls = args.expand;
+    if (args.train)
+      return reportTraining(args, checked, options, file->path, out);
     out << (args.json ? reportJSON(checked, options)
                       : reportTable(checked, options));
     return {};

@@ -1,5 +1,6 @@
 // `einc report`: the per-op cost table and its JSON form.
 #include "ein/Driver/Report.h"
+#include "ReportFormat.h"
 
 // The CUDA runtime's GEMM planner (plain host C++): the report asks it which
 // operands a contraction must permute, as the generated code will at run time.
@@ -64,6 +65,56 @@ std::vector<OpReport> reportOps(const CheckedFunction &fn,
   }
   return rows;
 }
+
+namespace report {
+
+double bandwidthOf(const ReportOptions &options) {
+  if (options.bandwidthOverride > 0)
+    return options.bandwidthOverride;
+  return options.device ? options.device->bandwidth : 0;
+}
+
+std::string formatSeconds(double s) {
+  if (s == 0)
+    return "0";
+  if (s < 1e-6)
+    return fmt::format("{:.3g} ns", s * 1e9);
+  if (s < 1e-3)
+    return fmt::format("{:.3g} us", s * 1e6);
+  if (s < 1)
+    return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} s", s);
+}
+
+std::string formatRatio(double v) { return fmt::format("{:.3g}", v); }
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string jsonNumber(const std::optional<Int> &v) {
+  return v ? toString(*v) : "null";
+}
+
+std::string jsonDouble(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  return fmt::format("{:.6g}", v);
+}
+
+} // namespace report
+
+using namespace report;
 
 namespace {
 
@@ -275,50 +326,6 @@ std::string cudaLowering(const OpReport &r, const CheckedFunction &fn) {
   }
 }
 
-double bandwidthOf(const ReportOptions &options) {
-  if (options.bandwidthOverride > 0)
-    return options.bandwidthOverride;
-  return options.device ? options.device->bandwidth : 0;
-}
-
-std::string formatSeconds(double s) {
-  if (s == 0)
-    return "0";
-  if (s < 1e-6)
-    return fmt::format("{:.3g} ns", s * 1e9);
-  if (s < 1e-3)
-    return fmt::format("{:.3g} us", s * 1e6);
-  if (s < 1)
-    return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} s", s);
-}
-
-std::string formatRatio(double v) { return fmt::format("{:.3g}", v); }
-
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string jsonNumber(const std::optional<Int> &v) {
-  return v ? toString(*v) : "null";
-}
-
-std::string jsonDouble(double v) {
-  if (!std::isfinite(v))
-    return "null";
-  return fmt::format("{:.6g}", v);
-}
-
 struct Totals {
   Quantity flops, bytes;
   double seconds = 0;
@@ -355,13 +362,31 @@ Totals totalsOf(const std::vector<OpReport> &rows, const Bindings &env,
 
 /// How the ops of a function's calls group: per call site, the rows of the
 /// ops inlined from it (nested calls included).
+/// The backward ops of a call (grad()) group apart from its forward ones.
 std::vector<std::vector<const OpReport *>>
-rowsByCallSite(const CheckedFunction &fn, const std::vector<OpReport> &rows) {
+rowsByCallSite(const CheckedFunction &fn, const std::vector<OpReport> &rows,
+               bool backward) {
   std::vector<std::vector<const OpReport *>> bySite(fn.callSites.size());
   for (auto &r : rows)
-    for (int site = r.op->callSite; site >= 0; site = fn.callSites[site].parent)
-      bySite[site].push_back(&r);
+    if ((r.op->phase != GradPhase::Forward) == backward)
+      for (int site = r.op->callSite; site >= 0;
+           site = fn.callSites[site].parent)
+        bySite[site].push_back(&r);
   return bySite;
+}
+
+/// The op column: a backward op says which gradient it computes.
+std::string opLabel(const CheckedOp &op) {
+  const char *name = opName(op.kind, op.fn);
+  switch (op.phase) {
+  case GradPhase::Forward:
+    return name;
+  case GradPhase::DataGrad:
+    return fmt::format("dgrad {}", name);
+  case GradPhase::WeightGrad:
+    return fmt::format("wgrad {}", name);
+  }
+  return name;
 }
 
 /// Per function called (first call first), the call sites that call it.
@@ -438,7 +463,8 @@ std::string reportTable(const CheckedModule &module,
     // The lines of the table: the function's own ops, and per call one line
     // with the callee's totals (with --expand, followed by its ops, indented).
     std::vector<TableRow> lines;
-    auto bySite = rowsByCallSite(fn, rows);
+    auto bySite = rowsByCallSite(fn, rows, false);
+    auto bySiteBackward = rowsByCallSite(fn, rows, true);
     auto where = [&](SourceLoc loc) {
       return loc.file == 0
                  ? std::to_string(loc.line)
@@ -449,21 +475,28 @@ std::string reportTable(const CheckedModule &module,
                                loc.line);
     };
     std::vector<int> open; // the calls of the previous op, outermost first
+    bool openBackward = false; // ... and whether it was a backward op
     for (size_t i = 0; i < rows.size(); ++i) {
       const OpReport &r = rows[i];
       std::vector<int> path = fn.callPath(*r.op);
+      bool backward = r.op->phase != GradPhase::Forward;
       size_t common = 0;
-      while (common < open.size() && common < path.size() &&
-             open[common] == path[common])
-        ++common;
+      if (backward == openBackward)
+        while (common < open.size() && common < path.size() &&
+               open[common] == path[common])
+          ++common;
       open.resize(common);
+      openBackward = backward;
       for (size_t depth = common; depth < path.size(); ++depth) {
         open.push_back(path[depth]);
         if (depth > 0 && !options.expandCalls)
           continue;
         const CallSite &site = fn.callSites[path[depth]];
-        Totals t = totalsOf(bySite[path[depth]], fn.ctx.env, bandwidth);
-        lines.push_back({where(site.loc), std::string(2 * depth, ' ') + "call",
+        Totals t = totalsOf((backward ? bySiteBackward : bySite)[path[depth]],
+                            fn.ctx.env, bandwidth);
+        lines.push_back({where(site.loc),
+                         std::string(2 * depth, ' ') +
+                             (backward ? "grad of call" : "call"),
                          site.callee, t.flops, t.bytes,
                          t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-",
                          t.flops.expr.str()});
@@ -484,7 +517,7 @@ std::string reportTable(const CheckedModule &module,
                                r.cost.naiveFlops->str(), pathStr(r.cost.path));
       lines.push_back(
           {where(r.op->loc),
-           std::string(2 * path.size(), ' ') + opName(r.op->kind, r.op->fn),
+           std::string(2 * path.size(), ' ') + opLabel(*r.op),
            r.op->pattern, r.cost.flops, r.cost.bytes(),
            f && b ? formatSeconds(rooflineSeconds(toDouble(*f), toDouble(*b),
                                                   r.peak, bandwidth))
@@ -548,11 +581,17 @@ std::string reportTable(const CheckedModule &module,
       std::vector<std::tuple<std::string, size_t, Totals>> byFunction;
       byFunction.push_back({fn.name, 1, t});
       for (auto &[callee, sites] : sitesByCallee(fn)) {
-        std::vector<const OpReport *> all;
-        for (int site : sites)
+        std::vector<const OpReport *> all, backward;
+        for (int site : sites) {
           all.insert(all.end(), bySite[site].begin(), bySite[site].end());
+          backward.insert(backward.end(), bySiteBackward[site].begin(),
+                          bySiteBackward[site].end());
+        }
         byFunction.push_back(
             {callee, sites.size(), totalsOf(all, fn.ctx.env, bandwidth)});
+        if (!backward.empty())
+          byFunction.push_back({callee + " (backward)", sites.size(),
+                                totalsOf(backward, fn.ctx.env, bandwidth)});
       }
       size_t nameW = 8;
       for (auto &entry : byFunction)
@@ -613,6 +652,8 @@ std::string reportJSON(const CheckedModule &module,
           jsonNumber(r.cost.bytesWritten.value),
           jsonString(r.cost.bytesWritten.expr.str()),
           r.cost.view ? "true" : "false");
+      if (r.op->phase != GradPhase::Forward)
+        fmt::format_to(out, ", \"phase\": \"{}\"", gradPhaseName(r.op->phase));
       if (r.op->loc.file != 0)
         fmt::format_to(out, ", \"file\": {}",
                        jsonString(module.pathOf(r.op->loc)));
@@ -663,7 +704,7 @@ std::string reportJSON(const CheckedModule &module,
     if (t.timeKnown)
       fmt::format_to(out, ", \"roofline_s\": {}", jsonDouble(t.seconds));
     if (!fn.callSites.empty()) {
-      auto bySite = rowsByCallSite(fn, rows);
+      auto bySite = rowsByCallSite(fn, rows, false);
       os += ", \"by_function\": [";
       bool firstCallee = true;
       for (auto &[callee, sites] : sitesByCallee(fn)) {

@@ -216,7 +216,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
       }
     }
     if (peak > 0)
-      out << fmt::format("fraction of peak compute: {:.3g} (peak {}, {})\n",
+      out << fmt::format("MFU: {:.3g} (counted FLOP/s / peak {}, {})\n",
                          flops / seconds / peak, si(peak, "FLOP/s"), source);
     if (bandwidth > 0)
       out << fmt::format("fraction of peak bandwidth: {:.3g} (peak {}, {})\n",

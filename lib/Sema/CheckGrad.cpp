@@ -92,6 +92,10 @@ std::optional<Operand> FunctionChecker::grad(const Expr &e) {
     diags.note(e.loc, "in the gradient asked for here", e.length);
     return std::nullopt;
   }
+  for (unsigned w : wrt)
+    if (std::find(out.gradWrt.begin(), out.gradWrt.end(), w) ==
+        out.gradWrt.end())
+      out.gradWrt.push_back(w);
   // The gradients carry their parameter's name: d_w1, d_w2.
   for (size_t i = 0; i < items.size(); ++i)
     if (out.values[result.grads[i]].name.empty())

@@ -3,6 +3,7 @@
 
 #include "ein/Analysis/Cost.h"
 
+#include <optional>
 #include <string>
 
 namespace ein {
@@ -33,6 +34,31 @@ std::vector<OpReport> reportOps(const CheckedFunction &fn,
 
 /// The cost inputs of a checked op (shared by the report and tests).
 CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn);
+
+/// `einc report --train`: the resource account of a training step.
+struct TrainOptions {
+  std::string optimizer = "sgd";   // --optimizer (Analysis/Training.h)
+  std::optional<DType> paramDType; // --param-dtype: parameters, gradients,
+                                   // optimizer states (default: declared)
+  std::optional<DType> actDType;   // --act-dtype: saved activations
+  std::optional<SizeExpr> tokens;  // --tokens: N of the 6·N·P rule
+};
+
+/// The training account of `fn` (which holds grad() ops; its
+/// CheckedFunction::gradWrt are the parameters): FLOPs of the forward, the
+/// backward's data and weight gradients and the optimizer step, beside the
+/// 2·N·P / 4·N·P / 6·N·P rule with its differences explained; memory of
+/// parameters, gradients, optimizer states and saved activations at their
+/// dtypes, and the peak of live tensors over the step; the step's ideal
+/// time on the device. As text, and as a JSON object.
+std::string trainReportTable(const CheckedModule &module,
+                             const CheckedFunction &fn,
+                             const ReportOptions &options,
+                             const TrainOptions &train);
+std::string trainReportJSON(const CheckedModule &module,
+                            const CheckedFunction &fn,
+                            const ReportOptions &options,
+                            const TrainOptions &train);
 
 /// The report as a text table, and as JSON (one line).
 std::string reportTable(const CheckedModule &module,

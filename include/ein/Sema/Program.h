@@ -97,6 +97,9 @@ struct CheckedFunction {
   std::vector<Value> values;
   std::vector<CheckedOp> ops;
   std::vector<CallSite> callSites;
+  /// The values differentiated for by grad() (its `wrt`, each once): the
+  /// parameters of a training step.
+  std::vector<unsigned> gradWrt;
   InferContext ctx; // bindings, packs, entry constraints of this function
   /// The calls `op` was inlined from, outermost first (empty for an op of
   /// the function itself).

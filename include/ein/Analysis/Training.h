@@ -1,0 +1,41 @@
+// The training side of the cost model: optimizer update costs and states,
+// and the memory a training step holds (parameters, gradients, optimizer
+// states, saved activations, and the peak of live tensors).
+#pragma once
+
+#include "ein/Sema/Program.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+/// One optimizer's update of one parameter element, as torch.optim defines
+/// it (docs/cost-model.md, "Training"): the state tensors it keeps per
+/// parameter and the FLOPs of its update per element (scalar factors such
+/// as lr * weight decay or 1 - beta are computed once per step, not per
+/// element, and are not counted).
+struct OptimizerSpec {
+  std::string name;
+  unsigned states;          // state tensors of the parameter's size
+  unsigned flopsPerElement; // FLOPs of one element's update
+  std::string update;       // the update rule, for the report
+};
+
+/// sgd, momentum, adagrad, rmsprop, adam, adamw.
+const std::vector<OptimizerSpec> &optimizerTable();
+const OptimizerSpec *findOptimizer(const std::string &name);
+
+/// The peak of the bytes of live tensors over `fn`'s ops in the order they
+/// run: the inputs and `alwaysLive` values are live throughout, a result
+/// from its op to its last use (the function's results to the end); a
+/// view (`isView(op index)`) allocates nothing. `bytesOf` gives a value's
+/// bytes (its dtype may be overridden by the caller). Unbound sizes make
+/// the peak unknown (nullopt).
+std::optional<Int> peakLiveBytes(const CheckedFunction &fn,
+                                 const std::function<bool(size_t)> &isView,
+                                 const std::function<std::optional<Int>(
+                                     unsigned)> &bytesOf);
+
+} // namespace ein

@@ -1,0 +1,93 @@
+// Optimizer update costs and the liveness walk of a training step.
+#include "ein/Analysis/Training.h"
+
+#include <map>
+
+namespace ein {
+
+const std::vector<OptimizerSpec> &optimizerTable() {
+  // FLOPs per element, counting each arithmetic operation and sqrt as 1:
+  static const std::vector<OptimizerSpec> table = {
+      // w -= lr * g
+      {"sgd", 0, 2, "w -= lr * g"},
+      // b = mu * b + g; w -= lr * b
+      {"momentum", 1, 4, "b = mu * b + g; w -= lr * b"},
+      // s += g * g; w -= lr * g / (sqrt(s) + eps)
+      {"adagrad", 1, 7, "s += g * g; w -= lr * g / (sqrt(s) + eps)"},
+      // s = a * s + (1 - a) * g * g; w -= lr * g / (sqrt(s) + eps)
+      {"rmsprop", 1, 9,
+       "s = a * s + (1 - a) * g * g; w -= lr * g / (sqrt(s) + eps)"},
+      // m = b1 m + (1 - b1) g (3); v = b2 v + (1 - b2) g g (4);
+      // w -= lr * (m / c1) / (sqrt(v / c2) + eps) (7)
+      {"adam", 2, 14,
+       "m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * g * g; "
+       "w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)"},
+      // adam's 14, then the decoupled decay first: w -= (lr * wd) * w (2)
+      {"adamw", 2, 16,
+       "w -= lr * wd * w; then adam's update"},
+  };
+  return table;
+}
+
+const OptimizerSpec *findOptimizer(const std::string &name) {
+  for (const OptimizerSpec &spec : optimizerTable())
+    if (spec.name == name)
+      return &spec;
+  return nullptr;
+}
+
+std::optional<Int>
+peakLiveBytes(const CheckedFunction &fn,
+              const std::function<bool(size_t)> &isView,
+              const std::function<std::optional<Int>(unsigned)> &bytesOf) {
+  // The last op reading each value (the function's results: past the end).
+  std::map<unsigned, size_t> lastUse;
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    for (unsigned v : fn.ops[i].operands)
+      lastUse[v] = i;
+  for (unsigned v : fn.returns)
+    lastUse[v] = fn.ops.size();
+  // A view keeps the tensor it looks into alive as long as itself.
+  for (size_t i = fn.ops.size(); i-- > 0;)
+    if (isView(i))
+      for (unsigned r : fn.ops[i].results)
+        if (auto use = lastUse.find(r); use != lastUse.end())
+          for (unsigned v : fn.ops[i].operands)
+            lastUse[v] = std::max(lastUse[v], use->second);
+  Int live = 0;
+  for (unsigned p : fn.params) {
+    auto b = bytesOf(p);
+    if (!b)
+      return std::nullopt;
+    live += *b;
+  }
+  Int peak = live;
+  std::map<unsigned, Int> held; // allocated results, by value
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const CheckedOp &op = fn.ops[i];
+    if (!isView(i))
+      for (unsigned r : op.results) {
+        auto b = bytesOf(r);
+        if (!b)
+          return std::nullopt;
+        held[r] = *b;
+        live += *b;
+      }
+    peak = std::max(peak, live);
+    // Values whose last reader was this op are freed after it; a result
+    // nobody reads is freed at once.
+    for (auto it = held.begin(); it != held.end();) {
+      auto use = lastUse.find(it->first);
+      size_t last = use == lastUse.end() ? i : use->second;
+      if (last <= i) {
+        live -= it->second;
+        it = held.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return peak;
+}
+
+} // namespace ein

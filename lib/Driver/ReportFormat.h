@@ -1,0 +1,23 @@
+// The number and JSON formatting the report tables share. Private to
+// lib/Driver.
+#pragma once
+
+#include "ein/Driver/Report.h"
+
+#include <optional>
+#include <string>
+
+namespace ein::report {
+
+/// --bandwidth, else the device's.
+double bandwidthOf(const ReportOptions &options);
+/// "0.0561 ns", "3.2 ms".
+std::string formatSeconds(double s);
+/// Three significant digits.
+std::string formatRatio(double v);
+std::string jsonString(const std::string &s);
+/// The number, or null when unbound.
+std::string jsonNumber(const std::optional<Int> &v);
+std::string jsonDouble(double v);
+
+} // namespace ein::report

@@ -1,0 +1,399 @@
+// `einc report --train`: the resource account of a training step — FLOPs by
+// phase beside the 6·N·P rule, memory by kind at its dtype, the peak of live
+// tensors, and the step's ideal time on the device.
+#include "ReportFormat.h"
+#include "ein/Analysis/Training.h"
+#include "ein/Sema/Autodiff.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
+
+namespace ein {
+
+using namespace report;
+
+namespace {
+
+/// One line of the account: a count, its formula, and what it is.
+struct Line {
+  std::string label;
+  Quantity value;
+  std::string note;
+};
+
+struct SavedValue {
+  std::string name;
+  TensorType type; // at the dtype the account holds it in
+  Quantity bytes;
+};
+
+struct Account {
+  const OptimizerSpec *optimizer = nullptr;
+  std::vector<std::string> paramNames;
+  Quantity params, tokens;
+  std::string tokensFrom;
+  std::vector<Line> flops;     // forward, backward (and parts), optimizer
+  Quantity forward, backward, optimizerFlops, total;
+  Quantity rule2, rule4, rule6; // 2·N·P, 4·N·P, 6·N·P
+  std::vector<Line> memory;    // parameters, gradients, states, activations
+  std::vector<SavedValue> saved;
+  std::optional<Int> peak;
+  double forwardSeconds = 0, backwardSeconds = 0, optimizerSeconds = 0;
+  bool timeKnown = true;
+  double peakFlops = 0, bandwidth = 0;
+  DType paramType = DType::F32;
+};
+
+bool isParam(const CheckedFunction &fn, unsigned v) {
+  return std::find(fn.gradWrt.begin(), fn.gradWrt.end(), v) !=
+         fn.gradWrt.end();
+}
+
+std::string valueName(const CheckedFunction &fn, unsigned v) {
+  const std::string &name = fn.values[v].name;
+  return name.empty() ? fmt::format("%{}", v) : name;
+}
+
+Account account(const CheckedFunction &fn, const ReportOptions &options,
+                const TrainOptions &train) {
+  Account a;
+  const Bindings &env = fn.ctx.env;
+  a.optimizer = findOptimizer(train.optimizer);
+  auto elements = [&](unsigned v) {
+    return numElements(fn.ctx.expand(fn.values[v].type.shape));
+  };
+  // The dtype the account holds a value in: --param-dtype for parameters
+  // and their gradients, --act-dtype for the other float values.
+  auto heldType = [&](unsigned v, GradPhase phase, int gradOf) {
+    DType t = fn.values[v].type.dtype;
+    if (!isFloat(t))
+      return t;
+    bool paramLike = isParam(fn, v) || (phase == GradPhase::WeightGrad &&
+                                         gradOf >= 0 && isParam(fn, gradOf));
+    if (paramLike && train.paramDType)
+      return *train.paramDType;
+    if (!paramLike && train.actDType)
+      return *train.actDType;
+    return t;
+  };
+  std::map<unsigned, std::pair<GradPhase, int>> producer;
+  for (const CheckedOp &op : fn.ops)
+    for (unsigned r : op.results)
+      producer[r] = {op.phase, op.gradOf};
+  auto typeHeld = [&](unsigned v) {
+    auto it = producer.find(v);
+    return it == producer.end()
+               ? heldType(v, GradPhase::Forward, -1)
+               : heldType(v, it->second.first, it->second.second);
+  };
+
+  SizeExpr params;
+  for (unsigned p : fn.gradWrt) {
+    params = params + elements(p);
+    a.paramNames.push_back(valueName(fn, p));
+  }
+  a.params = Quantity::of(params, env);
+  a.paramType = fn.gradWrt.empty() ? DType::F32
+                                   : typeHeld(fn.gradWrt.front());
+  // N: --tokens, else the first input that is not a parameter, all its dims
+  // but the last (b s d: b*s tokens of d features).
+  SizeExpr tokens = SizeExpr::constant(1);
+  if (train.tokens) {
+    tokens = *train.tokens;
+    a.tokensFrom = "--tokens";
+  } else {
+    for (unsigned p : fn.params) {
+      if (isParam(fn, p))
+        continue;
+      Shape s = fn.ctx.expand(fn.values[p].type.shape);
+      for (size_t i = 0; i + 1 < s.size(); ++i)
+        if (!s[i].isPack())
+          tokens = tokens * s[i].size;
+      a.tokensFrom = fmt::format("the dims of '{}' but its last (--tokens "
+                                 "to change)",
+                                 valueName(fn, p));
+      break;
+    }
+  }
+  a.tokens = Quantity::of(tokens, env);
+  a.rule2 = Quantity::of(SizeExpr::constant(2) * tokens * params, env);
+  a.rule4 = Quantity::of(SizeExpr::constant(4) * tokens * params, env);
+  a.rule6 = Quantity::of(SizeExpr::constant(6) * tokens * params, env);
+
+  // FLOPs by phase and by kind of work.
+  auto rows = reportOps(fn, options);
+  double bandwidth = bandwidthOf(options);
+  a.bandwidth = bandwidth;
+  SizeExpr fwdParamMatmul, fwdOtherContraction, fwdRest;
+  SizeExpr weightGrad, dataParamMatmul, dataOtherContraction, dataRest;
+  for (const OpReport &r : rows) {
+    const CheckedOp &op = *r.op;
+    bool contraction = op.kind == OpKind::Einsum;
+    bool readsParam = std::any_of(op.operands.begin(), op.operands.end(),
+                                  [&](unsigned v) { return isParam(fn, v); });
+    const SizeExpr &f = r.cost.flops.expr;
+    if (op.phase == GradPhase::Forward) {
+      SizeExpr &bucket = !contraction ? fwdRest
+                         : readsParam ? fwdParamMatmul
+                                      : fwdOtherContraction;
+      bucket = bucket + f;
+    } else if (op.phase == GradPhase::WeightGrad) {
+      weightGrad = weightGrad + f;
+    } else if (contraction && readsParam) {
+      dataParamMatmul = dataParamMatmul + f;
+    } else if (contraction) {
+      dataOtherContraction = dataOtherContraction + f;
+    } else {
+      dataRest = dataRest + f;
+    }
+    auto fv = r.cost.flops.value;
+    auto bv = r.cost.bytes().value;
+    if (!fv || !bv) {
+      a.timeKnown = false;
+      continue;
+    }
+    double t =
+        rooflineSeconds(toDouble(*fv), toDouble(*bv), r.peak, bandwidth);
+    (op.phase == GradPhase::Forward ? a.forwardSeconds : a.backwardSeconds) +=
+        t;
+  }
+  SizeExpr forward = fwdParamMatmul + fwdOtherContraction + fwdRest;
+  SizeExpr backward =
+      weightGrad + dataParamMatmul + dataOtherContraction + dataRest;
+  SizeExpr optimizer =
+      SizeExpr::constant(a.optimizer ? a.optimizer->flopsPerElement : 0) *
+      params;
+  a.forward = Quantity::of(forward, env);
+  a.backward = Quantity::of(backward, env);
+  a.optimizerFlops = Quantity::of(optimizer, env);
+  a.total = Quantity::of(forward + backward + optimizer, env);
+  auto q = [&](const SizeExpr &e) { return Quantity::of(e, env); };
+  a.flops = {
+      {"forward", a.forward, "2·N·P = " + a.rule2.str()},
+      {"  contractions with a parameter", q(fwdParamMatmul),
+       "the 2·N·P of the rule"},
+      {"  other contractions", q(fwdOtherContraction),
+       "between activations (attention's scores and weighted sum: N² terms)"},
+      {"  elementwise, reductions, data movement", q(fwdRest),
+       "not in the rule"},
+      {"backward", a.backward, "4·N·P = " + a.rule4.str()},
+      {"  weight gradients", q(weightGrad), "the rule's first 2·N·P"},
+      {"  data gradients: contractions with a parameter", q(dataParamMatmul),
+       "the rule's second 2·N·P, less the first layer's (its input needs "
+       "no gradient)"},
+      {"  data gradients: other contractions", q(dataOtherContraction),
+       "attention's backward"},
+      {"  data gradients: elementwise, reductions, data movement", q(dataRest),
+       "derivatives of activations, norms, losses"},
+      {fmt::format("optimizer step ({}: {} FLOPs per parameter)",
+                   a.optimizer ? a.optimizer->name : "?",
+                   a.optimizer ? a.optimizer->flopsPerElement : 0),
+       a.optimizerFlops, "not in the rule"},
+      {"step total", a.total, "6·N·P = " + a.rule6.str()},
+  };
+
+  // Memory at the dtypes held.
+  SizeExpr paramBytes, stateBytes;
+  for (unsigned p : fn.gradWrt)
+    paramBytes =
+        paramBytes + elements(p) * SizeExpr::constant(dtypeBytes(typeHeld(p)));
+  unsigned states = a.optimizer ? a.optimizer->states : 0;
+  stateBytes = SizeExpr::constant(states) * paramBytes;
+  SizeExpr activationBytes;
+  std::set<unsigned> scalars; // numbers the backward reads: not activations
+  for (const CheckedOp &op : fn.ops)
+    if (op.kind == OpKind::Constant || op.kind == OpKind::Size)
+      scalars.insert(op.results.begin(), op.results.end());
+  for (unsigned v : savedForBackward(fn)) {
+    if (isParam(fn, v) || scalars.count(v))
+      continue;
+    DType t = typeHeld(v);
+    SizeExpr bytes = elements(v) * SizeExpr::constant(dtypeBytes(t));
+    activationBytes = activationBytes + bytes;
+    a.saved.push_back({valueName(fn, v),
+                       TensorType{fn.values[v].type.shape, t},
+                       Quantity::of(bytes, env)});
+  }
+  a.memory = {
+      {"parameters", q(paramBytes), dtypeName(a.paramType)},
+      {"gradients", q(paramBytes), dtypeName(a.paramType)},
+      {fmt::format("optimizer states ({} per parameter)", states),
+       q(stateBytes), dtypeName(a.paramType)},
+      {"activations saved for the backward", q(activationBytes),
+       train.actDType ? dtypeName(*train.actDType) : "as declared"},
+  };
+  // The peak over the step: the walk of live tensors in run order, with
+  // the optimizer states held throughout.
+  auto view = [&](size_t i) {
+    for (const OpReport &r : rows)
+      if (r.op == &fn.ops[i])
+        return r.cost.view;
+    return false;
+  };
+  auto bytesOf = [&](unsigned v) -> std::optional<Int> {
+    auto n = elements(v).evaluate(env);
+    if (!n)
+      return std::nullopt;
+    return *n * Int(dtypeBytes(typeHeld(v)));
+  };
+  a.peak = peakLiveBytes(fn, view, bytesOf);
+  if (a.peak) {
+    if (auto s = stateBytes.evaluate(env))
+      *a.peak += *s;
+    else
+      a.peak.reset();
+  }
+  // The optimizer's time: its FLOPs, and it reads w, g and the states and
+  // writes w and the states.
+  a.peakFlops = options.peakOverride > 0
+                    ? options.peakOverride
+                    : (options.device ? options.device->peakFor(a.paramType)
+                                      : 0);
+  auto of = a.optimizerFlops.value;
+  auto ob = (SizeExpr::constant(3 + 2 * states) * paramBytes).evaluate(env);
+  if (of && ob)
+    a.optimizerSeconds =
+        rooflineSeconds(toDouble(*of), toDouble(*ob), a.peakFlops, bandwidth);
+  else
+    a.timeKnown = false;
+  return a;
+}
+
+std::string gib(const std::optional<Int> &bytes) {
+  if (!bytes)
+    return "-";
+  return fmt::format("{:.4g} GiB", toDouble(*bytes) / (1024.0 * 1024 * 1024));
+}
+
+} // namespace
+
+std::string trainReportTable(const CheckedModule &module,
+                             const CheckedFunction &fn,
+                             const ReportOptions &options,
+                             const TrainOptions &train) {
+  Account a = account(fn, options, train);
+  std::string os;
+  auto out = std::back_inserter(os);
+  fmt::format_to(out, "\ntraining step of {} ({}:{})\n", fn.name, module.path,
+                 fn.loc.line);
+  fmt::format_to(out, "  parameters: {} (P = {}, {})\n",
+                 fmt::join(a.paramNames, ", "), a.params.str(),
+                 a.params.expr.str());
+  fmt::format_to(out, "  tokens: N = {} ({}), from {}\n", a.tokens.str(),
+                 a.tokens.expr.str(), a.tokensFrom);
+  if (a.optimizer)
+    fmt::format_to(out, "  optimizer: {}: {}\n", a.optimizer->name,
+                   a.optimizer->update);
+  size_t labelW = 0;
+  for (auto &l : a.flops)
+    labelW = std::max(labelW, l.label.size());
+  fmt::format_to(out, "  {:<{}}  {:<16}  {}\n", "FLOPs", labelW, "count",
+                 "formula; the rule of thumb");
+  for (auto &l : a.flops)
+    fmt::format_to(out, "  {:<{}}  {:<16}  {}; {}\n", l.label, labelW,
+                   l.value.str().size() > 16 ? "-" : l.value.str(),
+                   l.value.expr.str(), l.note);
+  auto ratio = [](const Quantity &exact, const Quantity &rule) {
+    if (!exact.value || !rule.value || *rule.value == 0)
+      return std::string("-");
+    return formatRatio(toDouble(*exact.value) / toDouble(*rule.value));
+  };
+  fmt::format_to(out,
+                 "  exact / rule: forward {}, backward {}, step {} (the "
+                 "lines above say where they differ)\n",
+                 ratio(a.forward, a.rule2), ratio(a.backward, a.rule4),
+                 ratio(a.total, a.rule6));
+  fmt::format_to(out, "  {:<{}}  {:<16}  {}\n", "memory", labelW, "bytes",
+                 "dtype; formula");
+  for (auto &l : a.memory)
+    fmt::format_to(out, "  {:<{}}  {:<16}  {} ({}); {}\n", l.label, labelW,
+                   l.value.str().size() > 16 ? "-" : l.value.str(),
+                   l.note, gib(l.value.value), l.value.expr.str());
+  fmt::format_to(out, "  {:<{}}  {:<16}  {}\n",
+                 "peak of live tensors over the step", labelW,
+                 a.peak ? toString(*a.peak) : "-",
+                 a.peak ? gib(a.peak) + " (liveness in run order, optimizer "
+                                        "states included)"
+                        : std::string("bind every size to compute it"));
+  for (auto &s : a.saved)
+    fmt::format_to(out, "    saved: {} {}[\"{}\"] {} bytes\n", s.name,
+                   dtypeName(s.type.dtype), shapeStr(s.type.shape),
+                   s.bytes.str());
+  if (options.device || options.peakOverride > 0) {
+    if (a.timeKnown) {
+      double step = a.forwardSeconds + a.backwardSeconds + a.optimizerSeconds;
+      fmt::format_to(out,
+                     "  ideal time (roofline{}): forward {}, backward {}, "
+                     "optimizer {}, step {}\n",
+                     options.device ? ", " + options.device->name : "",
+                     formatSeconds(a.forwardSeconds),
+                     formatSeconds(a.backwardSeconds),
+                     formatSeconds(a.optimizerSeconds), formatSeconds(step));
+      if (a.rule6.value && step > 0 && a.peakFlops > 0)
+        fmt::format_to(out,
+                       "  MFU bound: 6·N·P / ideal step time / peak {} = {} "
+                       "(a measured step: einc run --time)\n",
+                       dtypeName(a.paramType),
+                       formatRatio(toDouble(*a.rule6.value) / step /
+                                   a.peakFlops));
+    } else {
+      os += "  ideal time: bind every size to compute it\n";
+    }
+  }
+  return os;
+}
+
+std::string trainReportJSON(const CheckedModule &module,
+                            const CheckedFunction &fn,
+                            const ReportOptions &options,
+                            const TrainOptions &train) {
+  Account a = account(fn, options, train);
+  auto quantity = [](const Quantity &v) {
+    return fmt::format("{{\"value\":{},\"formula\":{}}}", jsonNumber(v.value),
+                       jsonString(v.expr.str()));
+  };
+  auto lines = [&](const std::vector<Line> &ls) {
+    std::vector<std::string> items;
+    for (auto &l : ls)
+      items.push_back(fmt::format("{{\"what\":{},\"count\":{},\"note\":{}}}",
+                                  jsonString(l.label), quantity(l.value),
+                                  jsonString(l.note)));
+    return fmt::format("[{}]", fmt::join(items, ","));
+  };
+  std::vector<std::string> names, saved;
+  for (auto &n : a.paramNames)
+    names.push_back(jsonString(n));
+  for (auto &s : a.saved)
+    saved.push_back(fmt::format(
+        "{{\"name\":{},\"dtype\":\"{}\",\"shape\":{},\"bytes\":{}}}",
+        jsonString(s.name), dtypeName(s.type.dtype),
+        jsonString(shapeStr(s.type.shape)), quantity(s.bytes)));
+  std::vector<std::string> sizes;
+  for (auto &[name, v] : fn.ctx.env)
+    sizes.push_back(fmt::format("{}:{}", jsonString(name), toString(v)));
+  return fmt::format(
+      "{{\"function\":{},\"file\":{},\"sizes\":{{{}}},\"parameters\":[{}],"
+      "\"P\":{},\"N\":{},\"optimizer\":{{\"name\":{},\"states\":{},"
+      "\"flops_per_parameter\":{}}},\"forward\":{},\"backward\":{},"
+      "\"optimizer_flops\":{},\"total\":{},\"rule_2NP\":{},\"rule_4NP\":{},"
+      "\"rule_6NP\":{},\"flops\":{},\"memory\":{},\"saved\":[{}],"
+      "\"peak_bytes\":{},\"device\":{},\"peak_flops\":{},\"bandwidth\":{},"
+      "\"seconds\":{{\"forward\":{},\"backward\":{},\"optimizer\":{}}}}}",
+      jsonString(fn.name), jsonString(module.path), fmt::join(sizes, ","),
+      fmt::join(names, ","), quantity(a.params), quantity(a.tokens),
+      jsonString(a.optimizer ? a.optimizer->name : ""),
+      a.optimizer ? a.optimizer->states : 0,
+      a.optimizer ? a.optimizer->flopsPerElement : 0, quantity(a.forward),
+      quantity(a.backward), quantity(a.optimizerFlops), quantity(a.total),
+      quantity(a.rule2), quantity(a.rule4), quantity(a.rule6), lines(a.flops),
+      lines(a.memory), fmt::join(saved, ","), jsonNumber(a.peak),
+      options.device ? jsonString(options.device->name) : "null",
+      jsonDouble(a.peakFlops), jsonDouble(a.bandwidth),
+      a.timeKnown ? jsonDouble(a.forwardSeconds) : "null",
+      a.timeKnown ? jsonDouble(a.backwardSeconds) : "null",
+      a.timeKnown ? jsonDouble(a.optimizerSeconds) : "null");
+}
+
+} // namespace ein
