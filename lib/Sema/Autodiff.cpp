@@ -295,7 +295,7 @@ bool Differentiator::accumulate(unsigned value, unsigned g) {
 
 /// The text of one side of a pattern, each axis through `name`.
 template <typename Name>
-std::string sideText(const Groups &groups, Name name) {
+std::string sideText(const Groups &groups, Name &name) {
   std::vector<std::string> dims;
   for (const auto &group : groups) {
     if (group.empty()) {
