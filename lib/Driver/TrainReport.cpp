@@ -331,12 +331,15 @@ std::string trainReportTable(const CheckedModule &module,
                      formatSeconds(a.forwardSeconds),
                      formatSeconds(a.backwardSeconds),
                      formatSeconds(a.optimizerSeconds), formatSeconds(step));
-      if (a.rule6.value && step > 0 && a.peakFlops > 0)
+      // The bound a measured step's MFU (einc run --time) can reach: the
+      // exact FLOPs at the ideal time (6·N·P may overcount, and would give
+      // more than 1).
+      if (a.total.value && step > 0 && a.peakFlops > 0)
         fmt::format_to(out,
-                       "  MFU bound: 6·N·P / ideal step time / peak {} = {} "
-                       "(a measured step: einc run --time)\n",
+                       "  MFU bound: exact step FLOPs / ideal step time / "
+                       "peak {} = {} (a measured step: einc run --time)\n",
                        dtypeName(a.paramType),
-                       formatRatio(toDouble(*a.rule6.value) / step /
+                       formatRatio(toDouble(*a.total.value) / step /
                                    a.peakFlops));
     } else {
       os += "  ideal time: bind every size to compute it\n";
