@@ -1,0 +1,242 @@
+// grad(): the backward ops the checker appends (lib/Sema/Autodiff.cpp), their
+// phases, the saved activations, the refusals; the optimizer table and the
+// liveness peak of a training step (lib/Analysis/Training.cpp).
+#include "ein/Analysis/Training.h"
+#include "ein/Sema/Autodiff.h"
+#include "ein/Sema/Checker.h"
+#include "ein/Syntax/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+
+using namespace ein;
+
+namespace {
+
+struct Checked {
+  SourceFile file;
+  std::unique_ptr<DiagnosticEngine> diags;
+  Module module;
+  CheckedModule result;
+
+  std::string firstError() const {
+    for (auto &d : diags->diagnostics())
+      if (d.severity == Severity::Error)
+        return std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) +
+               ": " + d.message;
+    return "";
+  }
+};
+
+std::unique_ptr<Checked> check(const std::string &source) {
+  auto c = std::make_unique<Checked>();
+  c->file = SourceFile{"t.ein", source};
+  c->diags = std::make_unique<DiagnosticEngine>(c->file);
+  c->module = parseModule(c->file, *c->diags);
+  if (!c->diags->hadError())
+    c->result = checkModule(c->module, CheckOptions{}, *c->diags);
+  return c;
+}
+
+const char *kMLP = R"ein(
+def loss(x: f32["b d"], w1: f32["d h"], w2: f32["h k"], y: f32["b k"]) -> f32[""]:
+    a = relu(einsum(x, w1, "b d, d h -> b h"))
+    p = einsum(a, w2, "b h, h k -> b k")
+    return reduce((p - y) ** 2, "b k ->", "mean")
+
+def step(x: f32["b d"], w1: f32["d h"], w2: f32["h k"], y: f32["b k"]) -> (f32[""], f32["d h"], f32["h k"]):
+    l = loss(x, w1, w2, y)
+    dw1, dw2 = grad(l, wrt=[w1, w2])
+    return l, dw1, dw2
+)ein";
+
+unsigned paramNamed(const CheckedFunction &fn, const std::string &name) {
+  for (unsigned p : fn.params)
+    if (fn.values[p].name == name)
+      return p;
+  ADD_FAILURE() << "no parameter " << name;
+  return 0;
+}
+
+TEST(Autodiff, EinsumGradientsAreEinsumsByPhase) {
+  auto c = check(kMLP);
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = *c->result.find("step");
+  unsigned x = paramNamed(fn, "x"), w1 = paramNamed(fn, "w1"),
+           w2 = paramNamed(fn, "w2");
+  std::vector<std::string> einsums;
+  for (const CheckedOp &op : fn.ops)
+    if (op.kind == OpKind::Einsum && op.phase != GradPhase::Forward)
+      einsums.push_back(std::string(gradPhaseName(op.phase)) + " " +
+                        op.pattern);
+  // dw2 = a^T dp (weight), da = dp w2^T (data), dw1 = x^T da (weight); x is
+  // not differentiated for, so no einsum computes its gradient.
+  EXPECT_EQ(einsums, (std::vector<std::string>{
+                         "data-grad b k, h k -> b h",
+                         "weight-grad b k, b h -> h k",
+                         "weight-grad b h, b d -> d h"}));
+  for (const CheckedOp &op : fn.ops)
+    EXPECT_NE(op.gradOf, static_cast<int>(x));
+  EXPECT_EQ(fn.gradWrt, (std::vector<unsigned>{w1, w2}));
+  // The gradients have their parameters' types.
+  EXPECT_EQ(shapeStr(fn.values[fn.returns[1]].type.shape), "d h");
+  EXPECT_EQ(shapeStr(fn.values[fn.returns[2]].type.shape), "h k");
+  // Backward ops stand where the forward op they differentiate is, in the
+  // callee, called from line 8.
+  for (const CheckedOp &op : fn.ops)
+    if (op.phase != GradPhase::Forward && op.kind == OpKind::Einsum) {
+      EXPECT_GE(op.loc.line, 3u);
+      EXPECT_LE(op.loc.line, 4u);
+      EXPECT_EQ(op.callSite, 0);
+    }
+}
+
+TEST(Autodiff, SavedActivationsAreTheForwardValuesTheBackwardReads) {
+  auto c = check(kMLP);
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = *c->result.find("step");
+  std::vector<unsigned> saved = savedForBackward(fn);
+  auto has = [&](unsigned v) {
+    return std::find(saved.begin(), saved.end(), v) != saved.end();
+  };
+  EXPECT_TRUE(has(paramNamed(fn, "x")));  // dw1 = x^T da
+  EXPECT_TRUE(has(paramNamed(fn, "w2"))); // da = dp w2^T
+  EXPECT_FALSE(has(paramNamed(fn, "y"))); // d(p - y)/dp needs no y
+  EXPECT_FALSE(has(paramNamed(fn, "w1")));
+}
+
+TEST(Autodiff, UnreachedWrtGetsZeros) {
+  auto c = check(R"ein(
+def f(x: f32["n"], w: f32["n"], v: f32["m"]) -> (f32["n"], f32["m"]):
+    l = reduce(x * w, "n ->", "sum")
+    dw, dv = grad(l, wrt=[w, v])
+    return dw, dv
+)ein");
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = c->result.functions[0];
+  const CheckedOp *producer = nullptr;
+  for (const CheckedOp &op : fn.ops)
+    for (unsigned r : op.results)
+      if (r == fn.returns[1])
+        producer = &op;
+  ASSERT_NE(producer, nullptr);
+  EXPECT_EQ(producer->kind, OpKind::Repeat); // a 0 spread over "m"
+  EXPECT_EQ(shapeStr(fn.values[fn.returns[1]].type.shape), "m");
+}
+
+TEST(Autodiff, BroadcastOperandGradientIsSummed) {
+  auto c = check(R"ein(
+def f(x: f32["b n"], bias: f32["n"]) -> f32["n"]:
+    l = reduce(x + bias, "b n ->", "sum")
+    return grad(l, wrt=bias)
+)ein");
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = c->result.functions[0];
+  bool summed = false;
+  for (const CheckedOp &op : fn.ops)
+    summed |= op.kind == OpKind::Reduce && op.phase == GradPhase::WeightGrad;
+  EXPECT_TRUE(summed);
+}
+
+struct Refusal {
+  const char *source;
+  const char *error;
+};
+
+class AutodiffRefusal : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(AutodiffRefusal, SaysWhyAtTheOp) {
+  auto c = check(GetParam().source);
+  EXPECT_EQ(c->firstError(), GetParam().error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Autodiff, AutodiffRefusal,
+    ::testing::Values(
+        Refusal{R"ein(
+def f(x: f32["n"]) -> f32["n"]:
+    return grad(x, wrt=[x])
+)ein",
+                "3:17: grad needs a scalar loss (rank 0), got shape \"n\"; "
+                "reduce it first, e.g. reduce(x, \"n ->\", \"mean\")"},
+        Refusal{R"ein(
+def f(x: f32["n"]) -> f32["n"]:
+    l = reduce(x, "n ->", "prod")
+    return grad(l, wrt=[x])
+)ein",
+                "3:9: cannot differentiate: grad of reduce \"prod\" is not "
+                "supported (its gradient divides by the inputs, which may be "
+                "0); write it as exp(reduce(log(x), ..., \"sum\")) for "
+                "positive inputs"},
+        Refusal{R"ein(
+def f(t: f32["v d"], ids: i64["n"]) -> f32["v d"]:
+    l = reduce(take(t, ids, "v"), "n d ->", "sum")
+    return grad(l, wrt=[t])
+)ein",
+                "3:16: cannot differentiate: grad of take (its gradient is a "
+                "scatter-add into the table) is not supported yet; the ids "
+                "themselves have no gradient"},
+        Refusal{R"ein(
+def f(x: f32["n"]) -> (f32["n"], f32["n"]):
+    l = reduce(x, "n ->", "sum")
+    return grad(l, wrt=[x, x])
+)ein",
+                "4:28: 'x' is named twice in wrt="},
+        Refusal{R"ein(
+def f(x: f32["n"], k: i64["n"]) -> f32["n"]:
+    l = reduce(x * astype(k, f32), "n ->", "sum")
+    return grad(l, wrt=[k])
+)ein",
+                "4:25: 'k' is i64: only float tensors have gradients"},
+        Refusal{R"ein(
+def f(x: f32["n"]) -> f32["n"]:
+    l = reduce(x, "n ->", "sum")
+    return grad(l, by=[x])
+)ein",
+                "4:20: grad takes no keyword argument 'by'; grad expects "
+                "(loss, wrt=[w1, w2]): the gradient of a scalar loss with "
+                "respect to tensors of this function"}));
+
+TEST(Training, OptimizerTableMatchesTorchOptimUpdates) {
+  // States per parameter as torch.optim keeps them; FLOPs per element as
+  // docs/autodiff.md derives them.
+  struct Row {
+    const char *name;
+    unsigned states, flops;
+  };
+  for (Row row : {Row{"sgd", 0, 2}, Row{"momentum", 1, 4},
+                  Row{"adagrad", 1, 7}, Row{"rmsprop", 1, 9},
+                  Row{"adam", 2, 14}, Row{"adamw", 2, 16}}) {
+    const OptimizerSpec *spec = findOptimizer(row.name);
+    ASSERT_NE(spec, nullptr) << row.name;
+    EXPECT_EQ(spec->states, row.states) << row.name;
+    EXPECT_EQ(spec->flopsPerElement, row.flops) << row.name;
+  }
+  EXPECT_EQ(findOptimizer("lion"), nullptr);
+}
+
+TEST(Training, PeakLiveBytesFreesAfterLastUse) {
+  // a = x + 1 (4 elements), b = a * 2, c = b - 1: each temporary dies after
+  // its reader, so at most the input, two temporaries and the constants
+  // are live at once.
+  auto c = check(R"ein(
+def f(x: f32["4"]) -> f32["4"]:
+    a = x + 1.0
+    b = a * 2.0
+    return b - 1.0
+)ein");
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = c->result.functions[0];
+  auto bytes = [&](unsigned v) -> std::optional<Int> {
+    auto n = numElements(fn.values[v].type.shape).constantValue();
+    return n ? std::optional<Int>(*n * 4) : std::nullopt;
+  };
+  auto noViews = [](size_t) { return false; };
+  // x 16; constant 1.0 (4) and a (16) -> 36; a's constant is freed, then
+  // 2.0 (4) and b (16) while a is live -> 16 + 16 + 4 + 16 = 52.
+  EXPECT_EQ(peakLiveBytes(fn, noViews, bytes), Int(52));
+}
+
+} // namespace
