@@ -196,8 +196,8 @@ def f(x: f32["n"]) -> f32["n"]:
     return grad(l, by=[x])
 )ein",
                 "4:20: grad takes no keyword argument 'by'; grad expects "
-                "(loss, wrt=[w1, w2]): the gradient of a scalar loss with "
-                "respect to tensors of this function"}));
+                "(loss, wrt=[w1, w2], recompute=False): the gradient of a "
+                "scalar loss with respect to tensors of this function"}));
 
 TEST(Training, OptimizerTableMatchesTorchOptimUpdates) {
   // States per parameter as torch.optim keeps them; FLOPs per element as

@@ -385,6 +385,8 @@ std::string opLabel(const CheckedOp &op) {
     return fmt::format("dgrad {}", name);
   case GradPhase::WeightGrad:
     return fmt::format("wgrad {}", name);
+  case GradPhase::Recompute:
+    return fmt::format("recompute {}", name);
   }
   return name;
 }

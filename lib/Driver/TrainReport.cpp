@@ -35,10 +35,11 @@ struct Account {
   Quantity params, tokens;
   std::string tokensFrom;
   std::vector<Line> flops;     // forward, backward (and parts), optimizer
-  Quantity forward, backward, optimizerFlops, total;
+  Quantity forward, backward, recompute, optimizerFlops, total;
   Quantity rule2, rule4, rule6; // 2·N·P, 4·N·P, 6·N·P
   std::vector<Line> memory;    // parameters, gradients, states, activations
   std::vector<SavedValue> saved;
+  Quantity activations;
   std::optional<Int> peak;
   double forwardSeconds = 0, backwardSeconds = 0, optimizerSeconds = 0;
   bool timeKnown = true;
@@ -127,7 +128,8 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   double bandwidth = bandwidthOf(options);
   a.bandwidth = bandwidth;
   SizeExpr fwdParamMatmul, fwdOtherContraction, fwdRest;
-  SizeExpr weightGrad, dataParamMatmul, dataOtherContraction, dataRest;
+  SizeExpr weightGrad, dataParamMatmul, dataOtherContraction, dataRest,
+      recompute;
   for (const OpReport &r : rows) {
     const CheckedOp &op = *r.op;
     bool contraction = op.kind == OpKind::Einsum;
@@ -141,6 +143,8 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       bucket = bucket + f;
     } else if (op.phase == GradPhase::WeightGrad) {
       weightGrad = weightGrad + f;
+    } else if (op.phase == GradPhase::Recompute) {
+      recompute = recompute + f;
     } else if (contraction && readsParam) {
       dataParamMatmul = dataParamMatmul + f;
     } else if (contraction) {
@@ -168,7 +172,8 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   a.forward = Quantity::of(forward, env);
   a.backward = Quantity::of(backward, env);
   a.optimizerFlops = Quantity::of(optimizer, env);
-  a.total = Quantity::of(forward + backward + optimizer, env);
+  a.recompute = Quantity::of(recompute, env);
+  a.total = Quantity::of(forward + backward + recompute + optimizer, env);
   auto q = [&](const SizeExpr &e) { return Quantity::of(e, env); };
   a.flops = {
       {"forward", a.forward, "2·N·P = " + a.rule2.str()},
@@ -187,6 +192,9 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
        "attention's backward"},
       {"  data gradients: elementwise, reductions, data movement", q(dataRest),
        "derivatives of activations, norms, losses"},
+      {"recomputation", a.recompute,
+       "forward values computed again instead of saved (grad(..., "
+       "recompute=True))"},
       {fmt::format("optimizer step ({}: {} FLOPs per parameter)",
                    a.optimizer ? a.optimizer->name : "?",
                    a.optimizer ? a.optimizer->flopsPerElement : 0),
@@ -216,6 +224,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
                        TensorType{fn.values[v].type.shape, t},
                        Quantity::of(bytes, env)});
   }
+  a.activations = q(activationBytes);
   a.memory = {
       {"parameters", q(paramBytes), dtypeName(a.paramType)},
       {"gradients", q(paramBytes), dtypeName(a.paramType)},
@@ -321,6 +330,25 @@ std::string trainReportTable(const CheckedModule &module,
     fmt::format_to(out, "    saved: {} {}[\"{}\"] {} bytes\n", s.name,
                    dtypeName(s.type.dtype), shapeStr(s.type.shape),
                    s.bytes.str());
+  // The memory/FLOP trade of recomputation, reported both ways.
+  bool recomputes = std::any_of(fn.ops.begin(), fn.ops.end(), [](auto &op) {
+    return op.phase == GradPhase::Recompute;
+  });
+  if (!recomputes) {
+    CheckedFunction again = fn;
+    size_t count = recomputeCheapValues(again);
+    Account b = account(again, options, train);
+    if (count == 0)
+      os += "  recompute=True: no saved value is cheap to recompute (an "
+            "elementwise op of values saved anyway)\n";
+    else
+      fmt::format_to(out,
+                     "  recompute=True would recompute {} value(s): saved "
+                     "activations {} -> {} bytes, peak {} -> {}, FLOPs +{}\n",
+                     count, a.activations.str(), b.activations.str(),
+                     a.peak ? toString(*a.peak) : "-",
+                     b.peak ? toString(*b.peak) : "-", b.recompute.str());
+  }
   if (options.device || options.peakOverride > 0) {
     if (a.timeKnown) {
       double step = a.forwardSeconds + a.backwardSeconds + a.optimizerSeconds;

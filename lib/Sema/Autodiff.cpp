@@ -861,3 +861,81 @@ std::vector<unsigned> savedForBackward(const CheckedFunction &fn) {
 }
 
 } // namespace ein
+
+namespace ein {
+
+size_t recomputeCheapValues(CheckedFunction &fn) {
+  auto isBackward = [](const CheckedOp &op) {
+    return op.phase != GradPhase::Forward;
+  };
+  std::vector<unsigned> savedList = savedForBackward(fn);
+  std::set<unsigned> saved(savedList.begin(), savedList.end());
+  std::set<unsigned> inputs(fn.params.begin(), fn.params.end());
+  std::map<unsigned, size_t> producer;
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    for (unsigned r : fn.ops[i].results)
+      producer[r] = i;
+  auto isScalar = [&](unsigned v) {
+    auto it = producer.find(v);
+    return it != producer.end() &&
+           (fn.ops[it->second].kind == OpKind::Constant ||
+            fn.ops[it->second].kind == OpKind::Size);
+  };
+  // The candidates, in forward order: an elementwise op whose operands the
+  // backward holds anyway (saved, inputs, numbers), or recomputes.
+  std::map<unsigned, unsigned> copyOf; // forward value -> its recomputation
+  std::vector<std::pair<size_t, CheckedOp>> inserts; // before op index
+  for (unsigned v : savedList) {
+    auto it = producer.find(v);
+    if (it == producer.end())
+      continue;
+    const CheckedOp &op = fn.ops[it->second];
+    if (op.kind != OpKind::Elementwise || isBackward(op))
+      continue;
+    bool cheap = std::all_of(
+        op.operands.begin(), op.operands.end(), [&](unsigned x) {
+          return saved.count(x) || inputs.count(x) || isScalar(x);
+        });
+    if (!cheap)
+      continue;
+    // Before the first backward op reading it.
+    size_t first = fn.ops.size();
+    for (size_t i = 0; i < fn.ops.size() && first == fn.ops.size(); ++i)
+      if (isBackward(fn.ops[i]) &&
+          std::count(fn.ops[i].operands.begin(), fn.ops[i].operands.end(), v))
+        first = i;
+    CheckedOp again = op;
+    again.phase = GradPhase::Recompute;
+    again.gradOf = static_cast<int>(v);
+    for (unsigned &x : again.operands)
+      if (auto c = copyOf.find(x); c != copyOf.end())
+        x = c->second;
+    fn.values.push_back(fn.values[v]);
+    unsigned copy = static_cast<unsigned>(fn.values.size() - 1);
+    again.results = {copy};
+    copyOf[v] = copy;
+    inserts.push_back({first, std::move(again)});
+  }
+  for (CheckedOp &op : fn.ops)
+    if (isBackward(op))
+      for (unsigned &x : op.operands)
+        if (auto c = copyOf.find(x); c != copyOf.end())
+          x = c->second;
+  // A recomputation read by another one must come before that one's place
+  // too (the readers come later in forward order: walk back).
+  for (size_t k = inserts.size(); k-- > 0;)
+    for (size_t j = k + 1; j < inserts.size(); ++j)
+      if (std::count(inserts[j].second.operands.begin(),
+                     inserts[j].second.operands.end(),
+                     inserts[k].second.results[0]))
+        inserts[k].first = std::min(inserts[k].first, inserts[j].first);
+  // Insert each before its first reader, in forward order among equals.
+  std::stable_sort(inserts.begin(), inserts.end(),
+                   [](auto &a, auto &b) { return a.first < b.first; });
+  for (size_t k = inserts.size(); k-- > 0;)
+    fn.ops.insert(fn.ops.begin() + inserts[k].first,
+                  std::move(inserts[k].second));
+  return copyOf.size();
+}
+
+} // namespace ein

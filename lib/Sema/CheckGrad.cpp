@@ -8,18 +8,32 @@
 namespace ein::sema {
 
 std::optional<Operand> FunctionChecker::grad(const Expr &e) {
-  const char *usage = "grad expects (loss, wrt=[w1, w2]): the gradient of a "
-                      "scalar loss with respect to tensors of this function";
-  if (e.args.size() != 1 || e.keywords.size() != 1 ||
-      e.keywords[0].name != "wrt") {
-    for (auto &k : e.keywords)
-      if (k.name != "wrt") {
-        diags.error(k.loc,
-                    fmt::format("grad takes no keyword argument '{}'; {}",
-                                k.name, usage),
-                    static_cast<unsigned>(k.name.size()));
+  const char *usage = "grad expects (loss, wrt=[w1, w2], recompute=False): "
+                      "the gradient of a scalar loss with respect to tensors "
+                      "of this function";
+  const Expr *wrtArg = nullptr;
+  bool recompute = false;
+  for (auto &k : e.keywords) {
+    if (k.name == "wrt") {
+      wrtArg = k.value.get();
+      continue;
+    }
+    if (k.name == "recompute") {
+      const Expr &v = *k.value;
+      if (v.kind != Expr::Kind::Name || (v.text != "True" && v.text != "False")) {
+        diags.error(v.loc, "recompute= is True or False", v.length);
         return std::nullopt;
       }
+      recompute = v.text == "True";
+      continue;
+    }
+    diags.error(k.loc,
+                fmt::format("grad takes no keyword argument '{}'; {}", k.name,
+                            usage),
+                static_cast<unsigned>(k.name.size()));
+    return std::nullopt;
+  }
+  if (e.args.size() != 1 || !wrtArg) {
     diags.error(e.loc, usage, e.length);
     return std::nullopt;
   }
@@ -46,7 +60,7 @@ std::optional<Operand> FunctionChecker::grad(const Expr &e) {
                 lossExpr.length);
     return std::nullopt;
   }
-  const Expr &wrtExpr = *e.keywords[0].value;
+  const Expr &wrtExpr = *wrtArg;
   bool single = wrtExpr.kind != Expr::Kind::List;
   std::vector<const Expr *> items;
   if (single)
@@ -92,6 +106,8 @@ std::optional<Operand> FunctionChecker::grad(const Expr &e) {
     diags.note(e.loc, "in the gradient asked for here", e.length);
     return std::nullopt;
   }
+  if (recompute)
+    recomputeCheapValues(out);
   for (unsigned w : wrt)
     if (std::find(out.gradWrt.begin(), out.gradWrt.end(), w) ==
         out.gradWrt.end())

@@ -41,6 +41,8 @@ const char *gradPhaseName(GradPhase phase) {
     return "data-grad";
   case GradPhase::WeightGrad:
     return "weight-grad";
+  case GradPhase::Recompute:
+    return "recompute";
   }
   return "forward";
 }

@@ -33,6 +33,14 @@ struct GradientResult {
 GradientResult appendGradient(CheckedFunction &fn, unsigned loss,
                               const std::vector<unsigned> &wrt, SourceLoc at);
 
+/// Recomputes in the backward, instead of saving, each saved value made by
+/// an elementwise op from values that are saved anyway (or are inputs):
+/// the op is repeated (GradPhase::Recompute) before the first backward op
+/// that reads it, which then reads the copy, so the forward value dies at
+/// its last forward use. Memory falls, FLOPs rise by the repeated ops.
+/// Returns how many values are recomputed.
+size_t recomputeCheapValues(CheckedFunction &fn);
+
 /// The forward values the backward ops of `fn` read (its saved
 /// activations, parameters included), in value order.
 std::vector<unsigned> savedForBackward(const CheckedFunction &fn);

@@ -36,9 +36,10 @@ const char *opName(OpKind kind, ElementwiseFn fn);
 /// Where an op belongs in a training step (grad(), Sema/Autodiff.h): the
 /// forward pass, or the backward pass, computing the gradient of a value
 /// that is not differentiated for (a data gradient: an activation's) or of
-/// one that is (a weight gradient: a `wrt` value's).
-enum class GradPhase { Forward, DataGrad, WeightGrad };
-/// "forward", "data-grad", "weight-grad".
+/// one that is (a weight gradient: a `wrt` value's), or a forward value
+/// computed again for the backward instead of being saved (recompute).
+enum class GradPhase { Forward, DataGrad, WeightGrad, Recompute };
+/// "forward", "data-grad", "weight-grad", "recompute".
 const char *gradPhaseName(GradPhase phase);
 
 /// A value: a tensor, or the packed shapes returned by `pack` (`ps`).
