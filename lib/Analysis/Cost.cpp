@@ -186,6 +186,17 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
   case OpKind::Take: // reads the ids and only the rows gathered, not the table
     read = bytesOf(in.inputs[1]) + written;
     break;
+  case OpKind::ScatterAdd: {
+    // One add per update. Bytes: the ids and the updates read (the default),
+    // plus a read-modify-write of the element each update lands on (an
+    // update's size again, read and written: repeated ids are not merged);
+    // the zero fill of the whole result written once.
+    SizeExpr updates = bytesOf(in.inputs[1]);
+    flops = numElements(in.inputs[1].shape);
+    read = read + updates;
+    written = written + updates;
+    break;
+  }
   case OpKind::Slice:
     // A slice along the leading dim is a contiguous range of the input: a
     // view. Otherwise the model counts a copy of the selected elements:

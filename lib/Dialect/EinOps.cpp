@@ -433,6 +433,36 @@ LogicalResult TakeOp::verify() {
                      table.getElementType());
 }
 
+LogicalResult ScatterAddOp::verify() {
+  EinTensorType result = tensorType(getResult()), ids = tensorType(getIds()),
+                updates = tensorType(getUpdates());
+  Shape resultShape = result.getShape(), idsShape = ids.getShape();
+  // I64Attr reads back as uint64_t: a negative axis is its two's complement.
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= static_cast<int64_t>(resultShape.size()))
+    return emitOpError() << "axis " << axis
+                         << " is not an axis of the result \""
+                         << result.getShapeText() << "\"";
+  if (resultShape[axis].isPack())
+    return emitOpError() << "axis " << axis << " must be a size, not a pack";
+  std::optional<DType> idType = toDType(ids.getElementType());
+  if (!idType || (*idType != DType::I64 && *idType != DType::I32))
+    return emitOpError() << "ids must be i32 or i64, not "
+                         << ids.getElementType();
+  std::optional<DType> dtype = toDType(result.getElementType());
+  if (!dtype || *dtype == DType::Bool)
+    return emitOpError() << "adds numbers, not " << result.getElementType();
+  // The updates have take's result shape: the result's axis replaced, in
+  // place, by the ids' dims.
+  Shape inferred(resultShape.begin(), resultShape.begin() + axis);
+  inferred.insert(inferred.end(), idsShape.begin(), idsShape.end());
+  inferred.insert(inferred.end(), resultShape.begin() + axis + 1,
+                  resultShape.end());
+  InferContext ctx = getInferContext(*this);
+  return checkResult(*this, ctx, updates, inferred, result.getElementType(),
+                     "updates");
+}
+
 int64_t SliceOp::getDimIndex() {
   // I64Attr reads back as uint64_t: the axis is its two's complement.
   int64_t rank = tensorType(getInput()).getShape().size();

@@ -312,6 +312,8 @@ std::string cudaLowering(const OpReport &r, const CheckedFunction &fn) {
     return "views";
   case OpKind::Slice:
     return "view (ein_slice)";
+  case OpKind::ScatterAdd:
+    return "ein_scatter_add (atomicAdd)";
   case OpKind::Einsum: {
     size_t n = op.operands.size();
     if (n == 2 && op.einsum)

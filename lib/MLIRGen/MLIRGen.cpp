@@ -170,6 +170,10 @@ private:
       built = builder.create<TakeOp>(l, result, operands[0], operands[1],
                                      builder.getI64IntegerAttr(op.axis));
       break;
+    case OpKind::ScatterAdd:
+      built = builder.create<ScatterAddOp>(l, result, operands[0], operands[1],
+                                           builder.getI64IntegerAttr(op.axis));
+      break;
     case OpKind::Slice:
       built = builder.create<SliceOp>(
           l, result, operands[0], builder.getI64IntegerAttr(op.sliceAxis),

@@ -133,6 +133,7 @@ private:
   bool packRule(const CheckedOp &op, unsigned dy);
   bool unpackRule(const CheckedOp &op);
   bool sliceRule(const CheckedOp &op, unsigned dy);
+  bool takeRule(const CheckedOp &op, unsigned dy);
 };
 
 unsigned Differentiator::constant(double value, DType dtype) {
@@ -744,6 +745,37 @@ bool Differentiator::sliceRule(const CheckedOp &op, unsigned dy) {
   return accumulate(x, dx);
 }
 
+/// take's adjoint: the table's gradient is zeros with dy added at the ids
+/// (a scatter-add, O(updates), not a one-hot product over the vocabulary);
+/// a row gathered several times gets the sum of its dys. The ids, integers,
+/// have no gradient.
+bool Differentiator::takeRule(const CheckedOp &op, unsigned dy) {
+  // A scatter-add (a second-order gradient) is linear in its updates: their
+  // gradient is the take of dy at the same ids.
+  if (op.kind == OpKind::ScatterAdd) {
+    unsigned updates = op.operands[1];
+    if (!active.count(updates) || !isFloat(dtypeOf(updates)))
+      return true;
+    target(op, updates);
+    CheckedOp gather;
+    gather.kind = OpKind::Take;
+    gather.operands = {cast(dy, dtypeOf(updates)), op.operands[0]};
+    gather.axis = op.axis;
+    return accumulate(updates, emit(std::move(gather), type(updates)));
+  }
+  unsigned table = op.operands[0];
+  if (!active.count(table) || !isFloat(dtypeOf(table)))
+    return true;
+  target(op, table);
+  if (!shapeOf(table))
+    return false;
+  CheckedOp scatter;
+  scatter.kind = OpKind::ScatterAdd;
+  scatter.operands = {op.operands[1], cast(dy, dtypeOf(table))};
+  scatter.axis = op.axis;
+  return accumulate(table, emit(std::move(scatter), type(table)));
+}
+
 bool Differentiator::differentiate(const CheckedOp &op) {
   atLoc = op.loc;
   atSite = op.callSite;
@@ -774,9 +806,8 @@ bool Differentiator::differentiate(const CheckedOp &op) {
   case OpKind::Slice:
     return sliceRule(op, dy);
   case OpKind::Take:
-    return fail("grad of take (its gradient is a scatter-add into the "
-                "table) is not supported yet; the ids themselves have no "
-                "gradient");
+  case OpKind::ScatterAdd:
+    return takeRule(op, dy);
   case OpKind::Unpack:
   case OpKind::Constant:
   case OpKind::Size:

@@ -23,6 +23,8 @@ const char *opKindName(OpKind kind) {
     return "take";
   case OpKind::Slice:
     return "slice";
+  case OpKind::ScatterAdd:
+    return "scatter_add";
   }
   return "op";
 }

@@ -29,6 +29,7 @@ std::optional<OpKind> kindOf(mlir::Operation *op) {
       .Case<ArangeOp>([](auto) { return OpKind::Arange; })
       .Case<TakeOp>([](auto) { return OpKind::Take; })
       .Case<SliceOp>([](auto) { return OpKind::Slice; })
+      .Case<ScatterAddOp>([](auto) { return OpKind::ScatterAdd; })
       .Default([](auto) { return std::nullopt; });
 }
 

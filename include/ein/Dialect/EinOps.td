@@ -252,6 +252,33 @@ def Ein_TakeOp : Ein_Op<"take", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ein_ScatterAddOp : Ein_Op<"scatter_add", [Pure]> {
+  let summary = "take's adjoint: updates added into zeros at integer ids";
+  let description = [{
+    The gradient of `take` with respect to its table (grad(), autodiff.md):
+    the result, of the table's shape, starts as zeros and each element of
+    `updates` is added at the id it came from, as numpy's
+    `np.add.at(out, (..., ids, ...), updates)` along `axis`. `updates` has
+    take's result shape: the result's dims before `axis`, the dims of `ids`
+    (i32 or i64), the result's dims after it. Several ids may name the same
+    row: their updates add up. An id outside `[0, size)` is clamped into it,
+    as take clamps it (the take it differentiates has reported it); nothing
+    is written outside the result.
+    ```mlir
+    %2 = ein.scatter_add %1 into %0 axis 0 : !ein.tensor<"b s", i64>,
+        !ein.tensor<"b s d", f32> -> !ein.tensor<"vocab d", f32>
+    ```
+  }];
+  let arguments = (ins Ein_Tensor:$ids, Ein_Tensor:$updates,
+                       I64Attr:$axis);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $ids `into` $updates `axis` $axis attr-dict `:` qualified(type($ids)) `,`
+    qualified(type($updates)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def Ein_SliceOp : Ein_Op<"slice", [Pure]> {
   let summary = "start <= i < stop along one dim";
   let description = [{

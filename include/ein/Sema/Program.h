@@ -26,6 +26,9 @@ enum class OpKind {
   Arange, // arange(n): 0, 1, ..., n-1 along the dim n (sizeValue)
   Take,   // take(table, ids, "axis"): gather along the table's axis `axis`
   Slice,  // slice(x, "axis", start, stop): start <= i < stop along one dim
+  // take's adjoint (grad()): zeros of the table's shape (the result's type),
+  // the updates added at the ids along `axis`. Operands {ids, updates}.
+  ScatterAdd,
 };
 /// "rearrange", "elementwise", ...
 const char *opKindName(OpKind kind);
@@ -71,7 +74,7 @@ struct CheckedOp {
   std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
   std::optional<TransformInfo> transform; // rearrange/reduce/repeat
   std::optional<EinsumInfo> einsum;
-  unsigned axis = 0; // Take: the table's axis replaced by the ids' dims
+  unsigned axis = 0; // Take, ScatterAdd: the table's axis indexed by ids
   /// The innermost call this op was inlined from (an index into
   /// CheckedFunction::callSites), or -1 for an op of the function itself.
   int callSite = -1;

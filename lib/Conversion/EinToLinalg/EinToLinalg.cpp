@@ -154,7 +154,8 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     target.addLegalDialect<
         mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
         mlir::arith::ArithDialect, mlir::math::MathDialect>();
-    // take's gather skips a table with an empty axis under an scf.if.
+    // take's gather skips a table with an empty axis under an scf.if;
+    // scatter_add is a loop nest of scf.for.
     target.addLegalDialect<mlir::scf::SCFDialect>();
     target.addLegalOp<mlir::ModuleOp>();
     target.addDynamicallyLegalOp<mlir::func::FuncOp>(
@@ -177,6 +178,7 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     populateArangePatterns(patterns, converter, state);
     populateTakePatterns(patterns, converter, state);
     populateSlicePatterns(patterns, converter, state);
+    populateScatterAddPatterns(patterns, converter, state);
 
     // A pattern that fails reports why on the op (the messages the lit tests
     // check); the conversion then adds "failed to legalize operation" on the

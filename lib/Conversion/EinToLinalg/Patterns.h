@@ -12,6 +12,7 @@
 //   Arange.cpp        arange
 //   Take.cpp          take, and the function's index status
 //   Slice.cpp         slice
+//   ScatterAdd.cpp    scatter_add (take's gradient)
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"
@@ -297,5 +298,8 @@ void addIndexStatus(mlir::func::FuncOp fn);
 void populateSlicePatterns(mlir::RewritePatternSet &patterns,
                            const mlir::TypeConverter &converter,
                            LoweringState &state);
+void populateScatterAddPatterns(mlir::RewritePatternSet &patterns,
+                                const mlir::TypeConverter &converter,
+                                LoweringState &state);
 
 } // namespace ein::lowering

@@ -310,6 +310,9 @@ private:
   /// take: a gather kernel (ids clamped), after a kernel counting the ids
   /// out of range into the function's index status (`ein_status`).
   void emitTake(TakeOp op);
+  /// scatter_add (take's gradient): a zero fill, then an atomicAdd kernel
+  /// over the updates (f32 and f64: the atomics every target has).
+  void emitScatterAdd(ScatterAddOp op);
   /// slice: a view of the input (ein_slice), copied only when returned.
   void emitSlice(SliceOp op);
   /// A value of dtype `to` holding `v` converted (a new temporary).
@@ -948,6 +951,25 @@ void FunctionEmitter::emitTake(TakeOp op) {
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
 
+void FunctionEmitter::emitScatterAdd(ScatterAddOp op) {
+  DType t = tensorType(op.getResult()).getDType();
+  // atomicAdd on f16/bf16 needs sm_70/sm_80 and the emulation has none; an
+  // integer gradient does not arise.
+  if (t != DType::F32 && t != DType::F64)
+    return fail(op, fmt::format("the gradient of take (a scatter-add) in {}: "
+                                "the CUDA target adds with atomicAdd in f32 "
+                                "and f64 only",
+                                dtypeName(t)));
+  const ValueView ids = view(op.getIds(), op);
+  const ValueView updates = view(op.getUpdates(), op);
+  mlir::Value result = op.getResult();
+  int owner;
+  std::string w = destination(result, owner);
+  fmt::format_to(out(), "  ein_scatter_add(stream, {}, {}, {}, {});\n", w,
+                 updates.name, ids.name, op.getAxis());
+  define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
+}
+
 void FunctionEmitter::emitSlice(SliceOp op) {
   const ValueView in = view(op.getInput(), op);
   Expected<SizeExpr> start = parseSizeExpr(op.getStart().str());
@@ -998,6 +1020,8 @@ void FunctionEmitter::emitOp(mlir::Operation *op) {
     return emitTake(take);
   if (auto slice = mlir::dyn_cast<SliceOp>(op))
     return emitSlice(slice);
+  if (auto scatter = mlir::dyn_cast<ScatterAddOp>(op))
+    return emitScatterAdd(scatter);
   if (auto e = mlir::dyn_cast<EinsumOp>(op))
     return emitEinsum(e);
   if (auto p = mlir::dyn_cast<PackOp>(op))

@@ -379,6 +379,70 @@ inline void ein_take(cudaStream_t stream, EinView<T, R> out,
              ids, axis, n);
 }
 
+// ------------------------------------------------------------- scatter_add
+/// out = 0 over every element of the view (any strides).
+template <typename T, int R>
+__global__ void ein_zero_kernel(EinView<T, R> out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out.data[ein_offset_of<R>(i, out.size, out.stride)] = T{};
+}
+
+/// Adds each update into out at its id along `axis`, clamped into
+/// [0, size) as take clamps it: an atomicAdd per update, since ids repeat
+/// (several tokens of one word add into its row).
+template <typename T, typename I, int R, int RU, int RI>
+__global__ void ein_scatter_add_kernel(EinView<T, R> out,
+                                       EinView<const T, RU> updates,
+                                       EinView<const I, RI> ids, int axis,
+                                       int64_t n) {
+  const int64_t last = out.size[axis] - 1;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    // The update's coordinates, last first: the result's after the axis,
+    // the ids', the result's before it.
+    int64_t rest = i, src = 0, idOffset = 0, dst = 0;
+    for (int d = RU - 1; d >= 0; --d) {
+      int64_t c = rest % updates.size[d];
+      rest /= updates.size[d];
+      src += c * updates.stride[d];
+      if (d >= axis + RI)
+        dst += c * out.stride[d - RI + 1];
+      else if (d >= axis)
+        idOffset += c * ids.stride[d - axis];
+      else
+        dst += c * out.stride[d];
+    }
+    int64_t id = int64_t(ids.data[idOffset]);
+    id = id < 0 ? 0 : id > last ? last : id;
+    atomicAdd(&out.data[dst + id * out.stride[axis]], updates.data[src]);
+  }
+}
+
+/// scatter_add (take's gradient): out = zeros, then the updates added at
+/// their ids along `axis`. Nothing is added when the axis is empty (no row
+/// to land on); the take it differentiates reported such ids.
+template <typename T, typename I, int R, int RU, int RI>
+inline void ein_scatter_add(cudaStream_t stream, EinView<T, R> out,
+                            EinView<const T, RU> updates,
+                            EinView<const I, RI> ids, int axis) {
+  const unsigned threads = 256;
+  int64_t n = 1, nOut = 1;
+  for (int d = 0; d < RU; ++d)
+    n *= updates.size[d];
+  for (int d = 0; d < R; ++d)
+    nOut *= out.size[d];
+  if (nOut <= 0)
+    return;
+  auto zero = &ein_zero_kernel<T, R>;
+  EIN_LAUNCH(zero, ein_grid_for(nOut, threads), threads, stream, out, nOut);
+  if (n <= 0)
+    return;
+  auto kernel = &ein_scatter_add_kernel<T, I, R, RU, RI>;
+  EIN_LAUNCH(kernel, ein_grid_for(n, threads), threads, stream, out, updates,
+             ids, axis, n);
+}
+
 /// The index status of a function with a take: a device counter, zeroed.
 inline unsigned long long *ein_status_begin(cudaStream_t stream) {
   void *p = nullptr;
