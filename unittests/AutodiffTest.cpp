@@ -126,6 +126,39 @@ def f(x: f32["n"], w: f32["n"], v: f32["m"]) -> (f32["n"], f32["m"]):
   EXPECT_EQ(shapeStr(fn.values[fn.returns[1]].type.shape), "m");
 }
 
+TEST(Autodiff, TakeGradientIsAScatterAddOfDyAtTheIds) {
+  auto c = check(R"ein(
+def f(t: f32["a v d"], ids: i32["s n"], r: f32["a s n d"]) -> f32["a v d"]:
+    l = reduce(take(t, ids, "v") * r, "a s n d ->", "sum")
+    return grad(l, wrt=[t])
+)ein");
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = c->result.functions[0];
+  unsigned t = paramNamed(fn, "t"), ids = paramNamed(fn, "ids");
+  const CheckedOp *scatter = nullptr;
+  for (const CheckedOp &op : fn.ops) {
+    // The ids, integers, get no gradient.
+    if (op.phase != GradPhase::Forward) {
+      EXPECT_NE(op.gradOf, static_cast<int>(ids));
+    }
+    if (op.kind == OpKind::ScatterAdd)
+      scatter = &op;
+  }
+  ASSERT_NE(scatter, nullptr);
+  EXPECT_EQ(scatter->phase, GradPhase::WeightGrad);
+  EXPECT_EQ(scatter->gradOf, static_cast<int>(t));
+  EXPECT_EQ(scatter->loc.line, 3u); // at the take
+  EXPECT_EQ(scatter->axis, 1u);
+  ASSERT_EQ(scatter->operands.size(), 2u);
+  EXPECT_EQ(scatter->operands[0], ids);
+  EXPECT_EQ(shapeStr(fn.values[scatter->operands[1]].type.shape), "a s n d");
+  // The result has the table's type and is the gradient returned.
+  EXPECT_EQ(shapeStr(fn.values[scatter->results[0]].type.shape), "a v d");
+  EXPECT_EQ(fn.values[scatter->results[0]].type.dtype, DType::F32);
+  EXPECT_EQ(fn.returns[0], scatter->results[0]);
+  EXPECT_STREQ(opKindName(OpKind::ScatterAdd), "scatter_add");
+}
+
 TEST(Autodiff, BroadcastOperandGradientIsSummed) {
   auto c = check(R"ein(
 def f(x: f32["b n"], bias: f32["n"]) -> f32["n"]:
@@ -170,14 +203,6 @@ def f(x: f32["n"]) -> f32["n"]:
                 "supported (its gradient divides by the inputs, which may be "
                 "0); write it as exp(reduce(log(x), ..., \"sum\")) for "
                 "positive inputs"},
-        Refusal{R"ein(
-def f(t: f32["v d"], ids: i64["n"]) -> f32["v d"]:
-    l = reduce(take(t, ids, "v"), "n d ->", "sum")
-    return grad(l, wrt=[t])
-)ein",
-                "3:16: cannot differentiate: grad of take (its gradient is a "
-                "scatter-add into the table) is not supported yet; the ids "
-                "themselves have no gradient"},
         Refusal{R"ein(
 def f(x: f32["n"]) -> (f32["n"], f32["n"]):
     l = reduce(x, "n ->", "sum")
