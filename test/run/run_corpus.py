@@ -1858,6 +1858,8 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_take_case(np.random.default_rng(48_000 + k), k))
     for k in range(7):
         cases.append(gen_slice_case(np.random.default_rng(48_500 + k), k))
+    for k in range(12):
+        cases.append(gen_take_grad_case(np.random.default_rng(48_700 + k), k))
     cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()
@@ -1899,6 +1901,42 @@ def gen_take_case(rng, idx: int) -> RunCase:
     ref = np.take(np.asarray(table), ids.astype(np.int64), axis=axis)
     return RunCase(f"gen-take#{idx:03d}", "generated", desc, src,
                    inputs=[("table", content), ("ids", ids)], outs=[Out(dtype, ref, True)])
+
+
+def gen_take_grad_case(rng, idx: int) -> RunCase:
+    """grad through take (docs/autodiff.md): the table's gradient of
+    sum(take(table, ids, "v") * r) is a scatter-add of r at the ids, whose
+    reference is np.add.at. f32 and f64 tables (the dtypes every target
+    adds), i32 and i64 ids of rank 0 to 2 drawn from a few rows (so they
+    repeat), the axis anywhere in a table of rank 1 to 3."""
+    dtype = ("f32", "f64")[idx % 2]
+    id_dtype = "i32" if (idx // 2) % 2 else "i64"
+    rank = int(rng.integers(1, 4))
+    axis = int(rng.integers(0, rank))
+    v = int(rng.integers(1, 7))
+    dims = [f"a{k}" for k in range(rank - 1)]
+    dims.insert(axis, "v")
+    shape = [v if d == "v" else int(rng.integers(1, 4)) for d in dims]
+    id_dims = [f"i{k}" for k in range(int(rng.integers(0, 3)))]
+    id_shape = [int(rng.integers(1, 5)) for _ in id_dims]
+    content, table = make_input(rng, shape, dtype)
+    npd = np.int32 if id_dtype == "i32" else np.int64
+    ids = rng.integers(0, v, size=id_shape).astype(npd)
+    out_dims = dims[:axis] + id_dims + dims[axis + 1:]
+    out_shape = shape[:axis] + id_shape + shape[axis + 1:]
+    r_content, r = make_input(rng, out_shape, dtype)
+    e = 'take(table, ids, "v") * r'
+    loss = f'reduce({e}, "{" ".join(out_dims)} ->", "sum")' if out_dims else e
+    src = emit_function("f", [("table", tstr(dtype, dims)), ("ids", tstr(id_dtype, id_dims)),
+                              ("r", tstr(dtype, out_dims))],
+                        [tstr(dtype, dims)], [f"l = {loss}", "return grad(l, wrt=[table])"])
+    ref = np.zeros(shape)
+    np.add.at(ref, (slice(None),) * axis + (ids.astype(np.int64),), np.asarray(r, np.float64))
+    desc = (f"grad of take: {dtype} table {tuple(shape)} axis {axis}, "
+            f"{id_dtype} ids {tuple(id_shape)}")
+    return RunCase(f"gen-take-grad#{idx:03d}", "generated", desc, src,
+                   inputs=[("table", content), ("ids", ids), ("r", r_content)],
+                   outs=[Out(dtype, ref, False, max(1, int(ids.size)))])
 
 
 def gen_model_case(rng, idx: int) -> RunCase:
