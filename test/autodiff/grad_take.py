@@ -46,6 +46,15 @@ def add_at(shape, ids, r, axis):
     return out
 
 
+def second_order_loss(t, v):
+    """sum(q * d/dt sum(tanh(take(t, ids)) * r)): the first gradient by
+    np.add.at, differentiated again by finite differences."""
+    e = take(t, v["ids"], 0)
+    g = np.zeros_like(t)
+    np.add.at(g, v["ids"], (1 - np.tanh(e) ** 2) * v["r"])
+    return float(np.sum(g * v["q"]))
+
+
 class Case:
     def __init__(self, name, table, params, body, forward, add_at_oracle=None,
                  axis=0):
@@ -98,6 +107,16 @@ CASES = [
          '    l = reduce(e * r, "n d ->", "sum") + reduce(h * h * q, "s t d ->", "sum")\n',
          lambda t, v: float(np.sum(np.tanh(take(t, v["ids"], 0)) * v["r"])
                             + np.sum(take(t, v["jds"], 0) ** 2 * v["q"]))),
+    # A second-order gradient: the loss weights the first gradient (a
+    # scatter-add of a dy that depends on the table), whose own gradient is
+    # a take of the scatter-add's dy at the same ids.
+    Case("second_order", ("vocab d", (5, 3)),
+         [("ids", "i64", "n", IDS_1D), ("r", "f64", "n d", None),
+          ("q", "f64", "vocab d", None)],
+         '    e = tanh(take(table, ids, "vocab"))\n'
+         '    g1 = grad(reduce(e * r, "n d ->", "sum"), wrt=[table])\n'
+         '    l = reduce(g1 * q, "vocab d ->", "sum")\n',
+         second_order_loss),
 ]
 
 
@@ -194,7 +213,10 @@ def case_shape(case, name, table, inputs):
     """What the weighting `name` multiplies, computed by numpy."""
     if case.name == "two_takes_tanh":
         return take(table, inputs["ids" if name == "r" else "jds"], 0)
+    if case.name == "second_order" and name == "q":
+        return table
     return take(table, inputs["ids"], case.axis)
+
 
 
 def case_untouched_rows(case, inputs):
