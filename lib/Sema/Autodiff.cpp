@@ -17,12 +17,14 @@ namespace {
 
 using F = ElementwiseFn;
 
-/// What a failed step returns: false, or an empty optional.
+/// What a failed step returns: an empty optional (of any type), or, through
+/// `Failed::no`, false. (No implicit bool: an optional<unsigned> would take
+/// it as the value 0.)
 struct Failed {
-  operator bool() const { return false; }
   template <typename T> operator std::optional<T>() const {
     return std::nullopt;
   }
+  bool no() const { return false; }
 };
 
 /// A side of a pattern, one entry per dim: its elementary axes.
@@ -118,6 +120,8 @@ private:
                                  std::vector<SizeArg> sizes,
                                  std::optional<DType> acc);
   std::optional<unsigned> zeros(unsigned like);
+  /// The n x n identity in `dtype`: arange(n) "i 1" == arange(n) "1 j".
+  std::optional<unsigned> identity(const SizeExpr &n, DType dtype);
   /// `g` (of the broadcast result's shape) summed to `operand`'s shape.
   std::optional<unsigned> unbroadcast(unsigned g, unsigned operand);
   /// Adds `g` to the gradient of `value` (in value's dtype).
@@ -245,6 +249,23 @@ std::optional<unsigned> Differentiator::zeros(unsigned like) {
                    fmt::format(" -> {}", fmt::join(names, " ")), sizes);
 }
 
+std::optional<unsigned> Differentiator::identity(const SizeExpr &n,
+                                                 DType dtype) {
+  CheckedOp op;
+  op.kind = OpKind::Arange;
+  op.sizeValue = n;
+  unsigned positions =
+      emit(std::move(op), TensorType{{Dim::ofSize(n)}, DType::I64});
+  auto column = transform(OpKind::Rearrange, positions, "i -> i 1", {});
+  auto row = transform(OpKind::Rearrange, positions, "j -> 1 j", {});
+  if (!column || !row)
+    return std::nullopt;
+  auto same = ew(F::Eq, {*column, *row});
+  if (!same)
+    return std::nullopt;
+  return cast(*same, dtype);
+}
+
 std::optional<unsigned> Differentiator::unbroadcast(unsigned g,
                                                     unsigned operand) {
   auto gShape = shapeOf(g);
@@ -364,11 +385,18 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
     AxisNames name(info.axisSizes, [this] { return freshAxis(); });
     std::set<std::string> seen, available(info.outputAxes.begin(),
                                           info.outputAxes.end());
-    for (const auto &axis : info.operandAxes[i])
-      if (!seen.insert(axis).second)
-        return fail(fmt::format("grad of an einsum whose operand {} repeats "
-                                "axis '{}' (a diagonal) is not supported",
-                                i + 1, axis));
+    // A diagonal (`i i` in this operand): the gradient lands on it only, so
+    // each repeat of an axis gets a fresh name and the identity of the two
+    // joins the gradient einsum.
+    Groups groups = info.operandGroups[i];
+    std::vector<std::pair<std::string, std::string>> diagonals;
+    for (auto &group : groups)
+      for (auto &axis : group)
+        if (!seen.insert(axis).second) {
+          diagonals.push_back({axis, freshAxis()});
+          axis = diagonals.back().second;
+          available.insert(axis);
+        }
     std::vector<unsigned> inputs = {g};
     std::vector<const Groups *> sides = {&info.outputGroups};
     std::vector<std::string> texts = {sideText(info.outputGroups, name)};
@@ -380,12 +408,19 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
       texts.push_back(sideText(info.operandGroups[j], name));
       available.insert(info.operandAxes[j].begin(), info.operandAxes[j].end());
     }
+    for (const auto &[axis, twin] : diagonals) {
+      auto eye = identity(info.axisSizes.at(axis), operandType);
+      if (!eye)
+        return false;
+      inputs.push_back(*eye);
+      texts.push_back(fmt::format("{} {}", name(axis), twin));
+    }
     // The operand's axes that reach the gradient einsum, in its order; the
     // others (summed in this operand alone, or its 1 dims) come back by a
     // repeat.
     Groups flat;
     bool exact = true;
-    for (const auto &group : info.operandGroups[i]) {
+    for (const auto &group : groups) {
       exact &= group.size() == 1;
       for (const auto &axis : group) {
         if (available.count(axis))
@@ -402,9 +437,17 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
     if (!exact) {
       AxisNames rename(info.axisSizes, [this] { return freshAxis(); });
       std::string back = fmt::format("{} -> {}", sideText(flat, rename),
-                                     sideText(info.operandGroups[i], rename));
-      dx = transform(OpKind::Repeat, *dx, back,
-                     rename.sizeArgs({&info.operandGroups[i]}));
+                                     sideText(groups, rename));
+      // The repeat's new axes (those not in `flat`) need their sizes too.
+      std::vector<SizeArg> sizes = rename.sizeArgs({&groups});
+      for (const auto &group : groups)
+        for (const auto &axis : group)
+          if (!available.count(axis) &&
+              std::none_of(sizes.begin(), sizes.end(), [&](const SizeArg &a) {
+                return a.name == rename(axis);
+              }))
+            sizes.push_back(SizeArg{rename(axis), info.axisSizes.at(axis)});
+      dx = transform(OpKind::Repeat, *dx, back, sizes);
       if (!dx)
         return false;
     }
@@ -484,7 +527,7 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
     case ReduceKind::Prod:
       return fail("grad of reduce \"prod\" is not supported (its gradient "
                   "divides by the inputs, which may be 0); write it as "
-                  "exp(reduce(log(x), ..., \"sum\")) for positive inputs");
+                  "exp(reduce(log(x), ..., \"sum\")) for positive inputs").no();
     case ReduceKind::Any:
     case ReduceKind::All:
       return true; // bool: nothing to differentiate
@@ -640,7 +683,7 @@ bool Differentiator::packRule(const CheckedOp &op, unsigned dy) {
   target(op, op.operands[0]);
   auto parts = inferUnpack(fn.ctx, op.parsed, type(dy).shape, op.packParts);
   if (!parts)
-    return failBuilt("an unpack", parts.error().message);
+    return failBuilt("an unpack", parts.error().message).no();
   CheckedOp un;
   un.kind = OpKind::Unpack;
   un.pattern = op.pattern;
@@ -676,7 +719,7 @@ bool Differentiator::unpackRule(const CheckedOp &op) {
   }
   auto packed = inferPack(fn.ctx, op.parsed, shapes);
   if (!packed)
-    return failBuilt("a pack", packed.error().message);
+    return failBuilt("a pack", packed.error().message).no();
   CheckedOp pk;
   pk.kind = OpKind::Pack;
   pk.pattern = op.pattern;
@@ -730,10 +773,10 @@ bool Differentiator::sliceRule(const CheckedOp &op, unsigned dy) {
   std::string pattern = fmt::format("{}", fmt::join(names, " "));
   auto parsed = parsePattern(pattern, PatternUse::Pack);
   if (!parsed)
-    return failBuilt("a cat", parsed.error().message);
+    return failBuilt("a cat", parsed.error().message).no();
   auto packed = inferPack(fn.ctx, *parsed, shapes);
   if (!packed)
-    return failBuilt("a cat", packed.error().message);
+    return failBuilt("a cat", packed.error().message).no();
   CheckedOp pk;
   pk.kind = OpKind::Pack;
   pk.pattern = pattern;
@@ -776,7 +819,8 @@ bool Differentiator::differentiate(const CheckedOp &op) {
   case OpKind::Take:
     return fail("grad of take (its gradient is a scatter-add into the "
                 "table) is not supported yet; the ids themselves have no "
-                "gradient");
+                "gradient")
+        .no();
   case OpKind::Unpack:
   case OpKind::Constant:
   case OpKind::Size:
@@ -823,6 +867,12 @@ GradientResult Differentiator::run(unsigned loss,
       return result;
     }
   }
+  // A rule that failed inside a step it could not report through its
+  // return value still leaves its error: never return gradients then.
+  if (error) {
+    result.error = error;
+    return result;
+  }
   for (unsigned w : wrt) {
     atLoc = at;
     atSite = -1;
@@ -837,6 +887,8 @@ GradientResult Differentiator::run(unsigned loss,
     }
     result.grads.push_back(*g);
   }
+  if (error)
+    result.error = error;
   return result;
 }
 
