@@ -6,6 +6,7 @@
 #include "ein/Syntax/Parser.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -82,11 +83,11 @@ private:
     return modules;
   }
 
-  static std::string joined(const std::vector<std::string> &items) {
-    std::string text;
-    for (size_t i = 0; i < items.size(); ++i)
-      text += (i ? ", " : "") + items[i];
-    return text.empty() ? "none" : text;
+  /// `a, b, c`, or `none`.
+  template <typename Range> static std::string joined(const Range &items) {
+    if (items.begin() == items.end())
+      return "none";
+    return fmt::format("{}", fmt::join(items, ", "));
   }
 
   /// The file `import` names, or nullopt after an error at the import: a
@@ -146,15 +147,13 @@ private:
     for (auto &[name, loc] : import.names)
       if (!exported[found->second].count(name)) {
         const auto &functions = exported[found->second];
-        diags.error(
-            loc,
-            isLibraryModule(import.module)
-                ? fmt::format("'{}' is not a function of {}; it has {}", name,
-                              import.module,
-                              joined({functions.begin(), functions.end()}))
-                : fmt::format("'{}' is not a function of {}", name,
-                              fs::path(path).filename().string()),
-            static_cast<unsigned>(name.size()));
+        diags.error(loc,
+                    isLibraryModule(import.module)
+                        ? fmt::format("'{}' is not a function of {}; it has {}",
+                                      name, import.module, joined(functions))
+                        : fmt::format("'{}' is not a function of {}", name,
+                                      fs::path(path).filename().string()),
+                    static_cast<unsigned>(name.size()));
         return false;
       }
     auto &mine = exported[import.loc.file];
