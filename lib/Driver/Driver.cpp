@@ -595,6 +595,7 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
                                       grads.error->message));
     }
     fn.gradWrt = wrt;
+    fn.gradLosses = {fn.returns[0]};
     // The gradients are results of the step, as grad() would return them.
     for (size_t i = 0; i < wrt.size(); ++i) {
       fn.returns.push_back(grads.grads[i]);

@@ -42,6 +42,8 @@ struct Account {
   Quantity activations;
   std::optional<Int> peak;
   double forwardSeconds = 0, backwardSeconds = 0, optimizerSeconds = 0;
+  double writtenSeconds = 0; // of the update the program writes
+  bool writtenUpdate = false;
   bool timeKnown = true;
   double peakFlops = 0, bandwidth = 0;
   DType paramType = DType::F32;
@@ -130,8 +132,40 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   SizeExpr fwdParamMatmul, fwdOtherContraction, fwdRest;
   SizeExpr weightGrad, dataParamMatmul, dataOtherContraction, dataRest,
       recompute;
+  // The forward pass is what the losses and the backward read; the other
+  // forward-phase ops (a call of ein.optim's adamw after grad(), any work
+  // after the gradients) are the update the program writes itself: the
+  // optimizer step, counted from the program.
+  std::set<unsigned> needed(fn.gradLosses.begin(), fn.gradLosses.end());
+  for (const CheckedOp &op : fn.ops)
+    if (op.phase != GradPhase::Forward)
+      needed.insert(op.operands.begin(), op.operands.end());
+  std::set<const CheckedOp *> update;
+  for (size_t i = fn.ops.size(); i-- > 0;) {
+    const CheckedOp &op = fn.ops[i];
+    if (op.phase != GradPhase::Forward)
+      continue;
+    bool feeds = std::any_of(op.results.begin(), op.results.end(),
+                             [&](unsigned v) { return needed.count(v); });
+    if (feeds)
+      needed.insert(op.operands.begin(), op.operands.end());
+    else
+      update.insert(&op);
+  }
+  SizeExpr written;
   for (const OpReport &r : rows) {
     const CheckedOp &op = *r.op;
+    if (update.count(&op)) {
+      written = written + r.cost.flops.expr;
+      auto fv = r.cost.flops.value;
+      auto bv = r.cost.bytes().value;
+      if (fv && bv)
+        a.writtenSeconds +=
+            rooflineSeconds(toDouble(*fv), toDouble(*bv), r.peak, bandwidth);
+      else
+        a.timeKnown = false;
+      continue;
+    }
     bool contraction = op.kind == OpKind::Einsum;
     bool readsParam = std::any_of(op.operands.begin(), op.operands.end(),
                                   [&](unsigned v) { return isParam(fn, v); });
@@ -166,9 +200,11 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   SizeExpr forward = fwdParamMatmul + fwdOtherContraction + fwdRest;
   SizeExpr backward =
       weightGrad + dataParamMatmul + dataOtherContraction + dataRest;
-  SizeExpr optimizer =
+  SizeExpr table =
       SizeExpr::constant(a.optimizer ? a.optimizer->flopsPerElement : 0) *
       params;
+  a.writtenUpdate = !update.empty();
+  SizeExpr optimizer = a.writtenUpdate ? written : table;
   a.forward = Quantity::of(forward, env);
   a.backward = Quantity::of(backward, env);
   a.optimizerFlops = Quantity::of(optimizer, env);
@@ -195,10 +231,17 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       {"recomputation", a.recompute,
        "forward values computed again instead of saved (grad(..., "
        "recompute=True))"},
-      {fmt::format("optimizer step ({}: {} FLOPs per parameter)",
-                   a.optimizer ? a.optimizer->name : "?",
-                   a.optimizer ? a.optimizer->flopsPerElement : 0),
-       a.optimizerFlops, "not in the rule"},
+      a.writtenUpdate
+          ? Line{"optimizer step (as the program writes it)", a.optimizerFlops,
+                 fmt::format("not in the rule; the table's {} ({} per "
+                             "parameter): {}",
+                             a.optimizer ? a.optimizer->name : "?",
+                             a.optimizer ? a.optimizer->flopsPerElement : 0,
+                             Quantity::of(table, env).str())}
+          : Line{fmt::format("optimizer step ({}: {} FLOPs per parameter)",
+                             a.optimizer ? a.optimizer->name : "?",
+                             a.optimizer ? a.optimizer->flopsPerElement : 0),
+                 a.optimizerFlops, "not in the rule"},
       {"step total", a.total, "6·N·P = " + a.rule6.str()},
   };
 
@@ -262,7 +305,9 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
                                       : 0);
   auto of = a.optimizerFlops.value;
   auto ob = (SizeExpr::constant(3 + 2 * states) * paramBytes).evaluate(env);
-  if (of && ob)
+  if (a.writtenUpdate)
+    a.optimizerSeconds = a.writtenSeconds;
+  else if (of && ob)
     a.optimizerSeconds =
         rooflineSeconds(toDouble(*of), toDouble(*ob), a.peakFlops, bandwidth);
   else

@@ -108,6 +108,7 @@ std::optional<Operand> FunctionChecker::grad(const Expr &e) {
   }
   if (recompute)
     recomputeCheapValues(out);
+  out.gradLosses.push_back(*loss);
   for (unsigned w : wrt)
     if (std::find(out.gradWrt.begin(), out.gradWrt.end(), w) ==
         out.gradWrt.end())
