@@ -34,10 +34,10 @@ struct Account {
   std::vector<std::string> paramNames;
   Quantity params, tokens;
   std::string tokensFrom;
-  std::vector<Line> flops;     // forward, backward (and parts), optimizer
+  std::vector<Line> flops; // forward, backward (and parts), optimizer
   Quantity forward, backward, recompute, optimizerFlops, total;
   Quantity rule2, rule4, rule6; // 2·N·P, 4·N·P, 6·N·P
-  std::vector<Line> memory;    // parameters, gradients, states, activations
+  std::vector<Line> memory;     // parameters, gradients, states, activations
   std::vector<SavedValue> saved;
   Quantity activations;
   std::optional<Int> peak;
@@ -50,8 +50,7 @@ struct Account {
 };
 
 bool isParam(const CheckedFunction &fn, unsigned v) {
-  return std::find(fn.gradWrt.begin(), fn.gradWrt.end(), v) !=
-         fn.gradWrt.end();
+  return std::find(fn.gradWrt.begin(), fn.gradWrt.end(), v) != fn.gradWrt.end();
 }
 
 std::string valueName(const CheckedFunction &fn, unsigned v) {
@@ -74,7 +73,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     if (!isFloat(t))
       return t;
     bool paramLike = isParam(fn, v) || (phase == GradPhase::WeightGrad &&
-                                         gradOf >= 0 && isParam(fn, gradOf));
+                                        gradOf >= 0 && isParam(fn, gradOf));
     if (paramLike && train.paramDType)
       return *train.paramDType;
     if (!paramLike && train.actDType)
@@ -98,8 +97,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     a.paramNames.push_back(valueName(fn, p));
   }
   a.params = Quantity::of(params, env);
-  a.paramType = fn.gradWrt.empty() ? DType::F32
-                                   : typeHeld(fn.gradWrt.front());
+  a.paramType = fn.gradWrt.empty() ? DType::F32 : typeHeld(fn.gradWrt.front());
   // N: --tokens, else the first input that is not a parameter, all its dims
   // but the last (b s d: b*s tokens of d features).
   SizeExpr tokens = SizeExpr::constant(1);
@@ -192,8 +190,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       a.timeKnown = false;
       continue;
     }
-    double t =
-        rooflineSeconds(toDouble(*fv), toDouble(*bv), r.peak, bandwidth);
+    double t = rooflineSeconds(toDouble(*fv), toDouble(*bv), r.peak, bandwidth);
     (op.phase == GradPhase::Forward ? a.forwardSeconds : a.backwardSeconds) +=
         t;
   }
@@ -263,8 +260,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     DType t = typeHeld(v);
     SizeExpr bytes = elements(v) * SizeExpr::constant(dtypeBytes(t));
     activationBytes = activationBytes + bytes;
-    a.saved.push_back({valueName(fn, v),
-                       TensorType{fn.values[v].type.shape, t},
+    a.saved.push_back({valueName(fn, v), TensorType{fn.values[v].type.shape, t},
                        Quantity::of(bytes, env)});
   }
   a.activations = q(activationBytes);
@@ -299,10 +295,10 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   }
   // The optimizer's time: its FLOPs, and it reads w, g and the states and
   // writes w and the states.
-  a.peakFlops = options.peakOverride > 0
-                    ? options.peakOverride
-                    : (options.device ? options.device->peakFor(a.paramType)
-                                      : 0);
+  a.peakFlops =
+      options.peakOverride > 0
+          ? options.peakOverride
+          : (options.device ? options.device->peakFor(a.paramType) : 0);
   auto of = a.optimizerFlops.value;
   auto ob = (SizeExpr::constant(3 + 2 * states) * paramBytes).evaluate(env);
   if (a.writtenUpdate)
@@ -363,8 +359,8 @@ std::string trainReportTable(const CheckedModule &module,
                  "dtype; formula");
   for (auto &l : a.memory)
     fmt::format_to(out, "  {:<{}}  {:<16}  {} ({}); {}\n", l.label, labelW,
-                   l.value.str().size() > 16 ? "-" : l.value.str(),
-                   l.note, gib(l.value.value), l.value.expr.str());
+                   l.value.str().size() > 16 ? "-" : l.value.str(), l.note,
+                   gib(l.value.value), l.value.expr.str());
   fmt::format_to(out, "  {:<{}}  {:<16}  {}\n",
                  "peak of live tensors over the step", labelW,
                  a.peak ? toString(*a.peak) : "-",
@@ -408,12 +404,12 @@ std::string trainReportTable(const CheckedModule &module,
       // exact FLOPs at the ideal time (6·N·P may overcount, and would give
       // more than 1).
       if (a.total.value && step > 0 && a.peakFlops > 0)
-        fmt::format_to(out,
-                       "  MFU bound: exact step FLOPs / ideal step time / "
-                       "peak {} = {} (a measured step: einc run --time)\n",
-                       dtypeName(a.paramType),
-                       formatRatio(toDouble(*a.total.value) / step /
-                                   a.peakFlops));
+        fmt::format_to(
+            out,
+            "  MFU bound: exact step FLOPs / ideal step time / "
+            "peak {} = {} (a measured step: einc run --time)\n",
+            dtypeName(a.paramType),
+            formatRatio(toDouble(*a.total.value) / step / a.peakFlops));
     } else {
       os += "  ideal time: bind every size to compute it\n";
     }

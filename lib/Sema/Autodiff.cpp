@@ -182,9 +182,10 @@ std::optional<unsigned> Differentiator::ew(F f, std::vector<unsigned> xs) {
               TensorType{shape, elementwiseResultDType(info, dtype)});
 }
 
-std::optional<unsigned>
-Differentiator::transform(OpKind kind, unsigned x, const std::string &pattern,
-                          std::vector<SizeArg> sizes, ReduceKind reduction) {
+std::optional<unsigned> Differentiator::transform(OpKind kind, unsigned x,
+                                                  const std::string &pattern,
+                                                  std::vector<SizeArg> sizes,
+                                                  ReduceKind reduction) {
   PatternUse use = kind == OpKind::Reduce   ? PatternUse::Reduce
                    : kind == OpKind::Repeat ? PatternUse::Repeat
                                             : PatternUse::Rearrange;
@@ -206,10 +207,10 @@ Differentiator::transform(OpKind kind, unsigned x, const std::string &pattern,
   return emit(std::move(op), TensorType{info->result, dtypeOf(x)});
 }
 
-std::optional<unsigned>
-Differentiator::einsum(const std::vector<unsigned> &xs,
-                       const std::string &pattern, std::vector<SizeArg> sizes,
-                       std::optional<DType> acc) {
+std::optional<unsigned> Differentiator::einsum(const std::vector<unsigned> &xs,
+                                               const std::string &pattern,
+                                               std::vector<SizeArg> sizes,
+                                               std::optional<DType> acc) {
   std::string what = fmt::format("einsum(\"{}\")", pattern);
   auto parsed = parsePattern(pattern, PatternUse::Einsum);
   if (!parsed)
@@ -294,10 +295,9 @@ std::optional<unsigned> Differentiator::unbroadcast(unsigned g,
   std::vector<std::string> kept;
   for (size_t j = 0; j < xShape->size(); ++j)
     kept.push_back(align.rhs[j] >= 0 ? names[align.rhs[j]] : "1");
-  return transform(OpKind::Reduce, g,
-                   fmt::format("{} -> {}", fmt::join(names, " "),
-                               fmt::join(kept, " ")),
-                   {});
+  return transform(
+      OpKind::Reduce, g,
+      fmt::format("{} -> {}", fmt::join(names, " "), fmt::join(kept, " ")), {});
 }
 
 bool Differentiator::accumulate(unsigned value, unsigned g) {
@@ -326,9 +326,8 @@ std::string sideText(const Groups &groups, Name &name) {
     std::vector<std::string> axes;
     for (const auto &a : group)
       axes.push_back(name(a));
-    dims.push_back(axes.size() == 1
-                       ? axes[0]
-                       : fmt::format("({})", fmt::join(axes, " ")));
+    dims.push_back(
+        axes.size() == 1 ? axes[0] : fmt::format("({})", fmt::join(axes, " ")));
   }
   return fmt::format("{}", fmt::join(dims, " "));
 }
@@ -383,8 +382,8 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
       continue;
     target(op, x);
     AxisNames name(info.axisSizes, [this] { return freshAxis(); });
-    std::set<std::string> seen, available(info.outputAxes.begin(),
-                                          info.outputAxes.end());
+    std::set<std::string> seen,
+        available(info.outputAxes.begin(), info.outputAxes.end());
     // A diagonal (`i i` in this operand): the gradient lands on it only, so
     // each repeat of an axis gets a fresh name and the identity of the two
     // joins the gradient einsum.
@@ -481,8 +480,9 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
       for (const auto &a : group)
         if (!kept.count(a))
           if (auto it = info.axisSizes.find(a); it != info.axisSizes.end())
-            if (std::none_of(sizes.begin(), sizes.end(),
-                             [&](const SizeArg &s) { return s.name == name(a); }))
+            if (std::none_of(sizes.begin(), sizes.end(), [&](const SizeArg &s) {
+                  return s.name == name(a);
+                }))
               sizes.push_back(SizeArg{name(a), it->second});
     std::string back = out + " -> " + in;
     DType t = dtypeOf(dy);
@@ -527,7 +527,8 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
     case ReduceKind::Prod:
       return fail("grad of reduce \"prod\" is not supported (its gradient "
                   "divides by the inputs, which may be 0); write it as "
-                  "exp(reduce(log(x), ..., \"sum\")) for positive inputs").no();
+                  "exp(reduce(log(x), ..., \"sum\")) for positive inputs")
+          .no();
     case ReduceKind::Any:
     case ReduceKind::All:
       return true; // bool: nothing to differentiate
@@ -543,8 +544,7 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
 }
 
 std::optional<unsigned> Differentiator::localGradient(const CheckedOp &op,
-                                                      unsigned i,
-                                                      unsigned dy) {
+                                                      unsigned i, unsigned dy) {
   using Opt = std::optional<unsigned>;
   const auto &xs = op.operands;
   Opt a = xs[0], b = xs.size() > 1 ? Opt(xs[1]) : std::nullopt,
@@ -630,8 +630,8 @@ std::optional<unsigned> Differentiator::localGradient(const CheckedOp &op,
   case F::Gelu: { // Phi(x) + x phi(x)
     Opt phi = mul(f(F::Exp, {mul(mul(a, a), c(-0.5))}),
                   c(0.3989422804014327)); // 1 / sqrt(2 pi)
-    Opt cdf = mul(add(c(1), f(F::Erf, {mul(a, c(0.7071067811865476))})),
-                  c(0.5));
+    Opt cdf =
+        mul(add(c(1), f(F::Erf, {mul(a, c(0.7071067811865476))})), c(0.5));
     return mul(g, add(cdf, mul(a, phi)));
   }
   case F::GeluTanh: {
@@ -650,8 +650,8 @@ std::optional<unsigned> Differentiator::localGradient(const CheckedOp &op,
   case F::Cos:
     return f(F::Neg, {mul(g, f(F::Sin, {a}))});
   case F::Erf: // 2 / sqrt(pi) exp(-x^2)
-    return mul(g, mul(f(F::Exp, {f(F::Neg, {mul(a, a)})}),
-                      c(1.1283791670955126)));
+    return mul(g,
+               mul(f(F::Exp, {f(F::Neg, {mul(a, a)})}), c(1.1283791670955126)));
   case F::Where:
     return i == 1 ? f(F::Where, {a, g, c(0)}) : f(F::Where, {a, c(0), g});
   default:
@@ -944,8 +944,8 @@ size_t recomputeCheapValues(CheckedFunction &fn) {
     const CheckedOp &op = fn.ops[it->second];
     if (op.kind != OpKind::Elementwise || isBackward(op))
       continue;
-    bool cheap = std::all_of(
-        op.operands.begin(), op.operands.end(), [&](unsigned x) {
+    bool cheap =
+        std::all_of(op.operands.begin(), op.operands.end(), [&](unsigned x) {
           return saved.count(x) || inputs.count(x) || isScalar(x);
         });
     if (!cheap)
