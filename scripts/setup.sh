@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what ein needs and is missing (Debian 12): LLVM/MLIR 19, fmt,
 # GoogleTest, CMake, Ninja, clang-19's sanitizer and libFuzzer runtimes (for
-# scripts/fuzz.sh); then the Python test oracles (numpy, einops).
+# scripts/fuzz.sh); then the Python test oracles (numpy, einops, opt_einsum,
+# torch).
 # Safe to run repeatedly: installed packages are skipped.
 set -euo pipefail
 
@@ -31,4 +32,15 @@ if ! "$PY" -c "import numpy, einops, opt_einsum" >/dev/null 2>&1; then
   fi
   "$PY" -m pip install -q numpy einops opt_einsum 2>/dev/null ||
     "$PY" -m pip install -q --break-system-packages numpy einops opt_einsum
+fi
+
+# PyTorch: the oracle of ein's optimizer library (test/einc/optim.test steps
+# torch.optim's optimizers), installed into the same interpreter.
+if ! "$PY" -c "import torch" >/dev/null 2>&1; then
+  echo "setup: installing torch for $PY"
+  if ! "$PY" -m pip --version >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip
+  fi
+  "$PY" -m pip install -q torch 2>/dev/null ||
+    "$PY" -m pip install -q --break-system-packages torch
 fi

@@ -104,6 +104,22 @@ TEST(Lexer, DedentsClosedAtEndOfFile) {
   EXPECT_EQ(t[t.size() - 1], "dedent@3:10");
 }
 
+TEST(Lexer, DottedModuleNameAfterFrom) {
+  // `from ein.optim import adamw`: the module name is one name, dots and
+  // all; elsewhere `a.b` stays the Python habit it is (an error).
+  unsigned errors = 0;
+  EXPECT_EQ(tokensOf("from ein.optim import adamw\n", &errors),
+            (Tokens{"name:from@1:1", "name:ein.optim@1:6", "name:import@1:16",
+                    "name:adamw@1:23", "end of line@1:28"}));
+  EXPECT_EQ(errors, 0u);
+  EXPECT_EQ(tokensOf("from a.b.c import f", &errors)[1], "name:a.b.c@1:6");
+  EXPECT_EQ(errors, 0u);
+  tokensOf("x = a.b\n", &errors);
+  EXPECT_EQ(errors, 1u);
+  tokensOf("y = from.b\n", &errors);
+  EXPECT_EQ(errors, 1u);
+}
+
 struct LexErrorCase {
   const char *name;
   const char *text;

@@ -7,24 +7,26 @@ namespace ein {
 
 const std::vector<OptimizerSpec> &optimizerTable() {
   // FLOPs per element, counting each arithmetic operation and sqrt as 1:
+  // As torch.optim's single-tensor code computes them (and ein.optim,
+  // share/ein/optim.ein, writes them): addcmul/addcdiv count 3, lerp 3.
   static const std::vector<OptimizerSpec> table = {
-      // w -= lr * g
+      // p.add_(g, alpha=-lr)
       {"sgd", 0, 2, "w -= lr * g"},
-      // b = mu * b + g; w -= lr * b
+      // b.mul_(mu).add_(g); p.add_(b, alpha=-lr)
       {"momentum", 1, 4, "b = mu * b + g; w -= lr * b"},
-      // s += g * g; w -= lr * g / (sqrt(s) + eps)
+      // s.addcmul_(g, g) (2); std = s.sqrt().add_(eps) (2);
+      // p.addcdiv_(g, std, value=-lr) (3)
       {"adagrad", 1, 7, "s += g * g; w -= lr * g / (sqrt(s) + eps)"},
-      // s = a * s + (1 - a) * g * g; w -= lr * g / (sqrt(s) + eps)
+      // s.mul_(a).addcmul_(g, g, value=1-a) (4); sqrt, add (2); addcdiv (3)
       {"rmsprop", 1, 9,
        "s = a * s + (1 - a) * g * g; w -= lr * g / (sqrt(s) + eps)"},
-      // m = b1 m + (1 - b1) g (3); v = b2 v + (1 - b2) g g (4);
-      // w -= lr * (m / c1) / (sqrt(v / c2) + eps) (7)
-      {"adam", 2, 14,
-       "m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * g * g; "
-       "w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)"},
-      // adam's 14, then the decoupled decay first: w -= (lr * wd) * w (2)
-      {"adamw", 2, 16,
-       "w -= lr * wd * w; then adam's update"},
+      // m.lerp_(g, 1-b1) (3); v.mul_(b2).addcmul_(g, g, value=1-b2) (4);
+      // denom = (v.sqrt() / sqrt(c2)).add_(eps) (3); addcdiv (3)
+      {"adam", 2, 13,
+       "m += (1 - b1) * (g - m); v = b2 * v + (1 - b2) * g * g; "
+       "w -= lr / c1 * m / (sqrt(v) / sqrt(c2) + eps), c = 1 - b^t"},
+      // p.mul_(1 - lr * wd) (1), then adam's 13
+      {"adamw", 2, 14, "w *= 1 - lr * wd; then adam's update"},
   };
   return table;
 }

@@ -2,13 +2,13 @@
 // pipelines. Output text goes to the stream the tool passes in; errors are
 // returned as values and printed by the tool.
 #include "ein/Driver/Driver.h"
+#include "ein/Analysis/Training.h"
 #include "ein/Driver/Calibrate.h"
 #include "ein/Driver/Report.h"
 #include "ein/Driver/Run.h"
-#include "ein/Analysis/Training.h"
-#include "ein/Sema/Autodiff.h"
 #include "ein/Execution/AOT.h"
 #include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Sema/Autodiff.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
@@ -574,8 +574,9 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
           fn.name));
     std::vector<unsigned> wrt;
     for (const std::string &name : args.trainParams) {
-      auto it = std::find_if(fn.params.begin(), fn.params.end(),
-                             [&](unsigned v) { return fn.values[v].name == name; });
+      auto it =
+          std::find_if(fn.params.begin(), fn.params.end(),
+                       [&](unsigned v) { return fn.values[v].name == name; });
       if (it == fn.params.end())
         return usageError("report",
                           fmt::format("--params: '{}' is not a parameter of "
@@ -595,6 +596,7 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
                                       grads.error->message));
     }
     fn.gradWrt = wrt;
+    fn.gradLosses = {fn.returns[0]};
     // The gradients are results of the step, as grad() would return them.
     for (size_t i = 0; i < wrt.size(); ++i) {
       fn.returns.push_back(grads.grads[i]);
@@ -611,8 +613,7 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
     std::string report = reportJSON(module, options);
     out << fmt::format("{{\"report\":{},\"train\":{}}}\n",
                        report.substr(0, report.find_last_not_of("\n") + 1),
-                       trainReportJSON(module, fn, options,
-                                       args.trainOptions));
+                       trainReportJSON(module, fn, options, args.trainOptions));
     return {};
   }
   out << reportTable(module, options)

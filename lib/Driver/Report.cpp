@@ -498,12 +498,12 @@ std::string reportTable(const CheckedModule &module,
         const CallSite &site = fn.callSites[path[depth]];
         Totals t = totalsOf((backward ? bySiteBackward : bySite)[path[depth]],
                             fn.ctx.env, bandwidth);
-        lines.push_back({where(site.loc),
-                         std::string(2 * depth, ' ') +
-                             (backward ? "grad of call" : "call"),
-                         site.callee, t.flops, t.bytes,
-                         t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-",
-                         t.flops.expr.str()});
+        lines.push_back(
+            {where(site.loc),
+             std::string(2 * depth, ' ') + (backward ? "grad of call" : "call"),
+             site.callee, t.flops, t.bytes,
+             t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-",
+             t.flops.expr.str()});
       }
       if (!path.empty() && !options.expandCalls)
         continue;
@@ -520,8 +520,7 @@ std::string reportTable(const CheckedModule &module,
         formula += fmt::format("  [naive {}, order {}]",
                                r.cost.naiveFlops->str(), pathStr(r.cost.path));
       lines.push_back(
-          {where(r.op->loc),
-           std::string(2 * path.size(), ' ') + opLabel(*r.op),
+          {where(r.op->loc), std::string(2 * path.size(), ' ') + opLabel(*r.op),
            r.op->pattern, r.cost.flops, r.cost.bytes(),
            f && b ? formatSeconds(rooflineSeconds(toDouble(*f), toDouble(*b),
                                                   r.peak, bandwidth))

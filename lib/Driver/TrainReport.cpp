@@ -34,22 +34,23 @@ struct Account {
   std::vector<std::string> paramNames;
   Quantity params, tokens;
   std::string tokensFrom;
-  std::vector<Line> flops;     // forward, backward (and parts), optimizer
+  std::vector<Line> flops; // forward, backward (and parts), optimizer
   Quantity forward, backward, recompute, optimizerFlops, total;
   Quantity rule2, rule4, rule6; // 2·N·P, 4·N·P, 6·N·P
-  std::vector<Line> memory;    // parameters, gradients, states, activations
+  std::vector<Line> memory;     // parameters, gradients, states, activations
   std::vector<SavedValue> saved;
   Quantity activations;
   std::optional<Int> peak;
   double forwardSeconds = 0, backwardSeconds = 0, optimizerSeconds = 0;
+  double writtenSeconds = 0; // of the update the program writes
+  bool writtenUpdate = false;
   bool timeKnown = true;
   double peakFlops = 0, bandwidth = 0;
   DType paramType = DType::F32;
 };
 
 bool isParam(const CheckedFunction &fn, unsigned v) {
-  return std::find(fn.gradWrt.begin(), fn.gradWrt.end(), v) !=
-         fn.gradWrt.end();
+  return std::find(fn.gradWrt.begin(), fn.gradWrt.end(), v) != fn.gradWrt.end();
 }
 
 std::string valueName(const CheckedFunction &fn, unsigned v) {
@@ -72,7 +73,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     if (!isFloat(t))
       return t;
     bool paramLike = isParam(fn, v) || (phase == GradPhase::WeightGrad &&
-                                         gradOf >= 0 && isParam(fn, gradOf));
+                                        gradOf >= 0 && isParam(fn, gradOf));
     if (paramLike && train.paramDType)
       return *train.paramDType;
     if (!paramLike && train.actDType)
@@ -96,8 +97,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     a.paramNames.push_back(valueName(fn, p));
   }
   a.params = Quantity::of(params, env);
-  a.paramType = fn.gradWrt.empty() ? DType::F32
-                                   : typeHeld(fn.gradWrt.front());
+  a.paramType = fn.gradWrt.empty() ? DType::F32 : typeHeld(fn.gradWrt.front());
   // N: --tokens, else the first input that is not a parameter, all its dims
   // but the last (b s d: b*s tokens of d features).
   SizeExpr tokens = SizeExpr::constant(1);
@@ -130,8 +130,40 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   SizeExpr fwdParamMatmul, fwdOtherContraction, fwdRest;
   SizeExpr weightGrad, dataParamMatmul, dataOtherContraction, dataRest,
       recompute;
+  // The forward pass is what the losses and the backward read; the other
+  // forward-phase ops (a call of ein.optim's adamw after grad(), any work
+  // after the gradients) are the update the program writes itself: the
+  // optimizer step, counted from the program.
+  std::set<unsigned> needed(fn.gradLosses.begin(), fn.gradLosses.end());
+  for (const CheckedOp &op : fn.ops)
+    if (op.phase != GradPhase::Forward)
+      needed.insert(op.operands.begin(), op.operands.end());
+  std::set<const CheckedOp *> update;
+  for (size_t i = fn.ops.size(); i-- > 0;) {
+    const CheckedOp &op = fn.ops[i];
+    if (op.phase != GradPhase::Forward)
+      continue;
+    bool feeds = std::any_of(op.results.begin(), op.results.end(),
+                             [&](unsigned v) { return needed.count(v); });
+    if (feeds)
+      needed.insert(op.operands.begin(), op.operands.end());
+    else
+      update.insert(&op);
+  }
+  SizeExpr written;
   for (const OpReport &r : rows) {
     const CheckedOp &op = *r.op;
+    if (update.count(&op)) {
+      written = written + r.cost.flops.expr;
+      auto fv = r.cost.flops.value;
+      auto bv = r.cost.bytes().value;
+      if (fv && bv)
+        a.writtenSeconds +=
+            rooflineSeconds(toDouble(*fv), toDouble(*bv), r.peak, bandwidth);
+      else
+        a.timeKnown = false;
+      continue;
+    }
     bool contraction = op.kind == OpKind::Einsum;
     bool readsParam = std::any_of(op.operands.begin(), op.operands.end(),
                                   [&](unsigned v) { return isParam(fn, v); });
@@ -158,17 +190,18 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       a.timeKnown = false;
       continue;
     }
-    double t =
-        rooflineSeconds(toDouble(*fv), toDouble(*bv), r.peak, bandwidth);
+    double t = rooflineSeconds(toDouble(*fv), toDouble(*bv), r.peak, bandwidth);
     (op.phase == GradPhase::Forward ? a.forwardSeconds : a.backwardSeconds) +=
         t;
   }
   SizeExpr forward = fwdParamMatmul + fwdOtherContraction + fwdRest;
   SizeExpr backward =
       weightGrad + dataParamMatmul + dataOtherContraction + dataRest;
-  SizeExpr optimizer =
+  SizeExpr table =
       SizeExpr::constant(a.optimizer ? a.optimizer->flopsPerElement : 0) *
       params;
+  a.writtenUpdate = !update.empty();
+  SizeExpr optimizer = a.writtenUpdate ? written : table;
   a.forward = Quantity::of(forward, env);
   a.backward = Quantity::of(backward, env);
   a.optimizerFlops = Quantity::of(optimizer, env);
@@ -195,10 +228,17 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       {"recomputation", a.recompute,
        "forward values computed again instead of saved (grad(..., "
        "recompute=True))"},
-      {fmt::format("optimizer step ({}: {} FLOPs per parameter)",
-                   a.optimizer ? a.optimizer->name : "?",
-                   a.optimizer ? a.optimizer->flopsPerElement : 0),
-       a.optimizerFlops, "not in the rule"},
+      a.writtenUpdate
+          ? Line{"optimizer step (as the program writes it)", a.optimizerFlops,
+                 fmt::format("not in the rule; the table's {} ({} per "
+                             "parameter): {}",
+                             a.optimizer ? a.optimizer->name : "?",
+                             a.optimizer ? a.optimizer->flopsPerElement : 0,
+                             Quantity::of(table, env).str())}
+          : Line{fmt::format("optimizer step ({}: {} FLOPs per parameter)",
+                             a.optimizer ? a.optimizer->name : "?",
+                             a.optimizer ? a.optimizer->flopsPerElement : 0),
+                 a.optimizerFlops, "not in the rule"},
       {"step total", a.total, "6·N·P = " + a.rule6.str()},
   };
 
@@ -220,8 +260,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     DType t = typeHeld(v);
     SizeExpr bytes = elements(v) * SizeExpr::constant(dtypeBytes(t));
     activationBytes = activationBytes + bytes;
-    a.saved.push_back({valueName(fn, v),
-                       TensorType{fn.values[v].type.shape, t},
+    a.saved.push_back({valueName(fn, v), TensorType{fn.values[v].type.shape, t},
                        Quantity::of(bytes, env)});
   }
   a.activations = q(activationBytes);
@@ -256,13 +295,15 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   }
   // The optimizer's time: its FLOPs, and it reads w, g and the states and
   // writes w and the states.
-  a.peakFlops = options.peakOverride > 0
-                    ? options.peakOverride
-                    : (options.device ? options.device->peakFor(a.paramType)
-                                      : 0);
+  a.peakFlops =
+      options.peakOverride > 0
+          ? options.peakOverride
+          : (options.device ? options.device->peakFor(a.paramType) : 0);
   auto of = a.optimizerFlops.value;
   auto ob = (SizeExpr::constant(3 + 2 * states) * paramBytes).evaluate(env);
-  if (of && ob)
+  if (a.writtenUpdate)
+    a.optimizerSeconds = a.writtenSeconds;
+  else if (of && ob)
     a.optimizerSeconds =
         rooflineSeconds(toDouble(*of), toDouble(*ob), a.peakFlops, bandwidth);
   else
@@ -318,8 +359,8 @@ std::string trainReportTable(const CheckedModule &module,
                  "dtype; formula");
   for (auto &l : a.memory)
     fmt::format_to(out, "  {:<{}}  {:<16}  {} ({}); {}\n", l.label, labelW,
-                   l.value.str().size() > 16 ? "-" : l.value.str(),
-                   l.note, gib(l.value.value), l.value.expr.str());
+                   l.value.str().size() > 16 ? "-" : l.value.str(), l.note,
+                   gib(l.value.value), l.value.expr.str());
   fmt::format_to(out, "  {:<{}}  {:<16}  {}\n",
                  "peak of live tensors over the step", labelW,
                  a.peak ? toString(*a.peak) : "-",
@@ -363,12 +404,12 @@ std::string trainReportTable(const CheckedModule &module,
       // exact FLOPs at the ideal time (6·N·P may overcount, and would give
       // more than 1).
       if (a.total.value && step > 0 && a.peakFlops > 0)
-        fmt::format_to(out,
-                       "  MFU bound: exact step FLOPs / ideal step time / "
-                       "peak {} = {} (a measured step: einc run --time)\n",
-                       dtypeName(a.paramType),
-                       formatRatio(toDouble(*a.total.value) / step /
-                                   a.peakFlops));
+        fmt::format_to(
+            out,
+            "  MFU bound: exact step FLOPs / ideal step time / "
+            "peak {} = {} (a measured step: einc run --time)\n",
+            dtypeName(a.paramType),
+            formatRatio(toDouble(*a.total.value) / step / a.peakFlops));
     } else {
       os += "  ideal time: bind every size to compute it\n";
     }

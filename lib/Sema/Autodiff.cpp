@@ -17,12 +17,14 @@ namespace {
 
 using F = ElementwiseFn;
 
-/// What a failed step returns: false, or an empty optional.
+/// What a failed step returns: an empty optional (of any type), or, through
+/// `Failed::no`, false. (No implicit bool: an optional<unsigned> would take
+/// it as the value 0.)
 struct Failed {
-  operator bool() const { return false; }
   template <typename T> operator std::optional<T>() const {
     return std::nullopt;
   }
+  bool no() const { return false; }
 };
 
 /// A side of a pattern, one entry per dim: its elementary axes.
@@ -118,6 +120,8 @@ private:
                                  std::vector<SizeArg> sizes,
                                  std::optional<DType> acc);
   std::optional<unsigned> zeros(unsigned like);
+  /// The n x n identity in `dtype`: arange(n) "i 1" == arange(n) "1 j".
+  std::optional<unsigned> identity(const SizeExpr &n, DType dtype);
   /// `g` (of the broadcast result's shape) summed to `operand`'s shape.
   std::optional<unsigned> unbroadcast(unsigned g, unsigned operand);
   /// Adds `g` to the gradient of `value` (in value's dtype).
@@ -179,9 +183,10 @@ std::optional<unsigned> Differentiator::ew(F f, std::vector<unsigned> xs) {
               TensorType{shape, elementwiseResultDType(info, dtype)});
 }
 
-std::optional<unsigned>
-Differentiator::transform(OpKind kind, unsigned x, const std::string &pattern,
-                          std::vector<SizeArg> sizes, ReduceKind reduction) {
+std::optional<unsigned> Differentiator::transform(OpKind kind, unsigned x,
+                                                  const std::string &pattern,
+                                                  std::vector<SizeArg> sizes,
+                                                  ReduceKind reduction) {
   PatternUse use = kind == OpKind::Reduce   ? PatternUse::Reduce
                    : kind == OpKind::Repeat ? PatternUse::Repeat
                                             : PatternUse::Rearrange;
@@ -203,10 +208,10 @@ Differentiator::transform(OpKind kind, unsigned x, const std::string &pattern,
   return emit(std::move(op), TensorType{info->result, dtypeOf(x)});
 }
 
-std::optional<unsigned>
-Differentiator::einsum(const std::vector<unsigned> &xs,
-                       const std::string &pattern, std::vector<SizeArg> sizes,
-                       std::optional<DType> acc) {
+std::optional<unsigned> Differentiator::einsum(const std::vector<unsigned> &xs,
+                                               const std::string &pattern,
+                                               std::vector<SizeArg> sizes,
+                                               std::optional<DType> acc) {
   std::string what = fmt::format("einsum(\"{}\")", pattern);
   auto parsed = parsePattern(pattern, PatternUse::Einsum);
   if (!parsed)
@@ -246,6 +251,23 @@ std::optional<unsigned> Differentiator::zeros(unsigned like) {
                    fmt::format(" -> {}", fmt::join(names, " ")), sizes);
 }
 
+std::optional<unsigned> Differentiator::identity(const SizeExpr &n,
+                                                 DType dtype) {
+  CheckedOp op;
+  op.kind = OpKind::Arange;
+  op.sizeValue = n;
+  unsigned positions =
+      emit(std::move(op), TensorType{{Dim::ofSize(n)}, DType::I64});
+  auto column = transform(OpKind::Rearrange, positions, "i -> i 1", {});
+  auto row = transform(OpKind::Rearrange, positions, "j -> 1 j", {});
+  if (!column || !row)
+    return std::nullopt;
+  auto same = ew(F::Eq, {*column, *row});
+  if (!same)
+    return std::nullopt;
+  return cast(*same, dtype);
+}
+
 std::optional<unsigned> Differentiator::unbroadcast(unsigned g,
                                                     unsigned operand) {
   auto gShape = shapeOf(g);
@@ -274,10 +296,9 @@ std::optional<unsigned> Differentiator::unbroadcast(unsigned g,
   std::vector<std::string> kept;
   for (size_t j = 0; j < xShape->size(); ++j)
     kept.push_back(align.rhs[j] >= 0 ? names[align.rhs[j]] : "1");
-  return transform(OpKind::Reduce, g,
-                   fmt::format("{} -> {}", fmt::join(names, " "),
-                               fmt::join(kept, " ")),
-                   {});
+  return transform(
+      OpKind::Reduce, g,
+      fmt::format("{} -> {}", fmt::join(names, " "), fmt::join(kept, " ")), {});
 }
 
 bool Differentiator::accumulate(unsigned value, unsigned g) {
@@ -306,9 +327,8 @@ std::string sideText(const Groups &groups, Name &name) {
     std::vector<std::string> axes;
     for (const auto &a : group)
       axes.push_back(name(a));
-    dims.push_back(axes.size() == 1
-                       ? axes[0]
-                       : fmt::format("({})", fmt::join(axes, " ")));
+    dims.push_back(
+        axes.size() == 1 ? axes[0] : fmt::format("({})", fmt::join(axes, " ")));
   }
   return fmt::format("{}", fmt::join(dims, " "));
 }
@@ -363,13 +383,20 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
       continue;
     target(op, x);
     AxisNames name(info.axisSizes, [this] { return freshAxis(); });
-    std::set<std::string> seen, available(info.outputAxes.begin(),
-                                          info.outputAxes.end());
-    for (const auto &axis : info.operandAxes[i])
-      if (!seen.insert(axis).second)
-        return fail(fmt::format("grad of an einsum whose operand {} repeats "
-                                "axis '{}' (a diagonal) is not supported",
-                                i + 1, axis));
+    std::set<std::string> seen,
+        available(info.outputAxes.begin(), info.outputAxes.end());
+    // A diagonal (`i i` in this operand): the gradient lands on it only, so
+    // each repeat of an axis gets a fresh name and the identity of the two
+    // joins the gradient einsum.
+    Groups groups = info.operandGroups[i];
+    std::vector<std::pair<std::string, std::string>> diagonals;
+    for (auto &group : groups)
+      for (auto &axis : group)
+        if (!seen.insert(axis).second) {
+          diagonals.push_back({axis, freshAxis()});
+          axis = diagonals.back().second;
+          available.insert(axis);
+        }
     std::vector<unsigned> inputs = {g};
     std::vector<const Groups *> sides = {&info.outputGroups};
     std::vector<std::string> texts = {sideText(info.outputGroups, name)};
@@ -381,12 +408,19 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
       texts.push_back(sideText(info.operandGroups[j], name));
       available.insert(info.operandAxes[j].begin(), info.operandAxes[j].end());
     }
+    for (const auto &[axis, twin] : diagonals) {
+      auto eye = identity(info.axisSizes.at(axis), operandType);
+      if (!eye)
+        return false;
+      inputs.push_back(*eye);
+      texts.push_back(fmt::format("{} {}", name(axis), twin));
+    }
     // The operand's axes that reach the gradient einsum, in its order; the
     // others (summed in this operand alone, or its 1 dims) come back by a
     // repeat.
     Groups flat;
     bool exact = true;
-    for (const auto &group : info.operandGroups[i]) {
+    for (const auto &group : groups) {
       exact &= group.size() == 1;
       for (const auto &axis : group) {
         if (available.count(axis))
@@ -403,9 +437,17 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
     if (!exact) {
       AxisNames rename(info.axisSizes, [this] { return freshAxis(); });
       std::string back = fmt::format("{} -> {}", sideText(flat, rename),
-                                     sideText(info.operandGroups[i], rename));
-      dx = transform(OpKind::Repeat, *dx, back,
-                     rename.sizeArgs({&info.operandGroups[i]}));
+                                     sideText(groups, rename));
+      // The repeat's new axes (those not in `flat`) need their sizes too.
+      std::vector<SizeArg> sizes = rename.sizeArgs({&groups});
+      for (const auto &group : groups)
+        for (const auto &axis : group)
+          if (!available.count(axis) &&
+              std::none_of(sizes.begin(), sizes.end(), [&](const SizeArg &a) {
+                return a.name == rename(axis);
+              }))
+            sizes.push_back(SizeArg{rename(axis), info.axisSizes.at(axis)});
+      dx = transform(OpKind::Repeat, *dx, back, sizes);
       if (!dx)
         return false;
     }
@@ -439,8 +481,9 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
       for (const auto &a : group)
         if (!kept.count(a))
           if (auto it = info.axisSizes.find(a); it != info.axisSizes.end())
-            if (std::none_of(sizes.begin(), sizes.end(),
-                             [&](const SizeArg &s) { return s.name == name(a); }))
+            if (std::none_of(sizes.begin(), sizes.end(), [&](const SizeArg &s) {
+                  return s.name == name(a);
+                }))
               sizes.push_back(SizeArg{name(a), it->second});
     std::string back = out + " -> " + in;
     DType t = dtypeOf(dy);
@@ -485,7 +528,8 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
     case ReduceKind::Prod:
       return fail("grad of reduce \"prod\" is not supported (its gradient "
                   "divides by the inputs, which may be 0); write it as "
-                  "exp(reduce(log(x), ..., \"sum\")) for positive inputs");
+                  "exp(reduce(log(x), ..., \"sum\")) for positive inputs")
+          .no();
     case ReduceKind::Any:
     case ReduceKind::All:
       return true; // bool: nothing to differentiate
@@ -501,8 +545,7 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
 }
 
 std::optional<unsigned> Differentiator::localGradient(const CheckedOp &op,
-                                                      unsigned i,
-                                                      unsigned dy) {
+                                                      unsigned i, unsigned dy) {
   using Opt = std::optional<unsigned>;
   const auto &xs = op.operands;
   Opt a = xs[0], b = xs.size() > 1 ? Opt(xs[1]) : std::nullopt,
@@ -588,8 +631,8 @@ std::optional<unsigned> Differentiator::localGradient(const CheckedOp &op,
   case F::Gelu: { // Phi(x) + x phi(x)
     Opt phi = mul(f(F::Exp, {mul(mul(a, a), c(-0.5))}),
                   c(0.3989422804014327)); // 1 / sqrt(2 pi)
-    Opt cdf = mul(add(c(1), f(F::Erf, {mul(a, c(0.7071067811865476))})),
-                  c(0.5));
+    Opt cdf =
+        mul(add(c(1), f(F::Erf, {mul(a, c(0.7071067811865476))})), c(0.5));
     return mul(g, add(cdf, mul(a, phi)));
   }
   case F::GeluTanh: {
@@ -608,8 +651,8 @@ std::optional<unsigned> Differentiator::localGradient(const CheckedOp &op,
   case F::Cos:
     return f(F::Neg, {mul(g, f(F::Sin, {a}))});
   case F::Erf: // 2 / sqrt(pi) exp(-x^2)
-    return mul(g, mul(f(F::Exp, {f(F::Neg, {mul(a, a)})}),
-                      c(1.1283791670955126)));
+    return mul(g,
+               mul(f(F::Exp, {f(F::Neg, {mul(a, a)})}), c(1.1283791670955126)));
   case F::Where:
     return i == 1 ? f(F::Where, {a, g, c(0)}) : f(F::Where, {a, c(0), g});
   default:
@@ -641,7 +684,7 @@ bool Differentiator::packRule(const CheckedOp &op, unsigned dy) {
   target(op, op.operands[0]);
   auto parts = inferUnpack(fn.ctx, op.parsed, type(dy).shape, op.packParts);
   if (!parts)
-    return failBuilt("an unpack", parts.error().message);
+    return failBuilt("an unpack", parts.error().message).no();
   CheckedOp un;
   un.kind = OpKind::Unpack;
   un.pattern = op.pattern;
@@ -677,7 +720,7 @@ bool Differentiator::unpackRule(const CheckedOp &op) {
   }
   auto packed = inferPack(fn.ctx, op.parsed, shapes);
   if (!packed)
-    return failBuilt("a pack", packed.error().message);
+    return failBuilt("a pack", packed.error().message).no();
   CheckedOp pk;
   pk.kind = OpKind::Pack;
   pk.pattern = op.pattern;
@@ -731,10 +774,10 @@ bool Differentiator::sliceRule(const CheckedOp &op, unsigned dy) {
   std::string pattern = fmt::format("{}", fmt::join(names, " "));
   auto parsed = parsePattern(pattern, PatternUse::Pack);
   if (!parsed)
-    return failBuilt("a cat", parsed.error().message);
+    return failBuilt("a cat", parsed.error().message).no();
   auto packed = inferPack(fn.ctx, *parsed, shapes);
   if (!packed)
-    return failBuilt("a cat", packed.error().message);
+    return failBuilt("a cat", packed.error().message).no();
   CheckedOp pk;
   pk.kind = OpKind::Pack;
   pk.pattern = pattern;
@@ -854,6 +897,12 @@ GradientResult Differentiator::run(unsigned loss,
       return result;
     }
   }
+  // A rule that failed inside a step it could not report through its
+  // return value still leaves its error: never return gradients then.
+  if (error) {
+    result.error = error;
+    return result;
+  }
   for (unsigned w : wrt) {
     atLoc = at;
     atSite = -1;
@@ -868,6 +917,8 @@ GradientResult Differentiator::run(unsigned loss,
     }
     result.grads.push_back(*g);
   }
+  if (error)
+    result.error = error;
   return result;
 }
 
@@ -923,8 +974,8 @@ size_t recomputeCheapValues(CheckedFunction &fn) {
     const CheckedOp &op = fn.ops[it->second];
     if (op.kind != OpKind::Elementwise || isBackward(op))
       continue;
-    bool cheap = std::all_of(
-        op.operands.begin(), op.operands.end(), [&](unsigned x) {
+    bool cheap =
+        std::all_of(op.operands.begin(), op.operands.end(), [&](unsigned x) {
           return saved.count(x) || inputs.count(x) || isScalar(x);
         });
     if (!cheap)

@@ -20,17 +20,18 @@ std::optional<Operand> FunctionChecker::grad(const Expr &e) {
     }
     if (k.name == "recompute") {
       const Expr &v = *k.value;
-      if (v.kind != Expr::Kind::Name || (v.text != "True" && v.text != "False")) {
+      if (v.kind != Expr::Kind::Name ||
+          (v.text != "True" && v.text != "False")) {
         diags.error(v.loc, "recompute= is True or False", v.length);
         return std::nullopt;
       }
       recompute = v.text == "True";
       continue;
     }
-    diags.error(k.loc,
-                fmt::format("grad takes no keyword argument '{}'; {}", k.name,
-                            usage),
-                static_cast<unsigned>(k.name.size()));
+    diags.error(
+        k.loc,
+        fmt::format("grad takes no keyword argument '{}'; {}", k.name, usage),
+        static_cast<unsigned>(k.name.size()));
     return std::nullopt;
   }
   if (e.args.size() != 1 || !wrtArg) {
@@ -55,8 +56,7 @@ std::optional<Operand> FunctionChecker::grad(const Expr &e) {
                 fmt::format("grad needs a scalar loss (rank 0), got shape "
                             "\"{}\"; reduce it first, e.g. reduce(x, \"{} "
                             "->\", \"mean\")",
-                            shapeStr(lossType.shape),
-                            shapeStr(lossType.shape)),
+                            shapeStr(lossType.shape), shapeStr(lossType.shape)),
                 lossExpr.length);
     return std::nullopt;
   }
@@ -108,6 +108,7 @@ std::optional<Operand> FunctionChecker::grad(const Expr &e) {
   }
   if (recompute)
     recomputeCheapValues(out);
+  out.gradLosses.push_back(*loss);
   for (unsigned w : wrt)
     if (std::find(out.gradWrt.begin(), out.gradWrt.end(), w) ==
         out.gradWrt.end())

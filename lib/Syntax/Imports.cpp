@@ -1,10 +1,14 @@
-// Resolving `from NAME import f, g`: reads NAME.ein beside the importing file,
+// Resolving `from NAME import f, g`: reads NAME.ein beside the importing file
+// (`a.b` is a/b.ein, `ein.optim` is optim.ein of ein's library directory),
 // parses it and gathers what it declares into the importing module.
 #include "ein/Syntax/Imports.h"
+#include "ein/Support/Library.h"
 #include "ein/Syntax/Parser.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -55,9 +59,72 @@ private:
     return ec ? path : p.string();
   }
 
+  /// Whether `module` names a file of ein's library (`ein.optim`).
+  static bool isLibraryModule(const std::string &module) {
+    return module.rfind("ein.", 0) == 0;
+  }
+
+  /// `a.b.c` -> `a/b/c.ein`.
+  static fs::path moduleFile(const std::string &module) {
+    std::string relative = module;
+    std::replace(relative.begin(), relative.end(), '.', '/');
+    return fs::path(relative + ".ein");
+  }
+
+  /// The modules of ein's library in `dir`, sorted: `ein.optim`, ...
+  static std::vector<std::string> libraryModules(const fs::path &dir) {
+    std::vector<std::string> modules;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec))
+      if (it->path().extension() == ".ein")
+        modules.push_back("ein." + it->path().stem().string());
+    std::sort(modules.begin(), modules.end());
+    return modules;
+  }
+
+  /// `a, b, c`, or `none`.
+  template <typename Range> static std::string joined(const Range &items) {
+    if (items.begin() == items.end())
+      return "none";
+    return fmt::format("{}", fmt::join(items, ", "));
+  }
+
+  /// The file `import` names, or nullopt after an error at the import: a
+  /// module of ein's library is a file of libraryDirectory(), any other
+  /// one is relative to the importing file's directory.
+  std::optional<std::string> modulePath(const Import &import,
+                                        const std::string &importerPath) {
+    unsigned length = static_cast<unsigned>(import.module.size());
+    if (!isLibraryModule(import.module))
+      return (fs::path(importerPath).parent_path() / moduleFile(import.module))
+          .string();
+    auto dir = libraryDirectory();
+    if (!dir) {
+      diags.error(import.loc,
+                  fmt::format("cannot import '{}': {}", import.module,
+                              dir.error().message),
+                  length);
+      return std::nullopt;
+    }
+    fs::path path = fs::path(*dir) / moduleFile(import.module.substr(4));
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      diags.error(import.loc,
+                  fmt::format("no module '{}' in ein's library ({}); it has {}",
+                              import.module, *dir,
+                              joined(libraryModules(*dir))),
+                  length);
+      return std::nullopt;
+    }
+    return path.string();
+  }
+
   bool resolveOne(Import &import, const std::string &importerPath) {
-    fs::path dir = fs::path(importerPath).parent_path();
-    std::string path = (dir / (import.module + ".ein")).string();
+    auto located = modulePath(import, importerPath);
+    if (!located)
+      return false;
+    std::string path = *located;
     std::string key = canonical(path);
     unsigned length = static_cast<unsigned>(import.module.size());
     for (size_t i = 0; i < stack.size(); ++i)
@@ -79,9 +146,13 @@ private:
     import.resolvedFile = found->second;
     for (auto &[name, loc] : import.names)
       if (!exported[found->second].count(name)) {
+        const auto &functions = exported[found->second];
         diags.error(loc,
-                    fmt::format("'{}' is not a function of {}", name,
-                                fs::path(path).filename().string()),
+                    isLibraryModule(import.module)
+                        ? fmt::format("'{}' is not a function of {}; it has {}",
+                                      name, import.module, joined(functions))
+                        : fmt::format("'{}' is not a function of {}", name,
+                                      fs::path(path).filename().string()),
                     static_cast<unsigned>(name.size()));
         return false;
       }

@@ -112,6 +112,18 @@ std::optional<std::string> controlFlowMessage(const std::string &s,
       word);
 }
 
+/// Whether the last token of `out` is the module name of a statement
+/// `from NAME import ...`, which may be dotted (`ein.optim`).
+bool isModuleName(const std::vector<Token> &out) {
+  size_t n = out.size();
+  if (n < 2 || out[n - 1].kind != TokenKind::Name ||
+      out[n - 2].kind != TokenKind::Name || out[n - 2].text != "from")
+    return false;
+  return n == 2 || out[n - 3].kind == TokenKind::Newline ||
+         out[n - 3].kind == TokenKind::Indent ||
+         out[n - 3].kind == TokenKind::Dedent;
+}
+
 } // namespace
 
 std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
@@ -295,8 +307,16 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         out.back().loc.line == line &&
         out.back().loc.col + out.back().length == col &&
         unicode::scanIdentifier(s, i + 1) > i + 1) {
-      // `np.exp(x)`, `x.shape`: a Python habit, with its own message.
       size_t end = unicode::scanIdentifier(s, i + 1);
+      if (isModuleName(out)) {
+        // `from ein.optim import adamw`: a dotted module name is one name.
+        out.back().text += s.substr(i, end - i);
+        out.back().length += static_cast<unsigned>(end - i);
+        col += static_cast<unsigned>(end - i);
+        i = end;
+        continue;
+      }
+      // `np.exp(x)`, `x.shape`: a Python habit, with its own message.
       std::string object = out.back().text,
                   attribute = s.substr(i + 1, end - i - 1);
       static const char *const builtins[] = {

@@ -33,9 +33,9 @@ const OptimizerSpec *findOptimizer(const std::string &name);
 /// view (`isView(op index)`) allocates nothing. `bytesOf` gives a value's
 /// bytes (its dtype may be overridden by the caller). Unbound sizes make
 /// the peak unknown (nullopt).
-std::optional<Int> peakLiveBytes(const CheckedFunction &fn,
-                                 const std::function<bool(size_t)> &isView,
-                                 const std::function<std::optional<Int>(
-                                     unsigned)> &bytesOf);
+std::optional<Int>
+peakLiveBytes(const CheckedFunction &fn,
+              const std::function<bool(size_t)> &isView,
+              const std::function<std::optional<Int>(unsigned)> &bytesOf);
 
 } // namespace ein

@@ -104,6 +104,8 @@ struct CheckedFunction {
   /// The values differentiated for by grad() (its `wrt`, each once): the
   /// parameters of a training step.
   std::vector<unsigned> gradWrt;
+  /// The losses grad() differentiated.
+  std::vector<unsigned> gradLosses;
   InferContext ctx; // bindings, packs, entry constraints of this function
   /// The calls `op` was inlined from, outermost first (empty for an op of
   /// the function itself).
