@@ -6,6 +6,8 @@
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
 
+#include "CheckedSnippet.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,29 +17,11 @@ using namespace ein;
 
 namespace {
 
-struct Checked {
-  SourceFile file;
-  std::unique_ptr<DiagnosticEngine> diags;
-  Module module;
-  CheckedModule result;
+using Checked = test::CheckedSnippet;
 
-  std::string firstError() const {
-    for (auto &d : diags->diagnostics())
-      if (d.severity == Severity::Error)
-        return std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) +
-               ": " + d.message;
-    return "";
-  }
-};
-
-std::unique_ptr<Checked> check(const std::string &source) {
-  auto c = std::make_unique<Checked>();
-  c->file = SourceFile{"t.ein", source};
-  c->diags = std::make_unique<DiagnosticEngine>(c->file);
-  c->module = parseModule(c->file, *c->diags);
-  if (!c->diags->hadError())
-    c->result = checkModule(c->module, CheckOptions{}, *c->diags);
-  return c;
+std::unique_ptr<Checked> check(const std::string &source,
+                               CheckOptions options = {}) {
+  return test::checkSnippet<Checked>(source, options);
 }
 
 const char *kMLP = R"ein(

@@ -3,6 +3,8 @@
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
 
+#include "CheckedSnippet.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -11,19 +13,7 @@ using namespace ein;
 
 namespace {
 
-struct Checked {
-  SourceFile file;
-  std::unique_ptr<DiagnosticEngine> diags;
-  Module module;
-  CheckedModule result;
-
-  std::string firstError() const {
-    for (auto &d : diags->diagnostics())
-      if (d.severity == Severity::Error)
-        return std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) +
-               ": " + d.message;
-    return "";
-  }
+struct Checked : test::CheckedSnippet {
   const CheckedFunction &fn(const std::string &name) const {
     const CheckedFunction *f = result.find(name);
     EXPECT_NE(f, nullptr) << "no function " << name;
@@ -38,13 +28,7 @@ struct Checked {
 
 std::unique_ptr<Checked> check(const std::string &source,
                                CheckOptions options = {}) {
-  auto c = std::make_unique<Checked>();
-  c->file = SourceFile{"t.ein", source};
-  c->diags = std::make_unique<DiagnosticEngine>(c->file);
-  c->module = parseModule(c->file, *c->diags);
-  if (!c->diags->hadError())
-    c->result = checkModule(c->module, options, *c->diags);
-  return c;
+  return test::checkSnippet<Checked>(source, options);
 }
 
 const char *kScale = R"ein(
@@ -209,7 +193,7 @@ def g(x: f32["a b"], s: f32["b"]) -> f32["a b"]:
 )ein",
                       "6:12: unknown function 'scael'; expected one of "
                       "rearrange, reduce, repeat, einsum, pack, unpack, "
-                      "cat, slice, take, astype, arange, min, max, clip, abs, sign, square, exp, "
+                      "cat, slice, take, astype, arange, grad, min, max, clip, abs, sign, square, exp, "
                       "log, "
                       "sqrt, rsqrt, tanh, relu, sigmoid, silu, gelu, "
                       "gelu_tanh, softplus, sin, cos, erf, floor, ceil, "

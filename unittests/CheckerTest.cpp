@@ -8,6 +8,8 @@
 #include "ein/Shape/DTypeRules.h"
 #include "ein/Syntax/Parser.h"
 
+#include "CheckedSnippet.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -17,20 +19,7 @@ using namespace ein::test;
 
 namespace {
 
-/// A checked snippet; the engine refers to the file, so both live here.
-struct Checked {
-  SourceFile file;
-  std::unique_ptr<DiagnosticEngine> diags;
-  Module module;
-  CheckedModule result;
-
-  std::string firstError() const {
-    for (auto &d : diags->diagnostics())
-      if (d.severity == Severity::Error)
-        return std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) +
-               ": " + d.message;
-    return "";
-  }
+struct Checked : test::CheckedSnippet {
   const CheckedFunction &fn(const char *name) const {
     const CheckedFunction *f = result.find(name);
     EXPECT_NE(f, nullptr) << "no function " << name;
@@ -44,13 +33,7 @@ struct Checked {
 
 std::unique_ptr<Checked> check(const std::string &source,
                                CheckOptions options = {}) {
-  auto c = std::make_unique<Checked>();
-  c->file = SourceFile{"t.ein", source};
-  c->diags = std::make_unique<DiagnosticEngine>(c->file);
-  c->module = parseModule(c->file, *c->diags);
-  if (!c->diags->hadError())
-    c->result = checkModule(c->module, options, *c->diags);
-  return c;
+  return test::checkSnippet<Checked>(source, options);
 }
 
 //===----------------------------------------------------------------------===//
