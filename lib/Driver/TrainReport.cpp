@@ -108,13 +108,16 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     for (unsigned p : fn.params) {
       if (isParam(fn, p))
         continue;
+      // Features along the last dim of a float input; integer ids (an
+      // embedding's) are one token each.
       Shape s = fn.ctx.expand(fn.values[p].type.shape);
-      for (size_t i = 0; i + 1 < s.size(); ++i)
+      bool ids = !isFloat(fn.values[p].type.dtype);
+      size_t dims = ids || s.empty() ? s.size() : s.size() - 1;
+      for (size_t i = 0; i < dims; ++i)
         if (!s[i].isPack())
           tokens = tokens * s[i].size;
-      a.tokensFrom = fmt::format("the dims of '{}' but its last (--tokens "
-                                 "to change)",
-                                 valueName(fn, p));
+      a.tokensFrom = fmt::format("the dims of '{}'{} (--tokens to change)",
+                                 valueName(fn, p), ids ? "" : " but its last");
       break;
     }
   }
