@@ -1,10 +1,12 @@
 # `einc report --train` against PyTorch on the lecture's MLP
-# (examples/mlp.ein): the forward and backward contraction FLOPs equal what
+# (examples/mlp.ein) and the transformer block (examples/transformer.ein):
+# the forward and backward contraction FLOPs equal what
 # torch.utils.flop_counter.FlopCounterMode counts on the same model (it
-# counts matmuls only), and the parameter, gradient and optimizer-state
-# bytes equal what PyTorch allocates for them, for every optimizer.
-# Usage: account_torch.py EINC EXAMPLES_DIR
+# counts matmuls only) and a derivation by hand, and the parameter, gradient
+# and optimizer-state bytes equal what PyTorch allocates for them, for every
+# optimizer. Usage: account_torch.py EINC EXAMPLES_DIR TMPDIR
 import json
+import re
 import subprocess
 import sys
 
@@ -16,7 +18,7 @@ except ImportError as err:
           "scripts/setup.sh installs it")
     sys.exit(1)
 
-einc, examples = sys.argv[1:3]
+einc, examples, tmp = sys.argv[1:4]
 failures = 0
 
 
@@ -42,11 +44,18 @@ def account(source, fn, params, optimizer, dims, dtype=None):
         sys.exit(1)
     data = json.loads(run.stdout)
     ops = data["report"]["functions"][0]["ops"]
-    forward = sum(o["flops"] for o in ops
-                  if o["op"] == "einsum" and "phase" not in o)
-    backward = sum(o["flops"] for o in ops
-                   if o["op"] == "einsum" and o.get("phase") in
-                   ("data-grad", "weight-grad"))
+    # FlopCounterMode counts matrix products; an einsum that sums no axis
+    # (rotary's outer product of positions and frequencies, torch.outer
+    # in the reference) is elementwise work to it.
+    def matmul(o):
+        if o["op"] != "einsum":
+            return False
+        inputs, output = o["pattern"].split("->")
+        return bool(set(re.findall(r"\w+", inputs)) -
+                    set(re.findall(r"\w+", output)))
+    forward = sum(o["flops"] for o in ops if matmul(o) and "phase" not in o)
+    backward = sum(o["flops"] for o in ops if matmul(o) and
+                   o.get("phase") in ("data-grad", "weight-grad"))
     memory = {m["what"]: m["count"]["value"] for m in data["train"]["memory"]}
     return forward, backward, memory
 
@@ -118,6 +127,62 @@ check("mlp bf16 parameter bytes", memory["parameters"], nbytes([w1, w2]))
 check("mlp bf16 adam state bytes",
       memory[next(k for k in memory if k.startswith("optimizer states"))],
       nbytes(states))
+
+# The transformer block at grad_torch.py's sizes, every weight trained (the
+# torch block of that script is the reference).
+import os  # noqa: E402
+import shutil  # noqa: E402
+
+import numpy as np  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grad_torch as gt  # noqa: E402
+
+os.makedirs(tmp, exist_ok=True)
+for name in ("transformer.ein", "gated_mlp.ein"):
+    shutil.copy(os.path.join(examples, name), tmp)
+weights = [n for n, *_ in gt.BLOCK_PARAMS if n != "x"]
+params = ", ".join(f'{n}: f32["{shape}"]' for n, shape, *_ in gt.BLOCK_PARAMS)
+with open(os.path.join(tmp, "loss.ein"), "w") as f:
+    f.write("from transformer import block\n\n"
+            f'def loss({params}, r: f32["batch seq hidden"]) -> f32[""]:\n'
+            f"    out = block(x, {', '.join(weights)})\n"
+            '    return reduce(out * r, "b s m ->", "sum")\n')
+forward, backward, memory = account(
+    os.path.join(tmp, "loss.ein"), "loss", weights, "adamw",
+    {"batch": gt.BATCH, "seq": gt.SEQ, "hidden": gt.HIDDEN, "half": gt.HALF,
+     "ffn": gt.FFN})
+rng = np.random.default_rng(0)
+inputs = {n: torch.tensor(v, dtype=torch.float32, requires_grad=n in weights)
+          for n, v in gt.block_inputs(rng).items()}
+with FlopCounterMode(display=False) as counter:
+    loss = gt.block_torch(**inputs)
+torch_forward = counter.get_total_flops()
+with FlopCounterMode(display=False) as counter:
+    loss.backward()
+torch_backward = counter.get_total_flops()
+check("block forward matmul FLOPs", forward, torch_forward)
+check("block backward matmul FLOPs", backward, torch_backward)
+# By hand: N = batch*seq tokens, E = 2*half per head; the projections are
+# 2*N*P_matmul (qkv: hidden x 3*heads*E, out: heads*E x hidden, gate, up,
+# down: hidden x ffn each), the scores and the weighted sum 2*batch*heads*
+# seq*seq*E each. Every contraction has both operands differentiated (x
+# enters through rmsnorm's gain), so the backward is twice the forward.
+N, E, H = gt.BATCH * gt.SEQ, 2 * gt.HALF, gt.HEADS
+matmul_params = (gt.HIDDEN * 3 * H * E + H * E * gt.HIDDEN +
+                 3 * gt.HIDDEN * gt.FFN)
+by_hand = 2 * N * matmul_params + 2 * 2 * gt.BATCH * H * gt.SEQ ** 2 * E
+check("block forward matmul FLOPs by hand", forward, by_hand)
+check("block backward matmul FLOPs by hand", backward, 2 * by_hand)
+opt = torch.optim.AdamW([inputs[n] for n in weights])
+opt.step()
+check("block parameter bytes", memory["parameters"],
+      nbytes([inputs[n] for n in weights]))
+check("block gradient bytes", memory["gradients"],
+      nbytes([inputs[n].grad for n in weights]))
+check("block adamw state bytes",
+      memory[next(k for k in memory if k.startswith("optimizer states"))],
+      nbytes([t for n in weights for t in opt.state[inputs[n]].values()
+              if torch.is_tensor(t) and t.shape == inputs[n].shape]))
 
 print(f"{failures} failure(s)")
 sys.exit(1 if failures else 0)
