@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <map>
 #include <set>
 
 namespace ein {
@@ -67,28 +68,26 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     return numElements(fn.ctx.expand(fn.values[v].type.shape));
   };
   // The dtype the account holds a value in: --param-dtype for parameters
-  // and their gradients, --act-dtype for the other float values.
-  auto heldType = [&](unsigned v, GradPhase phase, int gradOf) {
+  // and their weight gradients, --act-dtype for the other float values.
+  std::map<unsigned, const CheckedOp *> producer;
+  for (const CheckedOp &op : fn.ops)
+    for (unsigned r : op.results)
+      producer[r] = &op;
+  auto typeHeld = [&](unsigned v) {
     DType t = fn.values[v].type.dtype;
     if (!isFloat(t))
       return t;
-    bool paramLike = isParam(fn, v) || (phase == GradPhase::WeightGrad &&
-                                        gradOf >= 0 && isParam(fn, gradOf));
+    auto it = producer.find(v);
+    bool weightGrad = it != producer.end() &&
+                      it->second->phase == GradPhase::WeightGrad &&
+                      it->second->gradOf >= 0 &&
+                      isParam(fn, static_cast<unsigned>(it->second->gradOf));
+    bool paramLike = isParam(fn, v) || weightGrad;
     if (paramLike && train.paramDType)
       return *train.paramDType;
     if (!paramLike && train.actDType)
       return *train.actDType;
     return t;
-  };
-  std::map<unsigned, std::pair<GradPhase, int>> producer;
-  for (const CheckedOp &op : fn.ops)
-    for (unsigned r : op.results)
-      producer[r] = {op.phase, op.gradOf};
-  auto typeHeld = [&](unsigned v) {
-    auto it = producer.find(v);
-    return it == producer.end()
-               ? heldType(v, GradPhase::Forward, -1)
-               : heldType(v, it->second.first, it->second.second);
   };
 
   SizeExpr params;
@@ -98,8 +97,9 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   }
   a.params = Quantity::of(params, env);
   a.paramType = fn.gradWrt.empty() ? DType::F32 : typeHeld(fn.gradWrt.front());
-  // N: --tokens, else the first input that is not a parameter, all its dims
-  // but the last (b s d: b*s tokens of d features).
+  // N: --tokens, else the first input that is not a parameter: all its
+  // dims but the last (b s d: b*s tokens of d features), or all the dims of
+  // integer ids.
   SizeExpr tokens = SizeExpr::constant(1);
   if (train.tokens) {
     tokens = *train.tokens;
@@ -277,12 +277,11 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   };
   // The peak over the step: the walk of live tensors in run order, with
   // the optimizer states held throughout.
-  auto view = [&](size_t i) {
-    for (const OpReport &r : rows)
-      if (r.op == &fn.ops[i])
-        return r.cost.view;
-    return false;
-  };
+  std::set<const CheckedOp *> views;
+  for (const OpReport &r : rows)
+    if (r.cost.view)
+      views.insert(r.op);
+  auto view = [&](size_t i) { return views.count(&fn.ops[i]) > 0; };
   auto bytesOf = [&](unsigned v) -> std::optional<Int> {
     auto n = elements(v).evaluate(env);
     if (!n)

@@ -120,6 +120,10 @@ private:
                                  std::vector<SizeArg> sizes,
                                  std::optional<DType> acc);
   std::optional<unsigned> zeros(unsigned like);
+  std::optional<unsigned> zerosOf(const Shape &shape, DType dtype);
+  /// pack(parts, pattern): unpack's gradient, and slice's (a cat).
+  std::optional<unsigned> pack(const std::vector<unsigned> &parts,
+                               const Pattern &pattern, DType dtype);
   /// The n x n identity in `dtype`: arange(n) "i 1" == arange(n) "1 j".
   std::optional<unsigned> identity(const SizeExpr &n, DType dtype);
   /// `g` (of the broadcast result's shape) summed to `operand`'s shape.
@@ -238,17 +242,40 @@ std::optional<unsigned> Differentiator::zeros(unsigned like) {
   auto shape = shapeOf(like);
   if (!shape)
     return std::nullopt;
-  unsigned zero = constant(0, dtypeOf(like));
-  if (shape->empty())
+  return zerosOf(*shape, dtypeOf(like));
+}
+
+std::optional<unsigned> Differentiator::zerosOf(const Shape &shape,
+                                                DType dtype) {
+  unsigned zero = constant(0, dtype);
+  if (shape.empty())
     return zero;
   std::vector<std::string> names;
   std::vector<SizeArg> sizes;
-  for (const Dim &d : *shape) {
+  for (const Dim &d : shape) {
     names.push_back(freshAxis());
     sizes.push_back(SizeArg{names.back(), d.size});
   }
   return transform(OpKind::Repeat, zero,
                    fmt::format(" -> {}", fmt::join(names, " ")), sizes);
+}
+
+std::optional<unsigned> Differentiator::pack(const std::vector<unsigned> &parts,
+                                             const Pattern &pattern,
+                                             DType dtype) {
+  std::vector<Shape> shapes;
+  for (unsigned p : parts)
+    shapes.push_back(type(p).shape);
+  auto packed = inferPack(fn.ctx, pattern, shapes);
+  if (!packed)
+    return failBuilt("a pack", packed.error().message);
+  CheckedOp op;
+  op.kind = OpKind::Pack;
+  op.pattern = pattern.text;
+  op.parsed = pattern;
+  op.packParts = packed->parts;
+  op.operands = parts;
+  return emit(std::move(op), TensorType{packed->packed, dtype});
 }
 
 std::optional<unsigned> Differentiator::identity(const SizeExpr &n,
@@ -351,13 +378,16 @@ public:
     names.emplace(axis, name);
     return name;
   }
-  /// Keyword sizes for the axes of `sides` that need one.
-  std::vector<SizeArg> sizeArgs(const std::vector<const Groups *> &sides) {
+  /// Keyword sizes for the axes of `sides` that need one: those in a
+  /// composition, renamed ones, and those not in `bound` when given (the
+  /// new axes of a repeat back).
+  std::vector<SizeArg> sizeArgs(const std::vector<const Groups *> &sides,
+                                const std::set<std::string> *bound = nullptr) {
     std::set<std::string> want;
     for (const Groups *side : sides)
       for (const auto &group : *side)
         for (const auto &a : group)
-          if (group.size() > 1 || sized.count(a))
+          if (group.size() > 1 || sized.count(a) || (bound && !bound->count(a)))
             want.insert(a);
     std::vector<SizeArg> out;
     for (const auto &a : want)
@@ -439,15 +469,8 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
       std::string back = fmt::format("{} -> {}", sideText(flat, rename),
                                      sideText(groups, rename));
       // The repeat's new axes (those not in `flat`) need their sizes too.
-      std::vector<SizeArg> sizes = rename.sizeArgs({&groups});
-      for (const auto &group : groups)
-        for (const auto &axis : group)
-          if (!available.count(axis) &&
-              std::none_of(sizes.begin(), sizes.end(), [&](const SizeArg &a) {
-                return a.name == rename(axis);
-              }))
-            sizes.push_back(SizeArg{rename(axis), info.axisSizes.at(axis)});
-      dx = transform(OpKind::Repeat, *dx, back, sizes);
+      dx = transform(OpKind::Repeat, *dx, back,
+                     rename.sizeArgs({&groups}, &available));
       if (!dx)
         return false;
     }
@@ -475,16 +498,10 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
     dx = transform(OpKind::Reduce, dy, out + " -> " + in, sizes);
     break;
   case OpKind::Reduce: {
-    // The input's axes the reduce removed: a repeat puts them back.
+    // The input's axes the reduce removed: a repeat puts them back, with
+    // their sizes.
     std::set<std::string> kept(info.outputAxes.begin(), info.outputAxes.end());
-    for (const auto &group : info.inputGroups)
-      for (const auto &a : group)
-        if (!kept.count(a))
-          if (auto it = info.axisSizes.find(a); it != info.axisSizes.end())
-            if (std::none_of(sizes.begin(), sizes.end(), [&](const SizeArg &s) {
-                  return s.name == name(a);
-                }))
-              sizes.push_back(SizeArg{name(a), it->second});
+    sizes = name.sizeArgs({&info.inputGroups, &info.outputGroups}, &kept);
     std::string back = out + " -> " + in;
     DType t = dtypeOf(dy);
     switch (op.reduction) {
@@ -708,7 +725,6 @@ bool Differentiator::unpackRule(const CheckedOp &op) {
   unsigned x = op.operands[0];
   target(op, x);
   std::vector<unsigned> parts;
-  std::vector<Shape> shapes;
   for (unsigned r : op.results) {
     auto it = adjoint.find(r);
     std::optional<unsigned> g =
@@ -716,19 +732,9 @@ bool Differentiator::unpackRule(const CheckedOp &op) {
     if (!g)
       return false;
     parts.push_back(*g);
-    shapes.push_back(type(*g).shape);
   }
-  auto packed = inferPack(fn.ctx, op.parsed, shapes);
-  if (!packed)
-    return failBuilt("a pack", packed.error().message).no();
-  CheckedOp pk;
-  pk.kind = OpKind::Pack;
-  pk.pattern = op.pattern;
-  pk.parsed = op.parsed;
-  pk.packParts = packed->parts;
-  pk.operands = parts;
-  unsigned dx = emit(std::move(pk), TensorType{packed->packed, dtypeOf(x)});
-  return accumulate(x, dx);
+  auto dx = pack(parts, op.parsed, dtypeOf(x));
+  return dx && accumulate(x, *dx);
 }
 
 bool Differentiator::sliceRule(const CheckedOp &op, unsigned dy) {
@@ -749,43 +755,22 @@ bool Differentiator::sliceRule(const CheckedOp &op, unsigned dy) {
       return true;
     Shape s = *shape;
     s[axis] = Dim::ofSize(n);
-    unsigned zero = constant(0, dtypeOf(x));
-    std::vector<std::string> out;
-    std::vector<SizeArg> sizes;
-    for (size_t d = 0; d < s.size(); ++d) {
-      out.push_back(freshAxis());
-      sizes.push_back(SizeArg{out.back(), s[d].size});
-    }
-    auto z = transform(OpKind::Repeat, zero,
-                       fmt::format(" -> {}", fmt::join(out, " ")), sizes);
-    if (!z)
-      return false;
-    parts.push_back(*z);
-    return true;
+    auto z = zerosOf(s, dtypeOf(x));
+    if (z)
+      parts.push_back(*z);
+    return z.has_value();
   };
   if (!zerosAlong(op.sliceStart))
     return false;
   parts.push_back(dy);
   if (!zerosAlong((*shape)[axis].size - op.sliceStop))
     return false;
-  std::vector<Shape> shapes;
-  for (unsigned p : parts)
-    shapes.push_back(type(p).shape);
   std::string pattern = fmt::format("{}", fmt::join(names, " "));
   auto parsed = parsePattern(pattern, PatternUse::Pack);
   if (!parsed)
     return failBuilt("a cat", parsed.error().message).no();
-  auto packed = inferPack(fn.ctx, *parsed, shapes);
-  if (!packed)
-    return failBuilt("a cat", packed.error().message).no();
-  CheckedOp pk;
-  pk.kind = OpKind::Pack;
-  pk.pattern = pattern;
-  pk.parsed = *parsed;
-  pk.packParts = packed->parts;
-  pk.operands = parts;
-  unsigned dx = emit(std::move(pk), TensorType{packed->packed, dtypeOf(x)});
-  return accumulate(x, dx);
+  auto dx = pack(parts, *parsed, dtypeOf(x));
+  return dx && accumulate(x, *dx);
 }
 
 /// take's adjoint: the table's gradient is zeros with dy added at the ids

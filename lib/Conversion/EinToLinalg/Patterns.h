@@ -135,6 +135,11 @@ private:
 
 // Index arithmetic on sizes (Sizes.cpp): constants fold, values build arith.
 Value indexConstant(OpBuilder &b, Location loc, int64_t v);
+/// An id (i32 sign-extended, or i64) as an index clamped into [0, last]:
+/// where take reads and scatter_add writes, so that a bad id never reaches
+/// outside the tensor.
+Value clampedIndex(OpBuilder &b, Location loc, Value id, Value last,
+                   Value zero);
 Value asIndexValue(OpBuilder &b, Location loc, OpFoldResult v);
 bool isStaticSize(OpFoldResult v, int64_t n);
 OpFoldResult mulSizes(OpBuilder &b, Location loc, OpFoldResult x,

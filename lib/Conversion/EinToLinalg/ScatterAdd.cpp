@@ -63,11 +63,7 @@ struct ScatterAddLowering : EinPattern<ScatterAddOp> {
         llvm::SmallVector<Value> idAt(ivs.begin() + axis,
                                       ivs.begin() + axis + idsRank);
         Value raw = nb.create<mlir::tensor::ExtractOp>(nl, ids, idAt);
-        // As an index (an i32 id sign-extended), clamped into [0, size).
-        Value id =
-            nb.create<mlir::arith::IndexCastOp>(nl, nb.getIndexType(), raw);
-        Value clamped = nb.create<mlir::arith::MaxSIOp>(
-            nl, nb.create<mlir::arith::MinSIOp>(nl, id, last), zero);
+        Value clamped = clampedIndex(nb, nl, raw, last, zero);
         llvm::SmallVector<Value> at(ivs.begin(), ivs.begin() + axis);
         at.push_back(clamped);
         at.append(ivs.begin() + axis + idsRank, ivs.end());

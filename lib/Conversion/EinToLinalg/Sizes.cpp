@@ -71,6 +71,13 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
   return b.create<mlir::arith::ConstantIndexOp>(loc, v);
 }
 
+Value clampedIndex(OpBuilder &b, Location loc, Value id, Value last,
+                   Value zero) {
+  Value index = b.create<mlir::arith::IndexCastOp>(loc, b.getIndexType(), id);
+  return b.create<mlir::arith::MaxSIOp>(
+      loc, b.create<mlir::arith::MinSIOp>(loc, index, last), zero);
+}
+
 Value asIndexValue(OpBuilder &b, Location loc, OpFoldResult v) {
   if (auto attr = llvm::dyn_cast_if_present<mlir::Attribute>(v))
     return indexConstant(b, loc, llvm::cast<mlir::IntegerAttr>(attr).getInt());

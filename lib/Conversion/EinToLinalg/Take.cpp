@@ -94,10 +94,7 @@ struct TakeLowering : EinPattern<TakeOp> {
       auto gather = rewriter.create<mlir::linalg::GenericOp>(
           loc, init.getType(), mlir::ValueRange{ids}, mlir::ValueRange{init},
           maps, iters, [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
-            Value id = nb.create<mlir::arith::IndexCastOp>(
-                nl, nb.getIndexType(), args[0]);
-            Value clamped = nb.create<mlir::arith::MaxSIOp>(
-                nl, nb.create<mlir::arith::MinSIOp>(nl, id, last), zero);
+            Value clamped = clampedIndex(nb, nl, args[0], last, zero);
             llvm::SmallVector<Value> at;
             for (int64_t d = 0; d < axis; ++d)
               at.push_back(nb.create<mlir::linalg::IndexOp>(nl, d));
