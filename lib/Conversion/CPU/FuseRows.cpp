@@ -7,14 +7,22 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <functional>
 
 namespace ein {
 
@@ -34,31 +42,56 @@ bool isRowReduction(mlir::Operation *op) {
          !linalg::isaContractionOpInterface(generic);
 }
 
-/// How many leading loops of `root` are its rows: the loops through which
-/// it reads a row reduction, when they are its leading loops and it writes
-/// its result in loop order. 0: not a root.
-unsigned rowLoops(linalg::GenericOp root) {
-  if (root.getNumReductionLoops() != 0 || root->getNumResults() != 1 ||
-      !root.getMatchingIndexingMap(root.getDpsInitOperand(0)).isIdentity())
-    return 0;
-  unsigned rows = 0;
-  for (mlir::OpOperand *input : root.getDpsInputOperands()) {
-    if (!isRowReduction(input->get().getDefiningOp()))
-      continue;
-    mlir::AffineMap map = root.getMatchingIndexingMap(input);
-    // The reduction's result is indexed by the root's leading loops, in
-    // order: (d0, ..., d{r-1}).
-    unsigned count = map.getNumResults();
-    if (count == 0 || count >= root.getNumLoops())
-      return 0;
-    for (unsigned i = 0; i < count; ++i)
-      if (map.getResult(i) != mlir::getAffineDimExpr(i, root.getContext()))
-        return 0;
-    if (rows != 0 && rows != count)
-      return 0;
-    rows = count;
+/// Whether `value` is a row value: the result of a row reduction, or of
+/// elementwise work on row values (a mean's division, `sqrt(var + eps)`).
+bool isRowValue(mlir::Value value, unsigned depth = 0) {
+  mlir::Operation *op = value.getDefiningOp();
+  if (isRowReduction(op))
+    return true;
+  auto generic = llvm::dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || depth > 8 || generic.getNumReductionLoops() != 0)
+    return false;
+  return llvm::any_of(generic.getDpsInputOperands(), [&](mlir::OpOperand *in) {
+    return isRowValue(in->get(), depth + 1);
+  });
+}
+
+/// How many leading loops of `op` are rows it works on: it is elementwise,
+/// writes its result in loop order, and reads a row value through its
+/// leading loops (d0, ..., d{r-1}) or, through its own loops, an op that
+/// does (`c / sqrt(var + eps) * g + beta`: the scale and the shift too).
+/// 0: none. `rows` memoizes the ops seen.
+unsigned rowLoops(linalg::GenericOp op,
+                  llvm::DenseMap<mlir::Operation *, unsigned> &rows) {
+  if (auto known = rows.find(op); known != rows.end())
+    return known->second;
+  unsigned found = 0;
+  bool valid = op.getNumReductionLoops() == 0 && op->getNumResults() == 1 &&
+               op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
+  for (mlir::OpOperand *input : valid
+                                    ? op.getDpsInputOperands()
+                                    : llvm::SmallVector<mlir::OpOperand *>{}) {
+    mlir::AffineMap map = op.getMatchingIndexingMap(input);
+    unsigned count = 0;
+    if (map.isIdentity()) {
+      if (auto producer = input->get().getDefiningOp<linalg::GenericOp>())
+        count = rowLoops(producer, rows);
+    } else if (map.getNumResults() > 0 &&
+               map.getNumResults() < op.getNumLoops() &&
+               isRowValue(input->get())) {
+      count = map.getNumResults();
+      for (unsigned i = 0; i < count; ++i)
+        if (map.getResult(i) != mlir::getAffineDimExpr(i, op.getContext()))
+          count = 0;
+    }
+    if (count != 0 && found != 0 && count != found) {
+      found = 0; // rows of two different shapes: leave the op alone
+      break;
+    }
+    found = count != 0 ? count : found;
   }
-  return rows;
+  rows[op] = found;
+  return found;
 }
 
 /// Which producers the tile computes: fills and non-contraction generics
@@ -73,39 +106,36 @@ std::tuple<bool, bool> fuseIntoTile(mlir::tensor::ExtractSliceOp,
   return {fuse, false};
 }
 
-/// Erases the ops on tensors that nothing reads any more (the originals of
-/// the ops now computed in a tile), last first so that chains die whole.
-void eraseDeadProducers(mlir::RewriterBase &rewriter, mlir::ModuleOp module) {
-  llvm::SmallVector<mlir::Operation *> ops;
-  module.walk([&](mlir::Operation *op) {
-    if (llvm::isa<linalg::LinalgOp, mlir::tensor::EmptyOp>(op))
-      ops.push_back(op);
-  });
-  for (mlir::Operation *op : llvm::reverse(ops))
-    if (mlir::isOpTriviallyDead(op))
-      rewriter.eraseOp(op);
-}
-
 struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
   using FuseRowsBase::FuseRowsBase;
 
   void runOnOperation() override {
     llvm::SmallVector<std::pair<linalg::GenericOp, unsigned>> roots;
+    llvm::DenseMap<mlir::Operation *, unsigned> known;
     getOperation().walk([&](linalg::GenericOp op) {
       if (op->getParentOfType<mlir::scf::ForallOp>())
         return;
-      if (unsigned rows = rowLoops(op))
+      if (unsigned rows = rowLoops(op, known))
         roots.push_back({op, rows});
     });
+    // Only the last root of a chain is tiled: it takes in every earlier op
+    // it reads, earlier roots included, whose originals then die
+    // (canonicalization erases them).
+    std::function<bool(mlir::Operation *, unsigned)> feedsRoot =
+        [&](mlir::Operation *op, unsigned depth) {
+          return depth < 16 &&
+                 llvm::any_of(op->getUsers(), [&](mlir::Operation *user) {
+                   auto found = known.find(user);
+                   if (found != known.end() && found->second != 0)
+                     return true;
+                   return llvm::isa<linalg::GenericOp>(user) &&
+                          feedsRoot(user, depth + 1);
+                 });
+        };
+    llvm::erase_if(roots,
+                   [&](auto &entry) { return feedsRoot(entry.first, 0); });
     mlir::IRRewriter rewriter(&getContext());
-    // The last root first: it takes in every earlier op it reads, earlier
-    // roots included, which then die instead of getting tiles of their own.
-    for (auto [root, rows] : llvm::reverse(roots)) {
-      if (root->use_empty()) {
-        rewriter.eraseOp(root);
-        eraseDeadProducers(rewriter, getOperation());
-        continue;
-      }
+    for (auto [root, rows] : roots) {
       // Rows one at a time on every row loop but the innermost, which takes
       // `rowsPerTile`: a tile of a softmax over 512 f32 is 16 KiB per
       // tensor it streams, well inside the L2 cache.
@@ -130,12 +160,49 @@ struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
       for (mlir::OpResult result : root->getResults())
         if (mlir::Value replacement = tiled->replacements.lookup(result))
           rewriter.replaceAllUsesWith(result, replacement);
-      // Mark the tile loop for ein-parallel-tiles and for `einc report`.
-      for (mlir::LoopLikeOpInterface loop : tiled->loops)
+      // Mark the tile loop for `einc report`, and merge the copies of a
+      // value the tile computes twice (a row max read by the exponentials
+      // and by the division is fused once per reader). CSE runs on the
+      // tile only: merged `tensor.empty`s outside would make results share
+      // a buffer that bufferization cannot split.
+      // Slices of an empty tensor become empty tensors of the tile's shape,
+      // so that two copies of one op differ in nothing (with the sizes
+      // resolved below).
+      mlir::RewritePatternSet emptySlices(&getContext());
+      mlir::tensor::populateFoldTensorEmptyPatterns(emptySlices);
+      mlir::FrozenRewritePatternSet frozen(std::move(emptySlices));
+      for (mlir::LoopLikeOpInterface loop : tiled->loops) {
         loop->setAttr(kRowTilesAttr, rewriter.getUnitAttr());
+        (void)mlir::applyPatternsAndFoldGreedily(loop, frozen);
+      }
       rewriter.eraseOp(root);
-      eraseDeadProducers(rewriter, getOperation());
     }
+    if (roots.empty())
+      return;
+    // Sizes read from an op's result are taken from its operands, CSE runs
+    // over each function (a size read inside a tile equals one read
+    // outside), then every empty tensor it merged is split again: results
+    // sharing one would share a buffer that bufferization cannot split.
+    llvm::SmallVector<mlir::Operation *> dims;
+    getOperation().walk([&](mlir::tensor::DimOp dim) { dims.push_back(dim); });
+    mlir::RewritePatternSet sizes(&getContext());
+    mlir::memref::populateResolveRankedShapedTypeResultDimsPatterns(sizes);
+    mlir::tensor::DimOp::getCanonicalizationPatterns(sizes, &getContext());
+    mlir::GreedyRewriteConfig config;
+    config.strictMode = mlir::GreedyRewriteStrictness::ExistingAndNewOps;
+    (void)mlir::applyOpPatternsAndFold(dims, std::move(sizes), config);
+    mlir::DominanceInfo dominance;
+    getOperation().walk([&](mlir::func::FuncOp function) {
+      mlir::eliminateCommonSubExpressions(rewriter, dominance, function);
+    });
+    getOperation().walk([&](mlir::tensor::EmptyOp empty) {
+      llvm::SmallVector<mlir::OpOperand *> uses;
+      for (mlir::OpOperand &use : empty->getUses())
+        uses.push_back(&use);
+      rewriter.setInsertionPoint(empty);
+      for (mlir::OpOperand *use : llvm::drop_begin(uses))
+        use->set(rewriter.clone(*empty)->getResult(0));
+    });
   }
 };
 

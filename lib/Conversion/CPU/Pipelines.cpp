@@ -138,7 +138,6 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
       // rather than computed twice.
       pm.addPass(createFuseRows());
       pm.addPass(mlir::createCanonicalizerPass());
-      pm.addPass(mlir::createCSEPass());
       pm.addPass(createFuseElementwise());
       pm.addPass(mlir::createCanonicalizerPass());
     }
@@ -162,7 +161,6 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
     pm.addPass(mlir::createCanonicalizerPass());
     mlir::bufferization::buildBufferDeallocationPipeline(
         pm, mlir::bufferization::BufferDeallocationPipelineOptions());
-    pm.addPass(createParallelTiles());
   }
   // Contractions become packed, register-tiled micro-kernels; everything
   // else loops whose outermost parallel loop is spread over the cores.
@@ -178,6 +176,9 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   pm.addPass(createTileContractions(tiles));
   pm.addPass(createTileReductions());
   pm.addPass(createCopiesToLinalg());
+  // After the copies are linalg ops too (bufferization copies inside a
+  // fused tile), before the other ops become affine loops.
+  pm.addPass(createParallelTiles());
   pm.addNestedPass<mlir::func::FuncOp>(
       mlir::createConvertLinalgToAffineLoopsPass());
   // MLIR 19 has no factory taking AffineParallelizeOptions: the option is

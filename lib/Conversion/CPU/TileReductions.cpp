@@ -185,6 +185,10 @@ struct TileReductionsPass : impl::TileReductionsBase<TileReductionsPass> {
     int64_t items = workItems > 0 ? int64_t(workItems) : defaultWorkItems();
     std::vector<Candidate> found;
     getOperation().walk([&](linalg::GenericOp op) {
+      // Inside a fused tile (ein-fuse-rows) the op already runs on one core
+      // over a few rows: no parallel loop of its own.
+      if (op->getParentOfType<mlir::scf::ForallOp>())
+        return;
       if (auto c = match(op))
         found.push_back(*c);
     });

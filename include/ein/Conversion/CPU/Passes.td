@@ -391,7 +391,9 @@ def FuseRows : Pass<"ein-fuse-rows", "::mlir::ModuleOp"> {
 def ParallelTiles : Pass<"ein-parallel-tiles", "::mlir::ModuleOp"> {
   let summary = "Run the loops over fused tiles on all cores";
   let description = [{
-    Runs on buffers, right after bufferization. Each outermost `scf.forall`
+    Runs on buffers, after `ein-copies-to-linalg` (so the copies
+    bufferization put in a tile are linalg ops too) and before the ops
+    become affine loops. Each outermost `scf.forall`
     (the loops over row tiles of `ein-fuse-rows`) becomes an `scf.parallel`
     (OpenMP later), and every `linalg` op inside it becomes a sequential
     `scf.for` nest now, before the other ops become affine loops: the

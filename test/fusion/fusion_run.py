@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Runs the programs of Inputs/fusion.ein through `einc run` fused (the default),
+with --no-fusion and size-generic, on shapes whose rows do not divide the
+row tile (8), and compares every result with numpy (float64 references).
+
+  fusion_run.py --einc EINC
+Prints one line per case and 'fusion run: N cases, F failures'.
+"""
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def erf(x):
+    return np.vectorize(math.erf)(x)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def cases(rng):
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)
+    for shape in [(2, 3, 13, 7), (1, 1, 1, 1), (2, 2, 8, 33), (1, 2, 17, 512)]:
+        x = f(*shape) * 4
+        yield "softmax", {"x": x}, softmax(x.astype(np.float64))
+    for shape in [(9, 5), (1, 1), (16, 1000)]:
+        x = f(*shape) * 3
+        d = x.astype(np.float64) - x.max(-1, keepdims=True)
+        yield "log_softmax", {"x": x}, d - np.log(np.exp(d).sum(-1, keepdims=True))
+    for shape in [(2, 11, 6), (3, 8, 64), (1, 1, 1)]:
+        x, g, b = f(*shape) + 1.5, f(shape[-1]), f(shape[-1])
+        x64 = x.astype(np.float64)
+        c = x64 - x64.mean(-1, keepdims=True)
+        ref = c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5) * g + b
+        yield "layer_norm", {"x": x, "g": g, "beta": b}, ref
+    for shape in [(5, 7), (3, 129)]:
+        x, b = f(*shape), f(shape[-1])
+        y = x.astype(np.float64) * 2.0 + b
+        ref = 0.5 * y * (1 + erf(y / math.sqrt(2))) / (1 + np.exp(-x.astype(np.float64)))
+        yield "gelu_chain", {"x": x, "b": b}, ref
+    for (bb, h, s, t, d) in [(1, 2, 9, 13, 8), (2, 1, 16, 40, 5)]:
+        q, k, v = f(bb, h, s, d), f(bb, h, t, d), f(bb, h, t, d)
+        sc = np.einsum("bhsd,bhtd->bhst", q.astype(np.float64), k) * 0.125
+        ref = np.einsum("bhst,bhtd->bhsd", softmax(sc), v)
+        yield "attention", {"q": q, "k": k, "v": v}, ref
+    x = f(7, 10)
+    yield "column_center", {"x": x}, x - x.astype(np.float64).mean(0)
+
+
+def run(einc, fn, inputs, tmp, extra):
+    args = [einc, "run", os.path.join(HERE, "Inputs", "fusion.ein"), "--fn", fn] + extra
+    for name, array in inputs.items():
+        path = os.path.join(tmp, f"{name}.npy")
+        np.save(path, array)
+        args += ["--in", f"{name}={path}"]
+    out = os.path.join(tmp, "out.npy")
+    if os.path.exists(out):
+        os.remove(out)
+    args += ["--out", out]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, proc.stderr.strip()
+    return np.load(out), ""
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--einc", required=True)
+    args = parser.parse_args()
+    rng = np.random.default_rng(13)
+    total = failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for fn, inputs, ref in cases(rng):
+            shape = "x".join(map(str, next(iter(inputs.values())).shape))
+            for mode, extra in [("fused", []), ("no-fusion", ["--no-fusion"]),
+                                ("size-generic", ["--size-generic"])]:
+                total += 1
+                got, err = run(args.einc, fn, inputs, tmp, extra)
+                ok = got is not None and got.shape == ref.shape and np.allclose(
+                    got, ref, rtol=2e-5, atol=2e-6)
+                if not ok:
+                    failures += 1
+                    detail = err or f"max abs err {np.abs(got - ref).max():.3g}"
+                    print(f"FAIL {fn} {shape} {mode}: {detail}")
+                else:
+                    print(f"ok {fn} {shape} {mode}")
+    print(f"fusion run: {total} cases, {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
