@@ -102,6 +102,61 @@ template <typename Op> struct SubnormalLog : mlir::OpRewritePattern<Op> {
   }
 };
 
+/// MLIR's f32 exp flushes a result below the smallest normal number to
+/// zero, and loses up to 5 ulps in its last binade before overflow. There
+/// (x below log(2^-126), or above 88) it is computed as exp(x/2)^2: x/2 is
+/// exact, exp(x/2) within 1 ulp, and the square rounds once, into the
+/// subnormal range or to inf as the true value does (2.5 ulps at worst).
+struct SubnormalExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
+  using OpRewritePattern::OpRewritePattern;
+  static constexpr llvm::StringLiteral kDone = "ein.subnormal_squared";
+  mlir::LogicalResult
+  matchAndRewrite(mlir::math::ExpOp op,
+                  mlir::PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    if (!elementOf(type).isF32() || op->hasAttr(kDone))
+      return mlir::failure();
+    namespace arith = mlir::arith;
+    mlir::Location loc = op.getLoc();
+    Value x = op.getOperand();
+    // The float just above log(2^-126) = -87.336544...
+    Value threshold = floatConstant(rewriter, loc, type, -87.33654022216797);
+    Value small = rewriter.create<arith::CmpFOp>(
+        loc, arith::CmpFPredicate::OLT, x, threshold);
+    Value large = rewriter.create<arith::CmpFOp>(
+        loc, arith::CmpFPredicate::OGT, x,
+        floatConstant(rewriter, loc, type, 88.0));
+    Value edge = rewriter.create<arith::OrIOp>(loc, small, large);
+    Value half = rewriter.create<arith::MulFOp>(
+        loc, x, floatConstant(rewriter, loc, type, 0.5));
+    auto root = rewriter.create<mlir::math::ExpOp>(loc, half);
+    root->setAttr(kDone, rewriter.getUnitAttr());
+    Value square = rewriter.create<arith::MulFOp>(loc, root, root);
+    auto direct = rewriter.create<mlir::math::ExpOp>(loc, x);
+    direct->setAttr(kDone, rewriter.getUnitAttr());
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, edge, square, direct);
+    return mlir::success();
+  }
+};
+
+/// MLIR's f32 erf loses the sign of a zero: erf is odd, so the result takes
+/// the sign of x (a NaN stays NaN).
+struct SignedErf : mlir::OpRewritePattern<mlir::math::ErfOp> {
+  using OpRewritePattern::OpRewritePattern;
+  static constexpr llvm::StringLiteral kDone = "ein.signed";
+  mlir::LogicalResult
+  matchAndRewrite(mlir::math::ErfOp op,
+                  mlir::PatternRewriter &rewriter) const override {
+    if (!elementOf(op.getType()).isF32() || op->hasAttr(kDone))
+      return mlir::failure();
+    auto erf = rewriter.create<mlir::math::ErfOp>(op.getLoc(), op.getOperand());
+    erf->setAttr(kDone, rewriter.getUnitAttr());
+    rewriter.replaceOpWithNewOp<mlir::math::CopySignOp>(op, erf,
+                                                        op.getOperand());
+    return mlir::success();
+  }
+};
+
 /// f64 log1p: MLIR's math-to-llvm would lower it to log(1 + x), which
 /// loses every digit for small x (softplus of large negative x is then 0).
 /// Goldberg's formula instead: with u = 1 + x, log1p(x) = x when u == 1,
@@ -148,6 +203,7 @@ struct ApproximateMathPass : impl::ApproximateMathBase<ApproximateMathPass> {
                    ThroughF32<mlir::math::TanhOp>,
                    ThroughF32<mlir::math::ErfOp>,
                    SubnormalLog<mlir::math::LogOp>, AccurateLog1p,
+                   SubnormalExp, SignedErf,
                    SubnormalLog<mlir::math::Log2Op>>(context);
       if (mlir::failed(
               mlir::applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
@@ -174,6 +230,8 @@ struct ApproximateMathPass : impl::ApproximateMathBase<ApproximateMathPass> {
       return signalPassFailure();
     getOperation().walk([](mlir::Operation *op) {
       op->removeAttr(SubnormalLog<mlir::math::LogOp>::kDone);
+      op->removeAttr(SubnormalExp::kDone);
+      op->removeAttr(SignedErf::kDone);
     });
   }
 };
