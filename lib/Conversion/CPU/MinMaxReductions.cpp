@@ -23,7 +23,8 @@ namespace linalg = mlir::linalg;
 using mlir::Value;
 using mlir::utils::IteratorType;
 
-/// A reduction `acc = maximumf(acc, x)` (or minimumf) over one input.
+/// A reduction `acc = maximumf(acc, x)` (or minimumf, or of `extf x`) over
+/// one input.
 struct Candidate {
   linalg::GenericOp op;
   bool isMax;
@@ -35,21 +36,34 @@ std::optional<Candidate> match(linalg::GenericOp op) {
     return std::nullopt;
   auto in = llvm::dyn_cast<mlir::MemRefType>(op.getDpsInputs()[0].getType());
   auto out = llvm::dyn_cast<mlir::MemRefType>(op.getDpsInits()[0].getType());
-  if (!in || !out || in.getElementType() != out.getElementType() ||
-      !llvm::isa<mlir::FloatType>(out.getElementType()))
+  if (!in || !out || !llvm::isa<mlir::FloatType>(out.getElementType()))
     return std::nullopt;
   unsigned width = out.getElementTypeBitWidth();
   if (width != 16 && width != 32 && width != 64)
     return std::nullopt;
+  // The body: the max (min) of the accumulator and the input, the input
+  // possibly extended first (f16 and bf16 reductions accumulate in f32).
   mlir::Block &body = op.getRegion().front();
-  if (!llvm::hasSingleElement(body.without_terminator()))
+  Value x = body.getArgument(0), acc = body.getArgument(1);
+  auto ops = body.without_terminator();
+  auto it = ops.begin();
+  if (it == ops.end())
     return std::nullopt;
-  mlir::Operation &combine = body.front();
+  if (auto ext = llvm::dyn_cast<arith::ExtFOp>(*it)) {
+    if (ext.getIn() != x)
+      return std::nullopt;
+    x = ext.getResult();
+    ++it;
+  } else if (in.getElementType() != out.getElementType()) {
+    return std::nullopt;
+  }
+  if (it == ops.end() || std::next(it) != ops.end())
+    return std::nullopt;
+  mlir::Operation &combine = *it;
   bool isMax = llvm::isa<arith::MaximumFOp>(combine);
   if (!isMax && !llvm::isa<arith::MinimumFOp>(combine))
     return std::nullopt;
   auto operands = combine.getOperands();
-  Value x = body.getArgument(0), acc = body.getArgument(1);
   if (!((operands[0] == x && operands[1] == acc) ||
         (operands[0] == acc && operands[1] == x)))
     return std::nullopt;
@@ -159,7 +173,10 @@ void rewrite(Candidate c) {
       op.getIndexingMapsArray(), op.getIteratorTypesArray(),
       [&](mlir::OpBuilder &nb, mlir::Location l, mlir::ValueRange args) {
         Keys k{nb, l, keyType, c.isMax};
-        nb.create<linalg::YieldOp>(l, k.combine(args[1], k.toKey(args[0])));
+        Value x = args[0];
+        if (x.getType() != floatType) // widened exactly, as the body did
+          x = nb.create<arith::ExtFOp>(l, floatType, x);
+        nb.create<linalg::YieldOp>(l, k.combine(args[1], k.toKey(x)));
       });
   elementwise(keys, out,
               [&](Keys &k, Value key) { return k.fromKey(key, floatType); });

@@ -114,3 +114,30 @@ func.func @left_alone(%x: memref<8x4xf32>, %y: memref<8x4xf32>,
   }
   return
 }
+
+// -----
+
+// Tests an f16 max accumulated in f32 (how ein lowers f16 and bf16
+// reductions): the input is extended in the body, the keys are i32.
+// CHECK-LABEL: func.func @max_f16_in_f32
+// CHECK: %[[K:.*]] = memref.alloc() : memref<4xi32>
+// CHECK: linalg.fill ins(%{{.*}} : i32) outs(%[[K]] : memref<4xi32>)
+// CHECK: ^bb0(%[[IN:.*]]: f16, %[[ACC:.*]]: i32):
+// CHECK: %[[W:.*]] = arith.extf %[[IN]] : f16 to f32
+// CHECK: arith.bitcast %[[W]] : f32 to i32
+// CHECK: arith.maxsi
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
+func.func @max_f16_in_f32(%x: memref<4x8xf16>, %o: memref<4xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  linalg.fill ins(%ninf : f32) outs(%o : memref<4xf32>)
+  linalg.generic {indexing_maps = [affine_map<(a, b) -> (a, b)>,
+                                   affine_map<(a, b) -> (a)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x8xf16>) outs(%o : memref<4xf32>) {
+  ^bb0(%in: f16, %acc: f32):
+    %e = arith.extf %in : f16 to f32
+    %m = arith.maximumf %acc, %e : f32
+    linalg.yield %m : f32
+  }
+  return
+}
