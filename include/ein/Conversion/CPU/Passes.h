@@ -25,6 +25,12 @@ class BufferizationDialect;
 namespace math {
 class MathDialect;
 }
+namespace affine {
+class AffineDialect;
+}
+namespace tensor {
+class TensorDialect;
+}
 } // namespace mlir
 
 namespace ein {
