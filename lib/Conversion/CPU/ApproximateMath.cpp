@@ -89,11 +89,11 @@ template <typename Op> struct SubnormalLog : mlir::OpRewritePattern<Op> {
         loc, mlir::arith::CmpFPredicate::OLT, x, smallestNormal);
     Value scaled = rewriter.create<mlir::arith::MulFOp>(
         loc, x, floatConstant(rewriter, loc, type, 0x1p23));
-    Value argument = rewriter.create<mlir::arith::SelectOp>(loc, small, scaled, x);
+    Value argument =
+        rewriter.create<mlir::arith::SelectOp>(loc, small, scaled, x);
     auto log = rewriter.create<Op>(loc, argument, op.getFastmathAttr());
     log->setAttr(kDone, rewriter.getUnitAttr());
-    double shift = std::is_same_v<Op, mlir::math::Log2Op> ? 23.0
-                                                           : 23.0 * M_LN2;
+    double shift = std::is_same_v<Op, mlir::math::Log2Op> ? 23.0 : 23.0 * M_LN2;
     Value unscaled = rewriter.create<mlir::arith::SubFOp>(
         loc, log, floatConstant(rewriter, loc, type, shift));
     rewriter.replaceOpWithNewOp<mlir::arith::SelectOp>(op, small, unscaled,
@@ -121,8 +121,8 @@ struct SubnormalExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
     Value x = op.getOperand();
     // The float just above log(2^-126) = -87.336544...
     Value threshold = floatConstant(rewriter, loc, type, -87.33654022216797);
-    Value small = rewriter.create<arith::CmpFOp>(
-        loc, arith::CmpFPredicate::OLT, x, threshold);
+    Value small = rewriter.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT,
+                                                 x, threshold);
     Value large = rewriter.create<arith::CmpFOp>(
         loc, arith::CmpFPredicate::OGT, x,
         floatConstant(rewriter, loc, type, 88.0));
@@ -179,8 +179,8 @@ struct AccurateLog1p : mlir::OpRewritePattern<mlir::math::Log1pOp> {
     Value ratio = rewriter.create<arith::DivFOp>(
         loc, x, rewriter.create<arith::SubFOp>(loc, u, one));
     Value scaled = rewriter.create<arith::MulFOp>(loc, log, ratio);
-    Value exact = rewriter.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ,
-                                                 u, one);
+    Value exact =
+        rewriter.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, one);
     Value inf = rewriter.create<arith::CmpFOp>(
         loc, arith::CmpFPredicate::OEQ, u,
         floatConstant(rewriter, loc, type, INFINITY));
@@ -196,17 +196,15 @@ struct ApproximateMathPass : impl::ApproximateMathBase<ApproximateMathPass> {
     // Step 1: f16/bf16 through f32, and the subnormal scaling of log.
     {
       mlir::RewritePatternSet patterns(context);
-      patterns.add<ThroughF32<mlir::math::ExpOp>, ThroughF32<mlir::math::LogOp>,
-                   ThroughF32<mlir::math::Log2Op>,
-                   ThroughF32<mlir::math::Log1pOp>,
-                   ThroughF32<mlir::math::ExpM1Op>,
-                   ThroughF32<mlir::math::TanhOp>,
-                   ThroughF32<mlir::math::ErfOp>,
-                   SubnormalLog<mlir::math::LogOp>, AccurateLog1p,
-                   SubnormalExp, SignedErf,
-                   SubnormalLog<mlir::math::Log2Op>>(context);
-      if (mlir::failed(
-              mlir::applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      patterns
+          .add<ThroughF32<mlir::math::ExpOp>, ThroughF32<mlir::math::LogOp>,
+               ThroughF32<mlir::math::Log2Op>, ThroughF32<mlir::math::Log1pOp>,
+               ThroughF32<mlir::math::ExpM1Op>, ThroughF32<mlir::math::TanhOp>,
+               ThroughF32<mlir::math::ErfOp>, SubnormalLog<mlir::math::LogOp>,
+               AccurateLog1p, SubnormalExp, SignedErf,
+               SubnormalLog<mlir::math::Log2Op>>(context);
+      if (mlir::failed(mlir::applyPatternsAndFoldGreedily(getOperation(),
+                                                          std::move(patterns))))
         return signalPassFailure();
     }
     // Step 2: MLIR's polynomial approximations, for the ops whose accuracy
@@ -216,8 +214,8 @@ struct ApproximateMathPass : impl::ApproximateMathBase<ApproximateMathPass> {
     mlir::RewritePatternSet all(context);
     mlir::populateMathPolynomialApproximationPatterns(all);
     static const llvm::StringRef kept[] = {
-        "math.exp", "math.expm1", "math.log", "math.log2", "math.log1p",
-        "math.tanh", "math.erf"};
+        "math.exp",   "math.expm1", "math.log", "math.log2",
+        "math.log1p", "math.tanh",  "math.erf"};
     mlir::RewritePatternSet patterns(context);
     for (std::unique_ptr<mlir::RewritePattern> &pattern :
          all.getNativePatterns()) {
@@ -225,8 +223,8 @@ struct ApproximateMathPass : impl::ApproximateMathBase<ApproximateMathPass> {
       if (root && llvm::is_contained(kept, root->getStringRef()))
         patterns.add(std::move(pattern));
     }
-    if (mlir::failed(
-            mlir::applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    if (mlir::failed(mlir::applyPatternsAndFoldGreedily(getOperation(),
+                                                        std::move(patterns))))
       return signalPassFailure();
     getOperation().walk([](mlir::Operation *op) {
       op->removeAttr(SubnormalLog<mlir::math::LogOp>::kDone);

@@ -89,7 +89,8 @@ struct Keys {
   }
   Value flip(Value bits) {
     unsigned w = key.getWidth();
-    Value sign = b.create<arith::ShRSIOp>(loc, bits, intConst(llvm::APInt(w, w - 1)));
+    Value sign =
+        b.create<arith::ShRSIOp>(loc, bits, intConst(llvm::APInt(w, w - 1)));
     Value mask = b.create<arith::AndIOp>(
         loc, sign, intConst(llvm::APInt::getSignedMaxValue(w)));
     return b.create<arith::XOrIOp>(loc, bits, mask);
@@ -97,8 +98,7 @@ struct Keys {
   Value toKey(Value f) {
     unsigned w = key.getWidth();
     Value bits = b.create<arith::BitcastOp>(loc, key, f);
-    Value isNaN =
-        b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, f, f);
+    Value isNaN = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, f, f);
     Value winner = intConst(isMax ? llvm::APInt::getSignedMaxValue(w)
                                   : llvm::APInt::getSignedMinValue(w));
     return b.create<arith::SelectOp>(loc, isNaN, winner, flip(bits));
@@ -160,8 +160,8 @@ void rewrite(Candidate c) {
   // fill is dead), else the output's keys.
   if (fillValue) {
     Value start = b.create<arith::ConstantOp>(
-        loc, b.getIntegerAttr(keyType,
-                              constantKey(fillValue.getValue(), c.isMax)));
+        loc,
+        b.getIntegerAttr(keyType, constantKey(fillValue.getValue(), c.isMax)));
     b.create<linalg::FillOp>(loc, start, keys);
     fill.erase();
   } else {
@@ -184,8 +184,7 @@ void rewrite(Candidate c) {
   op.erase();
 }
 
-struct MinMaxReductionsPass
-    : impl::MinMaxReductionsBase<MinMaxReductionsPass> {
+struct MinMaxReductionsPass : impl::MinMaxReductionsBase<MinMaxReductionsPass> {
   void runOnOperation() override {
     std::vector<Candidate> found;
     getOperation().walk([&](linalg::GenericOp op) {
