@@ -440,8 +440,13 @@ def ApproximateMath : Pass<"ein-approximate-math", "::mlir::ModuleOp"> {
     - `log` and `log2` of an f32 subnormal: MLIR clamps the argument to the
       smallest normal number, so the argument is first scaled by 2^23 and
       23·ln 2 (or 23) subtracted after.
+    - `exp` on f32 where the result is subnormal (MLIR flushes it to 0) or
+      in the last binade before overflow (MLIR loses 5 ulps there) is
+      exp(x/2)^2; `erf` takes the sign of x (erf(-0) = -0).
     - f64 keeps libm: MLIR has no f64 approximation, and f64 programs ask
-      for accuracy first.
+      for accuracy first. f64 `log1p`, which `convert-math-to-llvm` would
+      lower to log(1 + x) (no digit left for small x), becomes Goldberg's
+      log(u) * x / (u - 1) with u = 1 + x.
     - `sin`, `cos` and `pow` keep libm: MLIR's f32 sine reduces its
       argument with a one-word pi/2, which loses every digit past a few
       hundred.
