@@ -174,6 +174,8 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   tiles.vectorBits = t.vectorBits.value_or(tiles.vectorBits);
   tiles.workItems = t.workItems.value_or(tiles.workItems);
   pm.addPass(createTileContractions(tiles));
+  // Float max/min reductions on integer keys, which vectorize.
+  pm.addPass(createMinMaxReductions());
   pm.addPass(createTileReductions());
   pm.addPass(createCopiesToLinalg());
   // After the copies are linalg ops too (bufferization copies inside a
@@ -193,6 +195,8 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   if (stage == CPUStage::Loops)
     return;
   pm.addPass(createExpandFp8());
+  // exp, log, tanh, erf, ... on f32/f16/bf16 as vectorizable polynomials.
+  pm.addPass(createApproximateMath());
   pm.addPass(mlir::createConvertSCFToOpenMPPass());
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createLowerAffinePass());

@@ -22,6 +22,9 @@ class VectorDialect;
 namespace bufferization {
 class BufferizationDialect;
 }
+namespace math {
+class MathDialect;
+}
 namespace affine {
 class AffineDialect;
 }

@@ -423,4 +423,119 @@ def ParallelTiles : Pass<"ein-parallel-tiles", "::mlir::ModuleOp"> {
   ];
 }
 
+def ApproximateMath : Pass<"ein-approximate-math", "::mlir::ModuleOp"> {
+  let summary = "Vectorizable polynomial exp, log, log1p, tanh, erf for f32, "
+                "f16 and bf16";
+  let description = [{
+    Runs on loops, before the conversion to the LLVM dialect. Without it a
+    `math.exp` becomes `llvm.exp`, which LLVM 19 can only call `expf` for,
+    one element at a time, and a loop with a call does not vectorize. This
+    pass rewrites `math.exp`, `expm1`, `log`, `log2`, `log1p`, `tanh` and
+    `erf` on f32 (scalars or vectors) into MLIR's polynomial approximations
+    (`populateMathPolynomialApproximationPatterns`): arithmetic, `math.fma`,
+    bitcasts and selects, no branch and no call, which the loop vectorizer
+    widens. So `sigmoid`, `silu`, `softplus`, `gelu` (through erf) and
+    `gelu_tanh` vectorize as a whole.
+
+    - f16 and bf16 compute in f32: the operand is extended, the result
+      rounded once.
+    - `log` and `log2` of an f32 subnormal: MLIR clamps the argument to the
+      smallest normal number, so the argument is first scaled by 2^23 and
+      23·ln 2 (or 23) subtracted after.
+    - `exp` on f32 where the result is subnormal (MLIR flushes it to 0) or
+      in the last binade before overflow (MLIR loses 5 ulps there) is
+      exp(x/2)^2; `erf` takes the sign of x (erf(-0) = -0).
+    - f64 keeps libm: MLIR has no f64 approximation, and f64 programs ask
+      for accuracy first. f64 `log1p`, which `convert-math-to-llvm` would
+      lower to log(1 + x) (no digit left for small x), becomes Goldberg's
+      log(u) * x / (u - 1) with u = 1 + x.
+    - `sin`, `cos` and `pow` keep libm: MLIR's f32 sine reduces its
+      argument with a one-word pi/2, which loses every digit past a few
+      hundred.
+
+    The accuracy of every function and dtype is measured against a float64
+    reference by test/run/math-accuracy.test; docs/lowering.md tabulates it.
+
+    Before:
+    ```mlir
+    %y = math.exp %x : f32
+    %z = math.log %h : f16
+    ```
+    After (abridged):
+    ```mlir
+    %k = math.roundeven ...           // x = k ln2 + r
+    %p = math.fma %r, %c5, %c4 : f32  // the polynomial in r
+    ...
+    %y = arith.bitcast %e : i32 to f32 // 2^k, scaled in
+    %w = arith.extf %h : f16 to f32
+    %s = arith.cmpf olt, %w, %min_normal : f32
+    ...                               // Cephes log, frexp by bit masks
+    %z = arith.truncf %l : f32 to f16
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def MinMaxReductions : Pass<"ein-min-max-reductions", "::mlir::ModuleOp"> {
+  let summary = "Float max/min reductions run as integer max/min on ordered "
+                "keys, which vectorize";
+  let description = [{
+    Runs on buffers, before `ein-tile-reductions`. A reduction whose body is
+    `arith.maximumf` (or `minimumf`) of the accumulator and the input
+    becomes, after lowering, a chain of `llvm.maximum` calls that LLVM 19's
+    loop vectorizer does not widen on x86: `max` over a contiguous axis ran
+    one element at a time while `sum` vectorized.
+
+    The reduction runs instead on integer keys of the float's width: `k =
+    bits ^ ((bits >>s (w-1)) & MAX)` keeps a positive float's bits and
+    flips a negative one's magnitude bits, so that keys compare as signed
+    integers like the floats compare, -0 below +0. A NaN of either sign
+    becomes MAX (for a max; MIN for a min), which wins every comparison.
+    `arith.maxsi` and `minsi` reductions vectorize (`vpmaxsd` on AVX2). The
+    result reads back through the same map, which is its own inverse: the
+    exact `maximumf`/`minimumf` semantics (and torch.amax's): a NaN anywhere
+    gives NaN, max(-0, +0) = +0, infinities order as usual.
+
+    The keys live in a buffer of the output's shape: filled from a fill of
+    the output right before (its constant's key; the fill is then dead), or
+    from the output's keys, and copied back through the map after. f16,
+    bf16, f32 and f64 are handled (i16, i32, i64 keys).
+
+    Before:
+    ```mlir
+    linalg.fill ins(%ninf : f32) outs(%out : memref<?xf32>)
+    linalg.generic {indexing_maps = [(a, b) -> (a, b), (a, b) -> (a)],
+                    iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<?x?xf32>) outs(%out : memref<?xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %m = arith.maximumf %acc, %in : f32
+      linalg.yield %m : f32
+    }
+    ```
+    After:
+    ```mlir
+    %keys = memref.alloc(%n) : memref<?xi32>
+    linalg.fill ins(%c-2139095041_i32 : i32)  // the key of -inf outs(%keys : memref<?xi32>)
+    linalg.generic {... same maps and iterators ...}
+        ins(%x : memref<?x?xf32>) outs(%keys : memref<?xi32>) {
+    ^bb0(%in: f32, %acc: i32):
+      %bits = arith.bitcast %in : f32 to i32
+      %nan = arith.cmpf uno, %in, %in : f32
+      ...                                   // the key, MAX for NaN
+      %m = arith.maxsi %acc, %key : i32
+      linalg.yield %m : i32
+    }
+    linalg.generic ... ins(%keys) outs(%out) { ... arith.bitcast ... }
+    memref.dealloc %keys : memref<?xi32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 #endif // EIN_CONVERSION_CPU_PASSES_TD
