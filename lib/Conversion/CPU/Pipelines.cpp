@@ -166,6 +166,7 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   pm.addPass(createTileContractions(tiles));
   pm.addPass(createTileReductions());
   pm.addPass(createCopiesToLinalg());
+  pm.addPass(createTileTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(
       mlir::createConvertLinalgToAffineLoopsPass());
   // MLIR 19 has no factory taking AffineParallelizeOptions: the option is
