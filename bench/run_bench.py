@@ -101,6 +101,105 @@ def workloads(quick):
     yield ("f8e4m3 matmul %d^3, f32 acc" % m, "matmul_e4m3", {"a": e1, "b": e2}, 2.0 * m ** 3,
            {"numpy.matmul on f32 copies": lambda: e1 @ e2},
            lambda: e1 @ e2, "GFLOP/s")
+    yield from data_movement(quick, f)
+
+
+def data_movement(quick, f):
+    """Issue 13: transposes, repeat, pooling and reductions (GB/s: bytes read
+    plus written), against numpy and, when installed, torch on 2 threads
+    (`permute(...).contiguous()`, einops on torch tensors)."""
+    try:
+        import torch
+        import einops
+        torch.set_num_threads(2)
+    except ImportError:
+        torch = None
+
+    def peers(np_name, np_fn, torch_fns):
+        out = {np_name: np_fn}
+        if torch is not None:
+            out.update(torch_fns)
+        return out
+
+    t = (lambda a: torch.from_numpy(a)) if torch is not None else None
+    s = 4 if quick else 1
+    cases = []
+    m, n = 4096 // s, 4096 // s
+    x = f(m, n)
+    cases.append(("m n -> n m (%d, %d)" % x.shape, "transpose_2d", x,
+                  lambda x: x.T, lambda tx: tx.t(), "m n -> n m", {}))
+    x = f(4001 // s, 4099 // s)
+    cases.append(("m n -> n m (%d, %d)" % x.shape, "transpose_2d", x,
+                  lambda x: x.T, lambda tx: tx.t(), "m n -> n m", {}))
+    for h, w in ((64, 64), (63, 65)):
+        x = f(16 // s, h * w, 256)
+        cases.append(("b (h w) c -> b c h w %s, h=%d" % (x.shape, h),
+                      "to_chw%d" % h, x,
+                      lambda x, h=h, w=w: x.reshape(x.shape[0], h, w, -1).transpose(0, 3, 1, 2),
+                      lambda tx, h=h, w=w: tx.reshape(tx.shape[0], h, w, -1).permute(0, 3, 1, 2),
+                      "b (h w) c -> b c h w", {"h": h}))
+    x = f(16 // s, 1024, 16, 64)
+    cases.append(("b s h d -> b h s d %s" % (x.shape,), "swap_sh", x,
+                  lambda x: x.transpose(0, 2, 1, 3), lambda tx: tx.permute(0, 2, 1, 3),
+                  "b s h d -> b h s d", {}))
+    x = f(16 // s, 16, 1024, 64)
+    cases.append(("b h s d -> b s (h d) %s" % (x.shape,), "merge_heads", x,
+                  lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1),
+                  lambda tx: tx.permute(0, 2, 1, 3).reshape(tx.shape[0], tx.shape[2], -1),
+                  "b h s d -> b s (h d)", {}))
+    for title, fn, x, np_view, torch_view, pattern, kw in cases:
+        tx = t(x) if t else None
+        yield (title, fn, {"x": x}, 2.0 * x.nbytes,
+               peers("numpy transpose+copy", lambda x=x, v=np_view: np.ascontiguousarray(v(x)),
+                     {"torch permute().contiguous()":
+                      lambda tx=tx, v=torch_view: v(tx).contiguous(),
+                      "einops.rearrange(torch)":
+                      lambda tx=tx, p=pattern, kw=kw: einops.rearrange(tx, p, **kw).contiguous()}),
+               lambda x=x, v=np_view: v(x), "GB/s")
+    g = f(4 * 1140 // s, 1700)
+    tg = t(g) if t else None
+    yield ("repeat h w -> (c h) w %s, c=4" % (g.shape,), "repeat_rows", {"x": g},
+           5.0 * g.nbytes,
+           peers("numpy.tile", lambda: np.tile(g, (4, 1)),
+                 {"torch repeat": lambda: tg.repeat(4, 1),
+                  "einops.repeat(torch)":
+                  lambda: einops.repeat(tg, "h w -> (c h) w", c=4).contiguous()}),
+           lambda: np.tile(g, (4, 1)), "GB/s")
+    yield ("repeat h w -> h w c %s, c=4" % (g.shape,), "repeat_last", {"x": g},
+           5.0 * g.nbytes,
+           peers("numpy broadcast_to+copy",
+                 lambda: np.ascontiguousarray(np.broadcast_to(g[:, :, None], g.shape + (4,))),
+                 {"torch expand().contiguous()":
+                  lambda: tg[:, :, None].expand(-1, -1, 4).contiguous(),
+                  "einops.repeat(torch)":
+                  lambda: einops.repeat(tg, "h w -> h w c", c=4).contiguous()}),
+           lambda: np.broadcast_to(g[:, :, None], g.shape + (4,)), "GB/s")
+    p = f(16 // s, 32, 256, 256)
+    tp = t(p) if t else None
+    b_, c_, hh, ww = p.shape
+    blocks = lambda a: a.reshape(b_, c_, hh // 2, 2, ww // 2, 2)
+    for op in ("max", "mean"):
+        ref = (lambda op=op: blocks(p).max(axis=(3, 5))) if op == "max" else \
+              (lambda op=op: blocks(p).mean(axis=(3, 5)))
+        tfn = (lambda: torch.nn.functional.max_pool2d(tp, 2)) if op == "max" else \
+              (lambda: torch.nn.functional.avg_pool2d(tp, 2))
+        yield ("pool 2x2 %s %s" % (op, p.shape), "pool_" + op, {"x": p}, 1.25 * p.nbytes,
+               peers("numpy reshape+%s" % op, ref,
+                     {"torch %s_pool2d" % ("max" if op == "max" else "avg"): tfn,
+                      "einops.reduce(torch)":
+                      lambda op=op: einops.reduce(tp, "b c (h h2) (w w2) -> b c h w", op,
+                                                  h2=2, w2=2)}),
+               ref, "GB/s")
+    r = f(16 // s, 1024, 4096)
+    tr = t(r) if t else None
+    for fn, axis, op in (("sum_last", 2, "sum"), ("mean_last", 2, "mean"),
+                         ("sum_first", 0, "sum"), ("mean_first", 0, "mean")):
+        ref = lambda axis=axis, op=op: getattr(r, op)(axis=axis)
+        yield ("reduce %s %s axis %s" % (op, "last" if axis else "first", r.shape), fn,
+               {"x": r}, float(r.nbytes),
+               peers("numpy.%s" % op, ref,
+                     {"torch.%s" % op: lambda axis=axis, op=op: getattr(tr, op)(dim=axis)}),
+               ref, "GB/s")
 
 
 def main():
@@ -108,10 +207,15 @@ def main():
     ap.add_argument("--einc", required=True)
     ap.add_argument("--quick", action="store_true", help="small sizes")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--only", default="",
+                    help="comma-separated: run only the workloads whose title "
+                    "contains one of these")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for title, fn, inputs, work, peers, reference, unit in workloads(args.quick):
+            if not any(w in title for w in args.only.split(",")):
+                continue
             scale = 1e9
             t_ein, result = einc_time(args.einc, fn, inputs, tmp)
             # The same function compiled size-generic (no size known at

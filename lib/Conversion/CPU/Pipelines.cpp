@@ -179,8 +179,10 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   pm.addPass(createTileReductions());
   pm.addPass(createCopiesToLinalg());
   // After the copies are linalg ops too (bufferization copies inside a
-  // fused tile), before the other ops become affine loops.
+  // fused tile), before the other ops become affine loops; the transposes
+  // left are the ones outside tiles.
   pm.addPass(createParallelTiles());
+  pm.addPass(createTileTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(
       mlir::createConvertLinalgToAffineLoopsPass());
   // MLIR 19 has no factory taking AffineParallelizeOptions: the option is

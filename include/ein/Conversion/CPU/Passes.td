@@ -191,6 +191,64 @@ def TileReductions : Pass<"ein-tile-reductions", "::mlir::ModuleOp"> {
   ];
 }
 
+def TileTransposes : Pass<"ein-tile-transposes", "::mlir::ModuleOp"> {
+  let summary = "Copies that transpose run in cache tiles of register transposes";
+  let description = [{
+    Runs on buffers, after `ein-copies-to-linalg`. A `linalg.generic` that
+    only copies (all loops parallel, the body yields its input) and whose
+    output's last (contiguous) axis is indexed by a different loop `lo` than
+    the input's last axis (loop `li`) is a transpose: as plain loops it reads
+    or writes one element per cache line, and when the stride of that side
+    is a power of two every line falls into the same cache set. This pass
+    emits an `scf.parallel` over every other loop and over `block` x `block`
+    blocks of (`li`, `lo`); in a block, `n` x `n` register tiles (`n` =
+    vector bits / element bits, at most 8: 8 x 8 f32 and i32, 4 x 4 f64,
+    8 x 8 of 16- and 8-bit types) are read as `n` vectors along `li`,
+    transposed by log2(`n`) rounds of interleaving `vector.shuffle`s, and
+    written as `n` vectors along `lo`; the edges of a block that no whole
+    tile covers are copied element by element. Other loops (batch axes) and
+    broadcast input axes index the accesses unchanged.
+
+    Sizes may be dynamic. When a type does not say that an operand's last
+    stride is 1, it is checked at run time, and the copy as it was (strided
+    loops) runs otherwise. Element types: integers of 8 to 64 bits, f16,
+    bf16, f32, f64 (i1 and fp8 are left to the loops).
+
+    Before:
+    ```mlir
+    linalg.generic {indexing_maps = [(i, j) -> (j, i), (i, j) -> (i, j)],
+                    iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<64x128xf32>) outs(%y : memref<128x64xf32>)
+    ```
+    After (`block` = 32):
+    ```mlir
+    scf.parallel (%i0, %j0) = (%c0, %c0) to (%c128, %c64) step (%c32, %c32) {
+      scf.for %i = %i0 to %iw step %c8 {      // whole 8 x 8 tiles
+        scf.for %j = %j0 to %jw step %c8 {
+          %r0 = vector.load %x[%j, %i] : memref<64x128xf32>, vector<8xf32>
+          ...                                  // 8 rows, %j + 0 ... %j + 7
+          %s0 = vector.shuffle %r0, %r4 [0, 8, 1, 9, 2, 10, 3, 11]
+          ...                                  // 3 rounds of 8 shuffles
+          vector.store %t0, %y[%i, %j] : memref<128x64xf32>, vector<8xf32>
+          ...
+        }
+      }
+      scf.for ... { memref.load ... memref.store ... }  // edges
+    }
+    ```
+  }];
+  let options = [
+    Option<"block", "block", "int64_t", "64",
+           "Elements per side of a cache block (rounded to register tiles)">,
+    Option<"vectorBits", "vector-bits", "int64_t", "0",
+           "Vector register bits; 0: the host's widest">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::vector::VectorDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
   let summary = "Packed, cache-blocked, register-tiled loops for contractions";
   let description = [{
