@@ -490,7 +490,13 @@ void KernelEmitter::emit() {
   emitBlocked();
   if (c.zeroFill) {
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    b.clone(*c.zeroFill.getOperation());
+    // On the buffer a grouped C views (GroupContractionAxes.cpp): the view
+    // may be made inside an scf.if, whose values the affine loops that the
+    // fill becomes cannot take as bounds.
+    Value target = c.c;
+    if (auto view = c.c.getDefiningOp<memref::CollapseShapeOp>())
+      target = view.getSrc();
+    b.create<linalg::FillOp>(loc, c.zeroFill.getDpsInputs()[0], target);
   }
 }
 
