@@ -124,7 +124,8 @@ std::optional<bool> contiguous(mlir::MemRefType type, int64_t outer) {
 
 } // namespace
 
-void groupContractionAxes(linalg::GenericOp op) {
+void groupContractionAxes(linalg::GenericOp op,
+                          llvm::function_ref<bool(linalg::GenericOp)> accept) {
   for (auto map : op.getIndexingMapsArray())
     if (!map.isProjectedPermutation())
       return;
@@ -195,28 +196,39 @@ void groupContractionAxes(linalg::GenericOp op) {
   auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
   if (fill && fill.getDpsInits()[0] != op.getDpsInits()[0])
     fill = nullptr;
-  auto emitGrouped = [&](OpBuilder &nb) {
-    llvm::SmallVector<Value> operands;
-    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-      auto &r = reassoc[i];
-      if (r.size() == size_t(maps[i].getNumResults()))
-        operands.push_back(v);
-      else
-        operands.push_back(nb.create<memref::CollapseShapeOp>(loc, v, r));
+  // The grouped op and the views it reads, right before `op`; kept only
+  // where `accept` takes it (a generic left to the generic lowering would
+  // become affine loops, which cannot take the sizes of views made inside
+  // the scf.if below as bounds).
+  llvm::SmallVector<mlir::Operation *> created;
+  llvm::SmallVector<Value> operands;
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto &r = reassoc[i];
+    if (r.size() == size_t(maps[i].getNumResults())) {
+      operands.push_back(v);
+      continue;
     }
-    unsigned inputs = op.getNumDpsInputs();
-    if (fill)
-      nb.create<linalg::FillOp>(loc, fill.getDpsInputs()[0], operands.back());
-    auto grouped = nb.create<linalg::GenericOp>(
-        loc, mlir::TypeRange{},
-        llvm::ArrayRef<Value>(operands).take_front(inputs),
-        llvm::ArrayRef<Value>(operands).drop_front(inputs), newMaps, iterators);
-    mlir::IRMapping mapping;
-    op.getRegion().cloneInto(&grouped.getRegion(), mapping);
-  };
-  if (checks.empty()) {
-    emitGrouped(b);
-  } else {
+    auto view = b.create<memref::CollapseShapeOp>(loc, v, r);
+    created.push_back(view);
+    operands.push_back(view);
+  }
+  unsigned inputs = op.getNumDpsInputs();
+  if (fill)
+    created.push_back(
+        b.create<linalg::FillOp>(loc, fill.getDpsInputs()[0], operands.back()));
+  auto grouped = b.create<linalg::GenericOp>(
+      loc, mlir::TypeRange{},
+      llvm::ArrayRef<Value>(operands).take_front(inputs),
+      llvm::ArrayRef<Value>(operands).drop_front(inputs), newMaps, iterators);
+  mlir::IRMapping mapping;
+  op.getRegion().cloneInto(&grouped.getRegion(), mapping);
+  created.push_back(grouped);
+  if (!accept(grouped)) {
+    for (mlir::Operation *o : llvm::reverse(created))
+      o->erase();
+    return;
+  }
+  if (!checks.empty()) {
     // Strides known only at run time: the grouped op where they make every
     // run contiguous, the op as it is otherwise.
     Value all;
@@ -230,9 +242,8 @@ void groupContractionAxes(linalg::GenericOp op) {
       all = all ? b.create<arith::AndIOp>(loc, all, ok) : ok;
     }
     auto ifOp = b.create<scf::IfOp>(loc, all, /*withElseRegion=*/true);
-    OpBuilder tb = OpBuilder::atBlockBegin(ifOp.thenBlock());
-    tb.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    emitGrouped(tb);
+    for (mlir::Operation *o : created)
+      o->moveBefore(ifOp.thenBlock()->getTerminator());
     OpBuilder eb(ifOp.elseBlock()->getTerminator());
     if (fill)
       eb.clone(*fill.getOperation());

@@ -12,7 +12,10 @@ namespace ein {
 /// there, is one loop over collapsed views (`memref.collapse_shape`). Where
 /// the strides are known only at run time, the grouped op runs under an
 /// scf.if that checks them and `op` itself otherwise. A zero fill of the
-/// output right before `op` moves along. Erases `op` when it rewrites it.
-void groupContractionAxes(mlir::linalg::GenericOp op);
+/// output right before `op` moves along. Only a grouped op that `accept`
+/// takes is kept; erases `op` when it rewrites it.
+void groupContractionAxes(
+    mlir::linalg::GenericOp op,
+    llvm::function_ref<bool(mlir::linalg::GenericOp)> accept);
 
 } // namespace ein

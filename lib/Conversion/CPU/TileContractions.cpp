@@ -649,7 +649,9 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
         candidates.push_back(op);
     });
     for (linalg::GenericOp op : candidates)
-      groupContractionAxes(op);
+      groupContractionAxes(op, [](linalg::GenericOp grouped) {
+        return matchContraction(grouped).has_value();
+      });
     std::vector<Contraction> found;
     getOperation().walk([&](linalg::GenericOp op) {
       if (auto c = matchContraction(op))
