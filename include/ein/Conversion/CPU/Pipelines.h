@@ -35,6 +35,9 @@ struct ContractionTiles {
 struct CPUOptions {
   /// Set from `einc --tiles` by parseContractionTiles.
   ContractionTiles tiles;
+  /// Whether elementwise ops fuse into the ops that read them
+  /// (ein-fuse-elementwise); `--no-fusion` clears it.
+  bool fusion = true;
 };
 
 /// Parses `--tiles` text, KEY=INT[,KEY=INT]... with the keys of
