@@ -54,6 +54,17 @@ def einc_time(einc, fn, inputs, tmp, extra=()):
     return float(m.group(1)) / 1e3, np.load(out)
 
 
+def torch_peer(run):
+    """{"torch": fn} running `run(as_tensor)` on torch's CPU with 2 threads,
+    or {} when torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    torch.set_num_threads(2)
+    return {"torch (2 threads)": lambda: run(torch.from_numpy)}
+
+
 def workloads(quick):
     rng = np.random.default_rng(0)
     f = lambda *s: rng.standard_normal(s, dtype=np.float32)
@@ -63,12 +74,32 @@ def workloads(quick):
     x = f(16, 1024, 16 * 64) if not quick else f(4, 256, 16 * 64)
     r = f(16, 1024, 4096) if not quick else f(4, 256, 1024)
     yield ("matmul %d^3" % n, "matmul", {"a": a, "b": b}, 2.0 * n ** 3,
-           {"numpy.matmul": lambda: np.matmul(a, b)}, lambda: a @ b, "GFLOP/s")
+           dict({"numpy.matmul": lambda: np.matmul(a, b)},
+                **torch_peer(lambda t: t(a) @ t(b))), lambda: a @ b, "GFLOP/s")
     yield ("attention scores (8,8,256,64)", "scores", {"q": q, "k": k},
            2.0 * 8 * 8 * 256 * 256 * 64,
            {"numpy.einsum(optimize=True)":
             lambda: np.einsum("bhsd,bhtd->bhst", q, k, optimize=True)},
            lambda: np.einsum("bhsd,bhtd->bhst", q, k), "GFLOP/s")
+    # Ragged and small GEMMs (m k n): edges in every block; no packing pays
+    # for itself at the small ones.
+    for (mm, kk, nn) in ([(1000, 1001, 999)] if not quick else []) + [
+            (64, 64, 64), (100, 37, 50)]:
+        ra, rb = f(mm, kk), f(kk, nn)
+        yield ("matmul %dx%dx%d (m k n)" % (mm, kk, nn), "matmul",
+               {"a": ra, "b": rb}, 2.0 * mm * kk * nn,
+               dict({"numpy.matmul": lambda ra=ra, rb=rb: np.matmul(ra, rb)},
+                    **torch_peer(lambda t, ra=ra, rb=rb: t(ra) @ t(rb))),
+               lambda ra=ra, rb=rb: ra @ rb, "GFLOP/s")
+    # The multi-head projection: x f32[8, 512, 8 * 64] split into 8 heads,
+    # each projected by w f32[64, 64]; peers run it as one flat matmul.
+    xm, wm = f(8, 512, 8 * 64), f(64, 64)
+    yield ("multihead proj x(8,512,8*64) w(64,64)", "multihead_proj",
+           {"x": xm, "w": wm}, 2.0 * 8 * 512 * 8 * 64 * 64,
+           dict({"numpy x.reshape(-1, 64) @ w":
+                 lambda: (xm.reshape(-1, 64) @ wm).reshape(8, 512, 8, 64)},
+                **torch_peer(lambda t: (t(xm).view(-1, 64) @ t(wm)).view(8, 512, 8, 64))),
+           lambda: (xm.reshape(-1, 64) @ wm).reshape(8, 512, 8, 64), "GFLOP/s")
     # The same matmul with A given transposed (k m): read through the
     # packing step of the contraction, no transpose pass.
     at = np.ascontiguousarray(a.T)

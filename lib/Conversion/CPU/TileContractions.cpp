@@ -2,6 +2,8 @@
 // buffers become packed, cache-blocked loops around a register-tiled vector
 // micro-kernel (the BLIS structure), parallel over independent blocks; sizes
 // and strides may be known only at run time.
+#include "GroupContractionAxes.h"
+#include "MatchContraction.h"
 #include "ein/Conversion/CPU/HostCPU.h"
 #include "ein/Conversion/CPU/Passes.h"
 
@@ -42,186 +44,12 @@ struct Blocking {
       vl; // register tile rows, columns, vector length (nr % vl == 0)
   int64_t mc, nc, kc; // cache blocks of packed A (mc x kc) and B (kc x nc)
   int64_t workItems;  // parallel blocks wanted (a few per core)
+  int64_t minItemWork; // multiply-adds per block at least (0: no minimum)
 };
 
-constexpr int64_t kDynamic = mlir::ShapedType::kDynamic;
-
-/// A generic that computes C[..] += A[..] * B[..] summed over its reduction
-/// loops, with the roles of its loops decided.
-struct Contraction {
-  linalg::GenericOp op;
-  Value a, b, c; // `a` carries m, `b` carries n
-  mlir::AffineMap mapA, mapB, mapC;
-  unsigned m, n, k; // loop dims: register rows, vector lanes, inner sum
-  llvm::SmallVector<unsigned> outerParallel, outerReduction;
-  llvm::SmallVector<int64_t> ranges; // trip counts; kDynamic: run time only
-  mlir::FloatType acc;
-  linalg::FillOp zeroFill;      // a zero fill of C folded into the kernel
-  bool directCandidate = false; // A in the accumulator type: the kernel
-                                // reads it in place if its type gives k
-                                // unit stride
-};
-
-/// The loop that indexes the operand's last axis (its contiguous one in an
-/// identity layout); the maps are projected permutations.
-unsigned innermostLoop(mlir::AffineMap map) {
-  return map.getDimPosition(map.getNumResults() - 1);
-}
-
-bool uses(mlir::AffineMap map, unsigned dim) {
-  return map.isFunctionOfDim(dim);
-}
-
-/// `v` is block argument `arg` of the body, or its arith.extf to `acc`.
-bool isOperand(Value v, mlir::BlockArgument arg) {
-  if (v == arg)
-    return true;
-  auto ext = v.getDefiningOp<arith::ExtFOp>();
-  return ext && ext.getIn() == arg;
-}
-
-/// Matches a body `yield out + cast(in0) * cast(in1)` (either order).
-bool isMultiplyAccumulate(linalg::GenericOp op) {
-  mlir::Block &body = op.getRegion().front();
-  if (body.getOperations().size() > 5)
-    return false;
-  auto yield = llvm::cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return false;
-  Value out = body.getArgument(2);
-  Value product = add.getLhs() == out   ? add.getRhs()
-                  : add.getRhs() == out ? add.getLhs()
-                                        : Value();
-  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
-  if (!mul)
-    return false;
-  auto in0 = body.getArgument(0), in1 = body.getArgument(1);
-  return (isOperand(mul.getLhs(), in0) && isOperand(mul.getRhs(), in1)) ||
-         (isOperand(mul.getLhs(), in1) && isOperand(mul.getRhs(), in0));
-}
-
-/// The strides of a strided memref type, kDynamic where only the run time
-/// knows them; std::nullopt for a layout that is not strided.
-std::optional<llvm::SmallVector<int64_t>> stridesOf(mlir::MemRefType type) {
-  llvm::SmallVector<int64_t> strides;
-  int64_t offset;
-  if (mlir::failed(mlir::getStridesAndOffset(type, strides, offset)))
-    return std::nullopt;
-  return strides;
-}
-
-/// The position of loop `dim` among `map`'s results (a projected
-/// permutation that uses it).
-unsigned axisOf(mlir::AffineMap map, unsigned dim) {
-  return *map.getResultPosition(mlir::getAffineDimExpr(dim, map.getContext()));
-}
-
-/// Orders trip counts for the choice of m and k: a size known only at run
-/// time counts as larger than any number.
-bool larger(int64_t x, int64_t y) {
-  if (x == kDynamic || y == kDynamic)
-    return x == kDynamic && y != kDynamic;
-  return x > y;
-}
-
-/// Decides whether `op` is a contraction the micro-kernel handles, and the
-/// roles of its loops; std::nullopt leaves it to the generic lowering.
-std::optional<Contraction> matchContraction(linalg::GenericOp op) {
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op->getNumResults() != 0 || !isMultiplyAccumulate(op))
-    return std::nullopt;
-  Contraction c;
-  c.op = op;
-  c.a = op.getDpsInputs()[0];
-  c.b = op.getDpsInputs()[1];
-  c.c = op.getDpsInits()[0];
-  auto maps = op.getIndexingMapsArray();
-  c.mapA = maps[0];
-  c.mapB = maps[1];
-  c.mapC = maps[2];
-  for (auto map : maps)
-    if (!map.isProjectedPermutation() || map.getNumResults() == 0)
-      return std::nullopt;
-  auto typeC = llvm::dyn_cast<mlir::MemRefType>(c.c.getType());
-  auto typeA = llvm::dyn_cast<mlir::MemRefType>(c.a.getType());
-  auto typeB = llvm::dyn_cast<mlir::MemRefType>(c.b.getType());
-  // Any sizes and any strided layout: the emitter reads sizes and strides at
-  // run time where the types do not give them.
-  if (!typeA || !typeB || !typeC || !stridesOf(typeA) || !stridesOf(typeB) ||
-      !stridesOf(typeC))
-    return std::nullopt;
-  c.acc = llvm::dyn_cast<mlir::FloatType>(typeC.getElementType());
-  if (!c.acc || (c.acc.getWidth() != 32 && c.acc.getWidth() != 64))
-    return std::nullopt;
-  for (auto t : {typeA, typeB}) {
-    auto e = llvm::dyn_cast<mlir::FloatType>(t.getElementType());
-    if (!e || e.getWidth() > c.acc.getWidth())
-      return std::nullopt;
-  }
-  // Each loop's trip count from any operand that has it statically.
-  c.ranges.assign(op.getNumLoops(), kDynamic);
-  for (auto [value, map] :
-       {std::pair{c.a, c.mapA}, {c.b, c.mapB}, {c.c, c.mapC}}) {
-    auto type = llvm::cast<mlir::MemRefType>(value.getType());
-    for (unsigned i = 0; i < map.getNumResults(); ++i)
-      if (!type.isDynamicDim(i))
-        c.ranges[map.getDimPosition(i)] = type.getDimSize(i);
-  }
-  // An empty loop known at compile time is left to the generic lowering;
-  // one known only at run time is checked there (KernelEmitter::emit).
-  if (llvm::any_of(c.ranges, [](int64_t r) { return r != kDynamic && r < 1; }))
-    return std::nullopt;
-
-  // n: the output's contiguous axis; it must come from one operand only.
-  c.n = innermostLoop(c.mapC);
-  bool inA = uses(c.mapA, c.n), inB = uses(c.mapB, c.n);
-  if (inA == inB)
-    return std::nullopt;
-  if (inA) {
-    std::swap(c.a, c.b);
-    std::swap(c.mapA, c.mapB);
-  }
-  auto iterators = op.getIteratorTypesArray();
-  std::optional<unsigned> m, k;
-  for (unsigned d = 0; d < c.ranges.size(); ++d) {
-    if (d == c.n)
-      continue;
-    bool reduction = iterators[d] == mlir::utils::IteratorType::reduction;
-    bool ina = uses(c.mapA, d), inb = uses(c.mapB, d);
-    // The largest A-only parallel loop gives the register rows, the largest
-    // shared reduction the inner sum; the rest are outer loops.
-    if (!reduction && ina && !inb && (!m || larger(c.ranges[d], c.ranges[*m])))
-      m = d;
-    if (reduction && ina && inb && (!k || larger(c.ranges[d], c.ranges[*k])))
-      k = d;
-  }
-  if (!m || !k)
-    return std::nullopt;
-  c.m = *m;
-  c.k = *k;
-  for (unsigned d = 0; d < c.ranges.size(); ++d) {
-    if (d == c.m || d == c.n || d == c.k)
-      continue;
-    if (iterators[d] == mlir::utils::IteratorType::reduction)
-      c.outerReduction.push_back(d);
-    else
-      c.outerParallel.push_back(d);
-  }
-  // A already in the accumulator type is read in place if its type gives
-  // its k axis unit stride (emitBlocked).
-  c.directCandidate =
-      llvm::cast<mlir::MemRefType>(c.a.getType()).getElementType() == c.acc;
-  // A zero fill of C right before the contraction: the kernel starts its
-  // accumulators at zero instead of reading C.
-  if (auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode()))
-    if (fill.getDpsInits()[0] == c.c)
-      if (auto zero = fill.getDpsInputs()[0].getDefiningOp<arith::ConstantOp>())
-        if (auto f = llvm::dyn_cast<mlir::FloatAttr>(zero.getValue()))
-          if (f.getValue().isPosZero())
-            c.zeroFill = fill;
-  return c;
-}
+/// Multiply-adds per parallel work item at least (64^3): below that, the
+/// fork and join of the threads costs more than the work it splits.
+constexpr int64_t kMinItemWork = 64 * 64 * 64;
 
 /// A memref type like `type` whose stride along `axis` is 1: the type of the
 /// view that the fast version reads through once the run time has checked
@@ -662,7 +490,13 @@ void KernelEmitter::emit() {
   emitBlocked();
   if (c.zeroFill) {
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    b.clone(*c.zeroFill.getOperation());
+    // On the buffer a grouped C views (GroupContractionAxes.cpp): the view
+    // may be made inside an scf.if, whose values the affine loops that the
+    // fill becomes cannot take as bounds.
+    Value target = c.c;
+    if (auto view = c.c.getDefiningOp<memref::CollapseShapeOp>())
+      target = view.getSrc();
+    b.create<linalg::FillOp>(loc, c.zeroFill.getDpsInputs()[0], target);
   }
 }
 
@@ -676,7 +510,18 @@ void KernelEmitter::emitBlocked() {
   for (unsigned d : c.outerParallel)
     outer = mul(outer, size[d]);
   Value mr = cst(blk.mr), nr = cst(blk.nr);
-  chunks = max(cst(1), min(ceilDiv(cst(blk.workItems), outer), ceilDiv(M, mr)));
+  // Small problems take fewer items (unless `work-items` is given): at
+  // least kMinItemWork multiply-adds each, as a fork and join of the threads
+  // costs about as much as that (one item: no scf.parallel left once
+  // canonicalized, where sizes are static).
+  Value items = cst(blk.workItems);
+  if (blk.minItemWork > 0) {
+    Value work = mul(outer, mul(M, mul(N, K)));
+    for (unsigned d : c.outerReduction)
+      work = mul(work, size[d]);
+    items = max(cst(1), min(items, ceilDiv(work, cst(blk.minItemWork))));
+  }
+  chunks = max(cst(1), min(ceilDiv(items, outer), ceilDiv(M, mr)));
   chunk = mul(ceilDiv(ceilDiv(M, chunks), mr), mr);
   chunks = ceilDiv(M, chunk);
   mc = min(cst(blk.mc), chunk);
@@ -778,6 +623,35 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
   void runOnOperation() override {
     int64_t bits = vectorBits > 0 ? int64_t(vectorBits) : hostVectorBits();
     int64_t threads = workItems > 0 ? int64_t(workItems) : defaultWorkItems();
+    // Unset sizes come from the host's caches and vector width (HostCPU.h);
+    // a vector width that is set picks the model's tile for that width.
+    GemmTiles model = hostGemmTiles();
+    if (vectorBits > 0 || l1Bytes > 0 || l1Ways > 0 || l2Bytes > 0 ||
+        l3Bytes > 0) {
+      HostCaches caches = hostCaches();
+      int64_t threads = std::max<int64_t>(1, defaultWorkItems() / 2);
+      if (l1Bytes > 0)
+        caches.l1d.bytes = l1Bytes;
+      if (l1Ways > 0)
+        caches.l1d.ways = l1Ways;
+      if (l2Bytes > 0)
+        caches.l2.bytes = l2Bytes;
+      if (l3Bytes > 0)
+        caches.l3 = {l3Bytes, 16, 1};
+      model = gemmTiles(caches, bits, 4, threads);
+    }
+    // Runs of loops contiguous in every operand become one loop first, so
+    // that `... h d, d e -> ... h e` is one GEMM rather than many.
+    std::vector<linalg::GenericOp> candidates;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op.getNumDpsInputs() == 2 && op.getNumDpsInits() == 1 &&
+          isMultiplyAccumulate(op))
+        candidates.push_back(op);
+    });
+    for (linalg::GenericOp op : candidates)
+      groupContractionAxes(op, [](linalg::GenericOp grouped) {
+        return matchContraction(grouped).has_value();
+      });
     std::vector<Contraction> found;
     getOperation().walk([&](linalg::GenericOp op) {
       if (auto c = matchContraction(op))
@@ -786,22 +660,22 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
     for (Contraction &c : found) {
       Blocking blk;
       blk.vl = bits / c.acc.getWidth();
-      blk.mr = mr;
+      blk.mr = mr > 0 ? int64_t(mr) : model.mr;
       // A narrow output needs fewer vectors per row than the default tile
       // (a width known only at run time gets the default).
       int64_t n = c.ranges[c.n] == kDynamic ? INT64_MAX / 2 : c.ranges[c.n];
-      // 6 x 4 accumulators fit AVX-512's 32 registers; AVX2 and SSE have
-      // 16, which take 6 x 2.
-      int64_t vectors = nrVectors > 0 ? int64_t(nrVectors)
-                        : bits >= 512 ? 4
-                                      : 2;
+      int64_t vectors = nrVectors > 0 ? int64_t(nrVectors) : model.nrVectors;
       blk.nr = std::min<int64_t>(vectors, (n + blk.vl - 1) / blk.vl) * blk.vl;
       // Cache blocks are given for f32; f64 halves the element counts.
       int64_t scale = c.acc.getWidth() / 32;
-      blk.mc = std::max<int64_t>(blk.mr, mc / scale / blk.mr * blk.mr);
-      blk.nc = std::max<int64_t>(blk.nr, nc / scale / blk.nr * blk.nr);
-      blk.kc = std::max<int64_t>(1, kc / scale);
+      int64_t mcF32 = mc > 0 ? int64_t(mc) : model.mc;
+      int64_t ncF32 = nc > 0 ? int64_t(nc) : model.nc;
+      int64_t kcF32 = kc > 0 ? int64_t(kc) : model.kc;
+      blk.mc = std::max<int64_t>(blk.mr, mcF32 / scale / blk.mr * blk.mr);
+      blk.nc = std::max<int64_t>(blk.nr, ncF32 / scale / blk.nr * blk.nr);
+      blk.kc = std::max<int64_t>(1, kcF32 / scale);
       blk.workItems = threads;
+      blk.minItemWork = workItems > 0 ? 0 : kMinItemWork;
       KernelEmitter(c, blk).emit();
       c.op.erase();
       if (c.zeroFill)

@@ -1,5 +1,10 @@
-// RUN: ein-opt %s --ein-tile-contractions="vector-bits=512 work-items=4" --canonicalize --cse --split-input-file | FileCheck %s
-// RUN: ein-opt %s --ein-tile-contractions="vector-bits=256 work-items=4" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=AVX2
+// RUN: ein-opt %s --ein-tile-contractions="vector-bits=512 work-items=4 mr=6 mc=128 nc=1024 kc=256" --canonicalize --cse --split-input-file | FileCheck %s
+// RUN: ein-opt %s --ein-tile-contractions="vector-bits=256 work-items=4 mr=6 mc=128 nc=1024 kc=256" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=AVX2
+// Blocking from the cache model (HostCPU.h, gemmTiles) for given caches:
+// Zen 3 (32 KiB 8-way L1d, 512 KiB L2) with AVX2, Zen 4 (32 KiB 8-way L1d,
+// 1 MiB L2) with AVX-512.
+// RUN: ein-opt %s --ein-tile-contractions="vector-bits=256 work-items=4 l1-bytes=32768 l1-ways=8 l2-bytes=524288 l3-bytes=16777216" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=ZEN3
+// RUN: ein-opt %s --ein-tile-contractions="vector-bits=512 work-items=4 l1-bytes=32768 l1-ways=8 l2-bytes=1048576 l3-bytes=16777216" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=ZEN4
 
 #mA = affine_map<(m, k, n) -> (m, k)>
 #mB = affine_map<(m, k, n) -> (k, n)>
@@ -142,20 +147,22 @@ func.func @swapped_f64(%a: memref<10x12xf64>, %b: memref<10x9xf64>, %c: memref<9
 // -----
 
 // Tests two summed axes: the longer is the kernel's k, the other an outer
-// sequential loop inside each work item.
+// sequential loop inside each work item. (They come in different orders in
+// A and B, so they cannot be grouped into one.)
 // CHECK-LABEL: func.func @two_sums
+// CHECK-NOT: memref.collapse_shape
 // CHECK: scf.parallel
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x20x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
 // CHECK: vector.fma
-func.func @two_sums(%a: memref<8x20x3xf32>, %b: memref<20x3x16xf32>, %c: memref<8x16xf32>) {
+func.func @two_sums(%a: memref<8x20x3xf32>, %b: memref<3x20x16xf32>, %c: memref<8x16xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
   linalg.generic {indexing_maps = [affine_map<(m, k, j, n) -> (m, k, j)>,
-                                   affine_map<(m, k, j, n) -> (k, j, n)>,
+                                   affine_map<(m, k, j, n) -> (j, k, n)>,
                                    affine_map<(m, k, j, n) -> (m, n)>],
                   iterator_types = ["parallel", "reduction", "reduction", "parallel"]}
-      ins(%a, %b : memref<8x20x3xf32>, memref<20x3x16xf32>) outs(%c : memref<8x16xf32>) {
+      ins(%a, %b : memref<8x20x3xf32>, memref<3x20x16xf32>) outs(%c : memref<8x16xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
@@ -401,6 +408,126 @@ func.func @static_strided_output(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests the blocking model (the ZEN3 and ZEN4 runs; A given as `k m` so it is
+// packed): with AVX2 a 6 x 16 tile, kc = 320 (5 of the 8 L1 ways hold B's
+// 320 x 16 micro-panel), mc = 204 (half of L2 in A's 204 x 320 block), one B
+// block for all 1000 columns (63 panels); with AVX-512 a 6 x 64 tile, kc =
+// 256 (the model's 96 raised to the floor) and m's chunk of 252 rows in one
+// block of 42 panels (mc = 510 from half of 1 MiB).
+// ZEN3-LABEL: func.func @model_blocking
+// ZEN3: memref.alloc() {alignment = 64 : i64} : memref<34x320x6xf32>
+// ZEN3: memref.alloc() {alignment = 64 : i64} : memref<63x320x16xf32>
+// ZEN4-LABEL: func.func @model_blocking
+// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<42x256x6xf32>
+// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<16x256x64xf32>
+func.func @model_blocking(%a: memref<1000x1000xf32>, %b: memref<1000x1000xf32>, %c: memref<1000x1000xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (k, m)>, affine_map<(m, k, n) -> (k, n)>,
+                                   affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<1000x1000xf32>, memref<1000x1000xf32>) outs(%c : memref<1000x1000xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests axis grouping: `b s h d, d e -> b s h e` (the multi-head projection)
+// has b, s and h consecutive and contiguous in x and in the output, so they
+// become one m of 2 * 3 * 4 = 24 rows through collapsed views: one GEMM
+// (4 chunks of m) instead of 6 small ones; the zero fill moves along and
+// folds.
+// CHECK-LABEL: func.func @grouped_heads
+// CHECK-SAME: (%[[X:.*]]: memref<2x3x4x8xf32>, %[[W:.*]]: memref<8x16xf32>, %[[Y:.*]]: memref<2x3x4x16xf32>)
+// CHECK-DAG: %[[XC:.*]] = memref.collapse_shape %[[X]] {{\[\[}}0, 1, 2], [3]] : memref<2x3x4x8xf32> into memref<24x8xf32>
+// CHECK-DAG: %[[YC:.*]] = memref.collapse_shape %[[Y]] {{\[\[}}0, 1, 2], [3]] : memref<2x3x4x16xf32> into memref<24x16xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c4) step (%c1)
+// CHECK: memref.load %[[XC]]
+// CHECK: vector.fma
+// CHECK: vector.store %{{.*}}, %[[YC]]
+// CHECK-NOT: linalg.generic
+func.func @grouped_heads(%x: memref<2x3x4x8xf32>, %w: memref<8x16xf32>, %y: memref<2x3x4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<2x3x4x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(b, s, h, d, e) -> (b, s, h, d)>,
+                                   affine_map<(b, s, h, d, e) -> (d, e)>,
+                                   affine_map<(b, s, h, d, e) -> (b, s, h, e)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<2x3x4x8xf32>, memref<8x16xf32>) outs(%y : memref<2x3x4x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests grouping that the types rule out: x's s stride (64) is not h's size
+// times h's stride (4 * 8), so s and h stay apart (b and s still group: 3 *
+// 64 = 192); nothing is checked at run time.
+// CHECK-LABEL: func.func @strided_not_grouped
+// CHECK-NOT: scf.if
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] : memref<2x3x4x8xf32, strided<[192, 64, 8, 1]>> into memref<6x4x8xf32, strided<[64, 8, 1]>>
+// CHECK: scf.parallel
+func.func @strided_not_grouped(%x: memref<2x3x4x8xf32, strided<[192, 64, 8, 1]>>, %w: memref<8x16xf32>, %y: memref<2x3x4x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, s, h, d, e) -> (b, s, h, d)>,
+                                   affine_map<(b, s, h, d, e) -> (d, e)>,
+                                   affine_map<(b, s, h, d, e) -> (b, s, h, e)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<2x3x4x8xf32, strided<[192, 64, 8, 1]>>, memref<8x16xf32>) outs(%y : memref<2x3x4x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+!x = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+!w = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// Tests grouping under strides known only at run time (size-generic code):
+// the strides of x's and y's s and h are compared at run time; where they
+// are contiguous the GEMM runs on collapsed views, else on the operands as
+// they are; the zero fill moves into both branches and folds in each.
+// CHECK-LABEL: func.func @grouped_dynamic
+// CHECK-NOT: linalg.fill
+// CHECK: memref.extract_strided_metadata
+// CHECK: arith.cmpi eq
+// CHECK: scf.if
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>> into memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: scf.parallel
+// CHECK: vector.fma
+// CHECK: } else {
+// CHECK: scf.parallel
+// CHECK: vector.fma
+// CHECK-NOT: linalg.generic
+func.func @grouped_dynamic(%x: !x, %w: !w, %y: !x) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : !x)
+  linalg.generic {indexing_maps = [affine_map<(s, h, d, e) -> (s, h, d)>,
+                                   affine_map<(s, h, d, e) -> (d, e)>,
+                                   affine_map<(s, h, d, e) -> (s, h, e)>],
+                  iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%x, %w : !x, !w) outs(%y : !x) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
     linalg.yield %s : f32
   }
   return

@@ -257,6 +257,12 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     lowers to; the operands may be 16-bit floats extended to an f32 or f64
     accumulator) becomes the loop nest of a BLIS-style GEMM:
 
+    - runs of loops that are consecutive axes, in the same order, in every
+      operand that uses them, and contiguous in memory there, first become
+      one loop over `memref.collapse_shape` views (`b s h d, d e -> b s h e`
+      is one GEMM with m = b * s * h); where only the run time knows the
+      strides, they are compared there and the operands as they are serve
+      otherwise;
     - the output's contiguous axis `n` (from one operand, called B), the
       largest axis `m` of the other operand A alone, and the largest axis
       `k` they share are blocked; every other loop is an outer loop;
@@ -266,10 +272,17 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
       aligned panels in the accumulator type (any strides, any layout, edges
       padded with zeros);
     - a micro-kernel keeps an `mr x nr` tile of C in vector registers
-      (`mr * nr / lanes` accumulators: 6 x 64 f32 = 24 AVX-512 registers
-      by default), one FMA per row and vector per k,
+      (`mr * nr / lanes` accumulators: 6 x 64 f32 = 24 AVX-512 registers,
+      6 x 16 = 12 AVX2 registers by default), one FMA per row and vector
+      per k,
       and reads/writes C once per k block with vector accesses (masked
       only in tiles narrower than `nr`, at the edge).
+
+    Unset sizes come from the host (HostCPU.h, `gemmTiles`): the register
+    tile from the vector width, kc, mc and nc from the L1d, L2 and L3 sizes
+    read from /sys/devices/system/cpu/cpu0/cache by the BLIS analytic model
+    (on a Zen 3 with AVX2: 6 x 16, kc 320, mc 204, nc 4096); the `l1-bytes`,
+    `l1-ways`, `l2-bytes` and `l3-bytes` options stand in for the host's.
 
     A zero `linalg.fill` of C right before the contraction is folded: the
     accumulators start at zero on the first k block. Contractions it does
@@ -339,13 +352,25 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"mr", "mr", "int64_t", "6", "Rows of the register tile">,
+    Option<"mr", "mr", "int64_t", "0",
+           "Rows of the register tile; 0: the host model's (6)">,
     Option<"nrVectors", "nr-vectors", "int64_t", "0",
            "Vectors per row of the register tile; 0: 4 with 512-bit vectors "
            "(32 registers), 2 otherwise (16 registers)">,
-    Option<"mc", "mc", "int64_t", "128", "Rows of a packed A block (f32 elements)">,
-    Option<"nc", "nc", "int64_t", "1024", "Columns of a packed B block (f32 elements)">,
-    Option<"kc", "kc", "int64_t", "256", "Depth of the packed blocks (f32 elements)">,
+    Option<"mc", "mc", "int64_t", "0",
+           "Rows of a packed A block (f32 elements); 0: from the L2 size">,
+    Option<"nc", "nc", "int64_t", "0",
+           "Columns of a packed B block (f32 elements); 0: from the L3 size">,
+    Option<"kc", "kc", "int64_t", "0",
+           "Depth of the packed blocks (f32 elements); 0: from the L1 size">,
+    Option<"l1Bytes", "l1-bytes", "int64_t", "0",
+           "L1 data cache bytes for the blocking model; 0: the host's">,
+    Option<"l1Ways", "l1-ways", "int64_t", "0",
+           "L1 data cache ways for the blocking model; 0: the host's">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", "0",
+           "L2 cache bytes for the blocking model; 0: the host's">,
+    Option<"l3Bytes", "l3-bytes", "int64_t", "0",
+           "L3 bytes per thread for the blocking model; 0: the host's">,
     Option<"vectorBits", "vector-bits", "int64_t", "0",
            "Vector register width in bits; 0: the host's (512 with AVX-512)">,
     Option<"workItems", "work-items", "int64_t", "0",
