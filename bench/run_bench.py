@@ -39,6 +39,8 @@ def median_time(fn, min_total=0.2, min_calls=5, max_total=5.0):
 
 
 def einc_time(einc, fn, inputs, tmp, extra=()):
+    # fn may be (name, number of results): the first result is compared.
+    fn, results = fn if isinstance(fn, tuple) else (fn, 1)
     args = [einc, "run", os.path.join(HERE, "workloads.ein"), "--fn", fn, "--time"]
     args += list(extra)
     for name, array in inputs.items():
@@ -47,6 +49,8 @@ def einc_time(einc, fn, inputs, tmp, extra=()):
         args += ["--in", f"{name}={path}"]
     out = os.path.join(tmp, f"{fn}_out.npy")
     args += ["--out", out]
+    for i in range(1, results):
+        args += ["--out", os.path.join(tmp, f"{fn}_out{i}.npy")]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"einc failed on {fn}: {proc.stderr}")
@@ -133,6 +137,71 @@ def workloads(quick):
            {"numpy.matmul on f32 copies": lambda: e1 @ e2},
            lambda: e1 @ e2, "GFLOP/s")
     yield from data_movement(quick, f)
+    yield from programs(quick, f)
+
+
+def programs(quick, f):
+    """Issue 13: whole programs against PyTorch (2 threads): an attention
+    head, a softmax, the lecture's MLP forward and an SGD step of it."""
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(2)
+    T = torch.from_numpy
+    s = 128 if quick else 512
+    q, k, v = f(8, 8, s, 64), f(8, 8, s, 64), f(8, 8, s, 64)
+
+    def attention_ref():
+        sc = np.einsum("bhsd,bhtd->bhst", q, k) * 0.125
+        e = np.exp(sc - sc.max(-1, keepdims=True))
+        return np.einsum("bhst,bhtd->bhsd", e / e.sum(-1, keepdims=True), v)
+    tq, tk, tv = T(q), T(k), T(v)
+    yield ("attention head (8,8,%d,64)" % s, "attention_head",
+           {"q": q, "k": k, "v": v}, 4.0 * 8 * 8 * s * s * 64,
+           {"torch SDPA": lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv)},
+           attention_ref, "GFLOP/s")
+    x = f(8, 8, s, s)
+    tx = T(x)
+
+    def softmax_ref():
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    yield ("softmax (8,8,%d,%d)" % (s, s), "softmax_rows", {"x": x},
+           2.0 * x.nbytes, {"torch.softmax": lambda: torch.softmax(tx, -1)},
+           softmax_ref, "GB/s")
+    B, D, H, K = (256, 128, 256, 32) if quick else (1024, 512, 1024, 64)
+    xb, yb = f(B, D), f(B, K)
+    w1 = (f(D, H) / np.float32(np.sqrt(D))).astype(np.float32)
+    w2 = (f(H, K) / np.float32(np.sqrt(H))).astype(np.float32)
+    lr = np.array(0.01, dtype=np.float32)
+    txb, tyb = T(xb), T(yb)
+    tw1, tw2 = T(w1).clone().requires_grad_(), T(w2).clone().requires_grad_()
+    flops = 2.0 * B * D * H + 2.0 * B * H * K
+
+    def forward_ref():
+        h2 = np.maximum(xb @ w1, 0) @ w2
+        return np.array(((h2 - yb) ** 2).mean(), dtype=np.float32)
+
+    def torch_forward():
+        with torch.no_grad():
+            return ((torch.relu(txb @ tw1) @ tw2 - tyb) ** 2).mean()
+
+    def torch_step():
+        tw1.grad = tw2.grad = None
+        loss = ((torch.relu(txb @ tw1) @ tw2 - tyb) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            return loss, tw1 - 0.01 * tw1.grad, tw2 - 0.01 * tw2.grad
+    yield ("MLP forward B=%d D=%d H=%d K=%d" % (B, D, H, K), "mlp_forward",
+           {"x": xb, "y": yb, "w1": w1, "w2": w2}, flops,
+           {"torch": torch_forward}, forward_ref, "GFLOP/s")
+    # Forward + backward (weight gradients 2x the forward's matmuls, the
+    # data gradient of h1 one more) + SGD.
+    yield ("MLP SGD step B=%d D=%d H=%d K=%d" % (B, D, H, K),
+           ("mlp_sgd_step", 3), {"x": xb, "y": yb, "w1": w1, "w2": w2, "lr": lr},
+           3.0 * flops - 2.0 * B * D * H,
+           {"torch autograd + SGD": torch_step}, forward_ref, "GFLOP/s")
 
 
 def data_movement(quick, f):
