@@ -134,11 +134,57 @@ private:
         llvm::cast<mlir::IntegerAttr>(r.get<mlir::Attribute>()).getInt());
   }
 
-  /// max(0, ceil((ub - lb) / step)).
-  std::optional<mlir::OpFoldResult> tripCount(Value lb, Value ub, Value step) {
-    auto l = operand(lb), u = operand(ub), s = operand(step);
-    if (!l || !u || !s)
+  /// An upper bound of `v` in front of the nest: `v` itself when it can be
+  /// hoisted; for a minimum (a remainder tile, `min(64, n - i)`), the bound
+  /// of an operand; for a ceiling division by a positive constant, the
+  /// division of the bound.
+  std::optional<mlir::OpFoldResult> upper(Value v, unsigned depth = 0) {
+    if (auto r = operand(v))
+      return r;
+    mlir::Operation *def = v.getDefiningOp();
+    if (!def || depth > 8)
       return std::nullopt;
+    if (llvm::isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+      auto a = upper(def->getOperand(0), depth + 1);
+      auto b = upper(def->getOperand(1), depth + 1);
+      // The tighter of two constants, else a constant, else either.
+      if (a && b && mlir::getConstantIntValue(*a) &&
+          mlir::getConstantIntValue(*b))
+        return *mlir::getConstantIntValue(*a) <= *mlir::getConstantIntValue(*b)
+                   ? a
+                   : b;
+      if (b && (!a || mlir::getConstantIntValue(*b)))
+        return b;
+      return a;
+    }
+    if (auto div = llvm::dyn_cast<arith::CeilDivSIOp>(def)) {
+      auto d = mlir::getConstantIntValue(div.getRhs());
+      auto a = upper(div.getLhs(), depth + 1);
+      if (!d || *d <= 0 || !a)
+        return std::nullopt;
+      if (auto c = mlir::getConstantIntValue(*a))
+        return mlir::OpFoldResult(
+            rewriter.getIndexAttr(*c > 0 ? (*c + *d - 1) / *d : 0));
+      Value divisor = rewriter.create<arith::ConstantIndexOp>(loc(), *d);
+      return mlir::OpFoldResult(
+          rewriter.create<arith::CeilDivSIOp>(loc(), value(*a), divisor)
+              .getResult());
+    }
+    return std::nullopt;
+  }
+
+  /// max(0, ceil((ub - lb) / step)), or a bound of it from above: the
+  /// upper bound's bound, a lower bound that depends on the nest taken as
+  /// 0 and such a step as 1 (indices and steps of these nests are never
+  /// negative). Only the choice of serial or parallel depends on it.
+  std::optional<mlir::OpFoldResult> tripCount(Value lb, Value ub, Value step) {
+    auto l = operand(lb), u = upper(ub), s = operand(step);
+    if (!u)
+      return std::nullopt;
+    if (!l)
+      l = mlir::OpFoldResult(rewriter.getIndexAttr(0));
+    if (!s)
+      s = mlir::OpFoldResult(rewriter.getIndexAttr(1));
     auto cl = mlir::getConstantIntValue(*l), cu = mlir::getConstantIntValue(*u),
          cs = mlir::getConstantIntValue(*s);
     if (cl && cu && cs) {

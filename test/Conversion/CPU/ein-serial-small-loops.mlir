@@ -84,12 +84,17 @@ func.func @dynamic(%x: memref<?x?xf32>, %o: memref<?x?xf32>) {
 
 // -----
 
-// Tests that a nest whose inner trip count depends on the parallel loop's
-// own variable (a remainder tile) is left parallel: its work is not
-// bounded here, and a wrong "small" would lose the parallel speed.
+// Tests a remainder tile: the inner trip count min(n - i, 64) depends on
+// the parallel loop's own variable, so its bound from above (64) counts,
+// and the work is ceil(n / 64) * 64, tested at run time.
 // CHECK-LABEL: func.func @remainder
-// CHECK-NOT: scf.if
-// CHECK: scf.parallel
+// CHECK: %[[TI:.*]] = arith.maxsi
+// CHECK: %[[WORK:.*]] = arith.muli %[[TI]], %c64
+// CHECK: %[[BIG:.*]] = arith.cmpi sge, %[[WORK]], %c1000
+// CHECK: scf.if %[[BIG]] {
+// CHECK-NEXT: scf.parallel
+// CHECK: } else {
+// CHECK-NEXT: scf.for
 func.func @remainder(%x: memref<?xf32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -101,6 +106,29 @@ func.func @remainder(%x: memref<?xf32>, %n: index) {
       %k = arith.addi %i, %j : index
       %v = memref.load %x[%k] : memref<?xf32>
       memref.store %v, %x[%k] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Tests that a nest whose inner trip count has no bound here (read from
+// memory in each iteration) is left parallel: a wrong "small" would lose
+// the parallel speed of a large workload.
+// CHECK-LABEL: func.func @unbounded
+// CHECK-NOT: scf.if
+// CHECK: scf.parallel
+// CHECK-NOT: ein.work_checked
+func.func @unbounded(%x: memref<?xf32>, %lens: memref<?xindex>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %len = memref.load %lens[%i] : memref<?xindex>
+    scf.for %j = %c0 to %len step %c1 {
+      %v = memref.load %x[%j] : memref<?xf32>
+      memref.store %v, %x[%j] : memref<?xf32>
     }
     scf.reduce
   }
