@@ -82,8 +82,8 @@ builds the function's CUDA source with nvcc and runs it on this
 machine's GPU (exit 2 without one); cuda-emulated builds the same
 source with the host C++ compiler and runs it on the CPU.)",
        {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
-        "--bandwidth", "--tiles", "--perf-jitdump", "--size-generic",
-        "--target", "--allow-tf32", "-Werror", "-Wno-NAME"}},
+        "--bandwidth", "--tiles", "--no-fusion", "--perf-jitdump",
+        "--size-generic", "--target", "--allow-tf32", "-Werror", "-Wno-NAME"}},
       {"calibrate",
        "calibrate",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
@@ -100,15 +100,16 @@ the arguments at each call (size-generic code); every variadic's rank is
 fixed (by --rank). --target=cuda writes one CUDA C++ source instead of
 the object (`-o prog.cu`; nvcc compiles it alone, -lcublasLt), its entry
 points taking device pointers and a trailing cudaStream_t.)",
-       {"-o", "--header", "--dim", "--rank", "--tiles", "--target",
-        "--allow-tf32", "--main", "-Werror", "-Wno-NAME"}},
+       {"-o", "--header", "--dim", "--rank", "--tiles", "--no-fusion",
+        "--target", "--allow-tf32", "--main", "-Werror", "-Wno-NAME"}},
       {"emit",
        R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
            [--rank NAME=INT]...)",
        R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
 static; every other is dynamic, read from the arguments; every variadic's
 rank must be fixed (by --rank).)",
-       {"--stage", "--dim", "--rank", "--tiles", "-Werror", "-Wno-NAME"}},
+       {"--stage", "--dim", "--rank", "--tiles", "--no-fusion", "-Werror",
+        "-Wno-NAME"}},
   };
   return list;
 }
@@ -173,6 +174,9 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
                  $JITDUMPDIR (default $HOME)/.debug/jit; also EIN_JIT_PERF=1.
                  EIN_JIT_GDB=1 registers the code with gdb. Both are off by
                  default.)"},
+    {"--no-fusion",
+     R"(--no-fusion      keep every op its own loop nest: elementwise ops are
+                 not fused into the ops that read them (the CPU target))"},
     {"--size-generic",
      R"(--size-generic   compile without the inputs' sizes (only `dim`, --dim
                  and `#` dims given size 1 are specialised), as `einc
@@ -375,6 +379,10 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.time = true;
     } else if (a == "--perf-jitdump" && args.command == "run") {
       args.perfJitdump = true;
+    } else if (a == "--no-fusion" &&
+               (args.command == "run" || args.command == "build" ||
+                args.command == "emit")) {
+      args.cpu.fusion = false;
     } else if (a == "--size-generic" && args.command == "run") {
       args.sizeGeneric = true;
     } else if (isFlag("--fn") &&

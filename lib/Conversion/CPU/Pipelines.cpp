@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -131,6 +132,16 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
     pm.addPass(mlir::createCanonicalizerPass());
     if (stage == CPUStage::Linalg)
       return;
+    if (options.fusion) {
+      // Row tiles first, on unfused ops: inside a tile a value read twice
+      // (softmax's exponentials) is then kept in a tile buffer in cache
+      // rather than computed twice.
+      pm.addPass(createFuseRows());
+      pm.addPass(mlir::createCanonicalizerPass());
+      pm.addPass(mlir::createCSEPass());
+      pm.addPass(createFuseElementwise());
+      pm.addPass(mlir::createCanonicalizerPass());
+    }
     // Results become output parameters written in place (the op computing
     // a result writes into the caller's buffer); arguments take any strides
     // (fully dynamic layouts), intermediates are identity-layout buffers.
@@ -151,6 +162,7 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
     pm.addPass(mlir::createCanonicalizerPass());
     mlir::bufferization::buildBufferDeallocationPipeline(
         pm, mlir::bufferization::BufferDeallocationPipelineOptions());
+    pm.addPass(createParallelTiles());
   }
   // Contractions become packed, register-tiled micro-kernels; everything
   // else loops whose outermost parallel loop is spread over the cores.
@@ -219,6 +231,8 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
               mlir::vector::VectorDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  // ein-fuse-rows tiles and fuses linalg ops through TilingInterface.
+  mlir::linalg::registerTilingInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

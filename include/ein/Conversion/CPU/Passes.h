@@ -22,6 +22,12 @@ class VectorDialect;
 namespace bufferization {
 class BufferizationDialect;
 }
+namespace affine {
+class AffineDialect;
+}
+namespace tensor {
+class TensorDialect;
+}
 } // namespace mlir
 
 namespace ein {

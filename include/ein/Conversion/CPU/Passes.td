@@ -342,4 +342,126 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseElementwise : Pass<"ein-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fuse elementwise ops into the ops that read them, on tensors";
+  let description = [{
+    Runs on `linalg` tensors, before bufferization. An elementwise
+    `linalg.generic` (every loop parallel) moves into each `linalg.generic`
+    that reads it, so the chain runs as one loop nest and its intermediate
+    tensor is never allocated: `exp(x - m)` computes in the loop of the sum
+    that reads it, `e / z` recomputes `exp(x - m)` in its own loop instead
+    of reading a buffer of them.
+
+    A producer fuses only when every reader takes it (so its buffer
+    disappears rather than being written and recomputed), each reader reads
+    it through a permutation (one producer element per reader iteration: a
+    broadcast reader would recompute it once per broadcast copy), and no
+    reader is a contraction (`ein-tile-contractions` must still recognise
+    `C += A * B`). The fused op's location is a `FusedLoc` named
+    `ein.fused` of every op it now computes, which `einc report` reads to
+    mark fused ops. `einc run|build|emit --no-fusion` leaves this pass out.
+
+    Before:
+    ```mlir
+    %d = linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%x, %m : tensor<?x?xf32>, tensor<?xf32>) outs(%t0 : tensor<?x?xf32>) {
+      %v = arith.subf %in, %in_1 : f32
+      linalg.yield %v : f32 }
+    %e = linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%d : tensor<?x?xf32>) outs(%t1 : tensor<?x?xf32>) {
+      %v = math.exp %in : f32
+      linalg.yield %v : f32 }
+    ```
+    After:
+    ```mlir
+    %e = linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%x, %m : tensor<?x?xf32>, tensor<?xf32>) outs(%t1 : tensor<?x?xf32>) {
+      %v = arith.subf %in, %in_1 : f32
+      %w = math.exp %v : f32
+      linalg.yield %w : f32 } loc(fused<"ein.fused">[...])
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def FuseRows : Pass<"ein-fuse-rows", "::mlir::ModuleOp"> {
+  let summary = "Run an op that reads row reductions tile by tile of rows, "
+                "the reductions inside";
+  let description = [{
+    Runs on `linalg` tensors, after `ein-fuse-elementwise`. An elementwise
+    `linalg.generic` that reads the result of a reduction (not a
+    contraction) through its leading loops, the rows (the division of a
+    softmax by its row sums, a layer norm's normalisation), and writes its
+    result in loop order, is tiled over the rows: `rows-per-tile` rows on
+    the innermost row loop, one on the others, the other loops whole, in an
+    `scf.forall`. Every fill, reduction and elementwise op it reads,
+    directly or not, is computed inside the tile for the tile's rows only
+    (`scf::tileConsumerAndFuseProducersUsingSCF`), so a softmax reads each
+    row from memory once: the max, the sum of exponentials and the division
+    then find it in cache. Contractions are not fused. The loop carries
+    `ein.row_tiles`; `ein-parallel-tiles` runs it on all cores after
+    bufferization. `einc run|build|emit --no-fusion` leaves this pass out.
+
+    Before:
+    ```mlir
+    %m = linalg.generic {iterator_types = ["parallel", "reduction"]}
+        ins(%x : tensor<?x?xf32>) outs(%fill : tensor<?xf32>) { maximumf }
+    %y = linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%x, %m : tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) { subf }
+    ```
+    After:
+    ```mlir
+    %y = scf.forall (%i) = (0) to (%rows) step (8) shared_outs(%o = %e) {
+      %xs = tensor.extract_slice %x[%i, 0] [%n, %cols] [1, 1]
+      %f = linalg.fill ... -> tensor<?xf32>
+      %ms = linalg.generic {reduction} ins(%xs) outs(%f) { maximumf }
+      %ys = linalg.generic {parallel} ins(%xs, %ms) outs(...) { subf }
+      scf.forall.in_parallel { tensor.parallel_insert_slice %ys into %o[%i, 0] ... }
+    } {ein.row_tiles}
+    ```
+  }];
+  let options = [
+    Option<"rowsPerTile", "rows-per-tile", "int64_t", "8",
+           "Rows of the innermost row loop per tile">,
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect"
+  ];
+}
+
+def ParallelTiles : Pass<"ein-parallel-tiles", "::mlir::ModuleOp"> {
+  let summary = "Run the loops over fused tiles on all cores";
+  let description = [{
+    Runs on buffers, right after bufferization. Each outermost `scf.forall`
+    (the loops over row tiles of `ein-fuse-rows`) becomes an `scf.parallel`
+    (OpenMP later), and every `linalg` op inside it becomes a sequential
+    `scf.for` nest now, before the other ops become affine loops: the
+    parallel loop over tiles is then the only one, and a tile runs on one
+    core with its rows in that core's cache.
+
+    Before:
+    ```mlir
+    scf.forall (%i) = (0) to (%rows) step (8) {
+      %xs = memref.subview %x[%i, 0] [%n, %cols] [1, 1]
+      linalg.generic {reduction} ins(%xs) outs(%ms) { maximumf }
+    }
+    ```
+    After:
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%rows) step (%c8) {
+      %xs = memref.subview %x[%i, 0] [%n, %cols] [1, 1]
+      scf.for %r = %c0 to %n step %c1 {
+        scf.for %c = %c0 to %cols step %c1 { ... arith.maximumf ... }
+      }
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect", "::mlir::affine::AffineDialect"
+  ];
+}
+
 #endif // EIN_CONVERSION_CPU_PASSES_TD

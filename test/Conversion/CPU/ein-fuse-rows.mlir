@@ -1,0 +1,174 @@
+// RUN: ein-opt %s --ein-fuse-rows --canonicalize --cse --split-input-file | FileCheck %s
+// RUN: ein-opt %s --ein-fuse-rows="rows-per-tile=3" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=THREE
+
+// Tests a softmax over rows: the division (the root, reading the row sums)
+// runs in an scf.forall over tiles of 8 rows, and the max, the exponentials
+// and the sum, with their fills, are computed inside the tile for its rows:
+// no linalg op is left outside the loop.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NOT: linalg.
+// CHECK: %[[R:.*]] = scf.forall (%[[I:.*]]) = (0) to (%{{.*}}) step (8)
+// CHECK: %[[XS:.*]] = tensor.extract_slice %arg0[%[[I]], 0]
+// CHECK: linalg.fill
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[XS]]
+// CHECK: arith.maximumf
+// CHECK: %[[E:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[XS]], %[[M]]
+// CHECK: math.exp
+// CHECK: linalg.fill
+// CHECK: %[[Z:.*]] = linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[E]]
+// CHECK: arith.addf
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[E]], %[[Z]]
+// CHECK: arith.divf
+// CHECK: tensor.parallel_insert_slice %[[P]]
+// CHECK: } {ein.row_tiles}
+// CHECK-NOT: linalg.
+// CHECK: return %[[R]]
+// THREE-LABEL: func.func @softmax
+// THREE: scf.forall (%{{.*}}) = (0) to (%{{.*}}) step (3)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @softmax(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %t = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %r0 = tensor.empty(%n) : tensor<?xf32>
+  %f0 = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<?xf32>) -> tensor<?xf32>
+  %m = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%f0 : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.maximumf %o, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  %t0 = tensor.empty(%n, %t) : tensor<?x?xf32>
+  %e = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m : tensor<?x?xf32>, tensor<?xf32>) outs(%t0 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %v = math.exp %d : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  %r1 = tensor.empty(%n) : tensor<?xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%r1 : tensor<?xf32>) -> tensor<?xf32>
+  %z = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%e : tensor<?x?xf32>) outs(%f1 : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %o, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  %t1 = tensor.empty(%n, %t) : tensor<?x?xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %z : tensor<?x?xf32>, tensor<?xf32>) outs(%t1 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.divf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  return %p : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests rows over two leading loops (b s -> b s t): one row at a time on b,
+// tiles of 8 on s; the last loop whole.
+// CHECK-LABEL: func.func @rows_3d
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (4, 16) step (1, 8)
+// CHECK: arith.maximumf
+// CHECK: arith.subf
+// CHECK: } {ein.row_tiles}
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @rows_3d(%x: tensor<4x16x32xf32>) -> tensor<4x16x32xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %r0 = tensor.empty() : tensor<4x16xf32>
+  %f0 = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x16x32xf32>) outs(%f0 : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.maximumf %o, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x16xf32>
+  %t0 = tensor.empty() : tensor<4x16x32xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<4x16x32xf32>, tensor<4x16xf32>) outs(%t0 : tensor<4x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.subf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<4x16x32xf32>
+  return %d : tensor<4x16x32xf32>
+}
+
+// -----
+
+// Tests a reduction over the leading axis (x - mean over rows: the reduced
+// value is indexed by the last loop, not the leading ones): no row tiles.
+// CHECK-LABEL: func.func @columns
+// CHECK-NOT: scf.forall
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["reduction", "parallel"]
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @columns(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %r0 = tensor.empty() : tensor<16xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%r0 : tensor<16xf32>) -> tensor<16xf32>
+  %s = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : tensor<8x16xf32>) outs(%f0 : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %o, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  %t0 = tensor.empty() : tensor<8x16xf32>
+  %d = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<8x16xf32>, tensor<16xf32>) outs(%t0 : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.subf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<8x16xf32>
+  return %d : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests an op reading a contraction's result, not a reduction: the
+// contraction stays whole for ein-tile-contractions, and nothing is tiled.
+// CHECK-LABEL: func.func @after_contraction
+// CHECK-NOT: scf.forall
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @after_contraction(%x: tensor<4x8xf32>, %w: tensor<8x4xf32>, %y: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %t1 = tensor.empty() : tensor<4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%t1 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<4x8xf32>, tensor<8x4xf32>) outs(%f : tensor<4x4xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %v = arith.mulf %p, %q : f32
+    %r = arith.addf %o, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  %cd = tensor.collapse_shape %c [[0, 1]] : tensor<4x4xf32> into tensor<16xf32>
+  %c4 = tensor.extract_slice %cd[0] [4] [1] : tensor<16xf32> to tensor<4xf32>
+  %t0 = tensor.empty() : tensor<4x3xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y, %c4 : tensor<4x3xf32>, tensor<4xf32>) outs(%t0 : tensor<4x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.subf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<4x3xf32>
+  return %d : tensor<4x3xf32>
+}
