@@ -1,11 +1,13 @@
 // Tests of the engine: size-generic executables compiled once and reused
 // across shapes, specialised ones per shape, results against loop nests.
 #include "ein/Engine/Engine.h"
+#include "ein/Runtime/Allocator.h"
 #include "ein/Syntax/Parser.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 namespace ein {
 namespace {
@@ -83,6 +85,97 @@ TEST(EngineTest, SpecialisedCompilesOncePerShape) {
     expectMatmul(*call, m, k, n);
   }
   EXPECT_EQ(engine.compilations(), 2u); // the third call reuses the first
+}
+
+const char *kSoftmax = R"(def softmax(x: f32["b s t"]) -> f32["b s t"]:
+    m = reduce(x, "b s t -> b s", "max")
+    e = exp(x - m)
+    z = reduce(e, "b s t -> b s", "sum")
+    return e / z
+)";
+
+/// Softmax over the last axis, in double, for comparison.
+void expectSoftmax(const runtime::HostTensor &x, const runtime::HostTensor &y,
+                   int64_t rows, int64_t t) {
+  auto *px = reinterpret_cast<const float *>(x.data.data());
+  auto *py = reinterpret_cast<const float *>(y.data.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = px[r * t], z = 0;
+    for (int64_t j = 0; j < t; ++j)
+      m = std::max(m, double(px[r * t + j]));
+    for (int64_t j = 0; j < t; ++j)
+      z += std::exp(px[r * t + j] - m);
+    for (int64_t j = 0; j < t; ++j)
+      ASSERT_NEAR(py[r * t + j], std::exp(px[r * t + j] - m) / z, 1e-6)
+          << r << "," << j;
+  }
+}
+
+// The temporaries of a compiled function (softmax's max, exponentials and
+// sums) come from the caching allocator: the first call takes them from
+// the system, every later call reuses the blocks the first one freed.
+TEST(EngineTest, TemporariesAreReusedAcrossCalls) {
+  SourceFile file{"softmax.ein", kSoftmax};
+  DiagnosticEngine diags(file);
+  Module module = parseModule(file, diags);
+  ASSERT_FALSE(diags.hadError());
+  Engine engine;
+  auto checked = engine.check(file, module, {}, "softmax");
+  ASSERT_TRUE(bool(checked));
+  for (Specialisation specialisation :
+       {Specialisation::Sizes, Specialisation::Generic}) {
+    auto call = engine.bind(file, module, {}, *checked, "softmax",
+                            {{4, 8, 300}}, specialisation);
+    ASSERT_TRUE(bool(call)) << call.error().message;
+    auto x = filled(32, 300, 0.01f);
+    x.shape = {4, 8, 300};
+    auto y =
+        runtime::HostTensor::create(runtime::StorageType::F32, {4, 8, 300});
+    ASSERT_TRUE(bool(y));
+    runtime::CachingAllocator &allocator = runtime::temporaryAllocator();
+    ASSERT_TRUE(bool(call->call({&x}, {&*y})));
+    runtime::AllocatorStats first = allocator.stats();
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(bool(call->call({&x}, {&*y})));
+    runtime::AllocatorStats later = allocator.stats();
+    EXPECT_EQ(later.misses, first.misses);
+    // At least the exponentials (4*8*300 floats) each call.
+    EXPECT_GE(later.hits - first.hits, 3u);
+    EXPECT_EQ(later.frees - first.frees, later.hits - first.hits);
+    expectSoftmax(x, *y, 32, 300);
+  }
+}
+
+// One compiled function called from 8 threads at once: each thread's
+// results are right (the temporaries of concurrent calls are distinct).
+TEST(EngineTest, EightThreadsCallOneFunction) {
+  SourceFile file{"softmax.ein", kSoftmax};
+  DiagnosticEngine diags(file);
+  Module module = parseModule(file, diags);
+  ASSERT_FALSE(diags.hadError());
+  Engine engine;
+  auto checked = engine.check(file, module, {}, "softmax");
+  ASSERT_TRUE(bool(checked));
+  auto call = engine.bind(file, module, {}, *checked, "softmax", {{2, 3, 40}},
+                          Specialisation::Generic);
+  ASSERT_TRUE(bool(call)) << call.error().message;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(8, 0);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      auto x = filled(6, 40, 0.01f * float(t + 1));
+      x.shape = {2, 3, 40};
+      auto y =
+          runtime::HostTensor::create(runtime::StorageType::F32, {2, 3, 40});
+      for (int i = 0; i < 50; ++i)
+        if (!call->call({&x}, {&*y}))
+          ++failures[t];
+      expectSoftmax(x, *y, 6, 40);
+    });
+  for (auto &thread : threads)
+    thread.join();
+  for (int t = 0; t < 8; ++t)
+    EXPECT_EQ(failures[t], 0) << "thread " << t;
 }
 
 TEST(EngineTest, InputsThatDoNotBindAreUsageErrors) {

@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <map>
 
+#include <sys/resource.h>
+
 namespace ein {
 
 namespace {
@@ -35,14 +37,22 @@ std::string si(double v, const char *unit) {
 
 } // namespace
 
-ErrorOr<double> medianCallSeconds(
-    JITFunction &jit, const std::vector<const runtime::HostTensor *> &ins,
-    const std::vector<runtime::HostTensor *> &outs, size_t &calls,
-    const Bindings &dims) {
+ErrorOr<double>
+medianCallSeconds(JITFunction &jit,
+                  const std::vector<const runtime::HostTensor *> &ins,
+                  const std::vector<runtime::HostTensor *> &outs, size_t &calls,
+                  const Bindings &dims, double *faults) {
   using clock = std::chrono::steady_clock;
   if (auto called = jit.call(ins, outs, dims); !called)
     return called.error();
+  auto minorFaults = [] {
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+  };
+  long faultsBefore = minorFaults();
   std::vector<double> samples;
+  samples.reserve(1024);
   double total = 0;
   while (total < 0.2 || (samples.size() < 5 && total < 2.0)) {
     auto start = clock::now();
@@ -55,6 +65,8 @@ ErrorOr<double> medianCallSeconds(
       break;
   }
   calls = samples.size();
+  if (faults)
+    *faults = double(minorFaults() - faultsBefore) / double(calls);
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
 }
@@ -148,10 +160,10 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     out << "time: not measured (cuda-emulated runs the kernels on the CPU)\n";
   } else if (options.time) {
     size_t calls = 0;
-    double seconds = cudaSeconds;
+    double seconds = cudaSeconds, faults = -1;
     if (options.target == "cpu") {
-      auto timed =
-          medianCallSeconds(*bound->executable, ins, outs, calls, bound->dims);
+      auto timed = medianCallSeconds(*bound->executable, ins, outs, calls,
+                                     bound->dims, &faults);
       if (!timed)
         return timed.error();
       seconds = *timed;
@@ -167,7 +179,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     }
     if (options.target == "cpu")
       out << fmt::format("time: {:.6g} ms (median of {} runs)\n", seconds * 1e3,
-                         calls);
+                         calls)
+          << fmt::format("faults: {:.4g} minor page faults per call\n", faults);
     else
       out << fmt::format("time: {:.6g} ms (median of CUDA-event-timed calls, "
                          "transfers excluded)\n",

@@ -7,7 +7,10 @@
 #include "ein/Target/CEntry.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -36,6 +39,36 @@ std::string upper(std::string s) {
   for (char &c : s)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
+}
+
+/// Gives the generic allocation functions the code calls (§5 of
+/// docs/lowering.md) weak definitions over malloc, aligned_alloc and free:
+/// the object links as it is, and a program may define its own (a pool, or
+/// einc's caching allocator) to take the code's temporaries.
+void defineWeakAllocationFunctions(mlir::ModuleOp module) {
+  mlir::OpBuilder b(module.getContext());
+  auto i64 = b.getI64Type();
+  for (auto f :
+       llvm::make_early_inc_range(module.getOps<mlir::LLVM::LLVMFuncOp>())) {
+    if (!f.isExternal())
+      continue;
+    llvm::StringRef name = f.getName();
+    mlir::LLVM::LLVMFuncOp callee;
+    if (name == "_mlir_memref_to_llvm_alloc")
+      callee = mlir::LLVM::lookupOrCreateMallocFn(module, i64);
+    else if (name == "_mlir_memref_to_llvm_aligned_alloc")
+      callee = mlir::LLVM::lookupOrCreateAlignedAllocFn(module, i64);
+    else if (name == "_mlir_memref_to_llvm_free")
+      callee = mlir::LLVM::lookupOrCreateFreeFn(module);
+    else
+      continue;
+    f.setLinkage(mlir::LLVM::Linkage::Weak);
+    mlir::Block *body = f.addEntryBlock(b);
+    b.setInsertionPointToStart(body);
+    auto call =
+        b.create<mlir::LLVM::CallOp>(f.getLoc(), callee, body->getArguments());
+    b.create<mlir::LLVM::ReturnOp>(f.getLoc(), call.getResults());
+  }
 }
 
 } // namespace
@@ -152,9 +185,14 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
   // function (pow, tanh, malloc) neither clashes with nor calls itself.
   for (auto f : ir->getOps<mlir::func::FuncOp>())
     f.setSymName("ein_impl_" + cName(f.getName().str()));
-  if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, options); !lowered)
+  // Temporaries through the generic allocation functions, defined weakly
+  // below (defineWeakAllocationFunctions).
+  CPUOptions cpu = options;
+  cpu.genericAllocation = true;
+  if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, cpu); !lowered)
     return failure(std::move(lowered.error().context));
 
+  defineWeakAllocationFunctions(*ir);
   llvm::LLVMContext llvmContext;
   auto llvmModule = mlir::translateModuleToLLVMIR(*ir, llvmContext);
   if (!llvmModule)

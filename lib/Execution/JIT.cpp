@@ -4,6 +4,7 @@
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Runtime/Allocator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -11,7 +12,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -39,6 +42,9 @@ static constexpr const char *kEntryName = "ein_jit_entry";
 struct JITFunction::Impl {
   mlir::MLIRContext context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  /// The packed C interface, looked up once: a lookup by name takes the
+  /// JIT's session lock and costs microseconds.
+  void (*entry)(void **) = nullptr;
   std::string name;
   std::vector<TensorType> params, results;
   Bindings env;
@@ -147,8 +153,8 @@ bool typeMatches(const runtime::HostTensor &t, const TensorType &type,
 /// A ranked memref descriptor: allocated and aligned pointers, offset,
 /// sizes and strides, laid out as MLIR's C interface expects. The strides
 /// are the tensor's own (C order, or a Fortran-order input's layout).
-std::vector<int64_t> descriptor(const runtime::HostTensor &t) {
-  std::vector<int64_t> d;
+llvm::SmallVector<int64_t, 16> descriptor(const runtime::HostTensor &t) {
+  llvm::SmallVector<int64_t, 16> d;
   auto ptr = reinterpret_cast<int64_t>(t.data.data());
   d.push_back(ptr);
   d.push_back(ptr);
@@ -204,7 +210,10 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     else
       f.setSymName(kEntryName);
   }
-  if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, options); !lowered)
+  // Temporaries come from the caching allocator (registered below).
+  CPUOptions cpu = options;
+  cpu.genericAllocation = true;
+  if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, cpu); !lowered)
     return failure(std::move(lowered.error().context));
 
   // The host's target machine: LLVM's optimizer needs it to know the vector
@@ -234,6 +243,25 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     return failure(fmt::format("JIT compilation failed: {}",
                                llvm::toString(engine.takeError())));
   impl->engine = std::move(*engine);
+  // The code's allocations (generic allocation functions, §4 of
+  // docs/lowering.md) go to ein's caching allocator.
+  impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    auto add = [&](const char *name, auto *fn) {
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                                 llvm::JITSymbolFlags::Exported};
+    };
+    add("_mlir_memref_to_llvm_alloc", &ein_runtime_alloc);
+    add("_mlir_memref_to_llvm_aligned_alloc", &ein_runtime_aligned_alloc);
+    add("_mlir_memref_to_llvm_free", &ein_runtime_free);
+    return symbols;
+  });
+  auto entry =
+      impl->engine->lookupPacked(std::string("_mlir_ciface_") + kEntryName);
+  if (!entry)
+    return failure(fmt::format("JIT compilation failed: {}",
+                               llvm::toString(entry.takeError())));
+  impl->entry = *entry;
   return std::unique_ptr<JITFunction>(new JITFunction(std::move(impl)));
 }
 
@@ -250,7 +278,7 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
         fmt::format("'{}' takes {} input(s) and {} output(s), got {} and {}",
                     impl->name, impl->params.size(), impl->results.size(),
                     inputs.size(), outputs.size()));
-  std::vector<std::vector<int64_t>> descriptors;
+  llvm::SmallVector<llvm::SmallVector<int64_t, 16>, 8> descriptors;
   std::string why;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!typeMatches(*inputs[i], impl->params[i], env, why))
@@ -270,17 +298,13 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
   }
   // The packed interface takes a pointer to each argument; each argument of
   // the C interface is a pointer to a descriptor.
-  std::vector<void *> pointers, args;
+  llvm::SmallVector<void *, 8> pointers, args;
   pointers.reserve(descriptors.size());
   for (auto &d : descriptors)
     pointers.push_back(d.data());
   for (auto &p : pointers)
     args.push_back(&p);
-  llvm::Error err = impl->engine->invokePacked(
-      std::string("_mlir_ciface_") + kEntryName, args);
-  if (err)
-    return Error::program(
-        fmt::format("call failed: {}", llvm::toString(std::move(err))));
+  impl->entry(args.data());
   if (status != 0)
     return indexError(impl->takes, status, env);
   return {};

@@ -199,11 +199,20 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   pm.addPass(createExpandFp8());
   // exp, log, tanh, erf, ... on f32/f16/bf16 as vectorizable polynomials.
   pm.addPass(createApproximateMath());
+  // A nest with little work runs on the calling thread: an OpenMP fork and
+  // join costs microseconds.
+  pm.addPass(createSerialSmallLoops());
   pm.addPass(mlir::createConvertSCFToOpenMPPass());
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createLowerAffinePass());
   pm.addPass(mlir::createConvertVectorToLLVMPass());
-  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  // With genericAllocation, allocations call MLIR's generic allocation
+  // functions, not malloc and free: the JIT resolves them to ein's caching
+  // allocator (temporaries reused across calls), an object defines weak
+  // ones over malloc (§4, §5 of docs/lowering.md).
+  mlir::FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = options.genericAllocation;
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(mlir::createConvertSCFToCFPass());
   mlir::arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;

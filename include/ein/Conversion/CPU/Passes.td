@@ -249,6 +249,49 @@ def TileTransposes : Pass<"ein-tile-transposes", "::mlir::ModuleOp"> {
   ];
 }
 
+def SerialSmallLoops : Pass<"ein-serial-small-loops", "::mlir::ModuleOp"> {
+  let summary = "Run parallel loop nests with little work on the calling thread";
+  let description = [{
+    Runs on scf loops, right before `convert-scf-to-openmp`, which makes
+    every outermost `scf.parallel` an OpenMP region: a fork and join of the
+    thread team that costs microseconds, far more than a small nest (an
+    elementwise op on a few elements) takes. This pass estimates the work of
+    each outermost `scf.parallel` without reductions: the iterations of its
+    innermost bodies (the product of the trip counts down each nest, summed
+    over the loops of a body). Below `min-work` the nest becomes `scf.for`
+    loops on the calling thread. When the trip counts are known only at run
+    time (sizes read from `memref.dim`, hoisted in front of the nest), the
+    estimate is computed there and an `scf.if` runs the parallel nest when
+    it reaches `min-work`, else a serial copy. A nest whose trip counts
+    depend on its own induction variables (remainder tiles) stays parallel.
+
+    Before:
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+      scf.for %j = %c0 to %c4 step %c1 { ... }
+    }
+    ```
+    After:
+    ```mlir
+    %trips = arith.maxsi (arith.ceildivsi (%n - %c0), %c1), %c0
+    %work = arith.muli %trips, %c4
+    %big = arith.cmpi sge, %work, %c16384
+    scf.if %big {
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) { scf.for %j ... }
+    } else {
+      scf.for %i = %c0 to %n step %c1 { scf.for %j ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", "16384",
+           "Innermost iterations from which a nest runs in parallel">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
   let summary = "Packed, cache-blocked, register-tiled loops for contractions";
   let description = [{

@@ -38,6 +38,11 @@ struct CPUOptions {
   /// Whether elementwise ops fuse into the ops that read them
   /// (ein-fuse-elementwise); `--no-fusion` clears it.
   bool fusion = true;
+  /// Allocations call MLIR's generic allocation functions
+  /// (`_mlir_memref_to_llvm_alloc`, ...) instead of malloc and free: the
+  /// JIT resolves them to ein's caching allocator, an object defines weak
+  /// ones (docs/lowering.md §4, §5). Off for IR that mlir-cpu-runner runs.
+  bool genericAllocation = false;
 };
 
 /// Parses `--tiles` text, KEY=INT[,KEY=INT]... with the keys of

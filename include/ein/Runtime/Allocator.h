@@ -1,0 +1,78 @@
+// The caching allocator behind the temporaries of compiled code: the buffers
+// a compiled function allocates and frees on every call come back from a
+// cache instead of the system, so a second call reuses the first call's
+// memory (no page faults anew).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace ein::runtime {
+
+/// Counters of a CachingAllocator (a snapshot).
+struct AllocatorStats {
+  uint64_t hits = 0;        // allocations served from the cache
+  uint64_t misses = 0;      // allocations that asked the system
+  uint64_t frees = 0;       // deallocations
+  uint64_t released = 0;    // freed blocks returned to the system
+  uint64_t cachedBytes = 0; // bytes held in the cache now
+};
+
+/// A thread-safe allocator with size-bucketed free lists. Sizes round up to
+/// a size class (four classes per power of two, at least 64 bytes); a freed
+/// block goes to its class's free list unless the cache would then hold more
+/// than `cacheLimit` bytes, and an allocation takes a block of its class
+/// from the list when there is one. Blocks are 64-byte aligned; a larger
+/// alignment is served uncached. One lock guards the lists: allocations are
+/// per loop nest, not per element, so it is rarely contended.
+class CachingAllocator {
+public:
+  static constexpr size_t kAlignment = 64;
+
+  explicit CachingAllocator(size_t cacheLimit);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator &) = delete;
+  CachingAllocator &operator=(const CachingAllocator &) = delete;
+
+  /// A block of at least `size` bytes aligned to `alignment` (a power of
+  /// two; at least kAlignment is given), or null when the system has none.
+  void *allocate(size_t size, size_t alignment = kAlignment);
+  /// Returns a block of this allocator (null is ignored).
+  void deallocate(void *p);
+  /// Returns every cached block to the system.
+  void trim();
+  AllocatorStats stats() const;
+  size_t cacheLimit() const { return limit; }
+
+  /// The size class of `size`: the bytes a block for it holds.
+  static size_t classSize(size_t size);
+
+private:
+  static constexpr unsigned kClasses = 256;
+  static unsigned classIndex(size_t size);
+  static size_t sizeOfClass(unsigned index);
+
+  size_t limit;
+  mutable std::mutex mutex;
+  std::array<std::vector<void *>, kClasses> freeLists;
+  AllocatorStats counters;
+};
+
+/// The process's allocator of compiled code's temporaries. Its cache limit
+/// is EIN_ALLOC_CACHE_MIB mebibytes when set (0 turns the cache off), else
+/// 2 GiB.
+CachingAllocator &temporaryAllocator();
+
+} // namespace ein::runtime
+
+// The allocation functions compiled code calls (MLIR's generic allocation
+// functions, finalize-memref-to-llvm{use-generic-functions}), over
+// temporaryAllocator(). The JIT resolves the code's calls to these.
+extern "C" {
+void *ein_runtime_alloc(uint64_t size);
+void *ein_runtime_aligned_alloc(uint64_t alignment, uint64_t size);
+void ein_runtime_free(void *p);
+}
