@@ -18,24 +18,12 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def median_time(fn, min_total=0.2, min_calls=5, max_total=5.0):
-    fn()
-    samples, total = [], 0.0
-    while total < min_total or (len(samples) < min_calls and total < max_total):
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        samples.append(dt)
-        total += dt
-    samples.sort()
-    return samples[len(samples) // 2]
+sys.path.insert(0, HERE)
+from run_bench import median_time  # noqa: E402 (one timing rule for both)
 
 
 def einc_time(einc, fn, x, tmp):
