@@ -134,6 +134,9 @@ struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
         };
     llvm::erase_if(roots,
                    [&](auto &entry) { return feedsRoot(entry.first, 0); });
+    mlir::RewritePatternSet emptySlicePatterns(&getContext());
+    mlir::tensor::populateFoldTensorEmptyPatterns(emptySlicePatterns);
+    mlir::FrozenRewritePatternSet emptySlices(std::move(emptySlicePatterns));
     mlir::IRRewriter rewriter(&getContext());
     for (auto [root, rows] : roots) {
       // Rows one at a time on every row loop but the innermost, which takes
@@ -160,20 +163,13 @@ struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
       for (mlir::OpResult result : root->getResults())
         if (mlir::Value replacement = tiled->replacements.lookup(result))
           rewriter.replaceAllUsesWith(result, replacement);
-      // Mark the tile loop for `einc report`, and merge the copies of a
-      // value the tile computes twice (a row max read by the exponentials
-      // and by the division is fused once per reader). CSE runs on the
-      // tile only: merged `tensor.empty`s outside would make results share
-      // a buffer that bufferization cannot split.
-      // Slices of an empty tensor become empty tensors of the tile's shape,
-      // so that two copies of one op differ in nothing (with the sizes
-      // resolved below).
-      mlir::RewritePatternSet emptySlices(&getContext());
-      mlir::tensor::populateFoldTensorEmptyPatterns(emptySlices);
-      mlir::FrozenRewritePatternSet frozen(std::move(emptySlices));
+      // Mark the tile loop, and turn slices of an empty tensor into empty
+      // tensors of the tile's shape, so that two copies of one op in the
+      // tile (a row max read by the exponentials and by the division is
+      // fused once per reader) differ in nothing and CSE below merges them.
       for (mlir::LoopLikeOpInterface loop : tiled->loops) {
         loop->setAttr(kRowTilesAttr, rewriter.getUnitAttr());
-        (void)mlir::applyPatternsAndFoldGreedily(loop, frozen);
+        (void)mlir::applyPatternsAndFoldGreedily(loop, emptySlices);
       }
       rewriter.eraseOp(root);
     }

@@ -11,7 +11,7 @@ namespace ein {
 inline constexpr llvm::StringLiteral kFusedLocationTag = "ein.fused";
 
 /// The unit attribute ein-fuse-rows puts on the `scf.forall` over the row
-/// tiles it makes.
+/// tiles it makes (for readers of the IR: tests, and later `einc report`).
 inline constexpr llvm::StringLiteral kRowTilesAttr = "ein.row_tiles";
 
 } // namespace ein
