@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the programs of Inputs/fusion.ein through `einc run` fused (the default),
 with --no-fusion and size-generic, on shapes whose rows do not divide the
-row tile (8), and compares every result with numpy (float64 references).
+row tiles (8, and 64 with contractions), and compares every result with numpy (float64 references).
 
   fusion_run.py --einc EINC
 Prints one line per case and 'fusion run: N cases, F failures'.
@@ -47,29 +47,36 @@ def cases(rng):
         y = x.astype(np.float64) * 2.0 + b
         ref = 0.5 * y * (1 + erf(y / math.sqrt(2))) / (1 + np.exp(-x.astype(np.float64)))
         yield "gelu_chain", {"x": x, "b": b}, ref
-    for (bb, h, s, t, d) in [(1, 2, 9, 13, 8), (2, 1, 16, 40, 5)]:
+    # Rows per contraction tile: 64 (a tile's rows beyond s are cut off).
+    for (bb, h, s, t, d) in [(1, 2, 9, 13, 8), (2, 1, 16, 40, 5),
+                             (1, 2, 130, 70, 33), (1, 1, 64, 512, 64)]:
         q, k, v = f(bb, h, s, d), f(bb, h, t, d), f(bb, h, t, d)
         sc = np.einsum("bhsd,bhtd->bhst", q.astype(np.float64), k) * 0.125
         ref = np.einsum("bhst,bhtd->bhsd", softmax(sc), v)
         yield "attention", {"q": q, "k": k, "v": v}, ref
+        if s == 130:  # the scores are a result too: not fused
+            yield "attention_and_scores", {"q": q, "k": k, "v": v}, (ref, sc)
     x = f(7, 10)
     yield "column_center", {"x": x}, x - x.astype(np.float64).mean(0)
 
 
-def run(einc, fn, inputs, tmp, extra):
+def run(einc, fn, inputs, tmp, extra, results):
+    """The results of `fn` (a list of `results` arrays), or None and the
+    error."""
     args = [einc, "run", os.path.join(HERE, "Inputs", "fusion.ein"), "--fn", fn] + extra
     for name, array in inputs.items():
         path = os.path.join(tmp, f"{name}.npy")
         np.save(path, array)
         args += ["--in", f"{name}={path}"]
-    out = os.path.join(tmp, "out.npy")
-    if os.path.exists(out):
-        os.remove(out)
-    args += ["--out", out]
+    outs = [os.path.join(tmp, f"out{i}.npy") for i in range(results)]
+    for out in outs:
+        if os.path.exists(out):
+            os.remove(out)
+        args += ["--out", out]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         return None, proc.stderr.strip()
-    return np.load(out), ""
+    return [np.load(out) for out in outs], ""
 
 
 def main():
@@ -84,12 +91,15 @@ def main():
             for mode, extra in [("fused", []), ("no-fusion", ["--no-fusion"]),
                                 ("size-generic", ["--size-generic"])]:
                 total += 1
-                got, err = run(args.einc, fn, inputs, tmp, extra)
-                ok = got is not None and got.shape == ref.shape and np.allclose(
-                    got, ref, rtol=2e-5, atol=2e-6)
+                refs = ref if isinstance(ref, tuple) else (ref,)
+                got, err = run(args.einc, fn, inputs, tmp, extra, len(refs))
+                ok = got is not None and all(
+                    g.shape == r.shape and np.allclose(g, r, rtol=2e-5, atol=2e-6)
+                    for g, r in zip(got, refs))
                 if not ok:
                     failures += 1
-                    detail = err or f"max abs err {np.abs(got - ref).max():.3g}"
+                    detail = err or "max abs err " + ", ".join(
+                        f"{np.abs(g - r).max():.3g}" for g, r in zip(got, refs))
                     print(f"FAIL {fn} {shape} {mode}: {detail}")
                 else:
                     print(f"ok {fn} {shape} {mode}")

@@ -127,14 +127,16 @@ struct SubnormalExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
         loc, arith::CmpFPredicate::OGT, x,
         floatConstant(rewriter, loc, type, 88.0));
     Value edge = rewriter.create<arith::OrIOp>(loc, small, large);
-    Value half = rewriter.create<arith::MulFOp>(
-        loc, x, floatConstant(rewriter, loc, type, 0.5));
-    auto root = rewriter.create<mlir::math::ExpOp>(loc, half);
+    // One polynomial, of x or x/2 (both exact), not both computed and one
+    // selected: a vector of lanes costs one exp, whatever its mix.
+    Value scale = rewriter.create<arith::SelectOp>(
+        loc, edge, floatConstant(rewriter, loc, type, 0.5),
+        floatConstant(rewriter, loc, type, 1.0));
+    Value scaled = rewriter.create<arith::MulFOp>(loc, x, scale);
+    auto root = rewriter.create<mlir::math::ExpOp>(loc, scaled);
     root->setAttr(kDone, rewriter.getUnitAttr());
     Value square = rewriter.create<arith::MulFOp>(loc, root, root);
-    auto direct = rewriter.create<mlir::math::ExpOp>(loc, x);
-    direct->setAttr(kDone, rewriter.getUnitAttr());
-    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, edge, square, direct);
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, edge, square, root);
     return mlir::success();
   }
 };

@@ -56,6 +56,49 @@ bool isRowValue(mlir::Value value, unsigned depth = 0) {
   });
 }
 
+unsigned rowLoops(linalg::GenericOp op,
+                  llvm::DenseMap<mlir::Operation *, unsigned> &rows);
+
+/// Whether `map`'s first `count` results are the loops d0, ..., d{count-1}.
+bool leadsWithLoops(mlir::AffineMap map, unsigned count) {
+  if (map.getNumResults() < count)
+    return false;
+  for (unsigned i = 0; i < count; ++i)
+    if (map.getResult(i) != mlir::getAffineDimExpr(i, map.getContext()))
+      return false;
+  return true;
+}
+
+/// The row loops of a contraction that reads rows made by a row-fused chain
+/// (attention's weighted sum `p v` of the softmax `p`): its output and that
+/// operand lead with the chain's row loops, which are parallel in it. 0:
+/// none.
+unsigned
+contractionRowLoops(linalg::GenericOp op,
+                    llvm::DenseMap<mlir::Operation *, unsigned> &rows) {
+  if (op->getNumResults() != 1 || op.getNumDpsInputs() != 2 ||
+      !linalg::isaContractionOpInterface(op))
+    return 0;
+  auto iterators = op.getIteratorTypesArray();
+  for (mlir::OpOperand *input : op.getDpsInputOperands()) {
+    auto producer = input->get().getDefiningOp<linalg::GenericOp>();
+    if (!producer || linalg::isaContractionOpInterface(producer))
+      continue;
+    unsigned count = rowLoops(producer, rows);
+    if (count == 0 || count > iterators.size() ||
+        !leadsWithLoops(op.getMatchingIndexingMap(input), count) ||
+        !leadsWithLoops(op.getMatchingIndexingMap(op.getDpsInitOperand(0)),
+                        count))
+      continue;
+    if (llvm::all_of(llvm::ArrayRef(iterators).take_front(count),
+                     [](mlir::utils::IteratorType type) {
+                       return type == mlir::utils::IteratorType::parallel;
+                     }))
+      return count;
+  }
+  return 0;
+}
+
 /// How many leading loops of `op` are rows it works on: it is elementwise,
 /// writes its result in loop order, and reads a row value through its
 /// leading loops (d0, ..., d{r-1}) or, through its own loops, an op that
@@ -65,6 +108,9 @@ unsigned rowLoops(linalg::GenericOp op,
                   llvm::DenseMap<mlir::Operation *, unsigned> &rows) {
   if (auto known = rows.find(op); known != rows.end())
     return known->second;
+  rows[op] = 0; // (a cycle through block arguments cannot occur; be safe)
+  if (unsigned count = contractionRowLoops(op, rows))
+    return rows[op] = count;
   unsigned found = 0;
   bool valid = op.getNumReductionLoops() == 0 && op->getNumResults() == 1 &&
                op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
@@ -74,7 +120,10 @@ unsigned rowLoops(linalg::GenericOp op,
     mlir::AffineMap map = op.getMatchingIndexingMap(input);
     unsigned count = 0;
     if (map.isIdentity()) {
-      if (auto producer = input->get().getDefiningOp<linalg::GenericOp>())
+      // (Not through a contraction: elementwise work after one is not
+      // fused with it yet, and a tile of that work would leave it out.)
+      auto producer = input->get().getDefiningOp<linalg::GenericOp>();
+      if (producer && !linalg::isaContractionOpInterface(producer))
         count = rowLoops(producer, rows);
     } else if (map.getNumResults() > 0 &&
                map.getNumResults() < op.getNumLoops() &&
@@ -94,16 +143,40 @@ unsigned rowLoops(linalg::GenericOp op,
   return found;
 }
 
-/// Which producers the tile computes: fills and non-contraction generics
-/// (elementwise ops and row reductions).
-std::tuple<bool, bool> fuseIntoTile(mlir::tensor::ExtractSliceOp,
-                                    mlir::OpResult producer, bool) {
+/// Whether everything that reads `op` (through elementwise ops and
+/// reductions) ends in `root`, or reads it in a tile made for `root`: the
+/// original of `op` dies once `root` is tiled.
+bool onlyFeeds(mlir::Operation *op, mlir::Operation *root, unsigned depth = 0) {
+  return depth < 16 && llvm::all_of(op->getUsers(), [&](mlir::Operation *user) {
+           if (user == root ||
+               llvm::isa<mlir::tensor::ExtractSliceOp, mlir::tensor::DimOp>(
+                   user))
+             return true;
+           auto reader = llvm::dyn_cast<linalg::GenericOp>(user);
+           return reader && !linalg::isaContractionOpInterface(reader) &&
+                  onlyFeeds(reader, root, depth + 1);
+         });
+}
+
+/// Which producers the tile of `root` computes: fills and non-contraction
+/// generics (elementwise ops and row reductions); in the tile of a
+/// contraction also a contraction read only on the way to it (attention's
+/// scores `q k`: the tile computes its rows of them, and the scores never
+/// go to memory whole). Other producers read elsewhere too stay as well, and
+/// are computed twice; a contraction is not fused then.
+std::tuple<bool, bool> fuseIntoTile(mlir::OpResult producer,
+                                    mlir::Operation *root) {
   mlir::Operation *op = producer.getOwner();
-  bool fuse =
-      llvm::isa<linalg::FillOp>(op) ||
-      (llvm::isa<linalg::GenericOp>(op) &&
-       !linalg::isaContractionOpInterface(llvm::cast<linalg::LinalgOp>(op)));
-  return {fuse, false};
+  if (llvm::isa<linalg::FillOp>(op))
+    return {true, false};
+  auto generic = llvm::dyn_cast<linalg::GenericOp>(op);
+  if (!generic)
+    return {false, false};
+  if (!linalg::isaContractionOpInterface(generic))
+    return {true, false};
+  auto rootOp = llvm::cast<linalg::LinalgOp>(root);
+  return {linalg::isaContractionOpInterface(rootOp) && onlyFeeds(generic, root),
+          false};
 }
 
 struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
@@ -142,14 +215,23 @@ struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
       // Rows one at a time on every row loop but the innermost, which takes
       // `rowsPerTile`: a tile of a softmax over 512 f32 is 16 KiB per
       // tensor it streams, well inside the L2 cache.
+      // A contraction's tile takes more rows: the contractions in it read
+      // their other operand (attention's keys and values) once per tile.
+      int64_t tileRows = linalg::isaContractionOpInterface(root)
+                             ? contractionRowsPerTile
+                             : rowsPerTile;
       llvm::SmallVector<mlir::OpFoldResult> sizes(root.getNumLoops(),
                                                   rewriter.getIndexAttr(0));
       for (unsigned i = 0; i < rows; ++i)
-        sizes[i] = rewriter.getIndexAttr(i + 1 == rows ? rowsPerTile : 1);
+        sizes[i] = rewriter.getIndexAttr(i + 1 == rows ? tileRows : 1);
       mlir::scf::SCFTileAndFuseOptions options;
       options.tilingOptions.setTileSizes(sizes).setLoopType(
           mlir::scf::SCFTilingOptions::LoopType::ForallOp);
-      options.setFusionControlFn(fuseIntoTile);
+      options.setFusionControlFn(
+          [root = root.getOperation()](mlir::tensor::ExtractSliceOp,
+                                       mlir::OpResult producer, bool) {
+            return fuseIntoTile(producer, root);
+          });
       auto tileable =
           llvm::dyn_cast<mlir::TilingInterface>(root.getOperation());
       if (!tileable)

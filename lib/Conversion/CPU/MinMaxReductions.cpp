@@ -8,6 +8,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <optional>
 
@@ -23,52 +25,44 @@ namespace linalg = mlir::linalg;
 using mlir::Value;
 using mlir::utils::IteratorType;
 
-/// A reduction `acc = maximumf(acc, x)` (or minimumf, or of `extf x`) over
-/// one input.
+/// A reduction `acc = maximumf(acc, f(inputs))` (or minimumf): `f` is any
+/// elementwise work on the inputs that does not read the accumulator (an
+/// `extf` of the one input: f16 and bf16 reductions accumulate in f32; a
+/// scale that ein-fuse-elementwise moved in: attention's `max(s * 0.125)`).
 struct Candidate {
   linalg::GenericOp op;
   bool isMax;
 };
 
 std::optional<Candidate> match(linalg::GenericOp op) {
-  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      !op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0)
+  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
+      op.getNumReductionLoops() == 0)
     return std::nullopt;
-  auto in = llvm::dyn_cast<mlir::MemRefType>(op.getDpsInputs()[0].getType());
   auto out = llvm::dyn_cast<mlir::MemRefType>(op.getDpsInits()[0].getType());
-  if (!in || !out || !llvm::isa<mlir::FloatType>(out.getElementType()))
+  if (!out || !llvm::isa<mlir::FloatType>(out.getElementType()))
     return std::nullopt;
   unsigned width = out.getElementTypeBitWidth();
   if (width != 16 && width != 32 && width != 64)
     return std::nullopt;
-  // The body: the max (min) of the accumulator and the input, the input
-  // possibly extended first (f16 and bf16 reductions accumulate in f32).
+  // The combine is the value yielded; nothing else reads the accumulator.
   mlir::Block &body = op.getRegion().front();
-  Value x = body.getArgument(0), acc = body.getArgument(1);
-  auto ops = body.without_terminator();
-  auto it = ops.begin();
-  if (it == ops.end())
+  Value acc = body.getArguments().back();
+  mlir::Operation *combine =
+      body.getTerminator()->getOperand(0).getDefiningOp();
+  if (!combine || combine->getBlock() != &body)
     return std::nullopt;
-  if (auto ext = llvm::dyn_cast<arith::ExtFOp>(*it)) {
-    if (ext.getIn() != x)
-      return std::nullopt;
-    x = ext.getResult();
-    ++it;
-  } else if (in.getElementType() != out.getElementType()) {
-    return std::nullopt;
-  }
-  if (it == ops.end() || std::next(it) != ops.end())
-    return std::nullopt;
-  mlir::Operation &combine = *it;
   bool isMax = llvm::isa<arith::MaximumFOp>(combine);
   if (!isMax && !llvm::isa<arith::MinimumFOp>(combine))
     return std::nullopt;
-  auto operands = combine.getOperands();
-  if (!((operands[0] == x && operands[1] == acc) ||
-        (operands[0] == acc && operands[1] == x)))
+  auto operands = combine->getOperands();
+  if ((operands[0] == acc) == (operands[1] == acc))
     return std::nullopt;
-  if (body.getTerminator()->getOperand(0) != combine.getResult(0))
-    return std::nullopt;
+  for (mlir::OpOperand &use : acc.getUses())
+    if (use.getOwner() != combine)
+      return std::nullopt;
+  for (mlir::Operation &inner : body.without_terminator())
+    if (inner.getNumRegions() != 0 || !mlir::isPure(&inner))
+      return std::nullopt;
   return Candidate{op, isMax};
 }
 
@@ -167,16 +161,26 @@ void rewrite(Candidate c) {
   } else {
     elementwise(out, keys, [](Keys &k, Value f) { return k.toKey(f); });
   }
-  // The reduction itself, over the same loops and maps.
+  // The reduction itself, over the same loops and maps: the body's work on
+  // the inputs as it was, then the combine on keys.
+  mlir::Block &body = op.getRegion().front();
+  mlir::Operation *combine =
+      body.getTerminator()->getOperand(0).getDefiningOp();
+  Value acc = body.getArguments().back();
+  Value x = combine->getOperand(0) == acc ? combine->getOperand(1)
+                                          : combine->getOperand(0);
   b.create<linalg::GenericOp>(
       loc, mlir::TypeRange{}, op.getDpsInputs(), mlir::ValueRange{keys},
       op.getIndexingMapsArray(), op.getIteratorTypesArray(),
       [&](mlir::OpBuilder &nb, mlir::Location l, mlir::ValueRange args) {
+        mlir::IRMapping map;
+        map.map(body.getArguments().drop_back(), args.drop_back());
+        for (mlir::Operation &inner : body.without_terminator())
+          if (&inner != combine)
+            nb.clone(inner, map);
         Keys k{nb, l, keyType, c.isMax};
-        Value x = args[0];
-        if (x.getType() != floatType) // widened exactly, as the body did
-          x = nb.create<arith::ExtFOp>(l, floatType, x);
-        nb.create<linalg::YieldOp>(l, k.combine(args[1], k.toKey(x)));
+        nb.create<linalg::YieldOp>(
+            l, k.combine(args.back(), k.toKey(map.lookupOrDefault(x))));
       });
   elementwise(keys, out,
               [&](Keys &k, Value key) { return k.fromKey(key, floatType); });

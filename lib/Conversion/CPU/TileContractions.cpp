@@ -45,6 +45,7 @@ struct Blocking {
   int64_t mc, nc, kc; // cache blocks of packed A (mc x kc) and B (kc x nc)
   int64_t workItems;  // parallel blocks wanted (a few per core)
   int64_t minItemWork; // multiply-adds per block at least (0: no minimum)
+  bool serial;         // inside a fused tile, which already runs on one core
 };
 
 /// Multiply-adds per parallel work item at least (64^3): below that, the
@@ -540,13 +541,22 @@ void KernelEmitter::emitBlocked() {
 void KernelEmitter::emitNest(bool readDirect) {
   direct = readDirect;
   Value N = size[c.n], K = size[c.k];
-  auto parallel = b.create<scf::ParallelOp>(
-      loc, mlir::ValueRange{cst(0)}, mlir::ValueRange{mul(outer, chunks)},
-      mlir::ValueRange{cst(1)});
+  // The work items: in parallel, or one after the other in a fused tile
+  // (ein-fuse-rows), which ein-parallel-tiles runs on one core.
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(parallel.getBody()->getTerminator());
+  Value item;
+  if (blk.serial) {
+    auto serial = b.create<scf::ForOp>(loc, cst(0), mul(outer, chunks), cst(1));
+    b.setInsertionPoint(serial.getBody()->getTerminator());
+    item = serial.getInductionVar();
+  } else {
+    auto parallel = b.create<scf::ParallelOp>(
+        loc, mlir::ValueRange{cst(0)}, mlir::ValueRange{mul(outer, chunks)},
+        mlir::ValueRange{cst(1)});
+    b.setInsertionPoint(parallel.getBody()->getTerminator());
+    item = parallel.getInductionVars()[0];
+  }
   llvm::SmallVector<Value> iv(c.ranges.size());
-  Value item = parallel.getInductionVars()[0];
   Value mLo = mul(b.createOrFold<arith::RemUIOp>(loc, item, chunks), chunk);
   Value mEnd = min(add(mLo, chunk), size[c.m]);
   Value rest = b.createOrFold<arith::DivUIOp>(loc, item, chunks);
@@ -674,8 +684,9 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
       blk.mc = std::max<int64_t>(blk.mr, mcF32 / scale / blk.mr * blk.mr);
       blk.nc = std::max<int64_t>(blk.nr, ncF32 / scale / blk.nr * blk.nr);
       blk.kc = std::max<int64_t>(1, kcF32 / scale);
-      blk.workItems = threads;
-      blk.minItemWork = workItems > 0 ? 0 : kMinItemWork;
+      blk.serial = bool(c.op->getParentOfType<scf::ForallOp>());
+      blk.workItems = blk.serial ? 1 : threads;
+      blk.minItemWork = workItems > 0 || blk.serial ? 0 : kMinItemWork;
       KernelEmitter(c, blk).emit();
       c.op.erase();
       if (c.zeroFill)

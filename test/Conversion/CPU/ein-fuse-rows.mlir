@@ -172,3 +172,94 @@ func.func @after_contraction(%x: tensor<4x8xf32>, %w: tensor<8x4xf32>, %y: tenso
   } -> tensor<4x3xf32>
   return %d : tensor<4x3xf32>
 }
+
+// -----
+
+// Tests attention (s x t scores of q k, their softmax p, then p v): the
+// weighted sum is a contraction reading the softmax through its rows (s),
+// so it is the root, tiled by 64 rows (`contraction-rows-per-tile`); the
+// scores contraction, read only on the way to it, is computed in the tile
+// too, for the tile's rows: no linalg op is left outside the loop.
+// CHECK-LABEL: func.func @attention
+// CHECK-NOT: linalg.
+// CHECK: %[[R:.*]] = scf.forall (%[[I:.*]]) = (0) to (100) step (64)
+// CHECK: %[[QS:.*]] = tensor.extract_slice %arg0[%[[I]], 0]
+// CHECK: %[[S:.*]] = linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%[[QS]], %arg1
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK: arith.divf
+// CHECK: %[[O:.*]] = linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK-SAME: ins(%[[P]], %arg2
+// CHECK: tensor.parallel_insert_slice %[[O]]
+// CHECK: } {ein.row_tiles}
+// CHECK-NOT: linalg.
+// CHECK: return %[[R]]
+// THREE-LABEL: func.func @attention
+// THREE: scf.forall (%{{.*}}) = (0) to (100) step (64)
+#q = affine_map<(s, t, d) -> (s, d)>
+#k = affine_map<(s, t, d) -> (t, d)>
+#st = affine_map<(s, t, d) -> (s, t)>
+#id = affine_map<(s, t) -> (s, t)>
+#row = affine_map<(s, t) -> (s)>
+#p = affine_map<(s, t, d) -> (s, t)>
+#v = affine_map<(s, t, d) -> (t, d)>
+#o = affine_map<(s, t, d) -> (s, d)>
+func.func @attention(%q: tensor<100x16xf32>, %k: tensor<70x16xf32>, %v: tensor<70x16xf32>) -> tensor<100x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<100x70xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<100x70xf32>) -> tensor<100x70xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #st], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<100x16xf32>, tensor<70x16xf32>) outs(%f0 : tensor<100x70xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<100x70xf32>
+  %r0 = tensor.empty() : tensor<100xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<100xf32>) -> tensor<100xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%s : tensor<100x70xf32>) outs(%fm : tensor<100xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<100xf32>
+  %e1 = tensor.empty() : tensor<100x70xf32>
+  %e = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s, %mx : tensor<100x70xf32>, tensor<100xf32>) outs(%e1 : tensor<100x70xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %x = math.exp %d : f32
+    linalg.yield %x : f32
+  } -> tensor<100x70xf32>
+  %r1 = tensor.empty() : tensor<100xf32>
+  %fz = linalg.fill ins(%zero : f32) outs(%r1 : tensor<100xf32>) -> tensor<100xf32>
+  %z = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%e : tensor<100x70xf32>) outs(%fz : tensor<100xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<100xf32>
+  %e2 = tensor.empty() : tensor<100x70xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %z : tensor<100x70xf32>, tensor<100xf32>) outs(%e2 : tensor<100x70xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<100x70xf32>
+  %e3 = tensor.empty() : tensor<100x16xf32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<100x16xf32>) -> tensor<100x16xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : tensor<100x70xf32>, tensor<70x16xf32>) outs(%f3 : tensor<100x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<100x16xf32>
+  return %out : tensor<100x16xf32>
+}

@@ -78,7 +78,7 @@ func.func @min_f16(%x: memref<8x4xf16>, %o: memref<4xf16, strided<[2]>>) {
 // -----
 
 // Tests what is left alone: a sum, an elementwise maximum (no reduction),
-// and a max whose body does more than the max.
+// and a max whose body reads the accumulator elsewhere too.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: memref.alloc
 // CHECK: arith.addf
@@ -108,8 +108,38 @@ func.func @left_alone(%x: memref<8x4xf32>, %y: memref<8x4xf32>,
                   iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<8x4xf32>) outs(%o : memref<8xf32>) {
   ^bb0(%in: f32, %acc: f32):
-    %a = math.absf %in : f32
+    %a = arith.addf %in, %acc : f32
     %m = arith.maximumf %acc, %a : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// Tests a max whose body computes its operand from two inputs first (a
+// scale ein-fuse-elementwise moved in: attention's `max(s * 0.125)`): that
+// work is kept, on the inputs, before the key.
+// CHECK-LABEL: func.func @max_of_scaled
+// CHECK: %[[K:.*]] = memref.alloc() : memref<8xi32>
+// CHECK: ins(%{{.*}}, %{{.*}} : memref<8x4xf32>, memref<f32>) outs(%[[K]] : memref<8xi32>)
+// CHECK: ^bb0(%[[IN:.*]]: f32, %[[S:.*]]: f32, %[[ACC:.*]]: i32):
+// CHECK: %[[A:.*]] = math.absf %[[IN]] : f32
+// CHECK: %[[X:.*]] = arith.mulf %[[A]], %[[S]] : f32
+// CHECK: arith.bitcast %[[X]] : f32 to i32
+// CHECK: arith.maxsi %[[ACC]]
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
+func.func @max_of_scaled(%x: memref<8x4xf32>, %s: memref<f32>,
+                         %o: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(a, b) -> (a, b)>,
+                                   affine_map<(a, b) -> ()>,
+                                   affine_map<(a, b) -> (a)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x, %s : memref<8x4xf32>, memref<f32>) outs(%o : memref<8xf32>) {
+  ^bb0(%in: f32, %scale: f32, %acc: f32):
+    %a = math.absf %in : f32
+    %v = arith.mulf %a, %scale : f32
+    %m = arith.maximumf %acc, %v : f32
     linalg.yield %m : f32
   }
   return

@@ -532,3 +532,37 @@ func.func @grouped_dynamic(%x: !x, %w: !w, %y: !x) {
   }
   return
 }
+
+// -----
+
+// Tests a contraction inside a fused tile (the scf.forall of ein-fuse-rows,
+// which ein-parallel-tiles runs on one core): the same kernel, its work
+// items in an scf.for, with no parallel loop of its own.
+// CHECK-LABEL: func.func @in_fused_tile
+// CHECK: scf.forall
+// CHECK-NOT: scf.parallel
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x30x48xf32>
+// CHECK-COUNT-18: vector.fma
+// CHECK-NOT: scf.parallel
+// CHECK: } {ein.row_tiles}
+// AVX2-LABEL: func.func @in_fused_tile
+// AVX2-NOT: scf.parallel
+#mA = affine_map<(m, k, n) -> (m, k)>
+#mB = affine_map<(m, k, n) -> (k, n)>
+#mC = affine_map<(m, k, n) -> (m, n)>
+func.func @in_fused_tile(%a: memref<640x30xf32>, %b: memref<30x40xf32>, %c: memref<640x40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) = (0) to (640) step (64) {
+    %as = memref.subview %a[%i, 0] [64, 30] [1, 1] : memref<640x30xf32> to memref<64x30xf32, strided<[30, 1], offset: ?>>
+    %cs = memref.subview %c[%i, 0] [64, 40] [1, 1] : memref<640x40xf32> to memref<64x40xf32, strided<[40, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%cs : memref<64x40xf32, strided<[40, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%as, %b : memref<64x30xf32, strided<[30, 1], offset: ?>>, memref<30x40xf32>) outs(%cs : memref<64x40xf32, strided<[40, 1], offset: ?>>) {
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    }
+  } {ein.row_tiles}
+  return
+}

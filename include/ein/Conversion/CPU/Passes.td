@@ -327,6 +327,10 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     (on a Zen 3 with AVX2: 6 x 16, kc 320, mc 204, nc 4096); the `l1-bytes`,
     `l1-ways`, `l2-bytes` and `l3-bytes` options stand in for the host's.
 
+    A contraction inside a fused tile (an `scf.forall` of `ein-fuse-rows`,
+    which `ein-parallel-tiles` runs on one core) gets the same nest with an
+    `scf.for` over its work items instead of the `scf.parallel`.
+
     A zero `linalg.fill` of C right before the contraction is folded: the
     accumulators start at zero on the first k block. Contractions it does
     not match (integers, no shared reduction, an output whose contiguous
@@ -481,7 +485,12 @@ def FuseRows : Pass<"ein-fuse-rows", "::mlir::ModuleOp"> {
     directly or not, is computed inside the tile for the tile's rows only
     (`scf::tileConsumerAndFuseProducersUsingSCF`), so a softmax reads each
     row from memory once: the max, the sum of exponentials and the division
-    then find it in cache. Contractions are not fused. The loop carries
+    then find it in cache. A contraction that reads such a chain's result
+    through the chain's rows and writes its result leading with them
+    (attention's `p v`) is tiled the same way, `contraction-rows-per-tile`
+    rows per tile, and also takes in a contraction the chain reads if
+    nothing else reads it (attention's scores `q k`): the whole attention
+    head is one loop nest, its scores never whole in memory. The loop carries
     `ein.row_tiles`; `ein-parallel-tiles` runs it on all cores after
     bufferization. `einc run|build|emit --no-fusion` leaves this pass out.
 
@@ -506,6 +515,8 @@ def FuseRows : Pass<"ein-fuse-rows", "::mlir::ModuleOp"> {
   let options = [
     Option<"rowsPerTile", "rows-per-tile", "int64_t", "8",
            "Rows of the innermost row loop per tile">,
+    Option<"contractionRowsPerTile", "contraction-rows-per-tile", "int64_t",
+           "64", "Rows of the innermost row loop per tile of a contraction">,
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
@@ -570,7 +581,8 @@ def ApproximateMath : Pass<"ein-approximate-math", "::mlir::ModuleOp"> {
       23·ln 2 (or 23) subtracted after.
     - `exp` on f32 where the result is subnormal (MLIR flushes it to 0) or
       in the last binade before overflow (MLIR loses 5 ulps there) is
-      exp(x/2)^2; `erf` takes the sign of x (erf(-0) = -0).
+      exp(x/2)^2 (x is halved before the one polynomial, where it is at
+      an edge); `erf` takes the sign of x (erf(-0) = -0).
     - f64 keeps libm: MLIR has no f64 approximation, and f64 programs ask
       for accuracy first. f64 `log1p`, which `convert-math-to-llvm` would
       lower to log(1 + x) (no digit left for small x), becomes Goldberg's
@@ -609,9 +621,10 @@ def MinMaxReductions : Pass<"ein-min-max-reductions", "::mlir::ModuleOp"> {
   let summary = "Float max/min reductions run as integer max/min on ordered "
                 "keys, which vectorize";
   let description = [{
-    Runs on buffers, before `ein-tile-reductions`. A reduction whose body is
-    `arith.maximumf` (or `minimumf`) of the accumulator and the input
-    becomes, after lowering, a chain of `llvm.maximum` calls that LLVM 19's
+    Runs on buffers, before `ein-tile-reductions`. A reduction whose body
+    yields `arith.maximumf` (or `minimumf`) of the accumulator and a value
+    computed from the inputs alone (the input itself, its `extf`, or
+    elementwise work fused in, as attention's `max(s * 0.125)`) becomes, after lowering, a chain of `llvm.maximum` calls that LLVM 19's
     loop vectorizer does not widen on x86: `max` over a contiguous axis ran
     one element at a time while `sum` vectorized.
 
