@@ -42,3 +42,61 @@ func.func @tile(%x: memref<16x32xf32>, %y: memref<16x32xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests buffers sharing a tile: the scores %s die at the exponentials %e,
+// so the probabilities %p (same type) take the scores' buffer; %e, live
+// while %p is written, keeps its own. Both are freed at the end of the
+// tile, once each (the dealloc of %p after its last use goes).
+// CHECK-LABEL: func.func @shared_buffers
+// CHECK: scf.parallel
+// CHECK: %[[S:.*]] = memref.alloc() : memref<8x32xf32>
+// CHECK: %[[E:.*]] = memref.alloc() : memref<8x32xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: arith.mulf
+// CHECK: memref.store %{{.*}}, %[[S]]
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %[[E]]
+// CHECK: arith.divf
+// CHECK: memref.store %{{.*}}, %[[S]]
+// CHECK: memref.load %[[S]]
+// CHECK: memref.store %{{.*}}, %subview
+// CHECK: memref.dealloc %[[S]]
+// CHECK-NEXT: memref.dealloc %[[E]]
+// CHECK-NEXT: scf.reduce
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @shared_buffers(%x: memref<16x32xf32>, %y: memref<16x32xf32>) {
+  scf.forall (%i) = (0) to (16) step (8) {
+    %xs = memref.subview %x[%i, 0] [8, 32] [1, 1] : memref<16x32xf32> to memref<8x32xf32, strided<[32, 1], offset: ?>>
+    %ys = memref.subview %y[%i, 0] [8, 32] [1, 1] : memref<16x32xf32> to memref<8x32xf32, strided<[32, 1], offset: ?>>
+    %s = memref.alloc() : memref<8x32xf32>
+    %e = memref.alloc() : memref<8x32xf32>
+    %p = memref.alloc() : memref<8x32xf32>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%xs : memref<8x32xf32, strided<[32, 1], offset: ?>>) outs(%s : memref<8x32xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %v = arith.mulf %a, %a : f32
+      linalg.yield %v : f32
+    }
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%s : memref<8x32xf32>) outs(%e : memref<8x32xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %v = math.exp %a : f32
+      linalg.yield %v : f32
+    }
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%e, %e : memref<8x32xf32>, memref<8x32xf32>) outs(%p : memref<8x32xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %v = arith.divf %a, %b : f32
+      linalg.yield %v : f32
+    }
+    memref.dealloc %p : memref<8x32xf32>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%p : memref<8x32xf32>) outs(%ys : memref<8x32xf32, strided<[32, 1], offset: ?>>) {
+    ^bb0(%a: f32, %o: f32):
+      linalg.yield %a : f32
+    }
+  }
+  return
+}

@@ -535,7 +535,10 @@ def ParallelTiles : Pass<"ein-parallel-tiles", "::mlir::ModuleOp"> {
     (OpenMP later), and every `linalg` op inside it becomes a sequential
     `scf.for` nest now, before the other ops become affine loops: the
     parallel loop over tiles is then the only one, and a tile runs on one
-    core with its rows in that core's cache.
+    core with its rows in that core's cache. Buffers of a tile whose lives
+    do not overlap (same type and sizes; one's last use before the other's
+    first) become one, so a tile touches less memory: attention's
+    probabilities take the scores' buffer.
 
     Before:
     ```mlir
