@@ -58,6 +58,26 @@ def cases(rng):
             yield "attention_and_scores", {"q": q, "k": k, "v": v}, (ref, sc)
     x = f(7, 10)
     yield "column_center", {"x": x}, x - x.astype(np.float64).mean(0)
+    # Epilogues in the GEMM kernel: edges of the register tile (6 x 16 on
+    # AVX2) and of the k blocks (320) in both directions, and an empty sum
+    # (d = 0: the epilogue of zeros).
+    gelu = lambda y: 0.5 * y * (1 + erf(y / math.sqrt(2)))
+    for (b, d, h) in [(13, 17, 19), (64, 700, 48), (1, 1, 1), (130, 9, 200),
+                      (3, 0, 5)]:
+        # Entries of x w of about 1 whatever d (f32 sums of d terms).
+        x, w = f(b, d) / math.sqrt(max(d, 1)), f(d, h)
+        c = x.astype(np.float64) @ w
+        bias, s, y = f(h), f(b), f(h, b)
+        yield "relu_matmul", {"x": x, "w": w}, np.maximum(c, 0)
+        yield "bias_gelu", {"x": x, "w": w, "bias": bias}, gelu(c + bias)
+        yield "scale_rows", {"x": x, "w": w, "s": s}, c * s[:, None]
+        yield "add_transposed", {"x": x, "w": w, "y": y}, c + y.T
+    x, w, bias = f(3, 10, 20), f(3, 20, 30), f(3, 30)
+    yield "batched_tanh", {"x": x, "w": w, "bias": bias}, np.tanh(
+        np.einsum("nbd,ndh->nbh", x.astype(np.float64), w) + bias[:, None, :])
+    x, w = f(5, 6, 7), f(6, 7, 9)
+    yield "two_sums_sigmoid", {"x": x, "w": w}, 1 / (1 + np.exp(
+        -np.einsum("bde,deh->bh", x.astype(np.float64), w)))
 
 
 def run(einc, fn, inputs, tmp, extra, results):

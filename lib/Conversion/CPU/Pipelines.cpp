@@ -173,6 +173,7 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   tiles.kc = t.kc.value_or(tiles.kc);
   tiles.vectorBits = t.vectorBits.value_or(tiles.vectorBits);
   tiles.workItems = t.workItems.value_or(tiles.workItems);
+  tiles.epilogues = options.fusion;
   pm.addPass(createTileContractions(tiles));
   // Float max/min reductions on integer keys, which vectorize.
   pm.addPass(createMinMaxReductions());

@@ -2,6 +2,7 @@
 // buffers become packed, cache-blocked loops around a register-tiled vector
 // micro-kernel (the BLIS structure), parallel over independent blocks; sizes
 // and strides may be known only at run time.
+#include "ContractionEpilogue.h"
 #include "GroupContractionAxes.h"
 #include "MatchContraction.h"
 #include "ein/Conversion/CPU/HostCPU.h"
@@ -16,6 +17,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <algorithm>
 #include <functional>
@@ -69,8 +71,9 @@ mlir::MemRefType unitStrideType(mlir::MemRefType type, unsigned axis) {
 /// Emits the loop nest that replaces one contraction.
 class KernelEmitter {
 public:
-  KernelEmitter(const Contraction &contraction, const Blocking &blocking)
-      : c(contraction), blk(blocking), b(c.op.getOperation()),
+  KernelEmitter(const Contraction &contraction, const Blocking &blocking,
+                std::optional<Epilogue> epilogue)
+      : c(contraction), blk(blocking), epi(epilogue), b(c.op.getOperation()),
         loc(c.op->getLoc()) {}
 
   void emit();
@@ -78,6 +81,7 @@ public:
 private:
   Contraction c;
   Blocking blk;
+  std::optional<Epilogue> epi; // applied as the last block of the sum is stored
   OpBuilder b;
   Location loc;
   llvm::SmallVector<Value> size; // the trip count of every loop
@@ -150,7 +154,11 @@ private:
             Value kCount);
   void microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
                    Value panelA, Value panelB, Value mLo, Value rows, Value nLo,
-                   Value cols, Value kLo, Value kCount, Value startAtZero);
+                   Value cols, Value kLo, Value kCount, Value startAtZero,
+                   Value lastBlock);
+  Value epilogueInput(mlir::OpOperand *input, llvm::SmallVector<Value> iv,
+                      Value row, Value col, Value mask);
+  void emitEmptyEpilogue();
 };
 
 /// Emits `unit(view)` for `mem` with a unit stride along `axis` and `other()`
@@ -306,7 +314,8 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
 void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
                                 Value panelA, Value panelB, Value mLo,
                                 Value rows, Value nLo, Value cols, Value kLo,
-                                Value kCount, Value startAtZero) {
+                                Value kCount, Value startAtZero,
+                                Value lastBlock) {
   auto vecType = mlir::VectorType::get({blk.vl}, c.acc);
   auto maskType = mlir::VectorType::get({blk.vl}, b.getI1Type());
   int64_t vectors = blk.nr / blk.vl;
@@ -437,6 +446,33 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
         b.create<scf::YieldOp>(loc, next);
       });
 
+  // The values stored: the sums, or on the last block of the sum the
+  // epilogue applied to them (rows past the edge read the last row's
+  // operands; their results are not stored).
+  llvm::SmallVector<Value> results(sum.getResults());
+  if (epi) {
+    auto ifOp = b.create<scf::IfOp>(loc, accTypes, lastBlock, true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    llvm::SmallVector<Value> applied;
+    for (int64_t r = 0; r < blk.mr; ++r) {
+      Value row = min(add(mLo, cst(r)), lastRow);
+      for (int64_t v = 0; v < vectors; ++v) {
+        llvm::SmallVector<Value> args;
+        for (mlir::OpOperand *input : epi->op.getDpsInputOperands())
+          args.push_back(input->get() == epi->temporary.getResult()
+                             ? sum.getResult(r * vectors + v)
+                             : epilogueInput(input, iv, row,
+                                             add(nLo, cst(v * blk.vl)),
+                                             masks[v]));
+        applied.push_back(vectorizeEpilogue(b, loc, *epi, args, blk.vl));
+      }
+    }
+    b.create<scf::YieldOp>(loc, applied);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    b.create<scf::YieldOp>(loc, sum.getResults());
+    results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
   auto store = [&](Value tile) {
     for (int64_t r = 0; r < blk.mr; ++r) {
       auto ifOp = b.create<scf::IfOp>(loc, lt(cst(r), rows), false);
@@ -444,7 +480,7 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
       b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
       ifFull({}, [&](bool masked) {
         for (int64_t v = 0; v < vectors; ++v) {
-          Value acc = sum.getResult(r * vectors + v);
+          Value acc = results[r * vectors + v];
           if (masked)
             b.create<vector::MaskedStoreOp>(loc, tile, rowIndices(tile, r, v),
                                             masks[v], acc);
@@ -458,6 +494,59 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
     return llvm::SmallVector<Value>();
   };
   versions(c.c, nAxis, {}, store, [&] { return store(scratch); });
+}
+
+/// The vector of epilogue operand `input` (not C) at C's row `row` and the
+/// `blk.vl` columns from `col`: a masked vector load where the columns are
+/// the operand's last axis with unit stride in its type, else one value per
+/// lane (columns past the edge read the last one), or one value broadcast
+/// where the operand does not depend on the column.
+Value KernelEmitter::epilogueInput(mlir::OpOperand *input,
+                                   llvm::SmallVector<Value> iv, Value row,
+                                   Value col, Value mask) {
+  Value source = input->get();
+  auto type = llvm::cast<mlir::MemRefType>(source.getType());
+  auto vecType = mlir::VectorType::get({blk.vl}, type.getElementType());
+  // The epilogue's loops are C's axes, one for one.
+  mlir::AffineMap map = epi->op.getMatchingIndexingMap(input);
+  iv[c.m] = row;
+  iv[c.n] = col;
+  llvm::SmallVector<Value> at;
+  std::optional<unsigned> lanesAxis;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) {
+    unsigned loopDim = c.mapC.getDimPosition(map.getDimPosition(i));
+    if (loopDim == c.n)
+      lanesAxis = i;
+    at.push_back(iv[loopDim]);
+  }
+  if (!lanesAxis)
+    return b.create<vector::BroadcastOp>(
+        loc, vecType, b.create<memref::LoadOp>(loc, source, at));
+  if (*lanesAxis + 1 == map.getNumResults() &&
+      (*stridesOf(type))[*lanesAxis] == 1) {
+    Value zeros =
+        b.create<arith::ConstantOp>(loc, vecType, b.getZeroAttr(vecType));
+    return b.create<vector::MaskedLoadOp>(loc, vecType, source, at, mask,
+                                          zeros);
+  }
+  Value lastCol = sub(size[c.n], cst(1));
+  Value vec = b.create<arith::ConstantOp>(loc, vecType, b.getZeroAttr(vecType));
+  for (int64_t lane = 0; lane < blk.vl; ++lane) {
+    at[*lanesAxis] = min(add(col, cst(lane)), lastCol);
+    Value x = b.create<memref::LoadOp>(loc, source, at);
+    vec = b.create<vector::InsertOp>(loc, x, vec, lane);
+  }
+  return vec;
+}
+
+/// Where a loop is empty at run time, C is zero: the epilogue runs as it
+/// was, on a zeroed temporary (allocated only then).
+void KernelEmitter::emitEmptyEpilogue() {
+  mlir::IRMapping map;
+  Value temporary = b.clone(*epi->temporary, map)->getResult(0);
+  b.create<linalg::FillOp>(loc, c.zeroFill.getDpsInputs()[0], temporary);
+  b.clone(*epi->op, map);
+  b.create<memref::DeallocOp>(loc, temporary);
 }
 
 void KernelEmitter::emit() {
@@ -489,7 +578,10 @@ void KernelEmitter::emit() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   emitBlocked();
-  if (c.zeroFill) {
+  if (epi) {
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    emitEmptyEpilogue();
+  } else if (c.zeroFill) {
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
     // On the buffer a grouped C views (GroupContractionAxes.cpp): the view
     // may be made inside an scf.if, whose values the affine loops that the
@@ -579,14 +671,20 @@ void KernelEmitter::emitNest(bool readDirect) {
   // Outer reductions run sequentially inside one work item; C starts at
   // zero (when its fill was folded) on the first of them and the first k
   // block.
-  std::function<void(size_t, Value)> reductions = [&](size_t i, Value first) {
+  // The epilogue is applied on the last of them and the last k block.
+  std::function<void(size_t, Value, Value)> reductions = [&](size_t i,
+                                                             Value first,
+                                                             Value last) {
     if (i < c.outerReduction.size()) {
       unsigned d = c.outerReduction[i];
       loop(cst(0), size[d], 1, [&](Value r) {
         iv[d] = r;
         Value isFirst =
             b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, r, cst(0));
-        reductions(i + 1, b.create<arith::AndIOp>(loc, first, isFirst));
+        Value isLast = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, r,
+                                               sub(size[d], cst(1)));
+        reductions(i + 1, b.create<arith::AndIOp>(loc, first, isFirst),
+                   b.create<arith::AndIOp>(loc, last, isLast));
       });
       return;
     }
@@ -597,6 +695,10 @@ void KernelEmitter::emitNest(bool readDirect) {
         Value atZero = b.create<arith::AndIOp>(
             loc, first,
             b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, pc, cst(0)));
+        Value atEnd = b.create<arith::AndIOp>(
+            loc, last,
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                    add(pc, kCount), K));
         pack(bp, c.b, c.mapB, iv, c.n, blk.nr, jc, ncCount, N, pc, kCount);
         loop(mLo, mEnd, mc, [&](Value ic) {
           Value mcCount = min(mc, sub(mEnd, ic));
@@ -611,15 +713,17 @@ void KernelEmitter::emitNest(bool readDirect) {
               Value panelA =
                   b.createOrFold<arith::DivUIOp>(loc, ir, cst(blk.mr));
               microKernel(iv, ap, bp, panelA, panelB, add(ic, ir), rows,
-                          add(jc, jr), cols, pc, kCount, atZero);
+                          add(jc, jr), cols, pc, kCount, atZero, atEnd);
             });
           });
         });
       });
     });
   };
-  reductions(0, b.create<arith::ConstantOp>(
-                    loc, b.getBoolAttr(static_cast<bool>(c.zeroFill))));
+  reductions(0,
+             b.create<arith::ConstantOp>(
+                 loc, b.getBoolAttr(static_cast<bool>(c.zeroFill))),
+             b.create<arith::ConstantOp>(loc, b.getBoolAttr(true)));
   if (ap)
     b.create<memref::DeallocOp>(loc, ap);
   b.create<memref::DeallocOp>(loc, bp);
@@ -662,12 +766,23 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
       groupContractionAxes(op, [](linalg::GenericOp grouped) {
         return matchContraction(grouped).has_value();
       });
-    std::vector<Contraction> found;
+    std::vector<std::pair<Contraction, std::optional<Epilogue>>> found;
     getOperation().walk([&](linalg::GenericOp op) {
       if (auto c = matchContraction(op))
-        found.push_back(*c);
+        found.push_back({*c, std::nullopt});
     });
-    for (Contraction &c : found) {
+    // An epilogue found before any op is rewritten (an epilogue may be a
+    // contraction's reader and the next one's operand).
+    for (auto &[c, epilogue] : found) {
+      epilogue = epilogues ? matchEpilogue(c) : std::nullopt;
+      if (!epilogue)
+        continue;
+      c.c = epilogue->out;
+      if (auto alloc = epilogue->out.getDefiningOp<memref::AllocOp>())
+        if (c.op->isBeforeInBlock(alloc))
+          alloc->moveBefore(c.op);
+    }
+    for (auto &[c, epilogue] : found) {
       Blocking blk;
       blk.vl = bits / c.acc.getWidth();
       blk.mr = mr > 0 ? int64_t(mr) : model.mr;
@@ -687,10 +802,17 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
       blk.serial = bool(c.op->getParentOfType<scf::ForallOp>());
       blk.workItems = blk.serial ? 1 : threads;
       blk.minItemWork = workItems > 0 || blk.serial ? 0 : kMinItemWork;
-      KernelEmitter(c, blk).emit();
+      KernelEmitter(c, blk, epilogue).emit();
       c.op.erase();
       if (c.zeroFill)
         c.zeroFill.erase();
+      if (epilogue) {
+        epilogue->op.erase();
+        for (mlir::Operation *user :
+             llvm::make_early_inc_range(epilogue->temporary->getUsers()))
+          user->erase(); // its deallocations
+        epilogue->temporary.erase();
+      }
     }
   }
 };

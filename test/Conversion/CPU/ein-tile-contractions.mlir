@@ -566,3 +566,87 @@ func.func @in_fused_tile(%a: memref<640x30xf32>, %b: memref<30x40xf32>, %c: memr
   } {ein.row_tiles}
   return
 }
+
+// -----
+
+// Tests an epilogue (relu(C + bias) of a temporary C that nothing else
+// reads): the kernel accumulates into the epilogue's result, and on the
+// last block of the sum (30 < kc: the only one, so the test for it folds
+// away) applies the body to the
+// accumulators, the bias a masked vector load along the columns; C is
+// never allocated, the epilogue op is gone.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-SAME: (%[[A:.*]]: memref<20x30xf32>, %[[B:.*]]: memref<30x40xf32>, %[[BIAS:.*]]: memref<40xf32>, %[[D:.*]]: memref<20x40xf32>)
+// CHECK-NOT: memref<20x40xf32>
+// CHECK: scf.parallel
+// CHECK: scf.for %{{.*}} = %c0 to %c30 step %c1 iter_args
+// CHECK: vector.maskedload %[[BIAS]]
+// CHECK: arith.addf %{{.*}} : vector<16xf32>
+// CHECK: arith.maximumf %{{.*}} : vector<16xf32>
+// CHECK: vector.store %{{.*}}, %[[D]]
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: memref.alloc() : memref<20x40xf32>
+// AVX2-LABEL: func.func @epilogue
+// AVX2: arith.maximumf %{{.*}} : vector<8xf32>
+#mA = affine_map<(m, k, n) -> (m, k)>
+#mB = affine_map<(m, k, n) -> (k, n)>
+#mC = affine_map<(m, k, n) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#col = affine_map<(m, n) -> (n)>
+func.func @epilogue(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %bias: memref<40xf32>, %d: memref<20x40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<20x40xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<20x40xf32>)
+  linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<20x30xf32>, memref<30x40xf32>) outs(%c : memref<20x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<20x40xf32>, memref<40xf32>) outs(%d : memref<20x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<20x40xf32>
+  return
+}
+
+// -----
+
+// Tests a product read twice (by the epilogue candidate and by a second
+// op): it stays a buffer, and the elementwise op its own loop.
+// CHECK-LABEL: func.func @read_twice
+// CHECK: %[[C:.*]] = memref.alloc() : memref<20x40xf32>
+// CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK: linalg.generic
+// CHECK: arith.maximumf %{{.*}} : f32
+// CHECK: memref.copy %[[C]]
+#mA = affine_map<(m, k, n) -> (m, k)>
+#mB = affine_map<(m, k, n) -> (k, n)>
+#mC = affine_map<(m, k, n) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+func.func @read_twice(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %d: memref<20x40xf32>, %e: memref<20x40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<20x40xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<20x40xf32>)
+  linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<20x30xf32>, memref<30x40xf32>) outs(%c : memref<20x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<20x40xf32>) outs(%d : memref<20x40xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.maximumf %x, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %c, %e : memref<20x40xf32> to memref<20x40xf32>
+  memref.dealloc %c : memref<20x40xf32>
+  return
+}

@@ -332,7 +332,19 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     `scf.for` over its work items instead of the `scf.parallel`.
 
     A zero `linalg.fill` of C right before the contraction is folded: the
-    accumulators start at zero on the first k block. Contractions it does
+    accumulators start at zero on the first k block.
+
+    An epilogue is applied in the kernel (`epilogues`, on unless `einc
+    --no-fusion`): when C is a temporary that only one elementwise
+    `linalg.generic` reads, through its own loops, writing a buffer D of
+    C's shape in loop order (a bias, an activation, a scale), the kernel
+    accumulates into D and, on the last block of the sum, applies that
+    op's body to the accumulator vectors before storing them; C is never
+    allocated. The op's other operands are read as vectors (masked loads
+    where the columns are their contiguous axis, broadcasts where they do
+    not depend on the column, one load per lane otherwise). Before:
+    `C = A B; D = relu(C + bias)`; after: one kernel whose stores on the
+    last k block are `max(acc + bias[n..n+8], 0)`. Contractions it does
     not match (integers, no shared reduction, an output whose contiguous
     axis both operands carry) are left to the generic lowering.
 
@@ -422,6 +434,8 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
            "Vector register width in bits; 0: the host's (512 with AVX-512)">,
     Option<"workItems", "work-items", "int64_t", "0",
            "Parallel blocks to aim for; 0: twice the host's hardware threads">,
+    Option<"epilogues", "epilogues", "bool", "true",
+           "Apply an elementwise reader of a temporary result in the kernel">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",

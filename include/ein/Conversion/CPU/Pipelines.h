@@ -35,8 +35,9 @@ struct ContractionTiles {
 struct CPUOptions {
   /// Set from `einc --tiles` by parseContractionTiles.
   ContractionTiles tiles;
-  /// Whether elementwise ops fuse into the ops that read them
-  /// (ein-fuse-elementwise); `--no-fusion` clears it.
+  /// Whether ops fuse: row tiles (ein-fuse-rows), elementwise ops into the
+  /// ops that read them (ein-fuse-elementwise), epilogues into contraction
+  /// kernels (ein-tile-contractions); `--no-fusion` clears it.
   bool fusion = true;
   /// Allocations call MLIR's generic allocation functions
   /// (`_mlir_memref_to_llvm_alloc`, ...) instead of malloc and free: the
