@@ -175,8 +175,9 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
                  EIN_JIT_GDB=1 registers the code with gdb. Both are off by
                  default.)"},
     {"--no-fusion",
-     R"(--no-fusion      keep every op its own loop nest: elementwise ops are
-                 not fused into the ops that read them (the CPU target))"},
+     R"(--no-fusion      keep every op its own loop nest: no row tiles, no
+                 elementwise op fused into the ops that read it, no
+                 epilogue in a contraction's kernel (the CPU target))"},
     {"--size-generic",
      R"(--size-generic   compile without the inputs' sizes (only `dim`, --dim
                  and `#` dims given size 1 are specialised), as `einc
