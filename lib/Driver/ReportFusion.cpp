@@ -139,6 +139,11 @@ FunctionFusion fusionOf(const CheckedModule &module, const CheckedFunction &fn,
   }
   if (auto lowered = lowerToStage(**ir, CPUStage::Fused, cpu); !lowered) {
     result.unknown = "the CPU pipeline fails on it";
+    // Its first diagnostic, without the location (the table says where).
+    std::string first = lowered.error().context;
+    first = first.substr(0, first.find('\n'));
+    if (size_t at = first.find("error: "); at != std::string::npos)
+      result.unknown += ": " + first.substr(at + 7);
     return result;
   }
   std::map<std::string, std::vector<size_t>> opsAt;
