@@ -434,8 +434,10 @@ std::string fusedLabel(const FunctionFusion &fusion, const CheckedFunction &fn,
                        const CheckedOp &op) {
   if (!fusion.unknown.empty())
     return "?";
-  const std::string &groups = fusion.groups[&op - fn.ops.data()];
-  return groups.empty() ? "-" : groups;
+  size_t index = &op - fn.ops.data();
+  if (index >= fusion.groups.size() || fusion.groups[index].empty())
+    return "-";
+  return fusion.groups[index];
 }
 
 /// The fusion of `fn` when the report shows it.
