@@ -53,22 +53,27 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
             [--device a100|h100|h200] [--peak-flops FLOPS]
             [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda]
-            [--train [--params W1,W2] [--optimizer NAME] [--param-dtype T]
-             [--act-dtype T] [--tokens N]])",
+            [--no-fusion] [--train [--params W1,W2] [--optimizer NAME]
+             [--param-dtype T] [--act-dtype T] [--tokens N]])",
        R"(Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
-and totals per function. A call of another function is one row with the
-callee's totals (--expand lists its ops under it), and a table of the
-totals by function follows. --target=cuda adds what each op becomes on a
-GPU (the cuBLASLt call or kernel, and the bytes of any permute a
-contraction of row-major operands needs first). --train adds the
-resource account of a training step (docs/autodiff.md): FLOPs of the
-forward, the backward's data and weight gradients and the optimizer
-beside the 2/4/6*N*P rule, memory of parameters, gradients, optimizer
-states and saved activations, the peak of live tensors, the ideal step
-time.)",
+and totals per function. The fused column says which ops the CPU target
+computes in one loop nest: rows#N (the N-th loop over row tiles: a
+softmax, a layer norm), elementwise#N (elementwise ops fused into the op
+reading them), - (its own loop nest; every op with --no-fusion), ? (the
+function does not compile for the CPU). A call of another function is
+one row with the callee's totals (--expand lists its ops under it), and
+a table of the totals by function follows. --target=cuda adds what each
+op becomes on a GPU (the cuBLASLt call or kernel, and the bytes of any
+permute a contraction of row-major operands needs first) instead of the
+fused column. --train adds the resource account of a training step
+(docs/autodiff.md): FLOPs of the forward, the backward's data and weight
+gradients and the optimizer beside the 2/4/6*N*P rule, memory of
+parameters, gradients, optimizer states and saved activations, the peak
+of live tensors, the ideal step time.)",
        {"--fn", "--dim", "--rank", "--device", "--peak-flops", "--bandwidth",
-        "--json", "--expand", "--target", "--train", "--params", "--optimizer",
-        "--param-dtype", "--act-dtype", "--tokens", "-Werror", "-Wno-NAME"}},
+        "--json", "--expand", "--target", "--no-fusion", "--train", "--params",
+        "--optimizer", "--param-dtype", "--act-dtype", "--tokens", "-Werror",
+        "-Wno-NAME"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
@@ -382,7 +387,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.perfJitdump = true;
     } else if (a == "--no-fusion" &&
                (args.command == "run" || args.command == "build" ||
-                args.command == "emit")) {
+                args.command == "emit" || args.command == "report")) {
       args.cpu.fusion = false;
     } else if (a == "--size-generic" && args.command == "run") {
       args.sizeGeneric = true;
@@ -748,6 +753,12 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     options.expandCalls = args.expand;
     if (args.train)
       return reportTraining(args, checked, options, file->path, out);
+    // The fused column is the CPU target's (CUDA kernels fuse otherwise).
+    std::map<std::string, FunctionFusion> fusion;
+    if (!options.cudaTarget) {
+      fusion = analyzeFusion(checked, args.fn, args.cpu);
+      options.fusion = &fusion;
+    }
     out << (args.json ? reportJSON(checked, options)
                       : reportTable(checked, options));
     return {};

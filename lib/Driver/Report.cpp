@@ -425,8 +425,29 @@ std::string pathStr(const std::vector<ContractionStep> &path) {
 struct TableRow {
   std::string line, op, pattern;
   Quantity flops, bytes;
-  std::string roofline, kind, cuda, formula;
+  std::string roofline, kind, cuda, fused, formula;
 };
+
+/// The fused cell of an op: "?" when the fusion is unknown, "-" for an op
+/// in its own loop nest.
+std::string fusedLabel(const FunctionFusion &fusion, const CheckedFunction &fn,
+                       const CheckedOp &op) {
+  if (!fusion.unknown.empty())
+    return "?";
+  size_t index = &op - fn.ops.data();
+  if (index >= fusion.groups.size() || fusion.groups[index].empty())
+    return "-";
+  return fusion.groups[index];
+}
+
+/// The fusion of `fn` when the report shows it.
+const FunctionFusion *fusionOf(const ReportOptions &options,
+                               const CheckedFunction &fn) {
+  if (!options.fusion)
+    return nullptr;
+  auto it = options.fusion->find(fn.name);
+  return it == options.fusion->end() ? nullptr : &it->second;
+}
 
 std::vector<std::string> entryChecks(const CheckedFunction &fn) {
   std::vector<std::string> checks;
@@ -451,6 +472,7 @@ std::string reportTable(const CheckedModule &module,
     if (!options.function.empty() && fn.name != options.function)
       continue;
     auto rows = reportOps(fn, options);
+    const FunctionFusion *fusion = fusionOf(options, fn);
     fmt::format_to(out, "\nfunction {} ({}:{})\n", fn.name, module.path,
                    fn.loc.line);
     std::string bound;
@@ -502,7 +524,7 @@ std::string reportTable(const CheckedModule &module,
             {where(site.loc),
              std::string(2 * depth, ' ') + (backward ? "grad of call" : "call"),
              site.callee, t.flops, t.bytes,
-             t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-",
+             t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-", "",
              t.flops.expr.str()});
       }
       if (!path.empty() && !options.expandCalls)
@@ -526,14 +548,16 @@ std::string reportTable(const CheckedModule &module,
                                                   r.peak, bandwidth))
                   : "-",
            moves ? (r.cost.view ? "view" : "copy") : "-",
-           options.cudaTarget ? cuda[i] : "", formula});
+           options.cudaTarget ? cuda[i] : "",
+           fusion ? fusedLabel(*fusion, fn, *r.op) : "", formula});
     }
-    size_t lineW = 4, opW = 9, patW = 7, cudaW = 4;
+    size_t lineW = 4, opW = 9, patW = 7, cudaW = 4, fusedW = 5;
     for (auto &l : lines) {
       lineW = std::max(lineW, l.line.size());
       opW = std::max(opW, l.op.size());
       patW = std::max(patW, l.pattern.size());
       cudaW = std::max(cudaW, l.cuda.size());
+      fusedW = std::max(fusedW, l.fused.size());
     }
     auto cell = [&](const std::string &s, size_t w) {
       fmt::format_to(out, "{:<{}}  ", s, w);
@@ -550,6 +574,8 @@ std::string reportTable(const CheckedModule &module,
         cell("roofline", 9), cell("kind", 4);
     if (options.cudaTarget)
       cell("CUDA", cudaW);
+    if (fusion)
+      cell("fused", fusedW);
     os += "FLOPs formula\n";
     for (auto &l : lines) {
       os += "  ";
@@ -563,6 +589,8 @@ std::string reportTable(const CheckedModule &module,
       cell(l.kind, 4);
       if (options.cudaTarget)
         cell(l.cuda, cudaW);
+      if (fusion)
+        cell(l.fused, fusedW);
       fmt::format_to(out, "{}\n", l.formula);
     }
     Totals t = totalsOf(rows, fn.ctx.env, bandwidth);
@@ -575,9 +603,15 @@ std::string reportTable(const CheckedModule &module,
     cell("", 4);
     if (options.cudaTarget)
       cell("", cudaW);
+    if (fusion)
+      cell("", fusedW);
     fmt::format_to(out, "{}\n", t.flops.expr.str());
     if (t.flops.value && *t.flops.value >= 1000000)
       fmt::format_to(out, "  total FLOPs: {:.4g}\n", toDouble(*t.flops.value));
+    if (fusion && fusion->off)
+      os += "  fused: off (--no-fusion): every op is its own loop nest\n";
+    if (fusion && !fusion->unknown.empty())
+      fmt::format_to(out, "  fused: unknown ({})\n", fusion->unknown);
     if (!fn.callSites.empty()) {
       // Totals by function, callees including what they call (as a FLOP
       // profiler's per-module table).
@@ -632,6 +666,7 @@ std::string reportJSON(const CheckedModule &module,
     if (!options.function.empty() && fn.name != options.function)
       continue;
     auto rows = reportOps(fn, options);
+    const FunctionFusion *fusion = fusionOf(options, fn);
     fmt::format_to(out, "{}{{\"name\": {}, \"line\": {}, \"ops\": [",
                    firstFn ? "" : ", ", jsonString(fn.name), fn.loc.line);
     firstFn = false;
@@ -678,6 +713,11 @@ std::string reportJSON(const CheckedModule &module,
       }
       if (options.cudaTarget)
         fmt::format_to(out, ", \"cuda\": {}", jsonString(cudaLowering(r, fn)));
+      if (fusion)
+        fmt::format_to(out, ", \"fused\": {}",
+                       fusion->unknown.empty()
+                           ? jsonString(fusedLabel(*fusion, fn, *r.op))
+                           : "null");
       if (f && b && *b > 0)
         fmt::format_to(out, ", \"intensity\": {}",
                        jsonDouble(toDouble(*f) / toDouble(*b)));
@@ -706,6 +746,12 @@ std::string reportJSON(const CheckedModule &module,
                    jsonNumber(t.bytes.value), jsonString(t.bytes.expr.str()));
     if (t.timeKnown)
       fmt::format_to(out, ", \"roofline_s\": {}", jsonDouble(t.seconds));
+    if (fusion)
+      fmt::format_to(out, ", \"fusion\": {}",
+                     jsonString(fusion->off ? "off"
+                                : fusion->unknown.empty()
+                                    ? "cpu"
+                                    : "unknown: " + fusion->unknown));
     if (!fn.callSites.empty()) {
       auto bySite = rowsByCallSite(fn, rows, false);
       os += ", \"by_function\": [";

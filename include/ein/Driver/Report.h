@@ -2,11 +2,39 @@
 #pragma once
 
 #include "ein/Analysis/Cost.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ein {
+
+/// How the CPU pipeline fuses one function's ops (docs/lowering.md §3.6), as
+/// `einc report` shows it in its `fused` column.
+struct FunctionFusion {
+  /// Per op of CheckedFunction::ops (same index): the loop nests it is
+  /// computed in together with other source ops, "rows#N" (the N-th row-tile
+  /// loop of ein-fuse-rows), "elementwise#N" (the N-th loop
+  /// ein-fuse-elementwise made), several joined by ','; empty for an op in its
+  /// own loop nest(s).
+  std::vector<std::string> groups;
+  /// Why the fusion is unknown (the function does not compile for the CPU);
+  /// empty when known.
+  std::string unknown;
+  /// --no-fusion: every op is its own loop nest.
+  bool off = false;
+};
+
+/// The fusion of each function of `module` (only `function` when not
+/// empty), by name, from the IR the CPU pipeline has after its fusion
+/// passes (CPUStage::Fused), compiled with the checked sizes (the unbound
+/// ones dynamic, as `einc build`). Never fails: a function that does not
+/// compile gets FunctionFusion::unknown.
+std::map<std::string, FunctionFusion> analyzeFusion(const CheckedModule &module,
+                                                    const std::string &function,
+                                                    const CPUOptions &cpu);
 
 struct ReportOptions {
   std::string function;           // only this function when non-empty
@@ -19,6 +47,8 @@ struct ReportOptions {
   /// --expand: the ops of each call of another function, indented under the
   /// call's row (which has the callee's totals either way).
   bool expandCalls = false;
+  /// The `fused` column and field (from analyzeFusion); none when null.
+  const std::map<std::string, FunctionFusion> *fusion = nullptr;
 };
 
 /// One row of the report, computed once and printed as text or JSON.

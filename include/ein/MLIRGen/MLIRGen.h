@@ -7,6 +7,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace ein {
 
@@ -17,6 +18,24 @@ enum class IRStage { Ein, Linalg, Loops, LLVM };
 /// prints it to `os`. An error carries MLIR's diagnostics as its context.
 ErrorOr<void> emitIR(const CheckedModule &module, IRStage stage,
                      std::ostream &os, const CPUOptions &options = {});
+
+/// A loop nest the CPU pipeline's fusion passes made (docs/lowering.md
+/// §3.6): `kind` is "rows" (an `ein.row_tiles` loop: every op inside it) or
+/// "elementwise" (an op on tensors whose location is an `ein.fused`
+/// FusedLoc); `ops` are the indices in CheckedFunction::ops of the source
+/// ops it computes (by source location and call sites), ascending.
+struct FusedLoopNest {
+  std::string kind;
+  std::vector<size_t> ops;
+};
+
+/// Compiles `fn` alone (it has no calls left: they are inlined) through the
+/// CPU pipeline up to its fusion passes (CPUStage::Fused) and reads their
+/// loop nests back, in IR order. An error (MLIR's diagnostics as context)
+/// when the function does not lower.
+ErrorOr<std::vector<FusedLoopNest>> fusedLoopNests(const CheckedModule &module,
+                                                   const CheckedFunction &fn,
+                                                   const CPUOptions &options);
 
 } // namespace ein
 

@@ -141,6 +141,8 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
       pm.addPass(createFuseElementwise());
       pm.addPass(mlir::createCanonicalizerPass());
     }
+    if (stage == CPUStage::Fused)
+      return;
     // Results become output parameters written in place (the op computing
     // a result writes into the caller's buffer); arguments take any strides
     // (fully dynamic layouts), intermediates are identity-layout buffers.

@@ -459,8 +459,9 @@ def FuseElementwise : Pass<"ein-fuse-elementwise", "::mlir::ModuleOp"> {
     broadcast reader would recompute it once per broadcast copy), and no
     reader is a contraction (`ein-tile-contractions` must still recognise
     `C += A * B`). The fused op's location is a `FusedLoc` named
-    `ein.fused` of every op it now computes (`einc report` does not read it
-    yet). `einc run|build|emit --no-fusion` leaves this pass out.
+    `ein.fused` of every op it now computes (`einc report` reads it for its
+    `fused` column). `einc run|build|emit|report --no-fusion` leaves this
+    pass out.
 
     Before:
     ```mlir

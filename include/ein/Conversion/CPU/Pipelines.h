@@ -19,6 +19,8 @@ namespace ein {
 /// Stages of CPU compilation that `einc emit --stage=` can print.
 enum class CPUStage {
   Linalg, // linalg on static tensors
+  Fused,  // linalg after the fusion passes, before bufferization (what
+          // `einc report` reads to mark fused ops)
   Loops,  // bufferized, scf loops over memrefs
   LLVM,   // the LLVM dialect, ready for translation to LLVM IR
 };
