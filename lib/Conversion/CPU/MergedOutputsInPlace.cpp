@@ -59,8 +59,8 @@ std::optional<MergedCopy> match(memref::CopyOp copy) {
     return std::nullopt;
   // Every other use of the temporary is an op that takes any layout (a
   // linalg op, a copy; not a view whose type would change) and comes before
-  // the copy: after it, the output holds the same elements, but nothing
-  // needs to read them there.
+  // the copy: a use after it would read the output, which this pass does not
+  // prove unchanged by then.
   mlir::Block *block = copy->getBlock();
   for (mlir::Operation *user : alloc->getUsers()) {
     if (user == collapse)
