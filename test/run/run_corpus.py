@@ -1818,6 +1818,73 @@ def edge_cases() -> list[RunCase]:
     return cases
 
 
+def merged_output_cases() -> list[RunCase]:
+    """Results whose dims merge axes (`b s (h d)`, `(c h) w`): computed through
+    a split view of the output (ein-merged-outputs-in-place). Odd sizes, groups
+    of two and three axes, with a transpose (tiled), a broadcast, a reduction
+    and a contraction, several dtypes, and the same value returned twice.
+    Parameters name their dims, so the size-generic run has groups of two or
+    three dynamic sizes (the reinterpret_cast view)."""
+    rng = np.random.default_rng(61_000)
+    cases: list[RunCase] = []
+
+    def add(name, params, rtypes, lines, inputs, outs, dims=()):
+        cases.append(RunCase(f"gen-merged-out-{name}", "generated", f"merged output: {name}",
+                             emit_function("f", params, rtypes, lines), inputs=inputs, outs=outs, dims=list(dims)))
+
+    for dt in ("f32", "f64", "bf16", "i32"):
+        fx, x = make_input(rng, (3, 5, 7, 9), dt)
+        add(f"merge-heads-{dt}", [("x", f'{dt}["b h s d"]')], [f'{dt}["b s h*d"]'],
+            ['return rearrange(x, "b h s d -> b s (h d)")'], [("x", fx)],
+            [Out(dt, einops.rearrange(x, "b h s d -> b s (h d)"), True)])
+    for dt in ("f32", "i64", "f16"):
+        fx, x = make_input(rng, (13, 6), dt)
+        add(f"repeat-rows-{dt}", [("x", f'{dt}["h w"]')], [f'{dt}["4*h w"]'],
+            ['return repeat(x, "h w -> (c h) w", c=4)'], [("x", fx)],
+            [Out(dt, np.tile(x, (4, 1)), True)])
+    fx, x = make_input(rng, (3, 4, 5, 7), "f32")
+    add("three-axes-permuted", [("x", 'f32["a b c d"]')], ['f32["d c*a*b"]'],
+        ['return rearrange(x, "a b c d -> d (c a b)")'], [("x", fx)],
+        [Out("f32", einops.rearrange(x, "a b c d -> d (c a b)"), True)])
+    fx, x = make_input(rng, (5, 3, 7), "f64")
+    add("three-axes-whole", [("x", 'f64["a b c"]')], ['f64["c*b*a"]'],
+        ['return rearrange(x, "a b c -> (c b a)")'], [("x", fx)],
+        [Out("f64", einops.rearrange(x, "a b c -> (c b a)"), True)])
+    fx, x = make_input(rng, (2, 5, 3), "i32")
+    add("repeat-three-axes", [("y", 'i32["a b c"]')], ['i32["a*c*3 b"]'],
+        ['return repeat(y, "a b c -> (a c k) b", k=3)'], [("y", fx)],
+        [Out("i32", einops.repeat(x, "a b c -> (a c k) b", k=3), True)])
+    # The output's contiguous axis is not the input's: tiled by
+    # ein-tile-transposes, writing through the view.
+    for dt, shape in (("f32", (2, 19, 5, 13)), ("f16", (3, 17, 4, 9)), ("f64", (2, 11, 8, 8))):
+        fx, x = make_input(rng, shape, dt)
+        add(f"transpose-{dt}", [("x", f'{dt}["b c h w"]')], [f'{dt}["b h*w c"]'],
+            ['return rearrange(x, "b c h w -> b (h w) c")'], [("x", fx)],
+            [Out(dt, einops.rearrange(x, "b c h w -> b (h w) c"), True)])
+    fx, x = make_input(rng, (4, 3, 6), "f32")
+    add("mean", [("x", 'f32["a b c"]')], ['f32["b*a"]'], ['return reduce(x, "a b c -> (b a)", "mean")'],
+        [("x", fx)], [Out("f32", x.mean(axis=2).T.reshape(-1), False, 6)])
+    fp, p = make_input(rng, (2, 3, 5, 4), "f32")
+    fv, v = make_input(rng, (2, 3, 4, 7), "f32")
+    add("einsum", [("p", 'f32["b h s t"]'), ("v", 'f32["b h t d"]')], ['f32["b s h*d"]'],
+        ['return einsum(p, v, "b h s t, b h t d -> b s (h d)")'], [("p", fp), ("v", fv)],
+        [Out("f32", np.einsum("bhst,bhtd->bshd", p, v).reshape(2, 5, 21), False, 4)])
+    fx, x = make_input(rng, (3, 4, 5), "f32")
+    y = einops.rearrange(x, "a b c -> b (c a)")
+    add("returned-twice", [("x", 'f32["a b c"]')], ['f32["b c*a"]', 'f32["b c*a"]'],
+        ['y = rearrange(x, "a b c -> b (c a)")', "return y, y"], [("x", fx)], [Out("f32", y, True)] * 2)
+    add("returned-and-read", [("x", 'f32["a b c"]')], ['f32["b c*a"]', 'f32["b"]'],
+        ['y = rearrange(x, "a b c -> b (c a)")', 'return y, reduce(y, "b n -> b", "sum")'], [("x", fx)],
+        [Out("f32", y, True), Out("f32", y.sum(axis=1), False, 15)])
+    add("unit-dim", [("x", 'f32["a b c"]')], ['f32["b 1 c*a"]'],
+        ['return rearrange(x, "a b c -> b 1 (c a)")'], [("x", fx)],
+        [Out("f32", einops.rearrange(x, "a b c -> b 1 (c a)"), True)])
+    fx, x = make_input(rng, (3, 0, 5), "f32")
+    add("empty", [("x", 'f32["a b c"]')], ['f32["b c*a"]'], ['return rearrange(x, "a b c -> b (c a)")'],
+        [("x", fx)], [Out("f32", einops.rearrange(x, "a b c -> b (c a)"), True)])
+    return cases
+
+
 def generated_cases() -> list[RunCase]:
     cases: list[RunCase] = []
     plan = [("rearrange", 70), ("reduce", 70), ("repeat", 45)]
@@ -1863,6 +1930,7 @@ def generated_cases() -> list[RunCase]:
     cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()
+    cases += merged_output_cases()
     return cases
 
 

@@ -161,6 +161,10 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
     pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferization));
     pm.addPass(mlir::bufferization::createDropEquivalentBufferResultsPass());
     pm.addPass(mlir::createCanonicalizerPass());
+    // A result with merged dims is written through a split view of its
+    // output, not into a temporary copied there (before deallocation: the
+    // temporary then has no dealloc yet).
+    pm.addPass(createMergedOutputsInPlace());
     mlir::bufferization::buildBufferDeallocationPipeline(
         pm, mlir::bufferization::BufferDeallocationPipelineOptions());
   }

@@ -15,7 +15,11 @@ Two parts:
          steps along the contiguous axis (the run-time unit-stride check
          fails: strided loops), steps along other axes, stride 0
          (broadcast inputs), transposed inputs, and an output that is a view
-         of a larger buffer (elements outside it must stay untouched).
+         of a larger buffer (elements outside it must stay untouched); merged
+         outputs also into a view with a step along its last axis.
+
+Also merged outputs (`b s (h d)`, `(c h) w`, `b (h w) c`), which write a split
+view of the output (ein-merged-outputs-in-place), transposed or not.
 
 Values are small integers, exact in every dtype: results must match
 exactly. Output: `PASS part case` or `FAIL part case: ...`, then
@@ -52,7 +56,16 @@ FUNCTIONS = {
     # A transpose with a broadcast axis between.
     "rep": ("h w", "w r h", 'repeat(x, "h w -> w r h", r=3)',
             lambda x: np.broadcast_to(x.T[:, None, :], (x.shape[1], 3, x.shape[0]))),
+    # Merged outputs, written through a split view of the output
+    # (ein-merged-outputs-in-place): not a transpose, a repeat, a transpose.
+    "mrg": ("b h s d", "b s h*d", 'rearrange(x, "b h s d -> b s (h d)")',
+            lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)),
+    "rows": ("h w", "4*h w", 'repeat(x, "h w -> (c h) w", c=4)', lambda x: np.tile(x, (4, 1))),
+    "chl": ("b c h w", "b h*w c", 'rearrange(x, "b c h w -> b (h w) c")',
+            lambda x: x.transpose(0, 2, 3, 1).reshape(x.shape[0], -1, x.shape[1])),
 }
+# Their outputs are also written as views with a step along the last axis.
+MERGED = ("mrg", "rows", "chl")
 
 SHAPES = {
     "t2": [(1, 1), (1, 9), (9, 1), (7, 7), (8, 8), (9, 17), (16, 16),
@@ -65,6 +78,9 @@ SHAPES = {
     "bca": [(5, 9, 17), (17, 3, 9), (64, 2, 64)],
     "shd": [(2, 9, 3, 8), (1, 16, 4, 16)],
     "rep": [(9, 17), (16, 8), (1, 1), (70, 66)],
+    "mrg": [(2, 3, 5, 7), (1, 16, 4, 16), (2, 1, 9, 8)],
+    "rows": [(9, 17), (1, 1), (64, 64)],
+    "chl": [(2, 19, 5, 13), (1, 64, 8, 8), (2, 8, 1, 1)],
 }
 
 
@@ -153,6 +169,7 @@ def views_part(args, tmp, checks):
     rng = np.random.default_rng(2)
     for dt in dts:
         big = values(rng, (3, 140, 150), dt)
+        big4 = values(rng, (2, 21, 9, 20), dt)
         inputs = {
             "t2": {"contiguous": big[0, :64, :64], "offset": big[1, 3:70, 5:72],
                    "step-inner": big[0, 1:40, ::2], "step-outer": big[2, ::2, 1:90],
@@ -163,25 +180,32 @@ def views_part(args, tmp, checks):
                     "step-inner": big[:, 1:33, ::3]},
             "rep": {"offset": big[1, 4:70, 2:99], "transposed": big[2].T[1:66, 5:99]},
             "bca": {"offset": big[:, 11:80, 13:78]},
+            "mrg": {"offset": big4[:, 1:4, 2:9, 3:17], "step-inner": big4[:, :, 1:8, ::2]},
+            "rows": {"offset": big[1, 4:70, 2:99], "transposed": big[2].T[1:66, 5:99]},
+            "chl": {"offset": big4[:, 1:19, 2:7, 3:14], "step-inner": big4[:, 2:20, :, ::3]},
         }
         for name, cases in inputs.items():
             fn = getattr(so, f"w_{name}_{dt}")
             for label, x in cases.items():
                 want = np.ascontiguousarray(FUNCTIONS[name][3](x))
-                # The output: a window of a larger buffer, the rest must stay.
-                pad = np.full(tuple(s + 6 for s in want.shape), 7, DTYPES[dt])
-                window = tuple(slice(3, 3 + s) for s in want.shape)
-                y = pad[window]
-                expected = pad.copy()
-                expected[window] = want
-                rc = call(fn, x, y)
-                case = f"{name}_{dt} {label}{list(x.shape)}"
-                if rc != 0:
-                    checks.n += 1
-                    checks.failed += 1
-                    print(f"FAIL views {case}: returned {rc}")
-                    continue
-                checks.check("views", case, pad, expected)
+                # The output: a window of a larger buffer, the rest must stay;
+                # for merged outputs also one with a step along the last axis.
+                for step in (1, 2) if name in MERGED else (1,):
+                    shape = want.shape[:-1] + (step * want.shape[-1],)
+                    pad = np.full(tuple(s + 6 for s in shape), 7, DTYPES[dt])
+                    window = tuple(slice(3, 3 + s) for s in shape[:-1]) + (
+                        slice(3, 3 + shape[-1], step),)
+                    y = pad[window]
+                    expected = pad.copy()
+                    expected[window] = want
+                    rc = call(fn, x, y)
+                    case = f"{name}_{dt} {label}{list(x.shape)}{' output-step' if step > 1 else ''}"
+                    if rc != 0:
+                        checks.n += 1
+                        checks.failed += 1
+                        print(f"FAIL views {case}: returned {rc}")
+                        continue
+                    checks.check("views", case, pad, expected)
 
 
 def main():

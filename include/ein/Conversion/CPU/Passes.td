@@ -35,6 +35,53 @@ def CopiesToLinalg : Pass<"ein-copies-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def MergedOutputsInPlace
+    : Pass<"ein-merged-outputs-in-place", "::mlir::ModuleOp"> {
+  let summary = "A result whose dims merge axes is computed in a split view "
+                "of its output parameter";
+  let description = [{
+    Runs on buffers, right after one-shot bufferization. An op whose result
+    merges axes (`rearrange(x, "b h s d -> b s (h d)")`, `repeat(x,
+    "h w -> (c h) w")`, an einsum into `b s (h d)`) computes over its
+    elementary axes, and `ein-to-linalg` merges them with a
+    `tensor.collapse_shape` of the result. Bufferization cannot write that
+    result through the collapse into an output parameter of any strides, so
+    it computes a temporary of the unmerged shape and copies
+    `memref.collapse_shape` of it into the output: the data moves twice, and
+    the whole result is allocated on every call.
+
+    This pass replaces such a temporary by a view of the output split into
+    the temporary's shape (always possible, whatever the output's strides)
+    and removes the copy, when the temporary is used only by linalg ops and
+    copies before it and nothing else touches the output meanwhile. The view
+    is a `memref.expand_shape` when each group has at most one dynamic size;
+    otherwise a `memref.reinterpret_cast` of the output's base with the
+    split strides (MLIR 19's `expand-strided-metadata` cannot lower an
+    expand_shape whose group has two dynamic sizes).
+
+    Before:
+    ```mlir
+    %tmp = memref.alloc(%b, %s) : memref<?x?x16x64xf32>
+    linalg.generic ... ins(%x : ...) outs(%tmp : memref<?x?x16x64xf32>)
+    %m = memref.collapse_shape %tmp [[0], [1], [2, 3]]
+        : memref<?x?x16x64xf32> into memref<?x?x1024xf32>
+    memref.copy %m, %out : memref<?x?x1024xf32>
+        to memref<?x?x1024xf32, strided<[?, ?, ?], offset: ?>>
+    ```
+    After:
+    ```mlir
+    %v = memref.expand_shape %out [[0], [1], [2, 3]]
+        output_shape [%b, %s, 16, 64]
+        : memref<?x?x1024xf32, strided<[?, ?, ?], offset: ?>>
+        into memref<?x?x16x64xf32, strided<[?, ?, ?, ?], offset: ?>>
+    linalg.generic ... ins(%x : ...) outs(%v : ...)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 def HostCallingConvention
     : Pass<"ein-host-calling-convention", "::mlir::ModuleOp"> {
   let summary = "Results become output parameters written in place; C entry "
