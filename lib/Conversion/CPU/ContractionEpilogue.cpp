@@ -35,8 +35,8 @@ bool isLaneType(mlir::Type type) {
 /// scalar ops without regions, each with one result, that read block
 /// arguments, each other, and scalars defined before `kernel` (constants
 /// hoisted out of the body: the kernel broadcasts them).
-bool isVectorizableBody(mlir::Block &body, mlir::Operation *kernel) {
-  mlir::DominanceInfo dominance;
+bool isVectorizableBody(mlir::Block &body, mlir::Operation *kernel,
+                        mlir::DominanceInfo &dominance) {
   for (mlir::Operation &op : body) {
     for (mlir::Value operand : op.getOperands())
       if (operand.getParentBlock() != &body &&
@@ -125,7 +125,7 @@ std::optional<Epilogue> matchEpilogue(Contraction c) {
         !map.isProjectedPermutation() || baseOf(input->get()) == outBase)
       return std::nullopt;
   }
-  if (!isVectorizableBody(reader.getRegion().front(), c.op))
+  if (!isVectorizableBody(reader.getRegion().front(), c.op, dominance))
     return std::nullopt;
   return Epilogue{reader, temporary, out};
 }

@@ -31,6 +31,7 @@ using mlir::utils::IteratorType;
 /// scale that ein-fuse-elementwise moved in: attention's `max(s * 0.125)`).
 struct Candidate {
   linalg::GenericOp op;
+  mlir::Operation *combine; // the max (min) the body yields
   bool isMax;
 };
 
@@ -63,7 +64,7 @@ std::optional<Candidate> match(linalg::GenericOp op) {
   for (mlir::Operation &inner : body.without_terminator())
     if (inner.getNumRegions() != 0 || !mlir::isPure(&inner))
       return std::nullopt;
-  return Candidate{op, isMax};
+  return Candidate{op, combine, isMax};
 }
 
 /// Builds the key of a float, and back. `bits ^ ((bits >>s (w-1)) & MAX)`
@@ -164,8 +165,7 @@ void rewrite(Candidate c) {
   // The reduction itself, over the same loops and maps: the body's work on
   // the inputs as it was, then the combine on keys.
   mlir::Block &body = op.getRegion().front();
-  mlir::Operation *combine =
-      body.getTerminator()->getOperand(0).getDefiningOp();
+  mlir::Operation *combine = c.combine;
   Value acc = body.getArguments().back();
   Value x = combine->getOperand(0) == acc ? combine->getOperand(1)
                                           : combine->getOperand(0);
