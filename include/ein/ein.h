@@ -1,0 +1,16 @@
+// ein's embedded C++ API: einops-style tensor code in C++, compiled by ein
+// (docs/cpp-api.md). Includes no MLIR, LLVM or internal ein header; its
+// names are ein::api::X, and ein::X here.
+#pragma once
+
+#include "ein/API/Module.h"
+#include "ein/API/Ops.h"
+#include "ein/API/Tensor.h"
+#include "ein/API/Types.h"
+#if __cplusplus >= 202002L && __has_include("ein/API/Static.h")
+#include "ein/API/Static.h"
+#endif
+
+namespace ein {
+using namespace ein::api;
+} // namespace ein
