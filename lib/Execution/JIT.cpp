@@ -310,4 +310,43 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
   return {};
 }
 
+ErrorOr<void> JITFunction::callStrided(const StridedArgument *args,
+                                        size_t count) {
+  size_t expected = impl->params.size() + impl->results.size();
+  if (count != expected)
+    return Error::usage(fmt::format("'{}' takes {} tensor(s), got {}",
+                                    impl->name, expected, count));
+  // One flat buffer of descriptors: pointers, offset, sizes, strides.
+  llvm::SmallVector<int64_t, 128> flat;
+  llvm::SmallVector<size_t, 16> starts;
+  for (size_t i = 0; i < count; ++i) {
+    const TensorType &type = i < impl->params.size()
+                                 ? impl->params[i]
+                                 : impl->results[i - impl->params.size()];
+    if (args[i].rank != type.shape.size())
+      return Error::usage(fmt::format("tensor {} has rank {}, expected {}", i,
+                                      args[i].rank, type.shape.size()));
+    starts.push_back(flat.size());
+    auto ptr = reinterpret_cast<int64_t>(args[i].data);
+    flat.append({ptr, ptr, 0});
+    flat.append(args[i].sizes, args[i].sizes + args[i].rank);
+    flat.append(args[i].strides, args[i].strides + args[i].rank);
+  }
+  int64_t status = 0;
+  if (!impl->takes.empty()) {
+    starts.push_back(flat.size());
+    auto ptr = reinterpret_cast<int64_t>(&status);
+    flat.append({ptr, ptr, 0, 1, 1});
+  }
+  llvm::SmallVector<void *, 16> pointers, pointerArgs;
+  for (size_t start : starts)
+    pointers.push_back(flat.data() + start);
+  for (auto &p : pointers)
+    pointerArgs.push_back(&p);
+  impl->entry(pointerArgs.data());
+  if (status != 0)
+    return indexError(impl->takes, status, impl->env);
+  return {};
+}
+
 } // namespace ein

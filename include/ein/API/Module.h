@@ -67,7 +67,7 @@ public:
     return out;
   }
   /// The cost report of `function` with `sizes` bound (as `einc report
-  /// --dim ...`): FLOPs, bytes, roofline time on this machine's CPU.
+  /// --dim ...`): FLOPs, bytes and roofline times on its default device.
   CostReport report(const std::string &function,
                     const Sizes &sizes = {}) const;
 

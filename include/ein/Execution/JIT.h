@@ -63,6 +63,20 @@ public:
                      const std::vector<runtime::HostTensor *> &outputs,
                      const Bindings &dims = {});
 
+  /// One tensor of callStrided: the address of element (0, 0, ...), and
+  /// `rank` sizes and strides in elements (any strides >= 0, 0 included).
+  struct StridedArgument {
+    void *data;
+    const int64_t *sizes;
+    const int64_t *strides;
+    size_t rank;
+  };
+  /// Runs the function on `count` tensors, the parameters then the results,
+  /// without call()'s checks of shapes and storage (the C++ API's checked
+  /// fast path): only the count and ranks are checked. Outputs must not
+  /// overlap inputs or each other.
+  ErrorOr<void> callStrided(const StridedArgument *args, size_t count);
+
   struct Impl;
 
 private:

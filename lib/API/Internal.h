@@ -1,0 +1,85 @@
+// What the C++ API's library files share: storage, conversions between the
+// public and internal types, errors, and the kernel cache (Kernels.cpp).
+#pragma once
+
+#include "ein/API/Module.h"
+#include "ein/API/Ops.h"
+#include "ein/API/Tensor.h"
+#include "ein/Execution/JIT.h"
+#include "ein/Runtime/HostTensor.h"
+#include "ein/Shape/Shape.h"
+#include "ein/Support/Error.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ein::api {
+namespace detail {
+
+/// The bytes of a tensor: owned (freed with the last tensor that shares
+/// them) or borrowed from the caller.
+struct Storage {
+  void *base = nullptr;
+  size_t bytes = 0;
+  bool owned = false;
+  Device device = cpu;
+  ~Storage() {
+    if (owned)
+      std::free(base);
+  }
+};
+
+/// A new owned C-order tensor (uninitialised unless `zero`), or the error.
+Result<Tensor> allocate(DType dtype, const std::vector<int64_t> &shape,
+                        bool zero);
+
+inline ein::DType internal(DType t) {
+  return static_cast<ein::DType>(static_cast<unsigned>(t));
+}
+inline DType external(ein::DType t) {
+  return static_cast<DType>(static_cast<unsigned>(t));
+}
+
+/// The internal error as the API reports it: the text einc prints (without
+/// the tool's name), and its kind.
+ErrorInfo toInfo(const ein::Error &error);
+/// A usage error (inputs that do not fit), "error: MESSAGE".
+ErrorInfo usageError(const std::string &message);
+/// A program error (a pattern or source that is wrong), "error: MESSAGE".
+ErrorInfo programError(const std::string &message);
+
+/// A function compiled from generated source, shared by every call with the
+/// same source (the in-memory cache).
+struct Kernel {
+  std::shared_ptr<JITFunction> function;
+  std::string source;
+};
+
+/// The kernel of `source` (one function, `kernelName`), compiled on first
+/// use and cached; thread-safe. Errors are compiler errors (program).
+Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source);
+/// The name of the function in every generated kernel source.
+inline constexpr const char *kernelName = "kernel";
+/// Kernels compiled by this process so far.
+size_t kernelCompilations();
+
+/// Checks generated `source` (one function, `kernelName`) whose line
+/// `callLine` holds `return CALL` for the user's operation; the error, if
+/// any, is rendered with CALL as its source line and the caret in it.
+std::optional<ErrorInfo> checkCall(const std::string &source);
+
+/// Runs `kernel` on `tensors` (parameters then results).
+Result<void> runKernel(const Kernel &kernel, const std::vector<const Tensor *> &tensors);
+
+/// The shape string "a0 a1 ... a{rank-1}" of elementary axis names from
+/// `names`.
+std::string axesString(const std::vector<std::string> &names);
+
+/// Copies `src` into `dst` (same shape and dtype; any strides) element by
+/// element, innermost runs with memcpy when both are contiguous there.
+void stridedCopy(const Tensor &src, const Tensor &dst);
+
+} // namespace detail
+} // namespace ein::api

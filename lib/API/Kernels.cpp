@@ -1,0 +1,137 @@
+// The C++ API's kernels: generated .ein source checked and compiled through
+// einc's front end and CPU pipeline, cached in memory by source text.
+#include "Internal.h"
+
+#include "ein/Sema/Checker.h"
+#include "ein/Syntax/DiagnosticError.h"
+#include "ein/Syntax/Parser.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace ein::api::detail {
+
+namespace {
+
+/// The path generated sources are checked under (named in compiler errors).
+constexpr const char *kGeneratedPath = "<ein C++ API>";
+
+struct KernelCache {
+  std::shared_mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<Kernel>> kernels;
+  /// Compilations run one at a time: each builds an MLIR context and a JIT,
+  /// and two threads asking for one kernel must not compile it twice.
+  std::mutex compiling;
+  std::atomic<size_t> compilations{0};
+};
+
+/// Never destroyed: the kernels' JITs must not be torn down after LLVM's
+/// own globals at exit (the process's end frees their memory).
+KernelCache &cache() {
+  static KernelCache *instance = new KernelCache;
+  return *instance;
+}
+
+/// The indentation and keyword before the call on a generated `return` line.
+constexpr std::string_view kReturnPrefix = "    return ";
+
+/// The diagnostics of a generated source, with the `return` line's call as
+/// the source line, so the caret points into the user's pattern.
+std::string renderDiagnostics(const SourceFile &file,
+                              const std::vector<Diagnostic> &diags) {
+  std::string text;
+  for (const Diagnostic &d : diags) {
+    const char *severity = d.severity == Severity::Error     ? "error"
+                           : d.severity == Severity::Warning ? "warning"
+                                                             : "note";
+    if (d.severity == Severity::Warning)
+      continue; // the API has no warning channel; warnings never stop a call
+    if (!text.empty())
+      text += "\n";
+    text += fmt::format("{}: {}", severity, d.message);
+    std::string line = file.lineText(d.loc.line);
+    if (d.loc.line == 0 || line.rfind(kReturnPrefix, 0) != 0)
+      continue;
+    std::string call = line.substr(kReturnPrefix.size());
+    size_t col = d.loc.col - 1;
+    if (col < kReturnPrefix.size())
+      continue;
+    col -= kReturnPrefix.size();
+    text += fmt::format("\n    {}\n    {}^{}", call, std::string(col, ' '),
+                        std::string(d.length > 1 ? d.length - 1 : 0, '~'));
+  }
+  return text;
+}
+
+} // namespace
+
+std::optional<ErrorInfo> checkCall(const std::string &source) {
+  SourceFile file{kGeneratedPath, source};
+  DiagnosticEngine diags(file);
+  ein::Module module = parseModule(file, diags);
+  if (!diags.hadError())
+    checkModule(module, {}, diags);
+  if (!diags.hadError())
+    return std::nullopt;
+  return ErrorInfo{ErrorInfo::Kind::Program,
+                   renderDiagnostics(file, diags.diagnostics())};
+}
+
+Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
+  KernelCache &c = cache();
+  {
+    std::shared_lock<std::shared_mutex> lock(c.mutex);
+    if (auto it = c.kernels.find(source); it != c.kernels.end())
+      return it->second;
+  }
+  std::lock_guard<std::mutex> compiling(c.compiling);
+  {
+    std::shared_lock<std::shared_mutex> lock(c.mutex);
+    if (auto it = c.kernels.find(source); it != c.kernels.end())
+      return it->second;
+  }
+  SourceFile file{kGeneratedPath, source};
+  DiagnosticEngine diags(file);
+  ein::Module module = parseModule(file, diags);
+  CheckedModule checked;
+  if (!diags.hadError())
+    checked = checkModule(module, {}, diags);
+  if (diags.hadError())
+    return ErrorInfo{ErrorInfo::Kind::Program,
+                     renderDiagnostics(file, diags.diagnostics())};
+  CPUOptions options;
+  auto compiled = JITFunction::compile(checked, kernelName, options,
+                                       JITOptions::fromEnvironment());
+  if (!compiled) {
+    ErrorInfo info = toInfo(compiled.error());
+    info.message += "\nthe generated source was:\n" + source;
+    return info;
+  }
+  auto kernel = std::make_shared<Kernel>();
+  kernel->function = std::shared_ptr<JITFunction>(std::move(*compiled));
+  kernel->source = source;
+  ++c.compilations;
+  std::unique_lock<std::shared_mutex> lock(c.mutex);
+  c.kernels.emplace(source, kernel);
+  return kernel;
+}
+
+size_t kernelCompilations() { return cache().compilations.load(); }
+
+Result<void> runKernel(const Kernel &kernel,
+                       const std::vector<const Tensor *> &tensors) {
+  std::vector<JITFunction::StridedArgument> args;
+  for (const Tensor *t : tensors)
+    args.push_back({t->data(), t->shape().data(), t->strides().data(),
+                    t->shape().size()});
+  if (auto called = kernel.function->callStrided(args.data(), args.size());
+      !called)
+    return toInfo(called.error());
+  return {};
+}
+
+} // namespace ein::api::detail

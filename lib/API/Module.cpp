@@ -1,0 +1,214 @@
+// The C++ API's modules: a .ein file checked once, each function bound,
+// compiled size-generic and cached by the engine (as `einc run
+// --size-generic`), and its cost report (as `einc report`).
+#include "Internal.h"
+
+#include "ein/Analysis/Cost.h"
+#include "ein/Driver/Report.h"
+#include "ein/Engine/Engine.h"
+#include "ein/Syntax/DiagnosticError.h"
+#include "ein/Syntax/Imports.h"
+#include "ein/Syntax/Parser.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include <sys/stat.h>
+
+namespace ein::api {
+namespace detail {
+
+struct ModuleState {
+  std::shared_ptr<SourceFile> file;
+  ein::Module module;
+  CheckOptions options;
+  CheckedModule checked;
+  /// The engine's cache is not thread-safe: binds (which compile) take
+  /// turns; the calls themselves run concurrently.
+  std::mutex engineMutex;
+  Engine engine;
+};
+
+namespace {
+
+Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
+                                               const Sizes &dims) {
+  auto state = std::make_shared<ModuleState>();
+  state->file = std::make_shared<SourceFile>(std::move(file));
+  DiagnosticEngine diags(*state->file);
+  state->module = parseModule(*state->file, diags);
+  if (!diags.hadError())
+    resolveImports(state->module, *state->file, diags);
+  if (diags.hadError())
+    return toInfo(errorFromDiagnostics(diags));
+  for (auto &[name, value] : dims) {
+    if (value < 0)
+      return usageError(fmt::format("dim {}={}: a size must be >= 0", name,
+                                    value));
+    state->options.dimOverrides[name] = Int(value);
+  }
+  state->checked = checkModule(state->module, state->options, diags);
+  if (diags.hadError())
+    return toInfo(errorFromDiagnostics(diags));
+  return state;
+}
+
+} // namespace
+} // namespace detail
+
+using namespace detail;
+
+ErrorInfo Module::resultCountError(const std::string &function, size_t got,
+                                   size_t expected) {
+  return usageError(fmt::format("'{}' returns {} result(s), not {}", function,
+                                got, expected));
+}
+
+std::vector<std::string> Module::functions() const {
+  std::vector<std::string> names;
+  if (state_)
+    for (const CheckedFunction &fn : state_->checked.functions)
+      names.push_back(fn.name);
+  return names;
+}
+
+namespace nothrow {
+
+Result<Module> load_module(const std::string &path, const Sizes &dims) {
+  auto failure = [&](std::string message) {
+    return toInfo(ein::Error::inFile(ErrorKind::Program, path, std::move(message)));
+  };
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    return failure("not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return failure(fmt::format("cannot open file: {}", std::strerror(errno)));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad())
+    return failure("cannot read file");
+  std::string text = buffer.str();
+  if (text.find('\0') != std::string::npos)
+    return failure("not a text file (contains NUL bytes)");
+  auto state = loadState(SourceFile{path, std::move(text)}, dims);
+  if (!state)
+    return state.error();
+  return Module(*state);
+}
+
+Result<Module> module_from_source(const std::string &source,
+                                  const std::string &path, const Sizes &dims) {
+  auto state = loadState(SourceFile{path, source}, dims);
+  if (!state)
+    return state.error();
+  return Module(*state);
+}
+
+Result<std::vector<Tensor>> call(const Module &module,
+                                 const std::string &function,
+                                 const std::vector<Tensor> &inputs) {
+  ModuleState *state = module.state().get();
+  if (!state)
+    return usageError("call on an empty module");
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Tensor &t : inputs) {
+    if (!t.defined())
+      return usageError(fmt::format("'{}': an input is an undefined tensor",
+                                    function));
+    if (t.device() != cpu)
+      return usageError("CUDA device tensors are not available in the C++ "
+                        "API yet");
+    shapes.push_back(t.shape());
+  }
+  const CheckedFunction *fn = state->checked.find(function);
+  if (!fn)
+    return toInfo(ein::Error::inFile(ErrorKind::Program, state->file->path,
+                                fmt::format("no function named '{}'",
+                                            function)));
+  for (size_t i = 0; i < inputs.size() && i < fn->params.size(); ++i) {
+    const TensorType &type = fn->values[fn->params[i]].type;
+    if (internal(inputs[i].dtype()) != type.dtype)
+      return usageError(fmt::format("'{}': input {} ('{}') is {}, the "
+                                    "parameter is {}",
+                                    function, i,
+                                    fn->values[fn->params[i]].name,
+                                    name(inputs[i].dtype()),
+                                    dtypeName(type.dtype)));
+  }
+  ErrorOr<BoundCall> bound = [&] {
+    std::lock_guard<std::mutex> lock(state->engineMutex);
+    return state->engine.bind(*state->file, state->module, state->options,
+                              state->checked, function, shapes,
+                              Specialisation::Generic);
+  }();
+  if (!bound)
+    return toInfo(bound.error());
+  const CheckedFunction *cfn = bound->concrete.find(function);
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < bound->resultShapes.size(); ++i) {
+    DType dtype = external(cfn->values[cfn->returns[i]].type.dtype);
+    auto out = allocate(dtype, bound->resultShapes[i], false);
+    if (!out)
+      return out.error();
+    results.push_back(*out);
+  }
+  std::vector<JITFunction::StridedArgument> args;
+  for (const Tensor &t : inputs)
+    args.push_back({t.data(), t.shape().data(), t.strides().data(),
+                    t.shape().size()});
+  for (const Tensor &t : results)
+    args.push_back({t.data(), t.shape().data(), t.strides().data(),
+                    t.shape().size()});
+  if (auto ran = bound->executable->callStrided(args.data(), args.size());
+      !ran)
+    return toInfo(ran.error());
+  return results;
+}
+
+Result<CostReport> report(const Module &module, const std::string &function,
+                          const Sizes &sizes) {
+  ModuleState *state = module.state().get();
+  if (!state)
+    return usageError("report on an empty module");
+  CheckOptions options = state->options;
+  for (auto &[name, value] : sizes) {
+    if (value < 0)
+      return usageError(fmt::format("size {}={}: a size must be >= 0", name,
+                                    value));
+    options.dimOverrides[name] = Int(value);
+  }
+  options.onlyFunction = function;
+  DiagnosticEngine diags(*state->file);
+  CheckedModule checked = checkModule(state->module, options, diags);
+  if (diags.hadError())
+    return toInfo(errorFromDiagnostics(diags));
+  const CheckedFunction *fn = checked.find(function);
+  if (!fn)
+    return toInfo(ein::Error::inFile(ErrorKind::Program, state->file->path,
+                                fmt::format("no function named '{}'",
+                                            function)));
+  ReportOptions report;
+  report.function = function;
+  report.device = findDevice("h100");
+  CostReport cost;
+  cost.text = reportTable(checked, report);
+  cost.json = reportJSON(checked, report);
+  for (const OpReport &row : reportOps(*fn, report)) {
+    if (row.cost.flops.value)
+      cost.flops += double(*row.cost.flops.value);
+    if (row.cost.bytesRead.value)
+      cost.bytes += double(*row.cost.bytesRead.value);
+    if (row.cost.bytesWritten.value)
+      cost.bytes += double(*row.cost.bytesWritten.value);
+  }
+  return cost;
+}
+
+} // namespace nothrow
+} // namespace ein::api

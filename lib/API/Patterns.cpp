@@ -1,0 +1,591 @@
+// The C++ API's pattern operations: rearrange, reduce, repeat and einsum.
+// Each call is planned once per (operation, pattern, dtypes, ranks, size
+// names): the pattern is checked by einc's checker, then every input is
+// split into its elementary axes as a strided view (a split never copies)
+// and the operation runs on those views, as a view when the result's
+// strides can express it, else through a kernel compiled from generated
+// .ein source over elementary axes (size-generic, so cached across sizes).
+#include "Internal.h"
+
+#include "ein/Syntax/Pattern.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace ein::api::detail {
+
+namespace {
+
+enum class Op { Rearrange, Reduce, Repeat, Einsum };
+
+const char *opName(Op op) {
+  switch (op) {
+  case Op::Rearrange: return "rearrange";
+  case Op::Reduce: return "reduce";
+  case Op::Repeat: return "repeat";
+  case Op::Einsum: return "einsum";
+  }
+  return "";
+}
+
+const char *reductionName(Reduction how) {
+  constexpr const char *names[] = {"sum", "mean", "max", "min",
+                                   "prod", "any", "all"};
+  return names[static_cast<unsigned>(how)];
+}
+
+/// One call's operation, as the plan cache and the generated sources see it.
+struct Request {
+  Op op;
+  std::string_view pattern;
+  const std::vector<Tensor> &inputs;
+  const Sizes &sizes;
+  Reduction how = Reduction::Sum;
+  std::optional<DType> acc;
+};
+
+/// An elementary axis: a name of the pattern, a number of it (`(h 2)`), a
+/// dim of `...`, or an anonymous `_`.
+struct Axis {
+  std::string name;
+  int64_t fixed = -1; // a number of the pattern
+  int sizeIndex = -1; // the keyword size that gives it
+};
+
+/// A dim of a side: the elementary axes it is made of (none: a size-1 dim).
+using Group = std::vector<int>;
+using Side = std::vector<Group>;
+
+struct Plan {
+  Op op;
+  std::vector<Axis> axes;
+  std::vector<Side> inputs;
+  Side output;
+  /// Ellipsis axes (right-aligned across einsum operands).
+  std::vector<int> ellipsis;
+  DType dtype, result;
+  /// The kernel, for every op but rearrange (whose kernel is only needed
+  /// when the result is not a view, and is compiled then).
+  std::shared_ptr<Kernel> kernel;
+  std::string kernelSource;
+};
+
+struct PlanCache {
+  std::shared_mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<const Plan>> plans;
+};
+
+/// Never destroyed, as the kernel cache (plans hold kernels).
+PlanCache &plans() {
+  static PlanCache *instance = new PlanCache;
+  return *instance;
+}
+
+std::string planKey(const Request &r) {
+  std::string key = fmt::format("{}|{}|{}|{}|", int(r.op), r.pattern,
+                                int(r.how), r.acc ? int(*r.acc) : -1);
+  for (const Tensor &t : r.inputs)
+    key += fmt::format("{}:{},", name(t.dtype()), t.rank());
+  key += "|";
+  for (auto &[n, v] : r.sizes)
+    key += n + ",";
+  return key;
+}
+
+/// `name=value, ...` of the keyword sizes, for generated calls.
+std::string keywordText(const Sizes &sizes) {
+  std::string text;
+  for (auto &[n, v] : sizes)
+    text += fmt::format(", {}={}", n, v);
+  return text;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (int64_t d : shape)
+    s += (s.empty() ? "" : " ") + std::to_string(d);
+  return s;
+}
+
+/// The user's call as generated source, to be checked by einc's checker:
+/// inputs with anonymous dims (`_`), or with their numbers when `concrete`.
+std::string callSource(const Request &r, DType result, bool concrete) {
+  std::string params, operands;
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    std::string n = r.op == Op::Einsum ? fmt::format("x{}", i) : "x";
+    std::string dims;
+    if (concrete) {
+      dims = shapeText(r.inputs[i].shape());
+    } else {
+      for (int64_t d = 0; d < r.inputs[i].rank(); ++d)
+        dims += d ? " _" : "_";
+    }
+    params += fmt::format("{}{}: {}[\"{}\"]", i ? ", " : "", n,
+                          name(r.inputs[i].dtype()), dims);
+    operands += n + ", ";
+  }
+  std::string extra = keywordText(r.sizes);
+  if (r.op == Op::Reduce)
+    extra = fmt::format(", \"{}\"", reductionName(r.how)) + extra;
+  if (r.acc)
+    extra += fmt::format(", acc={}", name(*r.acc));
+  return fmt::format("def {}({}) -> {}[\"...\"]:\n    return {}({}\"{}\"{})\n",
+                     kernelName, params, name(result), opName(r.op), operands,
+                     r.pattern, extra);
+}
+
+PatternUse patternUse(Op op) {
+  switch (op) {
+  case Op::Rearrange: return PatternUse::Rearrange;
+  case Op::Reduce: return PatternUse::Reduce;
+  case Op::Repeat: return PatternUse::Repeat;
+  case Op::Einsum: return PatternUse::Einsum;
+  }
+  return PatternUse::Rearrange;
+}
+
+/// Builds the plan of a request whose pattern einc's checker accepted.
+Result<std::shared_ptr<Plan>> buildPlan(const Request &r) {
+  auto plan = std::make_shared<Plan>();
+  plan->op = r.op;
+  plan->dtype = r.inputs[0].dtype();
+  plan->result = r.acc ? *r.acc : plan->dtype;
+  auto parsed = parsePattern(std::string(r.pattern), patternUse(r.op));
+  if (!parsed)
+    return programError(parsed.error().message);
+  std::map<std::string, int> byName;
+  auto named = [&](const std::string &n) {
+    if (n != "_")
+      if (auto it = byName.find(n); it != byName.end())
+        return it->second;
+    int id = int(plan->axes.size());
+    plan->axes.push_back({n});
+    if (n != "_")
+      byName[n] = id;
+    return id;
+  };
+  // The ellipsis covers the most dims any input gives it.
+  size_t ellipsisRank = 0;
+  for (size_t i = 0; i < parsed->inputs.size(); ++i)
+    if (parsed->inputs[i].hasEllipsis())
+      ellipsisRank = std::max<size_t>(
+          ellipsisRank, r.inputs[i].rank() - (parsed->inputs[i].groups.size() - 1));
+  for (size_t k = 0; k < ellipsisRank; ++k)
+    plan->ellipsis.push_back(named(fmt::format("...{}", k)));
+  auto side = [&](const PatternSide &s, size_t covered) {
+    Side out;
+    for (const PatternGroup &g : s.groups) {
+      bool bareEllipsis = !g.parenthesized && g.axes.size() == 1 &&
+                          g.axes[0].kind == PatternAxis::Kind::Ellipsis;
+      if (bareEllipsis) {
+        for (size_t k = ellipsisRank - covered; k < ellipsisRank; ++k)
+          out.push_back({plan->ellipsis[k]});
+        continue;
+      }
+      Group group;
+      for (const PatternAxis &a : g.axes) {
+        if (a.kind == PatternAxis::Kind::Ellipsis) {
+          group.insert(group.end(), plan->ellipsis.begin(),
+                       plan->ellipsis.end());
+        } else if (a.kind == PatternAxis::Kind::Number) {
+          int id = int(plan->axes.size());
+          plan->axes.push_back({a.name, a.value});
+          group.push_back(id);
+        } else {
+          group.push_back(named(a.name));
+        }
+      }
+      out.push_back(std::move(group));
+    }
+    return out;
+  };
+  for (size_t i = 0; i < parsed->inputs.size(); ++i) {
+    const PatternSide &s = parsed->inputs[i];
+    size_t covered =
+        s.hasEllipsis() ? r.inputs[i].rank() - (s.groups.size() - 1) : 0;
+    plan->inputs.push_back(side(s, covered));
+  }
+  plan->output = side(parsed->output, ellipsisRank);
+  for (size_t k = 0; k < r.sizes.size(); ++k)
+    if (auto it = byName.find(r.sizes[k].first); it != byName.end())
+      plan->axes[it->second].sizeIndex = int(k);
+  return plan;
+}
+
+std::string axisName(int id) { return fmt::format("a{}", id); }
+
+std::string axesText(const std::vector<int> &ids) {
+  std::string s;
+  for (int id : ids)
+    s += (s.empty() ? "" : " ") + axisName(id);
+  return s;
+}
+
+std::vector<int> flatten(const Side &side) {
+  std::vector<int> ids;
+  for (const Group &g : side)
+    ids.insert(ids.end(), g.begin(), g.end());
+  return ids;
+}
+
+/// The kernel's source: one function over the elementary views (`views`
+/// axes per input) giving the elementary output.
+std::string kernelSource(const Plan &plan, Reduction how,
+                         const std::vector<std::vector<int>> &views,
+                         const std::vector<int> &out) {
+  std::string params, operands, lhs;
+  for (size_t i = 0; i < views.size(); ++i) {
+    params += fmt::format("{}x{}: {}[\"{}\"]", i ? ", " : "", i,
+                          name(plan.dtype), axesText(views[i]));
+    operands += fmt::format("x{}, ", i);
+    lhs += (i ? ", " : "") + axesText(views[i]);
+  }
+  std::string op = plan.op == Op::Einsum   ? "einsum"
+                   : plan.op == Op::Reduce ? "reduce"
+                                           : "rearrange";
+  std::string extra;
+  if (plan.op == Op::Reduce)
+    extra = fmt::format(", \"{}\"", reductionName(how));
+  if (plan.result != plan.dtype)
+    extra += fmt::format(", acc={}", name(plan.result));
+  return fmt::format("def {}({}) -> {}[\"{}\"]:\n    return {}({}\"{} -> "
+                     "{}\"{})\n",
+                     kernelName, params, name(plan.result), axesText(out), op,
+                     operands, lhs, axesText(out), extra);
+}
+
+/// The sizes of every axis, bound from the inputs and keyword sizes; an
+/// error message (without "error: ") when they do not fit.
+std::optional<std::string> bindSizes(const Plan &plan, const Request &r,
+                                     std::vector<int64_t> &size,
+                                     std::vector<bool> &broadcast) {
+  size.assign(plan.axes.size(), -1);
+  for (size_t id = 0; id < plan.axes.size(); ++id) {
+    const Axis &a = plan.axes[id];
+    if (a.fixed >= 0)
+      size[id] = a.fixed;
+    if (a.sizeIndex >= 0) {
+      int64_t v = r.sizes[a.sizeIndex].second;
+      if (v < 0)
+        return fmt::format("size {}={} is negative", a.name, v);
+      size[id] = v;
+    }
+  }
+  broadcast.assign(r.inputs.size() * 0, false);
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const Side &side = plan.inputs[i];
+    const Tensor &t = r.inputs[i];
+    if (side.size() != size_t(t.rank()))
+      return fmt::format("input {} has rank {}; the pattern expects {}", i,
+                         t.rank(), side.size());
+    for (size_t g = 0; g < side.size(); ++g) {
+      int64_t dim = t.shape()[g];
+      const Group &group = side[g];
+      // A dim of `...` of size 1 broadcasts in einsum.
+      bool isEllipsis = group.size() == 1 && plan.axes[group[0]].name[0] == '.';
+      if (isEllipsis && plan.op == Op::Einsum) {
+        int id = group[0];
+        if (size[id] < 0 || size[id] == 1)
+          size[id] = dim;
+        else if (dim != 1 && dim != size[id])
+          return fmt::format("'...' dims do not broadcast: {} against {}", dim,
+                             size[id]);
+        continue;
+      }
+      int64_t known = 1;
+      int unknown = -1, unknowns = 0;
+      for (int id : group) {
+        if (size[id] < 0) {
+          if (unknown != id)
+            ++unknowns;
+          unknown = id;
+        } else {
+          known *= size[id];
+        }
+      }
+      if (unknowns == 0) {
+        if (known != dim)
+          return fmt::format("input {} dim {} has size {}, the pattern needs "
+                             "{}",
+                             i, g, dim, known);
+      } else if (unknowns == 1) {
+        if (known == 0 || dim % known != 0)
+          return fmt::format("input {} dim {} of size {} cannot be split by "
+                             "{}",
+                             i, g, dim, known);
+        size[unknown] = dim / known;
+      } else {
+        return fmt::format("input {} dim {}: the sizes of its composition "
+                           "cannot be inferred",
+                           i, g);
+      }
+    }
+  }
+  for (int id : flatten(plan.output))
+    if (size[id] < 0)
+      return fmt::format("axis '{}' needs a size", plan.axes[id].name);
+  return std::nullopt;
+}
+
+/// Input `i` as a view with one dim per elementary axis (size-1 dims of
+/// the pattern dropped, `...` dims of size 1 broadcast with stride 0).
+Tensor elementaryView(const Plan &plan, const Tensor &t, const Side &side,
+                      const std::vector<int64_t> &size,
+                      std::vector<int> &axes) {
+  std::vector<int64_t> shape, strides;
+  axes.clear();
+  for (size_t g = 0; g < side.size(); ++g) {
+    const Group &group = side[g];
+    int64_t stride = t.strides()[g];
+    if (t.shape()[g] == 1 && group.size() == 1 && size[group[0]] != 1)
+      stride = 0; // a broadcast `...` dim
+    std::vector<int64_t> gs(group.size());
+    for (size_t k = group.size(); k-- > 0;) {
+      gs[k] = stride;
+      stride *= size[group[k]];
+    }
+    for (size_t k = 0; k < group.size(); ++k) {
+      axes.push_back(group[k]);
+      shape.push_back(size[group[k]]);
+      strides.push_back(gs[k]);
+    }
+  }
+  return Tensor(t.storage(), t.dtype(), t.device(), std::move(shape),
+                std::move(strides), t.offset());
+}
+
+/// `t` (elementary dims in `axes` order) with the dims of each output group
+/// merged, when its strides allow; nullopt when a merge would need a copy.
+std::optional<Tensor> mergeGroups(const Tensor &t, const std::vector<int> &axes,
+                                  const Side &groups,
+                                  const std::vector<int64_t> &size) {
+  std::vector<int64_t> shape, strides;
+  size_t k = 0;
+  for (const Group &group : groups) {
+    int64_t n = 1, stride = 1;
+    bool first = true;
+    // From the innermost axis out: each must follow the one inside it.
+    for (size_t j = group.size(); j-- > 0;) {
+      size_t pos = k + j;
+      int64_t s = t.shape()[pos];
+      if (s != 1) {
+        if (first)
+          stride = t.strides()[pos];
+        else if (t.strides()[pos] != stride * n)
+          return std::nullopt;
+        first = false;
+      }
+      n *= s;
+    }
+    (void)size;
+    k += group.size();
+    shape.push_back(n);
+    strides.push_back(first ? 1 : stride);
+  }
+  (void)axes;
+  return Tensor(t.storage(), t.dtype(), t.device(), std::move(shape),
+                std::move(strides), t.offset());
+}
+
+Result<std::shared_ptr<const Plan>> planFor(const Request &r) {
+  std::string key = planKey(r);
+  PlanCache &cache = plans();
+  {
+    std::shared_lock<std::shared_mutex> lock(cache.mutex);
+    if (auto it = cache.plans.find(key); it != cache.plans.end())
+      return it->second;
+  }
+  for (char c : r.pattern)
+    if (c == '"' || c == '\\' || (unsigned char)c < 0x20)
+      return programError(fmt::format(
+          "{}: the pattern holds a character no pattern may hold: {:?}",
+          opName(r.op), std::string(1, c)));
+  DType result = r.acc ? *r.acc : r.inputs[0].dtype();
+  if (auto error = checkCall(callSource(r, result, false)))
+    return *error;
+  auto plan = buildPlan(r);
+  if (!plan)
+    return plan.error();
+  std::shared_ptr<const Plan> shared = *plan;
+  std::unique_lock<std::shared_mutex> lock(cache.mutex);
+  cache.plans.emplace(key, shared);
+  return shared;
+}
+
+/// What one call does: the views the kernel reads, the output's elementary
+/// shape, and the result when it is a view.
+struct Prepared {
+  std::shared_ptr<const Plan> plan;
+  std::vector<Tensor> views;
+  std::vector<std::vector<int>> viewAxes;
+  std::vector<int> outAxes;
+  std::vector<int64_t> size;
+  std::optional<Tensor> resultView;
+  std::string source; // the kernel's, when one runs
+};
+
+Result<Prepared> prepare(const Request &r) {
+  if (r.inputs.empty())
+    return usageError(fmt::format("{} needs at least one tensor",
+                                  opName(r.op)));
+  for (const Tensor &t : r.inputs) {
+    if (!t.defined())
+      return usageError(fmt::format("{} of an undefined tensor", opName(r.op)));
+    if (t.device() != cpu)
+      return usageError("CUDA device tensors are not available in the C++ "
+                        "API yet");
+  }
+  auto plan = planFor(r);
+  if (!plan)
+    return plan.error();
+  Prepared p;
+  p.plan = *plan;
+  const Plan &pl = **plan;
+  std::vector<bool> broadcast;
+  if (auto why = bindSizes(pl, r, p.size, broadcast)) {
+    // einc's own words for it, when its checker sees the sizes' problem.
+    if (auto error = checkCall(callSource(r, pl.result, true)))
+      return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
+    return usageError(fmt::format("{}(\"{}\"): {}", opName(r.op), r.pattern,
+                                  *why));
+  }
+  if (r.op == Op::Reduce && (r.how == Reduction::Max || r.how == Reduction::Min)) {
+    std::vector<int> out = flatten(pl.output);
+    for (int id : flatten(pl.inputs[0]))
+      if (p.size[id] == 0 && std::find(out.begin(), out.end(), id) == out.end()) {
+        if (auto error = checkCall(callSource(r, pl.result, true)))
+          return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
+        return usageError(fmt::format("{} over an empty axis: '{}' has size 0",
+                                      reductionName(r.how), pl.axes[id].name));
+      }
+  }
+  p.outAxes = flatten(pl.output);
+  for (size_t i = 0; i < pl.inputs.size(); ++i) {
+    std::vector<int> axes;
+    p.views.push_back(elementaryView(pl, r.inputs[i], pl.inputs[i], p.size, axes));
+    p.viewAxes.push_back(std::move(axes));
+  }
+  if (r.op == Op::Rearrange) {
+    // The permuted view; a view result when its groups merge.
+    const Tensor &v = p.views[0];
+    std::vector<int64_t> shape, strides;
+    for (int id : p.outAxes) {
+      auto pos = std::find(p.viewAxes[0].begin(), p.viewAxes[0].end(), id) -
+                 p.viewAxes[0].begin();
+      shape.push_back(v.shape()[pos]);
+      strides.push_back(v.strides()[pos]);
+    }
+    Tensor permuted(v.storage(), v.dtype(), v.device(), shape, strides,
+                    v.offset());
+    p.resultView = mergeGroups(permuted, p.outAxes, pl.output, p.size);
+    if (p.resultView)
+      return p;
+  }
+  if (r.op == Op::Repeat) {
+    // A view in the output's order, new axes broadcast (stride 0); the
+    // kernel copies it.
+    const Tensor &v = p.views[0];
+    std::vector<int64_t> shape, strides;
+    for (int id : p.outAxes) {
+      auto it = std::find(p.viewAxes[0].begin(), p.viewAxes[0].end(), id);
+      shape.push_back(p.size[id]);
+      strides.push_back(it == p.viewAxes[0].end()
+                            ? 0
+                            : v.strides()[it - p.viewAxes[0].begin()]);
+    }
+    p.views[0] = Tensor(v.storage(), v.dtype(), v.device(), shape, strides,
+                        v.offset());
+    p.viewAxes[0] = p.outAxes;
+  }
+  p.source = kernelSource(pl, r.how, p.viewAxes, p.outAxes);
+  return p;
+}
+
+Result<Tensor> run(const Request &r) {
+  auto p = prepare(r);
+  if (!p)
+    return p.error();
+  if (p->resultView)
+    return *p->resultView;
+  auto kernel = kernelFor(p->source);
+  if (!kernel)
+    return kernel.error();
+  std::vector<int64_t> shape;
+  for (int id : p->outAxes)
+    shape.push_back(p->size[id]);
+  auto out = allocate(p->plan->result, shape, false);
+  if (!out)
+    return out;
+  std::vector<const Tensor *> tensors;
+  for (const Tensor &v : p->views)
+    tensors.push_back(&v);
+  tensors.push_back(&*out);
+  if (auto ran = runKernel(**kernel, tensors); !ran)
+    return ran.error();
+  // A fresh C-order tensor: its groups always merge.
+  return *mergeGroups(*out, p->outAxes, p->plan->output, p->size);
+}
+
+} // namespace
+} // namespace ein::api::detail
+
+namespace ein::api::nothrow {
+
+using namespace ein::api::detail;
+
+Result<Tensor> rearrange(const Tensor &x, std::string_view pattern,
+                         const Sizes &sizes) {
+  std::vector<Tensor> inputs{x};
+  return run({Op::Rearrange, pattern, inputs, sizes});
+}
+
+Result<Tensor> reduce(const Tensor &x, std::string_view pattern, Reduction how,
+                      const Sizes &sizes, std::optional<DType> acc) {
+  std::vector<Tensor> inputs{x};
+  return run({Op::Reduce, pattern, inputs, sizes, how, acc});
+}
+
+Result<Tensor> repeat(const Tensor &x, std::string_view pattern,
+                      const Sizes &sizes) {
+  std::vector<Tensor> inputs{x};
+  return run({Op::Repeat, pattern, inputs, sizes});
+}
+
+Result<Tensor> einsum(std::string_view pattern,
+                      const std::vector<Tensor> &operands, const Sizes &sizes,
+                      std::optional<DType> acc) {
+  return run({Op::Einsum, pattern, operands, sizes, Reduction::Sum, acc});
+}
+
+Result<std::string> explain(std::string_view op, std::string_view pattern,
+                            const std::vector<Tensor> &inputs,
+                            const Sizes &sizes) {
+  std::optional<Op> which;
+  for (Op o : {Op::Rearrange, Op::Reduce, Op::Repeat, Op::Einsum})
+    if (op == opName(o))
+      which = o;
+  if (!which)
+    return usageError(fmt::format("explain: unknown operation '{}'; expected "
+                                  "rearrange, reduce, repeat or einsum",
+                                  op));
+  auto p = prepare({*which, pattern, inputs, sizes});
+  if (!p)
+    return p.error();
+  std::string head = fmt::format("{}(\"{}\")", op, pattern);
+  if (p->resultView)
+    return fmt::format("{}: a view (no copy, no kernel): {}", head,
+                       p->resultView->describe());
+  int64_t elements = 1;
+  for (int id : p->outAxes)
+    elements *= p->size[id];
+  return fmt::format("{}: a kernel writing a new tensor ({} bytes), compiled "
+                     "from:\n{}",
+                     head, elements * int64_t(itemsize(p->plan->result)),
+                     p->source);
+}
+
+} // namespace ein::api::nothrow

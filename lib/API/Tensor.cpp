@@ -1,0 +1,375 @@
+// The C++ API's tensors: storage, views, element access, .npy files.
+#include "Internal.h"
+
+#include "ein/Runtime/FloatConvert.h"
+#include "ein/Runtime/Npy.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace ein::api {
+namespace detail {
+
+ErrorInfo toInfo(const ein::Error &error) {
+  ErrorInfo info;
+  info.kind = error.kind == ErrorKind::Usage ? ErrorInfo::Kind::Usage
+                                             : ErrorInfo::Kind::Program;
+  // einc prints "einc: error: ..." for errors without a file; the API has
+  // no tool name, so the text starts at "error:".
+  std::string text = error.str("ein");
+  if (text.rfind("ein: ", 0) == 0)
+    text = text.substr(5);
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  info.message = std::move(text);
+  return info;
+}
+
+ErrorInfo usageError(const std::string &message) {
+  return {ErrorInfo::Kind::Usage, "error: " + message};
+}
+ErrorInfo programError(const std::string &message) {
+  return {ErrorInfo::Kind::Program, "error: " + message};
+}
+
+Result<Tensor> allocate(DType dtype, const std::vector<int64_t> &shape,
+                        bool zero) {
+  auto count = runtime::checkedNumElements(shape, itemsize(dtype));
+  if (!count)
+    return usageError(fmt::format("cannot make a tensor of shape {}: a size "
+                                  "is negative or the size overflows",
+                                  runtime::shapeTupleStr(shape)));
+  uint64_t bytes = uint64_t(*count) * itemsize(dtype);
+  if (bytes > runtime::hostMemoryBytes())
+    return usageError(fmt::format(
+        "cannot make a tensor of shape {} ({} bytes): more than this "
+        "machine's memory",
+        runtime::shapeTupleStr(shape), bytes));
+  auto storage = std::make_shared<Storage>();
+  // 64-byte aligned (a cache line, an AVX-512 vector); never 0 bytes.
+  size_t rounded = (bytes + 63) / 64 * 64;
+  storage->base = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!storage->base)
+    return usageError(fmt::format("cannot allocate {} bytes", bytes));
+  storage->owned = true;
+  storage->bytes = bytes;
+  if (zero)
+    std::memset(storage->base, 0, bytes);
+  return Tensor(std::move(storage), dtype, cpu, shape,
+                runtime::cOrderStrides(shape), 0);
+}
+
+std::string axesString(const std::vector<std::string> &names) {
+  std::string s;
+  for (const std::string &n : names)
+    s += (s.empty() ? "" : " ") + n;
+  return s;
+}
+
+void stridedCopy(const Tensor &src, const Tensor &dst) {
+  int64_t n = src.numel();
+  if (n == 0)
+    return;
+  size_t item = itemsize(src.dtype());
+  size_t rank = src.shape().size();
+  // The innermost dims that are contiguous in both go as one memcpy.
+  int64_t run = 1;
+  size_t outer = rank;
+  while (outer > 0) {
+    size_t d = outer - 1;
+    if (src.strides()[d] != run && src.shape()[d] != 1)
+      break;
+    if (dst.strides()[d] != run && dst.shape()[d] != 1)
+      break;
+    run *= src.shape()[d];
+    --outer;
+  }
+  std::vector<int64_t> index(outer, 0);
+  auto *s = static_cast<const char *>(src.data());
+  auto *t = static_cast<char *>(dst.data());
+  for (int64_t done = 0; done < n; done += run) {
+    int64_t so = 0, to = 0;
+    for (size_t d = 0; d < outer; ++d) {
+      so += index[d] * src.strides()[d];
+      to += index[d] * dst.strides()[d];
+    }
+    std::memcpy(t + to * int64_t(item), s + so * int64_t(item),
+                size_t(run) * item);
+    for (size_t d = outer; d-- > 0;) {
+      if (++index[d] < src.shape()[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+namespace {
+
+double decode(const void *p, DType t) {
+  switch (t) {
+  case DType::F64: return *static_cast<const double *>(p);
+  case DType::F32: return *static_cast<const float *>(p);
+  case DType::F16: return runtime::f16BitsToFloat(*static_cast<const uint16_t *>(p));
+  case DType::BF16: return runtime::bf16BitsToFloat(*static_cast<const uint16_t *>(p));
+  case DType::F8E4M3: return runtime::f8e4m3BitsToFloat(*static_cast<const uint8_t *>(p));
+  case DType::F8E5M2: return runtime::f8e5m2BitsToFloat(*static_cast<const uint8_t *>(p));
+  case DType::I64: return double(*static_cast<const int64_t *>(p));
+  case DType::I32: return *static_cast<const int32_t *>(p);
+  case DType::Bool: return *static_cast<const uint8_t *>(p) ? 1 : 0;
+  }
+  return 0;
+}
+
+std::optional<std::string> encode(void *p, DType t, double v) {
+  auto integral = [&](double lo, double hi) -> std::optional<std::string> {
+    if (!(v == std::floor(v) && v >= lo && v <= hi))
+      return fmt::format("{} cannot hold {}", name(t), v);
+    return std::nullopt;
+  };
+  switch (t) {
+  case DType::F64: *static_cast<double *>(p) = v; break;
+  case DType::F32: *static_cast<float *>(p) = float(v); break;
+  case DType::F16: *static_cast<uint16_t *>(p) = runtime::floatToF16Bits(float(v)); break;
+  case DType::BF16: *static_cast<uint16_t *>(p) = runtime::floatToBF16Bits(float(v)); break;
+  case DType::F8E4M3: *static_cast<uint8_t *>(p) = runtime::floatToF8E4M3Bits(float(v)); break;
+  case DType::F8E5M2: *static_cast<uint8_t *>(p) = runtime::floatToF8E5M2Bits(float(v)); break;
+  case DType::I64:
+    if (auto e = integral(-9223372036854775808.0, 9223372036854774784.0))
+      return e;
+    *static_cast<int64_t *>(p) = int64_t(v);
+    break;
+  case DType::I32:
+    if (auto e = integral(-2147483648.0, 2147483647.0))
+      return e;
+    *static_cast<int32_t *>(p) = int32_t(v);
+    break;
+  case DType::Bool:
+    if (v != 0 && v != 1)
+      return fmt::format("bool cannot hold {} (only 0 or 1)", v);
+    *static_cast<uint8_t *>(p) = uint8_t(v);
+    break;
+  }
+  return std::nullopt;
+}
+
+Result<char *> pointerAt(const Tensor &t, const std::vector<int64_t> &index) {
+  if (!t.defined())
+    return usageError("element access on an undefined tensor");
+  if (index.size() != t.shape().size())
+    return usageError(fmt::format("index {} has {} entries; the tensor {} has "
+                                  "rank {}",
+                                  runtime::shapeTupleStr(index), index.size(),
+                                  t.describe(), t.rank()));
+  int64_t offset = 0;
+  for (size_t d = 0; d < index.size(); ++d) {
+    if (index[d] < 0 || index[d] >= t.shape()[d])
+      return usageError(fmt::format("index {} is out of range in dim {} of "
+                                    "size {}",
+                                    runtime::shapeTupleStr(index), d,
+                                    t.shape()[d]));
+    offset += index[d] * t.strides()[d];
+  }
+  return static_cast<char *>(t.data()) + offset * int64_t(itemsize(t.dtype()));
+}
+
+std::vector<int64_t> unflatten(const Tensor &t, int64_t flat) {
+  std::vector<int64_t> index(t.shape().size());
+  for (size_t d = index.size(); d-- > 0;) {
+    index[d] = flat % t.shape()[d];
+    flat /= t.shape()[d];
+  }
+  return index;
+}
+
+} // namespace
+} // namespace detail
+
+using namespace detail;
+
+Tensor::Tensor(std::shared_ptr<detail::Storage> storage, DType dtype,
+               Device device, std::vector<int64_t> shape,
+               std::vector<int64_t> strides, int64_t offset)
+    : storage_(std::move(storage)), offset_(offset), dtype_(dtype),
+      device_(device), shape_(std::move(shape)), strides_(std::move(strides)) {
+  data_ = static_cast<char *>(storage_->base) + offset_ * int64_t(itemsize(dtype_));
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t s : shape_)
+    n *= s;
+  return n;
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t d = shape_.size(); d-- > 0;) {
+    if (shape_[d] == 0)
+      return true;
+    if (shape_[d] != 1 && strides_[d] != expected)
+      return false;
+    expected *= shape_[d];
+  }
+  return true;
+}
+
+std::string Tensor::describe() const {
+  if (!defined())
+    return "an undefined tensor";
+  std::string dims;
+  for (int64_t s : shape_)
+    dims += (dims.empty() ? "" : ", ") + std::to_string(s);
+  return fmt::format("{}[{}] strides {}", name(dtype_), dims,
+                     runtime::shapeTupleStr(strides_));
+}
+
+ErrorInfo Tensor::dtypeMismatch(DType as) const {
+  return usageError(fmt::format("the tensor holds {}, not {}", name(dtype_),
+                                name(as)));
+}
+
+ErrorInfo Tensor::indexError(std::initializer_list<int64_t> index) const {
+  auto p = pointerAt(*this, std::vector<int64_t>(index));
+  return p ? usageError("bad index") : p.error();
+}
+
+namespace nothrow {
+
+Result<Tensor> zeros(DType dtype, std::vector<int64_t> shape, Device device) {
+  if (device != cpu)
+    return to(Tensor(), device);
+  return allocate(dtype, shape, true);
+}
+
+Result<Tensor> view(void *data, DType dtype, std::vector<int64_t> shape,
+                    std::vector<int64_t> strides) {
+  if (!runtime::checkedNumElements(shape, itemsize(dtype)))
+    return usageError(fmt::format("cannot view shape {}: a size is negative "
+                                  "or the size overflows",
+                                  runtime::shapeTupleStr(shape)));
+  if (strides.empty())
+    strides = runtime::cOrderStrides(shape);
+  if (strides.size() != shape.size())
+    return usageError(fmt::format("shape {} has {} dims but {} strides were "
+                                  "given",
+                                  runtime::shapeTupleStr(shape), shape.size(),
+                                  strides.size()));
+  for (int64_t s : strides)
+    if (s < 0)
+      return usageError(fmt::format("strides {}: negative strides are not "
+                                    "supported",
+                                    runtime::shapeTupleStr(strides)));
+  if (!data && runtime::checkedNumElements(shape).value_or(0) > 0)
+    return usageError("a view of a null pointer");
+  auto storage = std::make_shared<Storage>();
+  storage->base = data;
+  return Tensor(std::move(storage), dtype, cpu, std::move(shape),
+                std::move(strides), 0);
+}
+
+Result<Tensor> from_data(DType dtype, std::vector<int64_t> shape,
+                         const void *data, size_t count) {
+  auto t = allocate(dtype, shape, false);
+  if (!t)
+    return t;
+  if (int64_t(count) != t->numel())
+    return usageError(fmt::format("{} values given for shape {} ({} "
+                                  "elements)",
+                                  count, runtime::shapeTupleStr(shape),
+                                  t->numel()));
+  if (count)
+    std::memcpy(t->data(), data, count * itemsize(dtype));
+  return t;
+}
+
+Result<Tensor> clone(const Tensor &t) {
+  if (!t.defined())
+    return usageError("clone of an undefined tensor");
+  auto copy = allocate(t.dtype(), t.shape(), false);
+  if (!copy)
+    return copy;
+  stridedCopy(t, *copy);
+  return copy;
+}
+
+Result<Tensor> to(const Tensor &t, Device device) {
+  if (device == cpu && t.defined() && t.device() == cpu)
+    return t;
+  return usageError("CUDA device tensors are not available in the C++ API "
+                    "yet (docs/cpp-api.md, 'Devices'); the CUDA back end is "
+                    "used through `einc build --target=cuda`");
+}
+
+Result<double> get(const Tensor &t, const std::vector<int64_t> &index) {
+  auto p = pointerAt(t, index);
+  if (!p)
+    return p.error();
+  return decode(*p, t.dtype());
+}
+
+Result<void> set(const Tensor &t, const std::vector<int64_t> &index,
+                 double value) {
+  auto p = pointerAt(t, index);
+  if (!p)
+    return p.error();
+  if (auto why = encode(*p, t.dtype(), value))
+    return usageError(*why);
+  return {};
+}
+
+Result<double> flat(const Tensor &t, int64_t index) {
+  if (!t.defined() || index < 0 || index >= t.numel())
+    return usageError(fmt::format("flat index {} is out of range for {}", index,
+                                  t.describe()));
+  return get(t, unflatten(t, index));
+}
+
+Result<Tensor> scalar(double value, DType dtype) {
+  auto t = allocate(dtype, {}, false);
+  if (!t)
+    return t;
+  if (auto why = encode(t->data(), dtype, value))
+    return usageError(*why);
+  return t;
+}
+
+Result<Tensor> load_npy(const std::string &path) {
+  auto host = runtime::readNpy(path);
+  if (!host)
+    return toInfo(host.error());
+  auto stored = runtime::toDType(host->type);
+  DType dtype = stored ? external(*stored) : bool_;
+  auto t = allocate(dtype, host->shape, false);
+  if (!t)
+    return t;
+  // Kept in the file's layout (Fortran order stays a strided tensor).
+  std::vector<int64_t> strides = host->strides();
+  if (!host->data.empty())
+    std::memcpy(t->data(), host->data.data(), host->data.size());
+  return Tensor(t->storage(), dtype, cpu, host->shape, strides, 0);
+}
+
+Result<void> save_npy(const Tensor &t, const std::string &path) {
+  if (!t.defined())
+    return usageError("save_npy of an undefined tensor");
+  Tensor dense = t;
+  if (!t.is_contiguous()) {
+    auto copy = clone(t);
+    if (!copy)
+      return copy.error();
+    dense = *copy;
+  }
+  runtime::HostTensor host;
+  host.type = runtime::toStorage(internal(t.dtype()));
+  host.shape = t.shape();
+  auto *bytes = static_cast<const uint8_t *>(dense.data());
+  host.data.assign(bytes, bytes + dense.numel() * int64_t(itemsize(t.dtype())));
+  if (auto written = runtime::writeNpy(path, host); !written)
+    return toInfo(written.error());
+  return {};
+}
+
+} // namespace nothrow
+} // namespace ein::api
