@@ -33,6 +33,10 @@ if os.path.exists(einc):
     config.available_features.add("einc")
 if os.path.exists(unit_tests):
     config.available_features.add("unittests")
+api_unit_tests = os.path.join(config.ein_tools_dir, "EinAPITests")
+config.substitutions.append(("%ein-api-unittests", api_unit_tests))
+if os.path.exists(api_unit_tests):
+    config.available_features.add("api-unittests")
 if config.cuda_found:
     config.available_features.add("cuda")
 # The CUDA runtime's tests in emulation (unittests/CUDA*.cpp).

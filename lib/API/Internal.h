@@ -65,8 +65,8 @@ inline constexpr const char *kernelName = "kernel";
 /// Kernels compiled by this process so far.
 size_t kernelCompilations();
 
-/// Checks generated `source` (one function, `kernelName`) whose line
-/// `callLine` holds `return CALL` for the user's operation; the error, if
+/// Checks generated `source` (one function, `kernelName`) whose body holds
+/// the user's operation as `return CALL` or `a, b = CALL`; the error, if
 /// any, is rendered with CALL as its source line and the caret in it.
 std::optional<ErrorInfo> checkCall(const std::string &source);
 

@@ -36,11 +36,8 @@ KernelCache &cache() {
   return *instance;
 }
 
-/// The indentation and keyword before the call on a generated `return` line.
-constexpr std::string_view kReturnPrefix = "    return ";
-
-/// The diagnostics of a generated source, with the `return` line's call as
-/// the source line, so the caret points into the user's pattern.
+/// The diagnostics of a generated source, with the body line's call as the
+/// source line, so the caret points into the user's pattern.
 std::string renderDiagnostics(const SourceFile &file,
                               const std::vector<Diagnostic> &diags) {
   std::string text;
@@ -53,15 +50,22 @@ std::string renderDiagnostics(const SourceFile &file,
     if (!text.empty())
       text += "\n";
     text += fmt::format("{}: {}", severity, d.message);
+    // The body's line, without its indentation and `return ` or `p, ps =`:
+    // the user's call, with the caret placed in it.
     std::string line = file.lineText(d.loc.line);
-    if (d.loc.line == 0 || line.rfind(kReturnPrefix, 0) != 0)
+    if (d.loc.line < 2 || line.rfind("    ", 0) != 0)
       continue;
-    std::string call = line.substr(kReturnPrefix.size());
-    size_t col = d.loc.col - 1;
-    if (col < kReturnPrefix.size())
+    size_t start = 4;
+    if (line.compare(start, 7, "return ") == 0)
+      start += 7;
+    else if (size_t eq = line.find(" = "); eq != std::string::npos &&
+                                           eq < line.find('('))
+      start = eq + 3;
+    if (d.loc.col - 1 < start)
       continue;
-    col -= kReturnPrefix.size();
-    text += fmt::format("\n    {}\n    {}^{}", call, std::string(col, ' '),
+    size_t col = d.loc.col - 1 - start;
+    text += fmt::format("\n    {}\n    {}^{}", line.substr(start),
+                        std::string(col, ' '),
                         std::string(d.length > 1 ? d.length - 1 : 0, '~'));
   }
   return text;
