@@ -37,6 +37,10 @@ api_unit_tests = os.path.join(config.ein_tools_dir, "EinAPITests")
 config.substitutions.append(("%ein-api-unittests", api_unit_tests))
 if os.path.exists(api_unit_tests):
     config.available_features.add("api-unittests")
+api_oracle = os.path.join(config.ein_tools_dir, "EinAPIOracle")
+config.substitutions.append(("%ein-api-oracle", api_oracle))
+if os.path.exists(api_oracle):
+    config.available_features.add("api-oracle")
 if config.cuda_found:
     config.available_features.add("cuda")
 # The CUDA runtime's tests in emulation (unittests/CUDA*.cpp).
