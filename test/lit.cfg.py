@@ -41,6 +41,10 @@ api_oracle = os.path.join(config.ein_tools_dir, "EinAPIOracle")
 config.substitutions.append(("%ein-api-oracle", api_oracle))
 if os.path.exists(api_oracle):
     config.available_features.add("api-oracle")
+api_tsan = os.path.join(config.ein_tools_dir, "EinAPITSanTests")
+config.substitutions.append(("%ein-api-tsan", api_tsan))
+if os.path.exists(api_tsan):
+    config.available_features.add("api-tsan")
 if config.cuda_found:
     config.available_features.add("cuda")
 # The CUDA runtime's tests in emulation (unittests/CUDA*.cpp).
