@@ -52,22 +52,20 @@ int main(int argc, char **argv) {
   std::string what = argc > 1 ? argv[1] : "overhead";
   std::vector<float> values(2 * 3 * 8, 1.0f);
   ein::Tensor x = ein::Tensor::from_vector(values, {2, 3, 8});
-  ein::Tensor a = ein::Tensor::from_vector(std::vector<float>(16, 0.5f), {4, 4});
+  ein::Tensor a =
+      ein::Tensor::from_vector(std::vector<float>(16, 0.5f), {4, 4});
   ein::Tensor v = ein::Tensor::from_vector(std::vector<float>(8, 0.5f), {8});
   // First calls: compile (or load from the disk cache) and run.
   std::printf("first_rearrange_view %.9f\n", once([&] {
                 ein::rearrange(x, "b s (h d) -> b h s d", {{"h", 2}});
               }));
-  std::printf("first_einsum %.9f\n", once([&] {
-                ein::einsum("i j, j k -> i k", a, a);
-              }));
-  std::printf("first_reduce %.9f\n", once([&] {
-                ein::reduce(x, "b s c -> b c", ein::sum);
-              }));
+  std::printf("first_einsum %.9f\n",
+              once([&] { ein::einsum("i j, j k -> i k", a, a); }));
+  std::printf("first_reduce %.9f\n",
+              once([&] { ein::reduce(x, "b s c -> b c", ein::sum); }));
   std::printf("first_exp %.9f\n", once([&] { ein::exp(v); }));
-  std::printf("first_rearrange_copy %.9f\n", once([&] {
-                ein::rearrange(x, "b s c -> (c s) b");
-              }));
+  std::printf("first_rearrange_copy %.9f\n",
+              once([&] { ein::rearrange(x, "b s c -> (c s) b"); }));
   if (what == "first")
     return 0;
   std::printf("view_rearrange %.9f\n", perCall([&] {
@@ -75,9 +73,8 @@ int main(int argc, char **argv) {
               }));
   std::printf("kernel_einsum_4x4 %.9f\n",
               perCall([&] { ein::einsum("i j, j k -> i k", a, a); }));
-  std::printf("kernel_reduce %.9f\n", perCall([&] {
-                ein::reduce(x, "b s c -> b c", ein::sum);
-              }));
+  std::printf("kernel_reduce %.9f\n",
+              perCall([&] { ein::reduce(x, "b s c -> b c", ein::sum); }));
   std::printf("kernel_exp_8 %.9f\n", perCall([&] { ein::exp(v); }));
   std::printf("kernel_rearrange_copy %.9f\n",
               perCall([&] { ein::rearrange(x, "b s c -> (c s) b"); }));

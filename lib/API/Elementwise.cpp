@@ -38,8 +38,7 @@ Tensor broadcastTo(const Tensor &t, const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 0);
   for (size_t d = 0; d < t.shape().size(); ++d)
     strides[lead + d] = t.shape()[d] == shape[lead + d] ? t.strides()[d] : 0;
-  return Tensor(t.storage(), t.dtype(), t.device(), shape, strides,
-                t.offset());
+  return Tensor(t.storage(), t.dtype(), t.device(), shape, strides, t.offset());
 }
 
 /// Runs the one-function kernel of `body` over `operands` broadcast to one
@@ -69,8 +68,8 @@ Result<Tensor> runElementwise(const std::string &what,
         for (const Tensor &u : operands)
           shapes += (shapes.empty() ? "" : " and ") +
                     runtime::shapeTupleStr(u.shape());
-        return usageError(fmt::format("{}: shapes {} do not broadcast", what,
-                                      shapes));
+        return usageError(
+            fmt::format("{}: shapes {} do not broadcast", what, shapes));
       }
     }
   }
@@ -158,8 +157,8 @@ Result<Tensor> elementwise(std::string_view function,
 }
 
 Result<Tensor> astype(const Tensor &x, DType dtype) {
-  return runElementwise("astype", {x}, fmt::format("astype(x0, {})", name(dtype)),
-                        dtype);
+  return runElementwise("astype", {x},
+                        fmt::format("astype(x0, {})", name(dtype)), dtype);
 }
 
 } // namespace ein::api::nothrow

@@ -71,7 +71,8 @@ size_t kernelCompilations();
 std::optional<ErrorInfo> checkCall(const std::string &source);
 
 /// Runs `kernel` on `tensors` (parameters then results).
-Result<void> runKernel(const Kernel &kernel, const std::vector<const Tensor *> &tensors);
+Result<void> runKernel(const Kernel &kernel,
+                       const std::vector<const Tensor *> &tensors);
 
 /// The shape string "a0 a1 ... a{rank-1}" of elementary axis names from
 /// `names`.

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-
 #include <algorithm>
 #include <atomic>
 
@@ -41,7 +40,6 @@ KernelCache &cache() {
   return *instance;
 }
 
-
 /// The diagnostics of a generated source, with the body line's call as the
 /// source line, so the caret points into the user's pattern.
 std::string renderDiagnostics(const SourceFile &file,
@@ -64,8 +62,8 @@ std::string renderDiagnostics(const SourceFile &file,
     size_t start = 4;
     if (line.compare(start, 7, "return ") == 0)
       start += 7;
-    else if (size_t eq = line.find(" = "); eq != std::string::npos &&
-                                           eq < line.find('('))
+    else if (size_t eq = line.find(" = ");
+             eq != std::string::npos && eq < line.find('('))
       start = eq + 3;
     if (d.loc.col - 1 < start)
       continue;
@@ -118,9 +116,8 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
   // The disk cache, keyed by the source (and, inside, this compiler build
   // and CPU).
   bool loaded = false;
-  auto compiled = ObjectCache::compileOrLoad(source, checked, kernelName, {},
-                                             JITOptions::fromEnvironment(),
-                                             &loaded);
+  auto compiled = ObjectCache::compileOrLoad(
+      source, checked, kernelName, {}, JITOptions::fromEnvironment(), &loaded);
   if (!compiled) {
     ErrorInfo info = toInfo(compiled.error());
     info.message += "\nthe generated source was:\n" + source;
@@ -151,8 +148,8 @@ Result<void> runKernel(const Kernel &kernel,
                        const std::vector<const Tensor *> &tensors) {
   std::vector<JITFunction::StridedArgument> args;
   for (const Tensor *t : tensors)
-    args.push_back({t->data(), t->shape().data(), t->strides().data(),
-                    t->shape().size()});
+    args.push_back(
+        {t->data(), t->shape().data(), t->strides().data(), t->shape().size()});
   if (auto called = kernel.function->callStrided(args.data(), args.size());
       !called)
     return toInfo(called.error());

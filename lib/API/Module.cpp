@@ -17,8 +17,8 @@
 #include <fstream>
 #include <mutex>
 #include <shared_mutex>
-#include <unordered_map>
 #include <sstream>
+#include <unordered_map>
 
 #include <sys/stat.h>
 
@@ -55,8 +55,8 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
     return toInfo(errorFromDiagnostics(diags));
   for (auto &[name, value] : dims) {
     if (value < 0)
-      return usageError(fmt::format("dim {}={}: a size must be >= 0", name,
-                                    value));
+      return usageError(
+          fmt::format("dim {}={}: a size must be >= 0", name, value));
     state->options.dimOverrides[name] = Int(value);
   }
   state->checked = checkModule(state->module, state->options, diags);
@@ -88,7 +88,8 @@ namespace nothrow {
 
 Result<Module> load_module(const std::string &path, const Sizes &dims) {
   auto failure = [&](std::string message) {
-    return toInfo(ein::Error::inFile(ErrorKind::Program, path, std::move(message)));
+    return toInfo(
+        ein::Error::inFile(ErrorKind::Program, path, std::move(message)));
   };
   struct stat info;
   if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
@@ -126,8 +127,8 @@ Result<std::vector<Tensor>> call(const Module &module,
   std::vector<std::vector<int64_t>> shapes;
   for (const Tensor &t : inputs) {
     if (!t.defined())
-      return usageError(fmt::format("'{}': an input is an undefined tensor",
-                                    function));
+      return usageError(
+          fmt::format("'{}': an input is an undefined tensor", function));
     if (t.device() != cpu)
       return usageError("CUDA device tensors are not available in the C++ "
                         "API yet");
@@ -135,16 +136,15 @@ Result<std::vector<Tensor>> call(const Module &module,
   }
   const CheckedFunction *fn = state->checked.find(function);
   if (!fn)
-    return toInfo(ein::Error::inFile(ErrorKind::Program, state->file->path,
-                                fmt::format("no function named '{}'",
-                                            function)));
+    return toInfo(
+        ein::Error::inFile(ErrorKind::Program, state->file->path,
+                           fmt::format("no function named '{}'", function)));
   for (size_t i = 0; i < inputs.size() && i < fn->params.size(); ++i) {
     const TensorType &type = fn->values[fn->params[i]].type;
     if (internal(inputs[i].dtype()) != type.dtype)
       return usageError(fmt::format("'{}': input {} ('{}') is {}, the "
                                     "parameter is {}",
-                                    function, i,
-                                    fn->values[fn->params[i]].name,
+                                    function, i, fn->values[fn->params[i]].name,
                                     name(inputs[i].dtype()),
                                     dtypeName(type.dtype)));
   }
@@ -187,13 +187,12 @@ Result<std::vector<Tensor>> call(const Module &module,
   }
   std::vector<JITFunction::StridedArgument> args;
   for (const Tensor &t : inputs)
-    args.push_back({t.data(), t.shape().data(), t.strides().data(),
-                    t.shape().size()});
+    args.push_back(
+        {t.data(), t.shape().data(), t.strides().data(), t.shape().size()});
   for (const Tensor &t : results)
-    args.push_back({t.data(), t.shape().data(), t.strides().data(),
-                    t.shape().size()});
-  if (auto ran = bound->executable->callStrided(args.data(), args.size());
-      !ran)
+    args.push_back(
+        {t.data(), t.shape().data(), t.strides().data(), t.shape().size()});
+  if (auto ran = bound->executable->callStrided(args.data(), args.size()); !ran)
     return toInfo(ran.error());
   return results;
 }
@@ -206,8 +205,8 @@ Result<CostReport> report(const Module &module, const std::string &function,
   CheckOptions options = state->options;
   for (auto &[name, value] : sizes) {
     if (value < 0)
-      return usageError(fmt::format("size {}={}: a size must be >= 0", name,
-                                    value));
+      return usageError(
+          fmt::format("size {}={}: a size must be >= 0", name, value));
     options.dimOverrides[name] = Int(value);
   }
   options.onlyFunction = function;
@@ -217,9 +216,9 @@ Result<CostReport> report(const Module &module, const std::string &function,
     return toInfo(errorFromDiagnostics(diags));
   const CheckedFunction *fn = checked.find(function);
   if (!fn)
-    return toInfo(ein::Error::inFile(ErrorKind::Program, state->file->path,
-                                fmt::format("no function named '{}'",
-                                            function)));
+    return toInfo(
+        ein::Error::inFile(ErrorKind::Program, state->file->path,
+                           fmt::format("no function named '{}'", function)));
   ReportOptions report;
   report.function = function;
   report.device = findDevice("h100");

@@ -14,15 +14,16 @@ namespace {
 Result<std::pair<size_t, size_t>> starSplit(std::string_view pattern) {
   for (char c : pattern)
     if (c == '"' || c == '\\' || (unsigned char)c < 0x20)
-      return programError(fmt::format(
-          "the pattern holds a character no pattern may hold: {:?}",
-          std::string(1, c)));
+      return programError(
+          fmt::format("the pattern holds a character no pattern may hold: {:?}",
+                      std::string(1, c)));
   auto parsed = parsePattern(std::string(pattern), PatternUse::Pack);
   if (!parsed)
     return std::pair<size_t, size_t>{0, 0}; // the checker words the error
-  const PatternSide &side = parsed->output.groups.empty() && !parsed->inputs.empty()
-                                ? parsed->inputs[0]
-                                : parsed->output;
+  const PatternSide &side =
+      parsed->output.groups.empty() && !parsed->inputs.empty()
+          ? parsed->inputs[0]
+          : parsed->output;
   size_t star = side.starIndex();
   return std::pair<size_t, size_t>{star, side.groups.size() - star - 1};
 }
@@ -67,8 +68,7 @@ std::string unpackSource(const Tensor &x, const PackedShapes &shapes,
   }
   return fmt::format("def {}({}) -> ({},):\n    {} = unpack(x0, [{}], "
                      "\"{}\")\n    return {}\n",
-                     kernelName, params, results, names, parts, pattern,
-                     names);
+                     kernelName, params, results, names, parts, pattern, names);
 }
 
 /// The error of the checker for the call with concrete sizes, as a usage

@@ -24,17 +24,21 @@ enum class Op { Rearrange, Reduce, Repeat, Einsum };
 
 const char *opName(Op op) {
   switch (op) {
-  case Op::Rearrange: return "rearrange";
-  case Op::Reduce: return "reduce";
-  case Op::Repeat: return "repeat";
-  case Op::Einsum: return "einsum";
+  case Op::Rearrange:
+    return "rearrange";
+  case Op::Reduce:
+    return "reduce";
+  case Op::Repeat:
+    return "repeat";
+  case Op::Einsum:
+    return "einsum";
   }
   return "";
 }
 
 const char *reductionName(Reduction how) {
-  constexpr const char *names[] = {"sum", "mean", "max", "min",
-                                   "prod", "any", "all"};
+  constexpr const char *names[] = {"sum",  "mean", "max", "min",
+                                   "prod", "any",  "all"};
   return names[static_cast<unsigned>(how)];
 }
 
@@ -160,10 +164,14 @@ std::string callSource(const Request &r, DType result, bool concrete) {
 
 PatternUse patternUse(Op op) {
   switch (op) {
-  case Op::Rearrange: return PatternUse::Rearrange;
-  case Op::Reduce: return PatternUse::Reduce;
-  case Op::Repeat: return PatternUse::Repeat;
-  case Op::Einsum: return PatternUse::Einsum;
+  case Op::Rearrange:
+    return PatternUse::Rearrange;
+  case Op::Reduce:
+    return PatternUse::Reduce;
+  case Op::Repeat:
+    return PatternUse::Repeat;
+  case Op::Einsum:
+    return PatternUse::Einsum;
   }
   return PatternUse::Rearrange;
 }
@@ -193,7 +201,8 @@ Result<std::shared_ptr<Plan>> buildPlan(const Request &r) {
   for (size_t i = 0; i < parsed->inputs.size(); ++i)
     if (parsed->inputs[i].hasEllipsis())
       ellipsisRank = std::max<size_t>(
-          ellipsisRank, r.inputs[i].rank() - (parsed->inputs[i].groups.size() - 1));
+          ellipsisRank,
+          r.inputs[i].rank() - (parsed->inputs[i].groups.size() - 1));
   for (size_t k = 0; k < ellipsisRank; ++k)
     plan->ellipsis.push_back(named(fmt::format("...{}", k)));
   auto side = [&](const PatternSide &s, size_t covered) {
@@ -463,8 +472,8 @@ struct Prepared {
 
 Result<Prepared> prepare(const Request &r) {
   if (r.inputs.empty())
-    return usageError(fmt::format("{} needs at least one tensor",
-                                  opName(r.op)));
+    return usageError(
+        fmt::format("{} needs at least one tensor", opName(r.op)));
   for (const Tensor &t : r.inputs) {
     if (!t.defined())
       return usageError(fmt::format("{} of an undefined tensor", opName(r.op)));
@@ -482,13 +491,15 @@ Result<Prepared> prepare(const Request &r) {
     // einc's own words for it, when its checker sees the sizes' problem.
     if (auto error = checkCall(callSource(r, pl.result, true)))
       return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
-    return usageError(fmt::format("{}(\"{}\"): {}", opName(r.op), r.pattern,
-                                  *why));
+    return usageError(
+        fmt::format("{}(\"{}\"): {}", opName(r.op), r.pattern, *why));
   }
-  if (r.op == Op::Reduce && (r.how == Reduction::Max || r.how == Reduction::Min)) {
+  if (r.op == Op::Reduce &&
+      (r.how == Reduction::Max || r.how == Reduction::Min)) {
     const std::vector<int> &out = pl.kernelOutput;
     for (int id : pl.kernelInputs[0])
-      if (p.size[id] == 0 && std::find(out.begin(), out.end(), id) == out.end()) {
+      if (p.size[id] == 0 &&
+          std::find(out.begin(), out.end(), id) == out.end()) {
         if (auto error = checkCall(callSource(r, pl.result, true)))
           return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
         return usageError(fmt::format("{} over an empty axis: '{}' has size 0",
@@ -500,7 +511,8 @@ Result<Prepared> prepare(const Request &r) {
   p.viewAxes.reserve(pl.inputs.size());
   for (size_t i = 0; i < pl.inputs.size(); ++i) {
     std::vector<int> axes;
-    p.views.push_back(elementaryView(pl, r.inputs[i], pl.inputs[i], p.size, axes));
+    p.views.push_back(
+        elementaryView(pl, r.inputs[i], pl.inputs[i], p.size, axes));
     p.viewAxes.push_back(std::move(axes));
   }
   if (r.op == Op::Rearrange) {
@@ -533,8 +545,8 @@ Result<Prepared> prepare(const Request &r) {
                             ? 0
                             : v.strides()[it - p.viewAxes[0].begin()]);
     }
-    p.views[0] = Tensor(v.storage(), v.dtype(), v.device(), shape, strides,
-                        v.offset());
+    p.views[0] =
+        Tensor(v.storage(), v.dtype(), v.device(), shape, strides, v.offset());
     p.viewAxes[0] = p.outAxes;
   }
   return p;

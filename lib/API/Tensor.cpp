@@ -111,15 +111,24 @@ namespace {
 
 double decode(const void *p, DType t) {
   switch (t) {
-  case DType::F64: return *static_cast<const double *>(p);
-  case DType::F32: return *static_cast<const float *>(p);
-  case DType::F16: return runtime::f16BitsToFloat(*static_cast<const uint16_t *>(p));
-  case DType::BF16: return runtime::bf16BitsToFloat(*static_cast<const uint16_t *>(p));
-  case DType::F8E4M3: return runtime::f8e4m3BitsToFloat(*static_cast<const uint8_t *>(p));
-  case DType::F8E5M2: return runtime::f8e5m2BitsToFloat(*static_cast<const uint8_t *>(p));
-  case DType::I64: return double(*static_cast<const int64_t *>(p));
-  case DType::I32: return *static_cast<const int32_t *>(p);
-  case DType::Bool: return *static_cast<const uint8_t *>(p) ? 1 : 0;
+  case DType::F64:
+    return *static_cast<const double *>(p);
+  case DType::F32:
+    return *static_cast<const float *>(p);
+  case DType::F16:
+    return runtime::f16BitsToFloat(*static_cast<const uint16_t *>(p));
+  case DType::BF16:
+    return runtime::bf16BitsToFloat(*static_cast<const uint16_t *>(p));
+  case DType::F8E4M3:
+    return runtime::f8e4m3BitsToFloat(*static_cast<const uint8_t *>(p));
+  case DType::F8E5M2:
+    return runtime::f8e5m2BitsToFloat(*static_cast<const uint8_t *>(p));
+  case DType::I64:
+    return double(*static_cast<const int64_t *>(p));
+  case DType::I32:
+    return *static_cast<const int32_t *>(p);
+  case DType::Bool:
+    return *static_cast<const uint8_t *>(p) ? 1 : 0;
   }
   return 0;
 }
@@ -131,12 +140,24 @@ std::optional<std::string> encode(void *p, DType t, double v) {
     return std::nullopt;
   };
   switch (t) {
-  case DType::F64: *static_cast<double *>(p) = v; break;
-  case DType::F32: *static_cast<float *>(p) = float(v); break;
-  case DType::F16: *static_cast<uint16_t *>(p) = runtime::floatToF16Bits(float(v)); break;
-  case DType::BF16: *static_cast<uint16_t *>(p) = runtime::floatToBF16Bits(float(v)); break;
-  case DType::F8E4M3: *static_cast<uint8_t *>(p) = runtime::floatToF8E4M3Bits(float(v)); break;
-  case DType::F8E5M2: *static_cast<uint8_t *>(p) = runtime::floatToF8E5M2Bits(float(v)); break;
+  case DType::F64:
+    *static_cast<double *>(p) = v;
+    break;
+  case DType::F32:
+    *static_cast<float *>(p) = float(v);
+    break;
+  case DType::F16:
+    *static_cast<uint16_t *>(p) = runtime::floatToF16Bits(float(v));
+    break;
+  case DType::BF16:
+    *static_cast<uint16_t *>(p) = runtime::floatToBF16Bits(float(v));
+    break;
+  case DType::F8E4M3:
+    *static_cast<uint8_t *>(p) = runtime::floatToF8E4M3Bits(float(v));
+    break;
+  case DType::F8E5M2:
+    *static_cast<uint8_t *>(p) = runtime::floatToF8E5M2Bits(float(v));
+    break;
   case DType::I64:
     if (auto e = integral(-9223372036854775808.0, 9223372036854774784.0))
       return e;
@@ -195,7 +216,8 @@ Tensor::Tensor(std::shared_ptr<detail::Storage> storage, DType dtype,
                std::vector<int64_t> strides, int64_t offset)
     : storage_(std::move(storage)), offset_(offset), dtype_(dtype),
       device_(device), shape_(std::move(shape)), strides_(std::move(strides)) {
-  data_ = static_cast<char *>(storage_->base) + offset_ * int64_t(itemsize(dtype_));
+  data_ =
+      static_cast<char *>(storage_->base) + offset_ * int64_t(itemsize(dtype_));
 }
 
 int64_t Tensor::numel() const {
@@ -228,8 +250,8 @@ std::string Tensor::describe() const {
 }
 
 ErrorInfo Tensor::dtypeMismatch(DType as) const {
-  return usageError(fmt::format("the tensor holds {}, not {}", name(dtype_),
-                                name(as)));
+  return usageError(
+      fmt::format("the tensor holds {}, not {}", name(dtype_), name(as)));
 }
 
 ErrorInfo Tensor::indexError(std::initializer_list<int64_t> index) const {

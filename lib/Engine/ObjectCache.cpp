@@ -34,9 +34,9 @@ std::string readWhole(const std::string &path) {
 /// Writes `text` to `path` through a temporary file and a rename, so a
 /// reader sees the whole file or none.
 bool writeAtomically(const std::string &path, const std::string &text) {
-  std::string temp = fmt::format("{}.tmp.{}.{}", path, ::getpid(),
-                                 std::hash<std::thread::id>()(
-                                     std::this_thread::get_id()));
+  std::string temp =
+      fmt::format("{}.tmp.{}.{}", path, ::getpid(),
+                  std::hash<std::thread::id>()(std::this_thread::get_id()));
   {
     std::ofstream out(temp, std::ios::binary);
     out << text;
@@ -46,7 +46,6 @@ bool writeAtomically(const std::string &path, const std::string &text) {
   return ::rename(temp.c_str(), path.c_str()) == 0 ||
          (::unlink(temp.c_str()), false);
 }
-
 
 } // namespace
 
@@ -107,12 +106,13 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
   // only costs a compilation.
   std::string fullKey, base;
   if (const std::string &dir = directory(); !dir.empty()) {
-    fullKey = fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\n", key,
-                          compilerAndCPU(), function, cpu.tiles.str(),
-                          cpu.fusion);
+    fullKey =
+        fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\n", key,
+                    compilerAndCPU(), function, cpu.tiles.str(), cpu.fusion);
     base = fmt::format("{}/{:016x}", dir, std::hash<std::string>()(fullKey));
     if (readWhole(base + ".key") == fullKey) {
-      if (auto object = JITFunction::loadObject(checked, function, base + ".o")) {
+      if (auto object =
+              JITFunction::loadObject(checked, function, base + ".o")) {
         *loaded = true;
         return object;
       }
@@ -120,8 +120,9 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
   }
   std::string temp;
   if (!base.empty()) {
-    temp = fmt::format("{}.o.tmp.{}.{}", base, ::getpid(),
-                       std::hash<std::thread::id>()(std::this_thread::get_id()));
+    temp =
+        fmt::format("{}.o.tmp.{}.{}", base, ::getpid(),
+                    std::hash<std::thread::id>()(std::this_thread::get_id()));
     jit.objectFile = temp;
   }
   auto compiled = JITFunction::compile(checked, function, cpu, jit);

@@ -288,9 +288,8 @@ JITFunction::loadObject(const CheckedModule &module,
                         const std::string &function,
                         const std::string &objectFile) {
   auto failure = [&](std::string reason) {
-    return Error::program(
-        fmt::format("cannot load '{}' from {}: {}", function, objectFile,
-                    reason));
+    return Error::program(fmt::format("cannot load '{}' from {}: {}", function,
+                                      objectFile, reason));
   };
   const CheckedFunction *fn = module.find(function);
   if (!fn)
@@ -391,7 +390,7 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
 }
 
 ErrorOr<void> JITFunction::callStrided(const StridedArgument *args,
-                                        size_t count) {
+                                       size_t count) {
   size_t expected = impl->params.size() + impl->results.size();
   if (count != expected)
     return Error::usage(fmt::format("'{}' takes {} tensor(s), got {}",

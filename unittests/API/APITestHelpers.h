@@ -13,10 +13,11 @@
 namespace ein_api_test {
 
 /// A C-order f32 tensor whose element at flat index i is f(i).
-inline ein::Tensor iota(std::vector<int64_t> shape,
-                        std::function<float(int64_t)> f = [](int64_t i) {
-                          return float(i % 97) * 0.25f - 3.0f;
-                        }) {
+inline ein::Tensor iota(
+    std::vector<int64_t> shape,
+    std::function<float(int64_t)> f = [](int64_t i) {
+      return float(i % 97) * 0.25f - 3.0f;
+    }) {
   int64_t n = 1;
   for (int64_t s : shape)
     n *= s;
@@ -27,8 +28,9 @@ inline ein::Tensor iota(std::vector<int64_t> shape,
 }
 
 /// Calls f(index) for every index of `shape` in C order.
-inline void forEachIndex(const std::vector<int64_t> &shape,
-                         const std::function<void(const std::vector<int64_t> &)> &f) {
+inline void
+forEachIndex(const std::vector<int64_t> &shape,
+             const std::function<void(const std::vector<int64_t> &)> &f) {
   int64_t n = 1;
   for (int64_t s : shape)
     n *= s;
@@ -49,21 +51,28 @@ inline double element(const ein::Tensor &t, const std::vector<int64_t> &index) {
   for (size_t d = 0; d < index.size(); ++d)
     offset += index[d] * t.strides()[d];
   switch (t.dtype()) {
-  case ein::DType::F32: return static_cast<const float *>(t.data())[offset];
-  case ein::DType::F64: return static_cast<const double *>(t.data())[offset];
-  case ein::DType::I32: return static_cast<const int32_t *>(t.data())[offset];
+  case ein::DType::F32:
+    return static_cast<const float *>(t.data())[offset];
+  case ein::DType::F64:
+    return static_cast<const double *>(t.data())[offset];
+  case ein::DType::I32:
+    return static_cast<const int32_t *>(t.data())[offset];
   case ein::DType::I64:
     return double(static_cast<const int64_t *>(t.data())[offset]);
-  case ein::DType::Bool: return static_cast<const uint8_t *>(t.data())[offset];
-  default: ADD_FAILURE() << "element: unsupported dtype"; return 0;
+  case ein::DType::Bool:
+    return static_cast<const uint8_t *>(t.data())[offset];
+  default:
+    ADD_FAILURE() << "element: unsupported dtype";
+    return 0;
   }
 }
 
 /// Expects `t` to have `shape` and element(index) == want(index) within a
 /// relative tolerance.
-inline void expectTensor(const ein::Tensor &t, const std::vector<int64_t> &shape,
-                         const std::function<double(const std::vector<int64_t> &)> &want,
-                         double tolerance = 1e-5) {
+inline void
+expectTensor(const ein::Tensor &t, const std::vector<int64_t> &shape,
+             const std::function<double(const std::vector<int64_t> &)> &want,
+             double tolerance = 1e-5) {
   ASSERT_EQ(t.shape(), shape);
   int failures = 0;
   forEachIndex(shape, [&](const std::vector<int64_t> &index) {

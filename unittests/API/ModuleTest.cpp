@@ -55,7 +55,8 @@ TEST(Module, ReportCountsTheLecturesFlops) {
 TEST(Module, ErrorsAreEincsDiagnostics) {
   auto missing = ein::nothrow::load_module("/nonexistent/x.ein");
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.error().message.find("cannot open file"), std::string::npos);
+  EXPECT_NE(missing.error().message.find("cannot open file"),
+            std::string::npos);
   auto bad = ein::nothrow::module_from_source(
       "def f(x: f32[\"a b\"]) -> f32[\"a\"]:\n    return rearrange(x, \"a b -> "
       "a c\")\n",
@@ -64,12 +65,14 @@ TEST(Module, ErrorsAreEincsDiagnostics) {
   EXPECT_NE(bad.error().message.find("bad.ein:2:"), std::string::npos)
       << bad.error().message;
   ein::Module m = ein::Module::load(examples() + "multihead.ein");
-  auto wrong = ein::nothrow::call(m, "multihead", {iota({2, 3, 7}), iota({4, 2})});
+  auto wrong =
+      ein::nothrow::call(m, "multihead", {iota({2, 3, 7}), iota({4, 2})});
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().kind, ein::ErrorInfo::Kind::Usage);
   auto none = ein::nothrow::call(m, "nothing", {});
   ASSERT_FALSE(none);
-  EXPECT_THROW((m.call<2>("multihead", iota({2, 3, 8}), iota({4, 2}))), ein::Error);
+  EXPECT_THROW((m.call<2>("multihead", iota({2, 3, 8}), iota({4, 2}))),
+               ein::Error);
 }
 
 TEST(Tensor, ViewsElementAccessAndNpyRoundTrip) {
@@ -101,7 +104,8 @@ TEST(Tensor, ViewsElementAccessAndNpyRoundTrip) {
   std::remove((std::string(dir) + "/bad.npy").c_str());
   rmdir(dir);
   EXPECT_THROW(ein::Tensor::zeros(ein::f32, {-1}), ein::Error);
-  EXPECT_THROW(ein::Tensor::zeros(ein::f32, {1 << 30, 1 << 30, 1 << 30}), ein::Error);
+  EXPECT_THROW(ein::Tensor::zeros(ein::f32, {1 << 30, 1 << 30, 1 << 30}),
+               ein::Error);
   EXPECT_THROW(h.to(ein::cuda), ein::Error);
 }
 

@@ -45,7 +45,9 @@ TEST(Rearrange, StridedInputAndUnitAxes) {
   ein::Tensor c = t.contiguous();
   EXPECT_TRUE(c.is_contiguous());
   EXPECT_FALSE(c.shares_storage(x));
-  expectTensor(c, {6, 4}, [&](const Index &i) { return element(x, {i[1], i[0]}); });
+  expectTensor(c, {6, 4}, [&](const Index &i) {
+    return element(x, {i[1], i[0]});
+  });
 }
 
 TEST(Rearrange, EllipsisAndLargerCopy) {
@@ -54,10 +56,12 @@ TEST(Rearrange, EllipsisAndLargerCopy) {
   expectTensor(y, {3, 2, 33, 65}, [&](const Index &i) {
     return element(x, {i[0], i[1], i[3], i[2]});
   });
-  EXPECT_TRUE(ein::explain("rearrange", "... h w -> ... w h", {x}).find("kernel") !=
-              std::string::npos);
-  EXPECT_TRUE(ein::explain("rearrange", "... h w -> ... h w", {x}).find("a view") !=
-              std::string::npos);
+  EXPECT_TRUE(
+      ein::explain("rearrange", "... h w -> ... w h", {x}).find("kernel") !=
+      std::string::npos);
+  EXPECT_TRUE(
+      ein::explain("rearrange", "... h w -> ... h w", {x}).find("a view") !=
+      std::string::npos);
 }
 
 TEST(Reduce, SumMeanMaxOverComposedAxes) {
@@ -127,12 +131,14 @@ TEST(Einsum, MatmulOnATransposedViewWithoutACopy) {
   };
   expectTensor(ein::einsum("k n, m k -> m n", a, b), {9, 5}, want);
   expectTensor(ein::einsum("k m, k n -> m n", bt, a), {9, 5}, want);
-  expectTensor(ein::einsum("k m, k n -> m n", bt.contiguous(), a), {9, 5}, want);
+  expectTensor(ein::einsum("k m, k n -> m n", bt.contiguous(), a), {9, 5},
+               want);
 }
 
 TEST(Einsum, BatchedAttentionScoresAgainstLoops) {
   ein::Tensor q = iota({2, 5, 12});
-  ein::Tensor k = iota({2, 4, 12}, [](int64_t i) { return float(i % 7) * 0.5f; });
+  ein::Tensor k =
+      iota({2, 4, 12}, [](int64_t i) { return float(i % 7) * 0.5f; });
   auto qh = ein::rearrange(q, "b s (h d) -> b h s d", {{"h", 3}});
   auto kh = ein::rearrange(k, "b t (h d) -> b h t d", {{"h", 3}});
   ein::Tensor s = ein::einsum("b h s d, b h t d -> b h s t", qh, kh);
@@ -147,8 +153,9 @@ TEST(Einsum, BatchedAttentionScoresAgainstLoops) {
 
 TEST(Einsum, DiagonalEllipsisBroadcastAndComposedOutput) {
   ein::Tensor x = iota({4, 4});
-  expectTensor(ein::einsum("i i -> i", x), {4},
-               [&](const Index &i) { return element(x, {i[0], i[0]}); });
+  expectTensor(ein::einsum("i i -> i", x), {4}, [&](const Index &i) {
+    return element(x, {i[0], i[0]});
+  });
   ein::Tensor a = iota({3, 1, 2, 5});
   ein::Tensor b = iota({4, 5, 6}, [](int64_t i) { return float(i % 5); });
   ein::Tensor c = ein::einsum("... i j, ... j k -> ... (i k)", a, b);
@@ -175,11 +182,13 @@ TEST(PackUnpack, RoundTripAsEinops) {
   EXPECT_TRUE(parts[0].shares_storage(p.tensor)); // unpack gives views
   expectTensor(parts[0], {2, 3, 4, 5},
                [&](const Index &i) { return element(img, i); });
-  expectTensor(parts[1], {2, 5}, [&](const Index &i) { return element(cls, i); });
+  expectTensor(parts[1], {2, 5},
+               [&](const Index &i) { return element(cls, i); });
   // A strided input packs through a copy of its part.
   ein::Tensor t = ein::rearrange(iota({5, 2, 4}), "c b w -> b w c");
   ein::Packed q = ein::pack({t}, "b * c");
-  expectTensor(q.tensor, {2, 4, 5}, [&](const Index &i) { return element(t, i); });
+  expectTensor(q.tensor, {2, 4, 5},
+               [&](const Index &i) { return element(t, i); });
 }
 
 TEST(Elementwise, BroadcastingScalarsAndDTypes) {
@@ -188,19 +197,19 @@ TEST(Elementwise, BroadcastingScalarsAndDTypes) {
   expectTensor(x + row, {3, 4}, [&](const Index &i) {
     return element(x, i) + element(row, {i[1]});
   });
-  expectTensor(ein::exp(x * 0.5), {3, 4}, [&](const Index &i) {
-    return std::exp(element(x, i) * 0.5);
-  });
+  expectTensor(ein::exp(x * 0.5), {3, 4},
+               [&](const Index &i) { return std::exp(element(x, i) * 0.5); });
   ein::Tensor positive = ein::gt(x, ein::scalar(0, ein::f32));
   EXPECT_EQ(positive.dtype(), ein::bool_);
   expectTensor(ein::where(positive, x, -x), {3, 4},
                [&](const Index &i) { return std::fabs(element(x, i)); });
-  ein::Tensor n = ein::astype(ein::Tensor::from_vector<float>({1.0f, -2.0f, 7.0f}, {3}),
-                              ein::i32);
+  ein::Tensor n = ein::astype(
+      ein::Tensor::from_vector<float>({1.0f, -2.0f, 7.0f}, {3}), ein::i32);
   EXPECT_EQ(n.dtype(), ein::i32);
   EXPECT_EQ(n.at<int32_t>({1}), -2);
   ein::Tensor m = ein::maximum(x, ein::scalar(0, ein::f32));
-  expectTensor(m, {3, 4}, [&](const Index &i) { return std::max(0.0, element(x, i)); });
+  expectTensor(m, {3, 4},
+               [&](const Index &i) { return std::max(0.0, element(x, i)); });
 }
 
 TEST(Errors, CaretInsideThePatternAndNoThrowForms) {

@@ -117,7 +117,8 @@ int main(int argc, char **argv) {
       std::cout << name << " ok " << (view ? "view" : "copy") << "\n";
     } catch (const std::exception &e) {
       std::string what = e.what();
-      std::cout << name << " error: " << what.substr(0, what.find('\n')) << "\n";
+      std::cout << name << " error: " << what.substr(0, what.find('\n'))
+                << "\n";
     }
   }
   if (stats) {

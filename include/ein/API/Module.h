@@ -46,8 +46,8 @@ public:
   std::vector<Tensor> call(const std::string &function,
                            const std::vector<Tensor> &inputs) const;
   /// call() with the inputs as arguments: `mod.call("f", q, k)`.
-  template <class... Ts,
-            class = std::enable_if_t<(std::is_convertible_v<Ts, Tensor> && ...)>>
+  template <class... Ts, class = std::enable_if_t<
+                             (std::is_convertible_v<Ts, Tensor> && ...)>>
   std::vector<Tensor> call(const std::string &function,
                            const Ts &...inputs) const {
     return call(function, std::vector<Tensor>{Tensor(inputs)...});
@@ -68,8 +68,7 @@ public:
   }
   /// The cost report of `function` with `sizes` bound (as `einc report
   /// --dim ...`): FLOPs, bytes and roofline times on its default device.
-  CostReport report(const std::string &function,
-                    const Sizes &sizes = {}) const;
+  CostReport report(const std::string &function, const Sizes &sizes = {}) const;
 
   /// For the library.
   explicit Module(std::shared_ptr<detail::ModuleState> state)
@@ -105,8 +104,9 @@ inline Module Module::from_source(const std::string &source,
                                   const std::string &path, const Sizes &dims) {
   return nothrow::module_from_source(source, path, dims).value();
 }
-inline std::vector<Tensor> Module::call(const std::string &function,
-                                        const std::vector<Tensor> &inputs) const {
+inline std::vector<Tensor>
+Module::call(const std::string &function,
+             const std::vector<Tensor> &inputs) const {
   return nothrow::call(*this, function, inputs).value();
 }
 inline CostReport Module::report(const std::string &function,

@@ -32,8 +32,8 @@ Result<Tensor> rearrange(const Tensor &x, std::string_view pattern,
                          const Sizes &sizes = {});
 /// einops.reduce: the axes missing from the output are reduced. `acc` sets
 /// the accumulation and result dtype, as `acc=` in the language.
-Result<Tensor> reduce(const Tensor &x, std::string_view pattern,
-                      Reduction how, const Sizes &sizes = {},
+Result<Tensor> reduce(const Tensor &x, std::string_view pattern, Reduction how,
+                      const Sizes &sizes = {},
                       std::optional<DType> acc = std::nullopt);
 /// einops.repeat: new axes take their sizes from `sizes` or the pattern's
 /// numbers. Always a new tensor.

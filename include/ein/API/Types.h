@@ -23,7 +23,17 @@ namespace ein::api {
 
 /// The element types of the language (docs/language.md §3); f16, bf16 and
 /// the fp8 types are stored as their raw bits.
-enum class DType : uint8_t { F64, F32, F16, BF16, F8E4M3, F8E5M2, I64, I32, Bool };
+enum class DType : uint8_t {
+  F64,
+  F32,
+  F16,
+  BF16,
+  F8E4M3,
+  F8E5M2,
+  I64,
+  I32,
+  Bool
+};
 
 /// The dtypes by their language names: `ein::f32`, `ein::bf16`, ...
 inline constexpr DType f64 = DType::F64;
@@ -44,7 +54,7 @@ constexpr unsigned itemsize(DType t) {
 }
 /// The language's name of `t`: "f32", "bf16", "bool", ...
 constexpr const char *name(DType t) {
-  constexpr const char *names[] = {"f64", "f32",    "f16", "bf16", "f8e4m3",
+  constexpr const char *names[] = {"f64",    "f32", "f16", "bf16", "f8e4m3",
                                    "f8e5m2", "i64", "i32", "bool"};
   return names[static_cast<unsigned>(t)];
 }
