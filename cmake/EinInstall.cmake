@@ -45,6 +45,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ein/API/
   DESTINATION ${EIN_INSTALL_INCLUDEDIR}/ein/API
   FILES_MATCHING PATTERN "*.h")
 
+# einTargets-*.cmake names fmt::fmt in IMPORTED_LINK_DEPENDENT_LIBRARIES
+# (libein.so needs libfmt.so at run time, found in the system's lib/): that
+# property only feeds -rpath-link, and a project without an fmt::fmt target
+# links ein::ein all the same (test/cpp-api/install.test).
 install(EXPORT einTargets
   NAMESPACE ein::
   FILE einTargets.cmake
