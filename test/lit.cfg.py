@@ -37,6 +37,10 @@ api_unit_tests = os.path.join(config.ein_tools_dir, "EinAPITests")
 config.substitutions.append(("%ein-api-unittests", api_unit_tests))
 if os.path.exists(api_unit_tests):
     config.available_features.add("api-unittests")
+api_oracle = os.path.join(config.ein_tools_dir, "EinAPIOracle")
+config.substitutions.append(("%ein-api-oracle", api_oracle))
+if os.path.exists(api_oracle):
+    config.available_features.add("api-oracle")
 # `cmake --install` of this build and an outside CMake project built against
 # it (test/cpp-api): the build's own cmake, C++ compiler and generator.
 config.substitutions.append(("%ein_obj_root", config.ein_obj_root))

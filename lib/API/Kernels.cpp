@@ -2,13 +2,17 @@
 // einc's front end and CPU pipeline, cached in memory by source text.
 #include "Internal.h"
 
+#include "ein/Engine/ObjectCache.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Parser.h"
 
 #include <fmt/format.h>
 
+
+#include <algorithm>
 #include <atomic>
+
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -27,6 +31,7 @@ struct KernelCache {
   /// and two threads asking for one kernel must not compile it twice.
   std::mutex compiling;
   std::atomic<size_t> compilations{0};
+  std::atomic<size_t> loads{0};
 };
 
 /// Never destroyed: the kernels' JITs must not be torn down after LLVM's
@@ -35,6 +40,7 @@ KernelCache &cache() {
   static KernelCache *instance = new KernelCache;
   return *instance;
 }
+
 
 /// The diagnostics of a generated source, with the body line's call as the
 /// source line, so the caret points into the user's pattern.
@@ -107,24 +113,39 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
   if (diags.hadError())
     return ErrorInfo{ErrorInfo::Kind::Program,
                      renderDiagnostics(file, diags.diagnostics())};
-  CPUOptions options;
-  auto compiled = JITFunction::compile(checked, kernelName, options,
-                                       JITOptions::fromEnvironment());
+  auto kernel = std::make_shared<Kernel>();
+  kernel->source = source;
+  // The disk cache, keyed by the source (and, inside, this compiler build
+  // and CPU).
+  bool loaded = false;
+  auto compiled = ObjectCache::compileOrLoad(source, checked, kernelName, {},
+                                             JITOptions::fromEnvironment(),
+                                             &loaded);
   if (!compiled) {
     ErrorInfo info = toInfo(compiled.error());
     info.message += "\nthe generated source was:\n" + source;
     return info;
   }
-  auto kernel = std::make_shared<Kernel>();
   kernel->function = std::shared_ptr<JITFunction>(std::move(*compiled));
-  kernel->source = source;
-  ++c.compilations;
+  ++(loaded ? c.loads : c.compilations);
   std::unique_lock<std::shared_mutex> lock(c.mutex);
   c.kernels.emplace(source, kernel);
   return kernel;
 }
 
 size_t kernelCompilations() { return cache().compilations.load(); }
+
+} // namespace ein::api::detail
+
+ein::api::CacheStats ein::api::cache_stats() {
+  CacheStats stats;
+  stats.compiled = detail::cache().compilations.load();
+  stats.loaded = detail::cache().loads.load();
+  stats.directory = ObjectCache::directory();
+  return stats;
+}
+
+namespace ein::api::detail {
 
 Result<void> runKernel(const Kernel &kernel,
                        const std::vector<const Tensor *> &tensors) {

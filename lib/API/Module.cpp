@@ -39,6 +39,7 @@ namespace {
 Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
                                                const Sizes &dims) {
   auto state = std::make_shared<ModuleState>();
+  state->engine.useDiskCache(true);
   state->file = std::make_shared<SourceFile>(std::move(file));
   DiagnosticEngine diags(*state->file);
   state->module = parseModule(*state->file, diags);

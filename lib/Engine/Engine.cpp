@@ -1,10 +1,13 @@
 // The engine: check, bind, compile (cached by signature) and call.
 #include "ein/Engine/Engine.h"
+#include "ein/Engine/ObjectCache.h"
 #include "ein/Syntax/DiagnosticError.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 namespace ein {
 
@@ -57,12 +60,26 @@ Engine::compile(const SourceFile &file, const CheckedModule &checked,
   std::string key = signatureKey(file, checked, function, cpu);
   if (auto it = cache.find(key); it != cache.end())
     return it->second;
-  auto executable = JITFunction::compile(checked, function, cpu, jit);
+  bool fromDisk = false;
+  ErrorOr<std::unique_ptr<JITFunction>> executable = [&] {
+    if (!diskCache)
+      return JITFunction::compile(checked, function, cpu, jit);
+    // The disk key holds the whole text of the file and its imports.
+    std::string diskKey = "module " + file.path + "\n" + file.text + "\n";
+    for (size_t i = 1; i < checked.files.size(); ++i) {
+      std::ifstream in(checked.files[i], std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      diskKey += "import " + checked.files[i] + "\n" + text.str() + "\n";
+    }
+    return ObjectCache::compileOrLoad(diskKey + key, checked, function, cpu,
+                                      jit, &fromDisk);
+  }();
   if (!executable)
     return executable.error().inFileNamed(file.path);
   std::shared_ptr<JITFunction> shared(std::move(*executable));
   cache.emplace(key, shared);
-  ++compiled;
+  ++(fromDisk ? loaded : compiled);
   return shared;
 }
 

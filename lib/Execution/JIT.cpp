@@ -13,8 +13,11 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -42,6 +45,8 @@ static constexpr const char *kEntryName = "ein_jit_entry";
 struct JITFunction::Impl {
   mlir::MLIRContext context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  /// The JIT of a function loaded from object code (loadObject).
+  std::unique_ptr<llvm::orc::LLJIT> loaded;
   /// The packed C interface, looked up once: a lookup by name takes the
   /// JIT's session lock and costs microseconds.
   void (*entry)(void **) = nullptr;
@@ -118,6 +123,34 @@ JITOptions JITOptions::fromEnvironment() {
 
 namespace {
 
+void initializeNativeTarget() {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+}
+
+/// The signature of `fn` as calls check it.
+std::unique_ptr<JITFunction::Impl> makeImpl(const CheckedModule &module,
+                                            const CheckedFunction &fn) {
+  auto impl = std::make_unique<JITFunction::Impl>();
+  impl->name = fn.name;
+  impl->env = fn.ctx.env;
+  // Packs whose rank the body fixed are expanded, as in the lowered code.
+  auto expanded = [&](unsigned id) {
+    const TensorType &t = fn.values[id].type;
+    return TensorType{fn.ctx.expand(t.shape), t.dtype};
+  };
+  for (unsigned id : fn.params)
+    impl->params.push_back(expanded(id));
+  for (unsigned id : fn.returns)
+    impl->results.push_back(expanded(id));
+  impl->takes = takeSites(module, fn);
+  return impl;
+}
+
 bool typeMatches(const runtime::HostTensor &t, const TensorType &type,
                  const Bindings &env, std::string &why) {
   if (t.type != runtime::toStorage(type.dtype)) {
@@ -178,26 +211,8 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
   const CheckedFunction *fn = module.find(function);
   if (!fn)
     return Error::program(fmt::format("no function named '{}'", function));
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-
-  auto impl = std::make_unique<Impl>();
-  impl->name = function;
-  impl->env = fn->ctx.env;
-  // Packs whose rank the body fixed are expanded, as in the lowered code.
-  auto expanded = [&](unsigned id) {
-    const TensorType &t = fn->values[id].type;
-    return TensorType{fn->ctx.expand(t.shape), t.dtype};
-  };
-  for (unsigned id : fn->params)
-    impl->params.push_back(expanded(id));
-  for (unsigned id : fn->returns)
-    impl->results.push_back(expanded(id));
-  impl->takes = takeSites(module, *fn);
+  initializeNativeTarget();
+  auto impl = makeImpl(module, *fn);
 
   auto verified = buildVerifiedEinModule(impl->context, module);
   if (!verified)
@@ -238,6 +253,7 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
   // MLIR turns both listeners on by default; they stay off unless asked for.
   engineOptions.enablePerfNotificationListener = jit.perfListener;
   engineOptions.enableGDBNotificationListener = jit.gdbListener;
+  engineOptions.enableObjectDump = !jit.objectFile.empty();
   auto engine = mlir::ExecutionEngine::create(*ir, engineOptions, std::move(*machine));
   if (!engine)
     return failure(fmt::format("JIT compilation failed: {}",
@@ -262,6 +278,70 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     return failure(fmt::format("JIT compilation failed: {}",
                                llvm::toString(entry.takeError())));
   impl->entry = *entry;
+  if (!jit.objectFile.empty())
+    impl->engine->dumpToObjectFile(jit.objectFile);
+  return std::unique_ptr<JITFunction>(new JITFunction(std::move(impl)));
+}
+
+ErrorOr<std::unique_ptr<JITFunction>>
+JITFunction::loadObject(const CheckedModule &module,
+                        const std::string &function,
+                        const std::string &objectFile) {
+  auto failure = [&](std::string reason) {
+    return Error::program(
+        fmt::format("cannot load '{}' from {}: {}", function, objectFile,
+                    reason));
+  };
+  const CheckedFunction *fn = module.find(function);
+  if (!fn)
+    return Error::program(fmt::format("no function named '{}'", function));
+  initializeNativeTarget();
+  auto impl = makeImpl(module, *fn);
+  auto buffer = llvm::MemoryBuffer::getFile(objectFile);
+  if (!buffer)
+    return failure(buffer.getError().message());
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return failure(llvm::toString(builder.takeError()));
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*builder))
+                 .create();
+  if (!jit)
+    return failure(llvm::toString(jit.takeError()));
+  llvm::orc::JITDylib &dylib = (*jit)->getMainJITDylib();
+  char prefix = (*jit)->getDataLayout().getGlobalPrefix();
+  // The code calls the C library, libomp and MLIR's runner utilities, as
+  // compile()'s engine links them, and ein's allocator.
+  auto process =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process)
+    return failure(llvm::toString(process.takeError()));
+  dylib.addGenerator(std::move(*process));
+  for (const char *lib : {EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME}) {
+    auto generator =
+        llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix);
+    if (!generator)
+      return failure(llvm::toString(generator.takeError()));
+    dylib.addGenerator(std::move(*generator));
+  }
+  llvm::orc::SymbolMap symbols;
+  auto add = [&](const char *name, auto *fn) {
+    symbols[(*jit)->mangleAndIntern(name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+  };
+  add("_mlir_memref_to_llvm_alloc", &ein_runtime_alloc);
+  add("_mlir_memref_to_llvm_aligned_alloc", &ein_runtime_aligned_alloc);
+  add("_mlir_memref_to_llvm_free", &ein_runtime_free);
+  if (auto err = dylib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return failure(llvm::toString(std::move(err)));
+  if (auto err = (*jit)->addObjectFile(std::move(*buffer)))
+    return failure(llvm::toString(std::move(err)));
+  // The packed interface MLIR's ExecutionEngine generated.
+  auto entry = (*jit)->lookup(std::string("_mlir__mlir_ciface_") + kEntryName);
+  if (!entry)
+    return failure(llvm::toString(entry.takeError()));
+  impl->entry = entry->toPtr<void (*)(void **)>();
+  impl->loaded = std::move(*jit);
   return std::unique_ptr<JITFunction>(new JITFunction(std::move(impl)));
 }
 

@@ -69,6 +69,19 @@ Result<std::string> explain(std::string_view op, std::string_view pattern,
 Result<Tensor> scalar(double value, DType dtype);
 } // namespace nothrow
 
+/// What the caches of compiled kernels did in this process.
+struct CacheStats {
+  /// Kernels compiled (the pipeline and LLVM's code generator ran).
+  size_t compiled = 0;
+  /// Kernels loaded from the disk cache instead.
+  size_t loaded = 0;
+  /// The disk cache's directory: $EIN_CACHE_DIR, else $XDG_CACHE_HOME/ein,
+  /// else $HOME/.cache/ein; empty when off (EIN_CACHE_DIR=off).
+  std::string directory;
+};
+/// The kernel caches' counts so far.
+CacheStats cache_stats();
+
 /// A 0-d tensor holding `value` as `dtype` (for arithmetic with scalars).
 inline Tensor scalar(double value, DType dtype) {
   return nothrow::scalar(value, dtype).value();

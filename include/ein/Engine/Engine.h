@@ -81,12 +81,19 @@ public:
 
   /// Executables compiled so far (the cache's size).
   size_t compilations() const { return compiled; }
+  /// Executables loaded from the disk cache so far.
+  size_t loads() const { return loaded; }
+  /// Whether compile() also uses the disk cache (ObjectCache.h), keyed by
+  /// the source (with the files it imports) and the signature. Off by
+  /// default: einc never writes outside the paths it is given.
+  void useDiskCache(bool on) { diskCache = on; }
 
 private:
   CPUOptions cpu;
   JITOptions jit;
   std::map<std::string, std::shared_ptr<JITFunction>> cache;
-  size_t compiled = 0;
+  size_t compiled = 0, loaded = 0;
+  bool diskCache = false;
 };
 
 } // namespace ein

@@ -34,6 +34,9 @@ Error indexError(const std::vector<TakeSite> &takes, int64_t count,
 struct JITOptions {
   bool perfListener = false; // perf jitdump files, for `perf inject --jit`
   bool gdbListener = false;  // register the code with gdb's JIT interface
+  /// When set, compile() also writes the compiled object code to this file
+  /// (for loadObject in a later process).
+  std::string objectFile;
   /// The options asked for by EIN_JIT_PERF=1 and EIN_JIT_GDB=1.
   static JITOptions fromEnvironment();
 };
@@ -48,6 +51,13 @@ public:
   static ErrorOr<std::unique_ptr<JITFunction>>
   compile(const CheckedModule &module, const std::string &function,
           const CPUOptions &options = {}, const JITOptions &jit = {});
+  /// The function of `module` from object code that compile() wrote
+  /// (JITOptions::objectFile) for the same module, options and CPU: linked
+  /// into a fresh JIT without running the pipeline or LLVM's code generator.
+  /// The caller vouches that the object is that function's.
+  static ErrorOr<std::unique_ptr<JITFunction>>
+  loadObject(const CheckedModule &module, const std::string &function,
+             const std::string &objectFile);
   ~JITFunction();
 
   /// Runs the function: `inputs` in parameter order, `outputs` preallocated

@@ -1,0 +1,141 @@
+// The disk cache of compiled code (include/ein/Engine/ObjectCache.h).
+#include "ein/Engine/ObjectCache.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ein {
+
+namespace {
+
+std::string readWhole(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return in ? buffer.str() : std::string();
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so a
+/// reader sees the whole file or none.
+bool writeAtomically(const std::string &path, const std::string &text) {
+  std::string temp = fmt::format("{}.tmp.{}.{}", path, ::getpid(),
+                                 std::hash<std::thread::id>()(
+                                     std::this_thread::get_id()));
+  {
+    std::ofstream out(temp, std::ios::binary);
+    out << text;
+    if (!out)
+      return ::unlink(temp.c_str()), false;
+  }
+  return ::rename(temp.c_str(), path.c_str()) == 0 ||
+         (::unlink(temp.c_str()), false);
+}
+
+
+} // namespace
+
+const std::string &ObjectCache::directory() {
+  static const std::string directory = [] {
+    std::string dir;
+    if (const char *set = std::getenv("EIN_CACHE_DIR"))
+      dir = set;
+    else if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+      dir = std::string(xdg) + "/ein";
+    else if (const char *home = std::getenv("HOME"); home && *home)
+      dir = std::string(home) + "/.cache/ein";
+    if (dir.empty() || dir == "off")
+      return std::string();
+    // mkdir -p, private to the user.
+    for (size_t slash = 1; slash != std::string::npos;) {
+      slash = dir.find('/', slash + 1);
+      std::string prefix = dir.substr(0, slash);
+      if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST)
+        return std::string();
+    }
+    struct stat info;
+    if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+      return std::string();
+    return dir;
+  }();
+  return directory;
+}
+
+const std::string &ObjectCache::compilerAndCPU() {
+  static const std::string stamp = [] {
+    std::string text;
+    Dl_info info;
+    struct stat file;
+    if (::dladdr(reinterpret_cast<void *>(&readWhole), &info) &&
+        info.dli_fname && ::stat(info.dli_fname, &file) == 0)
+      text += fmt::format("{} {} {}.{}\n", info.dli_fname, file.st_size,
+                          file.st_mtim.tv_sec, file.st_mtim.tv_nsec);
+    text += llvm::sys::getHostCPUName().str();
+    std::vector<std::string> on;
+    for (auto &f : llvm::sys::getHostCPUFeatures())
+      if (f.second)
+        on.push_back(f.first().str());
+    std::sort(on.begin(), on.end());
+    for (auto &f : on)
+      text += " +" + f;
+    return text;
+  }();
+  return stamp;
+}
+
+ErrorOr<std::unique_ptr<JITFunction>>
+ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
+                           const std::string &function, const CPUOptions &cpu,
+                           JITOptions jit, bool *loaded) {
+  *loaded = false;
+  // NAME.key holds the whole key and is compared whole, so a hash collision
+  // only costs a compilation.
+  std::string fullKey, base;
+  if (const std::string &dir = directory(); !dir.empty()) {
+    fullKey = fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\n", key,
+                          compilerAndCPU(), function, cpu.tiles.str(),
+                          cpu.fusion);
+    base = fmt::format("{}/{:016x}", dir, std::hash<std::string>()(fullKey));
+    if (readWhole(base + ".key") == fullKey) {
+      if (auto object = JITFunction::loadObject(checked, function, base + ".o")) {
+        *loaded = true;
+        return object;
+      }
+    }
+  }
+  std::string temp;
+  if (!base.empty()) {
+    temp = fmt::format("{}.o.tmp.{}.{}", base, ::getpid(),
+                       std::hash<std::thread::id>()(std::this_thread::get_id()));
+    jit.objectFile = temp;
+  }
+  auto compiled = JITFunction::compile(checked, function, cpu, jit);
+  if (!compiled || temp.empty()) {
+    if (!temp.empty())
+      ::unlink(temp.c_str());
+    return compiled;
+  }
+  // The object first, then its key: a key is only ever next to its object.
+  if (::rename(temp.c_str(), (base + ".o").c_str()) == 0)
+    writeAtomically(base + ".key", fullKey);
+  else
+    ::unlink(temp.c_str());
+  return compiled;
+}
+
+} // namespace ein
