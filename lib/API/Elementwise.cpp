@@ -7,8 +7,23 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
 namespace ein::api::detail {
 namespace {
+
+/// The elementwise kernels by function, dtypes and rank (never destroyed,
+/// as the kernel cache).
+struct ElementwiseKernels {
+  std::shared_mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<Kernel>> byKey;
+};
+ElementwiseKernels &kernels() {
+  static ElementwiseKernels *instance = new ElementwiseKernels;
+  return *instance;
+}
 
 std::string dimsText(size_t rank) {
   std::vector<std::string> names;
@@ -59,16 +74,35 @@ Result<Tensor> runElementwise(const std::string &what,
       }
     }
   }
-  std::string dims = dimsText(shape.size()), params;
-  for (size_t i = 0; i < operands.size(); ++i)
-    params += fmt::format("{}x{}: {}[\"{}\"]", i ? ", " : "", i,
-                          name(operands[i].dtype()), dims);
-  std::string source =
-      fmt::format("def {}({}) -> {}[\"{}\"]:\n    return {}\n", kernelName,
-                  params, name(result), dims, body);
-  auto kernel = kernelFor(source);
-  if (!kernel)
-    return kernel.error();
+  // The kernel by function, dtypes and rank: looked up without formatting
+  // its source, which only a first call writes.
+  std::string key = body;
+  key += '|';
+  for (const Tensor &t : operands)
+    key += char('a' + int(t.dtype()));
+  key += char('a' + int(result));
+  key += std::to_string(shape.size());
+  std::shared_ptr<Kernel> kernel;
+  {
+    std::shared_lock<std::shared_mutex> lock(kernels().mutex);
+    if (auto it = kernels().byKey.find(key); it != kernels().byKey.end())
+      kernel = it->second;
+  }
+  if (!kernel) {
+    std::string dims = dimsText(shape.size()), params;
+    for (size_t i = 0; i < operands.size(); ++i)
+      params += fmt::format("{}x{}: {}[\"{}\"]", i ? ", " : "", i,
+                            name(operands[i].dtype()), dims);
+    std::string source =
+        fmt::format("def {}({}) -> {}[\"{}\"]:\n    return {}\n", kernelName,
+                    params, name(result), dims, body);
+    auto compiled = kernelFor(source);
+    if (!compiled)
+      return compiled.error();
+    kernel = *compiled;
+    std::unique_lock<std::shared_mutex> lock(kernels().mutex);
+    kernels().byKey.emplace(key, kernel);
+  }
   auto out = allocate(result, shape, false);
   if (!out)
     return out;
@@ -79,7 +113,7 @@ Result<Tensor> runElementwise(const std::string &what,
   for (const Tensor &v : views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  if (auto ran = runKernel(**kernel, tensors); !ran)
+  if (auto ran = runKernel(*kernel, tensors); !ran)
     return ran.error();
   return out;
 }

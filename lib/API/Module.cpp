@@ -16,6 +16,8 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
 #include <sstream>
 
 #include <sys/stat.h>
@@ -32,6 +34,10 @@ struct ModuleState {
   /// turns; the calls themselves run concurrently.
   std::mutex engineMutex;
   Engine engine;
+  /// Bound calls by function and input shapes: a call with shapes seen
+  /// before skips binding and checking (its entry checks held for them).
+  std::shared_mutex boundMutex;
+  std::unordered_map<std::string, std::shared_ptr<const BoundCall>> bound;
 };
 
 namespace {
@@ -142,14 +148,34 @@ Result<std::vector<Tensor>> call(const Module &module,
                                     name(inputs[i].dtype()),
                                     dtypeName(type.dtype)));
   }
-  ErrorOr<BoundCall> bound = [&] {
-    std::lock_guard<std::mutex> lock(state->engineMutex);
-    return state->engine.bind(*state->file, state->module, state->options,
-                              state->checked, function, shapes,
-                              Specialisation::Generic);
-  }();
-  if (!bound)
-    return toInfo(bound.error());
+  std::string key = function;
+  for (const auto &shape : shapes) {
+    key += '|';
+    for (int64_t d : shape)
+      key += std::to_string(d) + ",";
+  }
+  std::shared_ptr<const BoundCall> bound;
+  {
+    std::shared_lock<std::shared_mutex> lock(state->boundMutex);
+    if (auto it = state->bound.find(key); it != state->bound.end())
+      bound = it->second;
+  }
+  if (!bound) {
+    ErrorOr<BoundCall> fresh = [&] {
+      std::lock_guard<std::mutex> lock(state->engineMutex);
+      return state->engine.bind(*state->file, state->module, state->options,
+                                state->checked, function, shapes,
+                                Specialisation::Generic);
+    }();
+    if (!fresh)
+      return toInfo(fresh.error());
+    bound = std::make_shared<const BoundCall>(std::move(*fresh));
+    std::unique_lock<std::shared_mutex> lock(state->boundMutex);
+    // Bounded: a server seeing ever new shapes keeps the latest ones.
+    if (state->bound.size() >= 1024)
+      state->bound.clear();
+    state->bound.emplace(key, bound);
+  }
   const CheckedFunction *cfn = bound->concrete.find(function);
   std::vector<Tensor> results;
   for (size_t i = 0; i < bound->resultShapes.size(); ++i) {

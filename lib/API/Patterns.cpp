@@ -68,10 +68,19 @@ struct Plan {
   /// Ellipsis axes (right-aligned across einsum operands).
   std::vector<int> ellipsis;
   DType dtype, result;
-  /// The kernel, for every op but rearrange (whose kernel is only needed
-  /// when the result is not a view, and is compiled then).
-  std::shared_ptr<Kernel> kernel;
+  /// The elementary axes of the kernel's inputs and output (fixed by the
+  /// plan: the same for every call).
+  std::vector<std::vector<int>> kernelInputs;
+  std::vector<int> kernelOutput;
+  /// The kernel's source, and the kernel once compiled: on the first call
+  /// that needs it (a rearrange that is a view needs none).
   std::string kernelSource;
+  mutable std::once_flag compileOnce;
+  mutable std::optional<Result<std::shared_ptr<Kernel>>> kernel;
+  const Result<std::shared_ptr<Kernel>> &compiled() const {
+    std::call_once(compileOnce, [&] { kernel = kernelFor(kernelSource); });
+    return *kernel;
+  }
 };
 
 struct PlanCache {
@@ -85,14 +94,25 @@ PlanCache &plans() {
   return *instance;
 }
 
+/// Everything a plan depends on. Built by appending (no formatting): it
+/// is made on every call.
 std::string planKey(const Request &r) {
-  std::string key = fmt::format("{}|{}|{}|{}|", int(r.op), r.pattern,
-                                int(r.how), r.acc ? int(*r.acc) : -1);
-  for (const Tensor &t : r.inputs)
-    key += fmt::format("{}:{},", name(t.dtype()), t.rank());
-  key += "|";
-  for (auto &[n, v] : r.sizes)
-    key += n + ",";
+  std::string key;
+  key.reserve(r.pattern.size() + 16 + 4 * r.inputs.size());
+  key += char('0' + int(r.op));
+  key += char('0' + int(r.how));
+  key += r.acc ? char('a' + int(*r.acc)) : '-';
+  key += r.pattern;
+  key += '|';
+  for (const Tensor &t : r.inputs) {
+    key += char('a' + int(t.dtype()));
+    key += std::to_string(t.rank());
+    key += ',';
+  }
+  for (auto &[n, v] : r.sizes) {
+    key += n;
+    key += ',';
+  }
   return key;
 }
 
@@ -261,8 +281,7 @@ std::string kernelSource(const Plan &plan, Reduction how,
 /// The sizes of every axis, bound from the inputs and keyword sizes; an
 /// error message (without "error: ") when they do not fit.
 std::optional<std::string> bindSizes(const Plan &plan, const Request &r,
-                                     std::vector<int64_t> &size,
-                                     std::vector<bool> &broadcast) {
+                                     std::vector<int64_t> &size) {
   size.assign(plan.axes.size(), -1);
   for (size_t id = 0; id < plan.axes.size(); ++id) {
     const Axis &a = plan.axes[id];
@@ -275,7 +294,6 @@ std::optional<std::string> bindSizes(const Plan &plan, const Request &r,
       size[id] = v;
     }
   }
-  broadcast.assign(r.inputs.size() * 0, false);
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     const Side &side = plan.inputs[i];
     const Tensor &t = r.inputs[i];
@@ -325,7 +343,7 @@ std::optional<std::string> bindSizes(const Plan &plan, const Request &r,
       }
     }
   }
-  for (int id : flatten(plan.output))
+  for (int id : plan.kernelOutput)
     if (size[id] < 0)
       return fmt::format("axis '{}' needs a size", plan.axes[id].name);
   return std::nullopt;
@@ -337,21 +355,25 @@ Tensor elementaryView(const Plan &plan, const Tensor &t, const Side &side,
                       const std::vector<int64_t> &size,
                       std::vector<int> &axes) {
   std::vector<int64_t> shape, strides;
+  shape.reserve(8);
+  strides.reserve(8);
   axes.clear();
+  axes.reserve(8);
   for (size_t g = 0; g < side.size(); ++g) {
     const Group &group = side[g];
     int64_t stride = t.strides()[g];
     if (t.shape()[g] == 1 && group.size() == 1 && size[group[0]] != 1)
       stride = 0; // a broadcast `...` dim
-    std::vector<int64_t> gs(group.size());
-    for (size_t k = group.size(); k-- > 0;) {
-      gs[k] = stride;
-      stride *= size[group[k]];
-    }
+    // Axes from the outermost in; their strides from the innermost out.
+    size_t first = strides.size();
     for (size_t k = 0; k < group.size(); ++k) {
       axes.push_back(group[k]);
       shape.push_back(size[group[k]]);
-      strides.push_back(gs[k]);
+      strides.push_back(0);
+    }
+    for (size_t k = group.size(); k-- > 0;) {
+      strides[first + k] = stride;
+      stride *= size[group[k]];
     }
   }
   return Tensor(t.storage(), t.dtype(), t.device(), std::move(shape),
@@ -364,6 +386,8 @@ std::optional<Tensor> mergeGroups(const Tensor &t, const std::vector<int> &axes,
                                   const Side &groups,
                                   const std::vector<int64_t> &size) {
   std::vector<int64_t> shape, strides;
+  shape.reserve(groups.size());
+  strides.reserve(groups.size());
   size_t k = 0;
   for (const Group &group : groups) {
     int64_t n = 1, stride = 1;
@@ -410,6 +434,16 @@ Result<std::shared_ptr<const Plan>> planFor(const Request &r) {
   auto plan = buildPlan(r);
   if (!plan)
     return plan.error();
+  Plan &p = **plan;
+  p.kernelOutput = flatten(p.output);
+  if (r.op == Op::Repeat) {
+    // The kernel copies a view in the output's order (new axes stride 0).
+    p.kernelInputs = {p.kernelOutput};
+  } else {
+    for (const Side &side : p.inputs)
+      p.kernelInputs.push_back(flatten(side));
+  }
+  p.kernelSource = kernelSource(p, r.how, p.kernelInputs, p.kernelOutput);
   std::shared_ptr<const Plan> shared = *plan;
   std::unique_lock<std::shared_mutex> lock(cache.mutex);
   cache.plans.emplace(key, shared);
@@ -425,7 +459,6 @@ struct Prepared {
   std::vector<int> outAxes;
   std::vector<int64_t> size;
   std::optional<Tensor> resultView;
-  std::string source; // the kernel's, when one runs
 };
 
 Result<Prepared> prepare(const Request &r) {
@@ -445,8 +478,7 @@ Result<Prepared> prepare(const Request &r) {
   Prepared p;
   p.plan = *plan;
   const Plan &pl = **plan;
-  std::vector<bool> broadcast;
-  if (auto why = bindSizes(pl, r, p.size, broadcast)) {
+  if (auto why = bindSizes(pl, r, p.size)) {
     // einc's own words for it, when its checker sees the sizes' problem.
     if (auto error = checkCall(callSource(r, pl.result, true)))
       return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
@@ -454,8 +486,8 @@ Result<Prepared> prepare(const Request &r) {
                                   *why));
   }
   if (r.op == Op::Reduce && (r.how == Reduction::Max || r.how == Reduction::Min)) {
-    std::vector<int> out = flatten(pl.output);
-    for (int id : flatten(pl.inputs[0]))
+    const std::vector<int> &out = pl.kernelOutput;
+    for (int id : pl.kernelInputs[0])
       if (p.size[id] == 0 && std::find(out.begin(), out.end(), id) == out.end()) {
         if (auto error = checkCall(callSource(r, pl.result, true)))
           return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
@@ -463,7 +495,9 @@ Result<Prepared> prepare(const Request &r) {
                                       reductionName(r.how), pl.axes[id].name));
       }
   }
-  p.outAxes = flatten(pl.output);
+  p.outAxes = pl.kernelOutput;
+  p.views.reserve(pl.inputs.size());
+  p.viewAxes.reserve(pl.inputs.size());
   for (size_t i = 0; i < pl.inputs.size(); ++i) {
     std::vector<int> axes;
     p.views.push_back(elementaryView(pl, r.inputs[i], pl.inputs[i], p.size, axes));
@@ -473,6 +507,8 @@ Result<Prepared> prepare(const Request &r) {
     // The permuted view; a view result when its groups merge.
     const Tensor &v = p.views[0];
     std::vector<int64_t> shape, strides;
+    shape.reserve(p.outAxes.size());
+    strides.reserve(p.outAxes.size());
     for (int id : p.outAxes) {
       auto pos = std::find(p.viewAxes[0].begin(), p.viewAxes[0].end(), id) -
                  p.viewAxes[0].begin();
@@ -501,7 +537,6 @@ Result<Prepared> prepare(const Request &r) {
                         v.offset());
     p.viewAxes[0] = p.outAxes;
   }
-  p.source = kernelSource(pl, r.how, p.viewAxes, p.outAxes);
   return p;
 }
 
@@ -511,7 +546,7 @@ Result<Tensor> run(const Request &r) {
     return p.error();
   if (p->resultView)
     return *p->resultView;
-  auto kernel = kernelFor(p->source);
+  const auto &kernel = p->plan->compiled();
   if (!kernel)
     return kernel.error();
   std::vector<int64_t> shape;
@@ -585,7 +620,7 @@ Result<std::string> explain(std::string_view op, std::string_view pattern,
   return fmt::format("{}: a kernel writing a new tensor ({} bytes), compiled "
                      "from:\n{}",
                      head, elements * int64_t(itemsize(p->plan->result)),
-                     p->source);
+                     p->plan->kernelSource);
 }
 
 } // namespace ein::api::nothrow

@@ -42,7 +42,9 @@ Result<Tensor> allocate(DType dtype, const std::vector<int64_t> &shape,
                                   "is negative or the size overflows",
                                   runtime::shapeTupleStr(shape)));
   uint64_t bytes = uint64_t(*count) * itemsize(dtype);
-  if (bytes > runtime::hostMemoryBytes())
+  // The machine's memory is read from /proc and cgroup files: only for
+  // sizes where it could matter (a small call must not pay for it).
+  if (bytes > (uint64_t(1) << 26) && bytes > runtime::hostMemoryBytes())
     return usageError(fmt::format(
         "cannot make a tensor of shape {} ({} bytes): more than this "
         "machine's memory",

@@ -134,8 +134,10 @@ public:
     return std::get<0>(v_);
   }
   T &operator*() & { return value(); }
+  const T &operator*() const & { return value(); }
   T &&operator*() && { return std::move(*this).value(); }
   T *operator->() { return &value(); }
+  const T *operator->() const { return &value(); }
   /// The error; meaningful only when !has_value().
   const ErrorInfo &error() const { return std::get<1>(v_); }
 
