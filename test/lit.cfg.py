@@ -45,6 +45,16 @@ api_tsan = os.path.join(config.ein_tools_dir, "EinAPITSanTests")
 config.substitutions.append(("%ein-api-tsan", api_tsan))
 if os.path.exists(api_tsan):
     config.available_features.add("api-tsan")
+# `cmake --install` of this build and an outside CMake project built against
+# it (test/cpp-api): the build's own cmake, C++ compiler and generator.
+config.substitutions.append(("%ein_obj_root", config.ein_obj_root))
+config.substitutions.append(("%cmake_generator_flags",
+                             '-G "%s" -DCMAKE_MAKE_PROGRAM="%s"' %
+                             (config.cmake_generator, config.cmake_make_program)))
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%cxx", config.cxx_compiler))
+if config.ein_api_found and os.path.exists(config.cmake_command):
+    config.available_features.add("ein-api-install")
 if config.cuda_found:
     config.available_features.add("cuda")
 # The CUDA runtime's tests in emulation (unittests/CUDA*.cpp).
