@@ -43,8 +43,11 @@ public:
 
   /// Whether this is a tensor (not default-constructed).
   bool defined() const { return storage_ != nullptr; }
+  /// The element type.
   DType dtype() const { return dtype_; }
+  /// Where the storage lives (the CPU, for now).
   Device device() const { return device_; }
+  /// The number of dims (0 for a scalar).
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
   /// Sizes, one per dim.
   const std::vector<int64_t> &shape() const { return shape_; }
@@ -95,10 +98,12 @@ public:
   /// "f32[2, 3] strides (3, 1)", for messages.
   std::string describe() const;
 
-  /// For the library: makes a tensor over `storage`.
+  /// For the library: makes a tensor over `storage` (the API's operations
+  /// make tensors; users start from zeros, from_data, TensorView, load_npy).
   Tensor(std::shared_ptr<detail::Storage> storage, DType dtype, Device device,
          std::vector<int64_t> shape, std::vector<int64_t> strides,
          int64_t offset);
+  /// For the library: the shared storage.
   const std::shared_ptr<detail::Storage> &storage() const { return storage_; }
 
 private:

@@ -98,7 +98,9 @@ struct ErrorInfo {
 /// The error of the throwing forms: what() is ErrorInfo::message.
 class Error : public std::exception {
 public:
+  /// The error of `info`.
   explicit Error(ErrorInfo info) : info_(std::move(info)) {}
+  /// The whole diagnostic text.
   const char *what() const noexcept override { return info_.message.c_str(); }
   /// The error as the non-throwing forms return it.
   const ErrorInfo &info() const noexcept { return info_; }
@@ -122,10 +124,13 @@ private:
 /// built without exceptions).
 template <class T> class Result {
 public:
+  /// A value.
   Result(T value) : v_(std::move(value)) {}
+  /// An error.
   Result(ErrorInfo error) : v_(std::move(error)) {}
   /// Whether it holds a value.
   bool has_value() const { return v_.index() == 0; }
+  /// has_value().
   explicit operator bool() const { return has_value(); }
   /// The value; raises the error when there is none.
   T &value() & {
@@ -143,6 +148,7 @@ public:
       raise(error());
     return std::get<0>(v_);
   }
+  /// value(), as an expected-like type spells it.
   T &operator*() & { return value(); }
   const T &operator*() const & { return value(); }
   T &&operator*() && { return std::move(*this).value(); }
@@ -158,8 +164,11 @@ private:
 /// Success or the error that stopped it.
 template <> class Result<void> {
 public:
+  /// Success.
   Result() = default;
+  /// An error.
   Result(ErrorInfo error) : error_(std::move(error)), ok_(false) {}
+  /// Whether it succeeded.
   bool has_value() const { return ok_; }
   explicit operator bool() const { return ok_; }
   /// Raises the error, if any.
