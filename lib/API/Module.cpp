@@ -4,6 +4,7 @@
 #include "Internal.h"
 
 #include "ein/Analysis/Cost.h"
+#include "ein/Driver/Driver.h"
 #include "ein/Driver/Report.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Syntax/DiagnosticError.h"
@@ -12,15 +13,9 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <mutex>
 #include <shared_mutex>
-#include <sstream>
 #include <unordered_map>
-
-#include <sys/stat.h>
 
 namespace ein::api {
 namespace detail {
@@ -87,24 +82,10 @@ std::vector<std::string> Module::functions() const {
 namespace nothrow {
 
 Result<Module> load_module(const std::string &path, const Sizes &dims) {
-  auto failure = [&](std::string message) {
-    return toInfo(
-        ein::Error::inFile(ErrorKind::Program, path, std::move(message)));
-  };
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    return failure("not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return failure(fmt::format("cannot open file: {}", std::strerror(errno)));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
-    return failure("cannot read file");
-  std::string text = buffer.str();
-  if (text.find('\0') != std::string::npos)
-    return failure("not a text file (contains NUL bytes)");
-  auto state = loadState(SourceFile{path, std::move(text)}, dims);
+  auto file = readSource(path);
+  if (!file)
+    return toInfo(file.error());
+  auto state = loadState(std::move(*file), dims);
   if (!state)
     return state.error();
   return Module(*state);

@@ -536,7 +536,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   return Parsed{};
 }
 
-/// Reads a source file; refuses unreadable or binary files.
+} // namespace
+
 ErrorOr<SourceFile> readSource(const std::string &path) {
   auto failure = [&](std::string message) {
     return Error::inFile(ErrorKind::Program, path, std::move(message));
@@ -556,6 +557,8 @@ ErrorOr<SourceFile> readSource(const std::string &path) {
     return failure("not a text file (contains NUL bytes)");
   return file;
 }
+
+namespace {
 
 /// `einc report --train`: the function's report and its training account.
 /// A function without grad() is differentiated here, its first result (a
