@@ -16,28 +16,10 @@ import os
 import platform
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 
-
-def per_call(fn, target=0.02, batches=7):
-    fn()
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if time.perf_counter() - t0 >= target:
-            break
-        n *= 2
-    samples = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        samples.append((time.perf_counter() - t0) / n)
-    return sorted(samples)[len(samples) // 2]
+from call_overhead import per_call  # the same timing as the other overhead bench
 
 
 def cpu_isa():
