@@ -1,0 +1,1159 @@
+// Compile-time patterns for the embedded C++ API (C++20, header-only).
+//
+// The template forms take the pattern as a template argument and parse it in
+// constexpr, so a malformed pattern is a C++ compile error with a readable
+// message (each kind of error is its own static_assert, whose text starts
+// with "ein: "; the offending pattern appears in the compiler's notes):
+//
+//   Tensor kh = ein::rearrange<"b s (h d) -> b h s d">(k, ein::size<"h">(8));
+//   Tensor s = ein::einsum<"b h s d, b h t d -> b h s t">(qh, kh);
+//
+// The parser mirrors lib/Syntax/Pattern.cpp (docs/language.md §5, §6): the
+// syntax, the per-operation axis rules and the einsum operand count are
+// checked at compile time; a non-ASCII byte is accepted as an identifier
+// character and left to the run-time parser, as are the sizes themselves.
+//
+// Sizes: `ein::size<"h">(8)` is a NamedSize<"h">, an axis size whose name
+// the compiler knows. Passed after the tensor, such sizes let the compiler
+// check that every size the pattern needs is given: a composition on an
+// input side with more than one axis of unknown size (neither a number nor a
+// given size), or a new axis of repeat without a size, is a compile error
+// ("... needs a size"), and a size naming no axis of the pattern is one too.
+// The forms taking a run-time `Sizes` ({{"h", 8}}) skip that check: the
+// run-time API reports a missing size then.
+//
+// Shape-typed tensors: C++ cannot have both the class ein::Tensor and a
+// template ein::Tensor<...>, so the tensor type that carries its shape string
+// is `ein::Shaped<ein::f32, "b s (h d)">`. Passed to a template form, its
+// shape string is checked at compile time against the pattern's left side
+// (the same rank counting top-level groups, the same names in order, the same
+// compositions; `1` and `()` are both a unit dim; a `...` must be at the same
+// place in both), and the result is Shaped<dtype, "right side"> with the
+// right side's canonical text ("b h s d"), so a chain of operations is
+// checked by name by the C++ compiler, and by size at run time. A shape
+// string carries names only: it determines no size.
+#pragma once
+
+#include "ein/API/Ops.h"
+#include "ein/API/Tensor.h"
+#include "ein/API/Types.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace ein::api {
+
+/// A string literal usable as a template argument (C++20): the pattern of
+/// `einsum<"i j, j k -> i k">` and the shape string of `Shaped`.
+template <size_t N> struct fixed_string {
+  /// The characters, then a NUL.
+  char value[N] = {};
+  /// An all-NUL string (filled in by constexpr code).
+  constexpr fixed_string() = default;
+  /// A copy of the literal `s`.
+  constexpr fixed_string(const char (&s)[N]) {
+    for (size_t i = 0; i < N; ++i)
+      value[i] = s[i];
+  }
+  /// The length, without the NUL.
+  static constexpr size_t size() { return N - 1; }
+  /// The characters as a string_view.
+  constexpr std::string_view view() const { return {value, N - 1}; }
+  /// The characters, NUL-terminated.
+  constexpr const char *c_str() const { return value; }
+};
+/// fixed_string{"a b"} is a fixed_string<4>.
+template <size_t N> fixed_string(const char (&)[N]) -> fixed_string<N>;
+
+/// An axis size whose axis name is part of its type: `ein::size<"h">(8)`.
+template <fixed_string Name> struct NamedSize {
+  /// The axis name.
+  static constexpr auto name = Name;
+  /// The size.
+  int64_t value = 0;
+};
+
+/// The accumulation and result dtype of reduce and einsum as a typed
+/// argument (the run-time forms' `acc`): `ein::acc<ein::f32>`.
+template <DType D> struct AccDType {
+  /// The dtype.
+  static constexpr DType dtype = D;
+};
+/// `ein::acc<ein::f32>`: accumulate and return f32.
+template <DType D> inline constexpr AccDType<D> acc{};
+
+template <DType D, fixed_string Shape> class Shaped;
+
+namespace detail {
+
+/// What a pattern is for (as ein::PatternUse), or the shape string of a
+/// Shaped tensor (one side, no arrow).
+enum class Use : uint8_t { Rearrange, Reduce, Repeat, Einsum, Pack, Shape };
+
+/// Everything the compile-time parser can find wrong: one static_assert each.
+enum class Err : uint8_t {
+  None,
+  UnbalancedOpen,
+  UnbalancedClose,
+  Nested,
+  Dots,
+  EllipsisSpacing,
+  TwoEllipses,
+  InvalidName,
+  UnderscoreName,
+  Duplicate,
+  ZeroAxis,
+  LargeAxis,
+  UnexpectedChar,
+  NeedsArrow,
+  TwoArrows,
+  CommaNotEinsum,
+  CommaAfterArrow,
+  EllipsisInParensLeft,
+  EllipsisOnlyRight,
+  PackArrow,
+  PackParens,
+  PackEllipsis,
+  PackNumber,
+  PackNoStar,
+  PackTwoStars,
+  ShapeArrow,
+  RearrangeNumber,
+  RearrangeLeftOnly,
+  RearrangeRightOnly,
+  RearrangeEllipsisLeftOnly,
+  ReduceNumberRight,
+  ReduceRightOnly,
+  RepeatNumberLeft,
+  RepeatLeftOnly,
+  RepeatEllipsisLeftOnly,
+  EinsumAnonymous,
+  EinsumOutputOnly,
+};
+
+/// The kinds of elementary axes (as ein::PatternAxis::Kind).
+enum class AxisKind : uint8_t { Name, Ellipsis, Number, Star };
+
+/// One elementary axis: its bytes in the text, and a number's value.
+struct Axis {
+  AxisKind kind = AxisKind::Name;
+  size_t begin = 0, length = 0;
+  uint64_t value = 0;
+};
+
+/// A top-level element of a side: axes [first, first + count); a bare `1` or
+/// `()` has none.
+struct Group {
+  size_t first = 0, count = 0;
+  bool paren = false;
+};
+
+/// One side: groups [first, first + count).
+struct Side {
+  size_t first = 0, count = 0;
+};
+
+/// A parsed pattern (or shape string) of at most Cap - 2 bytes, with the
+/// first error found; self-contained (it holds a copy of the text).
+template <size_t Cap> struct Parsed {
+  char text[Cap] = {};
+  size_t length = 0;
+  Err error = Err::None;
+  bool hasArrow = false;
+  Axis axes[Cap] = {};
+  Group groups[Cap] = {};
+  Side sides[Cap] = {};
+  size_t axisCount = 0, groupCount = 0, sideCount = 0;
+
+  /// The text of axis `a`.
+  constexpr std::string_view name(const Axis &a) const {
+    return {text + a.begin, a.length};
+  }
+  /// The number of input sides (operands).
+  constexpr size_t inputCount() const {
+    return hasArrow ? sideCount - 1 : sideCount;
+  }
+  /// The output side (the last one).
+  constexpr const Side &output() const { return sides[sideCount - 1]; }
+  /// Whether `side` has a named axis `n`.
+  constexpr bool has(const Side &side, std::string_view n) const {
+    for (size_t g = side.first; g < side.first + side.count; ++g)
+      for (size_t a = groups[g].first; a < groups[g].first + groups[g].count;
+           ++a)
+        if (axes[a].kind == AxisKind::Name && name(axes[a]) == n)
+          return true;
+    return false;
+  }
+  /// Whether `side` has a `...` (inside parentheses when `inParens`).
+  constexpr bool hasEllipsis(const Side &side, bool inParens = false) const {
+    for (size_t g = side.first; g < side.first + side.count; ++g)
+      for (size_t a = groups[g].first; a < groups[g].first + groups[g].count;
+           ++a)
+        if (axes[a].kind == AxisKind::Ellipsis &&
+            (!inParens || groups[g].paren))
+          return true;
+    return false;
+  }
+  /// Whether `side` has an anonymous axis other than 1.
+  constexpr bool hasNumber(const Side &side) const {
+    for (size_t g = side.first; g < side.first + side.count; ++g)
+      for (size_t a = groups[g].first; a < groups[g].first + groups[g].count;
+           ++a)
+        if (axes[a].kind == AxisKind::Number)
+          return true;
+    return false;
+  }
+  /// Whether every named axis of `side` is a named axis of one of `others`.
+  constexpr bool namesIn(const Side &side, const Side *others,
+                         size_t count) const {
+    for (size_t g = side.first; g < side.first + side.count; ++g)
+      for (size_t a = groups[g].first; a < groups[g].first + groups[g].count;
+           ++a) {
+        if (axes[a].kind != AxisKind::Name)
+          continue;
+        bool found = false;
+        for (size_t o = 0; o < count; ++o)
+          found = found || has(others[o], name(axes[a]));
+        if (!found)
+          return false;
+      }
+    return true;
+  }
+};
+
+/// An identifier byte: ASCII letters, digits, `_`, and any non-ASCII byte
+/// (the run-time parser checks Unicode identifiers).
+constexpr bool isIdentChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
+/// An ASCII decimal digit.
+constexpr bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+/// Parses text[begin, end) as one side, as parseSide in Pattern.cpp.
+template <size_t Cap>
+constexpr Err parseSide(Parsed<Cap> &p, size_t begin, size_t end,
+                        bool allowDuplicates, bool allowUnderscore, bool pack) {
+  std::string_view text(p.text, p.length);
+  Side side;
+  side.first = p.groupCount;
+  size_t firstAxis = p.axisCount;
+  bool open = false, sawEllipsis = false, sawStar = false;
+  auto add = [&](Axis axis) {
+    if (axis.kind == AxisKind::Number && axis.value == 1) {
+      // A unit dim outside parentheses, nothing inside them.
+      if (!open)
+        p.groups[p.groupCount++] = Group{p.axisCount, 0, false};
+      return;
+    }
+    p.axes[p.axisCount] = axis;
+    if (open)
+      ++p.groups[p.groupCount].count;
+    else
+      p.groups[p.groupCount++] = Group{p.axisCount, 1, false};
+    ++p.axisCount;
+  };
+  size_t i = begin;
+  while (i < end) {
+    char c = text[i];
+    if (c == ' ' || c == '\t') {
+      ++i;
+      continue;
+    }
+    if (c == '(') {
+      if (pack)
+        return Err::PackParens;
+      if (open)
+        return Err::Nested;
+      open = true;
+      p.groups[p.groupCount] = Group{p.axisCount, 0, true};
+      ++i;
+      continue;
+    }
+    if (c == ')') {
+      if (!open)
+        return Err::UnbalancedClose;
+      open = false;
+      ++p.groupCount;
+      ++i;
+      continue;
+    }
+    if (c == '.') {
+      size_t j = i;
+      while (j < end && text[j] == '.')
+        ++j;
+      if (j - i != 3)
+        return Err::Dots;
+      if (pack)
+        return Err::PackEllipsis;
+      if ((i > begin && isIdentChar(text[i - 1])) ||
+          (j < end && isIdentChar(text[j])))
+        return Err::EllipsisSpacing;
+      if (sawEllipsis)
+        return Err::TwoEllipses;
+      sawEllipsis = true;
+      add(Axis{AxisKind::Ellipsis, i, 3, 0});
+      i = j;
+      continue;
+    }
+    if (c == '*' && pack) {
+      if (sawStar)
+        return Err::PackTwoStars;
+      sawStar = true;
+      add(Axis{AxisKind::Star, i, 1, 0});
+      ++i;
+      continue;
+    }
+    if (isIdentChar(c)) {
+      size_t j = i;
+      bool decimal = true;
+      while (j < end && isIdentChar(text[j]))
+        decimal = decimal && isDigit(text[j++]);
+      Axis axis{AxisKind::Name, i, j - i, 0};
+      if (decimal) {
+        if (pack)
+          return Err::PackNumber;
+        constexpr uint64_t limit = uint64_t(1) << 62;
+        uint64_t v = 0;
+        for (size_t k = i; k < j; ++k) {
+          if (v > limit / 10 + 1)
+            return Err::LargeAxis;
+          v = v * 10 + uint64_t(text[k] - '0');
+          if (v > limit)
+            return Err::LargeAxis;
+        }
+        axis.kind = AxisKind::Number;
+        axis.value = v;
+        if (v == 0)
+          return Err::ZeroAxis;
+      } else {
+        std::string_view n = text.substr(i, j - i);
+        if (isDigit(n.front()))
+          return Err::InvalidName;
+        if ((n.front() == '_' || n.back() == '_') &&
+            !(n == "_" && allowUnderscore))
+          return Err::UnderscoreName;
+        if (!allowDuplicates && n != "_")
+          for (size_t a = firstAxis; a < p.axisCount; ++a)
+            if (p.axes[a].kind == AxisKind::Name && p.name(p.axes[a]) == n)
+              return Err::Duplicate;
+      }
+      add(axis);
+      i = j;
+      continue;
+    }
+    return Err::UnexpectedChar;
+  }
+  if (open)
+    return Err::UnbalancedOpen;
+  if (pack && !sawStar)
+    return Err::PackNoStar;
+  side.count = p.groupCount - side.first;
+  p.sides[p.sideCount++] = side;
+  return Err::None;
+}
+
+/// The per-operation rules of checkAxisSets (lib/Shape/Infer.cpp) and
+/// analyzeEinsum, on a pattern whose syntax is fine.
+template <size_t Cap>
+constexpr Err checkAxisSets(const Parsed<Cap> &p, Use use) {
+  const Side &left = p.sides[0];
+  const Side &right = p.output();
+  switch (use) {
+  case Use::Rearrange:
+    if (p.hasNumber(left) || p.hasNumber(right))
+      return Err::RearrangeNumber;
+    if (!p.namesIn(left, &right, 1))
+      return Err::RearrangeLeftOnly;
+    if (!p.namesIn(right, &left, 1))
+      return Err::RearrangeRightOnly;
+    if (p.hasEllipsis(left) && !p.hasEllipsis(right))
+      return Err::RearrangeEllipsisLeftOnly;
+    return Err::None;
+  case Use::Reduce:
+    if (p.hasNumber(right))
+      return Err::ReduceNumberRight;
+    if (!p.namesIn(right, &left, 1))
+      return Err::ReduceRightOnly;
+    return Err::None;
+  case Use::Repeat:
+    if (p.hasNumber(left))
+      return Err::RepeatNumberLeft;
+    if (!p.namesIn(left, &right, 1))
+      return Err::RepeatLeftOnly;
+    if (p.hasEllipsis(left) && !p.hasEllipsis(right))
+      return Err::RepeatEllipsisLeftOnly;
+    return Err::None;
+  case Use::Einsum:
+    for (size_t s = 0; s < p.sideCount; ++s) {
+      if (p.hasNumber(p.sides[s]))
+        return Err::EinsumAnonymous;
+      for (size_t g = p.sides[s].first; g < p.sides[s].first + p.sides[s].count;
+           ++g)
+        if (p.groups[g].count == 0)
+          return Err::EinsumAnonymous;
+    }
+    if (!p.namesIn(right, p.sides, p.inputCount()))
+      return Err::EinsumOutputOnly;
+    return Err::None;
+  default:
+    return Err::None;
+  }
+}
+
+/// Parses `s` for `use`, as parsePattern in Pattern.cpp (and, for Shape, as
+/// one side without an arrow); `error` is the first problem found.
+template <size_t N>
+constexpr Parsed<N + 2> parse(const fixed_string<N> &s, Use use) {
+  Parsed<N + 2> p;
+  p.length = N - 1;
+  for (size_t i = 0; i < N; ++i)
+    p.text[i] = s.value[i];
+  std::string_view text(p.text, p.length);
+  auto fail = [&](Err e) {
+    p.error = e;
+    return p;
+  };
+  size_t arrow = text.find("->");
+  constexpr size_t npos = std::string_view::npos;
+  if (use == Use::Pack || use == Use::Shape) {
+    if (arrow != npos)
+      return fail(use == Use::Pack ? Err::PackArrow : Err::ShapeArrow);
+    // A shape string may hold what a right side may (an einsum output's `_`,
+    // a `...` in parentheses).
+    bool shape = use == Use::Shape;
+    if (Err e = parseSide(p, 0, p.length, false, shape, !shape); e != Err::None)
+      return fail(e);
+    return p;
+  }
+  if (arrow == npos)
+    return fail(Err::NeedsArrow);
+  if (text.find("->", arrow + 2) != npos)
+    return fail(Err::TwoArrows);
+  p.hasArrow = true;
+  bool einsum = use == Use::Einsum;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = text.find(',', start);
+    bool last = comma == npos || comma > arrow;
+    size_t stop = last ? arrow : comma;
+    if (!last && !einsum)
+      return fail(Err::CommaNotEinsum);
+    if (Err e = parseSide(p, start, stop, einsum, einsum, false);
+        e != Err::None)
+      return fail(e);
+    if (last)
+      break;
+    start = comma + 1;
+  }
+  if (text.find(',', arrow) != npos)
+    return fail(Err::CommaAfterArrow);
+  if (Err e = parseSide(p, arrow + 2, p.length, false, einsum, false);
+      e != Err::None)
+    return fail(e);
+  bool anyInputEllipsis = false;
+  for (size_t s = 0; s < p.inputCount(); ++s) {
+    anyInputEllipsis = anyInputEllipsis || p.hasEllipsis(p.sides[s]);
+    if (p.hasEllipsis(p.sides[s], true))
+      return fail(Err::EllipsisInParensLeft);
+  }
+  if (p.hasEllipsis(p.output()) && !anyInputEllipsis)
+    return fail(Err::EllipsisOnlyRight);
+  return fail(checkAxisSets(p, use));
+}
+
+/// The readable message of each parse error, as a static_assert; true when
+/// the pattern is fine.
+template <fixed_string P, Use U> constexpr bool checkPattern() {
+  constexpr Err e = parse(P, U).error;
+  static_assert(e != Err::UnbalancedOpen,
+                "ein: pattern has an unbalanced parenthesis: '(' is missing "
+                "its ')'");
+  static_assert(e != Err::UnbalancedClose,
+                "ein: pattern has an unbalanced parenthesis: ')' has no "
+                "matching '('");
+  static_assert(e != Err::Nested,
+                "ein: nested parentheses: axis composition is one level only");
+  static_assert(e != Err::Dots,
+                "ein: dots are only allowed as an ellipsis '...'");
+  static_assert(e != Err::EllipsisSpacing,
+                "ein: '...' must be separated from axis names by spaces");
+  static_assert(e != Err::TwoEllipses,
+                "ein: two ellipses on one side of the pattern");
+  static_assert(e != Err::InvalidName,
+                "ein: invalid axis name: not a valid identifier");
+  static_assert(e != Err::UnderscoreName,
+                "ein: invalid axis name: an axis name must not start or end "
+                "with '_' (a lone '_' only in einsum)");
+  static_assert(e != Err::Duplicate,
+                "ein: duplicate axis on one side of the pattern");
+  static_assert(e != Err::ZeroAxis, "ein: an anonymous axis must be positive");
+  static_assert(e != Err::LargeAxis, "ein: anonymous axis size is too large");
+  static_assert(e != Err::UnexpectedChar,
+                "ein: unexpected character in pattern");
+  static_assert(e != Err::NeedsArrow, "ein: pattern needs '->'");
+  static_assert(e != Err::TwoArrows, "ein: pattern has more than one '->'");
+  static_assert(e != Err::CommaNotEinsum,
+                "ein: unexpected ',' in pattern: only einsum takes several "
+                "operands");
+  static_assert(e != Err::CommaAfterArrow,
+                "ein: unexpected ',' after '->': one output only");
+  static_assert(e != Err::EllipsisInParensLeft,
+                "ein: '...' inside parentheses is only allowed on the right "
+                "side");
+  static_assert(e != Err::EllipsisOnlyRight,
+                "ein: '...' on the right side but not on the left");
+  static_assert(e != Err::PackArrow, "ein: a pack pattern has no '->'");
+  static_assert(e != Err::PackParens,
+                "ein: parentheses are not allowed in a pack pattern");
+  static_assert(e != Err::PackEllipsis,
+                "ein: '...' is not allowed in a pack pattern; use '*'");
+  static_assert(e != Err::PackNumber,
+                "ein: numbers are not allowed in a pack pattern");
+  static_assert(e != Err::PackNoStar, "ein: a pack pattern needs one '*' axis");
+  static_assert(e != Err::PackTwoStars, "ein: two '*' axes in a pack pattern");
+  static_assert(e != Err::ShapeArrow,
+                "ein: a shape string is one side: it has no '->'");
+  static_assert(e != Err::RearrangeNumber,
+                "ein: anonymous axis in rearrange: only 1 is allowed (use "
+                "repeat or reduce)");
+  static_assert(e != Err::RearrangeLeftOnly,
+                "ein: rearrange: axis on the input side is missing from the "
+                "output side");
+  static_assert(e != Err::RearrangeRightOnly,
+                "ein: rearrange: axis on the output side is missing from the "
+                "input side");
+  static_assert(e != Err::RearrangeEllipsisLeftOnly,
+                "ein: rearrange: '...' appears only on the left side");
+  static_assert(e != Err::ReduceNumberRight,
+                "ein: reduce: anonymous axis on the right side");
+  static_assert(e != Err::ReduceRightOnly,
+                "ein: reduce: output axis is missing from the input");
+  static_assert(e != Err::RepeatNumberLeft,
+                "ein: repeat: anonymous axis on the left side");
+  static_assert(e != Err::RepeatLeftOnly,
+                "ein: repeat: axis of the input is missing from the output");
+  static_assert(e != Err::RepeatEllipsisLeftOnly,
+                "ein: repeat: '...' of the input is missing from the output");
+  static_assert(e != Err::EinsumAnonymous,
+                "ein: einsum: anonymous axes (numbers, '1' and '()') are not "
+                "supported");
+  static_assert(e != Err::EinsumOutputOnly,
+                "ein: einsum: output axis appears in no input");
+  return e == Err::None;
+}
+
+/// The length of `side`'s canonical text (PatternSide::str()).
+template <size_t Cap>
+constexpr size_t writeSide(const Parsed<Cap> &p, const Side &side, char *out) {
+  size_t n = 0;
+  auto put = [&](std::string_view s) {
+    for (char c : s) {
+      if (out)
+        out[n] = c;
+      ++n;
+    }
+  };
+  for (size_t g = side.first; g < side.first + side.count; ++g) {
+    const Group &group = p.groups[g];
+    if (g != side.first)
+      put(" ");
+    if (!group.paren) {
+      put(group.count ? p.name(p.axes[group.first]) : "1");
+      continue;
+    }
+    put("(");
+    for (size_t a = group.first; a < group.first + group.count; ++a) {
+      if (a != group.first)
+        put(" ");
+      put(p.name(p.axes[a]));
+    }
+    put(")");
+  }
+  return n;
+}
+
+/// Side `K` of a pattern (the output side when K is -1).
+template <size_t Cap> constexpr Side sideAt(const Parsed<Cap> &p, int k) {
+  return k < 0 ? p.output() : p.sides[k];
+}
+/// The length of side K of P's canonical text.
+template <fixed_string P, Use U, int K> consteval size_t sideLength() {
+  auto p = parse(P, U);
+  return writeSide(p, sideAt(p, K), nullptr);
+}
+/// Side `K` of P's canonical text ("b h s d"), or the output side when K is
+/// -1: the shape string of a result.
+template <fixed_string P, Use U, int K = -1> consteval auto sideText() {
+  fixed_string<sideLength<P, U, K>() + 1> out;
+  auto p = parse(P, U);
+  writeSide(p, sideAt(p, K), out.value);
+  return out;
+}
+
+/// The dims a shape string names (its top-level groups but a bare `...`).
+template <size_t Cap> constexpr size_t shapeRank(const Parsed<Cap> &p) {
+  size_t n = 0;
+  for (size_t g = 0; g < p.groupCount; ++g)
+    n += !(p.groups[g].count == 1 && !p.groups[g].paren &&
+           p.axes[p.groups[g].first].kind == AxisKind::Ellipsis);
+  return n;
+}
+
+/// How a side of a pattern differs from a shape string.
+enum class Mismatch : uint8_t { None, Ellipsis, Rank, Composition, Name };
+
+/// Compares side `k` of `p` with the one side of `shape`.
+template <size_t A, size_t B>
+constexpr Mismatch compareSide(const Parsed<A> &p, size_t k,
+                               const Parsed<B> &shape) {
+  const Side &x = p.sides[k];
+  const Side &y = shape.sides[0];
+  if (p.hasEllipsis(x) != shape.hasEllipsis(y))
+    return Mismatch::Ellipsis;
+  if (x.count != y.count)
+    return Mismatch::Rank;
+  for (size_t g = 0; g < x.count; ++g) {
+    const Group &gx = p.groups[x.first + g];
+    const Group &gy = shape.groups[y.first + g];
+    if (gx.count == 0 && gy.count == 0)
+      continue; // `1` and `()` are both a unit dim
+    bool ex = gx.count == 1 && p.axes[gx.first].kind == AxisKind::Ellipsis;
+    bool ey = gy.count == 1 && shape.axes[gy.first].kind == AxisKind::Ellipsis;
+    if (ex != ey)
+      return Mismatch::Ellipsis;
+    if (gx.paren != gy.paren || gx.count != gy.count)
+      return Mismatch::Composition;
+    for (size_t a = 0; a < gx.count; ++a) {
+      const Axis &ax = p.axes[gx.first + a];
+      const Axis &ay = shape.axes[gy.first + a];
+      if (ax.kind != ay.kind || p.name(ax) != shape.name(ay))
+        return Mismatch::Name;
+    }
+  }
+  return Mismatch::None;
+}
+
+/// Whether T is a Shaped tensor, and its dtype and shape string.
+template <class T> struct ShapedTraits {
+  static constexpr bool shaped = false;
+};
+template <DType D, fixed_string S> struct ShapedTraits<Shaped<D, S>> {
+  static constexpr bool shaped = true;
+  static constexpr DType dtype = D;
+  static constexpr auto shape = S;
+};
+/// Whether T is a Shaped tensor.
+template <class T>
+inline constexpr bool isShaped = ShapedTraits<std::remove_cvref_t<T>>::shaped;
+
+/// Checks side K of P against X's shape string when X is a Shaped tensor;
+/// true when it matches (or X is a plain Tensor).
+template <fixed_string P, Use U, size_t K, class X>
+constexpr bool checkShape() {
+  if constexpr (!isShaped<X>) {
+    return true;
+  } else {
+    constexpr auto S = ShapedTraits<std::remove_cvref_t<X>>::shape;
+    constexpr Mismatch m = compareSide(parse(P, U), K, parse(S, Use::Shape));
+    static_assert(m != Mismatch::Ellipsis,
+                  "ein: the pattern's left side does not match the tensor's "
+                  "shape string: '...' must be at the same place in both");
+    static_assert(m != Mismatch::Rank,
+                  "ein: the pattern's left side has a different rank than the "
+                  "tensor's shape string");
+    static_assert(m != Mismatch::Composition,
+                  "ein: the pattern's left side does not match the tensor's "
+                  "shape string: the axes are composed differently");
+    static_assert(m != Mismatch::Name,
+                  "ein: the pattern's left side does not match the tensor's "
+                  "shape string: an axis name differs");
+    return m == Mismatch::None;
+  }
+}
+
+/// Whether T is a NamedSize, and its axis name.
+template <class T> struct SizeTraits {
+  static constexpr bool size = false;
+  static constexpr std::string_view name = {};
+};
+template <fixed_string N> struct SizeTraits<NamedSize<N>> {
+  static constexpr bool size = true;
+  static constexpr std::string_view name = N.view();
+};
+/// Whether T is an AccDType, and its dtype.
+template <class T> struct AccTraits {
+  static constexpr bool acc = false;
+  static constexpr DType dtype = DType::F32;
+};
+template <DType D> struct AccTraits<AccDType<D>> {
+  static constexpr bool acc = true;
+  static constexpr DType dtype = D;
+};
+/// Whether T is a tensor (Tensor, TensorView, Shaped).
+template <class T>
+inline constexpr bool isTensor =
+    std::is_convertible_v<const std::remove_cvref_t<T> &, const Tensor &>;
+
+/// The axis names of the NamedSize types among Extra, in order.
+template <class... Extra> consteval auto sizeNames() {
+  std::array<std::string_view,
+             (size_t(0) + ... + size_t(SizeTraits<Extra>::size))>
+      out{};
+  size_t i = 0;
+  ((SizeTraits<Extra>::size ? (void)(out[i++] = SizeTraits<Extra>::name)
+                            : (void)0),
+   ...);
+  return out;
+}
+
+/// What can be wrong with the sizes a pattern is given.
+enum class SizeErr : uint8_t { None, NotAxis, Twice, Composition, NewAxis };
+
+/// Checks that `given` names axes of the pattern, once each, and that they
+/// determine every size the pattern needs (Infer.cpp's matchSide rules: a
+/// composition on an input side has at most one member of unknown size, as
+/// einsum learns sizes operand by operand from the left; a new axis of
+/// repeat has a size).
+template <size_t Cap, size_t K>
+constexpr SizeErr checkSizes(const Parsed<Cap> &p, Use use,
+                             const std::array<std::string_view, K> &given) {
+  for (size_t i = 0; i < K; ++i) {
+    bool found = false;
+    for (size_t s = 0; s < p.sideCount; ++s)
+      found = found || p.has(p.sides[s], given[i]);
+    if (!found)
+      return SizeErr::NotAxis;
+    for (size_t j = 0; j < i; ++j)
+      if (given[j] == given[i])
+        return SizeErr::Twice;
+  }
+  auto isGiven = [&](std::string_view n) {
+    for (size_t i = 0; i < K; ++i)
+      if (given[i] == n)
+        return true;
+    return false;
+  };
+  for (size_t s = 0; s < p.inputCount(); ++s) {
+    const Side &side = p.sides[s];
+    for (size_t g = side.first; g < side.first + side.count; ++g) {
+      const Group &group = p.groups[g];
+      if (!group.paren)
+        continue;
+      size_t unknown = 0;
+      for (size_t a = group.first; a < group.first + group.count; ++a) {
+        const Axis &axis = p.axes[a];
+        if (axis.kind != AxisKind::Name)
+          continue;
+        std::string_view n = p.name(axis);
+        bool known = isGiven(n);
+        // Sizes learnt from earlier operands (einsum).
+        for (size_t e = 0; e < s && !known; ++e)
+          known = p.has(p.sides[e], n);
+        // A bare occurrence on the same side (an einsum diagonal).
+        for (size_t h = side.first; h < side.first + side.count && !known; ++h)
+          known = !p.groups[h].paren && p.groups[h].count == 1 &&
+                  p.name(p.axes[p.groups[h].first]) == n;
+        // An earlier member with the same name counts once.
+        for (size_t b = group.first; b < a && !known; ++b)
+          known = p.axes[b].kind == AxisKind::Name && p.name(p.axes[b]) == n;
+        unknown += known ? 0 : 1;
+      }
+      if (unknown > 1)
+        return SizeErr::Composition;
+    }
+  }
+  if (use == Use::Repeat) {
+    const Side &out = p.output();
+    for (size_t g = out.first; g < out.first + out.count; ++g)
+      for (size_t a = p.groups[g].first;
+           a < p.groups[g].first + p.groups[g].count; ++a)
+        if (p.axes[a].kind == AxisKind::Name &&
+            !p.has(p.sides[0], p.name(p.axes[a])) &&
+            !isGiven(p.name(p.axes[a])))
+          return SizeErr::NewAxis;
+  }
+  return SizeErr::None;
+}
+
+/// The readable message of each size error, as a static_assert; true when
+/// the typed sizes among Extra are fine.
+template <fixed_string P, Use U, class... Extra> constexpr bool checkSizes() {
+  constexpr SizeErr e = checkSizes(parse(P, U), U, sizeNames<Extra...>());
+  static_assert(e != SizeErr::NotAxis,
+                "ein: a size names no axis of the pattern");
+  static_assert(e != SizeErr::Twice, "ein: a size is given twice");
+  static_assert(e != SizeErr::Composition,
+                "ein: a composition on the left side has more than one axis "
+                "of unknown size: it needs a size for all but one, as "
+                "ein::size<\"h\">(8)");
+  static_assert(e != SizeErr::NewAxis,
+                "ein: repeat: a new axis of the output needs a size, as "
+                "ein::size<\"c\">(3)");
+  return e == SizeErr::None;
+}
+
+/// The run-time Sizes of the NamedSize arguments among `extra`.
+template <class... Extra> Sizes toSizes(const Extra &...extra) {
+  Sizes sizes;
+  auto add = [&](const auto &x) {
+    using T = std::remove_cvref_t<decltype(x)>;
+    if constexpr (SizeTraits<T>::size)
+      sizes.emplace_back(std::string(T::name.view()), x.value);
+  };
+  (add(extra), ...);
+  return sizes;
+}
+
+/// The dtype of the AccDType among Extra, else D.
+template <DType D, class... Extra> consteval DType resultDType() {
+  DType out = D;
+  ((AccTraits<Extra>::acc ? (void)(out = AccTraits<Extra>::dtype) : (void)0),
+   ...);
+  return out;
+}
+/// The dtype of the AccDType among `extra`, if any.
+template <class... Extra> std::optional<DType> toAcc(const Extra &...) {
+  std::optional<DType> out;
+  ((AccTraits<Extra>::acc ? (void)(out = AccTraits<Extra>::dtype) : (void)0),
+   ...);
+  return out;
+}
+
+/// Checks that the arguments after the tensor are typed sizes (and one
+/// acc<D> where `accAllowed`).
+template <bool AccAllowed, class... Extra> constexpr bool checkExtras() {
+  constexpr bool typed =
+      ((SizeTraits<Extra>::size || (AccAllowed && AccTraits<Extra>::acc)) &&
+       ...);
+  static_assert(typed || AccAllowed,
+                "ein: after the tensor, pass sizes as ein::size<\"h\">(8) "
+                "arguments or as one ein::Sizes");
+  static_assert(typed || !AccAllowed,
+                "ein: after the tensor, pass sizes as ein::size<\"h\">(8) "
+                "arguments and the dtype as ein::acc<ein::f32>, or sizes as "
+                "one ein::Sizes");
+  constexpr size_t accs = (size_t(0) + ... + size_t(AccTraits<Extra>::acc));
+  static_assert(accs <= 1, "ein: ein::acc<...> is given more than once");
+  return typed && accs <= 1;
+}
+
+/// The operand count check of einsum, with the counts in the message.
+template <size_t Names, size_t Given> constexpr bool checkOperandCount() {
+  static_assert(Given > 0, "ein: einsum needs at least one tensor");
+#define EIN_API_COUNT(n, NS, g, GS)                                            \
+  static_assert(Names == Given || Names != n || Given != g,                    \
+                "ein: einsum pattern names " #n " " NS " but " #g " " GS       \
+                " given");
+#define EIN_API_COUNT_ROW(n, NS)                                               \
+  EIN_API_COUNT(n, NS, 1, "tensor was")                                        \
+  EIN_API_COUNT(n, NS, 2, "tensors were")                                      \
+  EIN_API_COUNT(n, NS, 3, "tensors were")                                      \
+  EIN_API_COUNT(n, NS, 4, "tensors were")                                      \
+  EIN_API_COUNT(n, NS, 5, "tensors were")                                      \
+  EIN_API_COUNT(n, NS, 6, "tensors were")
+  EIN_API_COUNT_ROW(1, "operand")
+  EIN_API_COUNT_ROW(2, "operands")
+  EIN_API_COUNT_ROW(3, "operands")
+  EIN_API_COUNT_ROW(4, "operands")
+  EIN_API_COUNT_ROW(5, "operands")
+  EIN_API_COUNT_ROW(6, "operands")
+#undef EIN_API_COUNT_ROW
+#undef EIN_API_COUNT
+  static_assert(Names == Given || Given == 0 || (Names <= 6 && Given <= 6),
+                "ein: einsum pattern names a different number of operands "
+                "than tensors were given");
+  return Names == Given;
+}
+
+/// Checks the operands of einsum against the pattern's sides, I the first.
+template <fixed_string P, size_t I, class T, class... Rest>
+constexpr bool checkOperands() {
+  constexpr bool ok = checkShape<P, Use::Einsum, I, T>();
+  if constexpr (sizeof...(Rest) == 0)
+    return ok;
+  else
+    return checkOperands<P, I + 1, Rest...>() && ok;
+}
+
+/// The Shaped result of side-K-typed input X, or Tensor when X is plain.
+template <fixed_string P, Use U, class X, DType D> auto wrap(Tensor t) {
+  if constexpr (isShaped<X>)
+    return Shaped<D, sideText<P, U>()>(std::move(t));
+  else
+    return t;
+}
+
+/// The dtype of X when Shaped, else D.
+template <class X, DType D> consteval DType dtypeOf() {
+  if constexpr (isShaped<X>)
+    return ShapedTraits<std::remove_cvref_t<X>>::dtype;
+  else
+    return D;
+}
+
+/// The dtype of the first Shaped among Args.
+template <class... Args> consteval DType firstDType() {
+  DType out = f32;
+  bool found = false;
+  ((isShaped<Args> && !found ? (void)(found = true, out = dtypeOf<Args, f32>())
+                             : (void)0),
+   ...);
+  return out;
+}
+
+/// Whether T is the run-time Sizes (which goes to the Sizes overloads).
+template <class T>
+inline constexpr bool isSizes = std::is_same_v<std::remove_cvref_t<T>, Sizes>;
+
+} // namespace detail
+
+/// `ein::size<"h">(8)`: the size of axis h, its name known to the compiler.
+template <fixed_string Name> constexpr NamedSize<Name> size(int64_t value) {
+  static_assert(detail::parse(Name, detail::Use::Shape).error ==
+                        detail::Err::None &&
+                    detail::parse(Name, detail::Use::Shape).axisCount == 1 &&
+                    detail::parse(Name, detail::Use::Shape).axes[0].kind ==
+                        detail::AxisKind::Name,
+                "ein: ein::size<\"name\">: the name must be one axis name");
+  return NamedSize<Name>{value};
+}
+
+/// A tensor whose type carries its dtype and shape string ("b s (h d)"):
+/// the template forms check patterns against it at compile time and return
+/// Shaped results. (Named Shaped, not Tensor<...>: C++ cannot have both a
+/// class ein::Tensor and a template of that name.) The shape string is one
+/// pattern side: names, `( )` compositions, `1`/`()`, numbers, one `...`.
+template <DType D, fixed_string Shape> class Shaped {
+  static constexpr auto parsed_ = detail::parse(Shape, detail::Use::Shape);
+  static constexpr bool valid_ =
+      detail::checkPattern<Shape, detail::Use::Shape>();
+
+public:
+  /// The element type.
+  static constexpr DType dtype = D;
+  /// The shape string, as written in the type.
+  static constexpr std::string_view shape() { return Shape.view(); }
+  /// The rank the shape string gives (the least rank when it has `...`).
+  static constexpr size_t rank = detail::shapeRank(parsed_);
+  /// Whether the shape string has a `...` (any number of dims).
+  static constexpr bool has_ellipsis =
+      parsed_.sideCount == 1 && parsed_.hasEllipsis(parsed_.sides[0]) &&
+      !parsed_.hasEllipsis(parsed_.sides[0], true);
+
+  /// Wraps `t`; raises ein::Error (Usage) unless `t` is defined, of dtype D
+  /// and of the shape string's rank.
+  explicit Shaped(Tensor t) : t_(std::move(t)) {
+    bool rankOk =
+        has_ellipsis ? size_t(t_.rank()) >= rank : size_t(t_.rank()) == rank;
+    if (!t_.defined() || t_.dtype() != D || !rankOk)
+      raise(ErrorInfo{
+          ErrorInfo::Kind::Usage,
+          std::string("error: ein::Shaped<") + name(D) + ", \"" +
+              std::string(Shape.view()) + "\"> needs a " + name(D) +
+              " tensor of rank " + (has_ellipsis ? "at least " : "") +
+              std::to_string(rank) + ", got " +
+              (t_.defined() ? t_.describe() : std::string("no tensor"))});
+  }
+  /// The tensor.
+  const Tensor &tensor() const & { return t_; }
+  /// The tensor, moved out.
+  Tensor tensor() && { return std::move(t_); }
+  /// A Shaped tensor is usable wherever a Tensor is.
+  operator const Tensor &() const { return t_; }
+
+private:
+  Tensor t_;
+};
+
+/// rearrange with a compile-time pattern and typed sizes: `rearrange<"b s
+/// (h d) -> b h s d">(x, ein::size<"h">(8))`. Returns Shaped<D, "b h s d">
+/// for a Shaped x, else a Tensor.
+template <fixed_string P, class X, class... Extra>
+requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
+                                  ...)) auto rearrange(const X &x,
+                                                       const Extra &...sizes) {
+  using namespace detail;
+  constexpr bool ok =
+      checkPattern<P, Use::Rearrange>() && checkExtras<false, Extra...>();
+  if constexpr (!ok) {
+    return Tensor();
+  } else {
+    constexpr bool checked = checkShape<P, Use::Rearrange, 0, X>() &
+                             checkSizes<P, Use::Rearrange, Extra...>();
+    if constexpr (!checked)
+      return Tensor();
+    else
+      return wrap<P, Use::Rearrange, X, dtypeOf<X, f32>()>(
+          nothrow::rearrange(x, P.view(), toSizes(sizes...)).value());
+  }
+}
+/// rearrange with a compile-time pattern and run-time sizes (not checked at
+/// compile time): `rearrange<"b s (h d) -> b h s d">(x, {{"h", 8}})`.
+template <fixed_string P, class X>
+requires detail::isTensor<X>
+auto rearrange(const X &x, const Sizes &sizes) {
+  using namespace detail;
+  constexpr bool ok = checkPattern<P, Use::Rearrange>() &&
+                      checkShape<P, Use::Rearrange, 0, X>();
+  if constexpr (!ok)
+    return Tensor();
+  else
+    return wrap<P, Use::Rearrange, X, dtypeOf<X, f32>()>(
+        nothrow::rearrange(x, P.view(), sizes).value());
+}
+
+/// reduce with a compile-time pattern, typed sizes and an optional
+/// ein::acc<D>: `reduce<"b s d -> b d">(x, ein::mean)`.
+template <fixed_string P, class X, class... Extra>
+requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
+                                  ...)) auto reduce(const X &x, Reduction how,
+                                                    const Extra &...extra) {
+  using namespace detail;
+  constexpr bool ok =
+      checkPattern<P, Use::Reduce>() && checkExtras<true, Extra...>();
+  if constexpr (!ok) {
+    return Tensor();
+  } else {
+    constexpr bool checked = checkShape<P, Use::Reduce, 0, X>() &
+                             checkSizes<P, Use::Reduce, Extra...>();
+    if constexpr (!checked)
+      return Tensor();
+    else
+      return wrap<P, Use::Reduce, X,
+                  resultDType<dtypeOf<X, f32>(), Extra...>()>(
+          nothrow::reduce(x, P.view(), how, toSizes(extra...), toAcc(extra...))
+              .value());
+  }
+}
+/// reduce with a compile-time pattern and run-time sizes.
+template <fixed_string P, class X>
+requires detail::isTensor<X>
+auto reduce(const X &x, Reduction how, const Sizes &sizes) {
+  using namespace detail;
+  constexpr bool ok =
+      checkPattern<P, Use::Reduce>() && checkShape<P, Use::Reduce, 0, X>();
+  if constexpr (!ok)
+    return Tensor();
+  else
+    return wrap<P, Use::Reduce, X, dtypeOf<X, f32>()>(
+        nothrow::reduce(x, P.view(), how, sizes).value());
+}
+
+/// repeat with a compile-time pattern and typed sizes: `repeat<"h w -> c h
+/// w">(x, ein::size<"c">(3))`; a new axis without a size does not compile.
+template <fixed_string P, class X, class... Extra>
+requires(detail::isTensor<X> &&
+         !(detail::isSizes<Extra> || ...)) auto repeat(const X &x,
+                                                       const Extra &...sizes) {
+  using namespace detail;
+  constexpr bool ok =
+      checkPattern<P, Use::Repeat>() && checkExtras<false, Extra...>();
+  if constexpr (!ok) {
+    return Tensor();
+  } else {
+    constexpr bool checked = checkShape<P, Use::Repeat, 0, X>() &
+                             checkSizes<P, Use::Repeat, Extra...>();
+    if constexpr (!checked)
+      return Tensor();
+    else
+      return wrap<P, Use::Repeat, X, dtypeOf<X, f32>()>(
+          nothrow::repeat(x, P.view(), toSizes(sizes...)).value());
+  }
+}
+/// repeat with a compile-time pattern and run-time sizes.
+template <fixed_string P, class X>
+requires detail::isTensor<X>
+auto repeat(const X &x, const Sizes &sizes) {
+  using namespace detail;
+  constexpr bool ok =
+      checkPattern<P, Use::Repeat>() && checkShape<P, Use::Repeat, 0, X>();
+  if constexpr (!ok)
+    return Tensor();
+  else
+    return wrap<P, Use::Repeat, X, dtypeOf<X, f32>()>(
+        nothrow::repeat(x, P.view(), sizes).value());
+}
+
+/// einsum with a compile-time pattern: the operands, then typed sizes and an
+/// optional ein::acc<D>: `einsum<"b h s d, b h t d -> b h s t">(q, k)`.
+/// Returns Shaped when every operand is Shaped (of one dtype), else Tensor.
+template <fixed_string P, class... Args> auto einsum(const Args &...args) {
+  using namespace detail;
+  constexpr size_t operands = (size_t(0) + ... + size_t(isTensor<Args>));
+  constexpr bool allShaped =
+      operands > 0 && (size_t(0) + ... + size_t(isShaped<Args>)) == operands;
+  // The operands first, then the typed extras.
+  constexpr bool ordered = [] {
+    bool seenExtra = false, ok = true;
+    ((isTensor<Args> ? (void)(ok = ok && !seenExtra)
+                     : (void)(seenExtra = true)),
+     ...);
+    return ok;
+  }();
+  static_assert(ordered, "ein: einsum: pass the tensors first, then "
+                         "ein::size<\"h\">(8) and ein::acc<ein::f32>");
+  constexpr bool extrasOk =
+      ((isTensor<Args> || SizeTraits<Args>::size || AccTraits<Args>::acc) &&
+       ...);
+  static_assert(extrasOk, "ein: einsum takes tensors, then "
+                          "ein::size<\"h\">(8) and ein::acc<ein::f32> "
+                          "arguments");
+  constexpr bool ok = ordered && extrasOk && checkPattern<P, Use::Einsum>();
+  if constexpr (!ok) {
+    return Tensor();
+  } else {
+    constexpr bool counted =
+        checkOperandCount<parse(P, Use::Einsum).inputCount(), operands>();
+    if constexpr (!counted) {
+      return Tensor();
+    } else {
+      constexpr bool checked = checkOperands<P, 0, Args...>() &
+                               checkSizes<P, Use::Einsum, Args...>();
+      std::vector<Tensor> tensors;
+      auto add = [&](const auto &a) {
+        if constexpr (isTensor<decltype(a)>)
+          tensors.push_back(static_cast<const Tensor &>(a));
+      };
+      (add(args), ...);
+      Tensor r =
+          nothrow::einsum(P.view(), tensors, toSizes(args...), toAcc(args...))
+              .value();
+      if constexpr (!checked || !allShaped) {
+        return r;
+      } else {
+        constexpr DType first = firstDType<Args...>();
+        constexpr bool sameDType =
+            ((!isTensor<Args> || dtypeOf<Args, first>() == first) && ...);
+        static_assert(sameDType, "ein: einsum: the Shaped operands have "
+                                 "different dtypes");
+        return Shaped<resultDType<first, Args...>(),
+                      sideText<P, Use::Einsum>()>(std::move(r));
+      }
+    }
+  }
+}
+
+/// pack with a compile-time pattern: `pack<"b * c">({img, cls})`.
+template <fixed_string P> Packed pack(const std::vector<Tensor> &inputs) {
+  constexpr bool ok = detail::checkPattern<P, detail::Use::Pack>();
+  (void)ok;
+  return nothrow::pack(inputs, P.view()).value();
+}
+/// unpack with a compile-time pattern: `unpack<"b * c">(p.tensor, p.shapes)`.
+template <fixed_string P>
+std::vector<Tensor> unpack(const Tensor &x, const PackedShapes &shapes) {
+  constexpr bool ok = detail::checkPattern<P, detail::Use::Pack>();
+  (void)ok;
+  return nothrow::unpack(x, shapes, P.view()).value();
+}
+
+} // namespace ein::api
