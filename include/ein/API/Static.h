@@ -315,8 +315,8 @@ constexpr Err parseSide(Parsed<Cap> &p, size_t begin, size_t end,
     if (isIdentChar(c)) {
       size_t j = i;
       bool decimal = true;
-      while (j < end && isIdentChar(text[j]))
-        decimal = decimal && isDigit(text[j++]);
+      for (; j < end && isIdentChar(text[j]); ++j)
+        decimal = decimal && isDigit(text[j]);
       Axis axis{AxisKind::Name, i, j - i, 0};
       if (decimal) {
         if (pack)
@@ -810,6 +810,7 @@ template <class... Extra> Sizes toSizes(const Extra &...extra) {
       sizes.emplace_back(std::string(T::name.view()), x.value);
   };
   (add(extra), ...);
+  (void)add;
   return sizes;
 }
 
@@ -987,8 +988,9 @@ requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
   if constexpr (!ok) {
     return Tensor();
   } else {
-    constexpr bool checked = checkShape<P, Use::Rearrange, 0, X>() &
-                             checkSizes<P, Use::Rearrange, Extra...>();
+    constexpr bool shapeOk = checkShape<P, Use::Rearrange, 0, X>();
+    constexpr bool sizesOk = checkSizes<P, Use::Rearrange, Extra...>();
+    constexpr bool checked = shapeOk && sizesOk;
     if constexpr (!checked)
       return Tensor();
     else
@@ -1023,8 +1025,9 @@ requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
   if constexpr (!ok) {
     return Tensor();
   } else {
-    constexpr bool checked = checkShape<P, Use::Reduce, 0, X>() &
-                             checkSizes<P, Use::Reduce, Extra...>();
+    constexpr bool shapeOk = checkShape<P, Use::Reduce, 0, X>();
+    constexpr bool sizesOk = checkSizes<P, Use::Reduce, Extra...>();
+    constexpr bool checked = shapeOk && sizesOk;
     if constexpr (!checked)
       return Tensor();
     else
@@ -1060,8 +1063,9 @@ requires(detail::isTensor<X> &&
   if constexpr (!ok) {
     return Tensor();
   } else {
-    constexpr bool checked = checkShape<P, Use::Repeat, 0, X>() &
-                             checkSizes<P, Use::Repeat, Extra...>();
+    constexpr bool shapeOk = checkShape<P, Use::Repeat, 0, X>();
+    constexpr bool sizesOk = checkSizes<P, Use::Repeat, Extra...>();
+    constexpr bool checked = shapeOk && sizesOk;
     if constexpr (!checked)
       return Tensor();
     else
@@ -1116,14 +1120,16 @@ template <fixed_string P, class... Args> auto einsum(const Args &...args) {
     if constexpr (!counted) {
       return Tensor();
     } else {
-      constexpr bool checked = checkOperands<P, 0, Args...>() &
-                               checkSizes<P, Use::Einsum, Args...>();
+      constexpr bool shapeOk = checkOperands<P, 0, Args...>();
+      constexpr bool sizesOk = checkSizes<P, Use::Einsum, Args...>();
+      constexpr bool checked = shapeOk && sizesOk;
       std::vector<Tensor> tensors;
       auto add = [&](const auto &a) {
         if constexpr (isTensor<decltype(a)>)
           tensors.push_back(static_cast<const Tensor &>(a));
       };
       (add(args), ...);
+      (void)add;
       Tensor r =
           nothrow::einsum(P.view(), tensors, toSizes(args...), toAcc(args...))
               .value();
