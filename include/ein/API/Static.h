@@ -72,8 +72,32 @@ template <size_t N> struct fixed_string {
 /// fixed_string{"a b"} is a fixed_string<4>.
 template <size_t N> fixed_string(const char (&)[N]) -> fixed_string<N>;
 
+namespace detail {
+/// An identifier byte: ASCII letters, digits, `_`, and any non-ASCII byte
+/// (the run-time parser checks Unicode identifiers).
+constexpr bool isIdentChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
+/// An ASCII decimal digit.
+constexpr bool isDigit(char c) { return c >= '0' && c <= '9'; }
+/// One axis name: an identifier that is not a number and neither starts nor
+/// ends with `_` (a lone `_` is einsum's).
+constexpr bool isAxisName(std::string_view n) {
+  if (n.empty() || isDigit(n.front()))
+    return false;
+  for (char c : n)
+    if (!isIdentChar(c))
+      return false;
+  return n == "_" || (n.front() != '_' && n.back() != '_');
+}
+} // namespace detail
+
 /// An axis size whose axis name is part of its type: `ein::size<"h">(8)`.
 template <fixed_string Name> struct NamedSize {
+  static_assert(detail::isAxisName(Name.view()),
+                "ein: ein::size<\"name\">: the name must be one axis name");
   /// The axis name.
   static constexpr auto name = Name;
   /// The size.
@@ -227,16 +251,6 @@ template <size_t Cap> struct Parsed {
     return true;
   }
 };
-
-/// An identifier byte: ASCII letters, digits, `_`, and any non-ASCII byte
-/// (the run-time parser checks Unicode identifiers).
-constexpr bool isIdentChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' ||
-         static_cast<unsigned char>(c) >= 0x80;
-}
-/// An ASCII decimal digit.
-constexpr bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 /// Parses text[begin, end) as one side, as parseSide in Pattern.cpp.
 template <size_t Cap>
@@ -683,10 +697,12 @@ constexpr bool checkShape() {
 /// Whether T is a NamedSize, and its axis name.
 template <class T> struct SizeTraits {
   static constexpr bool size = false;
+  static constexpr bool valid = true;
   static constexpr std::string_view name = {};
 };
 template <fixed_string N> struct SizeTraits<NamedSize<N>> {
   static constexpr bool size = true;
+  static constexpr bool valid = isAxisName(N.view());
   static constexpr std::string_view name = N.view();
 };
 /// Whether T is an AccDType, and its dtype.
@@ -801,6 +817,15 @@ template <fixed_string P, Use U, class... Extra> constexpr bool checkSizes() {
   return e == SizeErr::None;
 }
 
+/// checkSizes when Run (the input's shape string matched), else false.
+template <bool Run, fixed_string P, Use U, class... Extra>
+constexpr bool checkSizesIf() {
+  if constexpr (Run)
+    return checkSizes<P, U, Extra...>();
+  else
+    return false;
+}
+
 /// The run-time Sizes of the NamedSize arguments among `extra`.
 template <class... Extra> Sizes toSizes(const Extra &...extra) {
   Sizes sizes;
@@ -844,7 +869,9 @@ template <bool AccAllowed, class... Extra> constexpr bool checkExtras() {
                 "one ein::Sizes");
   constexpr size_t accs = (size_t(0) + ... + size_t(AccTraits<Extra>::acc));
   static_assert(accs <= 1, "ein: ein::acc<...> is given more than once");
-  return typed && accs <= 1;
+  // A bad name is NamedSize's own error.
+  constexpr bool names = (SizeTraits<Extra>::valid && ...);
+  return typed && accs <= 1 && names;
 }
 
 /// The operand count check of einsum, with the counts in the message.
@@ -879,10 +906,10 @@ template <size_t Names, size_t Given> constexpr bool checkOperandCount() {
 template <fixed_string P, size_t I, class T, class... Rest>
 constexpr bool checkOperands() {
   constexpr bool ok = checkShape<P, Use::Einsum, I, T>();
-  if constexpr (sizeof...(Rest) == 0)
+  if constexpr (sizeof...(Rest) == 0 || !ok)
     return ok;
   else
-    return checkOperands<P, I + 1, Rest...>() && ok;
+    return checkOperands<P, I + 1, Rest...>();
 }
 
 /// The Shaped result of side-K-typed input X, or Tensor when X is plain.
@@ -919,12 +946,6 @@ inline constexpr bool isSizes = std::is_same_v<std::remove_cvref_t<T>, Sizes>;
 
 /// `ein::size<"h">(8)`: the size of axis h, its name known to the compiler.
 template <fixed_string Name> constexpr NamedSize<Name> size(int64_t value) {
-  static_assert(detail::parse(Name, detail::Use::Shape).error ==
-                        detail::Err::None &&
-                    detail::parse(Name, detail::Use::Shape).axisCount == 1 &&
-                    detail::parse(Name, detail::Use::Shape).axes[0].kind ==
-                        detail::AxisKind::Name,
-                "ein: ein::size<\"name\">: the name must be one axis name");
   return NamedSize<Name>{value};
 }
 
@@ -935,8 +956,8 @@ template <fixed_string Name> constexpr NamedSize<Name> size(int64_t value) {
 /// pattern side: names, `( )` compositions, `1`/`()`, numbers, one `...`.
 template <DType D, fixed_string Shape> class Shaped {
   static constexpr auto parsed_ = detail::parse(Shape, detail::Use::Shape);
-  static constexpr bool valid_ =
-      detail::checkPattern<Shape, detail::Use::Shape>();
+  // The shape string's errors, as a pattern's (one message each).
+  static_assert(detail::checkPattern<Shape, detail::Use::Shape>() || true);
 
 public:
   /// The element type.
@@ -989,7 +1010,8 @@ requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
     return Tensor();
   } else {
     constexpr bool shapeOk = checkShape<P, Use::Rearrange, 0, X>();
-    constexpr bool sizesOk = checkSizes<P, Use::Rearrange, Extra...>();
+    constexpr bool sizesOk =
+        checkSizesIf<shapeOk, P, Use::Rearrange, Extra...>();
     constexpr bool checked = shapeOk && sizesOk;
     if constexpr (!checked)
       return Tensor();
@@ -1026,7 +1048,7 @@ requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
     return Tensor();
   } else {
     constexpr bool shapeOk = checkShape<P, Use::Reduce, 0, X>();
-    constexpr bool sizesOk = checkSizes<P, Use::Reduce, Extra...>();
+    constexpr bool sizesOk = checkSizesIf<shapeOk, P, Use::Reduce, Extra...>();
     constexpr bool checked = shapeOk && sizesOk;
     if constexpr (!checked)
       return Tensor();
@@ -1064,7 +1086,7 @@ requires(detail::isTensor<X> &&
     return Tensor();
   } else {
     constexpr bool shapeOk = checkShape<P, Use::Repeat, 0, X>();
-    constexpr bool sizesOk = checkSizes<P, Use::Repeat, Extra...>();
+    constexpr bool sizesOk = checkSizesIf<shapeOk, P, Use::Repeat, Extra...>();
     constexpr bool checked = shapeOk && sizesOk;
     if constexpr (!checked)
       return Tensor();
@@ -1121,7 +1143,7 @@ template <fixed_string P, class... Args> auto einsum(const Args &...args) {
       return Tensor();
     } else {
       constexpr bool shapeOk = checkOperands<P, 0, Args...>();
-      constexpr bool sizesOk = checkSizes<P, Use::Einsum, Args...>();
+      constexpr bool sizesOk = checkSizesIf<shapeOk, P, Use::Einsum, Args...>();
       constexpr bool checked = shapeOk && sizesOk;
       std::vector<Tensor> tensors;
       auto add = [&](const auto &a) {
