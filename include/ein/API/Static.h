@@ -31,7 +31,25 @@
 // place in both), and the result is Shaped<dtype, "right side"> with the
 // right side's canonical text ("b h s d"), so a chain of operations is
 // checked by name by the C++ compiler, and by size at run time. A shape
-// string carries names only: it determines no size.
+// string carries names only: it determines no size. Shaped converts to
+// `const Tensor &`, so it goes wherever a Tensor does; its constructor checks
+// the dtype and the rank (at least the rank with `...`) at run time.
+//
+// The forms (ein::X is ein::api::X; each checks, then calls the run-time
+// form of Ops.h, whose errors it raises):
+//
+//   rearrange<P>(x, ein::size<"h">(8)...)     rearrange<P>(x, Sizes)
+//   reduce<P>(x, how, sizes..., ein::acc<D>)  reduce<P>(x, how, Sizes)
+//   repeat<P>(x, ein::size<"c">(3)...)        repeat<P>(x, Sizes)
+//   einsum<P>(x1, ..., xn, sizes..., ein::acc<D>)
+//   pack<P>(std::vector<Tensor>)              unpack<P>(x, PackedShapes)
+//
+// x is a Tensor (the result is a Tensor) or a Shaped (the result is Shaped;
+// for einsum, when every operand is Shaped, of one dtype). The run-time
+// forms' `sizes = {}` default is the typed form with no size here, so that
+// `rearrange<P>(x)` is checked for missing sizes. `ein::einsum<"...">(a, b)`
+// is this einsum; `ein::einsum("...", a, b)` is still the run-time one.
+// Not here: nothrow:: template forms, and Shaped results of pack/unpack.
 #pragma once
 
 #include "ein/API/Ops.h"
