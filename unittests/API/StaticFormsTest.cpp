@@ -124,10 +124,11 @@ TEST(StaticForms, WhatOnlyTheRunTimeKnowsStillRaises) {
       [&] { ein::rearrange<"b s (h d) -> b h s d">(x, ein::size<"h">(5)); },
       "error:"));
   // A Shaped tensor checks its dtype and rank when it is made.
-  EXPECT_TRUE(raises([&] { Shaped<f32, "b s"> bad(x); },
-                     "ein::Shaped<f32, \"b s\"> needs a f32 tensor of rank 2"));
+  EXPECT_TRUE(raises(
+      [&] { Shaped<f32, "b s"> bad(x); },
+      "ein::Shaped<f32, \"b s\"> needs a tensor of dtype f32 and rank 2"));
   EXPECT_TRUE(raises([&] { Shaped<f64, "b s d"> bad(x); },
-                     "needs a f64 tensor of rank 3"));
+                     "needs a tensor of dtype f64 and rank 3"));
   EXPECT_TRUE(raises([&] { Shaped<f32, "b s d"> bad{ein::Tensor()}; },
                      "got no tensor"));
   Shaped<f32, "b ..."> any(x); // `...`: rank at least 1

@@ -998,8 +998,8 @@ public:
       raise(ErrorInfo{
           ErrorInfo::Kind::Usage,
           std::string("error: ein::Shaped<") + name(D) + ", \"" +
-              std::string(Shape.view()) + "\"> needs a " + name(D) +
-              " tensor of rank " + (has_ellipsis ? "at least " : "") +
+              std::string(Shape.view()) + "\"> needs a tensor of dtype " +
+              name(D) + " and rank " + (has_ellipsis ? "at least " : "") +
               std::to_string(rank) + ", got " +
               (t_.defined() ? t_.describe() : std::string("no tensor"))});
   }
