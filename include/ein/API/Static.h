@@ -960,6 +960,14 @@ template <class... Args> consteval DType firstDType() {
 template <class T>
 inline constexpr bool isSizes = std::is_same_v<std::remove_cvref_t<T>, Sizes>;
 
+/// A tensor argument: Tensor, TensorView or Shaped.
+template <class T>
+concept TensorArg = isTensor<T>;
+/// An argument after the tensor of the typed forms: anything but a run-time
+/// Sizes (checked by checkExtras, for a readable message).
+template <class T>
+concept TypedArg = !isSizes<T>;
+
 } // namespace detail
 
 /// `ein::size<"h">(8)`: the size of axis h, its name known to the compiler.
@@ -1017,10 +1025,8 @@ private:
 /// rearrange with a compile-time pattern and typed sizes: `rearrange<"b s
 /// (h d) -> b h s d">(x, ein::size<"h">(8))`. Returns Shaped<D, "b h s d">
 /// for a Shaped x, else a Tensor.
-template <fixed_string P, class X, class... Extra>
-requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
-                                  ...)) auto rearrange(const X &x,
-                                                       const Extra &...sizes) {
+template <fixed_string P, detail::TensorArg X, detail::TypedArg... Extra>
+auto rearrange(const X &x, const Extra &...sizes) {
   using namespace detail;
   constexpr bool ok =
       checkPattern<P, Use::Rearrange>() && checkExtras<false, Extra...>();
@@ -1040,8 +1046,7 @@ requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
 }
 /// rearrange with a compile-time pattern and run-time sizes (not checked at
 /// compile time): `rearrange<"b s (h d) -> b h s d">(x, {{"h", 8}})`.
-template <fixed_string P, class X>
-requires detail::isTensor<X>
+template <fixed_string P, detail::TensorArg X>
 auto rearrange(const X &x, const Sizes &sizes) {
   using namespace detail;
   constexpr bool ok = checkPattern<P, Use::Rearrange>() &&
@@ -1055,10 +1060,8 @@ auto rearrange(const X &x, const Sizes &sizes) {
 
 /// reduce with a compile-time pattern, typed sizes and an optional
 /// ein::acc<D>: `reduce<"b s d -> b d">(x, ein::mean)`.
-template <fixed_string P, class X, class... Extra>
-requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
-                                  ...)) auto reduce(const X &x, Reduction how,
-                                                    const Extra &...extra) {
+template <fixed_string P, detail::TensorArg X, detail::TypedArg... Extra>
+auto reduce(const X &x, Reduction how, const Extra &...extra) {
   using namespace detail;
   constexpr bool ok =
       checkPattern<P, Use::Reduce>() && checkExtras<true, Extra...>();
@@ -1078,8 +1081,7 @@ requires(detail::isTensor<X> && !(detail::isSizes<Extra> ||
   }
 }
 /// reduce with a compile-time pattern and run-time sizes.
-template <fixed_string P, class X>
-requires detail::isTensor<X>
+template <fixed_string P, detail::TensorArg X>
 auto reduce(const X &x, Reduction how, const Sizes &sizes) {
   using namespace detail;
   constexpr bool ok =
@@ -1093,10 +1095,8 @@ auto reduce(const X &x, Reduction how, const Sizes &sizes) {
 
 /// repeat with a compile-time pattern and typed sizes: `repeat<"h w -> c h
 /// w">(x, ein::size<"c">(3))`; a new axis without a size does not compile.
-template <fixed_string P, class X, class... Extra>
-requires(detail::isTensor<X> &&
-         !(detail::isSizes<Extra> || ...)) auto repeat(const X &x,
-                                                       const Extra &...sizes) {
+template <fixed_string P, detail::TensorArg X, detail::TypedArg... Extra>
+auto repeat(const X &x, const Extra &...sizes) {
   using namespace detail;
   constexpr bool ok =
       checkPattern<P, Use::Repeat>() && checkExtras<false, Extra...>();
@@ -1114,8 +1114,7 @@ requires(detail::isTensor<X> &&
   }
 }
 /// repeat with a compile-time pattern and run-time sizes.
-template <fixed_string P, class X>
-requires detail::isTensor<X>
+template <fixed_string P, detail::TensorArg X>
 auto repeat(const X &x, const Sizes &sizes) {
   using namespace detail;
   constexpr bool ok =
