@@ -208,6 +208,8 @@ template <size_t Cap> struct Parsed {
   char text[Cap] = {};
   size_t length = 0;
   Err error = Err::None;
+  /// The bytes of the culprit of `error` (an axis, a parenthesis, ...).
+  size_t errorBegin = 0, errorLength = 0;
   bool hasArrow = false;
   Axis axes[Cap] = {};
   Group groups[Cap] = {};
@@ -233,40 +235,53 @@ template <size_t Cap> struct Parsed {
           return true;
     return false;
   }
+  /// The index of the first axis of `side` that `pred` holds for; npos when
+  /// none does.
+  template <class F> constexpr size_t findAxis(const Side &side, F pred) const {
+    for (size_t g = side.first; g < side.first + side.count; ++g)
+      for (size_t a = groups[g].first; a < groups[g].first + groups[g].count;
+           ++a)
+        if (pred(groups[g], axes[a]))
+          return a;
+    return std::string_view::npos;
+  }
+  /// The `...` of `side` (inside parentheses only when `inParens`), or npos.
+  constexpr size_t findEllipsis(const Side &side, bool inParens = false) const {
+    return findAxis(side, [&](const Group &g, const Axis &a) {
+      return a.kind == AxisKind::Ellipsis && (!inParens || g.paren);
+    });
+  }
   /// Whether `side` has a `...` (inside parentheses when `inParens`).
   constexpr bool hasEllipsis(const Side &side, bool inParens = false) const {
-    for (size_t g = side.first; g < side.first + side.count; ++g)
-      for (size_t a = groups[g].first; a < groups[g].first + groups[g].count;
-           ++a)
-        if (axes[a].kind == AxisKind::Ellipsis &&
-            (!inParens || groups[g].paren))
-          return true;
-    return false;
+    return findEllipsis(side, inParens) != std::string_view::npos;
   }
-  /// Whether `side` has an anonymous axis other than 1.
-  constexpr bool hasNumber(const Side &side) const {
-    for (size_t g = side.first; g < side.first + side.count; ++g)
-      for (size_t a = groups[g].first; a < groups[g].first + groups[g].count;
-           ++a)
-        if (axes[a].kind == AxisKind::Number)
-          return true;
-    return false;
+  /// The first anonymous axis other than 1 of `side`, or npos.
+  constexpr size_t findNumber(const Side &side) const {
+    return findAxis(side, [](const Group &, const Axis &a) {
+      return a.kind == AxisKind::Number;
+    });
   }
-  /// Whether every named axis of `side` is a named axis of one of `others`.
-  constexpr bool namesIn(const Side &side, const Side *others,
-                         size_t count) const {
-    for (size_t g = side.first; g < side.first + side.count; ++g)
-      for (size_t a = groups[g].first; a < groups[g].first + groups[g].count;
-           ++a) {
-        if (axes[a].kind != AxisKind::Name)
-          continue;
-        bool found = false;
-        for (size_t o = 0; o < count; ++o)
-          found = found || has(others[o], name(axes[a]));
-        if (!found)
+  /// The first named axis of `side` that no side of `others` names, or npos.
+  constexpr size_t findMissing(const Side &side, const Side *others,
+                               size_t count) const {
+    return findAxis(side, [&](const Group &, const Axis &a) {
+      if (a.kind != AxisKind::Name)
+        return false;
+      for (size_t o = 0; o < count; ++o)
+        if (has(others[o], name(a)))
           return false;
-      }
-    return true;
+      return true;
+    });
+  }
+  /// Sets the culprit to the bytes [begin, begin + length); returns `e`.
+  constexpr Err at(Err e, size_t begin, size_t length) {
+    errorBegin = begin;
+    errorLength = length;
+    return e;
+  }
+  /// Sets the culprit to axis `a`; returns `e`.
+  constexpr Err atAxis(Err e, size_t a) {
+    return at(e, axes[a].begin, axes[a].length);
   }
 };
 
@@ -279,6 +294,7 @@ constexpr Err parseSide(Parsed<Cap> &p, size_t begin, size_t end,
   side.first = p.groupCount;
   size_t firstAxis = p.axisCount;
   bool open = false, sawEllipsis = false, sawStar = false;
+  size_t openAt = 0;
   auto add = [&](Axis axis) {
     if (axis.kind == AxisKind::Number && axis.value == 1) {
       // A unit dim outside parentheses, nothing inside them.
@@ -302,17 +318,18 @@ constexpr Err parseSide(Parsed<Cap> &p, size_t begin, size_t end,
     }
     if (c == '(') {
       if (pack)
-        return Err::PackParens;
+        return p.at(Err::PackParens, i, 1);
       if (open)
-        return Err::Nested;
+        return p.at(Err::Nested, i, 1);
       open = true;
+      openAt = i;
       p.groups[p.groupCount] = Group{p.axisCount, 0, true};
       ++i;
       continue;
     }
     if (c == ')') {
       if (!open)
-        return Err::UnbalancedClose;
+        return p.at(Err::UnbalancedClose, i, 1);
       open = false;
       ++p.groupCount;
       ++i;
@@ -323,14 +340,14 @@ constexpr Err parseSide(Parsed<Cap> &p, size_t begin, size_t end,
       while (j < end && text[j] == '.')
         ++j;
       if (j - i != 3)
-        return Err::Dots;
+        return p.at(Err::Dots, i, j - i);
       if (pack)
-        return Err::PackEllipsis;
+        return p.at(Err::PackEllipsis, i, 3);
       if ((i > begin && isIdentChar(text[i - 1])) ||
           (j < end && isIdentChar(text[j])))
-        return Err::EllipsisSpacing;
+        return p.at(Err::EllipsisSpacing, i, 3);
       if (sawEllipsis)
-        return Err::TwoEllipses;
+        return p.at(Err::TwoEllipses, i, 3);
       sawEllipsis = true;
       add(Axis{AxisKind::Ellipsis, i, 3, 0});
       i = j;
@@ -338,7 +355,7 @@ constexpr Err parseSide(Parsed<Cap> &p, size_t begin, size_t end,
     }
     if (c == '*' && pack) {
       if (sawStar)
-        return Err::PackTwoStars;
+        return p.at(Err::PackTwoStars, i, 1);
       sawStar = true;
       add(Axis{AxisKind::Star, i, 1, 0});
       ++i;
@@ -352,42 +369,42 @@ constexpr Err parseSide(Parsed<Cap> &p, size_t begin, size_t end,
       Axis axis{AxisKind::Name, i, j - i, 0};
       if (decimal) {
         if (pack)
-          return Err::PackNumber;
+          return p.at(Err::PackNumber, i, j - i);
         constexpr uint64_t limit = uint64_t(1) << 62;
         uint64_t v = 0;
         for (size_t k = i; k < j; ++k) {
           if (v > limit / 10 + 1)
-            return Err::LargeAxis;
+            return p.at(Err::LargeAxis, i, j - i);
           v = v * 10 + uint64_t(text[k] - '0');
           if (v > limit)
-            return Err::LargeAxis;
+            return p.at(Err::LargeAxis, i, j - i);
         }
         axis.kind = AxisKind::Number;
         axis.value = v;
         if (v == 0)
-          return Err::ZeroAxis;
+          return p.at(Err::ZeroAxis, i, j - i);
       } else {
         std::string_view n = text.substr(i, j - i);
         if (isDigit(n.front()))
-          return Err::InvalidName;
+          return p.at(Err::InvalidName, i, j - i);
         if ((n.front() == '_' || n.back() == '_') &&
             !(n == "_" && allowUnderscore))
-          return Err::UnderscoreName;
+          return p.at(Err::UnderscoreName, i, j - i);
         if (!allowDuplicates && n != "_")
           for (size_t a = firstAxis; a < p.axisCount; ++a)
             if (p.axes[a].kind == AxisKind::Name && p.name(p.axes[a]) == n)
-              return Err::Duplicate;
+              return p.at(Err::Duplicate, i, j - i);
       }
       add(axis);
       i = j;
       continue;
     }
-    return Err::UnexpectedChar;
+    return p.at(Err::UnexpectedChar, i, 1);
   }
   if (open)
-    return Err::UnbalancedOpen;
+    return p.at(Err::UnbalancedOpen, openAt, 1);
   if (pack && !sawStar)
-    return Err::PackNoStar;
+    return p.at(Err::PackNoStar, begin, end - begin);
   side.count = p.groupCount - side.first;
   p.sides[p.sideCount++] = side;
   return Err::None;
@@ -395,46 +412,47 @@ constexpr Err parseSide(Parsed<Cap> &p, size_t begin, size_t end,
 
 /// The per-operation rules of checkAxisSets (lib/Shape/Infer.cpp) and
 /// analyzeEinsum, on a pattern whose syntax is fine.
-template <size_t Cap>
-constexpr Err checkAxisSets(const Parsed<Cap> &p, Use use) {
-  const Side &left = p.sides[0];
-  const Side &right = p.output();
+template <size_t Cap> constexpr Err checkAxisSets(Parsed<Cap> &p, Use use) {
+  constexpr size_t npos = std::string_view::npos;
+  const Side left = p.sides[0];
+  const Side right = p.output();
+  size_t a = npos;
   switch (use) {
   case Use::Rearrange:
-    if (p.hasNumber(left) || p.hasNumber(right))
-      return Err::RearrangeNumber;
-    if (!p.namesIn(left, &right, 1))
-      return Err::RearrangeLeftOnly;
-    if (!p.namesIn(right, &left, 1))
-      return Err::RearrangeRightOnly;
-    if (p.hasEllipsis(left) && !p.hasEllipsis(right))
-      return Err::RearrangeEllipsisLeftOnly;
+    if ((a = p.findNumber(left)) != npos || (a = p.findNumber(right)) != npos)
+      return p.atAxis(Err::RearrangeNumber, a);
+    if ((a = p.findMissing(left, &right, 1)) != npos)
+      return p.atAxis(Err::RearrangeLeftOnly, a);
+    if ((a = p.findMissing(right, &left, 1)) != npos)
+      return p.atAxis(Err::RearrangeRightOnly, a);
+    if ((a = p.findEllipsis(left)) != npos && !p.hasEllipsis(right))
+      return p.atAxis(Err::RearrangeEllipsisLeftOnly, a);
     return Err::None;
   case Use::Reduce:
-    if (p.hasNumber(right))
-      return Err::ReduceNumberRight;
-    if (!p.namesIn(right, &left, 1))
-      return Err::ReduceRightOnly;
+    if ((a = p.findNumber(right)) != npos)
+      return p.atAxis(Err::ReduceNumberRight, a);
+    if ((a = p.findMissing(right, &left, 1)) != npos)
+      return p.atAxis(Err::ReduceRightOnly, a);
     return Err::None;
   case Use::Repeat:
-    if (p.hasNumber(left))
-      return Err::RepeatNumberLeft;
-    if (!p.namesIn(left, &right, 1))
-      return Err::RepeatLeftOnly;
-    if (p.hasEllipsis(left) && !p.hasEllipsis(right))
-      return Err::RepeatEllipsisLeftOnly;
+    if ((a = p.findNumber(left)) != npos)
+      return p.atAxis(Err::RepeatNumberLeft, a);
+    if ((a = p.findMissing(left, &right, 1)) != npos)
+      return p.atAxis(Err::RepeatLeftOnly, a);
+    if ((a = p.findEllipsis(left)) != npos && !p.hasEllipsis(right))
+      return p.atAxis(Err::RepeatEllipsisLeftOnly, a);
     return Err::None;
   case Use::Einsum:
     for (size_t s = 0; s < p.sideCount; ++s) {
-      if (p.hasNumber(p.sides[s]))
-        return Err::EinsumAnonymous;
+      if ((a = p.findNumber(p.sides[s])) != npos)
+        return p.atAxis(Err::EinsumAnonymous, a);
       for (size_t g = p.sides[s].first; g < p.sides[s].first + p.sides[s].count;
            ++g)
         if (p.groups[g].count == 0)
-          return Err::EinsumAnonymous;
+          return p.at(Err::EinsumAnonymous, 0, 0);
     }
-    if (!p.namesIn(right, p.sides, p.inputCount()))
-      return Err::EinsumOutputOnly;
+    if ((a = p.findMissing(right, p.sides, p.inputCount())) != npos)
+      return p.atAxis(Err::EinsumOutputOnly, a);
     return Err::None;
   default:
     return Err::None;
@@ -458,7 +476,8 @@ constexpr Parsed<N + 2> parse(const fixed_string<N> &s, Use use) {
   constexpr size_t npos = std::string_view::npos;
   if (use == Use::Pack || use == Use::Shape) {
     if (arrow != npos)
-      return fail(use == Use::Pack ? Err::PackArrow : Err::ShapeArrow);
+      return fail(
+          p.at(use == Use::Pack ? Err::PackArrow : Err::ShapeArrow, arrow, 2));
     // A shape string may hold what a right side may (an einsum output's `_`,
     // a `...` in parentheses).
     bool shape = use == Use::Shape;
@@ -467,9 +486,9 @@ constexpr Parsed<N + 2> parse(const fixed_string<N> &s, Use use) {
     return p;
   }
   if (arrow == npos)
-    return fail(Err::NeedsArrow);
-  if (text.find("->", arrow + 2) != npos)
-    return fail(Err::TwoArrows);
+    return fail(p.at(Err::NeedsArrow, 0, p.length));
+  if (size_t second = text.find("->", arrow + 2); second != npos)
+    return fail(p.at(Err::TwoArrows, second, 2));
   p.hasArrow = true;
   bool einsum = use == Use::Einsum;
   size_t start = 0;
@@ -478,7 +497,7 @@ constexpr Parsed<N + 2> parse(const fixed_string<N> &s, Use use) {
     bool last = comma == npos || comma > arrow;
     size_t stop = last ? arrow : comma;
     if (!last && !einsum)
-      return fail(Err::CommaNotEinsum);
+      return fail(p.at(Err::CommaNotEinsum, comma, 1));
     if (Err e = parseSide(p, start, stop, einsum, einsum, false);
         e != Err::None)
       return fail(e);
@@ -486,25 +505,37 @@ constexpr Parsed<N + 2> parse(const fixed_string<N> &s, Use use) {
       break;
     start = comma + 1;
   }
-  if (text.find(',', arrow) != npos)
-    return fail(Err::CommaAfterArrow);
+  if (size_t comma = text.find(',', arrow); comma != npos)
+    return fail(p.at(Err::CommaAfterArrow, comma, 1));
   if (Err e = parseSide(p, arrow + 2, p.length, false, einsum, false);
       e != Err::None)
     return fail(e);
   bool anyInputEllipsis = false;
   for (size_t s = 0; s < p.inputCount(); ++s) {
     anyInputEllipsis = anyInputEllipsis || p.hasEllipsis(p.sides[s]);
-    if (p.hasEllipsis(p.sides[s], true))
-      return fail(Err::EllipsisInParensLeft);
+    if (size_t a = p.findEllipsis(p.sides[s], true); a != npos)
+      return fail(p.atAxis(Err::EllipsisInParensLeft, a));
   }
-  if (p.hasEllipsis(p.output()) && !anyInputEllipsis)
-    return fail(Err::EllipsisOnlyRight);
+  if (size_t a = p.findEllipsis(p.output()); a != npos && !anyInputEllipsis)
+    return fail(p.atAxis(Err::EllipsisOnlyRight, a));
   return fail(checkAxisSets(p, use));
+}
+
+/// The text of the culprit of P's parse error ("h" for an axis), empty when
+/// there is none: a template argument of checkPattern, so that the
+/// compiler's notes show it next to the pattern.
+template <fixed_string P, Use U> consteval auto culprit() {
+  fixed_string<parse(P, U).errorLength + 1> out;
+  auto p = parse(P, U);
+  for (size_t i = 0; i < p.errorLength; ++i)
+    out.value[i] = p.text[p.errorBegin + i];
+  return out;
 }
 
 /// The readable message of each parse error, as a static_assert; true when
 /// the pattern is fine.
-template <fixed_string P, Use U> constexpr bool checkPattern() {
+template <fixed_string P, Use U, fixed_string Culprit = culprit<P, U>()>
+constexpr bool checkPattern() {
   constexpr Err e = parse(P, U).error;
   static_assert(e != Err::UnbalancedOpen,
                 "ein: pattern has an unbalanced parenthesis: '(' is missing "
