@@ -3,7 +3,8 @@
 // The template forms take the pattern as a template argument and parse it in
 // constexpr, so a malformed pattern is a C++ compile error with a readable
 // message (each kind of error is its own static_assert, whose text starts
-// with "ein: "; the offending pattern appears in the compiler's notes):
+// with "ein: "; the compiler's notes show the pattern and, as
+// checkPattern's `Culprit` argument, the offending axis or character):
 //
 //   Tensor kh = ein::rearrange<"b s (h d) -> b h s d">(k, ein::size<"h">(8));
 //   Tensor s = ein::einsum<"b h s d, b h t d -> b h s t">(qh, kh);
