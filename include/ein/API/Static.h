@@ -132,6 +132,7 @@ template <DType D> struct AccDType {
 /// `ein::acc<ein::f32>`: accumulate and return f32.
 template <DType D> inline constexpr AccDType<D> acc{};
 
+/// A tensor typed by its dtype and shape string (defined below).
 template <DType D, fixed_string Shape> class Shaped;
 
 namespace detail {
