@@ -52,6 +52,12 @@ config.substitutions.append(("%cmake_generator_flags",
                              '-G "%s" -DCMAKE_MAKE_PROGRAM="%s"' %
                              (config.cmake_generator, config.cmake_make_program)))
 config.substitutions.append(("%cmake", config.cmake_command))
+# `%cxx20`: the build's C++ compiler in C++20 mode, for the compile-time
+# pattern tests of ein/API/Static.h (test/cpp-api: -fsyntax-only, no link).
+# Before `%cxx`: lit substitutes in order, and `%cxx` is a prefix of it.
+config.substitutions.append(("%cxx20", config.cxx_compiler + " -std=c++20"))
+if config.cxx_compiler and os.path.exists(config.cxx_compiler):
+    config.available_features.add("cxx20")
 config.substitutions.append(("%cxx", config.cxx_compiler))
 if config.ein_api_found and os.path.exists(config.cmake_command):
     config.available_features.add("ein-api-install")
