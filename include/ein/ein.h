@@ -7,7 +7,7 @@
 #include "ein/API/Ops.h"
 #include "ein/API/Tensor.h"
 #include "ein/API/Types.h"
-#if __cplusplus >= 202002L && __has_include("ein/API/Static.h")
+#if __cplusplus >= 202002L
 #include "ein/API/Static.h"
 #endif
 
