@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -397,6 +398,23 @@ std::optional<Tensor> mergeGroups(const Tensor &t, const std::vector<int> &axes,
   std::vector<int64_t> shape, strides;
   shape.reserve(groups.size());
   strides.reserve(groups.size());
+  if (t.numel() == 0) {
+    // No elements: any strides describe it; C order (a zero dim counts as
+    // 1, as cOrderStrides has it).
+    size_t at = 0;
+    for (const Group &group : groups) {
+      int64_t n = 1;
+      for (size_t j = 0; j < group.size(); ++j)
+        n *= t.shape()[at + j];
+      at += group.size();
+      shape.push_back(n);
+    }
+    std::vector<int64_t> dense(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;)
+      dense[d - 1] = dense[d] * std::max<int64_t>(shape[d], 1);
+    return Tensor(t.storage(), t.dtype(), t.device(), std::move(shape),
+                  std::move(dense), t.offset());
+  }
   size_t k = 0;
   for (const Group &group : groups) {
     int64_t n = 1, stride = 1;
@@ -574,7 +592,10 @@ Result<Tensor> run(const Request &r) {
   if (auto ran = runKernel(**kernel, tensors); !ran)
     return ran.error();
   // A fresh C-order tensor: its groups always merge.
-  return *mergeGroups(*out, p->outAxes, p->plan->output, p->size);
+  if (auto merged = mergeGroups(*out, p->outAxes, p->plan->output, p->size))
+    return *merged;
+  return programError("internal error: the groups of a fresh tensor did not "
+                      "merge");
 }
 
 } // namespace

@@ -257,3 +257,39 @@ TEST(Errors, SizesThatDoNotFitAreUsageErrors) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(EdgeCases, EmptyTensorsScalarsAndHugeSizes) {
+  // An empty sum gives zeros; a merge over an empty axis is a view.
+  ein::Tensor a = ein::Tensor::zeros(ein::f32, {3, 0});
+  ein::Tensor b = ein::Tensor::zeros(ein::f32, {0, 4});
+  expectTensor(ein::einsum("i k, k j -> i j", a, b), {3, 4},
+               [](const Index &) { return 0.0; });
+  ein::Tensor e = ein::Tensor::zeros(ein::f32, {0, 5, 2});
+  ein::Tensor m = ein::rearrange(e, "a b c -> c (b a)");
+  EXPECT_EQ(m.shape(), (std::vector<int64_t>{2, 0}));
+  ein::Tensor c = ein::rearrange(e, "a b c -> (c b) a");
+  EXPECT_EQ(c.shape(), (std::vector<int64_t>{10, 0}));
+  EXPECT_EQ(
+      ein::repeat(ein::Tensor::zeros(ein::f32, {2}), "a -> a c", {{"c", 0}})
+          .shape(),
+      (std::vector<int64_t>{2, 0}));
+  // 0-d tensors.
+  ein::Tensor s = ein::scalar(2.0, ein::f32);
+  EXPECT_NEAR(ein::exp(s).get({}), std::exp(2.0), 1e-5);
+  ein::Tensor u = ein::rearrange(s, " -> 1 1");
+  EXPECT_EQ(u.shape(), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(u.get({0, 0}), 2.0);
+  // Sizes beyond memory or int64 are errors, not crashes.
+  auto big = ein::nothrow::repeat(ein::Tensor::zeros(ein::f32, {2}), "a -> a c",
+                                  {{"c", int64_t(1) << 60}});
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().message.find("overflows"), std::string::npos);
+  auto null = ein::nothrow::view(nullptr, ein::f32, {2, 2});
+  ASSERT_FALSE(null);
+  auto negative = ein::nothrow::view(a.data(), ein::f32, {2}, {-1});
+  ASSERT_FALSE(negative);
+}
+
+} // namespace
