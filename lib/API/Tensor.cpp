@@ -109,30 +109,6 @@ void stridedCopy(const Tensor &src, const Tensor &dst) {
 
 namespace {
 
-double decode(const void *p, DType t) {
-  switch (t) {
-  case DType::F64:
-    return *static_cast<const double *>(p);
-  case DType::F32:
-    return *static_cast<const float *>(p);
-  case DType::F16:
-    return runtime::f16BitsToFloat(*static_cast<const uint16_t *>(p));
-  case DType::BF16:
-    return runtime::bf16BitsToFloat(*static_cast<const uint16_t *>(p));
-  case DType::F8E4M3:
-    return runtime::f8e4m3BitsToFloat(*static_cast<const uint8_t *>(p));
-  case DType::F8E5M2:
-    return runtime::f8e5m2BitsToFloat(*static_cast<const uint8_t *>(p));
-  case DType::I64:
-    return double(*static_cast<const int64_t *>(p));
-  case DType::I32:
-    return *static_cast<const int32_t *>(p);
-  case DType::Bool:
-    return *static_cast<const uint8_t *>(p) ? 1 : 0;
-  }
-  return 0;
-}
-
 std::optional<std::string> encode(void *p, DType t, double v) {
   auto integral = [&](double lo, double hi) -> std::optional<std::string> {
     if (!(v == std::floor(v) && v >= lo && v <= hi))
@@ -330,7 +306,7 @@ Result<double> get(const Tensor &t, const std::vector<int64_t> &index) {
   auto p = pointerAt(t, index);
   if (!p)
     return p.error();
-  return decode(*p, t.dtype());
+  return runtime::decodeElement(*p, runtime::toStorage(internal(t.dtype())));
 }
 
 Result<void> set(const Tensor &t, const std::vector<int64_t> &index,

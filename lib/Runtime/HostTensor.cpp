@@ -451,20 +451,37 @@ bool floatWidens(StorageType from, StorageType to) {
 
 } // namespace
 
-double elementAsDouble(const HostTensor &t, int64_t index) {
-  const int64_t i = t.offsetOf(index);
-  switch (t.type) {
+double decodeElement(const void *p, StorageType type) {
+  auto as = [p](auto v) {
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  switch (type) {
   case StorageType::F64:
-    return load<double>(t, i);
+    return as(double());
+  case StorageType::F32:
+    return as(float());
+  case StorageType::F16:
+    return f16BitsToFloat(as(uint16_t()));
+  case StorageType::BF16:
+    return bf16BitsToFloat(as(uint16_t()));
+  case StorageType::F8E4M3:
+    return f8e4m3BitsToFloat(as(uint8_t()));
+  case StorageType::F8E5M2:
+    return f8e5m2BitsToFloat(as(uint8_t()));
   case StorageType::I64:
-    return static_cast<double>(load<int64_t>(t, i));
+    return static_cast<double>(as(int64_t()));
   case StorageType::I32:
-    return load<int32_t>(t, i);
+    return as(int32_t());
   case StorageType::Bool:
-    return load<uint8_t>(t, i);
-  default:
-    return loadFloat(t, i);
+    return as(uint8_t());
   }
+  return 0;
+}
+
+double elementAsDouble(const HostTensor &t, int64_t index) {
+  return decodeElement(t.data.data() + t.offsetOf(index) * t.elementBytes(),
+                       t.type);
 }
 
 ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {

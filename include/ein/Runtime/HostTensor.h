@@ -143,6 +143,10 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to);
 /// Element `index` (C-order linear, in any layout) as a double; exact for
 /// every type but i64 beyond 2^53. For tests and printing.
 double elementAsDouble(const HostTensor &t, int64_t index);
+/// The element of storage type `type` stored at `p` as a double (16-bit and
+/// fp8 floats decoded, bool as 0 or 1); exact for every type but i64 beyond
+/// 2^53. elementAsDouble reads through it.
+double decodeElement(const void *p, StorageType type);
 
 /// For error messages of loops that run in storage order: given that the
 /// element at storage offset `found` is `bad`, the C-order index of the
