@@ -112,7 +112,7 @@ Result<Tensor> runElementwise(const std::string &what,
   for (const Tensor &v : views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  if (auto ran = runKernel(*kernel, tensors); !ran)
+  if (auto ran = runKernel(*kernel->function, tensors); !ran)
     return ran.error();
   return out;
 }

@@ -62,16 +62,15 @@ struct Kernel {
 Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source);
 /// The name of the function in every generated kernel source.
 inline constexpr const char *kernelName = "kernel";
-/// Kernels compiled by this process so far.
-size_t kernelCompilations();
 
 /// Checks generated `source` (one function, `kernelName`) whose body holds
 /// the user's operation as `return CALL` or `a, b = CALL`; the error, if
 /// any, is rendered with CALL as its source line and the caret in it.
 std::optional<ErrorInfo> checkCall(const std::string &source);
 
-/// Runs `kernel` on `tensors` (parameters then results).
-Result<void> runKernel(const Kernel &kernel,
+/// Runs `function` on `tensors` (parameters then results), through their
+/// strides.
+Result<void> runKernel(JITFunction &function,
                        const std::vector<const Tensor *> &tensors);
 
 /// The shape string "a0 a1 ... a{rank-1}" of elementary axis names from

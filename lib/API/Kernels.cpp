@@ -130,8 +130,6 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
   return kernel;
 }
 
-size_t kernelCompilations() { return cache().compilations.load(); }
-
 } // namespace ein::api::detail
 
 ein::api::CacheStats ein::api::cache_stats() {
@@ -144,14 +142,14 @@ ein::api::CacheStats ein::api::cache_stats() {
 
 namespace ein::api::detail {
 
-Result<void> runKernel(const Kernel &kernel,
+Result<void> runKernel(JITFunction &function,
                        const std::vector<const Tensor *> &tensors) {
   std::vector<JITFunction::StridedArgument> args;
+  args.reserve(tensors.size());
   for (const Tensor *t : tensors)
     args.push_back(
         {t->data(), t->shape().data(), t->strides().data(), t->shape().size()});
-  if (auto called = kernel.function->callStrided(args.data(), args.size());
-      !called)
+  if (auto called = function.callStrided(args.data(), args.size()); !called)
     return toInfo(called.error());
   return {};
 }

@@ -166,15 +166,13 @@ Result<std::vector<Tensor>> call(const Module &module,
       return out.error();
     results.push_back(*out);
   }
-  std::vector<JITFunction::StridedArgument> args;
+  std::vector<const Tensor *> tensors;
   for (const Tensor &t : inputs)
-    args.push_back(
-        {t.data(), t.shape().data(), t.strides().data(), t.shape().size()});
+    tensors.push_back(&t);
   for (const Tensor &t : results)
-    args.push_back(
-        {t.data(), t.shape().data(), t.strides().data(), t.shape().size()});
-  if (auto ran = bound->executable->callStrided(args.data(), args.size()); !ran)
-    return toInfo(ran.error());
+    tensors.push_back(&t);
+  if (auto ran = runKernel(*bound->executable, tensors); !ran)
+    return ran.error();
   return results;
 }
 

@@ -73,6 +73,9 @@ struct Plan {
   /// Ellipsis axes (right-aligned across einsum operands).
   std::vector<int> ellipsis;
   DType dtype, result;
+  /// The elementary axes of each input, in order: the dims of its
+  /// elementary view (size-1 dims of the pattern have none).
+  std::vector<std::vector<int>> inputAxes;
   /// The elementary axes of the kernel's inputs and output (fixed by the
   /// plan: the same for every call).
   std::vector<std::vector<int>> kernelInputs;
@@ -361,14 +364,11 @@ std::optional<std::string> bindSizes(const Plan &plan, const Request &r,
 
 /// Input `i` as a view with one dim per elementary axis (size-1 dims of
 /// the pattern dropped, `...` dims of size 1 broadcast with stride 0).
-Tensor elementaryView(const Plan &plan, const Tensor &t, const Side &side,
-                      const std::vector<int64_t> &size,
-                      std::vector<int> &axes) {
+Tensor elementaryView(const Tensor &t, const Side &side,
+                      const std::vector<int64_t> &size) {
   std::vector<int64_t> shape, strides;
   shape.reserve(8);
   strides.reserve(8);
-  axes.clear();
-  axes.reserve(8);
   for (size_t g = 0; g < side.size(); ++g) {
     const Group &group = side[g];
     int64_t stride = t.strides()[g];
@@ -377,7 +377,6 @@ Tensor elementaryView(const Plan &plan, const Tensor &t, const Side &side,
     // Axes from the outermost in; their strides from the innermost out.
     size_t first = strides.size();
     for (size_t k = 0; k < group.size(); ++k) {
-      axes.push_back(group[k]);
       shape.push_back(size[group[k]]);
       strides.push_back(0);
     }
@@ -390,17 +389,15 @@ Tensor elementaryView(const Plan &plan, const Tensor &t, const Side &side,
                 std::move(strides), t.offset());
 }
 
-/// `t` (elementary dims in `axes` order) with the dims of each output group
-/// merged, when its strides allow; nullopt when a merge would need a copy.
-std::optional<Tensor> mergeGroups(const Tensor &t, const std::vector<int> &axes,
-                                  const Side &groups,
-                                  const std::vector<int64_t> &size) {
+/// `t` (one dim per elementary axis of `groups`, in order) with the dims of
+/// each group merged, when its strides allow; nullopt when a merge would
+/// need a copy.
+std::optional<Tensor> mergeGroups(const Tensor &t, const Side &groups) {
   std::vector<int64_t> shape, strides;
   shape.reserve(groups.size());
   strides.reserve(groups.size());
   if (t.numel() == 0) {
-    // No elements: any strides describe it; C order (a zero dim counts as
-    // 1, as cOrderStrides has it).
+    // No elements: any strides describe it; C order.
     size_t at = 0;
     for (const Group &group : groups) {
       int64_t n = 1;
@@ -409,9 +406,7 @@ std::optional<Tensor> mergeGroups(const Tensor &t, const std::vector<int> &axes,
       at += group.size();
       shape.push_back(n);
     }
-    std::vector<int64_t> dense(shape.size(), 1);
-    for (size_t d = shape.size(); d-- > 1;)
-      dense[d - 1] = dense[d] * std::max<int64_t>(shape[d], 1);
+    std::vector<int64_t> dense = runtime::cOrderStrides(shape);
     return Tensor(t.storage(), t.dtype(), t.device(), std::move(shape),
                   std::move(dense), t.offset());
   }
@@ -432,12 +427,10 @@ std::optional<Tensor> mergeGroups(const Tensor &t, const std::vector<int> &axes,
       }
       n *= s;
     }
-    (void)size;
     k += group.size();
     shape.push_back(n);
     strides.push_back(first ? 1 : stride);
   }
-  (void)axes;
   return Tensor(t.storage(), t.dtype(), t.device(), std::move(shape),
                 std::move(strides), t.offset());
 }
@@ -463,13 +456,13 @@ Result<std::shared_ptr<const Plan>> planFor(const Request &r) {
     return plan.error();
   Plan &p = **plan;
   p.kernelOutput = flatten(p.output);
-  if (r.op == Op::Repeat) {
-    // The kernel copies a view in the output's order (new axes stride 0).
-    p.kernelInputs = {p.kernelOutput};
-  } else {
-    for (const Side &side : p.inputs)
-      p.kernelInputs.push_back(flatten(side));
-  }
+  for (const Side &side : p.inputs)
+    p.inputAxes.push_back(flatten(side));
+  // A repeat's kernel copies a view in the output's order (new axes
+  // stride 0); the others read the elementary views.
+  p.kernelInputs = r.op == Op::Repeat
+                       ? std::vector<std::vector<int>>{p.kernelOutput}
+                       : p.inputAxes;
   p.kernelSource = kernelSource(p, r.how, p.kernelInputs, p.kernelOutput);
   std::shared_ptr<const Plan> shared = *plan;
   std::unique_lock<std::shared_mutex> lock(cache.mutex);
@@ -482,8 +475,6 @@ Result<std::shared_ptr<const Plan>> planFor(const Request &r) {
 struct Prepared {
   std::shared_ptr<const Plan> plan;
   std::vector<Tensor> views;
-  std::vector<std::vector<int>> viewAxes;
-  std::vector<int> outAxes;
   std::vector<int64_t> size;
   std::optional<Tensor> resultView;
 };
@@ -515,7 +506,7 @@ Result<Prepared> prepare(const Request &r) {
   if (r.op == Op::Reduce &&
       (r.how == Reduction::Max || r.how == Reduction::Min)) {
     const std::vector<int> &out = pl.kernelOutput;
-    for (int id : pl.kernelInputs[0])
+    for (int id : pl.inputAxes[0])
       if (p.size[id] == 0 &&
           std::find(out.begin(), out.end(), id) == out.end()) {
         if (auto error = checkCall(callSource(r, pl.result, true)))
@@ -524,30 +515,24 @@ Result<Prepared> prepare(const Request &r) {
                                       reductionName(r.how), pl.axes[id].name));
       }
   }
-  p.outAxes = pl.kernelOutput;
   p.views.reserve(pl.inputs.size());
-  p.viewAxes.reserve(pl.inputs.size());
-  for (size_t i = 0; i < pl.inputs.size(); ++i) {
-    std::vector<int> axes;
-    p.views.push_back(
-        elementaryView(pl, r.inputs[i], pl.inputs[i], p.size, axes));
-    p.viewAxes.push_back(std::move(axes));
-  }
+  for (size_t i = 0; i < pl.inputs.size(); ++i)
+    p.views.push_back(elementaryView(r.inputs[i], pl.inputs[i], p.size));
+  const std::vector<int> &in = pl.inputAxes[0], &out = pl.kernelOutput;
   if (r.op == Op::Rearrange) {
     // The permuted view; a view result when its groups merge.
     const Tensor &v = p.views[0];
     std::vector<int64_t> shape, strides;
-    shape.reserve(p.outAxes.size());
-    strides.reserve(p.outAxes.size());
-    for (int id : p.outAxes) {
-      auto pos = std::find(p.viewAxes[0].begin(), p.viewAxes[0].end(), id) -
-                 p.viewAxes[0].begin();
+    shape.reserve(out.size());
+    strides.reserve(out.size());
+    for (int id : out) {
+      auto pos = std::find(in.begin(), in.end(), id) - in.begin();
       shape.push_back(v.shape()[pos]);
       strides.push_back(v.strides()[pos]);
     }
     Tensor permuted(v.storage(), v.dtype(), v.device(), shape, strides,
                     v.offset());
-    p.resultView = mergeGroups(permuted, p.outAxes, pl.output, p.size);
+    p.resultView = mergeGroups(permuted, pl.output);
     if (p.resultView)
       return p;
   }
@@ -556,16 +541,13 @@ Result<Prepared> prepare(const Request &r) {
     // kernel copies it.
     const Tensor &v = p.views[0];
     std::vector<int64_t> shape, strides;
-    for (int id : p.outAxes) {
-      auto it = std::find(p.viewAxes[0].begin(), p.viewAxes[0].end(), id);
+    for (int id : out) {
+      auto it = std::find(in.begin(), in.end(), id);
       shape.push_back(p.size[id]);
-      strides.push_back(it == p.viewAxes[0].end()
-                            ? 0
-                            : v.strides()[it - p.viewAxes[0].begin()]);
+      strides.push_back(it == in.end() ? 0 : v.strides()[it - in.begin()]);
     }
     p.views[0] =
         Tensor(v.storage(), v.dtype(), v.device(), shape, strides, v.offset());
-    p.viewAxes[0] = p.outAxes;
   }
   return p;
 }
@@ -580,7 +562,7 @@ Result<Tensor> run(const Request &r) {
   if (!kernel)
     return kernel.error();
   std::vector<int64_t> shape;
-  for (int id : p->outAxes)
+  for (int id : p->plan->kernelOutput)
     shape.push_back(p->size[id]);
   auto out = allocate(p->plan->result, shape, false);
   if (!out)
@@ -589,10 +571,10 @@ Result<Tensor> run(const Request &r) {
   for (const Tensor &v : p->views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  if (auto ran = runKernel(**kernel, tensors); !ran)
+  if (auto ran = runKernel(*(*kernel)->function, tensors); !ran)
     return ran.error();
   // A fresh C-order tensor: its groups always merge.
-  if (auto merged = mergeGroups(*out, p->outAxes, p->plan->output, p->size))
+  if (auto merged = mergeGroups(*out, p->plan->output))
     return *merged;
   return programError("internal error: the groups of a fresh tensor did not "
                       "merge");
@@ -648,7 +630,7 @@ Result<std::string> explain(std::string_view op, std::string_view pattern,
     return fmt::format("{}: a view (no copy, no kernel): {}", head,
                        p->resultView->describe());
   int64_t elements = 1;
-  for (int id : p->outAxes)
+  for (int id : p->plan->kernelOutput)
     elements *= p->size[id];
   return fmt::format("{}: a kernel writing a new tensor ({} bytes), compiled "
                      "from:\n{}",
