@@ -68,6 +68,10 @@ inline constexpr const char *kernelName = "kernel";
 /// any, is rendered with CALL as its source line and the caret in it.
 std::optional<ErrorInfo> checkCall(const std::string &source);
 
+/// Counts compilations and disk loads of module functions in
+/// ein::cache_stats(), beside the kernels'.
+void countModuleCompilations(size_t compiled, size_t loaded);
+
 /// Runs `function` on `tensors` (parameters then results), through their
 /// strides.
 Result<void> runKernel(JITFunction &function,

@@ -142,6 +142,11 @@ ein::api::CacheStats ein::api::cache_stats() {
 
 namespace ein::api::detail {
 
+void countModuleCompilations(size_t compiled, size_t loaded) {
+  cache().compilations += compiled;
+  cache().loads += loaded;
+}
+
 Result<void> runKernel(JITFunction &function,
                        const std::vector<const Tensor *> &tensors) {
   std::vector<JITFunction::StridedArgument> args;

@@ -144,9 +144,14 @@ Result<std::vector<Tensor>> call(const Module &module,
   if (!bound) {
     ErrorOr<BoundCall> fresh = [&] {
       std::lock_guard<std::mutex> lock(state->engineMutex);
-      return state->engine.bind(*state->file, state->module, state->options,
-                                state->checked, function, shapes,
-                                Specialisation::Generic);
+      size_t compiled = state->engine.compilations();
+      size_t loaded = state->engine.loads();
+      auto result = state->engine.bind(*state->file, state->module,
+                                       state->options, state->checked, function,
+                                       shapes, Specialisation::Generic);
+      countModuleCompilations(state->engine.compilations() - compiled,
+                              state->engine.loads() - loaded);
+      return result;
     }();
     if (!fresh)
       return toInfo(fresh.error());

@@ -2,7 +2,8 @@
 // results as .npy, for test/cpp-api/einops-oracle.test, which compares them
 // with einops and numpy. One case per line, tab-separated:
 //   NAME  OP  PATTERN  SIZES  INPUTS  OUTPUT
-// OP: rearrange, reduce:HOW, repeat, einsum, pack, unpack, or an
+// OP: rearrange, reduce:HOW, repeat, einsum, pack, unpack, module:FUNCTION
+// (PATTERN is then the .ein file; its first result is written), or an
 // elementwise function name; SIZES: name=value,... or "-"; INPUTS: .npy
 // paths, comma-separated, each prefixed with "T:" to pass the reversed-axes
 // view of the file's array (a strided, non-contiguous tensor); OUTPUT: the
@@ -108,7 +109,9 @@ int main(int argc, char **argv) {
                   << (parts[0].shares_storage(inputs[0]) ? "view" : "copy")
                   << "\n";
         continue;
-      } else
+      } else if (op.rfind("module:", 0) == 0)
+        out = ein::Module::load(pattern).call(op.substr(7), inputs).at(0);
+      else
         out = ein::nothrow::elementwise(op, inputs).value();
       ein::save_npy(out, f[5]);
       bool view = false;

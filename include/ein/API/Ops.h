@@ -71,9 +71,10 @@ Result<Tensor> scalar(double value, DType dtype);
 
 /// What the caches of compiled kernels did in this process.
 struct CacheStats {
-  /// Kernels compiled (the pipeline and LLVM's code generator ran).
+  /// Kernels and module functions compiled (the pipeline and LLVM's code
+  /// generator ran).
   size_t compiled = 0;
-  /// Kernels loaded from the disk cache instead.
+  /// Kernels and module functions loaded from the disk cache instead.
   size_t loaded = 0;
   /// The disk cache's directory: $EIN_CACHE_DIR, else $XDG_CACHE_HOME/ein,
   /// else $HOME/.cache/ein; empty when off (EIN_CACHE_DIR=off).

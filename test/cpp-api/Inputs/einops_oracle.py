@@ -138,6 +138,17 @@ case("maximum_int", "max", "", {}, [(i, False), (i[::-1].copy(), True)], None)
 CASES[-1] = CASES[-1][:5] + (np.maximum(i, i[::-1].copy()), None)
 case("lt_bool", "lt", "", {}, [(g, False), (h, False)], g < h)
 
+# A module function (compiled size-generic, disk-cached like the kernels) at
+# its file's sizes, one input a transposed view.
+mx = rand((2, 3, 8))
+mw = rand((4, 2))
+MULTIHEAD = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         "..", "..", "..", "examples", "multihead.ein")
+case("module_multihead", "module:multihead", MULTIHEAD, {}, [(mx, False), (mw, True)],
+     einops.rearrange(np.einsum("bshk,ko->bsho",
+                                einops.rearrange(mx, "b s (h k) -> b s h k", h=2), mw),
+                      "b s h o -> b s (h o)"))
+
 
 def main():
     parser = argparse.ArgumentParser()
