@@ -44,15 +44,24 @@ Tensor broadcastTo(const Tensor &t, const std::vector<int64_t> &shape) {
 /// Runs the one-function kernel of `body` over `operands` broadcast to one
 /// shape, giving a new tensor of `result` dtype.
 Result<Tensor> runElementwise(const std::string &what,
-                              const std::vector<Tensor> &operands,
+                              const std::vector<Tensor> &given,
                               const std::string &body, DType result) {
-  std::vector<int64_t> shape;
-  for (const Tensor &t : operands) {
+  for (const Tensor &t : given)
     if (!t.defined())
       return usageError(fmt::format("{} of an undefined tensor", what));
-    if (t.device() != cpu)
-      return usageError("CUDA device tensors are not available in the C++ "
-                        "API yet");
+  auto device = deviceOf(what, given);
+  if (!device)
+    return device.error();
+  // CPU scalars join CUDA operands on the device.
+  std::vector<Tensor> operands;
+  for (const Tensor &t : given) {
+    auto there = onDevice(t, *device);
+    if (!there)
+      return there.error();
+    operands.push_back(*there);
+  }
+  std::vector<int64_t> shape;
+  for (const Tensor &t : operands) {
     if (t.shape().size() > shape.size())
       shape.insert(shape.begin(), t.shape().size() - shape.size(), 1);
   }
@@ -81,28 +90,29 @@ Result<Tensor> runElementwise(const std::string &what,
     key += char('a' + int(t.dtype()));
   key += char('a' + int(result));
   key += std::to_string(shape.size());
-  std::shared_ptr<Kernel> kernel;
-  {
-    std::shared_lock<std::shared_mutex> lock(kernels().mutex);
-    if (auto it = kernels().byKey.find(key); it != kernels().byKey.end())
-      kernel = it->second;
-  }
-  if (!kernel) {
+  auto sourceOf = [&] {
     std::string dims = dimsText(shape.size()), params;
     for (size_t i = 0; i < operands.size(); ++i)
       params += fmt::format("{}x{}: {}[\"{}\"]", i ? ", " : "", i,
                             name(operands[i].dtype()), dims);
-    std::string source =
-        fmt::format("def {}({}) -> {}[\"{}\"]:\n    return {}\n", kernelName,
-                    params, name(result), dims, body);
-    auto compiled = kernelFor(source);
+    return fmt::format("def {}({}) -> {}[\"{}\"]:\n    return {}\n", kernelName,
+                       params, name(result), dims, body);
+  };
+  std::shared_ptr<Kernel> kernel;
+  if (*device == cpu) {
+    std::shared_lock<std::shared_mutex> lock(kernels().mutex);
+    if (auto it = kernels().byKey.find(key); it != kernels().byKey.end())
+      kernel = it->second;
+  }
+  if (!kernel && *device == cpu) {
+    auto compiled = kernelFor(sourceOf());
     if (!compiled)
       return compiled.error();
     kernel = *compiled;
     std::unique_lock<std::shared_mutex> lock(kernels().mutex);
     kernels().byKey.emplace(key, kernel);
   }
-  auto out = allocate(result, shape, false);
+  auto out = allocate(result, shape, false, *device);
   if (!out)
     return out;
   std::vector<Tensor> views;
@@ -112,7 +122,9 @@ Result<Tensor> runElementwise(const std::string &what,
   for (const Tensor &v : views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  if (auto ran = runKernel(*kernel->function, tensors); !ran)
+  if (auto ran = runOn(*device, kernel ? kernel->source : sourceOf(),
+                       kernel.get(), tensors);
+      !ran)
     return ran.error();
   return out;
 }

@@ -7,6 +7,7 @@
 #include "ein/API/Tensor.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/HostTensor.h"
+#include "ein/Sema/Program.h"
 #include "ein/Shape/Shape.h"
 #include "ein/Support/Error.h"
 
@@ -25,15 +26,27 @@ struct Storage {
   size_t bytes = 0;
   bool owned = false;
   Device device = cpu;
-  ~Storage() {
-    if (owned)
-      std::free(base);
-  }
+  ~Storage();
 };
 
-/// A new owned C-order tensor (uninitialised unless `zero`), or the error.
+/// A new owned C-order tensor in host memory (uninitialised unless `zero`),
+/// or the error.
+Result<Tensor> allocateHost(DType dtype, const std::vector<int64_t> &shape,
+                            bool zero);
+/// A new owned C-order tensor on `device` (uninitialised unless `zero`),
+/// or the error.
 Result<Tensor> allocate(DType dtype, const std::vector<int64_t> &shape,
-                        bool zero);
+                        bool zero, Device device = cpu);
+
+/// The one device of `tensors` (what an operation runs on), or an error
+/// naming `what` when they are on different devices. CPU 0-d tensors (the
+/// API's scalars) go with any device.
+Result<Device> deviceOf(const std::string &what,
+                        const std::vector<Tensor> &tensors);
+
+/// `t` on `device`: itself, or a copy when it is a CPU 0-d tensor (a
+/// scalar) and `device` is CUDA.
+Result<Tensor> onDevice(const Tensor &t, Device device);
 
 inline ein::DType internal(DType t) {
   return static_cast<ein::DType>(static_cast<unsigned>(t));
@@ -63,6 +76,10 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source);
 /// The name of the function in every generated kernel source.
 inline constexpr const char *kernelName = "kernel";
 
+/// Generated `source` parsed and checked; errors are compiler errors
+/// (program), rendered as checkCall's.
+Result<CheckedModule> checkSource(const std::string &source);
+
 /// Checks generated `source` (one function, `kernelName`) whose body holds
 /// the user's operation as `return CALL` or `a, b = CALL`; the error, if
 /// any, is rendered with CALL as its source line and the caret in it.
@@ -84,6 +101,17 @@ std::string axesString(const std::vector<std::string> &names);
 /// Copies `src` into `dst` (same shape and dtype; any strides) element by
 /// element, innermost runs with memcpy when both are contiguous there.
 void stridedCopy(const Tensor &src, const Tensor &dst);
+
+/// Copies `src` into `dst` (same shape, dtype and device; any strides): on
+/// the CPU stridedCopy, on CUDA a copy kernel.
+Result<void> copyInto(const Tensor &src, const Tensor &dst);
+
+/// Runs the kernel of generated `source` on `tensors` (parameters then
+/// results), all on `device`: `cpuKernel` (compiled from `source` when
+/// null) on the CPU, the CUDA back end's code on CUDA.
+Result<void> runOn(Device device, const std::string &source,
+                   const Kernel *cpuKernel,
+                   const std::vector<const Tensor *> &tensors);
 
 } // namespace detail
 } // namespace ein::api

@@ -1,5 +1,6 @@
 // The C++ API's kernels: generated .ein source checked and compiled through
 // einc's front end and CPU pipeline, cached in memory by source text.
+#include "CUDA/Device.h"
 #include "Internal.h"
 
 #include "ein/Engine/ObjectCache.h"
@@ -89,6 +90,19 @@ std::optional<ErrorInfo> checkCall(const std::string &source) {
                    renderDiagnostics(file, diags.diagnostics())};
 }
 
+Result<CheckedModule> checkSource(const std::string &source) {
+  SourceFile file{kGeneratedPath, source};
+  DiagnosticEngine diags(file);
+  ein::Module module = parseModule(file, diags);
+  CheckedModule checked;
+  if (!diags.hadError())
+    checked = checkModule(module, {}, diags);
+  if (diags.hadError())
+    return ErrorInfo{ErrorInfo::Kind::Program,
+                     renderDiagnostics(file, diags.diagnostics())};
+  return checked;
+}
+
 Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
   KernelCache &c = cache();
   {
@@ -102,22 +116,16 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
     if (auto it = c.kernels.find(source); it != c.kernels.end())
       return it->second;
   }
-  SourceFile file{kGeneratedPath, source};
-  DiagnosticEngine diags(file);
-  ein::Module module = parseModule(file, diags);
-  CheckedModule checked;
-  if (!diags.hadError())
-    checked = checkModule(module, {}, diags);
-  if (diags.hadError())
-    return ErrorInfo{ErrorInfo::Kind::Program,
-                     renderDiagnostics(file, diags.diagnostics())};
+  auto checked = checkSource(source);
+  if (!checked)
+    return checked.error();
   auto kernel = std::make_shared<Kernel>();
   kernel->source = source;
   // The disk cache, keyed by the source (and, inside, this compiler build
   // and CPU).
   bool loaded = false;
   auto compiled = ObjectCache::compileOrLoad(
-      source, checked, kernelName, {}, JITOptions::fromEnvironment(), &loaded);
+      source, *checked, kernelName, {}, JITOptions::fromEnvironment(), &loaded);
   if (!compiled) {
     ErrorInfo info = toInfo(compiled.error());
     info.message += "\nthe generated source was:\n" + source;
@@ -134,8 +142,10 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
 
 ein::api::CacheStats ein::api::cache_stats() {
   CacheStats stats;
-  stats.compiled = detail::cache().compilations.load();
-  stats.loaded = detail::cache().loads.load();
+  size_t built = 0, loaded = 0;
+  detail::cudaDevice::counts(built, loaded);
+  stats.compiled = detail::cache().compilations.load() + built;
+  stats.loaded = detail::cache().loads.load() + loaded;
   stats.directory = ObjectCache::directory();
   return stats;
 }

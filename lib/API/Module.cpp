@@ -1,6 +1,7 @@
 // The C++ API's modules: a .ein file checked once, each function bound,
 // compiled size-generic and cached by the engine (as `einc run
 // --size-generic`), and its cost report (as `einc report`).
+#include "CUDA/Device.h"
 #include "Internal.h"
 
 #include "ein/Analysis/Cost.h"
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -33,6 +35,12 @@ struct ModuleState {
   /// before skips binding and checking (its entry checks held for them).
   std::shared_mutex boundMutex;
   std::unordered_map<std::string, std::shared_ptr<const BoundCall>> bound;
+  /// Names this module in the CUDA library cache (addresses are reused).
+  uint64_t id = nextId();
+  static uint64_t nextId() {
+    static std::atomic<uint64_t> counter{0};
+    return ++counter;
+  }
 };
 
 namespace {
@@ -110,11 +118,17 @@ Result<std::vector<Tensor>> call(const Module &module,
     if (!t.defined())
       return usageError(
           fmt::format("'{}': an input is an undefined tensor", function));
-    if (t.device() != cpu)
-      return usageError("CUDA device tensors are not available in the C++ "
-                        "API yet");
     shapes.push_back(t.shape());
   }
+  auto device = deviceOf(fmt::format("'{}'", function), inputs);
+  if (!device)
+    return device.error();
+  for (const Tensor &t : inputs)
+    if (t.device() != *device)
+      return usageError(fmt::format("'{}': the inputs are on different "
+                                    "devices (cpu and cuda); move them with "
+                                    ".to()",
+                                    function));
   const CheckedFunction *fn = state->checked.find(function);
   if (!fn)
     return toInfo(
@@ -129,7 +143,9 @@ Result<std::vector<Tensor>> call(const Module &module,
                                     name(inputs[i].dtype()),
                                     dtypeName(type.dtype)));
   }
-  std::string key = function;
+  // CUDA calls bind without compiling for the CPU: the CUDA back end
+  // compiles the bound, size-generic source.
+  std::string key = (*device == cuda ? "cuda|" : "") + function;
   for (const auto &shape : shapes) {
     key += '|';
     for (int64_t d : shape)
@@ -146,9 +162,9 @@ Result<std::vector<Tensor>> call(const Module &module,
       std::lock_guard<std::mutex> lock(state->engineMutex);
       size_t compiled = state->engine.compilations();
       size_t loaded = state->engine.loads();
-      auto result = state->engine.bind(*state->file, state->module,
-                                       state->options, state->checked, function,
-                                       shapes, Specialisation::Generic);
+      auto result = state->engine.bind(
+          *state->file, state->module, state->options, state->checked, function,
+          shapes, Specialisation::Generic, *device == cpu);
       countModuleCompilations(state->engine.compilations() - compiled,
                               state->engine.loads() - loaded);
       return result;
@@ -166,7 +182,7 @@ Result<std::vector<Tensor>> call(const Module &module,
   std::vector<Tensor> results;
   for (size_t i = 0; i < bound->resultShapes.size(); ++i) {
     DType dtype = external(cfn->values[cfn->returns[i]].type.dtype);
-    auto out = allocate(dtype, bound->resultShapes[i], false);
+    auto out = allocate(dtype, bound->resultShapes[i], false, *device);
     if (!out)
       return out.error();
     results.push_back(*out);
@@ -176,6 +192,14 @@ Result<std::vector<Tensor>> call(const Module &module,
     tensors.push_back(&t);
   for (const Tensor &t : results)
     tensors.push_back(&t);
+  if (*device == cuda) {
+    if (auto ran =
+            cudaDevice::runModule(fmt::format("module {} {}", state->id, key),
+                                  bound->source, function, tensors);
+        !ran)
+      return ran.error();
+    return results;
+  }
   if (auto ran = runKernel(*bound->executable, tensors); !ran)
     return ran.error();
   return results;

@@ -90,13 +90,16 @@ Result<Packed> pack(const std::vector<Tensor> &inputs,
                     std::string_view pattern) {
   if (inputs.empty())
     return programError("pack needs at least one tensor");
-  for (const Tensor &t : inputs) {
+  for (const Tensor &t : inputs)
     if (!t.defined())
       return usageError("pack of an undefined tensor");
-    if (t.device() != cpu)
-      return usageError("CUDA device tensors are not available in the C++ "
-                        "API yet");
-  }
+  auto device = deviceOf("pack", inputs);
+  if (!device)
+    return device.error();
+  for (const Tensor &t : inputs)
+    if (t.device() != *device)
+      return usageError("pack: the tensors are on different devices (cpu and "
+                        "cuda); move them with .to()");
   auto split = starSplit(pattern);
   if (!split)
     return split.error();
@@ -133,7 +136,7 @@ Result<Packed> pack(const std::vector<Tensor> &inputs,
   shape.assign(first.shape().begin(), first.shape().begin() + before);
   shape.push_back(total);
   shape.insert(shape.end(), first.shape().end() - after, first.shape().end());
-  auto out = allocate(first.dtype(), shape, false);
+  auto out = allocate(first.dtype(), shape, false, *device);
   if (!out)
     return out.error();
   int64_t at = 0;
@@ -173,11 +176,12 @@ Result<Packed> pack(const std::vector<Tensor> &inputs,
     strides.push_back(stride);
     strides.insert(strides.end(), source.strides().end() - after,
                    source.strides().end());
-    Tensor merged(source.storage(), source.dtype(), cpu, partShape, strides,
+    Tensor merged(source.storage(), source.dtype(), *device, partShape, strides,
                   source.offset());
-    Tensor slot(out->storage(), out->dtype(), cpu, partShape, out->strides(),
-                out->offset() + at * out->strides()[before]);
-    stridedCopy(merged, slot);
+    Tensor slot(out->storage(), out->dtype(), *device, partShape,
+                out->strides(), out->offset() + at * out->strides()[before]);
+    if (auto copied = copyInto(merged, slot); !copied)
+      return copied.error();
     at += n;
   }
   packed.tensor = *out;

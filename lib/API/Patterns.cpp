@@ -5,6 +5,7 @@
 // and the operation runs on those views, as a view when the result's
 // strides can express it, else through a kernel compiled from generated
 // .ein source over elementary axes (size-generic, so cached across sizes).
+#include "CUDA/Device.h"
 #include "Internal.h"
 
 #include "ein/Syntax/Pattern.h"
@@ -477,24 +478,26 @@ struct Prepared {
   std::vector<Tensor> views;
   std::vector<int64_t> size;
   std::optional<Tensor> resultView;
+  /// Where the inputs are, and the kernel runs.
+  Device device = cpu;
 };
 
 Result<Prepared> prepare(const Request &r) {
   if (r.inputs.empty())
     return usageError(
         fmt::format("{} needs at least one tensor", opName(r.op)));
-  for (const Tensor &t : r.inputs) {
+  for (const Tensor &t : r.inputs)
     if (!t.defined())
       return usageError(fmt::format("{} of an undefined tensor", opName(r.op)));
-    if (t.device() != cpu)
-      return usageError("CUDA device tensors are not available in the C++ "
-                        "API yet");
-  }
+  auto device = deviceOf(opName(r.op), r.inputs);
+  if (!device)
+    return device.error();
   auto plan = planFor(r);
   if (!plan)
     return plan.error();
   Prepared p;
   p.plan = *plan;
+  p.device = *device;
   const Plan &pl = **plan;
   if (auto why = bindSizes(pl, r, p.size)) {
     // einc's own words for it, when its checker sees the sizes' problem.
@@ -558,21 +561,26 @@ Result<Tensor> run(const Request &r) {
     return p.error();
   if (p->resultView)
     return *p->resultView;
-  const auto &kernel = p->plan->compiled();
-  if (!kernel)
-    return kernel.error();
   std::vector<int64_t> shape;
   for (int id : p->plan->kernelOutput)
     shape.push_back(p->size[id]);
-  auto out = allocate(p->plan->result, shape, false);
+  auto out = allocate(p->plan->result, shape, false, p->device);
   if (!out)
     return out;
   std::vector<const Tensor *> tensors;
   for (const Tensor &v : p->views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  if (auto ran = runKernel(*(*kernel)->function, tensors); !ran)
-    return ran.error();
+  if (p->device == cuda) {
+    if (auto ran = cudaDevice::runSource(p->plan->kernelSource, tensors); !ran)
+      return ran.error();
+  } else {
+    const auto &kernel = p->plan->compiled();
+    if (!kernel)
+      return kernel.error();
+    if (auto ran = runKernel(*(*kernel)->function, tensors); !ran)
+      return ran.error();
+  }
   // A fresh C-order tensor: its groups always merge.
   if (auto merged = mergeGroups(*out, p->plan->output))
     return *merged;

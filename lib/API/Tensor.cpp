@@ -34,8 +34,8 @@ ErrorInfo programError(const std::string &message) {
   return {ErrorInfo::Kind::Program, "error: " + message};
 }
 
-Result<Tensor> allocate(DType dtype, const std::vector<int64_t> &shape,
-                        bool zero) {
+Result<Tensor> allocateHost(DType dtype, const std::vector<int64_t> &shape,
+                            bool zero) {
   auto count = runtime::checkedNumElements(shape, itemsize(dtype));
   if (!count)
     return usageError(fmt::format("cannot make a tensor of shape {}: a size "
@@ -156,6 +156,10 @@ std::optional<std::string> encode(void *p, DType t, double v) {
 Result<char *> pointerAt(const Tensor &t, const std::vector<int64_t> &index) {
   if (!t.defined())
     return usageError("element access on an undefined tensor");
+  if (t.device() != cpu)
+    return usageError(fmt::format("element access to a CUDA tensor ({}); "
+                                  "copy it with .to(ein::cpu) first",
+                                  t.describe()));
   if (index.size() != t.shape().size())
     return usageError(fmt::format("index {} has {} entries; the tensor {} has "
                                   "rank {}",
@@ -221,8 +225,9 @@ std::string Tensor::describe() const {
   std::string dims;
   for (int64_t s : shape_)
     dims += (dims.empty() ? "" : ", ") + std::to_string(s);
-  return fmt::format("{}[{}] strides {}", name(dtype_), dims,
-                     runtime::shapeTupleStr(strides_));
+  return fmt::format("{}[{}] strides {}{}", name(dtype_), dims,
+                     runtime::shapeTupleStr(strides_),
+                     device_ == cuda ? " on cuda" : "");
 }
 
 ErrorInfo Tensor::dtypeMismatch(DType as) const {
@@ -231,6 +236,7 @@ ErrorInfo Tensor::dtypeMismatch(DType as) const {
 }
 
 ErrorInfo Tensor::indexError(std::initializer_list<int64_t> index) const {
+  // Also a CUDA tensor's element access: pointerAt says so.
   auto p = pointerAt(*this, std::vector<int64_t>(index));
   return p ? usageError("bad index") : p.error();
 }
@@ -238,9 +244,7 @@ ErrorInfo Tensor::indexError(std::initializer_list<int64_t> index) const {
 namespace nothrow {
 
 Result<Tensor> zeros(DType dtype, std::vector<int64_t> shape, Device device) {
-  if (device != cpu)
-    return to(Tensor(), device);
-  return allocate(dtype, shape, true);
+  return allocate(dtype, shape, true, device);
 }
 
 Result<Tensor> view(void *data, DType dtype, std::vector<int64_t> shape,
@@ -282,24 +286,6 @@ Result<Tensor> from_data(DType dtype, std::vector<int64_t> shape,
   if (count)
     std::memcpy(t->data(), data, count * itemsize(dtype));
   return t;
-}
-
-Result<Tensor> clone(const Tensor &t) {
-  if (!t.defined())
-    return usageError("clone of an undefined tensor");
-  auto copy = allocate(t.dtype(), t.shape(), false);
-  if (!copy)
-    return copy;
-  stridedCopy(t, *copy);
-  return copy;
-}
-
-Result<Tensor> to(const Tensor &t, Device device) {
-  if (device == cpu && t.defined() && t.device() == cpu)
-    return t;
-  return usageError("CUDA device tensors are not available in the C++ API "
-                    "yet (docs/cpp-api.md, 'Devices'); the CUDA back end is "
-                    "used through `einc build --target=cuda`");
 }
 
 Result<double> get(const Tensor &t, const std::vector<int64_t> &index) {
@@ -355,7 +341,12 @@ Result<void> save_npy(const Tensor &t, const std::string &path) {
   if (!t.defined())
     return usageError("save_npy of an undefined tensor");
   Tensor dense = t;
-  if (!t.is_contiguous()) {
+  if (t.device() != cpu) {
+    auto host = to(t, cpu);
+    if (!host)
+      return host.error();
+    dense = *host;
+  } else if (!t.is_contiguous()) {
     auto copy = clone(t);
     if (!copy)
       return copy.error();

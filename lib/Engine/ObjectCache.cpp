@@ -139,4 +139,34 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
   return compiled;
 }
 
+std::optional<std::string> ObjectCache::findFile(const std::string &key,
+                                                 const std::string &suffix) {
+  const std::string &dir = directory();
+  if (dir.empty())
+    return std::nullopt;
+  std::string base =
+      fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
+  if (readWhole(base + ".key") != key)
+    return std::nullopt;
+  return base + suffix;
+}
+
+std::string ObjectCache::storeFile(const std::string &key,
+                                   const std::string &suffix,
+                                   const std::string &built) {
+  const std::string &dir = directory();
+  if (dir.empty())
+    return built;
+  std::string base =
+      fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
+  // A rename across file systems fails: then a copy, renamed into place.
+  if (::rename(built.c_str(), (base + suffix).c_str()) != 0) {
+    std::string bytes = readWhole(built);
+    if (bytes.empty() || !writeAtomically(base + suffix, bytes))
+      return built;
+  }
+  writeAtomically(base + ".key", key);
+  return base + suffix;
+}
+
 } // namespace ein

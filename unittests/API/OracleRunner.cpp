@@ -9,7 +9,9 @@
 // view of the file's array (a strided, non-contiguous tensor); OUTPUT: the
 // .npy to write (unpack: a prefix, one file per part). Prints one line per
 // case: "NAME ok view|copy" or "NAME error: ...", then with --stats the
-// kernel caches' counts ("kernels: compiled N loaded M").
+// kernel caches' counts ("kernels: compiled N loaded M"). With --device
+// cuda every input is moved to the CUDA device first (views are made
+// there), so the calls run on it; results are saved through the CPU.
 #include <ein/ein.h>
 
 #include <fstream>
@@ -29,9 +31,9 @@ std::vector<std::string> split(const std::string &text, char sep) {
   return parts;
 }
 
-ein::Tensor input(const std::string &spec) {
+ein::Tensor input(const std::string &spec, ein::Device device) {
   if (spec.rfind("T:", 0) == 0) {
-    ein::Tensor t = ein::load_npy(spec.substr(2));
+    ein::Tensor t = ein::load_npy(spec.substr(2)).to(device);
     std::string axes;
     for (int64_t d = 0; d < t.rank(); ++d)
       axes += " a" + std::to_string(d);
@@ -40,7 +42,7 @@ ein::Tensor input(const std::string &spec) {
       reversed += " a" + std::to_string(d);
     return ein::rearrange(t, axes + " ->" + reversed);
   }
-  return ein::load_npy(spec);
+  return ein::load_npy(spec).to(device);
 }
 
 ein::Reduction reduction(const std::string &name) {
@@ -57,9 +59,21 @@ ein::Reduction reduction(const std::string &name) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool stats = argc == 3 && std::string(argv[2]) == "--stats";
-  if (argc != 2 && !stats) {
-    std::cerr << "usage: EinAPIOracle CASES.tsv [--stats]\n";
+  bool stats = false;
+  ein::Device device = ein::cpu;
+  bool usage = argc < 2;
+  for (int i = 2; i < argc && !usage; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--stats")
+      stats = true;
+    else if (arg == "--device" && i + 1 < argc)
+      device = std::string(argv[++i]) == "cuda" ? ein::cuda : ein::cpu;
+    else
+      usage = true;
+  }
+  if (usage) {
+    std::cerr << "usage: EinAPIOracle CASES.tsv [--stats] [--device "
+                 "cpu|cuda]\n";
     return 2;
   }
   std::ifstream cases(argv[1]);
@@ -82,7 +96,7 @@ int main(int argc, char **argv) {
     try {
       std::vector<ein::Tensor> inputs;
       for (auto &spec : split(f[4], ','))
-        inputs.push_back(input(spec));
+        inputs.push_back(input(spec, device));
       ein::Tensor out;
       if (op == "rearrange")
         out = ein::rearrange(inputs[0], pattern, sizes);

@@ -72,7 +72,7 @@ Result<Tensor> scalar(double value, DType dtype);
 /// What the caches of compiled kernels did in this process.
 struct CacheStats {
   /// Kernels and module functions compiled (the pipeline and LLVM's code
-  /// generator ran).
+  /// generator ran; for CUDA tensors, nvcc or the emulation's compiler).
   size_t compiled = 0;
   /// Kernels and module functions loaded from the disk cache instead.
   size_t loaded = 0;

@@ -45,7 +45,7 @@ public:
   bool defined() const { return storage_ != nullptr; }
   /// The element type.
   DType dtype() const { return dtype_; }
-  /// Where the storage lives (the CPU, for now).
+  /// Where the storage lives; operations run on their inputs' device.
   Device device() const { return device_; }
   /// The number of dims (0 for a scalar).
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
@@ -57,7 +57,8 @@ public:
   int64_t offset() const { return offset_; }
   /// The number of elements.
   int64_t numel() const;
-  /// The element (0, 0, ...); the others are at strides from it.
+  /// The element (0, 0, ...); the others are at strides from it. A device
+  /// pointer for a CUDA tensor.
   void *data() const { return data_; }
   /// data() as T*; raises when T is not the dtype's element type.
   template <class T> T *data_ptr() const {
@@ -80,7 +81,8 @@ public:
   Tensor to(Device device) const;
 
   /// Element `index` (one per dim, each in [0, size)); raises on a wrong
-  /// count, an index out of range, or a T that is not the dtype's.
+  /// count, an index out of range, a T that is not the dtype's, or a CUDA
+  /// tensor (copy it with .to(ein::cpu) first).
   template <class T> T &at(std::initializer_list<int64_t> index) const {
     if (dtype_of<T>::value != dtype_)
       raise(dtypeMismatch(dtype_of<T>::value));
@@ -109,7 +111,7 @@ public:
 private:
   /// The element's address; raises on a bad index.
   void *elementPointer(std::initializer_list<int64_t> index) const {
-    if (index.size() != shape_.size())
+    if (index.size() != shape_.size() || device_ != cpu)
       raise(indexError(index));
     int64_t offset = 0;
     size_t dim = 0;
@@ -161,8 +163,11 @@ Result<Tensor> from_data(DType dtype, std::vector<int64_t> shape,
                          const void *data, size_t count);
 /// A C-order copy of `t`.
 Result<Tensor> clone(const Tensor &t);
-/// A copy on `device`.
+/// `t` on `device`: itself when it is there, else a C-order copy there.
 Result<Tensor> to(const Tensor &t, Device device);
+/// The device's name ("cpu", "NVIDIA H100 80GB HBM3 (sm_90)", "emulated
+/// CUDA on the CPU"), or why it cannot be used (no GPU).
+Result<std::string> device_name(Device device);
 /// Element `index` as a double, or the error (bad index).
 Result<double> get(const Tensor &t, const std::vector<int64_t> &index);
 /// Sets element `index` from a double, or the error (bad index, a value the
@@ -205,7 +210,15 @@ inline TensorView::TensorView(void *data, DType dtype,
     : Tensor(nothrow::view(data, dtype, std::move(shape), std::move(strides))
                  .value()) {}
 
+/// Whether CUDA tensors can be made: this machine has a usable NVIDIA GPU
+/// and nvcc, or EIN_CUDA=emulated. The first call builds the device's
+/// support library (seconds; then cached on disk).
+bool cuda_available();
+
 /// Throwing forms of the nothrow functions above.
+inline std::string device_name(Device device) {
+  return nothrow::device_name(device).value();
+}
 inline Tensor load_npy(const std::string &path) {
   return nothrow::load_npy(path).value();
 }

@@ -67,7 +67,9 @@ template <> struct dtype_of<int64_t> { static constexpr DType value = i64; };
 template <> struct dtype_of<int32_t> { static constexpr DType value = i32; };
 template <> struct dtype_of<bool> { static constexpr DType value = bool_; };
 
-/// Where a tensor's storage lives.
+/// Where a tensor's storage lives: host memory, or the CUDA device (this
+/// machine's GPU; with EIN_CUDA=emulated, the CUDA back end's code run on
+/// the CPU over host memory, as CI tests it).
 enum class Device : uint8_t { CPU, CUDA };
 inline constexpr Device cpu = Device::CPU;
 inline constexpr Device cuda = Device::CUDA;

@@ -7,6 +7,7 @@
 #include "ein/Execution/JIT.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace ein {
@@ -30,6 +31,16 @@ public:
   compileOrLoad(const std::string &key, const CheckedModule &checked,
                 const std::string &function, const CPUOptions &cpu,
                 JITOptions jit, bool *loaded);
+  /// The path of the file cached for `key` (compared whole: it holds
+  /// whatever decides the file) with `suffix` (".so"), when there is one.
+  static std::optional<std::string> findFile(const std::string &key,
+                                             const std::string &suffix);
+  /// Moves the file `built` into the cache as `key`'s entry (the file
+  /// first, then its key, so a key is only ever next to its whole file);
+  /// its path there, or `built` when the cache is off or the move failed.
+  static std::string storeFile(const std::string &key,
+                               const std::string &suffix,
+                               const std::string &built);
 };
 
 } // namespace ein

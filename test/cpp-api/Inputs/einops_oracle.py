@@ -7,7 +7,10 @@ result is compared with einops' (or numpy's) on the same arrays. An input
 marked strided is written with its axes reversed, and the runner passes the
 reversed view of it (a non-contiguous tensor) to the API.
 
-Usage: einops_oracle.py --runner PATH --dir DIR [--stats]
+Usage: einops_oracle.py --runner PATH --dir DIR [--stats] [--device cuda]
+With --device cuda the runner moves every input to the CUDA device first
+(EIN_CUDA=emulated: the CUDA back end's code run on the CPU), so the same
+calls run there.
 Prints one line per case ("NAME ok view|copy" or what went wrong), then
 "N cases, F failed"; exits 1 when F > 0.
 """
@@ -156,6 +159,7 @@ def main():
     parser.add_argument("--dir", required=True)
     parser.add_argument("--stats", action="store_true",
                         help="print the runner's kernel cache counts")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     lines = []
@@ -176,7 +180,8 @@ def main():
     cases_path = os.path.join(args.dir, "cases.tsv")
     with open(cases_path, "w") as f:
         f.write("\n".join(lines) + "\n")
-    run = subprocess.run([args.runner, cases_path] + (["--stats"] if args.stats else []),
+    run = subprocess.run([args.runner, cases_path, "--device", args.device]
+                         + (["--stats"] if args.stats else []),
                          capture_output=True, text=True)
     if run.returncode != 0:
         print(f"runner failed ({run.returncode}): {run.stderr}")

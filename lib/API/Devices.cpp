@@ -1,0 +1,188 @@
+// The C++ API's devices: where a tensor's storage lives, moving tensors
+// between the CPU and CUDA, and running a kernel on the inputs' device.
+#include "CUDA/Device.h"
+#include "Internal.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace ein::api {
+namespace detail {
+
+Storage::~Storage() {
+  if (!owned)
+    return;
+  if (device == cuda)
+    cudaDevice::release(base);
+  else
+    std::free(base);
+}
+
+namespace {
+
+/// A C-order tensor over new device memory.
+Result<Tensor> allocateOnDevice(DType dtype, const std::vector<int64_t> &shape,
+                                bool zero) {
+  auto count = runtime::checkedNumElements(shape, itemsize(dtype));
+  if (!count)
+    return usageError(fmt::format("cannot make a tensor of shape {}: a size "
+                                  "is negative or the size overflows",
+                                  runtime::shapeTupleStr(shape)));
+  size_t bytes = size_t(*count) * itemsize(dtype);
+  auto memory = cudaDevice::allocate(bytes);
+  if (!memory)
+    return memory.error();
+  auto storage = std::make_shared<Storage>();
+  storage->base = *memory;
+  storage->bytes = bytes;
+  storage->owned = true;
+  storage->device = cuda;
+  if (zero)
+    if (auto done = cudaDevice::zero(*memory, bytes); !done)
+      return done.error();
+  return Tensor(std::move(storage), dtype, cuda, shape,
+                runtime::cOrderStrides(shape), 0);
+}
+
+/// The kernel that copies a rank-`rank` tensor of `dtype` through any
+/// strides: an identity rearrange (the CUDA back end's ein_copy).
+std::string copySource(DType dtype, size_t rank) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < rank; ++d)
+    names.push_back(fmt::format("a{}", d));
+  std::string axes = axesString(names);
+  return fmt::format("def {}(x0: {}[\"{}\"]) -> {}[\"{}\"]:\n    return "
+                     "rearrange(x0, \"{} -> {}\")\n",
+                     kernelName, name(dtype), axes, name(dtype), axes, axes,
+                     axes);
+}
+
+} // namespace
+
+Result<Tensor> allocate(DType dtype, const std::vector<int64_t> &shape,
+                        bool zero, Device device) {
+  if (device == cuda)
+    return allocateOnDevice(dtype, shape, zero);
+  return allocateHost(dtype, shape, zero);
+}
+
+Result<Device> deviceOf(const std::string &what,
+                        const std::vector<Tensor> &tensors) {
+  std::optional<Device> device;
+  for (const Tensor &t : tensors) {
+    if (!t.defined() || (t.device() == cpu && t.rank() == 0))
+      continue;
+    if (device && *device != t.device())
+      return usageError(fmt::format("{}: the tensors are on different devices "
+                                    "(cpu and cuda); move them with .to()",
+                                    what));
+    device = t.device();
+  }
+  return device.value_or(cpu);
+}
+
+Result<Tensor> onDevice(const Tensor &t, Device device) {
+  if (t.device() == device)
+    return t;
+  return nothrow::to(t, device);
+}
+
+Result<void> copyInto(const Tensor &src, const Tensor &dst) {
+  if (src.numel() == 0)
+    return {};
+  if (src.device() == cpu && dst.device() == cpu) {
+    stridedCopy(src, dst);
+    return {};
+  }
+  if (src.rank() == 0 || (src.is_contiguous() && dst.is_contiguous()))
+    return cudaDevice::copy(dst.data(), src.data(),
+                            size_t(src.numel()) * itemsize(src.dtype()),
+                            cudaDevice::Direction::DeviceToDevice);
+  return cudaDevice::runSource(copySource(src.dtype(), src.rank()),
+                               {&src, &dst});
+}
+
+Result<void> runOn(Device device, const std::string &source,
+                   const Kernel *cpuKernel,
+                   const std::vector<const Tensor *> &tensors) {
+  if (device == cuda)
+    return cudaDevice::runSource(source, tensors);
+  if (cpuKernel)
+    return runKernel(*cpuKernel->function, tensors);
+  auto kernel = kernelFor(source);
+  if (!kernel)
+    return kernel.error();
+  return runKernel(*(*kernel)->function, tensors);
+}
+
+} // namespace detail
+
+using namespace detail;
+
+bool cuda_available() { return cudaDevice::deviceName().has_value(); }
+
+namespace nothrow {
+
+Result<std::string> device_name(Device device) {
+  if (device == cpu)
+    return std::string("cpu");
+  return cudaDevice::deviceName();
+}
+
+Result<Tensor> to(const Tensor &t, Device device) {
+  if (!t.defined())
+    return usageError("to() of an undefined tensor");
+  if (t.device() == device)
+    return t;
+  if (device == cuda) {
+    // The host tensor made dense, then one copy.
+    Tensor dense = t;
+    if (!t.is_contiguous()) {
+      auto copy = clone(t);
+      if (!copy)
+        return copy;
+      dense = *copy;
+    }
+    auto out = allocate(t.dtype(), t.shape(), false, cuda);
+    if (!out)
+      return out;
+    if (auto copied = cudaDevice::copy(out->data(), dense.data(),
+                                       size_t(t.numel()) * itemsize(t.dtype()),
+                                       cudaDevice::Direction::HostToDevice);
+        !copied)
+      return copied.error();
+    return out;
+  }
+  // To the CPU: made dense on the device, then one copy.
+  Tensor dense = t;
+  if (!t.is_contiguous()) {
+    auto copy = clone(t);
+    if (!copy)
+      return copy;
+    dense = *copy;
+  }
+  auto out = allocate(t.dtype(), t.shape(), false, cpu);
+  if (!out)
+    return out;
+  if (auto copied = cudaDevice::copy(out->data(), dense.data(),
+                                     size_t(t.numel()) * itemsize(t.dtype()),
+                                     cudaDevice::Direction::DeviceToHost);
+      !copied)
+    return copied.error();
+  return out;
+}
+
+Result<Tensor> clone(const Tensor &t) {
+  if (!t.defined())
+    return usageError("clone of an undefined tensor");
+  auto copy = allocate(t.dtype(), t.shape(), false, t.device());
+  if (!copy)
+    return copy;
+  if (auto copied = copyInto(t, *copy); !copied)
+    return copied.error();
+  return copy;
+}
+
+} // namespace nothrow
+} // namespace ein::api
