@@ -7,10 +7,12 @@
 //   o = einsum(p, vh, "b h s t, b h t d -> b h s d")
 //   out = rearrange(o, "b h s d -> b s (h d)")               a copy
 //
-// Usage: attention HEADS Q.npy K.npy V.npy OUT.npy [WEIGHTS.npy]
+// Usage: attention [--cuda] HEADS Q.npy K.npy V.npy OUT.npy [WEIGHTS.npy]
 // reads q, k, v, writes the output (and the attention weights p, when asked)
 // as .npy files, and prints the shapes, which rearranges were views, and
-// what ein does for the copy that merges the heads (ein::explain).
+// what ein does for the copy that merges the heads (ein::explain). With
+// --cuda, q, k and v are moved to the GPU and every operation runs there
+// (EIN_CUDA=emulated runs the same CUDA code on the CPU).
 #include <ein/ein.h>
 
 #include <cmath>
@@ -29,11 +31,11 @@ std::string shape(const ein::Tensor &t) {
 
 const char *view(bool shares) { return shares ? "view" : "copy"; }
 
-int run(int argc, char **argv) {
+int run(int argc, char **argv, ein::Device device) {
   const int64_t heads = std::stoll(argv[1]);
-  const ein::Tensor q = ein::load_npy(argv[2]);
-  const ein::Tensor k = ein::load_npy(argv[3]);
-  const ein::Tensor v = ein::load_npy(argv[4]);
+  const ein::Tensor q = ein::load_npy(argv[2]).to(device);
+  const ein::Tensor k = ein::load_npy(argv[3]).to(device);
+  const ein::Tensor v = ein::load_npy(argv[4]).to(device);
 
   // Split the heads: only sizes and strides change, the elements stay put.
   const ein::Sizes h{{"h", heads}};
@@ -64,8 +66,9 @@ int run(int argc, char **argv) {
   if (argc > 6)
     ein::save_npy(p, argv[6]);
 
-  std::printf("attention: heads %lld, d %lld\n", static_cast<long long>(heads),
-              static_cast<long long>(d));
+  std::printf("attention: heads %lld, d %lld, on %s\n",
+              static_cast<long long>(heads), static_cast<long long>(d),
+              ein::device_name(device).c_str());
   std::printf("q %s, k %s, v %s\n", shape(q).c_str(), shape(k).c_str(),
               shape(v).c_str());
   std::printf("split heads: qh %s %s of q, kh %s %s of k, vh %s %s of v\n",
@@ -84,14 +87,22 @@ int run(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+  ein::Device device = ein::cpu;
+  if (argc > 1 && std::string(argv[1]) == "--cuda") {
+    device = ein::cuda;
+    argv[1] = argv[0];
+    --argc;
+    ++argv;
+  }
   if (argc < 6 || argc > 7) {
-    std::fprintf(stderr, "usage: %s HEADS Q.npy K.npy V.npy OUT.npy "
-                         "[WEIGHTS.npy]\n",
+    std::fprintf(stderr,
+                 "usage: %s [--cuda] HEADS Q.npy K.npy V.npy OUT.npy "
+                 "[WEIGHTS.npy]\n",
                  argv[0]);
     return 2;
   }
   try {
-    return run(argc, argv);
+    return run(argc, argv, device);
   } catch (const ein::Error &error) {
     // ein's diagnostic, as einc prints it: the pattern with a caret.
     std::fprintf(stderr, "%s\n", error.what());

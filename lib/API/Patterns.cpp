@@ -519,8 +519,17 @@ Result<Prepared> prepare(const Request &r) {
       }
   }
   p.views.reserve(pl.inputs.size());
-  for (size_t i = 0; i < pl.inputs.size(); ++i)
-    p.views.push_back(elementaryView(r.inputs[i], pl.inputs[i], p.size));
+  for (size_t i = 0; i < pl.inputs.size(); ++i) {
+    if (r.inputs[i].device() == p.device) {
+      p.views.push_back(elementaryView(r.inputs[i], pl.inputs[i], p.size));
+      continue;
+    }
+    // A CPU scalar joins CUDA operands on the device.
+    auto moved = onDevice(r.inputs[i], p.device);
+    if (!moved)
+      return moved.error();
+    p.views.push_back(elementaryView(*moved, pl.inputs[i], p.size));
+  }
   const std::vector<int> &in = pl.inputAxes[0], &out = pl.kernelOutput;
   if (r.op == Op::Rearrange) {
     // The permuted view; a view result when its groups merge.

@@ -105,6 +105,12 @@ TEST(Device, OperationsRunOnTheInputsDevice) {
   EXPECT_EQ(h.dtype(), ein::f64);
   expectTensor(h.to(ein::cpu), {2, 3, 4},
                [&](const std::vector<int64_t> &i) { return element(a, i); });
+  // ... in an einsum too.
+  ein::Tensor scaled =
+      ein::einsum("n k i, -> n k i", da, ein::scalar(3, ein::f32));
+  expectTensor(
+      scaled.to(ein::cpu), {2, 3, 4},
+      [&](const std::vector<int64_t> &i) { return 3 * element(a, i); });
   auto packed = ein::pack({da, da}, "n * i");
   EXPECT_EQ(packed.tensor.device(), ein::cuda);
   expectTensor(packed.tensor.to(ein::cpu), {2, 6, 4},
