@@ -52,14 +52,20 @@ Result<Tensor> runElementwise(const std::string &what,
   auto device = deviceOf(what, given);
   if (!device)
     return device.error();
-  // CPU scalars join CUDA operands on the device.
-  std::vector<Tensor> operands;
-  for (const Tensor &t : given) {
-    auto there = onDevice(t, *device);
-    if (!there)
-      return there.error();
-    operands.push_back(*there);
-  }
+  // CPU scalars join CUDA operands on the device (copied only then: a
+  // call on the CPU pays for no handles).
+  std::vector<Tensor> moved;
+  for (const Tensor &t : given)
+    if (t.device() != *device) {
+      for (const Tensor &u : given) {
+        auto there = onDevice(u, *device);
+        if (!there)
+          return there.error();
+        moved.push_back(*there);
+      }
+      break;
+    }
+  const std::vector<Tensor> &operands = moved.empty() ? given : moved;
   std::vector<int64_t> shape;
   for (const Tensor &t : operands) {
     if (t.shape().size() > shape.size())
