@@ -24,22 +24,19 @@ namespace {
 /// A C-order tensor over new device memory.
 Result<Tensor> allocateOnDevice(DType dtype, const std::vector<int64_t> &shape,
                                 bool zero) {
-  auto count = runtime::checkedNumElements(shape, itemsize(dtype));
-  if (!count)
-    return usageError(fmt::format("cannot make a tensor of shape {}: a size "
-                                  "is negative or the size overflows",
-                                  runtime::shapeTupleStr(shape)));
-  size_t bytes = size_t(*count) * itemsize(dtype);
-  auto memory = cudaDevice::allocate(bytes);
+  auto bytes = checkedBytes(dtype, shape);
+  if (!bytes)
+    return bytes.error();
+  auto memory = cudaDevice::allocate(*bytes);
   if (!memory)
     return memory.error();
   auto storage = std::make_shared<Storage>();
   storage->base = *memory;
-  storage->bytes = bytes;
+  storage->bytes = *bytes;
   storage->owned = true;
   storage->device = cuda;
   if (zero)
-    if (auto done = cudaDevice::zero(*memory, bytes); !done)
+    if (auto done = cudaDevice::zero(*memory, *bytes); !done)
       return done.error();
   return Tensor(std::move(storage), dtype, cuda, shape,
                 runtime::cOrderStrides(shape), 0);
@@ -135,26 +132,7 @@ Result<Tensor> to(const Tensor &t, Device device) {
     return usageError("to() of an undefined tensor");
   if (t.device() == device)
     return t;
-  if (device == cuda) {
-    // The host tensor made dense, then one copy.
-    Tensor dense = t;
-    if (!t.is_contiguous()) {
-      auto copy = clone(t);
-      if (!copy)
-        return copy;
-      dense = *copy;
-    }
-    auto out = allocate(t.dtype(), t.shape(), false, cuda);
-    if (!out)
-      return out;
-    if (auto copied = cudaDevice::copy(out->data(), dense.data(),
-                                       size_t(t.numel()) * itemsize(t.dtype()),
-                                       cudaDevice::Direction::HostToDevice);
-        !copied)
-      return copied.error();
-    return out;
-  }
-  // To the CPU: made dense on the device, then one copy.
+  // Made dense where it is, then one copy.
   Tensor dense = t;
   if (!t.is_contiguous()) {
     auto copy = clone(t);
@@ -162,12 +140,13 @@ Result<Tensor> to(const Tensor &t, Device device) {
       return copy;
     dense = *copy;
   }
-  auto out = allocate(t.dtype(), t.shape(), false, cpu);
+  auto out = allocate(t.dtype(), t.shape(), false, device);
   if (!out)
     return out;
-  if (auto copied = cudaDevice::copy(out->data(), dense.data(),
-                                     size_t(t.numel()) * itemsize(t.dtype()),
-                                     cudaDevice::Direction::DeviceToHost);
+  if (auto copied = cudaDevice::copy(
+          out->data(), dense.data(), size_t(t.numel()) * itemsize(t.dtype()),
+          device == cuda ? cudaDevice::Direction::HostToDevice
+                         : cudaDevice::Direction::DeviceToHost);
       !copied)
     return copied.error();
   return out;

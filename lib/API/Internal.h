@@ -29,6 +29,9 @@ struct Storage {
   ~Storage();
 };
 
+/// The bytes of a `dtype` tensor of `shape`, or the error (a negative size,
+/// an overflow).
+Result<size_t> checkedBytes(DType dtype, const std::vector<int64_t> &shape);
 /// A new owned C-order tensor in host memory (uninitialised unless `zero`),
 /// or the error.
 Result<Tensor> allocateHost(DType dtype, const std::vector<int64_t> &shape,

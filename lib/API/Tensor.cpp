@@ -34,14 +34,21 @@ ErrorInfo programError(const std::string &message) {
   return {ErrorInfo::Kind::Program, "error: " + message};
 }
 
-Result<Tensor> allocateHost(DType dtype, const std::vector<int64_t> &shape,
-                            bool zero) {
+Result<size_t> checkedBytes(DType dtype, const std::vector<int64_t> &shape) {
   auto count = runtime::checkedNumElements(shape, itemsize(dtype));
   if (!count)
     return usageError(fmt::format("cannot make a tensor of shape {}: a size "
                                   "is negative or the size overflows",
                                   runtime::shapeTupleStr(shape)));
-  uint64_t bytes = uint64_t(*count) * itemsize(dtype);
+  return size_t(*count) * itemsize(dtype);
+}
+
+Result<Tensor> allocateHost(DType dtype, const std::vector<int64_t> &shape,
+                            bool zero) {
+  auto checked = checkedBytes(dtype, shape);
+  if (!checked)
+    return checked.error();
+  uint64_t bytes = *checked;
   // The machine's memory is read from /proc and cgroup files: only for
   // sizes where it could matter (a small call must not pay for it).
   if (bytes > (uint64_t(1) << 26) && bytes > runtime::hostMemoryBytes())
