@@ -129,6 +129,14 @@ TEST(Device, ZerosEmptyAndUnitTensors) {
   ein::Tensor summed = ein::reduce(empty, "a b -> b", ein::sum);
   expectTensor(summed.to(ein::cpu), {5},
                [](const std::vector<int64_t> &) { return 0.0; });
+  // 2^62 bytes: more than any device has, a clear error.
+  auto huge = ein::nothrow::zeros(ein::f32, {1 << 30, 1 << 30}, ein::cuda);
+  ASSERT_FALSE(huge);
+  EXPECT_NE(
+      huge.error().message.find("cannot allocate 4611686018427387904 "
+                                "bytes on the CUDA device: out of memory"),
+      std::string::npos)
+      << huge.error().message;
   ein::Tensor one = ein::scalar(2.5, ein::f64).to(ein::cuda);
   EXPECT_EQ(one.device(), ein::cuda);
   EXPECT_EQ(one.to(ein::cpu).get({}), 2.5);

@@ -455,7 +455,9 @@ inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 inline const char *cudaGetErrorString(cudaError_t e) {
-  return e == cudaSuccess ? "no error" : "emulated CUDA error";
+  return e == cudaSuccess                 ? "no error"
+         : e == cudaErrorMemoryAllocation ? "out of memory"
+                                          : "emulated CUDA error";
 }
 
 /// kernel<<<grid, block, 0, stream>>>(args...). `kernel` must be one token
