@@ -649,10 +649,12 @@ Result<std::string> explain(std::string_view op, std::string_view pattern,
   int64_t elements = 1;
   for (int id : p->plan->kernelOutput)
     elements *= p->size[id];
-  return fmt::format("{}: a kernel writing a new tensor ({} bytes), compiled "
-                     "from:\n{}",
-                     head, elements * int64_t(itemsize(p->plan->result)),
-                     p->plan->kernelSource);
+  return fmt::format(
+      "{}: a kernel writing a new tensor ({} bytes){}, "
+      "compiled from:\n{}",
+      head, elements * int64_t(itemsize(p->plan->result)),
+      p->device == cuda ? " on the CUDA device (the CUDA back end's code)" : "",
+      p->plan->kernelSource);
 }
 
 } // namespace ein::api::nothrow

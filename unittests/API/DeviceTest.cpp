@@ -64,6 +64,13 @@ TEST(Device, ViewsOfDeviceMemoryAreViews) {
   EXPECT_EQ(heads.device(), ein::cuda);
   EXPECT_EQ(heads.data(), d.data());
   EXPECT_EQ(heads.strides(), (std::vector<int64_t>{60, 4, 12, 1}));
+  EXPECT_NE(
+      ein::explain("rearrange", "b s c -> s (b c)", {d})
+          .find("a kernel writing a new tensor (480 bytes) on the CUDA device"),
+      std::string::npos);
+  EXPECT_NE(ein::explain("rearrange", "b s (h d) -> b h s d", {d}, {{"h", 3}})
+                .find("a view (no copy, no kernel)"),
+            std::string::npos);
   auto parts = ein::unpack(d, {{2}, {3}}, "b * c");
   EXPECT_TRUE(parts[1].shares_storage(d));
   EXPECT_EQ(parts[1].device(), ein::cuda);
