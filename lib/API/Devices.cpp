@@ -92,7 +92,7 @@ Result<void> copyInto(const Tensor &src, const Tensor &dst) {
     stridedCopy(src, dst);
     return {};
   }
-  if (src.rank() == 0 || (src.is_contiguous() && dst.is_contiguous()))
+  if (src.is_contiguous() && dst.is_contiguous())
     return cudaDevice::copy(dst.data(), src.data(),
                             size_t(src.numel()) * itemsize(src.dtype()),
                             cudaDevice::Direction::DeviceToDevice);
@@ -105,12 +105,7 @@ Result<void> runOn(Device device, const std::string &source,
                    const std::vector<const Tensor *> &tensors) {
   if (device == cuda)
     return cudaDevice::runSource(source, tensors);
-  if (cpuKernel)
-    return runKernel(*cpuKernel->function, tensors);
-  auto kernel = kernelFor(source);
-  if (!kernel)
-    return kernel.error();
-  return runKernel(*(*kernel)->function, tensors);
+  return runKernel(*cpuKernel->function, tensors);
 }
 
 } // namespace detail

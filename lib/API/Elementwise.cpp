@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -55,15 +56,13 @@ Result<Tensor> runElementwise(const std::string &what,
   // CPU scalars join CUDA operands on the device (copied only then: a
   // call on the CPU pays for no handles).
   std::vector<Tensor> moved;
-  for (const Tensor &t : given)
-    if (t.device() != *device) {
-      for (const Tensor &u : given) {
-        auto there = onDevice(u, *device);
-        if (!there)
-          return there.error();
-        moved.push_back(*there);
-      }
-      break;
+  if (std::any_of(given.begin(), given.end(),
+                  [&](const Tensor &t) { return t.device() != *device; }))
+    for (const Tensor &t : given) {
+      auto there = onDevice(t, *device);
+      if (!there)
+        return there.error();
+      moved.push_back(*there);
     }
   const std::vector<Tensor> &operands = moved.empty() ? given : moved;
   std::vector<int64_t> shape;

@@ -110,8 +110,8 @@ void stridedCopy(const Tensor &src, const Tensor &dst);
 Result<void> copyInto(const Tensor &src, const Tensor &dst);
 
 /// Runs the kernel of generated `source` on `tensors` (parameters then
-/// results), all on `device`: `cpuKernel` (compiled from `source` when
-/// null) on the CPU, the CUDA back end's code on CUDA.
+/// results), all on `device`: `cpuKernel` (source's compiled kernel; only
+/// read on the CPU) on the CPU, the CUDA back end's code on CUDA.
 Result<void> runOn(Device device, const std::string &source,
                    const Kernel *cpuKernel,
                    const std::vector<const Tensor *> &tensors);

@@ -78,18 +78,6 @@ std::string renderDiagnostics(const SourceFile &file,
 
 } // namespace
 
-std::optional<ErrorInfo> checkCall(const std::string &source) {
-  SourceFile file{kGeneratedPath, source};
-  DiagnosticEngine diags(file);
-  ein::Module module = parseModule(file, diags);
-  if (!diags.hadError())
-    checkModule(module, {}, diags);
-  if (!diags.hadError())
-    return std::nullopt;
-  return ErrorInfo{ErrorInfo::Kind::Program,
-                   renderDiagnostics(file, diags.diagnostics())};
-}
-
 Result<CheckedModule> checkSource(const std::string &source) {
   SourceFile file{kGeneratedPath, source};
   DiagnosticEngine diags(file);
@@ -101,6 +89,13 @@ Result<CheckedModule> checkSource(const std::string &source) {
     return ErrorInfo{ErrorInfo::Kind::Program,
                      renderDiagnostics(file, diags.diagnostics())};
   return checked;
+}
+
+std::optional<ErrorInfo> checkCall(const std::string &source) {
+  auto checked = checkSource(source);
+  if (checked)
+    return std::nullopt;
+  return checked.error();
 }
 
 Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {

@@ -5,7 +5,6 @@
 // and the operation runs on those views, as a view when the result's
 // strides can express it, else through a kernel compiled from generated
 // .ein source over elementary axes (size-generic, so cached across sizes).
-#include "CUDA/Device.h"
 #include "Internal.h"
 
 #include "ein/Syntax/Pattern.h"
@@ -580,16 +579,17 @@ Result<Tensor> run(const Request &r) {
   for (const Tensor &v : p->views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  if (p->device == cuda) {
-    if (auto ran = cudaDevice::runSource(p->plan->kernelSource, tensors); !ran)
-      return ran.error();
-  } else {
+  // The CPU kernel is compiled (once per plan) only for a CPU call.
+  const Kernel *cpuKernel = nullptr;
+  if (p->device == cpu) {
     const auto &kernel = p->plan->compiled();
     if (!kernel)
       return kernel.error();
-    if (auto ran = runKernel(*(*kernel)->function, tensors); !ran)
-      return ran.error();
+    cpuKernel = kernel->get();
   }
+  if (auto ran = runOn(p->device, p->plan->kernelSource, cpuKernel, tensors);
+      !ran)
+    return ran.error();
   // A fresh C-order tensor: its groups always merge.
   if (auto merged = mergeGroups(*out, p->plan->output))
     return *merged;

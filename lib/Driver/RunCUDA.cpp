@@ -11,7 +11,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,13 +28,6 @@ void useSaveDirectory(TempDir &dir) {
   ::mkdir(save, 0700);
   struct stat info;
   dir.keepAt(::stat(save, &info) == 0 && S_ISDIR(info.st_mode) ? save : "");
-}
-
-bool writeFile(const std::string &path, const void *data, size_t size) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char *>(data),
-            static_cast<std::streamsize>(size));
-  return static_cast<bool>(out);
 }
 
 } // namespace
@@ -67,7 +59,7 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
                                       std::strerror(errno)));
   std::string program = dir.file("prog.cu"), binary = dir.file("prog"),
               log = dir.file("log.txt");
-  if (!writeFile(program, text->data(), text->size()))
+  if (!writeFileBytes(program, text->data(), text->size()))
     return Error::program("cannot write the CUDA source to " + program);
   std::string compiler = cudaCompiler(build);
   if (int rc = runProcess(cudaBuildCommand(build, program, binary), log);
@@ -83,7 +75,7 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
   for (size_t i = 0; i < inputs.size(); ++i) {
     const runtime::HostTensor &t = *inputs[i];
     std::string path = dir.file(fmt::format("in{}.bin", i));
-    if (!writeFile(path, t.data.data(), t.data.size()))
+    if (!writeFileBytes(path, t.data.data(), t.data.size()))
       return Error::program("cannot write " + path);
     run.push_back(path);
     for (int64_t s : t.shape)
@@ -105,7 +97,7 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
                    ? run[i].substr(dir.path.size() + 1)
                    : run[i]) +
               "\n";
-    if (!writeFile(dir.path + "/args.txt", args.data(), args.size()))
+    if (!writeFileBytes(dir.path + "/args.txt", args.data(), args.size()))
       return Error::program("cannot write " + dir.path + "/args.txt");
   }
   std::string runLog = dir.file("run.txt");

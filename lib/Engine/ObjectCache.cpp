@@ -1,5 +1,6 @@
 // The disk cache of compiled code (include/ein/Engine/ObjectCache.h).
 #include "ein/Engine/ObjectCache.h"
+#include "ein/Support/Process.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -10,9 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -24,25 +23,14 @@ namespace ein {
 
 namespace {
 
-std::string readWhole(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return in ? buffer.str() : std::string();
-}
-
 /// Writes `text` to `path` through a temporary file and a rename, so a
 /// reader sees the whole file or none.
 bool writeAtomically(const std::string &path, const std::string &text) {
   std::string temp =
       fmt::format("{}.tmp.{}.{}", path, ::getpid(),
                   std::hash<std::thread::id>()(std::this_thread::get_id()));
-  {
-    std::ofstream out(temp, std::ios::binary);
-    out << text;
-    if (!out)
-      return ::unlink(temp.c_str()), false;
-  }
+  if (!writeFileBytes(temp, text.data(), text.size()))
+    return ::unlink(temp.c_str()), false;
   return ::rename(temp.c_str(), path.c_str()) == 0 ||
          (::unlink(temp.c_str()), false);
 }
@@ -80,7 +68,7 @@ const std::string &ObjectCache::compilerAndCPU() {
     std::string text;
     Dl_info info;
     struct stat file;
-    if (::dladdr(reinterpret_cast<void *>(&readWhole), &info) &&
+    if (::dladdr(reinterpret_cast<void *>(&ObjectCache::directory), &info) &&
         info.dli_fname && ::stat(info.dli_fname, &file) == 0)
       text += fmt::format("{} {} {}.{}\n", info.dli_fname, file.st_size,
                           file.st_mtim.tv_sec, file.st_mtim.tv_nsec);
@@ -110,7 +98,7 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
         fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\n", key,
                     compilerAndCPU(), function, cpu.tiles.str(), cpu.fusion);
     base = fmt::format("{}/{:016x}", dir, std::hash<std::string>()(fullKey));
-    if (readWhole(base + ".key") == fullKey) {
+    if (readFileText(base + ".key") == fullKey) {
       if (auto object =
               JITFunction::loadObject(checked, function, base + ".o")) {
         *loaded = true;
@@ -146,7 +134,7 @@ std::optional<std::string> ObjectCache::findFile(const std::string &key,
     return std::nullopt;
   std::string base =
       fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
-  if (readWhole(base + ".key") != key)
+  if (readFileText(base + ".key") != key)
     return std::nullopt;
   return base + suffix;
 }
@@ -161,7 +149,7 @@ std::string ObjectCache::storeFile(const std::string &key,
       fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
   // A rename across file systems fails: then a copy, renamed into place.
   if (::rename(built.c_str(), (base + suffix).c_str()) != 0) {
-    std::string bytes = readWhole(built);
+    std::string bytes = readFileText(built);
     if (bytes.empty() || !writeAtomically(base + suffix, bytes))
       return built;
   }

@@ -56,7 +56,14 @@ std::string readFileText(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
-  return s.str();
+  return in ? s.str() : std::string();
+}
+
+bool writeFileBytes(const std::string &path, const void *data, size_t size) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char *>(data),
+            static_cast<std::streamsize>(size));
+  return static_cast<bool>(out);
 }
 
 TempDir::TempDir(const std::string &prefix) {

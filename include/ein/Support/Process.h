@@ -18,6 +18,10 @@ std::string lastLines(const std::string &text, size_t lines);
 /// The whole file at `path`; empty when it cannot be read.
 std::string readFileText(const std::string &path);
 
+/// Writes `size` bytes at `data` to `path` (created or replaced); false
+/// when it cannot.
+bool writeFileBytes(const std::string &path, const void *data, size_t size);
+
 /// A private temporary directory ($TMPDIR or /tmp), removed with the files
 /// named through file() when destroyed; path is empty when it could not be
 /// made.

@@ -15,7 +15,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <dlfcn.h>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <shared_mutex>
@@ -150,13 +149,9 @@ ErrorOr<void *> loadLibrary(const std::string &text, const CUDABuild &build,
                                "build");
   std::string source = dir.file("kernel.cu"), library = dir.file("kernel.so"),
               log = dir.file("log.txt");
-  {
-    std::ofstream out(source, std::ios::binary);
-    out << text;
-    if (!out)
-      return ein::Error::program("cannot write the generated CUDA source to " +
-                                 source);
-  }
+  if (!writeFileBytes(source, text.data(), text.size()))
+    return ein::Error::program("cannot write the generated CUDA source to " +
+                               source);
   std::string compiler = cudaCompiler(build);
   if (int rc = runProcess(cudaBuildCommand(build, source, library), log);
       rc != 0)
@@ -234,9 +229,8 @@ DeviceState &state() {
       return s;
     }
     s->name = name;
-    std::string n = s->name;
-    if (auto at = n.rfind("(sm_"); at != std::string::npos)
-      s->arch = n.substr(at + 1, n.size() - at - 2);
+    if (auto at = s->name.rfind("(sm_"); at != std::string::npos)
+      s->arch = s->name.substr(at + 1, s->name.size() - at - 2);
     return s;
   }();
   return *instance;
