@@ -23,6 +23,16 @@ config.excludes = ["Inputs", "CMakeLists.txt", "README.txt", "lit.cfg.py",
 einc = os.path.join(config.ein_tools_dir, "einc")
 unit_tests = os.path.join(config.ein_tools_dir, "EinUnitTests")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
+# `--sample N %rotate` on an execution corpus: CI runs every N-th case, from
+# an offset that moves with every commit (run_corpus.py --offset rotate), so
+# N commits cover every case; `lit --param ein_full=1` (scripts/test.sh
+# --full) runs them all. Every case still runs fused and size-generic in
+# every run (corpus.test, corpus-size-generic.test take no sample).
+ein_full = lit_config.params.get("ein_full", "0") == "1"
+config.substitutions.append(
+    ("%rotate", "--sample 1" if ein_full else "--offset rotate"))
+if ein_full:
+    config.available_features.add("ein-full")
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%ein_src_root", config.ein_src_root))
 # `%einc` always names the driver, so a test that needs it fails clearly when
@@ -77,6 +87,18 @@ nvcc = "/usr/local/cuda/bin/nvcc"
 if os.path.exists(nvcc):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", nvcc))
+# The host's vector ISA: tests that execute code compiled for a named CPU
+# (--cpu x86-64-v4) need it (REQUIRES: avx512); emit-level tests pin a CPU
+# instead and run on every host.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = next((l for l in cpuinfo if l.startswith("flags")), "").split()
+except OSError:
+    flags = []
+if "avx512f" in flags:
+    config.available_features.add("avx512")
+if "avx2" in flags:
+    config.available_features.add("avx2")
 # An NVIDIA GPU on this machine (the CUDA target's `einc run` needs one).
 if os.path.exists("/dev/nvidiactl"):
     config.available_features.add("nvidia-gpu")
@@ -84,6 +106,8 @@ if os.path.exists("/dev/nvidiactl"):
 # run hand-written memref IR lowered by `ein-opt --ein-lower-buffers-to-llvm`.
 llvm_lib_dir = os.path.normpath(os.path.join(config.llvm_tools_dir, "..", "lib"))
 config.substitutions.append(("%llvm_lib_dir", llvm_lib_dir))
+config.substitutions.append(
+    ("%llvm_objdump", os.path.join(config.llvm_tools_dir, "llvm-objdump")))
 if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-cpu-runner")) and all(
         os.path.exists(os.path.join(llvm_lib_dir, lib)) for lib in
         ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so", "libomp.so"]):

@@ -56,25 +56,21 @@ std::string jsonString(const std::string &text) {
   return out + "\"";
 }
 
-/// cores x clock x FLOPs per cycle (2 FMA pipes x SIMD lanes x 2).
-Calibration theoreticalPeak() {
+/// cores x clock x FLOPs per cycle (2 FMA pipes x SIMD lanes x 2), for
+/// code using `vectorBits`-wide vectors (the CPU compiled for).
+Calibration theoreticalPeak(int64_t vectorBits) {
   Calibration c;
   std::ifstream in("/proc/cpuinfo");
   std::string line, model = "unknown CPU";
   double mhz = 0;
-  bool avx512 = false, avx2 = false;
   while (std::getline(in, line)) {
     if (line.rfind("model name", 0) == 0 && model == "unknown CPU")
       model = line.substr(line.find(':') + 2);
     if (line.rfind("cpu MHz", 0) == 0 && mhz == 0)
       mhz = std::strtod(line.c_str() + line.find(':') + 1, nullptr);
-    if (line.rfind("flags", 0) == 0) {
-      avx512 |= line.find(" avx512f") != std::string::npos;
-      avx2 |= line.find(" avx2") != std::string::npos;
-    }
   }
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  int lanes = avx512 ? 16 : avx2 ? 8 : 4;
+  int lanes = int(vectorBits / 32);
   c.peakFlops = cores * mhz * 1e6 * 2 /*FMA pipes*/ * lanes * 2 /*mul+add*/;
   c.description =
       fmt::format("{}, {} cores x {:.0f} MHz x 2 FMA x {} f32 lanes x 2", model,
@@ -84,13 +80,14 @@ Calibration theoreticalPeak() {
 
 /// Seconds per call of `name` in `source` (median over >= 0.2 s).
 ErrorOr<double> timeSource(const std::string &source, const std::string &name,
-                           const std::vector<std::vector<int64_t>> &shapes) {
+                           const std::vector<std::vector<int64_t>> &shapes,
+                           const CPUOptions &cpu) {
   SourceFile file{"<calibrate>", source};
   DiagnosticEngine diags(file);
   Module module = parseModule(file, diags);
   if (diags.hadError())
     return errorFromDiagnostics(diags);
-  Engine engine;
+  Engine engine(cpu);
   auto checked = engine.check(file, module, {}, name);
   if (!checked)
     return checked.error();
@@ -133,14 +130,17 @@ std::optional<Calibration> loadCalibration() {
   return c;
 }
 
-ErrorOr<std::string> runCalibrate() {
-  Calibration c = theoreticalPeak();
+ErrorOr<std::string> runCalibrate(const CPUOptions &cpu) {
+  auto target = resolveCPU(cpu.target);
+  if (!target)
+    return target.error();
+  Calibration c = theoreticalPeak(target->vectorBits);
   const int64_t copyN = 16 * 1024 * 1024; // 64 MiB each way
   auto copy = timeSource(fmt::format("dim n = {}\n"
                                      "def copy(x: f32[\"n\"]) -> f32[\"n\"]:\n"
                                      "    return -x\n",
                                      copyN),
-                         "copy", {{copyN}, {copyN}});
+                         "copy", {{copyN}, {copyN}}, cpu);
   if (!copy)
     return copy.error();
   const int64_t m = 256;
@@ -149,7 +149,7 @@ ErrorOr<std::string> runCalibrate() {
                   "def mm(a: f32[\"m m\"], b: f32[\"m m\"]) -> f32[\"m m\"]:\n"
                   "    return einsum(a, b, \"i k, k j -> i j\")\n",
                   m),
-      "mm", {{m, m}, {m, m}, {m, m}});
+      "mm", {{m, m}, {m, m}, {m, m}}, cpu);
   if (!matmul)
     return matmul.error();
   c.bandwidth = 2.0 * 4 * copyN / *copy;

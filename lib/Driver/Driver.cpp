@@ -87,34 +87,37 @@ builds the function's CUDA source with nvcc and runs it on this
 machine's GPU (exit 2 without one); cuda-emulated builds the same
 source with the host C++ compiler and runs it on the CPU.)",
        {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
-        "--bandwidth", "--tiles", "--no-fusion", "--perf-jitdump",
-        "--size-generic", "--target", "--allow-tf32", "-Werror", "-Wno-NAME"}},
+        "--bandwidth", "--tiles", "--cpu", "--cpu-features", "--no-fusion",
+        "--perf-jitdump", "--size-generic", "--target", "--allow-tf32",
+        "-Werror", "-Wno-NAME"}},
       {"calibrate",
-       "calibrate",
+       "calibrate [--cpu NAME] [--cpu-features LIST]",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
-peak from /proc/cpuinfo; stored for `run --time`.)",
-       {}},
+peak from /proc/cpuinfo; stored for `run --time`. With --cpu, the
+measured kernels are compiled for that CPU (one this host can run).)",
+       {"--cpu", "--cpu-features"}},
       {"build",
        R"(build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
             [--rank NAME=INT]... [--target=cpu|cuda [--main NAME]]
             [--allow-tf32])",
-       R"(Compile every function for this CPU into an object file, with a C
+       R"(Compile every function for this CPU (or --cpu's) into an object file, with a C
 header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
 A dim bound by `dim` or --dim is compiled in; every other is read from
 the arguments at each call (size-generic code); every variadic's rank is
 fixed (by --rank). --target=cuda writes one CUDA C++ source instead of
 the object (`-o prog.cu`; nvcc compiles it alone, -lcublasLt), its entry
 points taking device pointers and a trailing cudaStream_t.)",
-       {"-o", "--header", "--dim", "--rank", "--tiles", "--no-fusion",
-        "--target", "--allow-tf32", "--main", "-Werror", "-Wno-NAME"}},
+       {"-o", "--header", "--dim", "--rank", "--tiles", "--cpu",
+        "--cpu-features", "--no-fusion", "--target", "--allow-tf32", "--main",
+        "-Werror", "-Wno-NAME"}},
       {"emit",
        R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
            [--rank NAME=INT]...)",
        R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
 static; every other is dynamic, read from the arguments; every variadic's
 rank must be fixed (by --rank).)",
-       {"--stage", "--dim", "--rank", "--tiles", "--no-fusion", "-Werror",
-        "-Wno-NAME"}},
+       {"--stage", "--dim", "--rank", "--tiles", "--cpu", "--cpu-features",
+        "--no-fusion", "-Werror", "-Wno-NAME"}},
   };
   return list;
 }
@@ -174,6 +177,15 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
                  elements, default 128, 1024, 256), vector-bits (default:
                  the host's), work-items (parallel blocks, default: twice
                  the hardware threads))"},
+    {"--cpu", R"(--cpu NAME       compile for this CPU, an LLVM CPU name (znver3,
+                 skylake-avx512, x86-64-v3 = any AVX2 host, x86-64-v4 =
+                 AVX-512) instead of the host: its vector width and common
+                 caches set the tiles; `run` refuses a CPU whose features
+                 this host lacks (default: the host, `native`))"},
+    {"--cpu-features",
+     R"(--cpu-features LIST
+                 features added to or removed from --cpu's (or the
+                 host's), as +avx512f,-avx512bw)"},
     {"--perf-jitdump",
      R"(--perf-jitdump   write a jitdump for `perf inject --jit` under
                  $JITDUMPDIR (default $HOME)/.debug/jit; also EIN_JIT_PERF=1.
@@ -309,11 +321,6 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   for (size_t i = 1; i < rest.size(); ++i)
     if (rest[i] == "--help" || rest[i] == "-h")
       return Parsed{commandUsage(*command)};
-  if (args.command == "calibrate") {
-    if (rest.size() > 1)
-      return usageError(args.command, "calibrate takes no arguments");
-    return Parsed{};
-  }
   auto usage = [&](std::string message) {
     return usageError(args.command, std::move(message));
   };
@@ -424,6 +431,17 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
         return usage("--tiles needs KEY=INT[,KEY=INT]...");
       if (auto tiles = parseContractionTiles(*v, args.cpu); !tiles)
         return usage(tiles.error().message);
+    } else if ((isFlag("--cpu") || isFlag("--cpu-features")) &&
+               (args.command == "run" || args.command == "build" ||
+                args.command == "emit" || args.command == "calibrate")) {
+      bool name = isFlag("--cpu");
+      auto v = value(name ? "--cpu" : "--cpu-features");
+      if (!v || v->empty())
+        return usage(name ? "--cpu needs an LLVM CPU name (e.g. x86-64-v3)"
+                          : "--cpu-features needs +FEATURE[,-FEATURE]...");
+      (name ? args.cpu.target.name : args.cpu.target.features) = *v;
+      if (auto resolved = resolveCPU(args.cpu.target); !resolved)
+        return usage(resolved.error().message);
     } else if (isFlag("--target") &&
                (args.command == "run" || args.command == "build" ||
                 args.command == "report")) {
@@ -515,11 +533,23 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
     } else if (!a.empty() && a[0] == '-') {
       return usage(
           fmt::format("unknown option '{}' for '{}'", a, args.command));
+    } else if (args.command == "calibrate") {
+      return usage(fmt::format(
+          "calibrate takes no FILE, only --cpu and --cpu-features; got '{}'",
+          a));
     } else if (args.file.empty()) {
       args.file = a;
     } else {
       return usage(fmt::format("unexpected argument '{}'", a));
     }
+  }
+  if (args.command == "calibrate") {
+    // Calibration runs its kernels here: a CPU this host cannot run is
+    // refused now, not by SIGILL.
+    auto target = resolveCPU(args.cpu.target);
+    if (auto runnable = checkHostCanRun(*target); !runnable)
+      return usage(runnable.error().message);
+    return Parsed{};
   }
   if (args.file.empty())
     return usage(fmt::format("'{}' needs a FILE", args.command));
@@ -531,6 +561,11 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                      : "build needs -o OBJECT.o and --header HEADER.h");
   if (args.command == "run" && args.fn.empty())
     return usage("run needs --fn NAME");
+  if (args.command == "run" && args.target == "cpu") {
+    auto target = resolveCPU(args.cpu.target);
+    if (auto runnable = checkHostCanRun(*target); !runnable)
+      return usage(runnable.error().message);
+  }
   if (args.command == "emit" && args.stage.empty())
     return usage("emit needs --stage=ast|ein|linalg|loops|llvm");
   return Parsed{};
@@ -641,7 +676,7 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
 ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                          std::ostream &warnings) {
   if (args.command == "calibrate") {
-    auto text = runCalibrate();
+    auto text = runCalibrate(args.cpu);
     if (!text)
       return text.error();
     out << *text;

@@ -72,14 +72,10 @@ const std::string &ObjectCache::compilerAndCPU() {
         info.dli_fname && ::stat(info.dli_fname, &file) == 0)
       text += fmt::format("{} {} {}.{}\n", info.dli_fname, file.st_size,
                           file.st_mtim.tv_sec, file.st_mtim.tv_nsec);
-    text += llvm::sys::getHostCPUName().str();
-    std::vector<std::string> on;
-    for (auto &f : llvm::sys::getHostCPUFeatures())
-      if (f.second)
-        on.push_back(f.first().str());
-    std::sort(on.begin(), on.end());
-    for (auto &f : on)
-      text += " +" + f;
+    // The host's CPU and features: an object is loaded only on a host that
+    // can run it (HostCPU.h probes them).
+    if (auto host = resolveCPU({}))
+      text += host->name + " " + host->features;
     return text;
   }();
   return stamp;
@@ -95,8 +91,9 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
   std::string fullKey, base;
   if (const std::string &dir = directory(); !dir.empty()) {
     fullKey =
-        fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\n", key,
-                    compilerAndCPU(), function, cpu.tiles.str(), cpu.fusion);
+        fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\ncpu {} {}\n",
+                    key, compilerAndCPU(), function, cpu.tiles.str(),
+                    cpu.fusion, cpu.target.name, cpu.target.features);
     base = fmt::format("{}/{:016x}", dir, std::hash<std::string>()(fullKey));
     if (readFileText(base + ".key") == fullKey) {
       if (auto object =

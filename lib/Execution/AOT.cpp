@@ -197,19 +197,14 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
   auto llvmModule = mlir::translateModuleToLLVMIR(*ir, llvmContext);
   if (!llvmModule)
     return failure("translation to LLVM IR failed");
-  std::string triple = llvm::sys::getProcessTriple();
-  std::string lookupError;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  auto target = resolveCPU(options.target);
   if (!target)
-    return failure(lookupError);
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  std::string featureString;
-  for (auto &f : features)
-    featureString += (featureString.empty() ? "" : ",") +
-                     std::string(f.second ? "+" : "-") + f.getKey().str();
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), featureString, llvm::TargetOptions(),
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+    return target.error();
+  auto created = createTargetMachine(*target);
+  if (!created)
+    return failure(created.error().message);
+  std::unique_ptr<llvm::TargetMachine> machine = std::move(*created);
+  std::string triple = machine->getTargetTriple().str();
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
   auto optimize = mlir::makeOptimizingTransformer(3, 0, machine.get());

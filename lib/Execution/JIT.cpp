@@ -18,6 +18,8 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -231,14 +233,21 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
   if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, cpu); !lowered)
     return failure(std::move(lowered.error().context));
 
-  // The host's target machine: LLVM's optimizer needs it to know the vector
-  // width (AVX-512 where present), or it does not vectorize at all.
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return failure(fmt::format("cannot detect the host CPU: {}",
-                               llvm::toString(builder.takeError())));
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto machine = builder->createTargetMachine();
+  // The target machine of the CPU compiled for (the host unless --cpu):
+  // LLVM's optimizer needs it to know the vector width (AVX-512 where
+  // present), or it does not vectorize at all.
+  auto target = resolveCPU(options.target);
+  if (!target)
+    return target.error();
+  if (auto runnable = checkHostCanRun(*target); !runnable)
+    return runnable.error();
+  llvm::orc::JITTargetMachineBuilder builder{
+      llvm::Triple(llvm::sys::getProcessTriple())};
+  builder.setCPU(target->name);
+  llvm::SubtargetFeatures features(target->features);
+  builder.addFeatures(features.getFeatures());
+  builder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = builder.createTargetMachine();
   if (!machine)
     return failure(fmt::format("cannot create a target machine: {}",
                                llvm::toString(machine.takeError())));

@@ -1,6 +1,7 @@
 // `einc calibrate`: this CPU's peak figures, stored for `einc run --time`.
 #pragma once
 
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Support/Error.h"
 
 #include <optional>
@@ -22,7 +23,9 @@ std::string calibrationPath();
 /// Reads stored figures; nullopt when there are none or they are malformed.
 std::optional<Calibration> loadCalibration();
 
-/// Measures and stores the figures; returns the text that reports them.
-ErrorOr<std::string> runCalibrate();
+/// Measures and stores the figures, with the kernels compiled for `cpu`
+/// (the host by default; its vector width sets the theoretical peak);
+/// returns the text that reports them.
+ErrorOr<std::string> runCalibrate(const CPUOptions &cpu = {});
 
 } // namespace ein

@@ -1,22 +1,208 @@
-// What the compiling host offers the CPU passes: vector width, threads and
-// caches (from the OS), and the GEMM blocking derived from them.
+// The CPU code is compiled for (the host, or one named by --cpu, checked
+// against LLVM's tables), and what it offers the CPU passes: vector width,
+// threads and caches (from the OS), and the GEMM blocking derived from them.
 #include "ein/Conversion/CPU/HostCPU.h"
+#include "ein/Support/Spelling.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <thread>
 
 namespace ein {
 
-int64_t hostVectorBits() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  if (features.lookup("avx512f"))
+namespace {
+
+/// The host's instruction-set features as "+f,-g" (all that LLVM's probe
+/// reports, sorted so the string is stable).
+std::string hostFeatureString() {
+  std::map<std::string, bool> sorted;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    sorted[f.getKey().str()] = f.getValue();
+  std::string text;
+  for (auto &[name, on] : sorted)
+    text += fmt::format("{}{}{}", text.empty() ? "" : ",", on ? "+" : "-",
+                        name);
+  return text;
+}
+
+int64_t vectorBitsOf(const std::function<bool(const char *)> &has) {
+  if (has("avx512f"))
     return 512;
-  if (features.lookup("avx"))
+  if (has("avx"))
     return 256;
   return 128;
+}
+
+/// LLVM's subtarget table for this process's triple with `cpu` and
+/// `features`; null when the target is not linked in.
+std::unique_ptr<llvm::MCSubtargetInfo>
+subtargetInfo(const std::string &cpu, const std::string &features,
+              std::string &error) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    return true;
+  }();
+  (void)initialized;
+  std::string triple = llvm::sys::getProcessTriple();
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  return std::unique_ptr<llvm::MCSubtargetInfo>(
+      target->createMCSubtargetInfo(triple, cpu, features));
+}
+
+std::string nearestNote(const std::string &name,
+                        const std::vector<std::string> &candidates,
+                        const char *what) {
+  if (auto near = closestName(name, candidates, std::max<size_t>(2, name.size() / 3)))
+    return fmt::format("; did you mean '{}'?", *near);
+  return fmt::format(" ({} lists them)", what);
+}
+
+} // namespace
+
+std::string ResolvedCPU::describe() const {
+  std::string text = host ? "the host (" + name + ")" : name;
+  if (!extraFeatures.empty())
+    text += " " + extraFeatures;
+  return text;
+}
+
+ErrorOr<ResolvedCPU> resolveCPU(const TargetCPU &cpu) {
+  // Resolved once per (name, features): the JIT, the pipeline and the cache
+  // key each ask.
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, ResolvedCPU> resolved;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_pair(cpu.name, cpu.features);
+  if (auto found = resolved.find(key); found != resolved.end())
+    return found->second;
+  ResolvedCPU out;
+  const std::string &name = cpu.name;
+  bool hostBase = name.empty() || name == "native" || name == "host";
+  // Exactly the host: its caches, and its code runs here unchecked.
+  out.host = hostBase && cpu.features.empty();
+  out.name = hostBase ? llvm::sys::getHostCPUName().str() : name;
+  std::string error;
+  // The generic subtarget lists the CPUs and features without warnings
+  // (createMCSubtargetInfo prints one to stderr for an unknown name).
+  auto generic = subtargetInfo("", "", error);
+  if (!generic)
+    return Error::usage(fmt::format("--cpu: no code generator for this host "
+                                    "({}): {}",
+                                    llvm::sys::getProcessTriple(), error));
+  if (!hostBase && !generic->isCPUStringValid(name)) {
+    std::vector<std::string> names;
+    for (const auto &d : generic->getAllProcessorDescriptions())
+      names.push_back(d.Key);
+    return Error::usage(fmt::format(
+        "--cpu: '{}' is not a CPU LLVM knows for {}{}", name,
+        llvm::sys::getProcessTriple(),
+        nearestNote(name, names, "`llc -mcpu=help`")));
+  }
+  std::set<std::string> known;
+  for (const auto &f : generic->getAllProcessorFeatures())
+    known.insert(f.Key);
+  std::string extra;
+  for (size_t start = 0; start < cpu.features.size();) {
+    size_t end = cpu.features.find(',', start);
+    if (end == std::string::npos)
+      end = cpu.features.size();
+    std::string item = cpu.features.substr(start, end - start);
+    start = end + 1;
+    if (item.empty())
+      continue;
+    if ((item[0] != '+' && item[0] != '-') || !known.count(item.substr(1))) {
+      std::string bare = item[0] == '+' || item[0] == '-' ? item.substr(1) : item;
+      std::vector<std::string> names(known.begin(), known.end());
+      if (item[0] != '+' && item[0] != '-')
+        return Error::usage(fmt::format(
+            "--cpu-features: '{}' must be +FEATURE or -FEATURE (as +{})",
+            item, bare));
+      return Error::usage(fmt::format(
+          "--cpu-features: '{}' is not a feature LLVM knows{}", bare,
+          nearestNote(bare, names, "`llc -mattr=help`")));
+    }
+    extra += (extra.empty() ? "" : ",") + item;
+  }
+  out.features = hostBase ? hostFeatureString() : "";
+  if (!extra.empty())
+    out.features += (out.features.empty() ? "" : ",") + extra;
+  out.extraFeatures = extra;
+  auto info = subtargetInfo(out.name, out.features, error);
+  if (!info)
+    return Error::usage(fmt::format("--cpu: {}", error));
+  out.vectorBits = vectorBitsOf([&](const char *f) {
+    return info->checkFeatures(std::string("+") + f);
+  });
+  resolved.emplace(key, out);
+  return out;
+}
+
+ErrorOr<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const ResolvedCPU &cpu) {
+  std::string error;
+  if (!subtargetInfo("", "", error))
+    return Error::program(fmt::format("cannot create a target machine: {}",
+                                      error));
+  std::string triple = llvm::sys::getProcessTriple();
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu.name, cpu.features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return Error::program(fmt::format(
+        "cannot create a target machine for {}", cpu.describe()));
+  return machine;
+}
+
+ErrorOr<void> checkHostCanRun(const ResolvedCPU &cpu) {
+  if (cpu.host)
+    return {};
+  std::string error;
+  auto info = subtargetInfo(cpu.name, cpu.features, error);
+  if (!info)
+    return Error::usage(fmt::format("--cpu: {}", error));
+  std::vector<std::string> missing;
+  std::map<std::string, bool> host;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    host[f.getKey().str()] = f.getValue();
+  std::set<std::string> known;
+  for (const auto &f : info->getAllProcessorFeatures())
+    known.insert(f.Key);
+  for (auto &[name, on] : host)
+    if (!on && known.count(name) && info->checkFeatures("+" + name))
+      missing.push_back(name);
+  if (missing.empty())
+    return {};
+  std::string list;
+  for (size_t i = 0; i < missing.size() && i < 8; ++i)
+    list += (i ? ", " : "") + missing[i];
+  if (missing.size() > 8)
+    list += fmt::format(" and {} more", missing.size() - 8);
+  return Error::usage(fmt::format(
+      "--cpu {}: this host ({}) cannot run code for it: it lacks {} "
+      "(`einc build --cpu` compiles for another machine)",
+      cpu.describe(), llvm::sys::getHostCPUName().str(), list));
+}
+
+int64_t hostVectorBits() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return vectorBitsOf([&](const char *f) { return features.lookup(f); });
 }
 
 int64_t defaultWorkItems() {
@@ -54,12 +240,17 @@ int64_t countCpus(const std::string &list) {
 
 } // namespace
 
-HostCaches hostCaches() {
+HostCaches commonCaches() {
   int64_t threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
   HostCaches caches;
   caches.l1d = {32 << 10, 8, 1};
   caches.l2 = {512 << 10, 8, 1};
   caches.l3 = {8 << 20, 16, threads};
+  return caches;
+}
+
+HostCaches hostCaches() {
+  HostCaches caches = commonCaches();
   const std::string root = "/sys/devices/system/cpu/cpu0/cache/index";
   for (int i = 0; i < 8; ++i) {
     std::string dir = root + std::to_string(i) + "/";

@@ -177,6 +177,22 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   tiles.mc = t.mc.value_or(tiles.mc);
   tiles.nc = t.nc.value_or(tiles.nc);
   tiles.kc = t.kc.value_or(tiles.kc);
+  // The vector width and caches of the CPU compiled for: the host's (the
+  // pass's defaults) or, for a named CPU, its width and the common caches.
+  auto target = resolveCPU(options.target);
+  if (!target)
+    llvm::report_fatal_error(llvm::Twine("unresolved --cpu reached the "
+                                         "pipeline: ") +
+                             target.error().message);
+  if (!target->host) {
+    tiles.vectorBits = target->vectorBits;
+    HostCaches caches = commonCaches();
+    tiles.l1Bytes = caches.l1d.bytes;
+    tiles.l1Ways = caches.l1d.ways;
+    tiles.l2Bytes = caches.l2.bytes;
+    // Per thread, as for an L3 shared by 8 cores.
+    tiles.l3Bytes = caches.l3.bytes / 8;
+  }
   tiles.vectorBits = t.vectorBits.value_or(tiles.vectorBits);
   tiles.workItems = t.workItems.value_or(tiles.workItems);
   tiles.epilogues = options.fusion;
@@ -189,7 +205,9 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   // fused tile), before the other ops become affine loops; the transposes
   // left are the ones outside tiles.
   pm.addPass(createParallelTiles());
-  pm.addPass(createTileTransposes());
+  TileTransposesOptions transposes;
+  transposes.vectorBits = target->host ? 0 : target->vectorBits;
+  pm.addPass(createTileTransposes(transposes));
   pm.addNestedPass<mlir::func::FuncOp>(
       mlir::createConvertLinalgToAffineLoopsPass());
   // MLIR 19 has no factory taking AffineParallelizeOptions: the option is
@@ -272,6 +290,8 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
 
 ErrorOr<void> lowerToStage(mlir::ModuleOp module, CPUStage stage,
                            const CPUOptions &options) {
+  if (auto target = resolveCPU(options.target); !target)
+    return target.error();
   mlir::MLIRContext *context = module.getContext();
   mlir::DialectRegistry registry;
   registerCPUPipeline(registry);

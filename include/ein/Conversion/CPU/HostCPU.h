@@ -1,15 +1,60 @@
-// What the compiling host offers the CPU passes: vector width, threads,
-// caches, and the GEMM blocking derived from them.
+// The CPU that code is compiled for (the host, or one named by --cpu) and
+// what it offers the CPU passes: vector width, threads, caches, and the GEMM
+// blocking derived from them.
 #pragma once
+
+#include "ein/Support/Error.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
+
+namespace llvm {
+class TargetMachine;
+} // namespace llvm
 
 namespace ein {
 
+/// The CPU to compile for, as the user names it: an LLVM CPU name
+/// (`znver3`, `skylake-avx512`, `x86-64-v3`, ...) and features added to or
+/// removed from it (`+avx512f,-avx512bw`). Both empty: the host, whose
+/// features are read from the processor itself.
+struct TargetCPU {
+  std::string name;
+  std::string features;
+  bool isHost() const { return name.empty() && features.empty(); }
+};
+
+/// What code compiled for a TargetCPU may use, as LLVM and the tiling passes
+/// need it.
+struct ResolvedCPU {
+  std::string name;     // LLVM's CPU name (the host's, for the host)
+  std::string features; // the full "+f,-g" string for the target machine
+  int64_t vectorBits;   // 512 with avx512f, 256 with avx, 128 otherwise
+  bool host;            // exactly the host: its caches and features
+  std::string extraFeatures; // --cpu-features as given ("+f,-g")
+  /// "znver3 +avx512f": the CPU as the user named it, for messages and keys.
+  std::string describe() const;
+};
+
+/// Checks `cpu` against LLVM's table for this processor family (x86-64 on
+/// x86-64 hosts): an unknown CPU or feature is a usage error that lists the
+/// nearest names. The host needs no check.
+ErrorOr<ResolvedCPU> resolveCPU(const TargetCPU &cpu);
+
+/// LLVM's target machine for `cpu` (this process's triple, position-
+/// independent code, -O3 code generation), for the JIT and for objects.
+ErrorOr<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const ResolvedCPU &cpu);
+
+/// Whether this host can run code compiled for `cpu`: an error naming the
+/// instruction-set features it lacks (`einc run --cpu` refuses then rather
+/// than dying of SIGILL).
+ErrorOr<void> checkHostCanRun(const ResolvedCPU &cpu);
+
 /// The widest vector registers of the host in bits: 512 with AVX-512, 256
-/// with AVX, 128 otherwise.
+/// with AVX, 128 otherwise (resolveCPU's rule, for the host).
 int64_t hostVectorBits();
 
 /// Parallel work items the tiling passes aim for by default: twice the
@@ -26,9 +71,14 @@ struct HostCaches {
   CacheLevel l1d, l2, l3;
 };
 
+/// Common caches: 32 KiB 8-way L1d, 512 KiB 8-way L2, 8 MiB 16-way L3
+/// shared by all threads. A level the host does not list gets its size here,
+/// and code compiled for a named CPU (--cpu) is blocked for these, so that
+/// it is the same whichever host compiles it.
+HostCaches commonCaches();
+
 /// The host's caches from /sys/devices/system/cpu/cpu0/cache (Linux); a
-/// level it does not list gets a common size (32 KiB 8-way L1d, 512 KiB
-/// 8-way L2, 8 MiB 16-way L3 shared by all threads).
+/// level it does not list is as in commonCaches.
 HostCaches hostCaches();
 
 /// Bytes in a sysfs cache size ("32K", "512K", "32768K", "8M", "1024");

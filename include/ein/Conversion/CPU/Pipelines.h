@@ -1,6 +1,7 @@
 // The CPU compilation pipeline, stage by stage, as library functions.
 #pragma once
 
+#include "ein/Conversion/CPU/HostCPU.h"
 #include "ein/Support/Error.h"
 
 #include <cstdint>
@@ -35,6 +36,11 @@ struct ContractionTiles {
 
 /// Knobs of the CPU pipeline that users may set.
 struct CPUOptions {
+  /// The CPU compiled for (`--cpu`, `--cpu-features`; default the host):
+  /// LLVM's target machine, the vector width of the tiles, and for a named
+  /// CPU the common caches (HostCPU.h), so its code is the same from any
+  /// host.
+  TargetCPU target;
   /// Set from `einc --tiles` by parseContractionTiles.
   ContractionTiles tiles;
   /// Whether ops fuse: row tiles (ein-fuse-rows), elementwise ops into the
@@ -59,7 +65,8 @@ ErrorOr<void> parseContractionTiles(const std::string &text,
 enum class CPUStart { Ein, Buffers };
 
 /// Adds the passes that lower `ein` IR (or buffers) to `stage`, with typed
-/// options, to `pm` (a pass manager on builtin.module).
+/// options, to `pm` (a pass manager on builtin.module). `options.target`
+/// must resolve (resolveCPU; lowerToStage checks it first).
 void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
                       const CPUOptions &options = {},
                       CPUStart start = CPUStart::Ein);
