@@ -89,7 +89,8 @@ Result<Tensor> runElementwise(const std::string &what,
   }
   // The kernel by function, dtypes and rank: looked up without formatting
   // its source, which only a first call writes.
-  std::string key = body;
+  // The CPU compiled for (set_cpu) too: the cache holds compiled kernels.
+  std::string key = std::to_string(compileTargetId()) + '@' + body;
   key += '|';
   for (const Tensor &t : operands)
     key += char('a' + int(t.dtype()));

@@ -58,6 +58,13 @@ inline DType external(ein::DType t) {
   return static_cast<DType>(static_cast<unsigned>(t));
 }
 
+/// The options CPU kernels and module functions are compiled with now
+/// (set_cpu's target).
+CPUOptions compileOptions();
+/// A number for set_cpu's target (0: the host), for caches that hold
+/// compiled kernels to key them by.
+uint32_t compileTargetId();
+
 /// The internal error as the API reports it: the text einc prints (without
 /// the tool's name), and its kind.
 ErrorInfo toInfo(const ein::Error &error);

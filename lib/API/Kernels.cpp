@@ -98,17 +98,54 @@ std::optional<ErrorInfo> checkCall(const std::string &source) {
   return checked.error();
 }
 
-Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
+namespace {
+
+/// set_cpu's target, read by every compilation, and every target set so
+/// far (its index is compileTargetId; the host is 0).
+struct TargetState {
+  std::mutex mutex;
+  TargetCPU target;
+  std::vector<std::pair<std::string, std::string>> seen{{"", ""}};
+  std::atomic<uint32_t> id{0};
+};
+TargetState &targetState() {
+  static TargetState *state = new TargetState;
+  return *state;
+}
+
+} // namespace
+
+uint32_t compileTargetId() {
+  return targetState().id.load(std::memory_order_acquire);
+}
+
+CPUOptions compileOptions() {
+  TargetState &state = targetState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  CPUOptions options;
+  options.target = state.target;
+  return options;
+}
+
+Result<std::shared_ptr<Kernel>> kernelFor(const std::string &generated) {
   KernelCache &c = cache();
+  // Keyed by the CPU compiled for too: set_cpu changes later kernels only.
+  CPUOptions options = compileOptions();
+  const std::string source = generated;
+  const std::string key = options.target.isHost()
+                              ? generated
+                              : fmt::format("// cpu {} {}\n{}",
+                                            options.target.name,
+                                            options.target.features, generated);
   {
     std::shared_lock<std::shared_mutex> lock(c.mutex);
-    if (auto it = c.kernels.find(source); it != c.kernels.end())
+    if (auto it = c.kernels.find(key); it != c.kernels.end())
       return it->second;
   }
   std::lock_guard<std::mutex> compiling(c.compiling);
   {
     std::shared_lock<std::shared_mutex> lock(c.mutex);
-    if (auto it = c.kernels.find(source); it != c.kernels.end())
+    if (auto it = c.kernels.find(key); it != c.kernels.end())
       return it->second;
   }
   auto checked = checkSource(source);
@@ -120,7 +157,8 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
   // and CPU).
   bool loaded = false;
   auto compiled = ObjectCache::compileOrLoad(
-      source, *checked, kernelName, {}, JITOptions::fromEnvironment(), &loaded);
+      source, *checked, kernelName, options, JITOptions::fromEnvironment(),
+      &loaded);
   if (!compiled) {
     ErrorInfo info = toInfo(compiled.error());
     info.message += "\nthe generated source was:\n" + source;
@@ -129,11 +167,32 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
   kernel->function = std::shared_ptr<JITFunction>(std::move(*compiled));
   ++(loaded ? c.loads : c.compilations);
   std::unique_lock<std::shared_mutex> lock(c.mutex);
-  c.kernels.emplace(source, kernel);
+  c.kernels.emplace(key, kernel);
   return kernel;
 }
 
 } // namespace ein::api::detail
+
+ein::api::Result<void> ein::api::nothrow::set_cpu(const std::string &name,
+                                                  const std::string &features) {
+  TargetCPU target{name == "native" ? "" : name, features};
+  auto resolved = resolveCPU(target);
+  if (!resolved)
+    return detail::toInfo(resolved.error());
+  // Kernels run in this process: a CPU it cannot run is refused now.
+  if (auto runnable = checkHostCanRun(*resolved); !runnable)
+    return detail::toInfo(runnable.error());
+  detail::TargetState &state = detail::targetState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.target = target;
+  auto key = std::make_pair(target.name, target.features);
+  auto found = std::find(state.seen.begin(), state.seen.end(), key);
+  if (found == state.seen.end())
+    found = state.seen.insert(state.seen.end(), key);
+  state.id.store(uint32_t(found - state.seen.begin()),
+                 std::memory_order_release);
+  return {};
+}
 
 ein::api::CacheStats ein::api::cache_stats() {
   CacheStats stats;

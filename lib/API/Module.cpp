@@ -30,7 +30,8 @@ struct ModuleState {
   /// The engine's cache is not thread-safe: binds (which compile) take
   /// turns; the calls themselves run concurrently.
   std::mutex engineMutex;
-  Engine engine;
+  /// Compiles for set_cpu's target as it was when the module was loaded.
+  Engine engine{detail::compileOptions()};
   /// Bound calls by function and input shapes: a call with shapes seen
   /// before skips binding and checking (its entry checks held for them).
   std::shared_mutex boundMutex;

@@ -121,6 +121,9 @@ std::string planKey(const Request &r) {
     key += n;
     key += ',';
   }
+  // The CPU compiled for (set_cpu): a plan holds its compiled kernel.
+  key += '@';
+  key += std::to_string(compileTargetId());
   return key;
 }
 

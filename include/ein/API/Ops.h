@@ -67,6 +67,14 @@ Result<std::string> explain(std::string_view op, std::string_view pattern,
 /// A 0-d tensor holding `value` as `dtype`, or the error (a value the
 /// dtype cannot hold).
 Result<Tensor> scalar(double value, DType dtype);
+/// Compiles the CPU kernels and module functions built from now on for the
+/// CPU `name`, an LLVM CPU name ("x86-64-v3": AVX2 code; "" or "native":
+/// the host, the default), with `features` added or removed ("+avx512f,
+/// -avx512bw"), as einc's --cpu and --cpu-features. The error: an unknown
+/// name or feature (the nearest known one suggested), or a CPU this host
+/// cannot run. Kernels compiled before stay as they are.
+Result<void> set_cpu(const std::string &name,
+                     const std::string &features = "");
 } // namespace nothrow
 
 /// What the caches of compiled kernels did in this process.
@@ -86,6 +94,12 @@ CacheStats cache_stats();
 /// A 0-d tensor holding `value` as `dtype` (for arithmetic with scalars).
 inline Tensor scalar(double value, DType dtype) {
   return nothrow::scalar(value, dtype).value();
+}
+
+/// set_cpu, raising its error.
+inline void set_cpu(const std::string &name,
+                    const std::string &features = "") {
+  nothrow::set_cpu(name, features).value();
 }
 
 /// Throwing forms of the nothrow functions above.
