@@ -1,27 +1,57 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything, and runs all tests: lit suites
-# (parser, diagnostics, dialect, passes, examples, einops agreement) and the
-# GoogleTest unit tests; then the fuzz targets (scripts/fuzz.sh), each replaying
-# its regressions and seed corpus and fuzzing for EIN_CI_FUZZ_SECONDS (60 s;
-# 0 replays only, "off" skips) with a fixed seed (EIN_FUZZ_SEED, default 1),
-# each target counted as one test. Ends with
-# "N passed, M failed".
+# (parser, diagnostics, dialect, passes, examples, einops agreement, the
+# execution corpora) and the GoogleTest unit tests; then the fuzz targets
+# (scripts/fuzz.sh), each replaying its regressions and seed corpus and
+# fuzzing for EIN_CI_FUZZ_SECONDS (default 30 s; 0 replays only, "off"
+# skips), each target counted as one test. Ends with the 10 slowest tests
+# and "N passed, M failed".
+#
+#   scripts/test.sh          CI's run (within 35 minutes on 2 cores): every
+#                            execution-corpus case runs fused and size-generic;
+#                            the other variants (no fusion, small tiles, the
+#                            emulated CUDA target) run a rotating sample that
+#                            moves with every commit (test/lit.cfg.py,
+#                            %rotate), and the fuzz seed moves with it.
+#   scripts/test.sh --full   everything: every corpus case in every variant,
+#                            the long differential-testing sample, 120 s of
+#                            fuzzing per target. Run it before resolving an
+#                            issue that touches lowering or a back end
+#                            (about an hour on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+full=0
+for arg in "$@"; do
+  case "$arg" in
+    --full) full=1 ;;
+    *) echo "test.sh: unknown argument '$arg' (expected --full)" >&2; exit 2 ;;
+  esac
+done
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja >/dev/null
 PY=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' build/CMakeCache.txt)
 bash scripts/setup.sh "${PY:-python3}"
 cmake --build build
+# The commit count picks the rotating samples' offset and the fuzz seed:
+# deterministic for a commit, different for the next.
+commits=$(git rev-list --count HEAD 2>/dev/null || echo 0)
 set +e
-"${PY:-python3}" /usr/lib/llvm-19/build/utils/lit/lit.py -sv build/test | tee build/lit.log
+lit_params=()
+[ "$full" = 1 ] && lit_params=(--param ein_full=1)
+"${PY:-python3}" /usr/lib/llvm-19/build/utils/lit/lit.py -sv --time-tests \
+  "${lit_params[@]}" build/test | tee build/lit.log
 status=${PIPESTATUS[0]}
-fuzz_seconds=${EIN_CI_FUZZ_SECONDS:-60}
+default_fuzz=30
+[ "$full" = 1 ] && default_fuzz=120
+fuzz_seconds=${EIN_CI_FUZZ_SECONDS:-$default_fuzz}
+fuzz_start=$(date +%s)
 if [ "$fuzz_seconds" != off ]; then
-  EIN_FUZZ_SEED=${EIN_FUZZ_SEED:-1} bash scripts/fuzz.sh "$fuzz_seconds" 2>&1 | tee build/fuzz.log
+  EIN_FUZZ_SEED=${EIN_FUZZ_SEED:-$(( commits + 1 ))} bash scripts/fuzz.sh "$fuzz_seconds" 2>&1 |
+    tee build/fuzz.log
   fuzz_status=${PIPESTATUS[0]}
   [ "$fuzz_status" -ne 0 ] && status=1
 fi
+fuzz_time=$(( $(date +%s) - fuzz_start ))
 set -e
 passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' build/lit.log | tail -1)
 failed=$({ grep -E '^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:' build/lit.log || true; } |
@@ -34,5 +64,13 @@ if [ "$fuzz_seconds" != off ]; then
   passed=$(( ${passed:-0} + fuzz_ok ))
   failed=$(( ${failed:-0} + fuzz_failed ))
 fi
+# The 10 slowest tests of this run (lit's timings, and the fuzz step as
+# one), so that growth is visible.
+echo "10 slowest tests:"
+{
+  sed -n '/^Slowest Tests:/,/^Tests Times:/p' build/lit.log |
+    sed -n 's/^ *\([0-9.]*\)s: ein :: \(.*\)$/\1 \2/p'
+  [ "$fuzz_seconds" != off ] && echo "$fuzz_time scripts/fuzz.sh (build, replay and ${fuzz_seconds} s per target)"
+} | sort -rn | head -10 | awk '{ printf "  %8.1f s  %s\n", $1, $2 }'
 echo "${passed:-0} passed, ${failed:-0} failed"
 exit "$status"

@@ -2650,7 +2650,12 @@ def main() -> int:
     ap.add_argument("--einc-arg", action="append", default=[], metavar="ARG",
                     help="extra argument for every `einc run` (repeatable), e.g. --einc-arg=--tiles=mr=3")
     ap.add_argument("--sample", type=int, default=1, metavar="N",
-                    help="only every N-th case (after --filter)")
+                    help="only every N-th case (after --filter), starting at --offset")
+    ap.add_argument("--offset", default="0", metavar="K|rotate",
+                    help="the first case of the --sample (0 <= K < N); `rotate`: "
+                         "the number of commits of the checkout modulo N, so that "
+                         "successive commits run successive N-ths and N commits "
+                         "cover every case (printed, to rerun a failure with K)")
     ap.add_argument("--save-cuda", metavar="DIR",
                     help="with --einc-arg=--target=cuda-emulated: keep each case's CUDA program, "
                          "inputs and arguments under DIR/<case id>/ (EINC_CUDA_SAVE)")
@@ -2688,8 +2693,11 @@ def main() -> int:
         return 2
     if args.filter:
         cases = [c for c in cases if args.filter in c.cid or args.filter in c.desc]
+    offset = sample_offset(args)
     if args.sample > 1:
-        cases = cases[:: args.sample]
+        cases = cases[offset:: args.sample]
+        print(f"sample: 1 case in {args.sample}, from #{offset} "
+              f"(--sample {args.sample} --offset {offset})")
 
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
@@ -2744,13 +2752,32 @@ def main() -> int:
     return status
 
 
+def sample_offset(args) -> int:
+    """The first case of --sample: --offset K, or with `rotate` the commit
+    count of the checkout holding this file modulo the sample (0 outside a
+    git checkout), so that CI's sample moves with every commit."""
+    if args.sample <= 1:
+        return 0
+    if args.offset == "rotate":
+        try:
+            count = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)),
+                                    "rev-list", "--count", "HEAD"],
+                                   capture_output=True, text=True, timeout=30).stdout.strip()
+            return int(count) % args.sample if count.isdigit() else 0
+        except (OSError, subprocess.TimeoutExpired):
+            return 0
+    if not args.offset.isdigit() or int(args.offset) >= args.sample:
+        raise SystemExit(f"error: --offset expects `rotate` or an integer in [0, {args.sample})")
+    return int(args.offset)
+
+
 def replay_main(args) -> int:
     np.seterr(all="ignore")
     cases, _ = all_run_cases()
     if args.filter:
         cases = [c for c in cases if args.filter in c.cid or args.filter in c.desc]
     if args.sample > 1:
-        cases = cases[:: args.sample]
+        cases = cases[sample_offset(args):: args.sample]
     prefix = args.replay_prefix.split()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = list(pool.map(lambda c: replay_case(c, args.replay_cuda, prefix), cases))
