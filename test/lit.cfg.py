@@ -87,6 +87,12 @@ nvcc = "/usr/local/cuda/bin/nvcc"
 if os.path.exists(nvcc):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", nvcc))
+# EIN_CPU / EIN_CPU_FEATURES (einc's defaults for --cpu, --cpu-features)
+# reach the tests, so that the suite can be run as for another CPU:
+# `EIN_CPU=x86-64-v3 lit build/test` runs it as an AVX2 host would.
+for variable in ("EIN_CPU", "EIN_CPU_FEATURES"):
+    if os.environ.get(variable):
+        config.environment[variable] = os.environ[variable]
 # The host's vector ISA: tests that execute code compiled for a named CPU
 # (--cpu x86-64-v4) need it (REQUIRES: avx512); emit-level tests pin a CPU
 # instead and run on every host.

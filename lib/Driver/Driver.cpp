@@ -181,11 +181,13 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
                  skylake-avx512, x86-64-v3 = any AVX2 host, x86-64-v4 =
                  AVX-512) instead of the host: its vector width and common
                  caches set the tiles; `run` refuses a CPU whose features
-                 this host lacks (default: the host, `native`))"},
+                 this host lacks (default: $EIN_CPU, else the host,
+                 `native`))"},
     {"--cpu-features",
      R"(--cpu-features LIST
                  features added to or removed from --cpu's (or the
-                 host's), as +avx512f,-avx512bw)"},
+                 host's), as +avx512f,-avx512bw (default:
+                 $EIN_CPU_FEATURES))"},
     {"--perf-jitdump",
      R"(--perf-jitdump   write a jitdump for `perf inject --jit` under
                  $JITDUMPDIR (default $HOME)/.debug/jit; also EIN_JIT_PERF=1.
@@ -324,6 +326,19 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   auto usage = [&](std::string message) {
     return usageError(args.command, std::move(message));
   };
+  // EIN_CPU and EIN_CPU_FEATURES are the defaults of --cpu and
+  // --cpu-features (a whole test suite or build can target one CPU).
+  bool compiles = args.command == "run" || args.command == "build" ||
+                  args.command == "emit" || args.command == "calibrate";
+  for (auto [variable, field] :
+       {std::pair{"EIN_CPU", &args.cpu.target.name},
+        std::pair{"EIN_CPU_FEATURES", &args.cpu.target.features}})
+    if (const char *set = std::getenv(variable); compiles && set && *set)
+      *field = set;
+  if (!args.cpu.target.isHost())
+    if (auto resolved = resolveCPU(args.cpu.target); !resolved)
+      return usage(fmt::format("from EIN_CPU/EIN_CPU_FEATURES: {}",
+                               resolved.error().message));
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::string &a = rest[i];
     auto value = [&](const std::string &flag) -> std::optional<std::string> {
