@@ -1885,6 +1885,158 @@ def merged_output_cases() -> list[RunCase]:
     return cases
 
 
+def math_functions() -> list[tuple[str, int]]:
+    """The named elementwise functions on numbers or floats (name, arity),
+    read from the table in lib/Shape/Elementwise.cpp: a function added there
+    without a reference in MATH_REFERENCE fails the corpus loudly."""
+    with open(os.path.join(ROOT, "lib", "Shape", "Elementwise.cpp")) as f:
+        text = f.read()
+    rows = re.findall(r'\{F::\w+,\s*"(\w+)",\s*"([^"]*)",\s*(\d+),\s*S::(\w+),', text)
+    if not rows:
+        raise RuntimeError("no elementwise table found in lib/Shape/Elementwise.cpp")
+    return [(name, int(arity)) for name, symbol, arity, operands in rows
+            if not symbol and operands in ("Number", "Float")]
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+# name -> (source with {a} the chain's value and y a parameter, reference of
+# (a, y), input domain): "pos" keeps the chain positive, "exact" makes it a
+# multiple of 1/8 that every float dtype holds exactly (floor, ceil, round
+# then compare exactly, ties of round included).
+MATH_REFERENCE = {
+    "abs": ("abs({a})", lambda a, y: np.abs(a), "any"),
+    "sign": ("sign({a})", lambda a, y: np.sign(a), "any"),
+    "square": ("square({a})", lambda a, y: a * a, "any"),
+    "exp": ("exp({a})", lambda a, y: np.exp(a), "any"),
+    "log": ("log({a})", lambda a, y: np.log(a), "pos"),
+    "sqrt": ("sqrt({a})", lambda a, y: np.sqrt(a), "pos"),
+    "rsqrt": ("rsqrt({a})", lambda a, y: 1 / np.sqrt(a), "pos"),
+    "tanh": ("tanh({a})", lambda a, y: np.tanh(a), "any"),
+    "relu": ("relu({a})", lambda a, y: np.maximum(a, 0.0), "any"),
+    "sigmoid": ("sigmoid({a})", lambda a, y: 1 / (1 + np.exp(-a)), "any"),
+    "silu": ("silu({a})", lambda a, y: a / (1 + np.exp(-a)), "any"),
+    "gelu": ("gelu({a})", lambda a, y: 0.5 * a * (1 + _erf(a / math.sqrt(2))), "any"),
+    "gelu_tanh": ('gelu({a}, approximate="tanh")',
+                  lambda a, y: 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))), "any"),
+    "softplus": ("softplus({a})", lambda a, y: np.logaddexp(0.0, a), "any"),
+    "sin": ("sin({a})", lambda a, y: np.sin(a), "any"),
+    "cos": ("cos({a})", lambda a, y: np.cos(a), "any"),
+    "erf": ("erf({a})", lambda a, y: _erf(a), "any"),
+    "floor": ("floor({a})", lambda a, y: np.floor(a), "exact"),
+    "ceil": ("ceil({a})", lambda a, y: np.ceil(a), "exact"),
+    "round": ("round({a})", lambda a, y: np.round(a), "exact"),  # ties to even
+    "min": ("min({a}, y)", lambda a, y: np.minimum(a, y), "any"),
+    "max": ("max({a}, y)", lambda a, y: np.maximum(a, y), "any"),
+    "clip": ("clip({a}, -0.5, 0.5)", lambda a, y: np.minimum(np.maximum(a, -0.5), 0.5), "any"),
+}
+
+
+def lower_cases() -> list[RunCase]:
+    """Regressions of the CPU lowering (issue 27).
+
+    Every named math function of the language (math_functions(): the table
+    of lib/Shape/Elementwise.cpp) on f64, f32, f16 and bf16, fused and with
+    --no-fusion, in two chains: a contraction's epilogue
+    `fn(einsum(x, w) + b)` (the kernel applies it to vectors of the result:
+    f64 tanh, erf, gelu there did not compile, libm's lanes left
+    vector.extract behind) and an elementwise chain `fn(u * 0.5 + v)`. The
+    reference rounds to the dtype after each op (the einsum once), as einc
+    does; erf is math.erf. Then ein-fuse-rows crashes: an op of another
+    element type after a row reduction, reductions over an empty axis (or
+    rows of length 0) meeting a wider tensor; and the einsum whose grouped
+    axes crashed ein-tile-contractions (a tile's view with a size-1 axis)."""
+    rng = np.random.default_rng(62_000)
+    cases: list[RunCase] = []
+    m, k, n = 5, 3, 11
+
+    def exact_input(shape, dtype, choices):
+        """Values drawn from `choices` (exact in every float dtype), as the
+        dtype's file (bf16 as f32, which einc rounds exactly)."""
+        v = rng.choice(np.asarray(choices, dtype=np.float64), size=shape)
+        file_dtype = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32}[dtype]
+        return v.astype(file_dtype), v
+
+    frac = [s * (i + f) for i in range(4) for f in (0.25, 0.5, 0.75) for s in (-1, 1)]
+    functions = math_functions()
+    missing = [name for name, _ in functions if name not in MATH_REFERENCE]
+    if missing:
+        raise RuntimeError(f"math functions without a reference in run_corpus.py: {missing}")
+    for name, _arity in functions:
+        source, ref_fn, domain = MATH_REFERENCE[name]
+        for dt in FLOATS:
+            if domain == "exact":
+                (fx, x), (fw, w) = exact_input((m, k), dt, frac), exact_input((k, n), dt, [-1.0, 0.0, 1.0])
+                (fb, b), (fu, u), (fv, v) = (exact_input(s, dt, frac) for s in ((n,), (m, n), (n,)))
+            else:
+                dom = "pos" if domain == "pos" else "any"
+                (fx, x), (fw, w), (fb, b), (fu, u), (fv, v) = (
+                    make_input(rng, s, dt, dom) for s in ((m, k), (k, n), (n,), (m, n), (n,)))
+            fy, y = make_input(rng, (n,), dt)
+            with np.errstate(all="ignore"):
+                a0 = quantize(quantize(x @ w, dt) + b, dt)
+                a1 = quantize(quantize(u * 0.5, dt) + v, dt)
+                r0, r1 = quantize(ref_fn(a0, y), dt), quantize(ref_fn(a1, y), dt)
+            uses_y = re.search(r"\by\b", source) is not None
+            params = [("x", tstr(dt, ["m", "k"])), ("w", tstr(dt, ["k", "n"])), ("b", tstr(dt, ["n"])),
+                      ("u", tstr(dt, ["m", "n"])), ("v", tstr(dt, ["n"]))] + ([("y", tstr(dt, ["n"]))] if uses_y else [])
+            inputs = [("x", fx), ("w", fw), ("b", fb), ("u", fu), ("v", fv)] + ([("y", fy)] if uses_y else [])
+            lines = ["r0 = " + source.format(a='einsum(x, w, "m k, k n -> m n") + b'),
+                     "r1 = " + source.format(a="u * 0.5 + v"), "return r0, r1"]
+            exact = domain == "exact"
+            for fused in (True, False):
+                mode = "fused" if fused else "unfused"
+                cases.append(RunCase(
+                    f"gen-lower-math-{name}-{dt}-{mode}", "generated",
+                    f"{name} on {dt} after a contraction and in an elementwise chain ({mode})",
+                    emit_function("f", params, [tstr(dt, ["m", "n"])] * 2, lines), inputs=inputs,
+                    outs=[Out(dt, r0, exact, k), Out(dt, r1, exact)],
+                    extra_args=[] if fused else ["--no-fusion"]))
+
+    def add(name, desc, params, rtypes, lines, inputs, outs):
+        cases.append(RunCase(f"gen-lower-{name}", "generated", desc, emit_function("f", params, rtypes, lines),
+                             inputs=inputs, outs=outs))
+
+    # ein-fuse-rows: the op after the row reduction changes the element type.
+    for dt in ("f32", "f64", "f16", "bf16"):
+        fx, x = make_input(rng, (19, 7), dt)
+        add(f"fuse-rows-astype-compare-{dt}", f"astype(x < row max, f32) on {dt} (ein-fuse-rows)",
+            [("x", tstr(dt, ["a", "b"]))], [tstr("f32", ["a", "b"])],
+            ['mx = reduce(x, "i j -> i", "max")', "return astype(x < mx, f32)"], [("x", fx)],
+            [Out("f32", (x < x.max(axis=1, keepdims=True)).astype(np.float64), True)])
+    for dt in ("bf16", "f16"):
+        fx, x = make_input(rng, (19, 7), dt)
+        add(f"fuse-rows-minus-max-{dt}", f"x - row max on {dt} (ein-fuse-rows)",
+            [("x", tstr(dt, ["a", "b"]))], [tstr(dt, ["a", "b"])],
+            ['mx = reduce(x, "i j -> i", "max")', "return x - mx"], [("x", fx)],
+            [Out(dt, quantize(x - x.max(axis=1, keepdims=True), dt))])
+    # ein-fuse-rows: a reduction over an empty axis meets a wider tensor;
+    # rows of length 0.
+    for dt, kind, identity in (("f64", "sum", 0.0), ("f32", "prod", 1.0), ("f64", "mean", np.nan)):
+        fx, _ = empty_input(rng, (3, 0), dt)
+        fz, z = make_input(rng, (3, 5), dt)
+        add(f"fuse-rows-empty-axis-{kind}-{dt}", f"{kind} over an empty axis minus a wider tensor (ein-fuse-rows)",
+            [("x", tstr(dt, ["c", "n"])), ("z", tstr(dt, ["c", "d"]))], [tstr(dt, ["c", "d"])],
+            [f'v1 = reduce(x, "p q -> p", "{kind}")', "return v1 - z"], [("x", fx), ("z", fz)],
+            [Out(dt, quantize(identity - z, dt), True)])
+    fx, _ = empty_input(rng, (20, 0), "f32")
+    add("fuse-rows-empty-rows", "x - row sum with rows of length 0 (ein-fuse-rows)",
+        [("x", tstr("f32", ["r", "t"]))], [tstr("f32", ["r", "t"])],
+        ['return x - reduce(x, "r t -> r", "sum")'], [("x", fx)], [Out("f32", np.zeros((20, 0)), True)])
+    # ein-tile-contractions: grouping a tile's view whose size-1 axis has a
+    # stride off the chain (found by the lowering fuzzer).
+    shapes = {"x0": (3, 4, 3, 4), "x1": (3, 2, 4, 4), "x2": (4, 2, 3, 2), "x3": (3, 2, 2, 3, 4, 2), "x4": (4, 2, 3, 2)}
+    files, values = {}, {}
+    for p, shape in shapes.items():
+        files[p], values[p] = make_input(rng, shape, "f32")
+    pattern = "j b j e, g i h b, h f a cα, g i f a b c, h f a c -> e"
+    ref = np.einsum("jbje,gihb,hfaz,gifabc,hfac->e", *(values[p] for p in shapes))
+    add("group-axes-unit-stride", "five-operand einsum with a size-1 tile axis (ein-tile-contractions)",
+        [(p, tstr("f32", s)) for p, s in shapes.items()], [tstr("f32", [4])],
+        [f'return einsum({", ".join(shapes)}, "{pattern}")'], [(p, files[p]) for p in shapes],
+        [Out("f32", ref, False, 3 * 4 * 3 * 2 * 4 * 2 * 3 * 2 * 2)])
+    return cases
+
+
 def generated_cases() -> list[RunCase]:
     cases: list[RunCase] = []
     plan = [("rearrange", 70), ("reduce", 70), ("repeat", 45)]
@@ -1931,6 +2083,7 @@ def generated_cases() -> list[RunCase]:
     cases += fp8_generated_cases()
     cases += edge_cases()
     cases += merged_output_cases()
+    cases += lower_cases()
     return cases
 
 

@@ -158,6 +158,15 @@ bool onlyFeeds(mlir::Operation *op, mlir::Operation *root, unsigned depth = 0) {
          });
 }
 
+/// Whether a loop of `op` is known to run zero times (a reduction over an
+/// empty axis of static size). Tiling reads a tile size of 0 as "the whole
+/// loop", and MLIR 19's tiled implementation of a linalg op then reads a
+/// loop bound it was not given: such an op is neither tiled nor fused into
+/// a tile (it is no work anyway).
+bool hasEmptyLoop(linalg::LinalgOp op) {
+  return llvm::is_contained(op.getStaticLoopRanges(), 0);
+}
+
 /// Which producers the tile of `root` computes: fills and non-contraction
 /// generics (elementwise ops and row reductions); in the tile of a
 /// contraction also a contraction read only on the way to it (attention's
@@ -167,6 +176,9 @@ bool onlyFeeds(mlir::Operation *op, mlir::Operation *root, unsigned depth = 0) {
 std::tuple<bool, bool> fuseIntoTile(mlir::OpResult producer,
                                     mlir::Operation *root) {
   mlir::Operation *op = producer.getOwner();
+  if (auto linalgOp = llvm::dyn_cast<linalg::LinalgOp>(op);
+      linalgOp && hasEmptyLoop(linalgOp))
+    return {false, false};
   if (llvm::isa<linalg::FillOp>(op))
     return {true, false};
   auto generic = llvm::dyn_cast<linalg::GenericOp>(op);
@@ -188,7 +200,7 @@ struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
     getOperation().walk([&](linalg::GenericOp op) {
       if (op->getParentOfType<mlir::scf::ForallOp>())
         return;
-      if (unsigned rows = rowLoops(op, known))
+      if (unsigned rows = rowLoops(op, known); rows && !hasEmptyLoop(op))
         roots.push_back({op, rows});
     });
     // Only the last root of a chain is tiled: it takes in every earlier op
@@ -277,6 +289,10 @@ struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
       llvm::SmallVector<mlir::OpOperand *> uses;
       for (mlir::OpOperand &use : empty->getUses())
         uses.push_back(&use);
+      // (An empty tensor may have no use left: CSE erased the dead op that
+      // wrote it, such as the original of an op of another element type.)
+      if (uses.size() < 2)
+        return;
       rewriter.setInsertionPoint(empty);
       for (mlir::OpOperand *use : llvm::drop_begin(uses))
         use->set(rewriter.clone(*empty)->getResult(0));

@@ -245,6 +245,10 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   pm.addPass(mlir::createConvertMathToFuncs());
   pm.addPass(mlir::createConvertMathToLLVMPass());
   pm.addPass(mlir::createConvertMathToLibmPass());
+  // math-to-libm calls libm once per lane of a vector op (f64 tanh, erf in
+  // a contraction's epilogue), through vector.extract and vector.insert
+  // that the conversion of vectors above has not seen.
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
   pm.addPass(mlir::createArithToLLVMConversionPass());
   pm.addPass(mlir::createConvertOpenMPToLLVMPass());
   pm.addPass(mlir::createConvertControlFlowToLLVMPass());

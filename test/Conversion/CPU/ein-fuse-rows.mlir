@@ -263,3 +263,116 @@ func.func @attention(%q: tensor<100x16xf32>, %k: tensor<70x16xf32>, %v: tensor<7
   } -> tensor<100x16xf32>
   return %out : tensor<100x16xf32>
 }
+
+// -----
+
+// Regression test (was a crash): an op of another element type after a row
+// reduction (`astype(x < reduce(x, "i j -> i", "max"), f32)`). Once the
+// chain is in the tile, CSE erases the dead original of the i8 comparison
+// and leaves its empty tensor with no use, which the pass then split as if
+// it had some. The tile holds the whole chain.
+// CHECK-LABEL: func.func @type_change
+// CHECK: scf.forall
+// CHECK: arith.maximumf
+// CHECK: arith.cmpf olt
+// CHECK: arith.uitofp
+// CHECK: } {ein.row_tiles}
+// CHECK-NOT: linalg.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @type_change(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %r0 = tensor.empty(%n) : tensor<?xf32>
+  %f0 = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<?xf32>) -> tensor<?xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%f0 : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.maximumf %o, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  %t0 = tensor.empty(%n, %m) : tensor<?x?xi8>
+  %lt = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %max : tensor<?x?xf32>, tensor<?xf32>) outs(%t0 : tensor<?x?xi8>) {
+  ^bb0(%a: f32, %b: f32, %o: i8):
+    %c = arith.cmpf olt, %a, %b : f32
+    %v = arith.extui %c : i1 to i8
+    linalg.yield %v : i8
+  } -> tensor<?x?xi8>
+  %t1 = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %f = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%lt : tensor<?x?xi8>) outs(%t1 : tensor<?x?xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %v = arith.uitofp %a : i8 to f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  return %f : tensor<?x?xf32>
+}
+
+// -----
+
+// Regression test (was a crash): a sum over an axis of static size 0 read by
+// a wider op (`reduce(x, "p q -> p", "sum") - z`, x: 20x0, z: 20x5). Tiling
+// takes a size of 0 for "the whole loop", and MLIR's tiled linalg op then
+// read a loop bound it was not given. The empty reduction (no work) is not
+// fused: it stays outside, and the subtraction is tiled alone.
+// CHECK-LABEL: func.func @empty_reduced_axis
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%arg0 : tensor<20x0xf64>)
+// CHECK: scf.forall
+// CHECK: arith.subf
+// CHECK: } {ein.row_tiles}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @empty_reduced_axis(%x: tensor<20x0xf64>, %z: tensor<20x5xf64>) -> tensor<20x5xf64> {
+  %zero = arith.constant 0.0 : f64
+  %r0 = tensor.empty() : tensor<20xf64>
+  %f0 = linalg.fill ins(%zero : f64) outs(%r0 : tensor<20xf64>) -> tensor<20xf64>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<20x0xf64>) outs(%f0 : tensor<20xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %v = arith.addf %o, %a : f64
+    linalg.yield %v : f64
+  } -> tensor<20xf64>
+  %t0 = tensor.empty() : tensor<20x5xf64>
+  %d = linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s, %z : tensor<20xf64>, tensor<20x5xf64>) outs(%t0 : tensor<20x5xf64>) {
+  ^bb0(%a: f64, %b: f64, %o: f64):
+    %v = arith.subf %a, %b : f64
+    linalg.yield %v : f64
+  } -> tensor<20x5xf64>
+  return %d : tensor<20x5xf64>
+}
+
+// -----
+
+// Regression test (was a crash): rows of static length 0 (`x - reduce(x,
+// "r t -> r", "max")`, x: 20x0). The op is no work, and its tile would read
+// a loop bound MLIR does not give: it is not tiled.
+// CHECK-LABEL: func.func @empty_row_length
+// CHECK-NOT: scf.forall
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @empty_row_length(%x: tensor<20x0xf32>) -> tensor<20x0xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %r0 = tensor.empty() : tensor<20xf32>
+  %f0 = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<20xf32>) -> tensor<20xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<20x0xf32>) outs(%f0 : tensor<20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.maximumf %o, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<20xf32>
+  %t0 = tensor.empty() : tensor<20x0xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %max : tensor<20x0xf32>, tensor<20xf32>) outs(%t0 : tensor<20x0xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.subf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<20x0xf32>
+  return %d : tensor<20x0xf32>
+}

@@ -535,6 +535,32 @@ func.func @grouped_dynamic(%x: !x, %w: !w, %y: !x) {
 
 // -----
 
+// Regression test (was a crash, found by the lowering fuzzer): a view whose
+// size-1 axis has a stride off the chain (a tile's `1x1x3x8` view of a
+// larger buffer, strides [48, 24, 8, 1]). Axes 0-1 and 1-2 are each
+// collapsible (a size-1 axis's stride does not matter to a pair), but MLIR
+// 19 refuses to collapse [0, 1, 2] as one, and building that view made a
+// null layout. Only exactly contiguous axes are linked: 1 and 2 group (24 =
+// 3 * 8); the size-1 axis, whose merging gains nothing, stays apart.
+// CHECK-LABEL: func.func @unit_axis_off_stride
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3]] : memref<1x1x3x8xf32, strided<[48, 24, 8, 1]>> into memref<1x3x8xf32, strided<[48, 8, 1]>>
+// CHECK: vector.fma
+func.func @unit_axis_off_stride(%x: memref<1x1x3x8xf32, strided<[48, 24, 8, 1]>>, %w: memref<8x16xf32>, %y: memref<1x1x3x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, s, h, d, e) -> (b, s, h, d)>,
+                                   affine_map<(b, s, h, d, e) -> (d, e)>,
+                                   affine_map<(b, s, h, d, e) -> (b, s, h, e)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<1x1x3x8xf32, strided<[48, 24, 8, 1]>>, memref<8x16xf32>) outs(%y : memref<1x1x3x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Tests a contraction inside a fused tile (the scf.forall of ein-fuse-rows,
 // which ein-parallel-tiles runs on one core): the same kernel, its work
 // items in an scf.for, with no parallel loop of its own.
