@@ -417,13 +417,16 @@ bool Differentiator::einsumRule(const CheckedOp &op, unsigned dy) {
         available(info.outputAxes.begin(), info.outputAxes.end());
     // A diagonal (`i i` in this operand): the gradient lands on it only, so
     // each repeat of an axis gets a fresh name and the identity of the two
-    // joins the gradient einsum.
+    // joins the gradient einsum. The identity carries both axes, so both
+    // reach the result (a repeat of the first would spread the gradient
+    // over the whole of `i i` instead of its diagonal).
     Groups groups = info.operandGroups[i];
     std::vector<std::pair<std::string, std::string>> diagonals;
     for (auto &group : groups)
       for (auto &axis : group)
         if (!seen.insert(axis).second) {
           diagonals.push_back({axis, freshAxis()});
+          available.insert(axis);
           axis = diagonals.back().second;
           available.insert(axis);
         }

@@ -164,6 +164,15 @@ CASES = [
          lambda x, w: (x[:, :, None] * w[None]).reshape(3, -1), ["x", "w"]),
     Case("einsum_diagonal", [("x", "n n", normal((4, 4)))],
          "o = einsum(x, 'i i -> i')", [("o", "n")], lambda x: np.diag(x).copy(), ["x"]),
+    # A diagonal summed away: the gradient is the identity (times the
+    # weighting), not all ones (issue 27, item 13).
+    Case("einsum_trace", [("x", "n n", normal((4, 4)))],
+         "o = einsum(x, 'i i -> ')", [("o", "")], lambda x: np.trace(x), ["x"]),
+    Case("einsum_diagonal_of_last_two", [("x", "a n n", normal((3, 4, 4)))],
+         "o = einsum(x, 'i j j -> i')", [("o", "a")], lambda x: np.einsum("ijj->i", x), ["x"]),
+    Case("einsum_diagonal_with_other_operand",
+         [("x", "n n", normal((4, 4))), ("w", "n c", normal((4, 3)))],
+         "o = einsum(x, w, 'i i, i c -> c')", [("o", "c")], lambda x, w: np.einsum("ii,ic->c", x, w), ["x", "w"]),
     Case("einsum_ellipsis",
          [("x", "a b c", normal((2, 3, 4))), ("w", "c d", normal((4, 2)))],
          "o = einsum(x, w, '... c, c d -> ... d')", [("o", "a b d")],
