@@ -15,6 +15,7 @@
 #include <map>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 namespace ein {
 
@@ -118,6 +119,21 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   auto outputPlan = runtime::planOutputs(options.outputs);
   if (!outputPlan)
     return inputError(fmt::format("--out {}", outputPlan.error().message));
+  // An output that is an input would replace it: refused, as `cp a a` is.
+  // By inode, so that another spelling or a link of the path is caught.
+  for (const runtime::OutputTarget &target : outputPlan->targets) {
+    if (target.kind != runtime::OutputTarget::Kind::ExistingFile)
+      continue;
+    for (auto &[name, path] : options.inputs) {
+      struct stat input;
+      if (::stat(path.c_str(), &input) == 0 && input.st_dev == target.device &&
+          input.st_ino == target.inode)
+        return inputError(fmt::format("output {} is also input {} (--in "
+                                      "{}={}); write the result to another "
+                                      "file",
+                                      target.path, name, name, path));
+    }
+  }
 
   // 3-4. Sizes from the inputs, entry checks, the function checked again
   // with them, compiled (Engine).
