@@ -8,6 +8,7 @@
 #include "ein/Driver/Driver.h"
 #include "ein/Driver/Report.h"
 #include "ein/Engine/Engine.h"
+#include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
@@ -131,9 +132,8 @@ Result<std::vector<Tensor>> call(const Module &module,
                                     function));
   const CheckedFunction *fn = state->checked.find(function);
   if (!fn)
-    return toInfo(
-        ein::Error::inFile(ErrorKind::Program, state->file->path,
-                           fmt::format("no function named '{}'", function)));
+    return toInfo(noFunctionError(state->file->path, function,
+                                  state->module.functionNames()));
   for (size_t i = 0; i < inputs.size() && i < fn->params.size(); ++i) {
     const TensorType &type = fn->values[fn->params[i]].type;
     if (internal(inputs[i].dtype()) != type.dtype)
@@ -224,9 +224,8 @@ Result<CostReport> report(const Module &module, const std::string &function,
     return toInfo(errorFromDiagnostics(diags));
   const CheckedFunction *fn = checked.find(function);
   if (!fn)
-    return toInfo(
-        ein::Error::inFile(ErrorKind::Program, state->file->path,
-                           fmt::format("no function named '{}'", function)));
+    return toInfo(noFunctionError(state->file->path, function,
+                                  state->module.functionNames()));
   ReportOptions report;
   report.function = function;
   report.device = findDevice("h100");

@@ -10,6 +10,7 @@
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/Checker.h"
+#include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
@@ -745,8 +746,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
   }
   if (args.command == "report") {
     if (!args.fn.empty() && !checked.find(args.fn))
-      return Error::inFile(ErrorKind::Program, file->path,
-                           fmt::format("no function named '{}'", args.fn));
+      return noFunctionError(file->path, args.fn, module.functionNames());
     ReportOptions options;
     options.function = args.fn;
     options.device = findDevice(args.device);

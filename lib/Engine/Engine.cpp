@@ -1,6 +1,7 @@
 // The engine: check, bind, compile (cached by signature) and call.
 #include "ein/Engine/Engine.h"
 #include "ein/Engine/ObjectCache.h"
+#include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 
 #include <fmt/format.h>
@@ -49,8 +50,7 @@ ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
   if (diags.hadError())
     return errorFromDiagnostics(diags);
   if (!checked.find(function))
-    return Error::inFile(ErrorKind::Program, file.path,
-                         fmt::format("no function named '{}'", function));
+    return noFunctionError(file.path, function, module.functionNames());
   return checked;
 }
 
@@ -94,8 +94,7 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   symbolic.onlyFunction = function;
   const CheckedFunction *fn = checked.find(function);
   if (!fn)
-    return Error::inFile(ErrorKind::Program, file.path,
-                         fmt::format("no function named '{}'", function));
+    return noFunctionError(file.path, function, module.functionNames());
   std::vector<std::string> paramNames;
   for (unsigned id : fn->params)
     paramNames.push_back(fn->values[id].name);
