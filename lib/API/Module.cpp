@@ -200,9 +200,23 @@ Result<std::vector<Tensor>> call(const Module &module,
       return ran.error();
     return results;
   }
-  if (auto ran = runKernel(*bound->executable, tensors); !ran)
-    return ran.error();
-  return results;
+  std::vector<JITFunction::StridedArgument> args;
+  for (const Tensor *t : tensors)
+    args.push_back(
+        {t->data(), t->shape().data(), t->strides().data(), t->shape().size()});
+  int64_t status = 0;
+  auto called = bound->executable->callStrided(args.data(), args.size(),
+                                               &bound->dims, &status);
+  if (called)
+    return results;
+  if (status == 0)
+    return toInfo(called.error());
+  // An id out of range: which take, which id, where (a probe compiled on
+  // this error path only).
+  args.resize(inputs.size());
+  std::lock_guard<std::mutex> lock(state->engineMutex);
+  return toInfo(state->engine.explainIndexError(*bound, function, args, status,
+                                                called.error()));
 }
 
 Result<CostReport> report(const Module &module, const std::string &function,

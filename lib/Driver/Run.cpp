@@ -163,14 +163,30 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     outs.push_back(&t);
   double cudaSeconds = 0;
   std::string gpu;
+  // An id out of range (`count` of them, 0 when the CUDA target does not
+  // count): which take, which id, where, found by a probe on the CPU.
+  auto explainIds = [&](int64_t count, Error original) {
+    std::vector<std::vector<int64_t>> strides;
+    for (auto &t : inputs)
+      strides.push_back(t.strides());
+    std::vector<JITFunction::StridedArgument> args;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      args.push_back({inputs[i].data.data(), inputs[i].shape.data(),
+                      strides[i].data(), inputs[i].shape.size()});
+    return engine.explainIndexError(*bound, options.function, args, count,
+                                    std::move(original));
+  };
   if (options.target != "cpu") {
-    if (auto ran =
-            runCUDA(bound->source, options.function, options, ins, outs,
-                    options.time ? &cudaSeconds : nullptr, &gpu, bound->dims);
+    bool idsOutOfRange = false;
+    if (auto ran = runCUDA(bound->source, options.function, options, ins, outs,
+                           options.time ? &cudaSeconds : nullptr, &gpu,
+                           bound->dims, &idsOutOfRange);
         !ran)
-      return ran.error();
-  } else if (auto called = bound->call(ins, outs); !called) {
-    return called.error();
+      return idsOutOfRange ? explainIds(0, ran.error()) : ran.error();
+  } else {
+    int64_t status = 0;
+    if (auto called = bound->call(ins, outs, &status); !called)
+      return status != 0 ? explainIds(status, called.error()) : called.error();
   }
   if (options.time && options.target == "cuda-emulated") {
     out << "time: not measured (cuda-emulated runs the kernels on the CPU)\n";
