@@ -8,6 +8,7 @@
 #include "ein/Driver/Driver.h"
 #include "ein/Driver/Report.h"
 #include "ein/Engine/Engine.h"
+#include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
@@ -132,9 +133,8 @@ Result<std::vector<Tensor>> call(const Module &module,
                                     function));
   const CheckedFunction *fn = state->checked.find(function);
   if (!fn)
-    return toInfo(
-        ein::Error::inFile(ErrorKind::Program, state->file->path,
-                           fmt::format("no function named '{}'", function)));
+    return toInfo(noFunctionError(state->file->path, function,
+                                  state->module.functionNames()));
   for (size_t i = 0; i < inputs.size() && i < fn->params.size(); ++i) {
     const TensorType &type = fn->values[fn->params[i]].type;
     if (internal(inputs[i].dtype()) != type.dtype)
@@ -201,9 +201,23 @@ Result<std::vector<Tensor>> call(const Module &module,
       return ran.error();
     return results;
   }
-  if (auto ran = runKernel(*bound->executable, tensors); !ran)
-    return ran.error();
-  return results;
+  std::vector<JITFunction::StridedArgument> args;
+  for (const Tensor *t : tensors)
+    args.push_back(
+        {t->data(), t->shape().data(), t->strides().data(), t->shape().size()});
+  int64_t status = 0;
+  auto called = bound->executable->callStrided(args.data(), args.size(),
+                                               &bound->dims, &status);
+  if (called)
+    return results;
+  if (status == 0)
+    return toInfo(called.error());
+  // An id out of range: which take, which id, where (a probe compiled on
+  // this error path only).
+  args.resize(inputs.size());
+  std::lock_guard<std::mutex> lock(state->engineMutex);
+  return toInfo(state->engine.explainIndexError(*bound, function, args, status,
+                                                called.error()));
 }
 
 Result<CostReport> report(const Module &module, const std::string &function,
@@ -225,9 +239,8 @@ Result<CostReport> report(const Module &module, const std::string &function,
     return toInfo(errorFromDiagnostics(diags));
   const CheckedFunction *fn = checked.find(function);
   if (!fn)
-    return toInfo(
-        ein::Error::inFile(ErrorKind::Program, state->file->path,
-                           fmt::format("no function named '{}'", function)));
+    return toInfo(noFunctionError(state->file->path, function,
+                                  state->module.functionNames()));
   ReportOptions report;
   report.function = function;
   report.device = findDevice("h100");

@@ -10,6 +10,7 @@
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/Checker.h"
+#include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
@@ -104,9 +105,11 @@ measured kernels are compiled for that CPU (one this host can run).)",
 header declaring `int ein_NAME(data, sizes, strides per tensor...)`.
 A dim bound by `dim` or --dim is compiled in; every other is read from
 the arguments at each call (size-generic code); every variadic's rank is
-fixed (by --rank). --target=cuda writes one CUDA C++ source instead of
-the object (`-o prog.cu`; nvcc compiles it alone, -lcublasLt), its entry
-points taking device pointers and a trailing cudaStream_t.)",
+fixed (by --rank): a function whose rank is not is skipped, with a note
+(a helper is inlined into its callers). --target=cuda writes one CUDA
+C++ source instead of the object (`-o prog.cu`; nvcc compiles it alone,
+-lcublasLt), its entry points taking device pointers and a trailing
+cudaStream_t.)",
        {"-o", "--header", "--dim", "--rank", "--tiles", "--cpu",
         "--cpu-features", "--no-fusion", "--target", "--allow-tf32", "--main",
         "-Werror", "-Wno-NAME"}},
@@ -740,18 +743,42 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     return errorFromDiagnostics(diags);
   diags.print(warnings);
   // Lowering gives every tensor a fixed rank: a variadic must have one.
+  // `build` builds the entry points whose ranks are fixed and skips the
+  // others with a note (a variadic helper such as `rmsnorm(x: f32["*b d"])`
+  // is inlined into its callers, which build); it fails only when no entry
+  // point is left. `emit` prints every function, so each must lower.
   bool lowers =
       args.command == "build" ||
       (args.command == "emit" && args.stage != "ast" && args.stage != "ein");
-  if (lowers)
-    for (auto &fn : checked.functions)
-      if (auto pack = variadicOfUnknownRank(fn))
-        return Error::at(
+  if (lowers) {
+    std::vector<CheckedFunction> fixed;
+    std::optional<Error> firstUnfixed;
+    std::string notes;
+    for (auto &fn : checked.functions) {
+      auto pack = variadicOfUnknownRank(fn);
+      if (!pack) {
+        fixed.push_back(fn);
+        continue;
+      }
+      std::string flag = *pack == "..." ? "PARAM..." : *pack;
+      if (!firstUnfixed)
+        firstUnfixed = Error::at(
             ErrorKind::Program, file->path, fn.loc.line, fn.loc.col,
             fmt::format("cannot {} '{}': the rank of variadic {} is not "
                         "fixed; give it with --rank {}=N",
                         args.command == "build" ? "build" : "lower", fn.name,
-                        *pack, *pack == "..." ? "PARAM..." : *pack));
+                        *pack, flag));
+      notes += fmt::format("{}:{}:{}: note: not building '{}': the rank of "
+                           "variadic {} is not fixed (--rank {}=N builds "
+                           "it)\n",
+                           file->path, fn.loc.line, fn.loc.col, fn.name, *pack,
+                           flag);
+    }
+    if (firstUnfixed && (args.command == "emit" || fixed.empty()))
+      return *firstUnfixed;
+    warnings << notes;
+    checked.functions = std::move(fixed);
+  }
   if (args.command == "build" && args.target == "cuda") {
     CUDAOptions options;
     options.allowTf32 = args.allowTf32;
@@ -795,8 +822,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
   }
   if (args.command == "report") {
     if (!args.fn.empty() && !checked.find(args.fn))
-      return Error::inFile(ErrorKind::Program, file->path,
-                           fmt::format("no function named '{}'", args.fn));
+      return noFunctionError(file->path, args.fn, module.functionNames());
     ReportOptions options;
     options.function = args.fn;
     options.device = findDevice(args.device);

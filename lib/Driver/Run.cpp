@@ -15,6 +15,7 @@
 #include <map>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 namespace ein {
 
@@ -118,6 +119,21 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   auto outputPlan = runtime::planOutputs(options.outputs);
   if (!outputPlan)
     return inputError(fmt::format("--out {}", outputPlan.error().message));
+  // An output that is an input would replace it: refused, as `cp a a` is.
+  // By inode, so that another spelling or a link of the path is caught.
+  for (const runtime::OutputTarget &target : outputPlan->targets) {
+    if (target.kind != runtime::OutputTarget::Kind::ExistingFile)
+      continue;
+    for (auto &[name, path] : options.inputs) {
+      struct stat input;
+      if (::stat(path.c_str(), &input) == 0 && input.st_dev == target.device &&
+          input.st_ino == target.inode)
+        return inputError(fmt::format("output {} is also input {} (--in "
+                                      "{}={}); write the result to another "
+                                      "file",
+                                      target.path, name, name, path));
+    }
+  }
 
   // 3-4. Sizes from the inputs, entry checks, the function checked again
   // with them, compiled (Engine).
@@ -147,14 +163,30 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     outs.push_back(&t);
   double cudaSeconds = 0;
   std::string gpu;
+  // An id out of range (`count` of them, 0 when the CUDA target does not
+  // count): which take, which id, where, found by a probe on the CPU.
+  auto explainIds = [&](int64_t count, Error original) {
+    std::vector<std::vector<int64_t>> strides;
+    for (auto &t : inputs)
+      strides.push_back(t.strides());
+    std::vector<JITFunction::StridedArgument> args;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      args.push_back({inputs[i].data.data(), inputs[i].shape.data(),
+                      strides[i].data(), inputs[i].shape.size()});
+    return engine.explainIndexError(*bound, options.function, args, count,
+                                    std::move(original));
+  };
   if (options.target != "cpu") {
-    if (auto ran =
-            runCUDA(bound->source, options.function, options, ins, outs,
-                    options.time ? &cudaSeconds : nullptr, &gpu, bound->dims);
+    bool idsOutOfRange = false;
+    if (auto ran = runCUDA(bound->source, options.function, options, ins, outs,
+                           options.time ? &cudaSeconds : nullptr, &gpu,
+                           bound->dims, &idsOutOfRange);
         !ran)
-      return ran.error();
-  } else if (auto called = bound->call(ins, outs); !called) {
-    return called.error();
+      return idsOutOfRange ? explainIds(0, ran.error()) : ran.error();
+  } else {
+    int64_t status = 0;
+    if (auto called = bound->call(ins, outs, &status); !called)
+      return status != 0 ? explainIds(status, called.error()) : called.error();
   }
   if (options.time && options.target == "cuda-emulated") {
     out << "time: not measured (cuda-emulated runs the kernels on the CPU)\n";

@@ -37,7 +37,9 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
                       const std::vector<const runtime::HostTensor *> &inputs,
                       const std::vector<runtime::HostTensor *> &outputs,
                       double *seconds, std::string *device,
-                      const Bindings &dims) {
+                      const Bindings &dims, bool *idsOutOfRange) {
+  if (idsOutOfRange)
+    *idsOutOfRange = false;
   CUDABuild build;
   build.emulated = options.target == "cuda-emulated";
   // Without a GPU there is nothing to run: say so before compiling.
@@ -110,6 +112,8 @@ ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
     Bindings env = fn->ctx.env;
     for (auto &[name, value] : dims)
       env[name] = value;
+    if (idsOutOfRange)
+      *idsOutOfRange = true;
     return indexError(takeSites(source, *fn), 0, env);
   }
   if (rc != 0)

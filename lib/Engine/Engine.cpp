@@ -1,11 +1,13 @@
 // The engine: check, bind, compile (cached by signature) and call.
 #include "ein/Engine/Engine.h"
 #include "ein/Engine/ObjectCache.h"
+#include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -49,8 +51,7 @@ ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
   if (diags.hadError())
     return errorFromDiagnostics(diags);
   if (!checked.find(function))
-    return Error::inFile(ErrorKind::Program, file.path,
-                         fmt::format("no function named '{}'", function));
+    return noFunctionError(file.path, function, module.functionNames());
   return checked;
 }
 
@@ -94,8 +95,7 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   symbolic.onlyFunction = function;
   const CheckedFunction *fn = checked.find(function);
   if (!fn)
-    return Error::inFile(ErrorKind::Program, file.path,
-                         fmt::format("no function named '{}'", function));
+    return noFunctionError(file.path, function, module.functionNames());
   std::vector<std::string> paramNames;
   for (unsigned id : fn->params)
     paramNames.push_back(fn->values[id].name);
@@ -164,6 +164,94 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   call.executable = *executable;
   call.dims = binding.dims;
   return call;
+}
+
+Error Engine::explainIndexError(
+    const BoundCall &call, const std::string &function,
+    const std::vector<JITFunction::StridedArgument> &inputs, int64_t count,
+    Error original) {
+  const CheckedFunction *fn = call.concrete.find(function);
+  if (!fn)
+    return original;
+  // The probe: the function (checked with the call's sizes) returning the
+  // ids of each take, each value once.
+  CheckedModule probe = call.concrete;
+  probe.functions = {*fn};
+  CheckedFunction &p = probe.functions.front();
+  std::vector<TakeSite> sites = takeSites(call.concrete, *fn);
+  std::vector<size_t> resultOf; // per take, its ids' result
+  p.returns.clear();
+  p.results.clear();
+  for (const CheckedOp &op : fn->ops) {
+    if (op.kind != OpKind::Take)
+      continue;
+    unsigned ids = op.operands[1];
+    auto it = std::find(p.returns.begin(), p.returns.end(), ids);
+    resultOf.push_back(static_cast<size_t>(it - p.returns.begin()));
+    if (it == p.returns.end()) {
+      p.returns.push_back(ids);
+      p.results.push_back(fn->values[ids].type);
+    }
+  }
+  if (p.returns.empty() || resultOf.size() != sites.size())
+    return original;
+  auto executable = JITFunction::compile(probe, function, cpu, jit);
+  if (!executable)
+    return original;
+  std::vector<runtime::HostTensor> ids;
+  std::vector<std::vector<int64_t>> strides;
+  for (unsigned id : p.returns) {
+    std::vector<int64_t> shape;
+    for (auto &d : fn->ctx.expand(fn->values[id].type.shape)) {
+      auto size = d.size.evaluate(fn->ctx.env);
+      if (!size)
+        return original;
+      shape.push_back(static_cast<int64_t>(*size));
+    }
+    auto tensor = runtime::HostTensor::create(
+        runtime::toStorage(fn->values[id].type.dtype), shape);
+    if (!tensor)
+      return original;
+    ids.push_back(std::move(*tensor));
+    strides.push_back(ids.back().strides());
+  }
+  std::vector<JITFunction::StridedArgument> args = inputs;
+  for (size_t i = 0; i < ids.size(); ++i)
+    args.push_back({ids[i].data.data(), ids[i].shape.data(), strides[i].data(),
+                    ids[i].shape.size()});
+  // The probe has the same takes (an id of one may come from another), so
+  // it may report the same index error; its results are written either way.
+  (void)(*executable)->callStrided(args.data(), args.size(), &call.dims);
+  Bindings env = fn->ctx.env;
+  for (auto &[name, value] : call.dims)
+    env[name] = value;
+  for (size_t k = 0; k < sites.size(); ++k) {
+    const runtime::HostTensor &t = ids[resultOf[k]];
+    auto size = sites[k].size.evaluate(env);
+    bool wide = t.type == runtime::StorageType::I64;
+    if (!size || (!wide && t.type != runtime::StorageType::I32))
+      continue;
+    for (int64_t i = 0; i < t.numElements(); ++i) {
+      int64_t id = 0;
+      if (wide)
+        std::memcpy(&id, t.data.data() + i * 8, 8);
+      else {
+        int32_t narrow = 0;
+        std::memcpy(&narrow, t.data.data() + i * 4, 4);
+        id = narrow;
+      }
+      if (id >= 0 && Int(id) < *size)
+        continue;
+      // The position of the i-th element in C order.
+      std::vector<int64_t> position(t.shape.size());
+      for (size_t d = t.shape.size(), rest = size_t(i); d-- > 0;) {
+        position[d] = int64_t(rest % size_t(t.shape[d]));
+        rest /= size_t(t.shape[d]);
+      }
+      return takeIdError(sites[k], id, position, count, env);
+    }
+  }
+  return original;
 }
 
 } // namespace ein

@@ -24,6 +24,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -73,23 +74,49 @@ std::vector<TakeSite> takeSites(const CheckedModule &module,
   return sites;
 }
 
+namespace {
+
+/// "[0, vocab=5)": a take's bound, with its number when `env` has it.
+std::string takeBound(const TakeSite &t, const Bindings &env) {
+  std::string text = t.size.str();
+  if (auto v = t.size.evaluate(env); v && text != toString(*v))
+    text += "=" + toString(*v);
+  return fmt::format("[0, {})", text);
+}
+
+// Like every error of the inputs (exit 2), the tool's error rather than
+// one located in the file: the line is the take's, the ids the inputs'.
+std::string takeAt(const TakeSite &t) {
+  return fmt::format("{}:{}:{}", t.file, t.line, t.col);
+}
+
+const char *kIdNote = "an id must be in [0, size): a negative id is an "
+                      "error, not counted from the end";
+
+} // namespace
+
+Error takeIdError(const TakeSite &take, int64_t id,
+                  const std::vector<int64_t> &position, int64_t count,
+                  const Bindings &env) {
+  std::string message =
+      fmt::format("take at {}: id {}{} is out of range {}", takeAt(take), id,
+                  position.empty() ? ""
+                                   : fmt::format(" (at [{}] of its ids)",
+                                                 fmt::join(position, ", ")),
+                  takeBound(take, env));
+  if (count > 1)
+    message += fmt::format("; {} ids are out of range in all", count);
+  return Error::usage(std::move(message)).withNote(kIdNote);
+}
+
 Error indexError(const std::vector<TakeSite> &takes, int64_t count,
                  const Bindings &env) {
-  auto bound = [&](const TakeSite &t) {
-    std::string text = t.size.str();
-    if (auto v = t.size.evaluate(env); v && text != toString(*v))
-      text += "=" + toString(*v);
-    return fmt::format("[0, {})", text);
-  };
+  auto bound = [&](const TakeSite &t) { return takeBound(t, env); };
   // The CUDA entry reports that some id was out of range, not how many.
   std::string what = count == 0   ? "ids"
                      : count == 1 ? "an id"
                                   : fmt::format("{} ids", count);
-  // Like every error of the inputs (exit 2), the tool's error rather than
-  // one located in the file: the line is the take's, the ids the inputs'.
-  auto at = [](const TakeSite &t) {
-    return fmt::format("{}:{}:{}", t.file, t.line, t.col);
-  };
+  auto at = takeAt;
   std::string message;
   if (takes.size() == 1) {
     message = fmt::format("take at {}: {} out of range {}", at(takes[0]), what,
@@ -102,9 +129,7 @@ Error indexError(const std::vector<TakeSite> &takes, int64_t count,
       message += fmt::format(" {} {};", at(t), bound(t));
     message.pop_back();
   }
-  return Error::usage(std::move(message))
-      .withNote("an id must be in [0, size): a negative id is an error, "
-                "not counted from the end");
+  return Error::usage(std::move(message)).withNote(kIdNote);
 }
 
 namespace {
@@ -356,7 +381,9 @@ JITFunction::loadObject(const CheckedModule &module,
 ErrorOr<void>
 JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
                   const std::vector<runtime::HostTensor *> &outputs,
-                  const Bindings &dims) {
+                  const Bindings &dims, int64_t *indexStatus) {
+  if (indexStatus)
+    *indexStatus = 0;
   Bindings env = impl->env;
   for (auto &[name, value] : dims)
     env[name] = value;
@@ -393,13 +420,18 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
   for (auto &p : pointers)
     args.push_back(&p);
   impl->entry(args.data());
+  if (indexStatus)
+    *indexStatus = status;
   if (status != 0)
     return indexError(impl->takes, status, env);
   return {};
 }
 
 ErrorOr<void> JITFunction::callStrided(const StridedArgument *args,
-                                       size_t count) {
+                                       size_t count, const Bindings *dims,
+                                       int64_t *indexStatus) {
+  if (indexStatus)
+    *indexStatus = 0;
   size_t expected = impl->params.size() + impl->results.size();
   if (count != expected)
     return Error::usage(fmt::format("'{}' takes {} tensor(s), got {}",
@@ -432,8 +464,15 @@ ErrorOr<void> JITFunction::callStrided(const StridedArgument *args,
   for (auto &p : pointers)
     pointerArgs.push_back(&p);
   impl->entry(pointerArgs.data());
-  if (status != 0)
-    return indexError(impl->takes, status, impl->env);
+  if (indexStatus)
+    *indexStatus = status;
+  if (status != 0) {
+    Bindings env = impl->env;
+    if (dims)
+      for (auto &[name, value] : *dims)
+        env[name] = value;
+    return indexError(impl->takes, status, env);
+  }
   return {};
 }
 

@@ -1,6 +1,9 @@
 // Edit distance between names, for "did you mean" suggestions.
 #include "ein/Support/Spelling.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -38,6 +41,18 @@ closestName(const std::string &name, const std::vector<std::string> &candidates,
     }
   }
   return best;
+}
+
+Error noFunctionError(const std::string &path, const std::string &name,
+                      const std::vector<std::string> &functions) {
+  std::string message = fmt::format("no function named '{}'", name);
+  if (auto close = closestName(name, functions, name.size() / 2 + 1))
+    message += fmt::format("; did you mean '{}'?", *close);
+  Error error = Error::inFile(ErrorKind::Program, path, std::move(message));
+  if (functions.empty())
+    return error.withNote(fmt::format("{} defines no function", path));
+  return error.withNote(
+      fmt::format("the functions of {}: {}", path, fmt::join(functions, ", ")));
 }
 
 } // namespace ein

@@ -45,6 +45,13 @@ static std::string typeToString(const TypeAnnotation &t) {
   return t.dtype + "[\"" + t.shape + "\"]";
 }
 
+std::vector<std::string> Module::functionNames() const {
+  std::vector<std::string> names;
+  for (const Function &f : functions)
+    names.push_back(f.name);
+  return names;
+}
+
 void printAST(const Module &m, std::ostream &os) {
   os << "module\n";
   for (auto &d : m.dims)

@@ -75,6 +75,30 @@ TEST(Module, ErrorsAreEincsDiagnostics) {
                ein::Error);
 }
 
+TEST(Module, TakeErrorNamesTheTakeTheIdAndTheBound) {
+  // Two takes; only the second one's ids are out of range. The module's
+  // code is size-generic, and the bound still shows its number.
+  ein::Module m = ein::Module::from_source(
+      "def f(t: f32[\"vocab d\"], a: i64[\"n\"], b: i64[\"k\"]) -> "
+      "(f32[\"n d\"], f32[\"k d\"]):\n"
+      "    return take(t, a, \"vocab\"), take(t, b, \"vocab\")\n",
+      "two.ein");
+  ein::Tensor t = iota({5, 2});
+  ein::Tensor a = ein::Tensor::from_vector(std::vector<int64_t>{0, 4}, {2});
+  ein::Tensor b =
+      ein::Tensor::from_vector(std::vector<int64_t>{1, 7, 2, -1}, {4});
+  auto bad = ein::nothrow::call(m, "f", {t, a, b});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ein::ErrorInfo::Kind::Usage);
+  EXPECT_NE(bad.error().message.find(
+                "take at two.ein:2:33: id 7 (at [1] of its ids) is out of "
+                "range [0, vocab=5); 2 ids are out of range in all"),
+            std::string::npos)
+      << bad.error().message;
+  EXPECT_EQ(bad.error().message.find("two.ein:2:12"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(Tensor, ViewsElementAccessAndNpyRoundTrip) {
   std::vector<double> data{1, 2, 3, 4, 5, 6};
   ein::TensorView v{data.data(), ein::f64, {3, 2}, {1, 3}}; // Fortran order

@@ -48,13 +48,14 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
 /// `options.target` on `inputs` into `outputs` (RunCUDA.cpp); with
 /// `seconds`, also times it (the median of CUDA-event-timed calls; 0 when
 /// emulated) and names the GPU in `device`. `dims` (the sizes the inputs
-/// bind) give the bound in the error of a take's id out of range.
+/// bind) give the bound in the error of a take's id out of range; with
+/// `idsOutOfRange`, it says whether that was the error.
 ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
                       const RunOptions &options,
                       const std::vector<const runtime::HostTensor *> &inputs,
                       const std::vector<runtime::HostTensor *> &outputs,
                       double *seconds, std::string *device = nullptr,
-                      const Bindings &dims = {});
+                      const Bindings &dims = {}, bool *idsOutOfRange = nullptr);
 
 class JITFunction;
 namespace runtime {

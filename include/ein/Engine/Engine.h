@@ -40,9 +40,11 @@ struct BoundCall {
   /// The shape of each result, in return order.
   std::vector<std::vector<int64_t>> resultShapes;
   /// Runs the executable on `inputs` into preallocated `outputs`.
+  /// `indexStatus` as for JITFunction::call.
   ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
-                     const std::vector<runtime::HostTensor *> &outputs) const {
-    return executable->call(inputs, outputs, dims);
+                     const std::vector<runtime::HostTensor *> &outputs,
+                     int64_t *indexStatus = nullptr) const {
+    return executable->call(inputs, outputs, dims, indexStatus);
   }
 };
 
@@ -78,6 +80,18 @@ public:
   ErrorOr<std::shared_ptr<JITFunction>> compile(const SourceFile &file,
                                                 const CheckedModule &checked,
                                                 const std::string &function);
+
+  /// The error of a call of `function` bound as `call` whose index status
+  /// counted `count` ids out of range on `inputs`, explained: the take
+  /// whose ids hold one (the first in the function's order), its first id
+  /// out of range and that id's position (takeIdError). On this error path
+  /// only, it compiles and runs a probe: the function with each take's ids
+  /// as its results (ids may be computed). `original` when the probe cannot
+  /// say.
+  Error
+  explainIndexError(const BoundCall &call, const std::string &function,
+                    const std::vector<JITFunction::StridedArgument> &inputs,
+                    int64_t count, Error original);
 
   /// Executables compiled so far (the cache's size).
   size_t compilations() const { return compiled; }

@@ -27,6 +27,12 @@ std::vector<TakeSite> takeSites(const CheckedModule &module,
 /// of several, all named); `env` gives the sizes of the call.
 Error indexError(const std::vector<TakeSite> &takes, int64_t count,
                  const Bindings &env);
+/// The same error when the failing take is known: `take`, its first id out
+/// of range `id`, at `position` in its ids (C order), of `count` ids out of
+/// range in the call (all its takes).
+Error takeIdError(const TakeSite &take, int64_t id,
+                  const std::vector<int64_t> &position, int64_t count,
+                  const Bindings &env);
 
 /// Profiler and debugger hooks of the JIT. Off by default: the perf listener
 /// writes a jitdump directory (`$JITDUMPDIR` or `$HOME`/.debug/jit/...) on
@@ -69,9 +75,12 @@ public:
   /// Tensors may be in any layout a HostTensor has (isConsistent: C order,
   /// Fortran order, any dense permutation): each one's strides() go to the
   /// compiled code in its memref descriptor, without a copy.
+  /// When `indexStatus` is given, it receives the count of ids out of
+  /// range that a function with takes reported (0 otherwise), for a caller
+  /// that explains the error (Engine::explainIndexError).
   ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
                      const std::vector<runtime::HostTensor *> &outputs,
-                     const Bindings &dims = {});
+                     const Bindings &dims = {}, int64_t *indexStatus = nullptr);
 
   /// One tensor of callStrided: the address of element (0, 0, ...), and
   /// `rank` sizes and strides in elements (any strides >= 0, 0 included).
@@ -84,8 +93,12 @@ public:
   /// Runs the function on `count` tensors, the parameters then the results,
   /// without call()'s checks of shapes and storage (the C++ API's checked
   /// fast path): only the count and ranks are checked. Outputs must not
-  /// overlap inputs or each other.
-  ErrorOr<void> callStrided(const StridedArgument *args, size_t count);
+  /// overlap inputs or each other. `dims`, when given, are the sizes the
+  /// inputs bind (for a size-generic function, the error of an id out of
+  /// range names its bound's number); `indexStatus` is as for call().
+  ErrorOr<void> callStrided(const StridedArgument *args, size_t count,
+                            const Bindings *dims = nullptr,
+                            int64_t *indexStatus = nullptr);
 
   struct Impl;
 

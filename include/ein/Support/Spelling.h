@@ -1,6 +1,8 @@
 // Edit distance between names, for "did you mean" suggestions.
 #pragma once
 
+#include "ein/Support/Error.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,5 +19,12 @@ size_t editDistance(const std::string &a, const std::string &b);
 std::optional<std::string>
 closestName(const std::string &name, const std::vector<std::string> &candidates,
             size_t maxDistance);
+
+/// The error of a function name that `path` does not define (`einc run
+/// --fn`, `report --fn`, the C++ API's calls): "no function named 'mmm'",
+/// with "; did you mean 'mm'?" when one of `functions` (the file's, in
+/// order) is a typo away, and a note listing them all.
+Error noFunctionError(const std::string &path, const std::string &name,
+                      const std::vector<std::string> &functions);
 
 } // namespace ein

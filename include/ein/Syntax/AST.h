@@ -99,6 +99,8 @@ struct Module {
   std::vector<Function> importedFunctions;
   std::vector<DimDecl> importedDims;
   std::vector<Import> importedImports;
+  /// The names of the file's own functions (its entry points), in order.
+  std::vector<std::string> functionNames() const;
 };
 
 /// Prints the tree in an indented, FileCheck-friendly form.

@@ -1,8 +1,9 @@
 # Runs each optimizer of ein's library (share/ein/optim.ein, through the
-# entry points of optim/steps.ein) for 5 steps with `einc run` and compares
+# entry points of optim/steps.ein) for 10 steps with `einc run` and compares
 # the parameter and the optimizer's state after every step with
 # torch.optim's, stepping a torch.nn.Parameter whose .grad is set to the same
-# gradients. Usage: optim_run.py EINC SOURCE TMP. Prints one line per
+# gradients. The hyper-parameters go in as f64, as torch.optim's Python
+# floats are. Usage: optim_run.py EINC SOURCE TMP. Prints one line per
 # optimizer and dtype, `ok ...` or `FAIL ...`, then `N failure(s)`.
 import os
 import subprocess
@@ -17,30 +18,36 @@ except ImportError:
           "this test; scripts/setup.sh installs it)")
     sys.exit(1)
 
-STEPS = 5
+STEPS = 10
 
 # name: (torch class, torch options, ein hyper-parameters in order, state
 # names of torch.optim in the order of the ein function's state tensors).
+# beta2 and alpha are 0.999, torch's default beta2, whose f32 rounding makes
+# 1 - beta2 1.3e-5 off when computed in f32.
 OPTIMIZERS = {
     "sgd": (torch.optim.SGD, dict(lr=0.1), [0.1], []),
     "momentum": (torch.optim.SGD, dict(lr=0.05, momentum=0.9),
                  [0.05, 0.9], ["momentum_buffer"]),
     "adagrad": (torch.optim.Adagrad, dict(lr=0.1, eps=1e-10),
                 [0.1, 1e-10], ["sum"]),
-    "rmsprop": (torch.optim.RMSprop, dict(lr=0.01, alpha=0.95, eps=1e-6),
-                [0.01, 0.95, 1e-6], ["square_avg"]),
-    "adam": (torch.optim.Adam, dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6),
-             [0.01, 0.8, 0.99, 1e-6], ["exp_avg", "exp_avg_sq"]),
+    "rmsprop": (torch.optim.RMSprop, dict(lr=0.01, alpha=0.999, eps=1e-6),
+                [0.01, 0.999, 1e-6], ["square_avg"]),
+    "adam": (torch.optim.Adam, dict(lr=0.01, betas=(0.8, 0.999), eps=1e-6),
+             [0.01, 0.8, 0.999, 1e-6], ["exp_avg", "exp_avg_sq"]),
     "adamw": (torch.optim.AdamW,
-              dict(lr=0.01, betas=(0.85, 0.995), eps=1e-7, weight_decay=0.3),
-              [0.01, 0.85, 0.995, 1e-7, 0.3], ["exp_avg", "exp_avg_sq"]),
+              dict(lr=0.01, betas=(0.85, 0.999), eps=1e-7, weight_decay=0.3),
+              [0.01, 0.85, 0.999, 1e-7, 0.3], ["exp_avg", "exp_avg_sq"]),
 }
 # The step number t is the last hyper-parameter of these.
 COUNTS_STEPS = {"adam", "adamw"}
-# dtype: (shape, suffix of the ein function, rtol, atol).
+# dtype: (shape, suffix of the ein function, rtol). An element may differ
+# from torch's by rtol relative to the largest magnitude of its tensor (an
+# element near zero, such as a first moment after cancellation, carries the
+# rounding of its neighbours' size). f32 at 1e-6 is some 16 ulps: rounding
+# 1 - beta2 from f32(beta2) instead of from the double is 1.3e-5 off.
 DTYPES = {
-    np.float32: ((7, 5), "", 2e-5, 2e-6),
-    np.float64: ((3, 4, 2), "_f64", 1e-12, 1e-13),
+    np.float32: ((7, 5), "", 1e-6),
+    np.float64: ((3, 4, 2), "_f64", 1e-12),
 }
 
 
@@ -65,7 +72,7 @@ def ein_step(einc, source, fn, arrays, n_out, tmp, tag):
 
 def check(einc, source, tmp, name, dtype):
     cls, options, hyper, state_names = OPTIMIZERS[name]
-    shape, suffix, rtol, atol = DTYPES[dtype]
+    shape, suffix, rtol = DTYPES[dtype]
     label = f"{name} {np.dtype(dtype).name} {shape}"
     rng = np.random.default_rng(len(name) * 10 + len(suffix))
     w = rng.standard_normal(shape).astype(dtype)
@@ -87,9 +94,9 @@ def check(einc, source, tmp, name, dtype):
         g = grads[t - 1]
         param.grad = torch.from_numpy(g.copy())
         opt.step()
-        scalars = [np.array(h, dtype) for h in hyper]
+        scalars = [np.array(h, np.float64) for h in hyper]
         if name in COUNTS_STEPS:
-            scalars.append(np.array(t, dtype))
+            scalars.append(np.array(t, np.float64))
             names = hyper_params + ["step"]
         else:
             names = hyper_params
@@ -106,10 +113,11 @@ def check(einc, source, tmp, name, dtype):
             if a.dtype != dtype or a.shape != shape:
                 print(f"FAIL {label} step {t}: {what} is {a.dtype} {a.shape}")
                 return False
-            if not np.allclose(a, b, rtol=rtol, atol=atol):
-                err = np.max(np.abs(a.astype(np.float64) - b))
+            err = np.max(np.abs(a.astype(np.float64) - b))
+            scale = np.max(np.abs(b.astype(np.float64)))
+            if not err <= rtol * scale:
                 print(f"FAIL {label} step {t}: {what} differs from "
-                      f"torch.optim by up to {err:.3g}")
+                      f"torch.optim by up to {err / scale:.3g} relative")
                 return False
         w, state = got[0], got[1:]
     print(f"ok {label} {STEPS} steps")

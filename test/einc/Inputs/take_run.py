@@ -73,6 +73,15 @@ BAD = [
     ("callee", "embed_twice", [("table", arr(5, 2)),
                                ("ids", np.array([1, 7], np.int64)),
                                ("other", np.array([0], np.int64))]),
+    # The second of two takes, two of its ids out of range: that take, its
+    # first bad id and its position are named, not both takes.
+    ("second take", "embed_twice", [("table", arr(5, 2)),
+                                    ("ids", np.array([1, 4], np.int64)),
+                                    ("other", np.array([0, 9, -3],
+                                                       np.int64))]),
+    # Computed ids (ids - 1): the id the take saw.
+    ("computed", "around", [("table", arr(5, 2)),
+                            ("ids", np.array([3, 0, 2], np.int64))]),
 ]
 for k, (what, fn, inputs) in enumerate(BAD):
     rc, written, err = run_refused(einc, source, fn, inputs, tmp,

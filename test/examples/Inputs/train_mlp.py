@@ -41,8 +41,11 @@ hyper = {"lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
 
 
 def save(name, value):
+    # Tensors are f32; the optimizer's hyper-parameters (Python floats, as
+    # torch.optim's) f64.
     path = f"{tmp}/{name}.npy"
-    np.save(path, np.asarray(value, np.float32))
+    np.save(path, np.asarray(value, np.float64 if isinstance(value, float)
+                             else np.float32))
     return path
 
 
