@@ -24,7 +24,11 @@ os.makedirs(work, exist_ok=True)
 link = os.path.join(work, "examples")
 if not os.path.lexists(link):
     os.symlink(os.path.join(root, "examples"), link)
-env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"])
+# What the tour writes outside WORKDIR goes into it instead: `einc
+# calibrate`'s figures ($XDG_CACHE_HOME/ein) and perf's jitdump files.
+env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"],
+           XDG_CACHE_HOME=os.path.join(work, "cache"),
+           JITDUMPDIR=os.path.join(work, "jitdump"))
 
 
 def has_gpu():
