@@ -452,8 +452,14 @@ Result<std::shared_ptr<const Plan>> planFor(const Request &r) {
           "{}: the pattern holds a character no pattern may hold: {:?}",
           opName(r.op), std::string(1, c)));
   DType result = r.acc ? *r.acc : r.inputs[0].dtype();
-  if (auto error = checkCall(callSource(r, result, false)))
+  if (auto error = checkCall(callSource(r, result, false))) {
+    // The symbolic check names the dims as the checker does ("_anon0
+    // _anon1"); the same call with the tensors' sizes says it with their
+    // shapes ("2 3 10"), when it fails too.
+    if (auto sized = checkCall(callSource(r, result, true)))
+      return ErrorInfo{error->kind, sized->message};
     return *error;
+  }
   auto plan = buildPlan(r);
   if (!plan)
     return plan.error();

@@ -6,6 +6,7 @@
 #include "ein/Driver/Calibrate.h"
 #include "ein/Driver/Report.h"
 #include "ein/Driver/Run.h"
+#include "ein/Engine/Engine.h"
 #include "ein/Execution/AOT.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Autodiff.h"
@@ -27,6 +28,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "ein/Runtime/Npy.h"
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Target/CUDA/EmitCUDA.h"
 
@@ -52,6 +54,7 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
        {"--dim", "--rank", "-Werror", "-Wno-NAME"}},
       {"report",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
+            [--in PARAM=FILE.npy...]
             [--device a100|h100|h200] [--peak-flops FLOPS]
             [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda]
             [--no-fusion] [--train [--params W1,W2] [--optimizer NAME]
@@ -70,11 +73,15 @@ fused column. --train adds the resource account of a training step
 (docs/autodiff.md): FLOPs of the forward, the backward's data and weight
 gradients and the optimizer beside the 2/4/6*N*P rule, memory of
 parameters, gradients, optimizer states and saved activations, the peak
-of live tensors, the ideal step time.)",
-       {"--fn", "--dim", "--rank", "--device", "--peak-flops", "--bandwidth",
-        "--json", "--expand", "--target", "--no-fusion", "--train", "--params",
-        "--optimizer", "--param-dtype", "--act-dtype", "--tokens", "-Werror",
-        "-Wno-NAME"}},
+of live tensors, the ideal step time. --in binds the function's dims from
+.npy files, as `run` does (one per parameter; only their shapes are used).
+A line of the table keeps within 160 columns: an op in several fused
+loops shows the first and a count (elementwise#15 +2), and a long formula
+goes on at its column on the next lines.)",
+       {"--fn", "--in", "--dim", "--rank", "--device", "--peak-flops",
+        "--bandwidth", "--json", "--expand", "--target", "--no-fusion",
+        "--train", "--params", "--optimizer", "--param-dtype", "--act-dtype",
+        "--tokens", "-Werror", "-Wno-NAME"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
@@ -381,7 +388,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
         return usage(fmt::format("--rank {}: '{}' is not a rank from 0 to {}",
                                  name, v->substr(eq + 1), kMaxRank));
       args.check.packRanks[name] = static_cast<size_t>(*n);
-    } else if (isFlag("--in") && args.command == "run") {
+    } else if (isFlag("--in") &&
+               (args.command == "run" || args.command == "report")) {
       auto v = value("--in");
       auto eq = v ? v->find('=') : std::string::npos;
       if (!v || eq == std::string::npos || eq == 0 || eq + 1 == v->size())
@@ -691,6 +699,30 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
   return {};
 }
 
+/// `einc report` of `checked` (checked with --dim, or with the sizes of
+/// --in), the table, JSON or training account.
+ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
+                            const SourceFile &file, std::ostream &out) {
+  ReportOptions options;
+  options.function = args.fn;
+  options.device = findDevice(args.device);
+  options.peakOverride = args.peakFlops;
+  options.bandwidthOverride = args.bandwidth;
+  options.cudaTarget = args.target == "cuda";
+  options.expandCalls = args.expand;
+  if (args.train)
+    return reportTraining(args, checked, options, file.path, out);
+  // The fused column is the CPU target's (CUDA kernels fuse otherwise).
+  std::map<std::string, FunctionFusion> fusion;
+  if (!options.cudaTarget) {
+    fusion = analyzeFusion(checked, args.fn, args.cpu);
+    options.fusion = &fusion;
+  }
+  out << (args.json ? reportJSON(checked, options)
+                    : reportTable(checked, options));
+  return {};
+}
+
 ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                          std::ostream &warnings) {
   if (args.command == "calibrate") {
@@ -823,24 +855,41 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
   if (args.command == "report") {
     if (!args.fn.empty() && !checked.find(args.fn))
       return noFunctionError(file->path, args.fn, module.functionNames());
-    ReportOptions options;
-    options.function = args.fn;
-    options.device = findDevice(args.device);
-    options.peakOverride = args.peakFlops;
-    options.bandwidthOverride = args.bandwidth;
-    options.cudaTarget = args.target == "cuda";
-    options.expandCalls = args.expand;
-    if (args.train)
-      return reportTraining(args, checked, options, file->path, out);
-    // The fused column is the CPU target's (CUDA kernels fuse otherwise).
-    std::map<std::string, FunctionFusion> fusion;
-    if (!options.cudaTarget) {
-      fusion = analyzeFusion(checked, args.fn, args.cpu);
-      options.fusion = &fusion;
+    // --in: the function checked with the inputs' sizes, as `run` binds
+    // them (entry checks included; only the shapes of the files are read).
+    if (!args.inputs.empty()) {
+      if (args.fn.empty() && checked.functions.size() != 1)
+        return usageError("report", "--in needs --fn NAME (the function "
+                                    "whose parameters the files are)");
+      std::string name =
+          args.fn.empty() ? checked.functions.front().name : args.fn;
+      auto paths = inputPaths(*checked.find(name), name, args.inputs);
+      if (!paths)
+        return paths.error();
+      std::vector<std::vector<int64_t>> shapes;
+      for (size_t i = 0; i < paths->size(); ++i) {
+        auto tensor = runtime::readNpy((*paths)[i]);
+        if (!tensor)
+          return Error::usage(fmt::format(
+              "parameter '{}': {}",
+              checked.find(name)->values[checked.find(name)->params[i]].name,
+              tensor.error().message));
+        shapes.push_back(tensor->shape);
+      }
+      Engine engine(args.cpu);
+      auto symbolic = engine.check(*file, module, args.check, name);
+      if (!symbolic)
+        return symbolic.error();
+      auto bound = engine.bind(*file, module, args.check, *symbolic, name,
+                               shapes, Specialisation::Sizes, false);
+      if (!bound)
+        return bound.error();
+      checked = std::move(bound->concrete);
+      Args only = args;
+      only.fn = name;
+      return reportCommand(only, checked, *file, out);
     }
-    out << (args.json ? reportJSON(checked, options)
-                      : reportTable(checked, options));
-    return {};
+    return reportCommand(args, checked, *file, out);
   }
   IRStage stage = args.stage == "ein"      ? IRStage::Ein
                   : args.stage == "linalg" ? IRStage::Linalg

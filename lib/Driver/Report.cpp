@@ -440,6 +440,65 @@ std::string fusedLabel(const FunctionFusion &fusion, const CheckedFunction &fn,
   return fusion.groups[index];
 }
 
+/// The fused cell of the table: one group as it is, more as the first and
+/// a count ("elementwise#15 +2"), so that an op read by many fused loops
+/// does not widen every line (JSON keeps the whole list).
+std::string fusedSummary(const std::string &label) {
+  size_t groups = 1 + std::count(label.begin(), label.end(), ',');
+  if (groups == 1)
+    return label;
+  return fmt::format("{} +{}", label.substr(0, label.find(',')), groups - 1);
+}
+
+/// The widest line of the table the report aims for.
+constexpr size_t kMaxLineWidth = 160;
+
+/// Appends `formula`, the last cell of a line whose first `used` columns
+/// are written, and the line's end. A formula that would pass
+/// kMaxLineWidth is broken before its terms (" + ", " - ", "  [naive"):
+/// continuation lines are indented to its column, or by 8 where that
+/// leaves less than 40 columns; when not even its first term fits, the
+/// whole formula goes on the next lines.
+void appendFormula(std::string &os, size_t used, const std::string &formula) {
+  if (used + formula.size() <= kMaxLineWidth) {
+    os += formula + "\n";
+    return;
+  }
+  size_t indent =
+      kMaxLineWidth - std::min(used, kMaxLineWidth) >= 40 ? used : 8;
+  // The terms, each but the first starting with its separator.
+  std::vector<std::string> terms;
+  size_t start = 0;
+  for (size_t i = 1; i + 2 < formula.size(); ++i) {
+    bool term = formula[i] == ' ' && formula[i + 2] == ' ' &&
+                (formula[i + 1] == '+' || formula[i + 1] == '-');
+    bool naive = formula.compare(i, 3, "  [") == 0;
+    if (term || naive) {
+      terms.push_back(formula.substr(start, i - start));
+      start = i + (naive ? 2 : 1);
+      i += 2;
+    }
+  }
+  terms.push_back(formula.substr(start));
+  size_t column = used;
+  if (used + terms[0].size() > kMaxLineWidth) {
+    os.erase(os.find_last_not_of(' ') + 1);
+    os += "\n" + std::string(indent, ' ');
+    column = indent;
+  }
+  std::string line = terms[0];
+  for (size_t k = 1; k < terms.size(); ++k) {
+    if (column + line.size() + 1 + terms[k].size() <= kMaxLineWidth) {
+      line += " " + terms[k];
+      continue;
+    }
+    os += line + "\n" + std::string(indent, ' ');
+    line = terms[k];
+    column = indent;
+  }
+  os += line + "\n";
+}
+
 /// The fusion of `fn` when the report shows it.
 const FunctionFusion *fusionOf(const ReportOptions &options,
                                const CheckedFunction &fn) {
@@ -549,7 +608,8 @@ std::string reportTable(const CheckedModule &module,
                   : "-",
            moves ? (r.cost.view ? "view" : "copy") : "-",
            options.cudaTarget ? cuda[i] : "",
-           fusion ? fusedLabel(*fusion, fn, *r.op) : "", formula});
+           fusion ? fusedSummary(fusedLabel(*fusion, fn, *r.op)) : "",
+           formula});
     }
     size_t lineW = 4, opW = 9, patW = 7, cudaW = 4, fusedW = 5;
     for (auto &l : lines) {
@@ -568,6 +628,7 @@ std::string reportTable(const CheckedModule &module,
       return f && b && *b > 0 ? formatRatio(toDouble(*f) / toDouble(*b))
                               : std::string("-");
     };
+    size_t headerStart = os.size();
     os += "  ";
     cell("line", lineW), cell("op", opW), cell("pattern", patW),
         cell("FLOPs", 14), cell("bytes", 14), cell("FLOP/B", 6),
@@ -576,8 +637,9 @@ std::string reportTable(const CheckedModule &module,
       cell("CUDA", cudaW);
     if (fusion)
       cell("fused", fusedW);
-    os += "FLOPs formula\n";
+    appendFormula(os, os.size() - headerStart, "FLOPs formula");
     for (auto &l : lines) {
+      size_t start = os.size();
       os += "  ";
       cell(l.line, lineW);
       cell(l.op, opW);
@@ -591,9 +653,10 @@ std::string reportTable(const CheckedModule &module,
         cell(l.cuda, cudaW);
       if (fusion)
         cell(l.fused, fusedW);
-      fmt::format_to(out, "{}\n", l.formula);
+      appendFormula(os, os.size() - start, l.formula);
     }
     Totals t = totalsOf(rows, fn.ctx.env, bandwidth);
+    size_t totalStart = os.size();
     os += "  ";
     cell("total", lineW + 2 + opW + 2 + patW);
     cell(numberOrDash(t.flops), 14);
@@ -605,7 +668,7 @@ std::string reportTable(const CheckedModule &module,
       cell("", cudaW);
     if (fusion)
       cell("", fusedW);
-    fmt::format_to(out, "{}\n", t.flops.expr.str());
+    appendFormula(os, os.size() - totalStart, t.flops.expr.str());
     if (t.flops.value && *t.flops.value >= 1000000)
       fmt::format_to(out, "  total FLOPs: {:.4g}\n", toDouble(*t.flops.value));
     if (fusion && fusion->off)
@@ -638,12 +701,13 @@ std::string reportTable(const CheckedModule &module,
           cell("bytes", 14);
       os += "FLOPs formula\n";
       for (auto &[name, calls, totals] : byFunction) {
+        size_t start = os.size();
         os += "  ";
         cell(name, nameW);
         cell(std::to_string(calls), 5);
         cell(numberOrDash(totals.flops), 14);
         cell(numberOrDash(totals.bytes), 14);
-        fmt::format_to(out, "{}\n", totals.flops.expr.str());
+        appendFormula(os, os.size() - start, totals.flops.expr.str());
       }
     }
     for (auto &c : entryChecks(fn))

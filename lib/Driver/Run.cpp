@@ -72,6 +72,32 @@ medianCallSeconds(JITFunction &jit,
   return samples[samples.size() / 2];
 }
 
+ErrorOr<std::vector<std::string>>
+inputPaths(const CheckedFunction &fn, const std::string &function,
+           const std::vector<std::pair<std::string, std::string>> &inputs) {
+  std::vector<std::string> paramNames;
+  for (unsigned id : fn.params)
+    paramNames.push_back(fn.values[id].name);
+  std::map<std::string, std::string> paths;
+  for (auto &[name, path] : inputs) {
+    if (std::find(paramNames.begin(), paramNames.end(), name) ==
+        paramNames.end())
+      return inputError(
+          fmt::format("--in {}: function '{}' has no parameter '{}'", name,
+                      function, name));
+    if (!paths.emplace(name, path).second)
+      return inputError(fmt::format("--in {} is given twice", name));
+  }
+  std::vector<std::string> ordered;
+  for (const std::string &name : paramNames) {
+    auto it = paths.find(name);
+    if (it == paths.end())
+      return inputError(fmt::format("missing --in {}=FILE.npy", name));
+    ordered.push_back(it->second);
+  }
+  return ordered;
+}
+
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
                           std::ostream &out) {
@@ -83,29 +109,17 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   const CheckedFunction *fn = checked->find(options.function);
 
   // 2. Inputs, by parameter name, read in the parameter's dtype.
-  std::vector<std::string> paramNames;
-  for (unsigned id : fn->params)
-    paramNames.push_back(fn->values[id].name);
-  std::map<std::string, std::string> paths;
-  for (auto &[name, path] : options.inputs) {
-    if (std::find(paramNames.begin(), paramNames.end(), name) ==
-        paramNames.end())
-      return inputError(
-          fmt::format("--in {}: function '{}' has no parameter '{}'", name,
-                      options.function, name));
-    if (!paths.emplace(name, path).second)
-      return inputError(fmt::format("--in {} is given twice", name));
-  }
+  auto paths = inputPaths(*fn, options.function, options.inputs);
+  if (!paths)
+    return paths.error();
   std::vector<runtime::HostTensor> inputs;
   std::vector<std::vector<int64_t>> shapes;
-  for (size_t i = 0; i < paramNames.size(); ++i) {
-    auto it = paths.find(paramNames[i]);
-    if (it == paths.end())
-      return inputError(fmt::format("missing --in {}=FILE.npy", paramNames[i]));
+  for (size_t i = 0; i < paths->size(); ++i) {
     DType dtype = fn->values[fn->params[i]].type.dtype;
-    auto tensor = runtime::readNpy(it->second, runtime::toStorage(dtype));
+    auto tensor = runtime::readNpy((*paths)[i], runtime::toStorage(dtype));
     if (!tensor)
-      return inputError(fmt::format("parameter '{}': {}", paramNames[i],
+      return inputError(fmt::format("parameter '{}': {}",
+                                    fn->values[fn->params[i]].name,
                                     tensor.error().message));
     shapes.push_back(tensor->shape);
     inputs.push_back(std::move(*tensor));

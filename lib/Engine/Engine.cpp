@@ -220,8 +220,14 @@ Error Engine::explainIndexError(
     args.push_back({ids[i].data.data(), ids[i].shape.data(), strides[i].data(),
                     ids[i].shape.size()});
   // The probe has the same takes (an id of one may come from another), so
-  // it may report the same index error; its results are written either way.
-  (void)(*executable)->callStrided(args.data(), args.size(), &call.dims);
+  // it may report the same index error; its results are written either
+  // way. Any other error means it did not run.
+  int64_t probeStatus = 0;
+  if (auto ran =
+          (*executable)
+              ->callStrided(args.data(), args.size(), &call.dims, &probeStatus);
+      !ran && probeStatus == 0)
+    return original;
   Bindings env = fn->ctx.env;
   for (auto &[name, value] : call.dims)
     env[name] = value;

@@ -233,6 +233,17 @@ TEST(Errors, CaretInsideThePatternAndNoThrowForms) {
   EXPECT_NE(missing.error().message.find("^"), std::string::npos);
   auto rank = ein::nothrow::einsum("i j, j k -> i k", {x, x});
   ASSERT_FALSE(rank);
+  // The tensors' shapes, not the checker's internal names for their dims.
+  EXPECT_NE(rank.error().message.find("\"2 3 10\""), std::string::npos)
+      << rank.error().message;
+  EXPECT_EQ(rank.error().message.find("_anon"), std::string::npos)
+      << rank.error().message;
+  auto ranked = ein::nothrow::rearrange(x, "a b -> b a");
+  ASSERT_FALSE(ranked);
+  EXPECT_NE(ranked.error().message.find("\"2 3 10\""), std::string::npos)
+      << ranked.error().message;
+  EXPECT_EQ(ranked.error().message.find("_anon"), std::string::npos)
+      << ranked.error().message;
   auto dtype = ein::nothrow::elementwise("exp", {ein::astype(x, ein::i32)});
   ASSERT_FALSE(dtype);
   EXPECT_NE(dtype.error().message.find("exp needs a float tensor, got i32"),

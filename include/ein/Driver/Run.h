@@ -34,6 +34,13 @@ struct RunOptions {
   JITOptions jit; // perf/gdb listeners: off unless asked for
 };
 
+/// The path of each parameter of `fn` (named `function`) in parameter
+/// order, from `--in NAME=PATH` pairs; a usage error (exit 2) for a name
+/// that is no parameter, one given twice, or a parameter without one.
+ErrorOr<std::vector<std::string>>
+inputPaths(const CheckedFunction &fn, const std::string &function,
+           const std::vector<std::pair<std::string, std::string>> &inputs);
+
 /// Runs `options.function` of the parsed `module`; the `--time` figures go
 /// to `out`. The error's kind gives the exit code: 1 a compile error in the
 /// file or an output that cannot be written, 2 bad inputs (missing or
