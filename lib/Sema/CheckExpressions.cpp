@@ -230,10 +230,36 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
   }
   case Expr::Kind::Binary:
     return binary(e);
-  case Expr::Kind::Call:
-    return call(e);
+  case Expr::Kind::Call: {
+    auto result = call(e);
+    if (result && !checkCompiledSizes(*result, e))
+      return std::nullopt;
+    return result;
+  }
   }
   return std::nullopt;
+}
+
+bool FunctionChecker::checkCompiledSizes(const Operand &o, const Expr &e) {
+  for (unsigned id : o.values) {
+    if (out.values[id].isPackedShapes)
+      continue;
+    for (const Dim &d : typeOf(id).shape) {
+      if (d.isPack())
+        continue;
+      if (auto v = d.size.constantValue(); v && *v > kMaxDimSize) {
+        std::string size = toString(*v);
+        std::string written = d.str();
+        diags.error(e.loc,
+                    "'" + e.text + "' makes a dim of size " + size +
+                        (written == size ? "" : " (" + written + ")") +
+                        "; compiled code takes sizes up to " + maxDimSizeText(),
+                    e.length);
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 std::optional<Operand>

@@ -253,6 +253,28 @@ std::optional<TensorType> FunctionChecker::checkType(const TypeAnnotation &t) {
                 static_cast<unsigned>(t.shape.size() + 2));
     return std::nullopt;
   }
+  // A size written in the file beyond what compiled code takes would
+  // check, then fail to compile (after the count above: an element count
+  // that overflows is the first thing to say). Sizes bound by --dim are not
+  // the file's: `report` takes any 128-bit size, the lowering refuses them.
+  for (size_t i = 0; i < shape->size(); ++i) {
+    const Dim &d = (*shape)[i];
+    if (d.isPack())
+      continue;
+    if (auto v = d.size.constantValue(); v && *v > kMaxDimSize) {
+      auto [loc, length] = dimAt(i);
+      std::string what =
+          written(i) == toString(*v)
+              ? "size " + written(i)
+              : "dim " + written(i) + " (size " + toString(*v) + ")";
+      diags.error(loc,
+                  "in shape \"" + t.shape + "\": " + what +
+                      " is too large; compiled code takes sizes up to " +
+                      maxDimSizeText(),
+                  length);
+      return std::nullopt;
+    }
+  }
   for (auto &p : packNames)
     if (dimNames.count(p)) {
       // Under this annotation's use of the name: the variadic `*p`, or the
@@ -581,6 +603,13 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
       diags.error(d.value->loc,
                   "dim '" + d.name + "' must not be negative, got " +
                       toString(*v),
+                  d.value->length);
+      return result;
+    }
+    if (*v > kMaxDimSize) {
+      diags.error(d.value->loc,
+                  "dim '" + d.name + "' is too large (" + toString(*v) +
+                      "); compiled code takes sizes up to " + maxDimSizeText(),
                   d.value->length);
       return result;
     }

@@ -269,6 +269,10 @@ private:
   std::optional<std::vector<SizeArg>> sizeArgs(const Expr &e);
 
   std::optional<Operand> call(const Expr &e);
+  /// Whether every constant size of the tensors `o` holds is one compiled
+  /// code takes (kMaxDimSize); an error at the call `e` if not (a pattern's
+  /// `n -> n 4611686018427387904`, a keyword size, a merge of two).
+  bool checkCompiledSizes(const Operand &o, const Expr &e);
 
   /// ", or a function of this file such as 'norm'" for the functions a
   /// typo away from `name`; empty when there is none.

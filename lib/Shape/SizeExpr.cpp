@@ -28,6 +28,11 @@ SizeExpr SizeExpr::constant(Int value) {
   return e;
 }
 
+std::string maxDimSizeText() {
+  static_assert(kMaxDimSize == (Int(1) << 62) - 1);
+  return "2^62 - 1 (" + toString(kMaxDimSize) + ")";
+}
+
 std::string SizeExpr::tooComplexMessage() {
   return "size expression too complex (limits: " + std::to_string(kMaxTerms) +
          " terms, " + std::to_string(kMaxFactors) + " factors per term, " +

@@ -41,7 +41,11 @@ Categories:
               the lowering and the driver (returning a parameter or one value
               twice, views of views, folded constants, --time, ...), empty
               tensors (gen-empty: size-0 dims in every op; reductions over
-              empty axes give numpy's sum 0, prod 1, mean NaN). Dtypes f64
+              empty axes give numpy's sum 0, prod 1, mean NaN), every named
+              math function of lib/Shape/Elementwise.cpp on every float
+              dtype, fused and with --no-fusion, after a contraction and in
+              an elementwise chain (gen-lower-*, with regressions of the CPU
+              lowering's passes). Dtypes f64
               f32 f16 bf16 i32 i64; then the generators again on f8e4m3 and
               f8e5m2 operands, and fp8 corners (every bit pattern, overflow,
               NaN, subnormals); integers only where meaningful, no integer

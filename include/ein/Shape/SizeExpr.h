@@ -15,6 +15,14 @@ namespace ein {
 /// Sizes bound to numbers (from `dim` declarations, `--dim`, or run time).
 using Bindings = std::map<std::string, Int>;
 
+/// The largest size a dim may have: compiled code computes sizes, strides
+/// and offsets in 64-bit integers with a bit to spare for their sums (2^62 -
+/// 1). The lowering refuses a size beyond it, and `einc check` a size the
+/// file fixes beyond it (a literal, a `dim`), so that what checks compiles.
+constexpr Int kMaxDimSize = Int(INT64_MAX) / 2;
+/// "2^62 - 1 (4611686018427387903)", for messages.
+std::string maxDimSizeText();
+
 /// A dimension size or a count: a polynomial with integer coefficients whose
 /// atoms are named sizes (`batch`) or opaque floor quotients (`hidden/8`,
 /// created when a division cannot be done exactly). Terms are kept in a

@@ -43,8 +43,8 @@ bool isLowPrecisionFloat(Type t);
 
 /// The builtin type of `!ein.tensor` type `t`: a dim is static where `env`
 /// binds every name of its size, dynamic (`?`) elsewhere. Fails on a
-/// variadic dim or a size beyond 2^62, with an error on `at` when given (the
-/// type converter passes none: it cannot report, so the patterns check the
+/// variadic dim or a size beyond kMaxDimSize, with an error on `at` when given
+/// (the type converter passes none: it cannot report, so the patterns check the
 /// types they convert first, with the diagnostics the lit tests expect).
 mlir::FailureOr<RankedTensorType>
 convertTensorType(EinTensorType t, const Bindings &env, mlir::Operation *at);
@@ -70,7 +70,7 @@ public:
   const Bindings &getEnv() const { return env; }
 
   /// The static size of `e` when it evaluates with the module's dims;
-  /// kDynamic when it has free names (an error only beyond 2^62).
+  /// kDynamic when it has free names (an error only beyond kMaxDimSize).
   mlir::FailureOr<int64_t> staticSize(const SizeExpr &e, mlir::Operation *at);
   /// `convertTensorType` of an ein type, reporting on `at`.
   mlir::FailureOr<RankedTensorType> tensorType(Type einType,

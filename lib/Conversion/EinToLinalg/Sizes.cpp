@@ -13,7 +13,7 @@ bool isLowPrecisionFloat(Type t) {
 namespace {
 
 /// The static size of `e` with `env`, kDynamic when it has free names;
-/// fails (reporting on `at` when given) beyond 2^62.
+/// fails (reporting on `at` when given) beyond kMaxDimSize.
 mlir::FailureOr<int64_t> staticSizeOf(const SizeExpr &e, const Bindings &env,
                                       mlir::Operation *at) {
   if (e.tooComplex() || e.overflowed()) {
@@ -24,7 +24,7 @@ mlir::FailureOr<int64_t> staticSizeOf(const SizeExpr &e, const Bindings &env,
   auto v = e.evaluate(env);
   if (!v)
     return mlir::ShapedType::kDynamic;
-  if (*v < 0 || *v > Int(INT64_MAX) / 2) {
+  if (*v < 0 || *v > kMaxDimSize) {
     if (at)
       at->emitError() << "size " << toString(*v) << " is out of range";
     return mlir::failure();
