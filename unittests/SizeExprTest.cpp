@@ -400,6 +400,52 @@ TEST(ConstraintText, DivisibleAndEqual) {
   EXPECT_EQ(d.str(), "hidden % 8 == 0");
   Constraint e{Constraint::Kind::Equal, sym("n") + num(1), sym("m"), "why"};
   EXPECT_EQ(e.str(), "n + 1 == m");
+  // A sum or a quotient is parenthesised: `s - 1 % 2` would read as s - 1.
+  Constraint sum{Constraint::Kind::Divisible, sym("s") - num(1), num(2), "why"};
+  EXPECT_EQ(sum.str(), "(s - 1) % 2 == 0");
+  Constraint nested{Constraint::Kind::Divisible,
+                    SizeExpr::quotient(sym("e"), num(3)), sym("t") * num(2),
+                    "why"};
+  EXPECT_EQ(nested.str(), "(e/3) % (2*t) == 0");
+}
+
+//===----------------------------------------------------------------------===//
+// Cancelling exact quotients
+//===----------------------------------------------------------------------===//
+
+TEST(CancelQuotients, QuotientTimesItsDivisor) {
+  auto all = [](const SizeExpr &, const SizeExpr &) { return true; };
+  SizeExpr c = sym("c"), t = sym("t"), s = sym("s"), e = sym("e");
+  // (c/t)*t is c; 2*((s-1)/2) + 1 is s; 8*((3*d)/8) is 3*d.
+  EXPECT_EQ((SizeExpr::quotient(c, t) * t).cancelQuotients(all), c);
+  EXPECT_EQ((num(2) * SizeExpr::quotient(s - num(1), num(2)) + num(1))
+                .cancelQuotients(all),
+            s);
+  SizeExpr d3 = num(3) * sym("d");
+  EXPECT_EQ((num(8) * SizeExpr::quotient(d3, num(8))).cancelQuotients(all), d3);
+  // Nested: 2*((e/3)/2) is e/3, and 6*((e/3)/2) is e.
+  SizeExpr e3 = SizeExpr::quotient(e, num(3));
+  SizeExpr e32 = SizeExpr::quotient(e3, num(2));
+  EXPECT_EQ((num(2) * e32).cancelQuotients(all), e3);
+  EXPECT_EQ((num(6) * e32).cancelQuotients(all), e);
+  // A factor beside it stays: (c/t)*t*n is c*n.
+  EXPECT_EQ((SizeExpr::quotient(c, t) * t * sym("n")).cancelQuotients(all),
+            c * sym("n"));
+}
+
+TEST(CancelQuotients, OnlyExactQuotientsAndWholeMultiples) {
+  auto none = [](const SizeExpr &, const SizeExpr &) { return false; };
+  auto all = [](const SizeExpr &, const SizeExpr &) { return true; };
+  SizeExpr q = SizeExpr::quotient(sym("n"), num(2));
+  // A floor quotient (n//2 has no entry check) stays: 2*(n/2) is not n.
+  EXPECT_EQ((num(2) * q).cancelQuotients(none), num(2) * q);
+  // 3*(n/2) is no multiple of 2*(n/2); (n/2)*t is no multiple of 2.
+  EXPECT_EQ((num(3) * q).cancelQuotients(all), num(3) * q);
+  EXPECT_EQ((q * sym("t")).cancelQuotients(all), q * sym("t"));
+  // A divisor of several terms is left alone.
+  SizeExpr r = SizeExpr::quotient(sym("n"), sym("a") + sym("b"));
+  SizeExpr times = r * (sym("a") + sym("b"));
+  EXPECT_EQ(times.cancelQuotients(all), times);
 }
 
 } // namespace

@@ -299,5 +299,27 @@ void ein::setModuleDims(ModuleOp module, const Bindings &dims) {
 ein::InferContext ein::getInferContext(Operation *op) {
   InferContext ctx;
   ctx.env = getModuleDims(op);
+  // The function's divisibility entry checks (`N % D == 0`, as MLIRGen
+  // writes them): its quotients divide evenly, so `(N/D)*D` is `N` here as
+  // in the checker (InferContext::simplify).
+  for (Operation *p = op; p; p = p->getParentOp()) {
+    auto checks = p->getAttrOfType<ArrayAttr>("ein.entry_checks");
+    if (!checks)
+      continue;
+    for (Attribute check : checks) {
+      auto text = dyn_cast<StringAttr>(check);
+      if (!text)
+        continue;
+      llvm::StringRef s = text.getValue();
+      auto [lhs, rest] = s.split(" % ");
+      if (rest.empty() || !rest.consume_back(" == 0"))
+        continue;
+      auto num = parseSizeExpr(lhs.str()), den = parseSizeExpr(rest.str());
+      if (num && den)
+        ctx.constraints.push_back(
+            {Constraint::Kind::Divisible, *num, *den, "entry check"});
+    }
+    break;
+  }
   return ctx;
 }

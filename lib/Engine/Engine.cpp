@@ -112,6 +112,9 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   // The function again with every dim bound.
   CheckOptions bound = symbolic;
   bound.entryDims = binding.dims;
+  for (auto &[name, value] : binding.dims)
+    if (!fn->ctx.env.count(name))
+      bound.entryNames.insert(name);
   bound.entryUnitDims = binding.unitDims;
   bound.packRanks = binding.packRanks;
   DiagnosticEngine boundDiags(file);

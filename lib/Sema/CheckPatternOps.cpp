@@ -146,6 +146,19 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
       return std::nullopt;
     }
     op.reduction = *kind;
+    // any/all of numbers reduce their truth, `x != 0` (as numpy, torch and
+    // einops: NaN is true, -0.0 false), which is astype(x, bool).
+    if ((*kind == ReduceKind::Any || *kind == ReduceKind::All) &&
+        typeOf(*x).dtype != DType::Bool) {
+      CheckedOp truth;
+      truth.kind = OpKind::Cast;
+      truth.loc = e.loc;
+      truth.operands.push_back(*x);
+      truth.results.push_back(
+          addValue(TensorType{typeOf(*x).shape, DType::Bool}));
+      x = truth.results[0];
+      out.ops.push_back(std::move(truth));
+    }
     if (auto error = operandDTypeError(reduceDTypeRule(op.reduction),
                                        typeOf(*x).dtype)) {
       diags.error(red.loc, *error, red.length);

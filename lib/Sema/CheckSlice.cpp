@@ -101,8 +101,14 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
   }
   SizeExpr axis = inlined() ? renamedSize(*parsed) : *parsed;
   // The dim whose size is the axis: structurally first (two dims bound to
-  // the same number stay apart), then with the known sizes substituted.
+  // the same number stay apart), then with the known sizes substituted:
+  // those known without the call's inputs first, so that binding them does
+  // not make the axis ambiguous.
   std::vector<size_t> found = dimsOfSize(shape, axis);
+  if (found.empty()) {
+    Bindings fixed = out.ctx.staticEnv();
+    found = dimsOfSize(shape, axis, &fixed);
+  }
   if (found.empty())
     found = dimsOfSize(shape, axis, &out.ctx.env);
   if (found.empty()) {

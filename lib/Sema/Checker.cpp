@@ -719,7 +719,7 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
       return result;
     }
     result.functions.push_back(
-        FunctionChecker(f, result.dims, knownNames, diags,
+        FunctionChecker(f, result.dims, options.entryNames, knownNames, diags,
                         f.name == options.onlyFunction ? &options.entryUnitDims
                                                        : nullptr,
                         options.packRanks, scope)

@@ -72,6 +72,7 @@ inline constexpr size_t kMaxInlinedOps = 100000;
 class FunctionChecker {
 public:
   FunctionChecker(const Function &fn, const Bindings &dims,
+                  const std::set<std::string> &entryNames,
                   const std::set<std::string> &knownNames,
                   DiagnosticEngine &diags,
                   const std::map<std::string, std::set<size_t>> *unitDims,
@@ -84,6 +85,7 @@ public:
     out.name = fn.name;
     out.loc = fn.loc;
     out.ctx.env = dims;
+    out.ctx.entryNames = entryNames;
     callStack.push_back(&fn);
   }
 

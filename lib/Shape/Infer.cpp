@@ -62,14 +62,27 @@ std::string describe(const SizeExpr &e, const Bindings &env) {
 
 InferContext::Proof InferContext::prove(const SizeExpr &a,
                                         const SizeExpr &b) const {
+  return proveWith(a, b, env);
+}
+
+InferContext::Proof InferContext::proveStatic(const SizeExpr &a,
+                                              const SizeExpr &b) const {
+  return proveWith(a, b, staticEnv());
+}
+
+InferContext::Proof InferContext::proveWith(const SizeExpr &a,
+                                            const SizeExpr &b,
+                                            const Bindings &known) const {
   if (a == b)
     return Proof::Equal;
-  SizeExpr sa = a.substitute(env), sb = b.substitute(env);
+  SizeExpr sa = a.substitute(known), sb = b.substitute(known);
   if (sa == sb)
     return Proof::Equal;
   SizeExpr diff = sa - sb;
   if (diff.isConstant())
     return Proof::NotEqual;
+  if (simplify(a - b).isZero() || simplify(diff).isZero())
+    return Proof::Equal;
   // A quotient `n/c` exists only where `n % c == 0` is an entry check, so
   // writing n = c*q (and n/c = q) is sound: c*(n/c) == n becomes provable.
   std::map<std::string, SizeExpr> split;
@@ -83,6 +96,31 @@ InferContext::Proof InferContext::prove(const SizeExpr &a,
   if (!split.empty() && sa.replaceSymbols(split) == sb.replaceSymbols(split))
     return Proof::Equal;
   return Proof::Unknown;
+}
+
+Bindings InferContext::staticEnv() const {
+  if (entryNames.empty())
+    return env;
+  Bindings fixed;
+  for (auto &[name, value] : env)
+    if (!entryNames.count(name))
+      fixed.emplace(name, value);
+  return fixed;
+}
+
+bool InferContext::exactQuotient(const SizeExpr &num,
+                                 const SizeExpr &den) const {
+  return std::any_of(constraints.begin(), constraints.end(),
+                     [&](const Constraint &c) {
+                       return c.kind == Constraint::Kind::Divisible &&
+                              c.lhs == num && c.rhs == den;
+                     });
+}
+
+SizeExpr InferContext::simplify(const SizeExpr &e) const {
+  return e.cancelQuotients([this](const SizeExpr &num, const SizeExpr &den) {
+    return exactQuotient(num, den);
+  });
 }
 
 Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
@@ -141,14 +179,19 @@ Expected<SizeExpr> InferContext::divide(const SizeExpr &num,
     return ShapeError::atOp(what + ": division by a size of 0");
   if (auto exact = num.divideExact(den))
     return *exact;
-  if (auto exact = sn.divideExact(sd))
+  // Folded with the sizes known without the call's inputs only: with them,
+  // the quotient stays (and its entry check holds, or fails, below).
+  Bindings fixed = staticEnv();
+  SizeExpr fn = num.substitute(fixed), fd = den.substitute(fixed);
+  if (auto exact = fn.divideExact(fd))
     return *exact;
   auto n = sn.constantValue(), d = sd.constantValue();
   if (n && d) {
     if (*n % *d != 0)
       return ShapeError::atOp(what + ": size " + describe(num, env) +
                               " is not divisible by " + describe(den, env));
-    return SizeExpr::constant(*n / *d);
+    if (fn.isConstant() && fd.isConstant())
+      return SizeExpr::constant(*n / *d);
   }
   // One entry check per distinct division: `e / 2` written three times
   // needs `e % 2 == 0` checked once.
@@ -361,8 +404,8 @@ Expected<SideMatch> matchSide(InferContext &ctx, const PatternSide &side,
 }
 
 /// Builds the output shape of `side` from axis sizes and ellipsis dims.
-Shape buildOutput(const PatternSide &side, const SizeMap &sizes,
-                  const Shape &ellipsis,
+Shape buildOutput(const InferContext &ctx, const PatternSide &side,
+                  const SizeMap &sizes, const Shape &ellipsis,
                   std::vector<std::vector<std::string>> *groupsOut,
                   std::vector<std::string> *axesOut) {
   Shape out;
@@ -393,7 +436,8 @@ Shape buildOutput(const PatternSide &side, const SizeMap &sizes,
         members.push_back(axis.name);
       }
     }
-    out.push_back(Dim::ofSize(size));
+    // Merging a split back gives the dim back: `(n/8)*8` is `n`.
+    out.push_back(Dim::ofSize(members.size() > 1 ? ctx.simplify(size) : size));
     if (axesOut)
       axesOut->insert(axesOut->end(), members.begin(), members.end());
     if (groupsOut)
@@ -545,7 +589,7 @@ Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
   TransformInfo info;
   info.inputAxes = match->axes;
   info.inputGroups = match->groups;
-  info.result = buildOutput(pattern.output, *sizes, match->ellipsis,
+  info.result = buildOutput(ctx, pattern.output, *sizes, match->ellipsis,
                             &info.outputGroups, &info.outputAxes);
   for (size_t i = 0; i < info.result.size(); ++i) {
     const Dim &dim = info.result[i];
@@ -792,7 +836,7 @@ Expected<EinsumInfo> analyzeEinsum(InferContext &ctx, const Pattern &pattern,
     (*sizes)[ellipsisAxis(k)] = ellipsis[k].isPack()
                                     ? SizeExpr::symbol(ellipsis[k].pack)
                                     : ellipsis[k].size;
-  info.result = buildOutput(pattern.output, *sizes, ellipsis,
+  info.result = buildOutput(ctx, pattern.output, *sizes, ellipsis,
                             &info.outputGroups, &info.outputAxes);
   info.axisSizes = *sizes;
   return info;
@@ -955,7 +999,13 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
     for (size_t i = 0; i < lhs.size(); ++i) {
       int at = static_cast<int>(i);
       if (same(lhs[i], rhs[i])) {
-        out.push_back(lhs[i]);
+        // Keep the dim a check without the sizes keeps (the named one over
+        // a literal 1 or an anonymous size): with the inputs' sizes bound, a
+        // name of size 1 equals a `1`, and the result must still carry the
+        // name for the broadcasts by name that follow.
+        bool keepRight = (isOne(lhs[i]) && !isOne(rhs[i])) ||
+                         (isAnonymousDim(lhs[i]) && !isAnonymousDim(rhs[i]));
+        out.push_back(keepRight ? rhs[i] : lhs[i]);
         continue;
       }
       // A '#' dim is equal to the other or 1 at run time; with both sizes
@@ -1034,6 +1084,13 @@ Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
     for (size_t k = 0; k < big.size(); ++k)
       if (sameName(big[k], d))
         matches.push_back(k);
+    // Then by provable equality, first with the sizes known without the
+    // call's inputs, so that binding them does not make a match ambiguous.
+    if (matches.empty() && !ctx.entryNames.empty())
+      for (size_t k = 0; k < big.size(); ++k)
+        if (!big[k].isPack() && !d.isPack() &&
+            ctx.proveStatic(big[k].size, d.size) == InferContext::Proof::Equal)
+          matches.push_back(k);
     if (matches.empty())
       for (size_t k = 0; k < big.size(); ++k)
         if (same(big[k], d))

@@ -245,6 +245,51 @@ SizeExpr SizeExpr::substitute(const Bindings &env) const {
   return replaceSymbols(values);
 }
 
+SizeExpr SizeExpr::cancelQuotients(
+    const std::function<bool(const SizeExpr &, const SizeExpr &)> &exact)
+    const {
+  // Each rewrite removes a quotient factor for its numerator, whose
+  // quotients are nested one level deeper: the rounds are bounded by the
+  // nesting, which the quotient text limit keeps small.
+  constexpr unsigned kMaxRounds = 32;
+  if (std::none_of(atoms.begin(), atoms.end(),
+                   [](const auto &a) { return a.second->isQuotient(); }))
+    return *this;
+  SizeExpr current = *this;
+  for (unsigned round = 0; round < kMaxRounds; ++round) {
+    if (current.complex || current.overflow)
+      return current;
+    bool changed = false;
+    SizeExpr next;
+    for (auto &[m, c] : current.terms) {
+      SizeExpr term;
+      for (auto &[key, power] : m)
+        term.atoms[key] = current.atoms.at(key);
+      term.addTerm(m, c);
+      std::optional<SizeExpr> cancelled;
+      for (auto &[key, power] : m) {
+        const auto &atom = current.atoms.at(key);
+        if (!atom->isQuotient() || atom->den->terms.size() != 1 ||
+            !exact(*atom->num, *atom->den))
+          continue;
+        SizeExpr q;
+        q.terms[{{key, 1}}] = 1;
+        q.atoms[key] = atom;
+        if (auto rest = term.divideExact(*atom->den * q)) {
+          cancelled = *rest * *atom->num;
+          break;
+        }
+      }
+      changed |= cancelled.has_value();
+      next += cancelled ? *cancelled : term;
+    }
+    current = next;
+    if (!changed)
+      break;
+  }
+  return current;
+}
+
 std::vector<std::pair<SizeExpr, SizeExpr>> SizeExpr::quotients() const {
   std::vector<std::pair<SizeExpr, SizeExpr>> out;
   for (auto &[key, atom] : atoms)
@@ -402,8 +447,17 @@ std::string SizeExpr::str() const {
 }
 
 std::string Constraint::str() const {
-  if (kind == Kind::Divisible)
-    return lhs.str() + " % " + rhs.str() + " == 0";
+  if (kind == Kind::Divisible) {
+    // Parenthesised as in a quotient's text (`(s - 1) % 2 == 0`, not
+    // `s - 1 % 2`), so that it reads back (the dialect's verifier reads the
+    // divisibility facts from `ein.entry_checks`).
+    auto wrap = [](const SizeExpr &e) {
+      auto c = e.constantValue();
+      bool plain = e.asSymbol() || (c && *c >= 0);
+      return plain ? e.str() : "(" + e.str() + ")";
+    };
+    return wrap(lhs) + " % " + wrap(rhs) + " == 0";
+  }
   if (kind == Kind::NonEmpty)
     return lhs.str() + " >= 1";
   if (kind == Kind::LessEq)

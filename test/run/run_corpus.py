@@ -1822,6 +1822,119 @@ def edge_cases() -> list[RunCase]:
     return cases
 
 
+def sema_cases() -> list[RunCase]:
+    """Front-end corners of issue 27 (items 8, 14, 15), run for real:
+    programs that check symbolically and must also check, and compute, with
+    the sizes of the inputs bound (a name of size 1 against a literal 1, a
+    take/slice axis "7" beside a d/7 that is 7, a grad whose split sizes
+    all equal); gradients through splits whose types need (a/b)*b == a;
+    and any/all of numbers (truthiness: x != 0, NaN true, -0.0 false)."""
+    rng = np.random.default_rng(61_000)
+    cases: list[RunCase] = []
+
+    def case(name, params, results, lines, inputs, outs, dims=(), desc=""):
+        cases.append(RunCase(f"sema-{name}", "generated", desc or name, emit_function("f", params, results, lines),
+                             inputs=inputs, outs=outs, dims=list(dims)))
+
+    # 14: by-name broadcasting after a `1` met a name bound to 1.
+    for n, t in ((3, 1), (1, 1), (3, 2)):
+        fx, x = make_input(rng, (n,), "f32")
+        fy, y = make_input(rng, (n, t), "f32")
+        fz, z = make_input(rng, (t,), "f32")
+        case(f"broadcast-one-vs-bound-one-n{n}-t{t}", [("x", 'f32["n"]'), ("y", 'f32["n t"]'), ("z", 'f32["t"]')],
+             ['f32["n t"]'], ['u = rearrange(x, "i -> i 1") + y', "return u + z"],
+             [("x", fx), ("y", fy), ("z", fz)],
+             [Out("f32", quantize(quantize(x[:, None] + y, "f32") + z[None, :], "f32"))],
+             desc=f"a literal 1 and a name bound to 1, then broadcast by name (n={n}, t={t})")
+    # 14: an axis spelled "7" beside the split d/7 that is 7 (d = 49).
+    fx, x = make_input(rng, (7, 2, 49), "f32")
+    ids = np.int64([6, 0, 3])
+    y = x.reshape(7, 2, 7, 7).sum(2)
+    split = 'y = reduce(x, "s a (f e) -> s a e", "sum", f=7)'
+    case("take-axis-7-beside-d-over-7", [("x", 'f32["7 a d"]'), ("ids", 'i64["k"]')], ['f32["k a d/7"]'],
+         [split, 'return take(y, ids, "7")'], [("x", fx), ("ids", ids)],
+         [Out("f32", np.take(y, ids, axis=0), False, 7)], desc="take along \"7\" of \"7 a d/7\" (d = 49)")
+    case("slice-axis-7-beside-d-over-7", [("x", 'f32["7 a d"]')], ['f32["3 a d/7"]'],
+         [split, 'return slice(y, "7", 2, 5)'], [("x", fx)],
+         [Out("f32", y[2:5], False, 7)], desc="slice along \"7\" of \"7 a d/7\" (d = 49)")
+    fx, x = make_input(rng, (7, 2, 7), "f32")
+    case("take-param-axis-7-beside-d-over-7", [("x", 'f32["7 a d/7"]'), ("ids", 'i64["k"]')], ['f32["k a d/7"]'],
+         ['return take(x, ids, "7")'], [("x", fx), ("ids", ids)],
+         [Out("f32", np.take(x, ids, axis=0), True)], dims=[("d", 49)], desc="take along \"7\" of \"7 a d/7\" at d = 49")
+    case("slice-param-axis-7-beside-d-over-7", [("x", 'f32["7 a d/7"]')], ['f32["2 a d/7"]'],
+         ['return slice(x, "7", 1, 3)'], [("x", fx)],
+         [Out("f32", x[1:3], True)], dims=[("d", 49)], desc="slice along \"7\" of \"7 a d/7\" at d = 49")
+    # 14: grad of y * z through a split "(p j) (q u)" with m = b = 4: the
+    # backward's broadcast of z must not become ambiguous.
+    for m, b in ((4, 4), (4, 6)):
+        fy, yv = make_input(rng, (m, b), "f64")
+        fz, zv = make_input(rng, (b,), "f64")
+        fr, rv = make_input(rng, (m // 2, 2, b // 2, 2), "f64")
+        case(f"grad-mul-split-m{m}-b{b}", [("y", 'f64["m b"]'), ("z", 'f64["b"]'), ("r", 'f64["_ 2 _ 2"]')],
+             ['f64["m b"]', 'f64["b"]'],
+             ['w = rearrange(y * z, "(p j) (q u) -> p j q u", j=2, u=2)', 'l = reduce(w * r, "p j q u ->", "sum")',
+              "dy, dz = grad(l, wrt=[y, z])", "return dy, dz"],
+             [("y", fy), ("z", fz), ("r", fr)],
+             [Out("f64", rv.reshape(m, b) * zv[None, :]), Out("f64", (rv.reshape(m, b) * yv).sum(0), False, m)],
+             desc=f"grad of y * z split by (p j) (q u), m={m}, b={b}")
+    # 15: gradients through splits: (c/t)*t, 2*((s-1)/2)+1, (e/3)/2.
+    fy, yv = make_input(rng, (6, 3), "f32")
+    fr, rv = make_input(rng, (2, 9), "f32")
+    case("grad-split-by-named-size", [("y", 'f32["c t"]'), ("r", 'f32["_ _"]')], ['f32["c t"]'],
+         ['w = rearrange(y, "(x f) p -> x (f p)", f=t)', 'l = reduce(w * r, "a b ->", "sum")', "return grad(l, wrt=[y])"],
+         [("y", fy), ("r", fr)], [Out("f32", rv.reshape(6, 3), True)], desc="grad through a split by a named size")
+    fy, yv = make_input(rng, (7,), "f32")
+    fr, rv = make_input(rng, (3, 2), "f32")
+    case("grad-slice-then-split", [("y", 'f32["s"]'), ("r", 'f32["_ 2"]')], ['f32["s"]'],
+         ['w = rearrange(slice(y, "s", 1, s), "(h two) -> h two", two=2)', 'l = reduce(w * r, "a b ->", "sum")',
+          "return grad(l, wrt=[y])"],
+         [("y", fy), ("r", fr)], [Out("f32", np.concatenate([[0.0], rv.reshape(6)]), True)],
+         desc="grad through a slice to s-1, then a split")
+    fx, xv = make_input(rng, (2, 12), "f32")
+    fr, rv = make_input(rng, (2,), "f32")
+    case("grad-two-splitting-reduces", [("x", 'f32["p e"]'), ("r", 'f32["_"]')], ['f32["p e"]'],
+         ['v = reduce(x, "p (q j) -> j", "sum", q=3)', 'w = reduce(v, "(i r) -> i", "sum", r=2)',
+          'l = reduce(w * r, "i ->", "sum")', "return grad(l, wrt=[x])"],
+         [("x", fx), ("r", fr)], [Out("f32", np.broadcast_to(np.tile(np.repeat(rv, 2), 3), (2, 12)), True)],
+         desc="grad through two splitting reduces")
+    # 15: the split-merge round trip of language.md §4.6 on n-1 and 3*d.
+    # (n-1 from a slice: a parameter typed "n-1" does not compile
+    # size-generic, a lowering defect of its own.)
+    fx, xv = make_input(rng, (2, 3, 17), "f32")
+    case("split-merge-n-minus-1", [("x", 'f32["b s n"]')], ['f32["b s n-1"]'],
+         ['y = rearrange(slice(x, "n", 1, n), "b s (h d) -> b h s d", h=8)',
+          'return rearrange(y, "b h s d -> b s (h d)")'],
+         [("x", fx)], [Out("f32", xv[:, :, 1:], True)], desc="split-merge round trip of n-1")
+    fx, xv = make_input(rng, (2, 3, 24), "f32")
+    case("split-merge-3d", [("x", 'f32["b s 3*d"]')], ['f32["b s 3*d"]'],
+         ['y = rearrange(x, "b s (h e) -> b h s e", h=8)', 'return rearrange(y, "b h s e -> b s (h e)")'],
+         [("x", fx)], [Out("f32", xv, True)], desc="split-merge round trip of 3*d")
+    # 8: any/all of numbers: truthiness (x != 0), NaN true, -0.0 false.
+    special = np.array([[0.0, -0.0, 0.0, 0.0], [0.0, np.nan, 0.0, -0.0], [1.5, -2.0, 3.0, 0.25],
+                        [-0.0, 0.0, 7.0, 0.0], [np.nan, 1.0, -1.0, 2.0]])
+    for dt in ("f32", "f64", "i32"):
+        if dt == "i32":
+            v = np.array([[0, 0, 0, 0], [0, -3, 0, 0], [1, -2, 3, 5], [0, 0, 7, 0], [4, 1, -1, 2]], np.int32)
+        else:
+            v = special.astype(np.float32 if dt == "f32" else np.float64)
+        with np.errstate(invalid="ignore"):
+            case(f"any-all-of-{dt}", [("x", f'{dt}["a b"]')],
+                 ['bool["a"]', 'bool["a"]', 'bool[""]', 'bool["b"]'],
+                 ['return reduce(x, "a b -> a", "any"), reduce(x, "a b -> a", "all"), '
+                  'reduce(x, "a b ->", "any"), reduce(x * 2, "a b -> b", "all")'],
+                 [("x", v)],
+                 [Out("bool", np.any(v, axis=1), True), Out("bool", np.all(v, axis=1), True),
+                  Out("bool", np.any(v), True), Out("bool", np.all(v * 2, axis=0), True)],
+                 desc=f"any/all of {dt} (NaN true, -0.0 false)")
+    # An empty axis: any is False, all is True.
+    case("any-all-of-f32-empty-axis", [("x", 'f32["a b"]')], ['bool["a"]', 'bool["a"]'],
+         ['return reduce(x, "a b -> a", "any"), reduce(x, "a b -> a", "all")'],
+         [("x", np.zeros((3, 0), np.float32))],
+         [Out("bool", np.zeros(3, bool), True), Out("bool", np.ones(3, bool), True)],
+         desc="any/all of f32 over an empty axis")
+    return cases
+
+
 def merged_output_cases() -> list[RunCase]:
     """Results whose dims merge axes (`b s (h d)`, `(c h) w`): computed through
     a split view of the output (ein-merged-outputs-in-place). Odd sizes, groups
@@ -2088,6 +2201,7 @@ def generated_cases() -> list[RunCase]:
     cases += edge_cases()
     cases += merged_output_cases()
     cases += lower_cases()
+    cases += sema_cases()
     return cases
 
 

@@ -16,6 +16,11 @@ struct CheckOptions {
   /// Bindings from actual inputs (`einc run`): any name of the file's
   /// types, fresh names of `_` and `...` included, without validation.
   std::map<std::string, Int> entryDims;
+  /// The names of `entryDims` that only the inputs bind (not a `dim`,
+  /// --dim, or a name the check without them binds): known numbers, but
+  /// the check folds and matches shapes as without them
+  /// (InferContext::entryNames).
+  std::set<std::string> entryNames;
   /// Parameters of `onlyFunction` whose broadcastable (`#`) or anonymous
   /// (`_`, a dim of `...`) dims are 1 in the actual inputs: parameter name
   /// -> positions in its shape with its variadic expanded (by `packRanks`;

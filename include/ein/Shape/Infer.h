@@ -10,6 +10,7 @@
 #include "ein/Syntax/Pattern.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,25 @@ struct InferContext {
   /// Packs whose rank became known by matching against explicit axes:
   /// `*batch` -> its dims. Used to expand packs in later shapes.
   std::map<std::string, Shape> packBindings;
+  /// The names of `env` bound from a call's inputs (the re-check of a
+  /// function for the sizes it is called with): numbers to evaluate and to
+  /// check with, but not to fold shapes or to choose between dims with, so
+  /// that the function checks as it did without them (a quotient `d/7` stays
+  /// one, not a `7` that a `7` elsewhere could be taken for).
+  std::set<std::string> entryNames;
+  /// `env` without `entryNames`.
+  Bindings staticEnv() const;
   /// Relations that can only be checked once sizes are known.
   std::vector<Constraint> constraints;
 
   enum class Proof { Equal, NotEqual, Unknown };
   /// Decides `a == b` symbolically, then with the known numbers.
   Proof prove(const SizeExpr &a, const SizeExpr &b) const;
+  /// `prove` with the sizes known without the call's inputs (staticEnv).
+  Proof proveStatic(const SizeExpr &a, const SizeExpr &b) const;
+  /// `prove` with the sizes `known`.
+  Proof proveWith(const SizeExpr &a, const SizeExpr &b,
+                  const Bindings &known) const;
   /// `num / den`: exact if possible, else an opaque quotient plus a recorded
   /// divisibility constraint; an error when numbers show it does not divide.
   Expected<SizeExpr> divide(const SizeExpr &num, const SizeExpr &den,
@@ -54,6 +68,13 @@ struct InferContext {
   /// Records `a == b` as an entry check (once, in either order).
   void requireEqualAtEntry(const SizeExpr &a, const SizeExpr &b,
                            const std::string &what);
+  /// Whether the quotient `num / den` divides evenly: it has its entry
+  /// check `num % den == 0` (a floor quotient of sizes written with `//`
+  /// has none).
+  bool exactQuotient(const SizeExpr &num, const SizeExpr &den) const;
+  /// `e` with every exact quotient times its divisor cancelled:
+  /// `(c/t)*t` is `c`, `2*((s-1)/2)` is `s-1` (SizeExpr::cancelQuotients).
+  SizeExpr simplify(const SizeExpr &e) const;
   /// Names bound by `unify` (not given by the user).
   std::map<std::string, Int> inferred;
   /// Replaces bound packs by their dims.

@@ -3,6 +3,7 @@
 
 #include "ein/Support/BigInt.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -88,6 +89,15 @@ public:
   /// product of names) dividing every term exactly, or equals `this`;
   /// nullopt otherwise (no general polynomial long division).
   std::optional<SizeExpr> divideExact(const SizeExpr &divisor) const;
+
+  /// Cancels each product of an exact quotient and its divisor:
+  /// `(num/den)*den*r` becomes `num*r` for the quotients `exact(num, den)`
+  /// says divide evenly, when `den` is a single term (a number times a
+  /// product of names) and the term is a multiple of it. Repeated, so
+  /// nested quotients cancel too: `2*((e/3)/2)` is `e/3`, `3*(e/3)` is `e`.
+  SizeExpr cancelQuotients(
+      const std::function<bool(const SizeExpr &num, const SizeExpr &den)>
+          &exact) const;
 
   /// The (numerator, denominator) of every opaque quotient in this
   /// expression (not nested ones).
