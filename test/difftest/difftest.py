@@ -871,7 +871,8 @@ class Gen:
 
     def choose(self, pred, recent=True):
         f, self.focus = self.focus, None
-        if f and f in self.types and self.types[f][0] != "ps" and pred(f, self.types[f]):
+        if f and f in self.types and self.types[f][0] != "ps" and f not in self.diag_params and \
+                pred(f, self.types[f]):
             return f  # the epilogue of a contraction or reduction, as the fusion passes meet them
         vs = self.values(pred)
         if not vs:
@@ -1277,7 +1278,8 @@ class Gen:
                 pd[k] = nd
                 if len({sig(d) for d in pd if d != "1"}) != len([d for d in pd if d != "1"]):
                     pd[k] = dims[k] if plain(dims[k]) else nd
-                if not all(plain(d) or d == "1" for d in pd):
+                if not all(plain(d) or d == "1" for d in pd) or \
+                        len({sig(d) for d in pd if d != "1"}) != len([d for d in pd if d != "1"]):
                     return False
                 y = self.param(dt, pd)
             ins = [x, y] if self.rng.random() < 0.7 else [x, y, x]
