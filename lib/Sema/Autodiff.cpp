@@ -530,7 +530,9 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
       auto yBack = transform(OpKind::Repeat, y, back, sizes);
       if (!yBack)
         return false;
-      auto hit = ew(F::Eq, {x, *yBack});
+      // With acc=, the extremum is of the accumulation dtype: the input is
+      // compared in it (as the reduce converted it).
+      auto hit = ew(F::Eq, {cast(x, dtypeOf(y)), *yBack});
       if (!hit)
         return false;
       unsigned mask = cast(*hit, t);
