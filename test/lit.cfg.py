@@ -33,6 +33,11 @@ config.substitutions.append(
     ("%rotate", "--sample 1" if ein_full else "--offset rotate"))
 if ein_full:
     config.available_features.add("ein-full")
+# The differential tester's sample (test/difftest): a fixed seed's 100
+# programs in CI, 2000 with --full.
+config.substitutions.append(
+    ("%difftest_sample",
+     "--full" if ein_full else "--seed 1 --count 100 --cuda-every 10"))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%ein_src_root", config.ein_src_root))
 # `%einc` always names the driver, so a test that needs it fails clearly when
