@@ -53,7 +53,8 @@ TEST(TargetCPU, ACPUThisHostCannotRunIsRefused) {
   HostAfterwards restore;
   auto v4 = ein::nothrow::set_cpu("x86-64-v4");
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512cd")) {
     ASSERT_TRUE(v4) << v4.error().message;
     ein::Tensor x = iota({5, 33});

@@ -34,8 +34,8 @@ std::string hostFeatureString() {
     sorted[f.getKey().str()] = f.getValue();
   std::string text;
   for (auto &[name, on] : sorted)
-    text += fmt::format("{}{}{}", text.empty() ? "" : ",", on ? "+" : "-",
-                        name);
+    text +=
+        fmt::format("{}{}{}", text.empty() ? "" : ",", on ? "+" : "-", name);
   return text;
 }
 
@@ -58,7 +58,8 @@ subtargetInfo(const std::string &cpu, const std::string &features,
   }();
   (void)initialized;
   std::string triple = llvm::sys::getProcessTriple();
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
   return std::unique_ptr<llvm::MCSubtargetInfo>(
@@ -68,7 +69,8 @@ subtargetInfo(const std::string &cpu, const std::string &features,
 std::string nearestNote(const std::string &name,
                         const std::vector<std::string> &candidates,
                         const char *what) {
-  if (auto near = closestName(name, candidates, std::max<size_t>(2, name.size() / 3)))
+  if (auto near =
+          closestName(name, candidates, std::max<size_t>(2, name.size() / 3)))
     return fmt::format("; did you mean '{}'?", *near);
   return fmt::format(" ({} lists them)", what);
 }
@@ -109,10 +111,10 @@ ErrorOr<ResolvedCPU> resolveCPU(const TargetCPU &cpu) {
     std::vector<std::string> names;
     for (const auto &d : generic->getAllProcessorDescriptions())
       names.push_back(d.Key);
-    return Error::usage(fmt::format(
-        "--cpu: '{}' is not a CPU LLVM knows for {}{}", name,
-        llvm::sys::getProcessTriple(),
-        nearestNote(name, names, "`llc -mcpu=help`")));
+    return Error::usage(
+        fmt::format("--cpu: '{}' is not a CPU LLVM knows for {}{}", name,
+                    llvm::sys::getProcessTriple(),
+                    nearestNote(name, names, "`llc -mcpu=help`")));
   }
   std::set<std::string> known;
   for (const auto &f : generic->getAllProcessorFeatures())
@@ -127,15 +129,16 @@ ErrorOr<ResolvedCPU> resolveCPU(const TargetCPU &cpu) {
     if (item.empty())
       continue;
     if ((item[0] != '+' && item[0] != '-') || !known.count(item.substr(1))) {
-      std::string bare = item[0] == '+' || item[0] == '-' ? item.substr(1) : item;
+      std::string bare =
+          item[0] == '+' || item[0] == '-' ? item.substr(1) : item;
       std::vector<std::string> names(known.begin(), known.end());
       if (item[0] != '+' && item[0] != '-')
         return Error::usage(fmt::format(
-            "--cpu-features: '{}' must be +FEATURE or -FEATURE (as +{})",
-            item, bare));
-      return Error::usage(fmt::format(
-          "--cpu-features: '{}' is not a feature LLVM knows{}", bare,
-          nearestNote(bare, names, "`llc -mattr=help`")));
+            "--cpu-features: '{}' must be +FEATURE or -FEATURE (as +{})", item,
+            bare));
+      return Error::usage(
+          fmt::format("--cpu-features: '{}' is not a feature LLVM knows{}",
+                      bare, nearestNote(bare, names, "`llc -mattr=help`")));
     }
     extra += (extra.empty() ? "" : ",") + item;
   }
@@ -146,9 +149,8 @@ ErrorOr<ResolvedCPU> resolveCPU(const TargetCPU &cpu) {
   auto info = subtargetInfo(out.name, out.features, error);
   if (!info)
     return Error::usage(fmt::format("--cpu: {}", error));
-  out.vectorBits = vectorBitsOf([&](const char *f) {
-    return info->checkFeatures(std::string("+") + f);
-  });
+  out.vectorBits = vectorBitsOf(
+      [&](const char *f) { return info->checkFeatures(std::string("+") + f); });
   resolved.emplace(key, out);
   return out;
 }
@@ -157,16 +159,17 @@ ErrorOr<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const ResolvedCPU &cpu) {
   std::string error;
   if (!subtargetInfo("", "", error))
-    return Error::program(fmt::format("cannot create a target machine: {}",
-                                      error));
+    return Error::program(
+        fmt::format("cannot create a target machine: {}", error));
   std::string triple = llvm::sys::getProcessTriple();
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu.name, cpu.features, llvm::TargetOptions(), llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
-    return Error::program(fmt::format(
-        "cannot create a target machine for {}", cpu.describe()));
+    return Error::program(
+        fmt::format("cannot create a target machine for {}", cpu.describe()));
   return machine;
 }
 
