@@ -2,10 +2,6 @@
 #include "ein/Engine/ObjectCache.h"
 #include "ein/Support/Process.h"
 
-#include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringRef.h"
-#include "llvm/TargetParser/Host.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
