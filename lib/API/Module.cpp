@@ -5,7 +5,6 @@
 #include "Internal.h"
 
 #include "ein/Analysis/Cost.h"
-#include "ein/Driver/Driver.h"
 #include "ein/Driver/Report.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Support/Spelling.h"

@@ -597,30 +597,6 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   return Parsed{};
 }
 
-} // namespace
-
-ErrorOr<SourceFile> readSource(const std::string &path) {
-  auto failure = [&](std::string message) {
-    return Error::inFile(ErrorKind::Program, path, std::move(message));
-  };
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    return failure("not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return failure(fmt::format("cannot open file: {}", std::strerror(errno)));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
-    return failure("cannot read file");
-  SourceFile file{path, buffer.str()};
-  if (file.text.find('\0') != std::string::npos)
-    return failure("not a text file (contains NUL bytes)");
-  return file;
-}
-
-namespace {
-
 /// `einc report --train`: the function's report and its training account.
 /// A function without grad() is differentiated here, its first result (a
 /// scalar loss) with respect to --params.

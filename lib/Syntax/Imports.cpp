@@ -1,6 +1,7 @@
-// Resolving `from NAME import f, g`: reads NAME.ein beside the importing file
-// (`a.b` is a/b.ein, `ein.optim` is optim.ein of ein's library directory),
-// parses it and gathers what it declares into the importing module.
+// Reading .ein files: the file compiled (`readSource`) and, for `from NAME
+// import f, g`, NAME.ein beside the importing file (`a.b` is a/b.ein,
+// `ein.optim` is optim.ein of ein's library directory), parsed and gathered
+// into the importing module.
 #include "ein/Syntax/Imports.h"
 #include "ein/Support/Library.h"
 #include "ein/Syntax/Parser.h"
@@ -217,6 +218,26 @@ void resolveImports(Module &module, const SourceFile &file,
   if (module.imports.empty())
     return;
   ImportResolver(module, diags).resolve(module, file.path);
+}
+
+ErrorOr<SourceFile> readSource(const std::string &path) {
+  auto failure = [&](std::string message) {
+    return Error::inFile(ErrorKind::Program, path, std::move(message));
+  };
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    return failure("not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return failure(fmt::format("cannot open file: {}", std::strerror(errno)));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad())
+    return failure("cannot read file");
+  SourceFile file{path, buffer.str()};
+  if (file.text.find('\0') != std::string::npos)
+    return failure("not a text file (contains NUL bytes)");
+  return file;
 }
 
 } // namespace ein

@@ -19,10 +19,6 @@ namespace ein {
 /// any warnings before it); its exit code is 1 for diagnostics in the
 /// program (or a file that cannot be read or compiled) and 2 for usage
 /// errors and `run` inputs that do not fit.
-/// Reads the .ein file at `path`; refuses what is not a regular file, cannot
-/// be read, or holds NUL bytes (a program error naming the file).
-ErrorOr<SourceFile> readSource(const std::string &path);
-
 ErrorOr<void> runEinc(const std::vector<std::string> &args, std::ostream &out,
                       std::ostream &warnings);
 

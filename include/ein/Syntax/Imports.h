@@ -1,7 +1,11 @@
-// `from layers import rmsnorm`: finding, reading and parsing imported files.
+// Reading .ein files: the file compiled, and for `from layers import rmsnorm`
+// finding, reading and parsing imported files.
 #pragma once
 
+#include "ein/Support/Error.h"
 #include "ein/Syntax/AST.h"
+
+#include <string>
 
 namespace ein {
 
@@ -13,5 +17,9 @@ namespace ein {
 /// locations in them).
 void resolveImports(Module &module, const SourceFile &file,
                     DiagnosticEngine &diags);
+
+/// Reads the .ein file at `path`; refuses what is not a regular file, cannot
+/// be read, or holds NUL bytes (a program error naming the file).
+ErrorOr<SourceFile> readSource(const std::string &path);
 
 } // namespace ein
