@@ -2,7 +2,7 @@
 // table and JSON): which ops the CPU pipeline's fusion passes group.
 #include "CheckedSnippet.h"
 
-#include "ein/Driver/Report.h"
+#include "ein/Report/Report.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include "Internal.h"
 
 #include "ein/Analysis/Cost.h"
-#include "ein/Driver/Report.h"
+#include "ein/Report/Report.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"

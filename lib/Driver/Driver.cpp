@@ -4,7 +4,7 @@
 #include "ein/Driver/Driver.h"
 #include "ein/Analysis/Training.h"
 #include "ein/Driver/Calibrate.h"
-#include "ein/Driver/Report.h"
+#include "ein/Report/Report.h"
 #include "ein/Driver/Run.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/AOT.h"

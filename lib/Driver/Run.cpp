@@ -1,7 +1,7 @@
 // `einc run`: bind dims from .npy inputs, JIT-compile, run, time, write.
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Calibrate.h"
-#include "ein/Driver/Report.h"
+#include "ein/Report/Report.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/Npy.h"

@@ -1,5 +1,5 @@
 // `einc report`: the per-op cost table and its JSON form.
-#include "ein/Driver/Report.h"
+#include "ein/Report/Report.h"
 #include "ReportFormat.h"
 
 // The CUDA runtime's GEMM planner (plain host C++): the report asks it which

@@ -1,8 +1,8 @@
 // The number and JSON formatting the report tables share. Private to
-// lib/Driver.
+// lib/Report.
 #pragma once
 
-#include "ein/Driver/Report.h"
+#include "ein/Report/Report.h"
 
 #include <optional>
 #include <string>

@@ -1,12 +1,12 @@
 // libFuzzer target: the cost model as `einc report --json` computes it
-// (lib/Analysis, lib/Driver/Report.cpp), bytes taken as a source file; sizes
+// (lib/Analysis, lib/Report/Report.cpp), bytes taken as a source file; sizes
 // are bound by `#! dim NAME=INT` lines and by values derived from the input.
 //
 // Oracles beyond "no crash, no sanitizer report":
 //   json   the JSON report is valid JSON (RFC 8259, UTF-8), for every input.
 #include "FuzzSupport.h"
 
-#include "ein/Driver/Report.h"
+#include "ein/Report/Report.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
 
