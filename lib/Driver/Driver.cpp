@@ -3,12 +3,12 @@
 // returned as values and printed by the tool.
 #include "ein/Driver/Driver.h"
 #include "ein/Analysis/Training.h"
+#include "ein/Compile/Compile.h"
 #include "ein/Driver/Calibrate.h"
 #include "ein/Report/Report.h"
 #include "ein/Driver/Run.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/AOT.h"
-#include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Support/Spelling.h"

@@ -1,7 +1,6 @@
 // MLIRGen: the one bridge from the checked AST to `ein` IR, with source
 // locations.
 #include "ein/MLIRGen/MLIRGen.h"
-#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/DiagnosticText.h"
 #include "ein/Dialect/EinDialect.h"
 
@@ -10,7 +9,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/Support/raw_os_ostream.h"
 
 #include <set>
 
@@ -232,25 +230,6 @@ buildVerifiedEinModule(mlir::MLIRContext &context,
     return Error::program("the ein IR does not verify")
         .withContext(std::move(diagnostics));
   return std::move(ir);
-}
-
-ErrorOr<void> emitIR(const CheckedModule &module, IRStage stage,
-                     std::ostream &os, const CPUOptions &options) {
-  mlir::MLIRContext context;
-  auto ir = buildVerifiedEinModule(context, module);
-  if (!ir)
-    return ir.error();
-  if (stage != IRStage::Ein) {
-    CPUStage cpu = stage == IRStage::Linalg  ? CPUStage::Linalg
-                   : stage == IRStage::Loops ? CPUStage::Loops
-                                             : CPUStage::LLVM;
-    if (auto lowered = lowerToStage(**ir, cpu, options); !lowered)
-      return lowered.error();
-  }
-  llvm::raw_os_ostream out(os);
-  (*ir)->print(out, mlir::OpPrintingFlags());
-  out << "\n";
-  return {};
 }
 
 } // namespace ein

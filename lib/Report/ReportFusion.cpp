@@ -1,8 +1,8 @@
 // `einc report`'s fused column: which source ops the CPU pipeline's fusion
 // passes put in one loop nest, numbered per function (the IR is read by
-// MLIRGen's fusedLoopNests; no MLIR here).
+// Compile's fusedLoopNests; no MLIR here).
+#include "ein/Compile/Compile.h"
 #include "ein/Report/Report.h"
-#include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Checker.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,7 @@
 // Reading the CPU pipeline's fusion back to source ops: which ops of a
 // checked function its fusion passes compute in one loop nest (for the
 // fused column of `einc report`).
+#include "ein/Compile/Compile.h"
 #include "ein/Conversion/CPU/Fusion.h"
 #include "ein/MLIRGen/MLIRGen.h"
 
