@@ -108,6 +108,14 @@ Result<void> runOn(Device device, const std::string &source,
   return runKernel(*cpuKernel->function, tensors);
 }
 
+Result<void> runOn(Device device, const std::string &key,
+                   const CheckedModule &module, const Kernel *cpuKernel,
+                   const std::vector<const Tensor *> &tensors) {
+  if (device == cuda)
+    return cudaDevice::runModule(key, module, kernelName, tensors);
+  return runKernel(*cpuKernel->function, tensors);
+}
+
 } // namespace detail
 
 using namespace detail;

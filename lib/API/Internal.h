@@ -12,6 +12,7 @@
 #include "ein/Support/Error.h"
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,16 +74,27 @@ ErrorInfo usageError(const std::string &message);
 /// A program error (a pattern or source that is wrong), "error: MESSAGE".
 ErrorInfo programError(const std::string &message);
 
-/// A function compiled from generated source, shared by every call with the
-/// same source (the in-memory cache).
+/// A compiled function, shared by every call with the same key (the
+/// in-memory cache).
 struct Kernel {
   std::shared_ptr<JITFunction> function;
+  /// What it is cached as: the generated source, or a built program's key.
   std::string source;
 };
 
 /// The kernel of `source` (one function, `kernelName`), compiled on first
 /// use and cached; thread-safe. Errors are compiler errors (program).
 Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source);
+/// The kernel of the built `module` (one function, `kernelName`), cached
+/// under `key`, which names everything that decides the module (it keys the
+/// disk cache too); compiled on first use; thread-safe.
+Result<std::shared_ptr<Kernel>> kernelFor(const std::string &key,
+                                          const CheckedModule &module);
+/// The kernel cached under `key`, its module built by `build` only when
+/// the cache does not hold it yet.
+Result<std::shared_ptr<Kernel>>
+kernelFor(const std::string &key,
+          const std::function<Result<CheckedModule>()> &build);
 /// The name of the function in every generated kernel source.
 inline constexpr const char *kernelName = "kernel";
 
@@ -121,6 +133,14 @@ Result<void> copyInto(const Tensor &src, const Tensor &dst);
 /// read on the CPU) on the CPU, the CUDA back end's code on CUDA.
 Result<void> runOn(Device device, const std::string &source,
                    const Kernel *cpuKernel,
+                   const std::vector<const Tensor *> &tensors);
+
+/// Runs the built kernel `module` (cached as `key`) on `tensors`
+/// (parameters then results), all on `device`: `cpuKernel` (its compiled
+/// CPU kernel; only read on the CPU) on the CPU, the CUDA back end's code
+/// on CUDA.
+Result<void> runOn(Device device, const std::string &key,
+                   const CheckedModule &module, const Kernel *cpuKernel,
                    const std::vector<const Tensor *> &tensors);
 
 } // namespace detail

@@ -114,18 +114,19 @@ BuildOr<unsigned> ProgramBuilder::elementwise(ElementwiseFn f,
   std::string name(info.name);
   size_t first = info.firstIsCondition ? 1 : 0;
   DType dtype = type(xs[first]).dtype;
-  for (size_t i = first; i < xs.size(); ++i)
-    if (type(xs[i]).dtype != dtype)
+  for (size_t i = 0; i < xs.size(); ++i) {
+    DType t = type(xs[i]).dtype;
+    if (auto why = elementwiseOperandError(info, unsigned(i), t))
+      return failure(ShapeError::atOperand(*why, unsigned(i)), name, "");
+    if (i >= first && t != dtype)
       return failure(
           ShapeError::atOperand(
               fmt::format("operands of {} have different dtypes ({} and {}); "
                           "convert one with astype",
-                          name, dtypeName(dtype), dtypeName(type(xs[i]).dtype)),
+                          name, dtypeName(dtype), dtypeName(t)),
               unsigned(i)),
           name, "");
-  if (const DTypeRule *rule = findDTypeRule(name))
-    if (auto error = dtypeError(*rule, dtype, unsigned(first), name, ""))
-      return *error;
+  }
   Shape shape = type(xs[0]).shape;
   for (size_t i = 1; i < xs.size(); ++i) {
     auto joined = inferBroadcast(fn.ctx, shape, type(xs[i]).shape);
