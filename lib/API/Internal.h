@@ -128,13 +128,6 @@ void stridedCopy(const Tensor &src, const Tensor &dst);
 /// the CPU stridedCopy, on CUDA a copy kernel.
 Result<void> copyInto(const Tensor &src, const Tensor &dst);
 
-/// Runs the kernel of generated `source` on `tensors` (parameters then
-/// results), all on `device`: `cpuKernel` (source's compiled kernel; only
-/// read on the CPU) on the CPU, the CUDA back end's code on CUDA.
-Result<void> runOn(Device device, const std::string &source,
-                   const Kernel *cpuKernel,
-                   const std::vector<const Tensor *> &tensors);
-
 /// Runs the built kernel `module` (cached as `key`) on `tensors`
 /// (parameters then results), all on `device`: `cpuKernel` (its compiled
 /// CPU kernel; only read on the CPU) on the CPU, the CUDA back end's code
