@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace ein {
+struct BuildError;
+}
+
 namespace ein::api {
 namespace detail {
 
@@ -82,9 +86,6 @@ struct Kernel {
   std::string source;
 };
 
-/// The kernel of `source` (one function, `kernelName`), compiled on first
-/// use and cached; thread-safe. Errors are compiler errors (program).
-Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source);
 /// The kernel of the built `module` (one function, `kernelName`), cached
 /// under `key`, which names everything that decides the module (it keys the
 /// disk cache too); compiled on first use; thread-safe.
@@ -95,17 +96,13 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &key,
 Result<std::shared_ptr<Kernel>>
 kernelFor(const std::string &key,
           const std::function<Result<CheckedModule>()> &build);
-/// The name of the function in every generated kernel source.
+/// The name of the function in every kernel.
 inline constexpr const char *kernelName = "kernel";
 
 /// Generated `source` parsed and checked; errors are compiler errors
-/// (program), rendered as checkCall's.
+/// (program). Only cudaDevice::runSource still takes .ein text (nothing in
+/// lib/API calls it now: every kernel is built with the ProgramBuilder).
 Result<CheckedModule> checkSource(const std::string &source);
-
-/// Checks generated `source` (one function, `kernelName`) whose body holds
-/// the user's operation as `return CALL` or `a, b = CALL`; the error, if
-/// any, is rendered with CALL as its source line and the caret in it.
-std::optional<ErrorInfo> checkCall(const std::string &source);
 
 /// Counts compilations and disk loads of module functions in
 /// ein::cache_stats(), beside the kernels'.
@@ -127,6 +124,18 @@ void stridedCopy(const Tensor &src, const Tensor &dst);
 /// Copies `src` into `dst` (same shape, dtype and device; any strides): on
 /// the CPU stridedCopy, on CUDA a copy kernel.
 Result<void> copyInto(const Tensor &src, const Tensor &dst);
+
+/// A user's call as an error shows it: its text, and the column and length
+/// of its pattern's start, of each operand and of each keyword size.
+struct CallText {
+  std::string text;
+  size_t pattern = 0;
+  std::vector<std::pair<size_t, size_t>> operands, keywords;
+};
+/// A ProgramBuilder error (ein/Sema/ProgramBuilder.h) as a program error:
+/// its message, then the call with a caret under what it is about (in the
+/// pattern when it can be).
+ErrorInfo callError(const CallText &call, const BuildError &error);
 
 /// Runs the built kernel `module` (cached as `key`) on `tensors`
 /// (parameters then results), all on `device`: `cpuKernel` (its compiled

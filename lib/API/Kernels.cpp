@@ -92,13 +92,6 @@ Result<CheckedModule> checkSource(const std::string &source) {
   return checked;
 }
 
-std::optional<ErrorInfo> checkCall(const std::string &source) {
-  auto checked = checkSource(source);
-  if (checked)
-    return std::nullopt;
-  return checked.error();
-}
-
 namespace {
 
 /// set_cpu's target, read by every compilation, and every target set so
@@ -178,17 +171,6 @@ Result<std::shared_ptr<Kernel>> cachedKernel(const std::string &what,
 }
 
 } // namespace
-
-Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source) {
-  CheckedModule checked;
-  return cachedKernel(source, [&]() -> Result<const CheckedModule *> {
-    auto module = checkSource(source);
-    if (!module)
-      return module.error();
-    checked = std::move(*module);
-    return &checked;
-  });
-}
 
 Result<std::shared_ptr<Kernel>>
 kernelFor(const std::string &key,

@@ -18,9 +18,34 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace ein::api::detail {
+
+ErrorInfo callError(const CallText &call, const BuildError &e) {
+  size_t col = 0, length = call.text.size();
+  const ShapeError &at = e.error;
+  switch (at.anchor) {
+  case ShapeError::Anchor::Pattern:
+    col = call.pattern + at.offset;
+    length = at.length;
+    break;
+  case ShapeError::Anchor::Operand:
+    if (at.index < call.operands.size())
+      std::tie(col, length) = call.operands[at.index];
+    break;
+  case ShapeError::Anchor::Kwarg:
+    if (at.index < call.keywords.size())
+      std::tie(col, length) = call.keywords[at.index];
+    break;
+  case ShapeError::Anchor::Op:
+    break;
+  }
+  return programError(fmt::format(
+      "{}\n    {}\n    {}^{}", at.message, call.text, std::string(col, ' '),
+      std::string(length > 1 ? length - 1 : 0, '~')));
+}
 
 namespace {
 
@@ -140,21 +165,15 @@ std::string planKey(const Request &r) {
   return key;
 }
 
-/// The user's call as errors show it, and where its pattern starts:
-/// `rearrange(x, "PATTERN", h=3)`, `einsum(x0, x1, "PATTERN")`.
-struct CallText {
-  std::string text;
-  size_t pattern = 0;           // the column of the pattern's first byte
-  std::vector<size_t> operands; // the column of each operand
-  std::vector<size_t> keywords; // the column of each keyword size
-};
-
+/// The user's call as errors show it: `rearrange(x, "PATTERN", h=3)`,
+/// `einsum(x0, x1, "PATTERN")`.
 CallText callText(const Request &r) {
   CallText call;
   call.text = std::string(opName(r.op)) + "(";
   for (size_t i = 0; i < r.inputs.size(); ++i) {
-    call.operands.push_back(call.text.size());
-    call.text += r.op == Op::Einsum ? fmt::format("x{}, ", i) : "x, ";
+    std::string operand = r.op == Op::Einsum ? fmt::format("x{}", i) : "x";
+    call.operands.push_back({call.text.size(), operand.size()});
+    call.text += operand + ", ";
   }
   call.text += '"';
   call.pattern = call.text.size();
@@ -164,7 +183,7 @@ CallText callText(const Request &r) {
     call.text += fmt::format(", \"{}\"", reductionName(r.how));
   for (auto &[n, v] : r.sizes) {
     call.text += ", ";
-    call.keywords.push_back(call.text.size());
+    call.keywords.push_back({call.text.size(), n.size()});
     call.text += fmt::format("{}={}", n, v);
   }
   if (r.acc)
@@ -173,35 +192,8 @@ CallText callText(const Request &r) {
   return call;
 }
 
-/// A build error as the API reports it: the message, then the user's call
-/// with a caret under what it is about (in the pattern when it can be).
 ErrorInfo callError(const Request &r, const BuildError &e) {
-  CallText call = callText(r);
-  size_t col = 0, length = call.text.size();
-  const ShapeError &at = e.error;
-  switch (at.anchor) {
-  case ShapeError::Anchor::Pattern:
-    col = call.pattern + at.offset;
-    length = at.length;
-    break;
-  case ShapeError::Anchor::Operand:
-    if (at.index < call.operands.size()) {
-      col = call.operands[at.index];
-      length = r.op == Op::Einsum ? fmt::format("x{}", at.index).size() : 1;
-    }
-    break;
-  case ShapeError::Anchor::Kwarg:
-    if (at.index < call.keywords.size()) {
-      col = call.keywords[at.index];
-      length = r.sizes[at.index].first.size();
-    }
-    break;
-  case ShapeError::Anchor::Op:
-    break;
-  }
-  return programError(fmt::format(
-      "{}\n    {}\n    {}^{}", at.message, call.text, std::string(col, ' '),
-      std::string(length > 1 ? length - 1 : 0, '~')));
+  return callError(callText(r), e);
 }
 
 /// Builds the call with the ProgramBuilder, its inputs' dims anonymous

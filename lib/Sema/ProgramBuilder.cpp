@@ -280,4 +280,23 @@ BuildOr<unsigned> ProgramBuilder::pack(const std::vector<unsigned> &parts,
   return append(std::move(op), TensorType{packed->packed, dtype});
 }
 
+BuildOr<std::vector<unsigned>>
+ProgramBuilder::unpack(unsigned x, const Pattern &pattern,
+                       const std::vector<Shape> &parts) {
+  auto shapes = inferUnpack(fn.ctx, pattern, type(x).shape, parts);
+  if (!shapes)
+    return failure(shapes.error(), "unpack", pattern.text);
+  CheckedOp op;
+  op.kind = OpKind::Unpack;
+  op.pattern = pattern.text;
+  op.parsed = pattern;
+  op.packParts = parts;
+  op.operands = {x};
+  for (const Shape &shape : *shapes)
+    op.results.push_back(newValue(TensorType{shape, type(x).dtype}));
+  std::vector<unsigned> results = op.results;
+  appendOp(std::move(op));
+  return results;
+}
+
 } // namespace ein

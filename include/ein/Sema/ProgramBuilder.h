@@ -123,6 +123,11 @@ public:
   BuildOr<unsigned> pack(const std::vector<unsigned> &parts,
                          const Pattern &pattern, DType dtype);
 
+  /// unpack(x, parts, pattern), already parsed: one value per part, of the
+  /// shapes `parts` give for `*`.
+  BuildOr<std::vector<unsigned>> unpack(unsigned x, const Pattern &pattern,
+                                        const std::vector<Shape> &parts);
+
   /// Appends `op` (its structure inferred by the caller) with one result of
   /// `result`, tagged with the origin; the result's id.
   unsigned append(CheckedOp op, TensorType result);
