@@ -67,12 +67,11 @@ Result<Tensor> runElementwise(const std::string &what,
       }
     }
   }
-  // The kernel by function, dtypes and rank, and the CPU compiled for
-  // (set_cpu): the cache holds compiled kernels. The program is built only
-  // when the cache does not hold it.
-  std::string key = "ein C++ API elementwise v1@";
-  key += std::to_string(compileTargetId());
-  key += ' ';
+  // The kernel by function, dtypes and rank (kernelFor adds the CPU
+  // compiled for, set_cpu's); it keys the disk cache too, so it holds
+  // nothing of this process. The program is built only when the cache
+  // does not hold it.
+  std::string key = "ein C++ API elementwise v1: ";
   key += what;
   key += '|';
   for (const Tensor &t : operands)
