@@ -98,6 +98,10 @@ TEST(ProgramBuilderTest, DTypesFollowTheTable) {
   auto added = b.elementwise(ElementwiseFn::Add, {f, i});
   ASSERT_FALSE(added);
   EXPECT_EQ(b.cast(f, DType::F16), f) << "a cast to its own dtype is itself";
+  auto notTransform = b.transform(OpKind::Einsum, f, "a b -> a", {});
+  ASSERT_FALSE(notTransform);
+  EXPECT_EQ(notTransform.error().error.message,
+            "transform builds rearrange, repeat or reduce, not einsum");
 }
 
 // Tests that every built op carries the builder's origin.

@@ -40,6 +40,19 @@ std::optional<BuildError> dtypeError(const DTypeRule &rule, DType dtype,
   return std::nullopt;
 }
 
+/// transform() builds rearrange, repeat and reduce; another kind is refused
+/// by name rather than built as a rearrange.
+std::optional<BuildError> notATransform(OpKind kind,
+                                        const std::string &pattern) {
+  if (kind == OpKind::Rearrange || kind == OpKind::Repeat ||
+      kind == OpKind::Reduce)
+    return std::nullopt;
+  return failure(ShapeError::atOp(fmt::format("transform builds rearrange, "
+                                              "repeat or reduce, not {}",
+                                              opKindName(kind))),
+                 opKindName(kind), pattern);
+}
+
 } // namespace
 
 unsigned ProgramBuilder::newValue(TensorType type) {
@@ -169,6 +182,8 @@ BuildOr<unsigned> ProgramBuilder::transform(OpKind kind, unsigned x,
                                             std::vector<SizeArg> sizes,
                                             ReduceKind how,
                                             std::optional<DType> acc) {
+  if (auto refused = notATransform(kind, pattern))
+    return *refused;
   PatternUse use = kind == OpKind::Reduce   ? PatternUse::Reduce
                    : kind == OpKind::Repeat ? PatternUse::Repeat
                                             : PatternUse::Rearrange;
@@ -183,6 +198,8 @@ BuildOr<unsigned> ProgramBuilder::transform(OpKind kind, unsigned x,
                                             std::vector<SizeArg> sizes,
                                             ReduceKind how,
                                             std::optional<DType> acc) {
+  if (auto refused = notATransform(kind, parsed.text))
+    return *refused;
   bool isReduce = kind == OpKind::Reduce;
   PatternUse use = isReduce                 ? PatternUse::Reduce
                    : kind == OpKind::Repeat ? PatternUse::Repeat
