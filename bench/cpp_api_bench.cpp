@@ -1,11 +1,13 @@
 // Per-call overhead and first-call compile latency of the C++ API
-// (bench/cpp_api_overhead.py runs it beside einops and PyTorch). Prints one
+// (bench/cpp_api_overhead.py runs it beside einops and PyTorch), and, with
+// `recipes`, the cost of a call with a pattern never seen before. Prints one
 // line per measurement: "NAME SECONDS".
 #include <ein/ein.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -48,8 +50,54 @@ double once(const std::function<void()> &call) {
 
 } // namespace
 
+/// The calling thread's CPU time in seconds: what the API spends planning,
+/// even on a loaded machine (wall time there is mostly waiting).
+double threadSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+/// The cost of a new recipe (plan) in a warm process, in the calling
+/// thread's CPU time: the first call of each of `n` patterns never seen
+/// before, whose kernels are cached (a view, or an einsum whose elementary
+/// kernel an earlier pattern compiled).
+void newRecipes() {
+  const int n = 200;
+  ein::Tensor x = ein::Tensor::zeros(ein::f32, {2, 3, 8});
+  ein::Tensor a = ein::Tensor::zeros(ein::f32, {4, 4});
+  ein::einsum("i j, j k -> i k", a, a); // compiles the elementary kernel
+  std::vector<std::string> views, einsums;
+  for (int k = 0; k < n; ++k) {
+    views.push_back("b" + std::to_string(k) + " s c -> b" + std::to_string(k) +
+                    " s c");
+    einsums.push_back("i" + std::to_string(k) + " j, j k -> i" +
+                      std::to_string(k) + " k");
+  }
+  double start = threadSeconds();
+  for (const std::string &p : views)
+    ein::rearrange(x, p);
+  double view = threadSeconds() - start;
+  start = threadSeconds();
+  for (const std::string &p : einsums)
+    ein::einsum(p, a, a);
+  double einsum = threadSeconds() - start;
+  // pack has no recipe: every call checks its pattern.
+  start = threadSeconds();
+  for (int k = 0; k < n; ++k)
+    ein::pack({x, x}, "b * c");
+  double pack = threadSeconds() - start;
+  std::printf("pack_call %.9f\n", pack / n);
+  std::printf("new_recipe_view %.9f\n", view / n);
+  std::printf("new_recipe_einsum %.9f\n", einsum / n);
+}
+
 int main(int argc, char **argv) {
   std::string what = argc > 1 ? argv[1] : "overhead";
+  if (what == "recipes") {
+    newRecipes();
+    return 0;
+  }
   std::vector<float> values(2 * 3 * 8, 1.0f);
   ein::Tensor x = ein::Tensor::from_vector(values, {2, 3, 8});
   ein::Tensor a =

@@ -3,6 +3,8 @@
 #include "CUDA/Device.h"
 #include "Internal.h"
 
+#include "ein/Sema/ProgramBuilder.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -43,16 +45,31 @@ Result<Tensor> allocateOnDevice(DType dtype, const std::vector<int64_t> &shape,
 }
 
 /// The kernel that copies a rank-`rank` tensor of `dtype` through any
-/// strides: an identity rearrange (the CUDA back end's ein_copy).
-std::string copySource(DType dtype, size_t rank) {
+/// strides: an identity rearrange (the CUDA back end's ein_copy), built
+/// with the ProgramBuilder; `key` names it.
+Result<CheckedModule> copyKernel(DType dtype, size_t rank, std::string &key) {
   std::vector<std::string> names;
   for (size_t d = 0; d < rank; ++d)
     names.push_back(fmt::format("a{}", d));
   std::string axes = axesString(names);
-  return fmt::format("def {}(x0: {}[\"{}\"]) -> {}[\"{}\"]:\n    return "
-                     "rearrange(x0, \"{} -> {}\")\n",
-                     kernelName, name(dtype), axes, name(dtype), axes, axes,
-                     axes);
+  CheckedFunction fn;
+  fn.name = kernelName;
+  ProgramBuilder b(fn);
+  TensorType type;
+  type.dtype = internal(dtype);
+  for (const std::string &n : names)
+    type.shape.push_back(Dim::ofSize(SizeExpr::symbol(n)));
+  auto copied =
+      b.rearrange(b.param(std::move(type), "x0"), axes + " -> " + axes);
+  if (!copied)
+    return programError("internal error: the copy kernel did not build: " +
+                        copied.error().str());
+  b.ret({*copied});
+  CheckedModule module;
+  module.path = "<ein C++ API>";
+  module.functions.push_back(std::move(fn));
+  key = fmt::format("ein C++ API copy v1: {} rank {}", name(dtype), rank);
+  return module;
 }
 
 } // namespace
@@ -96,15 +113,18 @@ Result<void> copyInto(const Tensor &src, const Tensor &dst) {
     return cudaDevice::copy(dst.data(), src.data(),
                             size_t(src.numel()) * itemsize(src.dtype()),
                             cudaDevice::Direction::DeviceToDevice);
-  return cudaDevice::runSource(copySource(src.dtype(), src.rank()),
-                               {&src, &dst});
+  std::string key;
+  auto module = copyKernel(src.dtype(), src.rank(), key);
+  if (!module)
+    return module.error();
+  return cudaDevice::runModule(key, *module, kernelName, {&src, &dst});
 }
 
-Result<void> runOn(Device device, const std::string &source,
-                   const Kernel *cpuKernel,
+Result<void> runOn(Device device, const std::string &key,
+                   const CheckedModule &module, const Kernel *cpuKernel,
                    const std::vector<const Tensor *> &tensors) {
   if (device == cuda)
-    return cudaDevice::runSource(source, tensors);
+    return cudaDevice::runModule(key, module, kernelName, tensors);
   return runKernel(*cpuKernel->function, tensors);
 }
 

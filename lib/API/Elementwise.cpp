@@ -1,37 +1,17 @@
 // The C++ API's elementwise functions and astype: operands broadcast as
-// numpy does (as stride-0 views), then one kernel compiled from generated
-// .ein source per function, dtypes and rank.
+// numpy does (as stride-0 views), then one kernel per function, dtypes and
+// rank, built with the ProgramBuilder.
 #include "Internal.h"
 
+#include "ein/Sema/ProgramBuilder.h"
 #include "ein/Shape/Elementwise.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
-#include <shared_mutex>
-#include <unordered_map>
 
 namespace ein::api::detail {
 namespace {
-
-/// The elementwise kernels by function, dtypes and rank (never destroyed,
-/// as the kernel cache).
-struct ElementwiseKernels {
-  std::shared_mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<Kernel>> byKey;
-};
-ElementwiseKernels &kernels() {
-  static ElementwiseKernels *instance = new ElementwiseKernels;
-  return *instance;
-}
-
-std::string dimsText(size_t rank) {
-  std::vector<std::string> names;
-  for (size_t d = 0; d < rank; ++d)
-    names.push_back(fmt::format("a{}", d));
-  return axesString(names);
-}
 
 /// `t` broadcast to `shape` (numpy's rules: aligned at the right).
 Tensor broadcastTo(const Tensor &t, const std::vector<int64_t> &shape) {
@@ -42,11 +22,11 @@ Tensor broadcastTo(const Tensor &t, const std::vector<int64_t> &shape) {
   return Tensor(t.storage(), t.dtype(), t.device(), shape, strides, t.offset());
 }
 
-/// Runs the one-function kernel of `body` over `operands` broadcast to one
-/// shape, giving a new tensor of `result` dtype.
+/// Runs the one-function kernel of `fn` (nullopt: astype) over `operands`
+/// broadcast to one shape, giving a new tensor of `result` dtype.
 Result<Tensor> runElementwise(const std::string &what,
                               const std::vector<Tensor> &given,
-                              const std::string &body, DType result) {
+                              std::optional<ElementwiseFn> fn, DType result) {
   for (const Tensor &t : given)
     if (!t.defined())
       return usageError(fmt::format("{} of an undefined tensor", what));
@@ -87,36 +67,58 @@ Result<Tensor> runElementwise(const std::string &what,
       }
     }
   }
-  // The kernel by function, dtypes and rank: looked up without formatting
-  // its source, which only a first call writes.
-  // The CPU compiled for (set_cpu) too: the cache holds compiled kernels.
-  std::string key = std::to_string(compileTargetId()) + '@' + body;
+  // The kernel by function, dtypes and rank (kernelFor adds the CPU
+  // compiled for, set_cpu's); it keys the disk cache too, so it holds
+  // nothing of this process. The program is built only when the cache
+  // does not hold it.
+  std::string key = "ein C++ API elementwise v1: ";
+  key += what;
   key += '|';
   for (const Tensor &t : operands)
-    key += char('a' + int(t.dtype()));
-  key += char('a' + int(result));
+    key += name(t.dtype()) + std::string(",");
+  key += name(result);
+  key += '|';
   key += std::to_string(shape.size());
-  auto sourceOf = [&] {
-    std::string dims = dimsText(shape.size()), params;
-    for (size_t i = 0; i < operands.size(); ++i)
-      params += fmt::format("{}x{}: {}[\"{}\"]", i ? ", " : "", i,
-                            name(operands[i].dtype()), dims);
-    return fmt::format("def {}({}) -> {}[\"{}\"]:\n    return {}\n", kernelName,
-                       params, name(result), dims, body);
+  auto build = [&]() -> Result<CheckedModule> {
+    CheckedFunction f;
+    f.name = kernelName;
+    ProgramBuilder b(f);
+    std::vector<unsigned> xs;
+    for (size_t i = 0; i < operands.size(); ++i) {
+      TensorType type;
+      type.dtype = internal(operands[i].dtype());
+      for (size_t d = 0; d < shape.size(); ++d)
+        type.shape.push_back(
+            Dim::ofSize(SizeExpr::symbol(fmt::format("a{}", d))));
+      xs.push_back(b.param(std::move(type), fmt::format("x{}", i)));
+    }
+    unsigned y = 0;
+    if (fn) {
+      auto built = b.elementwise(*fn, xs);
+      if (!built)
+        return programError(built.error().error.message);
+      y = *built;
+    } else {
+      y = b.cast(xs[0], internal(result));
+    }
+    b.ret({y});
+    CheckedModule module;
+    module.path = "<ein C++ API>";
+    module.functions.push_back(std::move(f));
+    return module;
   };
   std::shared_ptr<Kernel> kernel;
+  std::optional<CheckedModule> module; // on CUDA: the CUDA back end's input
   if (*device == cpu) {
-    std::shared_lock<std::shared_mutex> lock(kernels().mutex);
-    if (auto it = kernels().byKey.find(key); it != kernels().byKey.end())
-      kernel = it->second;
-  }
-  if (!kernel && *device == cpu) {
-    auto compiled = kernelFor(sourceOf());
+    auto compiled = kernelFor(key, build);
     if (!compiled)
       return compiled.error();
     kernel = *compiled;
-    std::unique_lock<std::shared_mutex> lock(kernels().mutex);
-    kernels().byKey.emplace(key, kernel);
+  } else {
+    auto built = build();
+    if (!built)
+      return built.error();
+    module = std::move(*built);
   }
   auto out = allocate(result, shape, false, *device);
   if (!out)
@@ -128,9 +130,9 @@ Result<Tensor> runElementwise(const std::string &what,
   for (const Tensor &v : views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  if (auto ran = runOn(*device, kernel ? kernel->source : sourceOf(),
-                       kernel.get(), tensors);
-      !ran)
+  Result<void> ran = kernel ? runKernel(*kernel->function, tensors)
+                            : runOn(*device, key, *module, nullptr, tensors);
+  if (!ran)
     return ran.error();
   return out;
 }
@@ -156,27 +158,15 @@ Result<Tensor> elementwise(std::string_view function,
   for (const Tensor &t : operands)
     if (!t.defined())
       return usageError(fmt::format("{} of an undefined tensor", function));
-  std::string body;
-  if (!info->symbol.empty() && info->arity == 2)
-    body = fmt::format("x0 {} x1", info->symbol);
-  else if (!info->symbol.empty())
-    body = fmt::format("{}x0", info->symbol);
-  else {
-    body = fmt::format("{}(", info->name);
-    for (size_t i = 0; i < operands.size(); ++i)
-      body += fmt::format("{}x{}", i ? ", " : "", i);
-    body += ")";
-  }
-  // The result dtype from the language's table; the checker reports
-  // operands it refuses when the kernel's source is checked.
+  // The result dtype from the language's table; the builder reports
+  // operands it refuses when the kernel is built.
   DType value = operands[info->firstIsCondition ? 1 : 0].dtype();
   DType result = external(elementwiseResultDType(*info, internal(value)));
-  return runElementwise(std::string(function), operands, body, result);
+  return runElementwise(std::string(function), operands, info->fn, result);
 }
 
 Result<Tensor> astype(const Tensor &x, DType dtype) {
-  return runElementwise("astype", {x},
-                        fmt::format("astype(x0, {})", name(dtype)), dtype);
+  return runElementwise("astype", {x}, std::nullopt, dtype);
 }
 
 } // namespace ein::api::nothrow

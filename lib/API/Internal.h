@@ -12,9 +12,14 @@
 #include "ein/Support/Error.h"
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace ein {
+struct BuildError;
+}
 
 namespace ein::api {
 namespace detail {
@@ -73,27 +78,31 @@ ErrorInfo usageError(const std::string &message);
 /// A program error (a pattern or source that is wrong), "error: MESSAGE".
 ErrorInfo programError(const std::string &message);
 
-/// A function compiled from generated source, shared by every call with the
-/// same source (the in-memory cache).
+/// A compiled function, shared by every call with the same key (the
+/// in-memory cache).
 struct Kernel {
   std::shared_ptr<JITFunction> function;
+  /// What it is cached as: the generated source, or a built program's key.
   std::string source;
 };
 
-/// The kernel of `source` (one function, `kernelName`), compiled on first
-/// use and cached; thread-safe. Errors are compiler errors (program).
-Result<std::shared_ptr<Kernel>> kernelFor(const std::string &source);
-/// The name of the function in every generated kernel source.
+/// The kernel of the built `module` (one function, `kernelName`), cached
+/// under `key`, which names everything that decides the module (it keys the
+/// disk cache too); compiled on first use; thread-safe.
+Result<std::shared_ptr<Kernel>> kernelFor(const std::string &key,
+                                          const CheckedModule &module);
+/// The kernel cached under `key`, its module built by `build` only when
+/// the cache does not hold it yet.
+Result<std::shared_ptr<Kernel>>
+kernelFor(const std::string &key,
+          const std::function<Result<CheckedModule>()> &build);
+/// The name of the function in every kernel.
 inline constexpr const char *kernelName = "kernel";
 
 /// Generated `source` parsed and checked; errors are compiler errors
-/// (program), rendered as checkCall's.
+/// (program). Only cudaDevice::runSource still takes .ein text (nothing in
+/// lib/API calls it now: every kernel is built with the ProgramBuilder).
 Result<CheckedModule> checkSource(const std::string &source);
-
-/// Checks generated `source` (one function, `kernelName`) whose body holds
-/// the user's operation as `return CALL` or `a, b = CALL`; the error, if
-/// any, is rendered with CALL as its source line and the caret in it.
-std::optional<ErrorInfo> checkCall(const std::string &source);
 
 /// Counts compilations and disk loads of module functions in
 /// ein::cache_stats(), beside the kernels'.
@@ -116,11 +125,24 @@ void stridedCopy(const Tensor &src, const Tensor &dst);
 /// the CPU stridedCopy, on CUDA a copy kernel.
 Result<void> copyInto(const Tensor &src, const Tensor &dst);
 
-/// Runs the kernel of generated `source` on `tensors` (parameters then
-/// results), all on `device`: `cpuKernel` (source's compiled kernel; only
-/// read on the CPU) on the CPU, the CUDA back end's code on CUDA.
-Result<void> runOn(Device device, const std::string &source,
-                   const Kernel *cpuKernel,
+/// A user's call as an error shows it: its text, and the column and length
+/// of its pattern's start, of each operand and of each keyword size.
+struct CallText {
+  std::string text;
+  size_t pattern = 0;
+  std::vector<std::pair<size_t, size_t>> operands, keywords;
+};
+/// A ProgramBuilder error (ein/Sema/ProgramBuilder.h) as a program error:
+/// its message, then the call with a caret under what it is about (in the
+/// pattern when it can be).
+ErrorInfo callError(const CallText &call, const BuildError &error);
+
+/// Runs the built kernel `module` (cached as `key`) on `tensors`
+/// (parameters then results), all on `device`: `cpuKernel` (its compiled
+/// CPU kernel; only read on the CPU) on the CPU, the CUDA back end's code
+/// on CUDA.
+Result<void> runOn(Device device, const std::string &key,
+                   const CheckedModule &module, const Kernel *cpuKernel,
                    const std::vector<const Tensor *> &tensors);
 
 } // namespace detail

@@ -1,5 +1,6 @@
-// The C++ API's kernels: generated .ein source checked and compiled through
-// einc's front end and CPU pipeline, cached in memory by source text.
+// The C++ API's kernels: programs built with the ProgramBuilder (or, for the
+// ops not yet moved to it, generated .ein source checked by einc's front
+// end), compiled through the CPU pipeline and cached in memory by key.
 #include "CUDA/Device.h"
 #include "Internal.h"
 
@@ -91,13 +92,6 @@ Result<CheckedModule> checkSource(const std::string &source) {
   return checked;
 }
 
-std::optional<ErrorInfo> checkCall(const std::string &source) {
-  auto checked = checkSource(source);
-  if (checked)
-    return std::nullopt;
-  return checked.error();
-}
-
 namespace {
 
 /// set_cpu's target, read by every compilation, and every target set so
@@ -127,16 +121,21 @@ CPUOptions compileOptions() {
   return options;
 }
 
-Result<std::shared_ptr<Kernel>> kernelFor(const std::string &generated) {
+namespace {
+
+/// The kernel cached under `what` (a source, or a built program's key),
+/// compiled from the module `build` gives on first use.
+template <typename Build>
+Result<std::shared_ptr<Kernel>> cachedKernel(const std::string &what,
+                                             Build build) {
   KernelCache &c = cache();
   // Keyed by the CPU compiled for too: set_cpu changes later kernels only.
   CPUOptions options = compileOptions();
-  const std::string source = generated;
-  const std::string key = options.target.isHost()
-                              ? generated
-                              : fmt::format("// cpu {} {}\n{}",
-                                            options.target.name,
-                                            options.target.features, generated);
+  const std::string key =
+      options.target.isHost()
+          ? what
+          : fmt::format("// cpu {} {}\n{}", options.target.name,
+                        options.target.features, what);
   {
     std::shared_lock<std::shared_mutex> lock(c.mutex);
     if (auto it = c.kernels.find(key); it != c.kernels.end())
@@ -148,20 +147,20 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &generated) {
     if (auto it = c.kernels.find(key); it != c.kernels.end())
       return it->second;
   }
-  auto checked = checkSource(source);
-  if (!checked)
-    return checked.error();
+  Result<const CheckedModule *> module = build();
+  if (!module)
+    return module.error();
   auto kernel = std::make_shared<Kernel>();
-  kernel->source = source;
-  // The disk cache, keyed by the source (and, inside, this compiler build
-  // and CPU).
+  kernel->source = what;
+  // The disk cache, keyed by `what` (and, inside, this compiler build and
+  // CPU).
   bool loaded = false;
-  auto compiled = ObjectCache::compileOrLoad(
-      source, *checked, kernelName, options, JITOptions::fromEnvironment(),
-      &loaded);
+  auto compiled =
+      ObjectCache::compileOrLoad(what, **module, kernelName, options,
+                                 JITOptions::fromEnvironment(), &loaded);
   if (!compiled) {
     ErrorInfo info = toInfo(compiled.error());
-    info.message += "\nthe generated source was:\n" + source;
+    info.message += "\nthe kernel was:\n" + what;
     return info;
   }
   kernel->function = std::shared_ptr<JITFunction>(std::move(*compiled));
@@ -169,6 +168,27 @@ Result<std::shared_ptr<Kernel>> kernelFor(const std::string &generated) {
   std::unique_lock<std::shared_mutex> lock(c.mutex);
   c.kernels.emplace(key, kernel);
   return kernel;
+}
+
+} // namespace
+
+Result<std::shared_ptr<Kernel>>
+kernelFor(const std::string &key,
+          const std::function<Result<CheckedModule>()> &build) {
+  CheckedModule built;
+  return cachedKernel(key, [&]() -> Result<const CheckedModule *> {
+    auto module = build();
+    if (!module)
+      return module.error();
+    built = std::move(*module);
+    return &built;
+  });
+}
+
+Result<std::shared_ptr<Kernel>> kernelFor(const std::string &key,
+                                          const CheckedModule &module) {
+  return cachedKernel(
+      key, [&]() -> Result<const CheckedModule *> { return &module; });
 }
 
 } // namespace ein::api::detail

@@ -1,8 +1,9 @@
-// The C++ API's pack and unpack: the pattern checked by einc's checker,
-// then strided copies into the packed tensor (pack) and views of it
-// (unpack), as einops.pack and einops.unpack.
+// The C++ API's pack and unpack: the call checked by building it with the
+// ProgramBuilder, then strided copies into the packed tensor (pack) and
+// views of it (unpack), as einops.pack and einops.unpack.
 #include "Internal.h"
 
+#include "ein/Sema/ProgramBuilder.h"
 #include "ein/Syntax/Pattern.h"
 
 #include <fmt/format.h>
@@ -10,71 +11,120 @@
 namespace ein::api::detail {
 namespace {
 
-/// The names before and after `*`, or the error.
-Result<std::pair<size_t, size_t>> starSplit(std::string_view pattern) {
-  for (char c : pattern)
-    if (c == '"' || c == '\\' || (unsigned char)c < 0x20)
-      return programError(
-          fmt::format("the pattern holds a character no pattern may hold: {:?}",
-                      std::string(1, c)));
+/// The pattern, parsed once, and the numbers of its dims before and after
+/// `*`.
+struct StarPattern {
+  Pattern parsed;
+  size_t before = 0, after = 0;
+};
+
+/// The call as errors show it: `pack([x0, x1], "PATTERN")`, or
+/// `unpack(x, [[2, 3], [4]], "PATTERN")` when `shapes` is given.
+CallText callText(std::string_view pattern, size_t inputs,
+                  const PackedShapes *shapes) {
+  CallText call;
+  call.text = shapes ? "unpack(" : "pack([";
+  for (size_t i = 0; i < inputs; ++i) {
+    std::string operand = shapes ? "x" : fmt::format("x{}", i);
+    call.operands.push_back({call.text.size(), operand.size()});
+    call.text += (i ? ", " : "") + operand;
+  }
+  if (shapes) {
+    call.text += ", [";
+    for (size_t i = 0; i < shapes->size(); ++i) {
+      std::string dims;
+      for (int64_t d : (*shapes)[i])
+        dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      call.text += fmt::format("{}[{}]", i ? ", " : "", dims);
+    }
+  }
+  call.text += "], \"";
+  call.pattern = call.text.size();
+  call.text += pattern;
+  call.text += "\")";
+  return call;
+}
+
+Result<StarPattern> starSplit(std::string_view pattern, size_t inputs,
+                              const PackedShapes *shapes) {
   auto parsed = parsePattern(std::string(pattern), PatternUse::Pack);
   if (!parsed)
-    return std::pair<size_t, size_t>{0, 0}; // the checker words the error
+    return callError(callText(pattern, inputs, shapes),
+                     BuildError{parsed.error(), shapes ? "unpack" : "pack",
+                                std::string(pattern)});
+  StarPattern star{*parsed};
   const PatternSide &side =
       parsed->output.groups.empty() && !parsed->inputs.empty()
           ? parsed->inputs[0]
           : parsed->output;
-  size_t star = side.starIndex();
-  return std::pair<size_t, size_t>{star, side.groups.size() - star - 1};
+  star.before = side.starIndex();
+  star.after = side.groups.size() - star.before - 1;
+  return star;
 }
 
-std::string typesText(const std::vector<Tensor> &xs, bool concrete,
-                      std::string &operands) {
-  std::string params;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    std::string dims;
-    for (int64_t d = 0; d < xs[i].rank(); ++d)
-      dims += (d ? " " : "") +
-              (concrete ? std::to_string(xs[i].shape()[d]) : std::string("_"));
-    params += fmt::format("{}x{}: {}[\"{}\"]", i ? ", " : "", i,
-                          name(xs[i].dtype()), dims);
-    operands += fmt::format("{}x{}", i ? ", " : "", i);
+TensorType typeOf(const Tensor &t, bool concrete, unsigned &anonymous) {
+  TensorType type;
+  type.dtype = internal(t.dtype());
+  for (int64_t d : t.shape())
+    type.shape.push_back(Dim::ofSize(
+        concrete ? SizeExpr::constant(d)
+                 : SizeExpr::symbol(fmt::format("_anon{}", anonymous++))));
+  return type;
+}
+
+/// pack(inputs, pattern) built with the ProgramBuilder (the inputs' dims
+/// anonymous, or their numbers when `concrete`); its error, if refused.
+std::optional<ErrorInfo> checkPack(const std::vector<Tensor> &inputs,
+                                   std::string_view text,
+                                   const StarPattern &pattern, bool concrete) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  std::vector<unsigned> xs;
+  unsigned anonymous = 0;
+  for (const Tensor &t : inputs)
+    xs.push_back(b.param(typeOf(t, concrete, anonymous)));
+  for (size_t i = 1; i < inputs.size(); ++i)
+    if (inputs[i].dtype() != inputs[0].dtype())
+      return callError(
+          callText(text, inputs.size(), nullptr),
+          BuildError{
+              ShapeError::atOperand(
+                  fmt::format("pack operands have different dtypes ({} "
+                              "and {}); convert one with astype",
+                              name(inputs[0].dtype()), name(inputs[i].dtype())),
+                  unsigned(i)),
+              "pack", std::string(text)});
+  auto packed = b.pack(xs, pattern.parsed, internal(inputs[0].dtype()));
+  if (packed)
+    return std::nullopt;
+  return callError(callText(text, inputs.size(), nullptr), packed.error());
+}
+
+/// unpack(x, shapes, pattern) built with the ProgramBuilder, as checkPack.
+std::optional<ErrorInfo>
+checkUnpack(const Tensor &x, const PackedShapes &shapes, std::string_view text,
+            const StarPattern &pattern, bool concrete) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned anonymous = 0;
+  unsigned input = b.param(typeOf(x, concrete, anonymous));
+  std::vector<Shape> parts;
+  for (const auto &part : shapes) {
+    Shape shape;
+    for (int64_t d : part)
+      shape.push_back(Dim::ofSize(SizeExpr::constant(d)));
+    parts.push_back(std::move(shape));
   }
-  return params;
+  auto unpacked = b.unpack(input, pattern.parsed, parts);
+  if (unpacked)
+    return std::nullopt;
+  return callError(callText(text, 1, &shapes), unpacked.error());
 }
 
-std::string packSource(const std::vector<Tensor> &xs, std::string_view pattern,
-                       bool concrete) {
-  std::string operands;
-  std::string params = typesText(xs, concrete, operands);
-  return fmt::format("def {}({}) -> {}[\"...\"]:\n    p, ps = pack([{}], "
-                     "\"{}\")\n    return p\n",
-                     kernelName, params, name(xs[0].dtype()), operands,
-                     pattern);
-}
-
-std::string unpackSource(const Tensor &x, const PackedShapes &shapes,
-                         std::string_view pattern, bool concrete) {
-  std::string operands;
-  std::string params = typesText({x}, concrete, operands);
-  std::string parts, results, names;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    std::string dims;
-    for (int64_t d : shapes[i])
-      dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-    parts += fmt::format("{}[{}]", i ? ", " : "", dims);
-    results += fmt::format("{}{}[\"...\"]", i ? ", " : "", name(x.dtype()));
-    names += fmt::format("{}y{}", i ? ", " : "", i);
-  }
-  return fmt::format("def {}({}) -> ({},):\n    {} = unpack(x0, [{}], "
-                     "\"{}\")\n    return {}\n",
-                     kernelName, params, results, names, parts, pattern, names);
-}
-
-/// The error of the checker for the call with concrete sizes, as a usage
+/// The shape rules' error for the call with concrete sizes, as a usage
 /// error, or `fallback`.
-ErrorInfo concreteError(const std::string &source, std::string fallback) {
-  if (auto error = checkCall(source))
+ErrorInfo concreteError(std::optional<ErrorInfo> error, std::string fallback) {
+  if (error)
     return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
   return usageError(std::move(fallback));
 }
@@ -100,19 +150,19 @@ Result<Packed> pack(const std::vector<Tensor> &inputs,
     if (t.device() != *device)
       return usageError("pack: the tensors are on different devices (cpu and "
                         "cuda); move them with .to()");
-  auto split = starSplit(pattern);
+  auto split = starSplit(pattern, inputs.size(), nullptr);
   if (!split)
     return split.error();
-  if (auto error = checkCall(packSource(inputs, pattern, false)))
+  if (auto error = checkPack(inputs, pattern, *split, false))
     return *error;
-  auto [before, after] = *split;
+  size_t before = split->before, after = split->after;
   const Tensor &first = inputs[0];
   std::vector<int64_t> shape;
   Packed packed;
   int64_t total = 0;
   for (const Tensor &t : inputs) {
     auto mismatch = [&] {
-      return concreteError(packSource(inputs, pattern, true),
+      return concreteError(checkPack(inputs, pattern, *split, true),
                            fmt::format("pack(\"{}\"): the inputs' shapes do "
                                        "not agree outside '*'",
                                        pattern));
@@ -192,7 +242,7 @@ Result<std::vector<Tensor>> unpack(const Tensor &x, const PackedShapes &shapes,
                                    std::string_view pattern) {
   if (!x.defined())
     return usageError("unpack of an undefined tensor");
-  auto split = starSplit(pattern);
+  auto split = starSplit(pattern, 1, &shapes);
   if (!split)
     return split.error();
   for (const auto &part : shapes)
@@ -201,9 +251,9 @@ Result<std::vector<Tensor>> unpack(const Tensor &x, const PackedShapes &shapes,
         return usageError(fmt::format("unpack(\"{}\"): a packed shape has a "
                                       "negative size",
                                       pattern));
-  if (auto error = checkCall(unpackSource(x, shapes, pattern, false)))
+  if (auto error = checkUnpack(x, shapes, pattern, *split, false))
     return *error;
-  auto [before, after] = *split;
+  size_t before = split->before, after = split->after;
   int64_t total = 0;
   for (const auto &part : shapes) {
     int64_t n = 1;
@@ -212,7 +262,7 @@ Result<std::vector<Tensor>> unpack(const Tensor &x, const PackedShapes &shapes,
     total += n;
   }
   if (size_t(x.rank()) != before + 1 + after || x.shape()[before] != total)
-    return concreteError(unpackSource(x, shapes, pattern, true),
+    return concreteError(checkUnpack(x, shapes, pattern, *split, true),
                          fmt::format("unpack(\"{}\"): the '*' dim of {} does "
                                      "not hold the parts ({} elements)",
                                      pattern, x.describe(), total));

@@ -1,12 +1,15 @@
 // The C++ API's pattern operations: rearrange, reduce, repeat and einsum.
-// Each call is planned once per (operation, pattern, dtypes, ranks, size
-// names): the pattern is checked by einc's checker, then every input is
-// split into its elementary axes as a strided view (a split never copies)
-// and the operation runs on those views, as a view when the result's
-// strides can express it, else through a kernel compiled from generated
-// .ein source over elementary axes (size-generic, so cached across sizes).
+// As einops does, each call's recipe (a Plan) is made once per (operation,
+// pattern, dtypes, ranks, size names): the pattern is parsed once, the call
+// is checked by building it with the ProgramBuilder (the shape and dtype
+// rules), then every input is split into its elementary axes as a strided
+// view (a split never copies) and the operation runs on those views, as a
+// view when the result's strides can express it, else through a kernel
+// built with the ProgramBuilder over elementary axes (size-generic, so
+// cached across sizes). No .ein text is written.
 #include "Internal.h"
 
+#include "ein/Sema/ProgramBuilder.h"
 #include "ein/Syntax/Pattern.h"
 
 #include <fmt/format.h>
@@ -15,9 +18,34 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace ein::api::detail {
+
+ErrorInfo callError(const CallText &call, const BuildError &e) {
+  size_t col = 0, length = call.text.size();
+  const ShapeError &at = e.error;
+  switch (at.anchor) {
+  case ShapeError::Anchor::Pattern:
+    col = call.pattern + at.offset;
+    length = at.length;
+    break;
+  case ShapeError::Anchor::Operand:
+    if (at.index < call.operands.size())
+      std::tie(col, length) = call.operands[at.index];
+    break;
+  case ShapeError::Anchor::Kwarg:
+    if (at.index < call.keywords.size())
+      std::tie(col, length) = call.keywords[at.index];
+    break;
+  case ShapeError::Anchor::Op:
+    break;
+  }
+  return programError(fmt::format(
+      "{}\n    {}\n    {}^{}", at.message, call.text, std::string(col, ' '),
+      std::string(length > 1 ? length - 1 : 0, '~')));
+}
 
 namespace {
 
@@ -67,6 +95,10 @@ using Side = std::vector<Group>;
 
 struct Plan {
   Op op;
+  Reduction how = Reduction::Sum;
+  /// The user's pattern, parsed once: for the recipe and the errors of a
+  /// later call whose sizes do not fit.
+  Pattern pattern;
   std::vector<Axis> axes;
   std::vector<Side> inputs;
   Side output;
@@ -82,11 +114,17 @@ struct Plan {
   std::vector<int> kernelOutput;
   /// The kernel's source, and the kernel once compiled: on the first call
   /// that needs it (a rearrange that is a view needs none).
-  std::string kernelSource;
+  /// The kernel: a program built with the ProgramBuilder, the key it is
+  /// cached as (everything that decides it), and its CPU code once
+  /// compiled: on the first CPU call that needs it (a rearrange that is a
+  /// view needs none).
+  CheckedModule kernelModule;
+  std::string kernelKey;
   mutable std::once_flag compileOnce;
   mutable std::optional<Result<std::shared_ptr<Kernel>>> kernel;
   const Result<std::shared_ptr<Kernel>> &compiled() const {
-    std::call_once(compileOnce, [&] { kernel = kernelFor(kernelSource); });
+    std::call_once(compileOnce,
+                   [&] { kernel = kernelFor(kernelKey, kernelModule); });
     return *kernel;
   }
 };
@@ -127,46 +165,85 @@ std::string planKey(const Request &r) {
   return key;
 }
 
-/// `name=value, ...` of the keyword sizes, for generated calls.
-std::string keywordText(const Sizes &sizes) {
-  std::string text;
-  for (auto &[n, v] : sizes)
-    text += fmt::format(", {}={}", n, v);
-  return text;
-}
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s;
-  for (int64_t d : shape)
-    s += (s.empty() ? "" : " ") + std::to_string(d);
-  return s;
-}
-
-/// The user's call as generated source, to be checked by einc's checker:
-/// inputs with anonymous dims (`_`), or with their numbers when `concrete`.
-std::string callSource(const Request &r, DType result, bool concrete) {
-  std::string params, operands;
+/// The user's call as errors show it: `rearrange(x, "PATTERN", h=3)`,
+/// `einsum(x0, x1, "PATTERN")`.
+CallText callText(const Request &r) {
+  CallText call;
+  call.text = std::string(opName(r.op)) + "(";
   for (size_t i = 0; i < r.inputs.size(); ++i) {
-    std::string n = r.op == Op::Einsum ? fmt::format("x{}", i) : "x";
-    std::string dims;
-    if (concrete) {
-      dims = shapeText(r.inputs[i].shape());
-    } else {
-      for (int64_t d = 0; d < r.inputs[i].rank(); ++d)
-        dims += d ? " _" : "_";
-    }
-    params += fmt::format("{}{}: {}[\"{}\"]", i ? ", " : "", n,
-                          name(r.inputs[i].dtype()), dims);
-    operands += n + ", ";
+    std::string operand = r.op == Op::Einsum ? fmt::format("x{}", i) : "x";
+    call.operands.push_back({call.text.size(), operand.size()});
+    call.text += operand + ", ";
   }
-  std::string extra = keywordText(r.sizes);
+  call.text += '"';
+  call.pattern = call.text.size();
+  call.text += r.pattern;
+  call.text += '"';
   if (r.op == Op::Reduce)
-    extra = fmt::format(", \"{}\"", reductionName(r.how)) + extra;
+    call.text += fmt::format(", \"{}\"", reductionName(r.how));
+  for (auto &[n, v] : r.sizes) {
+    call.text += ", ";
+    call.keywords.push_back({call.text.size(), n.size()});
+    call.text += fmt::format("{}={}", n, v);
+  }
   if (r.acc)
-    extra += fmt::format(", acc={}", name(*r.acc));
-  return fmt::format("def {}({}) -> {}[\"...\"]:\n    return {}({}\"{}\"{})\n",
-                     kernelName, params, name(result), opName(r.op), operands,
-                     r.pattern, extra);
+    call.text += fmt::format(", acc={}", name(*r.acc));
+  call.text += ')';
+  return call;
+}
+
+ErrorInfo callError(const Request &r, const BuildError &e) {
+  return callError(callText(r), e);
+}
+
+/// Builds the call with the ProgramBuilder, its inputs' dims anonymous
+/// (the sizes bind later; a recipe serves every size) or, when `concrete`,
+/// their numbers; the error, if the shape or dtype rules refuse it.
+std::optional<BuildError> checkCall(const Request &r, const Pattern &pattern,
+                                    bool concrete) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  std::vector<unsigned> xs;
+  unsigned anonymous = 0;
+  for (const Tensor &t : r.inputs) {
+    TensorType type;
+    type.dtype = internal(t.dtype());
+    for (int64_t d : t.shape())
+      type.shape.push_back(Dim::ofSize(
+          concrete ? SizeExpr::constant(d)
+                   : SizeExpr::symbol(fmt::format("_anon{}", anonymous++))));
+    xs.push_back(b.param(std::move(type)));
+  }
+  std::vector<SizeArg> sizes;
+  for (auto &[n, v] : r.sizes)
+    sizes.push_back(SizeArg{n, SizeExpr::constant(v)});
+  std::optional<ein::DType> acc;
+  if (r.acc)
+    acc = internal(*r.acc);
+  BuildOr<unsigned> built = [&]() -> BuildOr<unsigned> {
+    switch (r.op) {
+    case Op::Einsum:
+      return b.einsum(xs, pattern, std::move(sizes), acc);
+    case Op::Rearrange:
+      return b.transform(OpKind::Rearrange, xs[0], pattern, std::move(sizes));
+    case Op::Repeat:
+      return b.transform(OpKind::Repeat, xs[0], pattern, std::move(sizes));
+    case Op::Reduce: {
+      ReduceKind how = ReduceKind(unsigned(r.how));
+      unsigned x = xs[0];
+      // any/all read their input as truth values (as the checker does).
+      if ((how == ReduceKind::Any || how == ReduceKind::All) &&
+          b.type(x).dtype != ein::DType::Bool)
+        x = b.cast(x, ein::DType::Bool);
+      return b.transform(OpKind::Reduce, x, pattern, std::move(sizes), how,
+                         acc);
+    }
+    }
+    return BuildError{ShapeError::atOp("unknown operation"), "", ""};
+  }();
+  if (built)
+    return std::nullopt;
+  return built.error();
 }
 
 PatternUse patternUse(Op op) {
@@ -183,15 +260,15 @@ PatternUse patternUse(Op op) {
   return PatternUse::Rearrange;
 }
 
-/// Builds the plan of a request whose pattern einc's checker accepted.
-Result<std::shared_ptr<Plan>> buildPlan(const Request &r) {
+/// Builds the plan of a request that the ProgramBuilder built.
+std::shared_ptr<Plan> buildPlan(const Request &r, const Pattern &pattern) {
   auto plan = std::make_shared<Plan>();
   plan->op = r.op;
+  plan->how = r.how;
+  plan->pattern = pattern;
   plan->dtype = r.inputs[0].dtype();
   plan->result = r.acc ? *r.acc : plan->dtype;
-  auto parsed = parsePattern(std::string(r.pattern), patternUse(r.op));
-  if (!parsed)
-    return programError(parsed.error().message);
+  const Pattern *parsed = &plan->pattern;
   std::map<std::string, int> byName;
   auto named = [&](const std::string &n) {
     if (n != "_")
@@ -268,30 +345,59 @@ std::vector<int> flatten(const Side &side) {
   return ids;
 }
 
-/// The kernel's source: one function over the elementary views (`views`
-/// axes per input) giving the elementary output.
-std::string kernelSource(const Plan &plan, Reduction how,
-                         const std::vector<std::vector<int>> &views,
+/// The kernel: one function over the elementary views (`views` axes per
+/// input) giving the elementary output, built with the ProgramBuilder; its
+/// key names the op, its pattern over the axes and the dtypes.
+Result<void> buildKernel(Plan &plan, const std::vector<std::vector<int>> &views,
                          const std::vector<int> &out) {
-  std::string params, operands, lhs;
+  CheckedFunction fn;
+  fn.name = kernelName;
+  ProgramBuilder b(fn);
+  std::vector<unsigned> xs;
+  std::string lhs;
   for (size_t i = 0; i < views.size(); ++i) {
-    params += fmt::format("{}x{}: {}[\"{}\"]", i ? ", " : "", i,
-                          name(plan.dtype), axesText(views[i]));
-    operands += fmt::format("x{}, ", i);
+    TensorType type;
+    type.dtype = internal(plan.dtype);
+    for (int id : views[i])
+      type.shape.push_back(Dim::ofSize(SizeExpr::symbol(axisName(id))));
+    xs.push_back(b.param(std::move(type), fmt::format("x{}", i)));
     lhs += (i ? ", " : "") + axesText(views[i]);
   }
-  std::string op = plan.op == Op::Einsum   ? "einsum"
-                   : plan.op == Op::Reduce ? "reduce"
-                                           : "rearrange";
-  std::string extra;
-  if (plan.op == Op::Reduce)
-    extra = fmt::format(", \"{}\"", reductionName(how));
+  std::string pattern = lhs + " -> " + axesText(out);
+  std::optional<ein::DType> acc;
   if (plan.result != plan.dtype)
-    extra += fmt::format(", acc={}", name(plan.result));
-  return fmt::format("def {}({}) -> {}[\"{}\"]:\n    return {}({}\"{} -> "
-                     "{}\"{})\n",
-                     kernelName, params, name(plan.result), axesText(out), op,
-                     operands, lhs, axesText(out), extra);
+    acc = internal(plan.result);
+  BuildOr<unsigned> built = BuildError{};
+  if (plan.op == Op::Einsum) {
+    built = b.einsum(xs, pattern, {}, acc);
+  } else if (plan.op == Op::Reduce) {
+    ReduceKind how = ReduceKind(unsigned(plan.how));
+    unsigned x = xs[0];
+    if ((how == ReduceKind::Any || how == ReduceKind::All) &&
+        b.type(x).dtype != ein::DType::Bool)
+      x = b.cast(x, ein::DType::Bool);
+    built = b.reduce(x, pattern, how, {}, acc);
+  } else {
+    // A rearrange's kernel permutes; a repeat's copies the broadcast view.
+    built = b.rearrange(xs[0], pattern);
+  }
+  if (!built)
+    return programError("internal error: the kernel of " +
+                        std::string(opName(plan.op)) +
+                        " did not build: " + built.error().str());
+  b.ret({*built});
+  plan.kernelModule.path = "<ein C++ API>";
+  plan.kernelModule.functions.push_back(std::move(fn));
+  plan.kernelKey = fmt::format(
+      "ein C++ API kernel v1: {}(\"{}\"{}) {} -> {}",
+      plan.op == Op::Einsum   ? "einsum"
+      : plan.op == Op::Reduce ? "reduce"
+                              : "rearrange",
+      pattern,
+      plan.op == Op::Reduce ? fmt::format(", \"{}\"", reductionName(plan.how))
+                            : "",
+      name(plan.dtype), name(plan.result));
+  return {};
 }
 
 /// The sizes of every axis, bound from the inputs and keyword sizes; an
@@ -451,19 +557,20 @@ Result<std::shared_ptr<const Plan>> planFor(const Request &r) {
       return programError(fmt::format(
           "{}: the pattern holds a character no pattern may hold: {:?}",
           opName(r.op), std::string(1, c)));
-  DType result = r.acc ? *r.acc : r.inputs[0].dtype();
-  if (auto error = checkCall(callSource(r, result, false))) {
-    // The symbolic check names the dims as the checker does ("_anon0
-    // _anon1"); the same call with the tensors' sizes says it with their
-    // shapes ("2 3 10"), when it fails too.
-    if (auto sized = checkCall(callSource(r, result, true)))
-      return ErrorInfo{error->kind, sized->message};
-    return *error;
+  auto parsed = parsePattern(std::string(r.pattern), patternUse(r.op));
+  if (!parsed)
+    return callError(
+        r, BuildError{parsed.error(), opName(r.op), std::string(r.pattern)});
+  if (auto error = checkCall(r, *parsed, false)) {
+    // The symbolic check names the dims anonymously ("_anon0 _anon1"); the
+    // same call with the tensors' sizes says it with their shapes
+    // ("2 3 10"), when it fails too.
+    if (auto sized = checkCall(r, *parsed, true))
+      return callError(r, *sized);
+    return callError(r, *error);
   }
-  auto plan = buildPlan(r);
-  if (!plan)
-    return plan.error();
-  Plan &p = **plan;
+  std::shared_ptr<Plan> plan = buildPlan(r, *parsed);
+  Plan &p = *plan;
   p.kernelOutput = flatten(p.output);
   for (const Side &side : p.inputs)
     p.inputAxes.push_back(flatten(side));
@@ -472,8 +579,9 @@ Result<std::shared_ptr<const Plan>> planFor(const Request &r) {
   p.kernelInputs = r.op == Op::Repeat
                        ? std::vector<std::vector<int>>{p.kernelOutput}
                        : p.inputAxes;
-  p.kernelSource = kernelSource(p, r.how, p.kernelInputs, p.kernelOutput);
-  std::shared_ptr<const Plan> shared = *plan;
+  if (auto built = buildKernel(p, p.kernelInputs, p.kernelOutput); !built)
+    return built.error();
+  std::shared_ptr<const Plan> shared = plan;
   std::unique_lock<std::shared_mutex> lock(cache.mutex);
   cache.plans.emplace(key, shared);
   return shared;
@@ -508,9 +616,10 @@ Result<Prepared> prepare(const Request &r) {
   p.device = *device;
   const Plan &pl = **plan;
   if (auto why = bindSizes(pl, r, p.size)) {
-    // einc's own words for it, when its checker sees the sizes' problem.
-    if (auto error = checkCall(callSource(r, pl.result, true)))
-      return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
+    // The shape rules' words for it, located in the pattern, when they see
+    // the sizes' problem.
+    if (auto error = checkCall(r, pl.pattern, true))
+      return ErrorInfo{ErrorInfo::Kind::Usage, callError(r, *error).message};
     return usageError(
         fmt::format("{}(\"{}\"): {}", opName(r.op), r.pattern, *why));
   }
@@ -520,8 +629,9 @@ Result<Prepared> prepare(const Request &r) {
     for (int id : pl.inputAxes[0])
       if (p.size[id] == 0 &&
           std::find(out.begin(), out.end(), id) == out.end()) {
-        if (auto error = checkCall(callSource(r, pl.result, true)))
-          return ErrorInfo{ErrorInfo::Kind::Usage, error->message};
+        if (auto error = checkCall(r, pl.pattern, true))
+          return ErrorInfo{ErrorInfo::Kind::Usage,
+                           callError(r, *error).message};
         return usageError(fmt::format("{} over an empty axis: '{}' has size 0",
                                       reductionName(r.how), pl.axes[id].name));
       }
@@ -596,7 +706,8 @@ Result<Tensor> run(const Request &r) {
       return kernel.error();
     cpuKernel = kernel->get();
   }
-  if (auto ran = runOn(p->device, p->plan->kernelSource, cpuKernel, tensors);
+  if (auto ran = runOn(p->device, p->plan->kernelKey, p->plan->kernelModule,
+                       cpuKernel, tensors);
       !ran)
     return ran.error();
   // A fresh C-order tensor: its groups always merge.
@@ -660,10 +771,10 @@ Result<std::string> explain(std::string_view op, std::string_view pattern,
     elements *= p->size[id];
   return fmt::format(
       "{}: a kernel writing a new tensor ({} bytes){}, "
-      "compiled from:\n{}",
+      "built as:\n{}",
       head, elements * int64_t(itemsize(p->plan->result)),
       p->device == cuda ? " on the CUDA device (the CUDA back end's code)" : "",
-      p->plan->kernelSource);
+      p->plan->kernelKey);
 }
 
 } // namespace ein::api::nothrow

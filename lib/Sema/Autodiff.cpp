@@ -3,6 +3,7 @@
 // a repeat a reduce, ...), each checked by the same inference as user code.
 #include "ein/Sema/Autodiff.h"
 
+#include "ein/Sema/ProgramBuilder.h"
 #include "ein/Syntax/Pattern.h"
 
 #include <fmt/format.h>
@@ -33,13 +34,14 @@ using Groups = std::vector<std::vector<std::string>>;
 class Differentiator {
 public:
   Differentiator(CheckedFunction &fn, const std::vector<unsigned> &wrt)
-      : fn(fn), params(wrt.begin(), wrt.end()) {}
+      : fn(fn), builder(fn), params(wrt.begin(), wrt.end()) {}
 
   GradientResult run(unsigned loss, const std::vector<unsigned> &wrt,
                      SourceLoc at);
 
 private:
   CheckedFunction &fn;
+  ProgramBuilder builder; // every backward op is built through it
   std::set<unsigned> params;
   std::set<unsigned> active; // values that depend on a wrt value
   std::map<unsigned, unsigned> adjoint;
@@ -86,22 +88,25 @@ private:
         params.count(operand) ? GradPhase::WeightGrad : GradPhase::DataGrad;
   }
 
-  unsigned newValue(TensorType t) {
-    fn.values.push_back(Value{std::move(t)});
-    return static_cast<unsigned>(fn.values.size() - 1);
+  /// The builder, its origin set to the forward op being differentiated.
+  ProgramBuilder &build() {
+    builder.setOrigin(BuildOrigin{atLoc, atSite, atPhase, atTarget});
+    return builder;
   }
-  void tag(CheckedOp &op) {
-    op.loc = atLoc;
-    op.callSite = atSite;
-    op.phase = atPhase;
-    op.gradOf = atTarget;
-  }
+  unsigned newValue(TensorType t) { return builder.newValue(std::move(t)); }
   unsigned emit(CheckedOp op, TensorType result) {
-    tag(op);
-    unsigned id = newValue(std::move(result));
-    op.results.push_back(id);
-    fn.ops.push_back(std::move(op));
-    return id;
+    return build().append(std::move(op), std::move(result));
+  }
+  /// A built value, or the failure of a rule's step (a bug of the rule).
+  std::optional<unsigned> built(BuildOr<unsigned> value) {
+    if (value)
+      return *value;
+    const BuildError &e = value.error();
+    std::string what = e.op == "pack" ? std::string("a pack")
+                       : e.pattern.empty()
+                           ? e.op
+                           : fmt::format("{}(\"{}\")", e.op, e.pattern);
+    return failBuilt(what, e.error.message);
   }
 
   std::string freshAxis() { return fmt::format("ad{}", freshAxes++); }
@@ -145,97 +150,34 @@ private:
 };
 
 unsigned Differentiator::constant(double value, DType dtype) {
-  CheckedOp op;
-  op.kind = OpKind::Constant;
-  op.constant = value;
-  return emit(std::move(op), TensorType{{}, dtype});
+  return build().constant(value, dtype);
 }
 
 unsigned Differentiator::count(const SizeExpr &n, DType dtype) {
-  if (auto known = n.constantValue())
-    return constant(toDouble(*known), dtype);
-  CheckedOp op;
-  op.kind = OpKind::Size;
-  op.sizeValue = n;
-  return emit(std::move(op), TensorType{{}, dtype});
+  return build().size(n, dtype);
 }
 
 unsigned Differentiator::cast(unsigned x, DType dtype) {
-  if (dtypeOf(x) == dtype)
-    return x;
-  CheckedOp op;
-  op.kind = OpKind::Cast;
-  op.operands = {x};
-  return emit(std::move(op), TensorType{type(x).shape, dtype});
+  return build().cast(x, dtype);
 }
 
 std::optional<unsigned> Differentiator::ew(F f, std::vector<unsigned> xs) {
-  const ElementwiseInfo &info = elementwiseInfo(f);
-  Shape shape = type(xs[0]).shape;
-  for (size_t i = 1; i < xs.size(); ++i) {
-    auto joined = inferBroadcast(fn.ctx, shape, type(xs[i]).shape);
-    if (!joined)
-      return failBuilt(std::string(info.name), joined.error().message);
-    shape = *joined;
-  }
-  DType dtype = dtypeOf(xs[info.firstIsCondition ? 1 : 0]);
-  CheckedOp op;
-  op.kind = OpKind::Elementwise;
-  op.fn = f;
-  op.operands = std::move(xs);
-  return emit(std::move(op),
-              TensorType{shape, elementwiseResultDType(info, dtype)});
+  return built(build().elementwise(f, std::move(xs)));
 }
 
 std::optional<unsigned> Differentiator::transform(OpKind kind, unsigned x,
                                                   const std::string &pattern,
                                                   std::vector<SizeArg> sizes,
                                                   ReduceKind reduction) {
-  PatternUse use = kind == OpKind::Reduce   ? PatternUse::Reduce
-                   : kind == OpKind::Repeat ? PatternUse::Repeat
-                                            : PatternUse::Rearrange;
-  std::string what = fmt::format("{}(\"{}\")", opKindName(kind), pattern);
-  auto parsed = parsePattern(pattern, use);
-  if (!parsed)
-    return failBuilt(what, parsed.error().message);
-  auto info = analyzeTransform(fn.ctx, use, *parsed, type(x).shape, sizes);
-  if (!info)
-    return failBuilt(what, info.error().message);
-  CheckedOp op;
-  op.kind = kind;
-  op.pattern = pattern;
-  op.parsed = *parsed;
-  op.sizes = std::move(sizes);
-  op.reduction = reduction;
-  op.operands = {x};
-  op.transform = *info;
-  return emit(std::move(op), TensorType{info->result, dtypeOf(x)});
+  return built(
+      build().transform(kind, x, pattern, std::move(sizes), reduction));
 }
 
 std::optional<unsigned> Differentiator::einsum(const std::vector<unsigned> &xs,
                                                const std::string &pattern,
                                                std::vector<SizeArg> sizes,
                                                std::optional<DType> acc) {
-  std::string what = fmt::format("einsum(\"{}\")", pattern);
-  auto parsed = parsePattern(pattern, PatternUse::Einsum);
-  if (!parsed)
-    return failBuilt(what, parsed.error().message);
-  std::vector<Shape> shapes;
-  for (unsigned x : xs)
-    shapes.push_back(type(x).shape);
-  auto info = analyzeEinsum(fn.ctx, *parsed, shapes, sizes);
-  if (!info)
-    return failBuilt(what, info.error().message);
-  CheckedOp op;
-  op.kind = OpKind::Einsum;
-  op.pattern = pattern;
-  op.parsed = *parsed;
-  op.sizes = std::move(sizes);
-  op.acc = acc;
-  op.operands = xs;
-  op.einsum = *info;
-  return emit(std::move(op),
-              TensorType{info->result, acc.value_or(dtypeOf(xs[0]))});
+  return built(build().einsum(xs, pattern, std::move(sizes), acc));
 }
 
 std::optional<unsigned> Differentiator::zeros(unsigned like) {
@@ -263,28 +205,12 @@ std::optional<unsigned> Differentiator::zerosOf(const Shape &shape,
 std::optional<unsigned> Differentiator::pack(const std::vector<unsigned> &parts,
                                              const Pattern &pattern,
                                              DType dtype) {
-  std::vector<Shape> shapes;
-  for (unsigned p : parts)
-    shapes.push_back(type(p).shape);
-  auto packed = inferPack(fn.ctx, pattern, shapes);
-  if (!packed)
-    return failBuilt("a pack", packed.error().message);
-  CheckedOp op;
-  op.kind = OpKind::Pack;
-  op.pattern = pattern.text;
-  op.parsed = pattern;
-  op.packParts = packed->parts;
-  op.operands = parts;
-  return emit(std::move(op), TensorType{packed->packed, dtype});
+  return built(build().pack(parts, pattern, dtype));
 }
 
 std::optional<unsigned> Differentiator::identity(const SizeExpr &n,
                                                  DType dtype) {
-  CheckedOp op;
-  op.kind = OpKind::Arange;
-  op.sizeValue = n;
-  unsigned positions =
-      emit(std::move(op), TensorType{{Dim::ofSize(n)}, DType::I64});
+  unsigned positions = build().arange(n);
   auto column = transform(OpKind::Rearrange, positions, "i -> i 1", {});
   auto row = transform(OpKind::Rearrange, positions, "j -> 1 j", {});
   if (!column || !row)
@@ -713,12 +639,11 @@ bool Differentiator::packRule(const CheckedOp &op, unsigned dy) {
   un.parsed = op.parsed;
   un.packParts = op.packParts;
   un.operands = {dy};
-  tag(un);
   for (size_t i = 0; i < parts->size(); ++i)
     un.results.push_back(
         newValue(TensorType{(*parts)[i], dtypeOf(op.operands[i])}));
   std::vector<unsigned> results = un.results;
-  fn.ops.push_back(std::move(un));
+  build().appendOp(std::move(un));
   for (size_t i = 0; i < op.operands.size(); ++i)
     if (active.count(op.operands[i]))
       if (!accumulate(op.operands[i], results[i]))

@@ -1,0 +1,145 @@
+// The builder of checked programs: the one door for a front end that is not
+// .ein text (the C++ API, grad()'s backward ops, a future Python front end).
+//
+// Each op is built through the same rules as a written one: its shape from
+// Shape/Infer.h, its dtype from the dtype table (Shape/DTypeRules.h). What it
+// builds is an ordinary CheckedFunction, which MLIRGen, the JIT and the CUDA
+// back end accept as they accept the checker's. A step that does not build
+// returns a BuildError anchored in the caller's own text: the pattern it was
+// given and an offset into it, or the operand or keyword it names.
+#pragma once
+
+#include "ein/Sema/Program.h"
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ein {
+
+/// Why an op could not be built, anchored in what the caller passed.
+struct BuildError {
+  /// The rule's message and its anchor: `error.offset`/`length` into
+  /// `pattern` (Anchor::Pattern), or the index of an operand or keyword
+  /// size (Anchor::Operand, Anchor::Kwarg) of the call.
+  ShapeError error;
+  /// The op being built: "einsum", "reduce", "add", ...
+  std::string op;
+  /// The pattern the caller gave (empty for an op without one).
+  std::string pattern;
+  /// "OP(\"PATTERN\"): MESSAGE".
+  std::string str() const;
+  /// The caller's pattern with a caret line under the offending token
+  /// ("    PATTERN\n    ^~~"), or "" when the error is not in the pattern.
+  std::string caret() const;
+};
+
+/// A built value, or the error that stopped it.
+template <typename T> class [[nodiscard]] BuildOr {
+public:
+  BuildOr(T value) : storage(std::in_place_index<0>, std::move(value)) {}
+  BuildOr(BuildError error)
+      : storage(std::in_place_index<1>, std::move(error)) {}
+  explicit operator bool() const { return storage.index() == 0; }
+  T &operator*() { return std::get<0>(storage); }
+  const T &operator*() const { return std::get<0>(storage); }
+  const BuildError &error() const { return std::get<1>(storage); }
+
+private:
+  std::variant<T, BuildError> storage;
+};
+
+/// Where the ops being built come from; every op built is tagged with it.
+struct BuildOrigin {
+  SourceLoc loc;
+  int callSite = -1;
+  GradPhase phase = GradPhase::Forward;
+  int gradOf = -1; // the value whose gradient a backward op computes
+};
+
+/// Appends checked ops to one function (a new one, or one being extended,
+/// as grad() extends the function it differentiates). Values are the
+/// function's value ids.
+class ProgramBuilder {
+public:
+  explicit ProgramBuilder(CheckedFunction &fn) : fn(fn) {}
+
+  CheckedFunction &function() { return fn; }
+  const TensorType &type(unsigned value) const { return fn.values[value].type; }
+
+  /// The origin every op built from now on is tagged with.
+  void setOrigin(BuildOrigin origin) { at = origin; }
+  const BuildOrigin &origin() const { return at; }
+
+  /// A parameter of the function, of `type` (dims bound at entry).
+  unsigned param(TensorType type, std::string name = "");
+  /// Returns `values` from the function (its results take their types).
+  void ret(const std::vector<unsigned> &values);
+
+  /// A rank-0 constant.
+  unsigned constant(double value, DType dtype);
+  /// The size `n` as a rank-0 value: a constant when `n` is a number, else
+  /// read at run time.
+  unsigned size(const SizeExpr &n, DType dtype);
+  /// arange(n): 0, 1, ..., n-1 (i64) along the dim `n`.
+  unsigned arange(const SizeExpr &n);
+  /// `x` as `dtype` (x itself when it has that dtype).
+  unsigned cast(unsigned x, DType dtype);
+
+  /// An elementwise function of `xs`, broadcast together.
+  BuildOr<unsigned> elementwise(ElementwiseFn fn, std::vector<unsigned> xs);
+  BuildOr<unsigned> rearrange(unsigned x, const std::string &pattern,
+                              std::vector<SizeArg> sizes = {});
+  BuildOr<unsigned> repeat(unsigned x, const std::string &pattern,
+                           std::vector<SizeArg> sizes = {});
+  /// A reduction; `acc` sets the accumulation and result dtype.
+  BuildOr<unsigned> reduce(unsigned x, const std::string &pattern,
+                           ReduceKind how, std::vector<SizeArg> sizes = {},
+                           std::optional<DType> acc = std::nullopt);
+  /// rearrange, repeat or reduce by kind.
+  BuildOr<unsigned> transform(OpKind kind, unsigned x,
+                              const std::string &pattern,
+                              std::vector<SizeArg> sizes,
+                              ReduceKind how = ReduceKind::Sum,
+                              std::optional<DType> acc = std::nullopt);
+  /// `transform` of a pattern the caller parsed already (PatternUse of
+  /// `kind`): a front end that caches its parse parses each pattern once.
+  BuildOr<unsigned> transform(OpKind kind, unsigned x, const Pattern &pattern,
+                              std::vector<SizeArg> sizes,
+                              ReduceKind how = ReduceKind::Sum,
+                              std::optional<DType> acc = std::nullopt);
+  /// An einsum of `xs`; `acc` sets the accumulation and result dtype.
+  BuildOr<unsigned> einsum(const std::vector<unsigned> &xs,
+                           const std::string &pattern,
+                           std::vector<SizeArg> sizes = {},
+                           std::optional<DType> acc = std::nullopt);
+  /// `einsum` of a pattern the caller parsed already (PatternUse::Einsum).
+  BuildOr<unsigned> einsum(const std::vector<unsigned> &xs,
+                           const Pattern &pattern,
+                           std::vector<SizeArg> sizes = {},
+                           std::optional<DType> acc = std::nullopt);
+  /// pack(parts, pattern), already parsed, of `dtype`.
+  BuildOr<unsigned> pack(const std::vector<unsigned> &parts,
+                         const Pattern &pattern, DType dtype);
+
+  /// unpack(x, parts, pattern), already parsed: one value per part, of the
+  /// shapes `parts` give for `*`.
+  BuildOr<std::vector<unsigned>> unpack(unsigned x, const Pattern &pattern,
+                                        const std::vector<Shape> &parts);
+
+  /// Appends `op` (its structure inferred by the caller) with one result of
+  /// `result`, tagged with the origin; the result's id.
+  unsigned append(CheckedOp op, TensorType result);
+  /// A new value of `type` made by no op yet (an op with several results
+  /// names them in its `results` before `appendOp`).
+  unsigned newValue(TensorType type);
+  /// Appends `op`, whose results the caller made with newValue, tagged.
+  void appendOp(CheckedOp op);
+
+private:
+  CheckedFunction &fn;
+  BuildOrigin at;
+};
+
+} // namespace ein
