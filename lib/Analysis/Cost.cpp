@@ -132,9 +132,19 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
     SizeExpr inElems = numElements(in.inputs[0].shape);
     // n-1 combining operations per output over n elements: N - M in all,
     // plus one division per output for a mean.
-    flops = inElems - outElems;
-    if (in.reduction == ReduceKind::Mean)
-      flops = flops + outElems;
+    switch (in.reduction) {
+    case ReduceKind::Sum:
+    case ReduceKind::Max:
+    case ReduceKind::Min:
+    case ReduceKind::Prod:
+    case ReduceKind::Any:
+    case ReduceKind::All:
+      flops = inElems - outElems;
+      break;
+    case ReduceKind::Mean:
+      flops = inElems - outElems + outElems;
+      break;
+    }
     break;
   }
   case OpKind::Einsum: {

@@ -550,6 +550,7 @@ std::optional<Int> evalDim(const Expr &e, const Bindings &dims,
     diags.error(e.loc, "a dim value must be an integer expression", e.length);
     return std::nullopt;
   }
+  return std::nullopt; // every case returns: for GCC's -Wreturn-type
 }
 
 } // namespace

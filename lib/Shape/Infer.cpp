@@ -537,6 +537,7 @@ std::optional<ShapeError> checkAxisSets(const Pattern &pattern,
   case PatternUse::Pack:
     return std::nullopt;
   }
+  return std::nullopt; // every case returns: for GCC's -Wreturn-type
 }
 
 } // namespace
