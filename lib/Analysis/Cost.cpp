@@ -144,6 +144,13 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
     case ReduceKind::Mean:
       flops = inElems - outElems + outElems;
       break;
+    case ReduceKind::Var:
+      // Two passes: the mean (N - M adds, M divisions), then per element a
+      // subtraction and a square (2N), their sum and the division (N - M +
+      // M): 4N. The second pass reads the input again.
+      flops = SizeExpr::constant(4) * inElems;
+      read = read + bytesOf(in.inputs[0]);
+      break;
     }
     break;
   }
@@ -227,6 +234,10 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
   if (in.kind == OpKind::Reduce && in.reduction == ReduceKind::Mean &&
       numElements(in.inputs[0].shape).evaluate(env) == Int(0))
     c.flops.value = outElems.evaluate(env);
+  // var over an empty axis still divides twice per output (0/0).
+  if (in.kind == OpKind::Reduce && in.reduction == ReduceKind::Var &&
+      numElements(in.inputs[0].shape).evaluate(env) == Int(0))
+    c.flops.value = (SizeExpr::constant(2) * outElems).evaluate(env);
   c.bytesRead = Quantity::of(read, env);
   c.bytesWritten = Quantity::of(written, env);
   return c;

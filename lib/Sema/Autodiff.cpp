@@ -522,6 +522,30 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
         dx = ew(F::Div, {*spread, count(n, t)});
       break;
     }
+    case ReduceKind::Var: {
+      // d var / dx = 2 (x - mean) / N, times the output's gradient spread
+      // back; with acc=, in the accumulation dtype (as the reduce computed).
+      SizeExpr n = SizeExpr::constant(1);
+      for (const auto &group : info.inputGroups)
+        for (const auto &a : group)
+          if (!kept.count(a))
+            n = n * info.axisSizes.at(a);
+      unsigned xt = cast(x, t);
+      auto mean = transform(OpKind::Reduce, xt, in + " -> " + out, sizes,
+                            ReduceKind::Mean);
+      if (!mean)
+        return false;
+      auto meanBack = transform(OpKind::Repeat, *mean, back, sizes);
+      auto spread = transform(OpKind::Repeat, dy, back, sizes);
+      if (!meanBack || !spread)
+        return false;
+      auto dev = ew(F::Sub, {xt, *meanBack});
+      auto scaled = dev ? ew(F::Mul, {*dev, constant(2, t)}) : std::nullopt;
+      auto weighted = scaled ? ew(F::Mul, {*scaled, *spread}) : std::nullopt;
+      if (weighted)
+        dx = ew(F::Div, {*weighted, count(n, t)});
+      break;
+    }
     case ReduceKind::Max:
     case ReduceKind::Min: {
       // As torch.amax/amin: the gradient is shared evenly by the elements

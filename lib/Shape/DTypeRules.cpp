@@ -22,6 +22,9 @@ const std::vector<DTypeRule> &dtypeRules() {
       // A mean divides by the element count: only floats divide without
       // truncating (and without trapping on an empty axis).
       {"mean", S::Float, true, S::Float, false},
+      // var: two means (docs/language.md), so floats only; acc= is the
+      // dtype both passes accumulate in and the result's, as for mean.
+      {"var", S::Float, true, S::Float, false},
       // any/all: on bool, with the identities False and True of an empty
       // axis.
       {"any", S::Bool, true, S::Bool, false},

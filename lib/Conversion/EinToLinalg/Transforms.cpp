@@ -93,6 +93,26 @@ mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
     case ReduceKind::Mean:
       result = divideByCount(result);
       break;
+    case ReduceKind::Var: {
+      // Two passes (numerically sound, unlike E[x^2] - E[x]^2): the mean,
+      // then the mean of the squared deviations from it. Floats only (the
+      // dtype rule), in the accumulator type.
+      Value mean = divideByCount(result);
+      Value zeros = l.filled(loc, l.sizesOf(outAxes), acc,
+                             l.identity(ReduceKind::Sum, acc));
+      Value squares = l.generic(
+          loc, loops, {in, Indexed{mean, outAxes}}, outAxes, zeros, reductions,
+          [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            Value d = nb.create<mlir::arith::SubFOp>(
+                nl, l.cast(nl, args[0], acc), args[1]);
+            Value d2 = nb.create<mlir::arith::MulFOp>(nl, d, d);
+            return l.combine(nb, nl, ReduceKind::Sum, args[2], d2);
+          });
+      result = divideByCount(squares);
+      break;
+    }
     case ReduceKind::Sum:
     case ReduceKind::Max:
     case ReduceKind::Min:

@@ -634,7 +634,8 @@ void FunctionEmitter::emitReduce(
   ones.resize(rows.size(), "1");
   std::string target = pick(we, to, outAxes, rows, ones, false);
   // any and all on bool are max and min (false < true), with the
-  // identities false and true.
+  // identities false and true. var is two passes of its own runtime
+  // function (ein_reduce_var).
   const char *k = nullptr;
   switch (kind) {
   case ReduceKind::Sum:
@@ -654,10 +655,16 @@ void FunctionEmitter::emitReduce(
   case ReduceKind::Prod:
     k = "EIN_REDUCE_PROD";
     break;
+  case ReduceKind::Var:
+    break;
   }
   const char *acc = isLowFloat(to) ? "float" : storageType(to);
-  fmt::format_to(out(), "  ein_reduce<{}, {}>(stream, {}, {});\n", k, acc,
-                 target, p);
+  if (k)
+    fmt::format_to(out(), "  ein_reduce<{}, {}>(stream, {}, {});\n", k, acc,
+                   target, p);
+  else
+    fmt::format_to(out(), "  ein_reduce_var<{}>(stream, {}, {});\n", acc,
+                   target, p);
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
 
