@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <string>
@@ -66,7 +67,7 @@ const std::map<OpKind, OpSample> &samples() {
         "    gx = grad(l, wrt=[x])\n"
         "    return gx\n"}},
       {OpKind::Pack,
-       {"def f(x: f32[\"a b\"], y: f32[\"a\"]) -> f32[\"a b+1\"]:\n"
+       {"def f(x: f32[\"a b\"], y: f32[\"a\"]) -> f32[\"a _\"]:\n"
         "    p, ps = pack([x, y], \"a *\")\n"
         "    return p\n",
         "def g(x: f32[\"a b\"], y: f32[\"a\"]) -> f32[\"a b\"]:\n"
@@ -117,10 +118,12 @@ const std::map<OpKind, OpSample> &samples() {
         "    gt = grad(l, wrt=[t])\n"
         "    return gt\n"}},
       {OpKind::Slice,
-       {"def f(x: f32[\"a 6\"]) -> f32[\"a 3\"]:\n"
-        "    return slice(x, \"6\", 1, 4)\n",
-        "def g(x: f32[\"a 6\"]) -> f32[\"a 6\"]:\n"
-        "    l = reduce(slice(x, \"6\", 1, 4) ** 2, \"a c ->\", \"sum\")\n"
+       {"dim n = 6\n"
+        "def f(x: f32[\"a n\"]) -> f32[\"a 3\"]:\n"
+        "    return slice(x, \"n\", 1, 4)\n",
+        "dim n = 6\n"
+        "def g(x: f32[\"a n\"]) -> f32[\"a n\"]:\n"
+        "    l = reduce(slice(x, \"n\", 1, 4) ** 2, \"a c ->\", \"sum\")\n"
         "    gx = grad(l, wrt=[x])\n"
         "    return gx\n"}},
       // No surface syntax: grad() of take emits it, so the forward sample
@@ -205,15 +208,17 @@ TEST_P(OpCoverage, CostGradientAndLoweringOnEveryTarget) {
   // CPU: ein-to-linalg lowers it, or refuses it naming the op.
   std::ostringstream linalg;
   auto cpu = emitIR(c->result, IRStage::Linalg, linalg);
-  if (!cpu)
+  if (!cpu) {
     EXPECT_TRUE(namesOp(errorText(cpu.error()), kind))
         << "CPU: " << errorText(cpu.error());
+  }
 
   // CUDA: the emitter emits it, or refuses it naming the op.
   auto cuda = emitCUDA(c->result);
-  if (!cuda)
+  if (!cuda) {
     EXPECT_TRUE(namesOp(errorText(cuda.error()), kind))
         << "CUDA: " << errorText(cuda.error());
+  }
 
   // Gradient: grad() through it checks, or is refused naming the op; a row
   // without a gradient sample says why.
