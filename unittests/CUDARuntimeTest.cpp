@@ -1,6 +1,9 @@
 // Tests of the CUDA runtime's kernels (map, copy, reduce, GEMM) executed by
 // the emulation, each against plain loops over the same views.
 #include "CUDARuntimeTestUtil.h"
+// ein_reduce_var and the temporaries it uses (this file only: the header
+// defines the program-level helpers).
+#include "ein_cuda_program.cuh"
 
 #include <gtest/gtest.h>
 
@@ -374,6 +377,41 @@ template <EinReduceKind K> void reduceKind(std::mt19937 &rng) {
                                                         permute, false);
     }
   }
+}
+
+// var (ein_reduce_var): two passes against a double oracle, over the inner
+// and the outer axis, on data far from zero, where the one-pass
+// E[x^2] - E[x]^2 in f32 would lose every digit (x^2 ~ 1e8, ulp 8).
+TEST(CUDAReduceTest, VarTwoPasses) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t A = 3, B = 300;
+  std::vector<float> x(A * B);
+  for (float &v : x)
+    v = 1.0e4f + u(rng);
+  auto oracle = [&](bool inner, int64_t k) {
+    int64_t n = inner ? B : A;
+    auto at = [&](int64_t j) {
+      return double(inner ? x[k * B + j] : x[j * B + k]);
+    };
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j)
+      mean += at(j);
+    mean /= double(n);
+    for (int64_t j = 0; j < n; ++j)
+      var += (at(j) - mean) * (at(j) - mean);
+    return var / double(n);
+  };
+  EinView<const float, 2> in{x.data(), {A, B}, {B, 1}};
+  std::vector<float> rows(A), cols(B);
+  ein_reduce_var<float>(nullptr, EinView<float, 2>{rows.data(), {A, 1}, {1, 1}},
+                        in);
+  ein_reduce_var<float>(nullptr, EinView<float, 2>{cols.data(), {1, B}, {B, 1}},
+                        in);
+  for (int64_t a = 0; a < A; ++a)
+    EXPECT_NEAR(rows[a], oracle(true, a), 1e-3 * oracle(true, a)) << a;
+  for (int64_t b = 0; b < B; ++b)
+    EXPECT_NEAR(cols[b], oracle(false, b), 1e-3 * oracle(false, b) + 1e-6) << b;
 }
 
 TEST(CUDAReduceTest, Sum) {

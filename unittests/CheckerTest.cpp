@@ -126,7 +126,7 @@ const DiagCase kDiags[] = {
      "def f(x: f32[\"a b\"]) -> f32[\"a\"]:\n"
      "    return reduce(x, \"a b -> a\", \"avg\")\n",
      "2:34: unknown reduction \"avg\"; expected \"sum\", \"mean\", \"max\", "
-     "\"min\", \"prod\", \"any\" or \"all\""},
+     "\"min\", \"prod\", \"any\", \"all\" or \"var\""},
     {"UnknownDtype",
      "def f(x: f33[\"n\"]) -> f32[\"n\"]:\n"
      "    return x\n",

@@ -132,9 +132,26 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
     SizeExpr inElems = numElements(in.inputs[0].shape);
     // n-1 combining operations per output over n elements: N - M in all,
     // plus one division per output for a mean.
-    flops = inElems - outElems;
-    if (in.reduction == ReduceKind::Mean)
-      flops = flops + outElems;
+    switch (in.reduction) {
+    case ReduceKind::Sum:
+    case ReduceKind::Max:
+    case ReduceKind::Min:
+    case ReduceKind::Prod:
+    case ReduceKind::Any:
+    case ReduceKind::All:
+      flops = inElems - outElems;
+      break;
+    case ReduceKind::Mean:
+      flops = inElems - outElems + outElems;
+      break;
+    case ReduceKind::Var:
+      // Two passes: the mean (N - M adds, M divisions), then per element a
+      // subtraction and a square (2N), their sum and the division (N - M +
+      // M): 4N. The second pass reads the input again.
+      flops = SizeExpr::constant(4) * inElems;
+      read = read + bytesOf(in.inputs[0]);
+      break;
+    }
     break;
   }
   case OpKind::Einsum: {
@@ -217,6 +234,10 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
   if (in.kind == OpKind::Reduce && in.reduction == ReduceKind::Mean &&
       numElements(in.inputs[0].shape).evaluate(env) == Int(0))
     c.flops.value = outElems.evaluate(env);
+  // var over an empty axis still divides twice per output (0/0).
+  if (in.kind == OpKind::Reduce && in.reduction == ReduceKind::Var &&
+      numElements(in.inputs[0].shape).evaluate(env) == Int(0))
+    c.flops.value = (SizeExpr::constant(2) * outElems).evaluate(env);
   c.bytesRead = Quantity::of(read, env);
   c.bytesWritten = Quantity::of(written, env);
   return c;

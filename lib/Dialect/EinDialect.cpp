@@ -157,42 +157,24 @@ ein::EinTensorType ein::toMLIRType(MLIRContext *context,
   return EinTensorType::get(type.shape, toMLIRType(context, type.dtype));
 }
 
+// One case per row of ReduceKinds.def in both directions: a row without an
+// ODS case fails to compile, an ODS case without a row is a -Wswitch warning.
 ein::ReduceKind ein::toReduceKind(ReduceOpKind kind) {
   switch (kind) {
-  case ReduceOpKind::sum:
-    return ReduceKind::Sum;
-  case ReduceOpKind::mean:
-    return ReduceKind::Mean;
-  case ReduceOpKind::max:
-    return ReduceKind::Max;
-  case ReduceOpKind::min:
-    return ReduceKind::Min;
-  case ReduceOpKind::prod:
-    return ReduceKind::Prod;
-  case ReduceOpKind::any:
-    return ReduceKind::Any;
-  case ReduceOpKind::all:
-    return ReduceKind::All;
+#define EIN_REDUCE_KIND(Kind, name)                                            \
+  case ReduceOpKind::name:                                                     \
+    return ReduceKind::Kind;
+#include "ein/Shape/ReduceKinds.def"
   }
   llvm_unreachable("unknown ReduceOpKind");
 }
 
 ein::ReduceOpKind ein::toReduceOpKind(ReduceKind kind) {
   switch (kind) {
-  case ReduceKind::Sum:
-    return ReduceOpKind::sum;
-  case ReduceKind::Mean:
-    return ReduceOpKind::mean;
-  case ReduceKind::Max:
-    return ReduceOpKind::max;
-  case ReduceKind::Min:
-    return ReduceOpKind::min;
-  case ReduceKind::Prod:
-    return ReduceOpKind::prod;
-  case ReduceKind::Any:
-    return ReduceOpKind::any;
-  case ReduceKind::All:
-    return ReduceOpKind::all;
+#define EIN_REDUCE_KIND(Kind, name)                                            \
+  case ReduceKind::Kind:                                                       \
+    return ReduceOpKind::name;
+#include "ein/Shape/ReduceKinds.def"
   }
   llvm_unreachable("unknown ReduceKind");
 }

@@ -323,9 +323,15 @@ std::string cudaLowering(const OpReport &r, const CheckedFunction &fn) {
     return r.cost.flops.value && *r.cost.flops.value == 0 ? "view or ein_copy"
                                                           : "ein_reduce sum";
   }
-  default:
+  case OpKind::Elementwise:
+  case OpKind::Cast:
+  case OpKind::Constant:
+  case OpKind::Size:
+  case OpKind::Arange:
+  case OpKind::Take:
     return "ein_map (fused)";
   }
+  return ""; // every case returns: for GCC's -Wreturn-type
 }
 
 struct Totals {

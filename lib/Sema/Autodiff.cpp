@@ -448,6 +448,30 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
         dx = ew(F::Div, {*spread, count(n, t)});
       break;
     }
+    case ReduceKind::Var: {
+      // d var / dx = 2 (x - mean) / N, times the output's gradient spread
+      // back; with acc=, in the accumulation dtype (as the reduce computed).
+      SizeExpr n = SizeExpr::constant(1);
+      for (const auto &group : info.inputGroups)
+        for (const auto &a : group)
+          if (!kept.count(a))
+            n = n * info.axisSizes.at(a);
+      unsigned xt = cast(x, t);
+      auto mean = transform(OpKind::Reduce, xt, in + " -> " + out, sizes,
+                            ReduceKind::Mean);
+      if (!mean)
+        return false;
+      auto meanBack = transform(OpKind::Repeat, *mean, back, sizes);
+      auto spread = transform(OpKind::Repeat, dy, back, sizes);
+      if (!meanBack || !spread)
+        return false;
+      auto dev = ew(F::Sub, {xt, *meanBack});
+      auto scaled = dev ? ew(F::Mul, {*dev, constant(2, t)}) : std::nullopt;
+      auto weighted = scaled ? ew(F::Mul, {*scaled, *spread}) : std::nullopt;
+      if (weighted)
+        dx = ew(F::Div, {*weighted, count(n, t)});
+      break;
+    }
     case ReduceKind::Max:
     case ReduceKind::Min: {
       // As torch.amax/amin: the gradient is shared evenly by the elements
@@ -484,8 +508,21 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
     }
     break;
   }
-  default:
-    break;
+  case OpKind::Einsum:
+  case OpKind::Pack:
+  case OpKind::Unpack:
+  case OpKind::Elementwise:
+  case OpKind::Cast:
+  case OpKind::Constant:
+  case OpKind::Size:
+  case OpKind::Arange:
+  case OpKind::Take:
+  case OpKind::Slice:
+  case OpKind::ScatterAdd:
+    return fail(fmt::format("grad of {} is not a rearrange, reduce or repeat "
+                            "rule",
+                            opKindName(op.kind)))
+        .no();
   }
   if (!dx)
     return false;
@@ -603,9 +640,28 @@ std::optional<unsigned> Differentiator::localGradient(const CheckedOp &op,
                mul(f(F::Exp, {f(F::Neg, {mul(a, a)})}), c(1.1283791670955126)));
   case F::Where:
     return i == 1 ? f(F::Where, {a, g, c(0)}) : f(F::Where, {a, c(0), g});
-  default:
-    return std::nullopt; // piecewise constant: no gradient flows
+  // The table's gradient column says no gradient flows through these
+  // (GradientRule::Zero or NotDifferentiable): elementwiseRule does not ask.
+  case F::FloorDiv:
+  case F::Sign:
+  case F::Floor:
+  case F::Ceil:
+  case F::Round:
+  case F::Lt:
+  case F::Le:
+  case F::Gt:
+  case F::Ge:
+  case F::Eq:
+  case F::Ne:
+  case F::And:
+  case F::Or:
+  case F::Not:
+    break;
   }
+  // Only a function whose row says GradientRule::Rule gets here.
+  return fail(fmt::format("grad of '{}' has no rule in Autodiff although the "
+                          "elementwise table says it has one",
+                          elementwiseInfo(op.fn).name));
 }
 
 bool Differentiator::elementwiseRule(const CheckedOp &op, unsigned dy) {
@@ -616,11 +672,22 @@ bool Differentiator::elementwiseRule(const CheckedOp &op, unsigned dy) {
     if (!active.count(x) || (op.fn == F::Where && i == 0))
       continue;
     target(op, x);
+    // The table's gradient column decides; a function with no rule is
+    // refused by name, never given a zero gradient.
+    const ElementwiseInfo &info = elementwiseInfo(op.fn);
+    switch (info.gradientRule) {
+    case GradientRule::Rule:
+      break;
+    case GradientRule::Zero:
+      continue; // piecewise constant: 0 wherever the derivative exists
+    case GradientRule::NotDifferentiable:
+      return fail(fmt::format("grad of '{}' is not defined: {}", info.name,
+                              info.gradient))
+          .no();
+    }
     auto local = localGradient(op, i, dy);
-    if (error)
+    if (error || !local)
       return false;
-    if (!local)
-      continue;
     auto g = unbroadcast(*local, x);
     if (!g || !accumulate(x, *g))
       return false;

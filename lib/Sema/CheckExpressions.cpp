@@ -89,7 +89,12 @@ std::optional<SizeExpr> FunctionChecker::sizeOf(const Expr &e) {
     }
     break;
   }
-  default:
+  case Expr::Kind::Float:
+  case Expr::Kind::String:
+  case Expr::Kind::Call:
+  case Expr::Kind::Neg:
+  case Expr::Kind::Not:
+  case Expr::Kind::List:
     break;
   }
   diags.error(e.loc,

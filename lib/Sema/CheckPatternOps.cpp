@@ -139,10 +139,14 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
                              : "the reduction must be a string such as "
                                "\"sum\", not " +
                                    exprToString(red);
-      diags.error(red.loc,
-                  what + "; expected \"sum\", \"mean\", \"max\", \"min\", "
-                         "\"prod\", \"any\" or \"all\"",
-                  red.length);
+      // The kinds in table order (ReduceKinds.def): "sum", ... or "var".
+      std::vector<std::string> names;
+#define EIN_REDUCE_KIND(Kind, name) names.push_back("\"" #name "\"");
+#include "ein/Shape/ReduceKinds.def"
+      std::string expected = names.front();
+      for (size_t i = 1; i < names.size(); ++i)
+        expected += (i + 1 == names.size() ? " or " : ", ") + names[i];
+      diags.error(red.loc, what + "; expected " + expected, red.length);
       return std::nullopt;
     }
     op.reduction = *kind;

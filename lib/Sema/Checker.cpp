@@ -541,10 +541,16 @@ std::optional<Int> evalDim(const Expr &e, const Bindings &dims,
     }
     return v;
   }
-  default:
+  case Expr::Kind::Float:
+  case Expr::Kind::String:
+  case Expr::Kind::Call:
+  case Expr::Kind::Neg:
+  case Expr::Kind::Not:
+  case Expr::Kind::List:
     diags.error(e.loc, "a dim value must be an integer expression", e.length);
     return std::nullopt;
   }
+  return std::nullopt; // every case returns: for GCC's -Wreturn-type
 }
 
 } // namespace

@@ -5,26 +5,10 @@ namespace ein {
 
 const char *opKindName(OpKind kind) {
   switch (kind) {
-  case OpKind::Rearrange: return "rearrange";
-  case OpKind::Reduce: return "reduce";
-  case OpKind::Repeat: return "repeat";
-  case OpKind::Einsum: return "einsum";
-  case OpKind::Pack: return "pack";
-  case OpKind::Unpack: return "unpack";
-  case OpKind::Elementwise:
-    return "elementwise";
-  case OpKind::Cast: return "astype";
-  case OpKind::Constant: return "constant";
-  case OpKind::Size:
-    return "size";
-  case OpKind::Arange:
-    return "arange";
-  case OpKind::Take:
-    return "take";
-  case OpKind::Slice:
-    return "slice";
-  case OpKind::ScatterAdd:
-    return "scatter_add";
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  case OpKind::Kind:                                                           \
+    return Name;
+#include "ein/Sema/Ops.def"
   }
   return "op";
 }

@@ -22,6 +22,9 @@ const std::vector<DTypeRule> &dtypeRules() {
       // A mean divides by the element count: only floats divide without
       // truncating (and without trapping on an empty axis).
       {"mean", S::Float, true, S::Float, false},
+      // var: two means (docs/language.md), so floats only; acc= is the
+      // dtype both passes accumulate in and the result's, as for mean.
+      {"var", S::Float, true, S::Float, false},
       // any/all: on bool, with the identities False and True of an empty
       // axis.
       {"any", S::Bool, true, S::Bool, false},
@@ -43,14 +46,9 @@ const DTypeRule *findDTypeRule(std::string_view op) {
 }
 
 const DTypeRule &reduceDTypeRule(ReduceKind kind) {
-  std::string_view name = kind == ReduceKind::Sum    ? "sum"
-                          : kind == ReduceKind::Mean ? "mean"
-                          : kind == ReduceKind::Max  ? "max"
-                          : kind == ReduceKind::Min  ? "min"
-                          : kind == ReduceKind::Any  ? "any"
-                          : kind == ReduceKind::All  ? "all"
-                                                     : "prod";
-  return *findDTypeRule(name);
+  // Every reduce kind has a row named as the kind (ReduceKinds.def); the
+  // dtype-rule test checks it.
+  return *findDTypeRule(reduceKindName(kind));
 }
 
 std::optional<std::string> operandDTypeError(const DTypeRule &rule,

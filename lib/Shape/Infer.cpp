@@ -8,39 +8,19 @@
 namespace ein {
 
 std::optional<ReduceKind> parseReduceKind(const std::string &name) {
-  if (name == "sum")
-    return ReduceKind::Sum;
-  if (name == "mean")
-    return ReduceKind::Mean;
-  if (name == "max")
-    return ReduceKind::Max;
-  if (name == "min")
-    return ReduceKind::Min;
-  if (name == "prod")
-    return ReduceKind::Prod;
-  if (name == "any")
-    return ReduceKind::Any;
-  if (name == "all")
-    return ReduceKind::All;
+#define EIN_REDUCE_KIND(Kind, name_)                                           \
+  if (name == #name_)                                                          \
+    return ReduceKind::Kind;
+#include "ein/Shape/ReduceKinds.def"
   return std::nullopt;
 }
 
 const char *reduceKindName(ReduceKind kind) {
   switch (kind) {
-  case ReduceKind::Sum:
-    return "sum";
-  case ReduceKind::Mean:
-    return "mean";
-  case ReduceKind::Max:
-    return "max";
-  case ReduceKind::Min:
-    return "min";
-  case ReduceKind::Prod:
-    return "prod";
-  case ReduceKind::Any:
-    return "any";
-  case ReduceKind::All:
-    return "all";
+#define EIN_REDUCE_KIND(Kind, name)                                            \
+  case ReduceKind::Kind:                                                       \
+    return #name;
+#include "ein/Shape/ReduceKinds.def"
   }
   return "sum";
 }
@@ -553,9 +533,11 @@ std::optional<ShapeError> checkAxisSets(const Pattern &pattern,
           "'...' of the input is missing from the output of repeat", e->offset,
           3);
     return std::nullopt;
-  default:
+  case PatternUse::Einsum:
+  case PatternUse::Pack:
     return std::nullopt;
   }
+  return std::nullopt; // every case returns: for GCC's -Wreturn-type
 }
 
 } // namespace

@@ -5,7 +5,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace ein {
 
@@ -13,30 +12,6 @@ namespace ein {
 #include "ein/Transforms/Passes.h.inc"
 
 namespace {
-
-std::optional<OpKind> kindOf(mlir::Operation *op) {
-  return llvm::TypeSwitch<mlir::Operation *, std::optional<OpKind>>(op)
-      .Case<RearrangeOp>([](auto) { return OpKind::Rearrange; })
-      .Case<ReduceOp>([](auto) { return OpKind::Reduce; })
-      .Case<RepeatOp>([](auto) { return OpKind::Repeat; })
-      .Case<EinsumOp>([](auto) { return OpKind::Einsum; })
-      .Case<PackOp>([](auto) { return OpKind::Pack; })
-      .Case<UnpackOp>([](auto) { return OpKind::Unpack; })
-      .Case<ElementwiseOp>([](auto) { return OpKind::Elementwise; })
-      .Case<CastOp>([](auto) { return OpKind::Cast; })
-      .Case<ConstantOp>([](auto) { return OpKind::Constant; })
-      .Case<SizeOp>([](auto) { return OpKind::Size; })
-      .Case<ArangeOp>([](auto) { return OpKind::Arange; })
-      .Case<TakeOp>([](auto) { return OpKind::Take; })
-      .Case<SliceOp>([](auto) { return OpKind::Slice; })
-      .Case<ScatterAddOp>([](auto) { return OpKind::ScatterAdd; })
-      .Default([](auto) { return std::nullopt; });
-}
-
-TensorType frontEndType(mlir::Value v) {
-  auto t = llvm::cast<EinTensorType>(v.getType());
-  return TensorType{t.getShape(), t.getDType()};
-}
 
 mlir::Attribute valueAttr(mlir::Builder &b, const std::optional<Int> &v) {
   if (!v)
@@ -54,46 +29,22 @@ struct AnnotateCostsPass : impl::AnnotateCostsBase<AnnotateCostsPass> {
       SizeExpr total;
       std::optional<Int> totalValue = Int(0);
       fn.walk([&](mlir::Operation *op) {
-        auto kind = kindOf(op);
-        if (!kind)
+        auto costed = llvm::dyn_cast<CostOpInterface>(op);
+        if (!costed) {
+          // Every ein op has a cost (Ein_Op declares the interface); an op
+          // of the dialect without one is refused, never left uncosted.
+          if (llvm::isa_and_nonnull<EinDialect>(op->getDialect())) {
+            op->emitOpError("has no cost: it does not implement "
+                            "Ein_CostOpInterface");
+            failedAny = true;
+          }
           return;
-        Bindings env = getModuleDims(op);
-        CostInput in;
-        in.kind = *kind;
-        for (mlir::Value v : op->getOperands())
-          in.inputs.push_back(frontEndType(v));
-        for (mlir::Value v : op->getResults())
-          in.outputs.push_back(frontEndType(v));
-        std::optional<TransformInfo> transform = getTransformInfo(op);
-        std::optional<EinsumInfo> einsum;
-        bool ok = true;
-        if (llvm::isa<RearrangeOp, RepeatOp, ReduceOp>(op)) {
-          ok = transform.has_value();
-          if (ok)
-            in.transform = &*transform;
-          if (auto r = llvm::dyn_cast<ReduceOp>(op))
-            in.reduction = toReduceKind(r.getKind());
-        } else if (auto e = llvm::dyn_cast<EinsumOp>(op)) {
-          einsum = getEinsumInfo(e);
-          ok = einsum.has_value();
-          if (ok)
-            in.einsum = &*einsum;
-        } else if (auto e = llvm::dyn_cast<ElementwiseOp>(op)) {
-          in.fn = e.getInfo().fn;
-        } else if (auto u = llvm::dyn_cast<UnpackOp>(op)) {
-          auto pattern = u.getPattern().getPattern(PatternUse::Pack);
-          ok = static_cast<bool>(pattern);
-          if (ok)
-            in.packAxesBefore = pattern->inputs[0].starIndex();
-        } else if (auto s = llvm::dyn_cast<SliceOp>(op)) {
-          in.packAxesBefore = s.getDimIndex();
         }
-        if (!ok) {
-          op->emitOpError("cannot compute the cost of an op that does not verify");
+        OpCost cost;
+        if (mlir::failed(costed.computeOpCost(getModuleDims(op), cost))) {
           failedAny = true;
           return;
         }
-        OpCost cost = computeCost(in, env);
         llvm::SmallVector<mlir::NamedAttribute> fields;
         auto add = [&](const char *name, const Quantity &q) {
           fields.push_back(b.getNamedAttr(name, b.getStringAttr(q.expr.str())));

@@ -48,6 +48,19 @@ func.func @reductions(%x: !ein.tensor<"r c", f32>) -> (!ein.tensor<"r", f32>, !e
 
 // -----
 
+// Tests the cost of var, two passes: 4 FLOPs per input element (the mean's
+// add and divide, then subtract, square, add, divide) and the input read
+// twice.
+// CHECK-LABEL: func.func @variance
+// CHECK: ein.reduce var
+// CHECK-SAME: bytes_read = "8*c*r", bytes_written = "4*r", flops = "4*c*r", view = false
+func.func @variance(%x: !ein.tensor<"r c", f32>) -> !ein.tensor<"r", f32> {
+  %0 = ein.reduce var %x "r c -> r" : !ein.tensor<"r c", f32> -> !ein.tensor<"r", f32>
+  return %0 : !ein.tensor<"r", f32>
+}
+
+// -----
+
 // Tests that a three-operand chain reports the naive count and the count
 // along the cheapest pairwise order: (A B) then C costs 2*a*b*c + 2*a*c*d
 // = 8388608 + 33554432; (B C) first would cost 2*b*c*d + 2*a*b*d = 1073741824.

@@ -227,6 +227,13 @@ CASES = [
     Case("reduce_max_all", [("x", "a b", distinct((3, 4)))],
          "o = reduce(x, 'a b ->', 'max')", [("o", "")],
          lambda x: x.max(), ["x"]),
+    # var: population variance (np.var, ddof=0); d var/dx = 2 (x - mean) / N.
+    Case("reduce_var_one_axis", [("x", "a b c", normal((2, 3, 4)))],
+         "o = reduce(x, 'a b c -> a c', 'var')", [("o", "a c")],
+         lambda x: x.var(1), ["x"]),
+    Case("reduce_var_two_axes", [("x", "a b c", normal((2, 3, 4)))],
+         "o = reduce(x, 'a b c -> b', 'var')", [("o", "b")],
+         lambda x: x.var((0, 2)), ["x"]),
     Case("reduce_mean_pool_h2", [("x", "a (b 2)", normal((3, 8)))],
          "o = reduce(x, 'a (b two) -> a b', 'mean', two=2)", [("o", "a b")],
          lambda x: x.reshape(3, 4, 2).mean(2), ["x"]),

@@ -2202,6 +2202,51 @@ def generated_cases() -> list[RunCase]:
     cases += merged_output_cases()
     cases += lower_cases()
     cases += sema_cases()
+    cases += var_cases()
+    return cases
+
+
+def var_cases() -> list[RunCase]:
+    """reduce(x, pattern, "var"): the population variance (numpy's np.var,
+    ddof=0) over inner, outer and all axes, every float dtype, acc= (the
+    accumulation and result dtype), an empty reduced axis (NaN, as np.var),
+    and data far from zero, where the one-pass E[x^2] - E[x]^2 would lose
+    every digit in f32 and the two-pass lowering must not."""
+    rng = np.random.default_rng(49_000)
+    cases: list[RunCase] = []
+    plans = [
+        ("f32", "a b -> a", (5, 7), None, "any"),
+        ("f64", "a b c -> a c", (3, 4, 5), None, "any"),
+        ("f32", "a b -> b", (33, 6), None, "any"),  # outer axis
+        ("f64", "a b ->", (6, 5), None, "any"),
+        ("bf16", "a b -> a", (4, 9), "f32", "any"),
+        ("f16", "a b -> a", (3, 40), None, "pos"),
+        ("bf16", "a b -> b", (20, 3), None, "any"),
+        ("f32", "a (b c) -> a c", (2, 12), None, "any"),
+        ("f32", "a b -> a", (3, 256), None, "offset"),  # far from zero
+        ("f32", "a c -> c", (0, 4), None, "any"),  # empty: NaN
+    ]
+    for k, (dtype, pattern, shape, acc, domain) in enumerate(plans):
+        if domain == "offset":
+            v = 1.0e4 + rng.uniform(-1.0, 1.0, size=shape)
+            f = v.astype(np.float32)
+            vals = f.astype(np.float64)
+        else:
+            f, vals = make_input(rng, shape, dtype, domain)
+        kw = {"c": 3} if "(b c)" in pattern else {}
+        rdtype = acc or dtype
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's "Degrees of freedom <= 0"
+            ref = einops.reduce(vals, pattern, np.var, **kw)
+        n_red = max(1, int(np.prod(shape, dtype=np.int64)) // max(1, int(np.size(ref))))
+        kws = "".join(f", {n}={v}" for n, v in kw.items())
+        accs = f", acc={acc}" if acc else ""
+        src = emit_function("f", [("x", tstr(dtype, [f"n{d}" for d in range(len(shape))]))],
+                            [tstr(rdtype, ["_"] * np.ndim(ref))],
+                            [f'return reduce(x, "{pattern}", "var"{kws}{accs})'])
+        cases.append(RunCase(f"gen-var#{k:03d}", "generated",
+                             f'{dtype} var {shape} "{pattern}"{kws}{accs} (np.var)', src,
+                             inputs=[("x", f)], outs=[Out(rdtype, quantize(ref, rdtype), False, n_red)]))
     return cases
 
 

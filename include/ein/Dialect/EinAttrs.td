@@ -59,7 +59,8 @@ def Ein_ReduceKind : I32EnumAttr<"ReduceOpKind", "reduction kind", [
   I32EnumAttrCase<"min", 3>,
   I32EnumAttrCase<"prod", 4>,
   I32EnumAttrCase<"any", 5>,
-  I32EnumAttrCase<"all", 6>
+  I32EnumAttrCase<"all", 6>,
+  I32EnumAttrCase<"var", 7>
 ]> {
   let cppNamespace = "::ein";
   let genSpecializedAttr = 0;

@@ -25,8 +25,15 @@
 #include <string>
 #include <vector>
 
+namespace ein {
+enum class OpKind; // ein/Sema/Program.h (not included: its ein::Value
+                   // would shadow mlir::Value in the dialect)
+struct OpCost;     // ein/Analysis/Cost.h
+} // namespace ein
+
 #include "ein/Dialect/EinDialect.h.inc"
 #include "ein/Dialect/EinEnums.h.inc"
+#include "ein/Dialect/EinInterfaces.h.inc"
 
 #define GET_TYPEDEF_CLASSES
 #include "ein/Dialect/EinTypes.h.inc"

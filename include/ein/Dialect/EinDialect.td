@@ -10,6 +10,7 @@
 #define EIN_DIALECT_EINDIALECT_TD
 
 include "mlir/IR/OpBase.td"
+include "ein/Dialect/EinInterfaces.td"
 
 def Ein_Dialect : Dialect {
   let name = "ein";
@@ -38,7 +39,10 @@ def Ein_Dialect : Dialect {
   }];
 }
 
+// Every ein op has a cost (EinInterfaces.td), so one without a cost does not
+// link.
 class Ein_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Ein_Dialect, mnemonic, traits>;
+    : Op<Ein_Dialect, mnemonic,
+         !listconcat(traits, [DeclareOpInterfaceMethods<Ein_CostOpInterface>])>;
 
 #endif // EIN_DIALECT_EINDIALECT_TD

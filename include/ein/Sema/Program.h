@@ -12,24 +12,16 @@
 namespace ein {
 
 /// Operations of the language, after checking.
+/// Every op kind, one per row of Ops.def (the op registry).
 enum class OpKind {
-  Rearrange,
-  Reduce,
-  Repeat,
-  Einsum,
-  Pack,
-  Unpack,
-  Elementwise, // every function of the elementwise table (Elementwise.h)
-  Cast,
-  Constant,
-  Size,   // a size (a dim used as a value) read at run time: a scalar
-  Arange, // arange(n): 0, 1, ..., n-1 along the dim n (sizeValue)
-  Take,   // take(table, ids, "axis"): gather along the table's axis `axis`
-  Slice,  // slice(x, "axis", start, stop): start <= i < stop along one dim
-  // take's adjoint (grad()): zeros of the table's shape (the result's type),
-  // the updates added at the ids along `axis`. Operands {ids, updates}.
-  ScatterAdd,
+#define EIN_OP(Kind, Name, OpClass) Kind,
+#include "ein/Sema/Ops.def"
 };
+/// The number of op kinds (rows of Ops.def).
+inline constexpr unsigned kNumOpKinds = 0
+#define EIN_OP(Kind, Name, OpClass) +1
+#include "ein/Sema/Ops.def"
+    ;
 /// "rearrange", "elementwise", ...
 const char *opKindName(OpKind kind);
 /// The name reports show: the op kind, or an elementwise op's function

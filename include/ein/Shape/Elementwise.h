@@ -69,6 +69,17 @@ enum class DTypeSet {
 bool admits(DTypeSet set, DType dtype);
 const char *dtypeSetText(DTypeSet set); // "a float tensor", "a bool tensor"
 
+/// How grad() differentiates a function (its gradient column).
+enum class GradientRule {
+  /// A rule in Sema/Autodiff.cpp (localGradient), written in `gradient`.
+  Rule,
+  /// Piecewise constant: the derivative is 0 wherever it exists, so no
+  /// gradient flows (as torch's floor, sign, floordiv).
+  Zero,
+  /// A bool result or bool operands: nothing to differentiate.
+  NotDifferentiable,
+};
+
 struct ElementwiseInfo {
   ElementwiseFn fn;
   /// The IR name (`ein.elementwise "silu"`) and, unless `symbol` is set,
@@ -90,6 +101,10 @@ struct ElementwiseInfo {
   unsigned flops;
   /// The formula, for the docs and the report ("x * sigmoid(x)").
   std::string_view formula;
+  /// How grad() differentiates it, and the derivative for the docs ("g * y"
+  /// for exp) or why none flows.
+  GradientRule gradientRule;
+  std::string_view gradient;
 };
 
 /// The table, one row per function.

@@ -22,7 +22,11 @@ struct SizeArg {
   SizeExpr value;
 };
 
-enum class ReduceKind { Sum, Mean, Max, Min, Prod, Any, All };
+/// Every reduction, one per row of ReduceKinds.def.
+enum class ReduceKind {
+#define EIN_REDUCE_KIND(Kind, name) Kind,
+#include "ein/Shape/ReduceKinds.def"
+};
 std::optional<ReduceKind> parseReduceKind(const std::string &name);
 const char *reduceKindName(ReduceKind kind);
 

@@ -423,6 +423,7 @@ mlir::TypedAttr OpLowering::identity(ReduceKind kind, Type t) {
     switch (kind) {
     case ReduceKind::Sum:
     case ReduceKind::Mean:
+    case ReduceKind::Var: // both of its passes sum
       return b.getFloatAttr(t, 0.0);
     case ReduceKind::Prod:
       return b.getFloatAttr(t, 1.0);
@@ -443,6 +444,7 @@ mlir::TypedAttr OpLowering::identity(ReduceKind kind, Type t) {
     return b.getIntegerAttr(t, 1);
   case ReduceKind::Sum:
   case ReduceKind::Mean:
+  case ReduceKind::Var:
     return b.getIntegerAttr(t, 0);
   case ReduceKind::Prod:
     return b.getIntegerAttr(t, 1);
@@ -465,6 +467,7 @@ Value OpLowering::combine(OpBuilder &nb, Location loc, ReduceKind kind,
   switch (kind) {
   case ReduceKind::Sum:
   case ReduceKind::Mean:
+  case ReduceKind::Var: // its first pass sums (Transforms.cpp)
     return isF ? Value(nb.create<mlir::arith::AddFOp>(loc, acc, x,
                                                       reductionMath()))
                : Value(nb.create<mlir::arith::AddIOp>(loc, acc, x));

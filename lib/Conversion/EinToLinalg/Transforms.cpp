@@ -59,7 +59,8 @@ mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           return l.combine(nb, nl, kind, args[1], l.cast(nl, args[0], acc));
         });
-    if (kind == ReduceKind::Mean) {
+    // mean and var divide by the count of reduced elements.
+    auto divideByCount = [&](Value sum) {
       OpFoldResult count = b.getIndexAttr(1);
       for (auto &a : reductions)
         count = l.mul(loc, count, l.axisSize(a));
@@ -81,12 +82,44 @@ mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
                 ? b.create<mlir::arith::UIToFPOp>(loc, acc, i64).getResult()
                 : Value(l.cast(loc, i64, acc));
       }
-      result = l.mapElements(
-          loc, result, acc, [&](OpBuilder &nb, Location nl, Value x) {
+      return l.mapElements(
+          loc, sum, acc, [&](OpBuilder &nb, Location nl, Value x) {
             if (llvm::isa<mlir::FloatType>(acc))
               return Value(nb.create<mlir::arith::DivFOp>(nl, x, n));
             return Value(nb.create<mlir::arith::DivSIOp>(nl, x, n));
           });
+    };
+    switch (kind) {
+    case ReduceKind::Mean:
+      result = divideByCount(result);
+      break;
+    case ReduceKind::Var: {
+      // Two passes (numerically sound, unlike E[x^2] - E[x]^2): the mean,
+      // then the mean of the squared deviations from it. Floats only (the
+      // dtype rule), in the accumulator type.
+      Value mean = divideByCount(result);
+      Value zeros = l.filled(loc, l.sizesOf(outAxes), acc,
+                             l.identity(ReduceKind::Sum, acc));
+      Value squares = l.generic(
+          loc, loops, {in, Indexed{mean, outAxes}}, outAxes, zeros, reductions,
+          [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            Value d = nb.create<mlir::arith::SubFOp>(
+                nl, l.cast(nl, args[0], acc), args[1]);
+            Value d2 = nb.create<mlir::arith::MulFOp>(nl, d, d);
+            return l.combine(nb, nl, ReduceKind::Sum, args[2], d2);
+          });
+      result = divideByCount(squares);
+      break;
+    }
+    case ReduceKind::Sum:
+    case ReduceKind::Max:
+    case ReduceKind::Min:
+    case ReduceKind::Prod:
+    case ReduceKind::Any:
+    case ReduceKind::All:
+      break;
     }
     result = l.castTensor(loc, result, element);
   }

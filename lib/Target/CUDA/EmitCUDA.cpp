@@ -634,17 +634,37 @@ void FunctionEmitter::emitReduce(
   ones.resize(rows.size(), "1");
   std::string target = pick(we, to, outAxes, rows, ones, false);
   // any and all on bool are max and min (false < true), with the
-  // identities false and true.
-  const char *k = kind == ReduceKind::Sum    ? "EIN_REDUCE_SUM"
-                  : kind == ReduceKind::Mean ? "EIN_REDUCE_MEAN"
-                  : kind == ReduceKind::Max  ? "EIN_REDUCE_MAX"
-                  : kind == ReduceKind::Any  ? "EIN_REDUCE_MAX"
-                  : kind == ReduceKind::Min  ? "EIN_REDUCE_MIN"
-                  : kind == ReduceKind::All  ? "EIN_REDUCE_MIN"
-                                             : "EIN_REDUCE_PROD";
+  // identities false and true. var is two passes of its own runtime
+  // function (ein_reduce_var).
+  const char *k = nullptr;
+  switch (kind) {
+  case ReduceKind::Sum:
+    k = "EIN_REDUCE_SUM";
+    break;
+  case ReduceKind::Mean:
+    k = "EIN_REDUCE_MEAN";
+    break;
+  case ReduceKind::Max:
+  case ReduceKind::Any:
+    k = "EIN_REDUCE_MAX";
+    break;
+  case ReduceKind::Min:
+  case ReduceKind::All:
+    k = "EIN_REDUCE_MIN";
+    break;
+  case ReduceKind::Prod:
+    k = "EIN_REDUCE_PROD";
+    break;
+  case ReduceKind::Var:
+    break;
+  }
   const char *acc = isLowFloat(to) ? "float" : storageType(to);
-  fmt::format_to(out(), "  ein_reduce<{}, {}>(stream, {}, {});\n", k, acc,
-                 target, p);
+  if (k)
+    fmt::format_to(out(), "  ein_reduce<{}, {}>(stream, {}, {});\n", k, acc,
+                   target, p);
+  else
+    fmt::format_to(out(), "  ein_reduce_var<{}>(stream, {}, {});\n", acc,
+                   target, p);
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
 
@@ -1034,7 +1054,7 @@ void FunctionEmitter::emitOp(mlir::Operation *op) {
       return fail(op, "a pattern whose structure cannot be analysed");
     const ValueView &in = view(op->getOperand(0), op);
     if (auto r = mlir::dyn_cast<ReduceOp>(op)) {
-      ReduceKind kind = static_cast<ReduceKind>(r.getKind());
+      ReduceKind kind = toReduceKind(r.getKind());
       return emitReduce(r.getResult(), in, info->inputGroups,
                         info->outputGroups, info->axisSizes, kind, op);
     }

@@ -254,6 +254,42 @@ inline void ein_free(cudaStream_t stream, void *owner) {
     EIN_CUDA_CHECK(cudaFreeAsync(owner, stream));
 }
 
+/// One squared deviation from the mean, in the accumulator type: var's
+/// second pass (ein_reduce_var).
+template <typename Acc> struct EinSquaredDeviation {
+  template <typename T> EIN_HD Acc operator()(T x, Acc mean) const {
+    const Acc d = ein_cvt<Acc>(x) - mean;
+    return d * d;
+  }
+};
+
+/// out = the population variance (numpy's ddof=0) of `in` over the axes
+/// where out has size 1 (as ein_reduce), in two numerically sound passes:
+/// the mean into a temporary of out's sizes, then the mean of the squared
+/// deviations from it (materialised at in's sizes), both in `Acc`.
+template <typename Acc, typename TO, typename TI, int R>
+inline void ein_reduce_var(cudaStream_t stream, EinView<TO, R> out,
+                           EinView<const TI, R> in) {
+  int64_t outSizes[R > 0 ? R : 1];
+  for (int d = 0; d < R; ++d)
+    outSizes[d] = out.size[d];
+  void *meanOwner = nullptr, *squaresOwner = nullptr;
+  EinView<Acc, R> mean = ein_temp<Acc, R>(stream, outSizes, &meanOwner);
+  ein_reduce<EIN_REDUCE_MEAN, Acc>(stream, mean, in);
+  // The mean read at in's sizes: stride 0 along the reduced axes.
+  EinView<const Acc, R> spread = ein_const_view(mean);
+  for (int d = 0; d < R; ++d) {
+    const bool reduced = out.size[d] == 1 && in.size[d] != 1;
+    spread.size[d] = in.size[d];
+    spread.stride[d] = reduced ? 0 : mean.stride[d];
+  }
+  EinView<Acc, R> squares = ein_temp<Acc, R>(stream, in.size, &squaresOwner);
+  ein_map(stream, EinSquaredDeviation<Acc>(), squares, in, spread);
+  ein_reduce<EIN_REDUCE_MEAN, Acc>(stream, out, ein_const_view(squares));
+  ein_free(stream, squaresOwner);
+  ein_free(stream, meanOwner);
+}
+
 /// A 0-d tensor holding `value` (a constant the program uses as a tensor).
 template <typename T>
 inline EinView<T, 0> ein_scalar(cudaStream_t stream, T value, void **owner) {
