@@ -223,20 +223,16 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
 }
 
 double DeviceSpec::peakFor(DType dtype) const {
-  switch (dtype) {
-  case DType::F64:
-  case DType::I64:
+  switch (dtypeInfo(dtype).peak) {
+  case PeakSlot::F64:
     return peakF64;
-  case DType::F32:
-  case DType::I32:
-  case DType::Bool:
+  case PeakSlot::F32:
     return peakF32;
-  case DType::F16:
+  case PeakSlot::F16:
     return peakF16;
-  case DType::BF16:
+  case PeakSlot::BF16:
     return peakBF16;
-  case DType::F8E4M3:
-  case DType::F8E5M2:
+  case PeakSlot::F8:
     return peakF8 > 0 ? peakF8 : peakF16; // no fp8 units: runs at 16-bit rate
   }
   return peakF32;

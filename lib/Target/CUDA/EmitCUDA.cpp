@@ -43,29 +43,7 @@ const RuntimeFile runtimeFiles[] = {
 #include "RuntimeText.inc"
 };
 
-const char *storageType(DType t) {
-  switch (t) {
-  case DType::F64:
-    return "double";
-  case DType::F32:
-    return "float";
-  case DType::F16:
-    return "ein_f16_t";
-  case DType::BF16:
-    return "ein_bf16_t";
-  case DType::F8E4M3:
-    return "ein_f8e4m3_t";
-  case DType::F8E5M2:
-    return "ein_f8e5m2_t";
-  case DType::I64:
-    return "int64_t";
-  case DType::I32:
-    return "int32_t";
-  case DType::Bool:
-    return "bool";
-  }
-  return "void";
-}
+const char *storageType(DType t) { return dtypeInfo(t).cudaType; }
 
 bool isLowFloat(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3 ||
