@@ -4,6 +4,7 @@
 #include "ein/Analysis/Cost.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -257,6 +258,30 @@ const DeviceSpec *findDevice(const std::string &name) {
     if (d.name == name)
       return &d;
   return nullptr;
+}
+
+const DeviceSpec &defaultDevice() { return deviceTable()[1]; }
+
+std::string deviceNames(const std::string &separator, bool markDefault) {
+  std::string out;
+  for (auto &d : deviceTable()) {
+    out += (out.empty() ? "" : separator) + d.name;
+    if (markDefault && &d == &defaultDevice())
+      out += " (default)";
+  }
+  return out;
+}
+
+const DeviceSpec *findDeviceForGPU(const std::string &gpuName) {
+  const DeviceSpec *spec = nullptr;
+  for (const DeviceSpec &d : deviceTable()) {
+    std::string key = d.name; // "h100" is in "NVIDIA H100 80GB HBM3"
+    for (char &c : key)
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (gpuName.find(key) != std::string::npos)
+      spec = &d;
+  }
+  return spec;
 }
 
 double rooflineSeconds(double flops, double bytes, double peak,
