@@ -116,7 +116,7 @@ std::optional<ein::DType> ein::toDType(Type type) {
 Type ein::toMLIRType(MLIRContext *context, DType dtype) {
   Builder b(context);
   switch (dtype) {
-#define EIN_DTYPE(Enum, Name, Bytes, Kind, CType, CUDAType, NpyDescr, MLIR,   \
+#define EIN_DTYPE(Enum, Name, Bytes, Kind, CType, CUDAType, NpyDescr, MLIR,    \
                   ...)                                                         \
   case DType::Enum:                                                            \
     return b.MLIR();

@@ -10,10 +10,11 @@ namespace {
 // The table is indexed by the enum's value: DTypes.def lists its rows in
 // enum order, which the static_asserts below hold it to.
 constexpr DTypeInfo kDTypes[] = {
-#define EIN_DTYPE(Enum, Name, Bytes, Kind, CType, CUDAType, NpyDescr, MLIR,   \
+#define EIN_DTYPE(Enum, Name, Bytes, Kind, CType, CUDAType, NpyDescr, MLIR,    \
                   Peak, Mantissa, MaxExp, HasMaxMantissa)                      \
-  {DType::Enum, Name,     Bytes,    DTypeKind::Kind, CType,         CUDAType,   \
-   NpyDescr,    PeakSlot::Peak, Mantissa, MaxExp,    HasMaxMantissa},
+  DTypeInfo{DType::Enum, Name,     Bytes,         DTypeKind::Kind,             \
+            CType,       CUDAType, NpyDescr,      PeakSlot::Peak,              \
+            Mantissa,    MaxExp,   HasMaxMantissa},
 #include "ein/Shape/DTypes.def"
 };
 #define EIN_DTYPE(Enum, ...)                                                   \
