@@ -1139,4 +1139,19 @@ INSTANTIATE_TEST_SUITE_P(Roofline, RooflineTest,
                          ::testing::ValuesIn(kRooflines),
                          [](const auto &info) { return info.param.name; });
 
+// The device table is the one list of devices: --device's names and
+// default, and the match of a driver's GPU name (as nvidia-smi prints it).
+TEST(DeviceTable, NamesDefaultAndGPUMatch) {
+  EXPECT_EQ(deviceNames("|"), "a100|h100|h200");
+  EXPECT_EQ(deviceNames(", ", true), "a100, h100 (default), h200");
+  EXPECT_EQ(defaultDevice().name, "h100");
+  const DeviceSpec *h100 = findDeviceForGPU("NVIDIA H100 80GB HBM3");
+  ASSERT_NE(h100, nullptr);
+  EXPECT_EQ(h100->name, "h100");
+  const DeviceSpec *a100 = findDeviceForGPU("NVIDIA A100-SXM4-80GB");
+  ASSERT_NE(a100, nullptr);
+  EXPECT_EQ(a100->name, "a100");
+  EXPECT_EQ(findDeviceForGPU("NVIDIA GeForce RTX 4090"), nullptr);
+}
+
 } // namespace

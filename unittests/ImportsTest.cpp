@@ -2,6 +2,7 @@
 // directory (libraryDirectory, $EIN_LIBRARY_PATH), `a.b` relative to the
 // importing file, and their errors (lib/Syntax/Imports.cpp).
 #include "ein/Syntax/Imports.h"
+#include "ein/Support/Files.h"
 #include "ein/Support/Library.h"
 #include "ein/Syntax/Parser.h"
 
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <unistd.h>
 
 using namespace ein;
@@ -118,6 +120,41 @@ TEST_F(ImportsTest, DottedPathRelativeToTheImporter) {
   EXPECT_NE(errors[0].find("1:6: cannot import 'pkg.nothing': "),
             std::string::npos)
       << errors[0];
+}
+
+// readSourceText refuses what is not a readable text file, with the reason
+// the driver and the import resolver both print.
+TEST_F(ImportsTest, ReadSourceTextRefusals) {
+  write(root / "ok.ein", kTwice);
+  auto ok = readSourceText((root / "ok.ein").string());
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(*ok, kTwice);
+  auto dir = readSourceText((root / "lib").string());
+  ASSERT_FALSE(dir);
+  EXPECT_EQ(dir.error().message, "not a regular file");
+  std::ofstream(root / "nul.ein", std::ios::binary) << std::string("a\0b", 3);
+  auto nul = readSourceText((root / "nul.ein").string());
+  ASSERT_FALSE(nul);
+  EXPECT_EQ(nul.error().message, "not a text file (contains NUL bytes)");
+  auto missing = readSourceText((root / "none.ein").string());
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message.rfind("cannot open file: ", 0), 0u);
+}
+
+// writeFileAtomically replaces the whole file and leaves no temporary.
+TEST_F(ImportsTest, WriteFileAtomically) {
+  fs::path path = root / "lib" / "out.txt";
+  write(path, "old content, longer than the new");
+  ASSERT_TRUE(writeFileAtomically(path.string(), "new"));
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "new");
+  size_t files = 0;
+  for (auto &entry : fs::directory_iterator(root / "lib"))
+    files += entry.is_regular_file();
+  EXPECT_EQ(files, 1u);
+  EXPECT_FALSE(writeFileAtomically((root / "none" / "x").string(), "x"));
 }
 
 } // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 using namespace ein;
 using namespace ein::test;
 
@@ -273,6 +275,46 @@ TEST(DTypeNames, UnknownNames) {
   EXPECT_FALSE(parseDType("F32").has_value());
   EXPECT_FALSE(parseDType("float32").has_value());
   EXPECT_FALSE(parseDType("").has_value());
+}
+
+// DTypes.def's rows against numpy and the C/CUDA types they stand for,
+// written out by hand: itemsize, descr (numpy has no bf16 or fp8), kind.
+struct DTypeRow {
+  DType type;
+  const char *name;
+  unsigned bytes;
+  DTypeKind kind;
+  const char *npyDescr;
+  const char *cType;
+};
+const DTypeRow kDTypeRows[] = {
+    {DType::F64, "f64", 8, DTypeKind::Float, "<f8", "double"},
+    {DType::F32, "f32", 4, DTypeKind::Float, "<f4", "float"},
+    {DType::F16, "f16", 2, DTypeKind::Float, "<f2", "uint16_t"},
+    {DType::BF16, "bf16", 2, DTypeKind::Float, "", "uint16_t"},
+    {DType::F8E4M3, "f8e4m3", 1, DTypeKind::Float, "", "uint8_t"},
+    {DType::F8E5M2, "f8e5m2", 1, DTypeKind::Float, "", "uint8_t"},
+    {DType::I64, "i64", 8, DTypeKind::Int, "<i8", "int64_t"},
+    {DType::I32, "i32", 4, DTypeKind::Int, "<i4", "int32_t"},
+    {DType::Bool, "bool", 1, DTypeKind::Bool, "|b1", "uint8_t"},
+};
+
+TEST(DTypeTable, RowsMatchNumpyAndC) {
+  ASSERT_EQ(allDTypes().size(), std::size(kDTypeRows));
+  for (size_t i = 0; i < std::size(kDTypeRows); ++i) {
+    const DTypeRow &want = kDTypeRows[i];
+    SCOPED_TRACE(want.name);
+    EXPECT_EQ(allDTypes()[i], want.type);
+    const DTypeInfo &got = dtypeInfo(want.type);
+    EXPECT_EQ(got.type, want.type);
+    EXPECT_STREQ(got.name, want.name);
+    EXPECT_EQ(got.bytes, want.bytes);
+    EXPECT_EQ(got.kind, want.kind);
+    EXPECT_STREQ(got.npyDescr, want.npyDescr);
+    EXPECT_STREQ(got.cType, want.cType);
+    EXPECT_EQ(parseDType(want.name), want.type);
+    EXPECT_EQ(isFloat(want.type), want.kind == DTypeKind::Float);
+  }
 }
 
 } // namespace

@@ -56,12 +56,10 @@ Result<Device> deviceOf(const std::string &what,
 /// scalar) and `device` is CUDA.
 Result<Tensor> onDevice(const Tensor &t, Device device);
 
-inline ein::DType internal(DType t) {
-  return static_cast<ein::DType>(static_cast<unsigned>(t));
-}
-inline DType external(ein::DType t) {
-  return static_cast<DType>(static_cast<unsigned>(t));
-}
+/// The public dtype as the library's and back: the one conversion between
+/// them, checked against DTypes.def row by row (Tensor.cpp).
+ein::DType internal(DType t);
+DType external(ein::DType t);
 
 /// The options CPU kernels and module functions are compiled with now
 /// (set_cpu's target).

@@ -242,7 +242,7 @@ Result<CostReport> report(const Module &module, const std::string &function,
                                   state->module.functionNames()));
   ReportOptions report;
   report.function = function;
-  report.device = findDevice("h100");
+  report.device = &defaultDevice();
   CostReport cost;
   cost.text = reportTable(checked, report);
   cost.json = reportJSON(checked, report);

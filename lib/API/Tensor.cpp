@@ -12,6 +12,42 @@
 namespace ein::api {
 namespace detail {
 
+// The public ein::api::DType is written out in include/ein/API/Types.h, which
+// includes nothing internal; these asserts hold it to DTypes.def: each row
+// names a public enumerator of the same value, size and name.
+constexpr bool sameName(const char *a, const char *b) {
+  for (; *a && *a == *b; ++a, ++b) {
+  }
+  return *a == *b;
+}
+#define EIN_DTYPE(Enum, Name, Bytes, ...)                                      \
+  static_assert(static_cast<unsigned>(DType::Enum) ==                          \
+                    static_cast<unsigned>(ein::DType::Enum) &&                 \
+                itemsize(DType::Enum) == Bytes &&                              \
+                sameName(name(DType::Enum), Name));
+#include "ein/Shape/DTypes.def"
+
+// Switches listing the rows, so that -Wswitch names a public enumerator
+// that has no row.
+ein::DType internal(DType t) {
+  switch (t) {
+#define EIN_DTYPE(Enum, ...)                                                   \
+  case DType::Enum:                                                            \
+    return ein::DType::Enum;
+#include "ein/Shape/DTypes.def"
+  }
+  return ein::DType::F32;
+}
+DType external(ein::DType t) {
+  switch (t) {
+#define EIN_DTYPE(Enum, ...)                                                   \
+  case ein::DType::Enum:                                                       \
+    return DType::Enum;
+#include "ein/Shape/DTypes.def"
+  }
+  return DType::F32;
+}
+
 ErrorInfo toInfo(const ein::Error &error) {
   ErrorInfo info;
   info.kind = error.kind == ErrorKind::Usage ? ErrorInfo::Kind::Usage

@@ -4,6 +4,7 @@
 #include "ein/Analysis/Cost.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -244,20 +245,16 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
 }
 
 double DeviceSpec::peakFor(DType dtype) const {
-  switch (dtype) {
-  case DType::F64:
-  case DType::I64:
+  switch (dtypeInfo(dtype).peak) {
+  case PeakSlot::F64:
     return peakF64;
-  case DType::F32:
-  case DType::I32:
-  case DType::Bool:
+  case PeakSlot::F32:
     return peakF32;
-  case DType::F16:
+  case PeakSlot::F16:
     return peakF16;
-  case DType::BF16:
+  case PeakSlot::BF16:
     return peakBF16;
-  case DType::F8E4M3:
-  case DType::F8E5M2:
+  case PeakSlot::F8:
     return peakF8 > 0 ? peakF8 : peakF16; // no fp8 units: runs at 16-bit rate
   }
   return peakF32;
@@ -282,6 +279,30 @@ const DeviceSpec *findDevice(const std::string &name) {
     if (d.name == name)
       return &d;
   return nullptr;
+}
+
+const DeviceSpec &defaultDevice() { return deviceTable()[1]; }
+
+std::string deviceNames(const std::string &separator, bool markDefault) {
+  std::string out;
+  for (auto &d : deviceTable()) {
+    out += (out.empty() ? "" : separator) + d.name;
+    if (markDefault && &d == &defaultDevice())
+      out += " (default)";
+  }
+  return out;
+}
+
+const DeviceSpec *findDeviceForGPU(const std::string &gpuName) {
+  const DeviceSpec *spec = nullptr;
+  for (const DeviceSpec &d : deviceTable()) {
+    std::string key = d.name; // "h100" is in "NVIDIA H100 80GB HBM3"
+    for (char &c : key)
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (gpuName.find(key) != std::string::npos)
+      spec = &d;
+  }
+  return spec;
 }
 
 double rooflineSeconds(double flops, double bytes, double peak,

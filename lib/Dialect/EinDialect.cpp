@@ -106,48 +106,21 @@ std::optional<EinsumInfo> getEinsumInfo(EinsumOp op) {
 std::optional<ein::DType> ein::toDType(Type type) {
   if (!type)
     return std::nullopt;
-  if (type.isF64())
-    return DType::F64;
-  if (type.isF32())
-    return DType::F32;
-  if (type.isF16())
-    return DType::F16;
-  if (type.isBF16())
-    return DType::BF16;
-  if (type.isFloat8E4M3FN())
-    return DType::F8E4M3;
-  if (type.isFloat8E5M2())
-    return DType::F8E5M2;
-  if (type.isSignlessInteger(64))
-    return DType::I64;
-  if (type.isSignlessInteger(32))
-    return DType::I32;
-  if (type.isSignlessInteger(1))
-    return DType::Bool;
+  // MLIR types are uniqued, so equality with each row's type decides.
+  for (DType dtype : allDTypes())
+    if (type == toMLIRType(type.getContext(), dtype))
+      return dtype;
   return std::nullopt;
 }
 
 Type ein::toMLIRType(MLIRContext *context, DType dtype) {
   Builder b(context);
   switch (dtype) {
-  case DType::F64:
-    return b.getF64Type();
-  case DType::F32:
-    return b.getF32Type();
-  case DType::F16:
-    return b.getF16Type();
-  case DType::BF16:
-    return b.getBF16Type();
-  case DType::F8E4M3:
-    return b.getFloat8E4M3FNType();
-  case DType::F8E5M2:
-    return b.getFloat8E5M2Type();
-  case DType::I64:
-    return b.getI64Type();
-  case DType::I32:
-    return b.getI32Type();
-  case DType::Bool:
-    return b.getI1Type();
+#define EIN_DTYPE(Enum, Name, Bytes, Kind, CType, CUDAType, NpyDescr, MLIR,    \
+                  ...)                                                         \
+  case DType::Enum:                                                            \
+    return b.MLIR();
+#include "ein/Shape/DTypes.def"
   }
   llvm_unreachable("unknown DType");
 }

@@ -1,10 +1,11 @@
 // einc calibrate: theoretical f32 peak from /proc/cpuinfo, copy bandwidth
 // and matmul rate measured with JIT-compiled ein code.
 #include "ein/Driver/Calibrate.h"
-#include "ein/Engine/Engine.h"
 #include "ein/Driver/Run.h"
+#include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Sema/Checker.h"
+#include "ein/Support/Files.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Parser.h"
 
@@ -159,17 +160,12 @@ ErrorOr<std::string> runCalibrate(const CPUOptions &cpu) {
   std::string parent = dir.substr(0, dir.rfind('/'));
   ::mkdir(parent.c_str(), 0755);
   ::mkdir(dir.c_str(), 0755);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << fmt::format("{{\"peak_flops_f32\": {}, \"bandwidth\": {}, "
-                       "\"ein_matmul_flops_f32\": {}, \"peak_source\": {}}}\n",
-                       c.peakFlops, c.bandwidth, c.matmulFlops,
-                       jsonString(c.description));
-    if (!out)
-      return Error::program(fmt::format("cannot write {}", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+  if (!writeFileAtomically(
+          path,
+          fmt::format("{{\"peak_flops_f32\": {}, \"bandwidth\": {}, "
+                      "\"ein_matmul_flops_f32\": {}, \"peak_source\": {}}}\n",
+                      c.peakFlops, c.bandwidth, c.matmulFlops,
+                      jsonString(c.description))))
     return Error::program(fmt::format("cannot write {}", path));
   std::string text;
   text += fmt::format("peak f32 compute: {:.4g} GFLOP/s ({})\n",

@@ -40,7 +40,7 @@ namespace {
 /// the options it takes (keys into kOptionHelp).
 struct CommandHelp {
   const char *name;
-  const char *synopsis;
+  std::string synopsis;
   const char *description;
   std::vector<const char *> options;
 };
@@ -55,7 +55,8 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
       {"report",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
             [--in PARAM=FILE.npy...]
-            [--device a100|h100|h200] [--peak-flops FLOPS]
+            [--device )" +
+           deviceNames("|") + R"(] [--peak-flops FLOPS]
             [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda]
             [--no-fusion] [--train [--params W1,W2] [--optimizer NAME]
              [--param-dtype T] [--act-dtype T] [--tokens N]])",
@@ -140,7 +141,7 @@ const CommandHelp *findCommand(const std::string &name) {
 }
 
 /// The options, each with its help text (indented by the printer).
-const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
+const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--dim",
      R"(--dim NAME=INT   bind a dim (overrides `dim NAME = ...` in the file))"},
     {"--rank",
@@ -154,8 +155,8 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
     {"--time",
      R"(--time           time the call (median of repeated runs) and compare
                  with the peak figures of `einc calibrate` or those given)"},
-    {"--device",
-     R"(--device NAME    the device of the roofline: a100, h100 (default), h200)"},
+    {"--device", "--device NAME    the device of the roofline: " +
+                     deviceNames(", ", /*markDefault=*/true)},
     {"--peak-flops", R"(--peak-flops FLOPS
                  peak compute in FLOP/s (overrides the device's or the
                  calibrated figure))"},
@@ -187,7 +188,8 @@ const std::vector<std::pair<const char *, const char *>> kOptionHelp = {
                  elements, default 128, 1024, 256), vector-bits (default:
                  the host's), work-items (parallel blocks, default: twice
                  the hardware threads))"},
-    {"--cpu", R"(--cpu NAME       compile for this CPU, an LLVM CPU name (znver3,
+    {"--cpu",
+     R"(--cpu NAME       compile for this CPU, an LLVM CPU name (znver3,
                  skylake-avx512, x86-64-v3 = any AVX2 host, x86-64-v4 =
                  AVX-512) instead of the host: its vector width and common
                  caches set the tiles; `run` refuses a CPU whose features
@@ -284,8 +286,8 @@ Error usageError(const std::string &command, std::string message) {
 }
 
 struct Args {
-  std::string command, file, fn, stage, device = "h100", object, header,
-                                        target = "cpu", mainFunction;
+  std::string command, file, fn, stage, device = defaultDevice().name, object,
+                                        header, target = "cpu", mainFunction;
   bool allowTf32 = false;
   bool json = false, expand = false, time = false, perfJitdump = false,
        sizeGeneric = false;
@@ -433,7 +435,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
     } else if (isFlag("--device") && args.command == "report") {
       auto v = value("--device");
       if (!v || !findDevice(*v))
-        return usage("--device expects one of a100, h100, h200");
+        return usage("--device expects one of " + deviceNames(", "));
       args.device = *v;
     } else if (isFlag("--peak-flops") &&
                (args.command == "report" || args.command == "run")) {

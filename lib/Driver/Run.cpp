@@ -240,14 +240,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     if (options.target == "cuda") {
       // MFU against the device table's dense peak for the dtype of the op
       // with the most FLOPs (H100 bf16: 989 TFLOP/s, not the sparse figure).
-      const DeviceSpec *spec = nullptr;
-      for (const DeviceSpec &d : deviceTable()) {
-        std::string key = d.name; // "h100" is in "NVIDIA H100 80GB HBM3"
-        for (char &c : key)
-          c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        if (gpu.find(key) != std::string::npos)
-          spec = &d;
-      }
+      const DeviceSpec *spec = findDeviceForGPU(gpu);
       const OpReport *top = nullptr;
       for (auto &r : rows)
         if (r.cost.flops.value &&

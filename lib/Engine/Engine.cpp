@@ -1,6 +1,7 @@
 // The engine: check, bind, compile (cached by signature) and call.
 #include "ein/Engine/Engine.h"
 #include "ein/Engine/ObjectCache.h"
+#include "ein/Support/Process.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 
@@ -67,12 +68,9 @@ Engine::compile(const SourceFile &file, const CheckedModule &checked,
       return JITFunction::compile(checked, function, cpu, jit);
     // The disk key holds the whole text of the file and its imports.
     std::string diskKey = "module " + file.path + "\n" + file.text + "\n";
-    for (size_t i = 1; i < checked.files.size(); ++i) {
-      std::ifstream in(checked.files[i], std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      diskKey += "import " + checked.files[i] + "\n" + text.str() + "\n";
-    }
+    for (size_t i = 1; i < checked.files.size(); ++i)
+      diskKey += "import " + checked.files[i] + "\n" +
+                 readFileText(checked.files[i]) + "\n";
     return ObjectCache::compileOrLoad(diskKey + key, checked, function, cpu,
                                       jit, &fromDisk);
   }();

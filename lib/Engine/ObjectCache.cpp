@@ -1,5 +1,6 @@
 // The disk cache of compiled code (include/ein/Engine/ObjectCache.h).
 #include "ein/Engine/ObjectCache.h"
+#include "ein/Support/Files.h"
 #include "ein/Support/Process.h"
 
 #include <fmt/format.h>
@@ -8,7 +9,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
-#include <thread>
 #include <vector>
 
 #include <dlfcn.h>
@@ -16,22 +16,6 @@
 #include <unistd.h>
 
 namespace ein {
-
-namespace {
-
-/// Writes `text` to `path` through a temporary file and a rename, so a
-/// reader sees the whole file or none.
-bool writeAtomically(const std::string &path, const std::string &text) {
-  std::string temp =
-      fmt::format("{}.tmp.{}.{}", path, ::getpid(),
-                  std::hash<std::thread::id>()(std::this_thread::get_id()));
-  if (!writeFileBytes(temp, text.data(), text.size()))
-    return ::unlink(temp.c_str()), false;
-  return ::rename(temp.c_str(), path.c_str()) == 0 ||
-         (::unlink(temp.c_str()), false);
-}
-
-} // namespace
 
 const std::string &ObjectCache::directory() {
   static const std::string directory = [] {
@@ -101,9 +85,7 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
   }
   std::string temp;
   if (!base.empty()) {
-    temp =
-        fmt::format("{}.o.tmp.{}.{}", base, ::getpid(),
-                    std::hash<std::thread::id>()(std::this_thread::get_id()));
+    temp = temporaryPathFor(base + ".o");
     jit.objectFile = temp;
   }
   auto compiled = JITFunction::compile(checked, function, cpu, jit);
@@ -113,10 +95,8 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
     return compiled;
   }
   // The object first, then its key: a key is only ever next to its object.
-  if (::rename(temp.c_str(), (base + ".o").c_str()) == 0)
-    writeAtomically(base + ".key", fullKey);
-  else
-    ::unlink(temp.c_str());
+  if (commitFile(temp, base + ".o"))
+    writeFileAtomically(base + ".key", fullKey);
   return compiled;
 }
 
@@ -143,10 +123,10 @@ std::string ObjectCache::storeFile(const std::string &key,
   // A rename across file systems fails: then a copy, renamed into place.
   if (::rename(built.c_str(), (base + suffix).c_str()) != 0) {
     std::string bytes = readFileText(built);
-    if (bytes.empty() || !writeAtomically(base + suffix, bytes))
+    if (bytes.empty() || !writeFileAtomically(base + suffix, bytes))
       return built;
   }
-  writeAtomically(base + ".key", key);
+  writeFileAtomically(base + ".key", key);
   return base + suffix;
 }
 

@@ -4,6 +4,8 @@
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Support/Files.h"
+#include "ein/Support/Process.h"
 #include "ein/Target/CEntry.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,6 +32,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <unistd.h>
 
 namespace ein {
 
@@ -213,7 +216,7 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
                                llvm::toString(std::move(err))));
   // Write to temporaries and rename, so a failure leaves no partial file.
   std::error_code ec;
-  std::string objectTmp = objectPath + ".tmp";
+  std::string objectTmp = temporaryPathFor(objectPath);
   {
     llvm::raw_fd_ostream out(objectTmp, ec, llvm::sys::fs::OF_None);
     if (ec)
@@ -227,15 +230,19 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
   }
   std::string guard = "EIN_GENERATED_" + upper(std::to_string(
                                              std::hash<std::string>()(headerPath)));
-  std::string headerTmp = headerPath + ".tmp";
-  {
-    std::ofstream out(headerTmp);
-    out << cHeader(module, guard);
-    if (!out)
-      return failure(fmt::format("cannot write {}", headerPath));
+  // Both written before either is renamed: a failure leaves the old pair.
+  std::string headerTmp = temporaryPathFor(headerPath);
+  std::string header = cHeader(module, guard);
+  if (!writeFileBytes(headerTmp, header.data(), header.size())) {
+    ::unlink(headerTmp.c_str());
+    ::unlink(objectTmp.c_str());
+    return failure(fmt::format("cannot write {}", headerPath));
   }
-  if (std::rename(objectTmp.c_str(), objectPath.c_str()) != 0 ||
-      std::rename(headerTmp.c_str(), headerPath.c_str()) != 0)
+  if (!commitFile(objectTmp, objectPath)) {
+    ::unlink(headerTmp.c_str());
+    return failure("cannot rename the outputs into place");
+  }
+  if (!commitFile(headerTmp, headerPath))
     return failure("cannot rename the outputs into place");
   return {};
 }

@@ -2,9 +2,9 @@
 #include "ein/Report/Report.h"
 #include "ReportFormat.h"
 
-// The CUDA runtime's GEMM planner (plain host C++): the report asks it which
-// operands a contraction must permute, as the generated code will at run time.
-#include "ein_gemm_plan.h"
+// The CUDA target's GEMM roles and planner: the report asks it which operands
+// a contraction must permute, as the generated code will at run time.
+#include "ein/Target/CUDA/GemmRoles.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -178,65 +178,16 @@ std::string cudaContraction(const CheckedOp &op, const CheckedFunction &fn) {
       !rowMajorAxes(info.operandGroups[1], sizes, b, sb) ||
       !rowMajorAxes(info.outputGroups, sizes, c, sc))
     return gemm;
-  auto has = [](const std::vector<std::string> &v, const std::string &x) {
-    return std::find(v.begin(), v.end(), x) != v.end();
-  };
-  std::vector<std::string> batch, m, n, k;
-  for (auto &x : c)
-    if (!has(batch, x) && !has(m, x) && !has(n, x))
-      (has(a, x) && has(b, x) ? batch : has(a, x) ? m : n).push_back(x);
-  for (auto *v : {&a, &b})
-    for (auto &x : *v)
-      if (!has(c, x) && !has(k, x))
-        k.push_back(x);
-  // Each operand as the generated code views it: [batch, m, k], [batch, k,
-  // n], [batch, m, n], strides summed over repeated axes (diagonals).
-  auto view = [&](const std::vector<std::string> &axes,
-                  const std::vector<int64_t> &strides,
-                  std::vector<const std::vector<std::string> *> roles,
-                  std::vector<int64_t> &size, std::vector<int64_t> &stride) {
-    for (auto *role : roles)
-      for (auto &x : *role) {
-        int64_t s = 0;
-        for (size_t i = 0; i < axes.size(); ++i)
-          if (axes[i] == x)
-            s += strides[i];
-        size.push_back(sizes.at(x));
-        stride.push_back(s);
-      }
-  };
-  std::vector<int64_t> za, ta, zb, tb, zc, tc;
-  view(a, sa, {&batch, &m, &k}, za, ta);
-  view(b, sb, {&batch, &k, &n}, zb, tb);
-  view(c, sc, {&batch, &m, &n}, zc, tc);
-  if (za.size() > EIN_GEMM_MAX_AXES || zb.size() > EIN_GEMM_MAX_AXES ||
-      zc.size() > EIN_GEMM_MAX_AXES)
-    return "cuBLASLt matmul";
-  EinGemmRoles roles{};
-  roles.batch = static_cast<int>(batch.size());
-  roles.m = static_cast<int>(m.size());
-  roles.n = static_cast<int>(n.size());
-  roles.k = static_cast<int>(k.size());
-  for (int i = 0; i < roles.batch; ++i)
-    roles.aBatch[i] = roles.bBatch[i] = roles.cBatch[i] = i;
-  for (int i = 0; i < roles.m; ++i)
-    roles.aM[i] = roles.cM[i] = roles.batch + i;
-  for (int i = 0; i < roles.k; ++i) {
-    roles.aK[i] = roles.batch + roles.m + i;
-    roles.bK[i] = roles.batch + i;
-  }
-  for (int i = 0; i < roles.n; ++i) {
-    roles.bN[i] = roles.batch + roles.k + i;
-    roles.cN[i] = roles.batch + roles.m + i;
-  }
-  EinGemmView va{static_cast<int>(za.size()), za.data(), ta.data()};
-  EinGemmView vb{static_cast<int>(zb.size()), zb.data(), tb.data()};
-  EinGemmView vc{static_cast<int>(zc.size()), zc.data(), tc.data()};
+  // The roles and the plan are the CUDA target's own (GemmRoles.h).
+  GemmRoles roles = splitGemmRoles(a, b, c);
   bool fp8 = dtype == DType::F8E4M3 || dtype == DType::F8E5M2;
-  EinGemmPlan plan;
-  int copies = ein_gemm_plan(&roles, va, vb, vc, fp8, &plan);
+  std::optional<GemmPlanSummary> plan =
+      planGemm(roles, {a, sa}, {b, sb}, {c, sc}, sizes, fp8);
+  if (!plan)
+    return "cuBLASLt matmul";
+  int copies = plan->copies;
   std::string text = gemm;
-  if (!copies && plan.outerCount > 0)
+  if (plan->batchLoop)
     text += " (batch loop)";
   // A permute reads and writes the operand once: its bytes, when known.
   const char *names[3] = {"A", "B", "C"};

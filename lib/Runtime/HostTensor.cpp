@@ -22,124 +22,32 @@
 namespace ein {
 namespace runtime {
 
-unsigned storageBytes(StorageType type) {
-  switch (type) {
-  case StorageType::F64:
-  case StorageType::I64:
-    return 8;
-  case StorageType::F32:
-  case StorageType::I32:
-    return 4;
-  case StorageType::F16:
-  case StorageType::BF16:
-    return 2;
-  case StorageType::F8E4M3:
-  case StorageType::F8E5M2:
-  case StorageType::Bool:
-    return 1;
-  }
-  return 1;
-}
-
-const char *storageName(StorageType type) {
-  switch (type) {
-  case StorageType::F64:
-    return "f64";
-  case StorageType::F32:
-    return "f32";
-  case StorageType::F16:
-    return "f16";
-  case StorageType::BF16:
-    return "bf16";
-  case StorageType::F8E4M3:
-    return "f8e4m3";
-  case StorageType::F8E5M2:
-    return "f8e5m2";
-  case StorageType::I64:
-    return "i64";
-  case StorageType::I32:
-    return "i32";
-  case StorageType::Bool:
-    return "bool";
-  }
-  return "?";
-}
-
-std::optional<StorageType> parseStorageType(const std::string &name) {
-  static const StorageType all[] = {
-      StorageType::F64,  StorageType::F32,    StorageType::F16,
-      StorageType::BF16, StorageType::F8E4M3, StorageType::F8E5M2,
-      StorageType::I64,  StorageType::I32,    StorageType::Bool};
-  for (StorageType t : all)
-    if (name == storageName(t))
-      return t;
-  return std::nullopt;
-}
+// StorageType and DType are both generated from DTypes.def, so a value cast
+// converts them; these asserts hold every row to that.
+#define EIN_DTYPE(Enum, ...)                                                   \
+  static_assert(static_cast<unsigned>(StorageType::Enum) ==                    \
+                static_cast<unsigned>(DType::Enum));
+#include "ein/Shape/DTypes.def"
 
 StorageType toStorage(DType type) {
-  switch (type) {
-  case DType::F64:
-    return StorageType::F64;
-  case DType::F32:
-    return StorageType::F32;
-  case DType::F16:
-    return StorageType::F16;
-  case DType::BF16:
-    return StorageType::BF16;
-  case DType::F8E4M3:
-    return StorageType::F8E4M3;
-  case DType::F8E5M2:
-    return StorageType::F8E5M2;
-  case DType::I64:
-    return StorageType::I64;
-  case DType::I32:
-    return StorageType::I32;
-  case DType::Bool:
-    return StorageType::Bool;
-  }
-  return StorageType::F32;
+  return static_cast<StorageType>(static_cast<unsigned>(type));
 }
 
 std::optional<DType> toDType(StorageType type) {
-  switch (type) {
-  case StorageType::F64:
-    return DType::F64;
-  case StorageType::F32:
-    return DType::F32;
-  case StorageType::F16:
-    return DType::F16;
-  case StorageType::BF16:
-    return DType::BF16;
-  case StorageType::F8E4M3:
-    return DType::F8E4M3;
-  case StorageType::F8E5M2:
-    return DType::F8E5M2;
-  case StorageType::I64:
-    return DType::I64;
-  case StorageType::I32:
-    return DType::I32;
-  case StorageType::Bool:
-    return DType::Bool;
-  }
+  return static_cast<DType>(static_cast<unsigned>(type));
+}
+
+unsigned storageBytes(StorageType type) { return dtypeBytes(*toDType(type)); }
+
+const char *storageName(StorageType type) { return dtypeName(*toDType(type)); }
+
+std::optional<StorageType> parseStorageType(const std::string &name) {
+  if (std::optional<DType> type = parseDType(name))
+    return toStorage(*type);
   return std::nullopt;
 }
 
-bool isFloatStorage(StorageType type) {
-  switch (type) {
-  case StorageType::F64:
-  case StorageType::F32:
-  case StorageType::F16:
-  case StorageType::BF16:
-  case StorageType::F8E4M3:
-  case StorageType::F8E5M2:
-    return true;
-  case StorageType::I64:
-  case StorageType::I32:
-  case StorageType::Bool:
-    return false;
-  }
-  return false;
-}
+bool isFloatStorage(StorageType type) { return isFloat(*toDType(type)); }
 
 std::optional<int64_t> checkedNumElements(const std::vector<int64_t> &shape,
                                           unsigned elementBytes) {
@@ -424,9 +332,15 @@ float loadFloat(const HostTensor &t, int64_t i) {
     return f8e4m3BitsToFloat(load<uint8_t>(t, i));
   case StorageType::F8E5M2:
     return f8e5m2BitsToFloat(load<uint8_t>(t, i));
-  default:
+  case StorageType::F64:
     return static_cast<float>(load<double>(t, i));
+  case StorageType::I64:
+  case StorageType::I32:
+  case StorageType::Bool:
+    break; // not floats: callers convert only float tensors this way
   }
+  return static_cast<float>(
+      decodeElement(t.data.data() + i * storageBytes(t.type), t.type));
 }
 
 /// Whether every value of `from` is exactly a value of `to` (both float).
@@ -441,9 +355,13 @@ bool floatWidens(StorageType from, StorageType to) {
       return 1;
     case StorageType::F32:
       return 2;
-    default:
+    case StorageType::F64:
+    case StorageType::I64: // not floats: callers ask only about floats
+    case StorageType::I32:
+    case StorageType::Bool:
       return 3;
     }
+    return 3;
   };
   // f16 and bf16 do not contain each other; every fp8 fits in both.
   return rank(from) < rank(to);
@@ -582,7 +500,10 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
     case StorageType::F8E5M2:
       store<uint8_t>(dst, i, floatToF8E5M2Bits(f));
       break;
-    default:
+    case StorageType::F64: // handled above
+    case StorageType::I64:
+    case StorageType::I32:
+    case StorageType::Bool:
       return unsupported();
     }
   }

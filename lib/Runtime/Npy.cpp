@@ -469,7 +469,7 @@ ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
     return fail(err);
 
   // The storage type of the result before any conversion.
-  StorageType stored;
+  StorageType stored = StorageType::Bool; // every case below sets it
   auto requested = [&]() {
     return want ? fmt::format("{} was requested", storageName(*want))
                 : std::string("no element type was requested");
@@ -492,7 +492,11 @@ ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
   case FileType::Bool:
     stored = StorageType::Bool;
     break;
-  default:
+  case FileType::F64:
+  case FileType::F32:
+  case FileType::F16:
+  case FileType::I64:
+  case FileType::I32:
     stored = naturalType(descr.type);
     break;
   }
@@ -637,36 +641,14 @@ ErrorOr<EncodedNpy> encodeNpy(const HostTensor &tensor) {
                     "not match its shape and layout",
                     tensor.describe(), tensor.data.size()));
   EncodedNpy encoded;
-  const char *descr = "<f4";
-  switch (tensor.type) {
-  case StorageType::F64:
-    descr = "<f8";
-    break;
-  case StorageType::F32:
-    descr = "<f4";
-    break;
-  case StorageType::F16:
-    descr = "<f2";
-    break;
-  case StorageType::I64:
-    descr = "<i8";
-    break;
-  case StorageType::I32:
-    descr = "<i4";
-    break;
-  case StorageType::Bool:
-    descr = "|b1";
-    break;
-  case StorageType::BF16:
-  case StorageType::F8E4M3:
-  case StorageType::F8E5M2: {
+  // numpy has no bf16 or fp8: those are written widened to f32, exactly.
+  const char *descr = dtypeInfo(*toDType(tensor.type)).npyDescr;
+  if (!*descr) {
     descr = "<f4";
     ErrorOr<HostTensor> widened = convertTensor(tensor, StorageType::F32);
     if (!widened)
       return widened.error();
     encoded.copy = std::move(*widened);
-    break;
-  }
   }
   // Always C order, whatever the tensor's layout.
   if (encoded.copy && !encoded.copy->isCOrder())

@@ -131,34 +131,8 @@ Expected<NumberLiteral> foldLiterals(char op, const NumberLiteral &lhs,
   return out;
 }
 
-namespace {
-struct FloatLimits {
-  int mantissaBits;
-  int maxExponent;
-  bool hasMaxMantissa; // false for f8e4m3: all-ones mantissa at emax is NaN
-};
-FloatLimits floatLimits(DType dtype) {
-  switch (dtype) {
-  case DType::F64:
-    return {52, 1023, true};
-  case DType::F32:
-    return {23, 127, true};
-  case DType::F16:
-    return {10, 15, true};
-  case DType::BF16:
-    return {7, 127, true};
-  case DType::F8E5M2:
-    return {2, 15, true};
-  case DType::F8E4M3:
-    return {3, 8, false};
-  default:
-    return {0, 0, true};
-  }
-}
-} // namespace
-
 double largestFinite(DType dtype) {
-  FloatLimits l = floatLimits(dtype);
+  const DTypeInfo &l = dtypeInfo(dtype);
   double ulpsBelowTwo = l.hasMaxMantissa ? 1 : 2;
   return std::ldexp(2.0 - ulpsBelowTwo * std::ldexp(1.0, -l.mantissaBits),
                     l.maxExponent);
@@ -199,7 +173,7 @@ std::optional<std::string> literalDTypeError(const NumberLiteral &literal,
   // finite value and the next step up rounds away from the finite values
   // (to infinity; on f8e4m3, which has none, to NaN). On f8e4m3 the midpoint
   // itself rounds down to the even 448.
-  FloatLimits limits = floatLimits(dtype);
+  const DTypeInfo &limits = dtypeInfo(dtype);
   double max = largestFinite(dtype);
   double halfStep =
       std::ldexp(1.0, limits.maxExponent - limits.mantissaBits - 1);

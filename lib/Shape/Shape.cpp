@@ -7,26 +7,33 @@
 namespace ein {
 
 namespace {
-struct DTypeInfo {
-  DType type;
-  const char *name;
-  unsigned bytes;
-  bool isFloat;
-};
+// The table is indexed by the enum's value: DTypes.def lists its rows in
+// enum order, which the static_asserts below hold it to.
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F64, "f64", 8, true},       {DType::F32, "f32", 4, true},
-    {DType::F16, "f16", 2, true},       {DType::BF16, "bf16", 2, true},
-    {DType::F8E4M3, "f8e4m3", 1, true}, {DType::F8E5M2, "f8e5m2", 1, true},
-    {DType::I64, "i64", 8, false},      {DType::I32, "i32", 4, false},
-    {DType::Bool, "bool", 1, false},
+#define EIN_DTYPE(Enum, Name, Bytes, Kind, CType, CUDAType, NpyDescr, MLIR,    \
+                  Peak, Mantissa, MaxExp, HasMaxMantissa)                      \
+  DTypeInfo{DType::Enum, Name,     Bytes,         DTypeKind::Kind,             \
+            CType,       CUDAType, NpyDescr,      PeakSlot::Peak,              \
+            Mantissa,    MaxExp,   HasMaxMantissa},
+#include "ein/Shape/DTypes.def"
 };
-const DTypeInfo &info(DType type) {
-  for (auto &i : kDTypes)
-    if (i.type == type)
-      return i;
-  return kDTypes[1];
-}
+#define EIN_DTYPE(Enum, ...)                                                   \
+  static_assert(kDTypes[static_cast<unsigned>(DType::Enum)].type ==            \
+                DType::Enum);
+#include "ein/Shape/DTypes.def"
 } // namespace
+
+const std::vector<DType> &allDTypes() {
+  static const std::vector<DType> all = {
+#define EIN_DTYPE(Enum, ...) DType::Enum,
+#include "ein/Shape/DTypes.def"
+  };
+  return all;
+}
+
+const DTypeInfo &dtypeInfo(DType type) {
+  return kDTypes[static_cast<unsigned>(type)];
+}
 
 std::optional<DType> parseDType(const std::string &name) {
   for (auto &i : kDTypes)
@@ -34,9 +41,9 @@ std::optional<DType> parseDType(const std::string &name) {
       return i.type;
   return std::nullopt;
 }
-const char *dtypeName(DType type) { return info(type).name; }
-unsigned dtypeBytes(DType type) { return info(type).bytes; }
-bool isFloat(DType type) { return info(type).isFloat; }
+const char *dtypeName(DType type) { return dtypeInfo(type).name; }
+unsigned dtypeBytes(DType type) { return dtypeInfo(type).bytes; }
+bool isFloat(DType type) { return dtypeInfo(type).kind == DTypeKind::Float; }
 
 std::string Dim::str() const {
   if (isPack())

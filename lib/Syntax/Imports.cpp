@@ -3,6 +3,7 @@
 // `ein.optim` is optim.ein of ein's library directory), parsed and gathered
 // into the importing module.
 #include "ein/Syntax/Imports.h"
+#include "ein/Support/Files.h"
 #include "ein/Support/Library.h"
 #include "ein/Syntax/Parser.h"
 
@@ -174,22 +175,13 @@ private:
           length);
       return std::nullopt;
     };
-    struct stat info;
-    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-      return fail("not a regular file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-      return fail(fmt::format("cannot open file: {}", std::strerror(errno)));
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad())
-      return fail("cannot read file");
+    ErrorOr<std::string> text = readSourceText(path);
+    if (!text)
+      return fail(text.error().message);
     auto file = std::make_shared<SourceFile>();
     file->path = path;
-    file->text = buffer.str();
+    file->text = std::move(*text);
     file->id = nextId++;
-    if (file->text.find('\0') != std::string::npos)
-      return fail("not a text file (contains NUL bytes)");
     diags.addFile(file);
     root.importedFiles.push_back(file);
     size_t errorsBefore = diags.errorCount();
@@ -221,23 +213,10 @@ void resolveImports(Module &module, const SourceFile &file,
 }
 
 ErrorOr<SourceFile> readSource(const std::string &path) {
-  auto failure = [&](std::string message) {
-    return Error::inFile(ErrorKind::Program, path, std::move(message));
-  };
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    return failure("not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return failure(fmt::format("cannot open file: {}", std::strerror(errno)));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
-    return failure("cannot read file");
-  SourceFile file{path, buffer.str()};
-  if (file.text.find('\0') != std::string::npos)
-    return failure("not a text file (contains NUL bytes)");
-  return file;
+  ErrorOr<std::string> text = readSourceText(path);
+  if (!text)
+    return Error::inFile(ErrorKind::Program, path, text.error().message);
+  return SourceFile{path, std::move(*text)};
 }
 
 } // namespace ein

@@ -12,27 +12,7 @@
 
 namespace ein {
 
-const char *cType(DType t) {
-  switch (t) {
-  case DType::F64:
-    return "double";
-  case DType::F32:
-    return "float";
-  case DType::F16:
-  case DType::BF16:
-    return "uint16_t"; // raw 16-bit patterns
-  case DType::F8E4M3:
-  case DType::F8E5M2:
-    return "uint8_t";
-  case DType::I64:
-    return "int64_t";
-  case DType::I32:
-    return "int32_t";
-  case DType::Bool:
-    return "uint8_t"; // one byte, 0 or 1, as numpy's bool
-  }
-  return "void";
-}
+const char *cType(DType t) { return dtypeInfo(t).cType; }
 
 /// The ASCII C spelling of an ein name: ASCII characters stay, every other
 /// code point becomes `_uXXXX` (or `_UXXXXXXXX` above U+FFFF), hex digits in

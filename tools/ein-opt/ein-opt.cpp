@@ -34,29 +34,17 @@ namespace {
 /// The options of einc's CPU pipeline as ein-opt pipeline options: the
 /// contraction blocking of `einc --tiles`.
 struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
-  Option<int64_t> mr{*this, "mr", llvm::cl::desc("register tile rows")};
-  Option<int64_t> nrVectors{*this, "nr-vectors",
-                            llvm::cl::desc("register tile vectors")};
-  Option<int64_t> mc{*this, "mc", llvm::cl::desc("packed A block rows")};
-  Option<int64_t> nc{*this, "nc", llvm::cl::desc("packed B block columns")};
-  Option<int64_t> kc{*this, "kc", llvm::cl::desc("packed block depth")};
-  Option<int64_t> vectorBits{*this, "vector-bits",
-                             llvm::cl::desc("vector width in bits")};
-  Option<int64_t> workItems{*this, "work-items",
-                            llvm::cl::desc("parallel blocks wanted")};
+#define EIN_TILE_KNOB(Field, Key, Min, Max, Help)                              \
+  Option<int64_t> Field{*this, Key, llvm::cl::desc(Help)};
+#include "ein/Conversion/CPU/TileKnobs.def"
   ein::CPUOptions toCPUOptions() const {
     ein::CPUOptions options;
     auto set = [](const Option<int64_t> &o, std::optional<int64_t> &field) {
       if (o.hasValue())
         field = o.getValue();
     };
-    set(mr, options.tiles.mr);
-    set(nrVectors, options.tiles.nrVectors);
-    set(mc, options.tiles.mc);
-    set(nc, options.tiles.nc);
-    set(kc, options.tiles.kc);
-    set(vectorBits, options.tiles.vectorBits);
-    set(workItems, options.tiles.workItems);
+#define EIN_TILE_KNOB(Field, ...) set(Field, options.tiles.Field);
+#include "ein/Conversion/CPU/TileKnobs.def"
     return options;
   }
 };

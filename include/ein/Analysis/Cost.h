@@ -95,9 +95,19 @@ struct DeviceSpec {
   double peakFor(DType dtype) const;
 };
 
-/// Known devices: a100, h100, h200 (dense peaks, SXM parts).
+/// Known devices: a100, h100, h200 (dense peaks, SXM parts). The one list
+/// of them: `--device`'s check, its help and the run report's GPU match
+/// read it.
 const std::vector<DeviceSpec> &deviceTable();
 const DeviceSpec *findDevice(const std::string &name);
+/// The device of the roofline when none is named: h100.
+const DeviceSpec &defaultDevice();
+/// The table's names joined by `separator`, the default marked when
+/// `markDefault` ("a100, h100 (default), h200").
+std::string deviceNames(const std::string &separator, bool markDefault = false);
+/// The table's device whose name is in `gpuName`, a driver's name for a GPU
+/// ("NVIDIA H100 80GB HBM3" is an h100); null when none is.
+const DeviceSpec *findDeviceForGPU(const std::string &gpuName);
 
 /// Roofline time of `flops` at `peak` and `bytes` at `bandwidth`.
 double rooflineSeconds(double flops, double bytes, double peak,

@@ -23,7 +23,12 @@ namespace runtime {
 /// How elements are stored: the language's dtypes plus `Bool` (one byte,
 /// 0 or 1) for numpy bool inputs. bf16 is stored as its raw 16 bits, fp8 as
 /// its raw byte.
-enum class StorageType { F64, F32, F16, BF16, F8E4M3, F8E5M2, I64, I32, Bool };
+/// Generated from DTypes.def, so its values are DType's (toStorage and
+/// toDType are value casts, checked row by row in HostTensor.cpp).
+enum class StorageType {
+#define EIN_DTYPE(Enum, ...) Enum,
+#include "ein/Shape/DTypes.def"
+};
 
 /// Bytes per element: 8 4 2 2 1 1 8 4 1.
 unsigned storageBytes(StorageType type);
@@ -32,7 +37,7 @@ const char *storageName(StorageType type);
 /// Inverse of storageName.
 std::optional<StorageType> parseStorageType(const std::string &name);
 StorageType toStorage(DType type);
-/// nullopt for Bool.
+/// Always a dtype: every storage type is one (bool included).
 std::optional<DType> toDType(StorageType type);
 bool isFloatStorage(StorageType type);
 

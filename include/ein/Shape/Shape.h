@@ -10,9 +10,38 @@
 
 namespace ein {
 
-/// Element types of the language (jaxtyping spelling).
-enum class DType { F64, F32, F16, BF16, F8E4M3, F8E5M2, I64, I32, Bool };
+/// Element types of the language (jaxtyping spelling), one per row of
+/// DTypes.def.
+enum class DType {
+#define EIN_DTYPE(Enum, ...) Enum,
+#include "ein/Shape/DTypes.def"
+};
 
+/// How a dtype's values behave: IEEE-style floats, two's-complement
+/// integers, or bool.
+enum class DTypeKind { Float, Int, Bool };
+/// Which of a device's peak FLOP rates an op of a dtype runs at
+/// (DeviceSpec::peakFor).
+enum class PeakSlot { F64, F32, F16, BF16, F8 };
+
+/// One row of DTypes.def (see there for each column).
+struct DTypeInfo {
+  DType type;
+  const char *name;
+  unsigned bytes;
+  DTypeKind kind;
+  const char *cType;
+  const char *cudaType;
+  const char *npyDescr; // "" when numpy has no such dtype
+  PeakSlot peak;
+  int mantissaBits; // float formats only
+  int maxExponent;
+  bool hasMaxMantissa;
+};
+
+/// Every dtype in enum order.
+const std::vector<DType> &allDTypes();
+const DTypeInfo &dtypeInfo(DType type);
 std::optional<DType> parseDType(const std::string &name);
 const char *dtypeName(DType type);
 /// Storage size in bytes: f64 8, f32 4, f16/bf16 2, fp8 1, i64 8, i32 4,

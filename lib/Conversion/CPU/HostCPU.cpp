@@ -26,14 +26,27 @@ namespace ein {
 
 namespace {
 
-/// The host's instruction-set features as "+f,-g" (all that LLVM's probe
-/// reports, sorted so the string is stable).
+/// The host's instruction-set features, all that LLVM's probe reports,
+/// sorted by name: the one place the host's features are probed (the probe
+/// runs cpuid each call; the answer does not change within a process).
+const std::map<std::string, bool> &hostFeatures() {
+  static const std::map<std::string, bool> features = [] {
+    std::map<std::string, bool> sorted;
+    for (auto &f : llvm::sys::getHostCPUFeatures())
+      sorted[f.getKey().str()] = f.getValue();
+    return sorted;
+  }();
+  return features;
+}
+
+/// The host's CPU name as LLVM names it ("znver3").
+std::string hostCPUName() { return llvm::sys::getHostCPUName().str(); }
+
+/// The host's instruction-set features as "+f,-g" (sorted, so the string is
+/// stable).
 std::string hostFeatureString() {
-  std::map<std::string, bool> sorted;
-  for (auto &f : llvm::sys::getHostCPUFeatures())
-    sorted[f.getKey().str()] = f.getValue();
   std::string text;
-  for (auto &[name, on] : sorted)
+  for (auto &[name, on] : hostFeatures())
     text +=
         fmt::format("{}{}{}", text.empty() ? "" : ",", on ? "+" : "-", name);
   return text;
@@ -98,7 +111,7 @@ ErrorOr<ResolvedCPU> resolveCPU(const TargetCPU &cpu) {
   bool hostBase = name.empty() || name == "native" || name == "host";
   // Exactly the host: its caches, and its code runs here unchecked.
   out.host = hostBase && cpu.features.empty();
-  out.name = hostBase ? llvm::sys::getHostCPUName().str() : name;
+  out.name = hostBase ? hostCPUName() : name;
   std::string error;
   // The generic subtarget lists the CPUs and features without warnings
   // (createMCSubtargetInfo prints one to stderr for an unknown name).
@@ -181,9 +194,7 @@ ErrorOr<void> checkHostCanRun(const ResolvedCPU &cpu) {
   if (!info)
     return Error::usage(fmt::format("--cpu: {}", error));
   std::vector<std::string> missing;
-  std::map<std::string, bool> host;
-  for (auto &f : llvm::sys::getHostCPUFeatures())
-    host[f.getKey().str()] = f.getValue();
+  const std::map<std::string, bool> &host = hostFeatures();
   std::set<std::string> known;
   for (const auto &f : info->getAllProcessorFeatures())
     known.insert(f.Key);
@@ -200,12 +211,15 @@ ErrorOr<void> checkHostCanRun(const ResolvedCPU &cpu) {
   return Error::usage(fmt::format(
       "--cpu {}: this host ({}) cannot run code for it: it lacks {} "
       "(`einc build --cpu` compiles for another machine)",
-      cpu.describe(), llvm::sys::getHostCPUName().str(), list));
+      cpu.describe(), hostCPUName(), list));
 }
 
 int64_t hostVectorBits() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  return vectorBitsOf([&](const char *f) { return features.lookup(f); });
+  const std::map<std::string, bool> &features = hostFeatures();
+  return vectorBitsOf([&](const char *f) {
+    auto it = features.find(f);
+    return it != features.end() && it->second;
+  });
 }
 
 int64_t defaultWorkItems() {

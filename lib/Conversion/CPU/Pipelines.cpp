@@ -52,16 +52,15 @@ namespace ein {
 
 ErrorOr<void> parseContractionTiles(const std::string &text,
                                     CPUOptions &options) {
-  // Bounds keep the generated code sane: the register tile must fit the
-  // register file, blocks must fit memory.
-  static const std::map<std::string, std::pair<int64_t, int64_t>> keys = {
-      {"mr", {1, 32}},
-      {"nr-vectors", {1, 16}},
-      {"mc", {1, 1 << 16}},
-      {"nc", {1, 1 << 16}},
-      {"kc", {1, 1 << 16}},
-      {"vector-bits", {128, 512}},
-      {"work-items", {1, 1 << 16}}};
+  struct Knob {
+    std::optional<int64_t> ContractionTiles::*field;
+    int64_t lo, hi;
+  };
+  static const std::map<std::string, Knob> keys = {
+#define EIN_TILE_KNOB(Field, Key, Min, Max, Help)                              \
+  {Key, {&ContractionTiles::Field, Min, Max}},
+#include "ein/Conversion/CPU/TileKnobs.def"
+  };
   std::set<std::string> seen;
   size_t start = 0;
   while (start <= text.size()) {
@@ -74,7 +73,7 @@ ErrorOr<void> parseContractionTiles(const std::string &text,
     auto known = keys.find(key);
     if (eq == std::string::npos || known == keys.end()) {
       std::string names;
-      for (auto &[name, range] : keys)
+      for (auto &[name, knob] : keys)
         names += (names.empty() ? "" : ", ") + name;
       return Error::usage(fmt::format(
           "--tiles expects KEY=INT[,KEY=INT]... with keys {}; got '{}'", names,
@@ -83,7 +82,7 @@ ErrorOr<void> parseContractionTiles(const std::string &text,
     if (!seen.insert(key).second)
       return Error::usage(fmt::format("--tiles sets '{}' twice", key));
     std::string digits = item.substr(eq + 1);
-    auto [lo, hi] = known->second;
+    auto [field, lo, hi] = known->second;
     // Only plain decimal digits (no sign, no space); six fit every range.
     bool number = !digits.empty() && digits.size() <= 6 &&
                   digits.find_first_not_of("0123456789") == std::string::npos;
@@ -97,15 +96,7 @@ ErrorOr<void> parseContractionTiles(const std::string &text,
     if (key == "vector-bits" && value != 128 && value != 256 && value != 512)
       return Error::usage(fmt::format(
           "--tiles vector-bits: expects 128, 256 or 512, got {}", digits));
-    ContractionTiles &t = options.tiles;
-    std::optional<int64_t> *field = key == "mr"           ? &t.mr
-                                    : key == "nr-vectors" ? &t.nrVectors
-                                    : key == "mc"         ? &t.mc
-                                    : key == "nc"         ? &t.nc
-                                    : key == "kc"         ? &t.kc
-                                    : key == "vector-bits" ? &t.vectorBits
-                                                           : &t.workItems;
-    *field = value;
+    options.tiles.*field = value;
     start = end + 1;
   }
   return {};
@@ -113,10 +104,10 @@ ErrorOr<void> parseContractionTiles(const std::string &text,
 
 std::string ContractionTiles::str() const {
   std::string out;
-  for (auto [name, value] :
-       {std::pair{"mr", mr}, {"nr-vectors", nrVectors}, {"mc", mc},
-        {"nc", nc}, {"kc", kc}, {"vector-bits", vectorBits},
-        {"work-items", workItems}})
+  for (auto [name, value] : {
+#define EIN_TILE_KNOB(Field, Key, ...) std::pair{Key, Field},
+#include "ein/Conversion/CPU/TileKnobs.def"
+       })
     if (value)
       out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, *value);
   return out;
@@ -172,11 +163,6 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   // else loops whose outermost parallel loop is spread over the cores.
   TileContractionsOptions tiles;
   const ContractionTiles &t = options.tiles;
-  tiles.mr = t.mr.value_or(tiles.mr);
-  tiles.nrVectors = t.nrVectors.value_or(tiles.nrVectors);
-  tiles.mc = t.mc.value_or(tiles.mc);
-  tiles.nc = t.nc.value_or(tiles.nc);
-  tiles.kc = t.kc.value_or(tiles.kc);
   // The vector width and caches of the CPU compiled for: the host's (the
   // pass's defaults) or, for a named CPU, its width and the common caches.
   auto target = resolveCPU(options.target);
@@ -193,8 +179,9 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
     // Per thread, as for an L3 shared by 8 cores.
     tiles.l3Bytes = caches.l3.bytes / 8;
   }
-  tiles.vectorBits = t.vectorBits.value_or(tiles.vectorBits);
-  tiles.workItems = t.workItems.value_or(tiles.workItems);
+  // --tiles overrides the target's vector width and the pass's defaults.
+#define EIN_TILE_KNOB(Field, ...) tiles.Field = t.Field.value_or(tiles.Field);
+#include "ein/Conversion/CPU/TileKnobs.def"
   tiles.epilogues = options.fusion;
   pm.addPass(createTileContractions(tiles));
   // Float max/min reductions on integer keys, which vectorize.

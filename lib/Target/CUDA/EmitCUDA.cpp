@@ -13,6 +13,7 @@
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Shape/SizeReads.h"
 #include "ein/Target/CEntry.h"
+#include "ein/Target/CUDA/GemmRoles.h"
 #include "ein/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,29 +44,7 @@ const RuntimeFile runtimeFiles[] = {
 #include "RuntimeText.inc"
 };
 
-const char *storageType(DType t) {
-  switch (t) {
-  case DType::F64:
-    return "double";
-  case DType::F32:
-    return "float";
-  case DType::F16:
-    return "ein_f16_t";
-  case DType::BF16:
-    return "ein_bf16_t";
-  case DType::F8E4M3:
-    return "ein_f8e4m3_t";
-  case DType::F8E5M2:
-    return "ein_f8e5m2_t";
-  case DType::I64:
-    return "int64_t";
-  case DType::I32:
-    return "int32_t";
-  case DType::Bool:
-    return "bool";
-  }
-  return "void";
-}
+const char *storageType(DType t) { return dtypeInfo(t).cudaType; }
 
 bool isLowFloat(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3 ||
@@ -761,28 +740,9 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
                          info.axisSizes, bAxes, op);
   for (auto &group : info.outputGroups)
     outAxes.insert(outAxes.end(), group.begin(), group.end());
-  auto has = [](const std::vector<std::string> &v, const std::string &x) {
-    return std::find(v.begin(), v.end(), x) != v.end();
-  };
-  std::vector<std::string> batch, m, n, k;
-  for (auto &x : outAxes) {
-    bool inA = has(aAxes, x), inB = has(bAxes, x);
-    if (has(batch, x) || has(m, x) || has(n, x))
-      continue;
-    (inA && inB ? batch : inA ? m : n).push_back(x);
-  }
-  for (auto *axes : {&aAxes, &bAxes})
-    for (auto &x : *axes)
-      if (!has(outAxes, x) && !has(k, x))
-        k.push_back(x);
-  auto concat = [](std::initializer_list<const std::vector<std::string> *> l) {
-    std::vector<std::string> r;
-    for (auto *v : l)
-      r.insert(r.end(), v->begin(), v->end());
-    return r;
-  };
-  auto rowsA = concat({&batch, &m, &k}), rowsB = concat({&batch, &k, &n}),
-       rowsC = concat({&batch, &m, &n});
+  GemmRoles gemmRoles = splitGemmRoles(aAxes, bAxes, outAxes);
+  auto rowsA = gemmRoles.rowsA(), rowsB = gemmRoles.rowsB(),
+       rowsC = gemmRoles.rowsC();
   std::string pa =
       pick(ea, a.dtype, aAxes, rowsA, axisSizeTexts(rowsA, info.axisSizes, op));
   std::string pb =
@@ -811,21 +771,13 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
                         axisSizeTexts(rowsC, info.axisSizes, op), false);
   if (rowsA.size() > 16 || rowsB.size() > 16 || rowsC.size() > 16)
     fail(op, "a contraction of more than 16 axes per operand");
-  auto list = [](size_t from, size_t count) {
-    std::vector<int> v;
-    for (size_t i = 0; i < count; ++i)
-      v.push_back(static_cast<int>(from + i));
-    return fmt::format("{{{}}}", fmt::join(v, ", "));
-  };
-  size_t nb = batch.size(), nm = m.size(), nn = n.size(), nk = k.size();
   std::string roles = fresh("roles");
-  fmt::format_to(out(),
-                 "  static const EinGemmRoles {} = {{{}, {}, {}, {}, {}, {}, "
-                 "{}, {}, {}, {}, {}, {}, {}}};\n",
-                 roles, nb, nm, nn, nk, list(0, nb), list(nb, nm),
-                 list(nb + nm, nk), list(0, nb), list(nb, nk),
-                 list(nb + nk, nn), list(0, nb), list(nb, nm),
-                 list(nb + nm, nn));
+  fmt::format_to(out(), "  static const EinGemmRoles {} = {{{}, {}, {}, {}",
+                 roles, gemmRoles.batch.size(), gemmRoles.m.size(),
+                 gemmRoles.n.size(), gemmRoles.k.size());
+  for (const std::vector<int> &positions : gemmRoles.positions())
+    fmt::format_to(out(), ", {{{}}}", fmt::join(positions, ", "));
+  fmt::format_to(out(), "}};\n");
   fmt::format_to(out(),
                  "  {{\n    size_t bytes = 0;\n    void *workspace = "
                  "ein_workspace(&bytes);\n    ein_contract(stream, {}, {}, {}, "

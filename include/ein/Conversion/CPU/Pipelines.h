@@ -29,7 +29,8 @@ enum class CPUStage {
 /// The blocking of ein-tile-contractions (§3.1 of docs/lowering.md); an
 /// unset field keeps the pass's default.
 struct ContractionTiles {
-  std::optional<int64_t> mr, nrVectors, mc, nc, kc, vectorBits, workItems;
+#define EIN_TILE_KNOB(Field, ...) std::optional<int64_t> Field;
+#include "ein/Conversion/CPU/TileKnobs.def"
   /// "mr=6 kc=128": the fields that are set, for cache keys and messages.
   std::string str() const;
 };
@@ -55,8 +56,8 @@ struct CPUOptions {
 };
 
 /// Parses `--tiles` text, KEY=INT[,KEY=INT]... with the keys of
-/// ein-tile-contractions (mr, nr-vectors, mc, nc, kc, vector-bits,
-/// work-items), into `options`; a usage error names the bad item.
+/// TileKnobs.def (mr, nr-vectors, mc, nc, kc, vector-bits, work-items),
+/// into `options`; a usage error names the bad item.
 ErrorOr<void> parseContractionTiles(const std::string &text,
                                     CPUOptions &options);
 
