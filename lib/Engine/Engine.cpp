@@ -38,6 +38,19 @@ std::string signatureKey(const SourceFile &file, const CheckedModule &checked,
   return key;
 }
 
+/// The disk key's part for the source: the whole text of the file and of
+/// every file it imports.
+std::string sourceText(const SourceFile &file, const CheckedModule &checked) {
+  std::string diskKey = "module " + file.path + "\n" + file.text + "\n";
+  for (size_t i = 1; i < checked.files.size(); ++i) {
+    std::ifstream in(checked.files[i], std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    diskKey += "import " + checked.files[i] + "\n" + text.str() + "\n";
+  }
+  return diskKey;
+}
+
 } // namespace
 
 ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
@@ -65,16 +78,8 @@ Engine::compile(const SourceFile &file, const CheckedModule &checked,
   ErrorOr<std::unique_ptr<JITFunction>> executable = [&] {
     if (!diskCache)
       return JITFunction::compile(checked, function, cpu, jit);
-    // The disk key holds the whole text of the file and its imports.
-    std::string diskKey = "module " + file.path + "\n" + file.text + "\n";
-    for (size_t i = 1; i < checked.files.size(); ++i) {
-      std::ifstream in(checked.files[i], std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      diskKey += "import " + checked.files[i] + "\n" + text.str() + "\n";
-    }
-    return ObjectCache::compileOrLoad(diskKey + key, checked, function, cpu,
-                                      jit, &fromDisk);
+    return ObjectCache::compileOrLoad(sourceText(file, checked) + key, checked,
+                                      function, cpu, jit, &fromDisk);
   }();
   if (!executable)
     return executable.error().inFileNamed(file.path);
@@ -82,6 +87,32 @@ Engine::compile(const SourceFile &file, const CheckedModule &checked,
   cache.emplace(key, shared);
   ++(fromDisk ? loaded : compiled);
   return shared;
+}
+
+ErrorOr<std::shared_ptr<Callable>> Engine::compile(const Target &target,
+                                                   const SourceFile &file,
+                                                   const CheckedModule &checked,
+                                                   const std::string &function,
+                                                   TargetOptions options) {
+  std::string key =
+      fmt::format("target {}\n{}{}{}\n", target.name(),
+                  signatureKey(file, checked, function, options.cpu),
+                  options.allowTf32 ? "\ntf32" : "", options.mainFunction);
+  if (auto it = callables.find(key); it != callables.end())
+    return it->second;
+  options.sourcePath = file.path;
+  if (diskCache)
+    options.diskCacheKey = sourceText(file, checked) + key;
+  auto artifact = target.build(checked, function, options);
+  if (!artifact)
+    return artifact.error();
+  bool fromDisk = (*artifact)->fromDiskCache;
+  auto callable = target.load(std::move(*artifact));
+  if (!callable)
+    return callable.error();
+  callables.emplace(key, *callable);
+  ++(fromDisk ? loaded : compiled);
+  return *callable;
 }
 
 ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
@@ -100,9 +131,8 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   for (unsigned id : fn->params)
     paramNames.push_back(fn->values[id].name);
   if (shapes.size() != paramNames.size())
-    return Error::usage(fmt::format("'{}' takes {} input(s), got {}",
-                                    function, paramNames.size(),
-                                    shapes.size()));
+    return Error::usage(fmt::format("'{}' takes {} input(s), got {}", function,
+                                    paramNames.size(), shapes.size()));
 
   // Sizes from the inputs; entry checks.
   EntryBinding binding = bindEntryShapes(*fn, paramNames, shapes);

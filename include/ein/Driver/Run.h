@@ -1,4 +1,5 @@
-// `einc run`: JIT-compile one function, run it on .npy inputs, write .npy outputs.
+// `einc run`: JIT-compile one function, run it on .npy inputs, write .npy
+// outputs.
 #pragma once
 
 #include "ein/Conversion/CPU/Pipelines.h"
@@ -27,8 +28,9 @@ struct RunOptions {
   bool sizeGeneric = false;
   double peakFlops = 0, bandwidth = 0;
   CPUOptions cpu;
-  /// cpu (JIT), cuda (nvcc, this machine's GPU) or cuda-emulated (the same
-  /// CUDA source built by the host C++ compiler, run on the CPU).
+  /// The --target spelling of a registered target that runs code
+  /// (TargetRegistry.h): cpu (JIT), cuda (nvcc, this machine's GPU) or
+  /// cuda-emulated (the same CUDA source built by the host C++ compiler).
   std::string target = "cpu";
   bool allowTf32 = false;
   JITOptions jit; // perf/gdb listeners: off unless asked for
@@ -50,19 +52,6 @@ inputPaths(const CheckedFunction &fn, const std::string &function,
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
                           std::ostream &out);
-
-/// Runs `function` of `source` (sizes bound) through the CUDA target
-/// `options.target` on `inputs` into `outputs` (RunCUDA.cpp); with
-/// `seconds`, also times it (the median of CUDA-event-timed calls; 0 when
-/// emulated) and names the GPU in `device`. `dims` (the sizes the inputs
-/// bind) give the bound in the error of a take's id out of range; with
-/// `idsOutOfRange`, it says whether that was the error.
-ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
-                      const RunOptions &options,
-                      const std::vector<const runtime::HostTensor *> &inputs,
-                      const std::vector<runtime::HostTensor *> &outputs,
-                      double *seconds, std::string *device = nullptr,
-                      const Bindings &dims = {}, bool *idsOutOfRange = nullptr);
 
 class JITFunction;
 namespace runtime {

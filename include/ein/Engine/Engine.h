@@ -2,13 +2,13 @@
 // cached in memory by signature, and calls them with strided host tensors.
 #pragma once
 
-#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Sema/EntryBinding.h"
 #include "ein/Syntax/AST.h"
 #include "ein/Syntax/Diagnostics.h"
+#include "ein/Target/Target.h"
 
 #include <map>
 #include <memory>
@@ -81,6 +81,17 @@ public:
                                                 const CheckedModule &checked,
                                                 const std::string &function);
 
+  /// Builds `function` of `checked` for `target` and loads it, or returns
+  /// the callable built before for the same target, source, function,
+  /// bound sizes and options: the one cache every target's clients share.
+  /// With the disk cache on, the target may keep its artifact on disk
+  /// (TargetOptions::diskCacheKey).
+  ErrorOr<std::shared_ptr<Callable>> compile(const Target &target,
+                                             const SourceFile &file,
+                                             const CheckedModule &checked,
+                                             const std::string &function,
+                                             TargetOptions options);
+
   /// The error of a call of `function` bound as `call` whose index status
   /// counted `count` ids out of range on `inputs`, explained: the take
   /// whose ids hold one (the first in the function's order), its first id
@@ -106,6 +117,7 @@ private:
   CPUOptions cpu;
   JITOptions jit;
   std::map<std::string, std::shared_ptr<JITFunction>> cache;
+  std::map<std::string, std::shared_ptr<Callable>> callables;
   size_t compiled = 0, loaded = 0;
   bool diskCache = false;
 };
