@@ -43,7 +43,10 @@ ErrorOr<const Target *> lookupTarget(const std::string &flag, TargetUse use) {
   for (size_t i = 0; i < flags.size(); ++i)
     list += (i == 0 ? "" : i + 1 == flags.size() ? " or " : ", ") + flags[i];
   std::string message = "--target expects " + list;
-  if (auto near = closestName(flag, flags, 3))
+  // A typo away: up to 3 edits, and fewer than half the spelling (an empty
+  // or short one is not a typo of "cpu").
+  size_t edits = std::min<size_t>(3, std::max<size_t>(1, flag.size() / 2));
+  if (auto near = closestName(flag, flags, edits))
     message += fmt::format("; did you mean '{}'?", *near);
   return Error::usage(message);
 }
