@@ -774,11 +774,11 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     return {};
   }
   if (args.command == "run") {
-    // The check `run` starts with, here for its warnings (the same options,
-    // so its errors are those `run` would report).
+    // The symbolic check of `run`, once: its warnings are printed here and
+    // runFunction binds and compiles from it.
     CheckOptions symbolic = args.check;
     symbolic.onlyFunction = args.fn;
-    checkModule(module, symbolic, diags);
+    CheckedModule checked = checkModule(module, symbolic, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
     diags.print(warnings);
@@ -795,7 +795,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     run.allowTf32 = args.allowTf32;
     run.jit = JITOptions::fromEnvironment();
     run.jit.perfListener |= args.perfJitdump;
-    return runFunction(*file, module, args.check, run, out);
+    return runFunction(*file, module, args.check, run, out, &checked);
   }
   CheckedModule checked = checkModule(module, args.check, diags);
   if (diags.hadError())

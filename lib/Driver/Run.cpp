@@ -5,6 +5,7 @@
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/Npy.h"
+#include "ein/Support/Spelling.h"
 #include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
@@ -77,7 +78,7 @@ inputPaths(const CheckedFunction &fn, const std::string &function,
 
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
-                          std::ostream &out) {
+                          std::ostream &out, const CheckedModule *symbolic) {
   // 0. The target, from the registry.
   auto target = lookupTarget(options.target, TargetUse::Run);
   if (!target)
@@ -90,10 +91,15 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
 
   // 1. The symbolic check of the function, as `einc check` does.
   Engine engine(options.cpu, options.jit);
-  auto checked = engine.check(file, module, check, options.function);
+  // The caller's check is reused when it gives one (it is this one).
+  ErrorOr<CheckedModule> checked =
+      symbolic ? ErrorOr<CheckedModule>(*symbolic)
+               : engine.check(file, module, check, options.function);
   if (!checked)
     return checked.error();
   const CheckedFunction *fn = checked->find(options.function);
+  if (!fn)
+    return noFunctionError(file.path, options.function, module.functionNames());
 
   // 2. Inputs, by parameter name, read in the parameter's dtype.
   auto paths = inputPaths(*fn, options.function, options.inputs);

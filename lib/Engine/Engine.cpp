@@ -176,7 +176,15 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   // broadcast in the body).
   const CheckedModule *source = &call.concrete;
   CheckedModule generic;
-  if (specialisation == Specialisation::Generic) {
+  // The symbolic check is that module when no dim is typed 1 and no
+  // variadic rank is fixed by the inputs: it is reused, not redone.
+  bool symbolicIsGeneric = binding.unitDims.empty() &&
+                           binding.packRanks.empty() &&
+                           checked.functions.size() == 1 &&
+                           checked.functions.front().name == function;
+  if (specialisation == Specialisation::Generic && symbolicIsGeneric) {
+    source = &checked;
+  } else if (specialisation == Specialisation::Generic) {
     CheckOptions unitOnly = symbolic;
     unitOnly.entryUnitDims = binding.unitDims;
     unitOnly.packRanks = binding.packRanks;

@@ -48,10 +48,13 @@ inputPaths(const CheckedFunction &fn, const std::string &function,
 /// file or an output that cannot be written, 2 bad inputs (missing or
 /// malformed .npy, shapes that do not bind the signature, a failed entry
 /// check). Outputs are written to temporaries and renamed into place only
-/// when all are written.
+/// when all are written. `symbolic`, when given, is the module checked with
+/// `check` for `options.function` only (Engine::check's result), which the
+/// caller has already made: it is not checked again.
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
-                          std::ostream &out);
+                          std::ostream &out,
+                          const CheckedModule *symbolic = nullptr);
 
 class JITFunction;
 namespace runtime {
