@@ -79,7 +79,7 @@ TEST(TargetEngine, CompilesThroughTheTargetOnceAndCallsIt) {
   auto checked = engine.check(file, module, {}, "scale");
   ASSERT_TRUE(bool(checked));
   auto bound = engine.bind(file, module, {}, *checked, "scale", {{4}},
-                           Specialisation::Generic, false);
+                           Specialisation::Generic);
   ASSERT_TRUE(bool(bound)) << bound.error().message;
   auto target = lookupTarget("cpu", TargetUse::Run);
   ASSERT_TRUE(bool(target));
@@ -90,6 +90,13 @@ TEST(TargetEngine, CompilesThroughTheTargetOnceAndCallsIt) {
       engine.compile(**target, file, bound->source, "scale", TargetOptions{});
   ASSERT_TRUE(bool(again));
   EXPECT_EQ(callable->get(), again->get());
+  EXPECT_EQ(engine.compilations(), 1u);
+  // bind with the target compiles through the same cache (another shape,
+  // size-generic: the same code).
+  auto compiled = engine.bind(file, module, {}, *checked, "scale", {{9}},
+                              Specialisation::Generic, *target);
+  ASSERT_TRUE(bool(compiled)) << compiled.error().message;
+  EXPECT_EQ(compiled->callable.get(), callable->get());
   EXPECT_EQ(engine.compilations(), 1u);
 
   auto x = runtime::HostTensor::create(runtime::StorageType::F32, {4});

@@ -1,12 +1,13 @@
 // einc calibrate: theoretical f32 peak from /proc/cpuinfo, copy bandwidth
 // and matmul rate measured with JIT-compiled ein code.
 #include "ein/Driver/Calibrate.h"
-#include "ein/Engine/Engine.h"
 #include "ein/Driver/Run.h"
+#include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Parser.h"
+#include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
 
@@ -39,7 +40,8 @@ double jsonNumber(const std::string &text, const std::string &key) {
   if (at == std::string::npos)
     return 0;
   at = text.find(':', at);
-  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + 1, nullptr);
+  return at == std::string::npos ? 0
+                                 : std::strtod(text.c_str() + at + 1, nullptr);
 }
 
 /// `text` as a JSON string.
@@ -91,7 +93,13 @@ ErrorOr<double> timeSource(const std::string &source, const std::string &name,
   auto checked = engine.check(file, module, {}, name);
   if (!checked)
     return checked.error();
-  auto jit = engine.compile(file, *checked, name);
+  // Calibration measures this host: the cpu target's JIT.
+  auto target = lookupTarget("cpu", TargetUse::Run);
+  if (!target)
+    return target.error();
+  TargetOptions options;
+  options.cpu = cpu;
+  auto jit = engine.compile(**target, file, *checked, name, options);
   if (!jit)
     return Error::program(
                fmt::format("calibration kernel failed to compile: {}",
@@ -99,13 +107,15 @@ ErrorOr<double> timeSource(const std::string &source, const std::string &name,
         .withContext(jit.error().context);
   std::vector<runtime::HostTensor> tensors;
   for (auto &s : shapes)
-    tensors.push_back(*runtime::HostTensor::create(runtime::StorageType::F32, s));
+    tensors.push_back(
+        *runtime::HostTensor::create(runtime::StorageType::F32, s));
   std::vector<const runtime::HostTensor *> ins;
   for (size_t i = 0; i + 1 < tensors.size(); ++i)
     ins.push_back(&tensors[i]);
   std::vector<runtime::HostTensor *> outs{&tensors.back()};
   size_t calls = 0;
-  auto seconds = medianCallSeconds(**jit, ins, outs, calls);
+  auto seconds =
+      medianSeconds([&] { return (*jit)->call(ins, outs, {}); }, calls);
   if (!seconds)
     return Error::program(fmt::format("calibration kernel failed to run: {}",
                                       seconds.error().message))

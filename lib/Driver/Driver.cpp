@@ -885,7 +885,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
       if (!symbolic)
         return symbolic.error();
       auto bound = engine.bind(*file, module, args.check, *symbolic, name,
-                               shapes, Specialisation::Sizes, false);
+                               shapes, Specialisation::Sizes);
       if (!bound)
         return bound.error();
       checked = std::move(bound->concrete);

@@ -41,15 +41,6 @@ std::string si(double v, const char *unit) {
 
 } // namespace
 
-ErrorOr<double>
-medianCallSeconds(JITFunction &jit,
-                  const std::vector<const runtime::HostTensor *> &ins,
-                  const std::vector<runtime::HostTensor *> &outs, size_t &calls,
-                  const Bindings &dims, double *faults) {
-  return medianSeconds([&] { return jit.call(ins, outs, dims); }, calls,
-                       faults);
-}
-
 ErrorOr<std::vector<std::string>>
 inputPaths(const CheckedFunction &fn, const std::string &function,
            const std::vector<std::pair<std::string, std::string>> &inputs) {
@@ -146,8 +137,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   // with them (Engine), built for the target and loaded.
   auto bound = engine.bind(
       file, module, check, *checked, options.function, shapes,
-      options.sizeGeneric ? Specialisation::Generic : Specialisation::Sizes,
-      false);
+      options.sizeGeneric ? Specialisation::Generic : Specialisation::Sizes);
   if (!bound)
     return bound.error();
   auto callable = engine.compile(**target, file, bound->source,

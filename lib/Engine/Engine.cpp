@@ -1,6 +1,5 @@
 // The engine: check, bind, compile (cached by signature) and call.
 #include "ein/Engine/Engine.h"
-#include "ein/Engine/ObjectCache.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 
@@ -68,27 +67,6 @@ ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
   return checked;
 }
 
-ErrorOr<std::shared_ptr<JITFunction>>
-Engine::compile(const SourceFile &file, const CheckedModule &checked,
-                const std::string &function) {
-  std::string key = signatureKey(file, checked, function, cpu);
-  if (auto it = cache.find(key); it != cache.end())
-    return it->second;
-  bool fromDisk = false;
-  ErrorOr<std::unique_ptr<JITFunction>> executable = [&] {
-    if (!diskCache)
-      return JITFunction::compile(checked, function, cpu, jit);
-    return ObjectCache::compileOrLoad(sourceText(file, checked) + key, checked,
-                                      function, cpu, jit, &fromDisk);
-  }();
-  if (!executable)
-    return executable.error().inFileNamed(file.path);
-  std::shared_ptr<JITFunction> shared(std::move(*executable));
-  cache.emplace(key, shared);
-  ++(fromDisk ? loaded : compiled);
-  return shared;
-}
-
 ErrorOr<std::shared_ptr<Callable>> Engine::compile(const Target &target,
                                                    const SourceFile &file,
                                                    const CheckedModule &checked,
@@ -121,7 +99,7 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
                                 const std::string &function,
                                 const std::vector<std::vector<int64_t>> &shapes,
                                 Specialisation specialisation,
-                                bool compileForCPU) {
+                                const Target *target) {
   CheckOptions symbolic = options;
   symbolic.onlyFunction = function;
   const CheckedFunction *fn = checked.find(function);
@@ -195,22 +173,25 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
     source = &generic;
   }
   call.dims = binding.dims;
-  if (!compileForCPU) {
+  if (!target) {
     call.source = *source;
     return call;
   }
-  auto executable = compile(file, *source, function);
-  if (!executable)
-    return executable.error();
-  call.executable = *executable;
-  call.dims = binding.dims;
+  TargetOptions targetOptions;
+  targetOptions.cpu = cpu;
+  targetOptions.perfListener = jit.perfListener;
+  targetOptions.gdbListener = jit.gdbListener;
+  auto callable = compile(*target, file, *source, function, targetOptions);
+  if (!callable)
+    return callable.error();
+  call.callable = *callable;
   return call;
 }
 
-Error Engine::explainIndexError(
-    const BoundCall &call, const std::string &function,
-    const std::vector<JITFunction::StridedArgument> &inputs, int64_t count,
-    Error original) {
+Error Engine::explainIndexError(const BoundCall &call,
+                                const std::string &function,
+                                const std::vector<StridedArgument> &inputs,
+                                int64_t count, Error original) {
   const CheckedFunction *fn = call.concrete.find(function);
   if (!fn)
     return original;
@@ -256,7 +237,7 @@ Error Engine::explainIndexError(
     ids.push_back(std::move(*tensor));
     strides.push_back(ids.back().strides());
   }
-  std::vector<JITFunction::StridedArgument> args = inputs;
+  std::vector<StridedArgument> args = inputs;
   for (size_t i = 0; i < ids.size(); ++i)
     args.push_back({ids[i].data.data(), ids[i].shape.data(), strides[i].data(),
                     ids[i].shape.size()});

@@ -67,6 +67,11 @@ ErrorOr<double> medianSeconds(const std::function<ErrorOr<void>()> &call,
   return samples[samples.size() / 2];
 }
 
+ErrorOr<void> Callable::callStrided(const StridedArgument *, size_t,
+                                    const Bindings *, int64_t *) {
+  return Error::program("this target's code has no strided fast path");
+}
+
 ErrorOr<Timing>
 Callable::time(const std::vector<const runtime::HostTensor *> &inputs,
                const std::vector<runtime::HostTensor *> &outputs,

@@ -56,18 +56,4 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           std::ostream &out,
                           const CheckedModule *symbolic = nullptr);
 
-class JITFunction;
-namespace runtime {
-struct HostTensor;
-}
-/// Median seconds per call of `jit` after one warm-up call, over at least
-/// 0.2 s of calls (and up to five calls while under 2 s). `calls` receives
-/// the number of timed calls; the error is that of a call that failed.
-/// `faults`, when given, receives the process's minor page faults per timed
-/// call (getrusage): memory touched for the first time on each call.
-ErrorOr<double> medianCallSeconds(
-    JITFunction &jit, const std::vector<const runtime::HostTensor *> &inputs,
-    const std::vector<runtime::HostTensor *> &outputs, size_t &calls,
-    const Bindings &dims = {}, double *faults = nullptr);
-
 } // namespace ein

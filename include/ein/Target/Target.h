@@ -78,6 +78,15 @@ struct Timing {
   std::string notMeasured;
 };
 
+/// One tensor of a strided call: the address of element (0, 0, ...), and
+/// `rank` sizes and strides in elements (any strides >= 0, 0 included).
+struct StridedArgument {
+  void *data;
+  const int64_t *sizes;
+  const int64_t *strides;
+  size_t rank;
+};
+
 /// A loaded artifact, callable on host tensors.
 class Callable {
 public:
@@ -90,6 +99,12 @@ public:
   call(const std::vector<const runtime::HostTensor *> &inputs,
        const std::vector<runtime::HostTensor *> &outputs, const Bindings &dims,
        int64_t *indexStatus = nullptr) = 0;
+  /// Runs the function on `count` tensors, the parameters then the results,
+  /// without call()'s checks of shapes and storage (the C++ API's checked
+  /// fast path). By default refused by name: a target that has such a path
+  /// overrides it.
+  virtual ErrorOr<void> callStrided(const StridedArgument *args, size_t count,
+                                    const Bindings *dims, int64_t *indexStatus);
   /// Times calls on the same tensors. By default the median wall-clock time
   /// of call() after a warm-up call (medianSeconds).
   virtual ErrorOr<Timing>

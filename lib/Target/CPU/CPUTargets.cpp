@@ -37,6 +37,11 @@ struct JITCallable final : Callable {
                      const Bindings &dims, int64_t *indexStatus) override {
     return function->call(inputs, outputs, dims, indexStatus);
   }
+  ErrorOr<void> callStrided(const StridedArgument *args, size_t count,
+                            const Bindings *dims,
+                            int64_t *indexStatus) override {
+    return function->callStrided(args, count, dims, indexStatus);
+  }
 };
 
 class CPUJITTarget final : public Target {
