@@ -3,6 +3,7 @@
 #include "ein/Engine/Engine.h"
 #include "ein/Runtime/Allocator.h"
 #include "ein/Syntax/Parser.h"
+#include "ein/Target/TargetRegistry.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,9 @@
 
 namespace ein {
 namespace {
+
+/// The target the engine compiles for here: the registry's JIT.
+const Target *cpuTarget() { return *lookupTarget("cpu", TargetUse::Run); }
 
 const char *kSource = R"(def mm(a: f32["m k"], b: f32["k n"]) -> f32["m n"]:
     return einsum(a, b, "m k, k n -> m n")
@@ -30,8 +34,8 @@ struct Fixture {
                           Specialisation specialisation) {
     auto checked = engine.check(file, module, {}, "mm");
     EXPECT_TRUE(bool(checked));
-    return engine.bind(file, module, {}, *checked, "mm", shapes,
-                       specialisation);
+    return engine.bind(file, module, {}, *checked, "mm", shapes, specialisation,
+                       cpuTarget());
   }
 };
 
@@ -133,7 +137,7 @@ TEST(EngineTest, TemporariesAreReusedAcrossCalls) {
     for (Specialisation specialisation :
          {Specialisation::Sizes, Specialisation::Generic}) {
       auto call = engine.bind(file, module, {}, *checked, "softmax",
-                              {{4, 8, 300}}, specialisation);
+                              {{4, 8, 300}}, specialisation, cpuTarget());
       ASSERT_TRUE(bool(call)) << call.error().message;
       auto x = filled(32, 300, 0.01f);
       x.shape = {4, 8, 300};
@@ -173,7 +177,7 @@ TEST(EngineTest, EightThreadsCallOneFunction) {
   auto checked = engine.check(file, module, {}, "softmax");
   ASSERT_TRUE(bool(checked));
   auto call = engine.bind(file, module, {}, *checked, "softmax", {{2, 3, 40}},
-                          Specialisation::Generic);
+                          Specialisation::Generic, cpuTarget());
   ASSERT_TRUE(bool(call)) << call.error().message;
   std::vector<std::thread> threads;
   std::vector<int> failures(8, 0);

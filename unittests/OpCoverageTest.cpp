@@ -2,6 +2,7 @@
 #include "CheckedSnippet.h"
 
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Compile/Compile.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Target/CUDA/EmitCUDA.h"

@@ -11,6 +11,7 @@
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
+#include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
 
@@ -143,8 +144,9 @@ Result<std::vector<Tensor>> call(const Module &module,
                                     name(inputs[i].dtype()),
                                     dtypeName(type.dtype)));
   }
-  // CUDA calls bind without compiling for the CPU: the CUDA back end
-  // compiles the bound, size-generic source.
+  // CPU calls compile for the registry's cpu target; CUDA calls bind
+  // without compiling: the device code compiles the bound, size-generic
+  // source (CUDA/Device.cpp).
   std::string key = (*device == cuda ? "cuda|" : "") + function;
   for (const auto &shape : shapes) {
     key += '|';
@@ -162,9 +164,17 @@ Result<std::vector<Tensor>> call(const Module &module,
       std::lock_guard<std::mutex> lock(state->engineMutex);
       size_t compiled = state->engine.compilations();
       size_t loaded = state->engine.loads();
-      auto result = state->engine.bind(
-          *state->file, state->module, state->options, state->checked, function,
-          shapes, Specialisation::Generic, *device == cpu);
+      const Target *target = nullptr;
+      if (*device == cpu) {
+        // The API's cpu device is the registry's cpu target.
+        auto found = lookupTarget("cpu", TargetUse::Run);
+        if (!found)
+          return ErrorOr<BoundCall>(found.error());
+        target = *found;
+      }
+      auto result = state->engine.bind(*state->file, state->module,
+                                       state->options, state->checked, function,
+                                       shapes, Specialisation::Generic, target);
       countModuleCompilations(state->engine.compilations() - compiled,
                               state->engine.loads() - loaded);
       return result;
@@ -200,13 +210,13 @@ Result<std::vector<Tensor>> call(const Module &module,
       return ran.error();
     return results;
   }
-  std::vector<JITFunction::StridedArgument> args;
+  std::vector<StridedArgument> args;
   for (const Tensor *t : tensors)
     args.push_back(
         {t->data(), t->shape().data(), t->strides().data(), t->shape().size()});
   int64_t status = 0;
-  auto called = bound->executable->callStrided(args.data(), args.size(),
-                                               &bound->dims, &status);
+  auto called = bound->callable->callStrided(args.data(), args.size(),
+                                             &bound->dims, &status);
   if (called)
     return results;
   if (status == 0)

@@ -8,6 +8,7 @@
 #include "ein/Support/Files.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Parser.h"
+#include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
 
@@ -40,7 +41,8 @@ double jsonNumber(const std::string &text, const std::string &key) {
   if (at == std::string::npos)
     return 0;
   at = text.find(':', at);
-  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + 1, nullptr);
+  return at == std::string::npos ? 0
+                                 : std::strtod(text.c_str() + at + 1, nullptr);
 }
 
 /// `text` as a JSON string.
@@ -92,7 +94,13 @@ ErrorOr<double> timeSource(const std::string &source, const std::string &name,
   auto checked = engine.check(file, module, {}, name);
   if (!checked)
     return checked.error();
-  auto jit = engine.compile(file, *checked, name);
+  // Calibration measures this host: the cpu target's JIT.
+  auto target = lookupTarget("cpu", TargetUse::Run);
+  if (!target)
+    return target.error();
+  TargetOptions options;
+  options.cpu = cpu;
+  auto jit = engine.compile(**target, file, *checked, name, options);
   if (!jit)
     return Error::program(
                fmt::format("calibration kernel failed to compile: {}",
@@ -100,13 +108,15 @@ ErrorOr<double> timeSource(const std::string &source, const std::string &name,
         .withContext(jit.error().context);
   std::vector<runtime::HostTensor> tensors;
   for (auto &s : shapes)
-    tensors.push_back(*runtime::HostTensor::create(runtime::StorageType::F32, s));
+    tensors.push_back(
+        *runtime::HostTensor::create(runtime::StorageType::F32, s));
   std::vector<const runtime::HostTensor *> ins;
   for (size_t i = 0; i + 1 < tensors.size(); ++i)
     ins.push_back(&tensors[i]);
   std::vector<runtime::HostTensor *> outs{&tensors.back()};
   size_t calls = 0;
-  auto seconds = medianCallSeconds(**jit, ins, outs, calls);
+  auto seconds =
+      medianSeconds([&] { return (*jit)->call(ins, outs, {}); }, calls);
   if (!seconds)
     return Error::program(fmt::format("calibration kernel failed to run: {}",
                                       seconds.error().message))

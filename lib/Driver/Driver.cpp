@@ -30,7 +30,7 @@
 
 #include "ein/Runtime/Npy.h"
 #include "ein/Runtime/OutputFiles.h"
-#include "ein/Target/CUDA/EmitCUDA.h"
+#include "ein/Target/TargetRegistry.h"
 
 namespace ein {
 
@@ -319,6 +319,23 @@ struct Parsed {
   std::optional<std::string> text;
 };
 
+/// The registry's use of a command's --target.
+TargetUse useOf(const std::string &command) {
+  return command == "build"    ? TargetUse::Build
+         : command == "report" ? TargetUse::Report
+                               : TargetUse::Run;
+}
+
+/// What the targets read from the command line.
+TargetOptions targetOptions(const Args &args) {
+  TargetOptions options;
+  options.cpu = args.cpu;
+  options.allowTf32 = args.allowTf32;
+  options.mainFunction = args.mainFunction;
+  options.perfListener = args.perfJitdump;
+  return options;
+}
+
 ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (rest.empty())
     return usageError("", "no command given");
@@ -474,12 +491,9 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                (args.command == "run" || args.command == "build" ||
                 args.command == "report")) {
       auto v = value("--target");
-      bool known = v && (*v == "cpu" || *v == "cuda" ||
-                         (*v == "cuda-emulated" && args.command == "run"));
-      if (!known)
-        return usage(args.command == "run"
-                         ? "--target expects cpu, cuda or cuda-emulated"
-                         : "--target expects cpu or cuda");
+      auto target = lookupTarget(v ? *v : "", useOf(args.command));
+      if (!target)
+        return usage(target.error().message);
       args.target = *v;
     } else if (isFlag("--main") && args.command == "build") {
       auto v = value("--main");
@@ -581,19 +595,29 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   }
   if (args.file.empty())
     return usage(fmt::format("'{}' needs a FILE", args.command));
-  if (!args.mainFunction.empty() && args.target != "cuda")
-    return usage("--main needs --target=cuda");
+  const Target *target = nullptr;
+  if (args.command == "run" || args.command == "build" ||
+      args.command == "report") {
+    auto found = lookupTarget(args.target, useOf(args.command));
+    if (!found)
+      return usage(found.error().message);
+    target = *found;
+  }
+  if (!args.mainFunction.empty() && !target->acceptsMain()) {
+    std::string with;
+    for (const Target *t : targets())
+      if (t->serves(TargetUse::Build) && t->acceptsMain())
+        with += (with.empty() ? "--target=" : " or --target=") + t->flag();
+    return usage("--main needs " + with);
+  }
   if (args.command == "build" && (args.object.empty() || args.header.empty()))
-    return usage(args.target == "cuda"
-                     ? "build needs -o SOURCE.cu and --header HEADER.h"
-                     : "build needs -o OBJECT.o and --header HEADER.h");
+    return usage(fmt::format("build needs -o {} and --header HEADER.h",
+                             target->outputName()));
   if (args.command == "run" && args.fn.empty())
     return usage("run needs --fn NAME");
-  if (args.command == "run" && args.target == "cpu") {
-    auto target = resolveCPU(args.cpu.target);
-    if (auto runnable = checkHostCanRun(*target); !runnable)
+  if (args.command == "run")
+    if (auto runnable = target->checkRunnable(targetOptions(args)); !runnable)
       return usage(runnable.error().message);
-  }
   if (args.command == "emit" && args.stage.empty())
     return usage("emit needs --stage=ast|ein|linalg|loops|llvm");
   return Parsed{};
@@ -686,13 +710,16 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   options.device = findDevice(args.device);
   options.peakOverride = args.peakFlops;
   options.bandwidthOverride = args.bandwidth;
-  options.cudaTarget = args.target == "cuda";
+  auto target = lookupTarget(args.target, TargetUse::Report);
+  if (!target)
+    return target.error();
+  options.cudaTarget = (*target)->hasReportColumn();
   options.expandCalls = args.expand;
   if (args.train)
     return reportTraining(args, checked, options, file.path, out);
   // The fused column is the CPU target's (CUDA kernels fuse otherwise).
   std::map<std::string, FunctionFusion> fusion;
-  if (!options.cudaTarget) {
+  if ((*target)->reportsCPUFusion()) {
     fusion = analyzeFusion(checked, args.fn, args.cpu);
     options.fusion = &fusion;
   }
@@ -725,11 +752,11 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     return {};
   }
   if (args.command == "run") {
-    // The check `run` starts with, here for its warnings (the same options,
-    // so its errors are those `run` would report).
+    // The symbolic check of `run`, once: its warnings are printed here and
+    // runFunction binds and compiles from it.
     CheckOptions symbolic = args.check;
     symbolic.onlyFunction = args.fn;
-    checkModule(module, symbolic, diags);
+    CheckedModule checked = checkModule(module, symbolic, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
     diags.print(warnings);
@@ -746,7 +773,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     run.allowTf32 = args.allowTf32;
     run.jit = JITOptions::fromEnvironment();
     run.jit.perfListener |= args.perfJitdump;
-    return runFunction(*file, module, args.check, run, out);
+    return runFunction(*file, module, args.check, run, out, &checked);
   }
   CheckedModule checked = checkModule(module, args.check, diags);
   if (diags.hadError())
@@ -789,35 +816,12 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     warnings << notes;
     checked.functions = std::move(fixed);
   }
-  if (args.command == "build" && args.target == "cuda") {
-    CUDAOptions options;
-    options.allowTf32 = args.allowTf32;
-    options.mainFunction = args.mainFunction;
-    auto source = emitCUDA(checked, options);
-    if (!source)
-      return source.error().inFileNamed(file->path);
-    std::string guard = fmt::format("EIN_GENERATED_CUDA_{}",
-                                    std::hash<std::string>()(args.header));
-    std::vector<std::string> texts = {*source, cudaHeader(checked, guard)};
-    auto plan = runtime::planOutputs({args.object, args.header});
-    if (!plan)
-      return Error::usage(plan.error().message);
-    auto written =
-        runtime::writeOutputs(*plan, [&](size_t i, int fd) -> ErrorOr<void> {
-          return runtime::writeAll(
-              fd, reinterpret_cast<const uint8_t *>(texts[i].data()),
-              texts[i].size());
-        });
-    if (!written)
-      return Error::inFile(ErrorKind::Program, file->path,
-                           "cannot build: " + written.error().message);
-    return {};
-  }
   if (args.command == "build") {
-    auto built = compileToObject(checked, args.object, args.header, args.cpu);
-    if (!built)
-      return built.error().inFileNamed(file->path);
-    return {};
+    auto target = lookupTarget(args.target, TargetUse::Build);
+    if (!target)
+      return target.error();
+    return (*target)->buildFiles(checked, file->path, args.object, args.header,
+                                 targetOptions(args));
   }
   if (args.command == "check") {
     for (auto &fn : checked.functions) {
@@ -859,7 +863,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
       if (!symbolic)
         return symbolic.error();
       auto bound = engine.bind(*file, module, args.check, *symbolic, name,
-                               shapes, Specialisation::Sizes, false);
+                               shapes, Specialisation::Sizes);
       if (!bound)
         return bound.error();
       checked = std::move(bound->concrete);

@@ -5,6 +5,8 @@
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/Npy.h"
+#include "ein/Support/Spelling.h"
+#include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -37,40 +40,6 @@ std::string si(double v, const char *unit) {
 }
 
 } // namespace
-
-ErrorOr<double>
-medianCallSeconds(JITFunction &jit,
-                  const std::vector<const runtime::HostTensor *> &ins,
-                  const std::vector<runtime::HostTensor *> &outs, size_t &calls,
-                  const Bindings &dims, double *faults) {
-  using clock = std::chrono::steady_clock;
-  if (auto called = jit.call(ins, outs, dims); !called)
-    return called.error();
-  auto minorFaults = [] {
-    struct rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_minflt;
-  };
-  long faultsBefore = minorFaults();
-  std::vector<double> samples;
-  samples.reserve(1024);
-  double total = 0;
-  while (total < 0.2 || (samples.size() < 5 && total < 2.0)) {
-    auto start = clock::now();
-    if (auto called = jit.call(ins, outs, dims); !called)
-      return called.error();
-    double s = std::chrono::duration<double>(clock::now() - start).count();
-    samples.push_back(s);
-    total += s;
-    if (samples.size() >= 100000)
-      break;
-  }
-  calls = samples.size();
-  if (faults)
-    *faults = double(minorFaults() - faultsBefore) / double(calls);
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
 
 ErrorOr<std::vector<std::string>>
 inputPaths(const CheckedFunction &fn, const std::string &function,
@@ -100,13 +69,28 @@ inputPaths(const CheckedFunction &fn, const std::string &function,
 
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
-                          std::ostream &out) {
+                          std::ostream &out, const CheckedModule *symbolic) {
+  // 0. The target, from the registry.
+  auto target = lookupTarget(options.target, TargetUse::Run);
+  if (!target)
+    return target.error();
+  TargetOptions targetOptions;
+  targetOptions.cpu = options.cpu;
+  targetOptions.perfListener = options.jit.perfListener;
+  targetOptions.gdbListener = options.jit.gdbListener;
+  targetOptions.allowTf32 = options.allowTf32;
+
   // 1. The symbolic check of the function, as `einc check` does.
   Engine engine(options.cpu, options.jit);
-  auto checked = engine.check(file, module, check, options.function);
+  // The caller's check is reused when it gives one (it is this one).
+  ErrorOr<CheckedModule> checked =
+      symbolic ? ErrorOr<CheckedModule>(*symbolic)
+               : engine.check(file, module, check, options.function);
   if (!checked)
     return checked.error();
   const CheckedFunction *fn = checked->find(options.function);
+  if (!fn)
+    return noFunctionError(file.path, options.function, module.functionNames());
 
   // 2. Inputs, by parameter name, read in the parameter's dtype.
   auto paths = inputPaths(*fn, options.function, options.inputs);
@@ -150,13 +134,16 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   }
 
   // 3-4. Sizes from the inputs, entry checks, the function checked again
-  // with them, compiled (Engine).
+  // with them (Engine), built for the target and loaded.
   auto bound = engine.bind(
       file, module, check, *checked, options.function, shapes,
-      options.sizeGeneric ? Specialisation::Generic : Specialisation::Sizes,
-      options.target == "cpu");
+      options.sizeGeneric ? Specialisation::Generic : Specialisation::Sizes);
   if (!bound)
     return bound.error();
+  auto callable = engine.compile(**target, file, bound->source,
+                                 options.function, targetOptions);
+  if (!callable)
+    return callable.error();
   const CheckedFunction *cfn = bound->concrete.find(options.function);
 
   // 5. Run into fresh outputs.
@@ -175,9 +162,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   std::vector<runtime::HostTensor *> outs;
   for (auto &t : outputs)
     outs.push_back(&t);
-  double cudaSeconds = 0;
-  std::string gpu;
-  // An id out of range (`count` of them, 0 when the CUDA target does not
+  // An id out of range (`count` of them, 0 when the target does not
   // count): which take, which id, where, found by a probe on the CPU.
   auto explainIds = [&](int64_t count, Error original) {
     std::vector<std::vector<int64_t>> strides;
@@ -190,30 +175,22 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     return engine.explainIndexError(*bound, options.function, args, count,
                                     std::move(original));
   };
-  if (options.target != "cpu") {
-    bool idsOutOfRange = false;
-    if (auto ran = runCUDA(bound->source, options.function, options, ins, outs,
-                           options.time ? &cudaSeconds : nullptr, &gpu,
-                           bound->dims, &idsOutOfRange);
-        !ran)
-      return idsOutOfRange ? explainIds(0, ran.error()) : ran.error();
-  } else {
-    int64_t status = 0;
-    if (auto called = bound->call(ins, outs, &status); !called)
-      return status != 0 ? explainIds(status, called.error()) : called.error();
+  int64_t status = 0;
+  if (auto called = (*callable)->call(ins, outs, bound->dims, &status); !called)
+    return status != 0
+               ? explainIds(std::max<int64_t>(status, 0), called.error())
+               : called.error();
+  std::optional<Timing> timing;
+  if (options.time) {
+    auto timed = (*callable)->time(ins, outs, bound->dims);
+    if (!timed)
+      return timed.error();
+    timing = std::move(*timed);
   }
-  if (options.time && options.target == "cuda-emulated") {
-    out << "time: not measured (cuda-emulated runs the kernels on the CPU)\n";
-  } else if (options.time) {
-    size_t calls = 0;
-    double seconds = cudaSeconds, faults = -1;
-    if (options.target == "cpu") {
-      auto timed = medianCallSeconds(*bound->executable, ins, outs, calls,
-                                     bound->dims, &faults);
-      if (!timed)
-        return timed.error();
-      seconds = *timed;
-    }
+  if (timing && !timing->notMeasured.empty()) {
+    out << fmt::format("time: not measured ({})\n", timing->notMeasured);
+  } else if (timing) {
+    double seconds = timing->seconds;
     ReportOptions ro;
     auto rows = reportOps(*cfn, ro);
     double flops = 0, bytes = 0;
@@ -223,21 +200,18 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
       if (auto b = r.cost.bytes().value)
         bytes += toDouble(*b);
     }
-    if (options.target == "cpu")
-      out << fmt::format("time: {:.6g} ms (median of {} runs)\n", seconds * 1e3,
-                         calls)
-          << fmt::format("faults: {:.4g} minor page faults per call\n", faults);
-    else
-      out << fmt::format("time: {:.6g} ms (median of CUDA-event-timed calls, "
-                         "transfers excluded)\n",
-                         seconds * 1e3);
+    out << fmt::format("time: {:.6g} ms ({})\n", seconds * 1e3, timing->how);
+    if (timing->faults >= 0)
+      out << fmt::format("faults: {:.4g} minor page faults per call\n",
+                         timing->faults);
     out << fmt::format("achieved: {} ({} counted), {} ({} moved)\n",
                        si(flops / seconds, "FLOP/s"), si(flops, "FLOP"),
                        si(bytes / seconds, "B/s"), si(bytes, "B"));
     double peak = options.peakFlops, bandwidth = options.bandwidth;
     const char *source = "given";
     std::string gpuSource;
-    if (options.target == "cuda") {
+    if (timing->fromDeviceTable) {
+      const std::string &gpu = timing->device;
       // MFU against the device table's dense peak for the dtype of the op
       // with the most FLOPs (H100 bf16: 989 TFLOP/s, not the sparse figure).
       const DeviceSpec *spec = findDeviceForGPU(gpu);

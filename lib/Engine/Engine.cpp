@@ -1,6 +1,5 @@
 // The engine: check, bind, compile (cached by signature) and call.
 #include "ein/Engine/Engine.h"
-#include "ein/Engine/ObjectCache.h"
 #include "ein/Support/Process.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
@@ -39,6 +38,16 @@ std::string signatureKey(const SourceFile &file, const CheckedModule &checked,
   return key;
 }
 
+/// The disk key's part for the source: the whole text of the file and of
+/// every file it imports.
+std::string sourceText(const SourceFile &file, const CheckedModule &checked) {
+  std::string diskKey = "module " + file.path + "\n" + file.text + "\n";
+  for (size_t i = 1; i < checked.files.size(); ++i)
+    diskKey += "import " + checked.files[i] + "\n" +
+               readFileText(checked.files[i]) + "\n";
+  return diskKey;
+}
+
 } // namespace
 
 ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
@@ -56,30 +65,30 @@ ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
   return checked;
 }
 
-ErrorOr<std::shared_ptr<JITFunction>>
-Engine::compile(const SourceFile &file, const CheckedModule &checked,
-                const std::string &function) {
-  std::string key = signatureKey(file, checked, function, cpu);
-  if (auto it = cache.find(key); it != cache.end())
+ErrorOr<std::shared_ptr<Callable>> Engine::compile(const Target &target,
+                                                   const SourceFile &file,
+                                                   const CheckedModule &checked,
+                                                   const std::string &function,
+                                                   TargetOptions options) {
+  std::string key =
+      fmt::format("target {}\n{}{}{}\n", target.name(),
+                  signatureKey(file, checked, function, options.cpu),
+                  options.allowTf32 ? "\ntf32" : "", options.mainFunction);
+  if (auto it = callables.find(key); it != callables.end())
     return it->second;
-  bool fromDisk = false;
-  ErrorOr<std::unique_ptr<JITFunction>> executable = [&] {
-    if (!diskCache)
-      return JITFunction::compile(checked, function, cpu, jit);
-    // The disk key holds the whole text of the file and its imports.
-    std::string diskKey = "module " + file.path + "\n" + file.text + "\n";
-    for (size_t i = 1; i < checked.files.size(); ++i)
-      diskKey += "import " + checked.files[i] + "\n" +
-                 readFileText(checked.files[i]) + "\n";
-    return ObjectCache::compileOrLoad(diskKey + key, checked, function, cpu,
-                                      jit, &fromDisk);
-  }();
-  if (!executable)
-    return executable.error().inFileNamed(file.path);
-  std::shared_ptr<JITFunction> shared(std::move(*executable));
-  cache.emplace(key, shared);
+  options.sourcePath = file.path;
+  if (diskCache)
+    options.diskCacheKey = sourceText(file, checked) + key;
+  auto artifact = target.build(checked, function, options);
+  if (!artifact)
+    return artifact.error();
+  bool fromDisk = (*artifact)->fromDiskCache;
+  auto callable = target.load(std::move(*artifact));
+  if (!callable)
+    return callable.error();
+  callables.emplace(key, *callable);
   ++(fromDisk ? loaded : compiled);
-  return shared;
+  return *callable;
 }
 
 ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
@@ -88,7 +97,7 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
                                 const std::string &function,
                                 const std::vector<std::vector<int64_t>> &shapes,
                                 Specialisation specialisation,
-                                bool compileForCPU) {
+                                const Target *target) {
   CheckOptions symbolic = options;
   symbolic.onlyFunction = function;
   const CheckedFunction *fn = checked.find(function);
@@ -98,9 +107,8 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   for (unsigned id : fn->params)
     paramNames.push_back(fn->values[id].name);
   if (shapes.size() != paramNames.size())
-    return Error::usage(fmt::format("'{}' takes {} input(s), got {}",
-                                    function, paramNames.size(),
-                                    shapes.size()));
+    return Error::usage(fmt::format("'{}' takes {} input(s), got {}", function,
+                                    paramNames.size(), shapes.size()));
 
   // Sizes from the inputs; entry checks.
   EntryBinding binding = bindEntryShapes(*fn, paramNames, shapes);
@@ -144,7 +152,15 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   // broadcast in the body).
   const CheckedModule *source = &call.concrete;
   CheckedModule generic;
-  if (specialisation == Specialisation::Generic) {
+  // The symbolic check is that module when no dim is typed 1 and no
+  // variadic rank is fixed by the inputs: it is reused, not redone.
+  bool symbolicIsGeneric = binding.unitDims.empty() &&
+                           binding.packRanks.empty() &&
+                           checked.functions.size() == 1 &&
+                           checked.functions.front().name == function;
+  if (specialisation == Specialisation::Generic && symbolicIsGeneric) {
+    source = &checked;
+  } else if (specialisation == Specialisation::Generic) {
     CheckOptions unitOnly = symbolic;
     unitOnly.entryUnitDims = binding.unitDims;
     unitOnly.packRanks = binding.packRanks;
@@ -155,22 +171,25 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
     source = &generic;
   }
   call.dims = binding.dims;
-  if (!compileForCPU) {
+  if (!target) {
     call.source = *source;
     return call;
   }
-  auto executable = compile(file, *source, function);
-  if (!executable)
-    return executable.error();
-  call.executable = *executable;
-  call.dims = binding.dims;
+  TargetOptions targetOptions;
+  targetOptions.cpu = cpu;
+  targetOptions.perfListener = jit.perfListener;
+  targetOptions.gdbListener = jit.gdbListener;
+  auto callable = compile(*target, file, *source, function, targetOptions);
+  if (!callable)
+    return callable.error();
+  call.callable = *callable;
   return call;
 }
 
-Error Engine::explainIndexError(
-    const BoundCall &call, const std::string &function,
-    const std::vector<JITFunction::StridedArgument> &inputs, int64_t count,
-    Error original) {
+Error Engine::explainIndexError(const BoundCall &call,
+                                const std::string &function,
+                                const std::vector<StridedArgument> &inputs,
+                                int64_t count, Error original) {
   const CheckedFunction *fn = call.concrete.find(function);
   if (!fn)
     return original;
@@ -216,7 +235,7 @@ Error Engine::explainIndexError(
     ids.push_back(std::move(*tensor));
     strides.push_back(ids.back().strides());
   }
-  std::vector<JITFunction::StridedArgument> args = inputs;
+  std::vector<StridedArgument> args = inputs;
   for (size_t i = 0; i < ids.size(); ++i)
     args.push_back({ids[i].data.data(), ids[i].shape.data(), strides[i].data(),
                     ids[i].shape.size()});

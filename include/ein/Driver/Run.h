@@ -1,4 +1,5 @@
-// `einc run`: JIT-compile one function, run it on .npy inputs, write .npy outputs.
+// `einc run`: JIT-compile one function, run it on .npy inputs, write .npy
+// outputs.
 #pragma once
 
 #include "ein/Conversion/CPU/Pipelines.h"
@@ -27,8 +28,9 @@ struct RunOptions {
   bool sizeGeneric = false;
   double peakFlops = 0, bandwidth = 0;
   CPUOptions cpu;
-  /// cpu (JIT), cuda (nvcc, this machine's GPU) or cuda-emulated (the same
-  /// CUDA source built by the host C++ compiler, run on the CPU).
+  /// The --target spelling of a registered target that runs code
+  /// (TargetRegistry.h): cpu (JIT), cuda (nvcc, this machine's GPU) or
+  /// cuda-emulated (the same CUDA source built by the host C++ compiler).
   std::string target = "cpu";
   bool allowTf32 = false;
   JITOptions jit; // perf/gdb listeners: off unless asked for
@@ -46,36 +48,12 @@ inputPaths(const CheckedFunction &fn, const std::string &function,
 /// file or an output that cannot be written, 2 bad inputs (missing or
 /// malformed .npy, shapes that do not bind the signature, a failed entry
 /// check). Outputs are written to temporaries and renamed into place only
-/// when all are written.
+/// when all are written. `symbolic`, when given, is the module checked with
+/// `check` for `options.function` only (Engine::check's result), which the
+/// caller has already made: it is not checked again.
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
-                          std::ostream &out);
-
-/// Runs `function` of `source` (sizes bound) through the CUDA target
-/// `options.target` on `inputs` into `outputs` (RunCUDA.cpp); with
-/// `seconds`, also times it (the median of CUDA-event-timed calls; 0 when
-/// emulated) and names the GPU in `device`. `dims` (the sizes the inputs
-/// bind) give the bound in the error of a take's id out of range; with
-/// `idsOutOfRange`, it says whether that was the error.
-ErrorOr<void> runCUDA(const CheckedModule &source, const std::string &function,
-                      const RunOptions &options,
-                      const std::vector<const runtime::HostTensor *> &inputs,
-                      const std::vector<runtime::HostTensor *> &outputs,
-                      double *seconds, std::string *device = nullptr,
-                      const Bindings &dims = {}, bool *idsOutOfRange = nullptr);
-
-class JITFunction;
-namespace runtime {
-struct HostTensor;
-}
-/// Median seconds per call of `jit` after one warm-up call, over at least
-/// 0.2 s of calls (and up to five calls while under 2 s). `calls` receives
-/// the number of timed calls; the error is that of a call that failed.
-/// `faults`, when given, receives the process's minor page faults per timed
-/// call (getrusage): memory touched for the first time on each call.
-ErrorOr<double> medianCallSeconds(
-    JITFunction &jit, const std::vector<const runtime::HostTensor *> &inputs,
-    const std::vector<runtime::HostTensor *> &outputs, size_t &calls,
-    const Bindings &dims = {}, double *faults = nullptr);
+                          std::ostream &out,
+                          const CheckedModule *symbolic = nullptr);
 
 } // namespace ein

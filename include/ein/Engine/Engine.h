@@ -2,13 +2,13 @@
 // cached in memory by signature, and calls them with strided host tensors.
 #pragma once
 
-#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Sema/EntryBinding.h"
 #include "ein/Syntax/AST.h"
 #include "ein/Syntax/Diagnostics.h"
+#include "ein/Target/Target.h"
 
 #include <map>
 #include <memory>
@@ -28,28 +28,30 @@ enum class Specialisation {
 
 /// A call of one function on inputs of known shapes, checked and compiled.
 struct BoundCall {
-  std::shared_ptr<JITFunction> executable;
+  /// The code compiled for the target bind was given (null without one).
+  std::shared_ptr<Callable> callable;
   /// Every dim of the function, bound by the inputs (entry checks hold).
   Bindings dims;
   /// The function checked with these sizes (for costs and result shapes).
   CheckedModule concrete;
   /// What was (or, when bind did not compile, would be) compiled: the
   /// concrete module, or the symbolic one for size-generic calls. Set only
-  /// when bind did not compile (another target compiles it).
+  /// when bind did not compile (the caller compiles it for its target).
   CheckedModule source;
   /// The shape of each result, in return order.
   std::vector<std::vector<int64_t>> resultShapes;
-  /// Runs the executable on `inputs` into preallocated `outputs`.
-  /// `indexStatus` as for JITFunction::call.
+  /// Runs the callable on `inputs` into preallocated `outputs`.
+  /// `indexStatus` as for Callable::call.
   ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
                      const std::vector<runtime::HostTensor *> &outputs,
                      int64_t *indexStatus = nullptr) const {
-    return executable->call(inputs, outputs, dims, indexStatus);
+    return callable->call(inputs, outputs, dims, indexStatus);
   }
 };
 
-/// The CPU target today; the CUDA back end and the C++ API plug in here as
-/// a second target and a second client.
+/// Checks and binds functions and compiles them for any registered target
+/// (TargetRegistry.h) through one cache; `cpu` and `jit` are the options of
+/// the code it compiles (each target reads its own).
 class Engine {
 public:
   explicit Engine(CPUOptions cpu = {}, JITOptions jit = {})
@@ -63,8 +65,10 @@ public:
 
   /// Binds `function`'s dims from the input shapes (one per parameter),
   /// evaluates its entry checks, checks it again with those sizes and
-  /// compiles it (or takes the cached executable of the same signature).
-  /// `symbolic` is what `check` returned for the same options and function.
+  /// compiles it for `target` (or takes the cached callable of the same
+  /// signature); without a target it only binds, and `source` holds what
+  /// to compile. `symbolic` is what `check` returned for the same options
+  /// and function.
   /// Errors about the inputs are usage errors (exit 2); a function that
   /// cannot be compiled a program error.
   ErrorOr<BoundCall> bind(const SourceFile &file, const Module &module,
@@ -73,13 +77,18 @@ public:
                           const std::string &function,
                           const std::vector<std::vector<int64_t>> &shapes,
                           Specialisation specialisation,
-                          bool compileForCPU = true);
+                          const Target *target = nullptr);
 
-  /// Compiles `function` of `checked`, or returns the executable compiled
-  /// before for the same source, function, bound sizes and options.
-  ErrorOr<std::shared_ptr<JITFunction>> compile(const SourceFile &file,
-                                                const CheckedModule &checked,
-                                                const std::string &function);
+  /// Builds `function` of `checked` for `target` and loads it, or returns
+  /// the callable built before for the same target, source, function,
+  /// bound sizes and options: the one cache every target's clients share.
+  /// With the disk cache on, the target may keep its artifact on disk
+  /// (TargetOptions::diskCacheKey).
+  ErrorOr<std::shared_ptr<Callable>> compile(const Target &target,
+                                             const SourceFile &file,
+                                             const CheckedModule &checked,
+                                             const std::string &function,
+                                             TargetOptions options);
 
   /// The error of a call of `function` bound as `call` whose index status
   /// counted `count` ids out of range on `inputs`, explained: the take
@@ -88,24 +97,23 @@ public:
   /// only, it compiles and runs a probe: the function with each take's ids
   /// as its results (ids may be computed). `original` when the probe cannot
   /// say.
-  Error
-  explainIndexError(const BoundCall &call, const std::string &function,
-                    const std::vector<JITFunction::StridedArgument> &inputs,
-                    int64_t count, Error original);
+  Error explainIndexError(const BoundCall &call, const std::string &function,
+                          const std::vector<StridedArgument> &inputs,
+                          int64_t count, Error original);
 
   /// Executables compiled so far (the cache's size).
   size_t compilations() const { return compiled; }
   /// Executables loaded from the disk cache so far.
   size_t loads() const { return loaded; }
-  /// Whether compile() also uses the disk cache (ObjectCache.h), keyed by
-  /// the source (with the files it imports) and the signature. Off by
+  /// Whether compile() also lets targets use the disk cache (ObjectCache.h),
+  /// keyed by the source (with the files it imports) and the signature. Off by
   /// default: einc never writes outside the paths it is given.
   void useDiskCache(bool on) { diskCache = on; }
 
 private:
   CPUOptions cpu;
   JITOptions jit;
-  std::map<std::string, std::shared_ptr<JITFunction>> cache;
+  std::map<std::string, std::shared_ptr<Callable>> callables;
   size_t compiled = 0, loaded = 0;
   bool diskCache = false;
 };

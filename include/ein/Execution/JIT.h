@@ -5,6 +5,7 @@
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
+#include "ein/Target/Target.h"
 
 #include <memory>
 #include <string>
@@ -84,12 +85,7 @@ public:
 
   /// One tensor of callStrided: the address of element (0, 0, ...), and
   /// `rank` sizes and strides in elements (any strides >= 0, 0 included).
-  struct StridedArgument {
-    void *data;
-    const int64_t *sizes;
-    const int64_t *strides;
-    size_t rank;
-  };
+  using StridedArgument = ein::StridedArgument;
   /// Runs the function on `count` tensors, the parameters then the results,
   /// without call()'s checks of shapes and storage (the C++ API's checked
   /// fast path): only the count and ranks are checked. Outputs must not

@@ -1,0 +1,124 @@
+// The CPU targets: the MLIR pipeline's code, JIT-compiled into this process
+// (`cpu`) or written as an object file and a C header (`cpu-object`).
+#include "CPUTargets.h"
+
+#include "ein/Engine/ObjectCache.h"
+#include "ein/Execution/AOT.h"
+#include "ein/Execution/JIT.h"
+
+namespace ein {
+
+namespace {
+
+/// Every dtype: the CPU pipeline lowers each (fp8 and bf16 through f32).
+std::vector<DType> allDTypes() {
+  return {DType::F64,    DType::F32, DType::F16, DType::BF16, DType::F8E4M3,
+          DType::F8E5M2, DType::I64, DType::I32, DType::Bool};
+}
+
+ErrorOr<void> hostCanRun(const TargetOptions &options) {
+  auto cpu = resolveCPU(options.cpu.target);
+  if (!cpu)
+    return Error::usage(cpu.error().message);
+  if (auto runnable = checkHostCanRun(*cpu); !runnable)
+    return Error::usage(runnable.error().message);
+  return {};
+}
+
+struct JITArtifact final : Artifact {
+  std::shared_ptr<JITFunction> function;
+  ArtifactKind kind() const override { return ArtifactKind::JITModule; }
+};
+
+struct JITCallable final : Callable {
+  std::shared_ptr<JITFunction> function;
+  ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
+                     const std::vector<runtime::HostTensor *> &outputs,
+                     const Bindings &dims, int64_t *indexStatus) override {
+    return function->call(inputs, outputs, dims, indexStatus);
+  }
+  ErrorOr<void> callStrided(const StridedArgument *args, size_t count,
+                            const Bindings *dims,
+                            int64_t *indexStatus) override {
+    return function->callStrided(args, count, dims, indexStatus);
+  }
+};
+
+class CPUJITTarget final : public Target {
+public:
+  std::string name() const override { return "cpu"; }
+  unsigned uses() const override {
+    return unsigned(TargetUse::Run) | unsigned(TargetUse::Report);
+  }
+  std::vector<DType> supportedDTypes() const override { return allDTypes(); }
+  ErrorOr<void> checkRunnable(const TargetOptions &options) const override {
+    return hostCanRun(options);
+  }
+  bool reportsCPUFusion() const override { return true; }
+
+  ErrorOr<std::shared_ptr<Artifact>>
+  build(const CheckedModule &module, const std::string &function,
+        const TargetOptions &options) const override {
+    JITOptions jit;
+    jit.perfListener = options.perfListener;
+    jit.gdbListener = options.gdbListener;
+    auto artifact = std::make_shared<JITArtifact>();
+    bool fromDisk = false;
+    auto compiled =
+        options.diskCacheKey.empty()
+            ? JITFunction::compile(module, function, options.cpu, jit)
+            : ObjectCache::compileOrLoad(options.diskCacheKey, module, function,
+                                         options.cpu, jit, &fromDisk);
+    if (!compiled)
+      return compiled.error().inFileNamed(options.sourcePath);
+    artifact->function = std::move(*compiled);
+    artifact->fromDiskCache = fromDisk;
+    return std::shared_ptr<Artifact>(std::move(artifact));
+  }
+
+  ErrorOr<std::shared_ptr<Callable>>
+  load(std::shared_ptr<Artifact> artifact) const override {
+    auto *jit = dynamic_cast<JITArtifact *>(artifact.get());
+    if (!jit)
+      return Error::program("the cpu target cannot load another target's "
+                            "artifact");
+    auto callable = std::make_shared<JITCallable>();
+    callable->function = jit->function;
+    return std::shared_ptr<Callable>(std::move(callable));
+  }
+};
+
+class CPUObjectTarget final : public Target {
+public:
+  std::string name() const override { return "cpu-object"; }
+  std::string flag() const override { return "cpu"; }
+  unsigned uses() const override { return unsigned(TargetUse::Build); }
+  std::vector<DType> supportedDTypes() const override { return allDTypes(); }
+  std::string outputName() const override { return "OBJECT.o"; }
+
+  ErrorOr<void> buildFiles(const CheckedModule &module,
+                           const std::string &sourcePath,
+                           const std::string &outputPath,
+                           const std::string &headerPath,
+                           const TargetOptions &options) const override {
+    auto built = compileToObject(module, outputPath, headerPath, options.cpu);
+    if (!built)
+      return built.error().inFileNamed(sourcePath);
+    return {};
+  }
+};
+
+} // namespace
+
+void addCPUTargets(std::vector<std::unique_ptr<Target>> &targets) {
+  targets.push_back(std::make_unique<CPUJITTarget>());
+  targets.push_back(std::make_unique<CPUObjectTarget>());
+}
+
+std::shared_ptr<JITFunction> jitFunctionOf(const Callable &callable) {
+  if (auto *jit = dynamic_cast<const JITCallable *>(&callable))
+    return jit->function;
+  return nullptr;
+}
+
+} // namespace ein

@@ -1,0 +1,271 @@
+// The CUDA targets: the function's CUDA source with a main(), built by nvcc
+// (`cuda`) or by the host C++ compiler under the runtime's emulation
+// (`cuda-emulated`), run on raw tensor files in a private temporary
+// directory; and `einc build --target=cuda`'s source and header.
+#include "CUDATargets.h"
+
+#include "ein/Execution/JIT.h"
+#include "ein/Runtime/HostTensor.h"
+#include "ein/Runtime/OutputFiles.h"
+#include "ein/Support/Process.h"
+#include "ein/Target/CUDA/Build.h"
+#include "ein/Target/CUDA/EmitCUDA.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ein {
+
+namespace {
+
+/// The run's directory: private and removed, or EINC_CUDA_SAVE=DIR, kept
+/// (scripts/gpu-check.sh carries the sources and inputs to a GPU machine
+/// from there).
+void useSaveDirectory(TempDir &dir) {
+  const char *save = std::getenv("EINC_CUDA_SAVE");
+  if (!save || !*save)
+    return;
+  ::mkdir(save, 0700);
+  struct stat info;
+  dir.keepAt(::stat(save, &info) == 0 && S_ISDIR(info.st_mode) ? save : "");
+}
+
+/// Every dtype: what cuBLASLt lacks is widened (docs/cuda.md).
+std::vector<DType> allDTypes() {
+  return {DType::F64,    DType::F32, DType::F16, DType::BF16, DType::F8E4M3,
+          DType::F8E5M2, DType::I64, DType::I32, DType::Bool};
+}
+
+/// A built program: the function's source with a main() running it on raw
+/// tensor files (ein_cuda_main.h).
+struct ProgramArtifact final : Artifact {
+  std::unique_ptr<TempDir> dir;
+  std::string binary;
+  CheckedModule source;
+  std::string function;
+  bool emulated = false;
+  ArtifactKind kind() const override { return ArtifactKind::Executable; }
+};
+
+struct ProgramCallable final : Callable {
+  std::shared_ptr<ProgramArtifact> program;
+
+  /// Runs the program once (with --time when `seconds`), filling `outputs`.
+  ErrorOr<void> run(const std::vector<const runtime::HostTensor *> &inputs,
+                    const std::vector<runtime::HostTensor *> &outputs,
+                    const Bindings &dims, int64_t *indexStatus, double *seconds,
+                    std::string *device) {
+    if (indexStatus)
+      *indexStatus = 0;
+    TempDir &dir = *program->dir;
+    std::vector<std::string> run = {program->binary};
+    if (seconds)
+      run.push_back("--time");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const runtime::HostTensor &t = *inputs[i];
+      std::string path = dir.file(fmt::format("in{}.bin", i));
+      if (!writeFileBytes(path, t.data.data(), t.data.size()))
+        return Error::program("cannot write " + path);
+      run.push_back(path);
+      for (int64_t s : t.shape)
+        run.push_back(std::to_string(s));
+      for (int64_t s : t.strides())
+        run.push_back(std::to_string(s));
+    }
+    std::vector<std::string> outPaths;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      outPaths.push_back(dir.file(fmt::format("out{}.bin", k)));
+      run.push_back(outPaths.back());
+      for (int64_t s : outputs[k]->shape)
+        run.push_back(std::to_string(s));
+    }
+    if (dir.keep) { // the run's arguments, paths relative to the directory
+      std::string args;
+      for (size_t i = 1; i < run.size(); ++i)
+        args += (run[i].rfind(dir.path + "/", 0) == 0
+                     ? run[i].substr(dir.path.size() + 1)
+                     : run[i]) +
+                "\n";
+      if (!writeFileBytes(dir.path + "/args.txt", args.data(), args.size()))
+        return Error::program("cannot write " + dir.path + "/args.txt");
+    }
+    std::string runLog = dir.file("run.txt");
+    int rc = runProcess(run, runLog);
+    std::string said = readFileText(runLog);
+    if (rc == 4)
+      return Error::usage("--target=cuda: no CUDA device is usable: " +
+                          lastLines(said, 3));
+    const CheckedFunction *fn = program->source.find(program->function);
+    if (rc == 5 && fn) {
+      Bindings env = fn->ctx.env;
+      for (auto &[name, value] : dims)
+        env[name] = value;
+      if (indexStatus)
+        *indexStatus = -1;
+      return indexError(takeSites(program->source, *fn), 0, env);
+    }
+    if (rc != 0)
+      return Error::program(
+                 fmt::format("the CUDA program failed (exit {}):", rc))
+          .withContext(lastLines(said, 20));
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      std::string bytes = readFileText(outPaths[k]);
+      if (bytes.size() != outputs[k]->data.size())
+        return Error::program(fmt::format(
+            "the CUDA program wrote {} bytes for result {}, expected {}",
+            bytes.size(), k, outputs[k]->data.size()));
+      std::memcpy(outputs[k]->data.data(), bytes.data(), bytes.size());
+    }
+    if (seconds) {
+      *seconds = 0;
+      auto at = said.find("ein-time-ms: ");
+      if (at != std::string::npos)
+        *seconds = std::strtod(said.c_str() + at + 13, nullptr) * 1e-3;
+      auto named = said.find("ein-device: ");
+      if (device && named != std::string::npos)
+        *device = said.substr(named + 12, said.find('\n', named) - named - 12);
+    }
+    return {};
+  }
+
+  ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &inputs,
+                     const std::vector<runtime::HostTensor *> &outputs,
+                     const Bindings &dims, int64_t *indexStatus) override {
+    return run(inputs, outputs, dims, indexStatus, nullptr, nullptr);
+  }
+
+  ErrorOr<Timing> time(const std::vector<const runtime::HostTensor *> &inputs,
+                       const std::vector<runtime::HostTensor *> &outputs,
+                       const Bindings &dims) override {
+    Timing timing;
+    if (program->emulated) {
+      timing.notMeasured = "cuda-emulated runs the kernels on the CPU";
+      return timing;
+    }
+    if (auto ran = run(inputs, outputs, dims, nullptr, &timing.seconds,
+                       &timing.device);
+        !ran)
+      return ran.error();
+    timing.how = "median of CUDA-event-timed calls, transfers excluded";
+    timing.fromDeviceTable = true;
+    return timing;
+  }
+};
+
+class CUDATarget final : public Target {
+public:
+  explicit CUDATarget(bool emulated) : emulated(emulated) {}
+
+  std::string name() const override {
+    return emulated ? "cuda-emulated" : "cuda";
+  }
+  unsigned uses() const override {
+    return emulated ? unsigned(TargetUse::Run)
+                    : unsigned(TargetUse::Run) | unsigned(TargetUse::Build) |
+                          unsigned(TargetUse::Report);
+  }
+  std::vector<DType> supportedDTypes() const override { return allDTypes(); }
+  std::string outputName() const override { return "SOURCE.cu"; }
+  bool acceptsMain() const override { return !emulated; }
+  bool hasReportColumn() const override { return !emulated; }
+
+  ErrorOr<std::shared_ptr<Artifact>>
+  build(const CheckedModule &module, const std::string &function,
+        const TargetOptions &options) const override {
+    CUDABuild build;
+    build.emulated = emulated;
+    // Without a GPU there is nothing to run: say so before compiling.
+    if (!build.emulated && !hasNvidiaGPU())
+      return Error::usage(
+          "--target=cuda: this machine has no NVIDIA GPU (no /dev/nvidiactl); "
+          "--target=cuda-emulated runs the same CUDA source on the CPU");
+    CUDAOptions cuda;
+    cuda.mainFunction = function;
+    cuda.allowTf32 = options.allowTf32;
+    auto text = emitCUDA(module, cuda);
+    if (!text)
+      return text.error();
+
+    auto artifact = std::make_shared<ProgramArtifact>();
+    artifact->dir = std::make_unique<TempDir>("einc-cuda");
+    TempDir &dir = *artifact->dir;
+    useSaveDirectory(dir);
+    if (dir.path.empty())
+      return Error::program(fmt::format(
+          "cannot create a temporary directory: {}", std::strerror(errno)));
+    std::string program = dir.file("prog.cu"), binary = dir.file("prog"),
+                log = dir.file("log.txt");
+    if (!writeFileBytes(program, text->data(), text->size()))
+      return Error::program("cannot write the CUDA source to " + program);
+    std::string compiler = cudaCompiler(build);
+    if (int rc = runProcess(cudaBuildCommand(build, program, binary), log);
+        rc != 0)
+      return Error::program(
+                 fmt::format("{} could not compile the generated CUDA "
+                             "source (exit {}):",
+                             compiler, rc))
+          .withContext(lastLines(readFileText(log), 20));
+    artifact->binary = binary;
+    artifact->source = module;
+    artifact->function = function;
+    artifact->emulated = emulated;
+    return std::shared_ptr<Artifact>(std::move(artifact));
+  }
+
+  ErrorOr<std::shared_ptr<Callable>>
+  load(std::shared_ptr<Artifact> artifact) const override {
+    auto program = std::dynamic_pointer_cast<ProgramArtifact>(artifact);
+    if (!program)
+      return Error::program(fmt::format(
+          "the {} target cannot load another target's artifact", name()));
+    auto callable = std::make_shared<ProgramCallable>();
+    callable->program = std::move(program);
+    return std::shared_ptr<Callable>(std::move(callable));
+  }
+
+  ErrorOr<void> buildFiles(const CheckedModule &module,
+                           const std::string &sourcePath,
+                           const std::string &outputPath,
+                           const std::string &headerPath,
+                           const TargetOptions &options) const override {
+    CUDAOptions cuda;
+    cuda.allowTf32 = options.allowTf32;
+    cuda.mainFunction = options.mainFunction;
+    auto source = emitCUDA(module, cuda);
+    if (!source)
+      return source.error().inFileNamed(sourcePath);
+    std::string guard = fmt::format("EIN_GENERATED_CUDA_{}",
+                                    std::hash<std::string>()(headerPath));
+    std::vector<std::string> texts = {*source, cudaHeader(module, guard)};
+    auto plan = runtime::planOutputs({outputPath, headerPath});
+    if (!plan)
+      return Error::usage(plan.error().message);
+    auto written =
+        runtime::writeOutputs(*plan, [&](size_t i, int fd) -> ErrorOr<void> {
+          return runtime::writeAll(
+              fd, reinterpret_cast<const uint8_t *>(texts[i].data()),
+              texts[i].size());
+        });
+    if (!written)
+      return Error::inFile(ErrorKind::Program, sourcePath,
+                           "cannot build: " + written.error().message);
+    return {};
+  }
+
+private:
+  bool emulated;
+};
+
+} // namespace
+
+void addCUDATargets(std::vector<std::unique_ptr<Target>> &targets) {
+  targets.push_back(std::make_unique<CUDATarget>(false));
+  targets.push_back(std::make_unique<CUDATarget>(true));
+}
+
+} // namespace ein
