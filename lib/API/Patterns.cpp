@@ -65,10 +65,32 @@ const char *opName(Op op) {
   return "";
 }
 
+/// The compiler's reduction for the public one: a switch with no default,
+/// so a reduction added to either side is named by -Wswitch here.
+ReduceKind toReduceKind(Reduction how) {
+  switch (how) {
+  case Reduction::Sum:
+    return ReduceKind::Sum;
+  case Reduction::Mean:
+    return ReduceKind::Mean;
+  case Reduction::Max:
+    return ReduceKind::Max;
+  case Reduction::Min:
+    return ReduceKind::Min;
+  case Reduction::Prod:
+    return ReduceKind::Prod;
+  case Reduction::Any:
+    return ReduceKind::Any;
+  case Reduction::All:
+    return ReduceKind::All;
+  case Reduction::Var:
+    return ReduceKind::Var;
+  }
+  return ReduceKind::Sum; // unreachable: every enumerator is listed
+}
+
 const char *reductionName(Reduction how) {
-  constexpr const char *names[] = {"sum",  "mean", "max", "min",
-                                   "prod", "any",  "all"};
-  return names[static_cast<unsigned>(how)];
+  return reduceKindName(toReduceKind(how));
 }
 
 /// One call's operation, as the plan cache and the generated sources see it.
@@ -229,7 +251,7 @@ std::optional<BuildError> checkCall(const Request &r, const Pattern &pattern,
     case Op::Repeat:
       return b.transform(OpKind::Repeat, xs[0], pattern, std::move(sizes));
     case Op::Reduce: {
-      ReduceKind how = ReduceKind(unsigned(r.how));
+      ReduceKind how = toReduceKind(r.how);
       unsigned x = xs[0];
       // any/all read their input as truth values (as the checker does).
       if ((how == ReduceKind::Any || how == ReduceKind::All) &&
@@ -371,7 +393,7 @@ Result<void> buildKernel(Plan &plan, const std::vector<std::vector<int>> &views,
   if (plan.op == Op::Einsum) {
     built = b.einsum(xs, pattern, {}, acc);
   } else if (plan.op == Op::Reduce) {
-    ReduceKind how = ReduceKind(unsigned(plan.how));
+    ReduceKind how = toReduceKind(plan.how);
     unsigned x = xs[0];
     if ((how == ReduceKind::Any || how == ReduceKind::All) &&
         b.type(x).dtype != ein::DType::Bool)

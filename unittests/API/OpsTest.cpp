@@ -90,6 +90,45 @@ TEST(Reduce, SumMeanMaxOverComposedAxes) {
   });
 }
 
+TEST(Reduce, VarIsThePopulationVarianceOverComposedAxes) {
+  // Values near 1e4 with a small spread: the one-pass E[x^2]-E[x]^2 loses
+  // every digit in f32, the two-pass definition (numpy's) does not.
+  ein::Tensor x = ein::astype(iota({2, 6, 4}), ein::f64);
+  ein::Tensor shifted = iota({2, 6, 4}, [](int64_t i) {
+    return float(1e4 + 0.25 * double(i % 7));
+  });
+  auto oracle = [&](const ein::Tensor &t, int64_t b, int64_t w0, int64_t h0,
+                    int64_t nh) {
+    double mean = 0, ss = 0;
+    for (int64_t h = h0; h < h0 + nh; ++h)
+      mean += element(t, {b, h, w0});
+    mean /= double(nh);
+    for (int64_t h = h0; h < h0 + nh; ++h)
+      ss += (element(t, {b, h, w0}) - mean) * (element(t, {b, h, w0}) - mean);
+    return ss / double(nh);
+  };
+  ein::Tensor v = ein::reduce(x, "b (h2 h3) w -> b h2 w", ein::var, {{"h3", 3}});
+  expectTensor(v, {2, 2, 4}, [&](const Index &i) {
+    return oracle(x, i[0], i[2], i[1] * 3, 3);
+  });
+  ein::Tensor f = ein::reduce(shifted, "b h w -> b w", ein::var);
+  ASSERT_EQ(f.dtype(), ein::f32);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t w = 0; w < 4; ++w)
+      EXPECT_NEAR(element(f, {b, w}), oracle(shifted, b, w, 0, 6), 1e-2)
+          << b << " " << w;
+}
+
+TEST(Reduce, VarOfIntegersIsAnErrorNamingIt) {
+  ein::Tensor x = ein::Tensor::zeros(ein::i32, {3, 4});
+  try {
+    ein::reduce(x, "a b -> a", ein::var);
+    FAIL() << "expected an error";
+  } catch (const ein::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("var"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Reduce, MaxOverAnEmptyAxisIsAnError) {
   ein::Tensor x = ein::Tensor::zeros(ein::f32, {3, 0});
   try {

@@ -49,7 +49,7 @@ ein::Reduction reduction(const std::string &name) {
   const std::pair<const char *, ein::Reduction> table[] = {
       {"sum", ein::sum}, {"mean", ein::mean}, {"max", ein::max},
       {"min", ein::min}, {"prod", ein::prod}, {"any", ein::any},
-      {"all", ein::all}};
+      {"all", ein::all}, {"var", ein::var}};
   for (auto &[n, r] : table)
     if (name == n)
       return r;

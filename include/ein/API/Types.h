@@ -75,7 +75,8 @@ inline constexpr Device cpu = Device::CPU;
 inline constexpr Device cuda = Device::CUDA;
 
 /// The reductions of `reduce` (docs/language.md §6).
-enum class Reduction : uint8_t { Sum, Mean, Max, Min, Prod, Any, All };
+/// `var` is the population variance (numpy's default ddof=0), float only.
+enum class Reduction : uint8_t { Sum, Mean, Max, Min, Prod, Any, All, Var };
 inline constexpr Reduction sum = Reduction::Sum;
 inline constexpr Reduction mean = Reduction::Mean;
 inline constexpr Reduction max = Reduction::Max;
@@ -83,6 +84,7 @@ inline constexpr Reduction min = Reduction::Min;
 inline constexpr Reduction prod = Reduction::Prod;
 inline constexpr Reduction any = Reduction::Any;
 inline constexpr Reduction all = Reduction::All;
+inline constexpr Reduction var = Reduction::Var;
 
 /// Axis sizes given by name, as einops' keyword sizes: `{{"h", 8}}`.
 using Sizes = std::vector<std::pair<std::string, int64_t>>;
