@@ -149,6 +149,12 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
           return mlir::bufferization::getMemRefTypeWithStaticIdentityLayout(
               llvm::cast<mlir::TensorType>(value.getType()), memorySpace);
         };
+    // The globals of tensor constants, in program order: one-shot
+    // bufferization creates them in its order of functions, which is a
+    // pointer-hash order in MLIR 19 (output that changed between runs).
+    ConstantGlobalsOptions globals;
+    globals.alignment = bufferization.bufferAlignment;
+    pm.addPass(createConstantGlobals(globals));
     pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferization));
     pm.addPass(mlir::bufferization::createDropEquivalentBufferResultsPass());
     pm.addPass(mlir::createCanonicalizerPass());

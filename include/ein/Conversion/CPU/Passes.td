@@ -129,6 +129,48 @@ def HostCallingConvention
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def ConstantGlobals : Pass<"ein-constant-globals", "::mlir::ModuleOp"> {
+  let summary = "Create the memref.global of every tensor constant, in "
+                "program order, before one-shot bufferization";
+  let description = [{
+    Runs right before `one-shot-bufferize`, which turns each ranked-tensor
+    `arith.constant` into a `memref.get_global` of a `memref.global` that it
+    creates (or finds: one with the same value and alignment) as it
+    bufferizes the constant. With `bufferize-function-boundaries` MLIR 19
+    bufferizes the functions in an order read from a `DenseMap` keyed by
+    function pointers (`getFuncOpsOrderedByCalls`), so with two or more
+    functions the globals were created, named (`__constant_xf32`, `_0`,
+    `_1`, ...) and placed in an order that changed from run to run: `einc
+    emit --stage=loops` and `einc build` objects were not reproducible.
+    This pass creates the same globals with the same function
+    (`bufferization::getGlobalFor`, the same alignment) walking the module
+    in program order; bufferization then finds each one and creates none.
+    The tensor constants stay; only globals are added.
+
+    Before:
+    ```mlir
+    func.func @f() -> tensor<f32> {
+      %cst = arith.constant dense<2.0> : tensor<f32>
+      ...
+    ```
+
+    After:
+    ```mlir
+    memref.global "private" constant @__constant_xf32 : memref<f32> =
+        dense<2.0> {alignment = 64 : i64}
+    func.func @f() -> tensor<f32> {
+      %cst = arith.constant dense<2.0> : tensor<f32>
+      ...
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "uint64_t", "64",
+           "Alignment of the globals: one-shot bufferization's "
+           "buffer-alignment (a global of another alignment is not reused)">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def ExpandFp8 : Pass<"ein-expand-fp8", "::mlir::ModuleOp"> {
   let summary = "Run fp8 arithmetic in f32 and fp8 conversions as integer code";
   let description = [{
