@@ -1,6 +1,7 @@
-// The one table of elementwise functions: name, operator, arity, dtype rule,
-// result dtype and FLOP count. The checker, the `ein.elementwise` verifier,
-// the cost model and both back ends read it (docs/language.md §6).
+// The one table of elementwise functions (rows in Elementwise.def): name,
+// operator, arity, dtype rule, result dtype and FLOP count. The checker, the
+// `ein.elementwise` verifier, the cost model and both back ends read it
+// (docs/language.md §6).
 #pragma once
 
 #include "ein/Shape/Shape.h"
@@ -11,52 +12,11 @@
 
 namespace ein {
 
-/// Every elementwise function of the language.
+/// Every elementwise function of the language, one enumerator per row of
+/// Elementwise.def.
 enum class ElementwiseFn {
-  // arithmetic
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Pow,
-  FloorDiv,
-  Mod,
-  Neg,
-  Minimum,
-  Maximum,
-  Clip,
-  Abs,
-  Sign,
-  Square,
-  // transcendental and activation functions
-  Exp,
-  Log,
-  Sqrt,
-  Rsqrt,
-  Tanh,
-  Relu,
-  Sigmoid,
-  Silu,
-  Gelu,
-  GeluTanh,
-  Softplus,
-  Sin,
-  Cos,
-  Erf,
-  Floor,
-  Ceil,
-  Round,
-  // comparisons (bool results), logic on bool, selection
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  Eq,
-  Ne,
-  And,
-  Or,
-  Not,
-  Where,
+#define EIN_ELEMENTWISE(Fn, ...) Fn,
+#include "ein/Shape/Elementwise.def"
 };
 
 /// Which element types an operand admits.
