@@ -42,7 +42,7 @@ Categories:
               twice, views of views, folded constants, --time, ...), empty
               tensors (gen-empty: size-0 dims in every op; reductions over
               empty axes give numpy's sum 0, prod 1, mean NaN), every named
-              math function of lib/Shape/Elementwise.cpp on every float
+              math function of include/ein/Shape/Elementwise.def on every float
               dtype, fused and with --no-fusion, after a contraction and in
               an elementwise chain (gen-lower-*, with regressions of the CPU
               lowering's passes). Dtypes f64
@@ -2004,13 +2004,14 @@ def merged_output_cases() -> list[RunCase]:
 
 def math_functions() -> list[tuple[str, int]]:
     """The named elementwise functions on numbers or floats (name, arity),
-    read from the table in lib/Shape/Elementwise.cpp: a function added there
-    without a reference in MATH_REFERENCE fails the corpus loudly."""
-    with open(os.path.join(ROOT, "lib", "Shape", "Elementwise.cpp")) as f:
+    read from the table's rows in include/ein/Shape/Elementwise.def: a function
+    added there without a reference in MATH_REFERENCE fails the corpus loudly."""
+    with open(os.path.join(ROOT, "include", "ein", "Shape", "Elementwise.def")) as f:
         text = f.read()
-    rows = re.findall(r'\{F::\w+,\s*"(\w+)",\s*"([^"]*)",\s*(\d+),\s*S::(\w+),', text)
+    rows = re.findall(r'^EIN_ELEMENTWISE\(\w+,\s*"(\w+)",\s*"([^"]*)",\s*(\d+),\s*(\w+),', text,
+                      re.M)
     if not rows:
-        raise RuntimeError("no elementwise table found in lib/Shape/Elementwise.cpp")
+        raise RuntimeError("no elementwise rows found in include/ein/Shape/Elementwise.def")
     return [(name, int(arity)) for name, symbol, arity, operands in rows
             if not symbol and operands in ("Number", "Float")]
 
@@ -2052,7 +2053,7 @@ def lower_cases() -> list[RunCase]:
     """Regressions of the CPU lowering (issue 27).
 
     Every named math function of the language (math_functions(): the table
-    of lib/Shape/Elementwise.cpp) on f64, f32, f16 and bf16, fused and with
+    of include/ein/Shape/Elementwise.def) on f64, f32, f16 and bf16, fused and with
     --no-fusion, in two chains: a contraction's epilogue
     `fn(einsum(x, w) + b)` (the kernel applies it to vectors of the result:
     f64 tanh, erf, gelu there did not compile, libm's lanes left
