@@ -143,5 +143,10 @@ Result<void> runOn(Device device, const std::string &key,
                    const CheckedModule &module, const Kernel *cpuKernel,
                    const std::vector<const Tensor *> &tensors);
 
+/// A tensor's type for a built program's parameter: its sizes as numbers
+/// (`concrete`), or as fresh anonymous dims `_anonN` (numbered from
+/// `anonymous`), so a call is checked once for every shape.
+TensorType typeOf(const Tensor &t, bool concrete, unsigned &anonymous);
+
 } // namespace detail
 } // namespace ein::api

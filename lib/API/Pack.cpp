@@ -62,16 +62,6 @@ Result<StarPattern> starSplit(std::string_view pattern, size_t inputs,
   return star;
 }
 
-TensorType typeOf(const Tensor &t, bool concrete, unsigned &anonymous) {
-  TensorType type;
-  type.dtype = internal(t.dtype());
-  for (int64_t d : t.shape())
-    type.shape.push_back(Dim::ofSize(
-        concrete ? SizeExpr::constant(d)
-                 : SizeExpr::symbol(fmt::format("_anon{}", anonymous++))));
-  return type;
-}
-
 /// pack(inputs, pattern) built with the ProgramBuilder (the inputs' dims
 /// anonymous, or their numbers when `concrete`); its error, if refused.
 std::optional<ErrorInfo> checkPack(const std::vector<Tensor> &inputs,

@@ -23,6 +23,16 @@
 
 namespace ein::api::detail {
 
+TensorType typeOf(const Tensor &t, bool concrete, unsigned &anonymous) {
+  TensorType type;
+  type.dtype = internal(t.dtype());
+  for (int64_t d : t.shape())
+    type.shape.push_back(Dim::ofSize(
+        concrete ? SizeExpr::constant(d)
+                 : SizeExpr::symbol(fmt::format("_anon{}", anonymous++))));
+  return type;
+}
+
 ErrorInfo callError(const CallText &call, const BuildError &e) {
   size_t col = 0, length = call.text.size();
   const ShapeError &at = e.error;
@@ -227,15 +237,8 @@ std::optional<BuildError> checkCall(const Request &r, const Pattern &pattern,
   ProgramBuilder b(fn);
   std::vector<unsigned> xs;
   unsigned anonymous = 0;
-  for (const Tensor &t : r.inputs) {
-    TensorType type;
-    type.dtype = internal(t.dtype());
-    for (int64_t d : t.shape())
-      type.shape.push_back(Dim::ofSize(
-          concrete ? SizeExpr::constant(d)
-                   : SizeExpr::symbol(fmt::format("_anon{}", anonymous++))));
-    xs.push_back(b.param(std::move(type)));
-  }
+  for (const Tensor &t : r.inputs)
+    xs.push_back(b.param(typeOf(t, concrete, anonymous)));
   std::vector<SizeArg> sizes;
   for (auto &[n, v] : r.sizes)
     sizes.push_back(SizeArg{n, SizeExpr::constant(v)});
