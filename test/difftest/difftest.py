@@ -3,7 +3,7 @@
 
 Each program is generated as a small SSA program (a list of statements over
 typed values) over every operation of the language -- einsum (with `acc=` and
-diagonals), reduce (sum mean max min prod, any/all on bool), rearrange
+diagonals), reduce (sum mean var max min prod, any/all on bool), rearrange
 (permutations, merges, splits, unit axes, `...`), repeat, pack/unpack, cat,
 slice, take, arange, elementwise arithmetic, comparisons, logic, where, clip
 and every math function, astype between all dtypes, and grad -- in the
@@ -549,6 +549,11 @@ class Reference:
                 return [RVal(np.asarray(out, np.bool_), "bool", exact_in, 1)]
             if not is_t(xv):
                 xv = xv.astype(np.float64) if x.dtype in FLOATS else xv.astype(np.int64)
+            if red == "var":
+                # einops has no "var": its callable form, population variance
+                # (numpy's ddof=0, torch's correction=0) over the reduced axes.
+                red = ((lambda t, axes: t.var(dim=axes, correction=0)) if is_t(xv)
+                       else (lambda t, axes: np.var(t, axis=axes)))
             with np.errstate(all="ignore"):
                 out = einops.reduce(xv, a["pattern"], red, **kw)
             n_out = int(np.prod(out.shape)) if len(out.shape) else 1
@@ -1085,7 +1090,7 @@ class Gen:
         if dt == "bool":
             red = self.pick(["any", "all"])
         else:
-            reds = ["sum", "max", "min", "sum"] + (["mean"] if dt in FLOATS else []) + \
+            reds = ["sum", "max", "min", "sum"] + (["mean", "var"] if dt in FLOATS else []) + \
                    ([] if self.grad else ["prod"])
             red = self.pick(reds)
         axes = self.axis_names(dims)
@@ -1108,7 +1113,7 @@ class Gen:
             out_axes = [out_axes[i] for i in perm]
             out_dims = [out_dims[i] for i in perm]
         acc = None
-        if red in ("sum", "max", "min", "prod", "mean") and self.rng.random() < 0.3:
+        if red in ("sum", "max", "min", "prod", "mean", "var") and self.rng.random() < 0.3:
             if dt in ("f16", "bf16"):
                 acc = "f32"
             elif dt == "i32" and red != "mean":
