@@ -30,7 +30,7 @@ using Shim = int (*)(void *const *data, const int64_t *ranks,
 
 /// The support library's functions, appended to the runtime's source.
 constexpr const char *kSupportFunctions = R"cu(
-/* The C++ API's device functions (lib/API/CUDA/Device.cpp). */
+/* The device support of the CUDA targets (lib/Target/CUDA/SharedLibrary.cpp). */
 extern "C" int ein_api_malloc(void **p, size_t n) {
   return (int)cudaMalloc(p, n ? n : 1);
 }
