@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <set>
 
 namespace ein {
@@ -112,6 +114,104 @@ TEST(TargetEngine, CompilesThroughTheTargetOnceAndCallsIt) {
   auto *py = reinterpret_cast<const float *>(y->data.data());
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(py[i], (float(i) - 1.5f) * 3.0f);
+}
+
+/// `scale` (x * 3) checked size-generic, for the tests below.
+struct Scale {
+  SourceFile file{"target-test.ein", "def scale(x: f32[\"n\"]) -> "
+                                     "f32[\"n\"]:\n    return x * 3.0\n"};
+  CheckedModule generic;
+  Scale() {
+    DiagnosticEngine diags(file);
+    Module module = parseModule(file, diags);
+    EXPECT_FALSE(diags.hadError());
+    Engine engine;
+    auto checked = engine.check(file, module, {}, "scale");
+    EXPECT_TRUE(bool(checked));
+    if (checked)
+      generic = *checked;
+  }
+};
+
+TEST(TargetEngine, CompileByKeyCachesByTheKeyAndTheCPU) {
+  // A program with no source file (the C++ API's kernels): the caller's
+  // key names it.
+  Scale scale;
+  auto target = lookupTarget("cpu", TargetUse::Run);
+  ASSERT_TRUE(bool(target));
+  Engine engine;
+  auto first = engine.compile(**target, std::string("scale v1"), scale.generic,
+                              "scale", TargetOptions{});
+  ASSERT_TRUE(bool(first)) << first.error().message;
+  auto again = engine.compile(**target, std::string("scale v1"), scale.generic,
+                              "scale", TargetOptions{});
+  ASSERT_TRUE(bool(again));
+  EXPECT_EQ(first->get(), again->get());
+  EXPECT_EQ(engine.compilations(), 1u);
+  // Another key, or another CPU compiled for, is another compilation.
+  auto other = engine.compile(**target, std::string("scale v2"), scale.generic,
+                              "scale", TargetOptions{});
+  ASSERT_TRUE(bool(other));
+  EXPECT_NE(first->get(), other->get());
+  TargetOptions baseline;
+  baseline.cpu.target = {"x86-64", ""};
+  auto generic = engine.compile(**target, std::string("scale v1"),
+                                scale.generic, "scale", baseline);
+  ASSERT_TRUE(bool(generic)) << generic.error().message;
+  EXPECT_NE(first->get(), generic->get());
+  EXPECT_EQ(engine.compilations(), 3u);
+
+  std::vector<float> x = {-1.5f, 0.0f, 2.0f}, y(3, 0.0f);
+  int64_t n = 3, stride = 1;
+  StridedArgument args[] = {{x.data(), &n, &stride, 1},
+                            {y.data(), &n, &stride, 1}};
+  for (auto *callable : {first->get(), generic->get()}) {
+    std::fill(y.begin(), y.end(), 0.0f);
+    auto called = callable->callStrided(args, 2, nullptr, nullptr);
+    ASSERT_TRUE(bool(called)) << called.error().message;
+    EXPECT_EQ(y, (std::vector<float>{-4.5f, 0.0f, 6.0f}));
+  }
+}
+
+TEST(TargetEngine, InProcessCUDALibraryRunsOnDevicePointers) {
+  // cuda-emulated's in-process artifact: a shared library built by the
+  // host compiler whose "device" memory is host memory. No disk cache for
+  // the device support library outside a test's own directory.
+  ::setenv("EIN_CACHE_DIR", "off", /*overwrite=*/0);
+  Scale scale;
+  auto target = lookupTarget("cuda-emulated", TargetUse::Run);
+  ASSERT_TRUE(bool(target));
+  TargetOptions options;
+  options.inProcess = true;
+  Engine engine;
+  auto callable = engine.compile(**target, std::string("scale"), scale.generic,
+                                 "scale", options);
+  ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+  std::vector<float> x = {-1.5f, 0.0f, 2.0f, 4.0f}, y(4, 0.0f);
+  int64_t n = 4, stride = 1;
+  StridedArgument args[] = {{x.data(), &n, &stride, 1},
+                            {y.data(), &n, &stride, 1}};
+  auto called = (*callable)->callStrided(args, 2, nullptr, nullptr);
+  ASSERT_TRUE(bool(called)) << called.error().message;
+  EXPECT_EQ(y, (std::vector<float>{-4.5f, 0.0f, 6.0f, 12.0f}));
+  // Sizes that do not match are the entry point's refusal, by name.
+  int64_t m = 3;
+  StridedArgument wrong[] = {{x.data(), &n, &stride, 1},
+                             {y.data(), &m, &stride, 1}};
+  auto refused = (*callable)->callStrided(wrong, 2, nullptr, nullptr);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(refused.error().message.find("refused its arguments"),
+            std::string::npos)
+      << refused.error().message;
+  // Host tensors are refused by name: the library reads device memory.
+  auto hx = runtime::HostTensor::create(runtime::StorageType::F32, {4});
+  auto hy = runtime::HostTensor::create(runtime::StorageType::F32, {4});
+  ASSERT_TRUE(hx && hy);
+  auto onHost = (*callable)->call({&*hx}, {&*hy}, {{"n", 4}}, nullptr);
+  ASSERT_FALSE(bool(onHost));
+  EXPECT_NE(onHost.error().message.find("callStrided"), std::string::npos)
+      << onHost.error().message;
+  EXPECT_EQ(engine.compilations(), 1u);
 }
 
 } // namespace

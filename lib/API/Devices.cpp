@@ -1,5 +1,5 @@
-// The C++ API's devices: where a tensor's storage lives, moving tensors
-// between the CPU and CUDA, and running a kernel on the inputs' device.
+// The C++ API's devices: where a tensor's storage lives, and moving tensors
+// between the CPU and CUDA.
 #include "CUDA/Device.h"
 #include "Internal.h"
 
@@ -44,10 +44,15 @@ Result<Tensor> allocateOnDevice(DType dtype, const std::vector<int64_t> &shape,
                 runtime::cOrderStrides(shape), 0);
 }
 
+/// What names the copy kernel of `dtype` and `rank` (its cache key).
+std::string copyKernelKey(DType dtype, size_t rank) {
+  return fmt::format("ein C++ API copy v1: {} rank {}", name(dtype), rank);
+}
+
 /// The kernel that copies a rank-`rank` tensor of `dtype` through any
 /// strides: an identity rearrange (the CUDA back end's ein_copy), built
-/// with the ProgramBuilder; `key` names it.
-Result<CheckedModule> copyKernel(DType dtype, size_t rank, std::string &key) {
+/// with the ProgramBuilder.
+Result<CheckedModule> copyKernel(DType dtype, size_t rank) {
   std::vector<std::string> names;
   for (size_t d = 0; d < rank; ++d)
     names.push_back(fmt::format("a{}", d));
@@ -68,7 +73,6 @@ Result<CheckedModule> copyKernel(DType dtype, size_t rank, std::string &key) {
   CheckedModule module;
   module.path = "<ein C++ API>";
   module.functions.push_back(std::move(fn));
-  key = fmt::format("ein C++ API copy v1: {} rank {}", name(dtype), rank);
   return module;
 }
 
@@ -113,19 +117,11 @@ Result<void> copyInto(const Tensor &src, const Tensor &dst) {
     return cudaDevice::copy(dst.data(), src.data(),
                             size_t(src.numel()) * itemsize(src.dtype()),
                             cudaDevice::Direction::DeviceToDevice);
-  std::string key;
-  auto module = copyKernel(src.dtype(), src.rank(), key);
-  if (!module)
-    return module.error();
-  return cudaDevice::runModule(key, *module, kernelName, {&src, &dst});
-}
-
-Result<void> runOn(Device device, const std::string &key,
-                   const CheckedModule &module, const Kernel *cpuKernel,
-                   const std::vector<const Tensor *> &tensors) {
-  if (device == cuda)
-    return cudaDevice::runModule(key, module, kernelName, tensors);
-  return runKernel(*cpuKernel->function, tensors);
+  auto kernel = kernelFor(copyKernelKey(src.dtype(), src.rank()), cuda,
+                          [&] { return copyKernel(src.dtype(), src.rank()); });
+  if (!kernel)
+    return kernel.error();
+  return runKernel(**kernel, {&src, &dst});
 }
 
 } // namespace detail

@@ -67,8 +67,8 @@ Result<Tensor> runElementwise(const std::string &what,
       }
     }
   }
-  // The kernel by function, dtypes and rank (kernelFor adds the CPU
-  // compiled for, set_cpu's); it keys the disk cache too, so it holds
+  // The kernel by function, dtypes and rank (kernelFor adds the device and
+  // the CPU compiled for, set_cpu's); it keys the disk cache too, so it holds
   // nothing of this process. The program is built only when the cache
   // does not hold it.
   std::string key = "ein C++ API elementwise v1: ";
@@ -107,19 +107,9 @@ Result<Tensor> runElementwise(const std::string &what,
     module.functions.push_back(std::move(f));
     return module;
   };
-  std::shared_ptr<Kernel> kernel;
-  std::optional<CheckedModule> module; // on CUDA: the CUDA back end's input
-  if (*device == cpu) {
-    auto compiled = kernelFor(key, build);
-    if (!compiled)
-      return compiled.error();
-    kernel = *compiled;
-  } else {
-    auto built = build();
-    if (!built)
-      return built.error();
-    module = std::move(*built);
-  }
+  auto kernel = kernelFor(key, *device, build);
+  if (!kernel)
+    return kernel.error();
   auto out = allocate(result, shape, false, *device);
   if (!out)
     return out;
@@ -130,8 +120,7 @@ Result<Tensor> runElementwise(const std::string &what,
   for (const Tensor &v : views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  Result<void> ran = kernel ? runKernel(*kernel->function, tensors)
-                            : runOn(*device, key, *module, nullptr, tensors);
+  Result<void> ran = runKernel(**kernel, tensors);
   if (!ran)
     return ran.error();
   return out;

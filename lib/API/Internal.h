@@ -5,7 +5,7 @@
 #include "ein/API/Module.h"
 #include "ein/API/Ops.h"
 #include "ein/API/Tensor.h"
-#include "ein/Execution/JIT.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Program.h"
 #include "ein/Shape/Shape.h"
@@ -19,7 +19,8 @@
 
 namespace ein {
 struct BuildError;
-}
+class Callable;
+} // namespace ein
 
 namespace ein::api {
 namespace detail {
@@ -79,36 +80,34 @@ ErrorInfo programError(const std::string &message);
 /// A compiled function, shared by every call with the same key (the
 /// in-memory cache).
 struct Kernel {
-  std::shared_ptr<JITFunction> function;
-  /// What it is cached as: the generated source, or a built program's key.
+  /// The cpu target's JIT code, or the CUDA target's in-process library
+  /// (called on device pointers).
+  std::shared_ptr<Callable> callable;
+  /// What it is cached as: a built program's key.
   std::string source;
 };
 
-/// The kernel of the built `module` (one function, `kernelName`), cached
-/// under `key`, which names everything that decides the module (it keys the
-/// disk cache too); compiled on first use; thread-safe.
-Result<std::shared_ptr<Kernel>> kernelFor(const std::string &key,
+/// The kernel of the built `module` (one function, `kernelName`) for
+/// `device`, cached under `key`, which names everything that decides the
+/// module (it keys the Engine's disk cache too); compiled through the
+/// Engine on first use; thread-safe.
+Result<std::shared_ptr<Kernel>> kernelFor(const std::string &key, Device device,
                                           const CheckedModule &module);
-/// The kernel cached under `key`, its module built by `build` only when
-/// the cache does not hold it yet.
+/// The kernel cached under `key` for `device`, its module built by `build`
+/// only when the cache does not hold it yet.
 Result<std::shared_ptr<Kernel>>
-kernelFor(const std::string &key,
+kernelFor(const std::string &key, Device device,
           const std::function<Result<CheckedModule>()> &build);
 /// The name of the function in every kernel.
 inline constexpr const char *kernelName = "kernel";
-
-/// Generated `source` parsed and checked; errors are compiler errors
-/// (program). Only cudaDevice::runSource still takes .ein text (nothing in
-/// lib/API calls it now: every kernel is built with the ProgramBuilder).
-Result<CheckedModule> checkSource(const std::string &source);
 
 /// Counts compilations and disk loads of module functions in
 /// ein::cache_stats(), beside the kernels'.
 void countModuleCompilations(size_t compiled, size_t loaded);
 
-/// Runs `function` on `tensors` (parameters then results), through their
-/// strides.
-Result<void> runKernel(JITFunction &function,
+/// Runs `kernel` on `tensors` (parameters then results, all on the device
+/// it was compiled for), through their strides.
+Result<void> runKernel(const Kernel &kernel,
                        const std::vector<const Tensor *> &tensors);
 
 /// The shape string "a0 a1 ... a{rank-1}" of elementary axis names from
@@ -134,14 +133,6 @@ struct CallText {
 /// its message, then the call with a caret under what it is about (in the
 /// pattern when it can be).
 ErrorInfo callError(const CallText &call, const BuildError &error);
-
-/// Runs the built kernel `module` (cached as `key`) on `tensors`
-/// (parameters then results), all on `device`: `cpuKernel` (its compiled
-/// CPU kernel; only read on the CPU) on the CPU, the CUDA back end's code
-/// on CUDA.
-Result<void> runOn(Device device, const std::string &key,
-                   const CheckedModule &module, const Kernel *cpuKernel,
-                   const std::vector<const Tensor *> &tensors);
 
 /// A tensor's type for a built program's parameter: its sizes as numbers
 /// (`concrete`), or as fresh anonymous dims `_anonN` (numbered from

@@ -1,13 +1,13 @@
-// The C++ API's kernels: programs built with the ProgramBuilder (or, for the
-// ops not yet moved to it, generated .ein source checked by einc's front
-// end), compiled through the CPU pipeline and cached in memory by key.
+// The C++ API's kernels: programs built with the ProgramBuilder, compiled
+// for the registry's cpu target or the API's CUDA target through one
+// process-wide Engine (its memory and disk caches), with the API's own
+// per-key lookup in front of it.
 #include "CUDA/Device.h"
 #include "Internal.h"
 
+#include "ein/Engine/Engine.h"
 #include "ein/Engine/ObjectCache.h"
-#include "ein/Sema/Checker.h"
-#include "ein/Syntax/DiagnosticError.h"
-#include "ein/Syntax/Parser.h"
+#include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
 
@@ -22,15 +22,18 @@ namespace ein::api::detail {
 
 namespace {
 
-/// The path generated sources are checked under (named in compiler errors).
-constexpr const char *kGeneratedPath = "<ein C++ API>";
-
 struct KernelCache {
   std::shared_mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<Kernel>> kernels;
-  /// Compilations run one at a time: each builds an MLIR context and a JIT,
-  /// and two threads asking for one kernel must not compile it twice.
+  /// Compilations run one at a time: each builds an MLIR context and a JIT
+  /// (or a CUDA library), two threads asking for one kernel must not
+  /// compile it twice, and the Engine's cache is not thread-safe.
   std::mutex compiling;
+  /// Every kernel compiles through it: the cpu target for CPU kernels, the
+  /// CUDA target (cudaDevice::target) for device kernels; its disk cache is
+  /// keyed by the kernel's key (and, inside, this compiler and CPU).
+  Engine engine;
+  KernelCache() { engine.useDiskCache(true); }
   std::atomic<size_t> compilations{0};
   std::atomic<size_t> loads{0};
 };
@@ -42,55 +45,7 @@ KernelCache &cache() {
   return *instance;
 }
 
-/// The diagnostics of a generated source, with the body line's call as the
-/// source line, so the caret points into the user's pattern.
-std::string renderDiagnostics(const SourceFile &file,
-                              const std::vector<Diagnostic> &diags) {
-  std::string text;
-  for (const Diagnostic &d : diags) {
-    const char *severity = d.severity == Severity::Error     ? "error"
-                           : d.severity == Severity::Warning ? "warning"
-                                                             : "note";
-    if (d.severity == Severity::Warning)
-      continue; // the API has no warning channel; warnings never stop a call
-    if (!text.empty())
-      text += "\n";
-    text += fmt::format("{}: {}", severity, d.message);
-    // The body's line, without its indentation and `return ` or `p, ps =`:
-    // the user's call, with the caret placed in it.
-    std::string line = file.lineText(d.loc.line);
-    if (d.loc.line < 2 || line.rfind("    ", 0) != 0)
-      continue;
-    size_t start = 4;
-    if (line.compare(start, 7, "return ") == 0)
-      start += 7;
-    else if (size_t eq = line.find(" = ");
-             eq != std::string::npos && eq < line.find('('))
-      start = eq + 3;
-    if (d.loc.col - 1 < start)
-      continue;
-    size_t col = d.loc.col - 1 - start;
-    text += fmt::format("\n    {}\n    {}^{}", line.substr(start),
-                        std::string(col, ' '),
-                        std::string(d.length > 1 ? d.length - 1 : 0, '~'));
-  }
-  return text;
-}
-
 } // namespace
-
-Result<CheckedModule> checkSource(const std::string &source) {
-  SourceFile file{kGeneratedPath, source};
-  DiagnosticEngine diags(file);
-  ein::Module module = parseModule(file, diags);
-  CheckedModule checked;
-  if (!diags.hadError())
-    checked = checkModule(module, {}, diags);
-  if (diags.hadError())
-    return ErrorInfo{ErrorInfo::Kind::Program,
-                     renderDiagnostics(file, diags.diagnostics())};
-  return checked;
-}
 
 namespace {
 
@@ -123,19 +78,23 @@ CPUOptions compileOptions() {
 
 namespace {
 
-/// The kernel cached under `what` (a source, or a built program's key),
+/// The kernel cached under `what` (a built program's key) for `device`,
 /// compiled from the module `build` gives on first use.
 template <typename Build>
 Result<std::shared_ptr<Kernel>> cachedKernel(const std::string &what,
-                                             Build build) {
+                                             Device device, Build build) {
   KernelCache &c = cache();
-  // Keyed by the CPU compiled for too: set_cpu changes later kernels only.
+  // Keyed by the device, and for the CPU by the CPU compiled for too:
+  // set_cpu changes later kernels only.
   CPUOptions options = compileOptions();
-  const std::string key =
-      options.target.isHost()
-          ? what
-          : fmt::format("// cpu {} {}\n{}", options.target.name,
-                        options.target.features, what);
+  std::string key;
+  if (device == cuda)
+    key = "// cuda\n" + what;
+  else if (!options.target.isHost())
+    key = fmt::format("// cpu {} {}\n{}", options.target.name,
+                      options.target.features, what);
+  else
+    key = what;
   {
     std::shared_lock<std::shared_mutex> lock(c.mutex);
     if (auto it = c.kernels.find(key); it != c.kernels.end())
@@ -147,24 +106,40 @@ Result<std::shared_ptr<Kernel>> cachedKernel(const std::string &what,
     if (auto it = c.kernels.find(key); it != c.kernels.end())
       return it->second;
   }
+  const Target *target = nullptr;
+  if (device == cuda) {
+    auto found = cudaDevice::target();
+    if (!found)
+      return found.error();
+    target = *found;
+  } else {
+    auto found = lookupTarget("cpu", TargetUse::Run);
+    if (!found)
+      return toInfo(found.error());
+    target = *found;
+  }
   Result<const CheckedModule *> module = build();
   if (!module)
     return module.error();
-  auto kernel = std::make_shared<Kernel>();
-  kernel->source = what;
-  // The disk cache, keyed by `what` (and, inside, this compiler build and
-  // CPU).
-  bool loaded = false;
-  auto compiled =
-      ObjectCache::compileOrLoad(what, **module, kernelName, options,
-                                 JITOptions::fromEnvironment(), &loaded);
-  if (!compiled) {
-    ErrorInfo info = toInfo(compiled.error());
+  TargetOptions targetOptions;
+  targetOptions.cpu = options;
+  JITOptions jit = JITOptions::fromEnvironment();
+  targetOptions.perfListener = jit.perfListener;
+  targetOptions.gdbListener = jit.gdbListener;
+  targetOptions.inProcess = true; // CUDA kernels run on device pointers
+  size_t compiled = c.engine.compilations(), loaded = c.engine.loads();
+  auto callable =
+      c.engine.compile(*target, what, **module, kernelName, targetOptions);
+  c.compilations += c.engine.compilations() - compiled;
+  c.loads += c.engine.loads() - loaded;
+  if (!callable) {
+    ErrorInfo info = toInfo(callable.error());
     info.message += "\nthe kernel was:\n" + what;
     return info;
   }
-  kernel->function = std::shared_ptr<JITFunction>(std::move(*compiled));
-  ++(loaded ? c.loads : c.compilations);
+  auto kernel = std::make_shared<Kernel>();
+  kernel->callable = std::move(*callable);
+  kernel->source = what;
   std::unique_lock<std::shared_mutex> lock(c.mutex);
   c.kernels.emplace(key, kernel);
   return kernel;
@@ -173,10 +148,10 @@ Result<std::shared_ptr<Kernel>> cachedKernel(const std::string &what,
 } // namespace
 
 Result<std::shared_ptr<Kernel>>
-kernelFor(const std::string &key,
+kernelFor(const std::string &key, Device device,
           const std::function<Result<CheckedModule>()> &build) {
   CheckedModule built;
-  return cachedKernel(key, [&]() -> Result<const CheckedModule *> {
+  return cachedKernel(key, device, [&]() -> Result<const CheckedModule *> {
     auto module = build();
     if (!module)
       return module.error();
@@ -185,10 +160,10 @@ kernelFor(const std::string &key,
   });
 }
 
-Result<std::shared_ptr<Kernel>> kernelFor(const std::string &key,
+Result<std::shared_ptr<Kernel>> kernelFor(const std::string &key, Device device,
                                           const CheckedModule &module) {
   return cachedKernel(
-      key, [&]() -> Result<const CheckedModule *> { return &module; });
+      key, device, [&]() -> Result<const CheckedModule *> { return &module; });
 }
 
 } // namespace ein::api::detail
@@ -216,10 +191,8 @@ ein::api::Result<void> ein::api::nothrow::set_cpu(const std::string &name,
 
 ein::api::CacheStats ein::api::cache_stats() {
   CacheStats stats;
-  size_t built = 0, loaded = 0;
-  detail::cudaDevice::counts(built, loaded);
-  stats.compiled = detail::cache().compilations.load() + built;
-  stats.loaded = detail::cache().loads.load() + loaded;
+  stats.compiled = detail::cache().compilations.load();
+  stats.loaded = detail::cache().loads.load();
   stats.directory = ObjectCache::directory();
   return stats;
 }
@@ -231,14 +204,25 @@ void countModuleCompilations(size_t compiled, size_t loaded) {
   cache().loads += loaded;
 }
 
-Result<void> runKernel(JITFunction &function,
+Result<void> runKernel(const Kernel &kernel,
                        const std::vector<const Tensor *> &tensors) {
-  std::vector<JITFunction::StridedArgument> args;
-  args.reserve(tensors.size());
-  for (const Tensor *t : tensors)
-    args.push_back(
-        {t->data(), t->shape().data(), t->strides().data(), t->shape().size()});
-  if (auto called = function.callStrided(args.data(), args.size()); !called)
+  // Most kernels have a few tensors: their arguments live on the stack.
+  constexpr size_t kInline = 8;
+  StridedArgument inline_[kInline];
+  std::vector<StridedArgument> heap;
+  StridedArgument *args = inline_;
+  if (tensors.size() > kInline) {
+    heap.resize(tensors.size());
+    args = heap.data();
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor *t = tensors[i];
+    args[i] = {t->data(), t->shape().data(), t->strides().data(),
+               t->shape().size()};
+  }
+  if (auto called =
+          kernel.callable->callStrided(args, tensors.size(), nullptr, nullptr);
+      !called)
     return toInfo(called.error());
   return {};
 }

@@ -5,8 +5,8 @@
 #include "Internal.h"
 
 #include "ein/Analysis/Cost.h"
-#include "ein/Report/Report.h"
 #include "ein/Engine/Engine.h"
+#include "ein/Report/Report.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
@@ -15,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -37,12 +36,6 @@ struct ModuleState {
   /// before skips binding and checking (its entry checks held for them).
   std::shared_mutex boundMutex;
   std::unordered_map<std::string, std::shared_ptr<const BoundCall>> bound;
-  /// Names this module in the CUDA library cache (addresses are reused).
-  uint64_t id = nextId();
-  static uint64_t nextId() {
-    static std::atomic<uint64_t> counter{0};
-    return ++counter;
-  }
 };
 
 namespace {
@@ -51,6 +44,8 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
                                                const Sizes &dims) {
   auto state = std::make_shared<ModuleState>();
   state->engine.useDiskCache(true);
+  // CUDA calls run on device tensors: the target's in-process library.
+  state->engine.buildInProcess(true);
   state->file = std::make_shared<SourceFile>(std::move(file));
   DiagnosticEngine diags(*state->file);
   state->module = parseModule(*state->file, diags);
@@ -144,9 +139,8 @@ Result<std::vector<Tensor>> call(const Module &module,
                                     name(inputs[i].dtype()),
                                     dtypeName(type.dtype)));
   }
-  // CPU calls compile for the registry's cpu target; CUDA calls bind
-  // without compiling: the device code compiles the bound, size-generic
-  // source (CUDA/Device.cpp).
+  // Calls compile for the registry's cpu target, or for the API's CUDA
+  // target (cuda, or cuda-emulated) on device tensors.
   std::string key = (*device == cuda ? "cuda|" : "") + function;
   for (const auto &shape : shapes) {
     key += '|';
@@ -160,6 +154,13 @@ Result<std::vector<Tensor>> call(const Module &module,
       bound = it->second;
   }
   if (!bound) {
+    const Target *cudaTarget = nullptr;
+    if (*device == cuda) {
+      auto found = cudaDevice::target();
+      if (!found)
+        return found.error();
+      cudaTarget = *found;
+    }
     ErrorOr<BoundCall> fresh = [&] {
       std::lock_guard<std::mutex> lock(state->engineMutex);
       size_t compiled = state->engine.compilations();
@@ -171,6 +172,8 @@ Result<std::vector<Tensor>> call(const Module &module,
         if (!found)
           return ErrorOr<BoundCall>(found.error());
         target = *found;
+      } else {
+        target = cudaTarget;
       }
       auto result = state->engine.bind(*state->file, state->module,
                                        state->options, state->checked, function,
@@ -202,14 +205,6 @@ Result<std::vector<Tensor>> call(const Module &module,
     tensors.push_back(&t);
   for (const Tensor &t : results)
     tensors.push_back(&t);
-  if (*device == cuda) {
-    if (auto ran =
-            cudaDevice::runModule(fmt::format("module {} {}", state->id, key),
-                                  bound->source, function, tensors);
-        !ran)
-      return ran.error();
-    return results;
-  }
   std::vector<StridedArgument> args;
   for (const Tensor *t : tensors)
     args.push_back(
@@ -219,7 +214,9 @@ Result<std::vector<Tensor>> call(const Module &module,
                                              &bound->dims, &status);
   if (called)
     return results;
-  if (status == 0)
+  // The probe that explains an id out of range reads the inputs on the
+  // CPU: on CUDA the entry point's error stands.
+  if (status == 0 || *device == cuda)
     return toInfo(called.error());
   // An id out of range: which take, which id, where (a probe compiled on
   // this error path only).

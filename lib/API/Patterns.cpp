@@ -144,20 +144,20 @@ struct Plan {
   /// plan: the same for every call).
   std::vector<std::vector<int>> kernelInputs;
   std::vector<int> kernelOutput;
-  /// The kernel's source, and the kernel once compiled: on the first call
-  /// that needs it (a rearrange that is a view needs none).
   /// The kernel: a program built with the ProgramBuilder, the key it is
-  /// cached as (everything that decides it), and its CPU code once
-  /// compiled: on the first CPU call that needs it (a rearrange that is a
-  /// view needs none).
+  /// cached as (everything that decides it), and its code for each device
+  /// once compiled: on the first call on that device that needs it (a
+  /// rearrange that is a view needs none).
   CheckedModule kernelModule;
   std::string kernelKey;
-  mutable std::once_flag compileOnce;
-  mutable std::optional<Result<std::shared_ptr<Kernel>>> kernel;
-  const Result<std::shared_ptr<Kernel>> &compiled() const {
-    std::call_once(compileOnce,
-                   [&] { kernel = kernelFor(kernelKey, kernelModule); });
-    return *kernel;
+  mutable std::once_flag compileOnce[2];
+  mutable std::optional<Result<std::shared_ptr<Kernel>>> kernel[2];
+  const Result<std::shared_ptr<Kernel>> &compiled(Device device) const {
+    size_t slot = device == cuda ? 1 : 0;
+    std::call_once(compileOnce[slot], [&] {
+      kernel[slot] = kernelFor(kernelKey, device, kernelModule);
+    });
+    return *kernel[slot];
   }
 };
 
@@ -723,17 +723,11 @@ Result<Tensor> run(const Request &r) {
   for (const Tensor &v : p->views)
     tensors.push_back(&v);
   tensors.push_back(&*out);
-  // The CPU kernel is compiled (once per plan) only for a CPU call.
-  const Kernel *cpuKernel = nullptr;
-  if (p->device == cpu) {
-    const auto &kernel = p->plan->compiled();
-    if (!kernel)
-      return kernel.error();
-    cpuKernel = kernel->get();
-  }
-  if (auto ran = runOn(p->device, p->plan->kernelKey, p->plan->kernelModule,
-                       cpuKernel, tensors);
-      !ran)
+  // The kernel is compiled once per plan and device.
+  const auto &kernel = p->plan->compiled(p->device);
+  if (!kernel)
+    return kernel.error();
+  if (auto ran = runKernel(**kernel, tensors); !ran)
     return ran.error();
   // A fresh C-order tensor: its groups always merge.
   if (auto merged = mergeGroups(*out, p->plan->output))

@@ -71,14 +71,43 @@ ErrorOr<std::shared_ptr<Callable>> Engine::compile(const Target &target,
                                                    const std::string &function,
                                                    TargetOptions options) {
   std::string key =
-      fmt::format("target {}\n{}{}{}\n", target.name(),
+      fmt::format("target {}\n{}{}{}\n{}", target.name(),
                   signatureKey(file, checked, function, options.cpu),
-                  options.allowTf32 ? "\ntf32" : "", options.mainFunction);
+                  options.allowTf32 ? "\ntf32" : "", options.mainFunction,
+                  options.inProcess ? "in-process\n" : "");
   if (auto it = callables.find(key); it != callables.end())
     return it->second;
   options.sourcePath = file.path;
-  if (diskCache)
-    options.diskCacheKey = sourceText(file, checked) + key;
+  return buildAndLoad(target, key,
+                      diskCache ? sourceText(file, checked) + key : "", checked,
+                      function, std::move(options));
+}
+
+ErrorOr<std::shared_ptr<Callable>> Engine::compile(const Target &target,
+                                                   const std::string &key,
+                                                   const CheckedModule &checked,
+                                                   const std::string &function,
+                                                   TargetOptions options) {
+  // The caller's key names the program; the rest is what compile() above
+  // adds to a file's (the CPU compiled for too: one engine may serve
+  // several, as set_cpu changes it).
+  std::string full = fmt::format(
+      "target {}\nkey {}\nfunction {}\ntiles {} fusion {}\ncpu {} {}\n{}{}\n{}",
+      target.name(), key, function, options.cpu.tiles.str(), options.cpu.fusion,
+      options.cpu.target.name, options.cpu.target.features,
+      options.allowTf32 ? "tf32\n" : "", options.mainFunction,
+      options.inProcess ? "in-process\n" : "");
+  if (auto it = callables.find(full); it != callables.end())
+    return it->second;
+  return buildAndLoad(target, full, diskCache ? full : "", checked, function,
+                      std::move(options));
+}
+
+ErrorOr<std::shared_ptr<Callable>>
+Engine::buildAndLoad(const Target &target, const std::string &key,
+                     const std::string &diskKey, const CheckedModule &checked,
+                     const std::string &function, TargetOptions options) {
+  options.diskCacheKey = diskKey;
   auto artifact = target.build(checked, function, options);
   if (!artifact)
     return artifact.error();
@@ -179,6 +208,7 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   targetOptions.cpu = cpu;
   targetOptions.perfListener = jit.perfListener;
   targetOptions.gdbListener = jit.gdbListener;
+  targetOptions.inProcess = inProcess;
   auto callable = compile(*target, file, *source, function, targetOptions);
   if (!callable)
     return callable.error();

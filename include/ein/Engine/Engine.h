@@ -89,6 +89,15 @@ public:
                                              const CheckedModule &checked,
                                              const std::string &function,
                                              TargetOptions options);
+  /// compile() of a program that has no source file (one a client built,
+  /// as the C++ API's pattern kernels): `key` names everything that decides
+  /// `checked` (it keys the memory and disk caches in place of the file's
+  /// text); `options.cpu` is the CPU code is compiled for.
+  ErrorOr<std::shared_ptr<Callable>> compile(const Target &target,
+                                             const std::string &key,
+                                             const CheckedModule &checked,
+                                             const std::string &function,
+                                             TargetOptions options);
 
   /// The error of a call of `function` bound as `call` whose index status
   /// counted `count` ids out of range on `inputs`, explained: the take
@@ -109,13 +118,24 @@ public:
   /// keyed by the source (with the files it imports) and the signature. Off by
   /// default: einc never writes outside the paths it is given.
   void useDiskCache(bool on) { diskCache = on; }
+  /// Whether bind() asks targets for code this process calls on its own
+  /// memory (TargetOptions::inProcess): the C++ API's CUDA calls, on device
+  /// tensors. Off by default: `einc run --target=cuda` runs a program.
+  void buildInProcess(bool on) { inProcess = on; }
 
 private:
   CPUOptions cpu;
   JITOptions jit;
   std::map<std::string, std::shared_ptr<Callable>> callables;
   size_t compiled = 0, loaded = 0;
-  bool diskCache = false;
+  bool diskCache = false, inProcess = false;
+
+  /// Builds and loads for compile(): the callable cached under `key`, or
+  /// built with the disk cache keyed by `diskKey` (when it is on).
+  ErrorOr<std::shared_ptr<Callable>>
+  buildAndLoad(const Target &target, const std::string &key,
+               const std::string &diskKey, const CheckedModule &checked,
+               const std::string &function, TargetOptions options);
 };
 
 } // namespace ein

@@ -39,6 +39,12 @@ struct TargetOptions {
   /// its imports and the signature): a target may keep its artifact on disk
   /// under it (Engine/ObjectCache.h) and load it in a later process.
   std::string diskCacheKey;
+  /// Build what this process calls on its own memory, where a target has
+  /// such an artifact: the CUDA targets then build a shared library
+  /// (ArtifactKind::SharedLibrary) whose callStrided takes device pointers,
+  /// instead of the program `einc run` runs (and EINC_CUDA_SAVE keeps).
+  /// The CPU targets always run in this process and ignore it.
+  bool inProcess = false;
 };
 
 /// The kinds of artifact a target's build() makes.

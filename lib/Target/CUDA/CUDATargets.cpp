@@ -1,8 +1,11 @@
 // The CUDA targets: the function's CUDA source with a main(), built by nvcc
 // (`cuda`) or by the host C++ compiler under the runtime's emulation
 // (`cuda-emulated`), run on raw tensor files in a private temporary
-// directory; and `einc build --target=cuda`'s source and header.
+// directory, or (TargetOptions::inProcess) built into a shared library
+// called on device pointers (SharedLibrary.cpp); and `einc build
+// --target=cuda`'s source and header.
 #include "CUDATargets.h"
+#include "SharedLibrary.h"
 
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/HostTensor.h"
@@ -184,6 +187,9 @@ public:
       return Error::usage(
           "--target=cuda: this machine has no NVIDIA GPU (no /dev/nvidiactl); "
           "--target=cuda-emulated runs the same CUDA source on the CPU");
+    // In this process, on device memory (the C++ API's device tensors).
+    if (options.inProcess)
+      return buildSharedLibrary(module, function, options, emulated);
     CUDAOptions cuda;
     cuda.mainFunction = function;
     cuda.allowTf32 = options.allowTf32;
@@ -219,6 +225,8 @@ public:
 
   ErrorOr<std::shared_ptr<Callable>>
   load(std::shared_ptr<Artifact> artifact) const override {
+    if (auto library = sharedLibraryCallable(artifact))
+      return library;
     auto program = std::dynamic_pointer_cast<ProgramArtifact>(artifact);
     if (!program)
       return Error::program(fmt::format(

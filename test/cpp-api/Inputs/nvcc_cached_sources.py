@@ -5,7 +5,7 @@ command line, for sm_90): the device support library and the kernels'
 shims must compile under nvcc too, not only under the emulation.
 
 A cache entry NAME.key holds the library's whole source, then a line
-"cuda-library" and the build's stamp (lib/API/CUDA/Device.cpp).
+"cuda-library" and the build's stamp (lib/Target/CUDA/SharedLibrary.cpp).
 
 Usage: nvcc_cached_sources.py --cache DIR --nvcc PATH --out DIR --match TEXT...
 Builds each cached source containing one of the TEXTs; prints

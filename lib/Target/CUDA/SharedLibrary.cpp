@@ -1,0 +1,343 @@
+// The CUDA targets' shared libraries: generated CUDA source plus C-ABI shims,
+// built by nvcc for this machine's GPU or by the host compiler under the
+// runtime's emulation, loaded with dlopen and cached on disk by their text;
+// and the device support library (memory, copies, the device's name) that
+// every process using them loads once.
+#include "SharedLibrary.h"
+
+#include "ein/Engine/ObjectCache.h"
+#include "ein/Support/Process.h"
+#include "ein/Target/CUDA/Build.h"
+#include "ein/Target/CUDA/Device.h"
+#include "ein/Target/CUDA/EmitCUDA.h"
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+#include <optional>
+#include <sys/stat.h>
+
+namespace ein {
+
+namespace {
+
+/// The entry point's C-ABI, for any number of tensors: a shim appended to
+/// every library's source calls ein_NAME with the i-th tensor's (data,
+/// rank, sizes, strides), then the default stream.
+using Shim = int (*)(void *const *data, const int64_t *ranks,
+                     const int64_t *const *sizes,
+                     const int64_t *const *strides);
+
+/// The support library's functions, appended to the runtime's source.
+constexpr const char *kSupportFunctions = R"cu(
+/* The device support of the CUDA targets (lib/Target/CUDA/SharedLibrary.cpp). */
+extern "C" int ein_api_malloc(void **p, size_t n) {
+  return (int)cudaMalloc(p, n ? n : 1);
+}
+extern "C" int ein_api_free(void *p) { return (int)cudaFree(p); }
+extern "C" int ein_api_copy(void *d, const void *s, size_t n, int kind) {
+  return n ? (int)cudaMemcpy(d, s, n, (cudaMemcpyKind)kind) : 0;
+}
+extern "C" int ein_api_zero(void *d, size_t n) {
+  return n ? (int)cudaMemset(d, 0, n) : 0;
+}
+extern "C" const char *ein_api_error_string(int e) {
+  return cudaGetErrorString((cudaError_t)e);
+}
+extern "C" int ein_api_device(char *name, int size) {
+#ifdef __CUDACC__
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    return (int)e;
+  if (count == 0)
+    return -1;
+  cudaDeviceProp p;
+  if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess)
+    return (int)e;
+  snprintf(name, size, "%s (sm_%d%d)", p.name, p.major, p.minor);
+#else
+  snprintf(name, size, "emulated CUDA on the CPU");
+#endif
+  return 0;
+}
+)cu";
+
+/// A pointer argument of any type, from the shim's void pointers.
+constexpr const char *kShimPrelude = R"(
+struct ein_api_ptr {
+  void *p;
+  template <class T> operator T *() const { return static_cast<T *>(p); }
+};
+)";
+
+std::string shimText(const std::string &function, size_t tensors) {
+  std::string args;
+  for (size_t i = 0; i < tensors; ++i)
+    args += fmt::format("ein_api_ptr{{d[{0}]}}, r[{0}], z[{0}], s[{0}], ", i);
+  return fmt::format(
+      "extern \"C\" int ein_api_call_{0}(void *const *d, const int64_t *r, "
+      "const int64_t *const *z, const int64_t *const *s) {{\n"
+      "  return ein_{0}({1}(cudaStream_t)0);\n}}\n",
+      function, args);
+}
+
+/// What a cached library depends on besides its source: the build's
+/// command line (without its paths) and the compiler's identity.
+std::string buildStamp(const CUDABuild &build) {
+  std::string stamp = "cuda-library\n";
+  for (const std::string &arg : cudaBuildCommand(build, "SRC", "OUT"))
+    stamp += arg + " ";
+  std::string compiler = cudaCompiler(build);
+  struct stat info;
+  if (::stat(compiler.c_str(), &info) == 0)
+    stamp += fmt::format("\n{} {}", info.st_size, info.st_mtim.tv_sec);
+  return stamp;
+}
+
+/// Builds and loads the library of CUDA `text`, or (with `diskCache`) finds
+/// it in the disk cache, keyed by the text and the build; `*fromDisk` says
+/// which. Errors are the compiler's last lines.
+ErrorOr<void *> loadLibrary(const std::string &text, const CUDABuild &build,
+                            bool diskCache, bool *fromDisk) {
+  *fromDisk = false;
+  std::string key = text + "\n" + buildStamp(build);
+  if (diskCache)
+    if (auto cached = ObjectCache::findFile(key, ".so"))
+      if (void *handle = ::dlopen(cached->c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        *fromDisk = true;
+        return handle;
+      } // a damaged entry: built again below
+  TempDir dir("ein-cuda");
+  if (dir.path.empty())
+    return Error::program("cannot create a temporary directory for a CUDA "
+                          "build");
+  std::string source = dir.file("kernel.cu"), library = dir.file("kernel.so"),
+              log = dir.file("log.txt");
+  if (!writeFileBytes(source, text.data(), text.size()))
+    return Error::program("cannot write the generated CUDA source to " +
+                          source);
+  std::string compiler = cudaCompiler(build);
+  if (int rc = runProcess(cudaBuildCommand(build, source, library), log);
+      rc != 0)
+    return Error::program(fmt::format("{} could not compile the generated "
+                                      "CUDA source (exit {}):",
+                                      compiler, rc))
+        .withContext(lastLines(readFileText(log), 20));
+  // Loaded from the cache, or (cache off) from the temporary directory: a
+  // loaded library outlives its file.
+  std::string path =
+      diskCache ? ObjectCache::storeFile(key, ".so", library) : library;
+  void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return Error::program(
+        fmt::format("cannot load the built CUDA library: {}", ::dlerror()));
+  return handle;
+}
+
+template <class F> bool symbol(void *handle, const char *name, F &out) {
+  out = reinterpret_cast<F>(::dlsym(handle, name));
+  return out != nullptr;
+}
+
+/// What an entry point's EIN_ERR_* code means (ein/Target/CEntry.h).
+std::string entryError(int rc) {
+  switch (rc) {
+  case 1:
+    return "a size does not match or overflows";
+  case 2:
+    return "a stride is negative or overflows";
+  case 3:
+    return "a data pointer is null";
+  case 4:
+    return "a result overlaps another tensor";
+  case 5:
+    return "a tensor has the wrong rank";
+  case 6:
+    return "an index of a take is out of range";
+  default:
+    return fmt::format("error code {}", rc);
+  }
+}
+
+/// The support library of `emulated` mode, loaded into `device`; the error
+/// says why the device cannot be used.
+ErrorOr<void> loadSupport(CUDADevice &device) {
+  if (!device.emulated && !hasNvidiaGPU())
+    return Error::usage("no CUDA device: this machine has no NVIDIA GPU (no "
+                        "/dev/nvidiactl)");
+  auto runtime = emitCUDA(CheckedModule{});
+  if (!runtime)
+    return Error::usage(runtime.error().str("ein"));
+  CUDABuild build;
+  build.emulated = device.emulated;
+  build.sharedLibrary = true;
+  bool fromDisk = false;
+  auto handle = loadLibrary(*runtime + kSupportFunctions, build,
+                            /*diskCache=*/true, &fromDisk);
+  if (!handle)
+    return Error::usage("the CUDA device support could not be built: " +
+                        handle.error().str("ein"));
+  int (*name)(char *, int) = nullptr;
+  if (!symbol(*handle, "ein_api_malloc", device.malloc) ||
+      !symbol(*handle, "ein_api_free", device.free) ||
+      !symbol(*handle, "ein_api_copy", device.copy) ||
+      !symbol(*handle, "ein_api_zero", device.zero) ||
+      !symbol(*handle, "ein_api_error_string", device.errorString) ||
+      !symbol(*handle, "ein_api_device", name))
+    return Error::usage("the CUDA device support library lacks its "
+                        "functions");
+  char text[256] = {0};
+  if (int rc = name(text, sizeof text); rc != 0)
+    return Error::usage(rc < 0 ? std::string("no CUDA device is usable")
+                               : fmt::format("no CUDA device is usable: {}",
+                                             device.errorString(rc)));
+  device.name = text;
+  if (auto at = device.name.rfind("(sm_"); at != std::string::npos)
+    device.arch = device.name.substr(at + 1, device.name.size() - at - 2);
+  return {};
+}
+
+/// A loaded library of one function.
+struct LibraryArtifact final : Artifact {
+  CUDADevice *device = nullptr;
+  Shim shim = nullptr;
+  std::string function;
+  ArtifactKind kind() const override { return ArtifactKind::SharedLibrary; }
+};
+
+/// Calls the library's entry point on device tensors. call() on host
+/// tensors is refused: the library reads device memory only (a client
+/// copies its tensors there first, as the C++ API does with to(cuda)).
+struct LibraryCallable final : Callable {
+  std::shared_ptr<LibraryArtifact> library;
+
+  ErrorOr<void> call(const std::vector<const runtime::HostTensor *> &,
+                     const std::vector<runtime::HostTensor *> &,
+                     const Bindings &, int64_t *) override {
+    return Error::program(fmt::format(
+        "the in-process CUDA library of '{}' runs on device memory: it is "
+        "called through callStrided with device pointers, not on host "
+        "tensors",
+        library->function));
+  }
+
+  ErrorOr<void> callStrided(const StridedArgument *args, size_t count,
+                            const Bindings *, int64_t *indexStatus) override {
+    // Most calls have a few tensors: their arrays live on the stack.
+    constexpr size_t kInline = 16;
+    void *dataInline[kInline];
+    int64_t ranksInline[kInline];
+    const int64_t *sizesInline[kInline], *stridesInline[kInline];
+    std::vector<void *> dataHeap;
+    std::vector<int64_t> ranksHeap;
+    std::vector<const int64_t *> sizesHeap, stridesHeap;
+    void **data = dataInline;
+    int64_t *ranks = ranksInline;
+    const int64_t **sizes = sizesInline, **strides = stridesInline;
+    if (count > kInline) {
+      dataHeap.resize(count);
+      ranksHeap.resize(count);
+      sizesHeap.resize(count);
+      stridesHeap.resize(count);
+      data = dataHeap.data();
+      ranks = ranksHeap.data();
+      sizes = sizesHeap.data();
+      strides = stridesHeap.data();
+    }
+    for (size_t i = 0; i < count; ++i) {
+      data[i] = args[i].data;
+      ranks[i] = int64_t(args[i].rank);
+      sizes[i] = args[i].sizes;
+      strides[i] = args[i].strides;
+    }
+    if (indexStatus)
+      *indexStatus = 0;
+    int rc;
+    {
+      std::lock_guard<std::mutex> lock(library->device->running);
+      rc = library->shim(data, ranks, sizes, strides);
+    }
+    if (rc == 0)
+      return {};
+    if (rc == 6 && indexStatus)
+      *indexStatus = -1; // some id was out of range; the entry says not which
+    return Error::usage(fmt::format("the CUDA kernel of '{}' refused its "
+                                    "arguments: {}",
+                                    library->function, entryError(rc)));
+  }
+};
+
+} // namespace
+
+ErrorOr<CUDADevice *> loadCUDADevice(bool emulated) {
+  struct Loaded {
+    std::once_flag once;
+    CUDADevice *device = nullptr;
+    std::optional<Error> error;
+  };
+  // Never destroyed: libraries loaded into the process use the device
+  // until its end.
+  static Loaded *modes = new Loaded[2];
+  Loaded &mode = modes[emulated ? 1 : 0];
+  std::call_once(mode.once, [&] {
+    auto *device = new CUDADevice;
+    device->emulated = emulated;
+    if (auto loaded = loadSupport(*device); !loaded) {
+      mode.error = loaded.error();
+      delete device;
+      return;
+    }
+    mode.device = device;
+  });
+  if (mode.error)
+    return *mode.error;
+  return mode.device;
+}
+
+ErrorOr<std::shared_ptr<Artifact>>
+buildSharedLibrary(const CheckedModule &module, const std::string &function,
+                   const TargetOptions &options, bool emulated) {
+  auto device = loadCUDADevice(emulated);
+  if (!device)
+    return device.error();
+  const CheckedFunction *fn = module.find(function);
+  if (!fn)
+    return Error::program(fmt::format("no function named '{}'", function));
+  CUDAOptions cuda;
+  cuda.allowTf32 = options.allowTf32;
+  auto emitted = emitCUDA(module, cuda);
+  if (!emitted)
+    return emitted.error();
+  std::string source =
+      *emitted + kShimPrelude +
+      shimText(function, fn->params.size() + fn->returns.size());
+  CUDABuild build;
+  build.emulated = emulated;
+  build.sharedLibrary = true;
+  if (!(*device)->arch.empty())
+    build.arch = (*device)->arch;
+  auto artifact = std::make_shared<LibraryArtifact>();
+  auto handle = loadLibrary(source, build, !options.diskCacheKey.empty(),
+                            &artifact->fromDiskCache);
+  if (!handle)
+    return handle.error();
+  if (!symbol(*handle, ("ein_api_call_" + function).c_str(), artifact->shim))
+    return Error::program("the built CUDA library lacks the entry point of '" +
+                          function + "'");
+  artifact->device = *device;
+  artifact->function = function;
+  return std::shared_ptr<Artifact>(std::move(artifact));
+}
+
+std::shared_ptr<Callable>
+sharedLibraryCallable(const std::shared_ptr<Artifact> &artifact) {
+  auto library = std::dynamic_pointer_cast<LibraryArtifact>(artifact);
+  if (!library)
+    return nullptr;
+  auto callable = std::make_shared<LibraryCallable>();
+  callable->library = std::move(library);
+  return callable;
+}
+
+} // namespace ein
