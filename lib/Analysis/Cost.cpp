@@ -312,4 +312,32 @@ double rooflineSeconds(double flops, double bytes, double peak,
   return std::max(compute, memory);
 }
 
+CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn) {
+  CostInput in;
+  in.kind = op.kind;
+  in.fn = op.fn;
+  // Variadics of known rank count as their dims (as in the IR), not as
+  // one symbol standing for their product.
+  auto expanded = [&](unsigned id) {
+    const TensorType &t = fn.values[id].type;
+    return TensorType{fn.ctx.expand(t.shape), t.dtype};
+  };
+  for (unsigned id : op.operands)
+    in.inputs.push_back(expanded(id));
+  for (unsigned id : op.results)
+    in.outputs.push_back(expanded(id));
+  if (op.transform)
+    in.transform = &*op.transform;
+  if (op.einsum)
+    in.einsum = &*op.einsum;
+  in.reduction = op.reduction;
+  if (op.kind == OpKind::Unpack)
+    in.packAxesBefore = op.parsed.inputs[0].starIndex();
+  if (op.kind == OpKind::Slice)
+    in.packAxesBefore = op.sliceAxis >= 0
+                            ? op.sliceAxis
+                            : op.sliceAxis + in.inputs[0].shape.size();
+  return in;
+}
+
 } // namespace ein
