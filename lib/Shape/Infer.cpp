@@ -8,7 +8,7 @@
 namespace ein {
 
 std::optional<ReduceKind> parseReduceKind(const std::string &name) {
-#define EIN_REDUCE_KIND(Kind, name_)                                           \
+#define EIN_REDUCE_KIND(Kind, name_, ...)                                      \
   if (name == #name_)                                                          \
     return ReduceKind::Kind;
 #include "ein/Shape/ReduceKinds.def"
@@ -17,12 +17,32 @@ std::optional<ReduceKind> parseReduceKind(const std::string &name) {
 
 const char *reduceKindName(ReduceKind kind) {
   switch (kind) {
-#define EIN_REDUCE_KIND(Kind, name)                                            \
+#define EIN_REDUCE_KIND(Kind, name, ...)                                       \
   case ReduceKind::Kind:                                                       \
     return #name;
 #include "ein/Shape/ReduceKinds.def"
   }
   return "sum";
+}
+
+ReduceCombine reduceCombine(ReduceKind kind) {
+  switch (kind) {
+#define EIN_REDUCE_KIND(Kind, name, Combine, Finish)                           \
+  case ReduceKind::Kind:                                                       \
+    return ReduceCombine::Combine;
+#include "ein/Shape/ReduceKinds.def"
+  }
+  return ReduceCombine::Add; // every case returns: for GCC's -Wreturn-type
+}
+
+ReduceFinish reduceFinish(ReduceKind kind) {
+  switch (kind) {
+#define EIN_REDUCE_KIND(Kind, name, Combine, Finish)                           \
+  case ReduceKind::Kind:                                                       \
+    return ReduceFinish::Finish;
+#include "ein/Shape/ReduceKinds.def"
+  }
+  return ReduceFinish::None; // every case returns: for GCC's -Wreturn-type
 }
 
 //===----------------------------------------------------------------------===//
