@@ -25,25 +25,29 @@ const char *reduceKindName(ReduceKind kind) {
   return "sum";
 }
 
-ReduceCombine reduceCombine(ReduceKind kind) {
+namespace {
+
+/// A row of ReduceKinds.def past its name.
+struct ReduceRow {
+  ReduceCombine combine;
+  ReduceFinish finish;
+};
+
+ReduceRow reduceRow(ReduceKind kind) {
   switch (kind) {
 #define EIN_REDUCE_KIND(Kind, name, Combine, Finish)                           \
   case ReduceKind::Kind:                                                       \
-    return ReduceCombine::Combine;
+    return {ReduceCombine::Combine, ReduceFinish::Finish};
 #include "ein/Shape/ReduceKinds.def"
   }
-  return ReduceCombine::Add; // every case returns: for GCC's -Wreturn-type
+  return {}; // every case returns: for GCC's -Wreturn-type
 }
 
-ReduceFinish reduceFinish(ReduceKind kind) {
-  switch (kind) {
-#define EIN_REDUCE_KIND(Kind, name, Combine, Finish)                           \
-  case ReduceKind::Kind:                                                       \
-    return ReduceFinish::Finish;
-#include "ein/Shape/ReduceKinds.def"
-  }
-  return ReduceFinish::None; // every case returns: for GCC's -Wreturn-type
-}
+} // namespace
+
+ReduceCombine reduceCombine(ReduceKind kind) { return reduceRow(kind).combine; }
+
+ReduceFinish reduceFinish(ReduceKind kind) { return reduceRow(kind).finish; }
 
 //===----------------------------------------------------------------------===//
 // InferContext
