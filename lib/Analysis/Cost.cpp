@@ -132,20 +132,15 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
   case OpKind::Reduce: {
     SizeExpr inElems = numElements(in.inputs[0].shape);
     // n-1 combining operations per output over n elements: N - M in all,
-    // plus one division per output for a mean.
-    switch (in.reduction) {
-    case ReduceKind::Sum:
-    case ReduceKind::Max:
-    case ReduceKind::Min:
-    case ReduceKind::Prod:
-    case ReduceKind::Any:
-    case ReduceKind::All:
+    // plus what the kind's finish (ReduceKinds.def) costs.
+    switch (reduceFinish(in.reduction)) {
+    case ReduceFinish::None:
       flops = inElems - outElems;
       break;
-    case ReduceKind::Mean:
+    case ReduceFinish::Mean: // one division per output
       flops = inElems - outElems + outElems;
       break;
-    case ReduceKind::Var:
+    case ReduceFinish::Variance:
       // Two passes: the mean (N - M adds, M divisions), then per element a
       // subtraction and a square (2N), their sum and the division (N - M +
       // M): 4N. The second pass reads the input again.
@@ -232,11 +227,13 @@ OpCost computeCost(const CostInput &in, const Bindings &env) {
   // divides each of its M outputs (0/0).
   if (in.kind == OpKind::Reduce && c.flops.value && *c.flops.value < 0)
     c.flops.value = Int(0);
-  if (in.kind == OpKind::Reduce && in.reduction == ReduceKind::Mean &&
+  if (in.kind == OpKind::Reduce &&
+      reduceFinish(in.reduction) == ReduceFinish::Mean &&
       numElements(in.inputs[0].shape).evaluate(env) == Int(0))
     c.flops.value = outElems.evaluate(env);
   // var over an empty axis still divides twice per output (0/0).
-  if (in.kind == OpKind::Reduce && in.reduction == ReduceKind::Var &&
+  if (in.kind == OpKind::Reduce &&
+      reduceFinish(in.reduction) == ReduceFinish::Variance &&
       numElements(in.inputs[0].shape).evaluate(env) == Int(0))
     c.flops.value = (SizeExpr::constant(2) * outElems).evaluate(env);
   c.bytesRead = Quantity::of(read, env);
@@ -310,6 +307,34 @@ double rooflineSeconds(double flops, double bytes, double peak,
   double compute = peak > 0 ? flops / peak : 0;
   double memory = bandwidth > 0 ? bytes / bandwidth : 0;
   return std::max(compute, memory);
+}
+
+CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn) {
+  CostInput in;
+  in.kind = op.kind;
+  in.fn = op.fn;
+  // Variadics of known rank count as their dims (as in the IR), not as
+  // one symbol standing for their product.
+  auto expanded = [&](unsigned id) {
+    const TensorType &t = fn.values[id].type;
+    return TensorType{fn.ctx.expand(t.shape), t.dtype};
+  };
+  for (unsigned id : op.operands)
+    in.inputs.push_back(expanded(id));
+  for (unsigned id : op.results)
+    in.outputs.push_back(expanded(id));
+  if (op.transform)
+    in.transform = &*op.transform;
+  if (op.einsum)
+    in.einsum = &*op.einsum;
+  in.reduction = op.reduction;
+  if (op.kind == OpKind::Unpack)
+    in.packAxesBefore = op.parsed.inputs[0].starIndex();
+  if (op.kind == OpKind::Slice)
+    in.packAxesBefore = op.sliceAxis >= 0
+                            ? op.sliceAxis
+                            : op.sliceAxis + in.inputs[0].shape.size();
+  return in;
 }
 
 } // namespace ein

@@ -134,7 +134,7 @@ ein::EinTensorType ein::toMLIRType(MLIRContext *context,
 // ODS case fails to compile, an ODS case without a row is a -Wswitch warning.
 ein::ReduceKind ein::toReduceKind(ReduceOpKind kind) {
   switch (kind) {
-#define EIN_REDUCE_KIND(Kind, name)                                            \
+#define EIN_REDUCE_KIND(Kind, name, ...)                                       \
   case ReduceOpKind::name:                                                     \
     return ReduceKind::Kind;
 #include "ein/Shape/ReduceKinds.def"
@@ -144,7 +144,7 @@ ein::ReduceKind ein::toReduceKind(ReduceOpKind kind) {
 
 ein::ReduceOpKind ein::toReduceOpKind(ReduceKind kind) {
   switch (kind) {
-#define EIN_REDUCE_KIND(Kind, name)                                            \
+#define EIN_REDUCE_KIND(Kind, name, ...)                                       \
   case ReduceKind::Kind:                                                       \
     return ReduceOpKind::name;
 #include "ein/Shape/ReduceKinds.def"

@@ -4,11 +4,11 @@
 #include "ein/Driver/Driver.h"
 #include "ein/Analysis/Training.h"
 #include "ein/Compile/Compile.h"
+#include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Driver/Calibrate.h"
-#include "ein/Report/Report.h"
 #include "ein/Driver/Run.h"
 #include "ein/Engine/Engine.h"
-#include "ein/Execution/AOT.h"
+#include "ein/Report/Report.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Support/Spelling.h"
@@ -627,8 +627,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
 /// A function without grad() is differentiated here, its first result (a
 /// scalar loss) with respect to --params.
 ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
-                             ReportOptions options, const std::string &path,
-                             std::ostream &out) {
+                             const Target &target, ReportOptions options,
+                             const std::string &path, std::ostream &out) {
   auto programError = [&](std::string message) {
     return Error::inFile(ErrorKind::Program, path, std::move(message));
   };
@@ -689,6 +689,10 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
                                   "parameters to train with --params w1,w2 "
                                   "(its first result is the loss)",
                                   fn.name));
+  // The target's column of the step, op by op (Described::TrainingStep).
+  std::map<std::string, TargetColumn> columns = Engine(args.cpu).describe(
+      target, module, fn.name, Described::TrainingStep, targetOptions(args));
+  options.targetColumns = &columns;
   if (args.json) {
     std::string report = reportJSON(module, options);
     out << fmt::format("{{\"report\":{},\"train\":{}}}\n",
@@ -713,16 +717,14 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   auto target = lookupTarget(args.target, TargetUse::Report);
   if (!target)
     return target.error();
-  options.cudaTarget = (*target)->hasReportColumn();
   options.expandCalls = args.expand;
   if (args.train)
-    return reportTraining(args, checked, options, file.path, out);
-  // The fused column is the CPU target's (CUDA kernels fuse otherwise).
-  std::map<std::string, FunctionFusion> fusion;
-  if ((*target)->reportsCPUFusion()) {
-    fusion = analyzeFusion(checked, args.fn, args.cpu);
-    options.fusion = &fusion;
-  }
+    return reportTraining(args, checked, **target, options, file.path, out);
+  // The target's column: what each op becomes on it (the CPU's fusion, the
+  // CUDA plan), asked of the target through the Engine.
+  std::map<std::string, TargetColumn> columns = Engine(args.cpu).describe(
+      **target, checked, args.fn, Described::Function, targetOptions(args));
+  options.targetColumns = &columns;
   out << (args.json ? reportJSON(checked, options)
                     : reportTable(checked, options));
   return {};
@@ -820,8 +822,9 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     auto target = lookupTarget(args.target, TargetUse::Build);
     if (!target)
       return target.error();
-    return (*target)->buildFiles(checked, file->path, args.object, args.header,
-                                 targetOptions(args));
+    return Engine(args.cpu).buildFiles(**target, checked, file->path,
+                                       args.object, args.header,
+                                       targetOptions(args));
   }
   if (args.command == "check") {
     for (auto &fn : checked.functions) {

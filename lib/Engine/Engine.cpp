@@ -1,5 +1,6 @@
 // The engine: check, bind, compile (cached by signature) and call.
 #include "ein/Engine/Engine.h"
+#include "ein/Execution/JIT.h"
 #include "ein/Support/Process.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"

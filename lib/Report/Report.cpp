@@ -2,10 +2,6 @@
 #include "ein/Report/Report.h"
 #include "ReportFormat.h"
 
-// The CUDA target's GEMM roles and planner: the report asks it which operands
-// a contraction must permute, as the generated code will at run time.
-#include "ein/Target/CUDA/GemmRoles.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,34 +12,6 @@
 #include <map>
 
 namespace ein {
-
-CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn) {
-  CostInput in;
-  in.kind = op.kind;
-  in.fn = op.fn;
-  // Variadics of known rank count as their dims (as in the IR), not as
-  // one symbol standing for their product.
-  auto expanded = [&](unsigned id) {
-    const TensorType &t = fn.values[id].type;
-    return TensorType{fn.ctx.expand(t.shape), t.dtype};
-  };
-  for (unsigned id : op.operands)
-    in.inputs.push_back(expanded(id));
-  for (unsigned id : op.results)
-    in.outputs.push_back(expanded(id));
-  if (op.transform)
-    in.transform = &*op.transform;
-  if (op.einsum)
-    in.einsum = &*op.einsum;
-  in.reduction = op.reduction;
-  if (op.kind == OpKind::Unpack)
-    in.packAxesBefore = op.parsed.inputs[0].starIndex();
-  if (op.kind == OpKind::Slice)
-    in.packAxesBefore = op.sliceAxis >= 0
-                            ? op.sliceAxis
-                            : op.sliceAxis + in.inputs[0].shape.size();
-  return in;
-}
 
 std::vector<OpReport> reportOps(const CheckedFunction &fn,
                                 const ReportOptions &options) {
@@ -117,173 +85,6 @@ std::string jsonDouble(double v) {
 using namespace report;
 
 namespace {
-
-/// The sizes of an op's axes for layout questions: the known ones capped at
-/// 2^10 (whether a merge works depends on which sizes are 1, not on how
-/// large the others are, and strides stay far from overflow), unknown ones
-/// 2 (so that no size 1 merges by accident).
-std::map<std::string, int64_t>
-layoutSizes(const std::map<std::string, SizeExpr> &axisSizes,
-            const Bindings &env) {
-  std::map<std::string, int64_t> sizes;
-  for (auto &[axis, e] : axisSizes) {
-    auto v = e.evaluate(env);
-    sizes[axis] = !v                  ? 2
-                  : *v > Int(1 << 10) ? 1 << 10
-                                      : static_cast<int64_t>(*v);
-  }
-  return sizes;
-}
-
-/// The elementary axes of `groups` with the strides of a row-major tensor
-/// whose dims are those groups; false when a stride overflows.
-bool rowMajorAxes(const std::vector<std::vector<std::string>> &groups,
-                  const std::map<std::string, int64_t> &sizes,
-                  std::vector<std::string> &axes,
-                  std::vector<int64_t> &strides) {
-  axes.clear();
-  strides.clear();
-  int64_t stride = 1;
-  for (size_t d = groups.size(); d-- > 0;)
-    for (size_t i = groups[d].size(); i-- > 0;) {
-      axes.insert(axes.begin(), groups[d][i]);
-      strides.insert(strides.begin(), stride);
-      if (__builtin_mul_overflow(stride, sizes.at(groups[d][i]), &stride))
-        return false;
-    }
-  return true;
-}
-
-/// What a pairwise einsum becomes on CUDA for row-major operands and
-/// result: cuBLASLt, plus the operands ein_gemm_plan has to permute first.
-/// (An operand that is a view of a rearrange is planned at run time on its
-/// real strides; the report assumes row-major.)
-std::string cudaContraction(const CheckedOp &op, const CheckedFunction &fn) {
-  const EinsumInfo &info = *op.einsum;
-  DType dtype = fn.values[op.operands[0]].type.dtype;
-  std::map<std::string, int64_t> sizes =
-      layoutSizes(info.axisSizes, fn.ctx.env);
-  std::vector<std::string> a, b, c;
-  std::vector<int64_t> sa, sb, sc;
-  std::string gemm = dtype == DType::I32 || dtype == DType::I64
-                         ? "tiled integer GEMM kernel"
-                         : "cuBLASLt matmul";
-  // The planner multiplies sizes of all the axes (a broadcast copy): they
-  // must fit in 64 bits.
-  int64_t all = 1;
-  for (auto &[axis, size] : sizes)
-    if (__builtin_mul_overflow(all, size, &all))
-      return gemm;
-  if (!rowMajorAxes(info.operandGroups[0], sizes, a, sa) ||
-      !rowMajorAxes(info.operandGroups[1], sizes, b, sb) ||
-      !rowMajorAxes(info.outputGroups, sizes, c, sc))
-    return gemm;
-  // The roles and the plan are the CUDA target's own (GemmRoles.h).
-  GemmRoles roles = splitGemmRoles(a, b, c);
-  bool fp8 = dtype == DType::F8E4M3 || dtype == DType::F8E5M2;
-  std::optional<GemmPlanSummary> plan =
-      planGemm(roles, {a, sa}, {b, sb}, {c, sc}, sizes, fp8);
-  if (!plan)
-    return "cuBLASLt matmul";
-  int copies = plan->copies;
-  std::string text = gemm;
-  if (plan->batchLoop)
-    text += " (batch loop)";
-  // A permute reads and writes the operand once: its bytes, when known.
-  const char *names[3] = {"A", "B", "C"};
-  const std::vector<std::vector<std::string>> *groups[3] = {
-      &info.operandGroups[0], &info.operandGroups[1], &info.outputGroups};
-  for (int x = 0; x < 3; ++x) {
-    if (!(copies & (1 << x)))
-      continue;
-    SizeExpr elements = SizeExpr::constant(1);
-    for (auto &group : *groups[x])
-      for (auto &axis : group)
-        elements = elements * info.axisSizes.at(axis);
-    auto count = elements.evaluate(fn.ctx.env);
-    Int bytes = 0;
-    bool known = count && !elements.overflowed() &&
-                 !__builtin_mul_overflow(*count, Int(2 * dtypeBytes(dtype)),
-                                         &bytes);
-    text += known ? fmt::format(" + permute {} ({} B)", names[x],
-                                toString(bytes))
-                  : fmt::format(" + permute {}", names[x]);
-  }
-  return text;
-}
-
-/// Whether a rearrange of a row-major input is a view in the CUDA target:
-/// every output dim's axes merge into one strided dim (ein_merge).
-bool cudaRearrangeIsView(const CheckedOp &op, const CheckedFunction &fn) {
-  if (!op.transform)
-    return false;
-  const TransformInfo &info = *op.transform;
-  std::map<std::string, int64_t> sizes =
-      layoutSizes(info.axisSizes, fn.ctx.env);
-  std::vector<std::string> axes;
-  std::vector<int64_t> strides;
-  if (!rowMajorAxes(info.inputGroups, sizes, axes, strides))
-    return false;
-  auto strideOf = [&](const std::string &x) {
-    auto it = std::find(axes.begin(), axes.end(), x);
-    return it == axes.end() ? 0 : strides[it - axes.begin()];
-  };
-  for (auto &group : info.outputGroups) {
-    int64_t inner = -1, innerSize = 1;
-    for (size_t i = group.size(); i-- > 0;) {
-      if (sizes.at(group[i]) == 1)
-        continue;
-      int64_t st = strideOf(group[i]), expect = 0;
-      if (inner >= 0 &&
-          (__builtin_mul_overflow(inner, innerSize, &expect) || st != expect))
-        return false;
-      inner = st;
-      innerSize = sizes.at(group[i]);
-    }
-  }
-  return true;
-}
-
-/// What `op` becomes in the CUDA target's source (docs/cuda.md). A result
-/// the function returns is always written (copied) into the output.
-std::string cudaLowering(const OpReport &r, const CheckedFunction &fn) {
-  const CheckedOp &op = *r.op;
-  switch (op.kind) {
-  case OpKind::Rearrange:
-    return r.cost.view || cudaRearrangeIsView(op, fn)
-               ? "view"
-               : "ein_copy (tiled transpose)";
-  case OpKind::Repeat:
-    return "ein_copy (stride-0 read)";
-  case OpKind::Reduce:
-    return fmt::format("ein_reduce {}", reduceKindName(op.reduction));
-  case OpKind::Pack:
-    return fmt::format("ein_copy x{} into slices", op.operands.size());
-  case OpKind::Unpack:
-    return "views";
-  case OpKind::Slice:
-    return "view (ein_slice)";
-  case OpKind::ScatterAdd:
-    return "ein_scatter_add (atomicAdd)";
-  case OpKind::Einsum: {
-    size_t n = op.operands.size();
-    if (n == 2 && op.einsum)
-      return cudaContraction(op, fn);
-    if (n > 2)
-      return fmt::format("{} cuBLASLt matmuls", n - 1);
-    return r.cost.flops.value && *r.cost.flops.value == 0 ? "view or ein_copy"
-                                                          : "ein_reduce sum";
-  }
-  case OpKind::Elementwise:
-  case OpKind::Cast:
-  case OpKind::Constant:
-  case OpKind::Size:
-  case OpKind::Arange:
-  case OpKind::Take:
-    return "ein_map (fused)";
-  }
-  return ""; // every case returns: for GCC's -Wreturn-type
-}
 
 struct Totals {
   Quantity flops, bytes;
@@ -382,30 +183,8 @@ std::string pathStr(const std::vector<ContractionStep> &path) {
 struct TableRow {
   std::string line, op, pattern;
   Quantity flops, bytes;
-  std::string roofline, kind, cuda, fused, formula;
+  std::string roofline, kind, target, formula;
 };
-
-/// The fused cell of an op: "?" when the fusion is unknown, "-" for an op
-/// in its own loop nest.
-std::string fusedLabel(const FunctionFusion &fusion, const CheckedFunction &fn,
-                       const CheckedOp &op) {
-  if (!fusion.unknown.empty())
-    return "?";
-  size_t index = &op - fn.ops.data();
-  if (index >= fusion.groups.size() || fusion.groups[index].empty())
-    return "-";
-  return fusion.groups[index];
-}
-
-/// The fused cell of the table: one group as it is, more as the first and
-/// a count ("elementwise#15 +2"), so that an op read by many fused loops
-/// does not widen every line (JSON keeps the whole list).
-std::string fusedSummary(const std::string &label) {
-  size_t groups = 1 + std::count(label.begin(), label.end(), ',');
-  if (groups == 1)
-    return label;
-  return fmt::format("{} +{}", label.substr(0, label.find(',')), groups - 1);
-}
 
 /// The widest line of the table the report aims for.
 constexpr size_t kMaxLineWidth = 160;
@@ -456,13 +235,13 @@ void appendFormula(std::string &os, size_t used, const std::string &formula) {
   os += line + "\n";
 }
 
-/// The fusion of `fn` when the report shows it.
-const FunctionFusion *fusionOf(const ReportOptions &options,
-                               const CheckedFunction &fn) {
-  if (!options.fusion)
+/// The target's column of `fn` when the report shows one.
+const TargetColumn *columnOf(const ReportOptions &options,
+                             const CheckedFunction &fn) {
+  if (!options.targetColumns)
     return nullptr;
-  auto it = options.fusion->find(fn.name);
-  return it == options.fusion->end() ? nullptr : &it->second;
+  auto it = options.targetColumns->find(fn.name);
+  return it == options.targetColumns->end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> entryChecks(const CheckedFunction &fn) {
@@ -488,7 +267,7 @@ std::string reportTable(const CheckedModule &module,
     if (!options.function.empty() && fn.name != options.function)
       continue;
     auto rows = reportOps(fn, options);
-    const FunctionFusion *fusion = fusionOf(options, fn);
+    const TargetColumn *column = columnOf(options, fn);
     fmt::format_to(out, "\nfunction {} ({}:{})\n", fn.name, module.path,
                    fn.loc.line);
     std::string bound;
@@ -497,11 +276,6 @@ std::string reportTable(const CheckedModule &module,
           fmt::format("{}{}={}", bound.empty() ? "" : ", ", name, toString(v));
     if (!bound.empty())
       fmt::format_to(out, "  sizes: {}\n", bound);
-    // Each op's CUDA lowering, planned once (it runs the GEMM planner).
-    std::vector<std::string> cuda;
-    if (options.cudaTarget)
-      for (auto &r : rows)
-        cuda.push_back(cudaLowering(r, fn));
     // The lines of the table: the function's own ops, and per call one line
     // with the callee's totals (with --expand, followed by its ops, indented).
     std::vector<TableRow> lines;
@@ -540,8 +314,8 @@ std::string reportTable(const CheckedModule &module,
             {where(site.loc),
              std::string(2 * depth, ' ') + (backward ? "grad of call" : "call"),
              site.callee, t.flops, t.bytes,
-             t.timeKnown ? formatSeconds(t.seconds) : "-", "-", "-", "",
-             t.flops.expr.str()});
+             t.timeKnown ? formatSeconds(t.seconds) : "-", "-",
+             column ? column->callCell : "", t.flops.expr.str()});
       }
       if (!path.empty() && !options.expandCalls)
         continue;
@@ -564,17 +338,15 @@ std::string reportTable(const CheckedModule &module,
                                                   r.peak, bandwidth))
                   : "-",
            moves ? (r.cost.view ? "view" : "copy") : "-",
-           options.cudaTarget ? cuda[i] : "",
-           fusion ? fusedSummary(fusedLabel(*fusion, fn, *r.op)) : "",
-           formula});
+           column ? column->cells[r.op - fn.ops.data()] : "", formula});
     }
-    size_t lineW = 4, opW = 9, patW = 7, cudaW = 4, fusedW = 5;
+    size_t lineW = 4, opW = 9, patW = 7,
+           targetW = column ? column->heading.size() : 0;
     for (auto &l : lines) {
       lineW = std::max(lineW, l.line.size());
       opW = std::max(opW, l.op.size());
       patW = std::max(patW, l.pattern.size());
-      cudaW = std::max(cudaW, l.cuda.size());
-      fusedW = std::max(fusedW, l.fused.size());
+      targetW = std::max(targetW, l.target.size());
     }
     auto cell = [&](const std::string &s, size_t w) {
       fmt::format_to(out, "{:<{}}  ", s, w);
@@ -590,10 +362,8 @@ std::string reportTable(const CheckedModule &module,
     cell("line", lineW), cell("op", opW), cell("pattern", patW),
         cell("FLOPs", 14), cell("bytes", 14), cell("FLOP/B", 6),
         cell("roofline", 9), cell("kind", 4);
-    if (options.cudaTarget)
-      cell("CUDA", cudaW);
-    if (fusion)
-      cell("fused", fusedW);
+    if (column)
+      cell(column->heading, targetW);
     appendFormula(os, os.size() - headerStart, "FLOPs formula");
     for (auto &l : lines) {
       size_t start = os.size();
@@ -606,10 +376,8 @@ std::string reportTable(const CheckedModule &module,
       cell(intensity(l.flops, l.bytes), 6);
       cell(l.roofline, 9);
       cell(l.kind, 4);
-      if (options.cudaTarget)
-        cell(l.cuda, cudaW);
-      if (fusion)
-        cell(l.fused, fusedW);
+      if (column)
+        cell(l.target, targetW);
       appendFormula(os, os.size() - start, l.formula);
     }
     Totals t = totalsOf(rows, fn.ctx.env, bandwidth);
@@ -621,17 +389,14 @@ std::string reportTable(const CheckedModule &module,
     cell(intensity(t.flops, t.bytes), 6);
     cell(t.timeKnown ? formatSeconds(t.seconds) : "-", 9);
     cell("", 4);
-    if (options.cudaTarget)
-      cell("", cudaW);
-    if (fusion)
-      cell("", fusedW);
+    if (column)
+      cell("", targetW);
     appendFormula(os, os.size() - totalStart, t.flops.expr.str());
     if (t.flops.value && *t.flops.value >= 1000000)
       fmt::format_to(out, "  total FLOPs: {:.4g}\n", toDouble(*t.flops.value));
-    if (fusion && fusion->off)
-      os += "  fused: off (--no-fusion): every op is its own loop nest\n";
-    if (fusion && !fusion->unknown.empty())
-      fmt::format_to(out, "  fused: unknown ({})\n", fusion->unknown);
+    if (column)
+      for (auto &note : column->notes)
+        fmt::format_to(out, "  {}\n", note);
     if (!fn.callSites.empty()) {
       // Totals by function, callees including what they call (as a FLOP
       // profiler's per-module table).
@@ -687,7 +452,7 @@ std::string reportJSON(const CheckedModule &module,
     if (!options.function.empty() && fn.name != options.function)
       continue;
     auto rows = reportOps(fn, options);
-    const FunctionFusion *fusion = fusionOf(options, fn);
+    const TargetColumn *column = columnOf(options, fn);
     fmt::format_to(out, "{}{{\"name\": {}, \"line\": {}, \"ops\": [",
                    firstFn ? "" : ", ", jsonString(fn.name), fn.loc.line);
     firstFn = false;
@@ -732,13 +497,11 @@ std::string reportJSON(const CheckedModule &module,
         }
         os += "]";
       }
-      if (options.cudaTarget)
-        fmt::format_to(out, ", \"cuda\": {}", jsonString(cudaLowering(r, fn)));
-      if (fusion)
-        fmt::format_to(out, ", \"fused\": {}",
-                       fusion->unknown.empty()
-                           ? jsonString(fusedLabel(*fusion, fn, *r.op))
-                           : "null");
+      if (column) {
+        const auto &value = column->values[r.op - fn.ops.data()];
+        fmt::format_to(out, ", {}: {}", jsonString(column->field),
+                       value ? jsonString(*value) : "null");
+      }
       if (f && b && *b > 0)
         fmt::format_to(out, ", \"intensity\": {}",
                        jsonDouble(toDouble(*f) / toDouble(*b)));
@@ -767,12 +530,9 @@ std::string reportJSON(const CheckedModule &module,
                    jsonNumber(t.bytes.value), jsonString(t.bytes.expr.str()));
     if (t.timeKnown)
       fmt::format_to(out, ", \"roofline_s\": {}", jsonDouble(t.seconds));
-    if (fusion)
-      fmt::format_to(out, ", \"fusion\": {}",
-                     jsonString(fusion->off ? "off"
-                                : fusion->unknown.empty()
-                                    ? "cpu"
-                                    : "unknown: " + fusion->unknown));
+    if (column && !column->functionField.empty())
+      fmt::format_to(out, ", {}: {}", jsonString(column->functionField),
+                     jsonString(column->functionValue));
     if (!fn.callSites.empty()) {
       auto bySite = rowsByCallSite(fn, rows, false);
       os += ", \"by_function\": [";

@@ -141,7 +141,7 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
                                    exprToString(red);
       // The kinds in table order (ReduceKinds.def): "sum", ... or "var".
       std::vector<std::string> names;
-#define EIN_REDUCE_KIND(Kind, name) names.push_back("\"" #name "\"");
+#define EIN_REDUCE_KIND(Kind, name, ...) names.push_back("\"" #name "\"");
 #include "ein/Shape/ReduceKinds.def"
       std::string expected = names.front();
       for (size_t i = 1; i < names.size(); ++i)

@@ -8,7 +8,7 @@
 namespace ein {
 
 std::optional<ReduceKind> parseReduceKind(const std::string &name) {
-#define EIN_REDUCE_KIND(Kind, name_)                                           \
+#define EIN_REDUCE_KIND(Kind, name_, ...)                                      \
   if (name == #name_)                                                          \
     return ReduceKind::Kind;
 #include "ein/Shape/ReduceKinds.def"
@@ -17,13 +17,37 @@ std::optional<ReduceKind> parseReduceKind(const std::string &name) {
 
 const char *reduceKindName(ReduceKind kind) {
   switch (kind) {
-#define EIN_REDUCE_KIND(Kind, name)                                            \
+#define EIN_REDUCE_KIND(Kind, name, ...)                                       \
   case ReduceKind::Kind:                                                       \
     return #name;
 #include "ein/Shape/ReduceKinds.def"
   }
   return "sum";
 }
+
+namespace {
+
+/// A row of ReduceKinds.def past its name.
+struct ReduceRow {
+  ReduceCombine combine;
+  ReduceFinish finish;
+};
+
+ReduceRow reduceRow(ReduceKind kind) {
+  switch (kind) {
+#define EIN_REDUCE_KIND(Kind, name, Combine, Finish)                           \
+  case ReduceKind::Kind:                                                       \
+    return {ReduceCombine::Combine, ReduceFinish::Finish};
+#include "ein/Shape/ReduceKinds.def"
+  }
+  return {}; // every case returns: for GCC's -Wreturn-type
+}
+
+} // namespace
+
+ReduceCombine reduceCombine(ReduceKind kind) { return reduceRow(kind).combine; }
+
+ReduceFinish reduceFinish(ReduceKind kind) { return reduceRow(kind).finish; }
 
 //===----------------------------------------------------------------------===//
 // InferContext

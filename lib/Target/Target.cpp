@@ -1,5 +1,5 @@
 // What every target shares: the refusals of the uses a target does not
-// serve, and the default timing of a callable.
+// serve, no report column by default, and the default timing of a callable.
 #include "ein/Target/Target.h"
 
 #include <fmt/format.h>
@@ -34,6 +34,12 @@ ErrorOr<void> Target::buildFiles(const CheckedModule &, const std::string &,
                                  const std::string &, const std::string &,
                                  const TargetOptions &) const {
   return Error::usage(fmt::format("target '{}' does not build files", name()));
+}
+
+std::optional<TargetColumn> Target::describe(const CheckedModule &,
+                                             const CheckedFunction &, Described,
+                                             const TargetOptions &) const {
+  return std::nullopt;
 }
 
 ErrorOr<double> medianSeconds(const std::function<ErrorOr<void>()> &call,

@@ -1,5 +1,6 @@
 // libFuzzer target: the cost model as `einc report --json` computes it
-// (lib/Analysis, lib/Report/Report.cpp), bytes taken as a source file; sizes
+// (lib/Analysis, lib/Report/Report.cpp; the CUDA target's column,
+// lib/Target/CUDA/DescribeCUDA.cpp), bytes taken as a source file; sizes
 // are bound by `#! dim NAME=INT` lines and by values derived from the input.
 //
 // Oracles beyond "no crash, no sanitizer report":
@@ -9,7 +10,7 @@
 #include "ein/Report/Report.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/Parser.h"
-
+#include "ein/Target/CUDA/DescribeCUDA.h"
 
 using namespace ein;
 
@@ -45,7 +46,13 @@ void report(const CheckedModule &module, const fuzz::Directives &directives,
     options.peakOverride = 1e12;
   if ((seed >> 4) % 4 == 0)
     options.bandwidthOverride = 3e9;
-  options.cudaTarget = (seed >> 6) % 2 == 0; // the planner on any sizes
+  // The CUDA target's column: the planner on any sizes.
+  std::map<std::string, TargetColumn> columns;
+  if ((seed >> 6) % 2 == 0) {
+    for (auto &fn : module.functions)
+      columns.emplace(fn.name, describeCUDA(fn));
+    options.targetColumns = &columns;
+  }
   std::string json = reportJSON(module, options);
   (void)reportTable(module, options);
   if (fuzz::ignored("json"))

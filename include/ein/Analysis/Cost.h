@@ -51,6 +51,10 @@ struct OpCost {
 /// The cost of one op under the conventions of docs/cost-model.md.
 OpCost computeCost(const CostInput &input, const Bindings &env);
 
+/// The cost inputs of a checked op of `fn` (the report, the targets' report
+/// columns and tests read its cost through it).
+CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn);
+
 /// The operand list after contracting operands `i` and `j` of a path into
 /// `result`: the others in order, then the result (`i == j`: a one-operand
 /// step). Paths index operands by this convention, so the cost model and the

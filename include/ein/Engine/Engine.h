@@ -2,7 +2,8 @@
 // cached in memory by signature, and calls them with strided host tensors.
 #pragma once
 
-#include "ein/Execution/JIT.h"
+#include "ein/Conversion/CPU/CPUOptions.h"
+#include "ein/Execution/JITOptions.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Sema/EntryBinding.h"
@@ -98,6 +99,24 @@ public:
                                              const CheckedModule &checked,
                                              const std::string &function,
                                              TargetOptions options);
+
+  /// `einc build`: writes every entry point of `module` for `target` to
+  /// `outputPath` and `headerPath`, both or neither (Target::buildFiles;
+  /// errors about the module are in `sourcePath`). Files are not cached:
+  /// the Engine is the door to every target, not only to compiled code.
+  ErrorOr<void> buildFiles(const Target &target, const CheckedModule &module,
+                           const std::string &sourcePath,
+                           const std::string &outputPath,
+                           const std::string &headerPath,
+                           const TargetOptions &options) const;
+
+  /// `einc report --target`: `target`'s column (Target::describe) of each
+  /// function of `module` (only `function` when not empty), by name; a
+  /// function the target adds no column to is left out.
+  std::map<std::string, TargetColumn>
+  describe(const Target &target, const CheckedModule &module,
+           const std::string &function, Described what,
+           const TargetOptions &options) const;
 
   /// The error of a call of `function` bound as `call` whose index status
   /// counted `count` ids out of range on `inputs`, explained: the take

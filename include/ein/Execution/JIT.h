@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ein/Conversion/CPU/Pipelines.h"
+#include "ein/Execution/JITOptions.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
@@ -34,19 +35,6 @@ Error indexError(const std::vector<TakeSite> &takes, int64_t count,
 Error takeIdError(const TakeSite &take, int64_t id,
                   const std::vector<int64_t> &position, int64_t count,
                   const Bindings &env);
-
-/// Profiler and debugger hooks of the JIT. Off by default: the perf listener
-/// writes a jitdump directory (`$JITDUMPDIR` or `$HOME`/.debug/jit/...) on
-/// every compilation, which piles up and is never cleaned.
-struct JITOptions {
-  bool perfListener = false; // perf jitdump files, for `perf inject --jit`
-  bool gdbListener = false;  // register the code with gdb's JIT interface
-  /// When set, compile() also writes the compiled object code to this file
-  /// (for loadObject in a later process).
-  std::string objectFile;
-  /// The options asked for by EIN_JIT_PERF=1 and EIN_JIT_GDB=1.
-  static JITOptions fromEnvironment();
-};
 
 /// A function compiled for this CPU: dims bound to numbers are compiled in,
 /// the others are read from the arguments at each call.

@@ -24,11 +24,22 @@ struct SizeArg {
 
 /// Every reduction, one per row of ReduceKinds.def.
 enum class ReduceKind {
-#define EIN_REDUCE_KIND(Kind, name) Kind,
+#define EIN_REDUCE_KIND(Kind, name, ...) Kind,
 #include "ein/Shape/ReduceKinds.def"
 };
 std::optional<ReduceKind> parseReduceKind(const std::string &name);
 const char *reduceKindName(ReduceKind kind);
+
+/// How a reduction folds its elements (ReduceKinds.def's Combine column):
+/// the binary operation and so the identity a fold starts from (Add 0, Mul
+/// 1, Max the lowest value, Min the highest, Or 0, And 1).
+enum class ReduceCombine { Add, Mul, Max, Min, Or, And };
+/// What a reduction does with the folded value (the Finish column): nothing,
+/// divide by the count of reduced elements (Mean), or fold the squared
+/// deviations from that mean in a second pass and divide again (Variance).
+enum class ReduceFinish { None, Mean, Variance };
+ReduceCombine reduceCombine(ReduceKind kind);
+ReduceFinish reduceFinish(ReduceKind kind);
 
 /// What inference knows and learns about sizes in one function.
 struct InferContext {

@@ -3,13 +3,14 @@
 // every target is registered once (TargetRegistry.h) and named by --target.
 #pragma once
 
-#include "ein/Conversion/CPU/Pipelines.h"
+#include "ein/Conversion/CPU/CPUOptions.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,36 @@ struct TargetOptions {
   /// instead of the program `einc run` runs (and EINC_CUDA_SAVE keeps).
   /// The CPU targets always run in this process and ignore it.
   bool inProcess = false;
+};
+
+/// A target's column in `einc report --target=NAME`: what each op of one
+/// function becomes on it (Target::describe). The report prints it as it
+/// is, so that no target's plan is spelled outside its own folder.
+struct TargetColumn {
+  /// The column's heading in the table ("CUDA") and its field in each op's
+  /// JSON object ("cuda").
+  std::string heading, field;
+  /// Per op of CheckedFunction::ops (same index): its cell in the table,
+  /// and its value in the JSON (a string, or null when nullopt).
+  std::vector<std::string> cells;
+  std::vector<std::optional<std::string>> values;
+  /// The cell of a line that totals a call's ops (the call is not an op).
+  std::string callCell;
+  /// Lines under the function's table, after its totals.
+  std::vector<std::string> notes;
+  /// A field of the function's JSON object and its string value ("fusion":
+  /// "cpu"); none when `functionField` is empty.
+  std::string functionField, functionValue;
+};
+
+/// What a report column describes.
+enum class Described {
+  /// A function as written (`einc report`).
+  Function,
+  /// The step `einc report --train` assembles around a function (its
+  /// gradients added as results) for its account: a target describes such a
+  /// step op by op, or not at all (it is not the function a target builds).
+  TrainingStep,
 };
 
 /// The kinds of artifact a target's build() makes.
@@ -161,11 +192,15 @@ public:
   /// Whether `einc build --main NAME` applies (a main() in the output).
   virtual bool acceptsMain() const { return false; }
 
-  /// Whether `einc report --target` adds a column of this target's plan for
-  /// each op.
-  virtual bool hasReportColumn() const { return false; }
-  /// Whether the report's fused column (the CPU pipeline's fusion) applies.
-  virtual bool reportsCPUFusion() const { return false; }
+  /// `einc report --target`: what each op of `fn` (a function of `module`,
+  /// as `what` says) becomes on this target, from the target's own planning
+  /// code (after IREE's TargetBackend). A whole function at a time, since
+  /// what an op becomes may depend on its neighbours (the CPU's fusion).
+  /// nullopt (the default) when the target adds no column. Never fails: a
+  /// function the target cannot plan says so in its column.
+  virtual std::optional<TargetColumn>
+  describe(const CheckedModule &module, const CheckedFunction &fn,
+           Described what, const TargetOptions &options) const;
 };
 
 /// Median seconds per call of `call` after one warm-up call, over at least

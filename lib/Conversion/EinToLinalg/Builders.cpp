@@ -418,39 +418,37 @@ Value OpLowering::castTensor(Location loc, Value v, Type to) {
 }
 
 mlir::TypedAttr OpLowering::identity(ReduceKind kind, Type t) {
+  // The fold's identity follows from its combine (ReduceKinds.def).
+  ReduceCombine combine = reduceCombine(kind);
   if (auto f = llvm::dyn_cast<mlir::FloatType>(t)) {
     const llvm::fltSemantics &sem = f.getFloatSemantics();
-    switch (kind) {
-    case ReduceKind::Sum:
-    case ReduceKind::Mean:
-    case ReduceKind::Var: // both of its passes sum
+    switch (combine) {
+    case ReduceCombine::Add:
       return b.getFloatAttr(t, 0.0);
-    case ReduceKind::Prod:
+    case ReduceCombine::Mul:
       return b.getFloatAttr(t, 1.0);
-    case ReduceKind::Max:
+    case ReduceCombine::Max:
       return b.getFloatAttr(t, llvm::APFloat::getInf(sem, /*Negative=*/true));
-    case ReduceKind::Min:
+    case ReduceCombine::Min:
       return b.getFloatAttr(t, llvm::APFloat::getInf(sem, false));
-    case ReduceKind::Any: // bool only: never a float
-    case ReduceKind::All:
+    case ReduceCombine::Or: // bool only: never a float
+    case ReduceCombine::And:
       break;
     }
   }
   unsigned w = t.getIntOrFloatBitWidth();
-  switch (kind) {
-  case ReduceKind::Any: // on bool bytes: the identity of or
+  switch (combine) {
+  case ReduceCombine::Or: // on bool bytes: the identity of or
     return b.getIntegerAttr(t, 0);
-  case ReduceKind::All:
+  case ReduceCombine::And:
     return b.getIntegerAttr(t, 1);
-  case ReduceKind::Sum:
-  case ReduceKind::Mean:
-  case ReduceKind::Var:
+  case ReduceCombine::Add:
     return b.getIntegerAttr(t, 0);
-  case ReduceKind::Prod:
+  case ReduceCombine::Mul:
     return b.getIntegerAttr(t, 1);
-  case ReduceKind::Max:
+  case ReduceCombine::Max:
     return b.getIntegerAttr(t, llvm::APInt::getSignedMinValue(w));
-  case ReduceKind::Min:
+  case ReduceCombine::Min:
     return b.getIntegerAttr(t, llvm::APInt::getSignedMaxValue(w));
   }
   return b.getIntegerAttr(t, 0);
@@ -464,26 +462,24 @@ mlir::arith::FastMathFlags OpLowering::reductionMath() {
 Value OpLowering::combine(OpBuilder &nb, Location loc, ReduceKind kind,
                           Value acc, Value x) {
   bool isF = llvm::isa<mlir::FloatType>(acc.getType());
-  switch (kind) {
-  case ReduceKind::Sum:
-  case ReduceKind::Mean:
-  case ReduceKind::Var: // its first pass sums (Transforms.cpp)
+  switch (reduceCombine(kind)) {
+  case ReduceCombine::Add:
     return isF ? Value(nb.create<mlir::arith::AddFOp>(loc, acc, x,
                                                       reductionMath()))
                : Value(nb.create<mlir::arith::AddIOp>(loc, acc, x));
-  case ReduceKind::Prod:
+  case ReduceCombine::Mul:
     return isF ? Value(nb.create<mlir::arith::MulFOp>(loc, acc, x,
                                                       reductionMath()))
                : Value(nb.create<mlir::arith::MulIOp>(loc, acc, x));
-  case ReduceKind::Max:
+  case ReduceCombine::Max:
     return isF ? Value(nb.create<mlir::arith::MaximumFOp>(loc, acc, x))
                : Value(nb.create<mlir::arith::MaxSIOp>(loc, acc, x));
-  case ReduceKind::Min:
+  case ReduceCombine::Min:
     return isF ? Value(nb.create<mlir::arith::MinimumFOp>(loc, acc, x))
                : Value(nb.create<mlir::arith::MinSIOp>(loc, acc, x));
-  case ReduceKind::Any: // bool bytes are 0 or 1: or is max, and is min
+  case ReduceCombine::Or: // bool bytes are 0 or 1: or is max, and is min
     return nb.create<mlir::arith::MaxUIOp>(loc, acc, x);
-  case ReduceKind::All:
+  case ReduceCombine::And:
     return nb.create<mlir::arith::MinUIOp>(loc, acc, x);
   }
   return acc;

@@ -44,7 +44,8 @@ mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
   } else {
     // max and min have no identity: over an empty axis there is no answer
     // (the checker refuses such programs; IR given to ein-opt may not be).
-    if (kind == ReduceKind::Max || kind == ReduceKind::Min)
+    if (reduceCombine(kind) == ReduceCombine::Max ||
+        reduceCombine(kind) == ReduceCombine::Min)
       for (auto &a : reductions)
         if (isStaticSize(l.axisSize(a), 0))
           return op->emitOpError()
@@ -89,11 +90,11 @@ mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
             return Value(nb.create<mlir::arith::DivSIOp>(nl, x, n));
           });
     };
-    switch (kind) {
-    case ReduceKind::Mean:
+    switch (reduceFinish(kind)) {
+    case ReduceFinish::Mean:
       result = divideByCount(result);
       break;
-    case ReduceKind::Var: {
+    case ReduceFinish::Variance: {
       // Two passes (numerically sound, unlike E[x^2] - E[x]^2): the mean,
       // then the mean of the squared deviations from it. Floats only (the
       // dtype rule), in the accumulator type.
@@ -113,12 +114,7 @@ mlir::FailureOr<Value> lowerTransform(OpLowering &l, mlir::Operation *op,
       result = divideByCount(squares);
       break;
     }
-    case ReduceKind::Sum:
-    case ReduceKind::Max:
-    case ReduceKind::Min:
-    case ReduceKind::Prod:
-    case ReduceKind::Any:
-    case ReduceKind::All:
+    case ReduceFinish::None:
       break;
     }
     result = l.castTensor(loc, result, element);

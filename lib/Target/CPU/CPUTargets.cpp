@@ -5,6 +5,7 @@
 #include "ein/Engine/ObjectCache.h"
 #include "ein/Execution/AOT.h"
 #include "ein/Execution/JIT.h"
+#include "ein/Target/CPU/DescribeCPU.h"
 
 namespace ein {
 
@@ -54,7 +55,16 @@ public:
   ErrorOr<void> checkRunnable(const TargetOptions &options) const override {
     return hostCanRun(options);
   }
-  bool reportsCPUFusion() const override { return true; }
+  /// The fused column: how the CPU pipeline groups the function's ops. The
+  /// training step of `--train` is not the function the pipeline compiles,
+  /// so it has no column.
+  std::optional<TargetColumn>
+  describe(const CheckedModule &module, const CheckedFunction &fn,
+           Described what, const TargetOptions &options) const override {
+    if (what == Described::TrainingStep)
+      return std::nullopt;
+    return fusionColumn(fn, analyzeFusion(module, fn, options.cpu));
+  }
 
   ErrorOr<std::shared_ptr<Artifact>>
   build(const CheckedModule &module, const std::string &function,

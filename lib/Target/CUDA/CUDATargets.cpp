@@ -12,6 +12,7 @@
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Support/Process.h"
 #include "ein/Target/CUDA/Build.h"
+#include "ein/Target/CUDA/DescribeCUDA.h"
 #include "ein/Target/CUDA/EmitCUDA.h"
 
 #include <fmt/format.h>
@@ -175,7 +176,12 @@ public:
   std::vector<DType> supportedDTypes() const override { return allDTypes(); }
   std::string outputName() const override { return "SOURCE.cu"; }
   bool acceptsMain() const override { return !emulated; }
-  bool hasReportColumn() const override { return !emulated; }
+  /// The CUDA column: the kernel or cuBLASLt call per op (DescribeCUDA.cpp).
+  std::optional<TargetColumn> describe(const CheckedModule &,
+                                       const CheckedFunction &fn, Described,
+                                       const TargetOptions &) const override {
+    return describeCUDA(fn);
+  }
 
   ErrorOr<std::shared_ptr<Artifact>>
   build(const CheckedModule &module, const std::string &function,

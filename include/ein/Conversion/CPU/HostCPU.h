@@ -3,6 +3,7 @@
 // blocking derived from them.
 #pragma once
 
+#include "ein/Conversion/CPU/CPUOptions.h"
 #include "ein/Support/Error.h"
 
 #include <algorithm>
@@ -15,16 +16,6 @@ class TargetMachine;
 } // namespace llvm
 
 namespace ein {
-
-/// The CPU to compile for, as the user names it: an LLVM CPU name
-/// (`znver3`, `skylake-avx512`, `x86-64-v3`, ...) and features added to or
-/// removed from it (`+avx512f,-avx512bw`). Both empty: the host, whose
-/// features are read from the processor itself.
-struct TargetCPU {
-  std::string name;
-  std::string features;
-  bool isHost() const { return name.empty() && features.empty(); }
-};
 
 /// What code compiled for a TargetCPU may use, as LLVM and the tiling passes
 /// need it.
