@@ -110,58 +110,25 @@ std::optional<Operand> FunctionChecker::single(unsigned id) {
   return o;
 }
 
-unsigned FunctionChecker::materialize(const Operand &lit, DType dtype,
-                                      const Expr &at) {
-  NumberLiteral literal = lit.literal;
-  if (lit.size) {
-    SizeExpr bound = lit.size->substitute(out.ctx.env);
-    if (auto known = bound.constantValue()) {
-      literal = NumberLiteral{};
-      literal.isInt = true;
-      literal.exact = *known;
-      literal.value = static_cast<double>(*known);
-    } else {
-      if (dtype == DType::Bool)
-        diags.error(at.loc,
-                    "a size cannot combine with a bool tensor; compare it "
-                    "(x < n) or convert with astype",
-                    literalSpan(at));
-      CheckedOp op;
-      op.kind = OpKind::Size;
-      op.loc = at.loc;
-      op.sizeValue = bound;
-      unsigned id = addValue(TensorType{{}, dtype});
-      op.results.push_back(id);
-      out.ops.push_back(std::move(op));
-      return id;
-    }
+std::optional<unsigned>
+FunctionChecker::materialize(const Operand &lit, DType dtype, const Expr &at) {
+  ProgramBuilder b = builder(at.loc);
+  BuildOr<unsigned> id = lit.size
+                             ? b.size(lit.size->substitute(out.ctx.env), dtype)
+                             : b.literal(lit.literal, dtype);
+  if (!id) {
+    diags.error(at.loc, id.error().error.message, literalSpan(at));
+    return std::nullopt;
   }
-  CheckedOp op;
-  if (auto error = literalDTypeError(literal, dtype))
-    diags.error(at.loc, *error, literalSpan(at));
-  op.kind = OpKind::Constant;
-  op.loc = at.loc;
-  op.constant = literal.value;
-  op.constantIsInt = literal.isInt;
-  if (literal.isInt && literal.exact && !isFloat(dtype) && dtype != DType::Bool)
-    op.constantInt = static_cast<int64_t>(*literal.exact);
-  unsigned id = addValue(TensorType{{}, dtype});
-  op.results.push_back(id);
-  out.ops.push_back(std::move(op));
-  return id;
+  return *id;
 }
 
 std::optional<unsigned> FunctionChecker::scalarAs(const Operand &v, DType dtype,
                                                   const Expr &at) {
   if (!v.isScalar())
     return v.values[0];
-  if (!v.deferred) {
-    unsigned errorsBefore = diags.errorCount();
-    unsigned id = materialize(v, dtype, at);
-    if (diags.errorCount() != errorsBefore)
-      return std::nullopt;
-    return id;
-  }
+  if (!v.deferred)
+    return materialize(v, dtype, at);
   std::optional<DType> saved = pendingDType;
   pendingDType = dtype;
   auto again = eval(*v.deferred);
@@ -647,15 +614,7 @@ std::optional<Operand> FunctionChecker::astype(const Expr &e) {
     diags.error(e.args[0]->loc, "expected a tensor here", e.args[0]->length);
     return std::nullopt;
   }
-  std::optional<unsigned> x = value->values[0];
-  CheckedOp op;
-  op.kind = OpKind::Cast;
-  op.loc = e.loc;
-  op.operands.push_back(*x);
-  op.results.push_back(addValue(TensorType{typeOf(*x).shape, *dtype}));
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return single(builder(e.loc).astype(value->values[0], *dtype));
 }
 
 std::optional<Operand> FunctionChecker::arange(const Expr &e) {
@@ -666,6 +625,7 @@ std::optional<Operand> FunctionChecker::arange(const Expr &e) {
     return std::nullopt;
   }
   DType dtype = DType::I64;
+  const Expr *dtypeExpr = nullptr;
   for (const KeywordArg &k : e.keywords) {
     if (k.name != "dtype") {
       diags.error(k.loc,
@@ -683,14 +643,8 @@ std::optional<Operand> FunctionChecker::arange(const Expr &e) {
                   k.value->length);
       return std::nullopt;
     }
-    if (*d == DType::Bool) {
-      diags.error(k.value->loc,
-                  "arange counts in a number dtype, not bool; compare the "
-                  "result instead (arange(s) < n)",
-                  k.value->length);
-      return std::nullopt;
-    }
     dtype = *d;
+    dtypeExpr = k.value.get();
   }
   const Expr &arg = *e.args[0];
   if (arg.kind == Expr::Kind::Name && vars.count(arg.text)) {
@@ -712,22 +666,16 @@ std::optional<Operand> FunctionChecker::arange(const Expr &e) {
   std::optional<SizeExpr> n = sizeOf(arg);
   if (!n)
     return std::nullopt;
-  if (auto known = n->substitute(out.ctx.env).constantValue();
-      known && *known < 0) {
-    diags.error(arg.loc,
-                fmt::format("arange of a negative size ({})",
-                            static_cast<long long>(*known)),
-                arg.length);
+  BuildOr<unsigned> counted = builder(e.loc).arange(*n, dtype);
+  if (!counted) {
+    // The rule refuses the dtype (its keyword, dtype=) or the size.
+    const ShapeError &why = counted.error().error;
+    const Expr &at =
+        why.anchor == ShapeError::Anchor::Kwarg && dtypeExpr ? *dtypeExpr : arg;
+    diags.error(at.loc, why.message, at.length);
     return std::nullopt;
   }
-  CheckedOp op;
-  op.kind = OpKind::Arange;
-  op.loc = e.loc;
-  op.sizeValue = *n;
-  op.results.push_back(addValue(TensorType{{Dim::ofSize(*n)}, dtype}));
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return single(*counted);
 }
 
 std::optional<Operand> FunctionChecker::take(const Expr &e) {
@@ -752,16 +700,6 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
   auto ids = tensorOf(*e.args[1]);
   if (!ids)
     return std::nullopt;
-  TensorType tableType = typeOf(*table), idsType = typeOf(*ids);
-  if (idsType.dtype != DType::I64 && idsType.dtype != DType::I32) {
-    diags.error(e.args[1]->loc,
-                fmt::format("take's ids must be integers (i32 or i64), not {}",
-                            dtypeName(idsType.dtype)),
-                e.args[1]->length);
-    return std::nullopt;
-  }
-  Shape tableShape = out.ctx.expand(tableType.shape);
-  Shape idsShape = out.ctx.expand(idsType.shape);
   auto parsed = parseShape(axisArg.text);
   if (!parsed || parsed->size() != 1) {
     diags.error(axisArg.loc,
@@ -771,74 +709,19 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
                 axisArg.length);
     return std::nullopt;
   }
-  Dim axisDim = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
-  if (axisDim.isPack() || isAnonymousName(axisDim.size.str())) {
-    diags.error(axisArg.loc,
-                fmt::format("take's axis \"{}\" must be a size, not a "
-                            "variadic or anonymous dim",
-                            axisArg.text),
-                axisArg.length);
+  Dim axis = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
+  BuildOr<unsigned> taken =
+      builder(e.loc).take(*table, *ids, axis, axisArg.text);
+  if (!taken) {
+    // An error about the axis is under the whole string, as written.
+    const ShapeError &why = taken.error().error;
+    if (why.anchor == ShapeError::Anchor::Pattern)
+      diags.error(axisArg.loc, why.message, axisArg.length);
+    else
+      report(why, e, nullptr);
     return std::nullopt;
   }
-  std::vector<size_t> matches = dimsOfSize(tableShape, axisDim.size);
-  bool variadic = std::any_of(tableShape.begin(), tableShape.end(),
-                              [](const Dim &d) { return d.isPack(); });
-  std::string tableText = shapeStr(tableType.shape);
-  if (matches.empty()) {
-    std::vector<std::string> names;
-    for (const Dim &d : tableShape)
-      if (!d.isPack())
-        names.push_back(d.size.str());
-    std::string hint;
-    // Short names are too close to every other to suggest one.
-    std::string wanted = axisDim.size.str();
-    if (auto close =
-            closestName(wanted, names, std::min<size_t>(2, wanted.size() / 2)))
-      hint = fmt::format("; did you mean \"{}\"?", *close);
-    else if (variadic)
-      hint = "; an axis inside a variadic (*name) cannot be named";
-    diags.error(axisArg.loc,
-                fmt::format("take's axis \"{}\" is not a dim of the table "
-                            "(shape \"{}\"){}",
-                            axisArg.text, tableText, hint),
-                axisArg.length);
-    return std::nullopt;
-  }
-  if (matches.size() > 1) {
-    diags.error(axisArg.loc,
-                fmt::format("take's axis \"{}\" is ambiguous: the table "
-                            "(shape \"{}\") has {} dims of that size; "
-                            "rearrange it so that one dim has its own name",
-                            axisArg.text, tableText, matches.size()),
-                axisArg.length);
-    return std::nullopt;
-  }
-  size_t axis = matches[0];
-  // The variadics before the axis would leave its position unknown; after
-  // it, and in the ids, they must have a rank the lowering knows.
-  for (const Shape *shape : {&tableShape, &idsShape})
-    for (const Dim &d : *shape)
-      if (d.isPack()) {
-        diags.error(shape == &idsShape ? e.args[1]->loc : e.args[0]->loc,
-                    fmt::format("take does not support a variadic dim (*{}) "
-                                "in the table or the ids; name its dims",
-                                d.pack),
-                    shape == &idsShape ? e.args[1]->length : e.args[0]->length);
-        return std::nullopt;
-      }
-  Shape result(tableShape.begin(), tableShape.begin() + axis);
-  result.insert(result.end(), idsShape.begin(), idsShape.end());
-  result.insert(result.end(), tableShape.begin() + axis + 1, tableShape.end());
-  CheckedOp op;
-  op.kind = OpKind::Take;
-  op.loc = e.loc;
-  op.axis = static_cast<unsigned>(axis);
-  op.sizeValue = axisDim.size;
-  op.operands = {*table, *ids};
-  op.results.push_back(addValue(TensorType{result, tableType.dtype}));
-  unsigned id = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(id);
+  return single(*taken);
 }
 
 } // namespace ein::sema

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ein/Sema/Checker.h"
+#include "ein/Sema/ProgramBuilder.h"
 #include "ein/Shape/DTypeRules.h"
 
 #include <functional>
@@ -191,6 +192,24 @@ private:
   /// Reports a ShapeError at the place its anchor names in `call`.
   void report(const ShapeError &e, const Expr &call, const Expr *patternExpr);
 
+  /// The builder of this function's ops (ProgramBuilder.h: each op's shape
+  /// and dtype rule), its ops located at `at`; an inlined callee's ops get
+  /// their call site once the call is checked (CheckCalls.cpp).
+  ProgramBuilder builder(SourceLoc at) {
+    ProgramBuilder b(out);
+    b.setOrigin(BuildOrigin{at});
+    return b;
+  }
+  /// The value built, or nullopt after reporting why not: at the place the
+  /// error's anchor names in `call` (report()), its pattern `patternExpr`.
+  std::optional<unsigned> built(BuildOr<unsigned> value, const Expr &call,
+                                const Expr *patternExpr = nullptr) {
+    if (value)
+      return *value;
+    report(value.error().error, call, patternExpr);
+    return std::nullopt;
+  }
+
   bool checkStmt(const Stmt &stmt);
 
   std::optional<unsigned> tensorOf(const Expr &e);
@@ -227,7 +246,8 @@ private:
   /// it fits (lib/Shape/DTypeRules.cpp); `at` is the literal's expression.
   /// A size becomes a constant when its value is known, else an op that
   /// reads it at run time (OpKind::Size).
-  unsigned materialize(const Operand &lit, DType dtype, const Expr &at);
+  std::optional<unsigned> materialize(const Operand &lit, DType dtype,
+                                      const Expr &at);
 
   std::optional<Operand> eval(const Expr &e);
 

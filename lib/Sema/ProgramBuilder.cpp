@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace ein {
 
 std::string BuildError::str() const {
@@ -93,28 +95,72 @@ unsigned ProgramBuilder::constant(double value, DType dtype) {
   CheckedOp op;
   op.kind = OpKind::Constant;
   op.constant = value;
+  op.constantIsInt = std::trunc(value) == value;
+  // MLIRGen carries an integer dtype's value exactly, from constantInt.
+  if (!isFloat(dtype) && dtype != DType::Bool)
+    op.constantInt = static_cast<int64_t>(value);
   return append(std::move(op), TensorType{{}, dtype});
 }
 
-unsigned ProgramBuilder::size(const SizeExpr &n, DType dtype) {
-  if (auto known = n.constantValue())
-    return constant(toDouble(*known), dtype);
+BuildOr<unsigned> ProgramBuilder::literal(const NumberLiteral &value,
+                                          DType dtype) {
+  if (auto why = literalDTypeError(value, dtype))
+    return failure(ShapeError::atOp(*why), "constant", "");
+  CheckedOp op;
+  op.kind = OpKind::Constant;
+  op.constant = value.value;
+  op.constantIsInt = value.isInt;
+  if (value.isInt && value.exact && !isFloat(dtype) && dtype != DType::Bool)
+    op.constantInt = static_cast<int64_t>(*value.exact);
+  return append(std::move(op), TensorType{{}, dtype});
+}
+
+BuildOr<unsigned> ProgramBuilder::size(const SizeExpr &n, DType dtype) {
+  if (auto known = n.constantValue()) {
+    NumberLiteral number;
+    number.isInt = true;
+    number.exact = *known;
+    number.value = static_cast<double>(*known);
+    return literal(number, dtype);
+  }
+  if (dtype == DType::Bool)
+    return failure(ShapeError::atOp("a size cannot combine with a bool "
+                                    "tensor; compare it (x < n) or convert "
+                                    "with astype"),
+                   "size", "");
   CheckedOp op;
   op.kind = OpKind::Size;
   op.sizeValue = n;
   return append(std::move(op), TensorType{{}, dtype});
 }
 
-unsigned ProgramBuilder::arange(const SizeExpr &n) {
+BuildOr<unsigned> ProgramBuilder::arange(const SizeExpr &n, DType dtype) {
+  if (dtype == DType::Bool)
+    return failure(ShapeError::atKwarg("arange counts in a number dtype, not "
+                                       "bool; compare the result instead "
+                                       "(arange(s) < n)",
+                                       0),
+                   "arange", "");
+  if (auto known = n.substitute(fn.ctx.env).constantValue();
+      known && *known < 0)
+    return failure(
+        ShapeError::atOperand(fmt::format("arange of a negative size ({})",
+                                          static_cast<long long>(*known)),
+                              0),
+        "arange", "");
   CheckedOp op;
   op.kind = OpKind::Arange;
   op.sizeValue = n;
-  return append(std::move(op), TensorType{{Dim::ofSize(n)}, DType::I64});
+  return append(std::move(op), TensorType{{Dim::ofSize(n)}, dtype});
 }
 
 unsigned ProgramBuilder::cast(unsigned x, DType dtype) {
   if (type(x).dtype == dtype)
     return x;
+  return astype(x, dtype);
+}
+
+unsigned ProgramBuilder::astype(unsigned x, DType dtype) {
   CheckedOp op;
   op.kind = OpKind::Cast;
   op.operands = {x};

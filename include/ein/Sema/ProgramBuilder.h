@@ -10,6 +10,7 @@
 #pragma once
 
 #include "ein/Sema/Program.h"
+#include "ein/Shape/DTypeRules.h"
 
 #include <optional>
 #include <string>
@@ -77,15 +78,23 @@ public:
   /// Returns `values` from the function (its results take their types).
   void ret(const std::vector<unsigned> &values);
 
-  /// A rank-0 constant.
+  /// A rank-0 constant (an integer dtype takes the value's integer part).
   unsigned constant(double value, DType dtype);
+  /// A number as written, as a rank-0 constant of `dtype`: refused when it
+  /// does not fit the dtype (DTypeRules.h's literal rule).
+  BuildOr<unsigned> literal(const NumberLiteral &value, DType dtype);
   /// The size `n` as a rank-0 value: a constant when `n` is a number, else
-  /// read at run time.
-  unsigned size(const SizeExpr &n, DType dtype);
-  /// arange(n): 0, 1, ..., n-1 (i64) along the dim `n`.
-  unsigned arange(const SizeExpr &n);
+  /// read at run time (refused for bool: a size is a number).
+  BuildOr<unsigned> size(const SizeExpr &n, DType dtype);
+  /// arange(n): 0, 1, ..., n-1 in `dtype` along the dim `n`; refused for
+  /// bool (anchored at the first keyword: dtype=) and for a size known to
+  /// be negative (anchored at operand 0, the size).
+  BuildOr<unsigned> arange(const SizeExpr &n, DType dtype = DType::I64);
   /// `x` as `dtype` (x itself when it has that dtype).
   unsigned cast(unsigned x, DType dtype);
+  /// astype(x, dtype) as written: a cast op even to x's own dtype, so that
+  /// the program keeps the op its text has.
+  unsigned astype(unsigned x, DType dtype);
 
   /// An elementwise function of `xs`, broadcast together.
   BuildOr<unsigned> elementwise(ElementwiseFn fn, std::vector<unsigned> xs);
@@ -127,6 +136,23 @@ public:
   /// shapes `parts` give for `*`.
   BuildOr<std::vector<unsigned>> unpack(unsigned x, const Pattern &pattern,
                                         const std::vector<Shape> &parts);
+
+  /// take(table, ids, axis): the table's slices along its one dim of size
+  /// `axis` at `ids` (i32 or i64), the ids' dims in that dim's place.
+  /// `written` is the axis as the caller spelled it (its messages quote
+  /// it); an error about the axis is anchored in it (Anchor::Pattern, the
+  /// BuildError's pattern), one about the table or the ids at operand 0 or
+  /// 1.
+  BuildOr<unsigned> take(unsigned table, unsigned ids, const Dim &axis,
+                         std::string written = "");
+  /// take along the table's dim `axis` (a position in its shape), as
+  /// take's adjoint does.
+  BuildOr<unsigned> takeAt(unsigned table, unsigned ids, unsigned axis);
+  /// scatter_add(ids, updates): zeros of type `table` with `updates` added
+  /// at `ids` along the dim `axis`: take's adjoint (operand 0 the ids, 1
+  /// the updates).
+  BuildOr<unsigned> scatterAdd(unsigned ids, unsigned updates,
+                               const TensorType &table, unsigned axis);
 
   /// Appends `op` (its structure inferred by the caller) with one result of
   /// `result`, tagged with the origin; the result's id.
