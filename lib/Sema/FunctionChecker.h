@@ -285,8 +285,20 @@ private:
       const Expr &patExpr, PatternUse use,
       const std::function<bool(InferContext &, const Pattern &)> &checks);
 
-  /// Reads `acc=DTYPE` (einsum and reduce) into `op.acc`; false on error.
-  bool accArg(const Expr &e, CheckedOp &op);
+  /// `acc=DTYPE` as written (einsum and reduce): the dtype, and the
+  /// expression that names it.
+  struct AccArg {
+    std::optional<DType> dtype;
+    const Expr *at = nullptr;
+  };
+  /// Reads `acc=` of `e`, an op of `kind`; nullopt after an error.
+  std::optional<AccArg> accArg(const Expr &e, OpKind kind);
+  /// Reports the builder's refusal of `call`: a dtype error of acc= under
+  /// acc's value, one of reduce's operand under its reduction
+  /// (`reduction`), any other where its anchor points (report()).
+  void reportBuild(const BuildError &error, const Expr &call,
+                   const Expr *patternExpr, const AccArg &acc,
+                   const Expr *reduction = nullptr);
 
   std::optional<std::vector<SizeArg>> sizeArgs(const Expr &e);
 

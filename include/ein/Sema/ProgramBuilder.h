@@ -29,6 +29,11 @@ struct BuildError {
   std::string op;
   /// The pattern the caller gave (empty for an op without one).
   std::string pattern;
+  /// The rule that refused: the shape rule (Shape/Infer.h), or the dtype
+  /// table's rule for an operand or for acc= (Shape/DTypeRules.h). A front
+  /// end that writes a reduction or acc= apart from the operands (the
+  /// checker's reduce(x, p, "mean", acc=f16)) places such an error there.
+  enum class Rule { Shape, OperandDType, AccDType } rule = Rule::Shape;
   /// "OP(\"PATTERN\"): MESSAGE".
   std::string str() const;
   /// The caller's pattern with a caret line under the offending token
@@ -128,9 +133,12 @@ public:
                            const Pattern &pattern,
                            std::vector<SizeArg> sizes = {},
                            std::optional<DType> acc = std::nullopt);
-  /// pack(parts, pattern), already parsed, of `dtype`.
+  /// pack(parts, pattern), already parsed, of `dtype`: every part of it.
   BuildOr<unsigned> pack(const std::vector<unsigned> &parts,
                          const Pattern &pattern, DType dtype);
+  /// cat(parts, pattern): pack's concatenation, its messages naming cat.
+  BuildOr<unsigned> cat(const std::vector<unsigned> &parts,
+                        const Pattern &pattern, DType dtype);
 
   /// unpack(x, parts, pattern), already parsed: one value per part, of the
   /// shapes `parts` give for `*`.
@@ -164,6 +172,9 @@ public:
   void appendOp(CheckedOp op);
 
 private:
+  BuildOr<unsigned> packAs(const char *name, const std::vector<unsigned> &parts,
+                           const Pattern &pattern, DType dtype);
+
   CheckedFunction &fn;
   BuildOrigin at;
 };
