@@ -56,6 +56,14 @@ private:
   std::variant<T, BuildError> storage;
 };
 
+/// slice's operands as the caller spelled them, for its messages and its
+/// entry check; an empty field is spelled from the value built.
+struct SliceText {
+  std::string tensor; // "x"
+  std::string axis;   // "seq", "2*half", as written
+  std::string start, stop;
+};
+
 /// Where the ops being built come from; every op built is tagged with it.
 struct BuildOrigin {
   SourceLoc loc;
@@ -156,6 +164,16 @@ public:
   /// take along the table's dim `axis` (a position in its shape), as
   /// take's adjoint does.
   BuildOr<unsigned> takeAt(unsigned table, unsigned ids, unsigned axis);
+  /// slice(x, axis, start, stop): x with its one dim of size `axis` cut to
+  /// [start, stop). The bounds are sizes; what they do not prove (0 <=
+  /// start <= stop <= the dim) is checked at the function's entry, the
+  /// check named by `text` and the origin's line. `axis` may be a variadic
+  /// (the caller's `*name` or `...`), refused by name. Anchors: the axis
+  /// (Anchor::Pattern, the BuildError's pattern: the axis as written),
+  /// operand 0 the tensor, 1 start, 2 stop, the op for bounds in the wrong
+  /// order.
+  BuildOr<unsigned> slice(unsigned x, const Dim &axis, const SizeExpr &start,
+                          const SizeExpr &stop, SliceText text = {});
   /// scatter_add(ids, updates): zeros of type `table` with `updates` added
   /// at `ids` along the dim `axis`: take's adjoint (operand 0 the ids, 1
   /// the updates).
