@@ -238,8 +238,6 @@ std::optional<Operand>
 FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
                              std::vector<Operand> args,
                              const std::vector<const Expr *> &argExprs) {
-  std::string what = info.symbol.empty() ? std::string(info.name)
-                                         : "'" + std::string(info.symbol) + "'";
   // Sizes stay exact integers under + - * // and unary minus, as in
   // Python's int arithmetic; they become tensors next to a tensor.
   bool allSizes = true, allNumbers = true, allScalars = true;
@@ -362,45 +360,34 @@ FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
   }
   if (diags.errorCount() != errorsBefore)
     return std::nullopt;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    DType t = typeOf(ids[i]).dtype;
-    if (auto error =
-            elementwiseOperandError(info, static_cast<unsigned>(i), t)) {
-      diags.error(argExprs[i]->loc, *error, argExprs[i]->length);
-      return std::nullopt;
-    }
-    if (!(info.firstIsCondition && i == 0) && t != *dtype) {
-      diags.error(at.loc,
-                  fmt::format("operands of {} have different dtypes ({} and "
-                              "{}); convert one with astype",
-                              what, dtypeName(*dtype), dtypeName(t)),
-                  at.length);
-      return std::nullopt;
-    }
+  auto built = builder(at.loc).elementwise(info.fn, ids);
+  if (built)
+    return single(*built);
+  // Under the operand at fault (its dtype, or its shape, with a note on
+  // how to align it), or the whole call (operands of different dtypes).
+  const ShapeError &why = built.error().error;
+  if (why.anchor != ShapeError::Anchor::Operand || why.index >= ids.size()) {
+    diags.error(at.loc, why.message, at.length);
+    return std::nullopt;
   }
-  Shape shape = typeOf(ids[0]).shape;
-  for (size_t i = 1; i < ids.size(); ++i) {
-    auto joined = inferBroadcast(out.ctx, shape, typeOf(ids[i]).shape);
-    if (!joined) {
-      size_t culprit = joined.error().index == 0 && i == 1 ? 0 : i;
-      const Expr &e = *argExprs[culprit];
-      diags.error(e.loc, joined.error().message, e.length);
-      noteBroadcastFix(e, typeOf(ids[culprit]).shape,
-                       culprit == i ? shape : typeOf(ids[i]).shape);
-      return std::nullopt;
+  size_t culprit = why.index;
+  const Expr &e = *argExprs[culprit];
+  diags.error(e.loc, why.message, e.length);
+  if (built.error().rule == BuildError::Rule::Shape) {
+    // The operand that did not join (operand 0 when the first pair failed
+    // on it), against the join of those before it.
+    size_t failed = culprit == 0 ? 1 : culprit;
+    Shape other = typeOf(ids[failed]).shape;
+    if (culprit == failed) {
+      InferContext scratch = out.ctx;
+      other = typeOf(ids[0]).shape;
+      for (size_t j = 1; j < failed; ++j)
+        if (auto joined = inferBroadcast(scratch, other, typeOf(ids[j]).shape))
+          other = *joined;
     }
-    shape = *joined;
+    noteBroadcastFix(e, typeOf(ids[culprit]).shape, other);
   }
-  CheckedOp op;
-  op.kind = OpKind::Elementwise;
-  op.fn = info.fn;
-  op.loc = at.loc;
-  op.operands = ids;
-  op.results.push_back(
-      addValue(TensorType{shape, elementwiseResultDType(info, *dtype)}));
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return std::nullopt;
 }
 
 std::optional<Operand> FunctionChecker::binary(const Expr &e) {

@@ -205,12 +205,19 @@ BuildOr<unsigned> ProgramBuilder::elementwise(ElementwiseFn f,
     DType t = type(xs[i]).dtype;
     if (auto why = elementwiseOperandError(info, unsigned(i), t))
       return mixedDTypes(*why, unsigned(i), name, "");
-    if (i >= first && t != dtype)
-      return mixedDTypes(
-          fmt::format("operands of {} have different dtypes ({} and {}); "
-                      "convert one with astype",
-                      name, dtypeName(dtype), dtypeName(t)),
-          unsigned(i), name, "");
+    if (i >= first && t != dtype) {
+      // Named as written: an operator by its symbol ('+'), a function by
+      // its name; the mismatch is the whole call's.
+      std::string what =
+          info.symbol.empty() ? name : fmt::format("'{}'", info.symbol);
+      BuildError error = failure(
+          ShapeError::atOp(fmt::format("operands of {} have different dtypes "
+                                       "({} and {}); convert one with astype",
+                                       what, dtypeName(dtype), dtypeName(t))),
+          name, "");
+      error.rule = BuildError::Rule::OperandDType;
+      return error;
+    }
   }
   Shape shape = type(xs[0]).shape;
   for (size_t i = 1; i < xs.size(); ++i) {
