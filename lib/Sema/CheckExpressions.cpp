@@ -697,17 +697,10 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
     return std::nullopt;
   }
   Dim axis = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
-  BuildOr<unsigned> taken =
-      builder(e.loc).take(*table, *ids, axis, axisArg.text);
-  if (!taken) {
-    // An error about the axis is under the whole string, as written.
-    const ShapeError &why = taken.error().error;
-    if (why.anchor == ShapeError::Anchor::Pattern)
-      diags.error(axisArg.loc, why.message, axisArg.length);
-    else
-      report(why, e, nullptr);
+  auto taken = builtAlong(builder(e.loc).take(*table, *ids, axis, axisArg.text),
+                          e, axisArg);
+  if (!taken)
     return std::nullopt;
-  }
   return single(*taken);
 }
 

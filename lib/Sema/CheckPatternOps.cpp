@@ -384,7 +384,7 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e, bool cat) {
   }
   if (cat) // the concatenation alone: no packed shapes to unpack with
     return single(*packed);
-  unsigned ps = addValue(TensorType{});
+  unsigned ps = builder(e.loc).newValue(TensorType{});
   out.values[ps].isPackedShapes = true;
   out.values[ps].parts = out.ops.back().packParts;
   Operand o;

@@ -108,19 +108,14 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
   auto stop = bound(*e.args[3], "stop");
   if (!stop)
     return std::nullopt;
-  BuildOr<unsigned> sliced = builder(e.loc).slice(
-      *x, axis, *start, *stop,
-      SliceText{exprToString(*e.args[0]), text, boundText(*e.args[2]),
-                boundText(*e.args[3])});
-  if (!sliced) {
-    // An error about the axis is under the whole string, as written.
-    const ShapeError &why = sliced.error().error;
-    if (why.anchor == ShapeError::Anchor::Pattern)
-      diags.error(axisExpr.loc, why.message, axisExpr.length);
-    else
-      report(why, e, nullptr);
+  auto sliced =
+      builtAlong(builder(e.loc).slice(*x, axis, *start, *stop,
+                                      SliceText{exprToString(*e.args[0]), text,
+                                                boundText(*e.args[2]),
+                                                boundText(*e.args[3])}),
+                 e, axisExpr);
+  if (!sliced)
     return std::nullopt;
-  }
   return single(*sliced);
 }
 

@@ -184,7 +184,6 @@ private:
   /// to the returned value's dims.
   Shape bindResultNames(const Shape &declaredIn, const Shape &actualIn);
 
-  unsigned addValue(TensorType type, std::string name = "");
   const TensorType &typeOf(unsigned id) const { return out.values[id].type; }
 
   std::optional<TensorType> checkType(const TypeAnnotation &t);
@@ -200,13 +199,19 @@ private:
     b.setOrigin(BuildOrigin{at});
     return b;
   }
-  /// The value built, or nullopt after reporting why not: at the place the
-  /// error's anchor names in `call` (report()), its pattern `patternExpr`.
-  std::optional<unsigned> built(BuildOr<unsigned> value, const Expr &call,
-                                const Expr *patternExpr = nullptr) {
+  /// The value built by an op that names an axis in a string (take,
+  /// slice), or nullopt after reporting why not: an error about the axis
+  /// under the whole string `axis`, as written, any other where its anchor
+  /// points in `call` (report()).
+  std::optional<unsigned> builtAlong(BuildOr<unsigned> value, const Expr &call,
+                                     const Expr &axis) {
     if (value)
       return *value;
-    report(value.error().error, call, patternExpr);
+    const ShapeError &why = value.error().error;
+    if (why.anchor == ShapeError::Anchor::Pattern)
+      diags.error(axis.loc, why.message, axis.length);
+    else
+      report(why, call, nullptr);
     return std::nullopt;
   }
 
