@@ -119,4 +119,97 @@ TEST(ProgramBuilderTest, OpsCarryTheOrigin) {
   EXPECT_EQ(fn.ops[0].gradOf, int(x));
 }
 
+// Tests that take puts the ids' dims in place of the table's dim of the
+// size named, keeps the table's dtype, and that scatter_add (its adjoint)
+// has the table's type.
+TEST(ProgramBuilderTest, TakeGathersAlongTheDimOfItsSize) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned table = b.param(tensor(DType::BF16, {"d", "vocab", "e"}));
+  unsigned ids = b.param(tensor(DType::I32, {"b", "s"}));
+  auto y = b.take(table, ids, Dim::ofSize(SizeExpr::symbol("vocab")));
+  ASSERT_TRUE(y) << y.error().str();
+  EXPECT_EQ(shapeStr(b.type(*y).shape), "d b s e");
+  EXPECT_EQ(b.type(*y).dtype, DType::BF16);
+  EXPECT_EQ(fn.ops.back().kind, OpKind::Take);
+  EXPECT_EQ(fn.ops.back().axis, 1u);
+  auto back = b.scatterAdd(ids, *y, b.type(table), 1);
+  ASSERT_TRUE(back) << back.error().str();
+  EXPECT_EQ(shapeStr(b.type(*back).shape), "d vocab e");
+  EXPECT_EQ(fn.ops.back().kind, OpKind::ScatterAdd);
+}
+
+// Tests take's refusals and their anchors: float ids at operand 1, an
+// unknown axis in the axis as written, with the close name suggested.
+TEST(ProgramBuilderTest, TakeRefusesWithAnchors) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned table = b.param(tensor(DType::F32, {"vocab", "d"}));
+  unsigned floats = b.param(tensor(DType::F32, {"s"}));
+  unsigned ids = b.param(tensor(DType::I64, {"s"}));
+  auto bad = b.take(table, floats, Dim::ofSize(SizeExpr::symbol("vocab")));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().error.anchor, ShapeError::Anchor::Operand);
+  EXPECT_EQ(bad.error().error.index, 1u);
+  EXPECT_EQ(bad.error().error.message,
+            "take's ids must be integers (i32 or i64), not f32");
+  auto typo = b.take(table, ids, Dim::ofSize(SizeExpr::symbol("vocabb")));
+  ASSERT_FALSE(typo);
+  EXPECT_EQ(typo.error().error.anchor, ShapeError::Anchor::Pattern);
+  EXPECT_EQ(typo.error().pattern, "vocabb");
+  EXPECT_EQ(typo.error().error.message,
+            "take's axis \"vocabb\" is not a dim of the table (shape "
+            "\"vocab d\"); did you mean \"vocab\"?");
+  EXPECT_EQ(fn.ops.size(), 0u);
+}
+
+// Tests that slice cuts the dim of the size named to stop - start, and
+// leaves to the entry only the bound the sizes do not prove (5 <= seq).
+TEST(ProgramBuilderTest, SliceCutsTheAxisAndChecksTheRestAtEntry) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned x = b.param(tensor(DType::F16, {"b", "seq"}));
+  auto y = b.slice(x, Dim::ofSize(SizeExpr::symbol("seq")),
+                   SizeExpr::constant(2), SizeExpr::constant(5));
+  ASSERT_TRUE(y) << y.error().str();
+  EXPECT_EQ(shapeStr(b.type(*y).shape), "b 3");
+  EXPECT_EQ(b.type(*y).dtype, DType::F16);
+  EXPECT_EQ(fn.ops.back().sliceAxis, 1);
+  ASSERT_EQ(fn.ctx.constraints.size(), 1u);
+  EXPECT_EQ(fn.ctx.constraints[0].rhs.str(), "seq");
+
+  auto negative = b.slice(x, Dim::ofSize(SizeExpr::symbol("seq")),
+                          SizeExpr::constant(-1), SizeExpr::constant(5));
+  ASSERT_FALSE(negative);
+  EXPECT_EQ(negative.error().error.anchor, ShapeError::Anchor::Operand);
+  EXPECT_EQ(negative.error().error.index, 1u);
+  auto variadic = b.slice(x, Dim::ofPack("rest"), SizeExpr::constant(0),
+                          SizeExpr::constant(1));
+  ASSERT_FALSE(variadic);
+  EXPECT_EQ(variadic.error().error.anchor, ShapeError::Anchor::Pattern);
+}
+
+// Tests the rules of literals, sizes and arange: an integer constant keeps
+// its exact value; bool is refused for a size and for arange (at dtype=).
+TEST(ProgramBuilderTest, ScalarsFollowTheDTypeRules) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned seven = b.constant(7, DType::I32);
+  EXPECT_EQ(fn.ops.back().constantInt, 7);
+  EXPECT_EQ(b.type(seven).dtype, DType::I32);
+  NumberLiteral big;
+  big.isInt = true;
+  big.exact = 1000;
+  big.value = 1000;
+  EXPECT_FALSE(b.literal(big, DType::F8E4M3));
+  EXPECT_TRUE(b.literal(big, DType::I32));
+  EXPECT_FALSE(b.size(SizeExpr::symbol("n"), DType::Bool));
+  auto counted = b.arange(SizeExpr::symbol("n"), DType::Bool);
+  ASSERT_FALSE(counted);
+  EXPECT_EQ(counted.error().error.anchor, ShapeError::Anchor::Kwarg);
+  auto positions = b.arange(SizeExpr::symbol("n"), DType::F32);
+  ASSERT_TRUE(positions);
+  EXPECT_EQ(shapeStr(b.type(*positions).shape), "n");
+}
+
 } // namespace

@@ -93,16 +93,13 @@ private:
     builder.setOrigin(BuildOrigin{atLoc, atSite, atPhase, atTarget});
     return builder;
   }
-  unsigned newValue(TensorType t) { return builder.newValue(std::move(t)); }
-  unsigned emit(CheckedOp op, TensorType result) {
-    return build().append(std::move(op), std::move(result));
-  }
   /// A built value, or the failure of a rule's step (a bug of the rule).
-  std::optional<unsigned> built(BuildOr<unsigned> value) {
+  template <typename T> std::optional<T> built(BuildOr<T> value) {
     if (value)
       return *value;
     const BuildError &e = value.error();
-    std::string what = e.op == "pack" ? std::string("a pack")
+    std::string what = e.op == "pack"     ? std::string("a pack")
+                       : e.op == "unpack" ? std::string("an unpack")
                        : e.pattern.empty()
                            ? e.op
                            : fmt::format("{}(\"{}\")", e.op, e.pattern);
@@ -113,7 +110,7 @@ private:
 
   // Builders of backward ops.
   unsigned constant(double value, DType dtype);
-  unsigned count(const SizeExpr &n, DType dtype);
+  std::optional<unsigned> count(const SizeExpr &n, DType dtype);
   unsigned cast(unsigned x, DType dtype);
   std::optional<unsigned> ew(F f, std::vector<unsigned> xs);
   std::optional<unsigned> transform(OpKind kind, unsigned x,
@@ -153,8 +150,8 @@ unsigned Differentiator::constant(double value, DType dtype) {
   return build().constant(value, dtype);
 }
 
-unsigned Differentiator::count(const SizeExpr &n, DType dtype) {
-  return build().size(n, dtype);
+std::optional<unsigned> Differentiator::count(const SizeExpr &n, DType dtype) {
+  return built(build().size(n, dtype));
 }
 
 unsigned Differentiator::cast(unsigned x, DType dtype) {
@@ -210,9 +207,11 @@ std::optional<unsigned> Differentiator::pack(const std::vector<unsigned> &parts,
 
 std::optional<unsigned> Differentiator::identity(const SizeExpr &n,
                                                  DType dtype) {
-  unsigned positions = build().arange(n);
-  auto column = transform(OpKind::Rearrange, positions, "i -> i 1", {});
-  auto row = transform(OpKind::Rearrange, positions, "j -> 1 j", {});
+  auto positions = built(build().arange(n));
+  if (!positions)
+    return std::nullopt;
+  auto column = transform(OpKind::Rearrange, *positions, "i -> i 1", {});
+  auto row = transform(OpKind::Rearrange, *positions, "j -> 1 j", {});
   if (!column || !row)
     return std::nullopt;
   auto same = ew(F::Eq, {*column, *row});
@@ -444,8 +443,9 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
           if (!kept.count(a))
             n = n * info.axisSizes.at(a);
       auto spread = transform(OpKind::Repeat, dy, back, sizes);
-      if (spread)
-        dx = ew(F::Div, {*spread, count(n, t)});
+      auto total = spread ? count(n, t) : std::nullopt;
+      if (total)
+        dx = ew(F::Div, {*spread, *total});
       break;
     }
     case ReduceKind::Var: {
@@ -468,8 +468,9 @@ bool Differentiator::transformRule(const CheckedOp &op, unsigned dy) {
       auto dev = ew(F::Sub, {xt, *meanBack});
       auto scaled = dev ? ew(F::Mul, {*dev, constant(2, t)}) : std::nullopt;
       auto weighted = scaled ? ew(F::Mul, {*scaled, *spread}) : std::nullopt;
-      if (weighted)
-        dx = ew(F::Div, {*weighted, count(n, t)});
+      auto total = weighted ? count(n, t) : std::nullopt;
+      if (total)
+        dx = ew(F::Div, {*weighted, *total});
       break;
     }
     case ReduceKind::Max:
@@ -697,23 +698,13 @@ bool Differentiator::elementwiseRule(const CheckedOp &op, unsigned dy) {
 
 bool Differentiator::packRule(const CheckedOp &op, unsigned dy) {
   target(op, op.operands[0]);
-  auto parts = inferUnpack(fn.ctx, op.parsed, type(dy).shape, op.packParts);
-  if (!parts)
-    return failBuilt("an unpack", parts.error().message).no();
-  CheckedOp un;
-  un.kind = OpKind::Unpack;
-  un.pattern = op.pattern;
-  un.parsed = op.parsed;
-  un.packParts = op.packParts;
-  un.operands = {dy};
-  for (size_t i = 0; i < parts->size(); ++i)
-    un.results.push_back(
-        newValue(TensorType{(*parts)[i], dtypeOf(op.operands[i])}));
-  std::vector<unsigned> results = un.results;
-  build().appendOp(std::move(un));
+  // dy has the pack's dtype (accumulate casts to it), its operands' one.
+  auto results = built(build().unpack(dy, op.parsed, op.packParts));
+  if (!results)
+    return false;
   for (size_t i = 0; i < op.operands.size(); ++i)
     if (active.count(op.operands[i]))
-      if (!accumulate(op.operands[i], results[i]))
+      if (!accumulate(op.operands[i], (*results)[i]))
         return false;
   return true;
 }
@@ -782,11 +773,9 @@ bool Differentiator::takeRule(const CheckedOp &op, unsigned dy) {
     if (!active.count(updates) || !isFloat(dtypeOf(updates)))
       return true;
     target(op, updates);
-    CheckedOp gather;
-    gather.kind = OpKind::Take;
-    gather.operands = {cast(dy, dtypeOf(updates)), op.operands[0]};
-    gather.axis = op.axis;
-    return accumulate(updates, emit(std::move(gather), type(updates)));
+    auto gathered = built(
+        build().takeAt(cast(dy, dtypeOf(updates)), op.operands[0], op.axis));
+    return gathered && accumulate(updates, *gathered);
   }
   unsigned table = op.operands[0];
   if (!active.count(table) || !isFloat(dtypeOf(table)))
@@ -794,11 +783,9 @@ bool Differentiator::takeRule(const CheckedOp &op, unsigned dy) {
   target(op, table);
   if (!shapeOf(table))
     return false;
-  CheckedOp scatter;
-  scatter.kind = OpKind::ScatterAdd;
-  scatter.operands = {op.operands[1], cast(dy, dtypeOf(table))};
-  scatter.axis = op.axis;
-  return accumulate(table, emit(std::move(scatter), type(table)));
+  auto scattered = built(build().scatterAdd(
+      op.operands[1], cast(dy, dtypeOf(table)), type(table), op.axis));
+  return scattered && accumulate(table, *scattered);
 }
 
 bool Differentiator::differentiate(const CheckedOp &op) {

@@ -110,58 +110,25 @@ std::optional<Operand> FunctionChecker::single(unsigned id) {
   return o;
 }
 
-unsigned FunctionChecker::materialize(const Operand &lit, DType dtype,
-                                      const Expr &at) {
-  NumberLiteral literal = lit.literal;
-  if (lit.size) {
-    SizeExpr bound = lit.size->substitute(out.ctx.env);
-    if (auto known = bound.constantValue()) {
-      literal = NumberLiteral{};
-      literal.isInt = true;
-      literal.exact = *known;
-      literal.value = static_cast<double>(*known);
-    } else {
-      if (dtype == DType::Bool)
-        diags.error(at.loc,
-                    "a size cannot combine with a bool tensor; compare it "
-                    "(x < n) or convert with astype",
-                    literalSpan(at));
-      CheckedOp op;
-      op.kind = OpKind::Size;
-      op.loc = at.loc;
-      op.sizeValue = bound;
-      unsigned id = addValue(TensorType{{}, dtype});
-      op.results.push_back(id);
-      out.ops.push_back(std::move(op));
-      return id;
-    }
+std::optional<unsigned>
+FunctionChecker::materialize(const Operand &lit, DType dtype, const Expr &at) {
+  ProgramBuilder b = builder(at.loc);
+  BuildOr<unsigned> id = lit.size
+                             ? b.size(lit.size->substitute(out.ctx.env), dtype)
+                             : b.literal(lit.literal, dtype);
+  if (!id) {
+    diags.error(at.loc, id.error().error.message, literalSpan(at));
+    return std::nullopt;
   }
-  CheckedOp op;
-  if (auto error = literalDTypeError(literal, dtype))
-    diags.error(at.loc, *error, literalSpan(at));
-  op.kind = OpKind::Constant;
-  op.loc = at.loc;
-  op.constant = literal.value;
-  op.constantIsInt = literal.isInt;
-  if (literal.isInt && literal.exact && !isFloat(dtype) && dtype != DType::Bool)
-    op.constantInt = static_cast<int64_t>(*literal.exact);
-  unsigned id = addValue(TensorType{{}, dtype});
-  op.results.push_back(id);
-  out.ops.push_back(std::move(op));
-  return id;
+  return *id;
 }
 
 std::optional<unsigned> FunctionChecker::scalarAs(const Operand &v, DType dtype,
                                                   const Expr &at) {
   if (!v.isScalar())
     return v.values[0];
-  if (!v.deferred) {
-    unsigned errorsBefore = diags.errorCount();
-    unsigned id = materialize(v, dtype, at);
-    if (diags.errorCount() != errorsBefore)
-      return std::nullopt;
-    return id;
-  }
+  if (!v.deferred)
+    return materialize(v, dtype, at);
   std::optional<DType> saved = pendingDType;
   pendingDType = dtype;
   auto again = eval(*v.deferred);
@@ -271,8 +238,6 @@ std::optional<Operand>
 FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
                              std::vector<Operand> args,
                              const std::vector<const Expr *> &argExprs) {
-  std::string what = info.symbol.empty() ? std::string(info.name)
-                                         : "'" + std::string(info.symbol) + "'";
   // Sizes stay exact integers under + - * // and unary minus, as in
   // Python's int arithmetic; they become tensors next to a tensor.
   bool allSizes = true, allNumbers = true, allScalars = true;
@@ -395,45 +360,34 @@ FunctionChecker::elementwise(const ElementwiseInfo &info, const Expr &at,
   }
   if (diags.errorCount() != errorsBefore)
     return std::nullopt;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    DType t = typeOf(ids[i]).dtype;
-    if (auto error =
-            elementwiseOperandError(info, static_cast<unsigned>(i), t)) {
-      diags.error(argExprs[i]->loc, *error, argExprs[i]->length);
-      return std::nullopt;
-    }
-    if (!(info.firstIsCondition && i == 0) && t != *dtype) {
-      diags.error(at.loc,
-                  fmt::format("operands of {} have different dtypes ({} and "
-                              "{}); convert one with astype",
-                              what, dtypeName(*dtype), dtypeName(t)),
-                  at.length);
-      return std::nullopt;
-    }
+  auto built = builder(at.loc).elementwise(info.fn, ids);
+  if (built)
+    return single(*built);
+  // Under the operand at fault (its dtype, or its shape, with a note on
+  // how to align it), or the whole call (operands of different dtypes).
+  const ShapeError &why = built.error().error;
+  if (why.anchor != ShapeError::Anchor::Operand || why.index >= ids.size()) {
+    diags.error(at.loc, why.message, at.length);
+    return std::nullopt;
   }
-  Shape shape = typeOf(ids[0]).shape;
-  for (size_t i = 1; i < ids.size(); ++i) {
-    auto joined = inferBroadcast(out.ctx, shape, typeOf(ids[i]).shape);
-    if (!joined) {
-      size_t culprit = joined.error().index == 0 && i == 1 ? 0 : i;
-      const Expr &e = *argExprs[culprit];
-      diags.error(e.loc, joined.error().message, e.length);
-      noteBroadcastFix(e, typeOf(ids[culprit]).shape,
-                       culprit == i ? shape : typeOf(ids[i]).shape);
-      return std::nullopt;
+  size_t culprit = why.index;
+  const Expr &e = *argExprs[culprit];
+  diags.error(e.loc, why.message, e.length);
+  if (built.error().rule == BuildError::Rule::Shape) {
+    // The operand that did not join (operand 0 when the first pair failed
+    // on it), against the join of those before it.
+    size_t failed = culprit == 0 ? 1 : culprit;
+    Shape other = typeOf(ids[failed]).shape;
+    if (culprit == failed) {
+      InferContext scratch = out.ctx;
+      other = typeOf(ids[0]).shape;
+      for (size_t j = 1; j < failed; ++j)
+        if (auto joined = inferBroadcast(scratch, other, typeOf(ids[j]).shape))
+          other = *joined;
     }
-    shape = *joined;
+    noteBroadcastFix(e, typeOf(ids[culprit]).shape, other);
   }
-  CheckedOp op;
-  op.kind = OpKind::Elementwise;
-  op.fn = info.fn;
-  op.loc = at.loc;
-  op.operands = ids;
-  op.results.push_back(
-      addValue(TensorType{shape, elementwiseResultDType(info, *dtype)}));
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return std::nullopt;
 }
 
 std::optional<Operand> FunctionChecker::binary(const Expr &e) {
@@ -647,15 +601,7 @@ std::optional<Operand> FunctionChecker::astype(const Expr &e) {
     diags.error(e.args[0]->loc, "expected a tensor here", e.args[0]->length);
     return std::nullopt;
   }
-  std::optional<unsigned> x = value->values[0];
-  CheckedOp op;
-  op.kind = OpKind::Cast;
-  op.loc = e.loc;
-  op.operands.push_back(*x);
-  op.results.push_back(addValue(TensorType{typeOf(*x).shape, *dtype}));
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return single(builder(e.loc).astype(value->values[0], *dtype));
 }
 
 std::optional<Operand> FunctionChecker::arange(const Expr &e) {
@@ -666,6 +612,7 @@ std::optional<Operand> FunctionChecker::arange(const Expr &e) {
     return std::nullopt;
   }
   DType dtype = DType::I64;
+  const Expr *dtypeExpr = nullptr;
   for (const KeywordArg &k : e.keywords) {
     if (k.name != "dtype") {
       diags.error(k.loc,
@@ -683,14 +630,8 @@ std::optional<Operand> FunctionChecker::arange(const Expr &e) {
                   k.value->length);
       return std::nullopt;
     }
-    if (*d == DType::Bool) {
-      diags.error(k.value->loc,
-                  "arange counts in a number dtype, not bool; compare the "
-                  "result instead (arange(s) < n)",
-                  k.value->length);
-      return std::nullopt;
-    }
     dtype = *d;
+    dtypeExpr = k.value.get();
   }
   const Expr &arg = *e.args[0];
   if (arg.kind == Expr::Kind::Name && vars.count(arg.text)) {
@@ -712,22 +653,16 @@ std::optional<Operand> FunctionChecker::arange(const Expr &e) {
   std::optional<SizeExpr> n = sizeOf(arg);
   if (!n)
     return std::nullopt;
-  if (auto known = n->substitute(out.ctx.env).constantValue();
-      known && *known < 0) {
-    diags.error(arg.loc,
-                fmt::format("arange of a negative size ({})",
-                            static_cast<long long>(*known)),
-                arg.length);
+  BuildOr<unsigned> counted = builder(e.loc).arange(*n, dtype);
+  if (!counted) {
+    // The rule refuses the dtype (its keyword, dtype=) or the size.
+    const ShapeError &why = counted.error().error;
+    const Expr &at =
+        why.anchor == ShapeError::Anchor::Kwarg && dtypeExpr ? *dtypeExpr : arg;
+    diags.error(at.loc, why.message, at.length);
     return std::nullopt;
   }
-  CheckedOp op;
-  op.kind = OpKind::Arange;
-  op.loc = e.loc;
-  op.sizeValue = *n;
-  op.results.push_back(addValue(TensorType{{Dim::ofSize(*n)}, dtype}));
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return single(*counted);
 }
 
 std::optional<Operand> FunctionChecker::take(const Expr &e) {
@@ -752,16 +687,6 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
   auto ids = tensorOf(*e.args[1]);
   if (!ids)
     return std::nullopt;
-  TensorType tableType = typeOf(*table), idsType = typeOf(*ids);
-  if (idsType.dtype != DType::I64 && idsType.dtype != DType::I32) {
-    diags.error(e.args[1]->loc,
-                fmt::format("take's ids must be integers (i32 or i64), not {}",
-                            dtypeName(idsType.dtype)),
-                e.args[1]->length);
-    return std::nullopt;
-  }
-  Shape tableShape = out.ctx.expand(tableType.shape);
-  Shape idsShape = out.ctx.expand(idsType.shape);
   auto parsed = parseShape(axisArg.text);
   if (!parsed || parsed->size() != 1) {
     diags.error(axisArg.loc,
@@ -771,74 +696,12 @@ std::optional<Operand> FunctionChecker::take(const Expr &e) {
                 axisArg.length);
     return std::nullopt;
   }
-  Dim axisDim = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
-  if (axisDim.isPack() || isAnonymousName(axisDim.size.str())) {
-    diags.error(axisArg.loc,
-                fmt::format("take's axis \"{}\" must be a size, not a "
-                            "variadic or anonymous dim",
-                            axisArg.text),
-                axisArg.length);
+  Dim axis = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
+  auto taken = builtAlong(builder(e.loc).take(*table, *ids, axis, axisArg.text),
+                          e, axisArg);
+  if (!taken)
     return std::nullopt;
-  }
-  std::vector<size_t> matches = dimsOfSize(tableShape, axisDim.size);
-  bool variadic = std::any_of(tableShape.begin(), tableShape.end(),
-                              [](const Dim &d) { return d.isPack(); });
-  std::string tableText = shapeStr(tableType.shape);
-  if (matches.empty()) {
-    std::vector<std::string> names;
-    for (const Dim &d : tableShape)
-      if (!d.isPack())
-        names.push_back(d.size.str());
-    std::string hint;
-    // Short names are too close to every other to suggest one.
-    std::string wanted = axisDim.size.str();
-    if (auto close =
-            closestName(wanted, names, std::min<size_t>(2, wanted.size() / 2)))
-      hint = fmt::format("; did you mean \"{}\"?", *close);
-    else if (variadic)
-      hint = "; an axis inside a variadic (*name) cannot be named";
-    diags.error(axisArg.loc,
-                fmt::format("take's axis \"{}\" is not a dim of the table "
-                            "(shape \"{}\"){}",
-                            axisArg.text, tableText, hint),
-                axisArg.length);
-    return std::nullopt;
-  }
-  if (matches.size() > 1) {
-    diags.error(axisArg.loc,
-                fmt::format("take's axis \"{}\" is ambiguous: the table "
-                            "(shape \"{}\") has {} dims of that size; "
-                            "rearrange it so that one dim has its own name",
-                            axisArg.text, tableText, matches.size()),
-                axisArg.length);
-    return std::nullopt;
-  }
-  size_t axis = matches[0];
-  // The variadics before the axis would leave its position unknown; after
-  // it, and in the ids, they must have a rank the lowering knows.
-  for (const Shape *shape : {&tableShape, &idsShape})
-    for (const Dim &d : *shape)
-      if (d.isPack()) {
-        diags.error(shape == &idsShape ? e.args[1]->loc : e.args[0]->loc,
-                    fmt::format("take does not support a variadic dim (*{}) "
-                                "in the table or the ids; name its dims",
-                                d.pack),
-                    shape == &idsShape ? e.args[1]->length : e.args[0]->length);
-        return std::nullopt;
-      }
-  Shape result(tableShape.begin(), tableShape.begin() + axis);
-  result.insert(result.end(), idsShape.begin(), idsShape.end());
-  result.insert(result.end(), tableShape.begin() + axis + 1, tableShape.end());
-  CheckedOp op;
-  op.kind = OpKind::Take;
-  op.loc = e.loc;
-  op.axis = static_cast<unsigned>(axis);
-  op.sizeValue = axisDim.size;
-  op.operands = {*table, *ids};
-  op.results.push_back(addValue(TensorType{result, tableType.dtype}));
-  unsigned id = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(id);
+  return single(*taken);
 }
 
 } // namespace ein::sema

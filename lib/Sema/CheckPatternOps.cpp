@@ -32,36 +32,51 @@ std::optional<Pattern> FunctionChecker::parsePatternAt(const Expr &str,
   return *p;
 }
 
-bool FunctionChecker::accArg(const Expr &e, CheckedOp &op) {
+std::optional<FunctionChecker::AccArg> FunctionChecker::accArg(const Expr &e,
+                                                               OpKind kind) {
+  AccArg acc;
   for (auto &k : e.keywords) {
     if (k.name != "acc")
       continue;
-    if (op.kind != OpKind::Einsum && op.kind != OpKind::Reduce) {
+    if (kind != OpKind::Einsum && kind != OpKind::Reduce) {
       diags.error(k.loc,
                   "acc= only applies to einsum and reduce (it sets the "
                   "accumulation and result dtype)",
                   3);
-      return false;
+      return std::nullopt;
     }
-    std::optional<DType> acc;
+    std::optional<DType> dtype;
     if (k.value->kind == Expr::Kind::Name)
-      acc = parseDType(k.value->text);
-    if (!acc) {
+      dtype = parseDType(k.value->text);
+    if (!dtype) {
       diags.error(k.value->loc,
                   "acc= expects a dtype (" + std::string(kDTypeList) + ")",
                   k.value->length);
-      return false;
+      return std::nullopt;
     }
-    const DTypeRule &rule = op.kind == OpKind::Reduce
-                                ? reduceDTypeRule(op.reduction)
-                                : *findDTypeRule("einsum");
-    if (auto error = accDTypeError(rule, *acc)) {
-      diags.error(k.value->loc, *error, k.value->length);
-      return false;
-    }
-    op.acc = acc;
+    acc = AccArg{dtype, k.value.get()};
   }
-  return true;
+  return acc;
+}
+
+void FunctionChecker::reportBuild(const BuildError &error, const Expr &call,
+                                  const Expr *patternExpr, const AccArg &acc,
+                                  const Expr *reduction) {
+  const Expr *at = nullptr;
+  switch (error.rule) {
+  case BuildError::Rule::AccDType:
+    at = acc.at;
+    break;
+  case BuildError::Rule::OperandDType:
+    at = reduction;
+    break;
+  case BuildError::Rule::Shape:
+    break;
+  }
+  if (at)
+    diags.error(at->loc, error.error.message, at->length);
+  else
+    report(error.error, call, patternExpr);
 }
 
 std::optional<std::vector<SizeArg>> FunctionChecker::sizeArgs(const Expr &e) {
@@ -124,10 +139,10 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
   auto pattern = parsePatternAt(*patExpr, use);
   if (!pattern)
     return std::nullopt;
-  CheckedOp op;
-  op.kind = isReduce             ? OpKind::Reduce
-            : callee == "repeat" ? OpKind::Repeat
-                                 : OpKind::Rearrange;
+  OpKind kind = isReduce             ? OpKind::Reduce
+                : callee == "repeat" ? OpKind::Repeat
+                                     : OpKind::Rearrange;
+  ReduceKind reduction = ReduceKind::Sum;
   if (isReduce) {
     const Expr &red = *e.args[2];
     std::optional<ReduceKind> kind;
@@ -149,44 +164,35 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
       diags.error(red.loc, what + "; expected " + expected, red.length);
       return std::nullopt;
     }
-    op.reduction = *kind;
+    reduction = *kind;
     // any/all of numbers reduce their truth, `x != 0` (as numpy, torch and
     // einops: NaN is true, -0.0 false), which is astype(x, bool).
-    if ((*kind == ReduceKind::Any || *kind == ReduceKind::All) &&
-        typeOf(*x).dtype != DType::Bool) {
-      CheckedOp truth;
-      truth.kind = OpKind::Cast;
-      truth.loc = e.loc;
-      truth.operands.push_back(*x);
-      truth.results.push_back(
-          addValue(TensorType{typeOf(*x).shape, DType::Bool}));
-      x = truth.results[0];
-      out.ops.push_back(std::move(truth));
-    }
-    if (auto error = operandDTypeError(reduceDTypeRule(op.reduction),
-                                       typeOf(*x).dtype)) {
-      diags.error(red.loc, *error, red.length);
-      return std::nullopt;
-    }
+    if (*kind == ReduceKind::Any || *kind == ReduceKind::All)
+      x = builder(e.loc).cast(*x, DType::Bool);
   }
-  if (!accArg(e, op))
+  auto acc = accArg(e, kind);
+  if (!acc)
     return std::nullopt;
   auto sizes = sizeArgs(e);
   if (!sizes)
     return std::nullopt;
-  auto info =
-      analyzeTransform(out.ctx, use, *pattern, typeOf(*x).shape, *sizes);
-  if (!info) {
-    report(info.error(), e, patExpr);
-    noteSpacedPattern(*patExpr, use, [&](InferContext &ctx, const Pattern &p) {
-      return bool(analyzeTransform(ctx, use, p, typeOf(*x).shape, *sizes));
-    });
+  auto built = builder(e.loc).transform(kind, *x, *pattern, *sizes, reduction,
+                                        acc->dtype);
+  if (!built) {
+    reportBuild(built.error(), e, patExpr, *acc,
+                isReduce ? e.args[2].get() : nullptr);
+    if (built.error().rule == BuildError::Rule::Shape)
+      noteSpacedPattern(
+          *patExpr, use, [&](InferContext &ctx, const Pattern &p) {
+            return bool(
+                analyzeTransform(ctx, use, p, typeOf(*x).shape, *sizes));
+          });
     return std::nullopt;
   }
   if (isReduce) {
+    const TransformInfo &info = *out.ops.back().transform;
     size_t checksBefore = out.ctx.constraints.size();
-    if (auto ok =
-            requireNonEmptyReduction(out.ctx, op.reduction, *pattern, *info);
+    if (auto ok = requireNonEmptyReduction(out.ctx, reduction, *pattern, info);
         !ok) {
       report(ok.error(), e, patExpr);
       return std::nullopt;
@@ -195,20 +201,10 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
     for (size_t i = checksBefore; i < out.ctx.constraints.size(); ++i)
       out.ctx.constraints[i].reason =
           "reduce(..., \"" + patExpr->text + "\", \"" +
-          reduceKindName(op.reduction) + "\") at line " +
+          reduceKindName(reduction) + "\") at line " +
           std::to_string(e.loc.line) + ": " + out.ctx.constraints[i].reason;
   }
-  op.loc = e.loc;
-  op.pattern = patExpr->text;
-  op.parsed = *pattern;
-  op.sizes = *sizes;
-  op.operands.push_back(*x);
-  op.results.push_back(
-      addValue(TensorType{info->result, op.acc.value_or(typeOf(*x).dtype)}));
-  op.transform = *info;
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return single(*built);
 }
 
 std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
@@ -224,46 +220,30 @@ std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
   if (!pattern)
     return std::nullopt;
   std::vector<unsigned> xs;
-  std::vector<Shape> shapes;
   for (size_t i = 0; i + 1 < e.args.size(); ++i) {
     auto x = tensorOf(*e.args[i]);
     if (!x)
       return std::nullopt;
-    if (!xs.empty() && typeOf(*x).dtype != typeOf(xs[0]).dtype) {
-      diags.error(e.args[i]->loc,
-                  std::string("einsum operands have different dtypes (") +
-                      dtypeName(typeOf(xs[0]).dtype) + " and " +
-                      dtypeName(typeOf(*x).dtype) +
-                      "); convert one with astype",
-                  e.args[i]->length);
-      return std::nullopt;
-    }
-    if (auto error =
-            operandDTypeError(*findDTypeRule("einsum"), typeOf(*x).dtype)) {
-      diags.error(e.args[i]->loc, *error, e.args[i]->length);
-      return std::nullopt;
-    }
     xs.push_back(*x);
-    shapes.push_back(typeOf(*x).shape);
   }
-  if (xs.empty()) {
-    diags.error(e.loc, "einsum needs at least one tensor", e.length);
-    return std::nullopt;
-  }
-  CheckedOp op;
-  op.kind = OpKind::Einsum;
-  if (!accArg(e, op))
+  auto acc = accArg(e, OpKind::Einsum);
+  if (!acc)
     return std::nullopt;
   auto sizes = sizeArgs(e);
   if (!sizes)
     return std::nullopt;
-  auto info = analyzeEinsum(out.ctx, *pattern, shapes, *sizes);
-  if (!info) {
-    report(info.error(), e, patExpr);
-    noteSpacedPattern(*patExpr, PatternUse::Einsum,
-                      [&](InferContext &ctx, const Pattern &p) {
-                        return bool(analyzeEinsum(ctx, p, shapes, *sizes));
-                      });
+  auto built = builder(e.loc).einsum(xs, *pattern, *sizes, acc->dtype);
+  if (!built) {
+    reportBuild(built.error(), e, patExpr, *acc);
+    if (built.error().rule == BuildError::Rule::Shape && !xs.empty()) {
+      std::vector<Shape> shapes;
+      for (unsigned x : xs)
+        shapes.push_back(typeOf(x).shape);
+      noteSpacedPattern(*patExpr, PatternUse::Einsum,
+                        [&](InferContext &ctx, const Pattern &p) {
+                          return bool(analyzeEinsum(ctx, p, shapes, *sizes));
+                        });
+    }
     return std::nullopt;
   }
   for (const LoneAxis &lone : loneAxes(*pattern)) {
@@ -277,17 +257,7 @@ std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
                   patExpr->loc.advanced(1 + lone.axis->offset), message,
                   lone.axis->length);
   }
-  op.loc = e.loc;
-  op.pattern = patExpr->text;
-  op.parsed = *pattern;
-  op.sizes = *sizes;
-  op.operands = xs;
-  DType resultType = op.acc.value_or(typeOf(xs[0]).dtype);
-  op.results.push_back(addValue(TensorType{info->result, resultType}));
-  op.einsum = *info;
-  unsigned result = op.results[0];
-  out.ops.push_back(std::move(op));
-  return single(result);
+  return single(*built);
 }
 
 std::optional<std::string>
@@ -372,12 +342,6 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e, bool cat) {
       auto x = tensorOf(*item);
       if (!x)
         return false;
-      if (!xs.empty() && typeOf(*x).dtype != typeOf(xs[0]).dtype) {
-        diags.error(item->loc,
-                    fmt::format("{} needs tensors of one dtype", name),
-                    item->length);
-        return false;
-      }
       xs.push_back(*x);
       shapes.push_back(typeOf(*x).shape);
     }
@@ -410,30 +374,21 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e, bool cat) {
     return std::nullopt;
   if (!cat && !inputs())
     return std::nullopt;
-  auto result = inferPack(out.ctx, *pattern, shapes);
-  if (!result) {
-    report(result.error(), e, patExpr);
+  // The parts' dtype, the first's (an empty pack refuses by its shapes).
+  DType dtype = xs.empty() ? DType::F32 : typeOf(xs[0]).dtype;
+  ProgramBuilder b = builder(e.loc);
+  auto packed = cat ? b.cat(xs, *pattern, dtype) : b.pack(xs, *pattern, dtype);
+  if (!packed) {
+    report(packed.error().error, e, patExpr);
     return std::nullopt;
   }
-  CheckedOp op;
-  op.kind = OpKind::Pack;
-  op.loc = e.loc;
-  op.pattern = patExpr->text;
-  op.parsed = *pattern;
-  op.operands = xs;
-  op.packParts = result->parts;
-  unsigned packed = addValue(TensorType{result->packed, typeOf(xs[0]).dtype});
-  op.results = {packed};
-  if (cat) { // the concatenation alone: no packed shapes to unpack with
-    out.ops.push_back(std::move(op));
-    return single(packed);
-  }
-  unsigned ps = addValue(TensorType{});
+  if (cat) // the concatenation alone: no packed shapes to unpack with
+    return single(*packed);
+  unsigned ps = builder(e.loc).newValue(TensorType{});
   out.values[ps].isPackedShapes = true;
-  out.values[ps].parts = result->parts;
-  out.ops.push_back(std::move(op));
+  out.values[ps].parts = out.ops.back().packParts;
   Operand o;
-  o.values = {packed, ps};
+  o.values = {*packed, ps};
   return o;
 }
 
@@ -510,23 +465,13 @@ std::optional<Operand> FunctionChecker::unpack(const Expr &e) {
   auto pattern = parsePatternAt(*patExpr, PatternUse::Pack);
   if (!pattern)
     return std::nullopt;
-  auto shapes = inferUnpack(out.ctx, *pattern, typeOf(*x).shape, parts);
-  if (!shapes) {
-    report(shapes.error(), e, patExpr);
+  auto unpacked = builder(e.loc).unpack(*x, *pattern, parts);
+  if (!unpacked) {
+    report(unpacked.error().error, e, patExpr);
     return std::nullopt;
   }
-  CheckedOp op;
-  op.kind = OpKind::Unpack;
-  op.loc = e.loc;
-  op.pattern = patExpr->text;
-  op.parsed = *pattern;
-  op.operands = {*x};
-  op.packParts = parts;
-  for (auto &s : *shapes)
-    op.results.push_back(addValue(TensorType{s, typeOf(*x).dtype}));
   Operand o;
-  o.values = op.results;
-  out.ops.push_back(std::move(op));
+  o.values = *unpacked;
   return o;
 }
 

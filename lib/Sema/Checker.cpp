@@ -50,8 +50,7 @@ CheckedFunction FunctionChecker::run() {
       if (auto it = unitDims->find(p.name); it != unitDims->end())
         for (size_t pos : it->second)
           specialiseUnitDim(type->shape, pos);
-    unsigned id = addValue(*type, p.name);
-    out.params.push_back(id);
+    unsigned id = builder(p.loc).param(*type, p.name);
     vars[p.name] = id;
     for (auto &d : type->shape) {
       if (d.isPack())
@@ -166,14 +165,6 @@ Shape FunctionChecker::bindResultNames(const Shape &declaredIn,
     if (!d.isPack())
       d.size = d.size.replaceSymbols(alias);
   return declared;
-}
-
-unsigned FunctionChecker::addValue(TensorType type, std::string name) {
-  Value v;
-  v.type = std::move(type);
-  v.name = std::move(name);
-  out.values.push_back(std::move(v));
-  return static_cast<unsigned>(out.values.size() - 1);
 }
 
 std::optional<TensorType> FunctionChecker::checkType(const TypeAnnotation &t) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ein/Sema/Checker.h"
+#include "ein/Sema/ProgramBuilder.h"
 #include "ein/Shape/DTypeRules.h"
 
 #include <functional>
@@ -183,13 +184,36 @@ private:
   /// to the returned value's dims.
   Shape bindResultNames(const Shape &declaredIn, const Shape &actualIn);
 
-  unsigned addValue(TensorType type, std::string name = "");
   const TensorType &typeOf(unsigned id) const { return out.values[id].type; }
 
   std::optional<TensorType> checkType(const TypeAnnotation &t);
 
   /// Reports a ShapeError at the place its anchor names in `call`.
   void report(const ShapeError &e, const Expr &call, const Expr *patternExpr);
+
+  /// The builder of this function's ops (ProgramBuilder.h: each op's shape
+  /// and dtype rule), its ops located at `at`; an inlined callee's ops get
+  /// their call site once the call is checked (CheckCalls.cpp).
+  ProgramBuilder builder(SourceLoc at) {
+    ProgramBuilder b(out);
+    b.setOrigin(BuildOrigin{at});
+    return b;
+  }
+  /// The value built by an op that names an axis in a string (take,
+  /// slice), or nullopt after reporting why not: an error about the axis
+  /// under the whole string `axis`, as written, any other where its anchor
+  /// points in `call` (report()).
+  std::optional<unsigned> builtAlong(BuildOr<unsigned> value, const Expr &call,
+                                     const Expr &axis) {
+    if (value)
+      return *value;
+    const ShapeError &why = value.error().error;
+    if (why.anchor == ShapeError::Anchor::Pattern)
+      diags.error(axis.loc, why.message, axis.length);
+    else
+      report(why, call, nullptr);
+    return std::nullopt;
+  }
 
   bool checkStmt(const Stmt &stmt);
 
@@ -227,7 +251,8 @@ private:
   /// it fits (lib/Shape/DTypeRules.cpp); `at` is the literal's expression.
   /// A size becomes a constant when its value is known, else an op that
   /// reads it at run time (OpKind::Size).
-  unsigned materialize(const Operand &lit, DType dtype, const Expr &at);
+  std::optional<unsigned> materialize(const Operand &lit, DType dtype,
+                                      const Expr &at);
 
   std::optional<Operand> eval(const Expr &e);
 
@@ -265,8 +290,20 @@ private:
       const Expr &patExpr, PatternUse use,
       const std::function<bool(InferContext &, const Pattern &)> &checks);
 
-  /// Reads `acc=DTYPE` (einsum and reduce) into `op.acc`; false on error.
-  bool accArg(const Expr &e, CheckedOp &op);
+  /// `acc=DTYPE` as written (einsum and reduce): the dtype, and the
+  /// expression that names it.
+  struct AccArg {
+    std::optional<DType> dtype;
+    const Expr *at = nullptr;
+  };
+  /// Reads `acc=` of `e`, an op of `kind`; nullopt after an error.
+  std::optional<AccArg> accArg(const Expr &e, OpKind kind);
+  /// Reports the builder's refusal of `call`: a dtype error of acc= under
+  /// acc's value, one of reduce's operand under its reduction
+  /// (`reduction`), any other where its anchor points (report()).
+  void reportBuild(const BuildError &error, const Expr &call,
+                   const Expr *patternExpr, const AccArg &acc,
+                   const Expr *reduction = nullptr);
 
   std::optional<std::vector<SizeArg>> sizeArgs(const Expr &e);
 

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace ein {
 
 std::string BuildError::str() const {
@@ -35,9 +37,37 @@ BuildError failure(ShapeError error, std::string op, std::string pattern) {
 std::optional<BuildError> dtypeError(const DTypeRule &rule, DType dtype,
                                      unsigned i, const std::string &op,
                                      const std::string &pattern) {
-  if (auto why = operandDTypeError(rule, dtype))
-    return failure(ShapeError::atOperand(*why, i), op, pattern);
+  if (auto why = operandDTypeError(rule, dtype)) {
+    BuildError error = failure(ShapeError::atOperand(*why, i), op, pattern);
+    error.rule = BuildError::Rule::OperandDType;
+    return error;
+  }
   return std::nullopt;
+}
+
+/// The table's verdict on `acc=` for `op`, as a build error.
+std::optional<BuildError> accError(const DTypeRule &rule,
+                                   std::optional<DType> acc,
+                                   const std::string &op,
+                                   const std::string &pattern) {
+  if (!acc)
+    return std::nullopt;
+  if (auto why = accDTypeError(rule, *acc)) {
+    BuildError error = failure(ShapeError::atOp(*why), op, pattern);
+    error.rule = BuildError::Rule::AccDType;
+    return error;
+  }
+  return std::nullopt;
+}
+
+/// Operands that must share one dtype and do not: `op`'s message, at the
+/// operand that differs from the first.
+BuildError mixedDTypes(std::string message, unsigned operand,
+                       const std::string &op, const std::string &pattern) {
+  BuildError error =
+      failure(ShapeError::atOperand(std::move(message), operand), op, pattern);
+  error.rule = BuildError::Rule::OperandDType;
+  return error;
 }
 
 /// transform() builds rearrange, repeat and reduce; another kind is refused
@@ -93,28 +123,72 @@ unsigned ProgramBuilder::constant(double value, DType dtype) {
   CheckedOp op;
   op.kind = OpKind::Constant;
   op.constant = value;
+  op.constantIsInt = std::trunc(value) == value;
+  // MLIRGen carries an integer dtype's value exactly, from constantInt.
+  if (!isFloat(dtype) && dtype != DType::Bool)
+    op.constantInt = static_cast<int64_t>(value);
   return append(std::move(op), TensorType{{}, dtype});
 }
 
-unsigned ProgramBuilder::size(const SizeExpr &n, DType dtype) {
-  if (auto known = n.constantValue())
-    return constant(toDouble(*known), dtype);
+BuildOr<unsigned> ProgramBuilder::literal(const NumberLiteral &value,
+                                          DType dtype) {
+  if (auto why = literalDTypeError(value, dtype))
+    return failure(ShapeError::atOp(*why), "constant", "");
+  CheckedOp op;
+  op.kind = OpKind::Constant;
+  op.constant = value.value;
+  op.constantIsInt = value.isInt;
+  if (value.isInt && value.exact && !isFloat(dtype) && dtype != DType::Bool)
+    op.constantInt = static_cast<int64_t>(*value.exact);
+  return append(std::move(op), TensorType{{}, dtype});
+}
+
+BuildOr<unsigned> ProgramBuilder::size(const SizeExpr &n, DType dtype) {
+  if (auto known = n.constantValue()) {
+    NumberLiteral number;
+    number.isInt = true;
+    number.exact = *known;
+    number.value = static_cast<double>(*known);
+    return literal(number, dtype);
+  }
+  if (dtype == DType::Bool)
+    return failure(ShapeError::atOp("a size cannot combine with a bool "
+                                    "tensor; compare it (x < n) or convert "
+                                    "with astype"),
+                   "size", "");
   CheckedOp op;
   op.kind = OpKind::Size;
   op.sizeValue = n;
   return append(std::move(op), TensorType{{}, dtype});
 }
 
-unsigned ProgramBuilder::arange(const SizeExpr &n) {
+BuildOr<unsigned> ProgramBuilder::arange(const SizeExpr &n, DType dtype) {
+  if (dtype == DType::Bool)
+    return failure(ShapeError::atKwarg("arange counts in a number dtype, not "
+                                       "bool; compare the result instead "
+                                       "(arange(s) < n)",
+                                       0),
+                   "arange", "");
+  if (auto known = n.substitute(fn.ctx.env).constantValue();
+      known && *known < 0)
+    return failure(
+        ShapeError::atOperand(fmt::format("arange of a negative size ({})",
+                                          static_cast<long long>(*known)),
+                              0),
+        "arange", "");
   CheckedOp op;
   op.kind = OpKind::Arange;
   op.sizeValue = n;
-  return append(std::move(op), TensorType{{Dim::ofSize(n)}, DType::I64});
+  return append(std::move(op), TensorType{{Dim::ofSize(n)}, dtype});
 }
 
 unsigned ProgramBuilder::cast(unsigned x, DType dtype) {
   if (type(x).dtype == dtype)
     return x;
+  return astype(x, dtype);
+}
+
+unsigned ProgramBuilder::astype(unsigned x, DType dtype) {
   CheckedOp op;
   op.kind = OpKind::Cast;
   op.operands = {x};
@@ -130,15 +204,20 @@ BuildOr<unsigned> ProgramBuilder::elementwise(ElementwiseFn f,
   for (size_t i = 0; i < xs.size(); ++i) {
     DType t = type(xs[i]).dtype;
     if (auto why = elementwiseOperandError(info, unsigned(i), t))
-      return failure(ShapeError::atOperand(*why, unsigned(i)), name, "");
-    if (i >= first && t != dtype)
-      return failure(
-          ShapeError::atOperand(
-              fmt::format("operands of {} have different dtypes ({} and {}); "
-                          "convert one with astype",
-                          name, dtypeName(dtype), dtypeName(t)),
-              unsigned(i)),
+      return mixedDTypes(*why, unsigned(i), name, "");
+    if (i >= first && t != dtype) {
+      // Named as written: an operator by its symbol ('+'), a function by
+      // its name; the mismatch is the whole call's.
+      std::string what =
+          info.symbol.empty() ? name : fmt::format("'{}'", info.symbol);
+      BuildError error = failure(
+          ShapeError::atOp(fmt::format("operands of {} have different dtypes "
+                                       "({} and {}); convert one with astype",
+                                       what, dtypeName(dtype), dtypeName(t))),
           name, "");
+      error.rule = BuildError::Rule::OperandDType;
+      return error;
+    }
   }
   Shape shape = type(xs[0]).shape;
   for (size_t i = 1; i < xs.size(); ++i) {
@@ -210,10 +289,8 @@ BuildOr<unsigned> ProgramBuilder::transform(OpKind kind, unsigned x,
       isReduce ? reduceDTypeRule(how) : *findDTypeRule(name);
   if (auto error = dtypeError(rule, type(x).dtype, 0, name, pattern))
     return *error;
-  if (acc) {
-    if (auto why = accDTypeError(rule, *acc))
-      return failure(ShapeError::atOp(*why), name, pattern);
-  }
+  if (auto error = accError(rule, acc, name, pattern))
+    return *error;
   auto info = analyzeTransform(fn.ctx, use, parsed, type(x).shape, sizes);
   if (!info)
     return failure(info.error(), name, pattern);
@@ -246,25 +323,24 @@ BuildOr<unsigned> ProgramBuilder::einsum(const std::vector<unsigned> &xs,
                                          std::optional<DType> acc) {
   const std::string &pattern = parsed.text;
   const DTypeRule &rule = *findDTypeRule("einsum");
+  if (xs.empty())
+    return failure(ShapeError::atOp("einsum needs at least one tensor"),
+                   "einsum", pattern);
   std::vector<Shape> shapes;
   for (size_t i = 0; i < xs.size(); ++i) {
     DType t = type(xs[i]).dtype;
     if (i > 0 && t != type(xs[0]).dtype)
-      return failure(
-          ShapeError::atOperand(
-              fmt::format("einsum operands have different dtypes ({} and {}); "
-                          "convert one with astype",
-                          dtypeName(type(xs[0]).dtype), dtypeName(t)),
-              unsigned(i)),
-          "einsum", pattern);
+      return mixedDTypes(
+          fmt::format("einsum operands have different dtypes ({} and {}); "
+                      "convert one with astype",
+                      dtypeName(type(xs[0]).dtype), dtypeName(t)),
+          unsigned(i), "einsum", pattern);
     if (auto error = dtypeError(rule, t, unsigned(i), "einsum", pattern))
       return *error;
     shapes.push_back(type(xs[i]).shape);
   }
-  if (acc) {
-    if (auto why = accDTypeError(rule, *acc))
-      return failure(ShapeError::atOp(*why), "einsum", pattern);
-  }
+  if (auto error = accError(rule, acc, "einsum", pattern))
+    return *error;
   auto info = analyzeEinsum(fn.ctx, parsed, shapes, sizes);
   if (!info)
     return failure(info.error(), "einsum", pattern);
@@ -282,12 +358,27 @@ BuildOr<unsigned> ProgramBuilder::einsum(const std::vector<unsigned> &xs,
 
 BuildOr<unsigned> ProgramBuilder::pack(const std::vector<unsigned> &parts,
                                        const Pattern &pattern, DType dtype) {
+  return packAs("pack", parts, pattern, dtype);
+}
+
+BuildOr<unsigned> ProgramBuilder::cat(const std::vector<unsigned> &parts,
+                                      const Pattern &pattern, DType dtype) {
+  return packAs("cat", parts, pattern, dtype);
+}
+
+BuildOr<unsigned> ProgramBuilder::packAs(const char *name,
+                                         const std::vector<unsigned> &parts,
+                                         const Pattern &pattern, DType dtype) {
   std::vector<Shape> shapes;
-  for (unsigned p : parts)
-    shapes.push_back(type(p).shape);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (type(parts[i]).dtype != dtype)
+      return mixedDTypes(fmt::format("{} needs tensors of one dtype", name),
+                         unsigned(i), name, pattern.text);
+    shapes.push_back(type(parts[i]).shape);
+  }
   auto packed = inferPack(fn.ctx, pattern, shapes);
   if (!packed)
-    return failure(packed.error(), "pack", pattern.text);
+    return failure(packed.error(), name, pattern.text);
   CheckedOp op;
   op.kind = OpKind::Pack;
   op.pattern = pattern.text;

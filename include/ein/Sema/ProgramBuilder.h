@@ -10,6 +10,7 @@
 #pragma once
 
 #include "ein/Sema/Program.h"
+#include "ein/Shape/DTypeRules.h"
 
 #include <optional>
 #include <string>
@@ -28,6 +29,11 @@ struct BuildError {
   std::string op;
   /// The pattern the caller gave (empty for an op without one).
   std::string pattern;
+  /// The rule that refused: the shape rule (Shape/Infer.h), or the dtype
+  /// table's rule for an operand or for acc= (Shape/DTypeRules.h). A front
+  /// end that writes a reduction or acc= apart from the operands (the
+  /// checker's reduce(x, p, "mean", acc=f16)) places such an error there.
+  enum class Rule { Shape, OperandDType, AccDType } rule = Rule::Shape;
   /// "OP(\"PATTERN\"): MESSAGE".
   std::string str() const;
   /// The caller's pattern with a caret line under the offending token
@@ -48,6 +54,14 @@ public:
 
 private:
   std::variant<T, BuildError> storage;
+};
+
+/// slice's operands as the caller spelled them, for its messages and its
+/// entry check; an empty field is spelled from the value built.
+struct SliceText {
+  std::string tensor; // "x"
+  std::string axis;   // "seq", "2*half", as written
+  std::string start, stop;
 };
 
 /// Where the ops being built come from; every op built is tagged with it.
@@ -77,15 +91,23 @@ public:
   /// Returns `values` from the function (its results take their types).
   void ret(const std::vector<unsigned> &values);
 
-  /// A rank-0 constant.
+  /// A rank-0 constant (an integer dtype takes the value's integer part).
   unsigned constant(double value, DType dtype);
+  /// A number as written, as a rank-0 constant of `dtype`: refused when it
+  /// does not fit the dtype (DTypeRules.h's literal rule).
+  BuildOr<unsigned> literal(const NumberLiteral &value, DType dtype);
   /// The size `n` as a rank-0 value: a constant when `n` is a number, else
-  /// read at run time.
-  unsigned size(const SizeExpr &n, DType dtype);
-  /// arange(n): 0, 1, ..., n-1 (i64) along the dim `n`.
-  unsigned arange(const SizeExpr &n);
+  /// read at run time (refused for bool: a size is a number).
+  BuildOr<unsigned> size(const SizeExpr &n, DType dtype);
+  /// arange(n): 0, 1, ..., n-1 in `dtype` along the dim `n`; refused for
+  /// bool (anchored at the first keyword: dtype=) and for a size known to
+  /// be negative (anchored at operand 0, the size).
+  BuildOr<unsigned> arange(const SizeExpr &n, DType dtype = DType::I64);
   /// `x` as `dtype` (x itself when it has that dtype).
   unsigned cast(unsigned x, DType dtype);
+  /// astype(x, dtype) as written: a cast op even to x's own dtype, so that
+  /// the program keeps the op its text has.
+  unsigned astype(unsigned x, DType dtype);
 
   /// An elementwise function of `xs`, broadcast together.
   BuildOr<unsigned> elementwise(ElementwiseFn fn, std::vector<unsigned> xs);
@@ -119,14 +141,44 @@ public:
                            const Pattern &pattern,
                            std::vector<SizeArg> sizes = {},
                            std::optional<DType> acc = std::nullopt);
-  /// pack(parts, pattern), already parsed, of `dtype`.
+  /// pack(parts, pattern), already parsed, of `dtype`: every part of it.
   BuildOr<unsigned> pack(const std::vector<unsigned> &parts,
                          const Pattern &pattern, DType dtype);
+  /// cat(parts, pattern): pack's concatenation, its messages naming cat.
+  BuildOr<unsigned> cat(const std::vector<unsigned> &parts,
+                        const Pattern &pattern, DType dtype);
 
   /// unpack(x, parts, pattern), already parsed: one value per part, of the
   /// shapes `parts` give for `*`.
   BuildOr<std::vector<unsigned>> unpack(unsigned x, const Pattern &pattern,
                                         const std::vector<Shape> &parts);
+
+  /// take(table, ids, axis): the table's slices along its one dim of size
+  /// `axis` at `ids` (i32 or i64), the ids' dims in that dim's place.
+  /// `written` is the axis as the caller spelled it (its messages quote
+  /// it); an error about the axis is anchored in it (Anchor::Pattern, the
+  /// BuildError's pattern), one about the table or the ids at operand 0 or
+  /// 1.
+  BuildOr<unsigned> take(unsigned table, unsigned ids, const Dim &axis,
+                         std::string written = "");
+  /// take along the table's dim `axis` (a position in its shape), as
+  /// take's adjoint does.
+  BuildOr<unsigned> takeAt(unsigned table, unsigned ids, unsigned axis);
+  /// slice(x, axis, start, stop): x with its one dim of size `axis` cut to
+  /// [start, stop). The bounds are sizes; what they do not prove (0 <=
+  /// start <= stop <= the dim) is checked at the function's entry, the
+  /// check named by `text` and the origin's line. `axis` may be a variadic
+  /// (the caller's `*name` or `...`), refused by name. Anchors: the axis
+  /// (Anchor::Pattern, the BuildError's pattern: the axis as written),
+  /// operand 0 the tensor, 1 start, 2 stop, the op for bounds in the wrong
+  /// order.
+  BuildOr<unsigned> slice(unsigned x, const Dim &axis, const SizeExpr &start,
+                          const SizeExpr &stop, SliceText text = {});
+  /// scatter_add(ids, updates): zeros of type `table` with `updates` added
+  /// at `ids` along the dim `axis`: take's adjoint (operand 0 the ids, 1
+  /// the updates).
+  BuildOr<unsigned> scatterAdd(unsigned ids, unsigned updates,
+                               const TensorType &table, unsigned axis);
 
   /// Appends `op` (its structure inferred by the caller) with one result of
   /// `result`, tagged with the origin; the result's id.
@@ -138,6 +190,9 @@ public:
   void appendOp(CheckedOp op);
 
 private:
+  BuildOr<unsigned> packAs(const char *name, const std::vector<unsigned> &parts,
+                           const Pattern &pattern, DType dtype);
+
   CheckedFunction &fn;
   BuildOrigin at;
 };
