@@ -64,7 +64,8 @@ public:
                                const std::string &function) const;
 
   /// Binds `function`'s dims from the input shapes (one per parameter),
-  /// evaluates its entry checks, checks it again with those sizes and
+  /// evaluates its entry checks, specialises the symbolic check for those
+  /// sizes (or checks it again with them where it cannot: Specialise.h) and
   /// compiles it for `target` (or takes the cached callable of the same
   /// signature); without a target it only binds, and `source` holds what
   /// to compile. `symbolic` is what `check` returned for the same options
