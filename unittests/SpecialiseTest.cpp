@@ -1,7 +1,8 @@
-// specialise() against the checker itself run again with the call's sizes (the oracle), on every example function.
+// specialise() against the checker itself run again with the call's sizes (the
+// oracle), on every example function.
+#include "ein/Sema/Specialise.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Sema/EntryBinding.h"
-#include "ein/Sema/Specialise.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
 
@@ -103,8 +104,7 @@ std::string dump(const CheckedModule &m, const std::string &function) {
       for (auto &g : op.einsum->operandGroups)
         os << groups(g) << ",";
       os << " ->" << groups(op.einsum->outputGroups)
-         << sizes(op.einsum->axisSizes) << " : "
-         << shapeStr(op.einsum->result);
+         << sizes(op.einsum->axisSizes) << " : " << shapeStr(op.einsum->result);
     }
     os << "\n";
   }
@@ -141,6 +141,29 @@ shapesFor(const CheckedFunction &fn, const std::function<Int(size_t)> &pick,
 
 struct Tally {
   size_t compared = 0, rechecked = 0, unbound = 0, failed = 0;
+  /// How often each kind of op was specialised (a size op's constant is
+  /// counted as a constant).
+  std::map<std::string, size_t> ops;
+  /// Why each re-checked call was (the reason up to its first '(').
+  std::map<std::string, size_t> reasons;
+  void add(const Tally &t) {
+    compared += t.compared;
+    rechecked += t.rechecked;
+    for (auto &[k, n] : t.ops)
+      ops[k] += n;
+    for (auto &[k, n] : t.reasons)
+      reasons[k] += n;
+  }
+  void print(const char *what) const {
+    std::printf("%s: %zu specialised and compared, %zu re-checked\n", what,
+                compared, rechecked);
+    for (auto &[k, n] : reasons)
+      std::printf("  re-checked: %s: %zu\n", k.c_str(), n);
+    std::string kinds;
+    for (auto &[k, n] : ops)
+      kinds += " " + k + "=" + std::to_string(n);
+    std::printf("  ops compared:%s\n", kinds.c_str());
+  }
 };
 
 /// For every function of the .ein file at `path` that checks, and a few
@@ -197,6 +220,8 @@ Tally compareFile(const std::string &path) {
       if (!specialised.module) {
         EXPECT_FALSE(specialised.recheck.empty());
         ++tally.rechecked;
+        ++tally.reasons[specialised.recheck.substr(
+            0, specialised.recheck.find(" ("))];
         continue;
       }
       if (boundDiags.hadError()) {
@@ -208,6 +233,8 @@ Tally compareFile(const std::string &path) {
       EXPECT_EQ(dump(*specialised.module, name), dump(concrete, name))
           << path << ": " << name << " with shapes set " << p;
       ++tally.compared;
+      for (const CheckedOp &op : specialised.module->functions[0].ops)
+        ++tally.ops[opKindName(op.kind)];
     }
   }
   return tally;
@@ -228,31 +255,31 @@ TEST(SpecialiseTest, ExamplesMatchTheCheckWithTheSizes) {
        einFiles(fs::path(EIN_SOURCE_DIR) / "examples")) {
     Tally t = compareFile(path);
     // Every example has a function whose common call is specialised.
-    EXPECT_GT(t.compared, 0u) << path << " (" << t.rechecked
-                              << " re-checked, " << t.unbound << " unbound)";
-    total.compared += t.compared;
-    total.rechecked += t.rechecked;
+    EXPECT_GT(t.compared, 0u) << path << " (" << t.rechecked << " re-checked, "
+                              << t.unbound << " unbound)";
+    total.add(t);
   }
-  std::printf("examples: %zu specialised and compared, %zu re-checked\n",
-              total.compared, total.rechecked);
+  total.print("examples");
 }
 
-TEST(SpecialiseTest, TestInputsMatchTheCheckWithTheSizes) {
+TEST(SpecialiseTest, EveryEinFileOfTheTestsMatchesTheCheckWithTheSizes) {
+  // Every .ein file of the tests, the benchmarks and the library (those
+  // that do not check, written to fail, are skipped).
   Tally total;
-  for (const char *dir : {"test/einc/Inputs", "test/examples/Inputs",
-                          "test/autodiff/Inputs", "test/API/Inputs"}) {
-    fs::path p = fs::path(EIN_SOURCE_DIR) / dir;
-    if (!fs::exists(p))
-      continue;
-    for (const std::string &path : einFiles(p)) {
+  for (const char *dir : {"test", "bench", "share", "examples"}) {
+    std::vector<std::string> files;
+    for (auto &entry :
+         fs::recursive_directory_iterator(fs::path(EIN_SOURCE_DIR) / dir))
+      if (entry.path().extension() == ".ein")
+        files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    for (const std::string &path : files) {
       Tally t = compareFile(path);
-      total.compared += t.compared;
-      total.rechecked += t.rechecked;
+      total.add(t);
     }
   }
   EXPECT_GT(total.compared, 0u);
-  std::printf("test inputs: %zu specialised and compared, %zu re-checked\n",
-              total.compared, total.rechecked);
+  total.print("every .ein file");
 }
 
 TEST(SpecialiseTest, RefusesWhatChangesTheStructure) {

@@ -1,4 +1,5 @@
-// Specialising a symbolically checked function for a call's sizes: what the checker would give with them, without checking again.
+// Specialising a symbolically checked function for a call's sizes: what the
+// checker would give with them, without checking again.
 #include "ein/Sema/Specialise.h"
 #include "ein/Shape/DTypeRules.h"
 
@@ -13,10 +14,9 @@ namespace {
 /// Every size expression `fn` holds that the checker computed from its
 /// shapes, with what it is (for the reason a re-check is needed), and
 /// whether the checker refuses it negative when it knows it.
-void forEachSize(
-    const CheckedFunction &fn,
-    const std::function<void(const SizeExpr &, const char *what,
-                             bool refusedNegative)> &visit) {
+void forEachSize(const CheckedFunction &fn,
+                 const std::function<void(const SizeExpr &, const char *what,
+                                          bool refusedNegative)> &visit) {
   auto shape = [&](const Shape &s, const char *what) {
     for (const Dim &d : fn.ctx.expand(s))
       if (!d.isPack())
@@ -100,8 +100,8 @@ SpecialisedModule specialise(const CheckedModule &symbolic,
     // A name the check derived (`h` of `h=2`) is known from the start of
     // the check with the sizes, so what it folds before the symbolic check
     // derived the name is folded there (`(h*d)/2` is `d`).
-    result.recheck = fmt::format("the check derives '{}'",
-                                 fn->ctx.inferred.begin()->first);
+    result.recheck =
+        fmt::format("the check derives '{}'", fn->ctx.inferred.begin()->first);
     return result;
   }
   for (unsigned id : fn->params)
@@ -122,23 +122,23 @@ SpecialisedModule specialise(const CheckedModule &symbolic,
   // Every size must evaluate, as it does in the check with the sizes;
   // where that check folds a number or refuses one, it is checked again.
   std::string why;
-  forEachSize(*fn, [&](const SizeExpr &e, const char *what,
-                       bool refusedNegative) {
-    if (!why.empty())
-      return;
-    if (hasFloorQuotient(fn->ctx, e)) {
-      // `n // 2` of known sizes is folded to its value (elementwise()).
-      why = fmt::format("{} ({}) holds a floor quotient", what, e.str());
-      return;
-    }
-    auto value = e.evaluate(dims);
-    if (!value)
-      why = fmt::format("{} ({}) does not evaluate with the call's sizes",
-                        what, e.str());
-    else if (refusedNegative && *value < 0)
-      why = fmt::format("{} ({}) is negative with the call's sizes", what,
-                        e.str());
-  });
+  forEachSize(
+      *fn, [&](const SizeExpr &e, const char *what, bool refusedNegative) {
+        if (!why.empty())
+          return;
+        if (hasFloorQuotient(fn->ctx, e)) {
+          // `n // 2` of known sizes is folded to its value (elementwise()).
+          why = fmt::format("{} ({}) holds a floor quotient", what, e.str());
+          return;
+        }
+        auto value = e.evaluate(dims);
+        if (!value)
+          why = fmt::format("{} ({}) does not evaluate with the call's sizes",
+                            what, e.str());
+        else if (refusedNegative && *value < 0)
+          why = fmt::format("{} ({}) is negative with the call's sizes", what,
+                            e.str());
+      });
   if (!why.empty()) {
     result.recheck = why;
     return result;

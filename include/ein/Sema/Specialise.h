@@ -1,4 +1,5 @@
-// Specialising a symbolically checked function for the sizes a call binds, without checking it again.
+// Specialising a symbolically checked function for the sizes a call binds,
+// without checking it again.
 #pragma once
 
 #include "ein/Sema/EntryBinding.h"
@@ -35,9 +36,10 @@ struct SpecialisedModule {
 /// Where the re-check would type the function differently or may report an
 /// error (a dim typed `#` or anonymous given size 1, a variadic whose rank
 /// the inputs fix, a `#` dim, a name the check derives (it is known from
-/// the start with the sizes, and folds what it did not), a floor quotient `//` of sizes, a size that
-/// does not evaluate, a negative size where one is refused, a size constant
-/// that does not fit its dtype), `module` is empty and `recheck` says which.
+/// the start with the sizes, and folds what it did not), a floor quotient `//`
+/// of sizes, a size that does not evaluate, a negative size where one is
+/// refused, a size constant that does not fit its dtype), `module` is empty and
+/// `recheck` says which.
 SpecialisedModule specialise(const CheckedModule &symbolic,
                              const std::string &function,
                              const EntryBinding &binding);
