@@ -32,7 +32,9 @@ struct BoundCall {
   std::shared_ptr<Callable> callable;
   /// Every dim of the function, bound by the inputs (entry checks hold).
   Bindings dims;
-  /// The function checked with these sizes (for costs and result shapes).
+  /// The function checked for these sizes (for costs and result shapes):
+  /// the symbolic check specialised for them, or checked again with them
+  /// (Sema/Specialise.h).
   CheckedModule concrete;
   /// What was (or, when bind did not compile, would be) compiled: the
   /// concrete module, or the symbolic one for size-generic calls. Set only
