@@ -306,4 +306,48 @@ TEST(SpecialiseTest, RefusesWhatChangesTheStructure) {
   EXPECT_EQ(s.recheck, "the inputs fix the rank of a variadic");
 }
 
+/// Functions the check with their call's sizes refuses, though the symbolic
+/// check and the entry checks pass: specialise must not give a module.
+TEST(SpecialiseTest, RefusesWhatTheCheckWithTheSizesRejects) {
+  SourceFile file{"t.ein", "def big(x: i32[\"n\"]) -> i32[\"n\"]:\n"
+                           "    return x * n\n"
+                           "def neg(x: f32[\"n\"]) -> i64[\"n-3\"]:\n"
+                           "    return arange(n - 3)\n"
+                           "def quot(x: f32[\"n m\"]) -> f32[\"n m\"]:\n"
+                           "    return x * (n // m)\n"};
+  DiagnosticEngine diags(file);
+  Module module = parseModule(file, diags);
+  CheckedModule checked = checkModule(module, {}, diags);
+  ASSERT_FALSE(diags.hadError());
+  struct Call {
+    const char *fn;
+    std::vector<std::vector<int64_t>> shapes;
+    const char *recheck;
+  };
+  for (const Call &call :
+       {Call{"big", {{int64_t(1) << 40}}, "the size n (= 1099511627776)"},
+        Call{"neg", {{2}}, "arange's size (n - 3) is negative"},
+        Call{"quot", {{4, 0}}, "a size used as a number (n/m) holds"}}) {
+    const CheckedFunction *fn = checked.find(call.fn);
+    std::vector<std::string> params;
+    for (unsigned id : fn->params)
+      params.push_back(fn->values[id].name);
+    EntryBinding b = bindEntryShapes(*fn, params, call.shapes);
+    ASSERT_TRUE(b.ok) << call.fn << ": " << b.error;
+    SpecialisedModule s = specialise(checked, call.fn, b);
+    EXPECT_FALSE(s.module) << call.fn;
+    EXPECT_NE(s.recheck.find(call.recheck), std::string::npos)
+        << call.fn << ": " << s.recheck;
+    // The oracle: the check with the sizes reports an error.
+    CheckOptions bound;
+    bound.onlyFunction = call.fn;
+    bound.entryDims = b.dims;
+    for (auto &[name, value] : b.dims)
+      bound.entryNames.insert(name); // (the file declares no dim)
+    DiagnosticEngine boundDiags(file);
+    checkModule(module, bound, boundDiags);
+    EXPECT_TRUE(boundDiags.hadError()) << call.fn;
+  }
+}
+
 } // namespace

@@ -17,15 +17,15 @@ namespace {
 void forEachSize(const CheckedFunction &fn,
                  const std::function<void(const SizeExpr &, const char *what,
                                           bool refusedNegative)> &visit) {
-  auto shape = [&](const Shape &s, const char *what) {
+  auto shape = [&](const Shape &s, const char *what, bool refusedNegative) {
     for (const Dim &d : fn.ctx.expand(s))
       if (!d.isPack())
-        visit(d.size, what, false);
+        visit(d.size, what, refusedNegative);
   };
   for (const Value &v : fn.values) {
-    shape(v.type.shape, "a value's dim");
+    shape(v.type.shape, "a value's dim", false);
     for (const Shape &part : v.parts)
-      shape(part, "a packed shape");
+      shape(part, "a packed shape", true);
   }
   for (const CheckedOp &op : fn.ops) {
     // (Only these ops hold sizes of their own; the rest are in the fields
@@ -47,12 +47,12 @@ void forEachSize(const CheckedFunction &fn,
     if (op.transform) {
       for (auto &[axis, size] : op.transform->axisSizes)
         visit(size, "an axis size", false);
-      shape(op.transform->result, "a value's dim");
+      shape(op.transform->result, "a value's dim", false);
     }
     if (op.einsum) {
       for (auto &[axis, size] : op.einsum->axisSizes)
         visit(size, "an axis size", false);
-      shape(op.einsum->result, "a value's dim");
+      shape(op.einsum->result, "a value's dim", false);
     }
   }
   for (const Constraint &c : fn.ctx.constraints) {
@@ -104,12 +104,12 @@ SpecialisedModule specialise(const CheckedModule &symbolic,
         fmt::format("the check derives '{}'", fn->ctx.inferred.begin()->first);
     return result;
   }
-  for (unsigned id : fn->params)
-    for (const Dim &d : fn->values[id].type.shape)
+  for (const Value &v : fn->values)
+    for (const Dim &d : v.type.shape)
       if (d.broadcastable) {
         // With both sizes known, the checker refuses a `#` dim that is
         // neither 1 nor the other (inferBroadcast).
-        result.recheck = "a parameter has a '#' dim";
+        result.recheck = "a value has a '#' dim";
         return result;
       }
 
