@@ -314,7 +314,9 @@ TEST(SpecialiseTest, RefusesWhatTheCheckWithTheSizesRejects) {
                            "def neg(x: f32[\"n\"]) -> i64[\"n-3\"]:\n"
                            "    return arange(n - 3)\n"
                            "def quot(x: f32[\"n m\"]) -> f32[\"n m\"]:\n"
-                           "    return x * (n // m)\n"};
+                           "    return x * (n // m)\n"
+                           "def self(x: f32[\"n\"]) -> f32[\"1 n\"]:\n"
+                           "    return rearrange(x, \"(a b) -> a b\", b=n)\n"};
   DiagnosticEngine diags(file);
   Module module = parseModule(file, diags);
   CheckedModule checked = checkModule(module, {}, diags);
@@ -327,7 +329,9 @@ TEST(SpecialiseTest, RefusesWhatTheCheckWithTheSizesRejects) {
   for (const Call &call :
        {Call{"big", {{int64_t(1) << 40}}, "the size n (= 1099511627776)"},
         Call{"neg", {{2}}, "arange's size (n - 3) is negative"},
-        Call{"quot", {{4, 0}}, "a size used as a number (n/m) holds"}}) {
+        Call{"quot", {{4, 0}}, "the inputs give 'm' size 0"},
+        // `n / n` is 1 without the sizes, a division by 0 with them.
+        Call{"self", {{0}}, "the inputs give 'n' size 0"}}) {
     const CheckedFunction *fn = checked.find(call.fn);
     std::vector<std::string> params;
     for (unsigned id : fn->params)

@@ -12,15 +12,17 @@ namespace ein {
 namespace {
 
 /// Every size expression `fn` holds that the checker computed from its
-/// shapes, with what it is (for the reason a re-check is needed), and
-/// whether the checker refuses it negative when it knows it.
-void forEachSize(const CheckedFunction &fn,
-                 const std::function<void(const SizeExpr &, const char *what,
-                                          bool refusedNegative)> &visit) {
+/// shapes, with what it is (for the reason a re-check is needed), whether
+/// the checker refuses it negative when it knows it, and whether the
+/// checker may have divided by it (a dim, an axis, a keyword size).
+void forEachSize(
+    const CheckedFunction &fn,
+    const std::function<void(const SizeExpr &, const char *what,
+                             bool refusedNegative, bool divisor)> &visit) {
   auto shape = [&](const Shape &s, const char *what, bool refusedNegative) {
     for (const Dim &d : fn.ctx.expand(s))
       if (!d.isPack())
-        visit(d.size, what, refusedNegative);
+        visit(d.size, what, refusedNegative, true);
   };
   for (const Value &v : fn.values) {
     shape(v.type.shape, "a value's dim", false);
@@ -31,33 +33,33 @@ void forEachSize(const CheckedFunction &fn,
     // (Only these ops hold sizes of their own; the rest are in the fields
     // below, which other ops leave empty.)
     if (op.kind == OpKind::Arange)
-      visit(op.sizeValue, "arange's size", true);
+      visit(op.sizeValue, "arange's size", true, false);
     if (op.kind == OpKind::Size)
-      visit(op.sizeValue, "a size used as a number", false);
+      visit(op.sizeValue, "a size used as a number", false, false);
     if (op.kind == OpKind::Slice) {
-      visit(op.sliceStart, "a slice's start", true);
-      visit(op.sliceStop, "a slice's stop", true);
+      visit(op.sliceStart, "a slice's start", true, false);
+      visit(op.sliceStop, "a slice's stop", true, false);
     }
     for (const SizeArg &arg : op.sizes)
-      visit(arg.value, "a keyword size", true);
+      visit(arg.value, "a keyword size", true, true);
     for (const Shape &part : op.packParts)
       for (const Dim &d : part)
         if (!d.isPack())
-          visit(d.size, "a packed shape", true);
+          visit(d.size, "a packed shape", true, true);
     if (op.transform) {
       for (auto &[axis, size] : op.transform->axisSizes)
-        visit(size, "an axis size", false);
+        visit(size, "an axis size", false, true);
       shape(op.transform->result, "a value's dim", false);
     }
     if (op.einsum) {
       for (auto &[axis, size] : op.einsum->axisSizes)
-        visit(size, "an axis size", false);
+        visit(size, "an axis size", false, true);
       shape(op.einsum->result, "a value's dim", false);
     }
   }
   for (const Constraint &c : fn.ctx.constraints) {
-    visit(c.lhs, "an entry check", false);
-    visit(c.rhs, "an entry check", false);
+    visit(c.lhs, "an entry check", false, false);
+    visit(c.rhs, "an entry check", false, false);
   }
 }
 
@@ -119,26 +121,38 @@ SpecialisedModule specialise(const CheckedModule &symbolic,
   for (auto &[name, value] : binding.dims)
     dims[name] = value;
 
+  for (auto &[name, value] : binding.dims)
+    if (value == 0) {
+      // As below: a division by it, done exactly without the sizes.
+      result.recheck = fmt::format("the inputs give '{}' size 0", name);
+      return result;
+    }
   // Every size must evaluate, as it does in the check with the sizes;
   // where that check folds a number or refuses one, it is checked again.
   std::string why;
-  forEachSize(
-      *fn, [&](const SizeExpr &e, const char *what, bool refusedNegative) {
-        if (!why.empty())
-          return;
-        if (hasFloorQuotient(fn->ctx, e)) {
-          // `n // 2` of known sizes is folded to its value (elementwise()).
-          why = fmt::format("{} ({}) holds a floor quotient", what, e.str());
-          return;
-        }
-        auto value = e.evaluate(dims);
-        if (!value)
-          why = fmt::format("{} ({}) does not evaluate with the call's sizes",
-                            what, e.str());
-        else if (refusedNegative && *value < 0)
-          why = fmt::format("{} ({}) is negative with the call's sizes", what,
-                            e.str());
-      });
+  forEachSize(*fn, [&](const SizeExpr &e, const char *what,
+                       bool refusedNegative, bool divisor) {
+    if (!why.empty())
+      return;
+    if (hasFloorQuotient(fn->ctx, e)) {
+      // `n // 2` of known sizes is folded to its value (elementwise()).
+      why = fmt::format("{} ({}) holds a floor quotient", what, e.str());
+      return;
+    }
+    auto value = e.evaluate(dims);
+    if (divisor && value && *value == 0) {
+      // A division by a size of 0 is refused once it is known, and one
+      // the symbolic check did exactly (`n / n` is 1) leaves no trace.
+      why = fmt::format("{} ({}) is 0 with the call's sizes", what, e.str());
+      return;
+    }
+    if (!value)
+      why = fmt::format("{} ({}) does not evaluate with the call's sizes", what,
+                        e.str());
+    else if (refusedNegative && *value < 0)
+      why = fmt::format("{} ({}) is negative with the call's sizes", what,
+                        e.str());
+  });
   if (!why.empty()) {
     result.recheck = why;
     return result;

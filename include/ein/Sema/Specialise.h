@@ -37,9 +37,10 @@ struct SpecialisedModule {
 /// error (a dim typed `#` or anonymous given size 1, a variadic whose rank
 /// the inputs fix, a `#` dim, a name the check derives (it is known from
 /// the start with the sizes, and folds what it did not), a floor quotient `//`
-/// of sizes, a size that does not evaluate, a negative size where one is
-/// refused, a size constant that does not fit its dtype), `module` is empty and
-/// `recheck` says which.
+/// of sizes, a size that does not evaluate, a size of 0 (a division by it,
+/// which the symbolic check may have done exactly: `n / n`), a negative size
+/// where one is refused, a size constant that does not fit its dtype), `module`
+/// is empty and `recheck` says which.
 SpecialisedModule specialise(const CheckedModule &symbolic,
                              const std::string &function,
                              const EntryBinding &binding);
