@@ -133,8 +133,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     }
   }
 
-  // 3-4. Sizes from the inputs, entry checks, the function checked again
-  // with them (Engine), built for the target and loaded.
+  // 3-4. Sizes from the inputs, entry checks, the function specialised for
+  // them (Engine::bind), built for the target and loaded.
   auto bound = engine.bind(
       file, module, check, *checked, options.function, shapes,
       options.sizeGeneric ? Specialisation::Generic : Specialisation::Sizes);

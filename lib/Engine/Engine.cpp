@@ -1,6 +1,7 @@
 // The engine: check, bind, compile (cached by signature) and call.
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
+#include "ein/Sema/Specialise.h"
 #include "ein/Support/Process.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
@@ -145,7 +146,13 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   if (!binding.ok)
     return Error::usage(binding.error);
 
-  // The function again with every dim bound.
+  // The function with every dim bound: the symbolic check specialised
+  // (Sema/Specialise.h), or, where the sizes change how it checks (a `#`
+  // or anonymous dim given size 1, a variadic whose rank the inputs fix, a
+  // `#` dim, a floor quotient `//` of sizes, a size refused or folded once
+  // known: SpecialisedModule::recheck), checked again with them.
+  BoundCall call;
+  SpecialisedModule specialised = specialise(checked, function, binding);
   CheckOptions bound = symbolic;
   bound.entryDims = binding.dims;
   for (auto &[name, value] : binding.dims)
@@ -154,8 +161,10 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   bound.entryUnitDims = binding.unitDims;
   bound.packRanks = binding.packRanks;
   DiagnosticEngine boundDiags(file);
-  BoundCall call;
-  call.concrete = checkModule(module, bound, boundDiags);
+  if (specialised.module)
+    call.concrete = std::move(*specialised.module);
+  else
+    call.concrete = checkModule(module, bound, boundDiags);
   if (boundDiags.hadError()) {
     Error error = Error::usage(fmt::format(
         "with the sizes of these inputs, '{}' does not check:", function));

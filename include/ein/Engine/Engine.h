@@ -33,7 +33,9 @@ struct BoundCall {
   std::shared_ptr<Callable> callable;
   /// Every dim of the function, bound by the inputs (entry checks hold).
   Bindings dims;
-  /// The function checked with these sizes (for costs and result shapes).
+  /// The function checked for these sizes (for costs and result shapes):
+  /// the symbolic check specialised for them, or checked again with them
+  /// (Sema/Specialise.h).
   CheckedModule concrete;
   /// What was (or, when bind did not compile, would be) compiled: the
   /// concrete module, or the symbolic one for size-generic calls. Set only
@@ -65,7 +67,8 @@ public:
                                const std::string &function) const;
 
   /// Binds `function`'s dims from the input shapes (one per parameter),
-  /// evaluates its entry checks, checks it again with those sizes and
+  /// evaluates its entry checks, specialises the symbolic check for those
+  /// sizes (or checks it again with them where it cannot: Specialise.h) and
   /// compiles it for `target` (or takes the cached callable of the same
   /// signature); without a target it only binds, and `source` holds what
   /// to compile. `symbolic` is what `check` returned for the same options
