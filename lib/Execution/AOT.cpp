@@ -38,12 +38,6 @@ namespace ein {
 
 namespace {
 
-std::string upper(std::string s) {
-  for (char &c : s)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
 /// Gives the generic allocation functions the code calls (§5 of
 /// docs/lowering.md) weak definitions over malloc, aligned_alloc and free:
 /// the object links as it is, and a program may define its own (a pool, or
@@ -228,8 +222,7 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
       return failure("this target cannot emit object files");
     pm.run(*llvmModule);
   }
-  std::string guard = "EIN_GENERATED_" + upper(std::to_string(
-                                             std::hash<std::string>()(headerPath)));
+  std::string guard = headerGuard("EIN_GENERATED_", headerPath, module);
   // Both written before either is renamed: a failure leaves the old pair.
   std::string headerTmp = temporaryPathFor(headerPath);
   std::string header = cHeader(module, guard);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <iterator>
 
@@ -36,6 +37,23 @@ std::string cName(const std::string &name) {
 
 /// An error when two functions, or two parameters of one function, get the
 /// same C name; empty when all are distinct.
+std::string headerGuard(const std::string &prefix,
+                        const std::string &headerPath,
+                        const CheckedModule &module) {
+  std::string guard = prefix;
+  size_t slash = headerPath.rfind('/');
+  for (char c : headerPath.substr(slash == std::string::npos ? 0 : slash + 1))
+    guard += std::isalnum(static_cast<unsigned char>(c))
+                 ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                 : '_';
+  // FNV-1a: the same on every host and standard library (std::hash is not).
+  uint64_t hash = 14695981039346656037ull;
+  for (auto &fn : module.functions)
+    for (char c : fn.name + '\n')
+      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return fmt::format("{}_{:016X}", guard, hash);
+}
+
 std::string cNameClash(const CheckedModule &module) {
   std::map<std::string, std::string> functions;
   for (auto &fn : module.functions) {

@@ -25,6 +25,14 @@ std::string cName(const std::string &name);
 /// same C name; empty when all are distinct.
 std::string cNameClash(const CheckedModule &module);
 
+/// The include guard of a generated header: `prefix`, the header's file
+/// name (not its directory: the same build writes the same header wherever
+/// it goes) and a hash of the module's function names (two generated
+/// headers of one name, from different modules, still both include).
+std::string headerGuard(const std::string &prefix,
+                        const std::string &headerPath,
+                        const CheckedModule &module);
+
 /// C text that computes sizes with overflow checks: names are C locals,
 /// quotients floor divisions; `ovf` is set on overflow or a division by 0.
 class CSizeWriter {

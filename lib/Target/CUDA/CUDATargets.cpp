@@ -11,6 +11,7 @@
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Support/Process.h"
+#include "ein/Target/CEntry.h"
 #include "ein/Target/CUDA/Build.h"
 #include "ein/Target/CUDA/DescribeCUDA.h"
 #include "ein/Target/CUDA/EmitCUDA.h"
@@ -253,8 +254,7 @@ public:
     auto source = emitCUDA(module, cuda);
     if (!source)
       return source.error().inFileNamed(sourcePath);
-    std::string guard = fmt::format("EIN_GENERATED_CUDA_{}",
-                                    std::hash<std::string>()(headerPath));
+    std::string guard = headerGuard("EIN_GENERATED_CUDA_", headerPath, module);
     std::vector<std::string> texts = {*source, cudaHeader(module, guard)};
     auto plan = runtime::planOutputs({outputPath, headerPath});
     if (!plan)
