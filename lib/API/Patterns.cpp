@@ -10,6 +10,7 @@
 #include "Internal.h"
 
 #include "ein/Sema/ProgramBuilder.h"
+#include "ein/Sema/Suggestions.h"
 #include "ein/Syntax/Pattern.h"
 
 #include <fmt/format.h>
@@ -52,9 +53,12 @@ ErrorInfo callError(const CallText &call, const BuildError &e) {
   case ShapeError::Anchor::Op:
     break;
   }
-  return programError(fmt::format(
+  std::string message = fmt::format(
       "{}\n    {}\n    {}^{}", at.message, call.text, std::string(col, ' '),
-      std::string(length > 1 ? length - 1 : 0, '~')));
+      std::string(length > 1 ? length - 1 : 0, '~'));
+  if (!e.spaced.empty())
+    message += "\nnote: " + spacedPatternNote(e.spaced);
+  return programError(message);
 }
 
 namespace {

@@ -92,26 +92,10 @@ std::optional<std::vector<SizeArg>> FunctionChecker::sizeArgs(const Expr &e) {
   return sizes;
 }
 
-void FunctionChecker::noteSpacedPattern(
-    const Expr &patExpr, PatternUse use,
-    const std::function<bool(InferContext &, const Pattern &)> &checks) {
-  auto pattern = parsePattern(patExpr.text, use);
-  if (!pattern)
-    return;
-  auto spaced = spacedPattern(*pattern);
-  if (!spaced)
-    return;
-  auto respaced = parsePattern(*spaced, use);
-  // On a copy: the suggestion must not bind anything for the function.
-  InferContext scratch = out.ctx;
-  if (!respaced || !checks(scratch, *respaced))
-    return;
-  diags.note(patExpr.loc,
-             fmt::format("einops patterns separate axes with spaces (a name "
-                         "of several letters is one axis); for numpy's "
-                         "one-letter axes write \"{}\"",
-                         *spaced),
-             patExpr.length);
+void FunctionChecker::noteSpacedPattern(const BuildError &error,
+                                        const Expr &patExpr) {
+  if (!error.spaced.empty())
+    diags.note(patExpr.loc, spacedPatternNote(error.spaced), patExpr.length);
 }
 
 std::optional<Operand> FunctionChecker::transform(const Expr &e) {
@@ -181,12 +165,7 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
   if (!built) {
     reportBuild(built.error(), e, patExpr, *acc,
                 isReduce ? e.args[2].get() : nullptr);
-    if (built.error().rule == BuildError::Rule::Shape)
-      noteSpacedPattern(
-          *patExpr, use, [&](InferContext &ctx, const Pattern &p) {
-            return bool(
-                analyzeTransform(ctx, use, p, typeOf(*x).shape, *sizes));
-          });
+    noteSpacedPattern(built.error(), *patExpr);
     return std::nullopt;
   }
   if (isReduce) {
@@ -235,15 +214,7 @@ std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
   auto built = builder(e.loc).einsum(xs, *pattern, *sizes, acc->dtype);
   if (!built) {
     reportBuild(built.error(), e, patExpr, *acc);
-    if (built.error().rule == BuildError::Rule::Shape && !xs.empty()) {
-      std::vector<Shape> shapes;
-      for (unsigned x : xs)
-        shapes.push_back(typeOf(x).shape);
-      noteSpacedPattern(*patExpr, PatternUse::Einsum,
-                        [&](InferContext &ctx, const Pattern &p) {
-                          return bool(analyzeEinsum(ctx, p, shapes, *sizes));
-                        });
-    }
+    noteSpacedPattern(built.error(), *patExpr);
     return std::nullopt;
   }
   for (const LoneAxis &lone : loneAxes(*pattern)) {

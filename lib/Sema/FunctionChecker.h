@@ -281,14 +281,12 @@ private:
 
   std::optional<Pattern> parsePatternAt(const Expr &str, PatternUse use);
 
-  /// After an error in the pattern `patExpr`: when it reads as numpy's
-  /// unspaced one-letter axes (`"nd,dk->nk"`) and the spaced form passes
-  /// `checks`, a note that gives the spaced form. A pattern whose
-  /// multi-letter names are meant is never affected: the note only follows
-  /// an error.
-  void noteSpacedPattern(
-      const Expr &patExpr, PatternUse use,
-      const std::function<bool(InferContext &, const Pattern &)> &checks);
+  /// After the builder refused the pattern `patExpr`: when it reads as
+  /// numpy's unspaced one-letter axes (`"nd,dk->nk"`) and the spaced form
+  /// builds (BuildError::spaced), a note that gives the spaced form. A
+  /// pattern whose multi-letter names are meant is never affected: the note
+  /// only follows an error.
+  void noteSpacedPattern(const BuildError &error, const Expr &patExpr);
 
   /// `acc=DTYPE` as written (einsum and reduce): the dtype, and the
   /// expression that names it.

@@ -2,6 +2,7 @@
 // (Shape/Infer.h) and the dtype table (Shape/DTypeRules.h), as the checker
 // applies them to written ops.
 #include "ein/Sema/ProgramBuilder.h"
+#include "ein/Sema/Suggestions.h"
 
 #include "ein/Shape/DTypeRules.h"
 #include "ein/Syntax/Pattern.h"
@@ -31,6 +32,23 @@ namespace {
 
 BuildError failure(ShapeError error, std::string op, std::string pattern) {
   return BuildError{std::move(error), std::move(op), std::move(pattern)};
+}
+
+/// `error` (the shape rule's, on `pattern`) with the numpy-spaced pattern
+/// when that one passes `builds`, tried on a scratch copy of `ctx` so that
+/// the attempt binds nothing.
+template <typename Builds>
+BuildError withSpacedHint(BuildError error, const Pattern &pattern,
+                          PatternUse use, const InferContext &ctx,
+                          Builds builds) {
+  auto spaced = spacedPattern(pattern);
+  if (!spaced)
+    return error;
+  auto respaced = parsePattern(*spaced, use);
+  InferContext scratch = ctx;
+  if (respaced && builds(scratch, *respaced))
+    error.spaced = *spaced;
+  return error;
 }
 
 /// The table's verdict on operand `i` of `op`, as a build error.
@@ -293,7 +311,11 @@ BuildOr<unsigned> ProgramBuilder::transform(OpKind kind, unsigned x,
     return *error;
   auto info = analyzeTransform(fn.ctx, use, parsed, type(x).shape, sizes);
   if (!info)
-    return failure(info.error(), name, pattern);
+    return withSpacedHint(
+        failure(info.error(), name, pattern), parsed, use, fn.ctx,
+        [&](InferContext &ctx, const Pattern &spaced) {
+          return bool(analyzeTransform(ctx, use, spaced, type(x).shape, sizes));
+        });
   CheckedOp op;
   op.kind = kind;
   op.pattern = pattern;
@@ -343,7 +365,12 @@ BuildOr<unsigned> ProgramBuilder::einsum(const std::vector<unsigned> &xs,
     return *error;
   auto info = analyzeEinsum(fn.ctx, parsed, shapes, sizes);
   if (!info)
-    return failure(info.error(), "einsum", pattern);
+    return withSpacedHint(failure(info.error(), "einsum", pattern), parsed,
+                          PatternUse::Einsum, fn.ctx,
+                          [&](InferContext &ctx, const Pattern &spaced) {
+                            return bool(
+                                analyzeEinsum(ctx, spaced, shapes, sizes));
+                          });
   CheckedOp op;
   op.kind = OpKind::Einsum;
   op.pattern = pattern;

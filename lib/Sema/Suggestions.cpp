@@ -133,6 +133,13 @@ std::vector<std::string> unitAxisRearrangements(const Shape &small,
   return out;
 }
 
+std::string spacedPatternNote(const std::string &spaced) {
+  return fmt::format("einops patterns separate axes with spaces (a name of "
+                     "several letters is one axis); for numpy's one-letter "
+                     "axes write \"{}\"",
+                     spaced);
+}
+
 std::optional<std::string> spacedPattern(const Pattern &pattern) {
   bool split = false;
   auto side = [&](const PatternSide &s) {

@@ -294,6 +294,30 @@ TEST(Errors, CaretInsideThePatternAndNoThrowForms) {
   EXPECT_THROW(ein::rearrange(ein::Tensor(), "a -> a"), ein::Error);
 }
 
+TEST(Errors, NumpyStylePatternGetsTheSpacedForm) {
+  // numpy's "ij,jk->ik" reads as one axis per letter; einops' as axes "ij",
+  // "jk", "ik". The error says how to write numpy's meaning, as einc does.
+  ein::Tensor a = iota({2, 3}), b = iota({3, 4});
+  auto product = ein::nothrow::einsum("ij,jk->ik", {a, b});
+  ASSERT_FALSE(product);
+  EXPECT_NE(product.error().message.find(
+                "\nnote: einops patterns separate axes with spaces (a name "
+                "of several letters is one axis); for numpy's one-letter "
+                "axes write \"i j, j k -> i k\""),
+            std::string::npos)
+      << product.error().message;
+  auto transposed = ein::nothrow::rearrange(a, "ij->ji");
+  ASSERT_FALSE(transposed);
+  EXPECT_NE(transposed.error().message.find("write \"i j -> j i\""),
+            std::string::npos)
+      << transposed.error().message;
+  // A pattern that is wrong either way gets no note.
+  auto wrong = ein::nothrow::einsum("ij,jk->iz", {a, b});
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().message.find("note:"), std::string::npos)
+      << wrong.error().message;
+}
+
 TEST(Errors, SizesThatDoNotFitAreUsageErrors) {
   ein::Tensor a = iota({3, 4}), b = iota({5, 6});
   auto r = ein::nothrow::einsum("i j, j k -> i k", {a, b});

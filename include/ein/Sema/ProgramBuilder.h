@@ -34,6 +34,10 @@ struct BuildError {
   /// end that writes a reduction or acc= apart from the operands (the
   /// checker's reduce(x, p, "mean", acc=f16)) places such an error there.
   enum class Rule { Shape, OperandDType, AccDType } rule = Rule::Shape;
+  /// When the shape rule refused a pattern that numpy would read as
+  /// one-letter axes ("nd,dk->nk") and that pattern spaced out ("n d, d k
+  /// -> n k") builds: the spaced pattern, for a note (spacedPatternNote).
+  std::string spaced;
   /// "OP(\"PATTERN\"): MESSAGE".
   std::string str() const;
   /// The caller's pattern with a caret line under the offending token

@@ -43,6 +43,9 @@ std::vector<std::string> unitAxisRearrangements(const Shape &small,
 /// `"nd,dk->nk"` becomes `"n d, d k -> n k"`. std::nullopt when no axis
 /// name has several letters.
 std::optional<std::string> spacedPattern(const Pattern &pattern);
+/// The note for a pattern that builds once spaced as `spaced` ("einops
+/// patterns separate axes with spaces ...").
+std::string spacedPatternNote(const std::string &spaced);
 
 /// The einsum pattern that computes `a @ b` with numpy's matmul rules (the
 /// last axis of `a` contracts with the second-to-last of `b`, or the only
