@@ -69,10 +69,19 @@ void newRecipes() {
   ein::einsum("i j, j k -> i k", a, a); // compiles the elementary kernel
   std::vector<std::string> views, einsums;
   for (int k = 0; k < n; ++k) {
-    views.push_back("b" + std::to_string(k) + " s c -> b" + std::to_string(k) +
-                    " s c");
-    einsums.push_back("i" + std::to_string(k) + " j, j k -> i" +
-                      std::to_string(k) + " k");
+    // Built without `"literal" + std::string`, which GCC 12
+    // flags with a false -Wrestrict (GCC bug 105329).
+    std::string id = std::to_string(k);
+    views.push_back(std::string("b")
+                        .append(id)
+                        .append(" s c -> b")
+                        .append(id)
+                        .append(" s c"));
+    einsums.push_back(std::string("i")
+                          .append(id)
+                          .append(" j, j k -> i")
+                          .append(id)
+                          .append(" k"));
   }
   double start = threadSeconds();
   for (const std::string &p : views)
