@@ -207,15 +207,10 @@ Tally compareFile(const std::string &path) {
         continue;
       }
       // The oracle: the check Engine::bind ran before specialise existed.
-      CheckOptions bound = symbolicOptions;
-      bound.entryDims = binding.dims;
-      for (auto &[dim, value] : binding.dims)
-        if (!fn->ctx.env.count(dim))
-          bound.entryNames.insert(dim);
-      bound.entryUnitDims = binding.unitDims;
-      bound.packRanks = binding.packRanks;
       DiagnosticEngine boundDiags(*file);
-      CheckedModule concrete = checkModule(module, bound, boundDiags);
+      CheckedModule concrete = checkModule(
+          module, boundCheckOptions(symbolicOptions, *fn, binding),
+          boundDiags);
       SpecialisedModule specialised = specialise(symbolic, name, binding);
       if (!specialised.module) {
         EXPECT_FALSE(specialised.recheck.empty());

@@ -153,18 +153,12 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
   // known: SpecialisedModule::recheck), checked again with them.
   BoundCall call;
   SpecialisedModule specialised = specialise(checked, function, binding);
-  CheckOptions bound = symbolic;
-  bound.entryDims = binding.dims;
-  for (auto &[name, value] : binding.dims)
-    if (!fn->ctx.env.count(name))
-      bound.entryNames.insert(name);
-  bound.entryUnitDims = binding.unitDims;
-  bound.packRanks = binding.packRanks;
   DiagnosticEngine boundDiags(file);
   if (specialised.module)
     call.concrete = std::move(*specialised.module);
   else
-    call.concrete = checkModule(module, bound, boundDiags);
+    call.concrete = checkModule(
+        module, boundCheckOptions(symbolic, *fn, binding), boundDiags);
   if (boundDiags.hadError()) {
     Error error = Error::usage(fmt::format(
         "with the sizes of these inputs, '{}' does not check:", function));

@@ -301,4 +301,17 @@ EntryBinding bindEntryShapes(const CheckedFunction &fn,
   return result;
 }
 
+CheckOptions boundCheckOptions(const CheckOptions &symbolic,
+                               const CheckedFunction &fn,
+                               const EntryBinding &binding) {
+  CheckOptions bound = symbolic;
+  bound.entryDims = binding.dims;
+  for (auto &[name, value] : binding.dims)
+    if (!fn.ctx.env.count(name))
+      bound.entryNames.insert(name);
+  bound.entryUnitDims = binding.unitDims;
+  bound.packRanks = binding.packRanks;
+  return bound;
+}
+
 } // namespace ein

@@ -1,6 +1,7 @@
 // Binding a function's dims from the shapes of actual inputs (run-time entry checks).
 #pragma once
 
+#include "ein/Sema/Checker.h"
 #include "ein/Sema/Program.h"
 
 #include <cstdint>
@@ -53,5 +54,12 @@ std::optional<std::string> valueTooLarge(const CheckedFunction &fn,
 EntryBinding bindEntryShapes(const CheckedFunction &fn,
                              const std::vector<std::string> &paramNames,
                              const std::vector<std::vector<int64_t>> &shapes);
+
+/// `symbolic` (the options `fn` was checked with) with `binding`'s sizes,
+/// unit dims and variadic ranks: the options of checking `fn` again for
+/// one call's inputs (what Engine::bind does where specialise() cannot).
+CheckOptions boundCheckOptions(const CheckOptions &symbolic,
+                               const CheckedFunction &fn,
+                               const EntryBinding &binding);
 
 } // namespace ein
