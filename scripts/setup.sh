@@ -2,7 +2,7 @@
 # Installs what ein needs and is missing (Debian 12): LLVM/MLIR 19, fmt,
 # GoogleTest, CMake, Ninja, clang-19's sanitizer and libFuzzer runtimes (for
 # scripts/fuzz.sh); then the Python test oracles (numpy, einops, opt_einsum,
-# torch).
+# safetensors, torch).
 # Safe to run repeatedly: installed packages are skipped.
 set -euo pipefail
 
@@ -22,16 +22,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
-# Python oracles for the tests, installed into the interpreter given as $1
+# Python oracles for the tests (safetensors: the format's reference
+# implementation, for test/einc/run-safetensors.test), installed into the interpreter given as $1
 # (the one CMake found) or python3.
 PY="${1:-python3}"
-if ! "$PY" -c "import numpy, einops, opt_einsum" >/dev/null 2>&1; then
-  echo "setup: installing numpy, einops and opt_einsum for $PY"
+if ! "$PY" -c "import numpy, einops, opt_einsum, safetensors" >/dev/null 2>&1; then
+  echo "setup: installing numpy, einops, opt_einsum and safetensors for $PY"
   if ! "$PY" -m pip --version >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip
   fi
-  "$PY" -m pip install -q numpy einops opt_einsum 2>/dev/null ||
-    "$PY" -m pip install -q --break-system-packages numpy einops opt_einsum
+  "$PY" -m pip install -q numpy einops opt_einsum safetensors 2>/dev/null ||
+    "$PY" -m pip install -q --break-system-packages numpy einops opt_einsum \
+      safetensors
 fi
 
 # PyTorch: the oracle of ein's optimizer library (test/einc/optim.test steps

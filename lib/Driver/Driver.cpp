@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "ein/Runtime/Npy.h"
+#include "ein/Runtime/SafeTensors.h"
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Target/TargetRegistry.h"
 
@@ -87,9 +88,11 @@ goes on at its column on the next lines.)",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
     [--size-generic] [--target=cpu|cuda|cuda-emulated] [--allow-tf32])",
-       R"(JIT-compile NAME for this CPU with the inputs' sizes and run it; bf16
-inputs are read from f32 files (rounded to nearest even) or from raw
-uint16 files, and bf16 results are written as f32. Variadics (*NAME,
+       R"(JIT-compile NAME for this CPU with the inputs' sizes and run it.
+Inputs and results are .npy files or tensors of safetensors files (a
+step's state can be one file in and one out). bf16 inputs are read from
+bf16 safetensors, or from f32 .npy files (rounded to nearest even) or raw
+uint16 ones; bf16 results are written as f32 to .npy files. Variadics (*NAME,
 ...) take their rank and sizes from the inputs. Exit 2 when the inputs
 do not fit the signature; no output is written then. --target=cuda
 builds the function's CUDA source with nvcc and runs it on this
@@ -149,9 +152,15 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  in the type of parameter PARAM is PARAM... (--rank x...=2))"},
     {"--fn", R"(--fn NAME        the function (report: only this one))"},
     {"--in", R"(--in PARAM=FILE.npy
-                 the input for parameter PARAM, one per parameter)"},
+                 the input for parameter PARAM, one per parameter; also
+                 PARAM=FILE.safetensors (its tensor PARAM) and
+                 FILE.safetensors (each of its tensors is the input of the
+                 parameter of its name; one naming none is an error))"},
     {"--out",
-     R"(--out FILE.npy   where a result goes, one per result, in order)"},
+     R"(--out FILE.npy   where a result goes, one per result, in order; also
+                 NAME=FILE.safetensors (the result is its tensor NAME;
+                 several results may share a file) and FILE.safetensors
+                 (named as the returned value))"},
     {"--time",
      R"(--time           time the call (median of repeated runs) and compare
                  with the peak figures of `einc calibrate` or those given)"},
@@ -292,7 +301,7 @@ struct Args {
   bool json = false, expand = false, time = false, perfJitdump = false,
        sizeGeneric = false;
   std::vector<std::pair<std::string, std::string>> inputs;
-  std::vector<std::string> outputs;
+  std::vector<std::pair<std::string, std::string>> outputs;
   double peakFlops = 0, bandwidth = 0;
   bool train = false;
   TrainOptions trainOptions;
@@ -411,14 +420,31 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                (args.command == "run" || args.command == "report")) {
       auto v = value("--in");
       auto eq = v ? v->find('=') : std::string::npos;
-      if (!v || eq == std::string::npos || eq == 0 || eq + 1 == v->size())
-        return usage("--in needs PARAM=FILE.npy");
-      args.inputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
+      // A safetensors file alone: its tensors name the parameters.
+      if (v && eq == std::string::npos && runtime::isSafeTensorsPath(*v)) {
+        args.inputs.push_back({"", *v});
+      } else {
+        if (!v || eq == std::string::npos || eq == 0 || eq + 1 == v->size())
+          return usage("--in needs PARAM=FILE.npy, PARAM=FILE.safetensors "
+                       "or FILE.safetensors");
+        args.inputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
+      }
     } else if (isFlag("--out") && args.command == "run") {
       auto v = value("--out");
       if (!v || v->empty())
-        return usage("--out needs FILE.npy");
-      args.outputs.push_back(*v);
+        return usage("--out needs FILE.npy, FILE.safetensors or "
+                     "NAME=FILE.safetensors");
+      // NAME=FILE.safetensors: the result's tensor name; '=' before any
+      // '/' so that a path holding '=' is still a path.
+      auto eq = v->find('=');
+      if (runtime::isSafeTensorsPath(*v) && eq != std::string::npos &&
+          eq < v->find('/')) {
+        if (eq == 0 || !runtime::isSafeTensorsPath(v->substr(eq + 1)))
+          return usage("--out needs NAME=FILE.safetensors");
+        args.outputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
+      } else {
+        args.outputs.push_back({"", *v});
+      }
     } else if ((a == "-o" || isFlag("--output")) && args.command == "build") {
       std::optional<std::string> v;
       if (a != "-o")
@@ -848,19 +874,13 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                                     "whose parameters the files are)");
       std::string name =
           args.fn.empty() ? checked.functions.front().name : args.fn;
-      auto paths = inputPaths(*checked.find(name), name, args.inputs);
-      if (!paths)
-        return paths.error();
+      auto tensors = readInputs(*checked.find(name), name, args.inputs,
+                                /*convert=*/false);
+      if (!tensors)
+        return tensors.error();
       std::vector<std::vector<int64_t>> shapes;
-      for (size_t i = 0; i < paths->size(); ++i) {
-        auto tensor = runtime::readNpy((*paths)[i]);
-        if (!tensor)
-          return Error::usage(fmt::format(
-              "parameter '{}': {}",
-              checked.find(name)->values[checked.find(name)->params[i]].name,
-              tensor.error().message));
-        shapes.push_back(tensor->shape);
-      }
+      for (const runtime::HostTensor &tensor : *tensors)
+        shapes.push_back(tensor.shape);
       Engine engine(args.cpu);
       auto symbolic = engine.check(*file, module, args.check, name);
       if (!symbolic)

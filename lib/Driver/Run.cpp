@@ -1,10 +1,12 @@
-// `einc run`: bind dims from .npy inputs, JIT-compile, run, time, write.
+// `einc run`: bind dims from .npy or safetensors inputs, JIT-compile, run,
+// time, write.
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Calibrate.h"
 #include "ein/Report/Report.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/Npy.h"
+#include "ein/Runtime/SafeTensors.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Target/TargetRegistry.h"
 
@@ -41,31 +43,155 @@ std::string si(double v, const char *unit) {
 
 } // namespace
 
-ErrorOr<std::vector<std::string>>
-inputPaths(const CheckedFunction &fn, const std::string &function,
-           const std::vector<std::pair<std::string, std::string>> &inputs) {
+ErrorOr<std::vector<runtime::HostTensor>>
+readInputs(const CheckedFunction &fn, const std::string &function,
+           const std::vector<std::pair<std::string, std::string>> &inputs,
+           bool convert) {
   std::vector<std::string> paramNames;
   for (unsigned id : fn.params)
     paramNames.push_back(fn.values[id].name);
-  std::map<std::string, std::string> paths;
+  auto isParam = [&](const std::string &name) {
+    return std::find(paramNames.begin(), paramNames.end(), name) !=
+           paramNames.end();
+  };
+  // Each parameter's source: a file, and the tensor in it when the file is
+  // a safetensors one; and how it was given, for "given twice".
+  struct Source {
+    std::string path;
+    bool safetensors = false;
+    std::string given; // "--in x=a.npy"
+  };
+  std::map<std::string, Source> sources;
+  std::map<std::string, runtime::SafeTensors> files;
+  auto add = [&](const std::string &name, Source source) -> ErrorOr<void> {
+    auto [it, fresh] = sources.emplace(name, source);
+    if (!fresh)
+      return inputError(fmt::format("parameter '{}' is given twice: by {} "
+                                    "and by {}",
+                                    name, it->second.given, source.given));
+    return {};
+  };
   for (auto &[name, path] : inputs) {
-    if (std::find(paramNames.begin(), paramNames.end(), name) ==
-        paramNames.end())
+    bool safetensors = runtime::isSafeTensorsPath(path);
+    if (!name.empty()) {
+      if (!isParam(name))
+        return inputError(
+            fmt::format("--in {}: function '{}' has no parameter '{}'", name,
+                        function, name));
+      if (auto ok = add(name, {path, safetensors,
+                               fmt::format("--in {}={}", name, path)});
+          !ok)
+        return ok.error();
+      continue;
+    }
+    // A whole safetensors file: its tensors name the parameters.
+    if (!files.count(path)) {
+      auto read = runtime::readSafeTensors(path);
+      if (!read)
+        return inputError(read.error().message);
+      files.emplace(path, std::move(*read));
+    }
+    std::vector<std::string> strangers;
+    for (const runtime::SafeTensorsEntry &e : files.at(path).entries) {
+      if (!isParam(e.name)) {
+        strangers.push_back("'" + e.name + "'");
+        continue;
+      }
+      if (auto ok = add(e.name, {path, true, fmt::format("--in {}", path)});
+          !ok)
+        return ok.error();
+    }
+    if (!strangers.empty())
+      return inputError(fmt::format(
+          "--in {}: {} {} no parameter of function '{}' (its parameters: {})",
+          path, fmt::join(strangers, ", "),
+          strangers.size() == 1 ? "names" : "name", function,
+          fmt::join(paramNames, ", ")));
+  }
+  std::vector<runtime::HostTensor> tensors;
+  for (size_t i = 0; i < paramNames.size(); ++i) {
+    const std::string &name = paramNames[i];
+    auto it = sources.find(name);
+    if (it == sources.end())
+      return inputError(fmt::format(
+          "missing --in {}=FILE.npy (or a .safetensors file holding a "
+          "tensor '{}')",
+          name, name));
+    std::optional<runtime::StorageType> want;
+    if (convert)
+      want = runtime::toStorage(fn.values[fn.params[i]].type.dtype);
+    const Source &source = it->second;
+    ErrorOr<runtime::HostTensor> tensor = Error::usage("");
+    if (!source.safetensors) {
+      tensor = runtime::readNpy(source.path, want);
+    } else {
+      if (!files.count(source.path)) {
+        auto read = runtime::readSafeTensors(source.path);
+        if (!read)
+          return inputError(fmt::format("parameter '{}': {}", name,
+                                        read.error().message));
+        files.emplace(source.path, std::move(*read));
+      }
+      tensor = files.at(source.path).tensor(name, want);
+    }
+    if (!tensor)
       return inputError(
-          fmt::format("--in {}: function '{}' has no parameter '{}'", name,
-                      function, name));
-    if (!paths.emplace(name, path).second)
-      return inputError(fmt::format("--in {} is given twice", name));
+          fmt::format("parameter '{}': {}", name, tensor.error().message));
+    tensors.push_back(std::move(*tensor));
   }
-  std::vector<std::string> ordered;
-  for (const std::string &name : paramNames) {
-    auto it = paths.find(name);
-    if (it == paths.end())
-      return inputError(fmt::format("missing --in {}=FILE.npy", name));
-    ordered.push_back(it->second);
-  }
-  return ordered;
+  return tensors;
 }
+
+namespace {
+
+/// The files `--out` names, in order of first mention, and what each holds:
+/// one result (.npy), or named results (a safetensors file, listed once).
+struct OutputFile {
+  std::string path;
+  bool safetensors = false;
+  std::vector<std::pair<std::string, size_t>> results; // name, result index
+};
+
+ErrorOr<std::vector<OutputFile>>
+outputFiles(const CheckedFunction &fn, const RunOptions &options) {
+  std::vector<OutputFile> files;
+  std::map<std::string, size_t> byPath;
+  for (size_t k = 0; k < options.outputs.size(); ++k) {
+    auto [name, path] = options.outputs[k];
+    bool safetensors = runtime::isSafeTensorsPath(path);
+    if (!safetensors && !name.empty())
+      return inputError(fmt::format("--out {}={}: only a .safetensors file "
+                                    "names its tensors",
+                                    name, path));
+    if (safetensors && name.empty()) {
+      name = fn.values[fn.returns[k]].name;
+      if (name.empty())
+        return inputError(fmt::format(
+            "result {} of '{}' is not a named value: give its tensor's name "
+            "with --out NAME={}",
+            k + 1, options.function, path));
+    }
+    // Results named into one safetensors file share it; a .npy file is
+    // one result's, and planOutputs judges the same file given twice.
+    if (!safetensors) {
+      files.push_back({path, false, {{name, k}}});
+      continue;
+    }
+    auto [it, fresh] = byPath.emplace(path, files.size());
+    if (fresh)
+      files.push_back({path, true, {}});
+    OutputFile &file = files[it->second];
+    for (auto &[other, index] : file.results)
+      if (other == name)
+        return inputError(fmt::format(
+            "--out {}: results {} and {} are both named '{}'", path,
+            index + 1, k + 1, name));
+    file.results.push_back({name, k});
+  }
+  return files;
+}
+
+} // namespace
 
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
@@ -93,28 +219,25 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     return noFunctionError(file.path, options.function, module.functionNames());
 
   // 2. Inputs, by parameter name, read in the parameter's dtype.
-  auto paths = inputPaths(*fn, options.function, options.inputs);
-  if (!paths)
-    return paths.error();
-  std::vector<runtime::HostTensor> inputs;
+  auto inputs = readInputs(*fn, options.function, options.inputs);
+  if (!inputs)
+    return inputs.error();
   std::vector<std::vector<int64_t>> shapes;
-  for (size_t i = 0; i < paths->size(); ++i) {
-    DType dtype = fn->values[fn->params[i]].type.dtype;
-    auto tensor = runtime::readNpy((*paths)[i], runtime::toStorage(dtype));
-    if (!tensor)
-      return inputError(fmt::format("parameter '{}': {}",
-                                    fn->values[fn->params[i]].name,
-                                    tensor.error().message));
-    shapes.push_back(tensor->shape);
-    inputs.push_back(std::move(*tensor));
-  }
+  for (const runtime::HostTensor &tensor : *inputs)
+    shapes.push_back(tensor.shape);
   if (options.outputs.size() != fn->results.size())
     return inputError(fmt::format(
-        "function '{}' returns {} value(s): give one --out FILE.npy for each "
-        "(got {})",
+        "function '{}' returns {} value(s): give one --out FILE.npy (or "
+        "NAME=FILE.safetensors) for each (got {})",
         options.function, fn->results.size(), options.outputs.size()));
+  auto files = outputFiles(*fn, options);
+  if (!files)
+    return files.error();
   // Every output path is checked before anything runs (OutputFiles.h).
-  auto outputPlan = runtime::planOutputs(options.outputs);
+  std::vector<std::string> outputPaths;
+  for (const OutputFile &file : *files)
+    outputPaths.push_back(file.path);
+  auto outputPlan = runtime::planOutputs(outputPaths);
   if (!outputPlan)
     return inputError(fmt::format("--out {}", outputPlan.error().message));
   // An output that is an input would replace it: refused, as `cp a a` is.
@@ -157,7 +280,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
     outputs.push_back(std::move(*tensor));
   }
   std::vector<const runtime::HostTensor *> ins;
-  for (auto &t : inputs)
+  for (auto &t : *inputs)
     ins.push_back(&t);
   std::vector<runtime::HostTensor *> outs;
   for (auto &t : outputs)
@@ -166,12 +289,14 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   // count): which take, which id, where, found by a probe on the CPU.
   auto explainIds = [&](int64_t count, Error original) {
     std::vector<std::vector<int64_t>> strides;
-    for (auto &t : inputs)
+    for (auto &t : *inputs)
       strides.push_back(t.strides());
     std::vector<JITFunction::StridedArgument> args;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      args.push_back({inputs[i].data.data(), inputs[i].shape.data(),
-                      strides[i].data(), inputs[i].shape.size()});
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      runtime::HostTensor &t = (*inputs)[i];
+      args.push_back(
+          {t.data.data(), t.shape.data(), strides[i].data(), t.shape.size()});
+    }
     return engine.explainIndexError(*bound, options.function, args, count,
                                     std::move(original));
   };
@@ -254,9 +379,17 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   }
 
   // 6. Outputs: all replaced or none (OutputFiles.h). bf16/fp8 widen to
-  // f32 files.
-  std::vector<const runtime::HostTensor *> results(outs.begin(), outs.end());
-  auto written = runtime::writeNpyOutputs(*outputPlan, results);
+  // f32 in .npy files and stay themselves in safetensors files.
+  auto written = runtime::writeOutputs(
+      *outputPlan, [&](size_t index, int fd) -> ErrorOr<void> {
+        const OutputFile &file = (*files)[index];
+        if (!file.safetensors)
+          return runtime::writeNpyTo(fd, outputs[file.results[0].second]);
+        std::vector<runtime::NamedTensor> named;
+        for (auto &[name, k] : file.results)
+          named.push_back({name, &outputs[k]});
+        return runtime::writeSafeTensorsTo(fd, named);
+      });
   if (!written)
     return inputError(fmt::format("--out {}", written.error().message));
   return {};

@@ -1,5 +1,7 @@
-// libFuzzer target: the `.npy` reader (runtime::parseNpy) on arbitrary bytes,
-// read as its natural type and as every storage type `einc run` may want.
+// libFuzzer target: the tensor-file readers of `einc run` on arbitrary bytes:
+// the `.npy` reader (runtime::parseNpy), read as its natural type and as every
+// storage type `einc run` may want, and the safetensors reader
+// (runtime::parseSafeTensors), each of its tensors read likewise.
 //
 // Oracles beyond "no crash, no sanitizer report, no huge allocation":
 //   npy-consistent  an accepted tensor's data size matches its shape and type;
@@ -7,9 +9,13 @@
 //                   same type) to the same shape and values, in C order
 //                   (a Fortran-ordered file is read with Fortran strides and
 //                   written in C order).
+//   safetensors-roundtrip  an accepted safetensors file written again
+//                   (serializeSafeTensors) parses back to the same names,
+//                   types, shapes and bytes.
 #include "FuzzSupport.h"
 
 #include "ein/Runtime/Npy.h"
+#include "ein/Runtime/SafeTensors.h"
 
 #include <cmath>
 #include <cstring>
@@ -68,9 +74,66 @@ void checkTensor(const HostTensor &t, const std::string &as) {
                               as, t.describe(), again->describe()));
 }
 
+void checkSafeTensors(const std::vector<uint8_t> &bytes) {
+  auto file = parseSafeTensors(bytes, "fuzz.safetensors");
+  if (!file) {
+    if (file.error().message.rfind("fuzz.safetensors", 0) != 0 &&
+        !fuzz::ignored("npy-message"))
+      fuzz::finding("npy-message", "error does not start with the file name: " +
+                                       file.error().message);
+    return;
+  }
+  std::vector<HostTensor> tensors;
+  std::vector<NamedTensor> named;
+  for (const SafeTensorsEntry &e : file->entries) {
+    auto t = file->tensor(e.name);
+    if (!t)
+      continue; // a dtype ein has no type for
+    if (!t->isConsistent())
+      fuzz::finding("npy-consistent",
+                    fmt::format("safetensors tensor {}: {} with {} data bytes",
+                                e.name, t->describe(), t->data.size()));
+    tensors.push_back(std::move(*t));
+  }
+  if (fuzz::ignored("safetensors-roundtrip"))
+    return;
+  size_t k = 0;
+  for (const SafeTensorsEntry &e : file->entries)
+    if (e.type)
+      named.push_back({e.name, &tensors[k++]});
+  auto again = serializeSafeTensors(named, file->metadata);
+  if (!again) {
+    fuzz::finding("safetensors-roundtrip",
+                  "an accepted file does not serialize: " +
+                      again.error().message);
+    return;
+  }
+  auto back = parseSafeTensors(*again, "again.safetensors");
+  if (!back) {
+    fuzz::finding("safetensors-roundtrip",
+                  "the serialized file does not parse: " +
+                      back.error().message);
+    return;
+  }
+  if (back->metadata != file->metadata ||
+      back->entries.size() != named.size())
+    fuzz::finding("safetensors-roundtrip",
+                  "metadata or tensors differ after a round trip");
+  for (size_t i = 0; i < named.size() && i < back->entries.size(); ++i) {
+    auto t = back->tensor(back->entries[i].name);
+    if (back->entries[i].name != named[i].name || !t ||
+        t->type != named[i].tensor->type ||
+        t->shape != named[i].tensor->shape ||
+        t->data != named[i].tensor->data)
+      fuzz::finding("safetensors-roundtrip",
+                    "tensor " + named[i].name + " differs after a round trip");
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  checkSafeTensors(std::vector<uint8_t>(data, data + size));
   const std::optional<StorageType> wants[] = {
       std::nullopt,          StorageType::F64,    StorageType::F32,
       StorageType::F16,      StorageType::BF16,   StorageType::F8E4M3,

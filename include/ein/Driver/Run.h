@@ -1,9 +1,10 @@
-// `einc run`: JIT-compile one function, run it on .npy inputs, write .npy
-// outputs.
+// `einc run`: JIT-compile one function, run it on .npy or safetensors
+// inputs, write .npy or safetensors outputs.
 #pragma once
 
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Execution/JIT.h"
+#include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Syntax/AST.h"
 
@@ -14,14 +15,15 @@
 
 namespace ein {
 
-namespace runtime {
-struct HostTensor;
-}
-
 struct RunOptions {
   std::string function;
-  std::vector<std::pair<std::string, std::string>> inputs; // name, path
-  std::vector<std::string> outputs;                        // paths
+  /// --in: (parameter, path); a safetensors file's parameter is the
+  /// tensor's name in it, or empty: each of the file's tensors binds the
+  /// parameter of its name.
+  std::vector<std::pair<std::string, std::string>> inputs;
+  /// --out, one per result in order: (tensor name, path); the name is for a
+  /// safetensors file (empty: the returned value's name) and empty for .npy.
+  std::vector<std::pair<std::string, std::string>> outputs;
   bool time = false;
   /// Compile without the inputs' sizes (size-generic code, as `einc build`
   /// makes), then call with them; otherwise specialise to them.
@@ -36,12 +38,19 @@ struct RunOptions {
   JITOptions jit; // perf/gdb listeners: off unless asked for
 };
 
-/// The path of each parameter of `fn` (named `function`) in parameter
-/// order, from `--in NAME=PATH` pairs; a usage error (exit 2) for a name
-/// that is no parameter, one given twice, or a parameter without one.
-ErrorOr<std::vector<std::string>>
-inputPaths(const CheckedFunction &fn, const std::string &function,
-           const std::vector<std::pair<std::string, std::string>> &inputs);
+/// The input of each parameter of `fn` (named `function`) in parameter
+/// order, from `--in` pairs (RunOptions::inputs): a .npy file, the tensor
+/// of the parameter's name in a safetensors file, or every tensor of a
+/// safetensors file given without a name, each binding the parameter of its
+/// name (as torch's strict load_state_dict: a tensor that names no
+/// parameter is an error). Read in the parameter's dtype when `convert`
+/// (Npy.h's and convertTensor's rules), else in the file's. A usage error
+/// (exit 2) for a name that is no parameter, one given twice, a parameter
+/// without one, or a file that does not read.
+ErrorOr<std::vector<runtime::HostTensor>>
+readInputs(const CheckedFunction &fn, const std::string &function,
+           const std::vector<std::pair<std::string, std::string>> &inputs,
+           bool convert = true);
 
 /// Runs `options.function` of the parsed `module`; the `--time` figures go
 /// to `out`. The error's kind gives the exit code: 1 a compile error in the

@@ -1,0 +1,80 @@
+// Where a reader's bytes come from (memory or a file descriptor), read
+// sequentially so that a pipe or a device is never read past what a header
+// promises: shared by the .npy and safetensors readers.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace ein {
+namespace runtime {
+
+/// Where bytes come from: memory or a file descriptor. Reading is
+/// sequential, so a pipe or a device is never read past what the header
+/// promises (plus one byte, to detect trailing data).
+class ByteSource {
+public:
+  virtual ~ByteSource() = default;
+  /// Reads up to `n` bytes into `dst`, stopping early only at the end of the
+  /// input; `got` is the count. False (with `error`) on a read error.
+  virtual bool read(uint8_t *dst, size_t n, size_t &got,
+                    std::string &error) = 0;
+  /// The whole input's size when known up front (memory, regular files).
+  std::optional<uint64_t> size;
+};
+
+class MemorySource : public ByteSource {
+public:
+  explicit MemorySource(const std::vector<uint8_t> &bytes) : bytes(bytes) {
+    size = bytes.size();
+  }
+  bool read(uint8_t *dst, size_t n, size_t &got, std::string &) override {
+    got = std::min(n, bytes.size() - pos);
+    if (got)
+      std::memcpy(dst, bytes.data() + pos, got);
+    pos += got;
+    return true;
+  }
+
+private:
+  const std::vector<uint8_t> &bytes;
+  size_t pos = 0;
+};
+
+class FdSource : public ByteSource {
+public:
+  explicit FdSource(int fd) : fd(fd) {}
+  bool read(uint8_t *dst, size_t n, size_t &got, std::string &error) override {
+    got = 0;
+    while (got < n) {
+      // Bounded chunks: some kernels reject single reads of 2 GiB or more.
+      size_t chunk = std::min<size_t>(n - got, size_t(1) << 30);
+      ssize_t r = ::read(fd, dst + got, chunk);
+      if (r < 0) {
+        if (errno == EINTR)
+          continue;
+        error = fmt::format("read error: {}", std::strerror(errno));
+        return false;
+      }
+      if (r == 0)
+        break;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+
+private:
+  int fd;
+};
+
+} // namespace runtime
+} // namespace ein
