@@ -3,6 +3,7 @@
 
 #include "ein/Runtime/FloatConvert.h"
 #include "ein/Runtime/Npy.h"
+#include "ein/Runtime/SafeTensors.h"
 
 #include <fmt/format.h>
 
@@ -364,25 +365,27 @@ Result<Tensor> scalar(double value, DType dtype) {
   return t;
 }
 
-Result<Tensor> load_npy(const std::string &path) {
-  auto host = runtime::readNpy(path);
-  if (!host)
-    return toInfo(host.error());
-  auto stored = runtime::toDType(host->type);
+namespace {
+
+/// A host tensor read from a file as an API tensor, in the file's layout
+/// (a Fortran-order .npy stays a strided tensor).
+Result<Tensor> fromHost(const runtime::HostTensor &host) {
+  auto stored = runtime::toDType(host.type);
   DType dtype = stored ? external(*stored) : bool_;
-  auto t = allocate(dtype, host->shape, false);
+  auto t = allocate(dtype, host.shape, false);
   if (!t)
     return t;
-  // Kept in the file's layout (Fortran order stays a strided tensor).
-  std::vector<int64_t> strides = host->strides();
-  if (!host->data.empty())
-    std::memcpy(t->data(), host->data.data(), host->data.size());
-  return Tensor(t->storage(), dtype, cpu, host->shape, strides, 0);
+  std::vector<int64_t> strides = host.strides();
+  if (!host.data.empty())
+    std::memcpy(t->data(), host.data.data(), host.data.size());
+  return Tensor(t->storage(), dtype, cpu, host.shape, strides, 0);
 }
 
-Result<void> save_npy(const Tensor &t, const std::string &path) {
+/// `t` as a C-order host tensor (copied from a device or a strided view);
+/// `what` names the call for the undefined-tensor error.
+Result<runtime::HostTensor> toHost(const Tensor &t, const char *what) {
   if (!t.defined())
-    return usageError("save_npy of an undefined tensor");
+    return usageError(fmt::format("{} of an undefined tensor", what));
   Tensor dense = t;
   if (t.device() != cpu) {
     auto host = to(t, cpu);
@@ -400,7 +403,58 @@ Result<void> save_npy(const Tensor &t, const std::string &path) {
   host.shape = t.shape();
   auto *bytes = static_cast<const uint8_t *>(dense.data());
   host.data.assign(bytes, bytes + dense.numel() * int64_t(itemsize(t.dtype())));
-  if (auto written = runtime::writeNpy(path, host); !written)
+  return host;
+}
+
+} // namespace
+
+Result<Tensor> load_npy(const std::string &path) {
+  auto host = runtime::readNpy(path);
+  if (!host)
+    return toInfo(host.error());
+  return fromHost(*host);
+}
+
+Result<void> save_npy(const Tensor &t, const std::string &path) {
+  auto host = toHost(t, "save_npy");
+  if (!host)
+    return host.error();
+  if (auto written = runtime::writeNpy(path, *host); !written)
+    return toInfo(written.error());
+  return {};
+}
+
+Result<std::map<std::string, Tensor>>
+load_safetensors(const std::string &path) {
+  auto file = runtime::readSafeTensors(path);
+  if (!file)
+    return toInfo(file.error());
+  std::map<std::string, Tensor> tensors;
+  for (const runtime::SafeTensorsEntry &entry : file->entries) {
+    auto host = file->tensor(entry.name);
+    if (!host)
+      return toInfo(host.error());
+    auto t = fromHost(*host);
+    if (!t)
+      return t.error();
+    tensors.emplace(entry.name, std::move(*t));
+  }
+  return tensors;
+}
+
+Result<void> save_safetensors(const std::map<std::string, Tensor> &tensors,
+                              const std::string &path) {
+  std::vector<runtime::HostTensor> hosts;
+  hosts.reserve(tensors.size());
+  std::vector<runtime::NamedTensor> named;
+  for (auto &[name, t] : tensors) {
+    auto host = toHost(t, "save_safetensors");
+    if (!host)
+      return host.error();
+    hosts.push_back(std::move(*host));
+    named.push_back({name, &hosts.back()});
+  }
+  if (auto written = runtime::writeSafeTensors(path, named); !written)
     return toInfo(written.error());
   return {};
 }

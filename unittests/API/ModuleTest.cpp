@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <unistd.h>
 
 using namespace ein_api_test;
@@ -137,3 +138,82 @@ TEST(Tensor, ViewsElementAccessAndNpyRoundTrip) {
 }
 
 } // namespace
+
+// A file the `safetensors` package wrote (safetensors.torch.save of
+// {"a": bf16 [[1.5, -2], [0.25, 3]], "b": i32 [7, -8, 9]}), read; then a
+// strided bf16 view and an i64 tensor written, checked byte by byte against
+// the format (the header's fields, the data at its offsets) and read back.
+TEST(Tensor, SafetensorsFromThePackageAndBack) {
+  const unsigned char written[] = {
+      0x78, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x7b, 0x22, 0x62, 0x22,
+      0x3a, 0x7b, 0x22, 0x64, 0x74, 0x79, 0x70, 0x65, 0x22, 0x3a, 0x22, 0x49,
+      0x33, 0x32, 0x22, 0x2c, 0x22, 0x73, 0x68, 0x61, 0x70, 0x65, 0x22, 0x3a,
+      0x5b, 0x33, 0x5d, 0x2c, 0x22, 0x64, 0x61, 0x74, 0x61, 0x5f, 0x6f, 0x66,
+      0x66, 0x73, 0x65, 0x74, 0x73, 0x22, 0x3a, 0x5b, 0x30, 0x2c, 0x31, 0x32,
+      0x5d, 0x7d, 0x2c, 0x22, 0x61, 0x22, 0x3a, 0x7b, 0x22, 0x64, 0x74, 0x79,
+      0x70, 0x65, 0x22, 0x3a, 0x22, 0x42, 0x46, 0x31, 0x36, 0x22, 0x2c, 0x22,
+      0x73, 0x68, 0x61, 0x70, 0x65, 0x22, 0x3a, 0x5b, 0x32, 0x2c, 0x32, 0x5d,
+      0x2c, 0x22, 0x64, 0x61, 0x74, 0x61, 0x5f, 0x6f, 0x66, 0x66, 0x73, 0x65,
+      0x74, 0x73, 0x22, 0x3a, 0x5b, 0x31, 0x32, 0x2c, 0x32, 0x30, 0x5d, 0x7d,
+      0x7d, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x07, 0x00, 0x00, 0x00,
+      0xf8, 0xff, 0xff, 0xff, 0x09, 0x00, 0x00, 0x00, 0xc0, 0x3f, 0x00, 0xc0,
+      0x80, 0x3e, 0x40, 0x40};
+  char dir[] = "/tmp/ein-api-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string in = std::string(dir) + "/in.safetensors";
+  std::ofstream(in, std::ios::binary)
+      .write(reinterpret_cast<const char *>(written), sizeof written);
+  auto tensors = ein::load_safetensors(in);
+  ASSERT_EQ(tensors.size(), 2u);
+  const ein::Tensor &a = tensors.at("a"), &b = tensors.at("b");
+  EXPECT_EQ(a.dtype(), ein::bf16);
+  EXPECT_EQ(a.shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(a.get({0, 0}), 1.5);
+  EXPECT_EQ(a.get({0, 1}), -2);
+  EXPECT_EQ(a.get({1, 0}), 0.25);
+  EXPECT_EQ(b.dtype(), ein::i32);
+  EXPECT_EQ(b.get({1}), -8);
+
+  // A transposed view of `a` is written in C order.
+  std::vector<uint16_t> bits{0x3fc0, 0xc000, 0x3e80, 0x4040};
+  ein::TensorView aT{bits.data(), ein::bf16, {2, 2}, {1, 2}};
+  ein::Tensor c = ein::Tensor::zeros(ein::i64, {1});
+  c.set({0}, -3);
+  std::string out = std::string(dir) + "/out.safetensors";
+  ein::save_safetensors({{"aT", aT}, {"c", c}}, out);
+  std::ifstream file(out, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)),
+                    std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), 8u);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = n << 8 | static_cast<unsigned char>(bytes[i]);
+  EXPECT_EQ((8 + n) % 8, 0u);
+  ASSERT_EQ(bytes.size(), 8 + n + 8 + 8);
+  std::string header = bytes.substr(8, n);
+  EXPECT_NE(header.find(R"("aT":{"dtype":"BF16","shape":[2,2],)"
+                        R"("data_offsets":[0,8]})"),
+            std::string::npos)
+      << header;
+  EXPECT_NE(header.find(R"("c":{"dtype":"I64","shape":[1],)"
+                        R"("data_offsets":[8,16]})"),
+            std::string::npos)
+      << header;
+  const unsigned char expected[] = {0xc0, 0x3f, 0x80, 0x3e, 0x00, 0xc0,
+                                    0x40, 0x40, 0xfd, 0xff, 0xff, 0xff,
+                                    0xff, 0xff, 0xff, 0xff};
+  EXPECT_EQ(
+      bytes.substr(8 + n),
+      std::string(reinterpret_cast<const char *>(expected), sizeof expected));
+  EXPECT_EQ(ein::load_safetensors(out).at("aT").get({0, 1}), 0.25);
+
+  std::ofstream(std::string(dir) + "/bad.safetensors") << "not a file";
+  auto bad =
+      ein::nothrow::load_safetensors(std::string(dir) + "/bad.safetensors");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ein::ErrorInfo::Kind::Usage);
+  for (const char *f :
+       {"/in.safetensors", "/out.safetensors", "/bad.safetensors"})
+    std::remove((std::string(dir) + f).c_str());
+  rmdir(dir);
+}

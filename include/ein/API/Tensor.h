@@ -6,6 +6,7 @@
 #include "ein/API/Types.h"
 
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -157,6 +158,14 @@ Result<Tensor> load_npy(const std::string &path);
 /// Writes `t` as a C-order .npy file (created or replaced whole: a failed
 /// write leaves no partial file).
 Result<void> save_npy(const Tensor &t, const std::string &path);
+/// Reads every tensor of a safetensors file (the weights format of the ML
+/// ecosystem), by name, with einc run's checks and messages; a tensor of a
+/// dtype ein lacks (U8, I16, ...) is an error.
+Result<std::map<std::string, Tensor>> load_safetensors(const std::string &path);
+/// Writes `tensors` as a safetensors file, in name order, each in its own
+/// dtype (bf16 and fp8 included), created or replaced whole.
+Result<void> save_safetensors(const std::map<std::string, Tensor> &tensors,
+                              const std::string &path);
 /// A new C-order tensor holding a copy of `count` elements at `data`, or the
 /// error (`count` is not the shape's element count, a bad shape).
 Result<Tensor> from_data(DType dtype, std::vector<int64_t> shape,
@@ -224,6 +233,13 @@ inline Tensor load_npy(const std::string &path) {
 }
 inline void save_npy(const Tensor &t, const std::string &path) {
   nothrow::save_npy(t, path).value();
+}
+inline std::map<std::string, Tensor> load_safetensors(const std::string &path) {
+  return nothrow::load_safetensors(path).value();
+}
+inline void save_safetensors(const std::map<std::string, Tensor> &tensors,
+                             const std::string &path) {
+  nothrow::save_safetensors(tensors, path).value();
 }
 
 } // namespace ein::api
