@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "ein/Support/Error.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ein {
@@ -75,6 +79,35 @@ public:
 private:
   int fd;
 };
+
+/// Opens `path` and hands `decode` its bytes as a FdSource (with the size
+/// of a regular file); `what` ("a .npy file") names what a directory is
+/// not. Errors start with the path.
+template <typename T, typename Decode>
+ErrorOr<T> readFileSource(const std::string &path, const char *what,
+                          Decode decode) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Error::usage(
+        fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Error::usage(
+        fmt::format("{}: cannot stat: {}", path, std::strerror(err)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Error::usage(fmt::format("{}: is a directory, not {}", path, what));
+  }
+  FdSource in(fd);
+  if (S_ISREG(st.st_mode))
+    in.size = static_cast<uint64_t>(st.st_size);
+  ErrorOr<T> result = decode(in);
+  ::close(fd);
+  return result;
+}
 
 } // namespace runtime
 } // namespace ein

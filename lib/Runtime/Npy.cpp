@@ -535,28 +535,9 @@ ErrorOr<HostTensor> readNpy(const std::string &path,
 ErrorOr<HostTensor> readNpy(const std::string &path,
                             std::optional<StorageType> want,
                             uint64_t maxDataBytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Error::usage(
-        fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Error::usage(
-        fmt::format("{}: cannot stat: {}", path, std::strerror(err)));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return Error::usage(
-        fmt::format("{}: is a directory, not a .npy file", path));
-  }
-  FdSource in(fd);
-  if (S_ISREG(st.st_mode))
-    in.size = static_cast<uint64_t>(st.st_size);
-  ErrorOr<HostTensor> result = decodeNpy(in, path, want, maxDataBytes);
-  ::close(fd);
-  return result;
+  return readFileSource<HostTensor>(path, "a .npy file", [&](ByteSource &in) {
+    return decodeNpy(in, path, want, maxDataBytes);
+  });
 }
 
 //===----------------------------------------------------------------------===//

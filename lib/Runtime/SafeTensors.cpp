@@ -143,24 +143,6 @@ private:
       ++pos;
   }
 
-  static void appendUtf8(std::string &out, uint32_t c) {
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
-
   bool hex4(uint32_t &value) {
     value = 0;
     for (int i = 0; i < 4; ++i) {
@@ -234,7 +216,7 @@ private:
                            "a high surrogate without its low surrogate");
           unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
         }
-        appendUtf8(out, unit);
+        out += unicode::encodeUtf8(unit);
         break;
       }
       default:
@@ -687,28 +669,9 @@ ErrorOr<SafeTensors> readSafeTensors(const std::string &path) {
 
 ErrorOr<SafeTensors> readSafeTensors(const std::string &path,
                                      uint64_t maxDataBytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Error::usage(
-        fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Error::usage(
-        fmt::format("{}: cannot stat: {}", path, std::strerror(err)));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return Error::usage(
-        fmt::format("{}: is a directory, not a safetensors file", path));
-  }
-  FdSource in(fd);
-  if (S_ISREG(st.st_mode))
-    in.size = static_cast<uint64_t>(st.st_size);
-  ErrorOr<SafeTensors> result = decode(in, path, maxDataBytes);
-  ::close(fd);
-  return result;
+  return readFileSource<SafeTensors>(
+      path, "a safetensors file",
+      [&](ByteSource &in) { return decode(in, path, maxDataBytes); });
 }
 
 ErrorOr<std::vector<uint8_t>> serializeSafeTensors(
