@@ -1,0 +1,205 @@
+// The rules of the elementwise ops: the functions of the elementwise table
+// (Shape/Elementwise.def) and astype.
+
+// --- Gradient ---
+// An elementwise function's gradient follows its row's gradient column: a
+// `Rule` row's local derivative (gradLocalOfElementwise) times the output's
+// gradient, summed over the dims the operand was broadcast along; a `Zero`
+// row passes nothing; a `NotDifferentiable` row is refused with its reason.
+#include "../Differentiator.h"
+
+#include <fmt/format.h>
+
+namespace ein {
+
+namespace {
+
+using F = ElementwiseFn;
+
+/// The gradient reaching operand `i` of the elementwise `op` from `dy`
+/// (before unbroadcasting): one case per function whose row says
+/// GradientRule::Rule.
+std::optional<unsigned> gradLocalOfElementwise(Differentiator &d,
+                                               const CheckedOp &op, unsigned i,
+                                               unsigned dy) {
+  using Opt = std::optional<unsigned>;
+  const auto &xs = op.operands;
+  Opt a = xs[0], b = xs.size() > 1 ? Opt(xs[1]) : std::nullopt,
+      y = op.results[0], g = dy;
+  DType t = d.dtypeOf(op.results[0]);
+  // Each step stops at the first failure (error is then set).
+  auto f = [&](F fn, std::initializer_list<Opt> args) -> Opt {
+    std::vector<unsigned> ids;
+    for (const Opt &arg : args) {
+      if (!arg)
+        return std::nullopt;
+      ids.push_back(*arg);
+    }
+    return d.ew(fn, ids);
+  };
+  auto c = [&](double v) -> Opt { return d.constant(v, t); };
+  auto mul = [&](Opt p, Opt q) { return f(F::Mul, {p, q}); };
+  auto add = [&](Opt p, Opt q) { return f(F::Add, {p, q}); };
+  auto sub = [&](Opt p, Opt q) { return f(F::Sub, {p, q}); };
+  auto div = [&](Opt p, Opt q) { return f(F::Div, {p, q}); };
+  auto mask = [&](F cmp, Opt p, Opt q) -> Opt {
+    Opt m = f(cmp, {p, q});
+    if (!m)
+      return std::nullopt;
+    return d.cast(*m, t);
+  };
+  switch (op.fn) {
+  case F::Add:
+    return g;
+  case F::Sub:
+    return i == 0 ? g : f(F::Neg, {g});
+  case F::Mul:
+    return mul(g, i == 0 ? b : a);
+  case F::Div:
+    if (i == 0)
+      return div(g, b);
+    return f(F::Neg, {div(mul(g, y), b)}); // d(a/b)/db = -y/b
+  case F::Pow:
+    if (i == 0) // b * a ** (b - 1)
+      return mul(g, mul(b, f(F::Pow, {a, sub(b, c(1))})));
+    return mul(g, mul(y, f(F::Log, {a})));
+  case F::Neg:
+    return f(F::Neg, {g});
+  case F::Minimum:
+  case F::Maximum: {
+    // As torch.minimum/maximum: ties share the gradient equally.
+    F wins = op.fn == F::Maximum ? (i == 0 ? F::Gt : F::Lt)
+                                 : (i == 0 ? F::Lt : F::Gt);
+    return mul(g, add(mask(wins, a, b), mul(mask(F::Eq, a, b), c(0.5))));
+  }
+  case F::Clip: // as torch.clamp: x inside [lo, hi]; lo and hi where they bind
+    if (i == 0)
+      return mul(g, mul(mask(F::Ge, a, b), mask(F::Le, a, Opt(xs[2]))));
+    return mul(g, i == 1 ? mask(F::Lt, a, b) : mask(F::Gt, a, Opt(xs[2])));
+  case F::Abs:
+    return mul(g, f(F::Sign, {a}));
+  case F::Square:
+    return mul(g, mul(a, c(2)));
+  case F::Mod: // a - floor(a / b) * b
+    if (i == 0)
+      return g;
+    return f(F::Neg, {mul(g, f(F::FloorDiv, {a, b}))});
+  case F::Exp:
+    return mul(g, y);
+  case F::Log:
+    return div(g, a);
+  case F::Sqrt:
+    return div(g, mul(y, c(2)));
+  case F::Rsqrt: // -x^(-3/2) / 2 = -y / (2x)
+    return f(F::Neg, {div(mul(g, y), mul(a, c(2)))});
+  case F::Tanh:
+    return mul(g, sub(c(1), mul(y, y)));
+  case F::Relu: // as torch: 0 at 0
+    return mul(g, mask(F::Gt, y, c(0)));
+  case F::Sigmoid:
+    return mul(g, mul(y, sub(c(1), y)));
+  case F::Silu: { // s (1 + x (1 - s))
+    Opt s = f(F::Sigmoid, {a});
+    return mul(g, mul(s, add(c(1), mul(a, sub(c(1), s)))));
+  }
+  case F::Softplus:
+    return mul(g, f(F::Sigmoid, {a}));
+  case F::Gelu: { // Phi(x) + x phi(x)
+    Opt phi = mul(f(F::Exp, {mul(mul(a, a), c(-0.5))}),
+                  c(0.3989422804014327)); // 1 / sqrt(2 pi)
+    Opt cdf =
+        mul(add(c(1), f(F::Erf, {mul(a, c(0.7071067811865476))})), c(0.5));
+    return mul(g, add(cdf, mul(a, phi)));
+  }
+  case F::GeluTanh: {
+    // u = k (x + 0.044715 x^3), t = tanh u:
+    // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2)
+    const double k = 0.7978845608028654; // sqrt(2 / pi)
+    Opt x2 = mul(a, a);
+    Opt th = f(F::Tanh, {mul(add(a, mul(mul(x2, a), c(0.044715))), c(k))});
+    Opt left = mul(add(c(1), th), c(0.5));
+    Opt du = mul(add(c(1), mul(x2, c(3 * 0.044715))), c(k));
+    Opt right = mul(mul(mul(a, c(0.5)), sub(c(1), mul(th, th))), du);
+    return mul(g, add(left, right));
+  }
+  case F::Sin:
+    return mul(g, f(F::Cos, {a}));
+  case F::Cos:
+    return f(F::Neg, {mul(g, f(F::Sin, {a}))});
+  case F::Erf: // 2 / sqrt(pi) exp(-x^2)
+    return mul(g,
+               mul(f(F::Exp, {f(F::Neg, {mul(a, a)})}), c(1.1283791670955126)));
+  case F::Where:
+    return i == 1 ? f(F::Where, {a, g, c(0)}) : f(F::Where, {a, c(0), g});
+  // The table's gradient column says no gradient flows through these
+  // (GradientRule::Zero or NotDifferentiable): elementwiseRule does not ask.
+  case F::FloorDiv:
+  case F::Sign:
+  case F::Floor:
+  case F::Ceil:
+  case F::Round:
+  case F::Lt:
+  case F::Le:
+  case F::Gt:
+  case F::Ge:
+  case F::Eq:
+  case F::Ne:
+  case F::And:
+  case F::Or:
+  case F::Not:
+    break;
+  }
+  // Only a function whose row says GradientRule::Rule gets here.
+  return d.fail(fmt::format("grad of '{}' has no rule in Autodiff although the "
+                            "elementwise table says it has one",
+                            elementwiseInfo(op.fn).name));
+}
+
+} // namespace
+
+bool gradientOfElementwise(Differentiator &d, const CheckedOp &op) {
+  std::optional<unsigned> adj = d.adjointOf(op.results[0]);
+  if (!adj)
+    return true;
+  unsigned dy = *adj;
+  if (!isFloat(d.dtypeOf(op.results[0])))
+    return true;
+  for (unsigned i = 0; i < op.operands.size(); ++i) {
+    unsigned x = op.operands[i];
+    if (!d.isActive(x) || (op.fn == F::Where && i == 0))
+      continue;
+    d.target(op, x);
+    // The table's gradient column decides; a function with no rule is
+    // refused by name, never given a zero gradient.
+    const ElementwiseInfo &info = elementwiseInfo(op.fn);
+    switch (info.gradientRule) {
+    case GradientRule::Rule:
+      break;
+    case GradientRule::Zero:
+      continue; // piecewise constant: 0 wherever the derivative exists
+    case GradientRule::NotDifferentiable:
+      return d
+          .fail(fmt::format("grad of '{}' is not defined: {}", info.name,
+                            info.gradient))
+          .no();
+    }
+    auto local = gradLocalOfElementwise(d, op, i, dy);
+    if (d.failed() || !local)
+      return false;
+    auto g = d.unbroadcast(*local, x);
+    if (!g || !d.accumulate(x, *g))
+      return false;
+  }
+  return true;
+}
+
+bool gradientOfCast(Differentiator &d, const CheckedOp &op) {
+  std::optional<unsigned> dy = d.adjointOf(op.results[0]);
+  if (!dy)
+    return true;
+  unsigned x = op.operands[0];
+  d.target(op, x);
+  return !isFloat(d.dtypeOf(x)) || d.accumulate(x, d.cast(*dy, d.dtypeOf(x)));
+}
+
+} // namespace ein
