@@ -1,15 +1,196 @@
-// The builder's indexing ops: take (a gather along one dim, found by its
-// size), scatter_add (take's adjoint) and slice, with their shape and dtype
-// rules.
-#include "ein/Sema/ProgramBuilder.h"
-
+// The rules of take, slice and scatter_add (take's adjoint): the checker's
+// calls, the builder's bodies and the cost.
+#include "../BuildErrors.h"
+#include "../FunctionChecker.h"
+#include "ein/Sema/OpCost.h"
 #include "ein/Support/Spelling.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
+namespace ein::sema {
+
+// --- Checker ---
+
+std::optional<Operand> FunctionChecker::take(const Expr &e) {
+  const char *usage = "take expects (table, ids, \"axis\"), e.g. "
+                      "take(table, ids, \"vocab\")";
+  if (e.args.size() != 3 || !e.keywords.empty()) {
+    diags.error(e.loc, usage, e.length);
+    return std::nullopt;
+  }
+  const Expr &axisArg = *e.args[2];
+  if (axisArg.kind != Expr::Kind::String) {
+    diags.error(axisArg.loc,
+                fmt::format("take's axis is a string naming the table's dim "
+                            "by its size, e.g. \"vocab\"; {}",
+                            usage),
+                axisArg.length);
+    return std::nullopt;
+  }
+  auto table = tensorOf(*e.args[0]);
+  if (!table)
+    return std::nullopt;
+  auto ids = tensorOf(*e.args[1]);
+  if (!ids)
+    return std::nullopt;
+  auto parsed = parseShape(axisArg.text);
+  if (!parsed || parsed->size() != 1) {
+    diags.error(axisArg.loc,
+                fmt::format("take's axis \"{}\" must be one size (a dim name "
+                            "or an expression such as \"n + 1\")",
+                            axisArg.text),
+                axisArg.length);
+    return std::nullopt;
+  }
+  Dim axis = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
+  auto taken = builtAlong(builder(e.loc).take(*table, *ids, axis, axisArg.text),
+                          e, axisArg);
+  if (!taken)
+    return std::nullopt;
+  return single(*taken);
+}
+
+namespace {
+
+/// A bound as written, without the parentheses exprToString puts around
+/// a binary expression (`seq - 1`, not `(seq - 1)`).
+std::string sliceBoundText(const Expr &e) {
+  std::string text = exprToString(e);
+  if (e.kind == Expr::Kind::Binary && text.size() >= 2 && text.front() == '(')
+    return text.substr(1, text.size() - 2);
+  return text;
+}
+
+} // namespace
+
+std::optional<Operand> FunctionChecker::slice(const Expr &e) {
+  const char *usage = "slice expects (tensor, axis, start, stop), e.g. "
+                      "slice(x, \"seq\", 0, k)";
+  if (e.args.size() != 4) {
+    diags.error(e.loc, usage, e.length);
+    return std::nullopt;
+  }
+  if (!e.keywords.empty()) {
+    diags.error(e.keywords[0].loc,
+                fmt::format("slice takes no keyword argument '{}'; {}",
+                            e.keywords[0].name, usage),
+                static_cast<unsigned>(e.keywords[0].name.size()));
+    return std::nullopt;
+  }
+  auto x = tensorOf(*e.args[0]);
+  if (!x)
+    return std::nullopt;
+  const Expr &axisExpr = *e.args[1];
+  if (axisExpr.kind != Expr::Kind::String) {
+    diags.error(axisExpr.loc,
+                "slice's axis is a string naming the dim by its size, e.g. "
+                "\"seq\" or \"2*half\"",
+                axisExpr.length);
+    return std::nullopt;
+  }
+  const std::string &text = axisExpr.text;
+  std::string trimmed = text;
+  trimmed.erase(0, trimmed.find_first_not_of(' '));
+  trimmed.erase(trimmed.find_last_not_of(' ') + 1);
+  // The axis: a size, or a variadic written as one (refused by the builder,
+  // by name).
+  Dim axis;
+  if (trimmed == "...") {
+    axis = Dim::ofPack("...");
+  } else if (!trimmed.empty() && trimmed[0] == '*') {
+    axis = Dim::ofPack(trimmed.substr(1));
+  } else {
+    Expected<SizeExpr> parsed = parseSizeExpr(trimmed);
+    if (!parsed) {
+      diags.error(axisExpr.loc,
+                  fmt::format("slice's axis \"{}\" is not a size expression "
+                              "(a dim name such as \"seq\", or \"2*half\")",
+                              text),
+                  axisExpr.length);
+      return std::nullopt;
+    }
+    auto symbol = parsed->asSymbol();
+    if (symbol && packNames.count(*symbol))
+      axis = Dim::ofPack(*symbol); // a variadic of this function
+    else
+      axis = Dim::ofSize(inlined() ? renamedSize(*parsed) : *parsed);
+  }
+
+  // The bounds: sizes (integers, dims and + - * // of them).
+  auto bound = [&](const Expr &b,
+                   const char *which) -> std::optional<SizeExpr> {
+    auto v = eval(b);
+    if (!v)
+      return std::nullopt;
+    std::optional<SizeExpr> s;
+    if (v->size)
+      s = *v->size;
+    else if (v->isLiteral && v->literal.isInt && v->literal.exact)
+      s = SizeExpr::constant(*v->literal.exact);
+    if (!s && v->isLiteral && v->literal.isInt) {
+      diags.error(b.loc, fmt::format("slice's {} is too large", which),
+                  b.length);
+      return std::nullopt;
+    }
+    if (!s) {
+      diags.error(b.loc,
+                  fmt::format("slice's {} is a size (an integer, a dim or "
+                              "+ - * // of them), not {}",
+                              which,
+                              v->isLiteral  ? "a float"
+                              : v->deferred ? "a number computed in a dtype"
+                                            : "a tensor"),
+                  b.length);
+      return std::nullopt;
+    }
+    return s;
+  };
+  auto start = bound(*e.args[2], "start");
+  if (!start)
+    return std::nullopt;
+  auto stop = bound(*e.args[3], "stop");
+  if (!stop)
+    return std::nullopt;
+  auto sliced =
+      builtAlong(builder(e.loc).slice(*x, axis, *start, *stop,
+                                      SliceText{exprToString(*e.args[0]), text,
+                                                sliceBoundText(*e.args[2]),
+                                                sliceBoundText(*e.args[3])}),
+                 e, axisExpr);
+  if (!sliced)
+    return std::nullopt;
+  return single(*sliced);
+}
+
+const std::vector<SurfaceCall> &surfaceCallsOfTake() {
+  static const std::vector<SurfaceCall> calls = {
+      {"take", 8, [](FunctionChecker &checker, const Expr &call) {
+         return checker.take(call);
+       }}};
+  return calls;
+}
+
+const std::vector<SurfaceCall> &surfaceCallsOfSlice() {
+  static const std::vector<SurfaceCall> calls = {
+      {"slice", 7, [](FunctionChecker &checker, const Expr &call) {
+         return checker.slice(call);
+       }}};
+  return calls;
+}
+
+// No call: only grad() builds it, as take's adjoint.
+const std::vector<SurfaceCall> &surfaceCallsOfScatterAdd() {
+  static const std::vector<SurfaceCall> calls;
+  return calls;
+}
+
+} // namespace ein::sema
+
 namespace ein {
+
+// --- Builder ---
 
 namespace {
 
@@ -27,14 +208,14 @@ std::optional<std::string> idsDTypeError(DType dtype) {
 
 /// The first variadic dim of `shape`, which take cannot index around (the
 /// lowering needs every rank).
-const Dim *variadicDim(const Shape &shape) {
+const Dim *takeVariadicDim(const Shape &shape) {
   for (const Dim &d : shape)
     if (d.isPack())
       return &d;
   return nullptr;
 }
 
-std::string variadicMessage(const Dim &d) {
+std::string takeVariadicMessage(const Dim &d) {
   return fmt::format("take does not support a variadic dim (*{}) in the "
                      "table or the ids; name its dims",
                      d.pack);
@@ -67,7 +248,7 @@ bool provablyNonNegative(const SizeExpr &e) {
   return true;
 }
 
-std::string trimmed(std::string text) {
+std::string indexingTrimmed(std::string text) {
   text.erase(0, text.find_first_not_of(' '));
   text.erase(text.find_last_not_of(' ') + 1);
   return text;
@@ -105,7 +286,7 @@ BuildOr<unsigned> ProgramBuilder::take(unsigned table, unsigned ids,
     if (auto close =
             closestName(wanted, names, std::min<size_t>(2, wanted.size() / 2)))
       hint = fmt::format("; did you mean \"{}\"?", *close);
-    else if (variadicDim(tableShape))
+    else if (takeVariadicDim(tableShape))
       hint = "; an axis inside a variadic (*name) cannot be named";
     return axisError(fmt::format("take's axis \"{}\" is not a dim of the "
                                  "table (shape \"{}\"){}",
@@ -135,8 +316,8 @@ BuildOr<unsigned> ProgramBuilder::takeAt(unsigned table, unsigned ids,
   // The variadics before the axis would leave its position unknown; after
   // it, and in the ids, they must have a rank the lowering knows.
   for (unsigned i : {0u, 1u})
-    if (const Dim *d = variadicDim(i == 0 ? tableShape : idsShape))
-      return takeError(ShapeError::atOperand(variadicMessage(*d), i), "");
+    if (const Dim *d = takeVariadicDim(i == 0 ? tableShape : idsShape))
+      return takeError(ShapeError::atOperand(takeVariadicMessage(*d), i), "");
   if (axis >= tableShape.size())
     return takeError(
         ShapeError::atOperand(fmt::format("take's axis {} is beyond the "
@@ -170,8 +351,8 @@ BuildOr<unsigned> ProgramBuilder::scatterAdd(unsigned ids, unsigned updates,
                               dtypeName(table.dtype)),
                   1);
   Shape tableShape = fn.ctx.expand(table.shape);
-  if (const Dim *d = variadicDim(tableShape))
-    return refuse(variadicMessage(*d), 1);
+  if (const Dim *d = takeVariadicDim(tableShape))
+    return refuse(takeVariadicMessage(*d), 1);
   if (axis >= tableShape.size())
     return refuse(fmt::format("scatter_add's axis {} is beyond the table's "
                               "rank {}",
@@ -195,7 +376,7 @@ BuildOr<unsigned> ProgramBuilder::slice(unsigned x, const Dim &axis,
     text.start = start.str();
   if (text.stop.empty())
     text.stop = stop.str();
-  std::string name = trimmed(text.axis);
+  std::string name = indexingTrimmed(text.axis);
   auto refuse = [&](ShapeError error) {
     return BuildError{std::move(error), "slice", text.axis};
   };
@@ -303,6 +484,38 @@ BuildOr<unsigned> ProgramBuilder::slice(unsigned x, const Dim &axis,
   Shape result = shape;
   result[index] = Dim::ofSize(stop - start);
   return append(std::move(op), TensorType{result, type(x).dtype});
+}
+
+} // namespace ein
+
+namespace ein {
+
+// --- Cost ---
+
+void costOfTake(const CostInput &in, const Bindings &, CostCounts &counts) {
+  // Reads the ids and only the rows gathered, not the table.
+  counts.read = bytesOf(in.inputs[1]) + counts.written;
+}
+
+void costOfSlice(const CostInput &in, const Bindings &, CostCounts &counts) {
+  // A slice along the leading dim is a contiguous range of the input: a
+  // view. Otherwise the model counts a copy of the selected elements: each
+  // read once and written once (docs/cost-model.md).
+  counts.view = in.packAxesBefore == 0;
+  counts.read = counts.written =
+      counts.view ? SizeExpr() : bytesOf(in.outputs[0]);
+}
+
+void costOfScatterAdd(const CostInput &in, const Bindings &,
+                      CostCounts &counts) {
+  // One add per update. Bytes: the ids and the updates read (the default),
+  // plus a read-modify-write of the element each update lands on (an
+  // update's size again, read and written: repeated ids are not merged);
+  // the zero fill of the whole result written once.
+  SizeExpr updates = bytesOf(in.inputs[1]);
+  counts.flops = numElements(in.inputs[1].shape);
+  counts.read = counts.read + updates;
+  counts.written = counts.written + updates;
 }
 
 } // namespace ein
