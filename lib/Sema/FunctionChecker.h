@@ -210,6 +210,12 @@ private:
   /// to the returned value's dims.
   Shape bindResultNames(const Shape &declaredIn, const Shape &actualIn);
 
+public:
+  // From here on, what an op's checker (SurfaceCall::check, in its family
+  // file lib/Sema/Ops/<Family>.cpp) may use: a new op's checker is a free
+  // function of these, so that it needs no line in this header.
+  DiagnosticEngine &diagnostics() { return diags; }
+
   const TensorType &typeOf(unsigned id) const { return out.values[id].type; }
 
   std::optional<TensorType> checkType(const TypeAnnotation &t);
@@ -341,10 +347,9 @@ private:
   /// typo away from `name`; empty when there is none.
   std::string closeFunctionNames(const std::string &name) const;
 
-public:
-  // The op rules' checkers (SurfaceCall::check), defined in the ops' family
-  // files (lib/Sema/Ops/*.cpp).
-  std::optional<Operand> astype(const Expr &e);
+  // The checkers of the ops' calls (SurfaceCall::check) written as members,
+  // defined in their family files (lib/Sema/Ops/*.cpp); astype's shows the
+  // other way, a free function there (Ops/Elementwise.cpp).
   /// arange(n, dtype=...): 0, 1, ..., n-1 along the dim n.
   std::optional<Operand> arange(const Expr &e);
   /// take(table, ids, "axis"): the table's axis replaced by the ids' dims.

@@ -10,37 +10,47 @@ namespace ein::sema {
 
 // --- Checker ---
 
-std::optional<Operand> FunctionChecker::astype(const Expr &e) {
+namespace {
+
+/// astype(x, dtype): x converted, or a number, size or deferred value
+/// computed in `dtype`. A free function of the checker's public API, as a
+/// new op's checker is.
+std::optional<Operand> checkAstypeCall(FunctionChecker &checker,
+                                       const Expr &e) {
   if (e.args.size() != 2 || e.args[1]->kind != Expr::Kind::Name) {
-    diags.error(e.loc, "astype expects (tensor, dtype), e.g. astype(x, f32)",
-                e.length);
+    checker.diagnostics().error(
+        e.loc, "astype expects (tensor, dtype), e.g. astype(x, f32)", e.length);
     return std::nullopt;
   }
   auto dtype = parseDType(e.args[1]->text);
   if (!dtype) {
-    diags.error(e.args[1]->loc,
-                "unknown dtype '" + e.args[1]->text + "'; expected one of " +
-                    kDTypeList,
-                e.args[1]->length);
+    checker.diagnostics().error(e.args[1]->loc,
+                                "unknown dtype '" + e.args[1]->text +
+                                    "'; expected one of " + kDTypeList,
+                                e.args[1]->length);
     return std::nullopt;
   }
-  auto value = eval(*e.args[0]);
+  auto value = checker.eval(*e.args[0]);
   if (!value)
     return std::nullopt;
   if (value->isScalar()) {
     // astype(B * K, f32), astype(1.0 / sqrt(d), f32): the number, size or
     // deferred value computed in `dtype`.
-    auto id = scalarAs(*value, *dtype, *e.args[0]);
+    auto id = checker.scalarAs(*value, *dtype, *e.args[0]);
     if (!id)
       return std::nullopt;
-    return single(*id);
+    return checker.single(*id);
   }
-  if (!isSingleTensor(*value)) {
-    diags.error(e.args[0]->loc, "expected a tensor here", e.args[0]->length);
+  if (!checker.isSingleTensor(*value)) {
+    checker.diagnostics().error(e.args[0]->loc, "expected a tensor here",
+                                e.args[0]->length);
     return std::nullopt;
   }
-  return single(builder(e.loc).astype(value->values[0], *dtype));
+  return checker.single(
+      checker.builder(e.loc).astype(value->values[0], *dtype));
 }
+
+} // namespace
 
 // No call of its own: each function of the elementwise table is called by
 // its own name, or written as an operator (FunctionChecker::call).
@@ -52,7 +62,7 @@ const std::vector<SurfaceCall> &surfaceCallsOfElementwise() {
 const std::vector<SurfaceCall> &surfaceCallsOfCast() {
   static const std::vector<SurfaceCall> calls = {
       {"astype", 9, [](FunctionChecker &checker, const Expr &call) {
-         return checker.astype(call);
+         return checkAstypeCall(checker, call);
        }}};
   return calls;
 }
