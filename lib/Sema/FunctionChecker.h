@@ -215,6 +215,23 @@ public:
   // file lib/Sema/Ops/<Family>.cpp) may use: a new op's checker is a free
   // function of these, so that it needs no line in this header.
   DiagnosticEngine &diagnostics() { return diags; }
+  /// Whether `name` names a value of this function (a parameter's or an
+  /// assignment's).
+  bool isTensorName(const std::string &name) const {
+    return vars.count(name) != 0;
+  }
+  /// Whether `name` is a variadic of this function (`*b`).
+  bool isPackName(const std::string &name) const {
+    return packNames.count(name) != 0;
+  }
+  /// A size or shape written in this function's text, in the names of the
+  /// function being built: an inlined callee's are the caller's.
+  SizeExpr builtSize(const SizeExpr &written) {
+    return inlined() ? renamedSize(written) : written;
+  }
+  Shape builtShape(const Shape &written) {
+    return inlined() ? renamedShape(written) : written;
+  }
 
   const TensorType &typeOf(unsigned id) const { return out.values[id].type; }
 
@@ -348,15 +365,8 @@ public:
   std::string closeFunctionNames(const std::string &name) const;
 
   // The checkers of the ops' calls (SurfaceCall::check) written as members,
-  // defined in their family files (lib/Sema/Ops/*.cpp); astype's shows the
-  // other way, a free function there (Ops/Elementwise.cpp).
-  /// arange(n, dtype=...): 0, 1, ..., n-1 along the dim n.
-  std::optional<Operand> arange(const Expr &e);
-  /// take(table, ids, "axis"): the table's axis replaced by the ids' dims.
-  std::optional<Operand> take(const Expr &e);
-  /// slice(x, "axis", start, stop): start <= i < stop along the dim of x
-  /// whose size is `axis` (lib/Sema/Ops/Indexing.cpp).
-  std::optional<Operand> slice(const Expr &e);
+  // defined in their family files (lib/Sema/Ops/*.cpp). Those of astype,
+  // arange, take and slice are free functions there, as a new op's is.
 
   std::optional<Operand> transform(const Expr &e);
 

@@ -13,46 +13,50 @@ namespace ein::sema {
 
 // --- Checker ---
 
-std::optional<Operand> FunctionChecker::take(const Expr &e) {
+namespace {
+
+/// take(table, ids, "axis"): the table's axis replaced by the ids' dims.
+std::optional<Operand> checkTakeCall(FunctionChecker &checker, const Expr &e) {
   const char *usage = "take expects (table, ids, \"axis\"), e.g. "
                       "take(table, ids, \"vocab\")";
   if (e.args.size() != 3 || !e.keywords.empty()) {
-    diags.error(e.loc, usage, e.length);
+    checker.diagnostics().error(e.loc, usage, e.length);
     return std::nullopt;
   }
   const Expr &axisArg = *e.args[2];
   if (axisArg.kind != Expr::Kind::String) {
-    diags.error(axisArg.loc,
-                fmt::format("take's axis is a string naming the table's dim "
-                            "by its size, e.g. \"vocab\"; {}",
-                            usage),
-                axisArg.length);
+    checker.diagnostics().error(
+        axisArg.loc,
+        fmt::format("take's axis is a string naming the table's dim "
+                    "by its size, e.g. \"vocab\"; {}",
+                    usage),
+        axisArg.length);
     return std::nullopt;
   }
-  auto table = tensorOf(*e.args[0]);
+  auto table = checker.tensorOf(*e.args[0]);
   if (!table)
     return std::nullopt;
-  auto ids = tensorOf(*e.args[1]);
+  auto ids = checker.tensorOf(*e.args[1]);
   if (!ids)
     return std::nullopt;
   auto parsed = parseShape(axisArg.text);
   if (!parsed || parsed->size() != 1) {
-    diags.error(axisArg.loc,
-                fmt::format("take's axis \"{}\" must be one size (a dim name "
-                            "or an expression such as \"n + 1\")",
-                            axisArg.text),
-                axisArg.length);
+    checker.diagnostics().error(
+        axisArg.loc,
+        fmt::format("take's axis \"{}\" must be one size (a dim name "
+                    "or an expression such as \"n + 1\")",
+                    axisArg.text),
+        axisArg.length);
     return std::nullopt;
   }
-  Dim axis = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
-  auto taken = builtAlong(builder(e.loc).take(*table, *ids, axis, axisArg.text),
-                          e, axisArg);
+  Dim axis = checker.builtShape(*parsed)[0];
+  auto taken = checker.builtAlong(
+      checker.builder(e.loc).take(*table, *ids, axis, axisArg.text), e,
+      axisArg);
   if (!taken)
     return std::nullopt;
-  return single(*taken);
+  return checker.single(*taken);
 }
-
-namespace {
 
 /// A bound as written, without the parentheses exprToString puts around
 /// a binary expression (`seq - 1`, not `(seq - 1)`).
@@ -63,31 +67,33 @@ std::string sliceBoundText(const Expr &e) {
   return text;
 }
 
-} // namespace
-
-std::optional<Operand> FunctionChecker::slice(const Expr &e) {
+/// slice(x, "axis", start, stop): start <= i < stop along the dim of x
+/// whose size is `axis`.
+std::optional<Operand> checkSliceCall(FunctionChecker &checker, const Expr &e) {
   const char *usage = "slice expects (tensor, axis, start, stop), e.g. "
                       "slice(x, \"seq\", 0, k)";
   if (e.args.size() != 4) {
-    diags.error(e.loc, usage, e.length);
+    checker.diagnostics().error(e.loc, usage, e.length);
     return std::nullopt;
   }
   if (!e.keywords.empty()) {
-    diags.error(e.keywords[0].loc,
-                fmt::format("slice takes no keyword argument '{}'; {}",
-                            e.keywords[0].name, usage),
-                static_cast<unsigned>(e.keywords[0].name.size()));
+    checker.diagnostics().error(
+        e.keywords[0].loc,
+        fmt::format("slice takes no keyword argument '{}'; {}",
+                    e.keywords[0].name, usage),
+        static_cast<unsigned>(e.keywords[0].name.size()));
     return std::nullopt;
   }
-  auto x = tensorOf(*e.args[0]);
+  auto x = checker.tensorOf(*e.args[0]);
   if (!x)
     return std::nullopt;
   const Expr &axisExpr = *e.args[1];
   if (axisExpr.kind != Expr::Kind::String) {
-    diags.error(axisExpr.loc,
-                "slice's axis is a string naming the dim by its size, e.g. "
-                "\"seq\" or \"2*half\"",
-                axisExpr.length);
+    checker.diagnostics().error(
+        axisExpr.loc,
+        "slice's axis is a string naming the dim by its size, e.g. "
+        "\"seq\" or \"2*half\"",
+        axisExpr.length);
     return std::nullopt;
   }
   const std::string &text = axisExpr.text;
@@ -104,24 +110,25 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
   } else {
     Expected<SizeExpr> parsed = parseSizeExpr(trimmed);
     if (!parsed) {
-      diags.error(axisExpr.loc,
-                  fmt::format("slice's axis \"{}\" is not a size expression "
-                              "(a dim name such as \"seq\", or \"2*half\")",
-                              text),
-                  axisExpr.length);
+      checker.diagnostics().error(
+          axisExpr.loc,
+          fmt::format("slice's axis \"{}\" is not a size expression "
+                      "(a dim name such as \"seq\", or \"2*half\")",
+                      text),
+          axisExpr.length);
       return std::nullopt;
     }
     auto symbol = parsed->asSymbol();
-    if (symbol && packNames.count(*symbol))
+    if (symbol && checker.isPackName(*symbol))
       axis = Dim::ofPack(*symbol); // a variadic of this function
     else
-      axis = Dim::ofSize(inlined() ? renamedSize(*parsed) : *parsed);
+      axis = Dim::ofSize(checker.builtSize(*parsed));
   }
 
   // The bounds: sizes (integers, dims and + - * // of them).
   auto bound = [&](const Expr &b,
                    const char *which) -> std::optional<SizeExpr> {
-    auto v = eval(b);
+    auto v = checker.eval(b);
     if (!v)
       return std::nullopt;
     std::optional<SizeExpr> s;
@@ -130,19 +137,20 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
     else if (v->isLiteral && v->literal.isInt && v->literal.exact)
       s = SizeExpr::constant(*v->literal.exact);
     if (!s && v->isLiteral && v->literal.isInt) {
-      diags.error(b.loc, fmt::format("slice's {} is too large", which),
-                  b.length);
+      checker.diagnostics().error(
+          b.loc, fmt::format("slice's {} is too large", which), b.length);
       return std::nullopt;
     }
     if (!s) {
-      diags.error(b.loc,
-                  fmt::format("slice's {} is a size (an integer, a dim or "
-                              "+ - * // of them), not {}",
-                              which,
-                              v->isLiteral  ? "a float"
-                              : v->deferred ? "a number computed in a dtype"
-                                            : "a tensor"),
-                  b.length);
+      checker.diagnostics().error(
+          b.loc,
+          fmt::format("slice's {} is a size (an integer, a dim or "
+                      "+ - * // of them), not {}",
+                      which,
+                      v->isLiteral  ? "a float"
+                      : v->deferred ? "a number computed in a dtype"
+                                    : "a tensor"),
+          b.length);
       return std::nullopt;
     }
     return s;
@@ -153,21 +161,23 @@ std::optional<Operand> FunctionChecker::slice(const Expr &e) {
   auto stop = bound(*e.args[3], "stop");
   if (!stop)
     return std::nullopt;
-  auto sliced =
-      builtAlong(builder(e.loc).slice(*x, axis, *start, *stop,
-                                      SliceText{exprToString(*e.args[0]), text,
-                                                sliceBoundText(*e.args[2]),
-                                                sliceBoundText(*e.args[3])}),
-                 e, axisExpr);
+  auto sliced = checker.builtAlong(
+      checker.builder(e.loc).slice(*x, axis, *start, *stop,
+                                   SliceText{exprToString(*e.args[0]), text,
+                                             sliceBoundText(*e.args[2]),
+                                             sliceBoundText(*e.args[3])}),
+      e, axisExpr);
   if (!sliced)
     return std::nullopt;
-  return single(*sliced);
+  return checker.single(*sliced);
 }
+
+} // namespace
 
 const std::vector<SurfaceCall> &surfaceCallsOfTake() {
   static const std::vector<SurfaceCall> calls = {
       {"take", 8, [](FunctionChecker &checker, const Expr &call) {
-         return checker.take(call);
+         return checkTakeCall(checker, call);
        }}};
   return calls;
 }
@@ -175,7 +185,7 @@ const std::vector<SurfaceCall> &surfaceCallsOfTake() {
 const std::vector<SurfaceCall> &surfaceCallsOfSlice() {
   static const std::vector<SurfaceCall> calls = {
       {"slice", 7, [](FunctionChecker &checker, const Expr &call) {
-         return checker.slice(call);
+         return checkSliceCall(checker, call);
        }}};
   return calls;
 }

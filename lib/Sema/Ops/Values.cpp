@@ -12,66 +12,75 @@ namespace ein::sema {
 
 // --- Checker ---
 
-std::optional<Operand> FunctionChecker::arange(const Expr &e) {
+namespace {
+
+/// arange(n, dtype=...): 0, 1, ..., n-1 along the dim n.
+std::optional<Operand> checkArangeCall(FunctionChecker &checker,
+                                       const Expr &e) {
   const char *usage = "arange expects (size, dtype=...), e.g. arange(s) or "
                       "arange(s, dtype=f32)";
   if (e.args.size() != 1) {
-    diags.error(e.loc, usage, e.length);
+    checker.diagnostics().error(e.loc, usage, e.length);
     return std::nullopt;
   }
   DType dtype = DType::I64;
   const Expr *dtypeExpr = nullptr;
   for (const KeywordArg &k : e.keywords) {
     if (k.name != "dtype") {
-      diags.error(k.loc,
-                  fmt::format("arange takes no keyword argument '{}'; {}",
-                              k.name, usage),
-                  static_cast<unsigned>(k.name.size()));
+      checker.diagnostics().error(
+          k.loc,
+          fmt::format("arange takes no keyword argument '{}'; {}", k.name,
+                      usage),
+          static_cast<unsigned>(k.name.size()));
       return std::nullopt;
     }
     std::optional<DType> d;
     if (k.value->kind == Expr::Kind::Name)
       d = parseDType(k.value->text);
     if (!d) {
-      diags.error(k.value->loc,
-                  fmt::format("dtype= expects a dtype ({})", kDTypeList),
-                  k.value->length);
+      checker.diagnostics().error(
+          k.value->loc, fmt::format("dtype= expects a dtype ({})", kDTypeList),
+          k.value->length);
       return std::nullopt;
     }
     dtype = *d;
     dtypeExpr = k.value.get();
   }
   const Expr &arg = *e.args[0];
-  if (arg.kind == Expr::Kind::Name && vars.count(arg.text)) {
-    diags.error(arg.loc,
-                fmt::format("arange takes a size (a dim, an integer or an "
-                            "expression of them), not a tensor ('{}')",
-                            arg.text),
-                arg.length);
+  if (arg.kind == Expr::Kind::Name && checker.isTensorName(arg.text)) {
+    checker.diagnostics().error(
+        arg.loc,
+        fmt::format("arange takes a size (a dim, an integer or an "
+                    "expression of them), not a tensor ('{}')",
+                    arg.text),
+        arg.length);
     return std::nullopt;
   }
   if (arg.kind == Expr::Kind::Call || arg.kind == Expr::Kind::Float ||
       arg.kind == Expr::Kind::String || arg.kind == Expr::Kind::List) {
-    diags.error(arg.loc,
-                "arange takes a size (a dim, an integer or an expression of "
-                "them), not a tensor",
-                arg.length);
+    checker.diagnostics().error(
+        arg.loc,
+        "arange takes a size (a dim, an integer or an expression of "
+        "them), not a tensor",
+        arg.length);
     return std::nullopt;
   }
-  std::optional<SizeExpr> n = sizeOf(arg);
+  std::optional<SizeExpr> n = checker.sizeOf(arg);
   if (!n)
     return std::nullopt;
-  BuildOr<unsigned> counted = builder(e.loc).arange(*n, dtype);
+  BuildOr<unsigned> counted = checker.builder(e.loc).arange(*n, dtype);
   if (!counted) {
     // The rule refuses the dtype (its keyword, dtype=) or the size.
     const ShapeError &why = counted.error().error;
     const Expr &at =
         why.anchor == ShapeError::Anchor::Kwarg && dtypeExpr ? *dtypeExpr : arg;
-    diags.error(at.loc, why.message, at.length);
+    checker.diagnostics().error(at.loc, why.message, at.length);
     return std::nullopt;
   }
-  return single(*counted);
+  return checker.single(*counted);
 }
+
+} // namespace
 
 // No call: a number in the text is a constant.
 const std::vector<SurfaceCall> &surfaceCallsOfConstant() {
@@ -88,7 +97,7 @@ const std::vector<SurfaceCall> &surfaceCallsOfSize() {
 const std::vector<SurfaceCall> &surfaceCallsOfArange() {
   static const std::vector<SurfaceCall> calls = {
       {"arange", 10, [](FunctionChecker &checker, const Expr &call) {
-         return checker.arange(call);
+         return checkArangeCall(checker, call);
        }}};
   return calls;
 }
