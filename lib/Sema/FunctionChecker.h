@@ -215,6 +215,8 @@ public:
   // file lib/Sema/Ops/<Family>.cpp) may use: a new op's checker is a free
   // function of these, so that it needs no line in this header.
   DiagnosticEngine &diagnostics() { return diags; }
+  /// The function being built (for an inlined callee, the caller's).
+  CheckedFunction &function() { return out; }
   /// Whether `name` names a value of this function (a parameter's or an
   /// assignment's).
   bool isTensorName(const std::string &name) const {
@@ -363,26 +365,6 @@ public:
   /// ", or a function of this file such as 'norm'" for the functions a
   /// typo away from `name`; empty when there is none.
   std::string closeFunctionNames(const std::string &name) const;
-
-  // The checkers of the ops' calls (SurfaceCall::check) written as members,
-  // defined in their family files (lib/Sema/Ops/*.cpp). Those of astype,
-  // arange, take and slice are free functions there, as a new op's is.
-
-  std::optional<Operand> transform(const Expr &e);
-
-  std::optional<Operand> einsum(const Expr &e);
-
-  /// pack([x1, ...], pattern); `cat` is pack returning the tensor alone.
-  std::optional<Operand> pack(const Expr &e, bool cat = false);
-  /// cat's pattern with its `...` written out as fresh names for the dims
-  /// the inputs have beyond the named ones and the `*` one; nullopt when
-  /// there is no `...` to write out, or after an error.
-  std::optional<std::string> catEllipsis(const Expr &patExpr,
-                                         const std::vector<Shape> &shapes);
-
-  /// `[[h, d], [h, d]]`: the packed shapes of an unpack, written out.
-  std::optional<std::vector<Shape>> literalPackedShapes(const Expr &list);
-  std::optional<Operand> unpack(const Expr &e);
 
 private:
   /// grad(loss, wrt=[w1, w2]): the backward ops appended (Autodiff.h).

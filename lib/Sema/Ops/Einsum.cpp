@@ -13,35 +13,40 @@ namespace ein::sema {
 
 // --- Checker ---
 
-std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
+namespace {
+
+/// einsum(x1, ..., pattern, **sizes, acc=...).
+std::optional<Operand> checkEinsumCall(FunctionChecker &checker,
+                                       const Expr &e) {
   if (e.args.empty() || e.args.back()->kind != Expr::Kind::String) {
-    diags.error(e.loc,
-                "einsum expects (tensor, ..., pattern): the pattern string "
-                "comes last",
-                e.length);
+    checker.diagnostics().error(
+        e.loc,
+        "einsum expects (tensor, ..., pattern): the pattern string "
+        "comes last",
+        e.length);
     return std::nullopt;
   }
   const Expr *patExpr = e.args.back().get();
-  auto pattern = parsePatternAt(*patExpr, PatternUse::Einsum);
+  auto pattern = checker.parsePatternAt(*patExpr, PatternUse::Einsum);
   if (!pattern)
     return std::nullopt;
   std::vector<unsigned> xs;
   for (size_t i = 0; i + 1 < e.args.size(); ++i) {
-    auto x = tensorOf(*e.args[i]);
+    auto x = checker.tensorOf(*e.args[i]);
     if (!x)
       return std::nullopt;
     xs.push_back(*x);
   }
-  auto acc = accArg(e, OpKind::Einsum);
+  auto acc = checker.accArg(e, OpKind::Einsum);
   if (!acc)
     return std::nullopt;
-  auto sizes = sizeArgs(e);
+  auto sizes = checker.sizeArgs(e);
   if (!sizes)
     return std::nullopt;
-  auto built = builder(e.loc).einsum(xs, *pattern, *sizes, acc->dtype);
+  auto built = checker.builder(e.loc).einsum(xs, *pattern, *sizes, acc->dtype);
   if (!built) {
-    reportBuild(built.error(), e, patExpr, *acc);
-    noteSpacedPattern(built.error(), *patExpr);
+    checker.reportBuild(built.error(), e, patExpr, *acc);
+    checker.noteSpacedPattern(built.error(), *patExpr);
     return std::nullopt;
   }
   for (const LoneAxis &lone : loneAxes(*pattern)) {
@@ -51,17 +56,19 @@ std::optional<Operand> FunctionChecker::einsum(const Expr &e) {
         lone.axis->name, ordinal(lone.operand + 1));
     if (lone.suggestion)
       message += fmt::format("; did you mean '{}'?", *lone.suggestion);
-    diags.warning(WarningKind::LoneAxis,
-                  patExpr->loc.advanced(1 + lone.axis->offset), message,
-                  lone.axis->length);
+    checker.diagnostics().warning(WarningKind::LoneAxis,
+                                  patExpr->loc.advanced(1 + lone.axis->offset),
+                                  message, lone.axis->length);
   }
-  return single(*built);
+  return checker.single(*built);
 }
+
+} // namespace
 
 const std::vector<SurfaceCall> &surfaceCallsOfEinsum() {
   static const std::vector<SurfaceCall> calls = {
       {"einsum", 3, [](FunctionChecker &checker, const Expr &call) {
-         return checker.einsum(call);
+         return checkEinsumCall(checker, call);
        }}};
   return calls;
 }

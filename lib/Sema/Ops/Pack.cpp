@@ -14,9 +14,14 @@ namespace ein::sema {
 
 // --- Checker ---
 
-std::optional<std::string>
-FunctionChecker::catEllipsis(const Expr &patExpr,
-                             const std::vector<Shape> &shapes) {
+namespace {
+
+/// cat's pattern with its `...` written out as fresh names for the dims
+/// the inputs have beyond the named ones and the `*` one; nullopt when
+/// there is no `...` to write out, or after an error.
+std::optional<std::string> packCatEllipsis(FunctionChecker &checker,
+                                           const Expr &patExpr,
+                                           const std::vector<Shape> &shapes) {
   std::istringstream words(patExpr.text);
   std::vector<std::string> tokens;
   for (std::string w; words >> w;)
@@ -34,33 +39,36 @@ FunctionChecker::catEllipsis(const Expr &patExpr,
     return std::nullopt;
   std::optional<size_t> rank;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    Shape shape = out.ctx.expand(shapes[i]);
+    Shape shape = checker.function().ctx.expand(shapes[i]);
     for (const Dim &d : shape)
       if (d.isPack()) {
-        diags.error(patExpr.loc,
-                    fmt::format("cat with '...' needs inputs of known rank; "
-                                "input {} has the variadic *{}",
-                                i + 1, d.pack),
-                    patExpr.length);
+        checker.diagnostics().error(
+            patExpr.loc,
+            fmt::format("cat with '...' needs inputs of known rank; "
+                        "input {} has the variadic *{}",
+                        i + 1, d.pack),
+            patExpr.length);
         return std::nullopt;
       }
     if (rank && *rank != shape.size()) {
-      diags.error(patExpr.loc,
-                  fmt::format("cat with '...' joins tensors of one rank "
-                              "along one dim, but input 1 has rank {} and "
-                              "input {} rank {}",
-                              *rank, i + 1, shape.size()),
-                  patExpr.length);
+      checker.diagnostics().error(
+          patExpr.loc,
+          fmt::format("cat with '...' joins tensors of one rank "
+                      "along one dim, but input 1 has rank {} and "
+                      "input {} rank {}",
+                      *rank, i + 1, shape.size()),
+          patExpr.length);
       return std::nullopt;
     }
     rank = shape.size();
   }
   if (!rank || *rank < named + 1) {
-    diags.error(patExpr.loc,
-                fmt::format("cat pattern '{}' needs at least {} dims, but the "
-                            "inputs have {}",
-                            patExpr.text, named + 1, rank.value_or(0)),
-                patExpr.length);
+    checker.diagnostics().error(
+        patExpr.loc,
+        fmt::format("cat pattern '{}' needs at least {} dims, but the "
+                    "inputs have {}",
+                    patExpr.text, named + 1, rank.value_or(0)),
+        patExpr.length);
     return std::nullopt;
   }
   std::vector<std::string> fresh;
@@ -79,29 +87,33 @@ FunctionChecker::catEllipsis(const Expr &patExpr,
   return text;
 }
 
-std::optional<Operand> FunctionChecker::pack(const Expr &e, bool cat) {
+/// pack([x1, ...], pattern); `cat` is pack returning the tensor alone.
+std::optional<Operand> checkPackCall(FunctionChecker &checker, const Expr &e,
+                                     bool cat) {
   const char *name = cat ? "cat" : "pack";
   if (e.args.size() != 2 || e.args[0]->kind != Expr::Kind::List) {
-    diags.error(e.loc, fmt::format("{} expects ([tensor, ...], pattern)", name),
-                e.length);
+    checker.diagnostics().error(
+        e.loc, fmt::format("{} expects ([tensor, ...], pattern)", name),
+        e.length);
     return std::nullopt;
   }
-  const Expr *patExpr = patternArg(e, 1, "a pattern string such as \"b * c\"");
+  const Expr *patExpr =
+      checker.patternArg(e, 1, "a pattern string such as \"b * c\"");
   if (!patExpr)
     return std::nullopt;
   std::vector<unsigned> xs;
   std::vector<Shape> shapes;
   auto inputs = [&]() {
     for (auto &item : e.args[0]->args) {
-      auto x = tensorOf(*item);
+      auto x = checker.tensorOf(*item);
       if (!x)
         return false;
       xs.push_back(*x);
-      shapes.push_back(typeOf(*x).shape);
+      shapes.push_back(checker.typeOf(*x).shape);
     }
     if (cat && xs.empty()) {
-      diags.error(e.args[0]->loc, "cat needs at least one tensor",
-                  e.args[0]->length);
+      checker.diagnostics().error(
+          e.args[0]->loc, "cat needs at least one tensor", e.args[0]->length);
       return false;
     }
     return true;
@@ -112,64 +124,69 @@ std::optional<Operand> FunctionChecker::pack(const Expr &e, bool cat) {
   if (cat) {
     if (!inputs())
       return std::nullopt;
-    unsigned errorsBefore = diags.errorCount();
-    if (auto spelled = catEllipsis(*patExpr, shapes)) {
+    unsigned errorsBefore = checker.diagnostics().errorCount();
+    if (auto spelled = packCatEllipsis(checker, *patExpr, shapes)) {
       written.kind = Expr::Kind::String;
       written.loc = patExpr->loc;
       written.length = patExpr->length;
       written.text = *spelled;
       patExpr = &written;
-    } else if (diags.errorCount() != errorsBefore) {
+    } else if (checker.diagnostics().errorCount() != errorsBefore) {
       return std::nullopt;
     }
   }
-  auto pattern = parsePatternAt(*patExpr, PatternUse::Pack);
+  auto pattern = checker.parsePatternAt(*patExpr, PatternUse::Pack);
   if (!pattern)
     return std::nullopt;
   if (!cat && !inputs())
     return std::nullopt;
   // The parts' dtype, the first's (an empty pack refuses by its shapes).
-  DType dtype = xs.empty() ? DType::F32 : typeOf(xs[0]).dtype;
-  ProgramBuilder b = builder(e.loc);
+  DType dtype = xs.empty() ? DType::F32 : checker.typeOf(xs[0]).dtype;
+  ProgramBuilder b = checker.builder(e.loc);
   auto packed = cat ? b.cat(xs, *pattern, dtype) : b.pack(xs, *pattern, dtype);
   if (!packed) {
-    report(packed.error().error, e, patExpr);
+    checker.report(packed.error().error, e, patExpr);
     return std::nullopt;
   }
   if (cat) // the concatenation alone: no packed shapes to unpack with
-    return single(*packed);
-  unsigned ps = builder(e.loc).newValue(TensorType{});
-  out.values[ps].isPackedShapes = true;
-  out.values[ps].parts = out.ops.back().packParts;
+    return checker.single(*packed);
+  unsigned ps = checker.builder(e.loc).newValue(TensorType{});
+  checker.function().values[ps].isPackedShapes = true;
+  checker.function().values[ps].parts = checker.function().ops.back().packParts;
   Operand o;
   o.values = {*packed, ps};
   return o;
 }
 
-std::optional<std::vector<Shape>>
-FunctionChecker::literalPackedShapes(const Expr &list) {
+/// `[[h, d], [h, d]]`: the packed shapes of an unpack, written
+/// checker.function().
+std::optional<std::vector<Shape>> packLiteralShapes(FunctionChecker &checker,
+                                                    const Expr &list) {
   // einops' unpack takes any list of shapes: [[h, d], [h, d], []] splits
   // the '*' dim into h*d, h*d and 1 elements without a pack before it.
   std::vector<Shape> parts;
   for (auto &item : list.args) {
     if (item->kind != Expr::Kind::List) {
-      diags.error(item->loc,
-                  "each packed shape is a list of sizes, such as [h, d] "
-                  "(or [] for a part without dims)",
-                  item->length);
+      checker.diagnostics().error(
+          item->loc,
+          "each packed shape is a list of sizes, such as [h, d] "
+          "(or [] for a part without dims)",
+          item->length);
       return std::nullopt;
     }
     Shape part;
     for (auto &size : item->args) {
-      auto s = sizeOf(*size);
+      auto s = checker.sizeOf(*size);
       if (!s)
         return std::nullopt;
-      if (auto known = s->substitute(out.ctx.env).constantValue();
+      if (auto known =
+              s->substitute(checker.function().ctx.env).constantValue();
           known && *known < 0) {
-        diags.error(size->loc,
-                    fmt::format("a packed shape has a negative size ({})",
-                                static_cast<long long>(*known)),
-                    size->length);
+        checker.diagnostics().error(
+            size->loc,
+            fmt::format("a packed shape has a negative size ({})",
+                        static_cast<long long>(*known)),
+            size->length);
         return std::nullopt;
       }
       part.push_back(Dim::ofSize(*s));
@@ -177,51 +194,55 @@ FunctionChecker::literalPackedShapes(const Expr &list) {
     parts.push_back(std::move(part));
   }
   if (parts.empty()) {
-    diags.error(list.loc, "unpack needs at least one packed shape",
-                list.length);
+    checker.diagnostics().error(
+        list.loc, "unpack needs at least one packed shape", list.length);
     return std::nullopt;
   }
   return parts;
 }
 
-std::optional<Operand> FunctionChecker::unpack(const Expr &e) {
+/// unpack(x, packed shapes, pattern).
+std::optional<Operand> checkUnpackCall(FunctionChecker &checker,
+                                       const Expr &e) {
   if (e.args.size() != 3) {
-    diags.error(e.loc, "unpack expects (tensor, packed_shapes, pattern)",
-                e.length);
+    checker.diagnostics().error(
+        e.loc, "unpack expects (tensor, packed_shapes, pattern)", e.length);
     return std::nullopt;
   }
-  auto x = tensorOf(*e.args[0]);
+  auto x = checker.tensorOf(*e.args[0]);
   if (!x)
     return std::nullopt;
   std::vector<Shape> parts;
   if (e.args[1]->kind == Expr::Kind::List) {
-    auto literal = literalPackedShapes(*e.args[1]);
+    auto literal = packLiteralShapes(checker, *e.args[1]);
     if (!literal)
       return std::nullopt;
     parts = std::move(*literal);
   } else {
-    auto psv = eval(*e.args[1]);
+    auto psv = checker.eval(*e.args[1]);
     if (!psv)
       return std::nullopt;
     if (psv->isLiteral || psv->values.size() != 1 ||
-        !out.values[psv->values[0]].isPackedShapes) {
-      diags.error(e.args[1]->loc,
-                  "expected the packed shapes returned by pack, or a list of "
-                  "shapes such as [[h, d], [h, d]]",
-                  e.args[1]->length);
+        !checker.function().values[psv->values[0]].isPackedShapes) {
+      checker.diagnostics().error(
+          e.args[1]->loc,
+          "expected the packed shapes returned by pack, or a list of "
+          "shapes such as [[h, d], [h, d]]",
+          e.args[1]->length);
       return std::nullopt;
     }
-    parts = out.values[psv->values[0]].parts;
+    parts = checker.function().values[psv->values[0]].parts;
   }
-  const Expr *patExpr = patternArg(e, 2, "a pattern string such as \"b * c\"");
+  const Expr *patExpr =
+      checker.patternArg(e, 2, "a pattern string such as \"b * c\"");
   if (!patExpr)
     return std::nullopt;
-  auto pattern = parsePatternAt(*patExpr, PatternUse::Pack);
+  auto pattern = checker.parsePatternAt(*patExpr, PatternUse::Pack);
   if (!pattern)
     return std::nullopt;
-  auto unpacked = builder(e.loc).unpack(*x, *pattern, parts);
+  auto unpacked = checker.builder(e.loc).unpack(*x, *pattern, parts);
   if (!unpacked) {
-    report(unpacked.error().error, e, patExpr);
+    checker.report(unpacked.error().error, e, patExpr);
     return std::nullopt;
   }
   Operand o;
@@ -229,14 +250,16 @@ std::optional<Operand> FunctionChecker::unpack(const Expr &e) {
   return o;
 }
 
+} // namespace
+
 const std::vector<SurfaceCall> &surfaceCallsOfPack() {
   static const std::vector<SurfaceCall> calls = {
       {"pack", 4,
        [](FunctionChecker &checker, const Expr &call) {
-         return checker.pack(call);
+         return checkPackCall(checker, call, /*cat=*/false);
        }},
       {"cat", 6, [](FunctionChecker &checker, const Expr &call) {
-         return checker.pack(call, /*cat=*/true);
+         return checkPackCall(checker, call, /*cat=*/true);
        }}};
   return calls;
 }
@@ -244,7 +267,7 @@ const std::vector<SurfaceCall> &surfaceCallsOfPack() {
 const std::vector<SurfaceCall> &surfaceCallsOfUnpack() {
   static const std::vector<SurfaceCall> calls = {
       {"unpack", 5, [](FunctionChecker &checker, const Expr &call) {
-         return checker.unpack(call);
+         return checkUnpackCall(checker, call);
        }}};
   return calls;
 }

@@ -13,29 +13,34 @@ namespace ein::sema {
 
 // --- Checker ---
 
-std::optional<Operand> FunctionChecker::transform(const Expr &e) {
+namespace {
+
+/// rearrange(x, pattern, **sizes), repeat(...), reduce(x, pattern, reduction,
+/// **sizes, acc=...): the call named by `e.text`.
+std::optional<Operand> checkTransformCall(FunctionChecker &checker,
+                                          const Expr &e) {
   const std::string &callee = e.text;
   bool isReduce = callee == "reduce";
   size_t expectedArgs = isReduce ? 3 : 2;
   if (e.args.size() != expectedArgs) {
-    diags.error(e.loc,
-                isReduce
-                    ? "reduce expects (tensor, pattern, reduction, **sizes)"
-                    : callee + " expects (tensor, pattern, **sizes)",
-                e.length);
+    checker.diagnostics().error(
+        e.loc,
+        isReduce ? "reduce expects (tensor, pattern, reduction, **sizes)"
+                 : callee + " expects (tensor, pattern, **sizes)",
+        e.length);
     return std::nullopt;
   }
-  auto x = tensorOf(*e.args[0]);
+  auto x = checker.tensorOf(*e.args[0]);
   if (!x)
     return std::nullopt;
   const Expr *patExpr =
-      patternArg(e, 1, "a pattern string as its second argument");
+      checker.patternArg(e, 1, "a pattern string as its second argument");
   if (!patExpr)
     return std::nullopt;
   PatternUse use = isReduce             ? PatternUse::Reduce
                    : callee == "repeat" ? PatternUse::Repeat
                                         : PatternUse::Rearrange;
-  auto pattern = parsePatternAt(*patExpr, use);
+  auto pattern = checker.parsePatternAt(*patExpr, use);
   if (!pattern)
     return std::nullopt;
   OpKind kind = isReduce             ? OpKind::Reduce
@@ -60,51 +65,57 @@ std::optional<Operand> FunctionChecker::transform(const Expr &e) {
       std::string expected = names.front();
       for (size_t i = 1; i < names.size(); ++i)
         expected += (i + 1 == names.size() ? " or " : ", ") + names[i];
-      diags.error(red.loc, what + "; expected " + expected, red.length);
+      checker.diagnostics().error(red.loc, what + "; expected " + expected,
+                                  red.length);
       return std::nullopt;
     }
     reduction = *kind;
     // any/all of numbers reduce their truth, `x != 0` (as numpy, torch and
     // einops: NaN is true, -0.0 false), which is astype(x, bool).
     if (*kind == ReduceKind::Any || *kind == ReduceKind::All)
-      x = builder(e.loc).cast(*x, DType::Bool);
+      x = checker.builder(e.loc).cast(*x, DType::Bool);
   }
-  auto acc = accArg(e, kind);
+  auto acc = checker.accArg(e, kind);
   if (!acc)
     return std::nullopt;
-  auto sizes = sizeArgs(e);
+  auto sizes = checker.sizeArgs(e);
   if (!sizes)
     return std::nullopt;
-  auto built = builder(e.loc).transform(kind, *x, *pattern, *sizes, reduction,
-                                        acc->dtype);
+  auto built = checker.builder(e.loc).transform(kind, *x, *pattern, *sizes,
+                                                reduction, acc->dtype);
   if (!built) {
-    reportBuild(built.error(), e, patExpr, *acc,
-                isReduce ? e.args[2].get() : nullptr);
-    noteSpacedPattern(built.error(), *patExpr);
+    checker.reportBuild(built.error(), e, patExpr, *acc,
+                        isReduce ? e.args[2].get() : nullptr);
+    checker.noteSpacedPattern(built.error(), *patExpr);
     return std::nullopt;
   }
   if (isReduce) {
-    const TransformInfo &info = *out.ops.back().transform;
-    size_t checksBefore = out.ctx.constraints.size();
-    if (auto ok = requireNonEmptyReduction(out.ctx, reduction, *pattern, info);
+    const TransformInfo &info = *checker.function().ops.back().transform;
+    size_t checksBefore = checker.function().ctx.constraints.size();
+    if (auto ok = requireNonEmptyReduction(checker.function().ctx, reduction,
+                                           *pattern, info);
         !ok) {
-      report(ok.error(), e, patExpr);
+      checker.report(ok.error(), e, patExpr);
       return std::nullopt;
     }
     // The run-time message names the reduce by its place in the file.
-    for (size_t i = checksBefore; i < out.ctx.constraints.size(); ++i)
-      out.ctx.constraints[i].reason =
+    for (size_t i = checksBefore; i < checker.function().ctx.constraints.size();
+         ++i)
+      checker.function().ctx.constraints[i].reason =
           "reduce(..., \"" + patExpr->text + "\", \"" +
           reduceKindName(reduction) + "\") at line " +
-          std::to_string(e.loc.line) + ": " + out.ctx.constraints[i].reason;
+          std::to_string(e.loc.line) + ": " +
+          checker.function().ctx.constraints[i].reason;
   }
-  return single(*built);
+  return checker.single(*built);
 }
+
+} // namespace
 
 const std::vector<SurfaceCall> &surfaceCallsOfRearrange() {
   static const std::vector<SurfaceCall> calls = {
       {"rearrange", 0, [](FunctionChecker &checker, const Expr &call) {
-         return checker.transform(call);
+         return checkTransformCall(checker, call);
        }}};
   return calls;
 }
@@ -112,7 +123,7 @@ const std::vector<SurfaceCall> &surfaceCallsOfRearrange() {
 const std::vector<SurfaceCall> &surfaceCallsOfReduce() {
   static const std::vector<SurfaceCall> calls = {
       {"reduce", 1, [](FunctionChecker &checker, const Expr &call) {
-         return checker.transform(call);
+         return checkTransformCall(checker, call);
        }}};
   return calls;
 }
@@ -120,7 +131,7 @@ const std::vector<SurfaceCall> &surfaceCallsOfReduce() {
 const std::vector<SurfaceCall> &surfaceCallsOfRepeat() {
   static const std::vector<SurfaceCall> calls = {
       {"repeat", 2, [](FunctionChecker &checker, const Expr &call) {
-         return checker.transform(call);
+         return checkTransformCall(checker, call);
        }}};
   return calls;
 }
