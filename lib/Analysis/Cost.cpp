@@ -1,6 +1,7 @@
-// The cost model: FLOP and byte counts per op (an einsum of 3+ operands
-// along the order of ContractionOrder.cpp) and the device table
-// (conventions in docs/cost-model.md).
+// The cost model: FLOP and byte counts per op (each op's rule in its family
+// file, lib/Sema/Ops; an einsum of 3+ operands along the order of
+// ContractionOrder.cpp) and the device table (conventions in
+// docs/cost-model.md).
 #include "ein/Analysis/Cost.h"
 
 #include <algorithm>
@@ -27,56 +28,6 @@ Quantity OpCost::bytes() const {
 }
 
 namespace {
-
-SizeExpr bytesOf(const TensorType &t) {
-  return numElements(t.shape) * SizeExpr::constant(dtypeBytes(t.dtype));
-}
-
-std::vector<std::string> nonUnit(const std::vector<std::string> &axes,
-                                 const std::map<std::string, SizeExpr> &sizes) {
-  std::vector<std::string> out;
-  for (auto &a : axes) {
-    auto it = sizes.find(a);
-    if (it != sizes.end() && it->second.constantValue() == Int(1))
-      continue;
-    out.push_back(a);
-  }
-  return out;
-}
-
-/// A rearrange is a view when elementary axes keep their order: it only
-/// splits or merges adjacent axes. A repeat is a view when, in addition, each
-/// new axis stands in a dim of its own (a stride-0 broadcast).
-bool isView(const CostInput &in) {
-  const TransformInfo &t = *in.transform;
-  std::set<std::string> inputSet(t.inputAxes.begin(), t.inputAxes.end());
-  std::vector<std::string> kept;
-  for (auto &a : t.outputAxes)
-    if (inputSet.count(a))
-      kept.push_back(a);
-  if (in.kind == OpKind::Repeat) {
-    for (auto &group : t.outputGroups) {
-      bool hasNew = false, hasOld = false;
-      for (auto &a : group)
-        (inputSet.count(a) ? hasOld : hasNew) = true;
-      if (hasNew && hasOld)
-        return false;
-    }
-  }
-  return nonUnit(t.inputAxes, t.axisSizes) == nonUnit(kept, t.axisSizes);
-}
-
-/// opt_einsum's count for one contraction over `indices`: the product of
-/// their sizes times (terms - 1, at least 1) plus one if something is summed.
-SizeExpr contractionFlops(const std::set<std::string> &indices, bool inner,
-                          size_t terms,
-                          const std::map<std::string, SizeExpr> &sizes) {
-  SizeExpr product = SizeExpr::constant(1);
-  for (auto &i : indices)
-    product = product * sizes.at(i);
-  Int factor = std::max<Int>(1, static_cast<Int>(terms) - 1) + (inner ? 1 : 0);
-  return product * SizeExpr::constant(factor);
-}
 
 struct PathStep {
   std::set<std::string> result;
@@ -110,134 +61,52 @@ std::set<std::string> neededBy(const std::vector<std::set<std::string>> &ops,
   return needed;
 }
 
+/// An einsum of 3+ operands counts along its contraction order, not as one
+/// loop nest (the rule's count, kept as the naive one).
+void countAlongContractionOrder(const EinsumInfo &info, const Bindings &env,
+                                CostCounts &counts, OpCost &c) {
+  c.naiveFlops = Quantity::of(counts.flops, env);
+  c.path = contractionOrder(info, env);
+  std::vector<std::set<std::string>> live;
+  for (auto &axes : info.operandAxes)
+    live.emplace_back(axes.begin(), axes.end());
+  SizeExpr flops;
+  for (auto &ij : c.path) {
+    unsigned i = ij[0], j = ij.back(); // j == i: one operand
+    auto step =
+        contract(live[i], live[j], neededBy(live, i, j, info.outputAxes),
+                 info.axisSizes, i == j ? 1 : 2);
+    flops = flops + step.flops;
+    live = afterContracting(live, i, j, step.result);
+  }
+  counts.flops = flops;
+}
+
 } // namespace
 
 OpCost computeCost(const CostInput &in, const Bindings &env) {
   OpCost c;
-  SizeExpr flops, read, written;
+  CostCounts counts;
   for (auto &t : in.inputs)
-    read = read + bytesOf(t);
+    counts.read = counts.read + bytesOf(t);
   for (auto &t : in.outputs)
-    written = written + bytesOf(t);
-  SizeExpr outElems =
-      in.outputs.empty() ? SizeExpr() : numElements(in.outputs[0].shape);
-
+    counts.written = counts.written + bytesOf(t);
+  // The op's own rule, in its family file (include/ein/Sema/OpCost.h).
   switch (in.kind) {
-  case OpKind::Rearrange:
-  case OpKind::Repeat:
-    c.view = in.transform && isView(in);
-    if (c.view)
-      read = written = SizeExpr();
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  case OpKind::Kind:                                                           \
+    costOf##Kind(in, env, counts);                                             \
     break;
-  case OpKind::Reduce: {
-    SizeExpr inElems = numElements(in.inputs[0].shape);
-    // n-1 combining operations per output over n elements: N - M in all,
-    // plus what the kind's finish (ReduceKinds.def) costs.
-    switch (reduceFinish(in.reduction)) {
-    case ReduceFinish::None:
-      flops = inElems - outElems;
-      break;
-    case ReduceFinish::Mean: // one division per output
-      flops = inElems - outElems + outElems;
-      break;
-    case ReduceFinish::Variance:
-      // Two passes: the mean (N - M adds, M divisions), then per element a
-      // subtraction and a square (2N), their sum and the division (N - M +
-      // M): 4N. The second pass reads the input again.
-      flops = SizeExpr::constant(4) * inElems;
-      read = read + bytesOf(in.inputs[0]);
-      break;
-    }
-    break;
+#include "ein/Sema/Ops.def"
   }
-  case OpKind::Einsum: {
-    const EinsumInfo &info = *in.einsum;
-    std::set<std::string> all;
-    for (auto &axes : info.operandAxes)
-      all.insert(axes.begin(), axes.end());
-    std::set<std::string> out(info.outputAxes.begin(), info.outputAxes.end());
-    bool inner = false;
-    for (auto &a : all)
-      inner |= !out.count(a);
-    SizeExpr naive =
-        contractionFlops(all, inner, info.operandAxes.size(), info.axisSizes);
-    if (info.operandAxes.size() <= 2) {
-      flops = naive;
-      break;
-    }
-    c.naiveFlops = Quantity::of(naive, env);
-    c.path = contractionOrder(info, env);
-    std::vector<std::set<std::string>> live;
-    for (auto &axes : info.operandAxes)
-      live.emplace_back(axes.begin(), axes.end());
-    for (auto &ij : c.path) {
-      unsigned i = ij[0], j = ij.back(); // j == i: one operand
-      auto step =
-          contract(live[i], live[j], neededBy(live, i, j, info.outputAxes),
-                   info.axisSizes, i == j ? 1 : 2);
-      flops = flops + step.flops;
-      live = afterContracting(live, i, j, step.result);
-    }
-    break;
-  }
-  case OpKind::Pack:
-    break;
-  case OpKind::Unpack:
-    // Parts of a pack along its leading axis are contiguous slices.
-    c.view = in.packAxesBefore == 0;
-    if (c.view)
-      read = written = SizeExpr();
-    break;
-  case OpKind::Cast:
-    break; // conversion moves data but does no arithmetic
-  case OpKind::Constant:
-  case OpKind::Size:
-    read = written = SizeExpr();
-    break;
-  case OpKind::Arange:
-    break; // writes n numbers; no arithmetic on data, nothing read
-  case OpKind::Take: // reads the ids and only the rows gathered, not the table
-    read = bytesOf(in.inputs[1]) + written;
-    break;
-  case OpKind::ScatterAdd: {
-    // One add per update. Bytes: the ids and the updates read (the default),
-    // plus a read-modify-write of the element each update lands on (an
-    // update's size again, read and written: repeated ids are not merged);
-    // the zero fill of the whole result written once.
-    SizeExpr updates = bytesOf(in.inputs[1]);
-    flops = numElements(in.inputs[1].shape);
-    read = read + updates;
-    written = written + updates;
-    break;
-  }
-  case OpKind::Slice:
-    // A slice along the leading dim is a contiguous range of the input: a
-    // view. Otherwise the model counts a copy of the selected elements:
-    // each read once and written once (docs/cost-model.md).
-    c.view = in.packAxesBefore == 0;
-    read = written = c.view ? SizeExpr() : bytesOf(in.outputs[0]);
-    break;
-  case OpKind::Elementwise: // the table's FLOPs per output element
-    flops = outElems * SizeExpr::constant(elementwiseInfo(in.fn).flops);
-    break;
-  }
-  c.flops = Quantity::of(flops, env);
-  // A reduction over an empty axis (N = 0) does no combining, each output
-  // being the identity, where the formula N - M would count -M; a mean still
-  // divides each of its M outputs (0/0).
-  if (in.kind == OpKind::Reduce && c.flops.value && *c.flops.value < 0)
-    c.flops.value = Int(0);
-  if (in.kind == OpKind::Reduce &&
-      reduceFinish(in.reduction) == ReduceFinish::Mean &&
-      numElements(in.inputs[0].shape).evaluate(env) == Int(0))
-    c.flops.value = outElems.evaluate(env);
-  // var over an empty axis still divides twice per output (0/0).
-  if (in.kind == OpKind::Reduce &&
-      reduceFinish(in.reduction) == ReduceFinish::Variance &&
-      numElements(in.inputs[0].shape).evaluate(env) == Int(0))
-    c.flops.value = (SizeExpr::constant(2) * outElems).evaluate(env);
-  c.bytesRead = Quantity::of(read, env);
-  c.bytesWritten = Quantity::of(written, env);
+  if (in.kind == OpKind::Einsum && in.einsum->operandAxes.size() > 2)
+    countAlongContractionOrder(*in.einsum, env, counts, c);
+  c.view = counts.view;
+  c.flops = Quantity::of(counts.flops, env);
+  if (counts.overridesFlopsValue)
+    c.flops.value = counts.flopsValue;
+  c.bytesRead = Quantity::of(counts.read, env);
+  c.bytesWritten = Quantity::of(counts.written, env);
   return c;
 }
 

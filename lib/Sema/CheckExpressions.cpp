@@ -1,10 +1,9 @@
 // The checker of expressions: names, literals, sizes, elementwise arithmetic
-// and the dispatch of calls.
+// and the dispatch of calls (an op's call to its family file's checker,
+// through the registry's SurfaceCall rows).
 #include "FunctionChecker.h"
 #include "ein/Sema/Suggestions.h"
 #include "ein/Support/Spelling.h"
-
-#include <fmt/format.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -503,26 +502,11 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
     }
     return elementwise(*info, e, std::move(args), exprs);
   }
-  if (callee == "astype")
-    return astype(e);
-  if (callee == "arange")
-    return arange(e);
-  if (callee == "take")
-    return take(e);
   if (callee == "grad")
     return grad(e);
-  if (callee == "slice")
-    return slice(e);
-  if (callee == "cat")
-    return pack(e, true);
-  if (callee == "rearrange" || callee == "reduce" || callee == "repeat")
-    return transform(e);
-  if (callee == "einsum")
-    return einsum(e);
-  if (callee == "pack")
-    return pack(e);
-  if (callee == "unpack")
-    return unpack(e);
+  // An op's call: its checker sits in its family file (SurfaceCall).
+  if (const SurfaceCall *op = findSurfaceCall(callee))
+    return op->check(*this, e);
   if (auto it = scope.functions.find({fn.loc.file, callee});
       it != scope.functions.end())
     return callFunction(e, *it->second);
@@ -534,11 +518,41 @@ std::optional<Operand> FunctionChecker::call(const Expr &e) {
   return std::nullopt;
 }
 
+namespace {
+
+/// Every registry row's calls, in the order of the unknown-function error.
+std::vector<const SurfaceCall *> surfaceCallsListed() {
+  std::vector<const SurfaceCall *> calls;
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  for (const SurfaceCall &call : surfaceCallsOf##Kind())                       \
+    calls.push_back(&call);
+#include "ein/Sema/Ops.def"
+  std::stable_sort(calls.begin(), calls.end(),
+                   [](const SurfaceCall *a, const SurfaceCall *b) {
+                     return a->listedAt < b->listedAt;
+                   });
+  return calls;
+}
+
+} // namespace
+
+const SurfaceCall *findSurfaceCall(const std::string &name) {
+  static const std::map<std::string, const SurfaceCall *> byName = [] {
+    std::map<std::string, const SurfaceCall *> calls;
+    for (const SurfaceCall *call : surfaceCallsListed())
+      calls.emplace(call->name, call);
+    return calls;
+  }();
+  auto it = byName.find(name);
+  return it == byName.end() ? nullptr : it->second;
+}
+
 const std::vector<std::string> &builtinFunctionNames() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> known = {"rearrange", "reduce", "repeat", "einsum",
-                                      "pack",      "unpack", "cat",    "slice",
-                                      "take",      "astype", "arange", "grad"};
+    std::vector<std::string> known;
+    for (const SurfaceCall *call : surfaceCallsListed())
+      known.push_back(call->name);
+    known.push_back("grad");
     for (const ElementwiseInfo &info : elementwiseTable())
       if (info.symbol.empty())
         known.push_back(std::string(info.name));
@@ -570,138 +584,6 @@ std::string FunctionChecker::closeFunctionNames(const std::string &name) const {
     if (key.first == fn.loc.file && distance(key.second, name) <= 2)
       close += (close.empty() ? "" : ", ") + ("'" + key.second + "'");
   return close.empty() ? "" : ", or a function of this file such as " + close;
-}
-
-std::optional<Operand> FunctionChecker::astype(const Expr &e) {
-  if (e.args.size() != 2 || e.args[1]->kind != Expr::Kind::Name) {
-    diags.error(e.loc, "astype expects (tensor, dtype), e.g. astype(x, f32)",
-                e.length);
-    return std::nullopt;
-  }
-  auto dtype = parseDType(e.args[1]->text);
-  if (!dtype) {
-    diags.error(e.args[1]->loc,
-                "unknown dtype '" + e.args[1]->text + "'; expected one of " +
-                    kDTypeList,
-                e.args[1]->length);
-    return std::nullopt;
-  }
-  auto value = eval(*e.args[0]);
-  if (!value)
-    return std::nullopt;
-  if (value->isScalar()) {
-    // astype(B * K, f32), astype(1.0 / sqrt(d), f32): the number, size or
-    // deferred value computed in `dtype`.
-    auto id = scalarAs(*value, *dtype, *e.args[0]);
-    if (!id)
-      return std::nullopt;
-    return single(*id);
-  }
-  if (!isSingleTensor(*value)) {
-    diags.error(e.args[0]->loc, "expected a tensor here", e.args[0]->length);
-    return std::nullopt;
-  }
-  return single(builder(e.loc).astype(value->values[0], *dtype));
-}
-
-std::optional<Operand> FunctionChecker::arange(const Expr &e) {
-  const char *usage = "arange expects (size, dtype=...), e.g. arange(s) or "
-                      "arange(s, dtype=f32)";
-  if (e.args.size() != 1) {
-    diags.error(e.loc, usage, e.length);
-    return std::nullopt;
-  }
-  DType dtype = DType::I64;
-  const Expr *dtypeExpr = nullptr;
-  for (const KeywordArg &k : e.keywords) {
-    if (k.name != "dtype") {
-      diags.error(k.loc,
-                  fmt::format("arange takes no keyword argument '{}'; {}",
-                              k.name, usage),
-                  static_cast<unsigned>(k.name.size()));
-      return std::nullopt;
-    }
-    std::optional<DType> d;
-    if (k.value->kind == Expr::Kind::Name)
-      d = parseDType(k.value->text);
-    if (!d) {
-      diags.error(k.value->loc,
-                  fmt::format("dtype= expects a dtype ({})", kDTypeList),
-                  k.value->length);
-      return std::nullopt;
-    }
-    dtype = *d;
-    dtypeExpr = k.value.get();
-  }
-  const Expr &arg = *e.args[0];
-  if (arg.kind == Expr::Kind::Name && vars.count(arg.text)) {
-    diags.error(arg.loc,
-                fmt::format("arange takes a size (a dim, an integer or an "
-                            "expression of them), not a tensor ('{}')",
-                            arg.text),
-                arg.length);
-    return std::nullopt;
-  }
-  if (arg.kind == Expr::Kind::Call || arg.kind == Expr::Kind::Float ||
-      arg.kind == Expr::Kind::String || arg.kind == Expr::Kind::List) {
-    diags.error(arg.loc,
-                "arange takes a size (a dim, an integer or an expression of "
-                "them), not a tensor",
-                arg.length);
-    return std::nullopt;
-  }
-  std::optional<SizeExpr> n = sizeOf(arg);
-  if (!n)
-    return std::nullopt;
-  BuildOr<unsigned> counted = builder(e.loc).arange(*n, dtype);
-  if (!counted) {
-    // The rule refuses the dtype (its keyword, dtype=) or the size.
-    const ShapeError &why = counted.error().error;
-    const Expr &at =
-        why.anchor == ShapeError::Anchor::Kwarg && dtypeExpr ? *dtypeExpr : arg;
-    diags.error(at.loc, why.message, at.length);
-    return std::nullopt;
-  }
-  return single(*counted);
-}
-
-std::optional<Operand> FunctionChecker::take(const Expr &e) {
-  const char *usage = "take expects (table, ids, \"axis\"), e.g. "
-                      "take(table, ids, \"vocab\")";
-  if (e.args.size() != 3 || !e.keywords.empty()) {
-    diags.error(e.loc, usage, e.length);
-    return std::nullopt;
-  }
-  const Expr &axisArg = *e.args[2];
-  if (axisArg.kind != Expr::Kind::String) {
-    diags.error(axisArg.loc,
-                fmt::format("take's axis is a string naming the table's dim "
-                            "by its size, e.g. \"vocab\"; {}",
-                            usage),
-                axisArg.length);
-    return std::nullopt;
-  }
-  auto table = tensorOf(*e.args[0]);
-  if (!table)
-    return std::nullopt;
-  auto ids = tensorOf(*e.args[1]);
-  if (!ids)
-    return std::nullopt;
-  auto parsed = parseShape(axisArg.text);
-  if (!parsed || parsed->size() != 1) {
-    diags.error(axisArg.loc,
-                fmt::format("take's axis \"{}\" must be one size (a dim name "
-                            "or an expression such as \"n + 1\")",
-                            axisArg.text),
-                axisArg.length);
-    return std::nullopt;
-  }
-  Dim axis = inlined() ? renamedShape(*parsed)[0] : (*parsed)[0];
-  auto taken = builtAlong(builder(e.loc).take(*table, *ids, axis, axisArg.text),
-                          e, axisArg);
-  if (!taken)
-    return std::nullopt;
-  return single(*taken);
 }
 
 } // namespace ein::sema

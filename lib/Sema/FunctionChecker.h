@@ -1,7 +1,9 @@
 // The checker of one function. Its work is split by concern: statements,
 // types and results (Checker.cpp), expressions and elementwise arithmetic
-// (CheckExpressions.cpp), pattern operations (CheckPatternOps.cpp), calls of
-// other functions (CheckCalls.cpp).
+// (CheckExpressions.cpp), the arguments of pattern operations
+// (CheckPatternOps.cpp), calls of other functions (CheckCalls.cpp); each
+// op's call is checked in its family file (lib/Sema/Ops/*.cpp), found
+// through the op registry (SurfaceCall).
 // Private to lib/Sema.
 #pragma once
 
@@ -52,8 +54,32 @@ struct Operand {
   bool isScalar() const { return isLiteral || size || deferred; }
 };
 /// The operations a call can name before the module's functions (call()
-/// dispatches them first), in the order the unknown-function error lists.
+/// dispatches them first), in the order the unknown-function error lists:
+/// the ops' calls (SurfaceCall), grad, the elementwise table's functions.
 const std::vector<std::string> &builtinFunctionNames();
+
+class FunctionChecker;
+
+/// A name that a call in the language builds an op with, and its checker.
+struct SurfaceCall {
+  const char *name;
+  /// The name's place in the unknown-function error's list of built-ins:
+  /// the tests pin that order, which is not the registry's. A new op takes
+  /// the next number.
+  unsigned listedAt;
+  std::optional<Operand> (*check)(FunctionChecker &checker, const Expr &call);
+};
+
+/// surfaceCallsOfKind(): the calls that build each registry row's op (none
+/// for an op the language spells otherwise, such as elementwise or
+/// constant), defined in the op's family file (lib/Sema/Ops/<Family>.cpp).
+/// A row without its function fails to link, naming it.
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  const std::vector<SurfaceCall> &surfaceCallsOf##Kind();
+#include "ein/Sema/Ops.def"
+
+/// The op call named `name`, or null.
+const SurfaceCall *findSurfaceCall(const std::string &name);
 
 /// What the checkers of one module share.
 struct ModuleScope {
@@ -183,6 +209,31 @@ private:
   /// The declared result shape with its result-only names and packs bound
   /// to the returned value's dims.
   Shape bindResultNames(const Shape &declaredIn, const Shape &actualIn);
+
+public:
+  // From here on, what an op's checker (SurfaceCall::check, in its family
+  // file lib/Sema/Ops/<Family>.cpp) may use: a new op's checker is a free
+  // function of these, so that it needs no line in this header.
+  DiagnosticEngine &diagnostics() { return diags; }
+  /// The function being built (for an inlined callee, the caller's).
+  CheckedFunction &function() { return out; }
+  /// Whether `name` names a value of this function (a parameter's or an
+  /// assignment's).
+  bool isTensorName(const std::string &name) const {
+    return vars.count(name) != 0;
+  }
+  /// Whether `name` is a variadic of this function (`*b`).
+  bool isPackName(const std::string &name) const {
+    return packNames.count(name) != 0;
+  }
+  /// A size or shape written in this function's text, in the names of the
+  /// function being built: an inlined callee's are the caller's.
+  SizeExpr builtSize(const SizeExpr &written) {
+    return inlined() ? renamedSize(written) : written;
+  }
+  Shape builtShape(const Shape &written) {
+    return inlined() ? renamedShape(written) : written;
+  }
 
   const TensorType &typeOf(unsigned id) const { return out.values[id].type; }
 
@@ -315,32 +366,9 @@ private:
   /// typo away from `name`; empty when there is none.
   std::string closeFunctionNames(const std::string &name) const;
 
-  std::optional<Operand> astype(const Expr &e);
-  /// arange(n, dtype=...): 0, 1, ..., n-1 along the dim n.
-  std::optional<Operand> arange(const Expr &e);
-  /// take(table, ids, "axis"): the table's axis replaced by the ids' dims.
-  std::optional<Operand> take(const Expr &e);
+private:
   /// grad(loss, wrt=[w1, w2]): the backward ops appended (Autodiff.h).
   std::optional<Operand> grad(const Expr &e);
-  /// slice(x, "axis", start, stop): start <= i < stop along the dim of x
-  /// whose size is `axis` (CheckSlice.cpp).
-  std::optional<Operand> slice(const Expr &e);
-
-  std::optional<Operand> transform(const Expr &e);
-
-  std::optional<Operand> einsum(const Expr &e);
-
-  /// pack([x1, ...], pattern); `cat` is pack returning the tensor alone.
-  std::optional<Operand> pack(const Expr &e, bool cat = false);
-  /// cat's pattern with its `...` written out as fresh names for the dims
-  /// the inputs have beyond the named ones and the `*` one; nullopt when
-  /// there is no `...` to write out, or after an error.
-  std::optional<std::string> catEllipsis(const Expr &patExpr,
-                                         const std::vector<Shape> &shapes);
-
-  /// `[[h, d], [h, d]]`: the packed shapes of an unpack, written out.
-  std::optional<std::vector<Shape>> literalPackedShapes(const Expr &list);
-  std::optional<Operand> unpack(const Expr &e);
 };
 
 } // namespace ein::sema

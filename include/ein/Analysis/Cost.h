@@ -1,7 +1,8 @@
-// Analytic cost of each op: FLOPs and bytes as formulas and numbers, and rooflines.
+// Analytic cost of each op: FLOPs and bytes as formulas and numbers, and
+// rooflines.
 #pragma once
 
-#include "ein/Sema/Program.h"
+#include "ein/Sema/OpCost.h" // CostInput, each op's rule
 
 #include <optional>
 #include <string>
@@ -17,19 +18,6 @@ struct Quantity {
   static Quantity of(const SizeExpr &e, const Bindings &env);
   /// "1073741824" when bound, else the formula.
   std::string str() const;
-};
-
-/// What the cost model needs to know about one op, independent of where it
-/// comes from (the checked AST or an `ein` op in the IR).
-struct CostInput {
-  OpKind kind;
-  ElementwiseFn fn = ElementwiseFn::Add; // Elementwise: which function
-  std::vector<TensorType> inputs, outputs;
-  const TransformInfo *transform = nullptr; // rearrange/reduce/repeat
-  const EinsumInfo *einsum = nullptr;
-  ReduceKind reduction = ReduceKind::Sum;
-  size_t packAxesBefore = 0; // unpack: named axes before `*`; slice: dims
-                             // before the sliced one
 };
 
 /// One step of a contraction order, in opt_einsum's convention: the live

@@ -1,13 +1,178 @@
-// The rules of einsum.
+// The rules of einsum: the checker's call, the builder's body, the
+// cost and the gradient.
+#include "../BuildErrors.h"
+#include "../Differentiator.h"
+#include "../FunctionChecker.h"
+#include "ein/Sema/OpCost.h"
+#include "ein/Sema/Suggestions.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace ein::sema {
+
+// --- Checker ---
+
+namespace {
+
+/// einsum(x1, ..., pattern, **sizes, acc=...).
+std::optional<Operand> checkEinsumCall(FunctionChecker &checker,
+                                       const Expr &e) {
+  if (e.args.empty() || e.args.back()->kind != Expr::Kind::String) {
+    checker.diagnostics().error(
+        e.loc,
+        "einsum expects (tensor, ..., pattern): the pattern string "
+        "comes last",
+        e.length);
+    return std::nullopt;
+  }
+  const Expr *patExpr = e.args.back().get();
+  auto pattern = checker.parsePatternAt(*patExpr, PatternUse::Einsum);
+  if (!pattern)
+    return std::nullopt;
+  std::vector<unsigned> xs;
+  for (size_t i = 0; i + 1 < e.args.size(); ++i) {
+    auto x = checker.tensorOf(*e.args[i]);
+    if (!x)
+      return std::nullopt;
+    xs.push_back(*x);
+  }
+  auto acc = checker.accArg(e, OpKind::Einsum);
+  if (!acc)
+    return std::nullopt;
+  auto sizes = checker.sizeArgs(e);
+  if (!sizes)
+    return std::nullopt;
+  auto built = checker.builder(e.loc).einsum(xs, *pattern, *sizes, acc->dtype);
+  if (!built) {
+    checker.reportBuild(built.error(), e, patExpr, *acc);
+    checker.noteSpacedPattern(built.error(), *patExpr);
+    return std::nullopt;
+  }
+  for (const LoneAxis &lone : loneAxes(*pattern)) {
+    std::string message = fmt::format(
+        "axis '{}' appears only in the {} operand and not in the output: "
+        "einsum sums it on its own",
+        lone.axis->name, ordinal(lone.operand + 1));
+    if (lone.suggestion)
+      message += fmt::format("; did you mean '{}'?", *lone.suggestion);
+    checker.diagnostics().warning(WarningKind::LoneAxis,
+                                  patExpr->loc.advanced(1 + lone.axis->offset),
+                                  message, lone.axis->length);
+  }
+  return checker.single(*built);
+}
+
+} // namespace
+
+const std::vector<SurfaceCall> &surfaceCallsOfEinsum() {
+  static const std::vector<SurfaceCall> calls = {
+      {"einsum", 3, [](FunctionChecker &checker, const Expr &call) {
+         return checkEinsumCall(checker, call);
+       }}};
+  return calls;
+}
+
+} // namespace ein::sema
+
+namespace ein {
+
+// --- Builder ---
+
+BuildOr<unsigned> ProgramBuilder::einsum(const std::vector<unsigned> &xs,
+                                         const std::string &pattern,
+                                         std::vector<SizeArg> sizes,
+                                         std::optional<DType> acc) {
+  auto parsed = parsePattern(pattern, PatternUse::Einsum);
+  if (!parsed)
+    return build::failure(parsed.error(), "einsum", pattern);
+  return einsum(xs, *parsed, std::move(sizes), acc);
+}
+
+BuildOr<unsigned> ProgramBuilder::einsum(const std::vector<unsigned> &xs,
+                                         const Pattern &parsed,
+                                         std::vector<SizeArg> sizes,
+                                         std::optional<DType> acc) {
+  const std::string &pattern = parsed.text;
+  const DTypeRule &rule = *findDTypeRule("einsum");
+  if (xs.empty())
+    return build::failure(ShapeError::atOp("einsum needs at least one tensor"),
+                          "einsum", pattern);
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    DType t = type(xs[i]).dtype;
+    if (i > 0 && t != type(xs[0]).dtype)
+      return build::mixedDTypes(
+          fmt::format("einsum operands have different dtypes ({} and {}); "
+                      "convert one with astype",
+                      dtypeName(type(xs[0]).dtype), dtypeName(t)),
+          unsigned(i), "einsum", pattern);
+    if (auto error = build::dtypeError(rule, t, unsigned(i), "einsum", pattern))
+      return *error;
+    shapes.push_back(type(xs[i]).shape);
+  }
+  if (auto error = build::accError(rule, acc, "einsum", pattern))
+    return *error;
+  auto info = analyzeEinsum(fn.ctx, parsed, shapes, sizes);
+  if (!info)
+    return build::withSpacedHint(
+        build::failure(info.error(), "einsum", pattern), parsed,
+        PatternUse::Einsum, fn.ctx,
+        [&](InferContext &ctx, const Pattern &spaced) {
+          return bool(analyzeEinsum(ctx, spaced, shapes, sizes));
+        });
+  CheckedOp op;
+  op.kind = OpKind::Einsum;
+  op.pattern = pattern;
+  op.parsed = parsed;
+  op.sizes = std::move(sizes);
+  op.acc = acc;
+  op.operands = xs;
+  op.einsum = *info;
+  return append(std::move(op),
+                TensorType{info->result, acc.value_or(type(xs[0]).dtype)});
+}
+
+} // namespace ein
+
+namespace ein {
+
+// --- Cost ---
+
+SizeExpr contractionFlops(const std::set<std::string> &indices, bool inner,
+                          size_t terms,
+                          const std::map<std::string, SizeExpr> &sizes) {
+  SizeExpr product = SizeExpr::constant(1);
+  for (auto &i : indices)
+    product = product * sizes.at(i);
+  Int factor = std::max<Int>(1, static_cast<Int>(terms) - 1) + (inner ? 1 : 0);
+  return product * SizeExpr::constant(factor);
+}
+
+/// The naive count: every operand in one loop nest. An einsum of 3+
+/// operands is counted along its contraction order by the cost model
+/// (lib/Analysis/Cost.cpp), which keeps this one as the naive count.
+void costOfEinsum(const CostInput &in, const Bindings &, CostCounts &counts) {
+  const EinsumInfo &info = *in.einsum;
+  std::set<std::string> all;
+  for (auto &axes : info.operandAxes)
+    all.insert(axes.begin(), axes.end());
+  std::set<std::string> out(info.outputAxes.begin(), info.outputAxes.end());
+  bool inner = false;
+  for (auto &a : all)
+    inner |= !out.count(a);
+  counts.flops =
+      contractionFlops(all, inner, info.operandAxes.size(), info.axisSizes);
+}
+
+} // namespace ein
 
 // --- Gradient ---
 // An einsum's gradient with respect to one operand is an einsum of the
 // output's gradient with the other operands, its diagonals (`i i`) through an
 // identity, and the operand's axes it summed alone repeated back.
-#include "../Differentiator.h"
-
-#include <fmt/format.h>
-
 namespace ein {
 
 bool gradientOfEinsum(Differentiator &d, const CheckedOp &op) {
