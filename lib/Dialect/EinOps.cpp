@@ -1,4 +1,8 @@
-//===- EinOps.cpp - ein operations and their verifiers --------------------===//
+//===- EinOps.cpp - ein operations: verifiers and building ----------------===//
+//
+// Everything the IR layer needs of each op, beside its verifier: how MLIRGen
+// builds it from a checked op (`buildFooOp`, OpRules.h), so a new op's IR
+// rules are its ODS and this file.
 //
 // The verifiers are the static shape checker: each re-runs the matching
 // `ein::infer*` rule on the operand types and the attributes, then checks
@@ -9,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Dialect/OpRules.h"
+#include "ein/Sema/Program.h"
 #include "ein/Shape/DTypeRules.h"
 
 #include "mlir/IR/Builders.h"
@@ -95,7 +101,7 @@ static LogicalResult fail(Operation *op, const ShapeError &error) {
   return op->emitOpError() << error.message;
 }
 
-static EinTensorType tensorType(Value value) {
+static EinTensorType tensorType(mlir::Value value) {
   return cast<EinTensorType>(value.getType());
 }
 
@@ -119,7 +125,7 @@ static LogicalResult checkResult(Operation *op, InferContext &ctx,
 /// The dtype rule of `op` (by its name without `ein.`) applied to each
 /// tensor operand.
 static LogicalResult checkOperandDTypes(Operation *op, const DTypeRule &rule) {
-  for (Value operand : op->getOperands())
+  for (mlir::Value operand : op->getOperands())
     if (std::optional<DType> dtype =
             toDType(tensorType(operand).getElementType()))
       if (std::optional<std::string> error = operandDTypeError(rule, *dtype))
@@ -170,8 +176,8 @@ static LogicalResult sameElementTypes(Operation *op, ValueRange values,
 template <typename InferFn>
 static LogicalResult
 verifyUnaryPatternOp(Operation *op, PatternAttr attr, DictionaryAttr sizesAttr,
-                     PatternUse use, Value input, Value result, InferFn infer,
-                     Type resultElement = {}) {
+                     PatternUse use, mlir::Value input, mlir::Value result,
+                     InferFn infer, Type resultElement = {}) {
   Expected<ein::Pattern> pattern = opPattern(attr, use);
   if (!pattern)
     return fail(op, pattern.error());
@@ -189,6 +195,28 @@ verifyUnaryPatternOp(Operation *op, PatternAttr attr, DictionaryAttr sizesAttr,
 }
 
 //===----------------------------------------------------------------------===//
+// Building an op from a checked op (OpRules.h)
+//===----------------------------------------------------------------------===//
+
+/// The pattern of a checked pattern op, as parsed by the checker.
+static PatternAttr checkedPattern(OpBuilder &builder, const CheckedOp &op) {
+  return PatternAttr::get(builder.getContext(), op.parsed);
+}
+
+/// The `sizes` dictionary of a checked pattern op, or null without sizes.
+static DictionaryAttr checkedSizes(OpBuilder &builder, const CheckedOp &op) {
+  return op.sizes.empty() ? nullptr
+                          : getSizesAttr(builder.getContext(), op.sizes);
+}
+
+/// The `acc` type of a checked reduce or einsum, or null without one.
+static TypeAttr checkedAcc(OpBuilder &builder, const CheckedOp &op) {
+  if (!op.acc)
+    return nullptr;
+  return TypeAttr::get(toMLIRType(builder.getContext(), *op.acc));
+}
+
+//===----------------------------------------------------------------------===//
 // einops operations
 //===----------------------------------------------------------------------===//
 
@@ -200,6 +228,14 @@ LogicalResult RearrangeOp::verify() {
                               inferRearrange);
 }
 
+Operation *ein::buildRearrangeOp(OpBuilder &builder, Location loc,
+                                 TypeRange results, ValueRange operands,
+                                 const CheckedOp &op) {
+  return builder.create<RearrangeOp>(loc, results[0], operands[0],
+                                     checkedPattern(builder, op),
+                                     checkedSizes(builder, op));
+}
+
 LogicalResult ReduceOp::verify() {
   Type acc = getAcc() ? *getAcc() : Type();
   const DTypeRule &rule = reduceDTypeRule(toReduceKind(getKind()));
@@ -209,10 +245,9 @@ LogicalResult ReduceOp::verify() {
   // max/min over an axis of size 0 has no identity: rejected here as in the
   // checker, so no IR that verifies lowers to a wrong (-inf/+inf) result.
   ReduceKind kind = toReduceKind(getKind());
-  auto inferNonEmpty = [kind](InferContext &ctx, const ein::Pattern &pattern,
-                              const Shape &input,
-                              const std::vector<SizeArg> &sizes)
-      -> Expected<Shape> {
+  auto inferNonEmpty =
+      [kind](InferContext &ctx, const ein::Pattern &pattern, const Shape &input,
+             const std::vector<SizeArg> &sizes) -> Expected<Shape> {
     auto info =
         analyzeTransform(ctx, PatternUse::Reduce, pattern, input, sizes);
     if (!info)
@@ -228,12 +263,30 @@ LogicalResult ReduceOp::verify() {
                               inferNonEmpty, acc);
 }
 
+Operation *ein::buildReduceOp(OpBuilder &builder, Location loc,
+                              TypeRange results, ValueRange operands,
+                              const CheckedOp &op) {
+  return builder.create<ReduceOp>(
+      loc, results[0],
+      ReduceOpKindAttr::get(builder.getContext(), toReduceOpKind(op.reduction)),
+      operands[0], checkedPattern(builder, op), checkedSizes(builder, op),
+      checkedAcc(builder, op));
+}
+
 LogicalResult RepeatOp::verify() {
   if (failed(checkOperandDTypes(*this)))
     return failure();
   return verifyUnaryPatternOp(*this, getPattern(), getSizesAttr(),
                               PatternUse::Repeat, getInput(), getResult(),
                               inferRepeat);
+}
+
+Operation *ein::buildRepeatOp(OpBuilder &builder, Location loc,
+                              TypeRange results, ValueRange operands,
+                              const CheckedOp &op) {
+  return builder.create<RepeatOp>(loc, results[0], operands[0],
+                                  checkedPattern(builder, op),
+                                  checkedSizes(builder, op));
 }
 
 LogicalResult EinsumOp::verify() {
@@ -260,13 +313,21 @@ LogicalResult EinsumOp::verify() {
   if (!sizes)
     return fail(*this, sizes.error());
   std::vector<Shape> shapes;
-  for (Value input : getInputs())
+  for (mlir::Value input : getInputs())
     shapes.push_back(tensorType(input).getShape());
   InferContext ctx = getInferContext(*this);
   Expected<Shape> shape = inferEinsum(ctx, *pattern, shapes, *sizes);
   if (!shape)
     return fail(*this, shape.error());
   return checkResult(*this, ctx, tensorType(getResult()), *shape, elementType);
+}
+
+Operation *ein::buildEinsumOp(OpBuilder &builder, Location loc,
+                              TypeRange results, ValueRange operands,
+                              const CheckedOp &op) {
+  return builder.create<EinsumOp>(
+      loc, results[0], operands, checkedPattern(builder, op),
+      checkedSizes(builder, op), checkedAcc(builder, op));
 }
 
 LogicalResult PackOp::verify() {
@@ -280,7 +341,7 @@ LogicalResult PackOp::verify() {
       failed(checkOperandDTypes(*this)))
     return failure();
   std::vector<Shape> shapes;
-  for (Value input : getInputs())
+  for (mlir::Value input : getInputs())
     shapes.push_back(tensorType(input).getShape());
   InferContext ctx = getInferContext(*this);
   Expected<PackResult> packed = inferPack(ctx, *pattern, shapes);
@@ -288,6 +349,12 @@ LogicalResult PackOp::verify() {
     return fail(*this, packed.error());
   return checkResult(*this, ctx, tensorType(getResult()), packed->packed,
                      elementType);
+}
+
+Operation *ein::buildPackOp(OpBuilder &builder, Location loc, TypeRange results,
+                            ValueRange operands, const CheckedOp &op) {
+  return builder.create<PackOp>(loc, results[0], operands,
+                                checkedPattern(builder, op));
 }
 
 LogicalResult UnpackOp::verify() {
@@ -325,6 +392,14 @@ LogicalResult UnpackOp::verify() {
       return failure();
   }
   return success();
+}
+
+Operation *ein::buildUnpackOp(OpBuilder &builder, Location loc,
+                              TypeRange results, ValueRange operands,
+                              const CheckedOp &op) {
+  return builder.create<UnpackOp>(
+      loc, results, operands[0], checkedPattern(builder, op),
+      getPartsAttr(builder.getContext(), op.packParts));
 }
 
 //===----------------------------------------------------------------------===//
@@ -379,6 +454,14 @@ LogicalResult ElementwiseOp::verify() {
                      resultElement);
 }
 
+Operation *ein::buildElementwiseOp(OpBuilder &builder, Location loc,
+                                   TypeRange results, ValueRange operands,
+                                   const CheckedOp &op) {
+  return builder.create<ElementwiseOp>(
+      loc, results[0], builder.getStringAttr(elementwiseInfo(op.fn).name),
+      operands);
+}
+
 LogicalResult SizeOp::verify() {
   Expected<SizeExpr> size = parseSizeExpr(getSize().str());
   if (!size)
@@ -395,6 +478,12 @@ LogicalResult SizeOp::verify() {
   return success();
 }
 
+Operation *ein::buildSizeOp(OpBuilder &builder, Location loc, TypeRange results,
+                            ValueRange, const CheckedOp &op) {
+  return builder.create<SizeOp>(loc, results[0],
+                                builder.getStringAttr(op.sizeValue.str()));
+}
+
 LogicalResult ArangeOp::verify() {
   EinTensorType result = tensorType(getResult());
   if (result.getShape().size() != 1)
@@ -408,6 +497,12 @@ LogicalResult ArangeOp::verify() {
     return emitOpError() << "counts in a number type, not "
                          << result.getElementType();
   return success();
+}
+
+Operation *ein::buildArangeOp(OpBuilder &builder, Location loc,
+                              TypeRange results, ValueRange,
+                              const CheckedOp &) {
+  return builder.create<ArangeOp>(loc, results[0]);
 }
 
 LogicalResult TakeOp::verify() {
@@ -431,6 +526,12 @@ LogicalResult TakeOp::verify() {
   InferContext ctx = getInferContext(*this);
   return checkResult(*this, ctx, tensorType(getResult()), inferred,
                      table.getElementType());
+}
+
+Operation *ein::buildTakeOp(OpBuilder &builder, Location loc, TypeRange results,
+                            ValueRange operands, const CheckedOp &op) {
+  return builder.create<TakeOp>(loc, results[0], operands[0], operands[1],
+                                builder.getI64IntegerAttr(op.axis));
 }
 
 LogicalResult ScatterAddOp::verify() {
@@ -461,6 +562,13 @@ LogicalResult ScatterAddOp::verify() {
   InferContext ctx = getInferContext(*this);
   return checkResult(*this, ctx, updates, inferred, result.getElementType(),
                      "updates");
+}
+
+Operation *ein::buildScatterAddOp(OpBuilder &builder, Location loc,
+                                  TypeRange results, ValueRange operands,
+                                  const CheckedOp &op) {
+  return builder.create<ScatterAddOp>(loc, results[0], operands[0], operands[1],
+                                      builder.getI64IntegerAttr(op.axis));
 }
 
 int64_t SliceOp::getDimIndex() {
@@ -502,6 +610,15 @@ LogicalResult SliceOp::verify() {
                      tensorType(getInput()).getElementType());
 }
 
+Operation *ein::buildSliceOp(OpBuilder &builder, Location loc,
+                             TypeRange results, ValueRange operands,
+                             const CheckedOp &op) {
+  return builder.create<SliceOp>(loc, results[0], operands[0],
+                                 builder.getI64IntegerAttr(op.sliceAxis),
+                                 builder.getStringAttr(op.sliceStart.str()),
+                                 builder.getStringAttr(op.sliceStop.str()));
+}
+
 LogicalResult CastOp::verify() {
   if (failed(checkOperandDTypes(*this)))
     return failure();
@@ -509,6 +626,11 @@ LogicalResult CastOp::verify() {
   EinTensorType result = tensorType(getResult());
   return checkResult(*this, ctx, result, tensorType(getInput()).getShape(),
                      result.getElementType());
+}
+
+Operation *ein::buildCastOp(OpBuilder &builder, Location loc, TypeRange results,
+                            ValueRange operands, const CheckedOp &) {
+  return builder.create<CastOp>(loc, results[0], operands[0]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -544,4 +666,19 @@ LogicalResult ConstantOp::verify() {
     return emitOpError() << "result element type " << result.getElementType()
                          << " does not match the value's " << type;
   return success();
+}
+
+Operation *ein::buildConstantOp(OpBuilder &builder, Location loc,
+                                TypeRange results, ValueRange,
+                                const CheckedOp &op) {
+  Type elementType = cast<EinTensorType>(results[0]).getElementType();
+  // The checker proved the value fits the dtype (DTypeRules.h); integers
+  // are carried exactly, not through a double.
+  TypedAttr value =
+      isa<FloatType>(elementType)
+          ? TypedAttr(builder.getFloatAttr(elementType, op.constant))
+          : TypedAttr(builder.getIntegerAttr(
+                elementType, APInt(elementType.getIntOrFloatBitWidth(),
+                                   op.constantInt, /*isSigned=*/true)));
+  return builder.create<ConstantOp>(loc, value);
 }
