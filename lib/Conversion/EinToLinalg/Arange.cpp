@@ -47,7 +47,7 @@ struct ArangeLowering : EinPattern<ArangeOp> {
 
 } // namespace
 
-void populateArangePatterns(mlir::RewritePatternSet &patterns,
+void populateArangeLowering(mlir::RewritePatternSet &patterns,
                             const mlir::TypeConverter &converter,
                             LoweringState &state) {
   patterns.add<ArangeLowering>(converter, patterns.getContext(), state);

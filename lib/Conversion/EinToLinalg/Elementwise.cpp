@@ -441,12 +441,28 @@ struct ConstantLowering : EinPattern<ConstantOp> {
 
 } // namespace
 
-void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
+void populateElementwiseLowering(mlir::RewritePatternSet &patterns,
                                  const mlir::TypeConverter &converter,
                                  LoweringState &state) {
-  patterns
-      .add<ElementwiseLowering, CastLowering, SizeLowering, ConstantLowering>(
-          converter, patterns.getContext(), state);
+  patterns.add<ElementwiseLowering>(converter, patterns.getContext(), state);
+}
+
+void populateCastLowering(mlir::RewritePatternSet &patterns,
+                          const mlir::TypeConverter &converter,
+                          LoweringState &state) {
+  patterns.add<CastLowering>(converter, patterns.getContext(), state);
+}
+
+void populateSizeLowering(mlir::RewritePatternSet &patterns,
+                          const mlir::TypeConverter &converter,
+                          LoweringState &state) {
+  patterns.add<SizeLowering>(converter, patterns.getContext(), state);
+}
+
+void populateConstantLowering(mlir::RewritePatternSet &patterns,
+                              const mlir::TypeConverter &converter,
+                              LoweringState &state) {
+  patterns.add<ConstantLowering>(converter, patterns.getContext(), state);
 }
 
 } // namespace ein::lowering

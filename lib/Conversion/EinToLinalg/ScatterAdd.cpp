@@ -89,7 +89,7 @@ struct ScatterAddLowering : EinPattern<ScatterAddOp> {
 
 } // namespace
 
-void populateScatterAddPatterns(mlir::RewritePatternSet &patterns,
+void populateScatterAddLowering(mlir::RewritePatternSet &patterns,
                                 const mlir::TypeConverter &converter,
                                 LoweringState &state) {
   patterns.add<ScatterAddLowering>(converter, patterns.getContext(), state);

@@ -52,7 +52,7 @@ struct SliceLowering : EinPattern<SliceOp> {
 
 } // namespace
 
-void populateSlicePatterns(mlir::RewritePatternSet &patterns,
+void populateSliceLowering(mlir::RewritePatternSet &patterns,
                            const mlir::TypeConverter &converter,
                            LoweringState &state) {
   patterns.add<SliceLowering>(converter, patterns.getContext(), state);

@@ -114,7 +114,7 @@ struct TakeLowering : EinPattern<TakeOp> {
 
 } // namespace
 
-void populateTakePatterns(mlir::RewritePatternSet &patterns,
+void populateTakeLowering(mlir::RewritePatternSet &patterns,
                           const mlir::TypeConverter &converter,
                           LoweringState &state) {
   patterns.add<TakeLowering>(converter, patterns.getContext(), state);
