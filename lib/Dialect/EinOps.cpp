@@ -1,8 +1,9 @@
-//===- EinOps.cpp - ein operations: verifiers and building ----------------===//
+//===- EinOps.cpp - ein operations: verifiers, building, cost inputs ------===//
 //
 // Everything the IR layer needs of each op, beside its verifier: how MLIRGen
-// builds it from a checked op (`buildFooOp`, OpRules.h), so a new op's IR
-// rules are its ODS and this file.
+// builds it from a checked op (`buildFooOp`) and what the cost model needs
+// from its attributes (`fillCostInput`), both declared per registry row in
+// OpRules.h, so a new op's IR rules are its ODS and this file.
 //
 // The verifiers are the static shape checker: each re-runs the matching
 // `ein::infer*` rule on the operand types and the attributes, then checks
@@ -12,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ein/Analysis/Cost.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Dialect/OpRules.h"
 #include "ein/Sema/Program.h"
@@ -216,6 +218,17 @@ static TypeAttr checkedAcc(OpBuilder &builder, const CheckedOp &op) {
   return TypeAttr::get(toMLIRType(builder.getContext(), *op.acc));
 }
 
+/// What the cost of rearrange, reduce and repeat needs: the elementary-axis
+/// structure.
+static LogicalResult fillTransformCostInput(Operation *op, CostInput &input,
+                                            CostInputStorage &storage) {
+  storage.transform = getTransformInfo(op);
+  if (!storage.transform)
+    return failure();
+  input.transform = &*storage.transform;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // einops operations
 //===----------------------------------------------------------------------===//
@@ -234,6 +247,11 @@ Operation *ein::buildRearrangeOp(OpBuilder &builder, Location loc,
   return builder.create<RearrangeOp>(loc, results[0], operands[0],
                                      checkedPattern(builder, op),
                                      checkedSizes(builder, op));
+}
+
+LogicalResult ein::fillCostInput(RearrangeOp op, CostInput &input,
+                                 CostInputStorage &storage) {
+  return fillTransformCostInput(op, input, storage);
 }
 
 LogicalResult ReduceOp::verify() {
@@ -273,6 +291,12 @@ Operation *ein::buildReduceOp(OpBuilder &builder, Location loc,
       checkedAcc(builder, op));
 }
 
+LogicalResult ein::fillCostInput(ReduceOp op, CostInput &input,
+                                 CostInputStorage &storage) {
+  input.reduction = toReduceKind(op.getKind());
+  return fillTransformCostInput(op, input, storage);
+}
+
 LogicalResult RepeatOp::verify() {
   if (failed(checkOperandDTypes(*this)))
     return failure();
@@ -287,6 +311,11 @@ Operation *ein::buildRepeatOp(OpBuilder &builder, Location loc,
   return builder.create<RepeatOp>(loc, results[0], operands[0],
                                   checkedPattern(builder, op),
                                   checkedSizes(builder, op));
+}
+
+LogicalResult ein::fillCostInput(RepeatOp op, CostInput &input,
+                                 CostInputStorage &storage) {
+  return fillTransformCostInput(op, input, storage);
 }
 
 LogicalResult EinsumOp::verify() {
@@ -330,6 +359,15 @@ Operation *ein::buildEinsumOp(OpBuilder &builder, Location loc,
       checkedSizes(builder, op), checkedAcc(builder, op));
 }
 
+LogicalResult ein::fillCostInput(EinsumOp op, CostInput &input,
+                                 CostInputStorage &storage) {
+  storage.einsum = getEinsumInfo(op);
+  if (!storage.einsum)
+    return failure();
+  input.einsum = &*storage.einsum;
+  return success();
+}
+
 LogicalResult PackOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one operand");
@@ -355,6 +393,10 @@ Operation *ein::buildPackOp(OpBuilder &builder, Location loc, TypeRange results,
                             ValueRange operands, const CheckedOp &op) {
   return builder.create<PackOp>(loc, results[0], operands,
                                 checkedPattern(builder, op));
+}
+
+LogicalResult ein::fillCostInput(PackOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
 }
 
 LogicalResult UnpackOp::verify() {
@@ -400,6 +442,15 @@ Operation *ein::buildUnpackOp(OpBuilder &builder, Location loc,
   return builder.create<UnpackOp>(
       loc, results, operands[0], checkedPattern(builder, op),
       getPartsAttr(builder.getContext(), op.packParts));
+}
+
+LogicalResult ein::fillCostInput(UnpackOp op, CostInput &input,
+                                 CostInputStorage &) {
+  Expected<ein::Pattern> pattern = opPattern(op.getPattern(), PatternUse::Pack);
+  if (!pattern)
+    return failure();
+  input.packAxesBefore = pattern->inputs[0].starIndex();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -462,6 +513,12 @@ Operation *ein::buildElementwiseOp(OpBuilder &builder, Location loc,
       operands);
 }
 
+LogicalResult ein::fillCostInput(ElementwiseOp op, CostInput &input,
+                                 CostInputStorage &) {
+  input.fn = op.getInfo().fn;
+  return success();
+}
+
 LogicalResult SizeOp::verify() {
   Expected<SizeExpr> size = parseSizeExpr(getSize().str());
   if (!size)
@@ -484,6 +541,10 @@ Operation *ein::buildSizeOp(OpBuilder &builder, Location loc, TypeRange results,
                                 builder.getStringAttr(op.sizeValue.str()));
 }
 
+LogicalResult ein::fillCostInput(SizeOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
+}
+
 LogicalResult ArangeOp::verify() {
   EinTensorType result = tensorType(getResult());
   if (result.getShape().size() != 1)
@@ -503,6 +564,10 @@ Operation *ein::buildArangeOp(OpBuilder &builder, Location loc,
                               TypeRange results, ValueRange,
                               const CheckedOp &) {
   return builder.create<ArangeOp>(loc, results[0]);
+}
+
+LogicalResult ein::fillCostInput(ArangeOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
 }
 
 LogicalResult TakeOp::verify() {
@@ -532,6 +597,10 @@ Operation *ein::buildTakeOp(OpBuilder &builder, Location loc, TypeRange results,
                             ValueRange operands, const CheckedOp &op) {
   return builder.create<TakeOp>(loc, results[0], operands[0], operands[1],
                                 builder.getI64IntegerAttr(op.axis));
+}
+
+LogicalResult ein::fillCostInput(TakeOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
 }
 
 LogicalResult ScatterAddOp::verify() {
@@ -569,6 +638,11 @@ Operation *ein::buildScatterAddOp(OpBuilder &builder, Location loc,
                                   const CheckedOp &op) {
   return builder.create<ScatterAddOp>(loc, results[0], operands[0], operands[1],
                                       builder.getI64IntegerAttr(op.axis));
+}
+
+LogicalResult ein::fillCostInput(ScatterAddOp, CostInput &,
+                                 CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
 }
 
 int64_t SliceOp::getDimIndex() {
@@ -619,6 +693,12 @@ Operation *ein::buildSliceOp(OpBuilder &builder, Location loc,
                                  builder.getStringAttr(op.sliceStop.str()));
 }
 
+LogicalResult ein::fillCostInput(SliceOp op, CostInput &input,
+                                 CostInputStorage &) {
+  input.packAxesBefore = op.getDimIndex();
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   if (failed(checkOperandDTypes(*this)))
     return failure();
@@ -631,6 +711,10 @@ LogicalResult CastOp::verify() {
 Operation *ein::buildCastOp(OpBuilder &builder, Location loc, TypeRange results,
                             ValueRange operands, const CheckedOp &) {
   return builder.create<CastOp>(loc, results[0], operands[0]);
+}
+
+LogicalResult ein::fillCostInput(CastOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
 }
 
 //===----------------------------------------------------------------------===//
@@ -681,4 +765,8 @@ Operation *ein::buildConstantOp(OpBuilder &builder, Location loc,
                 elementType, APInt(elementType.getIntOrFloatBitWidth(),
                                    op.constantInt, /*isSigned=*/true)));
   return builder.create<ConstantOp>(loc, value);
+}
+
+LogicalResult ein::fillCostInput(ConstantOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
 }
