@@ -1,18 +1,18 @@
 // Private interface between the files of the ein-to-linalg pass.
 #pragma once
 
-// ein-to-linalg is an MLIR dialect conversion, one file per concern:
+// ein-to-linalg is an MLIR dialect conversion, one file per concern, the op
+// patterns one file per op family (the families of lib/Sema/Ops/):
 //   EinToLinalg.cpp   the pass: target, type converter, signature pattern
 //   Sizes.cpp         FunctionSizes: entry reads, sizes as index arithmetic
 //   Builders.cpp      OpLowering: reshapes, linalg.generic, element casts
+//   Transforms.cpp    rearrange, reduce, repeat
 //   Contractions.cpp  einsum
-//   Transforms.cpp    rearrange, repeat, reduce
 //   Pack.cpp          pack, unpack
-//   Elementwise.cpp   the unary and binary ops, cast, constant
-//   Arange.cpp        arange
-//   Take.cpp          take, and the function's index status
-//   Slice.cpp         slice
-//   ScatterAdd.cpp    scatter_add (take's gradient)
+//   Elementwise.cpp   the elementwise functions, astype (ein.cast)
+//   Values.cpp        constant, size, arange
+//   Indexing.cpp      take (and the function's index status), slice,
+//                     scatter_add (take's gradient)
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"
