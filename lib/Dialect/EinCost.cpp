@@ -1,6 +1,6 @@
 // Ein_CostOpInterface for every op of the registry (Ops.def): its kind, and its
 // cost from the cost model, with what the op's attributes add to it from the
-// op's fillCostInput (lib/Dialect/EinOps.cpp). Names no op.
+// op's fillCostInput (lib/Dialect/Ops/<Family>.cpp). Names no op.
 #include "ein/Analysis/Cost.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Dialect/OpRules.h"
@@ -20,8 +20,8 @@ TensorType frontEndType(mlir::Value v) {
 }
 
 /// The cost of `op`, of registry kind `kind`: the operand and result types,
-/// plus what `fill` (the op's fillCostInput, beside its verifier in
-/// EinOps.cpp) takes from its attributes.
+/// plus what `fill` (the op's fillCostInput, beside its verifier in its
+/// family's file, lib/Dialect/Ops/) takes from its attributes.
 template <typename FillFn>
 LogicalResult costOf(Operation *op, OpKind kind, const Bindings &env,
                      OpCost &cost, FillFn fill) {

@@ -2,11 +2,13 @@
 //
 // What the IR layer needs of each op beyond its ODS and verifier, declared
 // once per row of the op registry (include/ein/Sema/Ops.def) and defined
-// beside the op's verifier in lib/Dialect/EinOps.cpp: how MLIRGen builds it
-// from a checked op, and what the cost model needs from its attributes.
-// MLIRGen and the cost interface (lib/Dialect/EinCost.cpp) dispatch with code
-// generated from the same registry, so neither names an op, and a row
-// without its rules fails to link, naming the missing function.
+// beside the op's verifier in its op family's file,
+// lib/Dialect/Ops/<Family>.cpp (Transforms, Einsum, Pack, Elementwise,
+// Values, Indexing): how MLIRGen builds it from a checked op, and what the
+// cost model needs from its attributes. MLIRGen and the cost interface
+// (lib/Dialect/EinCost.cpp) dispatch with code generated from the same
+// registry, so neither names an op, and a row without its rules fails to
+// link, naming the missing function.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
