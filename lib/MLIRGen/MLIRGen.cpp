@@ -3,6 +3,7 @@
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Dialect/DiagnosticText.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Dialect/OpRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -102,103 +103,31 @@ private:
     builder.setInsertionPointAfter(func);
   }
 
+  /// Builds `op` with its registry row's `buildFooOp` (ein/Dialect/OpRules.h,
+  /// beside the op's verifier), chosen by a switch generated from the
+  /// registry: MLIRGen names no op.
   void emitOp(const CheckedFunction &fn, const CheckedOp &op,
               std::map<unsigned, mlir::Value> &values) {
-    mlir::Location l = loc(fn, op);
     llvm::SmallVector<mlir::Value> operands;
     for (unsigned id : op.operands)
       operands.push_back(values.at(id));
-    mlir::Type result = typeOf(fn, op.results[0]);
-    auto pattern = [&]() { return PatternAttr::get(&context, op.parsed); };
-    auto sizes = [&]() -> mlir::DictionaryAttr {
-      return op.sizes.empty() ? nullptr : getSizesAttr(&context, op.sizes);
-    };
-    mlir::Operation *built = nullptr;
-    switch (op.kind) {
-    case OpKind::Rearrange:
-      built = builder.create<RearrangeOp>(l, result, operands[0], pattern(),
-                                          sizes());
-      break;
-    case OpKind::Reduce: {
-      mlir::TypeAttr acc;
-      if (op.acc)
-        acc = mlir::TypeAttr::get(toMLIRType(&context, *op.acc));
-      built = builder.create<ReduceOp>(
-          l, result,
-          ReduceOpKindAttr::get(&context, toReduceOpKind(op.reduction)),
-          operands[0], pattern(), sizes(), acc);
-      break;
-    }
-    case OpKind::Repeat:
-      built =
-          builder.create<RepeatOp>(l, result, operands[0], pattern(), sizes());
-      break;
-    case OpKind::Einsum: {
-      mlir::TypeAttr acc;
-      if (op.acc)
-        acc = mlir::TypeAttr::get(toMLIRType(&context, *op.acc));
-      built = builder.create<EinsumOp>(l, result, operands, pattern(), sizes(),
-                                       acc);
-      break;
-    }
-    case OpKind::Pack:
-      built = builder.create<PackOp>(l, result, operands, pattern());
-      break;
-    case OpKind::Unpack: {
-      llvm::SmallVector<mlir::Type> types;
-      for (unsigned id : op.results)
-        types.push_back(typeOf(fn, id));
-      built = builder.create<UnpackOp>(l, types, operands[0], pattern(),
-                                       getPartsAttr(&context, op.packParts));
-      break;
-    }
-    case OpKind::Elementwise:
-      built = builder.create<ElementwiseOp>(
-          l, result, builder.getStringAttr(elementwiseInfo(op.fn).name),
-          operands);
-      break;
-    case OpKind::Size:
-      built = builder.create<SizeOp>(l, result,
-                                     builder.getStringAttr(op.sizeValue.str()));
-      break;
-    case OpKind::Arange:
-      built = builder.create<ArangeOp>(l, result);
-      break;
-    case OpKind::Take:
-      built = builder.create<TakeOp>(l, result, operands[0], operands[1],
-                                     builder.getI64IntegerAttr(op.axis));
-      break;
-    case OpKind::ScatterAdd:
-      built = builder.create<ScatterAddOp>(l, result, operands[0], operands[1],
-                                           builder.getI64IntegerAttr(op.axis));
-      break;
-    case OpKind::Slice:
-      built = builder.create<SliceOp>(
-          l, result, operands[0], builder.getI64IntegerAttr(op.sliceAxis),
-          builder.getStringAttr(op.sliceStart.str()),
-          builder.getStringAttr(op.sliceStop.str()));
-      break;
-    case OpKind::Cast:
-      built = builder.create<CastOp>(l, result, operands[0]);
-      break;
-    case OpKind::Constant: {
-      auto elementType =
-          toMLIRType(&context, fn.values[op.results[0]].type.dtype);
-      // The checker proved the value fits the dtype (DTypeRules.h); integers
-      // are carried exactly, not through a double.
-      mlir::TypedAttr value =
-          llvm::isa<mlir::FloatType>(elementType)
-              ? mlir::TypedAttr(builder.getFloatAttr(elementType, op.constant))
-              : mlir::TypedAttr(builder.getIntegerAttr(
-                    elementType,
-                    llvm::APInt(elementType.getIntOrFloatBitWidth(),
-                                op.constantInt, /*isSigned=*/true)));
-      built = builder.create<ConstantOp>(l, value);
-      break;
-    }
-    }
+    llvm::SmallVector<mlir::Type> results;
+    for (unsigned id : op.results)
+      results.push_back(typeOf(fn, id));
+    mlir::Operation *built = build(loc(fn, op), results, operands, op);
     for (size_t i = 0; i < op.results.size(); ++i)
       values[op.results[i]] = built->getResult(i);
+  }
+
+  mlir::Operation *build(mlir::Location l, mlir::TypeRange results,
+                         mlir::ValueRange operands, const CheckedOp &op) {
+    switch (op.kind) {
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  case OpKind::Kind:                                                           \
+    return build##OpClass(builder, l, results, operands, op);
+#include "ein/Sema/Ops.def"
+    }
+    llvm_unreachable("every OpKind is a row of Ops.def");
   }
 };
 

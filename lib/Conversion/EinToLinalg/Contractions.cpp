@@ -124,9 +124,9 @@ struct EinsumLowering : EinPattern<EinsumOp> {
 
 } // namespace
 
-void populateContractionPatterns(mlir::RewritePatternSet &patterns,
-                                 const mlir::TypeConverter &converter,
-                                 LoweringState &state) {
+void populateEinsumLowering(mlir::RewritePatternSet &patterns,
+                            const mlir::TypeConverter &converter,
+                            LoweringState &state) {
   patterns.add<EinsumLowering>(converter, patterns.getContext(), state);
 }
 

@@ -171,14 +171,11 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
     patterns.add<FuncSignatureLowering, NoLowering>(converter, context, state);
     mlir::populateReturnOpTypeConversionPattern(patterns, converter);
     mlir::populateCallOpTypeConversionPattern(patterns, converter);
-    populateContractionPatterns(patterns, converter, state);
-    populateTransformPatterns(patterns, converter, state);
-    populatePackPatterns(patterns, converter, state);
-    populateElementwisePatterns(patterns, converter, state);
-    populateArangePatterns(patterns, converter, state);
-    populateTakePatterns(patterns, converter, state);
-    populateSlicePatterns(patterns, converter, state);
-    populateScatterAddPatterns(patterns, converter, state);
+    // Every op of the registry, each by its own file's function: the ops'
+    // patterns match different ops, so their order here does not matter.
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  populate##Kind##Lowering(patterns, converter, state);
+#include "ein/Sema/Ops.def"
 
     // A pattern that fails reports why on the op (the messages the lit tests
     // check); the conversion then adds "failed to legalize operation" on the

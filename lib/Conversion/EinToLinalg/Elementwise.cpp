@@ -1,4 +1,4 @@
-// ein-to-linalg's patterns of the elementwise ops, casts and constants.
+// ein-to-linalg's patterns of the elementwise ops and casts.
 #include "Patterns.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -390,63 +390,18 @@ struct CastLowering : EinPattern<CastOp> {
   }
 };
 
-/// A size read at run time: the entry's size values, converted to the
-/// element type and splat into a 0-d tensor.
-struct SizeLowering : EinPattern<SizeOp> {
-  using EinPattern::EinPattern;
-
-  mlir::LogicalResult
-  matchAndRewrite(SizeOp op, OpAdaptor,
-                  mlir::ConversionPatternRewriter &rewriter) const override {
-    OpLowering l(rewriter, state.sizesOf(op));
-    auto results = l.resultShapes(op);
-    if (mlir::failed(results))
-      return mlir::failure();
-    Expected<SizeExpr> size = parseSizeExpr(op.getSize().str());
-    if (!size)
-      return op.emitError() << size.error().message;
-    Location loc = op.getLoc();
-    auto index = state.sizesOf(op).materialize(rewriter, loc, *size, op);
-    if (mlir::failed(index))
-      return mlir::failure();
-    Value asI64 = rewriter.create<mlir::arith::IndexCastOp>(
-        loc, rewriter.getI64Type(), asIndexValue(rewriter, loc, *index));
-    Type element = (*results)[0].type.getElementType();
-    Value scalar = l.cast(loc, asI64, element);
-    Value empty = rewriter.create<mlir::tensor::EmptyOp>(
-        loc, llvm::ArrayRef<int64_t>{}, element);
-    Value filled =
-        rewriter.create<mlir::linalg::FillOp>(loc, scalar, empty).getResult(0);
-    return replaceOrReport(rewriter, op, llvm::SmallVector<Value>{filled});
-  }
-};
-
-/// A scalar constant: a splat of the result type.
-struct ConstantLowering : EinPattern<ConstantOp> {
-  using EinPattern::EinPattern;
-
-  mlir::LogicalResult
-  matchAndRewrite(ConstantOp op, OpAdaptor,
-                  mlir::ConversionPatternRewriter &rewriter) const override {
-    OpLowering l(rewriter, state.sizesOf(op));
-    auto results = l.resultShapes(op);
-    if (mlir::failed(results))
-      return mlir::failure();
-    auto value = llvm::cast<mlir::TypedAttr>(op.getValue());
-    Value c = rewriter.create<mlir::arith::ConstantOp>(
-        op.getLoc(), mlir::DenseElementsAttr::get((*results)[0].type, value));
-    return replaceOrReport(rewriter, op, llvm::SmallVector<Value>{c});
-  }
-};
-
 } // namespace
 
-void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
+void populateElementwiseLowering(mlir::RewritePatternSet &patterns,
                                  const mlir::TypeConverter &converter,
                                  LoweringState &state) {
-  patterns
-      .add<ElementwiseLowering, CastLowering, SizeLowering, ConstantLowering>(
-          converter, patterns.getContext(), state);
+  patterns.add<ElementwiseLowering>(converter, patterns.getContext(), state);
+}
+
+void populateCastLowering(mlir::RewritePatternSet &patterns,
+                          const mlir::TypeConverter &converter,
+                          LoweringState &state) {
+  patterns.add<CastLowering>(converter, patterns.getContext(), state);
 }
 
 } // namespace ein::lowering

@@ -131,11 +131,16 @@ struct UnpackLowering : EinPattern<UnpackOp> {
 
 } // namespace
 
-void populatePackPatterns(mlir::RewritePatternSet &patterns,
+void populatePackLowering(mlir::RewritePatternSet &patterns,
                           const mlir::TypeConverter &converter,
                           LoweringState &state) {
-  patterns.add<PackLowering, UnpackLowering>(converter, patterns.getContext(),
-                                             state);
+  patterns.add<PackLowering>(converter, patterns.getContext(), state);
+}
+
+void populateUnpackLowering(mlir::RewritePatternSet &patterns,
+                            const mlir::TypeConverter &converter,
+                            LoweringState &state) {
+  patterns.add<UnpackLowering>(converter, patterns.getContext(), state);
 }
 
 } // namespace ein::lowering

@@ -1,18 +1,18 @@
 // Private interface between the files of the ein-to-linalg pass.
 #pragma once
 
-// ein-to-linalg is an MLIR dialect conversion, one file per concern:
+// ein-to-linalg is an MLIR dialect conversion, one file per concern, the op
+// patterns one file per op family (the families of lib/Sema/Ops/):
 //   EinToLinalg.cpp   the pass: target, type converter, signature pattern
 //   Sizes.cpp         FunctionSizes: entry reads, sizes as index arithmetic
 //   Builders.cpp      OpLowering: reshapes, linalg.generic, element casts
+//   Transforms.cpp    rearrange, reduce, repeat
 //   Contractions.cpp  einsum
-//   Transforms.cpp    rearrange, repeat, reduce
 //   Pack.cpp          pack, unpack
-//   Elementwise.cpp   the unary and binary ops, cast, constant
-//   Arange.cpp        arange
-//   Take.cpp          take, and the function's index status
-//   Slice.cpp         slice
-//   ScatterAdd.cpp    scatter_add (take's gradient)
+//   Elementwise.cpp   the elementwise functions, astype (ein.cast)
+//   Values.cpp        constant, size, arange
+//   Indexing.cpp      take (and the function's index status), slice,
+//                     scatter_add (take's gradient)
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Shape/SizeExpr.h"
@@ -276,35 +276,21 @@ mlir::LogicalResult
 replaceOrReport(mlir::ConversionPatternRewriter &rewriter, mlir::Operation *op,
                 mlir::FailureOr<llvm::SmallVector<Value>> values);
 
-// The pattern sets, one per op family.
-void populateContractionPatterns(mlir::RewritePatternSet &patterns,
-                                 const mlir::TypeConverter &converter,
-                                 LoweringState &state);
-void populateTransformPatterns(mlir::RewritePatternSet &patterns,
-                               const mlir::TypeConverter &converter,
-                               LoweringState &state);
-void populatePackPatterns(mlir::RewritePatternSet &patterns,
-                          const mlir::TypeConverter &converter,
-                          LoweringState &state);
-void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
-                                 const mlir::TypeConverter &converter,
-                                 LoweringState &state);
-void populateArangePatterns(mlir::RewritePatternSet &patterns,
-                            const mlir::TypeConverter &converter,
-                            LoweringState &state);
-void populateTakePatterns(mlir::RewritePatternSet &patterns,
-                          const mlir::TypeConverter &converter,
-                          LoweringState &state);
+/// populateFooLowering adds ein.foo's conversion patterns: one function per
+/// row of the op registry (include/ein/Sema/Ops.def), defined in the op
+/// family's file, and called for every row by the pass (EinToLinalg.cpp), so
+/// a new op's lowering is its file alone and a row without its function
+/// fails to link, naming it.
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  void populate##Kind##Lowering(mlir::RewritePatternSet &patterns,             \
+                                const mlir::TypeConverter &converter,          \
+                                LoweringState &state);
+#include "ein/Sema/Ops.def"
+
 /// Marks the generic of a take that counts its ids out of range.
 inline constexpr llvm::StringLiteral kIndexCountAttr = "ein.index_count";
 /// After the conversion: a function marked kIndexStatusAttr returns one
 /// more value, the sum of its kIndexCountAttr counts as a tensor<1xi64>.
 void addIndexStatus(mlir::func::FuncOp fn);
-void populateSlicePatterns(mlir::RewritePatternSet &patterns,
-                           const mlir::TypeConverter &converter,
-                           LoweringState &state);
-void populateScatterAddPatterns(mlir::RewritePatternSet &patterns,
-                                const mlir::TypeConverter &converter,
-                                LoweringState &state);
 
 } // namespace ein::lowering

@@ -151,12 +151,24 @@ struct TransformLowering : EinPattern<OpT> {
 
 } // namespace
 
-void populateTransformPatterns(mlir::RewritePatternSet &patterns,
+void populateRearrangeLowering(mlir::RewritePatternSet &patterns,
                                const mlir::TypeConverter &converter,
                                LoweringState &state) {
-  patterns.add<TransformLowering<RearrangeOp, PatternUse::Rearrange>,
-               TransformLowering<RepeatOp, PatternUse::Repeat>,
-               TransformLowering<ReduceOp, PatternUse::Reduce>>(
+  patterns.add<TransformLowering<RearrangeOp, PatternUse::Rearrange>>(
+      converter, patterns.getContext(), state);
+}
+
+void populateReduceLowering(mlir::RewritePatternSet &patterns,
+                            const mlir::TypeConverter &converter,
+                            LoweringState &state) {
+  patterns.add<TransformLowering<ReduceOp, PatternUse::Reduce>>(
+      converter, patterns.getContext(), state);
+}
+
+void populateRepeatLowering(mlir::RewritePatternSet &patterns,
+                            const mlir::TypeConverter &converter,
+                            LoweringState &state) {
+  patterns.add<TransformLowering<RepeatOp, PatternUse::Repeat>>(
       converter, patterns.getContext(), state);
 }
 

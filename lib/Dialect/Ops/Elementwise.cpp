@@ -1,0 +1,92 @@
+// The IR rules of the elementwise ops (ein.elementwise; ein.cast, astype): each
+// op's verifier, how MLIRGen builds it (buildFooOp, OpRules.h) and what its
+// cost needs from its attributes (fillCostInput).
+#include "OpHelpers.h"
+#include "ein/Analysis/Cost.h"
+#include "ein/Sema/Program.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace ein;
+using namespace ein::oprules;
+
+const ElementwiseInfo &ElementwiseOp::getInfo() {
+  return *findElementwise(getFn().str());
+}
+
+LogicalResult ElementwiseOp::verify() {
+  const ElementwiseInfo *info = findElementwise(getFn().str());
+  if (!info)
+    return emitOpError() << "unknown elementwise function \"" << getFn()
+                         << "\"";
+  if (getInputs().size() != info->arity)
+    return emitOpError() << "\"" << getFn() << "\" takes " << info->arity
+                         << " operand(s), got " << getInputs().size();
+  Type elementType;
+  InferContext ctx = getInferContext(*this);
+  std::optional<Shape> shape;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    Type type = tensorType(input).getElementType();
+    std::optional<DType> dtype = toDType(type);
+    if (!dtype)
+      return emitOpError() << "unsupported element type " << type;
+    if (std::optional<std::string> error =
+            elementwiseOperandError(*info, static_cast<unsigned>(i), *dtype))
+      return emitOpError() << *error;
+    if (!(info->firstIsCondition && i == 0)) {
+      if (!elementType)
+        elementType = type;
+      else if (type != elementType)
+        return emitOpError()
+               << "operands must share one element type, but operand #" << i
+               << " has " << type << " and operand #"
+               << (info->firstIsCondition ? 1 : 0) << " has " << elementType;
+    }
+    Shape inputShape = tensorType(input).getShape();
+    if (!shape) {
+      shape = inputShape;
+      continue;
+    }
+    Expected<Shape> joined = inferBroadcast(ctx, *shape, inputShape);
+    if (!joined)
+      return fail(*this, joined.error());
+    shape = *joined;
+  }
+  Type resultElement =
+      info->boolResult ? Type(IntegerType::get(getContext(), 1)) : elementType;
+  return checkResult(*this, ctx, tensorType(getResult()), *shape,
+                     resultElement);
+}
+
+Operation *ein::buildElementwiseOp(OpBuilder &builder, Location loc,
+                                   TypeRange results, ValueRange operands,
+                                   const CheckedOp &op) {
+  return builder.create<ElementwiseOp>(
+      loc, results[0], builder.getStringAttr(elementwiseInfo(op.fn).name),
+      operands);
+}
+
+LogicalResult ein::fillCostInput(ElementwiseOp op, CostInput &input,
+                                 CostInputStorage &) {
+  input.fn = op.getInfo().fn;
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  if (failed(checkOperandDTypes(*this)))
+    return failure();
+  InferContext ctx = getInferContext(*this);
+  EinTensorType result = tensorType(getResult());
+  return checkResult(*this, ctx, result, tensorType(getInput()).getShape(),
+                     result.getElementType());
+}
+
+Operation *ein::buildCastOp(OpBuilder &builder, Location loc, TypeRange results,
+                            ValueRange operands, const CheckedOp &) {
+  return builder.create<CastOp>(loc, results[0], operands[0]);
+}
+
+LogicalResult ein::fillCostInput(CastOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
+}

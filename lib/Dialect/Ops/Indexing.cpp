@@ -1,0 +1,141 @@
+// The IR rules of the indexing ops (take, slice, scatter_add): each op's
+// verifier, how MLIRGen builds it (buildFooOp, OpRules.h) and what its cost
+// needs from its attributes (fillCostInput).
+#include "OpHelpers.h"
+#include "ein/Analysis/Cost.h"
+#include "ein/Sema/Program.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace ein;
+using namespace ein::oprules;
+
+LogicalResult TakeOp::verify() {
+  EinTensorType table = tensorType(getTable()), ids = tensorType(getIds());
+  Shape tableShape = table.getShape(), idsShape = ids.getShape();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= static_cast<int64_t>(tableShape.size()))
+    return emitOpError() << "axis " << axis << " is not an axis of the table \""
+                         << table.getShapeText() << "\"";
+  if (tableShape[axis].isPack())
+    return emitOpError() << "axis " << axis << " must be a size, not a pack";
+  std::optional<DType> idType = toDType(ids.getElementType());
+  if (!idType || (*idType != DType::I64 && *idType != DType::I32))
+    return emitOpError() << "ids must be i32 or i64, not "
+                         << ids.getElementType();
+  // The table's dims with the axis replaced, in place, by the ids' dims.
+  Shape inferred(tableShape.begin(), tableShape.begin() + axis);
+  inferred.insert(inferred.end(), idsShape.begin(), idsShape.end());
+  inferred.insert(inferred.end(), tableShape.begin() + axis + 1,
+                  tableShape.end());
+  InferContext ctx = getInferContext(*this);
+  return checkResult(*this, ctx, tensorType(getResult()), inferred,
+                     table.getElementType());
+}
+
+Operation *ein::buildTakeOp(OpBuilder &builder, Location loc, TypeRange results,
+                            ValueRange operands, const CheckedOp &op) {
+  return builder.create<TakeOp>(loc, results[0], operands[0], operands[1],
+                                builder.getI64IntegerAttr(op.axis));
+}
+
+LogicalResult ein::fillCostInput(TakeOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
+}
+
+LogicalResult ScatterAddOp::verify() {
+  EinTensorType result = tensorType(getResult()), ids = tensorType(getIds()),
+                updates = tensorType(getUpdates());
+  Shape resultShape = result.getShape(), idsShape = ids.getShape();
+  // I64Attr reads back as uint64_t: a negative axis is its two's complement.
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= static_cast<int64_t>(resultShape.size()))
+    return emitOpError() << "axis " << axis
+                         << " is not an axis of the result \""
+                         << result.getShapeText() << "\"";
+  if (resultShape[axis].isPack())
+    return emitOpError() << "axis " << axis << " must be a size, not a pack";
+  std::optional<DType> idType = toDType(ids.getElementType());
+  if (!idType || (*idType != DType::I64 && *idType != DType::I32))
+    return emitOpError() << "ids must be i32 or i64, not "
+                         << ids.getElementType();
+  std::optional<DType> dtype = toDType(result.getElementType());
+  if (!dtype || *dtype == DType::Bool)
+    return emitOpError() << "adds numbers, not " << result.getElementType();
+  // The updates have take's result shape: the result's axis replaced, in
+  // place, by the ids' dims.
+  Shape inferred(resultShape.begin(), resultShape.begin() + axis);
+  inferred.insert(inferred.end(), idsShape.begin(), idsShape.end());
+  inferred.insert(inferred.end(), resultShape.begin() + axis + 1,
+                  resultShape.end());
+  InferContext ctx = getInferContext(*this);
+  return checkResult(*this, ctx, updates, inferred, result.getElementType(),
+                     "updates");
+}
+
+Operation *ein::buildScatterAddOp(OpBuilder &builder, Location loc,
+                                  TypeRange results, ValueRange operands,
+                                  const CheckedOp &op) {
+  return builder.create<ScatterAddOp>(loc, results[0], operands[0], operands[1],
+                                      builder.getI64IntegerAttr(op.axis));
+}
+
+LogicalResult ein::fillCostInput(ScatterAddOp, CostInput &,
+                                 CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
+}
+
+int64_t SliceOp::getDimIndex() {
+  // I64Attr reads back as uint64_t: the axis is its two's complement.
+  int64_t rank = tensorType(getInput()).getShape().size();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  return axis < 0 ? axis + rank : axis;
+}
+
+LogicalResult SliceOp::verify() {
+  Shape input = tensorType(getInput()).getShape();
+  int64_t rank = input.size(), axis = static_cast<int64_t>(getAxis());
+  if (axis < -rank || axis >= rank)
+    return emitOpError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+  int64_t index = getDimIndex();
+  if (input[index].isPack())
+    return emitOpError() << "cannot slice the variadic *" << input[index].pack;
+  Expected<SizeExpr> start = parseSizeExpr(getStart().str());
+  if (!start)
+    return emitOpError() << "invalid start \"" << getStart()
+                         << "\": " << start.error().message;
+  Expected<SizeExpr> stop = parseSizeExpr(getStop().str());
+  if (!stop)
+    return emitOpError() << "invalid stop \"" << getStop()
+                         << "\": " << stop.error().message;
+  for (auto [bound, name] :
+       {std::pair{*start, "start"}, std::pair{*stop, "stop"}})
+    if (auto v = bound.constantValue(); v && *v < 0)
+      return emitOpError() << name << " is negative";
+  if (auto v = (*stop - *start).constantValue(); v && *v < 0)
+    return emitOpError() << "start is after stop";
+  if (auto v = (input[index].size - *stop).constantValue(); v && *v < 0)
+    return emitOpError() << "stop is beyond the dim's size";
+  Shape inferred = input;
+  inferred[index] = Dim::ofSize(*stop - *start);
+  InferContext ctx = getInferContext(*this);
+  return checkResult(*this, ctx, tensorType(getResult()), inferred,
+                     tensorType(getInput()).getElementType());
+}
+
+Operation *ein::buildSliceOp(OpBuilder &builder, Location loc,
+                             TypeRange results, ValueRange operands,
+                             const CheckedOp &op) {
+  return builder.create<SliceOp>(loc, results[0], operands[0],
+                                 builder.getI64IntegerAttr(op.sliceAxis),
+                                 builder.getStringAttr(op.sliceStart.str()),
+                                 builder.getStringAttr(op.sliceStop.str()));
+}
+
+LogicalResult ein::fillCostInput(SliceOp op, CostInput &input,
+                                 CostInputStorage &) {
+  input.packAxesBefore = op.getDimIndex();
+  return success();
+}
