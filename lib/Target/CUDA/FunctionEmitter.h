@@ -1,0 +1,310 @@
+// The CUDA emitter's core, private to lib/Target/CUDA: FunctionEmitter,
+// which writes one function's CUDA source op by op, and the helpers every
+// op family's emit functions (Ops/<Family>.cpp) write with.
+#pragma once
+
+#include "ein/Dialect/EinDialect.h"
+#include "ein/Target/CEntry.h"
+#include "ein/Target/CUDA/EmitCUDA.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace ein {
+namespace cuda {
+
+inline const char *storageType(DType t) { return dtypeInfo(t).cudaType; }
+
+inline bool isLowFloat(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3 ||
+         t == DType::F8E5M2;
+}
+inline bool isFp8(DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; }
+
+/// An op that cannot be emitted: the reason, anchored at the op. (The
+/// project builds without exceptions: the emitter records the first error
+/// and finishes its walk on placeholders; the text is then discarded.)
+struct EmitError {
+  mlir::Operation *op = nullptr;
+  std::string what;
+};
+
+inline bool isElementwise(mlir::Operation *op) {
+  return mlir::isa<ElementwiseOp, CastOp, ConstantOp>(op);
+}
+
+inline EinTensorType tensorType(mlir::Value v) {
+  return mlir::cast<EinTensorType>(v.getType());
+}
+
+/// A tensor value of the function as the generated code holds it: a
+/// variable `EinView<const T, R> name`, and the temporaries it reads.
+struct ValueView {
+  std::string name;
+  DType dtype = DType::F32;
+  size_t rank = 0;
+  std::vector<int> owners;
+};
+
+/// The C++ expression of the constant `op` as a value of `dtype`
+/// (Ops/Elementwise.cpp).
+std::string literal(ConstantOp op, DType dtype);
+
+/// Emits one function: the core (EmitCUDA.cpp) walks the ops and
+/// dispatches each to its row's emit function.
+class FunctionEmitter {
+public:
+  FunctionEmitter(const CheckedFunction &fn, mlir::func::FuncOp func,
+                  const CUDAOptions &options, std::string &functors,
+                  int &functorCount)
+      : fn(fn), func(func), options(options), functors(functors),
+        functorCount(functorCount),
+        entry(cEntry(fn, ",\n    cudaStream_t stream")) {}
+
+  std::string emit();
+  /// The first error, if any (then emit's text is meaningless).
+  const std::optional<EmitError> &error() const { return firstError; }
+
+private:
+  void fail(mlir::Operation *op, std::string what) {
+    if (!firstError)
+      firstError = EmitError{op, std::move(what)};
+  }
+  std::optional<EmitError> firstError;
+  // ---- text helpers
+  std::string fresh(const char *prefix) {
+    return fmt::format("{}{}", prefix, counter++);
+  }
+  std::string size(const SizeExpr &e, mlir::Operation *at) {
+    SizeExpr bound = e.substitute(fn.ctx.env);
+    for (const std::string &name : bound.symbols())
+      if (!entry.sizes.names.count(name)) {
+        fail(at, fmt::format("the size {} is not known from the function's "
+                             "parameters",
+                             e.str()));
+        return "0";
+      }
+    return entry.sizes.expr(bound);
+  }
+  /// `const int64_t zN[] = {...};` (one extra element: never empty).
+  std::string sizeArray(const std::vector<std::string> &sizes) {
+    std::string name = fresh("z");
+    fmt::format_to(out(), "  const int64_t {}[] = {{{}{}0}};\n", name,
+                   fmt::join(sizes, ", "), sizes.empty() ? "" : ", ");
+    return name;
+  }
+  std::string intArray(const std::vector<int> &values) {
+    std::string name = fresh("d");
+    fmt::format_to(out(), "  const int {}[] = {{{}{}0}};\n", name,
+                   fmt::join(values, ", "), values.empty() ? "" : ", ");
+    return name;
+  }
+  std::back_insert_iterator<std::string> out() {
+    return std::back_inserter(*chunk);
+  }
+  std::vector<std::string> shapeSizes(EinTensorType t, mlir::Operation *at) {
+    std::vector<std::string> sizes;
+    for (const Dim &d : t.getShape()) {
+      if (d.isPack()) {
+        fail(at, "a variadic of unknown rank");
+        sizes.push_back("0");
+        continue;
+      }
+      sizes.push_back(size(d.size, at));
+    }
+    return sizes;
+  }
+  std::string viewType(DType t, size_t rank, bool isConst = true) {
+    return fmt::format("EinView<{}{}, {}>", isConst ? "const " : "",
+                       storageType(t), rank);
+  }
+
+  // ---- values and destinations
+  const ValueView &view(mlir::Value v, mlir::Operation *at) {
+    auto it = values.find(v.getAsOpaquePointer());
+    if (it == values.end()) {
+      fail(at, "an operand the CUDA target has not computed");
+      static const ValueView placeholder;
+      return placeholder;
+    }
+    return it->second;
+  }
+  /// Where the op computing `result` writes: the caller's output when the
+  /// function returns it (the first return of it), else a new temporary.
+  /// Declares `EinView<T, R> w` and returns its name; `owner` gets the
+  /// temporary (-1 for an output).
+  std::string destination(mlir::Value result, int &owner) {
+    EinTensorType t = tensorType(result);
+    auto sizes = shapeSizes(t, result.getDefiningOp());
+    auto direct = directOutput.find(result.getAsOpaquePointer());
+    std::string w = fresh("w");
+    if (direct != directOutput.end()) {
+      written.insert(direct->second);
+      fmt::format_to(out(), "  {} {} = o{};\n",
+                     viewType(t.getDType(), sizes.size(), false), w,
+                     direct->second);
+      owner = -1;
+      return w;
+    }
+    owner = newOwner();
+    std::string z = sizeArray(sizes);
+    fmt::format_to(out(),
+                   "  {0} {1} = ein_temp<{2}, {3}>(stream, {4}, &t{5});\n",
+                   viewType(t.getDType(), sizes.size(), false), w,
+                   storageType(t.getDType()), sizes.size(), z, owner);
+    return w;
+  }
+  int newOwner() {
+    int k = static_cast<int>(ownerLastUse.size());
+    ownerLastUse.push_back(opIndex);
+    fmt::format_to(out(), "  void *t{} = nullptr;\n", k);
+    return k;
+  }
+  /// Records `result` as the const view of the written `w`.
+  void define(mlir::Value result, const std::string &w,
+              std::vector<int> owners) {
+    EinTensorType t = tensorType(result);
+    ValueView v;
+    v.name = fresh("v");
+    v.dtype = t.getDType();
+    v.rank = t.getShape().size();
+    v.owners = std::move(owners);
+    fmt::format_to(out(), "  {} {} = ein_const_view({});\n",
+                   viewType(v.dtype, v.rank), v.name, w);
+    values[result.getAsOpaquePointer()] = v;
+  }
+
+  // ---- elementary axes
+  /// `ein_split` of the view `name` (of `dtype`, const or writable) into
+  /// the axes of `groups` (per dim, its elementary axes); `axes` receives
+  /// the axis names in order.
+  std::string split(const std::string &name, DType dtype, bool isConst,
+                    const std::vector<std::vector<std::string>> &groups,
+                    const std::map<std::string, SizeExpr> &axisSizes,
+                    std::vector<std::string> &axes, mlir::Operation *at) {
+    std::vector<int> dimOf;
+    std::vector<std::string> sizes;
+    axes.clear();
+    for (size_t d = 0; d < groups.size(); ++d)
+      for (auto &a : groups[d]) {
+        auto it = axisSizes.find(a);
+        dimOf.push_back(static_cast<int>(d));
+        if (it == axisSizes.end())
+          fail(at, fmt::format("no size for axis '{}'", a));
+        sizes.push_back(it == axisSizes.end() ? "0" : size(it->second, at));
+        axes.push_back(a);
+      }
+    std::string dims = intArray(dimOf), z = sizeArray(sizes);
+    std::string e = fresh("e");
+    fmt::format_to(out(), "  {} {} = ein_split<{}>({}, {}, {});\n",
+                   viewType(dtype, axes.size(), isConst), e, axes.size(), name,
+                   dims, z);
+    return e;
+  }
+  /// `ein_pick` of the axes `rows` from a view whose axes are `axes` (a
+  /// row matches every equal axis: diagonals; none: a broadcast of size
+  /// `sizeOf(row)`).
+  std::string pick(const std::string &e, DType dtype,
+                   const std::vector<std::string> &axes,
+                   const std::vector<std::string> &rows,
+                   const std::vector<std::string> &rowSizes,
+                   bool isConst = true) {
+    std::string mask;
+    for (auto &r : rows)
+      for (auto &a : axes)
+        mask += a == r ? '1' : '0';
+    std::string z = sizeArray(rowSizes);
+    std::string p = fresh("p");
+    fmt::format_to(out(), "  {} {} = ein_pick<{}>({}, \"{}\", {});\n",
+                   viewType(dtype, rows.size(), isConst), p, rows.size(), e,
+                   mask, z);
+    return p;
+  }
+  std::vector<std::string>
+  axisSizeTexts(const std::vector<std::string> &axes,
+                const std::map<std::string, SizeExpr> &axisSizes,
+                mlir::Operation *at) {
+    std::vector<std::string> sizes;
+    for (auto &a : axes) {
+      auto it = axisSizes.find(a);
+      if (it == axisSizes.end())
+        fail(at, fmt::format("no size for axis '{}'", a));
+      sizes.push_back(it == axisSizes.end() ? "0" : size(it->second, at));
+    }
+    return sizes;
+  }
+
+  // ---- ops
+  /// Emits `op` through its row's emit function below (or not at all when
+  /// it is inlined into a functor).
+  void emitOp(mlir::Operation *op);
+  /// Per row of the op registry, what the op becomes in the source, defined
+  /// in its family's file (Ops/<Family>.cpp); a row without one fails to
+  /// link, naming it. An op the target cannot emit calls `fail` naming it.
+#define EIN_OP(Kind, Name, OpClass) void emit##Kind(OpClass op);
+#include "ein/Sema/Ops.def"
+
+  // Shared by the families (Ops/Transforms.cpp): the elementary axes of
+  // `in` (per dim `inGroups`) moved into the dims `outGroups` (a view when
+  // strides allow), or reduced into them by `kind`.
+  void emitMove(mlir::Value result, const ValueView &in,
+                const std::vector<std::vector<std::string>> &inGroups,
+                const std::vector<std::vector<std::string>> &outGroups,
+                const std::map<std::string, SizeExpr> &axisSizes,
+                mlir::Operation *op);
+  void emitReduction(mlir::Value result, const ValueView &in,
+                     const std::vector<std::vector<std::string>> &inGroups,
+                     const std::vector<std::vector<std::string>> &outGroups,
+                     const std::map<std::string, SizeExpr> &axisSizes,
+                     ReduceKind kind, mlir::Operation *op);
+  /// rearrange, repeat and reduce: their pattern's axes moved or reduced.
+  void emitTransform(mlir::Operation *op);
+  /// A pairwise einsum: cuBLASLt (Ops/Einsum.cpp).
+  void emitContraction(EinsumOp op, const EinsumInfo &info);
+  /// A value of dtype `to` holding `v` converted (a new temporary).
+  ValueView castTo(const ValueView &v, DType to);
+  /// The view of one part of a packed tensor (Ops/Pack.cpp).
+  std::string packedPart(const std::string &packed, size_t packedRank,
+                         size_t before, const std::string &offset,
+                         mlir::Value part, std::string &count,
+                         mlir::Operation *op);
+  /// A scalar tensor holding a constant, for users that are not functors.
+  void emitConstantTensor(ConstantOp op);
+  /// One `ein_map` computing the tree of elementwise ops rooted at `root`.
+  void emitFusedTree(mlir::Operation *root);
+
+  // Elementwise fusion (see planFusion).
+  void planFusion();
+  std::string
+  expression(mlir::Operation *op,
+             std::vector<std::pair<mlir::Value, std::vector<int>>> &leaves,
+             const std::vector<int> &identity);
+  std::vector<int> alignment(mlir::Operation *op, unsigned operand);
+  std::set<std::pair<const void *, std::vector<int>>>
+  leafSet(mlir::Operation *op);
+
+  const CheckedFunction &fn;
+  mlir::func::FuncOp func;
+  const CUDAOptions &options;
+  std::string &functors;
+  int &functorCount;
+  CEntry entry;
+
+  std::string *chunk = nullptr;
+  int counter = 0;
+  size_t opIndex = 0;
+  std::map<const void *, ValueView> values;
+  std::map<const void *, size_t> directOutput; // value -> output index
+  std::set<size_t> written;                    // outputs written directly
+  std::vector<size_t> ownerLastUse;            // per temporary
+  std::set<mlir::Operation *> fused;           // inlined into their user
+};
+
+} // namespace cuda
+} // namespace ein
