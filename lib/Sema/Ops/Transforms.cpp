@@ -365,26 +365,30 @@ struct GradTransformSides {
 
 } // namespace
 
-bool gradientOfRearrange(Differentiator &d, const CheckedOp &op) {
+namespace {
+
+/// The gradient of a transform whose adjoint is the pattern reversed, done
+/// by `back`: a rearrange's is a rearrange, a repeat's a sum.
+bool gradReversedTransform(Differentiator &d, const CheckedOp &op,
+                           OpKind back) {
   std::optional<unsigned> dy = d.adjointOf(op.results[0]);
   if (!dy)
     return true;
   unsigned x = op.operands[0];
   d.target(op, x);
   GradTransformSides s(d, *op.transform);
-  auto dx = d.transform(OpKind::Rearrange, *dy, s.out + " -> " + s.in, s.sizes);
+  auto dx = d.transform(back, *dy, s.out + " -> " + s.in, s.sizes);
   return dx && d.accumulate(x, *dx);
 }
 
+} // namespace
+
+bool gradientOfRearrange(Differentiator &d, const CheckedOp &op) {
+  return gradReversedTransform(d, op, OpKind::Rearrange);
+}
+
 bool gradientOfRepeat(Differentiator &d, const CheckedOp &op) {
-  std::optional<unsigned> dy = d.adjointOf(op.results[0]);
-  if (!dy)
-    return true;
-  unsigned x = op.operands[0];
-  d.target(op, x);
-  GradTransformSides s(d, *op.transform);
-  auto dx = d.transform(OpKind::Reduce, *dy, s.out + " -> " + s.in, s.sizes);
-  return dx && d.accumulate(x, *dx);
+  return gradReversedTransform(d, op, OpKind::Reduce);
 }
 
 bool gradientOfReduce(Differentiator &d, const CheckedOp &op) {
