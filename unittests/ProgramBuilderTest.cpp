@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 using namespace ein;
 
 namespace {
@@ -210,6 +212,127 @@ TEST(ProgramBuilderTest, ScalarsFollowTheDTypeRules) {
   auto positions = b.arange(SizeExpr::symbol("n"), DType::F32);
   ASSERT_TRUE(positions);
   EXPECT_EQ(shapeStr(b.type(*positions).shape), "n");
+}
+
+// One checked function per op kind (the forward samples of
+// OpCoverageTest.cpp), every kind of the registry among their ops.
+const char *const everyKind[] = {
+    "def f(x: f32[\"a b\"]) -> f32[\"b a\"]:\n"
+    "    return rearrange(x, \"a b -> b a\")\n",
+    "def f(x: f32[\"a b\"]) -> f64[\"a\"]:\n"
+    "    return reduce(x, \"a b -> a\", \"var\", acc=f64)\n",
+    "def f(x: f32[\"a\"]) -> f32[\"a 3\"]:\n"
+    "    return repeat(x, \"a -> a r\", r=3)\n",
+    "def f(x: f32[\"a b\"], y: f32[\"b c\"]) -> f32[\"a c\"]:\n"
+    "    return einsum(x, y, \"a b, b c -> a c\")\n",
+    "def f(x: f32[\"a b\"], y: f32[\"a\"]) -> f32[\"a _\"]:\n"
+    "    p, ps = pack([x, y], \"a *\")\n"
+    "    return p\n",
+    "def f(x: f32[\"a 5\"]) -> f32[\"a 2\"]:\n"
+    "    u, v = unpack(x, [[2], [3]], \"a *\")\n"
+    "    return u\n",
+    "def f(x: f32[\"a\"], y: f32[\"a\"]) -> f64[\"a\"]:\n"
+    "    return astype(x * y, f64)\n",
+    "def f(x: f32[\"a\"]) -> f32[\"a\"]:\n"
+    "    return x * 2.5\n",
+    "def f(x: i32[\"a\"]) -> i32[\"a\"]:\n"
+    "    return x + 7\n",
+    "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n"
+    "    return x / n + arange(n, dtype=f32)\n",
+    "def f(t: f32[\"v d\"], ids: i32[\"s\"]) -> f32[\"v d\"]:\n"
+    "    l = reduce(take(t, ids, \"v\"), \"s d ->\", \"sum\")\n"
+    "    gt = grad(l, wrt=[t])\n"
+    "    return gt\n",
+    "dim n = 6\n"
+    "def f(x: f32[\"a n\"]) -> f32[\"a 3\"]:\n"
+    "    return slice(x, \"n\", 1, 4)\n",
+};
+
+// Tests that ProgramBuilder::build, given each op the checker built (its
+// CheckedOp as the attributes, the result dtype as CheckedOp::dtype where
+// no operand gives it), builds the types the checker gave: the one entry
+// the dialect's verifiers use agrees with the checker, op by op.
+TEST(ProgramBuilderTest, BuildOfEveryCheckedOpHasTheCheckersTypes) {
+  std::set<OpKind> seen;
+  for (const char *source : everyKind) {
+    auto c = test::checkSnippet(source);
+    ASSERT_EQ(c->firstError(), "") << source;
+    const CheckedFunction &checked = c->result.functions[0];
+    for (const CheckedOp &op : checked.ops) {
+      seen.insert(op.kind);
+      CheckedFunction scratch = checked;
+      ProgramBuilder b(scratch);
+      CheckedOp attributes = op;
+      attributes.dtype = checked.values[op.results[0]].type.dtype;
+      auto built = b.build(attributes, op.operands);
+      ASSERT_TRUE(built) << opKindName(op.kind) << ": " << built.error().str();
+      ASSERT_EQ((*built).size(), op.results.size()) << opKindName(op.kind);
+      for (size_t i = 0; i < op.results.size(); ++i) {
+        const TensorType &got = scratch.values[(*built)[i]].type;
+        const TensorType &want = checked.values[op.results[i]].type;
+        EXPECT_EQ(got.dtype, want.dtype) << opKindName(op.kind);
+        EXPECT_EQ(shapeStr(scratch.ctx.expand(got.shape)),
+                  shapeStr(checked.ctx.expand(want.shape)))
+            << opKindName(op.kind);
+      }
+      EXPECT_EQ(scratch.ops.back().kind, op.kind);
+    }
+  }
+  EXPECT_EQ(seen.size(), kNumOpKinds);
+}
+
+// Tests build's types against types written by hand, and its refusals of
+// what the attributes do not say.
+TEST(ProgramBuilderTest, BuildHasTheTypesWrittenByHand) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned x = b.param(tensor(DType::F32, {"a", "n"}), "x");
+  unsigned t = b.param(tensor(DType::F32, {"v", "d"}), "t");
+  unsigned ids = b.param(tensor(DType::I32, {"s"}), "ids");
+  auto typeOf = [&](const CheckedOp &attributes,
+                    std::vector<unsigned> operands) -> std::string {
+    auto built = b.build(attributes, operands);
+    if (!built)
+      return "error: " + built.error().error.message;
+    const TensorType &type = b.type((*built)[0]);
+    return std::string(dtypeName(type.dtype)) + "[\"" + shapeStr(type.shape) +
+           "\"]";
+  };
+  CheckedOp op;
+  op.kind = OpKind::Rearrange;
+  op.pattern = "a n -> n a";
+  EXPECT_EQ(typeOf(op, {x}), "f32[\"n a\"]");
+  op = CheckedOp{};
+  op.kind = OpKind::Take;
+  op.axis = 0;
+  EXPECT_EQ(typeOf(op, {t, ids}), "f32[\"s d\"]");
+  op = CheckedOp{};
+  op.kind = OpKind::ScatterAdd;
+  op.axis = 0;
+  op.sizeValue = SizeExpr::symbol("v");
+  unsigned updates = b.param(tensor(DType::F32, {"s", "d"}), "u");
+  EXPECT_EQ(typeOf(op, {ids, updates}), "f32[\"v d\"]");
+  op = CheckedOp{};
+  op.kind = OpKind::Slice;
+  op.sliceAxis = -1;
+  op.sliceStart = SizeExpr::constant(1);
+  op.sliceStop = SizeExpr::symbol("n");
+  EXPECT_EQ(typeOf(op, {x}), "f32[\"a n-1\"]");
+  op = CheckedOp{};
+  op.kind = OpKind::Arange;
+  op.sizeValue = SizeExpr::symbol("n");
+  EXPECT_EQ(typeOf(op, {}),
+            "error: arange's result dtype is not given (CheckedOp::dtype)");
+  op.dtype = DType::I64;
+  EXPECT_EQ(typeOf(op, {}), "i64[\"n\"]");
+  op = CheckedOp{};
+  op.kind = OpKind::Cast;
+  op.dtype = DType::F64;
+  EXPECT_EQ(typeOf(op, {x}), "f64[\"a n\"]");
+  op = CheckedOp{};
+  op.kind = OpKind::Einsum;
+  op.pattern = "a n, v d -> a d";
+  EXPECT_EQ(typeOf(op, {x}).rfind("error: ", 0), 0u); // one operand short
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 
 #include "Ops/OpHelpers.h"
 #include "ein/Sema/Program.h"
+#include "ein/Sema/ProgramBuilder.h"
 #include "ein/Shape/DTypeRules.h"
 
 #include "mlir/IR/Builders.h"
@@ -195,6 +196,44 @@ TypeAttr checkedAcc(OpBuilder &builder, const CheckedOp &op) {
   if (!op.acc)
     return nullptr;
   return TypeAttr::get(toMLIRType(builder.getContext(), *op.acc));
+}
+
+LogicalResult verifyThroughBuilder(Operation *op, const CheckedOp &attributes) {
+  // A scratch function of one parameter per operand, in the module's dims
+  // (ein.dims), as the other verifiers infer: the op is built by the same
+  // rules as the checker's and grad()'s, and must have the types built.
+  CheckedFunction fn;
+  fn.ctx = getInferContext(op);
+  ProgramBuilder builder(fn);
+  std::vector<unsigned> operands;
+  for (mlir::Value operand : op->getOperands()) {
+    EinTensorType type = tensorType(operand);
+    std::optional<DType> dtype = toDType(type.getElementType());
+    if (!dtype)
+      return op->emitOpError()
+             << "unsupported element type " << type.getElementType();
+    operands.push_back(builder.param(TensorType{type.getShape(), *dtype}));
+  }
+  BuildOr<std::vector<unsigned>> built = builder.build(attributes, operands);
+  if (!built)
+    return op->emitOpError() << built.error().error.message;
+  if ((*built).size() != op->getNumResults())
+    return op->emitOpError() << "builds " << (*built).size() << " results, not "
+                             << op->getNumResults();
+  for (auto [value, result] : llvm::zip(*built, op->getResults())) {
+    const TensorType &type = fn.values[value].type;
+    if (failed(checkResult(op, fn.ctx, tensorType(result), type.shape,
+                           toMLIRType(op->getContext(), type.dtype))))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult verifyThroughBuilder(Operation *op,
+                                   FailureOr<CheckedOp> attributes) {
+  if (failed(attributes))
+    return failure(); // checkedOf said why
+  return verifyThroughBuilder(op, *attributes);
 }
 
 } // namespace ein::oprules

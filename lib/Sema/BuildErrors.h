@@ -46,4 +46,11 @@ std::optional<BuildError> accError(const DTypeRule &rule,
 BuildError mixedDTypes(std::string message, unsigned operand,
                        const std::string &op, const std::string &pattern);
 
+/// build()'s refusal of an op given fewer operands than it takes, or of
+/// one whose result dtype its operands do not give and `attributes` do not
+/// say (CheckedOp::dtype); nothing when it has what it needs.
+std::optional<BuildError> missingAttributes(const CheckedOp &attributes,
+                                            size_t operands, size_t needs,
+                                            bool needsDType);
+
 } // namespace ein::build

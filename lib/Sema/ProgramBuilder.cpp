@@ -104,6 +104,37 @@ unsigned ProgramBuilder::param(TensorType type, std::string name) {
   return id;
 }
 
+std::optional<BuildError> build::missingAttributes(const CheckedOp &attributes,
+                                                   size_t operands,
+                                                   size_t needs,
+                                                   bool needsDType) {
+  std::string name = opKindName(attributes.kind);
+  if (operands < needs)
+    return failure(ShapeError::atOp(fmt::format("{} takes {} operands, not {}",
+                                                name, needs, operands)),
+                   name, attributes.pattern);
+  if (needsDType && !attributes.dtype)
+    return failure(
+        ShapeError::atOp(fmt::format(
+            "{}'s result dtype is not given (CheckedOp::dtype)", name)),
+        name, attributes.pattern);
+  return std::nullopt;
+}
+
+BuildOr<std::vector<unsigned>>
+ProgramBuilder::build(const CheckedOp &attributes,
+                      const std::vector<unsigned> &operands) {
+  // Generated from the registry: a row without its buildOpOfFoo fails to
+  // link, so no op is left out.
+  switch (attributes.kind) {
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  case OpKind::Kind:                                                           \
+    return buildOpOf##Kind(*this, attributes, operands);
+#include "ein/Sema/Ops.def"
+  }
+  return build::failure(ShapeError::atOp("not an op kind"), "?", "");
+}
+
 void ProgramBuilder::ret(const std::vector<unsigned> &values) {
   for (unsigned v : values) {
     fn.returns.push_back(v);

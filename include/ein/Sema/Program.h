@@ -49,24 +49,28 @@ struct CheckedOp {
   OpKind kind;
   ElementwiseFn fn = ElementwiseFn::Add; // Elementwise: which function
   SourceLoc loc;
-  std::string pattern;          // the pattern text as written
-  Pattern parsed;               // for pattern ops
-  std::vector<SizeArg> sizes;   // keyword sizes
+  std::string pattern;        // the pattern text as written
+  Pattern parsed;             // for pattern ops
+  std::vector<SizeArg> sizes; // keyword sizes
   ReduceKind reduction = ReduceKind::Sum;
-  std::optional<DType> acc;     // einsum accumulation/result type
-  double constant = 0;          // Constant (the value for a float dtype)
-  bool constantIsInt = false;   // written as an integer
-  int64_t constantInt = 0;      // the exact value for an integer dtype
-  SizeExpr sizeValue; // Size, Arange: the size, in the function's dims
+  std::optional<DType> acc;   // einsum accumulation/result type
+  double constant = 0;        // Constant (the value for a float dtype)
+  bool constantIsInt = false; // written as an integer
+  int64_t constantInt = 0;    // the exact value for an integer dtype
+  SizeExpr sizeValue;         // Size, Arange: the size, in the function's dims
   /// Slice: the dim sliced (counted from the end when negative: a variadic
   /// of unknown rank precedes it) and the bounds, in the function's dims.
   int64_t sliceAxis = 0;
   SizeExpr sliceStart, sliceStop;
   std::vector<unsigned> operands, results; // value ids
-  std::vector<Shape> packParts; // Pack/Unpack: the `*` parts
-  std::optional<TransformInfo> transform; // rearrange/reduce/repeat
+  std::vector<Shape> packParts;            // Pack/Unpack: the `*` parts
+  std::optional<TransformInfo> transform;  // rearrange/reduce/repeat
   std::optional<EinsumInfo> einsum;
   unsigned axis = 0; // Take, ScatterAdd: the table's axis indexed by ids
+  /// ProgramBuilder::build's result dtype for an op whose operands do not
+  /// give it (Constant, Size, Arange, Cast; Pack without parts). The typed
+  /// methods take it as an argument and leave this unset.
+  std::optional<DType> dtype;
   /// The innermost call this op was inlined from (an index into
   /// CheckedFunction::callSites), or -1 for an op of the function itself.
   int callSite = -1;

@@ -178,11 +178,23 @@ public:
   /// order.
   BuildOr<unsigned> slice(unsigned x, const Dim &axis, const SizeExpr &start,
                           const SizeExpr &stop, SliceText text = {});
+  /// slice along x's dim `index` (a position in its shape, counted from
+  /// the end when negative), as the IR names it; slice's rules and anchors
+  /// otherwise.
+  BuildOr<unsigned> sliceAt(unsigned x, int64_t index, const SizeExpr &start,
+                            const SizeExpr &stop, SliceText text = {});
   /// scatter_add(ids, updates): zeros of type `table` with `updates` added
   /// at `ids` along the dim `axis`: take's adjoint (operand 0 the ids, 1
   /// the updates).
   BuildOr<unsigned> scatterAdd(unsigned ids, unsigned updates,
                                const TensorType &table, unsigned axis);
+
+  /// Builds the op `attributes` describes (its kind and the CheckedOp
+  /// fields its typed method takes) of `operands`, through that row's
+  /// buildOpOfFoo: the one entry that knows every op, for a caller that
+  /// holds ops as data (the dialect's verifiers, docs/architecture.md §7).
+  BuildOr<std::vector<unsigned>> build(const CheckedOp &attributes,
+                                       const std::vector<unsigned> &operands);
 
   /// Appends `op` (its structure inferred by the caller) with one result of
   /// `result`, tagged with the origin; the result's id.
@@ -200,5 +212,22 @@ private:
   CheckedFunction &fn;
   BuildOrigin at;
 };
+
+/// One result as build()'s list of results.
+inline BuildOr<std::vector<unsigned>> asResults(BuildOr<unsigned> built) {
+  if (!built)
+    return built.error();
+  return std::vector<unsigned>{*built};
+}
+
+// Each registry row's builder rule, one signature for every op: builds the
+// op from its CheckedOp fields (`attributes`) and `operands`, calling the
+// op's typed method. Defined in the op's family file (lib/Sema/Ops/), where
+// its typed method is; a row without one fails to link, naming it.
+#define EIN_OP(Kind, Name, OpClass)                                            \
+  BuildOr<std::vector<unsigned>> buildOpOf##Kind(                              \
+      ProgramBuilder &builder, const CheckedOp &attributes,                    \
+      const std::vector<unsigned> &operands);
+#include "ein/Sema/Ops.def"
 
 } // namespace ein

@@ -8,6 +8,7 @@
 
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Dialect/OpRules.h"
+#include "ein/Sema/Program.h"
 #include "ein/Shape/DTypeRules.h"
 
 namespace ein::oprules {
@@ -49,5 +50,17 @@ mlir::DictionaryAttr checkedSizes(mlir::OpBuilder &builder,
                                   const CheckedOp &op);
 /// The `acc` type of a checked reduce or einsum, or null without one.
 mlir::TypeAttr checkedAcc(mlir::OpBuilder &builder, const CheckedOp &op);
+
+/// Verifies `op` through the builder (ProgramBuilder::build): builds the op
+/// `attributes` describe (its CheckedOp, read back from its attributes by
+/// the family file's checkedOf) of parameters of the operands' types, in
+/// getInferContext(op), and checks the op's result types against the built
+/// ones as checkResult does. The builder's refusal is the op's error.
+mlir::LogicalResult verifyThroughBuilder(mlir::Operation *op,
+                                         const CheckedOp &attributes);
+/// The same of what checkedOf read, or failure when it could not read the
+/// attributes back (and said why).
+mlir::LogicalResult verifyThroughBuilder(mlir::Operation *op,
+                                         mlir::FailureOr<CheckedOp> attributes);
 
 } // namespace ein::oprules

@@ -87,19 +87,34 @@ LogicalResult ein::fillCostInput(SizeOp, CostInput &, CostInputStorage &) {
   return success(); // its operand and result types are all its cost needs
 }
 
-LogicalResult ArangeOp::verify() {
-  EinTensorType result = tensorType(getResult());
+namespace {
+
+/// arange's CheckedOp read back from its result type (buildArangeOp's
+/// inverse): the size is its one dim, the dtype its element type. What the
+/// type cannot say is refused here, in the IR's words.
+FailureOr<CheckedOp> checkedOf(ArangeOp op) {
+  EinTensorType result = tensorType(op.getResult());
   if (result.getShape().size() != 1)
-    return emitOpError() << "result must have rank 1 (its dim is the size), "
-                            "not shape \""
-                         << result.getShapeText() << "\"";
+    return op.emitOpError() << "result must have rank 1 (its dim is the size), "
+                               "not shape \""
+                            << result.getShapeText() << "\"";
   if (result.getShape()[0].isPack())
-    return emitOpError() << "result dim must be a size, not a pack";
+    return op.emitOpError() << "result dim must be a size, not a pack";
   std::optional<DType> dtype = toDType(result.getElementType());
   if (!dtype || *dtype == DType::Bool)
-    return emitOpError() << "counts in a number type, not "
-                         << result.getElementType();
-  return success();
+    return op.emitOpError()
+           << "counts in a number type, not " << result.getElementType();
+  CheckedOp checked;
+  checked.kind = OpKind::Arange;
+  checked.sizeValue = result.getShape()[0].size;
+  checked.dtype = *dtype;
+  return checked;
+}
+
+} // namespace
+
+LogicalResult ArangeOp::verify() {
+  return verifyThroughBuilder(*this, checkedOf(*this));
 }
 
 Operation *ein::buildArangeOp(OpBuilder &builder, Location loc,

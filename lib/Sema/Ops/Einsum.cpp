@@ -135,6 +135,17 @@ BuildOr<unsigned> ProgramBuilder::einsum(const std::vector<unsigned> &xs,
                 TensorType{info->result, acc.value_or(type(xs[0]).dtype)});
 }
 
+// The registry row's builder rule (ProgramBuilder::build).
+BuildOr<std::vector<unsigned>>
+buildOpOfEinsum(ProgramBuilder &builder, const CheckedOp &attributes,
+                const std::vector<unsigned> &operands) {
+  if (attributes.parsed.text.empty())
+    return asResults(builder.einsum(operands, attributes.pattern,
+                                    attributes.sizes, attributes.acc));
+  return asResults(builder.einsum(operands, attributes.parsed, attributes.sizes,
+                                  attributes.acc));
+}
+
 } // namespace ein
 
 namespace ein {

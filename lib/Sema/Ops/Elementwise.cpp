@@ -130,6 +130,27 @@ BuildOr<unsigned> ProgramBuilder::elementwise(ElementwiseFn f,
                 TensorType{shape, elementwiseResultDType(info, dtype)});
 }
 
+// The registry rows' builder rules (ProgramBuilder::build).
+
+BuildOr<std::vector<unsigned>>
+buildOpOfElementwise(ProgramBuilder &builder, const CheckedOp &attributes,
+                     const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 1, false))
+    return *refused;
+  return asResults(builder.elementwise(attributes.fn, operands));
+}
+
+BuildOr<std::vector<unsigned>>
+buildOpOfCast(ProgramBuilder &builder, const CheckedOp &attributes,
+              const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 1, true))
+    return *refused;
+  // astype, not cast: the op is built even to x's own dtype.
+  return asResults(builder.astype(operands[0], *attributes.dtype));
+}
+
 } // namespace ein
 
 namespace ein {

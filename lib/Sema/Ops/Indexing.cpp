@@ -373,6 +373,8 @@ BuildOr<unsigned> ProgramBuilder::scatterAdd(unsigned ids, unsigned updates,
   CheckedOp op;
   op.kind = OpKind::ScatterAdd;
   op.axis = axis;
+  // The table's dim at the axis, which the updates do not give (build()).
+  op.sizeValue = tableShape[axis].size;
   op.operands = {ids, updates};
   return append(std::move(op), table);
 }
@@ -437,7 +439,43 @@ BuildOr<unsigned> ProgramBuilder::slice(unsigned x, const Dim &axis,
                                  "rearrange it so that one dim has it",
                                  name, text.tensor, found.size(),
                                  shapeStr(shape)));
-  size_t index = found[0];
+  return sliceAt(x, static_cast<int64_t>(found[0]), start, stop,
+                 std::move(text));
+}
+
+BuildOr<unsigned> ProgramBuilder::sliceAt(unsigned x, int64_t at,
+                                          const SizeExpr &start,
+                                          const SizeExpr &stop,
+                                          SliceText text) {
+  Shape shape = fn.ctx.expand(type(x).shape);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (at < -rank || at >= rank)
+    return BuildError{ShapeError::atOp(fmt::format("slice's axis {} is out of "
+                                                   "range for rank {}",
+                                                   at, rank)),
+                      "slice", text.axis};
+  size_t index = static_cast<size_t>(at < 0 ? at + rank : at);
+  // An empty field is spelled from the values, the axis from its dim.
+  if (text.tensor.empty())
+    text.tensor = "x";
+  if (text.axis.empty())
+    text.axis = shape[index].str();
+  if (text.start.empty())
+    text.start = start.str();
+  if (text.stop.empty())
+    text.stop = stop.str();
+  std::string name = indexingTrimmed(text.axis);
+  auto refuse = [&](ShapeError error) {
+    return BuildError{std::move(error), "slice", text.axis};
+  };
+  if (shape[index].isPack())
+    return refuse(ShapeError::atPattern(
+        fmt::format("slice cannot slice the variadic {}: name one dim of "
+                    "fixed size (rearrange the variadic into named dims "
+                    "first)",
+                    shape[index].pack == "..." ? "'...'"
+                                               : "*" + shape[index].pack),
+        0, static_cast<unsigned>(text.axis.size())));
   bool packBefore = false;
   for (size_t d = 0; d < index; ++d)
     packBefore |= shape[d].isPack();
@@ -496,6 +534,61 @@ BuildOr<unsigned> ProgramBuilder::slice(unsigned x, const Dim &axis,
   Shape result = shape;
   result[index] = Dim::ofSize(stop - start);
   return append(std::move(op), TensorType{result, type(x).dtype});
+}
+
+// The registry rows' builder rules (ProgramBuilder::build): by the axis's
+// position, as the IR and the adjoints name it.
+
+BuildOr<std::vector<unsigned>>
+buildOpOfTake(ProgramBuilder &builder, const CheckedOp &attributes,
+              const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 2, false))
+    return *refused;
+  auto taken = builder.takeAt(operands[0], operands[1], attributes.axis);
+  // The axis as the caller named it, as take() keeps it (JIT.cpp's
+  // takeSites quote it).
+  if (taken && !attributes.sizeValue.str().empty())
+    builder.function().ops.back().sizeValue = attributes.sizeValue;
+  return asResults(std::move(taken));
+}
+
+BuildOr<std::vector<unsigned>>
+buildOpOfSlice(ProgramBuilder &builder, const CheckedOp &attributes,
+               const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 1, false))
+    return *refused;
+  return asResults(builder.sliceAt(operands[0], attributes.sliceAxis,
+                                   attributes.sliceStart,
+                                   attributes.sliceStop));
+}
+
+BuildOr<std::vector<unsigned>>
+buildOpOfScatterAdd(ProgramBuilder &builder, const CheckedOp &attributes,
+                    const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 2, false))
+    return *refused;
+  // The table: the updates (take's result) with the ids' dims folded back
+  // into the one dim of size sizeValue at the axis.
+  const TensorType &ids = builder.type(operands[0]),
+                   &updates = builder.type(operands[1]);
+  size_t axis = attributes.axis, idRank = ids.shape.size();
+  if (axis + idRank > updates.shape.size())
+    return BuildError{ShapeError::atOperand(
+                          fmt::format("scatter_add's updates (rank {}) have no "
+                                      "room for the ids' {} dims at axis {}",
+                                      updates.shape.size(), idRank, axis),
+                          1),
+                      "scatter_add", ""};
+  TensorType table = updates;
+  table.shape.erase(table.shape.begin() + axis,
+                    table.shape.begin() + axis + idRank);
+  table.shape.insert(table.shape.begin() + axis,
+                     Dim::ofSize(attributes.sizeValue));
+  return asResults(
+      builder.scatterAdd(operands[0], operands[1], table, attributes.axis));
 }
 
 } // namespace ein

@@ -331,6 +331,45 @@ ProgramBuilder::unpack(unsigned x, const Pattern &pattern,
   return results;
 }
 
+// The registry rows' builder rules (ProgramBuilder::build), of the pattern
+// as parsed (PatternUse::Pack).
+namespace {
+
+Expected<Pattern> packPatternOf(const CheckedOp &attributes) {
+  if (!attributes.parsed.text.empty())
+    return attributes.parsed;
+  return parsePattern(attributes.pattern, PatternUse::Pack);
+}
+
+} // namespace
+
+BuildOr<std::vector<unsigned>>
+buildOpOfPack(ProgramBuilder &builder, const CheckedOp &attributes,
+              const std::vector<unsigned> &operands) {
+  // The parts' dtype, or the one given for a pack of no parts.
+  if (auto refused = build::missingAttributes(attributes, operands.size(), 0,
+                                              operands.empty()))
+    return *refused;
+  auto pattern = packPatternOf(attributes);
+  if (!pattern)
+    return build::failure(pattern.error(), "pack", attributes.pattern);
+  DType dtype = attributes.dtype.value_or(
+      operands.empty() ? DType::F32 : builder.type(operands[0]).dtype);
+  return asResults(builder.pack(operands, *pattern, dtype));
+}
+
+BuildOr<std::vector<unsigned>>
+buildOpOfUnpack(ProgramBuilder &builder, const CheckedOp &attributes,
+                const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 1, false))
+    return *refused;
+  auto pattern = packPatternOf(attributes);
+  if (!pattern)
+    return build::failure(pattern.error(), "unpack", attributes.pattern);
+  return builder.unpack(operands[0], *pattern, attributes.packParts);
+}
+
 } // namespace ein
 
 namespace ein {

@@ -235,6 +235,45 @@ BuildOr<unsigned> ProgramBuilder::transform(OpKind kind, unsigned x,
                 TensorType{info->result, acc.value_or(type(x).dtype)});
 }
 
+// The registry rows' builder rules (ProgramBuilder::build): `transform` of
+// the parsed pattern, or of its text when none was parsed.
+namespace {
+
+BuildOr<std::vector<unsigned>>
+buildTransformOf(ProgramBuilder &builder, const CheckedOp &attributes,
+                 const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 1, false))
+    return *refused;
+  if (attributes.parsed.text.empty())
+    return asResults(builder.transform(attributes.kind, operands[0],
+                                       attributes.pattern, attributes.sizes,
+                                       attributes.reduction, attributes.acc));
+  return asResults(builder.transform(attributes.kind, operands[0],
+                                     attributes.parsed, attributes.sizes,
+                                     attributes.reduction, attributes.acc));
+}
+
+} // namespace
+
+BuildOr<std::vector<unsigned>>
+buildOpOfRearrange(ProgramBuilder &builder, const CheckedOp &attributes,
+                   const std::vector<unsigned> &operands) {
+  return buildTransformOf(builder, attributes, operands);
+}
+
+BuildOr<std::vector<unsigned>>
+buildOpOfReduce(ProgramBuilder &builder, const CheckedOp &attributes,
+                const std::vector<unsigned> &operands) {
+  return buildTransformOf(builder, attributes, operands);
+}
+
+BuildOr<std::vector<unsigned>>
+buildOpOfRepeat(ProgramBuilder &builder, const CheckedOp &attributes,
+                const std::vector<unsigned> &operands) {
+  return buildTransformOf(builder, attributes, operands);
+}
+
 } // namespace ein
 
 namespace ein {

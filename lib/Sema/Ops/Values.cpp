@@ -175,6 +175,47 @@ BuildOr<unsigned> ProgramBuilder::arange(const SizeExpr &n, DType dtype) {
   return append(std::move(op), TensorType{{Dim::ofSize(n)}, dtype});
 }
 
+// The registry rows' builder rules (ProgramBuilder::build): the typed
+// methods above, their result dtype from CheckedOp::dtype (no operand gives
+// it).
+
+BuildOr<std::vector<unsigned>>
+buildOpOfConstant(ProgramBuilder &builder, const CheckedOp &attributes,
+                  const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 0, true))
+    return *refused;
+  // The value as the checker keeps it: an integer exactly, so that the
+  // literal rule sees what MLIRGen will write.
+  NumberLiteral number;
+  number.isInt = attributes.constantIsInt;
+  number.value = attributes.constant;
+  if (attributes.constantIsInt)
+    number.exact =
+        isFloat(*attributes.dtype) || *attributes.dtype == DType::Bool
+            ? Int(static_cast<int64_t>(attributes.constant))
+            : Int(attributes.constantInt);
+  return asResults(builder.literal(number, *attributes.dtype));
+}
+
+BuildOr<std::vector<unsigned>>
+buildOpOfSize(ProgramBuilder &builder, const CheckedOp &attributes,
+              const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 0, true))
+    return *refused;
+  return asResults(builder.size(attributes.sizeValue, *attributes.dtype));
+}
+
+BuildOr<std::vector<unsigned>>
+buildOpOfArange(ProgramBuilder &builder, const CheckedOp &attributes,
+                const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 0, true))
+    return *refused;
+  return asResults(builder.arange(attributes.sizeValue, *attributes.dtype));
+}
+
 } // namespace ein
 
 namespace ein {
