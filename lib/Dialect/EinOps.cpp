@@ -8,7 +8,8 @@
 // (`fillCostInput`), both declared per registry row in OpRules.h.
 //
 // The verifiers are the static shape checker: each re-runs the matching
-// `ein::infer*` rule on the operand types and the attributes, then checks
+// `ein::infer*` rule on the operand types and the attributes, or builds the
+// op through its builder rule (`verifyThroughBuilder`, below), then checks
 // the declared result type with `ein::checkShapeMatches`. Element types are
 // checked against the one dtype table of the front end (DTypeRules.h), so
 // that every op that verifies also lowers.

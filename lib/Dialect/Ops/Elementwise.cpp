@@ -73,13 +73,28 @@ LogicalResult ein::fillCostInput(ElementwiseOp op, CostInput &input,
   return success();
 }
 
-LogicalResult CastOp::verify() {
-  if (failed(checkOperandDTypes(*this)))
+namespace {
+
+/// astype's CheckedOp read back from its result type (buildCastOp's
+/// inverse): the dtype cast to. The operand's dtype rule, which the builder
+/// leaves to the checker, is applied here.
+FailureOr<CheckedOp> checkedOf(CastOp op) {
+  if (failed(checkOperandDTypes(op)))
     return failure();
-  InferContext ctx = getInferContext(*this);
-  EinTensorType result = tensorType(getResult());
-  return checkResult(*this, ctx, result, tensorType(getInput()).getShape(),
-                     result.getElementType());
+  Type element = tensorType(op.getResult()).getElementType();
+  std::optional<DType> dtype = toDType(element);
+  if (!dtype)
+    return op.emitOpError() << "unsupported element type " << element;
+  CheckedOp checked;
+  checked.kind = OpKind::Cast;
+  checked.dtype = *dtype;
+  return checked;
+}
+
+} // namespace
+
+LogicalResult CastOp::verify() {
+  return verifyThroughBuilder(*this, checkedOf(*this));
 }
 
 Operation *ein::buildCastOp(OpBuilder &builder, Location loc, TypeRange results,

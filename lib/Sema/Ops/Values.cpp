@@ -190,11 +190,11 @@ buildOpOfConstant(ProgramBuilder &builder, const CheckedOp &attributes,
   NumberLiteral number;
   number.isInt = attributes.constantIsInt;
   number.value = attributes.constant;
-  if (attributes.constantIsInt)
-    number.exact =
-        isFloat(*attributes.dtype) || *attributes.dtype == DType::Bool
-            ? Int(static_cast<int64_t>(attributes.constant))
-            : Int(attributes.constantInt);
+  // Only an integer dtype reads `exact` (bool's 0 or 1 is in `constant`).
+  if (attributes.constantIsInt && !isFloat(*attributes.dtype))
+    number.exact = *attributes.dtype == DType::Bool
+                       ? Int(static_cast<int64_t>(attributes.constant))
+                       : Int(attributes.constantInt);
   return asResults(builder.literal(number, *attributes.dtype));
 }
 
