@@ -10,6 +10,17 @@ func.func @ok(%arg0: !ein.tensor<"b s d", f32>) -> (!ein.tensor<"b k d", f32>, !
   return %0, %1 : !ein.tensor<"b k d", f32>, !ein.tensor<"b s d-1", f32>
 }
 
+// Variadics beside the sliced dim, before it (the axis counted from the
+// end) or after it.
+// CHECK-LABEL: func.func @variadic
+// CHECK: ein.slice %arg0 axis -1 from "1" to "d" : !ein.tensor<"*b s d", f32> -> !ein.tensor<"*b s d-1", f32>
+// CHECK: ein.slice %arg1 axis 0 from "0" to "k" : !ein.tensor<"s *b d", f32> -> !ein.tensor<"k *b d", f32>
+func.func @variadic(%x: !ein.tensor<"*b s d", f32>, %y: !ein.tensor<"s *b d", f32>) -> (!ein.tensor<"*b s d-1", f32>, !ein.tensor<"k *b d", f32>) {
+  %0 = ein.slice %x axis -1 from "1" to "d" : !ein.tensor<"*b s d", f32> -> !ein.tensor<"*b s d-1", f32>
+  %1 = ein.slice %y axis 0 from "0" to "k" : !ein.tensor<"s *b d", f32> -> !ein.tensor<"k *b d", f32>
+  return %0, %1 : !ein.tensor<"*b s d-1", f32>, !ein.tensor<"k *b d", f32>
+}
+
 // -----
 
 func.func @axis_range(%arg0: !ein.tensor<"s d", f32>) -> !ein.tensor<"s d", f32> {

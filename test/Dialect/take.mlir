@@ -12,6 +12,15 @@ func.func @ok(%t: !ein.tensor<"vocab d", f32>, %i: !ein.tensor<"b s", i64>,
   return %0, %1 : !ein.tensor<"b s d", f32>, !ein.tensor<"a n c", i1>
 }
 
+// A variadic in the table or the ids verifies (its rank is the lowering's,
+// --rank), though the builder refuses one.
+// CHECK-LABEL: func.func @variadic
+// CHECK: ein.take %arg0[%arg1] axis 0 : !ein.tensor<"v d *r", f32>, !ein.tensor<"n", i64> -> !ein.tensor<"n d *r", f32>
+func.func @variadic(%t: !ein.tensor<"v d *r", f32>, %i: !ein.tensor<"n", i64>) -> !ein.tensor<"n d *r", f32> {
+  %0 = ein.take %t[%i] axis 0 : !ein.tensor<"v d *r", f32>, !ein.tensor<"n", i64> -> !ein.tensor<"n d *r", f32>
+  return %0 : !ein.tensor<"n d *r", f32>
+}
+
 // -----
 
 func.func @axis(%t: !ein.tensor<"vocab d", f32>, %i: !ein.tensor<"n", i64>) -> !ein.tensor<"vocab n", f32> {

@@ -40,7 +40,26 @@ FailureOr<CheckedOp> checkedOf(TakeOp op) {
 } // namespace
 
 LogicalResult TakeOp::verify() {
-  return verifyThroughBuilder(*this, checkedOf(*this));
+  FailureOr<CheckedOp> checked = checkedOf(*this);
+  if (failed(checked))
+    return failure();
+  // The builder refuses a variadic in the table or the ids (the checker
+  // must know its rank); the IR admits one, its rank given to the lowering
+  // later (--rank), so such a take keeps the rule written here.
+  Shape tableShape = tensorType(getTable()).getShape(),
+        idsShape = tensorType(getIds()).getShape();
+  auto isPack = [](const Dim &d) { return d.isPack(); };
+  if (llvm::none_of(tableShape, isPack) && llvm::none_of(idsShape, isPack))
+    return verifyThroughBuilder(*this, *checked);
+  // The table's dims with the axis replaced, in place, by the ids' dims.
+  int64_t axis = getAxis();
+  Shape inferred(tableShape.begin(), tableShape.begin() + axis);
+  inferred.insert(inferred.end(), idsShape.begin(), idsShape.end());
+  inferred.insert(inferred.end(), tableShape.begin() + axis + 1,
+                  tableShape.end());
+  InferContext ctx = getInferContext(*this);
+  return checkResult(*this, ctx, tensorType(getResult()), inferred,
+                     tensorType(getTable()).getElementType());
 }
 
 Operation *ein::buildTakeOp(OpBuilder &builder, Location loc, TypeRange results,
