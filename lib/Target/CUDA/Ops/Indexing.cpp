@@ -16,7 +16,7 @@ namespace cuda {
 // ------------------------------------------------------------- describe
 
 std::string describeTake(const CheckedOp &, const CheckedFunction &) {
-  return "ein_map (fused)";
+  return "ein_take (gather)"; // emitTake: a gather kernel
 }
 
 std::string describeSlice(const CheckedOp &, const CheckedFunction &) {

@@ -20,11 +20,11 @@ std::string describeConstant(const CheckedOp &, const CheckedFunction &) {
 }
 
 std::string describeSize(const CheckedOp &, const CheckedFunction &) {
-  return "ein_map (fused)";
+  return "ein_scalar"; // emitSize: a scalar written from the size
 }
 
 std::string describeArange(const CheckedOp &, const CheckedFunction &) {
-  return "ein_map (fused)";
+  return "ein_arange"; // emitArange: a kernel writing 0..n-1
 }
 
 #ifndef EIN_CUDA_DESCRIBE_ONLY
