@@ -64,6 +64,23 @@ else:
     n = struct.unpack("<Q", raw[:8])[0]
     check("header-aligned", (8 + n) % 8 == 0, f"header of {n} bytes")
 
+# The same files on the CUDA back end (emulated on the CPU): the reading and
+# writing are the target's too, and bf16 stays bf16.
+run = einc(STEP, "step", "--target=cuda-emulated",
+           "--in", path("state.safetensors"),
+           "--out", path("next-cuda.safetensors"),
+           "--out", "ybf=" + path("next-cuda.safetensors"))
+if run.returncode != 0:
+    check("state-in-state-out-cuda-emulated", False, run.stderr)
+else:
+    got = load_file(path("next-cuda.safetensors"))
+    y = state["x"].float() @ state["w"] + state["b"].float()
+    check("state-in-state-out-cuda-emulated",
+          sorted(got) == ["y", "ybf"] and got["ybf"].dtype == torch.bfloat16
+          and torch.allclose(got["y"], y, rtol=1e-5, atol=1e-5)
+          and torch.allclose(got["ybf"].float(), y, rtol=1e-2, atol=1e-2),
+          f"got {got}")
+
 # 2. Every ein dtype through a file and back, bit for bit: the package
 # writes, einc copies, the package reads.
 DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16,
