@@ -2,9 +2,9 @@
 // time, write.
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Calibrate.h"
-#include "ein/Report/Report.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
+#include "ein/Report/Report.h"
 #include "ein/Runtime/Npy.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Support/Spelling.h"
@@ -62,7 +62,19 @@ readInputs(const CheckedFunction &fn, const std::string &function,
     std::string given; // "--in x=a.npy"
   };
   std::map<std::string, Source> sources;
+  // Each safetensors file is read once, however many parameters it gives.
   std::map<std::string, runtime::SafeTensors> files;
+  auto fileAt =
+      [&](const std::string &path) -> ErrorOr<const runtime::SafeTensors *> {
+    auto it = files.find(path);
+    if (it == files.end()) {
+      auto read = runtime::readSafeTensors(path);
+      if (!read)
+        return read.error();
+      it = files.emplace(path, std::move(*read)).first;
+    }
+    return &it->second;
+  };
   auto add = [&](const std::string &name, Source source) -> ErrorOr<void> {
     auto [it, fresh] = sources.emplace(name, source);
     if (!fresh)
@@ -78,21 +90,18 @@ readInputs(const CheckedFunction &fn, const std::string &function,
         return inputError(
             fmt::format("--in {}: function '{}' has no parameter '{}'", name,
                         function, name));
-      if (auto ok = add(name, {path, safetensors,
-                               fmt::format("--in {}={}", name, path)});
+      if (auto ok = add(
+              name, {path, safetensors, fmt::format("--in {}={}", name, path)});
           !ok)
         return ok.error();
       continue;
     }
     // A whole safetensors file: its tensors name the parameters.
-    if (!files.count(path)) {
-      auto read = runtime::readSafeTensors(path);
-      if (!read)
-        return inputError(read.error().message);
-      files.emplace(path, std::move(*read));
-    }
+    auto file = fileAt(path);
+    if (!file)
+      return inputError(file.error().message);
     std::vector<std::string> strangers;
-    for (const runtime::SafeTensorsEntry &e : files.at(path).entries) {
+    for (const runtime::SafeTensorsEntry &e : (*file)->entries) {
       if (!isParam(e.name)) {
         strangers.push_back("'" + e.name + "'");
         continue;
@@ -121,19 +130,15 @@ readInputs(const CheckedFunction &fn, const std::string &function,
     if (convert)
       want = runtime::toStorage(fn.values[fn.params[i]].type.dtype);
     const Source &source = it->second;
-    ErrorOr<runtime::HostTensor> tensor = Error::usage("");
-    if (!source.safetensors) {
-      tensor = runtime::readNpy(source.path, want);
-    } else {
-      if (!files.count(source.path)) {
-        auto read = runtime::readSafeTensors(source.path);
-        if (!read)
-          return inputError(fmt::format("parameter '{}': {}", name,
-                                        read.error().message));
-        files.emplace(source.path, std::move(*read));
-      }
-      tensor = files.at(source.path).tensor(name, want);
-    }
+    auto read = [&]() -> ErrorOr<runtime::HostTensor> {
+      if (!source.safetensors)
+        return runtime::readNpy(source.path, want);
+      auto file = fileAt(source.path);
+      if (!file)
+        return file.error();
+      return (*file)->tensor(name, want);
+    };
+    ErrorOr<runtime::HostTensor> tensor = read();
     if (!tensor)
       return inputError(
           fmt::format("parameter '{}': {}", name, tensor.error().message));
@@ -152,8 +157,8 @@ struct OutputFile {
   std::vector<std::pair<std::string, size_t>> results; // name, result index
 };
 
-ErrorOr<std::vector<OutputFile>>
-outputFiles(const CheckedFunction &fn, const RunOptions &options) {
+ErrorOr<std::vector<OutputFile>> outputFiles(const CheckedFunction &fn,
+                                             const RunOptions &options) {
   std::vector<OutputFile> files;
   std::map<std::string, size_t> byPath;
   for (size_t k = 0; k < options.outputs.size(); ++k) {
@@ -183,9 +188,9 @@ outputFiles(const CheckedFunction &fn, const RunOptions &options) {
     OutputFile &file = files[it->second];
     for (auto &[other, index] : file.results)
       if (other == name)
-        return inputError(fmt::format(
-            "--out {}: results {} and {} are both named '{}'", path,
-            index + 1, k + 1, name));
+        return inputError(
+            fmt::format("--out {}: results {} and {} are both named '{}'", path,
+                        index + 1, k + 1, name));
     file.results.push_back({name, k});
   }
   return files;
