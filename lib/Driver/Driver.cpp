@@ -7,6 +7,7 @@
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Driver/Calibrate.h"
 #include "ein/Driver/Run.h"
+#include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Report/Report.h"
 #include "ein/Sema/Autodiff.h"
@@ -102,6 +103,39 @@ source with the host C++ compiler and runs it on the CPU.)",
         "--bandwidth", "--tiles", "--cpu", "--cpu-features", "--no-fusion",
         "--perf-jitdump", "--size-generic", "--target", "--allow-tf32",
         "-Werror", "-Wno-NAME"}},
+      {"train",
+       R"(train FILE --fn LOSS --data PARAM=FILE[:TYPE]... --steps N
+      [--params W1,W2] [--val-data PARAM=FILE | --val-fraction F]
+      [--eval-every N] [--eval-batches N] [--order random|sequential]
+      [--seed N] [--accumulate N] [--optimizer sgd|momentum|adam|adamw]
+      [--lr LR] [--schedule constant|cosine] [--warmup N] [--min-lr LR]
+      [--beta1 B] [--beta2 B] [--eps E] [--weight-decay W] [--momentum M]
+      [--clip NORM] [--init FILE.safetensors | --resume CHECKPOINT]
+      [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
+      [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
+      [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
+      [--target=cpu|cuda|cuda-emulated])",
+       R"(Train the parameters of LOSS (a function whose first result is a scalar
+float loss) by the loop of docs/training.md: each step fills the data
+parameters' batches from memory-mapped files, computes the loss and its
+gradient (compiled once), averages --accumulate micro-batches, clips the
+global norm, and updates the parameters and optimizer states it holds in
+memory with ein.optim's update at the step's learning rate. A progress
+line per step gives the loss, learning rate, gradient norm, tokens/s,
+MFU against the analytic FLOPs and memory against `report --train`'s
+peak; --log writes them as JSON lines, --plot draws the loss curve.
+Checkpoints are safetensors files (parameters, optimizer states, step);
+--resume continues one exactly. The first SIGINT stops after the current
+step and writes the checkpoint; a second quits at once. Exit 2 for bad
+data, checkpoints or options.)",
+       {"--fn", "--data", "--val-data", "--val-fraction", "--eval-every",
+        "--eval-batches", "--params-train", "--steps", "--order", "--seed",
+        "--accumulate", "--optimizer-train", "--lr", "--schedule", "--warmup",
+        "--min-lr", "--beta1", "--beta2", "--eps", "--weight-decay",
+        "--momentum", "--clip", "--init", "--init-rule", "--resume",
+        "--checkpoint", "--checkpoint-every", "--log", "--plot",
+        "--print-every", "--peak-flops", "--dim", "--target", "--tiles",
+        "--cpu", "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
       {"calibrate",
        "calibrate [--cpu NAME] [--cpu-features LIST]",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
@@ -185,6 +219,73 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                    account (default: as declared))"},
     {"--tokens", R"(--tokens N       N of the 6*N*P rule: a count or a formula
                    of dims (default: the first input's dims but its last))"},
+    {"--data", R"(--data PARAM=FILE[:TYPE]
+                 the data of parameter PARAM: a .npy file, or raw
+                 little-endian elements of TYPE (u8, u16, u32, i32, i64,
+                 f32; nanoGPT's .bin files are u16). A 1-D file is a token
+                 stream: a [B, W] batch takes B windows of W tokens; an N-D
+                 file's rows are samples: a [B, ...] batch takes B rows)"},
+    {"--val-data", R"(--val-data PARAM=FILE[:TYPE]
+                 the validation data of data parameter PARAM)"},
+    {"--val-fraction", R"(--val-fraction F
+                 hold out the last F (0 < F <= 0.9) of each data file's
+                 first dim for validation)"},
+    {"--eval-every", R"(--eval-every N    the validation loss every N steps and
+                 at the end)"},
+    {"--eval-batches", R"(--eval-batches N  batches per evaluation (default 1;
+                 the same batches every time))"},
+    {"--params-train", R"(--params W1,W2   the parameters trained (default:
+                 every float parameter that is not data))"},
+    {"--steps", R"(--steps N        the steps to train (a resumed run stops
+                 at the same N))"},
+    {"--order", R"(--order ORDER    random (default): sample c starts at
+                 splitmix64(seed, c) mod the starts; sequential: windows in
+                 order, W-1 apart)"},
+    {"--seed", R"(--seed N         the seed of the batches and of the
+                 initialisation (default 0))"},
+    {"--accumulate", R"(--accumulate N   micro-batches per step, their gradients
+                 averaged (default 1))"},
+    {"--optimizer-train",
+     R"(--optimizer NAME sgd, momentum, adam or adamw (default),
+                 ein.optim's functions, as torch.optim's)"},
+    {"--lr", R"(--lr LR          the (peak) learning rate (default 1e-3))"},
+    {"--schedule", R"(--schedule S     constant (default) or cosine: linear
+                 warm-up over --warmup steps to --lr, then a cosine
+                 decay to --min-lr at the last step)"},
+    {"--warmup", R"(--warmup N       warm-up steps of --schedule cosine)"},
+    {"--min-lr", R"(--min-lr LR      the learning rate cosine decays to
+                 (default 0))"},
+    {"--beta1", R"(--beta1 B        adam(w)'s beta1 (default 0.9))"},
+    {"--beta2", R"(--beta2 B        adam(w)'s beta2 (default 0.999))"},
+    {"--eps", R"(--eps E          adam(w)'s eps (default 1e-8))"},
+    {"--weight-decay",
+     R"(--weight-decay W adamw's decoupled weight decay (default 0.01))"},
+    {"--momentum", R"(--momentum M     momentum's mu (default 0.9))"},
+    {"--clip", R"(--clip NORM      scale the gradient to a global L2 norm of at
+                 most NORM, as torch's clip_grad_norm_)"},
+    {"--init", R"(--init FILE.safetensors
+                 the parameters' initial values, by name (converted to
+                 the parameter's dtype; a checkpoint's optimizer.*
+                 tensors are skipped))"},
+    {"--init-rule", R"(--init-rule PATTERN=RULE
+                 initialise the parameters whose names match the glob
+                 PATTERN by RULE: normal:STD, uniform:BOUND, zeros,
+                 ones, const:VALUE; the first match wins (default:
+                 normal:0.02 for rank >= 2, zeros otherwise))"},
+    {"--resume", R"(--resume CHECKPOINT.safetensors
+                 continue the run a checkpoint of the same loss and
+                 optimizer saved, from its step)"},
+    {"--checkpoint", R"(--checkpoint FILE.safetensors
+                 write the state at the end, every --checkpoint-every
+                 steps and on SIGINT (replaced whole or not at all))"},
+    {"--checkpoint-every", R"(--checkpoint-every N
+                 also write the checkpoint every N steps)"},
+    {"--log", R"(--log FILE.jsonl one JSON object per step and evaluation
+                 (appended to when resuming))"},
+    {"--plot", R"(--plot FILE.svg  the loss curves (train and validation) as
+                 an SVG picture)"},
+    {"--print-every", R"(--print-every N  a progress line every N steps (default 1;
+                 0: none))"},
     {"--expand", R"(--expand         the ops of each call, indented under it)"},
     {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops or llvm)"},
     {"-o", R"(-o OBJECT.o      the object file to write (also --output))"},
@@ -306,6 +407,7 @@ struct Args {
   bool train = false;
   TrainOptions trainOptions;
   std::vector<std::string> trainParams; // --params
+  TrainRunOptions trainRun;             // `einc train`
   CheckOptions check;
   WarningOptions warnings;
   CPUOptions cpu;
@@ -366,7 +468,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   };
   // EIN_CPU and EIN_CPU_FEATURES are the defaults of --cpu and
   // --cpu-features (a whole test suite or build can target one CPU).
-  bool compiles = args.command == "run" || args.command == "build" ||
+  bool compiles = args.command == "run" || args.command == "train" ||
+                  args.command == "build" ||
                   args.command == "emit" || args.command == "calibrate";
   for (auto [variable, field] :
        {std::pair{"EIN_CPU", &args.cpu.target.name},
@@ -464,13 +567,15 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
     } else if (a == "--perf-jitdump" && args.command == "run") {
       args.perfJitdump = true;
     } else if (a == "--no-fusion" &&
-               (args.command == "run" || args.command == "build" ||
+               (args.command == "run" || args.command == "train" ||
+                args.command == "build" ||
                 args.command == "emit" || args.command == "report")) {
       args.cpu.fusion = false;
     } else if (a == "--size-generic" && args.command == "run") {
       args.sizeGeneric = true;
     } else if (isFlag("--fn") &&
-               (args.command == "report" || args.command == "run")) {
+               (args.command == "report" || args.command == "run" ||
+                args.command == "train")) {
       auto v = value("--fn");
       if (!v)
         return usage("--fn needs a function name");
@@ -495,7 +600,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
         return usage("--bandwidth expects a positive number of bytes/s");
       args.bandwidth = *d;
     } else if (isFlag("--tiles") &&
-               (args.command == "run" || args.command == "build" ||
+               (args.command == "run" || args.command == "train" ||
+                args.command == "build" ||
                 args.command == "emit")) {
       auto v = value("--tiles");
       if (!v)
@@ -503,7 +609,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (auto tiles = parseContractionTiles(*v, args.cpu); !tiles)
         return usage(tiles.error().message);
     } else if ((isFlag("--cpu") || isFlag("--cpu-features")) &&
-               (args.command == "run" || args.command == "build" ||
+               (args.command == "run" || args.command == "train" ||
+                args.command == "build" ||
                 args.command == "emit" || args.command == "calibrate")) {
       bool name = isFlag("--cpu");
       auto v = value(name ? "--cpu" : "--cpu-features");
@@ -514,7 +621,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (auto resolved = resolveCPU(args.cpu.target); !resolved)
         return usage(resolved.error().message);
     } else if (isFlag("--target") &&
-               (args.command == "run" || args.command == "build" ||
+               (args.command == "run" || args.command == "train" ||
+                args.command == "build" ||
                 args.command == "report")) {
       auto v = value("--target");
       auto target = lookupTarget(v ? *v : "", useOf(args.command));
@@ -598,6 +706,11 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
         args.warnings.disabled.insert(*kind);
       else
         args.warnings.disabled.erase(*kind);
+    } else if (args.command == "train" &&
+               isTrainOption(a.substr(0, a.find('=')))) {
+      std::string flag = a.substr(0, a.find('='));
+      if (auto ok = parseTrainOption(flag, value(flag), args.trainRun); !ok)
+        return usage(ok.error().message);
     } else if (!a.empty() && a[0] == '-') {
       return usage(
           fmt::format("unknown option '{}' for '{}'", a, args.command));
@@ -622,8 +735,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (args.file.empty())
     return usage(fmt::format("'{}' needs a FILE", args.command));
   const Target *target = nullptr;
-  if (args.command == "run" || args.command == "build" ||
-      args.command == "report") {
+  if (args.command == "run" || args.command == "train" ||
+      args.command == "build" || args.command == "report") {
     auto found = lookupTarget(args.target, useOf(args.command));
     if (!found)
       return usage(found.error().message);
@@ -641,7 +754,12 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                              target->outputName()));
   if (args.command == "run" && args.fn.empty())
     return usage("run needs --fn NAME");
-  if (args.command == "run")
+  if (args.command == "train") {
+    args.trainRun.function = args.fn;
+    if (auto ok = checkTrainOptions(args.trainRun); !ok)
+      return usage(ok.error().message);
+  }
+  if (args.command == "run" || args.command == "train")
     if (auto runnable = target->checkRunnable(targetOptions(args)); !runnable)
       return usage(runnable.error().message);
   if (args.command == "emit" && args.stage.empty())
@@ -802,6 +920,19 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     run.jit = JITOptions::fromEnvironment();
     run.jit.perfListener |= args.perfJitdump;
     return runFunction(*file, module, args.check, run, out, &checked);
+  }
+  if (args.command == "train") {
+    TrainRunOptions train = args.trainRun;
+    train.target = args.target;
+    train.cpu = args.cpu;
+    train.jit = JITOptions::fromEnvironment();
+    CheckOptions symbolic = args.check;
+    symbolic.onlyFunction = args.fn;
+    checkModule(module, symbolic, diags);
+    if (diags.hadError())
+      return errorFromDiagnostics(diags);
+    diags.print(warnings);
+    return trainFunction(*file, module, args.check, train, out);
   }
   CheckedModule checked = checkModule(module, args.check, diags);
   if (diags.hadError())

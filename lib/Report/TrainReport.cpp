@@ -419,6 +419,19 @@ std::string trainReportTable(const CheckedModule &module,
   return os;
 }
 
+TrainFigures trainFigures(const CheckedFunction &fn,
+                          const ReportOptions &options,
+                          const TrainOptions &train) {
+  Account a = account(fn, options, train);
+  TrainFigures figures;
+  if (a.forward.value && a.backward.value && a.recompute.value)
+    figures.forwardBackwardFlops =
+        *a.forward.value + *a.backward.value + *a.recompute.value;
+  figures.optimizerFlops = a.optimizerFlops.value;
+  figures.peakBytes = a.peak;
+  return figures;
+}
+
 std::string trainReportJSON(const CheckedModule &module,
                             const CheckedFunction &fn,
                             const ReportOptions &options,

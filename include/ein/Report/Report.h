@@ -56,6 +56,16 @@ std::string trainReportTable(const CheckedModule &module,
                              const CheckedFunction &fn,
                              const ReportOptions &options,
                              const TrainOptions &train);
+/// The figures of the training account (trainReportTable's) that a running
+/// loop compares itself with: the FLOPs of one forward and backward, of the
+/// optimizer's update, and the peak of live bytes over the step; nullopt
+/// where a size is not bound.
+struct TrainFigures {
+  std::optional<Int> forwardBackwardFlops, optimizerFlops, peakBytes;
+};
+TrainFigures trainFigures(const CheckedFunction &fn,
+                          const ReportOptions &options,
+                          const TrainOptions &train);
 std::string trainReportJSON(const CheckedModule &module,
                             const CheckedFunction &fn,
                             const ReportOptions &options,

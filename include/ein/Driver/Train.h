@@ -1,0 +1,109 @@
+// `einc train`: the training loop over a loss function — batches from
+// memory-mapped data, gradients, accumulation, clipping, the optimizer's
+// update of state held in memory, a learning-rate schedule, evaluation,
+// checkpoints in safetensors with exact resume, and metrics (docs/training.md).
+#pragma once
+
+#include "ein/Conversion/CPU/CPUOptions.h"
+#include "ein/Execution/JITOptions.h"
+#include "ein/Runtime/Dataset.h"
+#include "ein/Sema/Checker.h"
+#include "ein/Support/Error.h"
+#include "ein/Syntax/AST.h"
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ein {
+
+/// A data parameter of the loss and the file its batches come from.
+struct TrainData {
+  std::string param;
+  std::string path;
+  std::string rawType; // a raw file's element type ("u16"); empty for .npy
+};
+
+/// The learning rate at each step (docs/training.md, "Schedules").
+enum class LRSchedule {
+  Constant,
+  /// Linear warm-up to lr over `warmup` steps, then a cosine decay to
+  /// minLr at the last step.
+  Cosine,
+};
+
+/// An initialisation rule for the parameters whose names match `pattern`
+/// (a glob: `*` any run of characters, `?` one).
+struct InitRule {
+  std::string pattern;
+  enum class Kind { Normal, Uniform, Zeros, Ones, Constant } kind;
+  double value = 0; // Normal: the std; Uniform: the bound a of [-a, a];
+                    // Constant: the value
+};
+
+struct TrainRunOptions {
+  std::string function;             // --fn: the loss (its first result)
+  std::vector<std::string> params;  // --params (empty: every float parameter
+                                    // that is not data)
+  std::vector<TrainData> data;      // --data PARAM=FILE[:TYPE]
+  std::vector<TrainData> valData;   // --val-data PARAM=FILE[:TYPE]
+  double valFraction = 0;           // --val-fraction: the held-out tail
+  int64_t steps = 0;                // --steps (required)
+  int64_t accumulate = 1;           // --accumulate: micro-batches per step
+  runtime::SampleOrder order = runtime::SampleOrder::Random; // --order
+  uint64_t seed = 0;                // --seed: batches and initialisation
+  std::string optimizer = "adamw";  // --optimizer: sgd, momentum, adam, adamw
+  double lr = 1e-3, minLr = 0;      // --lr, --min-lr
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
+  double momentum = 0.9;            // --momentum (momentum's mu)
+  LRSchedule schedule = LRSchedule::Constant;
+  int64_t warmup = 0;               // --warmup steps
+  double clip = 0;                  // --clip: global-norm bound; 0 = none
+  std::string init;                 // --init FILE.safetensors
+  std::vector<InitRule> initRules;  // --init-rule PATTERN=RULE
+  std::string resume;               // --resume CHECKPOINT.safetensors
+  std::string checkpoint;           // --checkpoint FILE.safetensors
+  int64_t checkpointEvery = 0;      // --checkpoint-every N
+  int64_t evalEvery = 0;            // --eval-every N
+  int64_t evalBatches = 1;          // --eval-batches N
+  std::string log;                  // --log FILE.jsonl
+  std::string plot;                 // --plot FILE.svg
+  int64_t printEvery = 1;           // --print-every N (0: no progress lines)
+  double peakFlops = 0;             // --peak-flops (else einc calibrate's)
+  std::string target = "cpu";
+  CPUOptions cpu;
+  JITOptions jit;
+};
+
+/// The learning rate of step `step` (counted from 0) of `options`'s
+/// schedule: Constant: lr. Cosine: lr * (step + 1) / warmup while step <
+/// warmup, then minLr + (lr - minLr) * (1 + cos(pi * (step - warmup) /
+/// (steps - warmup))) / 2.
+double learningRate(const TrainRunOptions &options, int64_t step);
+
+/// Parses `--init-rule`'s PATTERN=RULE, RULE one of normal:STD,
+/// uniform:BOUND, zeros, ones, const:VALUE.
+ErrorOr<InitRule> parseInitRule(const std::string &text);
+
+/// The flags `einc train` adds to the common ones (--fn, --dim, --target,
+/// --cpu...), each taking a value: "--data", "--steps", ...
+bool isTrainOption(const std::string &flag);
+/// Reads `flag`'s value into `options` (a usage error naming the flag for a
+/// missing or malformed one).
+ErrorOr<void> parseTrainOption(const std::string &flag,
+                               const std::optional<std::string> &value,
+                               TrainRunOptions &options);
+/// The checks of options that depend on each other, once all are read.
+ErrorOr<void> checkTrainOptions(const TrainRunOptions &options);
+
+/// Trains `options.function` of the parsed `module` (docs/training.md):
+/// progress lines go to `out`. Exit codes as `einc run`'s: 1 for the
+/// program, 2 for bad inputs (data, checkpoints, options).
+ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
+                            const CheckOptions &check,
+                            const TrainRunOptions &options, std::ostream &out);
+
+} // namespace ein

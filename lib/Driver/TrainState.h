@@ -1,0 +1,112 @@
+// The state `einc train` holds between steps (parameters, optimizer states,
+// batches, compiled gradient and update) and one step of the loop over it.
+#pragma once
+
+#include "ein/Driver/Train.h"
+#include "ein/Engine/Engine.h"
+#include "ein/Runtime/Dataset.h"
+#include "ein/Runtime/HostTensor.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+/// What one step did.
+struct StepResult {
+  double loss = 0;     // the mean of the micro-batches' losses
+  double lr = 0;       // the step's learning rate
+  double gradNorm = 0; // the global norm of the gradient before clipping
+  bool clipped = false;
+};
+
+/// A data parameter: its dataset and the batch it is filled into.
+struct DataInput {
+  size_t param = 0; // index among the loss's parameters
+  std::string name;
+  std::shared_ptr<runtime::Dataset> dataset;
+  runtime::HostTensor batch;
+  int64_t begin = 0, end = 0; // the training split of the first dim
+  // The validation split: another dataset, or the tail of this one.
+  std::shared_ptr<runtime::Dataset> valDataset;
+  int64_t valBegin = 0, valEnd = 0;
+};
+
+/// A trained parameter: its value, gradient, optimizer states and update.
+struct TrainedParam {
+  size_t param = 0; // index among the loss's parameters
+  std::string name;
+  runtime::HostTensor value, grad;
+  /// A micro-batch's gradient, added into `grad` (with --accumulate > 1).
+  runtime::HostTensor micro;
+  std::vector<runtime::HostTensor> states; // the optimizer's, in its order
+  BoundCall update;                        // the optimizer, bound to its shape
+};
+
+class TrainingState {
+public:
+  TrainRunOptions options;
+  /// The next step to run (counted from 0): the steps done.
+  int64_t step = 0;
+
+  ErrorOr<StepResult> trainStep();
+  /// The mean loss over --eval-batches batches of the validation split.
+  ErrorOr<double> evaluate();
+  bool hasValidation() const;
+  /// Writes parameters, optimizer states and the step (docs/training.md,
+  /// "Checkpoints") to `path`, replacing it only when all is written.
+  ErrorOr<void> writeCheckpoint(const std::string &path) const;
+
+  /// The analytic FLOPs of one step (forward and backward of every
+  /// micro-batch, the optimizer's update); 0 when unknown.
+  double flopsPerStep() const { return stepFlops; }
+  /// `einc report --train`'s peak of live bytes for the step; -1 unknown.
+  double reportPeakBytes() const { return peakBytes; }
+  /// Tokens (positions predicted: B·(W-1) per window batch) or samples per
+  /// step, and which.
+  int64_t tokensPerStep() const { return stepTokens; }
+  const char *tokenUnit() const { return tokenUnitName; }
+  /// The run's description, printed before the first step.
+  std::string summary() const;
+
+  // Set up by prepareTraining.
+  Engine engine;
+  std::shared_ptr<Callable> gradient; // (loss, grads...) of the loss
+  std::shared_ptr<Callable> forward;  // the loss alone, for evaluation
+  BoundCall lossCall;                 // the loss bound to the shapes
+  std::string function, path;
+  size_t paramCount = 0;
+  std::vector<DataInput> data;
+  std::vector<TrainedParam> trained;
+  /// The update's outputs: spare tensors of each shape, swapped with the
+  /// parameter's after the update (no copy, no allocation per step).
+  std::map<std::pair<int, std::vector<int64_t>>,
+           std::vector<runtime::HostTensor>>
+      spares;
+  runtime::HostTensor lossValue;
+  /// The update's 0-d f64 hyper-parameters, by name (lr, beta1, step...).
+  std::map<std::string, runtime::HostTensor> hypers;
+  std::vector<std::string> stateNames, hyperNames;
+  double stepFlops = 0, peakBytes = -1;
+  int64_t stepTokens = 0;
+  const char *tokenUnitName = "tokens";
+  std::string initFrom;
+
+private:
+  ErrorOr<void> fillBatches(bool validation, uint64_t firstSample);
+  ErrorOr<void> callLoss(const std::shared_ptr<Callable> &callable,
+                         const std::vector<runtime::HostTensor *> &outputs);
+  std::vector<const runtime::HostTensor *> lossInputs() const;
+};
+
+/// Checks the loss, sorts its parameters, reads data, initialises or
+/// resumes the state, and compiles the gradient, the forward and the
+/// update for the target.
+ErrorOr<std::unique_ptr<TrainingState>>
+prepareTraining(const SourceFile &file, const Module &module,
+                const CheckOptions &check, const TrainRunOptions &options);
+
+} // namespace ein
