@@ -38,19 +38,23 @@ public:
 
 class MemorySource : public ByteSource {
 public:
-  explicit MemorySource(const std::vector<uint8_t> &bytes) : bytes(bytes) {
-    size = bytes.size();
+  explicit MemorySource(const std::vector<uint8_t> &bytes)
+      : MemorySource(bytes.data(), bytes.size()) {}
+  MemorySource(const uint8_t *bytes, size_t length)
+      : bytes(bytes), length(length) {
+    size = length;
   }
   bool read(uint8_t *dst, size_t n, size_t &got, std::string &) override {
-    got = std::min(n, bytes.size() - pos);
+    got = std::min(n, length - pos);
     if (got)
-      std::memcpy(dst, bytes.data() + pos, got);
+      std::memcpy(dst, bytes + pos, got);
     pos += got;
     return true;
   }
 
 private:
-  const std::vector<uint8_t> &bytes;
+  const uint8_t *bytes;
+  size_t length;
   size_t pos = 0;
 };
 

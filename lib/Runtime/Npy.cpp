@@ -337,15 +337,9 @@ uint32_t readLE(const uint8_t *p, unsigned n) {
 
 namespace {
 
-/// Reads a .npy from `in`: the preamble and header first (the header at most
-/// kMaxHeaderLen bytes), then exactly the data bytes the header promises,
-/// straight into the tensor's buffer, then one more byte to detect trailing
-/// data. Nothing is allocated for the data before the header has been
-/// checked and its size compared with the input's (when known) and with
-/// `maxDataBytes`.
-ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
-                              std::optional<StorageType> want,
-                              uint64_t maxDataBytes) {
+/// Reads the preamble and the header dict from `in` (the header at most
+/// kMaxHeaderLen bytes), leaving `in` at the first data byte.
+ErrorOr<NpyHeader> decodeNpyHeader(ByteSource &in, const std::string &name) {
   auto fail = [&](const std::string &what) {
     return Error::usage(fmt::format("{}: {}", name, what));
   };
@@ -404,9 +398,37 @@ ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
   if (headerText.find('\0') != std::string::npos)
     return fail("malformed header: contains a NUL byte");
 
-  Header header;
-  if (std::string err = HeaderParser(headerText).parse(header); !err.empty())
+  Header parsed;
+  if (std::string err = HeaderParser(headerText).parse(parsed); !err.empty())
     return fail(err);
+  NpyHeader header;
+  header.descr = std::move(parsed.descr);
+  header.fortranOrder = parsed.fortranOrder;
+  header.shape = std::move(parsed.shape);
+  header.dataOffset = preambleLen + headerLen;
+  return header;
+}
+
+/// Reads a .npy from `in`: the preamble and header first, then exactly the
+/// data bytes the header promises, straight into the tensor's buffer, then
+/// one more byte to detect trailing data. Nothing is allocated for the data
+/// before the header has been checked and its size compared with the
+/// input's (when known) and with `maxDataBytes`.
+ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
+                              std::optional<StorageType> want,
+                              uint64_t maxDataBytes) {
+  auto fail = [&](const std::string &what) {
+    return Error::usage(fmt::format("{}: {}", name, what));
+  };
+  std::string readError;
+  size_t got = 0;
+  auto readSome = [&](uint8_t *dst, size_t n) {
+    return in.read(dst, n, got, readError);
+  };
+  ErrorOr<NpyHeader> headerOr = decodeNpyHeader(in, name);
+  if (!headerOr)
+    return headerOr.error();
+  const NpyHeader &header = *headerOr;
   FileDescr descr;
   if (std::string err = parseDescr(header.descr, descr); !err.empty())
     return fail(err);
@@ -462,7 +484,7 @@ ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
                             "bytes)",
                             needs, have));
   };
-  const uint64_t dataStart = preambleLen + headerLen;
+  const uint64_t dataStart = header.dataOffset;
   if (in.size) {
     const uint64_t have = *in.size - std::min(*in.size, dataStart);
     if (have < dataBytes)
@@ -519,6 +541,12 @@ ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
 }
 
 } // namespace
+
+ErrorOr<NpyHeader> parseNpyHeader(const uint8_t *bytes, size_t size,
+                                  const std::string &name) {
+  MemorySource in(bytes, size);
+  return decodeNpyHeader(in, name);
+}
 
 ErrorOr<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
                              const std::string &name,

@@ -67,6 +67,24 @@ ErrorOr<HostTensor> readNpy(const std::string &path,
                             std::optional<StorageType> want,
                             uint64_t maxDataBytes);
 
+/// A .npy file's preamble and header dict, as read before any data.
+struct NpyHeader {
+  /// The dtype string as written: "<f4", "|u1", ...
+  std::string descr;
+  bool fortranOrder = false;
+  std::vector<int64_t> shape;
+  /// Bytes before the first data byte (magic, version, length, header).
+  uint64_t dataOffset = 0;
+};
+
+/// Parses the preamble and header dict at the start of the `size` bytes at
+/// `bytes` (a whole file, or at least its header; a memory-mapped file is
+/// read no further than its header). Checks the magic, the version and the
+/// header's syntax only: not the descr, the shape's size or the data size.
+/// Errors start with `name`.
+ErrorOr<NpyHeader> parseNpyHeader(const uint8_t *bytes, size_t size,
+                                  const std::string &name);
+
 /// Parses .npy bytes held in memory; `name` is used in error messages.
 ErrorOr<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
                              const std::string &name,
