@@ -1,0 +1,374 @@
+"""`einc train` against an independent PyTorch loop (test/einc/train.test).
+
+Each case trains a model with `einc train` and with torch (the same initial
+weights from one safetensors file, the same batches chosen by the documented
+rule re-implemented here, torch.optim's optimizer, torch's clip_grad_norm_,
+the documented schedule) and compares the losses of every step and the
+final weights. Prints `ok NAME` per case, `FAIL NAME: why` otherwise.
+
+usage: train_oracle.py EINC OUTDIR
+"""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+from safetensors.numpy import load_file, save_file
+
+EINC, OUT = sys.argv[1], sys.argv[2]
+HERE = os.path.dirname(os.path.abspath(__file__))
+MASK = (1 << 64) - 1
+torch.set_num_threads(1)
+failures = 0
+
+
+def splitmix64(seed, counter):
+    """docs/training.md: the hash that picks sample `counter`."""
+    z = (seed + (counter + 1) * 0x9E3779B97F4A7C15) & MASK
+    z ^= z >> 30
+    z = (z * 0xBF58476D1CE4E5B9) & MASK
+    z ^= z >> 27
+    z = (z * 0x94D049BB133111EB) & MASK
+    z ^= z >> 31
+    return z
+
+
+def rows_for(seed, first, count, n):
+    return [splitmix64(seed, first + b) % n for b in range(count)]
+
+
+def windows_for(seed, first, count, n, w):
+    return [splitmix64(seed, first + b) % (n - w + 1) for b in range(count)]
+
+
+def report(name, ok, why=""):
+    global failures
+    if ok:
+        print(f"ok {name}")
+    else:
+        failures += 1
+        print(f"FAIL {name}: {why}")
+    sys.stdout.flush()
+
+
+def einc(*args, check=True):
+    proc = subprocess.run([EINC, "train", *args], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"einc train failed ({proc.returncode}):\n"
+                           f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def losses_of(log):
+    with open(log) as f:
+        return [json.loads(line) for line in f if '"loss"' in line]
+
+
+def lr_at(step, lr, steps, schedule, warmup, min_lr):
+    if schedule == "constant":
+        return lr
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    progress = (step - warmup) / max(steps - warmup, 1)
+    return min_lr + (lr - min_lr) * (1 + math.cos(math.pi * progress)) / 2
+
+
+# ---------------------------------------------------------------------------
+# The MLP of train_model.ein: rows of x, y; loss = mean((relu(x w1) w2 - y)^2)
+
+def mlp_loss(x, y, p):
+    h = torch.relu(x @ p["w1"])
+    return ((h @ p["w2"] - y) ** 2).mean()
+
+
+def torch_mlp(init, x, y, *, steps, batch, accumulate=1, seed=0, lr=1e-3,
+              schedule="constant", warmup=0, min_lr=0.0, clip=0.0,
+              weight_decay=0.01, optimizer="adamw", betas=(0.9, 0.999),
+              eps=1e-8):
+    p = {k: torch.tensor(v, dtype=torch.float64 if v.dtype == np.float64
+                         else torch.float32, requires_grad=True)
+         for k, v in init.items()}
+    params = [p["w1"], p["w2"]]
+    if optimizer == "adamw":
+        opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps,
+                                weight_decay=weight_decay)
+    elif optimizer == "adam":
+        opt = torch.optim.Adam(params, lr=lr, betas=betas, eps=eps)
+    elif optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=lr)
+    else:
+        opt = torch.optim.SGD(params, lr=lr, momentum=0.9)
+    X, Y = torch.tensor(x), torch.tensor(y)
+    losses = []
+    for t in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(t, lr, steps, schedule, warmup, min_lr)
+        opt.zero_grad()
+        total = 0.0
+        for k in range(accumulate):
+            idx = rows_for(seed, (t * accumulate + k) * batch, batch, len(x))
+            loss = mlp_loss(X[idx], Y[idx], p)
+            (loss / accumulate).backward()
+            total += loss.item()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+        losses.append(total / accumulate)
+    return losses, {k: v.detach().numpy() for k, v in p.items()}
+
+
+MLP = os.path.join(OUT, "mlp.ein")
+with open(MLP, "w") as f:
+    f.write('''dim D = 8
+dim H = 16
+dim K = 3
+
+def loss(x: f32["B D"], y: f32["B K"], w1: f32["D H"], w2: f32["H K"]) -> f32[""]:
+    h = relu(einsum(x, w1, "b d, d h -> b h"))
+    return reduce((einsum(h, w2, "b h, h k -> b k") - y) ** 2, "b k ->", "mean")
+''')
+rng = np.random.default_rng(1)
+X = rng.standard_normal((500, 8)).astype(np.float32)
+W = rng.standard_normal((8, 3)).astype(np.float32)
+Y = np.tanh(X @ W).astype(np.float32)
+np.save(os.path.join(OUT, "x.npy"), X)
+np.save(os.path.join(OUT, "y.npy"), Y)
+INIT = {"w1": (rng.standard_normal((8, 16)) * 0.3).astype(np.float32),
+        "w2": (rng.standard_normal((16, 3)) * 0.3).astype(np.float32)}
+save_file(INIT, os.path.join(OUT, "init.safetensors"))
+
+
+def run_mlp(name, batch, extra, **torch_args):
+    log = os.path.join(OUT, f"{name}.jsonl")
+    ck = os.path.join(OUT, f"{name}.safetensors")
+    args = [MLP, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+            f"y={OUT}/y.npy", "--dim", f"B={batch}", "--init",
+            f"{OUT}/init.safetensors", "--log", log, "--checkpoint", ck,
+            "--print-every", "0", *extra]
+    einc(*args)
+    return losses_of(log), load_file(ck)
+
+
+def compare(name, ein_losses, ein_params, ref_losses, ref_params, rtol):
+    got = [e["loss"] for e in ein_losses]
+    if len(got) != len(ref_losses):
+        return report(name, False, f"{len(got)} steps, torch {len(ref_losses)}")
+    for t, (a, b) in enumerate(zip(got, ref_losses)):
+        if abs(a - b) > rtol * abs(b) + 1e-7:
+            return report(name, False, f"step {t + 1}: loss {a} vs torch {b}")
+    for k, ref in ref_params.items():
+        if not np.allclose(ein_params[k], ref, rtol=rtol, atol=1e-6):
+            diff = np.abs(ein_params[k] - ref).max()
+            return report(name, False, f"{k}: max |diff| {diff}")
+    report(name, True)
+
+
+# 1. AdamW at a constant rate, random rows: every step's loss and the final
+# weights as torch's, within f32 noise (1e-4 relative over 40 steps).
+steps = 40
+e_loss, e_par = run_mlp("adamw", 16, ["--steps", str(steps), "--lr", "0.01",
+                                      "--seed", "7"])
+r_loss, r_par = torch_mlp(INIT, X, Y, steps=steps, batch=16, seed=7, lr=0.01)
+compare("adamw-constant", e_loss, e_par, r_loss, r_par, 1e-4)
+
+# 2. Warm-up then cosine decay, clipping (a bound small enough to clip every
+# step) and 4 micro-batches per step.
+e_loss, e_par = run_mlp("cosine", 8, [
+    "--steps", str(steps), "--lr", "0.02", "--schedule", "cosine", "--warmup",
+    "5", "--min-lr", "0.001", "--clip", "0.05", "--accumulate", "4", "--seed",
+    "3"])
+r_loss, r_par = torch_mlp(INIT, X, Y, steps=steps, batch=8, accumulate=4,
+                          seed=3, lr=0.02, schedule="cosine", warmup=5,
+                          min_lr=0.001, clip=0.05)
+compare("cosine-clip-accumulate", e_loss, e_par, r_loss, r_par, 1e-4)
+lrs = [e["lr"] for e in e_loss]
+want = [lr_at(t, 0.02, steps, "cosine", 5, 0.001) for t in range(steps)]
+report("schedule", np.allclose(lrs, want, rtol=1e-8, atol=0),
+       f"{lrs[:6]} vs {want[:6]}")
+report("clipped", all(e["clipped"] for e in e_loss),
+       "a step was not clipped at --clip 0.05")
+
+# 3. Accumulating 4 micro-batches of 8 is one batch of 32: the micro-batches
+# take consecutive samples, so the two runs see the same rows.
+a_loss, a_par = run_mlp("acc4", 8, ["--steps", "10", "--accumulate", "4"])
+b_loss, b_par = run_mlp("batch32", 32, ["--steps", "10"])
+compare("accumulate-equals-batch", a_loss, a_par,
+        [e["loss"] for e in b_loss], b_par, 1e-5)
+
+# 4. SGD, momentum and Adam as torch.optim's.
+for opt in ["sgd", "momentum", "adam"]:
+    e_loss, e_par = run_mlp(opt, 16, ["--steps", "20", "--lr", "0.05",
+                                      "--optimizer", opt])
+    r_loss, r_par = torch_mlp(INIT, X, Y, steps=20, batch=16, lr=0.05,
+                              optimizer=opt)
+    compare(f"optimizer-{opt}", e_loss, e_par, r_loss, r_par, 1e-4)
+
+# 5. Resume: 20 steps in one run, or 8 then 12 from the checkpoint, give the
+# same losses and the same final state, bit for bit.
+full_loss, full_par = run_mlp("full", 16, ["--steps", "20", "--lr", "0.01"])
+first = os.path.join(OUT, "first8.safetensors")
+einc(MLP, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+     f"y={OUT}/y.npy", "--dim", "B=16", "--init", f"{OUT}/init.safetensors",
+     "--steps", "8", "--lr", "0.01", "--checkpoint", first,
+     "--log", f"{OUT}/first8.jsonl", "--print-every", "0")
+# (--steps 8 ends the schedule at 8; a constant rate does not depend on it.)
+rest = os.path.join(OUT, "rest.safetensors")
+einc(MLP, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+     f"y={OUT}/y.npy", "--dim", "B=16", "--resume", first, "--steps", "20",
+     "--lr", "0.01", "--checkpoint", rest, "--log", f"{OUT}/first8.jsonl",
+     "--print-every", "0")
+resumed = losses_of(f"{OUT}/first8.jsonl")
+rest_par = load_file(rest)
+same = ([e["loss"] for e in resumed] == [e["loss"] for e in full_loss] and
+        all(np.array_equal(rest_par[k], full_par[k]) for k in full_par))
+report("resume-exact", same,
+       f"{[e['loss'] for e in resumed][6:10]} vs "
+       f"{[e['loss'] for e in full_loss][6:10]}")
+meta = json.loads(open(rest, "rb").read()[8:8 + int.from_bytes(
+    open(rest, "rb").read()[:8], "little")])["__metadata__"]
+report("checkpoint-metadata", meta.get("step") == "20" and
+       meta.get("optimizer") == "adamw" and "optimizer.exp_avg.w1" in rest_par,
+       str(meta))
+
+# 6. The seeded initialisation, re-implemented from docs/training.md: one
+# SGD step at a learning rate too small to move an f32 weight leaves it.
+einc(MLP, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+     f"y={OUT}/y.npy", "--dim", "B=4", "--steps", "1", "--optimizer", "sgd",
+     "--lr", "1e-30", "--seed", "11", "--init-rule", "w2=uniform:0.5",
+     "--checkpoint", f"{OUT}/seeded.safetensors", "--print-every", "0")
+seeded = load_file(f"{OUT}/seeded.safetensors")
+
+
+def fnv1a(name):
+    h = 0xcbf29ce484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001b3) & MASK
+    return h
+
+
+def unit(key, i):
+    return ((splitmix64(key, i) >> 11) + 0.5) * 2.0 ** -53
+
+
+def expected_init(name, shape, rule, seed):
+    key = seed ^ fnv1a(name)
+    n = int(np.prod(shape))
+    if rule[0] == "normal":
+        v = [rule[1] * math.sqrt(-2 * math.log(unit(key, 2 * i))) *
+             math.cos(2 * math.pi * unit(key, 2 * i + 1)) for i in range(n)]
+    else:
+        v = [rule[1] * (2 * unit(key, i) - 1) for i in range(n)]
+    return np.array(v, dtype=np.float32).reshape(shape)
+
+
+ok = (np.allclose(seeded["w1"], expected_init("w1", (8, 16), ("normal", 0.02),
+                                              11), rtol=1e-6, atol=1e-9) and
+      np.allclose(seeded["w2"], expected_init("w2", (16, 3), ("uniform", 0.5),
+                                              11), rtol=1e-6, atol=1e-9))
+report("seeded-init", ok, "the weights differ from the documented rule")
+
+# ---------------------------------------------------------------------------
+# 7. A token stream: a bigram model over a raw u16 file, windows picked by
+# the documented rule, validation on the held-out tail.
+
+BIGRAM = os.path.join(OUT, "bigram.ein")
+with open(BIGRAM, "w") as f:
+    f.write('''dim V = 11
+dim C = 11
+
+def loss(tokens: i64["B W"], table: f32["V C"]) -> f32[""]:
+    inputs = slice(tokens, "W", 0, W - 1)
+    targets = slice(tokens, "W", 1, W)
+    logits = take(table, inputs, "V")
+    shifted = logits - reduce(logits, "b s v -> b s 1", "max")
+    logp = shifted - log(reduce(exp(shifted), "b s v -> b s 1", "sum"))
+    onehot = astype(rearrange(arange(C), "v -> 1 1 v") == rearrange(targets, "b s -> b s 1"), f32)
+    return -reduce(onehot * logp, "b s v -> ", "sum") / (B * (W - 1))
+''')
+stream = (np.arange(3000) * 7 % 11).astype(np.uint16)
+stream[::13] = rng.integers(0, 11, size=len(stream[::13]))
+stream.tofile(os.path.join(OUT, "tokens.bin"))
+table0 = (rng.standard_normal((11, 11)) * 0.1).astype(np.float32)
+save_file({"table": table0}, os.path.join(OUT, "bigram-init.safetensors"))
+einc(BIGRAM, "--fn", "loss", "--data", f"tokens={OUT}/tokens.bin:u16",
+     "--dim", "B=4", "--dim", "W=9", "--val-fraction", "0.1", "--eval-every",
+     "10", "--eval-batches", "2", "--init", f"{OUT}/bigram-init.safetensors",
+     "--steps", "30", "--lr", "0.05", "--seed", "5", "--log",
+     f"{OUT}/bigram.jsonl", "--plot", f"{OUT}/bigram.svg", "--print-every",
+     "0")
+table = torch.tensor(table0, requires_grad=True)
+opt = torch.optim.AdamW([table], lr=0.05, eps=1e-8, weight_decay=0.01)
+toks = torch.tensor(stream.astype(np.int64))
+n_train = 3000 - int(3000 * 0.1)
+
+
+def bigram_loss(starts, begin):
+    batch = torch.stack([toks[begin + s:begin + s + 9] for s in starts])
+    logp = torch.log_softmax(table[batch[:, :-1]], dim=-1)
+    return -logp.gather(-1, batch[:, 1:, None]).mean()
+
+
+ref, ref_val = [], []
+for t in range(30):
+    opt.zero_grad()
+    loss = bigram_loss(windows_for(5, t * 4, 4, n_train, 9), 0)
+    loss.backward()
+    opt.step()
+    ref.append(loss.item())
+    if (t + 1) % 10 == 0:
+        with torch.no_grad():
+            ref_val.append(sum(bigram_loss(windows_for(6, e * 4, 4, 300, 9),
+                                           n_train).item()
+                               for e in range(2)) / 2)
+lines = [json.loads(l) for l in open(f"{OUT}/bigram.jsonl")]
+got = [l["loss"] for l in lines if "loss" in l]
+got_val = [l["val_loss"] for l in lines if "val_loss" in l]
+report("stream-windows", np.allclose(got, ref, rtol=1e-4, atol=1e-6),
+       f"{got[:4]} vs {ref[:4]}")
+report("validation", np.allclose(got_val, ref_val, rtol=1e-4, atol=1e-6),
+       f"{got_val} vs {ref_val}")
+svg = open(f"{OUT}/bigram.svg").read()
+report("plot", svg.startswith("<?xml") or svg.startswith("<svg"),
+       svg[:80])
+
+# 8. A token beyond the vocabulary: the take's error, exit 2, no step taken.
+bad = stream.copy()
+bad[100:2900] = 200
+bad.tofile(os.path.join(OUT, "bad.bin"))
+proc = einc(BIGRAM, "--fn", "loss", "--data", f"tokens={OUT}/bad.bin:u16",
+            "--dim", "B=4", "--dim", "W=9", "--steps", "3", "--checkpoint",
+            f"{OUT}/bad.safetensors", check=False)
+report("token-out-of-range", proc.returncode == 2 and
+       "id 200" in proc.stderr and "out of range [0, V=11)" in proc.stderr and
+       not os.path.exists(f"{OUT}/bad.safetensors"),
+       f"exit {proc.returncode}: {proc.stderr}")
+
+# 9. SIGINT: the first stops after the step and writes the checkpoint; a
+# resume from it ends where an uninterrupted run ends.
+long_args = [EINC, "train", MLP, "--fn", "loss", "--data", f"x={OUT}/x.npy",
+             "--data", f"y={OUT}/y.npy", "--dim", "B=16", "--init",
+             f"{OUT}/init.safetensors", "--steps", "200000", "--lr", "0.001",
+             "--checkpoint", f"{OUT}/int.safetensors", "--print-every", "1"]
+proc = subprocess.Popen(long_args, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+for line in proc.stdout:
+    if line.startswith("step"):
+        break
+time.sleep(0.2)
+proc.send_signal(signal.SIGINT)
+out, err = proc.communicate(timeout=60)
+meta_int = {}
+if os.path.exists(f"{OUT}/int.safetensors"):
+    raw = open(f"{OUT}/int.safetensors", "rb").read()
+    meta_int = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])[
+        "__metadata__"]
+report("sigint-checkpoint", proc.returncode == 2 and "interrupted after step"
+       in err and 0 < int(meta_int.get("step", "0")) < 200000,
+       f"exit {proc.returncode}: {err} {meta_int}")
+
+print("FAILURES", failures)
