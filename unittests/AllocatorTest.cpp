@@ -35,6 +35,29 @@ TEST(CachingAllocator, ReusesAFreedBlockOfTheSameClass) {
   a.deallocate(r);
 }
 
+TEST(CachingAllocator, CountsLiveBytesAndTheirPeak) {
+  CachingAllocator a(1 << 20);
+  // 1000 bytes take a block of 1024, 3000 one of 3072; an over-aligned
+  // block is uncached and counts the size asked.
+  void *p = a.allocate(1000);
+  void *q = a.allocate(3000);
+  EXPECT_EQ(a.stats().liveBytes, 1024u + 3072u);
+  a.deallocate(p);
+  void *r = a.allocate(100, 4096);
+  EXPECT_EQ(a.stats().liveBytes, 3072u + 100u);
+  EXPECT_EQ(a.stats().peakLiveBytes, 1024u + 3072u);
+  a.resetPeak();
+  EXPECT_EQ(a.stats().peakLiveBytes, 3072u + 100u);
+  // A block from the cache counts as live again.
+  void *s = a.allocate(1000);
+  EXPECT_EQ(s, p);
+  EXPECT_EQ(a.stats().peakLiveBytes, 1024u + 3072u + 100u);
+  a.deallocate(q);
+  a.deallocate(r);
+  a.deallocate(s);
+  EXPECT_EQ(a.stats().liveBytes, 0u);
+}
+
 TEST(CachingAllocator, SizeClassesAreFourPerPowerOfTwo) {
   EXPECT_EQ(CachingAllocator::classSize(0), 64u);
   EXPECT_EQ(CachingAllocator::classSize(1), 64u);

@@ -9,6 +9,7 @@
 #include "ein/Engine/Engine.h"
 #include "ein/Report/LossPlot.h"
 #include "ein/Report/Report.h"
+#include "ein/Runtime/Allocator.h"
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
@@ -455,6 +456,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   auto started = std::chrono::steady_clock::now();
   while (state.step < options.steps) {
     int64_t step = state.step;
+    runtime::CachingAllocator &allocator = runtime::temporaryAllocator();
+    allocator.resetPeak();
     auto t0 = std::chrono::steady_clock::now();
     auto result = state.trainStep();
     if (!result)
@@ -468,26 +471,38 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                      ? flopsPerStep / seconds / peakFlops
                      : NAN;
     int64_t rss = residentBytes();
+    // What the step held: the loop's tensors, and the compiled code's
+    // temporaries at their peak (the CPU's allocator; the CUDA targets'
+    // are in their own process).
+    bool cpu = options.target == "cpu";
+    double measured =
+        cpu ? double(state.heldBytes() + int64_t(allocator.stats().peakLiveBytes))
+            : -1;
     if (options.printEvery > 0 &&
         ((step + 1) % options.printEvery == 0 || step + 1 == options.steps))
       out << fmt::format(
           "step {:>6}/{}  loss {:.6g}  lr {:.3e}  |g| {:.4g}{}  {} "
-          "{}/s  MFU {}  mem {} (report: peak {})  {:.3g} s\n",
+          "{}/s  MFU {}  mem {} (report --train: {}; + {} update spares; "
+          "RSS {})  {:.3g} s\n",
           step + 1, options.steps, result->loss, result->lr, result->gradNorm,
           result->clipped ? " (clipped)" : "", rateText(tokensPerSecond),
           state.tokenUnit(),
           std::isfinite(mfu) ? fmt::format("{:.3f}", mfu) : std::string("-"),
-          bytesText(double(rss)), bytesText(state.reportPeakBytes()), seconds);
+          bytesText(measured), bytesText(state.reportPeakBytes()),
+          bytesText(double(state.spareBytes())), bytesText(double(rss)),
+          seconds);
     if (log)
       *log << fmt::format(
                   "{{\"step\":{},\"loss\":{},\"lr\":{},\"grad_norm\":{},"
                   "\"clipped\":{},\"seconds\":{},\"{}_per_s\":{},\"mfu\":{},"
-                  "\"rss_bytes\":{},\"report_peak_bytes\":{}}}\n",
+                  "\"memory_bytes\":{},\"report_peak_bytes\":{},"
+                  "\"spare_bytes\":{},\"rss_bytes\":{}}}\n",
                   step + 1, jsonNumber(result->loss), jsonNumber(result->lr),
                   jsonNumber(result->gradNorm),
                   result->clipped ? "true" : "false", jsonNumber(seconds),
                   state.tokenUnit(), jsonNumber(tokensPerSecond),
-                  jsonNumber(mfu), rss, jsonNumber(state.reportPeakBytes()))
+                  jsonNumber(mfu), measured >= 0 ? jsonNumber(measured) : "null",
+                  jsonNumber(state.reportPeakBytes()), state.spareBytes(), rss)
            << std::flush;
     out.flush();
     if (!std::isfinite(result->loss) || !std::isfinite(result->gradNorm)) {

@@ -476,10 +476,6 @@ prepareTraining(const SourceFile &file, const Module &module,
     if (meta["step"].empty() || *end || step < 0)
       return usage(fmt::format("--resume {}: its step '{}' is not a count",
                                options.resume, meta["step"]));
-    if (step >= options.steps)
-      return usage(fmt::format("--resume {}: the checkpoint is at step {}; "
-                               "--steps {} leaves nothing to train",
-                               options.resume, step, options.steps));
     s.step = step;
     s.initFrom = fmt::format("checkpoint {} (step {})", options.resume, step);
   } else if (!options.init.empty()) {
@@ -594,6 +590,10 @@ prepareTraining(const SourceFile &file, const Module &module,
   if (!bound)
     return bound.error();
   s.lossCall = std::move(*bound);
+  if (resuming && s.step >= options.steps)
+    return usage(fmt::format("--resume {}: the checkpoint is at step {}; "
+                             "--steps {} leaves nothing to train",
+                             options.resume, s.step, options.steps));
   auto forward = s.engine.compile(**target, file, s.lossCall.source,
                                   options.function, targetOptions);
   if (!forward)
@@ -863,6 +863,29 @@ ErrorOr<void> TrainingState::writeCheckpoint(const std::string &path) const {
     return usage(fmt::format("--checkpoint {}: {}", path,
                              written.error().message));
   return {};
+}
+
+int64_t TrainingState::heldBytes() const {
+  int64_t bytes = int64_t(lossValue.byteSize());
+  for (const DataInput &d : data)
+    bytes += int64_t(d.batch.byteSize());
+  for (const TrainedParam &p : trained) {
+    bytes += int64_t(p.value.byteSize() + p.grad.byteSize() +
+                     p.micro.byteSize());
+    for (const HostTensor &st : p.states)
+      bytes += int64_t(st.byteSize());
+  }
+  for (const auto &[name, t] : hypers)
+    bytes += int64_t(t.byteSize());
+  return bytes;
+}
+
+int64_t TrainingState::spareBytes() const {
+  int64_t bytes = 0;
+  for (const auto &[key, tensors] : spares)
+    for (const HostTensor &t : tensors)
+      bytes += int64_t(t.byteSize());
+  return bytes;
 }
 
 std::string TrainingState::summary() const {

@@ -69,6 +69,11 @@ public:
   /// step, and which.
   int64_t tokensPerStep() const { return stepTokens; }
   const char *tokenUnit() const { return tokenUnitName; }
+  /// Bytes of the tensors the loop holds for the model (parameters,
+  /// gradients, optimizer states, batches), and of the spare tensors the
+  /// update writes into.
+  int64_t heldBytes() const;
+  int64_t spareBytes() const;
   /// The run's description, printed before the first step.
   std::string summary() const;
 

@@ -15,6 +15,7 @@ struct Header {
   uint32_t cls;
   uint32_t unused;
   uint64_t offset; // from the system's allocation to the block
+  uint64_t bytes;  // the block's size (its class's, or the size asked)
 };
 static_assert(sizeof(Header) <= CachingAllocator::kAlignment);
 
@@ -71,6 +72,7 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
       list.pop_back();
       counters.cachedBytes -= bytes;
       ++counters.hits;
+      noteAllocated(bytes);
       return p;
     }
     ++counters.misses;
@@ -89,6 +91,11 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
   h->cls = cls;
   h->unused = 0;
   h->offset = alignment;
+  h->bytes = bytes;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    noteAllocated(bytes);
+  }
   return p;
 }
 
@@ -100,6 +107,7 @@ void CachingAllocator::deallocate(void *p) {
   {
     std::lock_guard<std::mutex> lock(mutex);
     ++counters.frees;
+    counters.liveBytes -= h->bytes;
     if (h->cls != kUncached) {
       size_t bytes = sizeOfClass(h->cls);
       if (counters.cachedBytes + bytes <= limit) {
@@ -111,6 +119,17 @@ void CachingAllocator::deallocate(void *p) {
     ++counters.released;
   }
   std::free(base);
+}
+
+void CachingAllocator::noteAllocated(size_t bytes) {
+  counters.liveBytes += bytes;
+  if (counters.liveBytes > counters.peakLiveBytes)
+    counters.peakLiveBytes = counters.liveBytes;
+}
+
+void CachingAllocator::resetPeak() {
+  std::lock_guard<std::mutex> lock(mutex);
+  counters.peakLiveBytes = counters.liveBytes;
 }
 
 void CachingAllocator::trim() {

@@ -19,6 +19,10 @@ struct AllocatorStats {
   uint64_t frees = 0;       // deallocations
   uint64_t released = 0;    // freed blocks returned to the system
   uint64_t cachedBytes = 0; // bytes held in the cache now
+  uint64_t liveBytes = 0;   // bytes of blocks allocated and not yet freed
+  /// The most liveBytes has been since the allocator began or resetPeak:
+  /// the peak of a compiled call's temporaries (`einc train`'s memory).
+  uint64_t peakLiveBytes = 0;
 };
 
 /// A thread-safe allocator with size-bucketed free lists. Sizes round up to
@@ -45,6 +49,8 @@ public:
   /// Returns every cached block to the system.
   void trim();
   AllocatorStats stats() const;
+  /// Starts a new peak of live bytes from the bytes live now.
+  void resetPeak();
   size_t cacheLimit() const { return limit; }
 
   /// The size class of `size`: the bytes a block for it holds.
@@ -54,6 +60,8 @@ private:
   static constexpr unsigned kClasses = 256;
   static unsigned classIndex(size_t size);
   static size_t sizeOfClass(unsigned index);
+  /// Counts `bytes` more live (the lock held).
+  void noteAllocated(size_t bytes);
 
   size_t limit;
   mutable std::mutex mutex;
