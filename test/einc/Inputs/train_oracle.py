@@ -371,4 +371,26 @@ report("sigint-checkpoint", proc.returncode == 2 and "interrupted after step"
        in err and 0 < int(meta_int.get("step", "0")) < 200000,
        f"exit {proc.returncode}: {err} {meta_int}")
 
+# A second SIGINT quits at once: here the checkpoint goes to a FIFO nobody
+# reads, so the first SIGINT's write waits, and only the second ends it.
+fifo = f"{OUT}/never-read.safetensors"
+os.mkfifo(fifo)
+long_args[long_args.index("--checkpoint") + 1] = fifo
+proc = subprocess.Popen(long_args, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+for line in proc.stdout:
+    if line.startswith("step"):
+        break
+proc.send_signal(signal.SIGINT)
+time.sleep(1.0)
+waiting = proc.poll() is None
+proc.send_signal(signal.SIGINT)
+try:
+    proc.communicate(timeout=30)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    proc.communicate()
+report("second-sigint", waiting and proc.returncode == -signal.SIGINT,
+       f"waiting {waiting}, exit {proc.returncode}")
+
 print("FAILURES", failures)
