@@ -134,7 +134,8 @@ data, checkpoints or options.)",
         "--min-lr", "--beta1", "--beta2", "--eps", "--weight-decay",
         "--momentum", "--clip", "--init", "--init-rule", "--resume",
         "--checkpoint", "--checkpoint-every", "--log", "--plot",
-        "--print-every", "--peak-flops", "--dim", "--target", "--tiles",
+        "--print-every", "--peak-flops", "--no-cache", "--dim", "--target",
+        "--tiles",
         "--cpu", "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
       {"calibrate",
        "calibrate [--cpu NAME] [--cpu-features LIST]",
@@ -284,6 +285,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  (appended to when resuming))"},
     {"--plot", R"(--plot FILE.svg  the loss curves (train and validation) as
                  an SVG picture)"},
+    {"--no-cache", R"(--no-cache       compile without the disk cache of compiled code
+                 ($EIN_CACHE_DIR, else ~/.cache/ein; EIN_CACHE_DIR=off
+                 turns it off too), which a second start loads from)"},
     {"--print-every", R"(--print-every N  a progress line every N steps (default 1;
                  0: none))"},
     {"--expand", R"(--expand         the ops of each call, indented under it)"},
@@ -709,7 +713,10 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
     } else if (args.command == "train" &&
                isTrainOption(a.substr(0, a.find('=')))) {
       std::string flag = a.substr(0, a.find('='));
-      if (auto ok = parseTrainOption(flag, value(flag), args.trainRun); !ok)
+      std::optional<std::string> v;
+      if (trainOptionTakesValue(flag))
+        v = value(flag);
+      if (auto ok = parseTrainOption(flag, v, args.trainRun); !ok)
         return usage(ok.error().message);
     } else if (!a.empty() && a[0] == '-') {
       return usage(

@@ -209,7 +209,7 @@ const std::vector<std::string> &trainFlags() {
       "--schedule",    "--warmup",      "--clip",             "--init",
       "--init-rule",   "--resume",      "--checkpoint",       "--checkpoint-every",
       "--eval-every",  "--eval-batches", "--log",             "--plot",
-      "--print-every", "--peak-flops"};
+      "--print-every", "--peak-flops", "--no-cache"};
   return flags;
 }
 
@@ -220,9 +220,17 @@ bool isTrainOption(const std::string &flag) {
   return std::find(flags.begin(), flags.end(), flag) != flags.end();
 }
 
+bool trainOptionTakesValue(const std::string &flag) {
+  return flag != "--no-cache";
+}
+
 ErrorOr<void> parseTrainOption(const std::string &flag,
                                const std::optional<std::string> &value,
                                TrainRunOptions &options) {
+  if (flag == "--no-cache") {
+    options.diskCache = false;
+    return {};
+  }
   if (!value || value->empty())
     return usage(fmt::format("{} needs a value", flag));
   const std::string &v = *value;

@@ -6,6 +6,7 @@
 #include "ein/Report/Report.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
+#include "ein/Support/Process.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -254,6 +256,8 @@ prepareTraining(const SourceFile &file, const Module &module,
   TrainingState &s = *state;
   s.options = options;
   s.engine = Engine(options.cpu, options.jit);
+  s.engine.useDiskCache(options.diskCache);
+  auto compileStart = std::chrono::steady_clock::now();
   s.function = options.function;
   s.path = file.path;
   auto target = lookupTarget(options.target, TargetUse::Run);
@@ -630,7 +634,11 @@ prepareTraining(const SourceFile &file, const Module &module,
                                 options.function, fmt::join(trainedNames, ","));
   for (auto &shape : shapes)
     key += shapeText(shape) + "\n";
-  key += file.text;
+  // The disk cache's key holds every text the program came from.
+  key += "module " + file.path + "\n" + file.text + "\n";
+  for (size_t i = 1; i < gradModule.files.size(); ++i)
+    key += "import " + gradModule.files[i] + "\n" +
+           readFileText(gradModule.files[i]) + "\n";
   auto gradient = s.engine.compile(**target, key, gradModule,
                                    options.function, targetOptions);
   if (!gradient)
@@ -692,6 +700,9 @@ prepareTraining(const SourceFile &file, const Module &module,
   }
   for (const std::string &h : s.hyperNames)
     s.hypers[h] = *HostTensor::create(StorageType::F64, {});
+  s.compileSeconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - compileStart)
+                         .count();
   return state;
 }
 
@@ -906,14 +917,16 @@ std::string TrainingState::summary() const {
                         options.lr, options.minLr, options.warmup);
   return fmt::format(
       "einc train: '{}' of {} on {}: {} trained parameters ({} values) from "
-      "{}; {}, {}{}{}; data {}; steps {} to {}\n",
+      "{}; {}, {}{}{}; data {}; steps {} to {}\n"
+      "prepared in {:.3g} s: {} compiled, {} loaded from the disk cache\n",
       function, path, options.target, trained.size(), values, initFrom,
       options.optimizer, schedule,
       options.accumulate > 1
           ? fmt::format(", {} micro-batches per step", options.accumulate)
           : "",
       options.clip > 0 ? fmt::format(", clip {:g}", options.clip) : "",
-      fmt::join(dataText, "; "), step + 1, options.steps);
+      fmt::join(dataText, "; "), step + 1, options.steps, compileSeconds,
+      engine.compilations(), engine.loads());
 }
 
 } // namespace ein

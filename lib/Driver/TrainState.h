@@ -95,7 +95,7 @@ public:
   /// The update's 0-d f64 hyper-parameters, by name (lr, beta1, step...).
   std::map<std::string, runtime::HostTensor> hypers;
   std::vector<std::string> stateNames, hyperNames;
-  double stepFlops = 0, peakBytes = -1;
+  double stepFlops = 0, peakBytes = -1, compileSeconds = 0;
   int64_t stepTokens = 0;
   const char *tokenUnitName = "tokens";
   std::string initFrom;

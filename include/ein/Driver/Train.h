@@ -73,6 +73,9 @@ struct TrainRunOptions {
   std::string plot;                 // --plot FILE.svg
   int64_t printEvery = 1;           // --print-every N (0: no progress lines)
   double peakFlops = 0;             // --peak-flops (else einc calibrate's)
+  /// The disk cache of compiled code (ObjectCache.h), as the C++ API uses
+  /// it: a second start loads instead of compiling. --no-cache turns it off.
+  bool diskCache = true;
   std::string target = "cpu";
   CPUOptions cpu;
   JITOptions jit;
@@ -89,8 +92,9 @@ double learningRate(const TrainRunOptions &options, int64_t step);
 ErrorOr<InitRule> parseInitRule(const std::string &text);
 
 /// The flags `einc train` adds to the common ones (--fn, --dim, --target,
-/// --cpu...), each taking a value: "--data", "--steps", ...
+/// --cpu...): "--data", "--steps", ...; all but --no-cache take a value.
 bool isTrainOption(const std::string &flag);
+bool trainOptionTakesValue(const std::string &flag);
 /// Reads `flag`'s value into `options` (a usage error naming the flag for a
 /// missing or malformed one).
 ErrorOr<void> parseTrainOption(const std::string &flag,

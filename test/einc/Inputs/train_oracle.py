@@ -24,6 +24,8 @@ EINC, OUT = sys.argv[1], sys.argv[2]
 HERE = os.path.dirname(os.path.abspath(__file__))
 MASK = (1 << 64) - 1
 torch.set_num_threads(1)
+# The compiled code's disk cache stays in the test's directory.
+os.environ["EIN_CACHE_DIR"] = os.path.join(OUT, "cache")
 failures = 0
 
 
