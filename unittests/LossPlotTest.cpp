@@ -261,6 +261,31 @@ TEST_F(LossPlotTest, EmptyPlotsRenderTheirFrame) {
   EXPECT_NE(nan.find("non-finite: 2"), std::string::npos);
 }
 
+TEST_F(LossPlotTest, ExtremeValuesStayInsideTheFrame) {
+  // A diverged run: losses near the largest double (hi - lo overflows),
+  // and steps whose range is tiny against their size.
+  for (const PlotSeries &s :
+       {PlotSeries{"t", "", {{0, 1.7e308}, {1, -1.7e308}}},
+        PlotSeries{"t", "", {{1e16, 1}, {1e16 + 2, 2}}}}) {
+    std::string svg = lossPlotSVG({s}, "extreme");
+    expectParses(svg, "extreme");
+    EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
+    EXPECT_EQ(svg.find("inf"), std::string::npos) << svg;
+    auto lines = polylines(svg);
+    ASSERT_EQ(lines.size(), 1u);
+    ASSERT_EQ(lines[0].size(), 2u);
+    for (const auto &[x, y] : lines[0]) {
+      EXPECT_GE(x, 80);
+      EXPECT_LE(x, 780);
+      EXPECT_GE(y, 50);
+      EXPECT_LE(y, 420);
+    }
+    std::vector<std::string> xt = textsOfClass(svg, "xtick");
+    for (size_t i = 1; i < xt.size(); ++i)
+      EXPECT_NE(xt[i], xt[i - 1]); // no two ticks print alike
+  }
+}
+
 TEST_F(LossPlotTest, OnePointIsADot) {
   std::string svg = lossPlotSVG({{"train", "#1f77b4", {{100, 2.5}}}}, "one");
   expectParses(svg, "one");

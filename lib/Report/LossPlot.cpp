@@ -79,30 +79,49 @@ double niceStep(double raw) {
 }
 
 Axis linearAxis(double lo, double hi) {
-  if (!(hi > lo)) { // one value: a unit-wide range around it
+  constexpr double kMax = std::numeric_limits<double>::max();
+  if (!(hi > lo)) { // one value: a range around it
     double pad = lo == 0 ? 1 : std::fabs(lo) * 0.1;
-    lo -= pad;
-    hi += pad;
+    lo = std::max(lo - pad, -kMax);
+    hi = std::min(hi + pad, kMax);
   }
-  double step = niceStep((hi - lo) / kTicks);
+  // Halves first: hi - lo itself may overflow (a loss near 1e308).
+  double step = niceStep(hi / kTicks - lo / kTicks);
   double first = std::floor(lo / step), last = std::ceil(hi / step);
   Axis a;
-  a.lo = first * step;
-  a.hi = last * step;
-  // Enough decimals to tell ticks apart: none for a step of 1 or more.
+  a.lo = std::max(first * step, -kMax);
+  a.hi = std::min(last * step, kMax);
+  // Fixed decimals, enough to tell ticks apart (none for a step of 1 or
+  // more), unless the values are huge or the step is tiny: then as many
+  // significant digits as tell the ticks apart.
+  double magnitude = std::max(std::fabs(a.lo), std::fabs(a.hi));
+  bool fixed = step >= 1e-5 && magnitude < 1e12;
   int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step))));
+  int digits = std::clamp(
+      static_cast<int>(std::ceil(std::log10(magnitude / step))) + 1, 1, 17);
   // At most a few dozen ticks, even where first + 1 == first in doubles
   // (a range tiny against its magnitude).
   const int count = static_cast<int>(std::min(last - first, 50.0));
   for (int k = 0; k <= count; ++k) {
     double v = (first + k) * step;
+    if (!std::isfinite(v) || v < a.lo || v > a.hi ||
+        (!a.ticks.empty() && v <= a.ticks.back()))
+      continue;
     a.ticks.push_back(v);
-    std::string label = fmt::format("{:.{}f}", v, decimals);
-    if (label.find_first_not_of("-0.") == std::string::npos)
+    std::string label = fixed ? fmt::format("{:.{}f}", v, decimals)
+                              : fmt::format("{:.{}g}", v, digits);
+    if (fixed && label.find_first_not_of("-0.") == std::string::npos)
       label = decimals ? fmt::format("{:.{}f}", 0.0, decimals) : "0";
     a.labels.push_back(label);
   }
   return a;
+}
+
+/// Where `v` (in axis units) lies between the axis' ends, from 0 to 1;
+/// computed on halves so that a range near the largest double does not
+/// overflow.
+double fraction(const Axis &a, double v) {
+  return (v / 2 - a.lo / 2) / (a.hi / 2 - a.lo / 2);
 }
 
 /// Whole decades from below the smallest to above the largest value; a tick
@@ -170,15 +189,13 @@ std::string lossPlotSVG(const std::vector<PlotSeries> &series,
                : useLog ? logAxis(ys.lo, ys.hi)
                         : linearAxis(ys.lo, ys.hi);
   auto px = [&](double step) {
-    return kLeft + (step - xAxis.lo) / (xAxis.hi - xAxis.lo) * (kRight - kLeft);
-  };
-  auto py = [&](double value) {
-    double v = useLog ? std::log10(value) : value;
-    return kBottom - (v - yAxis.lo) / (yAxis.hi - yAxis.lo) * (kBottom - kTop);
+    return kLeft + fraction(xAxis, step) * (kRight - kLeft);
   };
   auto pyAxis = [&](double axisUnits) {
-    return kBottom -
-           (axisUnits - yAxis.lo) / (yAxis.hi - yAxis.lo) * (kBottom - kTop);
+    return kBottom - fraction(yAxis, axisUnits) * (kBottom - kTop);
+  };
+  auto py = [&](double value) {
+    return pyAxis(useLog ? std::log10(value) : value);
   };
 
   std::string out;
