@@ -498,6 +498,14 @@ TEST_F(DatasetTest, RefusedFiles) {
   ASSERT_FALSE(dd);
   EXPECT_NE(dd.error().message.find(sub + ": is a directory"),
             std::string::npos);
+  // A FIFO without a writer is refused at once, not waited on.
+  std::string fifo = dir + "/fifo.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ErrorOr<Dataset> ff = Dataset::open(fifo, "u16");
+  ASSERT_FALSE(ff);
+  EXPECT_NE(ff.error().message.find(fifo + ": is not a regular file"),
+            std::string::npos)
+      << ff.error().message;
 }
 
 TEST_F(DatasetTest, MapsOnceMovesAndUnmaps) {

@@ -250,7 +250,9 @@ ErrorOr<Dataset> Dataset::open(const std::string &path,
                 "for nanoGPT's .bin files)");
   }
 
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer would wait forever; it is
+  // refused below like every file that is not regular.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return fail(fmt::format("cannot open: {}", std::strerror(errno)));
   struct stat st;

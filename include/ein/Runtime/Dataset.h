@@ -36,14 +36,21 @@ uint64_t sampleHash(uint64_t seed, uint64_t counter);
 /// Moves, does not copy; unmaps when destroyed.
 class Dataset {
 public:
-  /// Opens `path`: a `.npy` file (C order; dtypes u1 u2 u4 i1 i2 i4 i8 f4 f8,
-  /// little-endian) or any other file as raw little-endian elements of
-  /// `rawType` ("u8", "u16", "u32", "i32", "i64", "f32"; nanoGPT's `.bin`
-  /// files are u16). A usage error naming the file for a file that cannot be
-  /// read or mapped, a malformed or unsupported .npy header, a raw file whose
-  /// size is not a multiple of the element size, an empty file, or a raw
-  /// file without `rawType` (and a `.npy` with one that differs from the
-  /// file's: say which).
+  /// Opens `path`: a file whose name ends in `.npy` as a .npy file (C order,
+  /// or Fortran order when 1-D; dtypes <u1 |u1 <u2 <u4 |i1 <i2 <i4 <i8 <f4
+  /// <f8, '=' accepted as little-endian), any other file as raw
+  /// little-endian elements of `rawType` ("u8", "u16", "u32", "i8", "i16",
+  /// "i32", "i64", "f32", "f64"; nanoGPT's `.bin` files are u16). The file
+  /// is mmap'ed (PROT_READ, MAP_PRIVATE) once and only the .npy header is
+  /// parsed here. A usage error naming the file for a file that cannot be
+  /// opened or mapped (a directory, a FIFO), a malformed .npy header, an
+  /// unsupported dtype (bool, f16, u64, objects, big-endian), Fortran-order
+  /// data of rank >= 2, a 0-d array, a data size that differs from the
+  /// shape's (truncated or trailing bytes; the shape's byte size is checked
+  /// for overflow), a raw file whose size is not a multiple of the element
+  /// size, an empty file or dataset (a zero dim), or a raw file without
+  /// `rawType` (and a `.npy` with one that differs from the file's: say
+  /// which).
   static ErrorOr<Dataset> open(const std::string &path,
                                const std::string &rawType = "");
 
@@ -73,12 +80,17 @@ public:
   /// firstSample + b of the run's sample sequence, chosen by `order` from
   /// the split's starts (Sequential: start index (c * stride) mod starts for
   /// streams, with stride = max(W - 1, 1), and c mod rows for rows; Random:
-  /// sampleHash(seed, c) mod starts / rows). Elements are converted to
-  /// batch.type: integers to i32/i64 (an error naming the value, the file
-  /// and its position when it does not fit), floats to f32/f64 (and
-  /// integers to floats); bool, f16, bf16 and fp8 batches are refused.
-  /// Returns the element index (into the flat file) of each sample's first
-  /// element, for logs and tests.
+  /// sampleHash(seed, c) mod starts / rows). `starts` counts from the
+  /// split's first element or row (`begin`), and (c * stride) mod starts is
+  /// exact (computed in 128 bits). Elements are converted to batch.type:
+  /// integers to i32/i64 (an error naming the file, the element's flat
+  /// index, its value and type when it does not fit), floats to f32/f64
+  /// (f64 to f32 rounds to nearest as numpy's astype does; a finite value
+  /// beyond f32 is an error), integers to floats only when exact (2^24 + 1
+  /// into f32 is an error); float data into an integer batch, and bool,
+  /// f16, bf16 and fp8 batches, are refused. The batch must be a dense
+  /// C-order tensor. Returns the element index (into the flat file) of each
+  /// sample's first element, for logs and tests.
   ErrorOr<std::vector<int64_t>> fill(HostTensor &batch, int64_t begin,
                                      int64_t end, SampleOrder order,
                                      uint64_t seed, uint64_t firstSample) const;
