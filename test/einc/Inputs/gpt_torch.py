@@ -7,8 +7,8 @@ gelu, cross_entropy and AdamW), not from ein's code. Subcommands:
 
   gpt_torch.py data --out stdlib.bin [--max-bytes N]
       The token stream: Python's standard library sources as raw bytes (u8).
-  gpt_torch.py init --seed S --out init.safetensors [--d-model 64 --heads 4
-                    --seq 64 --ffn 4*d_model --vocab 256]
+  gpt_torch.py init --seed S --out init.safetensors [--d-model 64
+                    --seq 64 --ffn 4*d_model --vocab 256 --std 0.02 --jitter 0]
       Initial weights under the .ein parameter names.
   gpt_torch.py check EINC FILE.ein init.safetensors --heads H [--batch B
                     --seed S --data stdlib.bin --tmp DIR]
@@ -73,11 +73,18 @@ def sizes_of(params):
     return vocab, d_model, params["wpe"].shape[0], params["l0_w_fc"].shape[1]
 
 
-def init_params(seed, vocab=256, d_model=64, seq=64, ffn=None):
+def init_params(seed, vocab=256, d_model=64, seq=64, ffn=None, std=0.02,
+                jitter=0.0):
     """The initial weights: in PARAM_NAMES order, from one torch.Generator
     seeded with `seed`, matrices and embeddings (names starting with w) are
-    normal with std 0.02, LayerNorm gains (ending in _g) ones, biases (the
-    rest) zeros. All f32."""
+    normal with std `std` (0.02), LayerNorm gains (ending in _g) ones,
+    biases (the rest) zeros. All f32.
+
+    jitter > 0 adds normal noise of that std to the gains and biases (drawn
+    right after each one's place in the order): the gradient check uses it,
+    with a larger std, so that no gain is 1 and no bias 0 (which would hide
+    a gain or bias misapplied) and the activations are O(1) (at std 0.02
+    they are so small that GELU's tanh and erf forms agree to 1e-6)."""
     ffn = 4 * d_model if ffn is None else ffn
     gen = torch.Generator().manual_seed(seed)
     params = {}
@@ -85,11 +92,12 @@ def init_params(seed, vocab=256, d_model=64, seq=64, ffn=None):
         base = name.split("_", 1)[1] if name[0] == "l" and name[1].isdigit() \
             else name
         if base.startswith("w"):
-            params[name] = torch.randn(shape, generator=gen) * 0.02
-        elif base.endswith("_g"):
-            params[name] = torch.ones(shape)
-        else:
-            params[name] = torch.zeros(shape)
+            params[name] = torch.randn(shape, generator=gen) * std
+            continue
+        params[name] = torch.ones(shape) if base.endswith("_g") \
+            else torch.zeros(shape)
+        if jitter > 0:
+            params[name] += torch.randn(shape, generator=gen) * jitter
     return params
 
 
@@ -330,6 +338,8 @@ def main():
     p.add_argument("--d-model", type=int, default=64)
     p.add_argument("--seq", type=int, default=64)
     p.add_argument("--ffn", type=int, default=None)
+    p.add_argument("--std", type=float, default=0.02)
+    p.add_argument("--jitter", type=float, default=0.0)
     p = sub.add_parser("check")
     p.add_argument("einc")
     p.add_argument("ein_file")
@@ -364,8 +374,8 @@ def main():
         n = make_stdlib_bytes(a.out, a.max_bytes)
         print(f"{n} bytes from {sysconfig.get_paths()['stdlib']}")
     elif a.cmd == "init":
-        save_file(init_params(a.seed, a.vocab, a.d_model, a.seq, a.ffn),
-                  a.out)
+        save_file(init_params(a.seed, a.vocab, a.d_model, a.seq, a.ffn,
+                              a.std, a.jitter), a.out)
     elif a.cmd == "check":
         tmp = a.tmp or tempfile.mkdtemp(prefix="gpt-check-")
         os.makedirs(tmp, exist_ok=True)
