@@ -14,6 +14,8 @@ gelu, cross_entropy and AdamW), not from ein's code. Subcommands:
                     --seed S --data stdlib.bin --tmp DIR]
       Runs `EINC run FILE.ein --fn loss_and_grads` on one batch and compares
       the loss and every gradient with torch's (tolerances: TOLERANCES).
+  gpt_torch.py selftest data.bin
+      Checks of splitmix64, the schedule and the batching rule.
   gpt_torch.py train init.safetensors data.bin --heads H --steps N ...
       train_reference, printing one loss per line.
 
@@ -325,6 +327,44 @@ def check(einc, ein_file, init_path, heads, batch, seed, data_path, tmp):
     return failures
 
 
+def selftest(data_path):
+    """Checks of this script's own rules against outside facts; prints one
+    line each and returns the number of failures."""
+    failures = 0
+
+    def report(name, ok, why):
+        nonlocal failures
+        print(f"{'ok' if ok else 'FAIL'} selftest {name}: {why}")
+        failures += not ok
+
+    # Vigna's splitmix64.c from state 0 (= seed 0, counters 0, 1, 2).
+    want = [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+    got = [splitmix64(0, c) for c in range(3)]
+    report("splitmix64", got == want, " ".join(f"{z:016x}" for z in got))
+    lrs = [lr_at(t, 20, 1.0, 0.1, 4) for t in range(20)]
+    report("schedule", lrs[0] == 0.25 and lrs[3] == 1.0 and lrs[4] == 1.0
+           and abs(lrs[12] - 0.55) < 1e-12 and 0.1 < lrs[19] < 0.11,
+           f"lr(0)={lrs[0]}, lr(3)={lrs[3]}, lr(4)={lrs[4]}, "
+           f"lr(12)={lrs[12]:.6g}, lr(19)={lrs[19]:.6g}")
+    # At std 0.02 the logits are near 0: the loss is near ln(vocab).
+    with tempfile.TemporaryDirectory() as tmp:
+        init = os.path.join(tmp, "init.safetensors")
+        save_file(init_params(3, d_model=16, seq=8), init)
+        data = load_tokens(data_path)
+        loss = gpt_loss(load_file(init), get_batch(data, 0, 0, 0, 1, 4, 9),
+                        2).item()
+        report("init-loss", abs(loss - math.log(256)) < 0.05,
+               f"{loss:.4f} against ln 256 = {math.log(256):.4f}")
+        # Samples are numbered across micro-batches, so 4 micro-batches of
+        # 2 rows see the rows of one batch of 8: the runs agree.
+        a = train_reference(init, data_path, 3, 2, 2, accum=4, clip=1.0)
+        b = train_reference(init, data_path, 3, 8, 2, accum=1, clip=1.0)
+        report("accumulation", all(abs(x - y) <= 1e-5 * abs(y)
+                                   for x, y in zip(a, b)),
+               f"{a} against {b}")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -351,6 +391,8 @@ def main():
                    "make_stdlib_bytes of 1 MiB into --tmp")
     p.add_argument("--tmp", help="a directory for the files (default: a "
                    "fresh temporary one)")
+    p = sub.add_parser("selftest")
+    p.add_argument("data")
     p = sub.add_parser("train")
     p.add_argument("init")
     p.add_argument("data")
@@ -385,6 +427,8 @@ def main():
             make_stdlib_bytes(data, 1 << 20)
         sys.exit(1 if check(a.einc, a.ein_file, a.init, a.heads, a.batch,
                             a.seed, data, tmp) else 0)
+    elif a.cmd == "selftest":
+        sys.exit(1 if selftest(a.data) else 0)
     else:
         losses = train_reference(
             a.init, a.data, a.steps, a.batch, a.heads, a.lr, a.min_lr,
