@@ -15,7 +15,8 @@ gelu, cross_entropy and AdamW), not from ein's code. Subcommands:
       Runs `EINC run FILE.ein --fn loss_and_grads` on one batch and compares
       the loss and every gradient with torch's (tolerances: TOLERANCES).
   gpt_torch.py selftest data.bin
-      Checks of splitmix64, the schedule and the batching rule.
+      Checks of splitmix64, the schedule (also against torch's schedulers)
+      and the batching rule.
   gpt_torch.py train init.safetensors data.bin --heads H --steps N ...
       train_reference, printing one loss per line.
 
@@ -346,6 +347,23 @@ def selftest(data_path):
            and abs(lrs[12] - 0.55) < 1e-12 and 0.1 < lrs[19] < 0.11,
            f"lr(0)={lrs[0]}, lr(3)={lrs[3]}, lr(4)={lrs[4]}, "
            f"lr(12)={lrs[12]:.6g}, lr(19)={lrs[19]:.6g}")
+    # The same schedule from torch's own schedulers: LinearLR from
+    # 1/warmup to 1 over the warm-up, then CosineAnnealingLR to min_lr.
+    w = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([w], lr=1.0)
+    sched = torch.optim.lr_scheduler.SequentialLR(opt, [
+        torch.optim.lr_scheduler.LinearLR(opt, 1 / 4, 1.0, total_iters=3),
+        torch.optim.lr_scheduler.CosineAnnealingLR(opt, 16, eta_min=0.1)],
+        milestones=[4])
+    theirs = []
+    for _ in range(20):
+        theirs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    worst = max(abs(x - y) for x, y in zip(lrs, theirs))
+    report("schedule-torch", worst < 1e-12,
+           f"largest difference {worst:.3g} from torch's LinearLR then "
+           f"CosineAnnealingLR over 20 steps")
     # At std 0.02 the logits are near 0: the loss is near ln(vocab).
     with tempfile.TemporaryDirectory() as tmp:
         init = os.path.join(tmp, "init.safetensors")
