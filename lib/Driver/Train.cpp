@@ -430,8 +430,10 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   auto writePlot = [&]() -> ErrorOr<void> {
     if (options.plot.empty())
       return {};
+    std::string name = state.path.substr(state.path.rfind('/') + 1);
     std::string svg = lossPlotSVG(
-        plot, fmt::format("{}: {} steps", options.function, options.steps));
+        plot, fmt::format("{}, '{}': {} steps of {}", name, options.function,
+                          options.steps, options.optimizer));
     auto planned = runtime::planOutputs({options.plot});
     if (!planned)
       return usage(fmt::format("--plot {}", planned.error().message));
