@@ -128,15 +128,20 @@ Checkpoints are safetensors files (parameters, optimizer states, step);
 --resume continues one exactly. The first SIGINT stops after the current
 step and writes the checkpoint; a second quits at once. Exit 2 for bad
 data, checkpoints or options.)",
-       {"--fn", "--data", "--val-data", "--val-fraction", "--eval-every",
-        "--eval-batches", "--params-train", "--steps", "--order", "--seed",
-        "--accumulate", "--optimizer-train", "--lr", "--schedule", "--warmup",
-        "--min-lr", "--beta1", "--beta2", "--eps", "--weight-decay",
-        "--momentum", "--clip", "--init", "--init-rule", "--resume",
-        "--checkpoint", "--checkpoint-every", "--log", "--plot",
-        "--print-every", "--peak-flops", "--no-cache", "--dim", "--target",
-        "--tiles",
-        "--cpu", "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
+       {"--fn",           "--data",         "--val-data",
+        "--val-fraction", "--eval-every",   "--eval-batches",
+        "--params-train", "--steps",        "--order",
+        "--seed",         "--accumulate",   "--optimizer-train",
+        "--lr",           "--schedule",     "--warmup",
+        "--min-lr",       "--beta1",        "--beta2",
+        "--eps",          "--weight-decay", "--momentum",
+        "--clip",         "--init",         "--init-rule",
+        "--resume",       "--checkpoint",   "--checkpoint-every",
+        "--log",          "--plot",         "--print-every",
+        "--peak-flops",   "--no-cache",     "--dim",
+        "--target",       "--tiles",        "--cpu",
+        "--cpu-features", "--no-fusion",    "-Werror",
+        "-Wno-NAME"}},
       {"calibrate",
        "calibrate [--cpu NAME] [--cpu-features LIST]",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
@@ -285,10 +290,12 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  (appended to when resuming))"},
     {"--plot", R"(--plot FILE.svg  the loss curves (train and validation) as
                  an SVG picture)"},
-    {"--no-cache", R"(--no-cache       compile without the disk cache of compiled code
+    {"--no-cache",
+     R"(--no-cache       compile without the disk cache of compiled code
                  ($EIN_CACHE_DIR, else ~/.cache/ein; EIN_CACHE_DIR=off
                  turns it off too), which a second start loads from)"},
-    {"--print-every", R"(--print-every N  a progress line every N steps (default 1;
+    {"--print-every",
+     R"(--print-every N  a progress line every N steps (default 1;
                  0: none))"},
     {"--expand", R"(--expand         the ops of each call, indented under it)"},
     {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops or llvm)"},
@@ -473,8 +480,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   // EIN_CPU and EIN_CPU_FEATURES are the defaults of --cpu and
   // --cpu-features (a whole test suite or build can target one CPU).
   bool compiles = args.command == "run" || args.command == "train" ||
-                  args.command == "build" ||
-                  args.command == "emit" || args.command == "calibrate";
+                  args.command == "build" || args.command == "emit" ||
+                  args.command == "calibrate";
   for (auto [variable, field] :
        {std::pair{"EIN_CPU", &args.cpu.target.name},
         std::pair{"EIN_CPU_FEATURES", &args.cpu.target.features}})
@@ -572,8 +579,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.perfJitdump = true;
     } else if (a == "--no-fusion" &&
                (args.command == "run" || args.command == "train" ||
-                args.command == "build" ||
-                args.command == "emit" || args.command == "report")) {
+                args.command == "build" || args.command == "emit" ||
+                args.command == "report")) {
       args.cpu.fusion = false;
     } else if (a == "--size-generic" && args.command == "run") {
       args.sizeGeneric = true;
@@ -605,8 +612,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.bandwidth = *d;
     } else if (isFlag("--tiles") &&
                (args.command == "run" || args.command == "train" ||
-                args.command == "build" ||
-                args.command == "emit")) {
+                args.command == "build" || args.command == "emit")) {
       auto v = value("--tiles");
       if (!v)
         return usage("--tiles needs KEY=INT[,KEY=INT]...");
@@ -614,8 +620,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
         return usage(tiles.error().message);
     } else if ((isFlag("--cpu") || isFlag("--cpu-features")) &&
                (args.command == "run" || args.command == "train" ||
-                args.command == "build" ||
-                args.command == "emit" || args.command == "calibrate")) {
+                args.command == "build" || args.command == "emit" ||
+                args.command == "calibrate")) {
       bool name = isFlag("--cpu");
       auto v = value(name ? "--cpu" : "--cpu-features");
       if (!v || v->empty())
@@ -626,8 +632,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
         return usage(resolved.error().message);
     } else if (isFlag("--target") &&
                (args.command == "run" || args.command == "train" ||
-                args.command == "build" ||
-                args.command == "report")) {
+                args.command == "build" || args.command == "report")) {
       auto v = value("--target");
       auto target = lookupTarget(v ? *v : "", useOf(args.command));
       if (!target)

@@ -108,8 +108,8 @@ double learningRate(const TrainRunOptions &options, int64_t step) {
       return options.lr * double(step + 1) / double(options.warmup);
     int64_t span = std::max<int64_t>(options.steps - options.warmup, 1);
     double progress = double(step - options.warmup) / double(span);
-    return options.minLr + (options.lr - options.minLr) *
-                               (1 + std::cos(M_PI * progress)) / 2;
+    return options.minLr +
+           (options.lr - options.minLr) * (1 + std::cos(M_PI * progress)) / 2;
   }
   }
   return options.lr;
@@ -202,14 +202,14 @@ std::optional<double> parseReal(const std::string &text) {
 
 const std::vector<std::string> &trainFlags() {
   static const std::vector<std::string> flags = {
-      "--data",        "--val-data",    "--val-fraction",     "--params",
-      "--steps",       "--accumulate",  "--order",            "--seed",
-      "--optimizer",   "--lr",          "--min-lr",           "--beta1",
-      "--beta2",       "--eps",         "--weight-decay",     "--momentum",
-      "--schedule",    "--warmup",      "--clip",             "--init",
-      "--init-rule",   "--resume",      "--checkpoint",       "--checkpoint-every",
-      "--eval-every",  "--eval-batches", "--log",             "--plot",
-      "--print-every", "--peak-flops", "--no-cache"};
+      "--data",        "--val-data",     "--val-fraction", "--params",
+      "--steps",       "--accumulate",   "--order",        "--seed",
+      "--optimizer",   "--lr",           "--min-lr",       "--beta1",
+      "--beta2",       "--eps",          "--weight-decay", "--momentum",
+      "--schedule",    "--warmup",       "--clip",         "--init",
+      "--init-rule",   "--resume",       "--checkpoint",   "--checkpoint-every",
+      "--eval-every",  "--eval-batches", "--log",          "--plot",
+      "--print-every", "--peak-flops",   "--no-cache"};
   return flags;
 }
 
@@ -237,8 +237,8 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
   auto count = [&](int64_t &field, int64_t least) -> ErrorOr<void> {
     auto n = parseCount(v, least);
     if (!n)
-      return usage(fmt::format("{} expects an integer >= {}, got '{}'", flag,
-                               least, v));
+      return usage(
+          fmt::format("{} expects an integer >= {}, got '{}'", flag, least, v));
     field = *n;
     return {};
   };
@@ -384,7 +384,8 @@ ErrorOr<void> checkTrainOptions(const TrainRunOptions &options) {
   if (options.schedule == LRSchedule::Constant &&
       (options.warmup > 0 || options.minLr > 0))
     return usage("--warmup and --min-lr belong to --schedule cosine");
-  for (const std::string &path : {options.checkpoint, options.log, options.plot})
+  for (const std::string &path :
+       {options.checkpoint, options.log, options.plot})
     if (!path.empty() && (path == options.resume || path == options.init) &&
         path != options.checkpoint)
       return usage(fmt::format("{} is both read and written", path));
@@ -411,8 +412,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   if (!options.log.empty()) {
     log.emplace(options.log, state.step > 0 ? std::ios::app : std::ios::trunc);
     if (!*log)
-      return usage(fmt::format("--log {}: cannot open it for writing",
-                               options.log));
+      return usage(
+          fmt::format("--log {}: cannot open it for writing", options.log));
   }
   double peakFlops = options.peakFlops;
   if (peakFlops <= 0 && options.target == "cpu")
@@ -437,8 +438,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     auto planned = runtime::planOutputs({options.plot});
     if (!planned)
       return usage(fmt::format("--plot {}", planned.error().message));
-    auto written = runtime::writeOutputs(
-        *planned, [&](size_t, int fd) -> ErrorOr<void> {
+    auto written =
+        runtime::writeOutputs(*planned, [&](size_t, int fd) -> ErrorOr<void> {
           return runtime::writeAll(
               fd, reinterpret_cast<const uint8_t *>(svg.data()), svg.size());
         });
@@ -485,9 +486,9 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     // temporaries at their peak (the CPU's allocator; the CUDA targets'
     // are in their own process).
     bool cpu = options.target == "cpu";
-    double measured =
-        cpu ? double(state.heldBytes() + int64_t(allocator.stats().peakLiveBytes))
-            : -1;
+    double measured = cpu ? double(state.heldBytes() +
+                                   int64_t(allocator.stats().peakLiveBytes))
+                          : -1;
     if (options.printEvery > 0 &&
         ((step + 1) % options.printEvery == 0 || step + 1 == options.steps))
       out << fmt::format(
@@ -511,7 +512,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                   jsonNumber(result->gradNorm),
                   result->clipped ? "true" : "false", jsonNumber(seconds),
                   state.tokenUnit(), jsonNumber(tokensPerSecond),
-                  jsonNumber(mfu), measured >= 0 ? jsonNumber(measured) : "null",
+                  jsonNumber(mfu),
+                  measured >= 0 ? jsonNumber(measured) : "null",
                   jsonNumber(state.reportPeakBytes()), state.spareBytes(), rss)
            << std::flush;
     out.flush();

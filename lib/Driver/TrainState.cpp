@@ -71,7 +71,8 @@ bool globMatch(const char *pattern, const char *name) {
   if (!*pattern)
     return !*name;
   if (*pattern == '*')
-    return globMatch(pattern + 1, name) || (*name && globMatch(pattern, name + 1));
+    return globMatch(pattern + 1, name) ||
+           (*name && globMatch(pattern, name + 1));
   return *name && (*pattern == '?' || *pattern == *name) &&
          globMatch(pattern + 1, name + 1);
 }
@@ -300,7 +301,8 @@ prepareTraining(const SourceFile &file, const Module &module,
   auto notAParam = [&](const std::string &flag, const std::string &name) {
     return usage(fmt::format("{} {}: '{}' has no parameter '{}' (its "
                              "parameters: {})",
-                             flag, name, fn.name, name, fmt::join(names, ", ")));
+                             flag, name, fn.name, name,
+                             fmt::join(names, ", ")));
   };
   std::vector<int> role(names.size(), 0); // 1 data, 2 trained
   for (const TrainData &d : options.data) {
@@ -343,8 +345,8 @@ prepareTraining(const SourceFile &file, const Module &module,
     if (!i)
       return notAParam("--params", name);
     if (role[*i] == 1)
-      return usage(fmt::format("--params {}: '{}' is data (--data)", name,
-                               name));
+      return usage(
+          fmt::format("--params {}: '{}' is data (--data)", name, name));
     if (role[*i] == 2)
       return usage(fmt::format("--params {}: given twice", name));
     DType dtype = fn.values[fn.params[*i]].type.dtype;
@@ -374,8 +376,8 @@ prepareTraining(const SourceFile &file, const Module &module,
                                "--dim NAME=SIZE");
     if (!shape)
       return shape.error();
-    if (dtypeInfo(type.dtype).kind != DTypeKind::Int && type.dtype != DType::F32 &&
-        type.dtype != DType::F64)
+    if (dtypeInfo(type.dtype).kind != DTypeKind::Int &&
+        type.dtype != DType::F32 && type.dtype != DType::F64)
       return usage(fmt::format("--data {}: a {} parameter cannot be read from "
                                "data (integers, f32 and f64 can)",
                                d.param, dtypeName(type.dtype)));
@@ -388,8 +390,8 @@ prepareTraining(const SourceFile &file, const Module &module,
     input.dataset = std::make_shared<runtime::Dataset>(std::move(*dataset));
     auto batch = HostTensor::create(runtime::toStorage(type.dtype), *shape);
     if (!batch)
-      return usage(fmt::format("--data {}: {}", d.param,
-                               batch.error().message));
+      return usage(
+          fmt::format("--data {}: {}", d.param, batch.error().message));
     input.batch = std::move(*batch);
     int64_t n = input.dataset->shape()[0];
     input.begin = 0;
@@ -410,15 +412,16 @@ prepareTraining(const SourceFile &file, const Module &module,
         input.valBegin = 0;
         input.valEnd = input.valDataset->shape()[0];
       }
-    auto count = input.dataset->sampleCount(input.batch, input.begin, input.end);
+    auto count =
+        input.dataset->sampleCount(input.batch, input.begin, input.end);
     if (!count)
       return count.error();
     if (input.valDataset) {
-      auto valCount = input.valDataset->sampleCount(
-          input.batch, input.valBegin, input.valEnd);
+      auto valCount = input.valDataset->sampleCount(input.batch, input.valBegin,
+                                                    input.valEnd);
       if (!valCount)
-        return usage(fmt::format("the validation split: {}",
-                                 valCount.error().message));
+        return usage(
+            fmt::format("the validation split: {}", valCount.error().message));
     }
     shapes[i] = *shape;
     s.data.push_back(std::move(input));
@@ -440,8 +443,8 @@ prepareTraining(const SourceFile &file, const Module &module,
     int64_t rows = first.batch.shape.empty() ? 1 : first.batch.shape[0];
     if (first.dataset->isStream()) {
       int64_t window = first.batch.rank() >= 2 ? first.batch.shape[1] : 1;
-      s.stepTokens = rows * std::max<int64_t>(window - 1, 1) *
-                     options.accumulate;
+      s.stepTokens =
+          rows * std::max<int64_t>(window - 1, 1) * options.accumulate;
       s.tokenUnitName = "tokens";
     } else {
       s.stepTokens = rows * options.accumulate;
@@ -526,11 +529,12 @@ prepareTraining(const SourceFile &file, const Module &module,
         return shape.error();
       auto value = HostTensor::create(type, *shape);
       if (!value)
-        return usage(fmt::format("parameter '{}': {}", p.name,
-                                 value.error().message));
+        return usage(
+            fmt::format("parameter '{}': {}", p.name, value.error().message));
       p.value = std::move(*value);
-      InitRule chosen{"", p.value.rank() >= 2 ? InitRule::Kind::Normal
-                                              : InitRule::Kind::Zeros,
+      InitRule chosen{"",
+                      p.value.rank() >= 2 ? InitRule::Kind::Normal
+                                          : InitRule::Kind::Zeros,
                       0.02};
       for (const InitRule &r : options.initRules)
         if (globMatch(r.pattern.c_str(), p.name.c_str())) {
@@ -545,14 +549,14 @@ prepareTraining(const SourceFile &file, const Module &module,
       if (resuming) {
         const runtime::SafeTensorsEntry *entry = source->find(name);
         if (!entry || entry->type != type || entry->shape != p.value.shape)
-          return usage(fmt::format(
-              "{}: {} tensor '{}' ({} {} wanted)", sourceFlag,
-              entry ? "a mismatched" : "no", name, runtime::storageName(type),
-              shapeText(p.value.shape)));
+          return usage(fmt::format("{}: {} tensor '{}' ({} {} wanted)",
+                                   sourceFlag, entry ? "a mismatched" : "no",
+                                   name, runtime::storageName(type),
+                                   shapeText(p.value.shape)));
         auto value = source->tensor(name, type);
         if (!value)
-          return usage(fmt::format("{}: {}", sourceFlag,
-                                   value.error().message));
+          return usage(
+              fmt::format("{}: {}", sourceFlag, value.error().message));
         p.states.push_back(value->isCOrder() ? std::move(*value)
                                              : value->toCOrder());
       } else {
@@ -616,8 +620,7 @@ prepareTraining(const SourceFile &file, const Module &module,
       appendGradient(gradFn, gradFn.returns[0], wrt, gradFn.loc);
   if (grads.error) {
     SourceLoc at = grads.error->loc;
-    return Error::at(ErrorKind::Program, gradModule.pathOf(at), at.line,
-                     at.col,
+    return Error::at(ErrorKind::Program, gradModule.pathOf(at), at.line, at.col,
                      fmt::format("cannot differentiate '{}': {}", fn.name,
                                  grads.error->message));
   }
@@ -639,8 +642,8 @@ prepareTraining(const SourceFile &file, const Module &module,
   for (size_t i = 1; i < gradModule.files.size(); ++i)
     key += "import " + gradModule.files[i] + "\n" +
            readFileText(gradModule.files[i]) + "\n";
-  auto gradient = s.engine.compile(**target, key, gradModule,
-                                   options.function, targetOptions);
+  auto gradient = s.engine.compile(**target, key, gradModule, options.function,
+                                   targetOptions);
   if (!gradient)
     return gradient.error();
   s.gradient = *gradient;
@@ -656,9 +659,9 @@ prepareTraining(const SourceFile &file, const Module &module,
   TrainFigures figures =
       trainFigures(gradModule.functions.front(), reportOptions, account);
   if (figures.forwardBackwardFlops && figures.optimizerFlops)
-    s.stepFlops = toDouble(*figures.forwardBackwardFlops) *
-                      double(options.accumulate) +
-                  toDouble(*figures.optimizerFlops);
+    s.stepFlops =
+        toDouble(*figures.forwardBackwardFlops) * double(options.accumulate) +
+        toDouble(*figures.optimizerFlops);
   if (figures.peakBytes)
     s.peakBytes = toDouble(*figures.peakBytes);
 
@@ -676,8 +679,8 @@ prepareTraining(const SourceFile &file, const Module &module,
     if (diags.hadError())
       return errorFromDiagnostics(diags);
     CheckOptions none;
-    auto updateChecked = s.engine.check(updateFile, updateModule, none,
-                                        "update");
+    auto updateChecked =
+        s.engine.check(updateFile, updateModule, none, "update");
     if (!updateChecked)
       return updateChecked.error();
     std::vector<std::vector<int64_t>> updateShapes = {p.value.shape,
@@ -686,9 +689,9 @@ prepareTraining(const SourceFile &file, const Module &module,
       updateShapes.push_back(p.value.shape);
     for (size_t k = 0; k < s.hyperNames.size(); ++k)
       updateShapes.push_back({});
-    auto update = s.engine.bind(updateFile, updateModule, none, *updateChecked,
-                                "update", updateShapes, Specialisation::Generic,
-                                *target);
+    auto update =
+        s.engine.bind(updateFile, updateModule, none, *updateChecked, "update",
+                      updateShapes, Specialisation::Generic, *target);
     if (!update)
       return update.error();
     p.update = std::move(*update);
@@ -722,17 +725,14 @@ std::vector<const HostTensor *> TrainingState::lossInputs() const {
   return inputs;
 }
 
-ErrorOr<void> TrainingState::fillBatches(bool validation,
-                                         uint64_t firstBatch) {
+ErrorOr<void> TrainingState::fillBatches(bool validation, uint64_t firstBatch) {
   for (DataInput &d : data) {
     int64_t rows = d.batch.shape.empty() ? 1 : d.batch.shape[0];
-    const runtime::Dataset &dataset =
-        validation ? *d.valDataset : *d.dataset;
-    auto filled = dataset.fill(
-        d.batch, validation ? d.valBegin : d.begin,
-        validation ? d.valEnd : d.end, options.order,
-        validation ? options.seed + 1 : options.seed,
-        firstBatch * uint64_t(rows));
+    const runtime::Dataset &dataset = validation ? *d.valDataset : *d.dataset;
+    auto filled = dataset.fill(d.batch, validation ? d.valBegin : d.begin,
+                               validation ? d.valEnd : d.end, options.order,
+                               validation ? options.seed + 1 : options.seed,
+                               firstBatch * uint64_t(rows));
     if (!filled)
       return filled.error();
   }
@@ -760,8 +760,7 @@ TrainingState::callLoss(const std::shared_ptr<Callable> &callable,
                     inputs[i]->shape.data(), strides[i].data(),
                     inputs[i]->shape.size()});
   return engine.explainIndexError(lossCall, function, args,
-                                  std::max<int64_t>(status, 0),
-                                  called.error());
+                                  std::max<int64_t>(status, 0), called.error());
 }
 
 ErrorOr<StepResult> TrainingState::trainStep() {
@@ -827,8 +826,7 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     for (HostTensor &t : spare)
       outputs.push_back(&t);
     Bindings dims = p.update.dims;
-    if (auto called = p.update.callable->call(inputs, outputs, dims);
-        !called)
+    if (auto called = p.update.callable->call(inputs, outputs, dims); !called)
       return called.error();
     std::swap(p.value, spare[0]);
     for (size_t k = 0; k < p.states.size(); ++k)
@@ -863,16 +861,14 @@ ErrorOr<void> TrainingState::writeCheckpoint(const std::string &path) const {
       tensors.push_back({stateTensorNames[k++], &st});
   }
   std::vector<std::pair<std::string, std::string>> metadata = {
-      {"format", kCheckpointFormat},
-      {"function", function},
-      {"optimizer", options.optimizer},
-      {"step", std::to_string(step)},
+      {"format", kCheckpointFormat},          {"function", function},
+      {"optimizer", options.optimizer},       {"step", std::to_string(step)},
       {"seed", std::to_string(options.seed)},
   };
   if (auto written = runtime::writeSafeTensors(path, tensors, metadata);
       !written)
-    return usage(fmt::format("--checkpoint {}: {}", path,
-                             written.error().message));
+    return usage(
+        fmt::format("--checkpoint {}: {}", path, written.error().message));
   return {};
 }
 
@@ -881,8 +877,8 @@ int64_t TrainingState::heldBytes() const {
   for (const DataInput &d : data)
     bytes += int64_t(d.batch.byteSize());
   for (const TrainedParam &p : trained) {
-    bytes += int64_t(p.value.byteSize() + p.grad.byteSize() +
-                     p.micro.byteSize());
+    bytes +=
+        int64_t(p.value.byteSize() + p.grad.byteSize() + p.micro.byteSize());
     for (const HostTensor &st : p.states)
       bytes += int64_t(st.byteSize());
   }

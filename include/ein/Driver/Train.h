@@ -45,34 +45,34 @@ struct InitRule {
 };
 
 struct TrainRunOptions {
-  std::string function;             // --fn: the loss (its first result)
-  std::vector<std::string> params;  // --params (empty: every float parameter
-                                    // that is not data)
-  std::vector<TrainData> data;      // --data PARAM=FILE[:TYPE]
-  std::vector<TrainData> valData;   // --val-data PARAM=FILE[:TYPE]
-  double valFraction = 0;           // --val-fraction: the held-out tail
-  int64_t steps = 0;                // --steps (required)
-  int64_t accumulate = 1;           // --accumulate: micro-batches per step
+  std::string function;            // --fn: the loss (its first result)
+  std::vector<std::string> params; // --params (empty: every float parameter
+                                   // that is not data)
+  std::vector<TrainData> data;     // --data PARAM=FILE[:TYPE]
+  std::vector<TrainData> valData;  // --val-data PARAM=FILE[:TYPE]
+  double valFraction = 0;          // --val-fraction: the held-out tail
+  int64_t steps = 0;               // --steps (required)
+  int64_t accumulate = 1;          // --accumulate: micro-batches per step
   runtime::SampleOrder order = runtime::SampleOrder::Random; // --order
-  uint64_t seed = 0;                // --seed: batches and initialisation
-  std::string optimizer = "adamw";  // --optimizer: sgd, momentum, adam, adamw
-  double lr = 1e-3, minLr = 0;      // --lr, --min-lr
+  uint64_t seed = 0;               // --seed: batches and initialisation
+  std::string optimizer = "adamw"; // --optimizer: sgd, momentum, adam, adamw
+  double lr = 1e-3, minLr = 0;     // --lr, --min-lr
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
-  double momentum = 0.9;            // --momentum (momentum's mu)
+  double momentum = 0.9; // --momentum (momentum's mu)
   LRSchedule schedule = LRSchedule::Constant;
-  int64_t warmup = 0;               // --warmup steps
-  double clip = 0;                  // --clip: global-norm bound; 0 = none
-  std::string init;                 // --init FILE.safetensors
-  std::vector<InitRule> initRules;  // --init-rule PATTERN=RULE
-  std::string resume;               // --resume CHECKPOINT.safetensors
-  std::string checkpoint;           // --checkpoint FILE.safetensors
-  int64_t checkpointEvery = 0;      // --checkpoint-every N
-  int64_t evalEvery = 0;            // --eval-every N
-  int64_t evalBatches = 1;          // --eval-batches N
-  std::string log;                  // --log FILE.jsonl
-  std::string plot;                 // --plot FILE.svg
-  int64_t printEvery = 1;           // --print-every N (0: no progress lines)
-  double peakFlops = 0;             // --peak-flops (else einc calibrate's)
+  int64_t warmup = 0;              // --warmup steps
+  double clip = 0;                 // --clip: global-norm bound; 0 = none
+  std::string init;                // --init FILE.safetensors
+  std::vector<InitRule> initRules; // --init-rule PATTERN=RULE
+  std::string resume;              // --resume CHECKPOINT.safetensors
+  std::string checkpoint;          // --checkpoint FILE.safetensors
+  int64_t checkpointEvery = 0;     // --checkpoint-every N
+  int64_t evalEvery = 0;           // --eval-every N
+  int64_t evalBatches = 1;         // --eval-batches N
+  std::string log;                 // --log FILE.jsonl
+  std::string plot;                // --plot FILE.svg
+  int64_t printEvery = 1;          // --print-every N (0: no progress lines)
+  double peakFlops = 0;            // --peak-flops (else einc calibrate's)
   /// The disk cache of compiled code (ObjectCache.h), as the C++ API uses
   /// it: a second start loads instead of compiling. --no-cache turns it off.
   bool diskCache = true;
