@@ -15,6 +15,15 @@
 
 namespace ein {
 
+/// The checkpoint format's tag (its metadata's "format").
+inline constexpr const char *kCheckpointFormat = "ein-train-1";
+/// The tensor of optimizer state `state` of parameter `param` in a
+/// checkpoint: "optimizer.exp_avg.w1".
+inline std::string stateTensorName(const std::string &state,
+                                   const std::string &param) {
+  return "optimizer." + state + "." + param;
+}
+
 /// What one step did.
 struct StepResult {
   double loss = 0;     // the mean of the micro-batches' losses
