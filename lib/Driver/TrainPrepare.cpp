@@ -277,12 +277,12 @@ prepareTraining(const SourceFile &file, const Module &module,
     if (role[*i] == 2)
       return usage(fmt::format("--params {}: given twice", name));
     DType dtype = fn.values[fn.params[*i]].type.dtype;
-    if (dtype != DType::F32 && dtype != DType::F64)
+    if (dtype != DType::F32 && dtype != DType::F64 && dtype != DType::BF16 &&
+        dtype != DType::F16)
       return usage(fmt::format(
-          "parameter '{}' is {}: einc train trains f32 and f64 parameters "
-          "(ein.optim's); f32 master weights under {} compute are not built "
-          "yet",
-          name, dtypeName(dtype), dtypeName(dtype)));
+          "parameter '{}' is {}: einc train trains f32 and f64 parameters, "
+          "and bf16 and f16 ones over f32 master weights",
+          name, dtypeName(dtype)));
     role[*i] = 2;
   }
   for (size_t i = 0; i < names.size(); ++i)
@@ -430,7 +430,13 @@ prepareTraining(const SourceFile &file, const Module &module,
     TrainedParam p;
     p.param = i;
     p.name = names[i];
-    StorageType type = runtime::toStorage(fn.values[fn.params[i]].type.dtype);
+    // A bf16 or f16 parameter is computed in its dtype from an f32 master
+    // copy, which the optimizer updates and the checkpoint holds.
+    StorageType modelType =
+        runtime::toStorage(fn.values[fn.params[i]].type.dtype);
+    bool master =
+        modelType == StorageType::BF16 || modelType == StorageType::F16;
+    StorageType type = master ? StorageType::F32 : modelType;
     known.insert(p.name);
     if (source) {
       const runtime::SafeTensorsEntry *entry = source->find(p.name);
@@ -497,8 +503,10 @@ prepareTraining(const SourceFile &file, const Module &module,
     if (!grad)
       return usage(grad.error().message);
     p.grad = std::move(*grad);
-    if (options.accumulate > 1)
-      p.micro = *HostTensor::create(type, p.value.shape);
+    if (options.accumulate > 1 || master)
+      p.micro = *HostTensor::create(modelType, p.value.shape);
+    if (master)
+      p.model = *HostTensor::create(modelType, p.value.shape);
     shapes[i] = p.value.shape;
     s.trained.push_back(std::move(p));
   }

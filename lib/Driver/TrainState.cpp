@@ -2,6 +2,7 @@
 // accumulation, clipping, the update; evaluation, checkpoints, figures.
 #include "TrainState.h"
 
+#include "ein/Runtime/FloatConvert.h"
 #include "ein/Runtime/SafeTensors.h"
 
 #include <fmt/format.h>
@@ -16,6 +17,45 @@ using runtime::HostTensor;
 using runtime::StorageType;
 
 Error usage(std::string message) { return Error::usage(std::move(message)); }
+
+void addInto(HostTensor &sum, const HostTensor &part);
+
+/// The element i of a float tensor of any storage type, widened.
+double elementAt(const HostTensor &t, int64_t i) {
+  switch (t.type) {
+  case StorageType::F64:
+    return t.dataAs<double>()[i];
+  case StorageType::F32:
+    return t.dataAs<float>()[i];
+  case StorageType::BF16:
+    return runtime::bf16BitsToFloat(t.dataAs<uint16_t>()[i]);
+  case StorageType::F16:
+    return runtime::f16BitsToFloat(t.dataAs<uint16_t>()[i]);
+  case StorageType::F8E4M3:
+  case StorageType::F8E5M2:
+  case StorageType::I64:
+  case StorageType::I32:
+  case StorageType::Bool:
+    break;
+  }
+  return 0; // gradients are never of these types (prepareTraining)
+}
+
+/// `sum` (f32 or f64) = part, or sum += part when `add`; `part` is of the
+/// same type or (master weights) bf16/f16.
+void accumulateInto(HostTensor &sum, const HostTensor &part, bool add) {
+  if (part.type == sum.type) {
+    if (add)
+      addInto(sum, part);
+    else
+      sum.data = part.data;
+    return;
+  }
+  float *s = sum.dataAs<float>();
+  int64_t n = sum.numElements();
+  for (int64_t i = 0; i < n; ++i)
+    s[i] = (add ? s[i] : 0.0f) + static_cast<float>(elementAt(part, i));
+}
 
 void addInto(HostTensor &sum, const HostTensor &part) {
   int64_t n = sum.numElements();
@@ -84,7 +124,7 @@ std::vector<const HostTensor *> TrainingState::lossInputs() const {
   for (const DataInput &d : data)
     inputs[d.param] = &d.batch;
   for (const TrainedParam &p : trained)
-    inputs[p.param] = &p.value;
+    inputs[p.param] = p.model.data.empty() ? &p.value : &p.model;
   return inputs;
 }
 
@@ -131,18 +171,24 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   result.lr = learningRate(options, step);
   int64_t micro = options.accumulate;
   double lossSum = 0;
+  refreshModelCopies();
   for (int64_t k = 0; k < micro; ++k) {
     if (auto filled = fillBatches(false, uint64_t(step * micro + k)); !filled)
       return filled.error();
     std::vector<HostTensor *> outputs = {&lossValue};
+    // The first micro-batch writes the gradient itself, unless it comes
+    // in the model's narrower dtype; later ones are added to it.
+    auto direct = [&](const TrainedParam &p) {
+      return k == 0 && p.model.data.empty();
+    };
     for (TrainedParam &p : trained)
-      outputs.push_back(k == 0 ? &p.grad : &p.micro);
+      outputs.push_back(direct(p) ? &p.grad : &p.micro);
     if (auto called = callLoss(gradient, outputs); !called)
       return called.error();
     lossSum += scalarOf(lossValue);
-    if (k > 0)
-      for (TrainedParam &p : trained)
-        addInto(p.grad, p.micro);
+    for (TrainedParam &p : trained)
+      if (!direct(p))
+        accumulateInto(p.grad, p.micro, /*add=*/k > 0);
   }
   result.loss = lossSum / double(micro);
   // The mean of the micro-batches' gradients: that of the whole batch.
@@ -199,7 +245,21 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   return result;
 }
 
+void TrainingState::refreshModelCopies() {
+  for (TrainedParam &p : trained) {
+    if (p.model.data.empty())
+      continue;
+    const float *master = p.value.dataAs<float>();
+    uint16_t *model = p.model.dataAs<uint16_t>();
+    bool bf16 = p.model.type == StorageType::BF16;
+    for (int64_t i = 0, n = p.value.numElements(); i < n; ++i)
+      model[i] = bf16 ? runtime::floatToBF16Bits(master[i])
+                      : runtime::floatToF16Bits(master[i]);
+  }
+}
+
 ErrorOr<double> TrainingState::evaluate() {
+  refreshModelCopies();
   double sum = 0;
   for (int64_t e = 0; e < options.evalBatches; ++e) {
     if (auto filled = fillBatches(true, uint64_t(e)); !filled)
@@ -241,7 +301,8 @@ int64_t TrainingState::heldBytes() const {
     bytes += int64_t(d.batch.byteSize());
   for (const TrainedParam &p : trained) {
     bytes +=
-        int64_t(p.value.byteSize() + p.grad.byteSize() + p.micro.byteSize());
+        int64_t(p.value.byteSize() + p.grad.byteSize() + p.micro.byteSize() +
+                     p.model.byteSize());
     for (const HostTensor &st : p.states)
       bytes += int64_t(st.byteSize());
   }

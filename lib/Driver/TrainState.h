@@ -49,8 +49,12 @@ struct TrainedParam {
   size_t param = 0; // index among the loss's parameters
   std::string name;
   runtime::HostTensor value, grad;
-  /// A micro-batch's gradient, added into `grad` (with --accumulate > 1).
+  /// A micro-batch's gradient in the model's dtype, added into `grad`
+  /// (with --accumulate > 1, or master weights).
   runtime::HostTensor micro;
+  /// For a bf16 or f16 parameter: the model's copy of the f32 master
+  /// `value`, rounded to nearest even before each call (empty otherwise).
+  runtime::HostTensor model;
   std::vector<runtime::HostTensor> states; // the optimizer's, in its order
   BoundCall update;                        // the optimizer, bound to its shape
 };
@@ -110,6 +114,8 @@ public:
   std::string initFrom;
 
 private:
+  /// Rounds each master weight into its model copy.
+  void refreshModelCopies();
   ErrorOr<void> fillBatches(bool validation, uint64_t firstSample);
   ErrorOr<void> callLoss(const std::shared_ptr<Callable> &callable,
                          const std::vector<runtime::HostTensor *> &outputs);

@@ -210,6 +210,52 @@ for opt in ["sgd", "momentum", "adam"]:
                               optimizer=opt)
     compare(f"optimizer-{opt}", e_loss, e_par, r_loss, r_par, 1e-4)
 
+# 4b. bf16 compute over f32 master weights: the model's weights are bf16,
+# the optimizer updates f32 masters (the checkpoint holds them), as torch's
+# f32 parameters cast to bf16 in the forward. Within bf16's noise (2e-2
+# relative; the two round alike and measure ~1e-7 apart).
+MLP16 = os.path.join(OUT, "mlp16.ein")
+with open(MLP16, "w") as f:
+    f.write('''dim D = 8
+dim H = 16
+dim K = 3
+
+def loss(x: f32["B D"], y: f32["B K"], w1: bf16["D H"], w2: bf16["H K"]) -> f32[""]:
+    h = relu(einsum(astype(x, bf16), w1, "b d, d h -> b h"))
+    out = astype(einsum(h, w2, "b h, h k -> b k"), f32)
+    return reduce((out - y) ** 2, "b k ->", "mean")
+''')
+einc(MLP16, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+     f"y={OUT}/y.npy", "--dim", "B=16", "--init", f"{OUT}/init.safetensors",
+     "--steps", "40", "--lr", "0.01", "--seed", "7", "--accumulate", "2",
+     "--log", f"{OUT}/bf16.jsonl", "--checkpoint", f"{OUT}/bf16.safetensors",
+     "--print-every", "0")
+p16 = {k: torch.tensor(v, requires_grad=True) for k, v in INIT.items()}
+opt16 = torch.optim.AdamW([p16["w1"], p16["w2"]], lr=0.01, eps=1e-8,
+                          weight_decay=0.01)
+ref16 = []
+for t in range(40):
+    opt16.zero_grad()
+    total = 0.0
+    for k in range(2):
+        idx = rows_for(7, (t * 2 + k) * 16, 16, len(X))
+        h = torch.relu(torch.tensor(X[idx]).to(torch.bfloat16) @
+                       p16["w1"].to(torch.bfloat16))
+        out = (h @ p16["w2"].to(torch.bfloat16)).float()
+        loss16 = ((out - torch.tensor(Y[idx])) ** 2).mean()
+        (loss16 / 2).backward()
+        total += loss16.item()
+    opt16.step()
+    ref16.append(total / 2)
+got16 = [e["loss"] for e in losses_of(f"{OUT}/bf16.jsonl")]
+masters = load_file(f"{OUT}/bf16.safetensors")
+report("bf16-master-weights",
+       np.allclose(got16, ref16, rtol=2e-2, atol=0) and
+       masters["w1"].dtype == np.float32 and
+       np.allclose(masters["w1"], p16["w1"].detach().numpy(), rtol=2e-2,
+                   atol=1e-3),
+       f"{got16[:3]} vs {ref16[:3]}, masters {masters['w1'].dtype}")
+
 # 5. Resume: 20 steps in one run, or 8 then 12 from the checkpoint, give the
 # same losses and the same final state, bit for bit.
 full_loss, full_par = run_mlp("full", 16, ["--steps", "20", "--lr", "0.01"])
