@@ -74,7 +74,9 @@ source with the host C++ compiler and runs it on the CPU.)",
       [--seed N] [--accumulate N] [--optimizer sgd|momentum|adam|adamw]
       [--lr LR] [--schedule constant|cosine] [--warmup N] [--min-lr LR]
       [--beta1 B] [--beta2 B] [--eps E] [--weight-decay W] [--momentum M]
-      [--clip NORM] [--init FILE.safetensors | --resume CHECKPOINT]
+      [--clip NORM] [--loss-scale none|dynamic[:INIT]|S]
+      [--loss-scale-growth-interval N]
+      [--init FILE.safetensors | --resume CHECKPOINT]
       [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
       [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
       [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
@@ -92,19 +94,47 @@ Checkpoints are safetensors files (parameters, optimizer states, step);
 --resume continues one exactly. The first SIGINT stops after the current
 step and writes the checkpoint; a second quits at once. Exit 2 for bad
 data, checkpoints or options.)",
-       {"--fn",           "--data",         "--val-data",
-        "--val-fraction", "--eval-every",   "--eval-batches",
-        "--params-train", "--steps",        "--order",
-        "--seed",         "--accumulate",   "--optimizer-train",
-        "--lr",           "--schedule",     "--warmup",
-        "--min-lr",       "--beta1",        "--beta2",
-        "--eps",          "--weight-decay", "--momentum",
-        "--clip",         "--init",         "--init-rule",
-        "--resume",       "--checkpoint",   "--checkpoint-every",
-        "--log",          "--plot",         "--print-every",
-        "--peak-flops",   "--no-cache",     "--dim",
-        "--target",       "--tiles",        "--cpu",
-        "--cpu-features", "--no-fusion",    "-Werror",
+       {"--fn",
+        "--data",
+        "--val-data",
+        "--val-fraction",
+        "--eval-every",
+        "--eval-batches",
+        "--params-train",
+        "--steps",
+        "--order",
+        "--seed",
+        "--accumulate",
+        "--optimizer-train",
+        "--lr",
+        "--schedule",
+        "--warmup",
+        "--min-lr",
+        "--beta1",
+        "--beta2",
+        "--eps",
+        "--weight-decay",
+        "--momentum",
+        "--clip",
+        "--loss-scale",
+        "--loss-scale-growth-interval",
+        "--init",
+        "--init-rule",
+        "--resume",
+        "--checkpoint",
+        "--checkpoint-every",
+        "--log",
+        "--plot",
+        "--print-every",
+        "--peak-flops",
+        "--no-cache",
+        "--dim",
+        "--target",
+        "--tiles",
+        "--cpu",
+        "--cpu-features",
+        "--no-fusion",
+        "-Werror",
         "-Wno-NAME"}},
       {"calibrate",
        "calibrate [--cpu NAME] [--cpu-features LIST]",
@@ -235,6 +265,14 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--momentum", R"(--momentum M     momentum's mu (default 0.9))"},
     {"--clip", R"(--clip NORM      scale the gradient to a global L2 norm of at
                  most NORM, as torch's clip_grad_norm_)"},
+    {"--loss-scale",
+     R"(--loss-scale S   none, dynamic (the default with f16 parameters:
+                 torch's GradScaler, from 65536 or dynamic:INIT), or a
+                 fixed scale; a step whose gradient is not finite is
+                 skipped)"},
+    {"--loss-scale-growth-interval", R"(--loss-scale-growth-interval N
+                 good steps before a dynamic scale doubles (default
+                 2000))"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*

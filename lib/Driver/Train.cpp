@@ -94,7 +94,7 @@ std::string rateText(double v) {
 /// A JSON number: finite values as themselves, others as null (JSON has no
 /// NaN).
 std::string jsonNumber(double v) {
-  return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null";
+  return std::isfinite(v) ? fmt::format("{}", v) : "null";
 }
 
 } // namespace
@@ -202,14 +202,17 @@ std::optional<double> parseReal(const std::string &text) {
 
 const std::vector<std::string> &trainFlags() {
   static const std::vector<std::string> flags = {
-      "--data",        "--val-data",     "--val-fraction", "--params",
-      "--steps",       "--accumulate",   "--order",        "--seed",
-      "--optimizer",   "--lr",           "--min-lr",       "--beta1",
-      "--beta2",       "--eps",          "--weight-decay", "--momentum",
-      "--schedule",    "--warmup",       "--clip",         "--init",
-      "--init-rule",   "--resume",       "--checkpoint",   "--checkpoint-every",
-      "--eval-every",  "--eval-batches", "--log",          "--plot",
-      "--print-every", "--peak-flops",   "--no-cache"};
+      "--data",       "--val-data",     "--val-fraction",
+      "--params",     "--steps",        "--accumulate",
+      "--order",      "--seed",         "--optimizer",
+      "--lr",         "--min-lr",       "--beta1",
+      "--beta2",      "--eps",          "--weight-decay",
+      "--momentum",   "--schedule",     "--warmup",
+      "--clip",       "--init",         "--init-rule",
+      "--resume",     "--checkpoint",   "--checkpoint-every",
+      "--eval-every", "--eval-batches", "--log",
+      "--plot",       "--print-every",  "--peak-flops",
+      "--no-cache",   "--loss-scale",   "--loss-scale-growth-interval"};
   return flags;
 }
 
@@ -324,6 +327,35 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
     return count(options.warmup, 0);
   if (flag == "--clip")
     return real(options.clip, 0, 1e30, true);
+  if (flag == "--loss-scale") {
+    using Scaling = TrainRunOptions::LossScaling;
+    if (v == "none") {
+      options.lossScaling = Scaling::None;
+      return {};
+    }
+    if (v == "dynamic" || v.rfind("dynamic:", 0) == 0) {
+      options.lossScaling = Scaling::Dynamic;
+      if (v == "dynamic")
+        return {};
+      auto init = parseReal(v.substr(8));
+      if (!init || *init <= 0 || *init > 1e30)
+        return usage(fmt::format("--loss-scale {}: the initial scale must be "
+                                 "a positive number",
+                                 v));
+      options.lossScaleInit = *init;
+      return {};
+    }
+    auto scale = parseReal(v);
+    if (!scale || *scale <= 0 || *scale > 1e30)
+      return usage(fmt::format("--loss-scale expects none, dynamic, "
+                               "dynamic:INIT or a positive number, got '{}'",
+                               v));
+    options.lossScaling = Scaling::Static;
+    options.lossScaleInit = *scale;
+    return {};
+  }
+  if (flag == "--loss-scale-growth-interval")
+    return count(options.lossScaleGrowthInterval, 1);
   if (flag == "--init") {
     options.init = v;
     return {};
@@ -492,12 +524,16 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     if (options.printEvery > 0 &&
         ((step + 1) % options.printEvery == 0 || step + 1 == options.steps))
       out << fmt::format(
-          "step {:>6}/{}  loss {:.6g}  lr {:.3e}  |g| {:.4g}{}  {} "
+          "step {:>6}/{}  loss {:.6g}  lr {:.3e}  |g| {:.4g}{}{}  {} "
           "{}/s  MFU {}  mem {} (report --train: {}; + {} update spares; "
           "RSS {})  {:.3g} s\n",
           step + 1, options.steps, result->loss, result->lr, result->gradNorm,
-          result->clipped ? " (clipped)" : "", rateText(tokensPerSecond),
-          state.tokenUnit(),
+          result->clipped ? " (clipped)" : "",
+          result->lossScale > 0
+              ? fmt::format("  scale {:g}{}", result->lossScale,
+                            result->skipped ? " (not finite: skipped)" : "")
+              : std::string(),
+          rateText(tokensPerSecond), state.tokenUnit(),
           std::isfinite(mfu) ? fmt::format("{:.3f}", mfu) : std::string("-"),
           bytesText(measured), bytesText(state.reportPeakBytes()),
           bytesText(double(state.spareBytes())), bytesText(double(rss)),
@@ -505,19 +541,24 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     if (log)
       *log << fmt::format(
                   "{{\"step\":{},\"loss\":{},\"lr\":{},\"grad_norm\":{},"
-                  "\"clipped\":{},\"seconds\":{},\"{}_per_s\":{},\"mfu\":{},"
+                  "\"clipped\":{},\"loss_scale\":{},\"skipped\":{},"
+                  "\"seconds\":{},\"{}_per_s\":{},\"mfu\":{},"
                   "\"memory_bytes\":{},\"report_peak_bytes\":{},"
                   "\"spare_bytes\":{},\"rss_bytes\":{}}}\n",
                   step + 1, jsonNumber(result->loss), jsonNumber(result->lr),
                   jsonNumber(result->gradNorm),
-                  result->clipped ? "true" : "false", jsonNumber(seconds),
+                  result->clipped ? "true" : "false",
+                  result->lossScale > 0 ? jsonNumber(result->lossScale)
+                                        : "null",
+                  result->skipped ? "true" : "false", jsonNumber(seconds),
                   state.tokenUnit(), jsonNumber(tokensPerSecond),
                   jsonNumber(mfu),
                   measured >= 0 ? jsonNumber(measured) : "null",
                   jsonNumber(state.reportPeakBytes()), state.spareBytes(), rss)
            << std::flush;
     out.flush();
-    if (!std::isfinite(result->loss) || !std::isfinite(result->gradNorm)) {
+    if (!result->skipped &&
+        (!std::isfinite(result->loss) || !std::isfinite(result->gradNorm))) {
       (void)writePlot();
       return Error::program(fmt::format(
           "step {}: the {} is {}; training stopped before the update (the "

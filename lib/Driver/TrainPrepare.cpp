@@ -6,6 +6,7 @@
 #include "ein/Report/Report.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
+#include "ein/Sema/ProgramBuilder.h"
 #include "ein/Support/Process.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
@@ -411,6 +412,17 @@ prepareTraining(const SourceFile &file, const Module &module,
       return usage(fmt::format("--resume {}: its step '{}' is not a count",
                                options.resume, meta["step"]));
     s.step = step;
+    // The optimizer's steps and the loss scale's state go on as saved
+    // (older fields absent: no step was skipped, no scaling).
+    auto count = [&](const char *key, int64_t fallback) {
+      auto it = meta.find(key);
+      return it == meta.end() ? fallback
+                              : std::strtoll(it->second.c_str(), nullptr, 10);
+    };
+    s.updates = count("updates", step);
+    s.growthTracker = count("loss_scale_growth_tracker", 0);
+    if (auto it = meta.find("loss_scale"); it != meta.end())
+      s.lossScale = std::strtod(it->second.c_str(), nullptr);
     s.initFrom = fmt::format("checkpoint {} (step {})", options.resume, step);
   } else if (!options.init.empty()) {
     auto read = runtime::readSafeTensors(options.init);
@@ -551,8 +563,35 @@ prepareTraining(const SourceFile &file, const Module &module,
   std::vector<unsigned> wrt;
   for (const TrainedParam &p : s.trained)
     wrt.push_back(gradFn.params[p.param]);
+  // With loss scaling, the gradient is of loss * scale, the scale a last
+  // parameter (the loss it returns is not scaled).
+  using Scaling = TrainRunOptions::LossScaling;
+  bool anyF16 = false;
+  for (const TrainedParam &p : s.trained)
+    anyF16 |= p.model.type == StorageType::F16 && !p.model.data.empty();
+  s.lossScaled = options.lossScaling == Scaling::Static ||
+                 options.lossScaling == Scaling::Dynamic ||
+                 (options.lossScaling == Scaling::Default && anyF16);
+  s.lossScaleDynamic = s.lossScaled && options.lossScaling != Scaling::Static;
+  unsigned differentiated = gradFn.returns[0];
+  if (s.lossScaled) {
+    ProgramBuilder builder(gradFn);
+    BuildOrigin origin;
+    origin.loc = gradFn.loc;
+    builder.setOrigin(origin);
+    unsigned scale = builder.param(TensorType{{}, DType::F32}, "loss_scale");
+    auto scaled =
+        builder.elementwise(ElementwiseFn::Mul, {gradFn.returns[0], scale});
+    if (!scaled)
+      return programError(fmt::format("cannot scale the loss of '{}': {}",
+                                      fn.name, scaled.error().str()));
+    differentiated = *scaled;
+    s.lossScaleValue = *HostTensor::create(StorageType::F32, {});
+    if (!resuming)
+      s.lossScale = options.lossScaleInit;
+  }
   GradientResult grads =
-      appendGradient(gradFn, gradFn.returns[0], wrt, gradFn.loc);
+      appendGradient(gradFn, differentiated, wrt, gradFn.loc);
   if (grads.error) {
     SourceLoc at = grads.error->loc;
     return Error::at(ErrorKind::Program, gradModule.pathOf(at), at.line, at.col,
@@ -560,7 +599,7 @@ prepareTraining(const SourceFile &file, const Module &module,
                                  grads.error->message));
   }
   gradFn.gradWrt = wrt;
-  gradFn.gradLosses = {gradFn.returns[0]};
+  gradFn.gradLosses = {differentiated};
   gradFn.returns.resize(1);
   gradFn.results.resize(1);
   for (unsigned g : grads.grads) {
@@ -568,8 +607,9 @@ prepareTraining(const SourceFile &file, const Module &module,
     gradFn.results.push_back(gradFn.values[g].type);
   }
   gradModule.functions = {gradFn};
-  std::string key = fmt::format("einc train gradient of {} wrt {}\n",
-                                options.function, fmt::join(trainedNames, ","));
+  std::string key =
+      fmt::format("einc train gradient of {} wrt {}{}\n", options.function,
+                  fmt::join(trainedNames, ","), s.lossScaled ? " scaled" : "");
   for (auto &shape : shapes)
     key += shapeText(shape) + "\n";
   // The disk cache's key holds every text the program came from.

@@ -147,7 +147,10 @@ TrainingState::callLoss(const std::shared_ptr<Callable> &callable,
                         const std::vector<HostTensor *> &outputs) {
   std::vector<const HostTensor *> inputs = lossInputs();
   int64_t status = 0;
-  auto called = callable->call(inputs, outputs, lossCall.dims, &status);
+  std::vector<const HostTensor *> withScale = inputs;
+  if (lossScaled && callable == gradient)
+    withScale.push_back(&lossScaleValue);
+  auto called = callable->call(withScale, outputs, lossCall.dims, &status);
   if (called)
     return {};
   if (status == 0)
@@ -172,6 +175,10 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   int64_t micro = options.accumulate;
   double lossSum = 0;
   refreshModelCopies();
+  if (lossScaled) {
+    lossScaleValue.dataAs<float>()[0] = static_cast<float>(lossScale);
+    result.lossScale = lossScale;
+  }
   for (int64_t k = 0; k < micro; ++k) {
     if (auto filled = fillBatches(false, uint64_t(step * micro + k)); !filled)
       return filled.error();
@@ -191,14 +198,28 @@ ErrorOr<StepResult> TrainingState::trainStep() {
         accumulateInto(p.grad, p.micro, /*add=*/k > 0);
   }
   result.loss = lossSum / double(micro);
-  // The mean of the micro-batches' gradients: that of the whole batch.
-  if (micro > 1)
+  // The mean of the micro-batches' gradients: that of the whole batch;
+  // with loss scaling, unscaled (torch's GradScaler.unscale_ multiplies by
+  // the f32 reciprocal of the scale).
+  double factor = micro > 1 ? 1.0 / double(micro) : 1.0;
+  if (lossScaled)
+    factor *= double(static_cast<float>(1.0 / lossScale));
+  if (factor != 1.0)
     for (TrainedParam &p : trained)
-      scaleBy(p.grad, 1.0 / double(micro));
+      scaleBy(p.grad, factor);
   double squares = 0;
   for (const TrainedParam &p : trained)
     squares += sumOfSquares(p.grad);
   result.gradNorm = std::sqrt(squares);
+  if (!std::isfinite(result.gradNorm) && lossScaled) {
+    // GradScaler: skip the update; a dynamic scale halves.
+    result.skipped = true;
+    if (lossScaleDynamic)
+      lossScale *= 0.5;
+    growthTracker = 0;
+    ++step;
+    return result;
+  }
   if (!std::isfinite(result.loss) || !std::isfinite(result.gradNorm))
     return result;
   // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when
@@ -223,7 +244,7 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   setHyper("eps", options.eps);
   setHyper("weight_decay", options.weightDecay);
   setHyper("mu", options.momentum);
-  setHyper("step", double(step + 1));
+  setHyper("step", double(updates + 1));
   for (TrainedParam &p : trained) {
     std::vector<const HostTensor *> inputs = {&p.value, &p.grad};
     for (const HostTensor &st : p.states)
@@ -242,6 +263,11 @@ ErrorOr<StepResult> TrainingState::trainStep() {
       std::swap(p.states[k], spare[k + 1]);
   }
   ++step;
+  ++updates;
+  if (lossScaleDynamic && ++growthTracker == options.lossScaleGrowthInterval) {
+    lossScale *= 2;
+    growthTracker = 0;
+  }
   return result;
 }
 
@@ -284,10 +310,18 @@ ErrorOr<void> TrainingState::writeCheckpoint(const std::string &path) const {
       tensors.push_back({stateTensorNames[k++], &st});
   }
   std::vector<std::pair<std::string, std::string>> metadata = {
-      {"format", kCheckpointFormat},          {"function", function},
-      {"optimizer", options.optimizer},       {"step", std::to_string(step)},
+      {"format", kCheckpointFormat},
+      {"function", function},
+      {"optimizer", options.optimizer},
+      {"step", std::to_string(step)},
+      {"updates", std::to_string(updates)},
       {"seed", std::to_string(options.seed)},
   };
+  if (lossScaled) {
+    metadata.push_back({"loss_scale", fmt::format("{:.17g}", lossScale)});
+    metadata.push_back(
+        {"loss_scale_growth_tracker", std::to_string(growthTracker)});
+  }
   if (auto written = runtime::writeSafeTensors(path, tensors, metadata);
       !written)
     return usage(
@@ -300,9 +334,8 @@ int64_t TrainingState::heldBytes() const {
   for (const DataInput &d : data)
     bytes += int64_t(d.batch.byteSize());
   for (const TrainedParam &p : trained) {
-    bytes +=
-        int64_t(p.value.byteSize() + p.grad.byteSize() + p.micro.byteSize() +
-                     p.model.byteSize());
+    bytes += int64_t(p.value.byteSize() + p.grad.byteSize() +
+                     p.micro.byteSize() + p.model.byteSize());
     for (const HostTensor &st : p.states)
       bytes += int64_t(st.byteSize());
   }

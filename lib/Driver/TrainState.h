@@ -30,6 +30,10 @@ struct StepResult {
   double lr = 0;       // the step's learning rate
   double gradNorm = 0; // the global norm of the gradient before clipping
   bool clipped = false;
+  /// With loss scaling: the scale the step used, and whether its gradient
+  /// was not finite, so that the update was skipped.
+  double lossScale = 0;
+  bool skipped = false;
 };
 
 /// A data parameter: its dataset and the batch it is filled into.
@@ -64,6 +68,14 @@ public:
   TrainRunOptions options;
   /// The next step to run (counted from 0): the steps done.
   int64_t step = 0;
+  /// The updates done: the steps less those skipped for a gradient that
+  /// was not finite (the optimizer's own step count, as torch.optim's).
+  int64_t updates = 0;
+  /// Loss scaling (TrainRunOptions::lossScaling), resolved: the scale now,
+  /// and the steps since it last changed or a step was skipped.
+  bool lossScaled = false, lossScaleDynamic = false;
+  double lossScale = 1;
+  int64_t growthTracker = 0;
 
   ErrorOr<StepResult> trainStep();
   /// The mean loss over --eval-batches batches of the validation split.
@@ -105,6 +117,8 @@ public:
            std::vector<runtime::HostTensor>>
       spares;
   runtime::HostTensor lossValue;
+  /// The gradient's last input with loss scaling: the scale, 0-d f32.
+  runtime::HostTensor lossScaleValue;
   /// The update's 0-d f64 hyper-parameters, by name (lr, beta1, step...).
   std::map<std::string, runtime::HostTensor> hypers;
   std::vector<std::string> stateNames, hyperNames;

@@ -60,19 +60,29 @@ struct TrainRunOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
   double momentum = 0.9; // --momentum (momentum's mu)
   LRSchedule schedule = LRSchedule::Constant;
-  int64_t warmup = 0;              // --warmup steps
-  double clip = 0;                 // --clip: global-norm bound; 0 = none
-  std::string init;                // --init FILE.safetensors
-  std::vector<InitRule> initRules; // --init-rule PATTERN=RULE
-  std::string resume;              // --resume CHECKPOINT.safetensors
-  std::string checkpoint;          // --checkpoint FILE.safetensors
-  int64_t checkpointEvery = 0;     // --checkpoint-every N
-  int64_t evalEvery = 0;           // --eval-every N
-  int64_t evalBatches = 1;         // --eval-batches N
-  std::string log;                 // --log FILE.jsonl
-  std::string plot;                // --plot FILE.svg
-  int64_t printEvery = 1;          // --print-every N (0: no progress lines)
-  double peakFlops = 0;            // --peak-flops (else einc calibrate's)
+  int64_t warmup = 0; // --warmup steps
+  double clip = 0;    // --clip: global-norm bound; 0 = none
+  /// --loss-scale: the loss is multiplied by a scale before the gradient
+  /// and the gradient divided by it after; a step whose gradient is not
+  /// finite is skipped. Dynamic (torch's GradScaler): from
+  /// lossScaleInit, halved on a skipped step, doubled after
+  /// lossScaleGrowthInterval steps in a row without one. Default: dynamic
+  /// when a trained parameter is f16, else none.
+  enum class LossScaling { Default, None, Static, Dynamic };
+  LossScaling lossScaling = LossScaling::Default;
+  double lossScaleInit = 65536; // --loss-scale dynamic:INIT or a number
+  int64_t lossScaleGrowthInterval = 2000; // --loss-scale-growth-interval
+  std::string init;                       // --init FILE.safetensors
+  std::vector<InitRule> initRules;        // --init-rule PATTERN=RULE
+  std::string resume;                     // --resume CHECKPOINT.safetensors
+  std::string checkpoint;                 // --checkpoint FILE.safetensors
+  int64_t checkpointEvery = 0;            // --checkpoint-every N
+  int64_t evalEvery = 0;                  // --eval-every N
+  int64_t evalBatches = 1;                // --eval-batches N
+  std::string log;                        // --log FILE.jsonl
+  std::string plot;                       // --plot FILE.svg
+  int64_t printEvery = 1; // --print-every N (0: no progress lines)
+  double peakFlops = 0;   // --peak-flops (else einc calibrate's)
   /// The disk cache of compiled code (ObjectCache.h), as the C++ API uses
   /// it: a second start loads instead of compiling. --no-cache turns it off.
   bool diskCache = true;

@@ -256,6 +256,43 @@ report("bf16-master-weights",
                    atol=1e-3),
        f"{got16[:3]} vs {ref16[:3]}, masters {masters['w1'].dtype}")
 
+# 4c. f16 with dynamic loss scaling, as torch.amp.GradScaler: the same
+# scale at every step (halved on a gradient that is not finite, the step
+# skipped; doubled after 5 good steps in a row), the same losses.
+MLPF16 = os.path.join(OUT, "mlpf16.ein")
+with open(MLPF16, "w") as f:
+    f.write(open(MLP16).read().replace("bf16", "f16"))
+einc(MLPF16, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+     f"y={OUT}/y.npy", "--dim", "B=16", "--init", f"{OUT}/init.safetensors",
+     "--steps", "40", "--lr", "0.01", "--seed", "7", "--loss-scale",
+     "dynamic:1e9", "--loss-scale-growth-interval", "5", "--log",
+     f"{OUT}/f16.jsonl", "--print-every", "0")
+pf = {k: torch.tensor(v, requires_grad=True) for k, v in INIT.items()}
+optf = torch.optim.AdamW([pf["w1"], pf["w2"]], lr=0.01, eps=1e-8,
+                         weight_decay=0.01)
+scaler = torch.amp.GradScaler("cpu", init_scale=1e9, growth_interval=5)
+ref_f16, ref_scales = [], []
+for t in range(40):
+    optf.zero_grad()
+    idx = rows_for(7, t * 16, 16, len(X))
+    h = torch.relu(torch.tensor(X[idx]).to(torch.float16) @
+                   pf["w1"].to(torch.float16))
+    out = (h @ pf["w2"].to(torch.float16)).float()
+    lossf = ((out - torch.tensor(Y[idx])) ** 2).mean()
+    ref_scales.append(scaler.get_scale())
+    scaler.scale(lossf).backward()
+    scaler.step(optf)
+    scaler.update()
+    ref_f16.append(lossf.item())
+got_f16 = losses_of(f"{OUT}/f16.jsonl")
+scales = [e["loss_scale"] for e in got_f16]
+skipped = [e["skipped"] for e in got_f16]
+grew = any(b > a for a, b in zip(ref_scales, ref_scales[1:]))
+report("f16-loss-scaling",
+       scales == ref_scales and grew and any(skipped) and not all(skipped) and
+       np.allclose([e["loss"] for e in got_f16], ref_f16, rtol=1e-3, atol=0),
+       f"scales {scales[:16]} vs torch {ref_scales[:16]}")
+
 # 5. Resume: 20 steps in one run, or 8 then 12 from the checkpoint, give the
 # same losses and the same final state, bit for bit.
 full_loss, full_par = run_mlp("full", 16, ["--steps", "20", "--lr", "0.01"])
