@@ -17,21 +17,29 @@ namespace ein::sema {
 
 namespace {
 
-/// take(table, ids, "axis"): the table's axis replaced by the ids' dims.
-std::optional<Operand> checkTakeCall(FunctionChecker &checker, const Expr &e) {
-  const char *usage = "take expects (table, ids, \"axis\"), e.g. "
-                      "take(table, ids, \"vocab\")";
+/// What take and take_along's checkers say: the op's name, its usage, what
+/// it calls its first operand, an example axis.
+struct GatherCall {
+  const char *name, *usage, *operand, *example;
+};
+
+/// take(table, ids, "axis") and take_along(x, ids, "axis"): three
+/// arguments, the axis one size written as a string; `build` builds the op.
+std::optional<Operand> checkGatherCall(
+    FunctionChecker &checker, const Expr &e, const GatherCall &op,
+    BuildOr<unsigned> (ProgramBuilder::*build)(unsigned, unsigned, const Dim &,
+                                               std::string)) {
   if (e.args.size() != 3 || !e.keywords.empty()) {
-    checker.diagnostics().error(e.loc, usage, e.length);
+    checker.diagnostics().error(e.loc, op.usage, e.length);
     return std::nullopt;
   }
   const Expr &axisArg = *e.args[2];
   if (axisArg.kind != Expr::Kind::String) {
     checker.diagnostics().error(
         axisArg.loc,
-        fmt::format("take's axis is a string naming the table's dim "
-                    "by its size, e.g. \"vocab\"; {}",
-                    usage),
+        fmt::format("{}'s axis is a string naming {} dim by its size, "
+                    "e.g. \"{}\"; {}",
+                    op.name, op.operand, op.example, op.usage),
         axisArg.length);
     return std::nullopt;
   }
@@ -45,15 +53,15 @@ std::optional<Operand> checkTakeCall(FunctionChecker &checker, const Expr &e) {
   if (!parsed || parsed->size() != 1) {
     checker.diagnostics().error(
         axisArg.loc,
-        fmt::format("take's axis \"{}\" must be one size (a dim name "
+        fmt::format("{}'s axis \"{}\" must be one size (a dim name "
                     "or an expression such as \"n + 1\")",
-                    axisArg.text),
+                    op.name, axisArg.text),
         axisArg.length);
     return std::nullopt;
   }
   Dim axis = checker.builtShape(*parsed)[0];
   auto taken = checker.builtAlong(
-      checker.builder(e.loc).take(*table, *ids, axis, axisArg.text), e,
+      (checker.builder(e.loc).*build)(*table, *ids, axis, axisArg.text), e,
       axisArg);
   if (!taken)
     return std::nullopt;
@@ -179,7 +187,27 @@ std::optional<Operand> checkSliceCall(FunctionChecker &checker, const Expr &e) {
 const std::vector<SurfaceCall> &surfaceCallsOfTake() {
   static const std::vector<SurfaceCall> calls = {
       {"take", 8, [](FunctionChecker &checker, const Expr &call) {
-         return checkTakeCall(checker, call);
+         return checkGatherCall(
+             checker, call,
+             {"take",
+              "take expects (table, ids, \"axis\"), e.g. take(table, ids, "
+              "\"vocab\")",
+              "the table's", "vocab"},
+             &ProgramBuilder::take);
+       }}};
+  return calls;
+}
+
+const std::vector<SurfaceCall> &surfaceCallsOfTakeAlong() {
+  static const std::vector<SurfaceCall> calls = {
+      {"take_along", 11, [](FunctionChecker &checker, const Expr &call) {
+         return checkGatherCall(
+             checker, call,
+             {"take_along",
+              "take_along expects (x, ids, \"axis\"), e.g. take_along(logp, "
+              "targets, \"vocab\")",
+              "x's", "vocab"},
+             &ProgramBuilder::takeAlong);
        }}};
   return calls;
 }
@@ -210,11 +238,12 @@ BuildError takeError(ShapeError error, const std::string &written) {
   return BuildError{std::move(error), "take", written};
 }
 
-/// Why `dtype` cannot index (take's ids, scatter_add's), or nullopt.
-std::optional<std::string> idsDTypeError(DType dtype) {
+/// Why `dtype` cannot index (take's ids, take_along's, scatter_add's), or
+/// nullopt.
+std::optional<std::string> idsDTypeError(DType dtype, const char *op = "take") {
   if (dtype == DType::I64 || dtype == DType::I32)
     return std::nullopt;
-  return fmt::format("take's ids must be integers (i32 or i64), not {}",
+  return fmt::format("{}'s ids must be integers (i32 or i64), not {}", op,
                      dtypeName(dtype));
 }
 
@@ -268,28 +297,29 @@ std::string indexingTrimmed(std::string text) {
 
 } // namespace
 
-BuildOr<unsigned> ProgramBuilder::take(unsigned table, unsigned ids,
-                                       const Dim &axis, std::string written) {
-  if (written.empty())
-    written = axis.str();
+namespace {
+
+/// The position of the one dim of `shape` (take's table, take_along's
+/// input: `operand`) whose size is `axis`, or `op`'s refusal anchored in the
+/// axis as `written`.
+BuildOr<unsigned> gatherAxis(const char *op, const char *operand,
+                             const Shape &shape, const Dim &axis,
+                             const std::string &written,
+                             const std::string &shapeText) {
   auto axisError = [&](std::string message) {
-    return takeError(
+    return BuildError{
         ShapeError::atPattern(std::move(message), 0,
                               static_cast<unsigned>(written.size())),
-        written);
+        op, written};
   };
-  if (auto why = idsDTypeError(type(ids).dtype))
-    return takeError(ShapeError::atOperand(*why, 1), written);
   if (axis.isPack() || isAnonymousName(axis.size.str()))
-    return axisError(fmt::format("take's axis \"{}\" must be a size, not a "
+    return axisError(fmt::format("{}'s axis \"{}\" must be a size, not a "
                                  "variadic or anonymous dim",
-                                 written));
-  Shape tableShape = fn.ctx.expand(type(table).shape);
-  std::vector<size_t> matches = dimsOfSize(tableShape, axis.size);
-  std::string tableText = shapeStr(type(table).shape);
+                                 op, written));
+  std::vector<size_t> matches = dimsOfSize(shape, axis.size);
   if (matches.empty()) {
     std::vector<std::string> names;
-    for (const Dim &d : tableShape)
+    for (const Dim &d : shape)
       if (!d.isPack())
         names.push_back(d.size.str());
     std::string hint;
@@ -298,25 +328,158 @@ BuildOr<unsigned> ProgramBuilder::take(unsigned table, unsigned ids,
     if (auto close =
             closestName(wanted, names, std::min<size_t>(2, wanted.size() / 2)))
       hint = fmt::format("; did you mean \"{}\"?", *close);
-    else if (takeVariadicDim(tableShape))
+    else if (takeVariadicDim(shape))
       hint = "; an axis inside a variadic (*name) cannot be named";
-    return axisError(fmt::format("take's axis \"{}\" is not a dim of the "
-                                 "table (shape \"{}\"){}",
-                                 written, tableText, hint));
+    return axisError(fmt::format("{}'s axis \"{}\" is not a dim of {} "
+                                 "(shape \"{}\"){}",
+                                 op, written, operand, shapeText, hint));
   }
   if (matches.size() > 1)
-    return axisError(fmt::format("take's axis \"{}\" is ambiguous: the table "
+    return axisError(fmt::format("{}'s axis \"{}\" is ambiguous: {} "
                                  "(shape \"{}\") has {} dims of that size; "
                                  "rearrange it so that one dim has its own "
                                  "name",
-                                 written, tableText, matches.size()));
-  auto taken = takeAt(table, ids, static_cast<unsigned>(matches[0]));
+                                 op, written, operand, shapeText,
+                                 matches.size()));
+  return static_cast<unsigned>(matches[0]);
+}
+
+} // namespace
+
+BuildOr<unsigned> ProgramBuilder::take(unsigned table, unsigned ids,
+                                       const Dim &axis, std::string written) {
+  if (written.empty())
+    written = axis.str();
+  if (auto why = idsDTypeError(type(ids).dtype))
+    return takeError(ShapeError::atOperand(*why, 1), written);
+  auto at = gatherAxis("take", "the table", fn.ctx.expand(type(table).shape),
+                       axis, written, shapeStr(type(table).shape));
+  if (!at)
+    return at;
+  auto taken = takeAt(table, ids, *at);
   if (!taken)
     return takeError(taken.error().error, written);
   // The axis as the caller named it: the run-time message for an id out
   // of range names it (JIT.cpp's takeSites).
   fn.ops.back().sizeValue = axis.size;
   return taken;
+}
+
+BuildOr<unsigned> ProgramBuilder::takeAlong(unsigned x, unsigned ids,
+                                            const Dim &axis,
+                                            std::string written) {
+  if (written.empty())
+    written = axis.str();
+  auto refuse = [&](ShapeError error) {
+    return BuildError{std::move(error), "take_along", written};
+  };
+  if (auto why = idsDTypeError(type(ids).dtype, "take_along"))
+    return refuse(ShapeError::atOperand(*why, 1));
+  auto at = gatherAxis("take_along", "the input", fn.ctx.expand(type(x).shape),
+                       axis, written, shapeStr(type(x).shape));
+  if (!at)
+    return at;
+  auto taken = takeAlongAt(x, ids, *at);
+  if (!taken)
+    return refuse(taken.error().error);
+  // The axis as the caller named it, for the run-time message (takeSites).
+  fn.ops.back().sizeValue = axis.size;
+  return taken;
+}
+
+namespace {
+
+/// The dims of `a` (as written) that `b` lacks, counted as multisets.
+std::vector<std::string> dimsMissingFrom(const Shape &a, const Shape &b) {
+  std::vector<std::string> left;
+  for (const Dim &d : b)
+    left.push_back(d.str());
+  std::vector<std::string> missing;
+  for (const Dim &d : a) {
+    auto it = std::find(left.begin(), left.end(), d.str());
+    if (it == left.end())
+      missing.push_back(d.str());
+    else
+      left.erase(it);
+  }
+  return missing;
+}
+
+} // namespace
+
+BuildOr<unsigned> ProgramBuilder::takeAlongAt(unsigned x, unsigned ids,
+                                              unsigned axis) {
+  auto refuse = [](std::string message, unsigned operand) {
+    return BuildError{ShapeError::atOperand(std::move(message), operand),
+                      "take_along", ""};
+  };
+  if (auto why = idsDTypeError(type(ids).dtype, "take_along"))
+    return refuse(*why, 1);
+  Shape xShape = fn.ctx.expand(type(x).shape);
+  Shape idsShape = fn.ctx.expand(type(ids).shape);
+  for (unsigned i : {0u, 1u})
+    if (const Dim *d = takeVariadicDim(i == 0 ? xShape : idsShape))
+      return refuse(fmt::format("take_along does not support a variadic dim "
+                                "(*{}) in the input or the ids; name its dims",
+                                d->pack),
+                    i);
+  if (axis >= xShape.size())
+    return refuse(fmt::format("take_along's axis {} is beyond the input's "
+                              "rank {}",
+                              axis, xShape.size()),
+                  0);
+  // The ids have the input's shape without the axis, dim for dim: no
+  // broadcasting (a wrong target shape must not pass as a broadcast).
+  Shape expected = xShape;
+  expected.erase(expected.begin() + axis);
+  std::string want = shapeStr(expected), got = shapeStr(idsShape);
+  auto shapeError = [&](const std::string &why) {
+    return refuse(fmt::format("take_along's ids (shape \"{}\") must have "
+                              "the input's shape without its axis {}: \"{}\"; "
+                              "{}",
+                              got, xShape[axis].str(), want, why),
+                  1);
+  };
+  std::vector<std::string> extra = dimsMissingFrom(idsShape, expected),
+                           missing = dimsMissingFrom(expected, idsShape);
+  if (idsShape.size() != expected.size()) {
+    std::vector<std::string> why;
+    if (!extra.empty())
+      why.push_back(fmt::format("the ids have the extra {} {}",
+                                extra.size() == 1 ? "dim" : "dims",
+                                fmt::join(extra, ", ")));
+    if (!missing.empty())
+      why.push_back(fmt::format("the ids lack {} {}",
+                                missing.size() == 1 ? "the dim" : "the dims",
+                                fmt::join(missing, ", ")));
+    if (why.empty())
+      why.push_back(fmt::format("the ids have rank {}, not {}", idsShape.size(),
+                                expected.size()));
+    std::string message = fmt::format("{}", fmt::join(why, "; "));
+    if (idsShape.size() == xShape.size() &&
+        idsShape[axis].size.constantValue() == Int(1))
+      message += " (take_along gives one element per position: the ids "
+                 "have no dim 1 at the axis, unlike numpy's "
+                 "take_along_axis)";
+    return shapeError(message);
+  }
+  if (extra.empty() && missing.empty() && got != want)
+    return shapeError(fmt::format("the ids' dims are in another order; "
+                                  "rearrange them to \"{}\"",
+                                  want));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    auto same =
+        fn.ctx.unify(expected[i].size, idsShape[i].size, "take_along's ids");
+    if (!same)
+      return shapeError(fmt::format("dim {} of the ids is {}, not {}", i,
+                                    idsShape[i].str(), expected[i].str()));
+  }
+  CheckedOp op;
+  op.kind = OpKind::TakeAlong;
+  op.axis = axis;
+  op.sizeValue = xShape[axis].size;
+  op.operands = {x, ids};
+  return append(std::move(op), TensorType{expected, type(x).dtype});
 }
 
 BuildOr<unsigned> ProgramBuilder::takeAt(unsigned table, unsigned ids,
@@ -554,6 +717,18 @@ buildOpOfTake(ProgramBuilder &builder, const CheckedOp &attributes,
 }
 
 BuildOr<std::vector<unsigned>>
+buildOpOfTakeAlong(ProgramBuilder &builder, const CheckedOp &attributes,
+                   const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 2, false))
+    return *refused;
+  auto taken = builder.takeAlongAt(operands[0], operands[1], attributes.axis);
+  if (taken && !attributes.sizeValue.str().empty())
+    builder.function().ops.back().sizeValue = attributes.sizeValue;
+  return asResults(std::move(taken));
+}
+
+BuildOr<std::vector<unsigned>>
 buildOpOfSlice(ProgramBuilder &builder, const CheckedOp &attributes,
                const std::vector<unsigned> &operands) {
   if (auto refused =
@@ -599,6 +774,13 @@ namespace ein {
 
 void costOfTake(const CostInput &in, const Bindings &, CostCounts &counts) {
   // Reads the ids and only the rows gathered, not the table.
+  counts.read = bytesOf(in.inputs[1]) + counts.written;
+}
+
+void costOfTakeAlong(const CostInput &in, const Bindings &,
+                     CostCounts &counts) {
+  // As take: the ids and one element of the input per result element, not
+  // the whole input.
   counts.read = bytesOf(in.inputs[1]) + counts.written;
 }
 
@@ -663,6 +845,57 @@ bool gradientOfScatterAdd(Differentiator &d, const CheckedOp &op) {
   auto gathered = d.built(d.build().takeAt(d.cast(*dy, d.dtypeOf(updates)),
                                            op.operands[0], op.axis));
   return gathered && d.accumulate(updates, *gathered);
+}
+
+/// take_along's adjoint: dx is zero except at the ids, where it is dy:
+/// where(arange(v) == ids, dy, 0), the ids and dy given a dim 1 at the
+/// axis and the positions dims 1 elsewhere, so that broadcasting by name
+/// makes x's shape. Each position picks one element, so nothing adds up;
+/// elementwise ops of x's size, as dense as the gradient itself, and
+/// nothing saved but the ids. The ids, integers, have no gradient.
+bool gradientOfTakeAlong(Differentiator &d, const CheckedOp &op) {
+  std::optional<unsigned> dy = d.adjointOf(op.results[0]);
+  if (!dy)
+    return true;
+  unsigned x = op.operands[0], ids = op.operands[1];
+  if (!d.isActive(x) || !isFloat(d.dtypeOf(x)))
+    return true;
+  d.target(op, x);
+  auto shape = d.shapeOf(x);
+  if (!shape)
+    return false;
+  DType idType = d.dtypeOf(ids);
+  auto positions = d.built(d.build().arange((*shape)[op.axis].size, idType));
+  if (!positions)
+    return false;
+  // "a0 a1 -> a0 1 a1" (a dim 1 at the axis) and "p -> 1 p 1" (the
+  // positions at the axis, 1 elsewhere).
+  std::vector<std::string> names, withAxis, alongAxis;
+  for (size_t i = 0; i + 1 < shape->size(); ++i)
+    names.push_back(d.freshAxis());
+  std::string p = d.freshAxis();
+  for (size_t i = 0, k = 0; i < shape->size(); ++i) {
+    bool at = i == op.axis;
+    withAxis.push_back(at ? "1" : names[k]);
+    alongAxis.push_back(at ? p : "1");
+    k += !at;
+  }
+  std::string spread =
+      fmt::format("{} -> {}", fmt::join(names, " "), fmt::join(withAxis, " "));
+  auto idsAt = d.transform(OpKind::Rearrange, ids, spread, {});
+  auto dyAt =
+      d.transform(OpKind::Rearrange, d.cast(*dy, d.dtypeOf(x)), spread, {});
+  auto row =
+      d.transform(OpKind::Rearrange, *positions,
+                  fmt::format("{} -> {}", p, fmt::join(alongAxis, " ")), {});
+  if (!idsAt || !dyAt || !row)
+    return false;
+  auto picked = d.ew(ElementwiseFn::Eq, {*row, *idsAt});
+  if (!picked)
+    return false;
+  auto dx =
+      d.ew(ElementwiseFn::Where, {*picked, *dyAt, d.constant(0, d.dtypeOf(x))});
+  return dx && d.accumulate(x, *dx);
 }
 
 bool gradientOfSlice(Differentiator &d, const CheckedOp &op) {
