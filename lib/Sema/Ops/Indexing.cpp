@@ -467,12 +467,21 @@ BuildOr<unsigned> ProgramBuilder::takeAlongAt(unsigned x, unsigned ids,
     return shapeError(fmt::format("the ids' dims are in another order; "
                                   "rearrange them to \"{}\"",
                                   want));
+  // Each pair provably equal; only an anonymous dim (`_`), which the user
+  // never named, is left to an entry check. Two names, or a name and a
+  // number, are refused: a size bound by the match would be a silent
+  // broadcast ("1 s" taken for "b s").
   for (size_t i = 0; i < expected.size(); ++i) {
-    auto same =
-        fn.ctx.unify(expected[i].size, idsShape[i].size, "take_along's ids");
-    if (!same)
-      return shapeError(fmt::format("dim {} of the ids is {}, not {}", i,
-                                    idsShape[i].str(), expected[i].str()));
+    const SizeExpr &a = expected[i].size, &b = idsShape[i].size;
+    auto proof = fn.ctx.prove(a, b);
+    if (proof == InferContext::Proof::Equal)
+      continue;
+    if (proof == InferContext::Proof::Unknown &&
+        (mentionsAnonymous(a) || mentionsAnonymous(b)) &&
+        fn.ctx.unify(a, b, "take_along's ids"))
+      continue;
+    return shapeError(fmt::format("dim {} of the ids is {}, not {}", i,
+                                  idsShape[i].str(), expected[i].str()));
   }
   CheckedOp op;
   op.kind = OpKind::TakeAlong;
