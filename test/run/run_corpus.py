@@ -2677,7 +2677,7 @@ def example_cases() -> list[RunCase]:
                                      ("w_gate", fa), ("w_up", fb), ("w_down", fc)],
                              outs=[Out("f32", ref, False, 4 * m)], dims=[("heads", heads)] if heads != 4 else [],
                              files=[("gated_mlp.ein", read("gated_mlp.ein"))]))
-    # embedding: take, a log-softmax, a one-hot from arange, dims as values
+    # embedding: take, a log-softmax, take_along picking the targets, dims as values
     vocab, dd = 11, 6
     fids = rng.integers(0, vocab, size=(2, 5)).astype(np.int64)
     ftg = rng.integers(0, vocab, size=(2, 5)).astype(np.int64)
