@@ -193,7 +193,8 @@ def g(x: f32["a b"], s: f32["b"]) -> f32["a b"]:
 )ein",
                       "6:12: unknown function 'scael'; expected one of "
                       "rearrange, reduce, repeat, einsum, pack, unpack, "
-                      "cat, slice, take, astype, arange, grad, min, max, clip, abs, sign, square, exp, "
+                      "cat, slice, take, astype, arange, take_along, grad, "
+                      "min, max, clip, abs, sign, square, exp, "
                       "log, "
                       "sqrt, rsqrt, tanh, relu, sigmoid, silu, gelu, "
                       "gelu_tanh, softplus, sin, cos, erf, floor, ceil, "

@@ -1,8 +1,10 @@
-// Walks every op of the registry (Ops.def) and every elementwise function × the cost pass, grad(), the CPU lowering and the CUDA emitter: each handles it or refuses it by name.
+// Walks every op of the registry (Ops.def) and every elementwise function × the
+// cost pass, grad(), the CPU lowering and the CUDA emitter: each handles it or
+// refuses it by name.
 #include "CheckedSnippet.h"
 
-#include "ein/Dialect/EinDialect.h"
 #include "ein/Compile/Compile.h"
+#include "ein/Dialect/EinDialect.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Target/CUDA/EmitCUDA.h"
@@ -127,6 +129,13 @@ const std::map<OpKind, OpSample> &samples() {
         "    l = reduce(slice(x, \"n\", 1, 4) ** 2, \"a c ->\", \"sum\")\n"
         "    gx = grad(l, wrt=[x])\n"
         "    return gx\n"}},
+      {OpKind::TakeAlong,
+       {"def f(x: f32[\"s v\"], ids: i64[\"s\"]) -> f32[\"s\"]:\n"
+        "    return take_along(x, ids, \"v\")\n",
+        "def g(x: f32[\"s v\"], ids: i64[\"s\"]) -> f32[\"s v\"]:\n"
+        "    l = reduce(take_along(x, ids, \"v\") ** 2, \"s ->\", \"sum\")\n"
+        "    gx = grad(l, wrt=[x])\n"
+        "    return gx\n"}},
       // No surface syntax: grad() of take emits it, so the forward sample
       // is a gradient of take.
       {OpKind::ScatterAdd,
@@ -241,15 +250,13 @@ TEST_P(OpCoverage, CostGradientAndLoweringOnEveryTarget) {
   EXPECT_TRUE(gcuda) << (gcuda ? "" : errorText(gcuda.error()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, OpCoverage,
-                         ::testing::ValuesIn(registryKinds()),
-                         [](const auto &info) {
-                           std::string name = opKindName(info.param);
-                           name.erase(std::remove(name.begin(), name.end(),
-                                                  '_'),
-                                      name.end());
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Registry, OpCoverage, ::testing::ValuesIn(registryKinds()),
+    [](const auto &info) {
+      std::string name = opKindName(info.param);
+      name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
+      return name;
+    });
 
 /// A call of `info` on f32 (or bool) tensors x, y, z of shape "a".
 std::string callOf(const ElementwiseInfo &info) {
@@ -267,8 +274,7 @@ std::string callOf(const ElementwiseInfo &info) {
   return call + ")";
 }
 
-class ElementwiseCoverage
-    : public ::testing::TestWithParam<ElementwiseInfo> {};
+class ElementwiseCoverage : public ::testing::TestWithParam<ElementwiseInfo> {};
 
 // Every function of the table: costed (its FLOPs), lowered on both targets,
 // and differentiated as its gradient column says: a Rule or Zero row gives a
@@ -309,15 +315,13 @@ TEST_P(ElementwiseCoverage, CostGradientAndLowering) {
   EXPECT_TRUE(gcpu) << (gcpu ? "" : errorText(gcpu.error()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, ElementwiseCoverage,
-                         ::testing::ValuesIn(elementwiseTable()),
-                         [](const auto &info) {
-                           std::string name(info.param.name);
-                           name.erase(std::remove(name.begin(), name.end(),
-                                                  '_'),
-                                      name.end());
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Table, ElementwiseCoverage, ::testing::ValuesIn(elementwiseTable()),
+    [](const auto &info) {
+      std::string name(info.param.name);
+      name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
+      return name;
+    });
 
 } // namespace
 } // namespace ein

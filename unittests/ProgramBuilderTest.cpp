@@ -165,6 +165,52 @@ TEST(ProgramBuilderTest, TakeRefusesWithAnchors) {
   EXPECT_EQ(fn.ops.size(), 0u);
 }
 
+// Tests that take_along's result has the ids' shape (x's without the axis)
+// and x's dtype, and its refusals: ids whose shape is not x's without the
+// axis (a missing dim, an extra one, another order), anchored at
+// the ids; float ids; an unknown axis, anchored in the axis as written.
+TEST(ProgramBuilderTest, TakeAlongPicksOneElementPerPosition) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned x = b.param(tensor(DType::BF16, {"b", "v", "s"}));
+  unsigned ids = b.param(tensor(DType::I32, {"b", "s"}));
+  auto y = b.takeAlong(x, ids, Dim::ofSize(SizeExpr::symbol("v")));
+  ASSERT_TRUE(y) << y.error().str();
+  EXPECT_EQ(shapeStr(b.type(*y).shape), "b s");
+  EXPECT_EQ(b.type(*y).dtype, DType::BF16);
+  EXPECT_EQ(fn.ops.back().kind, OpKind::TakeAlong);
+  EXPECT_EQ(fn.ops.back().axis, 1u);
+  size_t ops = fn.ops.size();
+  auto refusal = [&](std::vector<std::string> idsShape, DType dtype,
+                     const char *axis) {
+    unsigned i = b.param(tensor(dtype, idsShape));
+    auto bad = b.takeAlong(x, i, Dim::ofSize(SizeExpr::symbol(axis)));
+    EXPECT_FALSE(bad);
+    return bad ? BuildError{} : bad.error();
+  };
+  BuildError lacks = refusal({"b"}, DType::I64, "v");
+  EXPECT_EQ(lacks.error.anchor, ShapeError::Anchor::Operand);
+  EXPECT_EQ(lacks.error.index, 1u);
+  EXPECT_EQ(lacks.error.message,
+            "take_along's ids (shape \"b\") must have the input's shape "
+            "without its axis v: \"b s\"; the ids lack the dim s");
+  EXPECT_EQ(refusal({"b", "k", "s"}, DType::I64, "v").error.message,
+            "take_along's ids (shape \"b k s\") must have the input's shape "
+            "without its axis v: \"b s\"; the ids have the extra dim k");
+  EXPECT_EQ(refusal({"s", "b"}, DType::I64, "v").error.message,
+            "take_along's ids (shape \"s b\") must have the input's shape "
+            "without its axis v: \"b s\"; the ids' dims are in another "
+            "order; rearrange them to \"b s\"");
+  EXPECT_EQ(refusal({"b", "s"}, DType::F32, "v").error.message,
+            "take_along's ids must be integers (i32 or i64), not f32");
+  BuildError typo = refusal({"b", "s"}, DType::I64, "vv");
+  EXPECT_EQ(typo.error.anchor, ShapeError::Anchor::Pattern);
+  EXPECT_EQ(typo.error.message,
+            "take_along's axis \"vv\" is not a dim of the input (shape "
+            "\"b v s\"); did you mean \"v\"?");
+  EXPECT_EQ(fn.ops.size(), ops);
+}
+
 // Tests that slice cuts the dim of the size named to stop - start, and
 // leaves to the entry only the bound the sizes do not prove (5 <= seq).
 TEST(ProgramBuilderTest, SliceCutsTheAxisAndChecksTheRestAtEntry) {
@@ -246,6 +292,8 @@ const char *const everyKind[] = {
     "dim n = 6\n"
     "def f(x: f32[\"a n\"]) -> f32[\"a 3\"]:\n"
     "    return slice(x, \"n\", 1, 4)\n",
+    "def f(x: f32[\"b v s\"], ids: i32[\"b s\"]) -> f32[\"b s\"]:\n"
+    "    return take_along(x, ids, \"v\")\n",
 };
 
 // Tests that ProgramBuilder::build, given each op the checker built (its

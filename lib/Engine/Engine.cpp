@@ -237,7 +237,7 @@ Error Engine::explainIndexError(const BoundCall &call,
   p.returns.clear();
   p.results.clear();
   for (const CheckedOp &op : fn->ops) {
-    if (op.kind != OpKind::Take)
+    if (!op.checksIds())
       continue;
     unsigned ids = op.operands[1];
     auto it = std::find(p.returns.begin(), p.returns.end(), ids);

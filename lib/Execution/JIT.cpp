@@ -18,14 +18,15 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -68,9 +69,9 @@ std::vector<TakeSite> takeSites(const CheckedModule &module,
                                 const CheckedFunction &fn) {
   std::vector<TakeSite> sites;
   for (const CheckedOp &op : fn.ops)
-    if (op.kind == OpKind::Take)
-      sites.push_back(
-          {module.pathOf(op.loc), op.loc.line, op.loc.col, op.sizeValue});
+    if (op.checksIds())
+      sites.push_back({opKindName(op.kind), module.pathOf(op.loc), op.loc.line,
+                       op.loc.col, op.sizeValue});
   return sites;
 }
 
@@ -90,6 +91,11 @@ std::string takeAt(const TakeSite &t) {
   return fmt::format("{}:{}:{}", t.file, t.line, t.col);
 }
 
+/// "take at model.ein:7:12": the op and where it is.
+std::string siteOf(const TakeSite &t) {
+  return fmt::format("{} at {}", t.op, takeAt(t));
+}
+
 const char *kIdNote = "an id must be in [0, size): a negative id is an "
                       "error, not counted from the end";
 
@@ -99,7 +105,7 @@ Error takeIdError(const TakeSite &take, int64_t id,
                   const std::vector<int64_t> &position, int64_t count,
                   const Bindings &env) {
   std::string message =
-      fmt::format("take at {}: id {}{} is out of range {}", takeAt(take), id,
+      fmt::format("{}: id {}{} is out of range {}", siteOf(take), id,
                   position.empty() ? ""
                                    : fmt::format(" (at [{}] of its ids)",
                                                  fmt::join(position, ", ")),
@@ -116,17 +122,23 @@ Error indexError(const std::vector<TakeSite> &takes, int64_t count,
   std::string what = count == 0   ? "ids"
                      : count == 1 ? "an id"
                                   : fmt::format("{} ids", count);
-  auto at = takeAt;
   std::string message;
   if (takes.size() == 1) {
-    message = fmt::format("take at {}: {} out of range {}", at(takes[0]), what,
+    message = fmt::format("{}: {} out of range {}", siteOf(takes[0]), what,
                           bound(takes[0]));
   } else {
-    message = fmt::format("take: {} out of range in one of the function's "
-                          "takes:",
-                          what);
+    // Takes only keep their words; a function that mixes take and
+    // take_along names the op of each.
+    bool mixed =
+        std::any_of(takes.begin(), takes.end(),
+                    [&](const TakeSite &t) { return t.op != takes[0].op; });
+    message = fmt::format("{}: {} out of range in one of the function's "
+                          "{}:",
+                          mixed ? "take" : takes[0].op, what,
+                          mixed ? "takes and take_alongs" : takes[0].op + "s");
     for (const TakeSite &t : takes)
-      message += fmt::format(" {} {};", at(t), bound(t));
+      message +=
+          fmt::format(" {} {};", mixed ? siteOf(t) : takeAt(t), bound(t));
     message.pop_back();
   }
   return Error::usage(std::move(message)).withNote(kIdNote);
@@ -282,13 +294,15 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
       mlir::makeOptimizingTransformer(3, 0, machine->get());
   engineOptions.transformer = optimize;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME};
+  llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS,
+                                          EIN_OPENMP_RUNTIME};
   engineOptions.sharedLibPaths = libs;
   // MLIR turns both listeners on by default; they stay off unless asked for.
   engineOptions.enablePerfNotificationListener = jit.perfListener;
   engineOptions.enableGDBNotificationListener = jit.gdbListener;
   engineOptions.enableObjectDump = !jit.objectFile.empty();
-  auto engine = mlir::ExecutionEngine::create(*ir, engineOptions, std::move(*machine));
+  auto engine =
+      mlir::ExecutionEngine::create(*ir, engineOptions, std::move(*machine));
   if (!engine)
     return failure(fmt::format("JIT compilation failed: {}",
                                llvm::toString(engine.takeError())));

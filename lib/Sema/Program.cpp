@@ -51,9 +51,13 @@ std::vector<int> CheckedFunction::callPath(const CheckedOp &op) const {
   return path;
 }
 
+bool CheckedOp::checksIds() const {
+  return kind == OpKind::Take || kind == OpKind::TakeAlong;
+}
+
 bool CheckedFunction::hasIndexStatus() const {
   for (const CheckedOp &op : ops)
-    if (op.kind == OpKind::Take)
+    if (op.checksIds())
       return true;
   return false;
 }

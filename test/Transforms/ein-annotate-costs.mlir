@@ -105,6 +105,20 @@ module attributes {ein.dims = {s = 10 : i64}} {
 
 // -----
 
+// Tests that take_along does no arithmetic and reads the ids and one element
+// of the input per position (b*s elements), not the whole b*s*v input.
+// CHECK-LABEL: func.func @take_along
+// CHECK: ein.take_along
+// CHECK-SAME: bytes_read = "12*b*s", bytes_read_value = 240 : i128, bytes_written = "4*b*s", bytes_written_value = 80 : i128, flops = "0", flops_value = 0 : i128
+module attributes {ein.dims = {v = 1000 : i64, b = 4 : i64, s = 5 : i64}} {
+  func.func @take_along(%x: !ein.tensor<"b s v", f32>, %i: !ein.tensor<"b s", i64>) -> !ein.tensor<"b s", f32> {
+    %0 = ein.take_along %x[%i] axis 2 : !ein.tensor<"b s v", f32>, !ein.tensor<"b s", i64> -> !ein.tensor<"b s", f32>
+    return %0 : !ein.tensor<"b s", f32>
+  }
+}
+
+// -----
+
 // Tests that take does no arithmetic and reads the ids and only the rows it
 // gathers (n*d elements), not the whole table.
 // CHECK-LABEL: func.func @take

@@ -2197,6 +2197,10 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_slice_case(np.random.default_rng(48_500 + k), k))
     for k in range(12):
         cases.append(gen_take_grad_case(np.random.default_rng(48_700 + k), k))
+    for k in range(16):
+        cases.append(gen_take_along_case(np.random.default_rng(48_800 + k), k))
+    for k in range(8):
+        cases.append(gen_take_along_grad_case(np.random.default_rng(48_900 + k), k))
     cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()
@@ -2322,6 +2326,77 @@ def gen_take_grad_case(rng, idx: int) -> RunCase:
     return RunCase(f"gen-take-grad#{idx:03d}", "generated", desc, src,
                    inputs=[("table", content), ("ids", ids), ("r", r_content)],
                    outs=[Out(dtype, ref, False, max(1, int(ids.size)))])
+
+
+def _take_along_plan(rng):
+    """An input of rank 1 to 3 with the axis "v" anywhere, and ids of its
+    shape without the axis."""
+    rank = int(rng.integers(1, 4))
+    axis = int(rng.integers(0, rank))
+    v = int(rng.integers(1, 7))
+    dims = [f"a{k}" for k in range(rank - 1)]
+    dims.insert(axis, "v")
+    shape = [v if d == "v" else int(rng.integers(1, 4)) for d in dims]
+    id_dims = [d for d in dims if d != "v"]
+    id_shape = [n for d, n in zip(dims, shape) if d != "v"]
+    return axis, v, dims, shape, id_dims, id_shape
+
+
+def gen_take_along_case(rng, idx: int) -> RunCase:
+    """take_along(x, ids, "v") (docs/language.md §6): every input dtype
+    (bool included), i32 and i64 ids of x's shape without the axis, the axis
+    anywhere in an input of rank 1 to 3; the reference is
+    np.take_along_axis. A quarter of the cases have an id out of range (too
+    large or negative): exit 2 naming the bound."""
+    dtypes = DTYPES + ("bool",)
+    dtype = dtypes[idx % len(dtypes)]
+    id_dtype = "i32" if idx % 2 else "i64"
+    axis, v, dims, shape, id_dims, id_shape = _take_along_plan(rng)
+    content, x = make_input(rng, shape, dtype)
+    npd = np.int32 if id_dtype == "i32" else np.int64
+    ids = rng.integers(0, v, size=id_shape).astype(npd)
+    bad = idx % 4 == 3
+    if bad:
+        flat = ids.reshape(-1)
+        flat[int(rng.integers(0, flat.size))] = v if (idx // 4) % 2 == 0 else -1
+    src = emit_function("f", [("x", tstr(dtype, dims)), ("ids", tstr(id_dtype, id_dims))],
+                        [tstr(dtype, id_dims)], ['return take_along(x, ids, "v")'])
+    desc = f"take_along: {dtype} x {tuple(shape)} axis {axis}, {id_dtype} ids {tuple(id_shape)}"
+    if bad:
+        return RunCase(f"gen-take-along#{idx:03d}", "generated", desc + ", an id out of range", src,
+                       inputs=[("x", content), ("ids", ids)], expect_rc=2, n_out=1,
+                       stderr_has="out of range [0, v")
+    where = np.expand_dims(ids.astype(np.int64), axis)
+    ref = np.squeeze(np.take_along_axis(np.asarray(x), where, axis=axis), axis)
+    return RunCase(f"gen-take-along#{idx:03d}", "generated", desc, src,
+                   inputs=[("x", content), ("ids", ids)], outs=[Out(dtype, ref, True)])
+
+
+def gen_take_along_grad_case(rng, idx: int) -> RunCase:
+    """grad through take_along (docs/autodiff.md): the gradient of
+    sum(take_along(x, ids, "v") * r) is zeros with r at the ids along the
+    axis, whose reference is np.put_along_axis. f32 and f64 inputs, i32 and
+    i64 ids, the axis anywhere in an input of rank 1 to 3."""
+    dtype = ("f32", "f64")[idx % 2]
+    id_dtype = "i32" if (idx // 2) % 2 else "i64"
+    axis, v, dims, shape, id_dims, id_shape = _take_along_plan(rng)
+    content, _ = make_input(rng, shape, dtype)
+    npd = np.int32 if id_dtype == "i32" else np.int64
+    ids = rng.integers(0, v, size=id_shape).astype(npd)
+    r_content, r = make_input(rng, id_shape, dtype)
+    e = 'take_along(x, ids, "v") * r'
+    loss = f'reduce({e}, "{" ".join(id_dims)} ->", "sum")' if id_dims else e
+    src = emit_function("f", [("x", tstr(dtype, dims)), ("ids", tstr(id_dtype, id_dims)),
+                              ("r", tstr(dtype, id_dims))],
+                        [tstr(dtype, dims)], [f"l = {loss}", "return grad(l, wrt=[x])"])
+    ref = np.zeros(shape)
+    np.put_along_axis(ref, np.expand_dims(ids.astype(np.int64), axis),
+                      np.expand_dims(np.asarray(r, np.float64), axis), axis=axis)
+    desc = (f"grad of take_along: {dtype} x {tuple(shape)} axis {axis}, "
+            f"{id_dtype} ids {tuple(id_shape)}")
+    return RunCase(f"gen-take-along-grad#{idx:03d}", "generated", desc, src,
+                   inputs=[("x", content), ("ids", ids), ("r", r_content)],
+                   outs=[Out(dtype, ref, True)])
 
 
 def gen_model_case(rng, idx: int) -> RunCase:
@@ -2602,7 +2677,7 @@ def example_cases() -> list[RunCase]:
                                      ("w_gate", fa), ("w_up", fb), ("w_down", fc)],
                              outs=[Out("f32", ref, False, 4 * m)], dims=[("heads", heads)] if heads != 4 else [],
                              files=[("gated_mlp.ein", read("gated_mlp.ein"))]))
-    # embedding: take, a log-softmax, a one-hot from arange, dims as values
+    # embedding: take, a log-softmax, take_along picking the targets, dims as values
     vocab, dd = 11, 6
     fids = rng.integers(0, vocab, size=(2, 5)).astype(np.int64)
     ftg = rng.integers(0, vocab, size=(2, 5)).astype(np.int64)

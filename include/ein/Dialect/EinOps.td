@@ -252,6 +252,30 @@ def Ein_TakeOp : Ein_Op<"take", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ein_TakeAlongOp : Ein_Op<"take_along", [Pure]> {
+  let summary = "per-position gather: one element of x's axis `axis` at each id";
+  let description = [{
+    `take_along(x, ids, "v")`: numpy's
+    `np.take_along_axis(x, ids[..., None], axis)[..., 0]` with the axis
+    anywhere. `ids` (i32 or i64) has x's shape without the dim at `axis`,
+    and so has the result: `result[i..., j...] = x[i..., ids[i..., j...],
+    j...]`. An id outside `[0, size)` of that dim (a negative one included)
+    is a run-time error, as for `take`: the lowered code clamps it for the
+    load and counts it into the function's index status.
+    ```mlir
+    %2 = ein.take_along %0[%1] axis 2 : !ein.tensor<"b s v", f32>,
+        !ein.tensor<"b s", i64> -> !ein.tensor<"b s", f32>
+    ```
+  }];
+  let arguments = (ins Ein_Tensor:$input, Ein_Tensor:$ids, I64Attr:$axis);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $ids `]` `axis` $axis attr-dict `:` qualified(type($input)) `,`
+    qualified(type($ids)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def Ein_ScatterAddOp : Ein_Op<"scatter_add", [Pure]> {
   let summary = "take's adjoint: updates added into zeros at integer ids";
   let description = [{

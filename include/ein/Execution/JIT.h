@@ -14,14 +14,17 @@
 
 namespace ein {
 
-/// A take of a compiled function, for the error when its ids are out of
-/// range: where it is and the size of the axis it indexes.
+/// A take (or take_along) of a compiled function, for the error when its
+/// ids are out of range: which op, where it is and the size of the axis it
+/// indexes.
 struct TakeSite {
+  std::string op = "take";
   std::string file;
   unsigned line = 0, col = 0;
   SizeExpr size;
 };
-/// The takes of `fn`, in order.
+/// The takes and take_alongs of `fn` (its ops that check ids,
+/// CheckedOp::checksIds), in order.
 std::vector<TakeSite> takeSites(const CheckedModule &module,
                                 const CheckedFunction &fn);
 /// The error of a call whose index status counted `count` ids out of range

@@ -66,7 +66,7 @@ struct CheckedOp {
   std::vector<Shape> packParts;            // Pack/Unpack: the `*` parts
   std::optional<TransformInfo> transform;  // rearrange/reduce/repeat
   std::optional<EinsumInfo> einsum;
-  unsigned axis = 0; // Take, ScatterAdd: the table's axis indexed by ids
+  unsigned axis = 0; // Take, TakeAlong, ScatterAdd: the axis the ids index
   /// ProgramBuilder::build's result dtype for an op whose operands do not
   /// give it (Constant, Size, Arange, Cast; Pack without parts). The typed
   /// methods take it as an argument and leave this unset.
@@ -78,6 +78,10 @@ struct CheckedOp {
   /// computes (a contribution to it, or a step towards one).
   GradPhase phase = GradPhase::Forward;
   int gradOf = -1;
+  /// Whether the op reads ids that must be in range at run time (take,
+  /// take_along): each counts its ids out of range into the function's
+  /// index status, and operand 1 is its ids.
+  bool checksIds() const;
 };
 
 /// One call of a function by another, inlined by the checker: the callee's

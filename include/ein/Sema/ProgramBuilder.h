@@ -168,6 +168,15 @@ public:
   /// take along the table's dim `axis` (a position in its shape), as
   /// take's adjoint does.
   BuildOr<unsigned> takeAt(unsigned table, unsigned ids, unsigned axis);
+  /// take_along(x, ids, axis): x's element along its one dim of size
+  /// `axis` at each position of `ids` (i32 or i64), whose shape is x's
+  /// without that dim, dim for dim (no broadcasting); the result has the
+  /// ids' shape. Anchors as take's: the axis as `written`, operand 0 x, 1
+  /// the ids.
+  BuildOr<unsigned> takeAlong(unsigned x, unsigned ids, const Dim &axis,
+                              std::string written = "");
+  /// take_along along x's dim `axis` (a position in its shape).
+  BuildOr<unsigned> takeAlongAt(unsigned x, unsigned ids, unsigned axis);
   /// slice(x, axis, start, stop): x with its one dim of size `axis` cut to
   /// [start, stop). The bounds are sizes; what they do not prove (0 <=
   /// start <= stop <= the dim) is checked at the function's entry, the

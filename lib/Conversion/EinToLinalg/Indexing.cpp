@@ -1,8 +1,8 @@
-// ein-to-linalg's patterns of the indexing ops: take (a clamped gather, and
-// a count of the ids out of range that the function reports as its index
-// status), slice (a tensor.extract_slice along one dim) and scatter_add
-// (take's gradient: a zero fill and a loop nest over the updates adding each
-// at its clamped id).
+// ein-to-linalg's patterns of the indexing ops: take and take_along
+// (clamped gathers, and a count of the ids out of range that the function
+// reports as its index status), slice (a tensor.extract_slice along one dim)
+// and scatter_add (take's gradient: a zero fill and a loop nest over the
+// updates adding each at its clamped id).
 #include "Patterns.h"
 #include "ein/Shape/Shape.h"
 
@@ -13,6 +13,38 @@
 namespace ein::lowering {
 
 namespace {
+
+/// A generic counting the ids outside [0, bound) (a reduction over every
+/// dim of the ids), marked kIndexCountAttr: addIndexStatus sums each such
+/// count into the function's index status. take and take_along share it.
+void countIdsOutOfRange(mlir::ConversionPatternRewriter &rewriter, Location loc,
+                        Value ids, Value bound) {
+  int64_t idsRank = llvm::cast<RankedTensorType>(ids.getType()).getRank();
+  mlir::TypedAttr zeroCount =
+      rewriter.getZeroAttr(RankedTensorType::get({}, rewriter.getI64Type()));
+  Value countInit = rewriter.create<mlir::arith::ConstantOp>(loc, zeroCount);
+  llvm::SmallVector<mlir::AffineMap> countMaps{
+      rewriter.getMultiDimIdentityMap(idsRank),
+      mlir::AffineMap::get(idsRank, 0, rewriter.getContext())};
+  llvm::SmallVector<mlir::utils::IteratorType> countIters(
+      idsRank, mlir::utils::IteratorType::reduction);
+  auto count = rewriter.create<mlir::linalg::GenericOp>(
+      loc, countInit.getType(), mlir::ValueRange{ids},
+      mlir::ValueRange{countInit}, countMaps, countIters,
+      [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
+        // Compared as indices (an i32 id sign-extended), so that no bound
+        // is truncated.
+        Value id =
+            nb.create<mlir::arith::IndexCastOp>(nl, nb.getIndexType(), args[0]);
+        // Unsigned: a negative id is beyond every bound.
+        Value bad = nb.create<mlir::arith::CmpIOp>(
+            nl, mlir::arith::CmpIPredicate::uge, id, bound);
+        Value inc = nb.create<mlir::arith::ExtUIOp>(nl, nb.getI64Type(), bad);
+        Value sum = nb.create<mlir::arith::AddIOp>(nl, args[1], inc);
+        nb.create<mlir::linalg::YieldOp>(nl, sum);
+      });
+  count->setAttr(kIndexCountAttr, rewriter.getUnitAttr());
+}
 
 /// take: a linalg.generic over the result reading each id and extracting
 /// the table's element at it. The id is clamped into [0, size) for the load
@@ -44,31 +76,7 @@ struct TakeLowering : EinPattern<TakeOp> {
     Value one = indexConstant(rewriter, loc, 1);
     Value last = rewriter.create<mlir::arith::SubIOp>(loc, bound, one);
 
-    // The count of bad ids: a reduction over every dim of the ids.
-    mlir::TypedAttr zeroCount =
-        rewriter.getZeroAttr(RankedTensorType::get({}, rewriter.getI64Type()));
-    Value countInit = rewriter.create<mlir::arith::ConstantOp>(loc, zeroCount);
-    llvm::SmallVector<mlir::AffineMap> countMaps{
-        rewriter.getMultiDimIdentityMap(idsRank),
-        mlir::AffineMap::get(idsRank, 0, rewriter.getContext())};
-    llvm::SmallVector<mlir::utils::IteratorType> countIters(
-        idsRank, mlir::utils::IteratorType::reduction);
-    auto count = rewriter.create<mlir::linalg::GenericOp>(
-        loc, countInit.getType(), mlir::ValueRange{ids},
-        mlir::ValueRange{countInit}, countMaps, countIters,
-        [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
-          // Compared as indices (an i32 id sign-extended), so that no
-          // bound is truncated.
-          Value id = nb.create<mlir::arith::IndexCastOp>(nl, nb.getIndexType(),
-                                                         args[0]);
-          // Unsigned: a negative id is beyond every bound.
-          Value bad = nb.create<mlir::arith::CmpIOp>(
-              nl, mlir::arith::CmpIPredicate::uge, id, bound);
-          Value inc = nb.create<mlir::arith::ExtUIOp>(nl, nb.getI64Type(), bad);
-          Value sum = nb.create<mlir::arith::AddIOp>(nl, args[1], inc);
-          nb.create<mlir::linalg::YieldOp>(nl, sum);
-        });
-    count->setAttr(kIndexCountAttr, rewriter.getUnitAttr());
+    countIdsOutOfRange(rewriter, loc, ids, bound);
 
     // The gather, or zeros when the axis is empty (nothing may be read).
     Value empty = rewriter.create<mlir::arith::CmpIOp>(
@@ -122,6 +130,82 @@ void populateTakeLowering(mlir::RewritePatternSet &patterns,
                           const mlir::TypeConverter &converter,
                           LoweringState &state) {
   patterns.add<TakeLowering>(converter, patterns.getContext(), state);
+}
+
+namespace {
+
+/// take_along: a linalg.generic over the result (the ids' shape) reading
+/// each id and extracting the input's element at it, the id in the axis's
+/// place among the result's indices; the id clamped and counted as take's
+/// are (countIdsOutOfRange). An input whose axis is empty is never read:
+/// the result is zeros (and every id is counted).
+struct TakeAlongLowering : EinPattern<TakeAlongOp> {
+  using EinPattern::EinPattern;
+
+  mlir::LogicalResult
+  matchAndRewrite(TakeAlongOp op, OpAdaptor adaptor,
+                  mlir::ConversionPatternRewriter &rewriter) const override {
+    OpLowering l(rewriter, state.sizesOf(op));
+    auto results = l.resultShapes(op);
+    if (mlir::failed(results))
+      return mlir::failure();
+    Location loc = op.getLoc();
+    const ResultShape &result = (*results)[0];
+    Type element = result.type.getElementType();
+    Value input = adaptor.getInput(), ids = adaptor.getIds();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    int64_t rank = result.type.getRank();
+
+    Value bound = rewriter.create<mlir::tensor::DimOp>(loc, input, axis);
+    Value zero = indexConstant(rewriter, loc, 0);
+    Value one = indexConstant(rewriter, loc, 1);
+    Value last = rewriter.create<mlir::arith::SubIOp>(loc, bound, one);
+    countIdsOutOfRange(rewriter, loc, ids, bound);
+
+    Value empty = rewriter.create<mlir::arith::CmpIOp>(
+        loc, mlir::arith::CmpIPredicate::eq, bound, zero);
+    auto branch = rewriter.create<mlir::scf::IfOp>(
+        loc, mlir::TypeRange{result.type}, empty, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
+      OpLowering inner(rewriter, state.sizesOf(op));
+      Value zeros = inner.filled(loc, result.sizes, element,
+                                 rewriter.getZeroAttr(element));
+      rewriter.create<mlir::scf::YieldOp>(loc, zeros);
+
+      rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
+      Value init = inner.emptyTensor(loc, result.sizes, element);
+      llvm::SmallVector<mlir::AffineMap> maps{
+          rewriter.getMultiDimIdentityMap(rank),
+          rewriter.getMultiDimIdentityMap(rank)};
+      llvm::SmallVector<mlir::utils::IteratorType> iters(
+          rank, mlir::utils::IteratorType::parallel);
+      auto gather = rewriter.create<mlir::linalg::GenericOp>(
+          loc, init.getType(), mlir::ValueRange{ids}, mlir::ValueRange{init},
+          maps, iters, [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
+            llvm::SmallVector<Value> at;
+            for (int64_t d = 0; d < rank; ++d)
+              at.push_back(nb.create<mlir::linalg::IndexOp>(nl, d));
+            at.insert(at.begin() + axis,
+                      clampedIndex(nb, nl, args[0], last, zero));
+            Value v = nb.create<mlir::tensor::ExtractOp>(nl, input, at);
+            nb.create<mlir::linalg::YieldOp>(nl, v);
+          });
+      rewriter.create<mlir::scf::YieldOp>(loc, gather.getResult(0));
+    }
+    Value v = branch.getResult(0);
+    l.sizes.setKnownSizes(v, result.sizes);
+    return replaceOrReport(rewriter, op, llvm::SmallVector<Value>{v});
+  }
+};
+
+} // namespace
+
+void populateTakeAlongLowering(mlir::RewritePatternSet &patterns,
+                               const mlir::TypeConverter &converter,
+                               LoweringState &state) {
+  patterns.add<TakeAlongLowering>(converter, patterns.getContext(), state);
 }
 
 void addIndexStatus(mlir::func::FuncOp fn) {

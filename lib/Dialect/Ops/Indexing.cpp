@@ -1,6 +1,6 @@
-// The IR rules of the indexing ops (take, slice, scatter_add): each op's
-// verifier, how MLIRGen builds it (buildFooOp, OpRules.h) and what its cost
-// needs from its attributes (fillCostInput).
+// The IR rules of the indexing ops (take, take_along, slice, scatter_add): each
+// op's verifier, how MLIRGen builds it (buildFooOp, OpRules.h) and what its
+// cost needs from its attributes (fillCostInput).
 #include "OpHelpers.h"
 #include "ein/Analysis/Cost.h"
 #include "ein/Sema/Program.h"
@@ -69,6 +69,41 @@ Operation *ein::buildTakeOp(OpBuilder &builder, Location loc, TypeRange results,
 }
 
 LogicalResult ein::fillCostInput(TakeOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
+}
+
+namespace {
+
+/// take_along's CheckedOp read back from its attributes: the input's axis,
+/// refused in the IR's words when it is not one; the builder gives the
+/// rest (the ids' shape, their dtype, a variadic) and the result type.
+FailureOr<CheckedOp> checkedOf(TakeAlongOp op) {
+  EinTensorType input = tensorType(op.getInput());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0 || axis >= static_cast<int64_t>(input.getShape().size()))
+    return op.emitOpError()
+           << "axis " << axis << " is not an axis of the input \""
+           << input.getShapeText() << "\"";
+  CheckedOp checked;
+  checked.kind = OpKind::TakeAlong;
+  checked.axis = static_cast<unsigned>(axis);
+  return checked;
+}
+
+} // namespace
+
+LogicalResult TakeAlongOp::verify() {
+  return verifyThroughBuilder(*this, checkedOf(*this));
+}
+
+Operation *ein::buildTakeAlongOp(OpBuilder &builder, Location loc,
+                                 TypeRange results, ValueRange operands,
+                                 const CheckedOp &op) {
+  return builder.create<TakeAlongOp>(loc, results[0], operands[0], operands[1],
+                                     builder.getI64IntegerAttr(op.axis));
+}
+
+LogicalResult ein::fillCostInput(TakeAlongOp, CostInput &, CostInputStorage &) {
   return success(); // its operand and result types are all its cost needs
 }
 

@@ -1,5 +1,6 @@
-// The rules of take, slice and scatter_add (take's adjoint): the checker's
-// calls, the builder's bodies, the cost and the gradient.
+// The rules of take, take_along and scatter_add (take's adjoint): the
+// checker's calls, the builder's bodies, the cost and the gradient. The
+// family's slice is in Slice.cpp.
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
@@ -17,21 +18,29 @@ namespace ein::sema {
 
 namespace {
 
-/// take(table, ids, "axis"): the table's axis replaced by the ids' dims.
-std::optional<Operand> checkTakeCall(FunctionChecker &checker, const Expr &e) {
-  const char *usage = "take expects (table, ids, \"axis\"), e.g. "
-                      "take(table, ids, \"vocab\")";
+/// What take and take_along's checkers say: the op's name, its usage, what
+/// it calls its first operand, an example axis.
+struct GatherCall {
+  const char *name, *usage, *operand, *example;
+};
+
+/// take(table, ids, "axis") and take_along(x, ids, "axis"): three
+/// arguments, the axis one size written as a string; `build` builds the op.
+std::optional<Operand> checkGatherCall(
+    FunctionChecker &checker, const Expr &e, const GatherCall &op,
+    BuildOr<unsigned> (ProgramBuilder::*build)(unsigned, unsigned, const Dim &,
+                                               std::string)) {
   if (e.args.size() != 3 || !e.keywords.empty()) {
-    checker.diagnostics().error(e.loc, usage, e.length);
+    checker.diagnostics().error(e.loc, op.usage, e.length);
     return std::nullopt;
   }
   const Expr &axisArg = *e.args[2];
   if (axisArg.kind != Expr::Kind::String) {
     checker.diagnostics().error(
         axisArg.loc,
-        fmt::format("take's axis is a string naming the table's dim "
-                    "by its size, e.g. \"vocab\"; {}",
-                    usage),
+        fmt::format("{}'s axis is a string naming {} dim by its size, "
+                    "e.g. \"{}\"; {}",
+                    op.name, op.operand, op.example, op.usage),
         axisArg.length);
     return std::nullopt;
   }
@@ -45,133 +54,19 @@ std::optional<Operand> checkTakeCall(FunctionChecker &checker, const Expr &e) {
   if (!parsed || parsed->size() != 1) {
     checker.diagnostics().error(
         axisArg.loc,
-        fmt::format("take's axis \"{}\" must be one size (a dim name "
+        fmt::format("{}'s axis \"{}\" must be one size (a dim name "
                     "or an expression such as \"n + 1\")",
-                    axisArg.text),
+                    op.name, axisArg.text),
         axisArg.length);
     return std::nullopt;
   }
   Dim axis = checker.builtShape(*parsed)[0];
   auto taken = checker.builtAlong(
-      checker.builder(e.loc).take(*table, *ids, axis, axisArg.text), e,
+      (checker.builder(e.loc).*build)(*table, *ids, axis, axisArg.text), e,
       axisArg);
   if (!taken)
     return std::nullopt;
   return checker.single(*taken);
-}
-
-/// A bound as written, without the parentheses exprToString puts around
-/// a binary expression (`seq - 1`, not `(seq - 1)`).
-std::string sliceBoundText(const Expr &e) {
-  std::string text = exprToString(e);
-  if (e.kind == Expr::Kind::Binary && text.size() >= 2 && text.front() == '(')
-    return text.substr(1, text.size() - 2);
-  return text;
-}
-
-/// slice(x, "axis", start, stop): start <= i < stop along the dim of x
-/// whose size is `axis`.
-std::optional<Operand> checkSliceCall(FunctionChecker &checker, const Expr &e) {
-  const char *usage = "slice expects (tensor, axis, start, stop), e.g. "
-                      "slice(x, \"seq\", 0, k)";
-  if (e.args.size() != 4) {
-    checker.diagnostics().error(e.loc, usage, e.length);
-    return std::nullopt;
-  }
-  if (!e.keywords.empty()) {
-    checker.diagnostics().error(
-        e.keywords[0].loc,
-        fmt::format("slice takes no keyword argument '{}'; {}",
-                    e.keywords[0].name, usage),
-        static_cast<unsigned>(e.keywords[0].name.size()));
-    return std::nullopt;
-  }
-  auto x = checker.tensorOf(*e.args[0]);
-  if (!x)
-    return std::nullopt;
-  const Expr &axisExpr = *e.args[1];
-  if (axisExpr.kind != Expr::Kind::String) {
-    checker.diagnostics().error(
-        axisExpr.loc,
-        "slice's axis is a string naming the dim by its size, e.g. "
-        "\"seq\" or \"2*half\"",
-        axisExpr.length);
-    return std::nullopt;
-  }
-  const std::string &text = axisExpr.text;
-  std::string trimmed = text;
-  trimmed.erase(0, trimmed.find_first_not_of(' '));
-  trimmed.erase(trimmed.find_last_not_of(' ') + 1);
-  // The axis: a size, or a variadic written as one (refused by the builder,
-  // by name).
-  Dim axis;
-  if (trimmed == "...") {
-    axis = Dim::ofPack("...");
-  } else if (!trimmed.empty() && trimmed[0] == '*') {
-    axis = Dim::ofPack(trimmed.substr(1));
-  } else {
-    Expected<SizeExpr> parsed = parseSizeExpr(trimmed);
-    if (!parsed) {
-      checker.diagnostics().error(
-          axisExpr.loc,
-          fmt::format("slice's axis \"{}\" is not a size expression "
-                      "(a dim name such as \"seq\", or \"2*half\")",
-                      text),
-          axisExpr.length);
-      return std::nullopt;
-    }
-    auto symbol = parsed->asSymbol();
-    if (symbol && checker.isPackName(*symbol))
-      axis = Dim::ofPack(*symbol); // a variadic of this function
-    else
-      axis = Dim::ofSize(checker.builtSize(*parsed));
-  }
-
-  // The bounds: sizes (integers, dims and + - * // of them).
-  auto bound = [&](const Expr &b,
-                   const char *which) -> std::optional<SizeExpr> {
-    auto v = checker.eval(b);
-    if (!v)
-      return std::nullopt;
-    std::optional<SizeExpr> s;
-    if (v->size)
-      s = *v->size;
-    else if (v->isLiteral && v->literal.isInt && v->literal.exact)
-      s = SizeExpr::constant(*v->literal.exact);
-    if (!s && v->isLiteral && v->literal.isInt) {
-      checker.diagnostics().error(
-          b.loc, fmt::format("slice's {} is too large", which), b.length);
-      return std::nullopt;
-    }
-    if (!s) {
-      checker.diagnostics().error(
-          b.loc,
-          fmt::format("slice's {} is a size (an integer, a dim or "
-                      "+ - * // of them), not {}",
-                      which,
-                      v->isLiteral  ? "a float"
-                      : v->deferred ? "a number computed in a dtype"
-                                    : "a tensor"),
-          b.length);
-      return std::nullopt;
-    }
-    return s;
-  };
-  auto start = bound(*e.args[2], "start");
-  if (!start)
-    return std::nullopt;
-  auto stop = bound(*e.args[3], "stop");
-  if (!stop)
-    return std::nullopt;
-  auto sliced = checker.builtAlong(
-      checker.builder(e.loc).slice(*x, axis, *start, *stop,
-                                   SliceText{exprToString(*e.args[0]), text,
-                                             sliceBoundText(*e.args[2]),
-                                             sliceBoundText(*e.args[3])}),
-      e, axisExpr);
-  if (!sliced)
-    return std::nullopt;
-  return checker.single(*sliced);
 }
 
 } // namespace
@@ -179,15 +74,27 @@ std::optional<Operand> checkSliceCall(FunctionChecker &checker, const Expr &e) {
 const std::vector<SurfaceCall> &surfaceCallsOfTake() {
   static const std::vector<SurfaceCall> calls = {
       {"take", 8, [](FunctionChecker &checker, const Expr &call) {
-         return checkTakeCall(checker, call);
+         return checkGatherCall(
+             checker, call,
+             {"take",
+              "take expects (table, ids, \"axis\"), e.g. take(table, ids, "
+              "\"vocab\")",
+              "the table's", "vocab"},
+             &ProgramBuilder::take);
        }}};
   return calls;
 }
 
-const std::vector<SurfaceCall> &surfaceCallsOfSlice() {
+const std::vector<SurfaceCall> &surfaceCallsOfTakeAlong() {
   static const std::vector<SurfaceCall> calls = {
-      {"slice", 7, [](FunctionChecker &checker, const Expr &call) {
-         return checkSliceCall(checker, call);
+      {"take_along", 11, [](FunctionChecker &checker, const Expr &call) {
+         return checkGatherCall(
+             checker, call,
+             {"take_along",
+              "take_along expects (x, ids, \"axis\"), e.g. take_along(logp, "
+              "targets, \"vocab\")",
+              "x's", "vocab"},
+             &ProgramBuilder::takeAlong);
        }}};
   return calls;
 }
@@ -210,11 +117,12 @@ BuildError takeError(ShapeError error, const std::string &written) {
   return BuildError{std::move(error), "take", written};
 }
 
-/// Why `dtype` cannot index (take's ids, scatter_add's), or nullopt.
-std::optional<std::string> idsDTypeError(DType dtype) {
+/// Why `dtype` cannot index (take's ids, take_along's, scatter_add's), or
+/// nullopt.
+std::optional<std::string> idsDTypeError(DType dtype, const char *op = "take") {
   if (dtype == DType::I64 || dtype == DType::I32)
     return std::nullopt;
-  return fmt::format("take's ids must be integers (i32 or i64), not {}",
+  return fmt::format("{}'s ids must be integers (i32 or i64), not {}", op,
                      dtypeName(dtype));
 }
 
@@ -233,63 +141,31 @@ std::string takeVariadicMessage(const Dim &d) {
                      d.pack);
 }
 
-bool provablyNonNegative(const SizeExpr &e);
-
-/// A floor quotient is at least 0 when its numerator is and its
-/// denominator is a positive constant (`d/2`); `(n - 1)/2` may be -1.
-bool provablyNonNegativeQuotient(const SizeExpr::Factor &f) {
-  auto den = f.den ? f.den->constantValue() : std::nullopt;
-  return f.num && den && *den > 0 && provablyNonNegative(*f.num);
-}
-
-/// True when `e` is at least 0 for every value of its names: a constant at
-/// least 0, or a polynomial of names (sizes, never negative) and of
-/// quotients that are never negative, whose coefficients are all at least 0.
-bool provablyNonNegative(const SizeExpr &e) {
-  if (e.tooComplex() || e.overflowed())
-    return false;
-  if (auto v = e.constantValue())
-    return *v >= 0;
-  for (const SizeExpr::Term &t : e.termList()) {
-    if (t.coefficient < 0)
-      return false;
-    for (const SizeExpr::Factor &f : t.factors)
-      if (f.symbol.empty() && !provablyNonNegativeQuotient(f))
-        return false;
-  }
-  return true;
-}
-
-std::string indexingTrimmed(std::string text) {
-  text.erase(0, text.find_first_not_of(' '));
-  text.erase(text.find_last_not_of(' ') + 1);
-  return text;
-}
-
 } // namespace
 
-BuildOr<unsigned> ProgramBuilder::take(unsigned table, unsigned ids,
-                                       const Dim &axis, std::string written) {
-  if (written.empty())
-    written = axis.str();
+namespace {
+
+/// The position of the one dim of `shape` (take's table, take_along's
+/// input: `operand`) whose size is `axis`, or `op`'s refusal anchored in the
+/// axis as `written`.
+BuildOr<unsigned> gatherAxis(const char *op, const char *operand,
+                             const Shape &shape, const Dim &axis,
+                             const std::string &written,
+                             const std::string &shapeText) {
   auto axisError = [&](std::string message) {
-    return takeError(
+    return BuildError{
         ShapeError::atPattern(std::move(message), 0,
                               static_cast<unsigned>(written.size())),
-        written);
+        op, written};
   };
-  if (auto why = idsDTypeError(type(ids).dtype))
-    return takeError(ShapeError::atOperand(*why, 1), written);
   if (axis.isPack() || isAnonymousName(axis.size.str()))
-    return axisError(fmt::format("take's axis \"{}\" must be a size, not a "
+    return axisError(fmt::format("{}'s axis \"{}\" must be a size, not a "
                                  "variadic or anonymous dim",
-                                 written));
-  Shape tableShape = fn.ctx.expand(type(table).shape);
-  std::vector<size_t> matches = dimsOfSize(tableShape, axis.size);
-  std::string tableText = shapeStr(type(table).shape);
+                                 op, written));
+  std::vector<size_t> matches = dimsOfSize(shape, axis.size);
   if (matches.empty()) {
     std::vector<std::string> names;
-    for (const Dim &d : tableShape)
+    for (const Dim &d : shape)
       if (!d.isPack())
         names.push_back(d.size.str());
     std::string hint;
@@ -298,25 +174,167 @@ BuildOr<unsigned> ProgramBuilder::take(unsigned table, unsigned ids,
     if (auto close =
             closestName(wanted, names, std::min<size_t>(2, wanted.size() / 2)))
       hint = fmt::format("; did you mean \"{}\"?", *close);
-    else if (takeVariadicDim(tableShape))
+    else if (takeVariadicDim(shape))
       hint = "; an axis inside a variadic (*name) cannot be named";
-    return axisError(fmt::format("take's axis \"{}\" is not a dim of the "
-                                 "table (shape \"{}\"){}",
-                                 written, tableText, hint));
+    return axisError(fmt::format("{}'s axis \"{}\" is not a dim of {} "
+                                 "(shape \"{}\"){}",
+                                 op, written, operand, shapeText, hint));
   }
   if (matches.size() > 1)
-    return axisError(fmt::format("take's axis \"{}\" is ambiguous: the table "
+    return axisError(fmt::format("{}'s axis \"{}\" is ambiguous: {} "
                                  "(shape \"{}\") has {} dims of that size; "
                                  "rearrange it so that one dim has its own "
                                  "name",
-                                 written, tableText, matches.size()));
-  auto taken = takeAt(table, ids, static_cast<unsigned>(matches[0]));
+                                 op, written, operand, shapeText,
+                                 matches.size()));
+  return static_cast<unsigned>(matches[0]);
+}
+
+} // namespace
+
+BuildOr<unsigned> ProgramBuilder::take(unsigned table, unsigned ids,
+                                       const Dim &axis, std::string written) {
+  if (written.empty())
+    written = axis.str();
+  if (auto why = idsDTypeError(type(ids).dtype))
+    return takeError(ShapeError::atOperand(*why, 1), written);
+  auto at = gatherAxis("take", "the table", fn.ctx.expand(type(table).shape),
+                       axis, written, shapeStr(type(table).shape));
+  if (!at)
+    return at;
+  auto taken = takeAt(table, ids, *at);
   if (!taken)
     return takeError(taken.error().error, written);
   // The axis as the caller named it: the run-time message for an id out
   // of range names it (JIT.cpp's takeSites).
   fn.ops.back().sizeValue = axis.size;
   return taken;
+}
+
+BuildOr<unsigned> ProgramBuilder::takeAlong(unsigned x, unsigned ids,
+                                            const Dim &axis,
+                                            std::string written) {
+  if (written.empty())
+    written = axis.str();
+  auto refuse = [&](ShapeError error) {
+    return BuildError{std::move(error), "take_along", written};
+  };
+  if (auto why = idsDTypeError(type(ids).dtype, "take_along"))
+    return refuse(ShapeError::atOperand(*why, 1));
+  auto at = gatherAxis("take_along", "the input", fn.ctx.expand(type(x).shape),
+                       axis, written, shapeStr(type(x).shape));
+  if (!at)
+    return at;
+  auto taken = takeAlongAt(x, ids, *at);
+  if (!taken)
+    return refuse(taken.error().error);
+  // The axis as the caller named it, for the run-time message (takeSites).
+  fn.ops.back().sizeValue = axis.size;
+  return taken;
+}
+
+namespace {
+
+/// The dims of `a` (as written) that `b` lacks, counted as multisets.
+std::vector<std::string> dimsMissingFrom(const Shape &a, const Shape &b) {
+  std::vector<std::string> left;
+  for (const Dim &d : b)
+    left.push_back(d.str());
+  std::vector<std::string> missing;
+  for (const Dim &d : a) {
+    auto it = std::find(left.begin(), left.end(), d.str());
+    if (it == left.end())
+      missing.push_back(d.str());
+    else
+      left.erase(it);
+  }
+  return missing;
+}
+
+} // namespace
+
+BuildOr<unsigned> ProgramBuilder::takeAlongAt(unsigned x, unsigned ids,
+                                              unsigned axis) {
+  auto refuse = [](std::string message, unsigned operand) {
+    return BuildError{ShapeError::atOperand(std::move(message), operand),
+                      "take_along", ""};
+  };
+  if (auto why = idsDTypeError(type(ids).dtype, "take_along"))
+    return refuse(*why, 1);
+  Shape xShape = fn.ctx.expand(type(x).shape);
+  Shape idsShape = fn.ctx.expand(type(ids).shape);
+  for (unsigned i : {0u, 1u})
+    if (const Dim *d = takeVariadicDim(i == 0 ? xShape : idsShape))
+      return refuse(fmt::format("take_along does not support a variadic dim "
+                                "(*{}) in the input or the ids; name its dims",
+                                d->pack),
+                    i);
+  if (axis >= xShape.size())
+    return refuse(fmt::format("take_along's axis {} is beyond the input's "
+                              "rank {}",
+                              axis, xShape.size()),
+                  0);
+  // The ids have the input's shape without the axis, dim for dim: no
+  // broadcasting (a wrong target shape must not pass as a broadcast).
+  Shape expected = xShape;
+  expected.erase(expected.begin() + axis);
+  std::string want = shapeStr(expected), got = shapeStr(idsShape);
+  auto shapeError = [&](const std::string &why) {
+    return refuse(fmt::format("take_along's ids (shape \"{}\") must have "
+                              "the input's shape without its axis {}: \"{}\"; "
+                              "{}",
+                              got, xShape[axis].str(), want, why),
+                  1);
+  };
+  std::vector<std::string> extra = dimsMissingFrom(idsShape, expected),
+                           missing = dimsMissingFrom(expected, idsShape);
+  if (idsShape.size() != expected.size()) {
+    std::vector<std::string> why;
+    if (!extra.empty())
+      why.push_back(fmt::format("the ids have the extra {} {}",
+                                extra.size() == 1 ? "dim" : "dims",
+                                fmt::join(extra, ", ")));
+    if (!missing.empty())
+      why.push_back(fmt::format("the ids lack {} {}",
+                                missing.size() == 1 ? "the dim" : "the dims",
+                                fmt::join(missing, ", ")));
+    if (why.empty())
+      why.push_back(fmt::format("the ids have rank {}, not {}", idsShape.size(),
+                                expected.size()));
+    std::string message = fmt::format("{}", fmt::join(why, "; "));
+    if (idsShape.size() == xShape.size() &&
+        idsShape[axis].size.constantValue() == Int(1))
+      message += " (take_along gives one element per position: the ids "
+                 "have no dim 1 at the axis, unlike numpy's "
+                 "take_along_axis)";
+    return shapeError(message);
+  }
+  if (extra.empty() && missing.empty() && got != want)
+    return shapeError(fmt::format("the ids' dims are in another order; "
+                                  "rearrange them to \"{}\"",
+                                  want));
+  // Each pair provably equal; only an anonymous dim (`_`), which the user
+  // never named, is left to an entry check. Two names, or a name and a
+  // number, are refused: a size bound by the match would be a silent
+  // broadcast ("1 s" taken for "b s").
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const SizeExpr &a = expected[i].size, &b = idsShape[i].size;
+    auto proof = fn.ctx.prove(a, b);
+    if (proof == InferContext::Proof::Equal)
+      continue;
+    if (proof == InferContext::Proof::Unknown &&
+        (mentionsAnonymous(a) || mentionsAnonymous(b)) &&
+        fn.ctx.unify(a, b, "take_along's ids"))
+      continue;
+    return shapeError(fmt::format("dim {} of the ids is {}, not {}", i,
+                                  idsShape[i].str(), expected[i].str()));
+  }
+  CheckedOp op;
+  op.kind = OpKind::TakeAlong;
+  op.axis = axis;
+  op.sizeValue = xShape[axis].size;
+  op.operands = {x, ids};
+  return append(std::move(op), TensorType{expected, type(x).dtype});
 }
 
 BuildOr<unsigned> ProgramBuilder::takeAt(unsigned table, unsigned ids,
@@ -379,163 +397,6 @@ BuildOr<unsigned> ProgramBuilder::scatterAdd(unsigned ids, unsigned updates,
   return append(std::move(op), table);
 }
 
-BuildOr<unsigned> ProgramBuilder::slice(unsigned x, const Dim &axis,
-                                        const SizeExpr &start,
-                                        const SizeExpr &stop, SliceText text) {
-  if (text.tensor.empty())
-    text.tensor = "x";
-  if (text.axis.empty())
-    text.axis = axis.str();
-  if (text.start.empty())
-    text.start = start.str();
-  if (text.stop.empty())
-    text.stop = stop.str();
-  std::string name = indexingTrimmed(text.axis);
-  auto refuse = [&](ShapeError error) {
-    return BuildError{std::move(error), "slice", text.axis};
-  };
-  auto axisError = [&](std::string message) {
-    return refuse(ShapeError::atPattern(
-        std::move(message), 0, static_cast<unsigned>(text.axis.size())));
-  };
-  auto variadicError = [&](const std::string &pack) {
-    return axisError(fmt::format("slice cannot slice the variadic {}: name "
-                                 "one dim of fixed size (rearrange the "
-                                 "variadic into named dims first)",
-                                 pack == "..." ? "'...'" : "*" + pack));
-  };
-  if (axis.isPack())
-    return variadicError(axis.pack);
-  Shape shape = fn.ctx.expand(type(x).shape);
-  // The dim whose size is the axis: structurally first (two dims bound to
-  // the same number stay apart), then with the known sizes substituted:
-  // those known without the call's inputs first, so that binding them does
-  // not make the axis ambiguous.
-  std::vector<size_t> found = dimsOfSize(shape, axis.size);
-  if (found.empty()) {
-    Bindings fixed = fn.ctx.staticEnv();
-    found = dimsOfSize(shape, axis.size, &fixed);
-  }
-  if (found.empty())
-    found = dimsOfSize(shape, axis.size, &fn.ctx.env);
-  if (found.empty()) {
-    for (const Dim &d : shape)
-      if (d.isPack() && (d.pack == name || d.pack == axis.size.str()))
-        return variadicError(name);
-    std::vector<std::string> names;
-    for (const Dim &d : shape)
-      if (!d.isPack())
-        names.push_back(d.str());
-    std::string message = fmt::format(
-        "slice: '{}' has no axis of size '{}' (its shape is \"{}\")",
-        text.tensor, name, shapeStr(shape));
-    if (auto close = closestName(name, names, name.size() / 2 + 1))
-      message += fmt::format("; did you mean '{}'?", *close);
-    return axisError(message);
-  }
-  if (found.size() > 1)
-    return axisError(fmt::format("slice: axis '{}' is ambiguous: '{}' has {} "
-                                 "dims of that size (shape \"{}\"); "
-                                 "rearrange it so that one dim has it",
-                                 name, text.tensor, found.size(),
-                                 shapeStr(shape)));
-  return sliceAt(x, static_cast<int64_t>(found[0]), start, stop,
-                 std::move(text));
-}
-
-BuildOr<unsigned> ProgramBuilder::sliceAt(unsigned x, int64_t at,
-                                          const SizeExpr &start,
-                                          const SizeExpr &stop,
-                                          SliceText text) {
-  Shape shape = fn.ctx.expand(type(x).shape);
-  int64_t rank = static_cast<int64_t>(shape.size());
-  if (at < -rank || at >= rank)
-    return BuildError{ShapeError::atOp(fmt::format("slice's axis {} is out of "
-                                                   "range for rank {}",
-                                                   at, rank)),
-                      "slice", text.axis};
-  size_t index = static_cast<size_t>(at < 0 ? at + rank : at);
-  // An empty field is spelled from the values, the axis from its dim.
-  if (text.tensor.empty())
-    text.tensor = "x";
-  if (text.axis.empty())
-    text.axis = shape[index].str();
-  if (text.start.empty())
-    text.start = start.str();
-  if (text.stop.empty())
-    text.stop = stop.str();
-  std::string name = indexingTrimmed(text.axis);
-  auto refuse = [&](ShapeError error) {
-    return BuildError{std::move(error), "slice", text.axis};
-  };
-  if (shape[index].isPack())
-    return refuse(ShapeError::atPattern(
-        fmt::format("slice cannot slice the variadic {}: name one dim of "
-                    "fixed size (rearrange the variadic into named dims "
-                    "first)",
-                    shape[index].pack == "..." ? "'...'"
-                                               : "*" + shape[index].pack),
-        0, static_cast<unsigned>(text.axis.size())));
-  bool packBefore = false;
-  for (size_t d = 0; d < index; ++d)
-    packBefore |= shape[d].isPack();
-  SizeExpr size = shape[index].size;
-
-  auto known = [&](const SizeExpr &s) {
-    return s.substitute(fn.ctx.env).constantValue();
-  };
-  // Each bound a size that is not too complex to reason about, and not
-  // known to be negative.
-  for (unsigned i : {1u, 2u}) {
-    const SizeExpr &bound = i == 1 ? start : stop;
-    if (bound.tooComplex())
-      return refuse(ShapeError::atOperand(SizeExpr::tooComplexMessage(), i));
-    if (auto value = known(bound); value && *value < 0)
-      return refuse(ShapeError::atOperand(
-          fmt::format("slice's {} is negative ({}): Python-style negative "
-                      "indices are not supported; write {} - {}",
-                      i == 1 ? "start" : "stop", toString(*value), name,
-                      toString(-*value)),
-          i));
-  }
-  if (auto gap = known(stop - start); gap && *gap < 0)
-    return refuse(
-        ShapeError::atOp(fmt::format("slice's start ({}) is after its stop "
-                                     "({})",
-                                     text.start, text.stop)));
-  if (auto room = known(size - stop); room && *room < 0)
-    return refuse(ShapeError::atOperand(
-        fmt::format("slice's stop ({}) is beyond the axis '{}' of size {}",
-                    stop.substitute(fn.ctx.env).str(), name,
-                    size.substitute(fn.ctx.env).str()),
-        2));
-  // What the sizes do not prove is checked at the entry: 0 <= start <=
-  // stop <= size, so that no read leaves the axis.
-  std::string reason = fmt::format(
-      "slice(..., \"{}\", {}, {}) at line {} needs 0 <= start <= stop <= {}",
-      text.axis, text.start, text.stop, origin().loc.line, size.str());
-  for (auto [lo, hi] : {std::pair{SizeExpr(), start}, std::pair{start, stop},
-                        std::pair{stop, size}}) {
-    SizeExpr gap = (hi - lo).substitute(fn.ctx.env);
-    if (!provablyNonNegative(gap))
-      fn.ctx.constraints.push_back({Constraint::Kind::LessEq, lo, hi, reason});
-  }
-
-  CheckedOp op;
-  op.kind = OpKind::Slice;
-  // What the report's pattern column shows: the axis and the bounds.
-  op.pattern = fmt::format("{} {}:{}", name, text.start, text.stop);
-  op.operands = {x};
-  op.sliceAxis = packBefore ? static_cast<int64_t>(index) -
-                                  static_cast<int64_t>(shape.size())
-                            : static_cast<int64_t>(index);
-  op.sliceStart = start;
-  op.sliceStop = stop;
-  Shape result = shape;
-  result[index] = Dim::ofSize(stop - start);
-  return append(std::move(op), TensorType{result, type(x).dtype});
-}
-
 // The registry rows' builder rules (ProgramBuilder::build): by the axis's
 // position, as the IR and the adjoints name it.
 
@@ -554,14 +415,15 @@ buildOpOfTake(ProgramBuilder &builder, const CheckedOp &attributes,
 }
 
 BuildOr<std::vector<unsigned>>
-buildOpOfSlice(ProgramBuilder &builder, const CheckedOp &attributes,
-               const std::vector<unsigned> &operands) {
+buildOpOfTakeAlong(ProgramBuilder &builder, const CheckedOp &attributes,
+                   const std::vector<unsigned> &operands) {
   if (auto refused =
-          build::missingAttributes(attributes, operands.size(), 1, false))
+          build::missingAttributes(attributes, operands.size(), 2, false))
     return *refused;
-  return asResults(builder.sliceAt(operands[0], attributes.sliceAxis,
-                                   attributes.sliceStart,
-                                   attributes.sliceStop));
+  auto taken = builder.takeAlongAt(operands[0], operands[1], attributes.axis);
+  if (taken && !attributes.sizeValue.str().empty())
+    builder.function().ops.back().sizeValue = attributes.sizeValue;
+  return asResults(std::move(taken));
 }
 
 BuildOr<std::vector<unsigned>>
@@ -602,13 +464,11 @@ void costOfTake(const CostInput &in, const Bindings &, CostCounts &counts) {
   counts.read = bytesOf(in.inputs[1]) + counts.written;
 }
 
-void costOfSlice(const CostInput &in, const Bindings &, CostCounts &counts) {
-  // A slice along the leading dim is a contiguous range of the input: a
-  // view. Otherwise the model counts a copy of the selected elements: each
-  // read once and written once (docs/cost-model.md).
-  counts.view = in.packAxesBefore == 0;
-  counts.read = counts.written =
-      counts.view ? SizeExpr() : bytesOf(in.outputs[0]);
+void costOfTakeAlong(const CostInput &in, const Bindings &,
+                     CostCounts &counts) {
+  // As take: the ids and one element of the input per result element, not
+  // the whole input.
+  counts.read = bytesOf(in.inputs[1]) + counts.written;
 }
 
 void costOfScatterAdd(const CostInput &in, const Bindings &,
@@ -628,7 +488,7 @@ void costOfScatterAdd(const CostInput &in, const Bindings &,
 // --- Gradient ---
 // take and scatter_add are each other's adjoint (a take's table gradient is
 // a scatter-add of dy at the ids; a scatter-add's updates gradient the take
-// of dy at them); a slice's gradient is dy between zeros along its axis.
+// of dy at them); take_along's is dy at the ids between zeros.
 namespace ein {
 
 /// take's adjoint: the table's gradient is zeros with dy added at the ids
@@ -665,43 +525,54 @@ bool gradientOfScatterAdd(Differentiator &d, const CheckedOp &op) {
   return gathered && d.accumulate(updates, *gathered);
 }
 
-bool gradientOfSlice(Differentiator &d, const CheckedOp &op) {
-  std::optional<unsigned> adj = d.adjointOf(op.results[0]);
-  if (!adj)
+/// take_along's adjoint: dx is zero except at the ids, where it is dy:
+/// where(arange(v) == ids, dy, 0), the ids and dy given a dim 1 at the
+/// axis and the positions dims 1 elsewhere, so that broadcasting by name
+/// makes x's shape. Each position picks one element, so nothing adds up;
+/// elementwise ops of x's size, as dense as the gradient itself, and
+/// nothing saved but the ids. The ids, integers, have no gradient.
+bool gradientOfTakeAlong(Differentiator &d, const CheckedOp &op) {
+  std::optional<unsigned> dy = d.adjointOf(op.results[0]);
+  if (!dy)
     return true;
-  unsigned dy = *adj;
-  unsigned x = op.operands[0];
+  unsigned x = op.operands[0], ids = op.operands[1];
+  if (!d.isActive(x) || !isFloat(d.dtypeOf(x)))
+    return true;
   d.target(op, x);
   auto shape = d.shapeOf(x);
   if (!shape)
     return false;
-  size_t axis = op.sliceAxis < 0 ? shape->size() + op.sliceAxis
-                                 : static_cast<size_t>(op.sliceAxis);
-  // The gradient is dy between zeros: cat([zeros, dy, zeros]) on the axis.
-  std::vector<std::string> names;
-  for (size_t dim = 0; dim < shape->size(); ++dim)
-    names.push_back(dim == axis ? "*" : d.freshAxis());
-  std::vector<unsigned> parts;
-  auto zerosAlong = [&](const SizeExpr &n) -> bool {
-    if (n.constantValue() == Int(0))
-      return true;
-    Shape s = *shape;
-    s[axis] = Dim::ofSize(n);
-    auto z = d.zerosOf(s, d.dtypeOf(x));
-    if (z)
-      parts.push_back(*z);
-    return z.has_value();
-  };
-  if (!zerosAlong(op.sliceStart))
+  DType idType = d.dtypeOf(ids);
+  auto positions = d.built(d.build().arange((*shape)[op.axis].size, idType));
+  if (!positions)
     return false;
-  parts.push_back(dy);
-  if (!zerosAlong((*shape)[axis].size - op.sliceStop))
+  // "a0 a1 -> a0 1 a1" (a dim 1 at the axis) and "p -> 1 p 1" (the
+  // positions at the axis, 1 elsewhere).
+  std::vector<std::string> names, withAxis, alongAxis;
+  for (size_t i = 0; i + 1 < shape->size(); ++i)
+    names.push_back(d.freshAxis());
+  std::string p = d.freshAxis();
+  for (size_t i = 0, k = 0; i < shape->size(); ++i) {
+    bool at = i == op.axis;
+    withAxis.push_back(at ? "1" : names[k]);
+    alongAxis.push_back(at ? p : "1");
+    k += !at;
+  }
+  std::string spread =
+      fmt::format("{} -> {}", fmt::join(names, " "), fmt::join(withAxis, " "));
+  auto idsAt = d.transform(OpKind::Rearrange, ids, spread, {});
+  auto dyAt =
+      d.transform(OpKind::Rearrange, d.cast(*dy, d.dtypeOf(x)), spread, {});
+  auto row =
+      d.transform(OpKind::Rearrange, *positions,
+                  fmt::format("{} -> {}", p, fmt::join(alongAxis, " ")), {});
+  if (!idsAt || !dyAt || !row)
     return false;
-  std::string pattern = fmt::format("{}", fmt::join(names, " "));
-  auto parsed = parsePattern(pattern, PatternUse::Pack);
-  if (!parsed)
-    return d.failBuilt("a cat", parsed.error().message).no();
-  auto dx = d.pack(parts, *parsed, d.dtypeOf(x));
+  auto picked = d.ew(ElementwiseFn::Eq, {*row, *idsAt});
+  if (!picked)
+    return false;
+  auto dx =
+      d.ew(ElementwiseFn::Where, {*picked, *dyAt, d.constant(0, d.dtypeOf(x))});
   return dx && d.accumulate(x, *dx);
 }
 

@@ -1,5 +1,6 @@
-// The CUDA target's take, slice and scatter_add: what each becomes in the
-// generated source (ein_take, a view by ein_slice, ein_scatter_add) and in
+// The CUDA target's take, take_along, slice and scatter_add: what each
+// becomes in the generated source (ein_take, ein_take_along, a view by
+// ein_slice, ein_scatter_add) and in
 // the report's CUDA column.
 #include "Describe.h"
 #ifndef EIN_CUDA_DESCRIBE_ONLY
@@ -17,6 +18,10 @@ namespace cuda {
 
 std::string describeTake(const CheckedOp &, const CheckedFunction &) {
   return "ein_take (gather)"; // emitTake: a gather kernel
+}
+
+std::string describeTakeAlong(const CheckedOp &, const CheckedFunction &) {
+  return "ein_take_along (gather)"; // emitTakeAlong: a gather kernel
 }
 
 std::string describeSlice(const CheckedOp &, const CheckedFunction &) {
@@ -40,6 +45,20 @@ void FunctionEmitter::emitTake(TakeOp op) {
   std::string w = destination(result, owner);
   fmt::format_to(out(), "  ein_take(stream, {}, {}, {}, {}, ein_status);\n", w,
                  table.name, ids.name, op.getAxis());
+  define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
+}
+
+/// take_along: take's check kernel counting the ids out of range into the
+/// index status, then a gather kernel over the ids (clamped).
+void FunctionEmitter::emitTakeAlong(TakeAlongOp op) {
+  const ValueView input = view(op.getInput(), op);
+  const ValueView ids = view(op.getIds(), op);
+  mlir::Value result = op.getResult();
+  int owner;
+  std::string w = destination(result, owner);
+  fmt::format_to(out(),
+                 "  ein_take_along(stream, {}, {}, {}, {}, ein_status);\n", w,
+                 input.name, ids.name, op.getAxis());
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
 

@@ -415,6 +415,58 @@ inline void ein_take(cudaStream_t stream, EinView<T, R> out,
              ids, axis, n);
 }
 
+// ------------------------------------------------------------- take_along
+/// out[i..., j...] = x[i..., id, j...] with id = ids[i..., j...] clamped
+/// into [0, bound) (a bad id, counted by the check, reads an element of x);
+/// the result and the ids have x's shape without the axis.
+template <typename T, typename I, int R, int RI>
+__global__ void ein_take_along_kernel(EinView<T, R> out,
+                                      EinView<const T, R + 1> x,
+                                      EinView<const I, RI> ids, int axis,
+                                      int64_t n) {
+  const int64_t last = x.size[axis] - 1;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, src = 0, idOffset = 0, dst = 0;
+    for (int d = R - 1; d >= 0; --d) {
+      int64_t c = rest % out.size[d];
+      rest /= out.size[d];
+      dst += c * out.stride[d];
+      idOffset += c * ids.stride[d];
+      src += c * x.stride[d < axis ? d : d + 1];
+    }
+    if (last < 0) {
+      out.data[dst] = T{};
+      continue;
+    }
+    int64_t id = int64_t(ids.data[idOffset]);
+    id = id < 0 ? 0 : id > last ? last : id;
+    out.data[dst] = x.data[src + id * x.stride[axis]];
+  }
+}
+
+/// take_along(x, ids) along `axis`: the ids out of range counted into
+/// *status (take's check kernel), then the gather.
+template <typename T, typename I, int R, int RX, int RI>
+inline void ein_take_along(cudaStream_t stream, EinView<T, R> out,
+                           EinView<const T, RX> x, EinView<const I, RI> ids,
+                           int axis, unsigned long long *status) {
+  static_assert(RX == R + 1 && RI == R,
+                "take_along: the ids and the result have x's rank - 1");
+  const unsigned threads = 256;
+  int64_t n = 1;
+  for (int d = 0; d < R; ++d)
+    n *= out.size[d];
+  if (n <= 0)
+    return;
+  auto check = &ein_take_check_kernel<I, RI>;
+  EIN_LAUNCH(check, ein_grid_for(n, threads), threads, stream, ids, n,
+             x.size[axis], status);
+  auto kernel = &ein_take_along_kernel<T, I, R, RI>;
+  EIN_LAUNCH(kernel, ein_grid_for(n, threads), threads, stream, out, x, ids,
+             axis, n);
+}
+
 // ------------------------------------------------------------- scatter_add
 /// out = 0 over every element of the view (any strides).
 template <typename T, int R>
