@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <sys/stat.h>
 
 namespace ein {
 namespace runtime {
@@ -33,6 +34,7 @@ constexpr uint16_t kFlagUtf8 = 1 << 11;
 constexpr uint16_t kMethodStored = 0, kMethodDeflated = 8;
 constexpr uint32_t kMax32 = 0xFFFFFFFF;
 constexpr uint16_t kMax16 = 0xFFFF;
+constexpr uint64_t kMaxDeflateRatio = 1032;
 /// 1980-01-01 00:00 in MS-DOS form: the earliest date ZIP can say.
 constexpr uint16_t kDosDate = (0 << 9) | (1 << 5) | 1, kDosTime = 0;
 
@@ -235,7 +237,7 @@ ErrorOr<void> decode(Npz &out, uint64_t maxBytes) {
     return fail("a multi-disk ZIP archive (not supported)");
   if (cdOffset > cdEnd || cdEnd - cdOffset != cdSize)
     return fail(fmt::format("the central directory ({} bytes at offset {}) "
-                            "does not end where the end record begins ({})",
+                            "does not end where the end record begins (at {})",
                             cdSize, cdOffset, cdEnd));
   if (entries > cdSize / kCentralBytes)
     return fail(fmt::format("{} members cannot fit a central directory of "
@@ -294,6 +296,13 @@ ErrorOr<void> decode(Npz &out, uint64_t maxBytes) {
                  "only)");
     if (!names.insert(m.name).second)
       return bad("the archive holds two members of this name");
+    // Deflate packs at most 1032 bytes into one (258-byte matches of 2
+    // bits): a bigger claim is a lie, refused before anything is allocated.
+    if (m.method == kMethodDeflated &&
+        m.size / kMaxDeflateRatio > m.compressedSize)
+      return bad(fmt::format("its size {} is more than deflate can unpack "
+                             "from its {} compressed bytes",
+                             m.size, m.compressedSize));
     if (m.method == kMethodStored && m.compressedSize != m.size)
       return bad(fmt::format("it is stored, but its compressed size {} is not "
                              "its size {}",
@@ -531,6 +540,13 @@ ErrorOr<void> emit(const std::vector<NamedTensor> &tensors, bool zip64,
   return sink(tail.data(), tail.size());
 }
 
+Error notRegular(const std::string &path) {
+  return Error::usage(fmt::format("{}: not a regular file: an .npz archive "
+                                  "(ZIP) is read from its end, so it cannot "
+                                  "come from a pipe or a device",
+                                  path));
+}
+
 } // namespace
 
 const NpzEntry *Npz::find(const std::string &name) const {
@@ -576,13 +592,16 @@ ErrorOr<Npz> readNpz(const std::string &path) {
 }
 
 ErrorOr<Npz> readNpz(const std::string &path, uint64_t maxBytes) {
+  // A FIFO is refused before it is opened: opening one blocks until a
+  // writer comes.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) &&
+      !S_ISDIR(st.st_mode))
+    return notRegular(path);
   return readFileSource<Npz>(
       path, "an .npz archive", [&](ByteSource &in) -> ErrorOr<Npz> {
         if (!in.size)
-          return Error::usage(fmt::format(
-              "{}: not a regular file: an .npz archive (ZIP) is read from "
-              "its end, so it cannot come from a pipe or a device",
-              path));
+          return notRegular(path);
         if (*in.size > maxBytes)
           return Error::usage(fmt::format(
               "{}: the archive is {} bytes, more than this machine's limit "
