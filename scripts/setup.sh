@@ -11,7 +11,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 packages=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19
           libclang-rt-19-dev
-          libfmt-dev libgtest-dev libomp-19-dev cmake ninja-build g++ python3)
+          libfmt-dev zlib1g-dev libgtest-dev libomp-19-dev cmake ninja-build g++
+          python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -3,6 +3,7 @@
 
 #include "ein/Runtime/FloatConvert.h"
 #include "ein/Runtime/Npy.h"
+#include "ein/Runtime/Npz.h"
 #include "ein/Runtime/SafeTensors.h"
 
 #include <fmt/format.h>
@@ -455,6 +456,40 @@ Result<void> save_safetensors(const std::map<std::string, Tensor> &tensors,
     named.push_back({name, &hosts.back()});
   }
   if (auto written = runtime::writeSafeTensors(path, named); !written)
+    return toInfo(written.error());
+  return {};
+}
+
+Result<std::map<std::string, Tensor>> load_npz(const std::string &path) {
+  auto file = runtime::readNpz(path);
+  if (!file)
+    return toInfo(file.error());
+  std::map<std::string, Tensor> tensors;
+  for (const runtime::NpzEntry &entry : file->entries) {
+    auto host = file->tensor(entry.name);
+    if (!host)
+      return toInfo(host.error());
+    auto t = fromHost(*host);
+    if (!t)
+      return t.error();
+    tensors.emplace(entry.name, std::move(*t));
+  }
+  return tensors;
+}
+
+Result<void> save_npz(const std::map<std::string, Tensor> &tensors,
+                      const std::string &path) {
+  std::vector<runtime::HostTensor> hosts;
+  hosts.reserve(tensors.size());
+  std::vector<runtime::NamedTensor> named;
+  for (auto &[name, t] : tensors) {
+    auto host = toHost(t, "save_npz");
+    if (!host)
+      return host.error();
+    hosts.push_back(std::move(*host));
+    named.push_back({name, &hosts.back()});
+  }
+  if (auto written = runtime::writeNpz(path, named); !written)
     return toInfo(written.error());
   return {};
 }

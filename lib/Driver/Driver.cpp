@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "ein/Runtime/Npy.h"
+#include "ein/Runtime/Npz.h"
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Target/TargetRegistry.h"
@@ -174,27 +175,30 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                (args.command == "run" || args.command == "report")) {
       auto v = value("--in");
       auto eq = v ? v->find('=') : std::string::npos;
-      // A safetensors file alone: its tensors name the parameters.
-      if (v && eq == std::string::npos && runtime::isSafeTensorsPath(*v)) {
+      // A safetensors or .npz file alone: its tensors name the parameters.
+      if (v && eq == std::string::npos &&
+          (runtime::isSafeTensorsPath(*v) || runtime::isNpzPath(*v))) {
         args.inputs.push_back({"", *v});
       } else {
         if (!v || eq == std::string::npos || eq == 0 || eq + 1 == v->size())
-          return usage("--in needs PARAM=FILE.npy, PARAM=FILE.safetensors "
-                       "or FILE.safetensors");
+          return usage("--in needs PARAM=FILE.npy, PARAM=FILE.safetensors, "
+                       "FILE.safetensors, PARAM=FILE.npz or FILE.npz");
         args.inputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
       }
     } else if (isFlag("--out") && args.command == "run") {
       auto v = value("--out");
       if (!v || v->empty())
-        return usage("--out needs FILE.npy, FILE.safetensors or "
-                     "NAME=FILE.safetensors");
-      // NAME=FILE.safetensors: the result's tensor name; '=' before any
-      // '/' so that a path holding '=' is still a path.
+        return usage("--out needs FILE.npy, FILE.safetensors, "
+                     "NAME=FILE.safetensors, FILE.npz or NAME=FILE.npz");
+      // NAME=FILE.safetensors or NAME=FILE.npz: the result's tensor name;
+      // '=' before any '/' so that a path holding '=' is still a path.
       auto eq = v->find('=');
-      if (runtime::isSafeTensorsPath(*v) && eq != std::string::npos &&
-          eq < v->find('/')) {
-        if (eq == 0 || !runtime::isSafeTensorsPath(v->substr(eq + 1)))
-          return usage("--out needs NAME=FILE.safetensors");
+      auto named = [](const std::string &path) {
+        return runtime::isSafeTensorsPath(path) || runtime::isNpzPath(path);
+      };
+      if (named(*v) && eq != std::string::npos && eq < v->find('/')) {
+        if (eq == 0 || !named(v->substr(eq + 1)))
+          return usage("--out needs NAME=FILE.safetensors or NAME=FILE.npz");
         args.outputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
       } else {
         args.outputs.push_back({"", *v});

@@ -54,15 +54,16 @@ goes on at its column on the next lines.)",
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
     [--size-generic] [--target=cpu|cuda|cuda-emulated] [--allow-tf32])",
        R"(JIT-compile NAME for this CPU with the inputs' sizes and run it.
-Inputs and results are .npy files or tensors of safetensors files (a
-step's state can be one file in and one out). bf16 inputs are read from
-bf16 safetensors, or from f32 .npy files (rounded to nearest even) or raw
-uint16 ones; bf16 results are written as f32 to .npy files. Variadics (*NAME,
-...) take their rank and sizes from the inputs. Exit 2 when the inputs
-do not fit the signature; no output is written then. --target=cuda
-builds the function's CUDA source with nvcc and runs it on this
-machine's GPU (exit 2 without one); cuda-emulated builds the same
-source with the host C++ compiler and runs it on the CPU.)",
+Inputs and results are .npy files or tensors of safetensors files or .npz
+archives (a step's state can be one file in and one out). bf16 inputs are
+read from bf16 safetensors, or from f32 .npy arrays (rounded to nearest
+even) or raw uint16 ones; bf16 results are written as f32 to .npy files
+and .npz archives. Variadics (*NAME, ...) take their rank and sizes from
+the inputs. Exit 2 when the inputs do not fit the signature; no output
+is written then. --target=cuda builds the function's CUDA source with
+nvcc and runs it on this machine's GPU (exit 2 without one);
+cuda-emulated builds the same source with the host C++ compiler and
+runs it on the CPU.)",
        {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
         "--bandwidth", "--tiles", "--cpu", "--cpu-features", "--no-fusion",
         "--perf-jitdump", "--size-generic", "--target", "--allow-tf32",
@@ -191,12 +192,15 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  the input for parameter PARAM, one per parameter; also
                  PARAM=FILE.safetensors (its tensor PARAM) and
                  FILE.safetensors (each of its tensors is the input of the
-                 parameter of its name; one naming none is an error))"},
+                 parameter of its name; one naming none is an error); the
+                 same for .npz archives (np.savez, np.savez_compressed):
+                 PARAM=FILE.npz (its array PARAM) and FILE.npz)"},
     {"--out",
      R"(--out FILE.npy   where a result goes, one per result, in order; also
                  NAME=FILE.safetensors (the result is its tensor NAME;
                  several results may share a file) and FILE.safetensors
-                 (named as the returned value))"},
+                 (named as the returned value); the same for .npz archives:
+                 NAME=FILE.npz and FILE.npz)"},
     {"--time",
      R"(--time           time the call (median of repeated runs) and compare
                  with the peak figures of `einc calibrate` or those given)"},

@@ -1,11 +1,12 @@
-// `einc run`: bind dims from .npy or safetensors inputs, JIT-compile, run,
-// time, write.
+// `einc run`: bind dims from .npy, .npz or safetensors inputs, JIT-compile,
+// run, time, write.
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Calibrate.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Report/Report.h"
 #include "ein/Runtime/Npy.h"
+#include "ein/Runtime/Npz.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Target/TargetRegistry.h"
@@ -31,6 +32,42 @@ Error inputError(std::string message) {
   return Error::usage(std::move(message));
 }
 
+/// What a file of `einc run` is, by its extension: one .npy array, or
+/// tensors by name (a safetensors file or an .npz archive).
+enum class FileKind { Npy, SafeTensors, Npz };
+
+FileKind fileKind(const std::string &path) {
+  if (runtime::isSafeTensorsPath(path))
+    return FileKind::SafeTensors;
+  if (runtime::isNpzPath(path))
+    return FileKind::Npz;
+  return FileKind::Npy;
+}
+
+/// A file of named tensors, read once: a safetensors file or an .npz
+/// archive.
+struct NamedFile {
+  std::optional<runtime::SafeTensors> safetensors;
+  std::optional<runtime::Npz> npz;
+
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    if (safetensors)
+      for (const runtime::SafeTensorsEntry &e : safetensors->entries)
+        out.push_back(e.name);
+    if (npz)
+      for (const runtime::NpzEntry &e : npz->entries)
+        out.push_back(e.name);
+    return out;
+  }
+  ErrorOr<runtime::HostTensor>
+  tensor(const std::string &name,
+         std::optional<runtime::StorageType> want) const {
+    return safetensors ? safetensors->tensor(name, want)
+                       : npz->tensor(name, want);
+  }
+};
+
 std::string si(double v, const char *unit) {
   const char *prefixes[] = {"", "K", "M", "G", "T", "P"};
   int i = 0;
@@ -55,23 +92,32 @@ readInputs(const CheckedFunction &fn, const std::string &function,
            paramNames.end();
   };
   // Each parameter's source: a file, and the tensor in it when the file is
-  // a safetensors one; and how it was given, for "given twice".
+  // a safetensors or .npz one; and how it was given, for "given twice".
   struct Source {
     std::string path;
-    bool safetensors = false;
-    std::string given; // "--in x=a.npy"
+    bool named = false; // safetensors or .npz: the tensor of the param's name
+    std::string given;  // "--in x=a.npy"
   };
   std::map<std::string, Source> sources;
-  // Each safetensors file is read once, however many parameters it gives.
-  std::map<std::string, runtime::SafeTensors> files;
-  auto fileAt =
-      [&](const std::string &path) -> ErrorOr<const runtime::SafeTensors *> {
+  // Each file of named tensors is read once, however many parameters it
+  // gives.
+  std::map<std::string, NamedFile> files;
+  auto fileAt = [&](const std::string &path) -> ErrorOr<const NamedFile *> {
     auto it = files.find(path);
     if (it == files.end()) {
-      auto read = runtime::readSafeTensors(path);
-      if (!read)
-        return read.error();
-      it = files.emplace(path, std::move(*read)).first;
+      NamedFile file;
+      if (fileKind(path) == FileKind::Npz) {
+        auto read = runtime::readNpz(path);
+        if (!read)
+          return read.error();
+        file.npz = std::move(*read);
+      } else {
+        auto read = runtime::readSafeTensors(path);
+        if (!read)
+          return read.error();
+        file.safetensors = std::move(*read);
+      }
+      it = files.emplace(path, std::move(file)).first;
     }
     return &it->second;
   };
@@ -84,29 +130,29 @@ readInputs(const CheckedFunction &fn, const std::string &function,
     return {};
   };
   for (auto &[name, path] : inputs) {
-    bool safetensors = runtime::isSafeTensorsPath(path);
+    bool named = fileKind(path) != FileKind::Npy;
     if (!name.empty()) {
       if (!isParam(name))
         return inputError(
             fmt::format("--in {}: function '{}' has no parameter '{}'", name,
                         function, name));
-      if (auto ok = add(
-              name, {path, safetensors, fmt::format("--in {}={}", name, path)});
+      if (auto ok =
+              add(name, {path, named, fmt::format("--in {}={}", name, path)});
           !ok)
         return ok.error();
       continue;
     }
-    // A whole safetensors file: its tensors name the parameters.
+    // A whole safetensors or .npz file: its tensors name the parameters.
     auto file = fileAt(path);
     if (!file)
       return inputError(file.error().message);
     std::vector<std::string> strangers;
-    for (const runtime::SafeTensorsEntry &e : (*file)->entries) {
-      if (!isParam(e.name)) {
-        strangers.push_back("'" + e.name + "'");
+    for (const std::string &tensorName : (*file)->names()) {
+      if (!isParam(tensorName)) {
+        strangers.push_back("'" + tensorName + "'");
         continue;
       }
-      if (auto ok = add(e.name, {path, true, fmt::format("--in {}", path)});
+      if (auto ok = add(tensorName, {path, true, fmt::format("--in {}", path)});
           !ok)
         return ok.error();
     }
@@ -123,15 +169,15 @@ readInputs(const CheckedFunction &fn, const std::string &function,
     auto it = sources.find(name);
     if (it == sources.end())
       return inputError(fmt::format(
-          "missing --in {}=FILE.npy (or a .safetensors file holding a "
-          "tensor '{}')",
+          "missing --in {}=FILE.npy (or a .safetensors or .npz file holding "
+          "a tensor '{}')",
           name, name));
     std::optional<runtime::StorageType> want;
     if (convert)
       want = runtime::toStorage(fn.values[fn.params[i]].type.dtype);
     const Source &source = it->second;
     auto read = [&]() -> ErrorOr<runtime::HostTensor> {
-      if (!source.safetensors)
+      if (!source.named)
         return runtime::readNpy(source.path, want);
       auto file = fileAt(source.path);
       if (!file)
@@ -150,10 +196,11 @@ readInputs(const CheckedFunction &fn, const std::string &function,
 namespace {
 
 /// The files `--out` names, in order of first mention, and what each holds:
-/// one result (.npy), or named results (a safetensors file, listed once).
+/// one result (.npy), or named results (a safetensors or .npz file, listed
+/// once).
 struct OutputFile {
   std::string path;
-  bool safetensors = false;
+  FileKind kind = FileKind::Npy;
   std::vector<std::pair<std::string, size_t>> results; // name, result index
 };
 
@@ -163,12 +210,13 @@ ErrorOr<std::vector<OutputFile>> outputFiles(const CheckedFunction &fn,
   std::map<std::string, size_t> byPath;
   for (size_t k = 0; k < options.outputs.size(); ++k) {
     auto [name, path] = options.outputs[k];
-    bool safetensors = runtime::isSafeTensorsPath(path);
-    if (!safetensors && !name.empty())
-      return inputError(fmt::format("--out {}={}: only a .safetensors file "
-                                    "names its tensors",
+    FileKind kind = fileKind(path);
+    bool named = kind != FileKind::Npy;
+    if (!named && !name.empty())
+      return inputError(fmt::format("--out {}={}: only a .safetensors or "
+                                    ".npz file names its tensors",
                                     name, path));
-    if (safetensors && name.empty()) {
+    if (named && name.empty()) {
       name = fn.values[fn.returns[k]].name;
       if (name.empty())
         return inputError(fmt::format(
@@ -176,15 +224,16 @@ ErrorOr<std::vector<OutputFile>> outputFiles(const CheckedFunction &fn,
             "with --out NAME={}",
             k + 1, options.function, path));
     }
-    // Results named into one safetensors file share it; a .npy file is
-    // one result's, and planOutputs judges the same file given twice.
-    if (!safetensors) {
-      files.push_back({path, false, {{name, k}}});
+    // Results named into one safetensors or .npz file share it; a .npy
+    // file is one result's, and planOutputs judges the same file given
+    // twice.
+    if (!named) {
+      files.push_back({path, kind, {{name, k}}});
       continue;
     }
     auto [it, fresh] = byPath.emplace(path, files.size());
     if (fresh)
-      files.push_back({path, true, {}});
+      files.push_back({path, kind, {}});
     OutputFile &file = files[it->second];
     for (auto &[other, index] : file.results)
       if (other == name)
@@ -233,7 +282,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   if (options.outputs.size() != fn->results.size())
     return inputError(fmt::format(
         "function '{}' returns {} value(s): give one --out FILE.npy (or "
-        "NAME=FILE.safetensors) for each (got {})",
+        "NAME=FILE.safetensors, NAME=FILE.npz) for each (got {})",
         options.function, fn->results.size(), options.outputs.size()));
   auto files = outputFiles(*fn, options);
   if (!files)
@@ -384,16 +433,23 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   }
 
   // 6. Outputs: all replaced or none (OutputFiles.h). bf16/fp8 widen to
-  // f32 in .npy files and stay themselves in safetensors files.
+  // f32 in .npy files and .npz archives (numpy has no such dtypes) and stay
+  // themselves in safetensors files.
   auto written = runtime::writeOutputs(
       *outputPlan, [&](size_t index, int fd) -> ErrorOr<void> {
         const OutputFile &file = (*files)[index];
-        if (!file.safetensors)
-          return runtime::writeNpyTo(fd, outputs[file.results[0].second]);
         std::vector<runtime::NamedTensor> named;
         for (auto &[name, k] : file.results)
           named.push_back({name, &outputs[k]});
-        return runtime::writeSafeTensorsTo(fd, named);
+        switch (file.kind) {
+        case FileKind::Npy:
+          return runtime::writeNpyTo(fd, outputs[file.results[0].second]);
+        case FileKind::SafeTensors:
+          return runtime::writeSafeTensorsTo(fd, named);
+        case FileKind::Npz:
+          return runtime::writeNpzTo(fd, named);
+        }
+        return Error::program("an output file of no kind"); // unreachable
       });
   if (!written)
     return inputError(fmt::format("--out {}", written.error().message));

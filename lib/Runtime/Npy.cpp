@@ -555,6 +555,13 @@ ErrorOr<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
   return decodeNpy(in, name, want, hostMemoryBytes());
 }
 
+ErrorOr<HostTensor> parseNpy(const uint8_t *bytes, size_t size,
+                             const std::string &name,
+                             std::optional<StorageType> want) {
+  MemorySource in(bytes, size);
+  return decodeNpy(in, name, want, hostMemoryBytes());
+}
+
 ErrorOr<HostTensor> readNpy(const std::string &path,
                             std::optional<StorageType> want) {
   return readNpy(path, want, hostMemoryBytes());

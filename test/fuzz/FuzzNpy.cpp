@@ -1,7 +1,8 @@
 // libFuzzer target: the tensor-file readers of `einc run` on arbitrary bytes:
 // the `.npy` reader (runtime::parseNpy), read as its natural type and as every
-// storage type `einc run` may want, and the safetensors reader
-// (runtime::parseSafeTensors), each of its tensors read likewise.
+// storage type `einc run` may want, the safetensors reader
+// (runtime::parseSafeTensors) and the .npz reader (runtime::parseNpz), each
+// of their tensors read likewise.
 //
 // Oracles beyond "no crash, no sanitizer report, no huge allocation":
 //   npy-consistent  an accepted tensor's data size matches its shape and type;
@@ -12,9 +13,13 @@
 //   safetensors-roundtrip  an accepted safetensors file written again
 //                   (serializeSafeTensors) parses back to the same names,
 //                   types, shapes and bytes.
+//   npz-roundtrip   an accepted .npz archive written again (serializeNpz,
+//                   with and without ZIP64 records) parses back to the same
+//                   names, types, shapes and values.
 #include "FuzzSupport.h"
 
 #include "ein/Runtime/Npy.h"
+#include "ein/Runtime/Npz.h"
 #include "ein/Runtime/SafeTensors.h"
 
 #include <cmath>
@@ -33,7 +38,8 @@ bool sameValues(const HostTensor &x, const HostTensor &y) {
     return false;
   const HostTensor a = x.toCOrder(), b = y.toCOrder();
   bool narrowFloat = a.type == StorageType::BF16 ||
-                     a.type == StorageType::F8E4M3 || a.type == StorageType::F8E5M2;
+                     a.type == StorageType::F8E4M3 ||
+                     a.type == StorageType::F8E5M2;
   if (!narrowFloat)
     return a.data == b.data;
   // bf16/fp8 travel as f32: values must survive, NaN payloads need not.
@@ -61,17 +67,19 @@ void checkTensor(const HostTensor &t, const std::string &as) {
                               t.describe(), bytes.error().message));
   auto again = parseNpy(std::move(*bytes), "again.npy", t.type);
   if (!again)
-    fuzz::finding("npy-roundtrip",
-                  fmt::format("read as {}: the serialized {} does not parse: {}",
-                              as, t.describe(), again.error().message));
+    fuzz::finding(
+        "npy-roundtrip",
+        fmt::format("read as {}: the serialized {} does not parse: {}", as,
+                    t.describe(), again.error().message));
   if (!again->isCOrder())
     fuzz::finding("npy-roundtrip",
                   fmt::format("read as {}: the serialized {} is not C order",
                               as, t.describe()));
   if (!sameValues(t, *again))
-    fuzz::finding("npy-roundtrip",
-                  fmt::format("read as {}: {} comes back as {} with other values",
-                              as, t.describe(), again->describe()));
+    fuzz::finding(
+        "npy-roundtrip",
+        fmt::format("read as {}: {} comes back as {} with other values", as,
+                    t.describe(), again->describe()));
 }
 
 void checkSafeTensors(const std::vector<uint8_t> &bytes) {
@@ -115,18 +123,68 @@ void checkSafeTensors(const std::vector<uint8_t> &bytes) {
                       back.error().message);
     return;
   }
-  if (back->metadata != file->metadata ||
-      back->entries.size() != named.size())
+  if (back->metadata != file->metadata || back->entries.size() != named.size())
     fuzz::finding("safetensors-roundtrip",
                   "metadata or tensors differ after a round trip");
   for (size_t i = 0; i < named.size() && i < back->entries.size(); ++i) {
     auto t = back->tensor(back->entries[i].name);
     if (back->entries[i].name != named[i].name || !t ||
         t->type != named[i].tensor->type ||
-        t->shape != named[i].tensor->shape ||
-        t->data != named[i].tensor->data)
+        t->shape != named[i].tensor->shape || t->data != named[i].tensor->data)
       fuzz::finding("safetensors-roundtrip",
                     "tensor " + named[i].name + " differs after a round trip");
+  }
+}
+
+void checkNpz(const std::vector<uint8_t> &bytes) {
+  auto file = parseNpz(bytes, "fuzz.npz");
+  if (!file) {
+    if (file.error().message.rfind("fuzz.npz", 0) != 0 &&
+        !fuzz::ignored("npy-message"))
+      fuzz::finding("npy-message", "error does not start with the file name: " +
+                                       file.error().message);
+    return;
+  }
+  std::vector<HostTensor> tensors;
+  std::vector<std::string> names;
+  for (const NpzEntry &e : file->entries) {
+    auto t = file->tensor(e.name);
+    if (!t) {
+      if (t.error().message.rfind("fuzz.npz: member '", 0) != 0 &&
+          !fuzz::ignored("npy-message"))
+        fuzz::finding("npy-message", "a member's error does not start with "
+                                     "the file and member: " +
+                                         t.error().message);
+      continue;
+    }
+    checkTensor(*t, "npz member " + e.name);
+    tensors.push_back(std::move(*t));
+    names.push_back(e.name);
+  }
+  if (fuzz::ignored("npz-roundtrip"))
+    return;
+  std::vector<NamedTensor> named;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    named.push_back({names[i], &tensors[i]});
+  for (bool zip64 : {false, true}) {
+    auto again = serializeNpz(named, zip64);
+    if (!again)
+      fuzz::finding("npz-roundtrip", "an accepted archive does not "
+                                     "serialize: " +
+                                         again.error().message);
+    auto back = parseNpz(*again, "again.npz");
+    if (!back)
+      fuzz::finding("npz-roundtrip", "the serialized archive does not parse: " +
+                                         back.error().message);
+    if (back->entries.size() != named.size())
+      fuzz::finding("npz-roundtrip", "arrays differ after a round trip");
+    for (size_t i = 0; i < named.size(); ++i) {
+      auto t = back->tensor(back->entries[i].name, tensors[i].type);
+      if (back->entries[i].name != names[i] || !t ||
+          !sameValues(tensors[i], *t))
+        fuzz::finding("npz-roundtrip",
+                      "array " + names[i] + " differs after a round trip");
+    }
   }
 }
 
@@ -134,24 +192,27 @@ void checkSafeTensors(const std::vector<uint8_t> &bytes) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   checkSafeTensors(std::vector<uint8_t>(data, data + size));
+  checkNpz(std::vector<uint8_t>(data, data + size));
   const std::optional<StorageType> wants[] = {
-      std::nullopt,          StorageType::F64,    StorageType::F32,
-      StorageType::F16,      StorageType::BF16,   StorageType::F8E4M3,
-      StorageType::F8E5M2,   StorageType::I64,    StorageType::I32,
+      std::nullopt,        StorageType::F64,  StorageType::F32,
+      StorageType::F16,    StorageType::BF16, StorageType::F8E4M3,
+      StorageType::F8E5M2, StorageType::I64,  StorageType::I32,
       StorageType::Bool};
   for (auto want : wants) {
-    auto tensor = parseNpy(std::vector<uint8_t>(data, data + size), "fuzz.npy", want);
+    auto tensor =
+        parseNpy(std::vector<uint8_t>(data, data + size), "fuzz.npy", want);
     std::string as = want ? storageName(*want) : "natural type";
     if (!tensor) {
       if (tensor.error().message.rfind("fuzz.npy", 0) != 0 &&
           !fuzz::ignored("npy-message"))
-        fuzz::finding("npy-message", "error does not start with the file name: " +
-                                         tensor.error().message);
+        fuzz::finding("npy-message",
+                      "error does not start with the file name: " +
+                          tensor.error().message);
       continue;
     }
     if (want && tensor->type != *want)
-      fuzz::finding("npy-consistent",
-                    fmt::format("asked for {}, got {}", as, tensor->describe()));
+      fuzz::finding("npy-consistent", fmt::format("asked for {}, got {}", as,
+                                                  tensor->describe()));
     checkTensor(*tensor, as);
   }
   return 0;

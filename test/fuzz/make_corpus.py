@@ -18,7 +18,9 @@ become `#! dim NAME=INT` lines) and of test/einops/einops_agreement.py
 (accepted and rejected cases), the patterns in all of them, and .npy files:
 every dtype numpy can save (also the ones ein rejects), both orders, format
 versions 1.0, 2.0 and 3.0, 0-d, empty and larger shapes, truncations and
-the malformed files of the run corpus's negative cases.
+the malformed files of the run corpus's negative cases; and .npz archives
+(np.savez, np.savez_compressed, zipfile's ZIP64 records, a bzip2 member),
+which the npy target reads too.
 """
 
 import glob
@@ -114,6 +116,34 @@ def npy_files(run_corpus, cases) -> list[bytes]:
     return files
 
 
+def npz_files() -> list[bytes]:
+    import zipfile
+
+    def savez(save, **arrays):
+        buf = io.BytesIO()
+        save(buf, **arrays)
+        return buf.getvalue()
+
+    x = np.array([1.5, -2.0], np.float32)
+    files = [savez(np.savez, x=x), savez(np.savez_compressed, x=x),
+             savez(np.savez, a=np.arange(6, dtype="<i8").reshape(2, 3),
+                   b=np.array(True), c=np.zeros((0, 2), "<f2")),
+             savez(np.savez_compressed, w=np.asfortranarray(
+                 np.arange(6, dtype="<f8").reshape(2, 3)), u=np.array(["s"]))]
+    # ZIP64 records everywhere, as zipfile writes them for big archives.
+    limits = zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT
+    zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = 16, 1
+    try:
+        files.append(savez(np.savez_compressed, x=x, y=x))
+    finally:
+        zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = limits
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_BZIP2) as z:
+        z.writestr("x.npy", savez(lambda f, x: np.save(f, x), x=x))
+    files.append(buf.getvalue())
+    return files
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -134,7 +164,7 @@ def main() -> int:
         patterns.update(re.findall(r'"([^"\n]*)"', text))
     for p in sorted(patterns):
         write(outdir, "pattern", p.encode("utf-8", errors="surrogateescape"))
-    for data in npy_files(run_corpus, cases):
+    for data in npy_files(run_corpus, cases) + npz_files():
         write(outdir, "npy", data)
     for target in sorted(os.listdir(outdir)):
         print(f"{target}: {len(os.listdir(os.path.join(outdir, target)))} candidates")

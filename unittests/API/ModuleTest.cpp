@@ -1,4 +1,5 @@
-// The C++ API's modules (load, call, report), tensors and .npy files.
+// The C++ API's modules (load, call, report), tensors and .npy, safetensors
+// and .npz files.
 #include "APITestHelpers.h"
 
 #include <cstdio>
@@ -214,6 +215,71 @@ TEST(Tensor, SafetensorsFromThePackageAndBack) {
   EXPECT_EQ(bad.error().kind, ein::ErrorInfo::Kind::Usage);
   for (const char *f :
        {"/in.safetensors", "/out.safetensors", "/bad.safetensors"})
+    std::remove((std::string(dir) + f).c_str());
+  rmdir(dir);
+}
+
+TEST(Tensor, NpzFromNumpyAndBack) {
+  // np.savez_compressed(f, x=np.array([1.5, -2.0], np.float32),
+  //                     n=np.array([[1, 2, 3]], np.int64))
+  const char written[] =
+      "\x50\x4b\x03\x04\x2d\x00\x00\x00\x08\x00\x00\x00\x21\x00\xd6\x43\x4b\x05"
+      "\xff\xff\xff\xff\xff\xff\xff\xff\x05\x00\x14\x00\x78\x2e\x6e\x70\x79\x01"
+      "\x00\x10\x00\x88\x00\x00\x00\x00\x00\x00\x00\x4b\x00\x00\x00\x00\x00\x00"
+      "\x00\x9b\xec\x17\xea\x1b\x10\xc9\xc8\x50\xc6\x50\xad\x9e\x92\x5a\x9c\x5c"
+      "\xa4\x6e\xa5\xa0\x6e\x93\x66\xa2\xae\xa3\xa0\x9e\x96\x5f\x54\x52\x94\x98"
+      "\x17\x9f\x5f\x94\x92\x0a\x12\x77\x4b\xcc\x29\x4e\x05\x8a\x17\x67\x24\x16"
+      "\xa4\x02\xf9\x1a\x46\x3a\x9a\x3a\x0a\xb5\x0a\x14\x00\x2e\x06\x86\x03\xf6"
+      "\x0c\x40\x02\x00\x50\x4b\x03\x04\x2d\x00\x00\x00\x08\x00\x00\x00\x21\x00"
+      "\x95\xee\x46\xdc\xff\xff\xff\xff\xff\xff\xff\xff\x05\x00\x14\x00\x6e\x2e"
+      "\x6e\x70\x79\x01\x00\x10\x00\x98\x00\x00\x00\x00\x00\x00\x00\x4f\x00\x00"
+      "\x00\x00\x00\x00\x00\x9b\xec\x17\xea\x1b\x10\xc9\xc8\x50\xc6\x50\xad\x9e"
+      "\x92\x5a\x9c\x5c\xa4\x6e\xa5\xa0\x6e\x93\x69\xa1\xae\xa3\xa0\x9e\x96\x5f"
+      "\x54\x52\x94\x98\x17\x9f\x5f\x94\x92\x0a\x12\x77\x4b\xcc\x29\x4e\x05\x8a"
+      "\x17\x67\x24\x16\xa4\x02\xf9\x1a\x86\x3a\x0a\xc6\x9a\x3a\x0a\xb5\x0a\x64"
+      "\x03\x2e\x46\x06\x08\x60\x82\xd2\xcc\x50\x1a\x00\x50\x4b\x01\x02\x2d\x03"
+      "\x2d\x00\x00\x00\x08\x00\x00\x00\x21\x00\xd6\x43\x4b\x05\x4b\x00\x00\x00"
+      "\x88\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x01"
+      "\x00\x00\x00\x00\x78\x2e\x6e\x70\x79\x50\x4b\x01\x02\x2d\x03\x2d\x00\x00"
+      "\x00\x08\x00\x00\x00\x21\x00\x95\xee\x46\xdc\x4f\x00\x00\x00\x98\x00\x00"
+      "\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x01\x82\x00\x00"
+      "\x00\x6e\x2e\x6e\x70\x79\x50\x4b\x05\x06\x00\x00\x00\x00\x02\x00\x02\x00"
+      "\x66\x00\x00\x00\x08\x01\x00\x00\x00\x00";
+  char dir[] = "/tmp/ein-api-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string in = std::string(dir) + "/in.npz";
+  std::ofstream(in, std::ios::binary).write(written, sizeof written - 1);
+  auto arrays = ein::load_npz(in);
+  ASSERT_EQ(arrays.size(), 2u);
+  const ein::Tensor &x = arrays.at("x"), &n = arrays.at("n");
+  EXPECT_EQ(x.dtype(), ein::f32);
+  EXPECT_EQ(x.get({0}), 1.5);
+  EXPECT_EQ(x.get({1}), -2);
+  EXPECT_EQ(n.dtype(), ein::i64);
+  EXPECT_EQ(n.shape(), (Index{1, 3}));
+  EXPECT_EQ(n.get({0, 2}), 3);
+
+  // A transposed bf16 view is written in C order, widened to f32.
+  std::vector<uint16_t> bits{0x3fc0, 0xc000, 0x3e80, 0x4040};
+  ein::TensorView aT{bits.data(), ein::bf16, {2, 2}, {1, 2}};
+  std::string out = std::string(dir) + "/out.npz";
+  ein::save_npz({{"aT", aT}, {"n", n}}, out);
+  auto back = ein::load_npz(out);
+  ASSERT_EQ(back.size(), 2u);
+  const ein::Tensor &b = back.at("aT");
+  EXPECT_EQ(b.dtype(), ein::f32);
+  EXPECT_TRUE(b.is_contiguous());
+  EXPECT_EQ(b.get({0, 0}), 1.5);
+  EXPECT_EQ(b.get({0, 1}), 0.25);
+  EXPECT_EQ(b.get({1, 0}), -2);
+  EXPECT_EQ(b.get({1, 1}), 3);
+  EXPECT_EQ(back.at("n").get({0, 1}), 2);
+
+  std::ofstream(std::string(dir) + "/bad.npz") << "not an archive";
+  auto bad = ein::nothrow::load_npz(std::string(dir) + "/bad.npz");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ein::ErrorInfo::Kind::Usage);
+  for (const char *f : {"/in.npz", "/out.npz", "/bad.npz"})
     std::remove((std::string(dir) + f).c_str());
   rmdir(dir);
 }

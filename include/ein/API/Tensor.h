@@ -166,6 +166,13 @@ Result<std::map<std::string, Tensor>> load_safetensors(const std::string &path);
 /// dtype (bf16 and fp8 included), created or replaced whole.
 Result<void> save_safetensors(const std::map<std::string, Tensor> &tensors,
                               const std::string &path);
+/// Reads every array of a numpy .npz archive (np.savez, np.savez_compressed),
+/// by name, with einc run's checks and messages.
+Result<std::map<std::string, Tensor>> load_npz(const std::string &path);
+/// Writes `tensors` as an .npz archive np.load reads, in name order (bf16 and
+/// fp8 widened to f32: numpy has neither), created or replaced whole.
+Result<void> save_npz(const std::map<std::string, Tensor> &tensors,
+                      const std::string &path);
 /// A new C-order tensor holding a copy of `count` elements at `data`, or the
 /// error (`count` is not the shape's element count, a bad shape).
 Result<Tensor> from_data(DType dtype, std::vector<int64_t> shape,
@@ -240,6 +247,13 @@ inline std::map<std::string, Tensor> load_safetensors(const std::string &path) {
 inline void save_safetensors(const std::map<std::string, Tensor> &tensors,
                              const std::string &path) {
   nothrow::save_safetensors(tensors, path).value();
+}
+inline std::map<std::string, Tensor> load_npz(const std::string &path) {
+  return nothrow::load_npz(path).value();
+}
+inline void save_npz(const std::map<std::string, Tensor> &tensors,
+                     const std::string &path) {
+  nothrow::save_npz(tensors, path).value();
 }
 
 } // namespace ein::api

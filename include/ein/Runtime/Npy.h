@@ -89,6 +89,10 @@ ErrorOr<NpyHeader> parseNpyHeader(const uint8_t *bytes, size_t size,
 ErrorOr<HostTensor> parseNpy(const std::vector<uint8_t> &bytes,
                              const std::string &name,
                              std::optional<StorageType> want = std::nullopt);
+/// As above for the `size` bytes at `bytes` (an .npz member in place).
+ErrorOr<HostTensor> parseNpy(const uint8_t *bytes, size_t size,
+                             const std::string &name,
+                             std::optional<StorageType> want = std::nullopt);
 
 /// Serialises `tensor` as .npy bytes (see above). Fails if the tensor's data
 /// does not match its shape.

@@ -114,7 +114,8 @@ REFUSED = [
                      "--in", "w=" + path("w-only.safetensors")],
      "parameter 'w' is given twice"),
     ("missing", ["--in", path("w-only.safetensors")],
-     "missing --in x=FILE.npy (or a .safetensors file holding a tensor 'x')"),
+     "missing --in x=FILE.npy (or a .safetensors or .npz file holding a "
+     "tensor 'x')"),
     ("no-such-tensor", ["--in", "x=" + path("w-only.safetensors"),
                         "--in", "w=" + path("w-only.safetensors"),
                         "--in", "b=" + path("state.safetensors")],
