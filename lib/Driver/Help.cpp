@@ -75,7 +75,8 @@ runs it on the CPU.)",
       [--seed N] [--accumulate N] [--optimizer sgd|momentum|adam|adamw]
       [--lr LR] [--schedule constant|cosine] [--warmup N] [--min-lr LR]
       [--beta1 B] [--beta2 B] [--eps E] [--weight-decay W] [--momentum M]
-      [--clip NORM] [--loss-scale none|dynamic[:INIT]|S]
+      [--clip NORM] [--key PARAM]... [--scalar PARAM=TRAIN[:EVAL]]...
+      [--loss-scale none|dynamic[:INIT]|S]
       [--loss-scale-growth-interval N]
       [--init FILE.safetensors | --resume CHECKPOINT]
       [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
@@ -117,6 +118,8 @@ data, checkpoints or options.)",
         "--weight-decay",
         "--momentum",
         "--clip",
+        "--key",
+        "--scalar",
         "--loss-scale",
         "--loss-scale-growth-interval",
         "--init",
@@ -269,6 +272,13 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--momentum", R"(--momentum M     momentum's mu (default 0.9))"},
     {"--clip", R"(--clip NORM      scale the gradient to a global L2 norm of at
                  most NORM, as torch's clip_grad_norm_)"},
+    {"--key",
+     R"(--key PARAM      feed the i64[""] (or i32[""]) parameter PARAM a fresh
+                 random key every micro-batch (a dropout's key))"},
+    {"--scalar", R"(--scalar PARAM=TRAIN[:EVAL]
+                 feed the f64[""] (or f32[""]) parameter PARAM the
+                 number TRAIN in training steps and EVAL (default TRAIN)
+                 in evaluations (a dropout rate: p=0.1:0))"},
     {"--loss-scale",
      R"(--loss-scale S   none, dynamic (the default with f16 parameters:
                  torch's GradScaler, from 65536 or dynamic:INIT), or a

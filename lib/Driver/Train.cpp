@@ -202,17 +202,41 @@ std::optional<double> parseReal(const std::string &text) {
 
 const std::vector<std::string> &trainFlags() {
   static const std::vector<std::string> flags = {
-      "--data",       "--val-data",     "--val-fraction",
-      "--params",     "--steps",        "--accumulate",
-      "--order",      "--seed",         "--optimizer",
-      "--lr",         "--min-lr",       "--beta1",
-      "--beta2",      "--eps",          "--weight-decay",
-      "--momentum",   "--schedule",     "--warmup",
-      "--clip",       "--init",         "--init-rule",
-      "--resume",     "--checkpoint",   "--checkpoint-every",
-      "--eval-every", "--eval-batches", "--log",
-      "--plot",       "--print-every",  "--peak-flops",
-      "--no-cache",   "--loss-scale",   "--loss-scale-growth-interval"};
+      "--data",
+      "--val-data",
+      "--val-fraction",
+      "--params",
+      "--steps",
+      "--accumulate",
+      "--order",
+      "--seed",
+      "--optimizer",
+      "--lr",
+      "--min-lr",
+      "--beta1",
+      "--beta2",
+      "--eps",
+      "--weight-decay",
+      "--momentum",
+      "--schedule",
+      "--warmup",
+      "--clip",
+      "--init",
+      "--init-rule",
+      "--resume",
+      "--checkpoint",
+      "--checkpoint-every",
+      "--eval-every",
+      "--eval-batches",
+      "--log",
+      "--plot",
+      "--print-every",
+      "--peak-flops",
+      "--no-cache",
+      "--key",
+      "--scalar",
+      "--loss-scale",
+      "--loss-scale-growth-interval"};
   return flags;
 }
 
@@ -259,6 +283,28 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
     if (!data)
       return data.error();
     (flag == "--data" ? options.data : options.valData).push_back(*data);
+    return {};
+  }
+  if (flag == "--key") {
+    options.keys.push_back(v);
+    return {};
+  }
+  if (flag == "--scalar") {
+    auto eq = v.find('=');
+    auto colon = v.find(':', eq == std::string::npos ? 0 : eq);
+    std::optional<double> train, eval;
+    if (eq != std::string::npos && eq > 0) {
+      train = parseReal(v.substr(eq + 1, colon == std::string::npos
+                                             ? std::string::npos
+                                             : colon - eq - 1));
+      eval =
+          colon == std::string::npos ? train : parseReal(v.substr(colon + 1));
+    }
+    if (!train || !eval)
+      return usage(fmt::format("--scalar needs PARAM=VALUE or "
+                               "PARAM=TRAIN:EVAL (numbers), got '{}'",
+                               v));
+    options.scalars.push_back({v.substr(0, eq), *train, *eval});
     return {};
   }
   if (flag == "--params") {

@@ -232,7 +232,7 @@ prepareTraining(const SourceFile &file, const Module &module,
                              flag, name, fn.name, name,
                              fmt::join(names, ", ")));
   };
-  std::vector<int> role(names.size(), 0); // 1 data, 2 trained
+  std::vector<int> role(names.size(), 0); // 1 data, 2 trained, 3 fed
   for (const TrainData &d : options.data) {
     auto i = indexOf(d.param);
     if (!i)
@@ -254,6 +254,46 @@ prepareTraining(const SourceFile &file, const Module &module,
   if (!options.valData.empty() && options.valFraction > 0)
     return usage("--val-data and --val-fraction both choose the validation "
                  "data: give one");
+  // Keys and scalars: 0-d inputs the loop fills.
+  auto addFed = [&](const std::string &flag, const std::string &name,
+                    bool key) -> ErrorOr<FedInput *> {
+    auto i = indexOf(name);
+    if (!i)
+      return notAParam(flag, name);
+    if (role[*i])
+      return usage(
+          fmt::format("{} {}: '{}' is given another role", flag, name, name));
+    const TensorType &type = fn.values[fn.params[*i]].type;
+    bool integer = type.dtype == DType::I64 || type.dtype == DType::I32;
+    bool real = type.dtype == DType::F64 || type.dtype == DType::F32;
+    if (!fn.ctx.expand(type.shape).empty() || (key ? !integer : !real))
+      return usage(fmt::format("{} {}: '{}' is {}, not {}", flag, name, name,
+                               type.str(),
+                               key ? "an i64[\"\"] or i32[\"\"] key"
+                                   : "an f64[\"\"] or f32[\"\"] scalar"));
+    role[*i] = 3;
+    FedInput input;
+    input.param = *i;
+    input.name = name;
+    input.key = key;
+    input.value = *HostTensor::create(runtime::toStorage(type.dtype), {});
+    s.fed.push_back(std::move(input));
+    return &s.fed.back();
+  };
+  for (const std::string &name : options.keys) {
+    auto added = addFed("--key", name, true);
+    if (!added)
+      return added.error();
+    (*added)->keyIndex =
+        options.keys.size() > 0 ? size_t(&name - options.keys.data()) : 0;
+  }
+  for (const TrainScalar &scalar : options.scalars) {
+    auto added = addFed("--scalar", scalar.param, false);
+    if (!added)
+      return added.error();
+    (*added)->train = scalar.train;
+    (*added)->eval = scalar.eval;
+  }
   const OptimizerRule *rule = findRule(options.optimizer);
   if (!rule)
     return usage(fmt::format("--optimizer {}: einc train runs sgd, momentum, "
@@ -289,9 +329,9 @@ prepareTraining(const SourceFile &file, const Module &module,
   for (size_t i = 0; i < names.size(); ++i)
     if (!role[i])
       return usage(fmt::format(
-          "parameter '{}' of '{}' is neither data (--data {}=FILE) nor "
+          "parameter '{}' of '{}' is neither data (--data {}=FILE), nor "
           "trained (--params; by default every float parameter that is not "
-          "data is trained)",
+          "data is trained), nor fed (--key, --scalar)",
           names[i], fn.name, names[i]));
 
   // 2. The data: each data parameter's dataset and batch.

@@ -125,6 +125,8 @@ std::vector<const HostTensor *> TrainingState::lossInputs() const {
     inputs[d.param] = &d.batch;
   for (const TrainedParam &p : trained)
     inputs[p.param] = p.model.data.empty() ? &p.value : &p.model;
+  for (const FedInput &f : fed)
+    inputs[f.param] = &f.value;
   return inputs;
 }
 
@@ -182,6 +184,7 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   for (int64_t k = 0; k < micro; ++k) {
     if (auto filled = fillBatches(false, uint64_t(step * micro + k)); !filled)
       return filled.error();
+    feed(false, uint64_t(step * micro + k));
     std::vector<HostTensor *> outputs = {&lossValue};
     // The first micro-batch writes the gradient itself, unless it comes
     // in the model's narrower dtype; later ones are added to it.
@@ -271,6 +274,31 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   return result;
 }
 
+void TrainingState::feed(bool validation, uint64_t counter) {
+  for (FedInput &f : fed) {
+    HostTensor &t = f.value;
+    if (!f.key) {
+      double v = validation ? f.eval : f.train;
+      if (t.type == StorageType::F64)
+        t.dataAs<double>()[0] = v;
+      else
+        t.dataAs<float>()[0] = static_cast<float>(v);
+      continue;
+    }
+    // docs/training.md, "Keys": key j of micro-batch m (counted over the
+    // run) is sampleHash(seed + kKeyStream + j, m); evaluation batch e
+    // uses m = 2^63 + e.
+    constexpr uint64_t kKeyStream = 0x6b6579; // "key"
+    uint64_t bits = runtime::sampleHash(
+        options.seed + kKeyStream + f.keyIndex,
+        validation ? (uint64_t(1) << 63) + counter : counter);
+    if (t.type == StorageType::I64)
+      t.dataAs<int64_t>()[0] = static_cast<int64_t>(bits);
+    else
+      t.dataAs<int32_t>()[0] = static_cast<int32_t>(uint32_t(bits));
+  }
+}
+
 void TrainingState::refreshModelCopies() {
   for (TrainedParam &p : trained) {
     if (p.model.data.empty())
@@ -290,6 +318,7 @@ ErrorOr<double> TrainingState::evaluate() {
   for (int64_t e = 0; e < options.evalBatches; ++e) {
     if (auto filled = fillBatches(true, uint64_t(e)); !filled)
       return filled.error();
+    feed(true, uint64_t(e));
     if (auto called = callLoss(forward, {&lossValue}); !called)
       return called.error();
     sum += scalarOf(lossValue);

@@ -48,6 +48,17 @@ struct DataInput {
   int64_t valBegin = 0, valEnd = 0;
 };
 
+/// A 0-d parameter the loop fills: a key (a fresh random i64 or i32 per
+/// micro-batch) or a scalar (--scalar's TRAIN or EVAL value).
+struct FedInput {
+  size_t param = 0;
+  std::string name;
+  runtime::HostTensor value;
+  bool key = false;
+  size_t keyIndex = 0; // the key's stream: its position among --key's
+  double train = 0, eval = 0;
+};
+
 /// A trained parameter: its value, gradient, optimizer states and update.
 struct TrainedParam {
   size_t param = 0; // index among the loss's parameters
@@ -110,6 +121,7 @@ public:
   std::string function, path;
   size_t paramCount = 0;
   std::vector<DataInput> data;
+  std::vector<FedInput> fed;
   std::vector<TrainedParam> trained;
   /// The update's outputs: spare tensors of each shape, swapped with the
   /// parameter's after the update (no copy, no allocation per step).
@@ -128,6 +140,8 @@ public:
   std::string initFrom;
 
 private:
+  /// The fed inputs' values for micro-batch `counter` (or evaluation).
+  void feed(bool validation, uint64_t counter);
   /// Rounds each master weight into its model copy.
   void refreshModelCopies();
   ErrorOr<void> fillBatches(bool validation, uint64_t firstSample);

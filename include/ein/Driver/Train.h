@@ -27,6 +27,13 @@ struct TrainData {
   std::string rawType; // a raw file's element type ("u16"); empty for .npy
 };
 
+/// A 0-d parameter the loop feeds a number: TRAIN during the steps, EVAL
+/// during evaluation (a dropout rate, a loss weight).
+struct TrainScalar {
+  std::string param;
+  double train = 0, eval = 0;
+};
+
 /// The learning rate at each step (docs/training.md, "Schedules").
 enum class LRSchedule {
   Constant,
@@ -50,9 +57,13 @@ struct TrainRunOptions {
                                    // that is not data)
   std::vector<TrainData> data;     // --data PARAM=FILE[:TYPE]
   std::vector<TrainData> valData;  // --val-data PARAM=FILE[:TYPE]
-  double valFraction = 0;          // --val-fraction: the held-out tail
-  int64_t steps = 0;               // --steps (required)
-  int64_t accumulate = 1;          // --accumulate: micro-batches per step
+  /// --key PARAM: an i64[""] (or i32) parameter given a fresh random key
+  /// every micro-batch (a dropout's; docs/training.md, "Keys").
+  std::vector<std::string> keys;
+  std::vector<TrainScalar> scalars; // --scalar PARAM=TRAIN[:EVAL]
+  double valFraction = 0;           // --val-fraction: the held-out tail
+  int64_t steps = 0;                // --steps (required)
+  int64_t accumulate = 1;           // --accumulate: micro-batches per step
   runtime::SampleOrder order = runtime::SampleOrder::Random; // --order
   uint64_t seed = 0;               // --seed: batches and initialisation
   std::string optimizer = "adamw"; // --optimizer: sgd, momentum, adam, adamw

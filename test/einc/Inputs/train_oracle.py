@@ -293,6 +293,66 @@ report("f16-loss-scaling",
        np.allclose([e["loss"] for e in got_f16], ref_f16, rtol=1e-3, atol=0),
        f"scales {scales[:16]} vs torch {ref_scales[:16]}")
 
+# 4d. Fed inputs: --key gives `key` a fresh random i64 each micro-batch
+# (the documented rule, re-implemented here), --scalar gives `weight` 1 in
+# training and 0 in evaluation. The key picks which bias enters the loss,
+# so the biases trained show the keys were those of the rule.
+KEYED = os.path.join(OUT, "keyed.ein")
+with open(KEYED, "w") as f:
+    f.write(open(MLP).read().replace('w2: f32["H K"]) -> f32[""]:', '''w2: f32["H K"],
+         key: i64[""], weight: f64[""], bias: f32["7"]) -> f32[""]:''').replace(
+        '    return reduce((einsum(h, w2, "b h, h k -> b k") - y) ** 2, "b k ->", "mean")',
+        '''    mse = reduce((einsum(h, w2, "b h, h k -> b k") - y) ** 2, "b k ->", "mean")
+    pick = take(bias, (key % 7 + 7) % 7, "7")
+    return mse * astype(weight, f32) + pick * pick'''))
+save_file({**INIT, "bias": np.linspace(-1, 1, 7).astype(np.float32)},
+          os.path.join(OUT, "keyed-init.safetensors"))
+einc(KEYED, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+     f"y={OUT}/y.npy", "--dim", "B=16", "--init",
+     f"{OUT}/keyed-init.safetensors", "--steps", "12", "--lr", "0.05",
+     "--seed", "9", "--accumulate", "2", "--key", "key", "--scalar",
+     "weight=1:0", "--val-fraction", "0.2", "--eval-every", "6",
+     "--log", f"{OUT}/keyed.jsonl", "--checkpoint",
+     f"{OUT}/keyed.safetensors", "--print-every", "0")
+
+
+def key_of(seed, index, counter):
+    bits = splitmix64(seed + 0x6B6579 + index, counter)
+    return bits - (1 << 64) if bits >= 1 << 63 else bits
+
+
+pk = {k: torch.tensor(v, requires_grad=True) for k, v in
+      {**INIT, "bias": np.linspace(-1, 1, 7).astype(np.float32)}.items()}
+optk = torch.optim.AdamW(list(pk.values()), lr=0.05, eps=1e-8,
+                         weight_decay=0.01)
+ref_keyed, ref_val = [], []
+n_rows = 500 - int(500 * 0.2)
+for t in range(12):
+    optk.zero_grad()
+    total = 0.0
+    for k in range(2):
+        idx = rows_for(9, (t * 2 + k) * 16, 16, n_rows)
+        pick = pk["bias"][key_of(9, 0, t * 2 + k) % 7]
+        lk = mlp_loss(torch.tensor(X[idx]), torch.tensor(Y[idx]), pk) + \
+            pick * pick
+        (lk / 2).backward()
+        total += lk.item()
+    optk.step()
+    ref_keyed.append(total / 2)
+    if (t + 1) % 6 == 0:
+        with torch.no_grad():
+            pick = pk["bias"][key_of(9, 0, (1 << 63)) % 7]
+            ref_val.append((pick * pick).item())
+lines = [json.loads(l) for l in open(f"{OUT}/keyed.jsonl")]
+got_keyed = [l["loss"] for l in lines if "loss" in l]
+got_val = [l["val_loss"] for l in lines if "val_loss" in l]
+bias = load_file(f"{OUT}/keyed.safetensors")["bias"]
+report("key-and-scalar",
+       np.allclose(got_keyed, ref_keyed, rtol=1e-4, atol=1e-6) and
+       np.allclose(got_val, ref_val, rtol=1e-4, atol=1e-7) and
+       np.allclose(bias, pk["bias"].detach().numpy(), rtol=1e-4, atol=1e-6),
+       f"{got_keyed[:3]} vs {ref_keyed[:3]}; val {got_val} vs {ref_val}")
+
 # 5. Resume: 20 steps in one run, or 8 then 12 from the checkpoint, give the
 # same losses and the same final state, bit for bit.
 full_loss, full_par = run_mlp("full", 16, ["--steps", "20", "--lr", "0.01"])
