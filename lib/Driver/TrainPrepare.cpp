@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <set>
+#include <thread>
 
 namespace ein {
 
@@ -589,11 +590,6 @@ prepareTraining(const SourceFile &file, const Module &module,
     return usage(fmt::format("--resume {}: the checkpoint is at step {}; "
                              "--steps {} leaves nothing to train",
                              options.resume, s.step, options.steps));
-  auto forward = s.engine.compile(**target, file, s.lossCall.source,
-                                  options.function, targetOptions);
-  if (!forward)
-    return forward.error();
-  s.forward = *forward;
 
   // 5. The gradient: the loss's function with its gradient appended (as
   // `report --train --params` builds it), returning (loss, grads...).
@@ -657,11 +653,6 @@ prepareTraining(const SourceFile &file, const Module &module,
   for (size_t i = 1; i < gradModule.files.size(); ++i)
     key += "import " + gradModule.files[i] + "\n" +
            readFileText(gradModule.files[i]) + "\n";
-  auto gradient = s.engine.compile(**target, key, gradModule, options.function,
-                                   targetOptions);
-  if (!gradient)
-    return gradient.error();
-  s.gradient = *gradient;
   auto lossValue = HostTensor::create(
       runtime::toStorage(fn.values[fn.returns[0]].type.dtype), {});
   s.lossValue = std::move(*lossValue);
@@ -681,23 +672,36 @@ prepareTraining(const SourceFile &file, const Module &module,
     s.peakBytes = toDouble(*figures.peakBytes);
 
   // 6. The update: ein.optim's function over any shape (size-generic), one
-  // compilation per rank and dtype.
+  // compilation per rank and dtype; each parameter bound to its shape.
+  struct UpdateSource {
+    SourceFile file;
+    Module module;
+    CheckedModule checked;
+  };
+  std::map<DType, std::unique_ptr<UpdateSource>> updateSources;
+  // The update to compile for each (dtype, rank), and who uses it.
+  std::map<std::pair<DType, size_t>, std::vector<TrainedParam *>> updateUsers;
+  CheckOptions none;
   for (TrainedParam &p : s.trained) {
     DType dtype = runtime::toDType(p.value.type).value_or(DType::F32);
-    SourceFile updateFile{fmt::format("<einc train: {} update, {}>",
-                                      options.optimizer, dtypeName(dtype)),
-                          updateSource(*rule, dtype)};
-    DiagnosticEngine diags(updateFile);
-    Module updateModule = parseModule(updateFile, diags);
-    if (!diags.hadError())
-      resolveImports(updateModule, updateFile, diags);
-    if (diags.hadError())
-      return errorFromDiagnostics(diags);
-    CheckOptions none;
-    auto updateChecked =
-        s.engine.check(updateFile, updateModule, none, "update");
-    if (!updateChecked)
-      return updateChecked.error();
+    std::unique_ptr<UpdateSource> &source = updateSources[dtype];
+    if (!source) {
+      source = std::make_unique<UpdateSource>();
+      source->file = {fmt::format("<einc train: {} update, {}>",
+                                  options.optimizer, dtypeName(dtype)),
+                      updateSource(*rule, dtype)};
+      DiagnosticEngine diags(source->file);
+      source->module = parseModule(source->file, diags);
+      if (!diags.hadError())
+        resolveImports(source->module, source->file, diags);
+      if (diags.hadError())
+        return errorFromDiagnostics(diags);
+      auto checkedUpdate =
+          s.engine.check(source->file, source->module, none, "update");
+      if (!checkedUpdate)
+        return checkedUpdate.error();
+      source->checked = std::move(*checkedUpdate);
+    }
     std::vector<std::vector<int64_t>> updateShapes = {p.value.shape,
                                                       p.value.shape};
     for (size_t k = 0; k < s.stateNames.size(); ++k)
@@ -705,11 +709,12 @@ prepareTraining(const SourceFile &file, const Module &module,
     for (size_t k = 0; k < s.hyperNames.size(); ++k)
       updateShapes.push_back({});
     auto update =
-        s.engine.bind(updateFile, updateModule, none, *updateChecked, "update",
-                      updateShapes, Specialisation::Generic, *target);
+        s.engine.bind(source->file, source->module, none, source->checked,
+                      "update", updateShapes, Specialisation::Generic);
     if (!update)
       return update.error();
     p.update = std::move(*update);
+    updateUsers[{dtype, p.value.shape.size()}].push_back(&p);
     auto key = std::make_pair(int(p.value.type), p.value.shape);
     auto &spare = s.spares[key];
     if (spare.empty())
@@ -718,6 +723,44 @@ prepareTraining(const SourceFile &file, const Module &module,
   }
   for (const std::string &h : s.hyperNames)
     s.hypers[h] = *HostTensor::create(StorageType::F64, {});
+
+  // 7. Compilation: the gradient (the largest) on a thread of its own, the
+  // forward and the updates beside it; each side with its own engine (the
+  // disk cache is shared: it is written by rename).
+  Engine gradientEngine(options.cpu, options.jit);
+  gradientEngine.useDiskCache(options.diskCache);
+  ErrorOr<std::shared_ptr<Callable>> gradient =
+      Error::program("the gradient was not compiled");
+  std::thread gradientThread([&] {
+    gradient = gradientEngine.compile(**target, key, gradModule,
+                                      options.function, targetOptions);
+  });
+  auto compileRest = [&]() -> ErrorOr<void> {
+    auto forward = s.engine.compile(**target, file, s.lossCall.source,
+                                    options.function, targetOptions);
+    if (!forward)
+      return forward.error();
+    s.forward = *forward;
+    for (auto &[key, users] : updateUsers) {
+      BoundCall &first = users.front()->update;
+      auto update = s.engine.compile(**target, updateSources[key.first]->file,
+                                     first.source, "update", targetOptions);
+      if (!update)
+        return update.error();
+      for (TrainedParam *p : users)
+        p->update.callable = *update;
+    }
+    return {};
+  };
+  ErrorOr<void> rest = compileRest();
+  gradientThread.join();
+  if (!gradient)
+    return gradient.error();
+  if (!rest)
+    return rest.error();
+  s.gradient = *gradient;
+  s.compiled = s.engine.compilations() + gradientEngine.compilations();
+  s.loaded = s.engine.loads() + gradientEngine.loads();
   s.compileSeconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - compileStart)
                          .count();

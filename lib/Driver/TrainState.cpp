@@ -408,7 +408,7 @@ std::string TrainingState::summary() const {
           : "",
       options.clip > 0 ? fmt::format(", clip {:g}", options.clip) : "",
       fmt::join(dataText, "; "), step + 1, options.steps, compileSeconds,
-      engine.compilations(), engine.loads());
+      compiled, loaded);
 }
 
 } // namespace ein

@@ -135,6 +135,7 @@ public:
   std::map<std::string, runtime::HostTensor> hypers;
   std::vector<std::string> stateNames, hyperNames;
   double stepFlops = 0, peakBytes = -1, compileSeconds = 0;
+  size_t compiled = 0, loaded = 0; // executables compiled, loaded from disk
   int64_t stepTokens = 0;
   const char *tokenUnitName = "tokens";
   std::string initFrom;
