@@ -156,6 +156,28 @@ def f(x: f32["b n"], bias: f32["n"]) -> f32["n"]:
   EXPECT_TRUE(summed);
 }
 
+// The gradient reaches x + w with its seq written window - 1 (t's, from
+// the slice), and seq == d: the sum over w's broadcast dims once matched
+// w's seq against both `window - 1` and `d` and refused ("no alignment").
+// Every adjoint now has its value's type, names included.
+TEST(Autodiff, GradientHasItsValuesTypeWhateverTheNamesItCameBy) {
+  auto c = check(R"ein(
+dim seq = 4
+dim d = 4
+dim window = seq + 1
+
+def f(x: f32["b seq d"], w: f32["seq d"], r: f32["b window"]) -> (f32["b seq d"], f32["seq d"]):
+    t = rearrange(slice(r, "window", 1, window), "b s -> b s 1")
+    l = reduce(t * (x * w), "b s d ->", "sum")
+    return grad(l, wrt=[x, w])
+)ein");
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = c->result.functions[0];
+  ASSERT_EQ(fn.returns.size(), 2u);
+  EXPECT_EQ(shapeStr(fn.values[fn.returns[0]].type.shape), "b seq d");
+  EXPECT_EQ(shapeStr(fn.values[fn.returns[1]].type.shape), "seq d");
+}
+
 struct Refusal {
   const char *source;
   const char *error;

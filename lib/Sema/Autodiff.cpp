@@ -143,21 +143,30 @@ std::optional<unsigned> Differentiator::identity(const SizeExpr &n,
   return cast(*same, dtype);
 }
 
-std::optional<unsigned> Differentiator::unbroadcast(unsigned g,
-                                                    unsigned operand) {
+std::optional<unsigned>
+Differentiator::unbroadcast(unsigned g, unsigned operand, unsigned result) {
+  // The operand is aligned against the forward result's type, as the
+  // lowering aligns it (EinToLinalg): g's dims are the result's one by one,
+  // but their size expressions may be others, provably equal (`window - 1`
+  // for `seq`), and matching by those could pick another dim of equal size.
   auto gShape = shapeOf(g);
+  auto yShape = shapeOf(result);
   auto xShape = shapeOf(operand);
-  if (!gShape || !xShape)
+  if (!gShape || !yShape || !xShape)
     return std::nullopt;
+  if (gShape->size() != yShape->size())
+    return failBuilt("a sum over its broadcast dims",
+                     fmt::format("its gradient has rank {}, the result {}",
+                                 gShape->size(), yShape->size()));
   InferContext scratch = fn.ctx;
   BroadcastAlignment align;
-  if (!inferBroadcast(scratch, *gShape, *xShape, &align))
-    return failBuilt("a sum over its broadcast dims", "no alignment");
-  bool identity = xShape->size() == gShape->size();
+  if (auto joined = inferBroadcast(scratch, *yShape, *xShape, &align); !joined)
+    return failBuilt("a sum over its broadcast dims", joined.error().message);
+  bool identity = xShape->size() == yShape->size();
   for (size_t j = 0; j < xShape->size() && identity; ++j) {
     identity = align.rhs[j] == static_cast<int>(j);
     if (identity && (*xShape)[j].broadcastable &&
-        fn.ctx.prove((*xShape)[j].size, (*gShape)[j].size) !=
+        fn.ctx.prove((*xShape)[j].size, (*yShape)[j].size) !=
             InferContext::Proof::Equal)
       return fail(fmt::format("grad through a '#' dim that may broadcast "
                               "({}) is not supported; give it its size",
@@ -176,8 +185,51 @@ std::optional<unsigned> Differentiator::unbroadcast(unsigned g,
       fmt::format("{} -> {}", fmt::join(names, " "), fmt::join(kept, " ")), {});
 }
 
+std::optional<unsigned> Differentiator::typedAs(unsigned g, unsigned value) {
+  Shape want = type(value).shape; // a copy: building grows fn.values
+  if (type(g).shape == want)
+    return g;
+  auto gShape = shapeOf(g);
+  auto vShape = shapeOf(value);
+  if (!gShape || !vShape)
+    return std::nullopt;
+  if (gShape->size() != vShape->size())
+    return failBuilt("its operand's gradient",
+                     fmt::format("the gradient has rank {}, the operand {}",
+                                 gShape->size(), vShape->size()));
+  // Only dims the checker proves equal are renamed; one it checks at entry
+  // only (an anonymous dim) keeps g's name, as before.
+  for (size_t i = 0; i < gShape->size(); ++i)
+    if ((*gShape)[i].isPack() || (*vShape)[i].isPack() ||
+        (*gShape)[i].broadcastable || (*vShape)[i].broadcastable ||
+        fn.ctx.prove((*gShape)[i].size, (*vShape)[i].size) !=
+            InferContext::Proof::Equal)
+      return g;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < gShape->size(); ++i)
+    names.push_back(freshAxis());
+  std::string side = fmt::format("{}", fmt::join(names, " "));
+  auto renamed =
+      transform(OpKind::Rearrange, g, fmt::format("{} -> {}", side, side), {});
+  if (!renamed)
+    return std::nullopt;
+  // The identity rearrange's result, typed as the value (its dims provably
+  // the same sizes: the verifier unifies them).
+  fn.values[*renamed].type.shape = want;
+  fn.ops.back().transform->result = want;
+  return renamed;
+}
+
 bool Differentiator::accumulate(unsigned value, unsigned g) {
   g = cast(g, dtypeOf(value));
+  // An adjoint has its value's type, dim names included: the rules combine
+  // it with forward values, and broadcasting matches dims by name, so a dim
+  // written otherwise (`window - 1` for `seq`) could match another of the
+  // same size (`d_model`), or none.
+  auto typed = typedAs(g, value);
+  if (!typed)
+    return false;
+  g = *typed;
   auto it = adjoint.find(value);
   if (it == adjoint.end()) {
     adjoint.emplace(value, g);

@@ -101,10 +101,18 @@ public:
                                const Pattern &pattern, DType dtype);
   /// The n x n identity in `dtype`: arange(n) "i 1" == arange(n) "1 j".
   std::optional<unsigned> identity(const SizeExpr &n, DType dtype);
-  /// `g` (of the broadcast result's shape) summed to `operand`'s shape.
-  std::optional<unsigned> unbroadcast(unsigned g, unsigned operand);
-  /// Adds `g` to the gradient of `value` (in value's dtype).
+  /// `g`, the gradient of the broadcast `result`, summed to `operand`'s
+  /// shape along the dims the forward op broadcast it (aligned against
+  /// `result`'s type, never g's: its sizes may be written otherwise).
+  std::optional<unsigned> unbroadcast(unsigned g, unsigned operand,
+                                      unsigned result);
+  /// Adds `g` to the gradient of `value` (in value's dtype, and value's
+  /// shape as written: see typedAs).
   bool accumulate(unsigned value, unsigned g);
+  /// `g`, of `value`'s shape up to how its sizes are written, as a value
+  /// typed exactly as `value` (an identity rearrange where the names
+  /// differ and every dim is provably equal; g itself otherwise).
+  std::optional<unsigned> typedAs(unsigned g, unsigned value);
 
 private:
   CheckedFunction &fn;

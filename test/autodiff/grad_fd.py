@@ -128,6 +128,19 @@ def binary(name, expr, fn, gen_x, gen_y, shape_y="a b", np_shape_y=(3, 4), **kw)
                 f"o = {expr}", [("o", "a b")], fn, ["x", "y"], **kw)
 
 
+NAMED_DIMS = "dim seq = 4\ndim d = 4\ndim window = seq + 1\n"
+
+
+def named(name, expr, fn, gen_x=normal, gen_w=normal):
+    """o = EXPR of x ["b seq d"], w ["seq d"] and t, r's last `seq` columns
+    as ["b window-1 1"]; gradients with respect to x, w and r."""
+    return Case(name, [("x", "b seq d", gen_x((2, 4, 4))), ("w", "seq d", gen_w((4, 4))),
+                       ("r", "b window", normal((2, 5)))],
+                "t = rearrange(slice(r, 'window', 1, window), 'b s -> b s 1')\n"
+                f"    o = {expr}", [("o", "b seq d")], fn, ["x", "w", "r"],
+                helpers=NAMED_DIMS)
+
+
 def repeat_h2(x):
     return np.repeat(x, 2, axis=1)
 
@@ -354,6 +367,23 @@ CASES = [
     Case("dim_as_value", [("x", "a b", normal((3, 4)))],
          "o = reduce(x * x, 'a b -> a 1', 'sum') / b", [("o", "a 1")],
          lambda x: (x * x).sum(1, keepdims=True) / 4, ["x"]),
+    # Broadcasting matches dims by name; here the gradient of `x OP w`
+    # reaches it with its `seq` written `window - 1` (t's, from the slice),
+    # and seq == d: matching w's dims against those names found `window - 1`
+    # and `d` both of size 4 (examples/gpt.ein's `take(...) + wpe` when
+    # d_model == seq).
+    named("broadcast_add_dims_written_otherwise", "t * (x + w)",
+          lambda x, w, r: r[:, 1:, None] * (x + w)),
+    named("broadcast_mul_dims_written_otherwise", "t * (x * w)",
+          lambda x, w, r: r[:, 1:, None] * (x * w)),
+    named("broadcast_sub_div_dims_written_otherwise", "t * (x / w - w)",
+          lambda x, w, r: r[:, 1:, None] * (x / w - w), gen_w=positive),
+    named("broadcast_where_dims_written_otherwise", "t * where(w > 0.0, x, w)",
+          lambda x, w, r: r[:, 1:, None] * np.where(w > 0, x, w), gen_w=away),
+    # (einsum's rule reads the pattern's axes, not the gradient's names.)
+    named("broadcast_einsum_ellipsis_dims_written_otherwise",
+          "t * einsum(x, w, '... s d, s d -> ... s d')",
+          lambda x, w, r: r[:, 1:, None] * (x * w)),
 ]
 
 

@@ -351,7 +351,7 @@ bool gradientOfElementwise(Differentiator &d, const CheckedOp &op) {
     auto local = gradLocalOfElementwise(d, op, i, dy);
     if (d.failed() || !local)
       return false;
-    auto g = d.unbroadcast(*local, x);
+    auto g = d.unbroadcast(*local, x, op.results[0]);
     if (!g || !d.accumulate(x, *g))
       return false;
   }
