@@ -6,18 +6,25 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
 
 namespace {
 
-/// A fresh directory for a test's files.
-std::string tempDir() {
-  char name[] = "/tmp/ein-train-test-XXXXXX";
-  EXPECT_NE(mkdtemp(name), nullptr);
-  return name;
-}
+/// A fresh directory for a test's files, removed with it.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char name[] = "/tmp/ein-train-test-XXXXXX";
+    EXPECT_NE(mkdtemp(name), nullptr);
+    path = name;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+};
 
 /// f64 rows of a linear model: y = x w* + noise, from fixed formulas.
 constexpr int64_t N = 12, D = 3;
@@ -32,8 +39,9 @@ def loss(x: f64["N D"], y: f64["N K"], w: f64["D K"]) -> f64[""]:
 
 struct Linear {
   std::vector<double> x, y, w0;
-  std::string dir;
-  Linear() : dir(tempDir()) {
+  TempDir temp;
+  std::string dir = temp.path;
+  Linear() {
     for (int64_t n = 0; n < N; ++n) {
       double target = 0;
       for (int64_t d = 0; d < D; ++d) {
@@ -193,22 +201,26 @@ std::string binDir() {
   return exe.substr(0, exe.rfind('/'));
 }
 
-/// The "loss" of each step line of an `einc train --log` file.
-std::vector<double> logLosses(const std::string &path) {
-  std::vector<double> losses;
+/// The `key` ("loss", "val_loss") of each line of an `einc train --log`
+/// file that has one.
+std::vector<double> logValues(const std::string &path,
+                              const std::string &key = "loss") {
+  std::vector<double> values;
   std::ifstream in(path);
   std::string line;
+  std::string quoted = "\"" + key + "\":";
   while (std::getline(in, line)) {
-    auto at = line.find("\"loss\":");
+    auto at = line.find(quoted);
     if (at != std::string::npos)
-      losses.push_back(std::strtod(line.c_str() + at + 7, nullptr));
+      values.push_back(std::strtod(line.c_str() + at + quoted.size(), nullptr));
   }
-  return losses;
+  return values;
 }
 
 TEST(Train, MLPMatchesEincTrain) {
   // The MLP of test/einc/Inputs/train_oracle.py, on rows from formulas.
-  std::string dir = tempDir();
+  TempDir temp;
+  const std::string &dir = temp.path;
   const char *source = R"(dim D = 8
 dim H = 16
 dim K = 3
@@ -242,24 +254,38 @@ def loss(x: f32["B D"], y: f32["B K"], w1: f32["D H"], w2: f32["H K"]) -> f32[""
   o.clip = 0.5;
   o.init = dir + "/init.safetensors";
   o.log = dir + "/api.jsonl";
+  o.val_fraction = 0.2; // the last 40 rows
+  o.eval_every = 4;
   ein::TrainResult r = ein::train(m, "loss", o);
   ASSERT_EQ(r.losses.size(), 12u);
-  EXPECT_EQ(logLosses(o.log), r.losses); // the API's log is einc's format
+  EXPECT_EQ(logValues(o.log), r.losses); // the API's log is einc's format
+  ASSERT_EQ(r.val_losses.size(), 3u);
+  std::vector<double> val;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.val_losses[i].first, int64_t(4 * (i + 1)));
+    val.push_back(r.val_losses[i].second);
+  }
+  EXPECT_EQ(logValues(o.log, "val_loss"), val);
 
   std::string cmd =
       binDir() + "/einc train " + path +
       " --fn loss --dim B=16 --steps 12 --seed 7 --accumulate 2 --lr 0.01 "
-      "--schedule cosine --warmup 3 --clip 0.5 --print-every 0 --data x=" +
+      "--schedule cosine --warmup 3 --clip 0.5 --val-fraction 0.2 "
+      "--eval-every 4 --print-every 0 --data x=" +
       dir + "/x.npy --data y=" + dir + "/y.npy --init " + dir +
       "/init.safetensors --log " + dir + "/einc.jsonl > " + dir +
       "/einc.out 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::vector<double> einc = logLosses(dir + "/einc.jsonl");
+  std::vector<double> einc = logValues(dir + "/einc.jsonl");
   ASSERT_EQ(einc.size(), 12u);
   // The same compiled code on the same batches: equal up to the JSON's
   // round trip (shortest form, exact) and the CPU target's choice.
   for (size_t t = 0; t < 12; ++t)
     EXPECT_NEAR(r.losses[t], einc[t], 1e-6 * std::abs(einc[t])) << t;
+  std::vector<double> eincVal = logValues(dir + "/einc.jsonl", "val_loss");
+  ASSERT_EQ(eincVal.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(val[i], eincVal[i], 1e-6 * std::abs(eincVal[i])) << i;
 }
 
 TEST(Train, ErrorsAreInfoNotCrashes) {
