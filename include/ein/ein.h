@@ -6,6 +6,7 @@
 #include "ein/API/Module.h"
 #include "ein/API/Ops.h"
 #include "ein/API/Tensor.h"
+#include "ein/API/Train.h"
 #include "ein/API/Types.h"
 #if __cplusplus >= 202002L
 #include "ein/API/Static.h"

@@ -20,6 +20,9 @@
 namespace ein {
 struct BuildError;
 class Callable;
+struct CheckOptions;
+struct Module;
+struct SourceFile;
 } // namespace ein
 
 namespace ein::api {
@@ -138,6 +141,15 @@ ErrorInfo callError(const CallText &call, const BuildError &error);
 /// (`concrete`), or as fresh anonymous dims `_anonN` (numbered from
 /// `anonymous`), so a call is checked once for every shape.
 TensorType typeOf(const Tensor &t, bool concrete, unsigned &anonymous);
+
+/// A loaded module's parsed source (imports resolved) and the options it
+/// was checked with (Module.cpp), for the training loop (Train.cpp).
+struct ModuleSource {
+  const SourceFile &file;
+  const ein::Module &module;
+  const CheckOptions &options;
+};
+ModuleSource moduleSource(const ModuleState &state);
 
 } // namespace detail
 } // namespace ein::api

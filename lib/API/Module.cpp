@@ -66,6 +66,11 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
 }
 
 } // namespace
+
+ModuleSource moduleSource(const ModuleState &state) {
+  return {*state.file, state.module, state.options};
+}
+
 } // namespace detail
 
 using namespace detail;

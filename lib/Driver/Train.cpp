@@ -525,10 +525,12 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
       return usage(fmt::format("--plot {}", written.error().message));
     return {};
   };
+  std::optional<double> evaluated; // the last evaluation, for onStep
   auto evaluate = [&](int64_t step) -> ErrorOr<void> {
     auto loss = state.evaluate();
     if (!loss)
       return loss.error();
+    evaluated = *loss;
     plot[1].points.push_back({double(step), *loss});
     if (options.printEvery > 0)
       out << fmt::format("eval  step {:>6}  validation loss {:.6g}\n", step,
@@ -617,10 +619,27 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                             options.checkpoint)));
     }
     bool last = state.step == options.steps;
+    evaluated.reset();
     if (options.evalEvery > 0 &&
         (state.step % options.evalEvery == 0 || last) && state.hasValidation())
       if (auto ok = evaluate(state.step); !ok)
         return ok;
+    // The API's callback may end the run here, as if it were the last step.
+    if (options.onStep) {
+      TrainStepReport report{step + 1,
+                             result->loss,
+                             result->lr,
+                             result->gradNorm,
+                             result->clipped,
+                             result->lossScale,
+                             result->skipped,
+                             seconds,
+                             tokensPerSecond,
+                             evaluated.has_value(),
+                             evaluated.value_or(0)};
+      if (!options.onStep(report))
+        last = true;
+    }
     bool stop = interrupted != 0;
     if (!options.checkpoint.empty() &&
         (last || stop ||
@@ -638,12 +657,14 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                             "{})",
                             options.checkpoint, options.checkpoint)));
     }
+    if (last)
+      break;
   }
   double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
   if (options.printEvery > 0)
-    out << fmt::format("done: {} steps in {:.3g} s\n", options.steps, total);
+    out << fmt::format("done: {} steps in {:.3g} s\n", state.step, total);
   return writePlot();
 }
 

@@ -12,6 +12,7 @@
 #include "ein/Syntax/AST.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -49,6 +50,19 @@ struct InitRule {
   enum class Kind { Normal, Uniform, Zeros, Ones, Constant } kind;
   double value = 0; // Normal: the std; Uniform: the bound a of [-a, a];
                     // Constant: the value
+};
+
+/// One finished step, as its progress line shows it: what
+/// TrainRunOptions::onStep is given (the C++ API's progress callback).
+struct TrainStepReport {
+  int64_t step = 0; // steps done, counted from 1
+  double loss = 0, lr = 0, gradNorm = 0;
+  bool clipped = false;
+  double lossScale = 0; // 0 without loss scaling
+  bool skipped = false; // a scaled step whose gradient was not finite
+  double seconds = 0, tokensPerSecond = 0;
+  bool evaluated = false; // the held-out split was evaluated after it
+  double valLoss = 0;
 };
 
 struct TrainRunOptions {
@@ -100,6 +114,11 @@ struct TrainRunOptions {
   std::string target = "cpu";
   CPUOptions cpu;
   JITOptions jit;
+  /// Called after each step and its evaluation, before its checkpoint
+  /// (the C++ API's callback; einc sets none). Returning false ends the
+  /// run there as a finished one: the checkpoint is written, the plot
+  /// drawn, and trainFunction succeeds.
+  std::function<bool(const TrainStepReport &)> onStep;
 };
 
 /// The learning rate of step `step` (counted from 0) of `options`'s

@@ -3,6 +3,9 @@
   examples.py gen DIR                 random inputs at odd sizes, as .npy
   examples.py attention DIR HEADS     DIR/out.npy, DIR/weights.npy vs numpy
   examples.py mlp DIR ACT             DIR/mlp_ACT.npy vs numpy (gelu, relu)
+  examples.py train-gen DIR           a linear model, rows, initial weights
+  examples.py train DIR               DIR/log.jsonl, DIR/run.safetensors vs
+                                      AdamW in numpy over the steps logged
   examples.py headers PREFIX          the installed headers are the public
                                       ones, and include nothing but each
                                       other and the standard library
@@ -84,6 +87,58 @@ def mlp(d, act):
     close(f"mlp {act}", np.load(os.path.join(d, f"mlp_{act}.npy")), out)
 
 
+# The model of examples/cpp/train.cpp's test: y ~ x w, mean squared error.
+TN, TD = 10, 4
+LINEAR = """dim N = 10
+dim D = 4
+dim K = 1
+
+def loss(x: f64["N D"], y: f64["N K"], w: f64["D K"]) -> f64[""]:
+    return reduce((einsum(x, w, "n d, d k -> n k") - y) ** 2, "n k ->", "mean")
+"""
+
+
+def train_gen(out):
+    from safetensors.numpy import save_file
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(20261129)
+    x = rng.standard_normal((TN, TD))
+    y = np.tanh(x @ rng.standard_normal((TD, 1)))
+    np.save(os.path.join(out, "x.npy"), x)
+    np.save(os.path.join(out, "y.npy"), y)
+    save_file({"w": rng.standard_normal((TD, 1)) * 0.1},
+              os.path.join(out, "init.safetensors"))
+    with open(os.path.join(out, "linear.ein"), "w") as f:
+        f.write(LINEAR)
+
+
+def train(out, lr=0.05, wd=0.01, b1=0.9, b2=0.999, eps=1e-8):
+    """torch.optim.AdamW's update, written out, on the full batch."""
+    import json
+    from safetensors.numpy import load_file
+    x = np.load(os.path.join(out, "x.npy"))
+    y = np.load(os.path.join(out, "y.npy"))
+    w = load_file(os.path.join(out, "init.safetensors"))["w"]
+    with open(os.path.join(out, "log.jsonl")) as f:
+        logged = [json.loads(line)["loss"] for line in f if '"loss"' in line]
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for t, got in enumerate(logged, 1):
+        r = x @ w - y
+        loss = float(np.mean(r ** 2))
+        if abs(got - loss) > 1e-10 * loss:
+            sys.exit(f"train: step {t}: loss {got}, numpy {loss}")
+        g = 2 * x.T @ r / TN
+        w = w * (1 - lr * wd)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        w = w - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+    saved = load_file(os.path.join(out, "run.safetensors"))["w"]
+    if not np.allclose(saved, w, rtol=1e-10, atol=1e-12):
+        sys.exit(f"train: checkpoint w {saved.ravel()}, numpy {w.ravel()}")
+    print(f"train: {len(logged)} steps match numpy")
+
+
 def headers(prefix):
     inc = os.path.join(prefix, "include")
     found = sorted(os.path.relpath(os.path.join(r, f), inc)
@@ -116,6 +171,10 @@ if __name__ == "__main__":
         attention(arg, int(sys.argv[3]))
     elif cmd == "mlp":
         mlp(arg, sys.argv[3])
+    elif cmd == "train-gen":
+        train_gen(arg)
+    elif cmd == "train":
+        train(arg)
     elif cmd == "headers":
         headers(arg)
     else:
