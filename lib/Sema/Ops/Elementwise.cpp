@@ -105,9 +105,16 @@ std::optional<Operand> checkDropoutCall(FunctionChecker &checker,
         e.args[2]->length);
     return std::nullopt;
   }
-  auto built = checker.builtAlong(
-      checker.builder(e.loc).dropout(x->values[0], rate, key->values[0]), e,
-      pArg);
+  BuildOr<unsigned> value =
+      checker.builder(e.loc).dropout(x->values[0], rate, key->values[0]);
+  // The builder's operand 1 (the key) is the call's argument 2.
+  if (!value && value.error().error.anchor == ShapeError::Anchor::Operand &&
+      value.error().error.index == 1) {
+    BuildError moved = value.error();
+    moved.error.index = 2;
+    value = std::move(moved);
+  }
+  auto built = checker.builtAlong(std::move(value), e, pArg);
   if (!built)
     return std::nullopt;
   return checker.single(*built);
