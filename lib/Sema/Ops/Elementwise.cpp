@@ -289,9 +289,10 @@ void costOfCast(const CostInput &, const Bindings &, CostCounts &) {
 
 void costOfDropout(const CostInput &in, const Bindings &, CostCounts &counts) {
   // One FLOP per element: the multiply by 1 / (1 - p). Philox's rounds are
-  // integer work (10 rounds of two 64x64->128 multiplies and xors, about
-  // 60 integer ops per element), not floating-point operations, and are
-  // not counted (docs/cost-model.md); the bytes are an elementwise op's.
+  // integer work (10 rounds of two 64x64->128 multiplies, four xors and two
+  // key adds, about 100 integer ops per element), not floating-point
+  // operations, and are not counted (docs/cost-model.md); the bytes are an
+  // elementwise op's.
   counts.flops = numElements(in.outputs[0].shape);
 }
 
