@@ -3,7 +3,7 @@
 # itself checked first against Random123's known answers and numpy's
 # np.random.Philox): so the CPU and the CUDA targets give the same bits.
 # Then the kept fraction of 1e6 elements against 1 - p, and the gradient
-# (dropout of dy with the same key) against its closed form.
+# (dropout of dy with the same key) against its closed form and torch.
 # Prints one line per case.
 import os
 import subprocess
@@ -108,5 +108,15 @@ keep = philox.keep_mask(x.size, 0.3, 77).reshape(x.shape)
 want = r.astype(np.float64) * keep / 0.7 * (1 - np.tanh(x.astype(np.float64)) ** 2)
 ok = got is not None and got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-6)
 print(f"{'ok' if ok else 'FAIL'} gradient against r * mask / (1 - p) * tanh' {err}")
+failures += not ok
+
+# The same gradient by torch's autograd through torch's own dropout
+# arithmetic (x * mask * scale) with the reference's mask.
+import torch  # noqa: E402
+tx = torch.from_numpy(x.astype(np.float64)).requires_grad_()
+mask = torch.from_numpy(keep.astype(np.float64))
+(torch.tanh(tx) * mask / 0.7 * torch.from_numpy(r.astype(np.float64))).sum().backward()
+ok = got is not None and np.allclose(got, tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+print(f"{'ok' if ok else 'FAIL'} gradient against torch's autograd with the reference mask")
 failures += not ok
 print(f"{failures} failure(s)")
