@@ -471,7 +471,10 @@ inline void ein_take_along(cudaStream_t stream, EinView<T, R> out,
 /// Philox4x64-10 (Random123's philox4x64_R, 10 rounds) of the counter
 /// (i, 0, 0, 0) and the key (key, 0): its first word. The CPU lowering
 /// (EinToLinalg/Elementwise.cpp, philoxWord0) computes the same.
-EIN_HD uint64_t ein_philox4x64_10_word0(uint64_t i, uint64_t key) {
+/// A device function: __umul64hi has no host version (the emulation
+/// defines one with unsigned __int128).
+__device__ __forceinline__ uint64_t ein_philox4x64_10_word0(uint64_t i,
+                                                            uint64_t key) {
   uint64_t x0 = i, x1 = 0, x2 = 0, x3 = 0, k0 = key, k1 = 0;
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
