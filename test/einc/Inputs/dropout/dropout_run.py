@@ -82,6 +82,14 @@ for i, (fn, p, (x, k), how) in enumerate(CASES):
           f"{': ' + err if err else ''}")
     failures += not ok
 
+# Keys computed in the function (key + 1, key * 2): one per dropout site.
+x = arr(np.float32, 1000)
+got, err = run(f"{target}-sites", "two_sites", [("x", x), ("key", key(5))])
+ref = philox.dropout(philox.dropout(x, 0.5, 6)[0], 0.5, 10)[0]
+ok = got is not None and same_bits(got, ref)
+print(f"{'ok' if ok else 'FAIL'} two_sites with keys key + 1, key * 2 on {target}{': ' + err if err else ''}")
+failures += not ok
+
 # Statistics: the kept fraction of 1e6 elements is 1 - p within 5 sigma
 # (sigma = sqrt(p (1 - p) / n) = 4.6e-4), and the kept values are x / (1 - p).
 n, p = 1_000_000, 0.3
