@@ -136,6 +136,13 @@ const std::map<OpKind, OpSample> &samples() {
         "    l = reduce(take_along(x, ids, \"v\") ** 2, \"s ->\", \"sum\")\n"
         "    gx = grad(l, wrt=[x])\n"
         "    return gx\n"}},
+      {OpKind::Dropout,
+       {"def f(x: f32[\"s v\"], key: i64[\"\"]) -> f32[\"s v\"]:\n"
+        "    return dropout(x, 0.1, key)\n",
+        "def g(x: f32[\"s v\"], key: i64[\"\"]) -> f32[\"s v\"]:\n"
+        "    l = reduce(dropout(x, 0.1, key) ** 2, \"s v ->\", \"sum\")\n"
+        "    gx = grad(l, wrt=[x])\n"
+        "    return gx\n"}},
       // No surface syntax: grad() of take emits it, so the forward sample
       // is a gradient of take.
       {OpKind::ScatterAdd,

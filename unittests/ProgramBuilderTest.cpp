@@ -5,6 +5,7 @@
 
 #include "CheckedSnippet.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -165,6 +166,40 @@ TEST(ProgramBuilderTest, TakeRefusesWithAnchors) {
   EXPECT_EQ(fn.ops.size(), 0u);
 }
 
+// Tests that dropout keeps x's type and its p, and refuses (anchored) a
+// non-float input, a key that is not an i64 scalar and p outside [0, 1).
+TEST(ProgramBuilderTest, DropoutKeepsTheInputsTypeAndRefusesBadOperands) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned x = b.param(tensor(DType::F16, {"b", "d"}));
+  unsigned key = b.param(tensor(DType::I64, {}));
+  auto y = b.dropout(x, 0.125, key);
+  ASSERT_TRUE(y) << y.error().str();
+  EXPECT_EQ(shapeStr(b.type(*y).shape), "b d");
+  EXPECT_EQ(b.type(*y).dtype, DType::F16);
+  EXPECT_EQ(fn.ops.back().kind, OpKind::Dropout);
+  EXPECT_EQ(fn.ops.back().constant, 0.125);
+  size_t ops = fn.ops.size();
+  unsigned ints = b.param(tensor(DType::I32, {"b", "d"}));
+  auto notFloat = b.dropout(ints, 0.1, key);
+  ASSERT_FALSE(notFloat);
+  EXPECT_EQ(notFloat.error().error.index, 0u);
+  EXPECT_EQ(notFloat.error().error.message,
+            "dropout's input must be a float tensor, not i32; convert it "
+            "with astype");
+  unsigned vectorKey = b.param(tensor(DType::I64, {"b"}));
+  auto badKey = b.dropout(x, 0.1, vectorKey);
+  ASSERT_FALSE(badKey);
+  EXPECT_EQ(badKey.error().error.index, 1u);
+  EXPECT_EQ(badKey.error().error.message,
+            "dropout's key must be an i64 scalar tensor (i64[\"\"]), not "
+            "i64[\"b\"]");
+  EXPECT_FALSE(b.dropout(x, 1.0, key));
+  EXPECT_FALSE(b.dropout(x, -0.1, key));
+  EXPECT_FALSE(b.dropout(x, std::nan(""), key));
+  EXPECT_EQ(fn.ops.size(), ops);
+}
+
 // Tests that take_along's result has the ids' shape (x's without the axis)
 // and x's dtype, and its refusals: ids whose shape is not x's without the
 // axis (a missing dim, an extra one, another order), anchored at
@@ -294,6 +329,8 @@ const char *const everyKind[] = {
     "    return slice(x, \"n\", 1, 4)\n",
     "def f(x: f32[\"b v s\"], ids: i32[\"b s\"]) -> f32[\"b s\"]:\n"
     "    return take_along(x, ids, \"v\")\n",
+    "def f(x: bf16[\"b d\"], key: i64[\"\"]) -> bf16[\"b d\"]:\n"
+    "    return dropout(x, 0.25, key)\n",
 };
 
 // Tests that ProgramBuilder::build, given each op the checker built (its

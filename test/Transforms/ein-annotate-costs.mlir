@@ -105,6 +105,20 @@ module attributes {ein.dims = {s = 10 : i64}} {
 
 // -----
 
+// Tests that dropout counts one FLOP per element (the scale; Philox's integer
+// rounds are not FLOPs) and reads x and the 8-byte key, as an elementwise op.
+// CHECK-LABEL: func.func @dropout
+// CHECK: ein.dropout
+// CHECK-SAME: bytes_read = "4*b*s + 8", bytes_read_value = 88 : i128, bytes_written = "4*b*s", bytes_written_value = 80 : i128, flops = "b*s", flops_value = 20 : i128
+module attributes {ein.dims = {b = 4 : i64, s = 5 : i64}} {
+  func.func @dropout(%x: !ein.tensor<"b s", f32>, %k: !ein.tensor<"", i64>) -> !ein.tensor<"b s", f32> {
+    %0 = ein.dropout %x key %k p 0.1 : !ein.tensor<"b s", f32>, !ein.tensor<"", i64> -> !ein.tensor<"b s", f32>
+    return %0 : !ein.tensor<"b s", f32>
+  }
+}
+
+// -----
+
 // Tests that take_along does no arithmetic and reads the ids and one element
 // of the input per position (b*s elements), not the whole b*s*v input.
 // CHECK-LABEL: func.func @take_along

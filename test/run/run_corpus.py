@@ -2201,6 +2201,10 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_take_along_case(np.random.default_rng(48_800 + k), k))
     for k in range(8):
         cases.append(gen_take_along_grad_case(np.random.default_rng(48_900 + k), k))
+    for k in range(12):
+        cases.append(gen_dropout_case(np.random.default_rng(49_000 + k), k))
+    for k in range(4):
+        cases.append(gen_dropout_grad_case(np.random.default_rng(49_100 + k), k))
     cases += empty_cases()
     cases += fp8_generated_cases()
     cases += edge_cases()
@@ -2397,6 +2401,71 @@ def gen_take_along_grad_case(rng, idx: int) -> RunCase:
     return RunCase(f"gen-take-along-grad#{idx:03d}", "generated", desc, src,
                    inputs=[("x", content), ("ids", ids), ("r", r_content)],
                    outs=[Out(dtype, ref, True)])
+
+
+def _dropout_reference():
+    """test/einc/Inputs/dropout/philox.py: Philox4x64-10 in numpy, checked
+    against Random123's known answers and np.random.Philox once."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "einc", "Inputs", "dropout")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import philox
+    if not getattr(philox, "checked", False):
+        philox.self_check()
+        philox.checked = True
+    return philox
+
+
+def gen_dropout_case(rng, idx: int) -> RunCase:
+    """dropout(x, p, key) (docs/language.md §6): every float dtype, rank 0
+    to 3, p in [0, 0.9], any i64 key; the reference is the Philox mask of
+    philox.py and x * (1 / (1 - p)) rounded as the language says (f64 in
+    f64, the others in f32, rounded once). Exact: the same bits."""
+    philox = _dropout_reference()
+    dtype = FLOATS[idx % len(FLOATS)]
+    rank = (idx + idx // 4) % 4  # every dtype meets several ranks
+    dims = [f"a{k}" for k in range(rank)]
+    shape = [int(rng.integers(1, 6)) for _ in dims]
+    content, x = make_input(rng, shape, dtype)
+    p = float(np.round(rng.uniform(0, 0.9), 3)) if idx % 6 else 0.0
+    key = int(rng.integers(-2**63, 2**63 - 1, dtype=np.int64))
+    keep = philox.keep_mask(int(np.prod(shape, dtype=np.int64)), p, key).reshape(shape)
+    if dtype == "f64":
+        y = np.asarray(x, np.float64) * (1.0 / (1.0 - p))
+    else:
+        y = (np.asarray(x, np.float32) * np.float32(1.0 / (1.0 - p))).astype(np.float64)
+    ref = np.where(keep, quantize(y, dtype), 0.0)
+    src = emit_function("f", [("x", tstr(dtype, dims)), ("key", 'i64[""]')],
+                        [tstr(dtype, dims)], [f"return dropout(x, {p!r}, key)"])
+    desc = f"dropout: {dtype} x {tuple(shape)}, p {p}, key {key}"
+    return RunCase(f"gen-dropout#{idx:03d}", "generated", desc, src,
+                   inputs=[("x", content), ("key", np.array(key, np.int64))],
+                   outs=[Out(dtype, ref, True)])
+
+
+def gen_dropout_grad_case(rng, idx: int) -> RunCase:
+    """grad through dropout (docs/autodiff.md): the gradient of
+    sum(dropout(x, p, key) * r) is r * mask / (1 - p), the mask from
+    philox.py; f32 and f64."""
+    philox = _dropout_reference()
+    dtype = ("f32", "f64")[idx % 2]
+    dims = ["a", "b"][: 1 + idx % 2]
+    shape = [int(rng.integers(1, 7)) for _ in dims]
+    content, _ = make_input(rng, shape, dtype)
+    r_content, r = make_input(rng, shape, dtype)
+    p = float(np.round(rng.uniform(0.05, 0.8), 3))
+    key = int(rng.integers(0, 2**40))
+    keep = philox.keep_mask(int(np.prod(shape)), p, key).reshape(shape)
+    ref = np.where(keep, np.asarray(r, np.float64) / (1.0 - p), 0.0)
+    loss = f'reduce(dropout(x, {p!r}, key) * r, "{" ".join(dims)} ->", "sum")'
+    src = emit_function("f", [("x", tstr(dtype, dims)), ("r", tstr(dtype, dims)),
+                              ("key", 'i64[""]')],
+                        [tstr(dtype, dims)], [f"l = {loss}", "return grad(l, wrt=[x])"])
+    desc = f"grad of dropout: {dtype} x {tuple(shape)}, p {p}"
+    return RunCase(f"gen-dropout-grad#{idx:03d}", "generated", desc, src,
+                   inputs=[("x", content), ("r", r_content), ("key", np.array(key, np.int64))],
+                   outs=[Out(dtype, ref)])
 
 
 def gen_model_case(rng, idx: int) -> RunCase:

@@ -276,6 +276,29 @@ def Ein_TakeAlongOp : Ein_Op<"take_along", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ein_DropoutOp : Ein_Op<"dropout", [Pure]> {
+  let summary = "inverted dropout with a Philox4x64-10 mask from a key";
+  let description = [{
+    `dropout(x, p, key)`: element i of x (its C-order index) is kept iff
+    u_i >= p, where u_i = (w0 >> 11) * 2^-53 and w0 is the first word of
+    Philox4x64-10 with counter (i, 0, 0, 0) and key (key, 0); a kept
+    element is x * (1 / (1 - p)) (the scale rounded to x's dtype, or to
+    f32 for a narrower float), a dropped one 0. `p` is in [0, 1); `key` is
+    an i64 scalar tensor. The same bits on every back end.
+    ```mlir
+    %2 = ein.dropout %0 key %1 p 1.000000e-01 : !ein.tensor<"b d", f32>,
+        !ein.tensor<"", i64> -> !ein.tensor<"b d", f32>
+    ```
+  }];
+  let arguments = (ins Ein_Tensor:$input, Ein_Tensor:$key, F64Attr:$p);
+  let results = (outs Ein_Tensor:$result);
+  let assemblyFormat = [{
+    $input `key` $key `p` $p attr-dict `:` qualified(type($input)) `,`
+    qualified(type($key)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def Ein_ScatterAddOp : Ein_Op<"scatter_add", [Pure]> {
   let summary = "take's adjoint: updates added into zeros at integer ids";
   let description = [{

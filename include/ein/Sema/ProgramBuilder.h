@@ -177,6 +177,11 @@ public:
                               std::string written = "");
   /// take_along along x's dim `axis` (a position in its shape).
   BuildOr<unsigned> takeAlongAt(unsigned x, unsigned ids, unsigned axis);
+  /// dropout(x, p, key): x (a float tensor) with each element kept iff the
+  /// Philox4x64-10 draw of (key, its C-order index) is >= p, and scaled by
+  /// 1 / (1 - p); p in [0, 1), the key an i64 scalar tensor
+  /// (docs/language.md §6). Anchors: operand 0 x, 1 the key.
+  BuildOr<unsigned> dropout(unsigned x, double p, unsigned key);
   /// slice(x, axis, start, stop): x with its one dim of size `axis` cut to
   /// [start, stop). The bounds are sizes; what they do not prove (0 <=
   /// start <= stop <= the dim) is checked at the function's entry, the

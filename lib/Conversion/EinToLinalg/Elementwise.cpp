@@ -1,4 +1,4 @@
-// ein-to-linalg's patterns of the elementwise ops and casts.
+// ein-to-linalg's patterns of the elementwise ops, casts and dropout.
 #include "Patterns.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -390,7 +390,123 @@ struct CastLowering : EinPattern<CastOp> {
   }
 };
 
+/// Philox4x64-10 (Random123's philox4x64_R with 10 rounds) of the counter
+/// (i, 0, 0, 0) and the key (key, 0): its first output word. Each round
+/// multiplies two counter words into 128 bits (arith.mului_extended); the
+/// CUDA runtime's ein_philox4x64_10 is the same function.
+Value philoxWord0(OpBuilder &b, Location loc, Value i, Value key) {
+  Type i64 = b.getI64Type();
+  auto c = [&](uint64_t v) -> Value {
+    return b.create<mlir::arith::ConstantOp>(
+        loc, b.getIntegerAttr(i64, llvm::APInt(64, v)));
+  };
+  Value m0 = c(0xD2E7470EE14C6C93ull), m1 = c(0xCA5A826395121157ull);
+  Value w0 = c(0x9E3779B97F4A7C15ull), w1 = c(0xBB67AE8584CAA73Bull);
+  Value zero = c(0);
+  Value x0 = i, x1 = zero, x2 = zero, x3 = zero, k0 = key, k1 = zero;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 = b.create<mlir::arith::AddIOp>(loc, k0, w0);
+      k1 = b.create<mlir::arith::AddIOp>(loc, k1, w1);
+    }
+    auto p0 = b.create<mlir::arith::MulUIExtendedOp>(loc, m0, x0);
+    auto p1 = b.create<mlir::arith::MulUIExtendedOp>(loc, m1, x2);
+    Value y0 = b.create<mlir::arith::XOrIOp>(loc, p1.getHigh(), x1);
+    y0 = b.create<mlir::arith::XOrIOp>(loc, y0, k0);
+    Value y2 = b.create<mlir::arith::XOrIOp>(loc, p0.getHigh(), x3);
+    y2 = b.create<mlir::arith::XOrIOp>(loc, y2, k1);
+    x0 = y0;
+    x1 = p1.getLow();
+    x2 = y2;
+    x3 = p0.getLow();
+  }
+  return x0;
+}
+
+/// dropout: one generic over x's dims; each element's C-order index
+/// (linalg.index, row-major over the dims' run-time sizes) is Philox's
+/// counter, the key read once outside. Kept iff (w0 >> 11) >= ceil(p *
+/// 2^53), the exact integer form of (w0 >> 11) * 2^-53 >= p; a kept element
+/// is x times 1 / (1 - p) rounded to x's dtype (to f32 for a narrower
+/// float, computed there), a dropped one 0.
+struct DropoutLowering : EinPattern<DropoutOp> {
+  using EinPattern::EinPattern;
+
+  mlir::LogicalResult
+  matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
+                  mlir::ConversionPatternRewriter &rewriter) const override {
+    OpLowering l(rewriter, state.sizesOf(op));
+    auto results = l.resultShapes(op);
+    if (mlir::failed(results))
+      return mlir::failure();
+    Location loc = op.getLoc();
+    const ResultShape &result = (*results)[0];
+    Type element = result.type.getElementType();
+    Value input = adaptor.getInput();
+    int64_t rank = result.type.getRank();
+    double p = op.getP().convertToDouble();
+    uint64_t threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
+    Type wide = element.isF64() ? element : Type(rewriter.getF32Type());
+    double scale = 1.0 / (1.0 - p);
+    Value scaleValue = rewriter.create<mlir::arith::ConstantOp>(
+        loc, element.isF64()
+                 ? rewriter.getFloatAttr(wide, scale)
+                 : rewriter.getFloatAttr(wide, static_cast<float>(scale)));
+    Value thresholdValue = rewriter.create<mlir::arith::ConstantOp>(
+        loc, rewriter.getI64IntegerAttr(static_cast<int64_t>(threshold)));
+    Value shift = rewriter.create<mlir::arith::ConstantOp>(
+        loc, rewriter.getI64IntegerAttr(11));
+    Value zeroElement = rewriter.create<mlir::arith::ConstantOp>(
+        loc, rewriter.getZeroAttr(element));
+    Value key = rewriter.create<mlir::tensor::ExtractOp>(loc, adaptor.getKey(),
+                                                         mlir::ValueRange{});
+    llvm::SmallVector<Value> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(rewriter.create<mlir::tensor::DimOp>(loc, input, d));
+
+    Value init = l.emptyTensor(loc, result.sizes, element);
+    llvm::SmallVector<mlir::AffineMap> maps{
+        rewriter.getMultiDimIdentityMap(rank),
+        rewriter.getMultiDimIdentityMap(rank)};
+    llvm::SmallVector<mlir::utils::IteratorType> iters(
+        rank, mlir::utils::IteratorType::parallel);
+    auto generic = rewriter.create<mlir::linalg::GenericOp>(
+        loc, init.getType(), mlir::ValueRange{input}, mlir::ValueRange{init},
+        maps, iters, [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
+          Value linear = indexConstant(nb, nl, 0);
+          for (int64_t d = 0; d < rank; ++d) {
+            Value at = nb.create<mlir::linalg::IndexOp>(nl, d);
+            Value scaled = nb.create<mlir::arith::MulIOp>(nl, linear, dims[d]);
+            linear = nb.create<mlir::arith::AddIOp>(nl, scaled, at);
+          }
+          Value counter = nb.create<mlir::arith::IndexCastUIOp>(
+              nl, nb.getI64Type(), linear);
+          Value word = philoxWord0(nb, nl, counter, key);
+          Value bits = nb.create<mlir::arith::ShRUIOp>(nl, word, shift);
+          Value keep = nb.create<mlir::arith::CmpIOp>(
+              nl, mlir::arith::CmpIPredicate::uge, bits, thresholdValue);
+          Value x = args[0];
+          if (wide != element)
+            x = nb.create<mlir::arith::ExtFOp>(nl, wide, x);
+          Value y = nb.create<mlir::arith::MulFOp>(nl, x, scaleValue);
+          if (wide != element)
+            y = nb.create<mlir::arith::TruncFOp>(nl, element, y);
+          Value v = nb.create<mlir::arith::SelectOp>(nl, keep, y, zeroElement);
+          nb.create<mlir::linalg::YieldOp>(nl, v);
+        });
+    Value v = generic.getResult(0);
+    l.sizes.setKnownSizes(v, result.sizes);
+    return replaceOrReport(rewriter, op, llvm::SmallVector<Value>{v});
+  }
+};
+
 } // namespace
+
+void populateDropoutLowering(mlir::RewritePatternSet &patterns,
+                             const mlir::TypeConverter &converter,
+                             LoweringState &state) {
+  patterns.add<DropoutLowering>(converter, patterns.getContext(), state);
+}
 
 void populateElementwiseLowering(mlir::RewritePatternSet &patterns,
                                  const mlir::TypeConverter &converter,

@@ -1,4 +1,5 @@
-// The IR rules of the elementwise ops (ein.elementwise; ein.cast, astype): each
+// The IR rules of the elementwise ops (ein.elementwise; ein.cast, astype;
+// ein.dropout): each
 // op's verifier, how MLIRGen builds it (buildFooOp, OpRules.h) and what its
 // cost needs from its attributes (fillCostInput).
 #include "OpHelpers.h"
@@ -103,5 +104,24 @@ Operation *ein::buildCastOp(OpBuilder &builder, Location loc, TypeRange results,
 }
 
 LogicalResult ein::fillCostInput(CastOp, CostInput &, CostInputStorage &) {
+  return success(); // its operand and result types are all its cost needs
+}
+
+LogicalResult DropoutOp::verify() {
+  // The builder checks p, the input's dtype and the key's type.
+  CheckedOp checked;
+  checked.kind = OpKind::Dropout;
+  checked.constant = getP().convertToDouble();
+  return verifyThroughBuilder(*this, checked);
+}
+
+Operation *ein::buildDropoutOp(OpBuilder &builder, Location loc,
+                               TypeRange results, ValueRange operands,
+                               const CheckedOp &op) {
+  return builder.create<DropoutOp>(loc, results[0], operands[0], operands[1],
+                                   builder.getF64FloatAttr(op.constant));
+}
+
+LogicalResult ein::fillCostInput(DropoutOp, CostInput &, CostInputStorage &) {
   return success(); // its operand and result types are all its cost needs
 }

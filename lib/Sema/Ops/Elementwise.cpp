@@ -1,5 +1,5 @@
-// The rules of the elementwise functions and astype (Cast): the checker's
-// calls, the builder's bodies, the cost and the gradient.
+// The rules of the elementwise functions, astype (Cast) and dropout: the
+// checker's calls, the builder's bodies, the cost and the gradient.
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
@@ -51,6 +51,75 @@ std::optional<Operand> checkAstypeCall(FunctionChecker &checker,
       checker.builder(e.loc).astype(value->values[0], *dtype));
 }
 
+/// dropout(x, p, key): p a number literal in [0, 1), x and the key tensors;
+/// the builder checks their dtypes and the key's rank.
+std::optional<Operand> checkDropoutCall(FunctionChecker &checker,
+                                        const Expr &e) {
+  const char *usage = "dropout expects (x, p, key), e.g. dropout(h, 0.1, "
+                      "key) with key an i64[\"\"] tensor";
+  if (e.args.size() != 3 || !e.keywords.empty()) {
+    checker.diagnostics().error(e.loc, usage, e.length);
+    return std::nullopt;
+  }
+  auto x = checker.eval(*e.args[0]);
+  if (!x)
+    return std::nullopt;
+  if (!checker.isSingleTensor(*x)) {
+    checker.diagnostics().error(
+        e.args[0]->loc, "dropout's input must be a tensor", e.args[0]->length);
+    return std::nullopt;
+  }
+  const Expr &pArg = *e.args[1];
+  auto p = checker.eval(pArg);
+  if (!p)
+    return std::nullopt;
+  if (!p->isLiteral) {
+    checker.diagnostics().error(
+        pArg.loc,
+        fmt::format("dropout's p must be a number literal in [0, 1), e.g. "
+                    "0.1 (a run-time p is not supported; write a second "
+                    "function without dropout for evaluation); {}",
+                    usage),
+        literalSpan(pArg));
+    return std::nullopt;
+  }
+  double rate = p->literal.value;
+  if (!(rate >= 0 && rate < 1)) {
+    checker.diagnostics().error(
+        pArg.loc,
+        fmt::format("dropout's p must be in [0, 1), not {}{}", rate,
+                    rate == 1 ? " (p = 1 drops every element and its scale "
+                                "1 / (1 - p) is infinite)"
+                              : ""),
+        literalSpan(pArg));
+    return std::nullopt;
+  }
+  auto key = checker.eval(*e.args[2]);
+  if (!key)
+    return std::nullopt;
+  if (!checker.isSingleTensor(*key)) {
+    checker.diagnostics().error(
+        e.args[2]->loc,
+        "dropout's key must be an i64[\"\"] tensor (a parameter of the "
+        "function, e.g. key: i64[\"\"]), not a number",
+        e.args[2]->length);
+    return std::nullopt;
+  }
+  BuildOr<unsigned> value =
+      checker.builder(e.loc).dropout(x->values[0], rate, key->values[0]);
+  // The builder's operand 1 (the key) is the call's argument 2.
+  if (!value && value.error().error.anchor == ShapeError::Anchor::Operand &&
+      value.error().error.index == 1) {
+    BuildError moved = value.error();
+    moved.error.index = 2;
+    value = std::move(moved);
+  }
+  auto built = checker.builtAlong(std::move(value), e, pArg);
+  if (!built)
+    return std::nullopt;
+  return checker.single(*built);
+}
+
 } // namespace
 
 // No call of its own: each function of the elementwise table is called by
@@ -64,6 +133,14 @@ const std::vector<SurfaceCall> &surfaceCallsOfCast() {
   static const std::vector<SurfaceCall> calls = {
       {"astype", 9, [](FunctionChecker &checker, const Expr &call) {
          return checkAstypeCall(checker, call);
+       }}};
+  return calls;
+}
+
+const std::vector<SurfaceCall> &surfaceCallsOfDropout() {
+  static const std::vector<SurfaceCall> calls = {
+      {"dropout", 12, [](FunctionChecker &checker, const Expr &call) {
+         return checkDropoutCall(checker, call);
        }}};
   return calls;
 }
@@ -130,6 +207,38 @@ BuildOr<unsigned> ProgramBuilder::elementwise(ElementwiseFn f,
                 TensorType{shape, elementwiseResultDType(info, dtype)});
 }
 
+BuildOr<unsigned> ProgramBuilder::dropout(unsigned x, double p, unsigned key) {
+  auto refuse = [](std::string message, unsigned operand) {
+    return BuildError{ShapeError::atOperand(std::move(message), operand),
+                      "dropout", ""};
+  };
+  DType dtype = type(x).dtype;
+  if (!isFloat(dtype))
+    return refuse(fmt::format("dropout's input must be a float tensor, not "
+                              "{}; convert it with astype",
+                              dtypeName(dtype)),
+                  0);
+  const TensorType &keyType = type(key);
+  if (keyType.dtype != DType::I64 || !keyType.shape.empty())
+    return refuse(fmt::format("dropout's key must be an i64 scalar tensor "
+                              "(i64[\"\"]), not {}[\"{}\"]",
+                              dtypeName(keyType.dtype),
+                              shapeStr(keyType.shape)),
+                  1);
+  if (!(p >= 0 && p < 1)) {
+    BuildError error =
+        build::failure(ShapeError::atOp(fmt::format(
+                           "dropout's p must be in [0, 1), not {}", p)),
+                       "dropout", "");
+    return error;
+  }
+  CheckedOp op;
+  op.kind = OpKind::Dropout;
+  op.constant = p;
+  op.operands = {x, key};
+  return append(std::move(op), TensorType{type(x).shape, dtype});
+}
+
 // The registry rows' builder rules (ProgramBuilder::build).
 
 BuildOr<std::vector<unsigned>>
@@ -151,6 +260,16 @@ buildOpOfCast(ProgramBuilder &builder, const CheckedOp &attributes,
   return asResults(builder.astype(operands[0], *attributes.dtype));
 }
 
+BuildOr<std::vector<unsigned>>
+buildOpOfDropout(ProgramBuilder &builder, const CheckedOp &attributes,
+                 const std::vector<unsigned> &operands) {
+  if (auto refused =
+          build::missingAttributes(attributes, operands.size(), 2, false))
+    return *refused;
+  return asResults(
+      builder.dropout(operands[0], attributes.constant, operands[1]));
+}
+
 } // namespace ein
 
 namespace ein {
@@ -166,6 +285,15 @@ void costOfElementwise(const CostInput &in, const Bindings &,
 
 void costOfCast(const CostInput &, const Bindings &, CostCounts &) {
   // Conversion moves data but does no arithmetic.
+}
+
+void costOfDropout(const CostInput &in, const Bindings &, CostCounts &counts) {
+  // One FLOP per element: the multiply by 1 / (1 - p). Philox's rounds are
+  // integer work (10 rounds of two 64x64->128 multiplies, four xors and two
+  // key adds, about 100 integer ops per element), not floating-point
+  // operations, and are not counted (docs/cost-model.md); the bytes are an
+  // elementwise op's.
+  counts.flops = numElements(in.outputs[0].shape);
 }
 
 } // namespace ein
@@ -356,6 +484,23 @@ bool gradientOfElementwise(Differentiator &d, const CheckedOp &op) {
       return false;
   }
   return true;
+}
+
+/// dropout's adjoint is dropout of dy with the same p and key: dx = dy *
+/// mask / (1 - p), the mask drawn again from (key, index) since dy has x's
+/// shape and so each element's index. Nothing is saved; the key (an
+/// integer) and p (a number) get no gradient.
+bool gradientOfDropout(Differentiator &d, const CheckedOp &op) {
+  std::optional<unsigned> dy = d.adjointOf(op.results[0]);
+  if (!dy)
+    return true;
+  unsigned x = op.operands[0];
+  if (!d.isActive(x) || !isFloat(d.dtypeOf(x)))
+    return true;
+  d.target(op, x);
+  auto dx = d.built(d.build().dropout(d.cast(*dy, d.dtypeOf(x)), op.constant,
+                                      op.operands[1]));
+  return dx && d.accumulate(x, *dx);
 }
 
 bool gradientOfCast(Differentiator &d, const CheckedOp &op) {

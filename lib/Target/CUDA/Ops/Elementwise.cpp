@@ -30,6 +30,10 @@ std::string describeCast(const CheckedOp &, const CheckedFunction &) {
   return "ein_map (fused)";
 }
 
+std::string describeDropout(const CheckedOp &, const CheckedFunction &) {
+  return "ein_dropout (Philox4x64-10)"; // emitDropout: its own kernel
+}
+
 #ifndef EIN_CUDA_DESCRIBE_ONLY
 // ------------------------------------------------------------- emit
 
@@ -228,6 +232,22 @@ void FunctionEmitter::emitFusedTree(mlir::Operation *root) {
 void FunctionEmitter::emitElementwise(ElementwiseOp op) { emitFusedTree(op); }
 
 void FunctionEmitter::emitCast(CastOp op) { emitFusedTree(op); }
+
+/// dropout: ein_dropout's kernel, the mask's threshold ceil(p * 2^53) and
+/// the scale 1 / (1 - p) as the CPU lowering computes them (exact literals).
+void FunctionEmitter::emitDropout(DropoutOp op) {
+  const ValueView input = view(op.getInput(), op);
+  const ValueView key = view(op.getKey(), op);
+  mlir::Value result = op.getResult();
+  double p = op.getP().convertToDouble();
+  auto threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
+  int owner;
+  std::string w = destination(result, owner);
+  fmt::format_to(out(),
+                 "  ein_dropout(stream, {}, {}, {}, uint64_t({}ull), {:a});\n",
+                 w, input.name, key.name, threshold, 1.0 / (1.0 - p));
+  define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
+}
 
 #endif // EIN_CUDA_DESCRIBE_ONLY
 

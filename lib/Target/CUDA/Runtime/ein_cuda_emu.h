@@ -395,6 +395,10 @@ inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline unsigned __umulhi(unsigned a, unsigned b) {
   return unsigned((uint64_t(a) * b) >> 32);
 }
+inline unsigned long long __umul64hi(unsigned long long a,
+                                     unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
 
 // The host API the runtime uses, over host memory. Streams are nominal:
 // every call completes before it returns.

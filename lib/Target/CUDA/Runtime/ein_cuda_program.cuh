@@ -467,6 +467,76 @@ inline void ein_take_along(cudaStream_t stream, EinView<T, R> out,
              axis, n);
 }
 
+// ------------------------------------------------------------- dropout
+/// Philox4x64-10 (Random123's philox4x64_R, 10 rounds) of the counter
+/// (i, 0, 0, 0) and the key (key, 0): its first word. The CPU lowering
+/// (EinToLinalg/Elementwise.cpp, philoxWord0) computes the same.
+/// A device function: __umul64hi has no host version (the emulation
+/// defines one with unsigned __int128).
+__device__ __forceinline__ uint64_t ein_philox4x64_10_word0(uint64_t i,
+                                                            uint64_t key) {
+  uint64_t x0 = i, x1 = 0, x2 = 0, x3 = 0, k0 = key, k1 = 0;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B97F4A7C15ull;
+      k1 += 0xBB67AE8584CAA73Bull;
+    }
+    const uint64_t m0 = 0xD2E7470EE14C6C93ull, m1 = 0xCA5A826395121157ull;
+    uint64_t hi0 = __umul64hi(m0, x0), lo0 = m0 * x0;
+    uint64_t hi1 = __umul64hi(m1, x2), lo1 = m1 * x2;
+    uint64_t y0 = hi1 ^ x1 ^ k0, y2 = hi0 ^ x3 ^ k1;
+    x0 = y0;
+    x1 = lo1;
+    x2 = y2;
+    x3 = lo0;
+  }
+  return x0;
+}
+
+/// out[i] = keep(i) ? C(x[i]) * scale : 0 over C-order indices i, keep(i)
+/// when (word0 >> 11) >= threshold (= ceil(p * 2^53)); C is double for
+/// double and float otherwise (narrower floats computed in f32, rounded
+/// once), `scale` 1 / (1 - p) rounded to C.
+template <typename T, int R>
+__global__ void ein_dropout_kernel(EinView<T, R> out, EinView<const T, R> x,
+                                   const int64_t *key, uint64_t threshold,
+                                   double scale, int64_t n) {
+  using C = typename std::conditional<std::is_same<T, double>::value, double,
+                                      float>::type;
+  const C s = C(scale);
+  const uint64_t k = uint64_t(key[0]);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, src = 0, dst = 0;
+    for (int d = R - 1; d >= 0; --d) {
+      int64_t c = rest % out.size[d];
+      rest /= out.size[d];
+      dst += c * out.stride[d];
+      src += c * x.stride[d];
+    }
+    uint64_t bits = ein_philox4x64_10_word0(uint64_t(i), k) >> 11;
+    out.data[dst] = bits >= threshold
+                        ? ein_cvt<T>(ein_cvt<C>(x.data[src]) * s)
+                        : ein_cvt<T>(C(0));
+  }
+}
+
+/// dropout(x, p, key): the key read on the device, one thread per element.
+template <typename T, int R>
+inline void ein_dropout(cudaStream_t stream, EinView<T, R> out,
+                        EinView<const T, R> x, EinView<const int64_t, 0> key,
+                        uint64_t threshold, double scale) {
+  const unsigned threads = 256;
+  int64_t n = 1;
+  for (int d = 0; d < R; ++d)
+    n *= out.size[d];
+  if (n <= 0)
+    return;
+  auto kernel = &ein_dropout_kernel<T, R>;
+  EIN_LAUNCH(kernel, ein_grid_for(n, threads), threads, stream, out, x,
+             key.data, threshold, scale, n);
+}
+
 // ------------------------------------------------------------- scatter_add
 /// out = 0 over every element of the view (any strides).
 template <typename T, int R>
