@@ -353,6 +353,61 @@ report("key-and-scalar",
        np.allclose(bias, pk["bias"].detach().numpy(), rtol=1e-4, atol=1e-6),
        f"{got_keyed[:3]} vs {ref_keyed[:3]}; val {got_val} vs {ref_val}")
 
+# 4e. Dropout in training: the loss drops hidden units by dropout(h, 0.25,
+# key) with --key feeding the key; torch applies the mask of the Philox
+# reference (Inputs/dropout/philox.py, checked against Random123's vectors)
+# for the same keys. A `training` scalar (1 in steps, 0 in evaluation)
+# chooses the dropped or the plain activations.
+sys.path.insert(0, os.path.join(HERE, "dropout"))
+import philox  # noqa: E402
+
+DROP = os.path.join(OUT, "dropout-mlp.ein")
+with open(DROP, "w") as f:
+    f.write('''dim D = 8
+dim H = 16
+dim K = 3
+
+def loss(x: f32["B D"], y: f32["B K"], w1: f32["D H"], w2: f32["H K"],
+         key: i64[""], training: f64[""]) -> f32[""]:
+    h = relu(einsum(x, w1, "b d, d h -> b h"))
+    h = where(training > 0.5, dropout(h, 0.25, key), h)
+    return reduce((einsum(h, w2, "b h, h k -> b k") - y) ** 2, "b k ->", "mean")
+''')
+einc(DROP, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+     f"y={OUT}/y.npy", "--dim", "B=16", "--init", f"{OUT}/init.safetensors",
+     "--steps", "20", "--lr", "0.01", "--seed", "4", "--key", "key",
+     "--scalar", "training=1:0", "--val-fraction", "0.2", "--eval-every",
+     "10", "--log", f"{OUT}/dropout.jsonl", "--print-every", "0")
+pd = {k: torch.tensor(v, requires_grad=True) for k, v in INIT.items()}
+optd = torch.optim.AdamW([pd["w1"], pd["w2"]], lr=0.01, eps=1e-8,
+                         weight_decay=0.01)
+ref_drop, ref_drop_val = [], []
+for t in range(20):
+    optd.zero_grad()
+    idx = rows_for(4, t * 16, 16, n_rows)
+    h = torch.relu(torch.tensor(X[idx]) @ pd["w1"])
+    keep = philox.keep_mask(16 * 16, 0.25, key_of(4, 0, t)).reshape(16, 16)
+    h = torch.where(torch.tensor(keep), h * np.float32(1 / 0.75),
+                    torch.zeros(()))
+    ld = ((h @ pd["w2"] - torch.tensor(Y[idx])) ** 2).mean()
+    ld.backward()
+    optd.step()
+    ref_drop.append(ld.item())
+    if (t + 1) % 10 == 0:
+        with torch.no_grad():
+            vidx = rows_for(5, 0, 16, 100)
+            vx = torch.tensor(X[n_rows:][vidx])
+            vy = torch.tensor(Y[n_rows:][vidx])
+            ref_drop_val.append(mlp_loss(vx, vy, pd).item())
+lines = [json.loads(l) for l in open(f"{OUT}/dropout.jsonl")]
+got_drop = [l["loss"] for l in lines if "loss" in l]
+got_drop_val = [l["val_loss"] for l in lines if "val_loss" in l]
+report("dropout-training",
+       np.allclose(got_drop, ref_drop, rtol=1e-4, atol=1e-6) and
+       np.allclose(got_drop_val, ref_drop_val, rtol=1e-4, atol=1e-6),
+       f"{got_drop[:3]} vs {ref_drop[:3]}; val {got_drop_val} vs "
+       f"{ref_drop_val}")
+
 # 5. Resume: 20 steps in one run, or 8 then 12 from the checkpoint, give the
 # same losses and the same final state, bit for bit.
 full_loss, full_par = run_mlp("full", 16, ["--steps", "20", "--lr", "0.01"])
