@@ -116,7 +116,7 @@ print(f"examples/gpt.ein (2 layers, d_model 64, seq {SEQ}), batch "
       f"{args.batch}, {args.steps} steps (median after {args.warmup_steps}); "
       f"{cpu}, {isa}, {args.threads} threads; torch {torch.__version__}")
 if args.markdown:
-    print("\n| loop | step ms | tokens/s | einc / it |\n|---|---|---|---|")
+    print("\n| loop | step ms | tokens/s | its time / einc's |\n|---|---|---|---|")
 for name, seconds in rows:
     ratio = seconds / rows[0][1]
     if args.markdown:
@@ -125,7 +125,7 @@ for name, seconds in rows:
     else:
         print(f"{name:14s} {seconds * 1e3:8.2f} ms/step "
               f"{tokens_per_step / seconds:10,.0f} tokens/s  "
-              f"einc/it {ratio:.2f}x")
+              f"its time / einc's {ratio:.2f}x")
 print(f"time to the first step: einc train cold {cold:.2f} s (process "
       f"{cold_wall:.2f} s), warm {warm:.3f} s (process {warm_wall:.2f} s); "
       f"torch.compile's first step {compiled[0]:.2f} s, eager's "
