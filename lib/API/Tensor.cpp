@@ -425,14 +425,15 @@ Result<void> save_npy(const Tensor &t, const std::string &path) {
   return {};
 }
 
-Result<std::map<std::string, Tensor>>
-load_safetensors(const std::string &path) {
-  auto file = runtime::readSafeTensors(path);
-  if (!file)
-    return toInfo(file.error());
+namespace {
+
+/// Every tensor of a file read by name (a safetensors file or an .npz
+/// archive: both list `entries` and read one by `tensor(name)`).
+template <typename File>
+Result<std::map<std::string, Tensor>> tensorsByName(const File &file) {
   std::map<std::string, Tensor> tensors;
-  for (const runtime::SafeTensorsEntry &entry : file->entries) {
-    auto host = file->tensor(entry.name);
+  for (const auto &entry : file.entries) {
+    auto host = file.tensor(entry.name);
     if (!host)
       return toInfo(host.error());
     auto t = fromHost(*host);
@@ -443,55 +444,57 @@ load_safetensors(const std::string &path) {
   return tensors;
 }
 
-Result<void> save_safetensors(const std::map<std::string, Tensor> &tensors,
-                              const std::string &path) {
+/// `tensors` written by name through `write` (writeSafeTensors, writeNpz);
+/// `caller` names the API function in errors.
+template <typename Write>
+Result<void> writeByName(const std::map<std::string, Tensor> &tensors,
+                         const char *caller, Write &&write) {
   std::vector<runtime::HostTensor> hosts;
   hosts.reserve(tensors.size());
   std::vector<runtime::NamedTensor> named;
   for (auto &[name, t] : tensors) {
-    auto host = toHost(t, "save_safetensors");
+    auto host = toHost(t, caller);
     if (!host)
       return host.error();
     hosts.push_back(std::move(*host));
     named.push_back({name, &hosts.back()});
   }
-  if (auto written = runtime::writeSafeTensors(path, named); !written)
+  if (auto written = write(named); !written)
     return toInfo(written.error());
   return {};
+}
+
+} // namespace
+
+Result<std::map<std::string, Tensor>>
+load_safetensors(const std::string &path) {
+  auto file = runtime::readSafeTensors(path);
+  if (!file)
+    return toInfo(file.error());
+  return tensorsByName(*file);
+}
+
+Result<void> save_safetensors(const std::map<std::string, Tensor> &tensors,
+                              const std::string &path) {
+  return writeByName(tensors, "save_safetensors",
+                     [&](const std::vector<runtime::NamedTensor> &named) {
+                       return runtime::writeSafeTensors(path, named);
+                     });
 }
 
 Result<std::map<std::string, Tensor>> load_npz(const std::string &path) {
   auto file = runtime::readNpz(path);
   if (!file)
     return toInfo(file.error());
-  std::map<std::string, Tensor> tensors;
-  for (const runtime::NpzEntry &entry : file->entries) {
-    auto host = file->tensor(entry.name);
-    if (!host)
-      return toInfo(host.error());
-    auto t = fromHost(*host);
-    if (!t)
-      return t.error();
-    tensors.emplace(entry.name, std::move(*t));
-  }
-  return tensors;
+  return tensorsByName(*file);
 }
 
 Result<void> save_npz(const std::map<std::string, Tensor> &tensors,
                       const std::string &path) {
-  std::vector<runtime::HostTensor> hosts;
-  hosts.reserve(tensors.size());
-  std::vector<runtime::NamedTensor> named;
-  for (auto &[name, t] : tensors) {
-    auto host = toHost(t, "save_npz");
-    if (!host)
-      return host.error();
-    hosts.push_back(std::move(*host));
-    named.push_back({name, &hosts.back()});
-  }
-  if (auto written = runtime::writeNpz(path, named); !written)
-    return toInfo(written.error());
-  return {};
+  return writeByName(tensors, "save_npz",
+                     [&](const std::vector<runtime::NamedTensor> &named) {
+                       return runtime::writeNpz(path, named);
+                     });
 }
 
 } // namespace nothrow
