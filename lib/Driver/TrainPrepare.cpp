@@ -144,9 +144,6 @@ ErrorOr<std::vector<int64_t>> shapeFromType(const CheckedFunction &fn,
   return shape;
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  return runtime::shapeTupleStr(shape);
-}
 } // namespace
 
 // ---------------------------------------------------------------------------
@@ -281,12 +278,11 @@ prepareTraining(const SourceFile &file, const Module &module,
     s.fed.push_back(std::move(input));
     return &s.fed.back();
   };
-  for (const std::string &name : options.keys) {
-    auto added = addFed("--key", name, true);
+  for (size_t j = 0; j < options.keys.size(); ++j) {
+    auto added = addFed("--key", options.keys[j], true);
     if (!added)
       return added.error();
-    (*added)->keyIndex =
-        options.keys.size() > 0 ? size_t(&name - options.keys.data()) : 0;
+    (*added)->keyIndex = j;
   }
   for (const TrainScalar &scalar : options.scalars) {
     auto added = addFed("--scalar", scalar.param, false);
@@ -538,7 +534,7 @@ prepareTraining(const SourceFile &file, const Module &module,
           return usage(fmt::format("{}: {} tensor '{}' ({} {} wanted)",
                                    sourceFlag, entry ? "a mismatched" : "no",
                                    name, runtime::storageName(type),
-                                   shapeText(p.value.shape)));
+                                   runtime::shapeTupleStr(p.value.shape)));
         auto value = source->tensor(name, type);
         if (!value)
           return usage(
@@ -647,7 +643,7 @@ prepareTraining(const SourceFile &file, const Module &module,
       fmt::format("einc train gradient of {} wrt {}{}\n", options.function,
                   fmt::join(trainedNames, ","), s.lossScaled ? " scaled" : "");
   for (auto &shape : shapes)
-    key += shapeText(shape) + "\n";
+    key += runtime::shapeTupleStr(shape) + "\n";
   // The disk cache's key holds every text the program came from.
   key += "module " + file.path + "\n" + file.text + "\n";
   for (size_t i = 1; i < gradModule.files.size(); ++i)

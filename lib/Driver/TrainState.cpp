@@ -41,16 +41,13 @@ double elementAt(const HostTensor &t, int64_t i) {
   return 0; // gradients are never of these types (prepareTraining)
 }
 
-/// `sum` (f32 or f64) = part, or sum += part when `add`; `part` is of the
-/// same type or (master weights) bf16/f16.
+/// `sum` (f32 or f64) += part, where `part` is of the same type; or, for
+/// master weights, a bf16/f16 `part` widened into `sum` (added when `add`).
 void accumulateInto(HostTensor &sum, const HostTensor &part, bool add) {
-  if (part.type == sum.type) {
-    if (add)
-      addInto(sum, part);
-    else
-      sum.data = part.data;
-    return;
-  }
+  // Of the same type, `part` is a later micro-batch's (the first wrote
+  // `sum` itself): added.
+  if (part.type == sum.type)
+    return addInto(sum, part);
   float *s = sum.dataAs<float>();
   int64_t n = sum.numElements();
   for (int64_t i = 0; i < n; ++i)
@@ -104,10 +101,6 @@ double sumOfSquares(const HostTensor &t) {
 double scalarOf(const HostTensor &t) {
   return t.type == StorageType::F64 ? t.dataAs<double>()[0]
                                     : double(t.dataAs<float>()[0]);
-}
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  return runtime::shapeTupleStr(shape);
 }
 
 } // namespace
@@ -389,7 +382,7 @@ std::string TrainingState::summary() const {
   for (const DataInput &d : data)
     dataText.push_back(fmt::format(
         "{} {} from {} ({} {}, {} {})", d.name, d.batch.describe(),
-        d.dataset->path(), shapeText(d.dataset->shape()),
+        d.dataset->path(), runtime::shapeTupleStr(d.dataset->shape()),
         d.dataset->elementName(), d.end - d.begin,
         d.dataset->isStream() ? "in the training split" : "training rows"));
   std::string schedule =
