@@ -3,6 +3,7 @@
 #include "ein/Execution/AOT.h"
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Execution/Optimize.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Support/Files.h"
 #include "ein/Support/Process.h"
@@ -11,7 +12,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -204,8 +204,7 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
   std::string triple = machine->getTargetTriple().str();
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
-  auto optimize = mlir::makeOptimizingTransformer(3, 0, machine.get());
-  if (auto err = optimize(llvmModule.get()))
+  if (auto err = optimizeLLVMModule(*llvmModule, machine.get()))
     return failure(fmt::format("LLVM optimization failed: {}",
                                llvm::toString(std::move(err))));
   // Write to temporaries and rename, so a failure leaves no partial file.

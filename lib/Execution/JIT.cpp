@@ -3,12 +3,12 @@
 #include "ein/Execution/JIT.h"
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Execution/Optimize.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Runtime/Allocator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -290,8 +290,11 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
                                llvm::toString(machine.takeError())));
   mlir::ExecutionEngineOptions engineOptions;
   // options.transformer is a function_ref: the function must outlive it.
+  llvm::TargetMachine *forOptimizer = machine->get();
   std::function<llvm::Error(llvm::Module *)> optimize =
-      mlir::makeOptimizingTransformer(3, 0, machine->get());
+      [forOptimizer](llvm::Module *llvmModule) {
+        return optimizeLLVMModule(*llvmModule, forOptimizer);
+      };
   engineOptions.transformer = optimize;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS,

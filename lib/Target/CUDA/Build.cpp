@@ -26,7 +26,9 @@ std::vector<std::string> cudaBuildCommand(const CUDABuild &build,
                                           const std::string &output) {
   std::vector<std::string> argv{cudaCompiler(build), "-std=c++17"};
   if (build.emulated) {
-    argv.insert(argv.end(), {"-O1", "-w"});
+    // -O0: an emulated program is compiled for one run on small tensors,
+    // where -O1's optimization costs more than it saves (docs/cuda.md).
+    argv.insert(argv.end(), {"-O0", "-w"});
     if (build.sharedLibrary)
       argv.insert(argv.end(), {"-fPIC", "-shared"});
     argv.insert(argv.end(), {"-x", "c++", source, "-o", output});
