@@ -322,19 +322,16 @@ GradientResult Differentiator::run(unsigned loss,
     return std::any_of(op.operands.begin(), op.operands.end(),
                        [&](unsigned v) { return active.count(v); });
   };
-  for (size_t i = 0; i < end; ++i) {
-    if (!isIn(fn.ops[i]))
-      continue;
+  for (size_t i = 0; i < end;) {
     // A forward einsum of 3+ operands becomes the pairwise einsums it runs
     // as, so the backward reuses their intermediates (SplitContractions.h).
-    size_t split = splitContraction(fn, i);
+    size_t split = isIn(fn.ops[i]) ? splitContraction(fn, i) : 1;
     end += split - 1;
-    for (size_t last = i + split - 1; i <= last; ++i)
+    for (size_t next = i + split; i < next; ++i)
       if (isIn(fn.ops[i]))
         for (unsigned r : fn.ops[i].results)
           if (isFloat(dtypeOf(r)))
             active.insert(r);
-    --i;
   }
   atLoc = at;
   atPhase = GradPhase::DataGrad;
