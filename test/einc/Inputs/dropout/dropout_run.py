@@ -130,8 +130,12 @@ failures += not ok
 # p given at run time: the same bits as a literal p of the same value (an
 # f32 p is the f32 value, widened), the gradient unchanged, and a p outside
 # [0, 1) an error of the inputs (exit 2) naming the dropout and the value.
+# The specialised CPU run takes every case; the others (size-generic, the
+# emulated CUDA target) the kernel's f64 and f32 p and one refusal, to keep
+# the test cheap.
+every = target == "cpu" and len(sys.argv) == 5
 x = arr(np.float32, 7, 33)
-for p_value in (0.1, 0.0, 0.75):
+for p_value in (0.1, 0.0, 0.75) if every else (0.1,):
     got, err = run(f"{target}-rate-{p_value}", "drop_rate",
                    [("x", x), ("key", key(42)), ("p", np.array(p_value))])
     ok = got is not None and same_bits(got, philox.dropout(x, p_value, 42)[0])
@@ -144,21 +148,22 @@ got, err = run(f"{target}-rate-f32", "drop_rate_f32",
 ok = got is not None and same_bits(got, philox.dropout(xd, float(p32), 8)[0])
 print(f"{'ok' if ok else 'FAIL'} run-time p f32 on {target}{': ' + err if err else ''}")
 failures += not ok
-xs = arr(np.float32, 64)
-got, err = run(f"{target}-rate-computed", "drop_rate_computed",
-               [("x", xs), ("key", key(3)), ("keep", np.array(0.6))])
-ok = got is not None and same_bits(got, philox.dropout(xs, 1.0 - 0.6, 3)[0])
-print(f"{'ok' if ok else 'FAIL'} computed p = 1 - keep on {target}{': ' + err if err else ''}")
-failures += not ok
-x, r = arr(np.float32, 6, 9), arr(np.float32, 6, 9)
-got, err = run(f"{target}-rate-grad", "dgrad_rate",
-               [("x", x), ("r", r), ("key", key(77)), ("p", np.array(0.3))])
-keep = philox.keep_mask(x.size, 0.3, 77).reshape(x.shape)
-want = r.astype(np.float64) * keep / 0.7 * (1 - np.tanh(x.astype(np.float64)) ** 2)
-ok = got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-6)
-print(f"{'ok' if ok else 'FAIL'} run-time p gradient on {target}{': ' + err if err else ''}")
-failures += not ok
-for bad in (1.0, -0.25, float("nan")):
+if every:
+    xs = arr(np.float32, 64)
+    got, err = run(f"{target}-rate-computed", "drop_rate_computed",
+                   [("x", xs), ("key", key(3)), ("keep", np.array(0.6))])
+    ok = got is not None and same_bits(got, philox.dropout(xs, 1.0 - 0.6, 3)[0])
+    print(f"{'ok' if ok else 'FAIL'} computed p = 1 - keep on {target}{': ' + err if err else ''}")
+    failures += not ok
+    xg, r = arr(np.float32, 6, 9), arr(np.float32, 6, 9)
+    got, err = run(f"{target}-rate-grad", "dgrad_rate",
+                   [("x", xg), ("r", r), ("key", key(77)), ("p", np.array(0.3))])
+    keep = philox.keep_mask(xg.size, 0.3, 77).reshape(xg.shape)
+    want = r.astype(np.float64) * keep / 0.7 * (1 - np.tanh(xg.astype(np.float64)) ** 2)
+    ok = got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-6)
+    print(f"{'ok' if ok else 'FAIL'} run-time p gradient on {target}{': ' + err if err else ''}")
+    failures += not ok
+for bad in (1.0, -0.25, float("nan")) if every else (1.0,):
     args, out = _run_args(einc, source, "drop_rate",
                           [("x", x), ("key", key(1)), ("p", np.array(bad))],
                           tmp, f"{target}-rate-bad", extra)
