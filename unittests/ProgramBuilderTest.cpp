@@ -200,6 +200,37 @@ TEST(ProgramBuilderTest, DropoutKeepsTheInputsTypeAndRefusesBadOperands) {
   EXPECT_EQ(fn.ops.size(), ops);
 }
 
+// Tests that dropout with a run-time p takes it as operand 2 (after the
+// key), checks it at run time (checksIds, so the function has an index
+// status), and refuses (anchored at operand 2) a p that is not a rank-0
+// float tensor.
+TEST(ProgramBuilderTest, DropoutTakesARunTimeRate) {
+  CheckedFunction fn;
+  ProgramBuilder b(fn);
+  unsigned x = b.param(tensor(DType::F32, {"b", "d"}));
+  unsigned key = b.param(tensor(DType::I64, {}));
+  unsigned p = b.param(tensor(DType::F32, {}));
+  EXPECT_FALSE(fn.hasIndexStatus());
+  auto y = b.dropout(x, p, key);
+  ASSERT_TRUE(y) << y.error().str();
+  EXPECT_EQ(b.type(*y).dtype, DType::F32);
+  EXPECT_EQ(fn.ops.back().operands, (std::vector<unsigned>{x, key, p}));
+  EXPECT_TRUE(fn.ops.back().checksDropoutRate());
+  EXPECT_TRUE(fn.hasIndexStatus());
+  size_t ops = fn.ops.size();
+  for (const TensorType &bad :
+       {tensor(DType::F32, {"b"}), tensor(DType::I64, {})}) {
+    auto refused = b.dropout(x, b.param(bad), key);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().error.index, 2u);
+    EXPECT_EQ(refused.error().error.message.rfind(
+                  "dropout's p must be a number or a rank-0 float tensor", 0),
+              0u)
+        << refused.error().error.message;
+  }
+  EXPECT_EQ(fn.ops.size(), ops);
+}
+
 // Tests that take_along's result has the ids' shape (x's without the axis)
 // and x's dtype, and its refusals: ids whose shape is not x's without the
 // axis (a missing dim, an extra one, another order), anchored at

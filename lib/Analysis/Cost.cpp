@@ -1,6 +1,6 @@
 // The cost model: FLOP and byte counts per op (each op's rule in its family
 // file, lib/Sema/Ops; an einsum of 3+ operands along the order of
-// ContractionOrder.cpp) and the device table (conventions in
+// lib/Shape/ContractionOrder.cpp) and the device table (conventions in
 // docs/cost-model.md).
 #include "ein/Analysis/Cost.h"
 

@@ -239,7 +239,8 @@ Error Engine::explainIndexError(const BoundCall &call,
   for (const CheckedOp &op : fn->ops) {
     if (!op.checksIds())
       continue;
-    unsigned ids = op.operands[1];
+    // A dropout's run-time p, a take's ids.
+    unsigned ids = op.operands[op.checksDropoutRate() ? 2 : 1];
     auto it = std::find(p.returns.begin(), p.returns.end(), ids);
     resultOf.push_back(static_cast<size_t>(it - p.returns.begin()));
     if (it == p.returns.end()) {
@@ -287,6 +288,21 @@ Error Engine::explainIndexError(const BoundCall &call,
     env[name] = value;
   for (size_t k = 0; k < sites.size(); ++k) {
     const runtime::HostTensor &t = ids[resultOf[k]];
+    if (sites[k].op == "dropout") {
+      double p = 0;
+      if (t.type == runtime::StorageType::F64) {
+        std::memcpy(&p, t.data.data(), 8);
+      } else if (t.type == runtime::StorageType::F32) {
+        float narrow = 0;
+        std::memcpy(&narrow, t.data.data(), 4);
+        p = narrow;
+      } else {
+        continue; // f16, bf16, f8: the general message
+      }
+      if (!(p >= 0 && p < 1))
+        return dropoutRateError(sites[k], p);
+      continue;
+    }
     auto size = sites[k].size.evaluate(env);
     bool wide = t.type == runtime::StorageType::I64;
     if (!size || (!wide && t.type != runtime::StorageType::I32))

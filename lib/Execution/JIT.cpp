@@ -69,7 +69,10 @@ std::vector<TakeSite> takeSites(const CheckedModule &module,
                                 const CheckedFunction &fn) {
   std::vector<TakeSite> sites;
   for (const CheckedOp &op : fn.ops)
-    if (op.checksIds())
+    if (op.checksDropoutRate())
+      sites.push_back({"dropout", module.pathOf(op.loc), op.loc.line,
+                       op.loc.col, SizeExpr()});
+    else if (op.checksIds())
       sites.push_back({opKindName(op.kind), module.pathOf(op.loc), op.loc.line,
                        op.loc.col, op.sizeValue});
   return sites;
@@ -99,7 +102,19 @@ std::string siteOf(const TakeSite &t) {
 const char *kIdNote = "an id must be in [0, size): a negative id is an "
                       "error, not counted from the end";
 
+const char *kRateNote = "dropout's p must be in [0, 1): p = 1 would drop "
+                        "every element, and its scale 1 / (1 - p) is "
+                        "infinite";
+
+bool isDropout(const TakeSite &t) { return t.op == "dropout"; }
+
 } // namespace
+
+Error dropoutRateError(const TakeSite &dropout, double p) {
+  return Error::usage(
+             fmt::format("{}: p is {}, outside [0, 1)", siteOf(dropout), p))
+      .withNote(kRateNote);
+}
 
 Error takeIdError(const TakeSite &take, int64_t id,
                   const std::vector<int64_t> &position, int64_t count,
@@ -115,8 +130,28 @@ Error takeIdError(const TakeSite &take, int64_t id,
   return Error::usage(std::move(message)).withNote(kIdNote);
 }
 
-Error indexError(const std::vector<TakeSite> &takes, int64_t count,
+Error indexError(const std::vector<TakeSite> &sites, int64_t count,
                  const Bindings &env) {
+  // Dropouts with a run-time p count into the same status as the takes.
+  std::vector<TakeSite> takes, dropouts;
+  for (const TakeSite &t : sites)
+    (isDropout(t) ? dropouts : takes).push_back(t);
+  if (!dropouts.empty()) {
+    std::string message;
+    if (takes.empty() && dropouts.size() == 1) {
+      message = fmt::format("{}: p is outside [0, 1)", siteOf(dropouts[0]));
+    } else {
+      message = takes.empty() ? "a dropout's p is outside [0, 1) in one of:"
+                              : "an id is out of range or a dropout's p is "
+                                "outside [0, 1) in one of:";
+      for (const TakeSite &t : sites)
+        message += fmt::format(" {}{};", siteOf(t),
+                               isDropout(t) ? "" : " " + takeBound(t, env));
+      message.pop_back();
+    }
+    Error error = Error::usage(std::move(message)).withNote(kRateNote);
+    return takes.empty() ? error : error.withNote(kIdNote);
+  }
   auto bound = [&](const TakeSite &t) { return takeBound(t, env); };
   // The CUDA entry reports that some id was out of range, not how many.
   std::string what = count == 0   ? "ids"

@@ -3,6 +3,7 @@
 // op registry), with the builders of backward ops the rules share; and the
 // passes over a differentiated function (saved values, recomputation).
 #include "Differentiator.h"
+#include "SplitContractions.h"
 
 #include "ein/Syntax/Pattern.h"
 
@@ -317,14 +318,20 @@ GradientResult Differentiator::run(unsigned loss,
       if (r == loss)
         end = i + 1;
   active = params;
-  for (size_t i = 0; i < end; ++i) {
-    const CheckedOp &op = fn.ops[i];
-    bool in = std::any_of(op.operands.begin(), op.operands.end(),
-                          [&](unsigned v) { return active.count(v); });
-    if (in)
-      for (unsigned r : op.results)
-        if (isFloat(dtypeOf(r)))
-          active.insert(r);
+  auto isIn = [&](const CheckedOp &op) {
+    return std::any_of(op.operands.begin(), op.operands.end(),
+                       [&](unsigned v) { return active.count(v); });
+  };
+  for (size_t i = 0; i < end;) {
+    // A forward einsum of 3+ operands becomes the pairwise einsums it runs
+    // as, so the backward reuses their intermediates (SplitContractions.h).
+    size_t split = isIn(fn.ops[i]) ? splitContraction(fn, i) : 1;
+    end += split - 1;
+    for (size_t next = i + split; i < next; ++i)
+      if (isIn(fn.ops[i]))
+        for (unsigned r : fn.ops[i].results)
+          if (isFloat(dtypeOf(r)))
+            active.insert(r);
   }
   atLoc = at;
   atPhase = GradPhase::DataGrad;

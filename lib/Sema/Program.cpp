@@ -52,7 +52,12 @@ std::vector<int> CheckedFunction::callPath(const CheckedOp &op) const {
 }
 
 bool CheckedOp::checksIds() const {
-  return kind == OpKind::Take || kind == OpKind::TakeAlong;
+  return kind == OpKind::Take || kind == OpKind::TakeAlong ||
+         checksDropoutRate();
+}
+
+bool CheckedOp::checksDropoutRate() const {
+  return kind == OpKind::Dropout && operands.size() == 3;
 }
 
 bool CheckedFunction::hasIndexStatus() const {

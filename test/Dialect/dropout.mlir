@@ -1,5 +1,6 @@
-// ein.dropout: round trip, and the verifier's errors (the builder's rules:
-// p in [0, 1), a float input, an i64 scalar key, the input's type).
+// ein.dropout: round trip (p a number, or the run-time operand rate), and
+// the verifier's errors (the builder's rules: p in [0, 1), a rank-0 float
+// rate, one of the two, a float input, an i64 scalar key, the input's type).
 // RUN: ein-opt %s -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: ein-opt %s -split-input-file -verify-diagnostics | ein-opt -split-input-file -verify-diagnostics | FileCheck %s
 
@@ -12,6 +13,41 @@ func.func @ok(%x: !ein.tensor<"b d", f32>, %k: !ein.tensor<"", i64>,
   %0 = ein.dropout %x key %k p 0.1 : !ein.tensor<"b d", f32>, !ein.tensor<"", i64> -> !ein.tensor<"b d", f32>
   %1 = ein.dropout %y key %k p 0.0 : !ein.tensor<"n", bf16>, !ein.tensor<"", i64> -> !ein.tensor<"n", bf16>
   return %0, %1 : !ein.tensor<"b d", f32>, !ein.tensor<"n", bf16>
+}
+
+// -----
+
+// A run-time p: the operand `rate`, a rank-0 float tensor.
+// CHECK-LABEL: func.func @rate
+// CHECK: ein.dropout %arg0 key %arg1 rate %arg2 : !ein.tensor<"b d", f32>, !ein.tensor<"", i64>, !ein.tensor<"", f32> -> !ein.tensor<"b d", f32>
+func.func @rate(%x: !ein.tensor<"b d", f32>, %k: !ein.tensor<"", i64>,
+                %p: !ein.tensor<"", f32>) -> !ein.tensor<"b d", f32> {
+  %0 = ein.dropout %x key %k rate %p : !ein.tensor<"b d", f32>, !ein.tensor<"", i64>, !ein.tensor<"", f32> -> !ein.tensor<"b d", f32>
+  return %0 : !ein.tensor<"b d", f32>
+}
+
+// -----
+
+func.func @rate_vector(%x: !ein.tensor<"n", f32>, %k: !ein.tensor<"", i64>, %p: !ein.tensor<"n", f32>) -> !ein.tensor<"n", f32> {
+  // expected-error @+1 {{dropout's p must be a number or a rank-0 float tensor (f32[""], f64[""]), not f32["n"]}}
+  %0 = ein.dropout %x key %k rate %p : !ein.tensor<"n", f32>, !ein.tensor<"", i64>, !ein.tensor<"n", f32> -> !ein.tensor<"n", f32>
+  return %0 : !ein.tensor<"n", f32>
+}
+
+// -----
+
+func.func @p_and_rate(%x: !ein.tensor<"n", f32>, %k: !ein.tensor<"", i64>, %p: !ein.tensor<"", f32>) -> !ein.tensor<"n", f32> {
+  // expected-error @+1 {{needs p (a number) or rate (a rank-0 float tensor), one of them}}
+  %0 = ein.dropout %x key %k p 0.5 rate %p : !ein.tensor<"n", f32>, !ein.tensor<"", i64>, !ein.tensor<"", f32> -> !ein.tensor<"n", f32>
+  return %0 : !ein.tensor<"n", f32>
+}
+
+// -----
+
+func.func @neither(%x: !ein.tensor<"n", f32>, %k: !ein.tensor<"", i64>) -> !ein.tensor<"n", f32> {
+  // expected-error @+1 {{needs p (a number) or rate (a rank-0 float tensor), one of them}}
+  %0 = ein.dropout %x key %k : !ein.tensor<"n", f32>, !ein.tensor<"", i64> -> !ein.tensor<"n", f32>
+  return %0 : !ein.tensor<"n", f32>
 }
 
 // -----

@@ -32,8 +32,10 @@ def check(label, got, expected):
 
 
 def account(source, fn, params, optimizer, dims, dtype=None):
-    args = [einc, "report", source, "--fn", fn, "--train", "--params",
-            ",".join(params), "--optimizer", optimizer, "--json"]
+    args = [einc, "report", source, "--fn", fn, "--train", "--optimizer",
+            optimizer, "--json"]
+    if params:  # a loss function; a step with grad() names its own
+        args += ["--params", ",".join(params)]
     for name, value in dims.items():
         args += ["--dim", f"{name}={value}"]
     if dtype:
@@ -183,6 +185,41 @@ check("block adamw state bytes",
       memory[next(k for k in memory if k.startswith("optimizer states"))],
       nbytes([t for n in weights for t in opt.state[inputs[n]].values()
               if torch.is_tensor(t) and t.shape == inputs[n].shape]))
+
+# The LoRA adapter of examples/lora.ein (its lora_step differentiates sum(y * g)
+# for x, A and B): the three-operand einsum is differentiated as the chain
+# it runs, (x A) B, so its backward is torch's four products, twice the
+# forward, and it saves what torch saves besides the inputs x, A, B: T = x A
+# and g (torch.autograd.graph.saved_tensors_hooks lists them).
+LB, LI, LO, LR = 64, 32, 24, 4
+forward, backward, memory = account(f"{examples}/lora.ein", "lora_step", None,
+                                    "sgd", {"b": LB, "i": LI, "o": LO, "r": LR})
+x = torch.randn(LB, LI, requires_grad=True)
+a = torch.randn(LI, LR, requires_grad=True)
+w = torch.randn(LR, LO, requires_grad=True)
+g = torch.randn(LB, LO)
+saved = {}
+
+
+def pack(t):
+    if all(t.data_ptr() != p.data_ptr() for p in (x, a, w)):
+        saved[t.data_ptr()] = t.numel() * t.element_size()
+    return t
+
+
+with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with FlopCounterMode(display=False) as counter:
+        loss = (((x @ a) @ w) * g).sum()
+    torch_forward = counter.get_total_flops()
+with FlopCounterMode(display=False) as counter:
+    loss.backward()
+torch_backward = counter.get_total_flops()
+check("lora forward matmul FLOPs", forward, torch_forward)
+check("lora backward matmul FLOPs", backward, torch_backward)
+check("lora forward matmul FLOPs by hand", forward, 2 * LB * LR * (LI + LO))
+check("lora backward matmul FLOPs by hand", backward, 2 * forward)
+check("lora saved activation bytes", memory["activations saved for the backward"],
+      sum(saved.values()))
 
 print(f"{failures} failure(s)")
 sys.exit(1 if failures else 0)

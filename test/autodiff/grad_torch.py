@@ -153,19 +153,67 @@ def block_files(d, t, explicit=False):
     return path
 
 
+# --- contractions of three or more operands -------------------------------------
+
+# A LoRA adapter (examples/lora.ein's lora_step, its loss sum(y * g)): grad()
+# splits the einsum into x A, then (x A) B, and differentiates the chain.
+LORA = """
+def step(x: {t}["b i"], a: {t}["i r"], w: {t}["r o"], g: {t}["b o"]) -> ({t}[""], {t}["b i"], {t}["i r"], {t}["r o"]):
+    l = reduce(einsum(x, a, w, "b i, i r, r o -> b o") * g, "b o ->", "sum")
+    dx, da, dw = grad(l, wrt=[x, a, w])
+    return l, dx, da, dw
+"""
+
+
+def lora_torch(x, a, w, g):
+    return (((x @ a) @ w) * g).sum()
+
+
+def lora_inputs(rng):
+    return {"x": rng.normal(size=(6, 5)), "a": rng.normal(size=(5, 2)),
+            "w": rng.normal(size=(2, 4)), "g": rng.normal(size=(6, 4))}
+
+
+# Four operands with '...', a composed axis, an axis summed in one operand
+# alone (a one-operand step of the order) and one in no other operand's
+# reach until the last step: the split's pattern sides and sizes.
+CHAIN = """
+dim h = 2
+def step(x: {t}["b s (h d)"], u: {t}["h d r k"], v: {t}["r o"], c: {t}["o"]) -> ({t}[""], {t}["b s (h d)"], {t}["h d r k"], {t}["r o"], {t}["o"]):
+    y = einsum(x, u, v, c, "... (h d), h d r k, r o, o -> ... o", h=2)
+    l = reduce(y * y, "b s o ->", "sum")
+    dx, du, dv, dc = grad(l, wrt=[x, u, v, c])
+    return l, dx, du, dv, dc
+"""
+
+
+def chain_torch(x, u, v, c):
+    b, s, _ = x.shape
+    y = torch.einsum("bshd,hdrk,ro,o->bso", x.reshape(b, s, 2, -1), u, v, c)
+    return (y * y).sum()
+
+
+def chain_inputs(rng):
+    return {"x": rng.normal(size=(2, 3, 6)), "u": rng.normal(size=(2, 3, 4, 2)) * 0.5,
+            "v": rng.normal(size=(4, 5)) * 0.5, "c": rng.normal(size=(5,))}
+
+
 # --- the harness ------------------------------------------------------------------
 
 # (name, dtype, files, einc function, inputs, torch loss, wrt, rtol, atol).
 # The reference is always torch in f64 on the same (rounded) inputs; f32
 # programs get tolerances for f32 rounding through the program.
 def programs():
-    def mlp_files(t):
+    def text_files(text, t):
         def write(d):
-            path = os.path.join(d, "mlp.ein")
+            path = os.path.join(d, "program.ein")
             with open(path, "w") as f:
-                f.write(MLP.format(t=t))
+                f.write(text.format(t=t))
             return path
         return write
+
+    def mlp_files(t):
+        return text_files(MLP, t)
 
     block_wrt = [n for n, *_ in BLOCK_PARAMS]
     return [
@@ -180,6 +228,10 @@ def programs():
         ("transformer_block_f64_without_ellipsis", "f64",
          lambda d: block_files(d, "f64", explicit=True), block_inputs,
          block_torch, block_wrt, 1e-8, 1e-9),
+        ("lora_f32", "f32", text_files(LORA, "f32"), lora_inputs, lora_torch,
+         ["x", "a", "w"], 1e-4, 1e-5),
+        ("chain4_f64", "f64", text_files(CHAIN, "f64"), chain_inputs, chain_torch,
+         ["x", "u", "v", "c"], 1e-10, 1e-10),
     ]
 
 

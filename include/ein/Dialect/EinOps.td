@@ -284,17 +284,25 @@ def Ein_DropoutOp : Ein_Op<"dropout", [Pure]> {
     Philox4x64-10 with counter (i, 0, 0, 0) and key (key, 0); a kept
     element is x * (1 / (1 - p)) (the scale rounded to x's dtype, or to
     f32 for a narrower float), a dropped one 0. `p` is in [0, 1); `key` is
-    an i64 scalar tensor. The same bits on every back end.
+    an i64 scalar tensor. The same bits on every back end. `p` is a number
+    (the attribute `p`), or a rank-0 float tensor (the operand `rate`),
+    read when the function runs: the same threshold and scale computed from
+    its value, and a value outside [0, 1) counted into the function's index
+    status (the call fails; `einc run` names the dropout and the value).
     ```mlir
     %2 = ein.dropout %0 key %1 p 1.000000e-01 : !ein.tensor<"b d", f32>,
         !ein.tensor<"", i64> -> !ein.tensor<"b d", f32>
+    %3 = ein.dropout %0 key %1 rate %r : !ein.tensor<"b d", f32>,
+        !ein.tensor<"", i64>, !ein.tensor<"", f64> -> !ein.tensor<"b d", f32>
     ```
   }];
-  let arguments = (ins Ein_Tensor:$input, Ein_Tensor:$key, F64Attr:$p);
+  let arguments = (ins Ein_Tensor:$input, Ein_Tensor:$key,
+                       Optional<Ein_Tensor>:$rate, OptionalAttr<F64Attr>:$p);
   let results = (outs Ein_Tensor:$result);
   let assemblyFormat = [{
-    $input `key` $key `p` $p attr-dict `:` qualified(type($input)) `,`
-    qualified(type($key)) `->` qualified(type($result))
+    $input `key` $key (`p` $p^)? (`rate` $rate^)? attr-dict `:`
+    qualified(type($input)) `,` qualified(type($key))
+    (`,` qualified(type($rate))^)? `->` qualified(type($result))
   }];
   let hasVerifier = 1;
 }

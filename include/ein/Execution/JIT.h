@@ -16,15 +16,16 @@ namespace ein {
 
 /// A take (or take_along) of a compiled function, for the error when its
 /// ids are out of range: which op, where it is and the size of the axis it
-/// indexes.
+/// indexes; or a dropout with a run-time p (op "dropout", no size), for the
+/// error when p is outside [0, 1).
 struct TakeSite {
   std::string op = "take";
   std::string file;
   unsigned line = 0, col = 0;
   SizeExpr size;
 };
-/// The takes and take_alongs of `fn` (its ops that check ids,
-/// CheckedOp::checksIds), in order.
+/// The takes, take_alongs and dropouts with a run-time p of `fn` (its ops
+/// that check values, CheckedOp::checksIds), in order.
 std::vector<TakeSite> takeSites(const CheckedModule &module,
                                 const CheckedFunction &fn);
 /// The error of a call whose index status counted `count` ids out of range
@@ -38,6 +39,8 @@ Error indexError(const std::vector<TakeSite> &takes, int64_t count,
 Error takeIdError(const TakeSite &take, int64_t id,
                   const std::vector<int64_t> &position, int64_t count,
                   const Bindings &env);
+/// The error when the failing dropout is known: its run-time p is `p`.
+Error dropoutRateError(const TakeSite &dropout, double p);
 
 /// A function compiled for this CPU: dims bound to numbers are compiled in,
 /// the others are read from the arguments at each call.

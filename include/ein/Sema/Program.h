@@ -78,10 +78,12 @@ struct CheckedOp {
   /// computes (a contribution to it, or a step towards one).
   GradPhase phase = GradPhase::Forward;
   int gradOf = -1;
-  /// Whether the op reads ids that must be in range at run time (take,
-  /// take_along): each counts its ids out of range into the function's
-  /// index status, and operand 1 is its ids.
+  /// Whether the op checks values at run time into the function's index
+  /// status: take and take_along count their ids out of range (operand 1
+  /// is the ids), a dropout with a run-time p counts 1 when p is outside
+  /// [0, 1) (checksDropoutRate; operand 2 is p).
   bool checksIds() const;
+  bool checksDropoutRate() const;
 };
 
 /// One call of a function by another, inlined by the checker: the callee's

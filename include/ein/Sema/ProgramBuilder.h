@@ -182,6 +182,11 @@ public:
   /// 1 / (1 - p); p in [0, 1), the key an i64 scalar tensor
   /// (docs/language.md §6). Anchors: operand 0 x, 1 the key.
   BuildOr<unsigned> dropout(unsigned x, double p, unsigned key);
+  /// dropout with a run-time p: a rank-0 float value (operand 2 of the op,
+  /// after the key), checked to be in [0, 1) when the function runs: a p
+  /// outside it is counted into the function's index status (an error of
+  /// the call, as an id out of range). Anchors as above, operand 2 p.
+  BuildOr<unsigned> dropout(unsigned x, unsigned p, unsigned key);
   /// slice(x, axis, start, stop): x with its one dim of size `axis` cut to
   /// [start, stop). The bounds are sizes; what they do not prove (0 <=
   /// start <= stop <= the dim) is checked at the function's entry, the

@@ -423,6 +423,73 @@ Value philoxWord0(OpBuilder &b, Location loc, Value i, Value key) {
   return x0;
 }
 
+/// dropout's threshold and scale from a run-time p (a rank-0 float
+/// tensor), as the literal form computes them at compile time: in f64,
+/// ceil(p * 2^53) (exact: a power of two and a ceil) and 1 / (1 - p)
+/// rounded to `wide`, so a p of the same value gives the same bits. A p
+/// outside [0, 1) (or NaN) is counted into the function's index status by
+/// a generic marked kIndexCountAttr, and replaced by 0 here so that the
+/// arithmetic stays defined while the call fails.
+std::pair<Value, Value> runTimeRate(mlir::ConversionPatternRewriter &rewriter,
+                                    Location loc, Value rate, Type wide) {
+  Type f64 = rewriter.getF64Type();
+  auto toF64 = [&](OpBuilder &b, Location l, Value v) {
+    return v.getType() == f64
+               ? v
+               : b.create<mlir::arith::ExtFOp>(l, f64, v).getResult();
+  };
+  auto inRange = [&](OpBuilder &b, Location l, Value p) {
+    Value zero = b.create<mlir::arith::ConstantOp>(l, b.getFloatAttr(f64, 0.0));
+    Value one = b.create<mlir::arith::ConstantOp>(l, b.getFloatAttr(f64, 1.0));
+    Value atLeast = b.create<mlir::arith::CmpFOp>(
+        l, mlir::arith::CmpFPredicate::OGE, p, zero);
+    Value below = b.create<mlir::arith::CmpFOp>(
+        l, mlir::arith::CmpFPredicate::OLT, p, one);
+    return b.create<mlir::arith::AndIOp>(l, atLeast, below).getResult();
+  };
+  // The count: 1 when p is outside [0, 1).
+  mlir::TypedAttr zeroCount =
+      rewriter.getZeroAttr(RankedTensorType::get({}, rewriter.getI64Type()));
+  Value countInit = rewriter.create<mlir::arith::ConstantOp>(loc, zeroCount);
+  llvm::SmallVector<mlir::AffineMap> maps(
+      2, mlir::AffineMap::get(0, 0, rewriter.getContext()));
+  auto count = rewriter.create<mlir::linalg::GenericOp>(
+      loc, countInit.getType(), mlir::ValueRange{rate},
+      mlir::ValueRange{countInit}, maps,
+      llvm::ArrayRef<mlir::utils::IteratorType>{},
+      [&](OpBuilder &nb, Location nl, mlir::ValueRange args) {
+        Value ok = inRange(nb, nl, toF64(nb, nl, args[0]));
+        Value bad = nb.create<mlir::arith::XOrIOp>(
+            nl, ok,
+            nb.create<mlir::arith::ConstantOp>(nl, nb.getBoolAttr(true)));
+        Value inc = nb.create<mlir::arith::ExtUIOp>(nl, nb.getI64Type(), bad);
+        nb.create<mlir::linalg::YieldOp>(
+            nl, Value(nb.create<mlir::arith::AddIOp>(nl, args[1], inc)));
+      });
+  count->setAttr(kIndexCountAttr, rewriter.getUnitAttr());
+
+  Value p = toF64(
+      rewriter, loc,
+      rewriter.create<mlir::tensor::ExtractOp>(loc, rate, mlir::ValueRange{}));
+  Value zero = rewriter.create<mlir::arith::ConstantOp>(
+      loc, rewriter.getF64FloatAttr(0));
+  Value one = rewriter.create<mlir::arith::ConstantOp>(
+      loc, rewriter.getF64FloatAttr(1));
+  p = rewriter.create<mlir::arith::SelectOp>(loc, inRange(rewriter, loc, p), p,
+                                             zero);
+  Value two53 = rewriter.create<mlir::arith::ConstantOp>(
+      loc, rewriter.getF64FloatAttr(std::ldexp(1.0, 53)));
+  Value ceil = rewriter.create<mlir::math::CeilOp>(
+      loc, rewriter.create<mlir::arith::MulFOp>(loc, p, two53));
+  Value threshold =
+      rewriter.create<mlir::arith::FPToUIOp>(loc, rewriter.getI64Type(), ceil);
+  Value scale = rewriter.create<mlir::arith::DivFOp>(
+      loc, one, rewriter.create<mlir::arith::SubFOp>(loc, one, p));
+  if (wide != f64)
+    scale = rewriter.create<mlir::arith::TruncFOp>(loc, wide, scale);
+  return {threshold, scale};
+}
+
 /// dropout: one generic over x's dims; each element's C-order index
 /// (linalg.index, row-major over the dims' run-time sizes) is Philox's
 /// counter, the key read once outside. Kept iff (w0 >> 11) >= ceil(p *
@@ -444,16 +511,22 @@ struct DropoutLowering : EinPattern<DropoutOp> {
     Type element = result.type.getElementType();
     Value input = adaptor.getInput();
     int64_t rank = result.type.getRank();
-    double p = op.getP().convertToDouble();
-    uint64_t threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
     Type wide = element.isF64() ? element : Type(rewriter.getF32Type());
-    double scale = 1.0 / (1.0 - p);
-    Value scaleValue = rewriter.create<mlir::arith::ConstantOp>(
-        loc, element.isF64()
-                 ? rewriter.getFloatAttr(wide, scale)
-                 : rewriter.getFloatAttr(wide, static_cast<float>(scale)));
-    Value thresholdValue = rewriter.create<mlir::arith::ConstantOp>(
-        loc, rewriter.getI64IntegerAttr(static_cast<int64_t>(threshold)));
+    Value scaleValue, thresholdValue;
+    if (op.getP()) {
+      double p = op.getP()->convertToDouble();
+      uint64_t threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
+      double scale = 1.0 / (1.0 - p);
+      scaleValue = rewriter.create<mlir::arith::ConstantOp>(
+          loc, element.isF64()
+                   ? rewriter.getFloatAttr(wide, scale)
+                   : rewriter.getFloatAttr(wide, static_cast<float>(scale)));
+      thresholdValue = rewriter.create<mlir::arith::ConstantOp>(
+          loc, rewriter.getI64IntegerAttr(static_cast<int64_t>(threshold)));
+    } else {
+      std::tie(thresholdValue, scaleValue) =
+          runTimeRate(rewriter, loc, adaptor.getRate(), wide);
+    }
     Value shift = rewriter.create<mlir::arith::ConstantOp>(
         loc, rewriter.getI64IntegerAttr(11));
     Value zeroElement = rewriter.create<mlir::arith::ConstantOp>(

@@ -108,17 +108,26 @@ LogicalResult ein::fillCostInput(CastOp, CostInput &, CostInputStorage &) {
 }
 
 LogicalResult DropoutOp::verify() {
-  // The builder checks p, the input's dtype and the key's type.
+  // The builder checks p, the input's dtype and the key's type; p is the
+  // attribute or the operand `rate`, one of them.
+  if (bool(getP()) == bool(getRate()))
+    return emitOpError() << "needs p (a number) or rate (a rank-0 float "
+                            "tensor), one of them";
   CheckedOp checked;
   checked.kind = OpKind::Dropout;
-  checked.constant = getP().convertToDouble();
+  if (getP())
+    checked.constant = getP()->convertToDouble();
   return verifyThroughBuilder(*this, checked);
 }
 
 Operation *ein::buildDropoutOp(OpBuilder &builder, Location loc,
                                TypeRange results, ValueRange operands,
                                const CheckedOp &op) {
+  if (operands.size() == 3)
+    return builder.create<DropoutOp>(loc, results[0], operands[0], operands[1],
+                                     operands[2], nullptr);
   return builder.create<DropoutOp>(loc, results[0], operands[0], operands[1],
+                                   mlir::Value(),
                                    builder.getF64FloatAttr(op.constant));
 }
 

@@ -51,8 +51,9 @@ std::optional<Operand> checkAstypeCall(FunctionChecker &checker,
       checker.builder(e.loc).astype(value->values[0], *dtype));
 }
 
-/// dropout(x, p, key): p a number literal in [0, 1), x and the key tensors;
-/// the builder checks their dtypes and the key's rank.
+/// dropout(x, p, key): p a number literal in [0, 1) (checked here), or a
+/// rank-0 float value (a parameter, a computed value: checked at run time),
+/// x and the key tensors; the builder checks their dtypes and ranks.
 std::optional<Operand> checkDropoutCall(FunctionChecker &checker,
                                         const Expr &e) {
   const char *usage = "dropout expects (x, p, key), e.g. dropout(h, 0.1, "
@@ -73,25 +74,34 @@ std::optional<Operand> checkDropoutCall(FunctionChecker &checker,
   auto p = checker.eval(pArg);
   if (!p)
     return std::nullopt;
-  if (!p->isLiteral) {
+  double rate = 0;
+  std::optional<unsigned> rateValue; // a run-time p
+  if (p->isLiteral) {
+    rate = p->literal.value;
+    if (!(rate >= 0 && rate < 1)) {
+      checker.diagnostics().error(
+          pArg.loc,
+          fmt::format("dropout's p must be in [0, 1), not {}{}", rate,
+                      rate == 1 ? " (p = 1 drops every element and its scale "
+                                  "1 / (1 - p) is infinite)"
+                                : ""),
+          literalSpan(pArg));
+      return std::nullopt;
+    }
+  } else if (p->isScalar()) {
+    // A number expression or a size: an f64 value, as a literal p is.
+    rateValue = checker.scalarAs(*p, DType::F64, pArg);
+    if (!rateValue)
+      return std::nullopt;
+  } else if (checker.isSingleTensor(*p)) {
+    rateValue = p->values[0];
+  } else {
     checker.diagnostics().error(
         pArg.loc,
-        fmt::format("dropout's p must be a number literal in [0, 1), e.g. "
-                    "0.1 (a run-time p is not supported; write a second "
-                    "function without dropout for evaluation); {}",
+        fmt::format("dropout's p must be a number in [0, 1) or a rank-0 "
+                    "float tensor; {}",
                     usage),
-        literalSpan(pArg));
-    return std::nullopt;
-  }
-  double rate = p->literal.value;
-  if (!(rate >= 0 && rate < 1)) {
-    checker.diagnostics().error(
-        pArg.loc,
-        fmt::format("dropout's p must be in [0, 1), not {}{}", rate,
-                    rate == 1 ? " (p = 1 drops every element and its scale "
-                                "1 / (1 - p) is infinite)"
-                              : ""),
-        literalSpan(pArg));
+        pArg.length);
     return std::nullopt;
   }
   auto key = checker.eval(*e.args[2]);
@@ -105,13 +115,15 @@ std::optional<Operand> checkDropoutCall(FunctionChecker &checker,
         e.args[2]->length);
     return std::nullopt;
   }
+  ProgramBuilder builder = checker.builder(e.loc);
   BuildOr<unsigned> value =
-      checker.builder(e.loc).dropout(x->values[0], rate, key->values[0]);
-  // The builder's operand 1 (the key) is the call's argument 2.
+      rateValue ? builder.dropout(x->values[0], *rateValue, key->values[0])
+                : builder.dropout(x->values[0], rate, key->values[0]);
+  // The builder's operands are (x, key, p), the call's (x, p, key).
   if (!value && value.error().error.anchor == ShapeError::Anchor::Operand &&
-      value.error().error.index == 1) {
+      value.error().error.index >= 1) {
     BuildError moved = value.error();
-    moved.error.index = 2;
+    moved.error.index = moved.error.index == 1 ? 2 : 1;
     value = std::move(moved);
   }
   auto built = checker.builtAlong(std::move(value), e, pArg);
@@ -207,24 +219,33 @@ BuildOr<unsigned> ProgramBuilder::elementwise(ElementwiseFn f,
                 TensorType{shape, elementwiseResultDType(info, dtype)});
 }
 
-BuildOr<unsigned> ProgramBuilder::dropout(unsigned x, double p, unsigned key) {
+namespace {
+
+/// dropout's checks of x and the key, shared by its two forms.
+std::optional<BuildError> dropoutOperandError(const TensorType &x,
+                                              const TensorType &key) {
   auto refuse = [](std::string message, unsigned operand) {
     return BuildError{ShapeError::atOperand(std::move(message), operand),
                       "dropout", ""};
   };
-  DType dtype = type(x).dtype;
-  if (!isFloat(dtype))
+  if (!isFloat(x.dtype))
     return refuse(fmt::format("dropout's input must be a float tensor, not "
                               "{}; convert it with astype",
-                              dtypeName(dtype)),
+                              dtypeName(x.dtype)),
                   0);
-  const TensorType &keyType = type(key);
-  if (keyType.dtype != DType::I64 || !keyType.shape.empty())
+  if (key.dtype != DType::I64 || !key.shape.empty())
     return refuse(fmt::format("dropout's key must be an i64 scalar tensor "
                               "(i64[\"\"]), not {}[\"{}\"]",
-                              dtypeName(keyType.dtype),
-                              shapeStr(keyType.shape)),
+                              dtypeName(key.dtype), shapeStr(key.shape)),
                   1);
+  return std::nullopt;
+}
+
+} // namespace
+
+BuildOr<unsigned> ProgramBuilder::dropout(unsigned x, double p, unsigned key) {
+  if (auto error = dropoutOperandError(type(x), type(key)))
+    return *error;
   if (!(p >= 0 && p < 1)) {
     BuildError error =
         build::failure(ShapeError::atOp(fmt::format(
@@ -236,7 +257,26 @@ BuildOr<unsigned> ProgramBuilder::dropout(unsigned x, double p, unsigned key) {
   op.kind = OpKind::Dropout;
   op.constant = p;
   op.operands = {x, key};
-  return append(std::move(op), TensorType{type(x).shape, dtype});
+  return append(std::move(op), TensorType{type(x).shape, type(x).dtype});
+}
+
+BuildOr<unsigned> ProgramBuilder::dropout(unsigned x, unsigned p,
+                                          unsigned key) {
+  if (auto error = dropoutOperandError(type(x), type(key)))
+    return *error;
+  const TensorType &rate = type(p);
+  if (!isFloat(rate.dtype) || !rate.shape.empty())
+    return BuildError{
+        ShapeError::atOperand(
+            fmt::format("dropout's p must be a number or a rank-0 float "
+                        "tensor (f32[\"\"], f64[\"\"]), not {}[\"{}\"]",
+                        dtypeName(rate.dtype), shapeStr(rate.shape)),
+            2),
+        "dropout", ""};
+  CheckedOp op;
+  op.kind = OpKind::Dropout;
+  op.operands = {x, key, p};
+  return append(std::move(op), TensorType{type(x).shape, type(x).dtype});
 }
 
 // The registry rows' builder rules (ProgramBuilder::build).
@@ -263,6 +303,9 @@ buildOpOfCast(ProgramBuilder &builder, const CheckedOp &attributes,
 BuildOr<std::vector<unsigned>>
 buildOpOfDropout(ProgramBuilder &builder, const CheckedOp &attributes,
                  const std::vector<unsigned> &operands) {
+  // Three operands: p is the third, a run-time value.
+  if (operands.size() == 3)
+    return asResults(builder.dropout(operands[0], operands[2], operands[1]));
   if (auto refused =
           build::missingAttributes(attributes, operands.size(), 2, false))
     return *refused;
@@ -489,7 +532,7 @@ bool gradientOfElementwise(Differentiator &d, const CheckedOp &op) {
 /// dropout's adjoint is dropout of dy with the same p and key: dx = dy *
 /// mask / (1 - p), the mask drawn again from (key, index) since dy has x's
 /// shape and so each element's index. Nothing is saved; the key (an
-/// integer) and p (a number) get no gradient.
+/// integer) and p (a number, or a run-time value) get no gradient.
 bool gradientOfDropout(Differentiator &d, const CheckedOp &op) {
   std::optional<unsigned> dy = d.adjointOf(op.results[0]);
   if (!dy)
@@ -498,8 +541,10 @@ bool gradientOfDropout(Differentiator &d, const CheckedOp &op) {
   if (!d.isActive(x) || !isFloat(d.dtypeOf(x)))
     return true;
   d.target(op, x);
-  auto dx = d.built(d.build().dropout(d.cast(*dy, d.dtypeOf(x)), op.constant,
-                                      op.operands[1]));
+  unsigned g = d.cast(*dy, d.dtypeOf(x));
+  auto dx = d.built(op.operands.size() == 3
+                        ? d.build().dropout(g, op.operands[2], op.operands[1])
+                        : d.build().dropout(g, op.constant, op.operands[1]));
   return dx && d.accumulate(x, *dx);
 }
 

@@ -63,8 +63,9 @@ std::string FunctionEmitter::emit() {
   chunk = &head;
   fmt::format_to(out(), "extern \"C\" {} {{\n{}", entry.signature,
                  entry.checks);
-  // A function with a take counts its ids out of range on the device; the
-  // entry then waits for its stream to read the count (EIN_ERR_INDEX).
+  // A function with a take counts its ids out of range on the device (and
+  // a dropout with a run-time p a p outside [0, 1)); the entry then waits
+  // for its stream to read the count (EIN_ERR_INDEX).
   if (fn.hasIndexStatus())
     *chunk += "  unsigned long long *ein_status = ein_status_begin(stream);\n";
   mlir::Block &body = func.getBody().front();

@@ -408,6 +408,30 @@ report("dropout-training",
        f"{got_drop[:3]} vs {ref_drop[:3]}; val {got_drop_val} vs "
        f"{ref_drop_val}")
 
+# 4f. The same rate given at run time: p a parameter fed by --scalar
+# p=0.25:0 (0.25 in the steps, 0 in evaluation, where dropout keeps every
+# element unscaled), no `training` switch. The same Philox bits and scale
+# as the literal 0.25, so the losses equal the run above bit for bit.
+DROP_RATE = os.path.join(OUT, "dropout-rate-mlp.ein")
+with open(DROP_RATE, "w") as f:
+    f.write(open(DROP).read().replace(
+        'key: i64[""], training: f64[""])', 'key: i64[""], p: f64[""])').replace(
+        '    h = where(training > 0.5, dropout(h, 0.25, key), h)\n',
+        '    h = dropout(h, p, key)\n'))
+einc(DROP_RATE, "--fn", "loss", "--data", f"x={OUT}/x.npy", "--data",
+     f"y={OUT}/y.npy", "--dim", "B=16", "--init", f"{OUT}/init.safetensors",
+     "--steps", "20", "--lr", "0.01", "--seed", "4", "--key", "key",
+     "--scalar", "p=0.25:0", "--val-fraction", "0.2", "--eval-every",
+     "10", "--log", f"{OUT}/dropout-rate.jsonl", "--print-every", "0")
+lines = [json.loads(l) for l in open(f"{OUT}/dropout-rate.jsonl")]
+got_rate = [l["loss"] for l in lines if "loss" in l]
+got_rate_val = [l["val_loss"] for l in lines if "val_loss" in l]
+report("dropout-rate-scalar",
+       got_rate == got_drop and got_rate_val == got_drop_val and
+       "dropout(h, p, key)" in open(DROP_RATE).read(),
+       f"{got_rate[:3]} vs {got_drop[:3]}; val {got_rate_val} vs "
+       f"{got_drop_val}")
+
 # 5. Resume: 20 steps in one run, or 8 then 12 from the checkpoint, give the
 # same losses and the same final state, bit for bit.
 full_loss, full_par = run_mlp("full", 16, ["--steps", "20", "--lr", "0.01"])

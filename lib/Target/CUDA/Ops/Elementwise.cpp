@@ -235,17 +235,26 @@ void FunctionEmitter::emitCast(CastOp op) { emitFusedTree(op); }
 
 /// dropout: ein_dropout's kernel, the mask's threshold ceil(p * 2^53) and
 /// the scale 1 / (1 - p) as the CPU lowering computes them (exact literals).
+/// A run-time p: the kernel reads it and computes both on the device, and
+/// counts a p outside [0, 1) into the function's index status.
 void FunctionEmitter::emitDropout(DropoutOp op) {
   const ValueView input = view(op.getInput(), op);
   const ValueView key = view(op.getKey(), op);
   mlir::Value result = op.getResult();
-  double p = op.getP().convertToDouble();
-  auto threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
   int owner;
   std::string w = destination(result, owner);
-  fmt::format_to(out(),
-                 "  ein_dropout(stream, {}, {}, {}, uint64_t({}ull), {:a});\n",
-                 w, input.name, key.name, threshold, 1.0 / (1.0 - p));
+  if (op.getRate()) {
+    const ValueView rate = view(op.getRate(), op);
+    fmt::format_to(out(),
+                   "  ein_dropout(stream, {}, {}, {}, {}, ein_status);\n", w,
+                   input.name, key.name, rate.name);
+  } else {
+    double p = op.getP()->convertToDouble();
+    auto threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
+    fmt::format_to(
+        out(), "  ein_dropout(stream, {}, {}, {}, uint64_t({}ull), {:a});\n", w,
+        input.name, key.name, threshold, 1.0 / (1.0 - p));
+  }
   define(result, w, owner >= 0 ? std::vector<int>{owner} : std::vector<int>{});
 }
 

@@ -537,6 +537,68 @@ inline void ein_dropout(cudaStream_t stream, EinView<T, R> out,
              key.data, threshold, scale, n);
 }
 
+/// dropout's threshold and scale from a run-time p, computed as the CPU
+/// lowering and the literal form compute them (in double: ceil(p * 2^53),
+/// 1 / (1 - p)); a p outside [0, 1) is counted into *status by the first
+/// thread and taken as 0, so the call fails with defined arithmetic.
+template <typename P>
+__device__ inline double ein_dropout_rate(const P *rate, uint64_t *threshold,
+                                          unsigned long long *status,
+                                          bool first) {
+  double p = ein_cvt<double>(rate[0]);
+  if (!(p >= 0.0 && p < 1.0)) {
+    if (first)
+      atomicAdd(status, 1ull);
+    p = 0.0;
+  }
+  *threshold = uint64_t(ceil(ldexp(p, 53)));
+  return 1.0 / (1.0 - p);
+}
+
+/// ein_dropout_kernel with p read on the device (ein_dropout_rate).
+template <typename T, int R, typename P>
+__global__ void ein_dropout_rate_kernel(EinView<T, R> out,
+                                        EinView<const T, R> x,
+                                        const int64_t *key, const P *rate,
+                                        unsigned long long *status,
+                                        int64_t n) {
+  using C = typename std::conditional<std::is_same<T, double>::value, double,
+                                      float>::type;
+  uint64_t threshold = 0;
+  const C s = C(ein_dropout_rate(rate, &threshold, status,
+                                 blockIdx.x == 0 && threadIdx.x == 0));
+  const uint64_t k = uint64_t(key[0]);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, src = 0, dst = 0;
+    for (int d = R - 1; d >= 0; --d) {
+      int64_t c = rest % out.size[d];
+      rest /= out.size[d];
+      dst += c * out.stride[d];
+      src += c * x.stride[d];
+    }
+    uint64_t bits = ein_philox4x64_10_word0(uint64_t(i), k) >> 11;
+    out.data[dst] = bits >= threshold
+                        ? ein_cvt<T>(ein_cvt<C>(x.data[src]) * s)
+                        : ein_cvt<T>(C(0));
+  }
+}
+
+/// dropout(x, p, key) with a run-time p: p and the key read on the device;
+/// at least one block runs, so that an empty x still checks p.
+template <typename T, int R, typename P>
+inline void ein_dropout(cudaStream_t stream, EinView<T, R> out,
+                        EinView<const T, R> x, EinView<const int64_t, 0> key,
+                        EinView<const P, 0> rate, unsigned long long *status) {
+  const unsigned threads = 256;
+  int64_t n = 1;
+  for (int d = 0; d < R; ++d)
+    n *= out.size[d];
+  auto kernel = &ein_dropout_rate_kernel<T, R, P>;
+  EIN_LAUNCH(kernel, ein_grid_for(n > 0 ? n : 1, threads), threads, stream,
+             out, x, key.data, rate.data, status, n);
+}
+
 // ------------------------------------------------------------- scatter_add
 /// out = 0 over every element of the view (any strides).
 template <typename T, int R>

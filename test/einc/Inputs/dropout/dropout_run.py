@@ -127,4 +127,49 @@ mask = torch.from_numpy(keep.astype(np.float64))
 ok = got is not None and np.allclose(got, tx.grad.numpy(), rtol=1e-5, atol=1e-6)
 print(f"{'ok' if ok else 'FAIL'} gradient against torch's autograd with the reference mask")
 failures += not ok
+# p given at run time: the same bits as a literal p of the same value (an
+# f32 p is the f32 value, widened), the gradient unchanged, and a p outside
+# [0, 1) an error of the inputs (exit 2) naming the dropout and the value.
+# The specialised CPU run takes every case; the others (size-generic, the
+# emulated CUDA target) the kernel's f64 and f32 p and one refusal, to keep
+# the test cheap.
+every = target == "cpu" and len(sys.argv) == 5
+x = arr(np.float32, 7, 33)
+for p_value in (0.1, 0.0, 0.75) if every else (0.1,):
+    got, err = run(f"{target}-rate-{p_value}", "drop_rate",
+                   [("x", x), ("key", key(42)), ("p", np.array(p_value))])
+    ok = got is not None and same_bits(got, philox.dropout(x, p_value, 42)[0])
+    print(f"{'ok' if ok else 'FAIL'} run-time p={p_value} f64 on {target}{': ' + err if err else ''}")
+    failures += not ok
+xd = arr(np.float64, 50)
+p32 = np.float32(0.3)
+got, err = run(f"{target}-rate-f32", "drop_rate_f32",
+               [("x", xd), ("key", key(8)), ("p", np.array(p32))])
+ok = got is not None and same_bits(got, philox.dropout(xd, float(p32), 8)[0])
+print(f"{'ok' if ok else 'FAIL'} run-time p f32 on {target}{': ' + err if err else ''}")
+failures += not ok
+if every:
+    xs = arr(np.float32, 64)
+    got, err = run(f"{target}-rate-computed", "drop_rate_computed",
+                   [("x", xs), ("key", key(3)), ("keep", np.array(0.6))])
+    ok = got is not None and same_bits(got, philox.dropout(xs, 1.0 - 0.6, 3)[0])
+    print(f"{'ok' if ok else 'FAIL'} computed p = 1 - keep on {target}{': ' + err if err else ''}")
+    failures += not ok
+    xg, r = arr(np.float32, 6, 9), arr(np.float32, 6, 9)
+    got, err = run(f"{target}-rate-grad", "dgrad_rate",
+                   [("x", xg), ("r", r), ("key", key(77)), ("p", np.array(0.3))])
+    keep = philox.keep_mask(xg.size, 0.3, 77).reshape(xg.shape)
+    want = r.astype(np.float64) * keep / 0.7 * (1 - np.tanh(xg.astype(np.float64)) ** 2)
+    ok = got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-6)
+    print(f"{'ok' if ok else 'FAIL'} run-time p gradient on {target}{': ' + err if err else ''}")
+    failures += not ok
+for bad in (1.0, -0.25, float("nan")) if every else (1.0,):
+    args, out = _run_args(einc, source, "drop_rate",
+                          [("x", x), ("key", key(1)), ("p", np.array(bad))],
+                          tmp, f"{target}-rate-bad", extra)
+    r = subprocess.run(args, capture_output=True, text=True)
+    msg = r.stderr.strip().splitlines()[0] if r.stderr.strip() else ""
+    ok = r.returncode == 2 and not os.path.exists(out) and "outside [0, 1)" in msg
+    print(f"{'ok' if ok else 'FAIL'} p={bad} refused: exit {r.returncode}: {msg}")
+    failures += not ok
 print(f"{failures} failure(s)")

@@ -1,7 +1,7 @@
 // The einsum contraction-order search's problem: index sets, trees, costs.
 #pragma once
 
-#include "ein/Analysis/Cost.h"
+#include "ein/Shape/ContractionOrder.h"
 
 #include <algorithm>
 #include <array>

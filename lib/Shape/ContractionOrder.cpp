@@ -1,9 +1,9 @@
 // The contraction order of a multi-operand einsum: exact dynamic programming
 // over pairwise contraction trees, with the bounded fallbacks of
 // docs/cost-model.md ("Contraction order").
+#include "ein/Shape/ContractionOrder.h"
 #include "ContractionGreedy.h"
 #include "ContractionProblem.h"
-#include "ein/Analysis/Cost.h"
 
 #include <algorithm>
 #include <array>
