@@ -457,6 +457,11 @@ bool gradientOfElementwise(Differentiator &d, const CheckedOp &op) {
   unsigned dy = *adj;
   if (!isFloat(d.dtypeOf(op.results[0])))
     return true;
+  // A division ending exp(z - max(z)) / sum(...) differentiates the whole
+  // softmax (SoftmaxGrad.cpp).
+  if (op.fn == F::Div)
+    if (auto softmax = matchSoftmax(d.function(), op))
+      return gradientOfSoftmax(d, op, *softmax);
   for (unsigned i = 0; i < op.operands.size(); ++i) {
     unsigned x = op.operands[i];
     if (!d.isActive(x) || (op.fn == F::Where && i == 0))
