@@ -269,6 +269,25 @@ def f(x: f32["4"]) -> f32["4"]:
   EXPECT_EQ(peakLiveBytes(fn, noViews, bytes), Int(52));
 }
 
+TEST(Autodiff, LogSoftmaxSavesItsOutputAlone) {
+  // As torch's log_softmax: dz = dy - exp(y) * sum(dy) reads y, so neither
+  // x nor exp(x - max) is saved (the per-op rules save the exponentials).
+  auto c = check(R"ein(
+def f(x: f32["b s t"], r: f32["b s t"]) -> f32["b s t"]:
+    shifted = x - reduce(x, "b s t -> b s 1", "max")
+    y = shifted - log(reduce(exp(shifted), "b s t -> b s 1", "sum"))
+    l = reduce(y * r, "b s t ->", "sum")
+    return grad(l, wrt=x)
+)ein");
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = c->result.functions[0];
+  std::vector<std::string> saved;
+  for (unsigned v : savedForBackward(fn))
+    if (fn.values[v].type.shape.size() == 3)
+      saved.push_back(fn.values[v].name);
+  EXPECT_EQ(saved, (std::vector<std::string>{"r", "y"}));
+}
+
 // A softmax (exp(z - max) / sum over the same dims, each step read by the
 // next alone) is differentiated by one rule and its probabilities are
 // recomputed in the backward (lib/Sema/SoftmaxGrad.cpp); anything else that

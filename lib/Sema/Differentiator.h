@@ -166,6 +166,8 @@ std::string sideText(const Groups &groups, AxisNames &name);
 /// step read by the next alone (lib/Sema/SoftmaxGrad.cpp).
 struct SoftmaxChain {
   unsigned z, mx, t, p, den, y;
+  /// A log-softmax's `log(den)`: then `y = t - lg` (matchLogSoftmax).
+  std::optional<unsigned> lg;
   Pattern sumPattern; // the sum's, to reduce over the same axes
   std::vector<SizeArg> sumSizes;
 };
@@ -177,6 +179,13 @@ std::optional<SoftmaxChain> matchSoftmax(const CheckedFunction &fn,
 /// adjoint).
 bool gradientOfSoftmax(Differentiator &d, const CheckedOp &div,
                        const SoftmaxChain &s);
+/// A log-softmax, `y = t - log(reduce(exp(t), ..., "sum"))` with
+/// `t = z - reduce(z, ..., "max")`, that `sub` ends, if it ends one.
+std::optional<SoftmaxChain> matchLogSoftmax(const CheckedFunction &fn,
+                                            const CheckedOp &sub);
+/// Its gradient as one rule, dz = dy - exp(y) * sum(dy), reading y alone.
+bool gradientOfLogSoftmax(Differentiator &d, const CheckedOp &sub,
+                          const SoftmaxChain &s);
 
 /// One gradient rule per registry row, defined in the op's family file
 /// (lib/Sema/Ops/<Family>.cpp): it is called for every op one of whose

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
 
 namespace ein {
 
@@ -178,6 +179,80 @@ bool gradientOfSoftmax(Differentiator &d, const CheckedOp &div,
   return dz && d.accumulate(s.z, *dz);
 }
 
+std::optional<SoftmaxChain> matchLogSoftmax(const CheckedFunction &fn,
+                                            const CheckedOp &sub) {
+  if (!isElementwise(&sub, F::Sub, 2))
+    return std::nullopt;
+  SoftmaxChain s;
+  s.t = sub.operands[0];
+  s.lg = sub.operands[1];
+  s.y = sub.results[0];
+  const CheckedOp *log = producerOf(fn, *s.lg);
+  if (!isElementwise(log, F::Log, 1))
+    return std::nullopt;
+  s.den = log->operands[0];
+  const CheckedOp *shift = producerOf(fn, s.t);
+  if (!isElementwise(shift, F::Sub, 2))
+    return std::nullopt;
+  s.z = shift->operands[0];
+  s.mx = shift->operands[1];
+  const CheckedOp *max = producerOf(fn, s.mx);
+  const CheckedOp *sum = producerOf(fn, s.den);
+  if (!isReduce(max, ReduceKind::Max, s.z) || !sum || sum->operands.size() != 1)
+    return std::nullopt;
+  s.p = sum->operands[0];
+  const CheckedOp *exp = producerOf(fn, s.p);
+  if (!isReduce(sum, ReduceKind::Sum, s.p) || !isElementwise(exp, F::Exp, 1) ||
+      exp->operands[0] != s.t)
+    return std::nullopt;
+  DType t = fn.values[s.y].type.dtype;
+  for (unsigned v : {s.z, s.mx, s.t, s.p, s.den, *s.lg})
+    if (fn.values[v].type.dtype != t)
+      return std::nullopt;
+  if (!isFloat(t) || !sameShape(fn, s.z, s.t) || !sameShape(fn, s.t, s.y) ||
+      !sameShape(fn, s.t, s.p))
+    return std::nullopt;
+  auto keptMax = keptDims(*max->transform);
+  auto keptSum = keptDims(*sum->transform);
+  if (!keptMax || !keptSum || *keptMax != *keptSum ||
+      max->transform->inputGroups.size() != sum->transform->inputGroups.size())
+    return std::nullopt;
+  if (!alignedAsReduced(fn, s.z, s.mx, *keptMax) ||
+      !alignedAsReduced(fn, s.t, *s.lg, *keptSum))
+    return std::nullopt;
+  // t is read by exp and by y alone, the others by the next step alone.
+  for (const CheckedOp &op : fn.ops)
+    for (unsigned v : op.operands) {
+      bool inChain = (v == s.t && (produces(op, s.p) || produces(op, s.y))) ||
+                     (v == s.p && produces(op, s.den)) ||
+                     (v == s.mx && produces(op, s.t)) ||
+                     (v == s.den && produces(op, *s.lg)) ||
+                     (v == *s.lg && produces(op, s.y));
+      bool step = v == s.t || v == s.p || v == s.mx || v == s.den || v == *s.lg;
+      if (step && !inChain)
+        return std::nullopt;
+    }
+  s.sumPattern = sum->parsed;
+  s.sumSizes = sum->sizes;
+  return s;
+}
+
+bool gradientOfLogSoftmax(Differentiator &d, const CheckedOp &sub,
+                          const SoftmaxChain &s) {
+  std::optional<unsigned> dy = d.adjointOf(s.y);
+  if (!dy || !d.isActive(s.z))
+    return true;
+  d.target(sub, s.z);
+  // dz = dy - exp(y) * sum(dy), torch's log_softmax backward: reads y
+  // alone, so neither z nor exp(z - max) is saved for it.
+  auto rows = d.built(d.build().transform(OpKind::Reduce, *dy, s.sumPattern,
+                                          s.sumSizes, ReduceKind::Sum));
+  auto probs = rows ? d.ew(F::Exp, {s.y}) : std::nullopt;
+  auto spread = probs ? d.ew(F::Mul, {*probs, *rows}) : std::nullopt;
+  auto dz = spread ? d.ew(F::Sub, {*dy, *spread}) : std::nullopt;
+  return dz && d.accumulate(s.z, *dz);
+}
+
 namespace {
 
 /// The most forward ops repeated for one softmax's probabilities (its sub,
@@ -247,6 +322,16 @@ bool recomputeProbabilities(CheckedFunction &fn, const SoftmaxChain &s) {
   };
   if (!plan(s.y))
     return false;
+  // Named for the report's list of saved values when the program did not
+  // name them (a reduce written inline).
+  auto label = [&](unsigned v) {
+    const std::string &name = fn.values[v].name;
+    return name.empty() ? "%" + std::to_string(v) : name;
+  };
+  if (fn.values[s.mx].name.empty())
+    fn.values[s.mx].name = "max(" + label(s.z) + ")";
+  if (fn.values[s.den].name.empty())
+    fn.values[s.den].name = "sum(" + label(s.p) + ")";
   // The copies, in forward order, before the first backward reader of y.
   std::map<unsigned, unsigned> copyOf;
   std::vector<CheckedOp> copies;

@@ -6,7 +6,7 @@
 #     storage once), written out with torch.softmax and with
 #     scaled_dot_product_attention (FlashAttention's backward).
 #   softmax.py grads EINC SOURCE TMPDIR [EINC ARGS...]: the gradients of
-#     Inputs/softmax_grad.ein's `step` (three softmaxes) against torch's
+#     Inputs/softmax_grad.ein's `step` (three softmaxes, a log-softmax) against torch's
 #     autograd in f64: |ein - ref| <= 1e-5 + 1e-4 * |ref| (ein in f32).
 import json
 import math
@@ -154,7 +154,8 @@ elif mode == "grads":
     p = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
     loss = (((p @ v).transpose(1, 2) * t["r"]).sum() +
             (torch.softmax(t["x"] * 40.0, dim=-1) * t["rx"]).sum() +
-            (torch.softmax(t["c"], dim=0) * t["rc"]).sum())
+            (torch.softmax(t["c"], dim=0) * t["rc"]).sum() +
+            (torch.log_softmax(t["c"], dim=1) * t["rc"]).sum())
     loss.backward()
     expected = [loss.detach()] + [t[n].grad for n in ("q", "k", "v", "x", "c")]
     for name, out, ref in zip(names, outs, expected):
