@@ -5,7 +5,9 @@
 // output y; y is then computed again where the backward reads it, from z and
 // the row max and row sum, and z too when it comes from values the backward
 // holds anyway (an attention's scores from q and k), so that an attention
-// saves q, k, v and two numbers per row, not the b h s t probabilities.
+// saves q, k, v and two numbers per row, not the b h s t probabilities. A
+// log-softmax, z - max - log(sum(exp(z - max))), is one rule too, reading
+// its output alone (what torch's log_softmax saves).
 #include "Differentiator.h"
 
 #include <algorithm>
