@@ -229,8 +229,8 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       {"  data gradients: elementwise, reductions, data movement", q(dataRest),
        "derivatives of activations, norms, losses"},
       {"recomputation", a.recompute,
-       "forward values computed again instead of saved (grad(..., "
-       "recompute=True))"},
+       "forward values computed again instead of saved (a softmax's "
+       "probabilities and an attention's scores; grad(..., recompute=True))"},
       a.writtenUpdate
           ? Line{"optimizer step (as the program writes it)", a.optimizerFlops,
                  fmt::format("not in the rule; the table's {} ({} per "
