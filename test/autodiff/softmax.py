@@ -137,7 +137,7 @@ elif mode == "grads":
     for name, value in inputs.items():
         np.save(f"{tmp}/{name}.npy", value)
         args += ["--in", f"{name}={tmp}/{name}.npy"]
-    names = ["loss", "dq", "dk", "dv", "dx", "dc"]
+    names = ["loss", "dq", "dk", "dv", "dx", "drx", "dc"]
     outs = [f"{tmp}/{n}.npy" for n in names]
     run = subprocess.run([einc, "run", source, "--fn", "step", *args, *extra] +
                          [a for o in outs for a in ("--out", o)],
@@ -146,18 +146,21 @@ elif mode == "grads":
         print(f"FAIL einc run: {run.stderr.strip()}")
         sys.exit(1)
     t = {n: torch.tensor(v, dtype=torch.float64,
-                         requires_grad=n in ("q", "k", "v", "x", "c"))
+                         requires_grad=n in ("q", "k", "v", "x", "rx", "c"))
          for n, v in inputs.items()}
     q, k, v = (t[n].transpose(1, 2) for n in ("q", "k", "v"))
     scores = q @ k.transpose(-1, -2) / math.sqrt(D)
     mask = torch.ones(S, S, dtype=torch.bool).tril()
     p = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
     loss = (((p @ v).transpose(1, 2) * t["r"]).sum() +
-            (torch.softmax(t["x"] * 40.0, dim=-1) * t["rx"]).sum() +
+            (torch.softmax((t["x"] * 40.0).masked_fill(
+                torch.arange(S)[None, None, :, None] == 0, -1e9), dim=-1) *
+             t["rx"]).sum() +
             (torch.softmax(t["c"], dim=0) * t["rc"]).sum() +
             (torch.log_softmax(t["c"], dim=1) * t["rc"]).sum())
     loss.backward()
-    expected = [loss.detach()] + [t[n].grad for n in ("q", "k", "v", "x", "c")]
+    expected = [loss.detach()] + [t[n].grad
+                                  for n in ("q", "k", "v", "x", "rx", "c")]
     for name, out, ref in zip(names, outs, expected):
         got, ref = np.load(out).astype(np.float64), ref.numpy()
         err = np.abs(got - ref) - (1e-5 + 1e-4 * np.abs(ref))
