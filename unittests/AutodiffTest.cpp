@@ -269,4 +269,107 @@ def f(x: f32["4"]) -> f32["4"]:
   EXPECT_EQ(peakLiveBytes(fn, noViews, bytes), Int(52));
 }
 
+TEST(Autodiff, LogSoftmaxSavesItsOutputAlone) {
+  // As torch's log_softmax: dz = dy - exp(y) * sum(dy) reads y, so neither
+  // x nor exp(x - max) is saved (the per-op rules save the exponentials).
+  auto c = check(R"ein(
+def f(x: f32["b s t"], r: f32["b s t"]) -> f32["b s t"]:
+    shifted = x - reduce(x, "b s t -> b s 1", "max")
+    y = shifted - log(reduce(exp(shifted), "b s t -> b s 1", "sum"))
+    l = reduce(y * r, "b s t ->", "sum")
+    return grad(l, wrt=x)
+)ein");
+  ASSERT_EQ(c->firstError(), "");
+  const CheckedFunction &fn = c->result.functions[0];
+  std::vector<std::string> saved;
+  for (unsigned v : savedForBackward(fn))
+    if (fn.values[v].type.shape.size() == 3)
+      saved.push_back(fn.values[v].name);
+  EXPECT_EQ(saved, (std::vector<std::string>{"r", "y"}));
+}
+
+// A softmax (exp(z - max) / sum over the same dims, each step read by the
+// next alone) is differentiated by one rule and its probabilities are
+// recomputed in the backward (lib/Sema/SoftmaxGrad.cpp); anything else that
+// looks like one keeps the per-op rules, which save the steps.
+struct SoftmaxCase {
+  const char *name;
+  const char *body; // y from x: f32["b s t"] (and r, of x's shape)
+  bool fused;
+};
+
+class SoftmaxMatch : public ::testing::TestWithParam<SoftmaxCase> {};
+
+TEST_P(SoftmaxMatch, FusedOnlyForASoftmax) {
+  const SoftmaxCase &row = GetParam();
+  std::string source = std::string(R"ein(
+def f(x: f32["b s t"], r: f32["b s t"]) -> f32["b s t"]:
+)ein") + row.body + R"ein(
+    l = reduce(y * r, "b s t ->", "sum")
+    return grad(l, wrt=x)
+)ein";
+  auto c = check(source);
+  ASSERT_EQ(c->firstError(), "") << row.name;
+  const CheckedFunction &fn = c->result.functions[0];
+  bool recomputes = std::any_of(fn.ops.begin(), fn.ops.end(), [](auto &op) {
+    return op.phase == GradPhase::Recompute;
+  });
+  EXPECT_EQ(recomputes, row.fused) << row.name;
+  // Fused, the backward saves no float of x's size but x and the loss's r
+  // (the per-op rules save the exponentials).
+  size_t square = 0;
+  for (unsigned v : savedForBackward(fn))
+    if (shapeStr(fn.values[v].type.shape) == "b s t" &&
+        isFloat(fn.values[v].type.dtype) && v != paramNamed(fn, "x") &&
+        v != paramNamed(fn, "r"))
+      ++square;
+  EXPECT_EQ(square == 0, row.fused) << row.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Autodiff, SoftmaxMatch,
+    ::testing::Values(
+        SoftmaxCase{"kept dims",
+                    "    e = exp(x - reduce(x, \"b s t -> b s 1\", \"max\"))\n"
+                    "    y = e / reduce(e, \"b s t -> b s 1\", \"sum\")\n",
+                    true},
+        SoftmaxCase{"dims dropped",
+                    "    m = reduce(x, \"b s t -> b s\", \"max\")\n"
+                    "    e = exp(x - m)\n"
+                    "    y = e / reduce(e, \"b s t -> b s\", \"sum\")\n",
+                    true},
+        SoftmaxCase{"masked",
+                    "    z = where(x > 0.0, x, -1e9)\n"
+                    "    e = exp(z - reduce(z, \"b s t -> b s 1\", \"max\"))\n"
+                    "    y = e / reduce(e, \"b s t -> b s 1\", \"sum\")\n",
+                    true},
+        // The sum over another dim than the max: not a softmax.
+        SoftmaxCase{"other dims",
+                    "    e = exp(x - reduce(x, \"b s t -> b s 1\", \"max\"))\n"
+                    "    y = e / reduce(e, \"b s t -> b 1 t\", \"sum\")\n",
+                    false},
+        // Over s: `b t` meets x's dims by name.
+        SoftmaxCase{"columns",
+                    "    m = reduce(x, \"b s t -> b t\", \"max\")\n"
+                    "    e = exp(x - m)\n"
+                    "    y = e / reduce(e, \"b s t -> b t\", \"sum\")\n",
+                    true},
+        SoftmaxCase{"exponentials read again",
+                    "    e = exp(x - reduce(x, \"b s t -> b s 1\", \"max\"))\n"
+                    "    y = e / reduce(e, \"b s t -> b s 1\", \"sum\") + e\n",
+                    false},
+        SoftmaxCase{"reversed",
+                    "    e = exp(reduce(x, \"b s t -> b s 1\", \"max\") - x)\n"
+                    "    y = e / reduce(e, \"b s t -> b s 1\", \"sum\")\n",
+                    false},
+        SoftmaxCase{"max of another value",
+                    "    e = exp(x - reduce(r, \"b s t -> b s 1\", \"max\"))\n"
+                    "    y = e / reduce(e, \"b s t -> b s 1\", \"sum\")\n",
+                    false}),
+    [](const ::testing::TestParamInfo<SoftmaxCase> &info) {
+      std::string name = info.param.name;
+      std::replace(name.begin(), name.end(), ' ', '_');
+      return name;
+    });
+
 } // namespace

@@ -229,8 +229,8 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       {"  data gradients: elementwise, reductions, data movement", q(dataRest),
        "derivatives of activations, norms, losses"},
       {"recomputation", a.recompute,
-       "forward values computed again instead of saved (grad(..., "
-       "recompute=True))"},
+       "forward values computed again instead of saved (a softmax's "
+       "probabilities and an attention's scores; grad(..., recompute=True))"},
       a.writtenUpdate
           ? Line{"optimizer step (as the program writes it)", a.optimizerFlops,
                  fmt::format("not in the rule; the table's {} ({} per "
@@ -373,24 +373,26 @@ std::string trainReportTable(const CheckedModule &module,
     fmt::format_to(out, "    saved: {} {}[\"{}\"] {} bytes\n", s.name,
                    dtypeName(s.type.dtype), shapeStr(s.type.shape),
                    s.bytes.str());
-  // The memory/FLOP trade of recomputation, reported both ways.
+  // The memory/FLOP trade of recomputation, reported both ways (a
+  // softmax's probabilities are recomputed whatever recompute= says: a
+  // function with recompute ops may still gain from recompute=True).
   bool recomputes = std::any_of(fn.ops.begin(), fn.ops.end(), [](auto &op) {
     return op.phase == GradPhase::Recompute;
   });
-  if (!recomputes) {
-    CheckedFunction again = fn;
-    size_t count = recomputeCheapValues(again);
+  CheckedFunction again = fn;
+  size_t count = recomputeCheapValues(again);
+  if (count > 0) {
     Account b = account(again, options, train);
-    if (count == 0)
-      os += "  recompute=True: no saved value is cheap to recompute (an "
-            "elementwise op of values saved anyway)\n";
-    else
-      fmt::format_to(out,
-                     "  recompute=True would recompute {} value(s): saved "
-                     "activations {} -> {} bytes, peak {} -> {}, FLOPs +{}\n",
-                     count, a.activations.str(), b.activations.str(),
-                     a.peak ? toString(*a.peak) : "-",
-                     b.peak ? toString(*b.peak) : "-", b.recompute.str());
+    fmt::format_to(
+        out,
+        "  recompute=True would recompute {} value(s): saved "
+        "activations {} -> {} bytes, peak {} -> {}, FLOPs +{}\n",
+        count, a.activations.str(), b.activations.str(),
+        a.peak ? toString(*a.peak) : "-", b.peak ? toString(*b.peak) : "-",
+        Quantity::of(b.recompute.expr - a.recompute.expr, fn.ctx.env).str());
+  } else if (!recomputes) {
+    os += "  recompute=True: no saved value is cheap to recompute (an "
+          "elementwise op of values saved anyway)\n";
   }
   if (options.device || options.peakOverride > 0) {
     if (a.timeKnown) {

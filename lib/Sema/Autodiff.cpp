@@ -376,7 +376,10 @@ GradientResult Differentiator::run(unsigned loss,
 
 GradientResult appendGradient(CheckedFunction &fn, unsigned loss,
                               const std::vector<unsigned> &wrt, SourceLoc at) {
-  return Differentiator(fn, wrt).run(loss, wrt, at);
+  GradientResult result = Differentiator(fn, wrt).run(loss, wrt, at);
+  if (!result.error)
+    recomputeSoftmax(fn);
+  return result;
 }
 
 std::vector<unsigned> savedForBackward(const CheckedFunction &fn) {

@@ -160,6 +160,33 @@ private:
 /// The text of one side of a pattern, each axis through `name`.
 std::string sideText(const Groups &groups, AxisNames &name);
 
+/// A softmax over some axes as the checked program writes it:
+/// `t = z - mx`, `mx = reduce(z, ..., "max")`, `p = exp(t)`,
+/// `den = reduce(p, ..., "sum")` over the same axes, `y = p / den`, each
+/// step read by the next alone (lib/Sema/SoftmaxGrad.cpp).
+struct SoftmaxChain {
+  unsigned z, mx, t, p, den, y;
+  /// A log-softmax's `log(den)`: then `y = t - lg` (matchLogSoftmax).
+  std::optional<unsigned> lg;
+  Pattern sumPattern; // the sum's, to reduce over the same axes
+  std::vector<SizeArg> sumSizes;
+};
+/// The softmax that `div` ends, if it ends one.
+std::optional<SoftmaxChain> matchSoftmax(const CheckedFunction &fn,
+                                         const CheckedOp &div);
+/// The softmax's gradient as one rule, dz = y * (dy - sum(dy * y)): the
+/// division's rule when it ends a softmax (the steps before it then get no
+/// adjoint).
+bool gradientOfSoftmax(Differentiator &d, const CheckedOp &div,
+                       const SoftmaxChain &s);
+/// A log-softmax, `y = t - log(reduce(exp(t), ..., "sum"))` with
+/// `t = z - reduce(z, ..., "max")`, that `sub` ends, if it ends one.
+std::optional<SoftmaxChain> matchLogSoftmax(const CheckedFunction &fn,
+                                            const CheckedOp &sub);
+/// Its gradient as one rule, dz = dy - exp(y) * sum(dy), reading y alone.
+bool gradientOfLogSoftmax(Differentiator &d, const CheckedOp &sub,
+                          const SoftmaxChain &s);
+
 /// One gradient rule per registry row, defined in the op's family file
 /// (lib/Sema/Ops/<Family>.cpp): it is called for every op one of whose
 /// results has an adjoint, reads the adjoints it needs (`adjointOf`; unpack

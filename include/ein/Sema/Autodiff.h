@@ -41,6 +41,15 @@ GradientResult appendGradient(CheckedFunction &fn, unsigned loss,
 /// Returns how many values are recomputed.
 size_t recomputeCheapValues(CheckedFunction &fn);
 
+/// The probabilities of each softmax differentiated by its fused rule
+/// (exp(z - max) / sum, docs/autodiff.md) are computed again before the
+/// first backward op reading them, from z and the saved row max and row
+/// sum, and z's own ops too when they are elementwise ops, views or
+/// contractions between activations of values the backward holds anyway
+/// (an attention's scores from q and k): the probabilities and the scores
+/// are not saved. appendGradient runs it. Returns how many softmaxes.
+size_t recomputeSoftmax(CheckedFunction &fn);
+
 /// The forward values the backward ops of `fn` read (its saved
 /// activations, parameters included), in value order.
 std::vector<unsigned> savedForBackward(const CheckedFunction &fn);

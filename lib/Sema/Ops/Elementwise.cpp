@@ -500,6 +500,15 @@ bool gradientOfElementwise(Differentiator &d, const CheckedOp &op) {
   unsigned dy = *adj;
   if (!isFloat(d.dtypeOf(op.results[0])))
     return true;
+  // A division ending exp(z - max(z)) / sum(...) differentiates the whole
+  // softmax, a subtraction ending a log-softmax the whole log-softmax
+  // (SoftmaxGrad.cpp).
+  if (op.fn == F::Div)
+    if (auto softmax = matchSoftmax(d.function(), op))
+      return gradientOfSoftmax(d, op, *softmax);
+  if (op.fn == F::Sub)
+    if (auto logSoftmax = matchLogSoftmax(d.function(), op))
+      return gradientOfLogSoftmax(d, op, *logSoftmax);
   for (unsigned i = 0; i < op.operands.size(); ++i) {
     unsigned x = op.operands[i];
     if (!d.isActive(x) || (op.fn == F::Where && i == 0))
