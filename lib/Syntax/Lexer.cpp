@@ -12,40 +12,23 @@ namespace ein {
 
 const char *tokenKindName(TokenKind kind) {
   switch (kind) {
-  case TokenKind::Name:
-    return "name";
-  case TokenKind::Int:
-    return "integer";
-  case TokenKind::Float:
-    return "number";
-  case TokenKind::String:
-    return "string";
-  case TokenKind::LParen:
-    return "'('";
-  case TokenKind::RParen:
-    return "')'";
-  case TokenKind::LBracket:
-    return "'['";
-  case TokenKind::RBracket:
-    return "']'";
-  case TokenKind::Comma:
-    return "','";
-  case TokenKind::Colon:
-    return "':'";
-  case TokenKind::Equal:
-    return "'='";
-  case TokenKind::Arrow:
-    return "'->'";
-  case TokenKind::Plus:
-    return "'+'";
-  case TokenKind::Minus:
-    return "'-'";
-  case TokenKind::Star:
-    return "'*'";
-  case TokenKind::Slash:
-    return "'/'";
-  case TokenKind::StarStar:
-    return "'**'";
+  case TokenKind::Name: return "name";
+  case TokenKind::Int: return "integer";
+  case TokenKind::Float: return "number";
+  case TokenKind::String: return "string";
+  case TokenKind::LParen: return "'('";
+  case TokenKind::RParen: return "')'";
+  case TokenKind::LBracket: return "'['";
+  case TokenKind::RBracket: return "']'";
+  case TokenKind::Comma: return "','";
+  case TokenKind::Colon: return "':'";
+  case TokenKind::Equal: return "'='";
+  case TokenKind::Arrow: return "'->'";
+  case TokenKind::Plus: return "'+'";
+  case TokenKind::Minus: return "'-'";
+  case TokenKind::Star: return "'*'";
+  case TokenKind::Slash: return "'/'";
+  case TokenKind::StarStar: return "'**'";
   case TokenKind::SlashSlash:
     return "'//'";
   case TokenKind::Percent:
@@ -70,16 +53,11 @@ const char *tokenKindName(TokenKind kind) {
     return "'~'";
   case TokenKind::At:
     return "'@'";
-  case TokenKind::Newline:
-    return "end of line";
-  case TokenKind::Indent:
-    return "indent";
-  case TokenKind::Dedent:
-    return "dedent";
-  case TokenKind::Eof:
-    return "end of file";
-  case TokenKind::Error:
-    return "error";
+  case TokenKind::Newline: return "end of line";
+  case TokenKind::Indent: return "indent";
+  case TokenKind::Dedent: return "dedent";
+  case TokenKind::Eof: return "end of file";
+  case TokenKind::Error: return "error";
   }
   return "token";
 }
@@ -252,15 +230,13 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         i = j;
         continue;
       }
-      push(TokenKind::Name, s.substr(i, j - i), loc,
-           static_cast<unsigned>(j - i));
+      push(TokenKind::Name, s.substr(i, j - i), loc, static_cast<unsigned>(j - i));
       col += static_cast<unsigned>(j - i);
       i = j;
       continue;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) ||
-        (c == '.' && i + 1 < s.size() &&
-         std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+        (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
       size_t j = i;
       bool isFloat = false;
       while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])))
@@ -289,8 +265,8 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
         diags.error(loc, "malformed number", static_cast<unsigned>(j - i + 1));
         push(TokenKind::Error, "", loc, 1);
       } else {
-        push(isFloat ? TokenKind::Float : TokenKind::Int, s.substr(i, j - i),
-             loc, static_cast<unsigned>(j - i));
+        push(isFloat ? TokenKind::Float : TokenKind::Int, s.substr(i, j - i), loc,
+             static_cast<unsigned>(j - i));
       }
       col += static_cast<unsigned>(j - i);
       i = j;
@@ -396,10 +372,8 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
     auto two = s.substr(i, 2);
     TokenKind kind = TokenKind::Error;
     unsigned len = 1;
-    if (two == "->")
-      kind = TokenKind::Arrow, len = 2;
-    else if (two == "**")
-      kind = TokenKind::StarStar, len = 2;
+    if (two == "->") kind = TokenKind::Arrow, len = 2;
+    else if (two == "**") kind = TokenKind::StarStar, len = 2;
     else if (two == "//")
       kind = TokenKind::SlashSlash, len = 2;
     else if (two == "<=")
@@ -410,40 +384,23 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       kind = TokenKind::EqualEqual, len = 2;
     else if (two == "!=")
       kind = TokenKind::NotEqual, len = 2;
-    else
-      switch (c) {
-      case '(':
-      case '[':
+    else switch (c) {
+      case '(': case '[':
         kind = c == '(' ? TokenKind::LParen : TokenKind::LBracket;
         openBrackets.push_back({c, loc});
         break;
-      case ')':
-      case ']':
+      case ')': case ']':
         kind = c == ')' ? TokenKind::RParen : TokenKind::RBracket;
         if (!openBrackets.empty())
           openBrackets.pop_back();
         break;
-      case ',':
-        kind = TokenKind::Comma;
-        break;
-      case ':':
-        kind = TokenKind::Colon;
-        break;
-      case '=':
-        kind = TokenKind::Equal;
-        break;
-      case '+':
-        kind = TokenKind::Plus;
-        break;
-      case '-':
-        kind = TokenKind::Minus;
-        break;
-      case '*':
-        kind = TokenKind::Star;
-        break;
-      case '/':
-        kind = TokenKind::Slash;
-        break;
+      case ',': kind = TokenKind::Comma; break;
+      case ':': kind = TokenKind::Colon; break;
+      case '=': kind = TokenKind::Equal; break;
+      case '+': kind = TokenKind::Plus; break;
+      case '-': kind = TokenKind::Minus; break;
+      case '*': kind = TokenKind::Star; break;
+      case '/': kind = TokenKind::Slash; break;
       case '%':
         kind = TokenKind::Percent;
         break;
@@ -465,9 +422,8 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
       case '@':
         kind = TokenKind::At;
         break;
-      default:
-        break;
-      }
+      default: break;
+    }
     if (kind == TokenKind::Error) {
       // One error per character (or per invalid UTF-8 sequence).
       auto d = unicode::decodeUtf8(s, i);
@@ -491,9 +447,8 @@ std::vector<Token> lex(const SourceFile &file, DiagnosticEngine &diags) {
   // Only when nothing else went wrong: an unterminated string, say, has
   // already swallowed the closing bracket.
   if (!openBrackets.empty() && diags.errorCount() == errorsBefore)
-    diags.error(
-        openBrackets.back().second,
-        fmt::format("'{}' was never closed", openBrackets.back().first));
+    diags.error(openBrackets.back().second,
+                fmt::format("'{}' was never closed", openBrackets.back().first));
   if (!out.empty() && out.back().kind != TokenKind::Newline)
     push(TokenKind::Newline, "", end, 1);
   while (indents.size() > 1) {
