@@ -54,6 +54,17 @@ bool isParam(const CheckedFunction &fn, unsigned v) {
   return std::find(fn.gradWrt.begin(), fn.gradWrt.end(), v) != fn.gradWrt.end();
 }
 
+/// The parameters and the rows of stacked ones (`w[l]` in a loop over
+/// layers: the results of an unpack of a parameter, views of it): what
+/// contractions with a parameter read, and never activations.
+std::set<unsigned> paramsAndRows(const CheckedFunction &fn) {
+  std::set<unsigned> out(fn.gradWrt.begin(), fn.gradWrt.end());
+  for (const CheckedOp &op : fn.ops)
+    if (op.kind == OpKind::Unpack && out.count(op.operands[0]))
+      out.insert(op.results.begin(), op.results.end());
+  return out;
+}
+
 std::string valueName(const CheckedFunction &fn, unsigned v) {
   const std::string &name = fn.values[v].name;
   return name.empty() ? fmt::format("%{}", v) : name;
@@ -62,6 +73,10 @@ std::string valueName(const CheckedFunction &fn, unsigned v) {
 Account account(const CheckedFunction &fn, const ReportOptions &options,
                 const TrainOptions &train) {
   Account a;
+  const std::set<unsigned> paramLikeValues = paramsAndRows(fn);
+  auto isParamOrRow = [&](const CheckedFunction &, unsigned v) {
+    return paramLikeValues.count(v) != 0;
+  };
   const Bindings &env = fn.ctx.env;
   a.optimizer = findOptimizer(train.optimizer);
   auto elements = [&](unsigned v) {
@@ -78,11 +93,11 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     if (!isFloat(t))
       return t;
     auto it = producer.find(v);
-    bool weightGrad = it != producer.end() &&
-                      it->second->phase == GradPhase::WeightGrad &&
-                      it->second->gradOf >= 0 &&
-                      isParam(fn, static_cast<unsigned>(it->second->gradOf));
-    bool paramLike = isParam(fn, v) || weightGrad;
+    bool weightGrad =
+        it != producer.end() && it->second->phase == GradPhase::WeightGrad &&
+        it->second->gradOf >= 0 &&
+        isParamOrRow(fn, static_cast<unsigned>(it->second->gradOf));
+    bool paramLike = isParamOrRow(fn, v) || weightGrad;
     if (paramLike && train.paramDType)
       return *train.paramDType;
     if (!paramLike && train.actDType)
@@ -168,8 +183,9 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       continue;
     }
     bool contraction = op.kind == OpKind::Einsum;
-    bool readsParam = std::any_of(op.operands.begin(), op.operands.end(),
-                                  [&](unsigned v) { return isParam(fn, v); });
+    bool readsParam =
+        std::any_of(op.operands.begin(), op.operands.end(),
+                    [&](unsigned v) { return isParamOrRow(fn, v); });
     const SizeExpr &f = r.cost.flops.expr;
     if (op.phase == GradPhase::Forward) {
       SizeExpr &bucket = !contraction ? fwdRest
@@ -258,7 +274,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     if (op.kind == OpKind::Constant || op.kind == OpKind::Size)
       scalars.insert(op.results.begin(), op.results.end());
   for (unsigned v : savedForBackward(fn)) {
-    if (isParam(fn, v) || scalars.count(v))
+    if (isParamOrRow(fn, v) || scalars.count(v))
       continue;
     DType t = typeHeld(v);
     SizeExpr bytes = elements(v) * SizeExpr::constant(dtypeBytes(t));
