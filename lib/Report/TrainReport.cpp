@@ -30,8 +30,18 @@ struct SavedValue {
   Quantity bytes;
 };
 
+/// One iteration of an unrolled loop over layers: its FLOPs forward and
+/// backward (recomputation included).
+struct Iteration {
+  std::string loop; // `for l in range(layers)`
+  unsigned line = 0;
+  int64_t index = 0;
+  Quantity forward, backward;
+};
+
 struct Account {
   const OptimizerSpec *optimizer = nullptr;
+  std::vector<Iteration> iterations; // in the order the loops run
   std::vector<std::string> paramNames;
   Quantity params, tokens;
   std::string tokensFrom;
@@ -167,6 +177,24 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       needed.insert(op.operands.begin(), op.operands.end());
     else
       update.insert(&op);
+  }
+  // Per iteration of a loop (a call site with an iteration): the ops it
+  // contains, nested calls and loops included.
+  std::map<int, std::pair<SizeExpr, SizeExpr>> perIteration;
+  for (const OpReport &r : rows)
+    if (!update.count(r.op))
+      for (int site : fn.callPath(*r.op))
+        if (fn.callSites[site].iteration >= 0) {
+          auto &[fwd, bwd] = perIteration[site];
+          (r.op->phase == GradPhase::Forward ? fwd : bwd) =
+              (r.op->phase == GradPhase::Forward ? fwd : bwd) +
+              r.cost.flops.expr;
+        }
+  for (auto &[site, counts] : perIteration) {
+    const CallSite &s = fn.callSites[site];
+    a.iterations.push_back({s.callee, s.loc.line, s.iteration,
+                            Quantity::of(counts.first, env),
+                            Quantity::of(counts.second, env)});
   }
   SizeExpr written;
   for (const OpReport &r : rows) {
@@ -363,6 +391,33 @@ std::string trainReportTable(const CheckedModule &module,
     fmt::format_to(out, "  {:<{}}  {:<16}  {}; {}\n", l.label, labelW,
                    l.value.str().size() > 16 ? "-" : l.value.str(),
                    l.value.expr.str(), l.note);
+  // Per layer: each loop's iterations, one line when they are all alike.
+  for (size_t i = 0; i < a.iterations.size();) {
+    size_t end = i;
+    bool alike = true;
+    while (end < a.iterations.size() &&
+           a.iterations[end].loop == a.iterations[i].loop &&
+           a.iterations[end].line == a.iterations[i].line) {
+      alike &=
+          a.iterations[end].forward.str() == a.iterations[i].forward.str() &&
+          a.iterations[end].backward.str() == a.iterations[i].backward.str();
+      ++end;
+    }
+    fmt::format_to(
+        out, "  per iteration of '{}' (line {}): FLOPs forward, backward\n",
+        a.iterations[i].loop, a.iterations[i].line);
+    if (alike) {
+      fmt::format_to(out, "    each of {}: {}, {}\n", end - i,
+                     a.iterations[i].forward.str(),
+                     a.iterations[i].backward.str());
+    } else {
+      for (size_t k = i; k < end; ++k)
+        fmt::format_to(out, "    {}: {}, {}\n", a.iterations[k].index,
+                       a.iterations[k].forward.str(),
+                       a.iterations[k].backward.str());
+    }
+    i = end;
+  }
   auto ratio = [](const Quantity &exact, const Quantity &rule) {
     if (!exact.value || !rule.value || *rule.value == 0)
       return std::string("-");
@@ -473,6 +528,13 @@ std::string trainReportJSON(const CheckedModule &module,
         "{{\"name\":{},\"dtype\":\"{}\",\"shape\":{},\"bytes\":{}}}",
         jsonString(s.name), dtypeName(s.type.dtype),
         jsonString(shapeStr(s.type.shape)), quantity(s.bytes)));
+  std::vector<std::string> iterations;
+  for (auto &it : a.iterations)
+    iterations.push_back(
+        fmt::format("{{\"loop\":{},\"line\":{},\"iteration\":{},\"forward\":{},"
+                    "\"backward\":{}}}",
+                    jsonString(it.loop), it.line, it.index,
+                    quantity(it.forward), quantity(it.backward)));
   std::vector<std::string> sizes;
   for (auto &[name, v] : fn.ctx.env)
     sizes.push_back(fmt::format("{}:{}", jsonString(name), toString(v)));
@@ -483,7 +545,8 @@ std::string trainReportJSON(const CheckedModule &module,
       "\"optimizer_flops\":{},\"total\":{},\"rule_2NP\":{},\"rule_4NP\":{},"
       "\"rule_6NP\":{},\"flops\":{},\"memory\":{},\"saved\":[{}],"
       "\"peak_bytes\":{},\"device\":{},\"peak_flops\":{},\"bandwidth\":{},"
-      "\"seconds\":{{\"forward\":{},\"backward\":{},\"optimizer\":{}}}}}",
+      "\"seconds\":{{\"forward\":{},\"backward\":{},\"optimizer\":{}}},"
+      "\"iterations\":[{}]}}",
       jsonString(fn.name), jsonString(module.path), fmt::join(sizes, ","),
       fmt::join(names, ","), quantity(a.params), quantity(a.tokens),
       jsonString(a.optimizer ? a.optimizer->name : ""),
@@ -496,7 +559,8 @@ std::string trainReportJSON(const CheckedModule &module,
       jsonDouble(a.peakFlops), jsonDouble(a.bandwidth),
       a.timeKnown ? jsonDouble(a.forwardSeconds) : "null",
       a.timeKnown ? jsonDouble(a.backwardSeconds) : "null",
-      a.timeKnown ? jsonDouble(a.optimizerSeconds) : "null");
+      a.timeKnown ? jsonDouble(a.optimizerSeconds) : "null",
+      fmt::join(iterations, ","));
 }
 
 } // namespace ein
