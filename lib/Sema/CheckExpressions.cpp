@@ -157,19 +157,18 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
                          : SizeExpr::symbol(e.text);
       return o;
     }
+    for (const Loop &loop : loops)
+      if (bindsName(loop.stmt->body, e.text)) {
+        diags.error(e.loc,
+                    fmt::format("'{}' is bound later in the loop body; a "
+                                "value first bound inside a loop does not "
+                                "carry to the next iteration (unlike "
+                                "Python): bind it before the loop",
+                                e.text),
+                    e.length);
+        return std::nullopt;
+      }
     if (auto local = loopLocals.find(e.text); local != loopLocals.end()) {
-      for (const Loop &loop : loops)
-        if (loop.stmt->loc.line == local->second.line &&
-            loop.stmt->loc.file == local->second.file) {
-          diags.error(e.loc,
-                      fmt::format("'{}' is bound later in the loop body; a "
-                                  "value first bound inside a loop does not "
-                                  "carry to the next iteration (unlike "
-                                  "Python): bind it before the loop",
-                                  e.text),
-                      e.length);
-          return std::nullopt;
-        }
       // Python would see it: a value of the last iteration.
       diags.error(e.loc,
                   fmt::format("'{}' is bound inside the for loop on line {} "

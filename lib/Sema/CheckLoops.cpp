@@ -44,6 +44,19 @@ bool sameType(const TensorType &a, const TensorType &b,
 
 } // namespace
 
+bool FunctionChecker::bindsName(const std::vector<Stmt> &body,
+                                const std::string &name) {
+  for (const Stmt &s : body) {
+    if (s.kind == Stmt::Kind::Assign)
+      for (const auto &target : s.targets)
+        if (target.first == name)
+          return true;
+    if (s.kind == Stmt::Kind::For && bindsName(s.body, name))
+      return true;
+  }
+  return false;
+}
+
 bool FunctionChecker::checkFor(const Stmt &stmt) {
   const Expr &over = *stmt.values[0];
   const auto &[var, varLoc] = stmt.targets[0];

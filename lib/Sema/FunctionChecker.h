@@ -223,6 +223,8 @@ private:
   /// Names bound only inside a loop that has ended -> the loop's `for`:
   /// not visible after it (an error that says so).
   std::map<std::string, SourceLoc> loopLocals;
+  /// Whether a statement of `body` (nested loops included) binds `name`.
+  static bool bindsName(const std::vector<Stmt> &body, const std::string &name);
   /// `for l in range(N):` unrolled into the function, N known when it is
   /// checked; false after an error.
   bool checkFor(const Stmt &stmt);
