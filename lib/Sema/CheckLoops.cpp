@@ -91,10 +91,13 @@ bool FunctionChecker::checkFor(const Stmt &stmt) {
   std::string written = "for " + var + " in " + exprToString(over);
   std::optional<Int> n = count->substitute(out.ctx.env).constantValue();
   if (n && *n < 0) {
+    std::string count = exprToString(*over.args[0]);
+    if (over.args[0]->kind == Expr::Kind::Binary && count.size() >= 2)
+      count = count.substr(1, count.size() - 2); // `2 - 3`, not `(2 - 3)`
     diags.error(over.args[0]->loc,
                 fmt::format("the loop runs range({}) times, a negative number "
                             "({})",
-                            exprToString(*over.args[0]), toString(*n)),
+                            count, toString(*n)),
                 over.args[0]->length);
     return false;
   }
