@@ -593,9 +593,12 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     return trainFunction(*file, module, args.check, train, out);
   }
   CheckOptions checkOptions = args.check;
-  // `check` checks a loop's body without its count; report, build and emit
-  // need it (the loop is unrolled).
-  checkOptions.loopsMayStaySymbolic = args.command == "check";
+  // `check` checks a loop's body without its count, and `report --in`
+  // checks again with the inputs' sizes; report, build and emit need it
+  // (the loop is unrolled).
+  checkOptions.loopsMayStaySymbolic =
+      args.command == "check" ||
+      (args.command == "report" && !args.inputs.empty());
   CheckedModule checked = checkModule(module, checkOptions, diags);
   if (diags.hadError())
     return errorFromDiagnostics(diags);
