@@ -182,9 +182,9 @@ Result<std::vector<Tensor>> call(const Module &module,
       } else {
         target = cudaTarget;
       }
-      auto result = state->engine.bind(*state->file, state->module,
-                                       state->options, state->checked, function,
-                                       shapes, Specialisation::Generic, target);
+      auto result = state->engine.bind(
+          *state->file, state->module, state->options, state->checked, function,
+          shapes, Specialisation::GenericUnlessLoops, target);
       countModuleCompilations(state->engine.compilations() - compiled,
                               state->engine.loads() - loaded);
       return result;

@@ -192,6 +192,9 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
                            binding.packRanks.empty() &&
                            checked.functions.size() == 1 &&
                            checked.functions.front().name == function;
+  if (specialisation == Specialisation::GenericUnlessLoops)
+    specialisation = fn->symbolicLoops.empty() ? Specialisation::Generic
+                                               : Specialisation::Sizes;
   if (specialisation == Specialisation::Generic && !fn->symbolicLoops.empty()) {
     // A size-generic build cannot unroll a loop over a size it leaves free.
     const auto &[loc, why] = fn->symbolicLoops.front();
