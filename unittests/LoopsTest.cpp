@@ -210,6 +210,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "    for d in range(layers):\n        x = x + w[d]\n"
                   "    return x\n",
                   "2:9: the loop variable 'd' already names a dim"},
+        LoopError{"nested_too_large",
+                  "def f(x: f32[\"n\"]) -> f32[\"n\"]:\n    for a in "
+                  "range(1000):\n        for b in range(1000):\n"
+                  "            x = x\n    return x\n",
+                  "3:9: unrolling 'for b in range(1000)' makes 'f' larger "
+                  "than 100000 operations or calls"},
         LoopError{"loop_variable_assigned",
                   "def f(w: f32[\"layers d\"], x: f32[\"d\"]) -> f32[\"d\"]:\n"
                   "    for l in range(layers):\n        l = x + w[l]\n"

@@ -107,9 +107,11 @@ bool FunctionChecker::checkFor(const Stmt &stmt) {
   loop.var = var;
   loop.count = *count;
   loop.before = vars;
-  // The body once, with the loop variable a symbol: every statement is
-  // checked even when the loop runs no iteration. What it built is dropped.
-  {
+  // The body once, with the loop variable a symbol, when no iteration will
+  // check it: a loop of unknown count, or one that runs no iteration. What
+  // it built is dropped. (Otherwise the iterations check it: a symbolic
+  // pass too would double the work at each level of nested loops.)
+  if (!n || *n == 0) {
     CheckedFunction saved = out;
     bool ok = checkLoopPass(loop, std::nullopt);
     out = std::move(saved);
@@ -166,10 +168,12 @@ bool FunctionChecker::checkFor(const Stmt &stmt) {
     for (size_t k = firstSite; k < out.callSites.size(); ++k)
       if (out.callSites[k].parent == callSite)
         out.callSites[k].parent = site;
-    if (out.ops.size() > kMaxInlinedOps) {
+    if (out.ops.size() > kMaxInlinedOps ||
+        out.callSites.size() > kMaxInlinedOps) {
       diags.error(stmt.loc,
                   fmt::format("unrolling '{}' makes '{}' larger than {} "
-                              "operations",
+                              "operations or calls (iterations count as "
+                              "calls)",
                               written, out.name, kMaxInlinedOps),
                   3);
       return false;
