@@ -59,7 +59,9 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
           fmt::format("dim {}={}: a size must be >= 0", name, value));
     state->options.dimOverrides[name] = Int(value);
   }
-  state->checked = checkModule(state->module, state->options, diags);
+  CheckOptions symbolic = state->options;
+  symbolic.loopsMayStaySymbolic = true; // unrolled when a call binds sizes
+  state->checked = checkModule(state->module, symbolic, diags);
   if (diags.hadError())
     return toInfo(errorFromDiagnostics(diags));
   return state;
@@ -180,9 +182,9 @@ Result<std::vector<Tensor>> call(const Module &module,
       } else {
         target = cudaTarget;
       }
-      auto result = state->engine.bind(*state->file, state->module,
-                                       state->options, state->checked, function,
-                                       shapes, Specialisation::Generic, target);
+      auto result = state->engine.bind(
+          *state->file, state->module, state->options, state->checked, function,
+          shapes, Specialisation::GenericUnlessLoops, target);
       countModuleCompilations(state->engine.compilations() - compiled,
                               state->engine.loads() - loaded);
       return result;

@@ -558,6 +558,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     // runFunction binds and compiles from it.
     CheckOptions symbolic = args.check;
     symbolic.onlyFunction = args.fn;
+    symbolic.loopsMayStaySymbolic = true; // unrolled once the inputs bind
     CheckedModule checked = checkModule(module, symbolic, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
@@ -584,13 +585,21 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     train.jit = JITOptions::fromEnvironment();
     CheckOptions symbolic = args.check;
     symbolic.onlyFunction = args.fn;
+    symbolic.loopsMayStaySymbolic = true; // unrolled once the inputs bind
     checkModule(module, symbolic, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
     diags.print(warnings);
     return trainFunction(*file, module, args.check, train, out);
   }
-  CheckedModule checked = checkModule(module, args.check, diags);
+  CheckOptions checkOptions = args.check;
+  // `check` checks a loop's body without its count, and `report --in`
+  // checks again with the inputs' sizes; report, build and emit need it
+  // (the loop is unrolled).
+  checkOptions.loopsMayStaySymbolic =
+      args.command == "check" ||
+      (args.command == "report" && !args.inputs.empty());
+  CheckedModule checked = checkModule(module, checkOptions, diags);
   if (diags.hadError())
     return errorFromDiagnostics(diags);
   diags.print(warnings);

@@ -58,6 +58,7 @@ ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
                                      const std::string &function) const {
   CheckOptions symbolic = options;
   symbolic.onlyFunction = function;
+  symbolic.loopsMayStaySymbolic = true; // unrolled once bind() has sizes
   DiagnosticEngine diags(file);
   CheckedModule checked = checkModule(module, symbolic, diags);
   if (diags.hadError())
@@ -191,7 +192,15 @@ ErrorOr<BoundCall> Engine::bind(const SourceFile &file, const Module &module,
                            binding.packRanks.empty() &&
                            checked.functions.size() == 1 &&
                            checked.functions.front().name == function;
-  if (specialisation == Specialisation::Generic && symbolicIsGeneric) {
+  if (specialisation == Specialisation::GenericUnlessLoops)
+    specialisation = fn->symbolicLoops.empty() ? Specialisation::Generic
+                                               : Specialisation::Sizes;
+  if (specialisation == Specialisation::Generic && !fn->symbolicLoops.empty()) {
+    // A size-generic build cannot unroll a loop over a size it leaves free.
+    const auto &[loc, why] = fn->symbolicLoops.front();
+    return Error::at(ErrorKind::Program, file.path, loc.line, loc.col,
+                     "cannot build '" + function + "' size-generic: " + why);
+  } else if (specialisation == Specialisation::Generic && symbolicIsGeneric) {
     source = &checked;
   } else if (specialisation == Specialisation::Generic) {
     CheckOptions unitOnly = symbolic;

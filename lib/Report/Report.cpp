@@ -26,9 +26,10 @@ std::vector<OpReport> reportOps(const CheckedFunction &fn,
     DType computeType = op.kind == OpKind::Einsum
                             ? fn.values[op.operands[0]].type.dtype
                             : row.result.dtype;
-    row.peak = options.peakOverride > 0
-                   ? options.peakOverride
-                   : (options.device ? options.device->peakFor(computeType) : 0);
+    row.peak =
+        options.peakOverride > 0
+            ? options.peakOverride
+            : (options.device ? options.device->peakFor(computeType) : 0);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -103,7 +104,8 @@ Totals totalsOf(const std::vector<const OpReport *> &rows, const Bindings &env,
     auto f = r.cost.flops.value;
     auto b = r.cost.bytes().value;
     if (f && b)
-      t.seconds += rooflineSeconds(toDouble(*f), toDouble(*b), r.peak, bandwidth);
+      t.seconds +=
+          rooflineSeconds(toDouble(*f), toDouble(*b), r.peak, bandwidth);
     else
       t.timeKnown = false;
   }
@@ -149,6 +151,18 @@ std::string opLabel(const CheckedOp &op) {
     return fmt::format("recompute {}", name);
   }
   return name;
+}
+
+/// What a call's row names: the callee, or for an iteration of an unrolled
+/// loop the loop with its variable's value (`for l=2 in range(layers)`).
+std::string siteLabel(const CallSite &site) {
+  if (site.iteration < 0)
+    return site.callee;
+  size_t in = site.callee.find(" in ");
+  if (in == std::string::npos)
+    return fmt::format("{} [{}]", site.callee, site.iteration);
+  return fmt::format("{}={}{}", site.callee.substr(0, in), site.iteration,
+                     site.callee.substr(in));
 }
 
 /// Per function called (first call first), the call sites that call it.
@@ -290,7 +304,7 @@ std::string reportTable(const CheckedModule &module,
                                    .string(),
                                loc.line);
     };
-    std::vector<int> open; // the calls of the previous op, outermost first
+    std::vector<int> open;     // the calls of the previous op, outermost first
     bool openBackward = false; // ... and whether it was a backward op
     for (size_t i = 0; i < rows.size(); ++i) {
       const OpReport &r = rows[i];
@@ -312,8 +326,11 @@ std::string reportTable(const CheckedModule &module,
                             fn.ctx.env, bandwidth);
         lines.push_back(
             {where(site.loc),
-             std::string(2 * depth, ' ') + (backward ? "grad of call" : "call"),
-             site.callee, t.flops, t.bytes,
+             std::string(2 * depth, ' ') +
+                 (site.iteration >= 0
+                      ? (backward ? "grad of iteration" : "iteration")
+                      : (backward ? "grad of call" : "call")),
+             siteLabel(site), t.flops, t.bytes,
              t.timeKnown ? formatSeconds(t.seconds) : "-", "-",
              column ? column->callCell : "", t.flops.expr.str()});
       }
@@ -493,6 +510,8 @@ std::string reportJSON(const CheckedModule &module,
           if (site.loc.file != 0)
             fmt::format_to(out, ", \"file\": {}",
                            jsonString(module.pathOf(site.loc)));
+          if (site.iteration >= 0)
+            fmt::format_to(out, ", \"iteration\": {}", site.iteration);
           os += "}";
         }
         os += "]";

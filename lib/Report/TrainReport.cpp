@@ -30,8 +30,18 @@ struct SavedValue {
   Quantity bytes;
 };
 
+/// One iteration of an unrolled loop over layers: its FLOPs forward and
+/// backward (recomputation included).
+struct Iteration {
+  std::string loop; // `for l in range(layers)`
+  unsigned line = 0;
+  int64_t index = 0;
+  Quantity forward, backward;
+};
+
 struct Account {
   const OptimizerSpec *optimizer = nullptr;
+  std::vector<Iteration> iterations; // in the order the loops run
   std::vector<std::string> paramNames;
   Quantity params, tokens;
   std::string tokensFrom;
@@ -54,6 +64,17 @@ bool isParam(const CheckedFunction &fn, unsigned v) {
   return std::find(fn.gradWrt.begin(), fn.gradWrt.end(), v) != fn.gradWrt.end();
 }
 
+/// The parameters and the rows of stacked ones (`w[l]` in a loop over
+/// layers: the results of an unpack of a parameter, views of it): what
+/// contractions with a parameter read, and never activations.
+std::set<unsigned> paramsAndRows(const CheckedFunction &fn) {
+  std::set<unsigned> out(fn.gradWrt.begin(), fn.gradWrt.end());
+  for (const CheckedOp &op : fn.ops)
+    if (op.kind == OpKind::Unpack && out.count(op.operands[0]))
+      out.insert(op.results.begin(), op.results.end());
+  return out;
+}
+
 std::string valueName(const CheckedFunction &fn, unsigned v) {
   const std::string &name = fn.values[v].name;
   return name.empty() ? fmt::format("%{}", v) : name;
@@ -62,6 +83,10 @@ std::string valueName(const CheckedFunction &fn, unsigned v) {
 Account account(const CheckedFunction &fn, const ReportOptions &options,
                 const TrainOptions &train) {
   Account a;
+  const std::set<unsigned> paramLikeValues = paramsAndRows(fn);
+  auto isParamOrRow = [&](const CheckedFunction &, unsigned v) {
+    return paramLikeValues.count(v) != 0;
+  };
   const Bindings &env = fn.ctx.env;
   a.optimizer = findOptimizer(train.optimizer);
   auto elements = [&](unsigned v) {
@@ -78,11 +103,11 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     if (!isFloat(t))
       return t;
     auto it = producer.find(v);
-    bool weightGrad = it != producer.end() &&
-                      it->second->phase == GradPhase::WeightGrad &&
-                      it->second->gradOf >= 0 &&
-                      isParam(fn, static_cast<unsigned>(it->second->gradOf));
-    bool paramLike = isParam(fn, v) || weightGrad;
+    bool weightGrad =
+        it != producer.end() && it->second->phase == GradPhase::WeightGrad &&
+        it->second->gradOf >= 0 &&
+        isParamOrRow(fn, static_cast<unsigned>(it->second->gradOf));
+    bool paramLike = isParamOrRow(fn, v) || weightGrad;
     if (paramLike && train.paramDType)
       return *train.paramDType;
     if (!paramLike && train.actDType)
@@ -153,6 +178,24 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     else
       update.insert(&op);
   }
+  // Per iteration of a loop (a call site with an iteration): the ops it
+  // contains, nested calls and loops included.
+  std::map<int, std::pair<SizeExpr, SizeExpr>> perIteration;
+  for (const OpReport &r : rows)
+    if (!update.count(r.op))
+      for (int site : fn.callPath(*r.op))
+        if (fn.callSites[site].iteration >= 0) {
+          auto &[fwd, bwd] = perIteration[site];
+          (r.op->phase == GradPhase::Forward ? fwd : bwd) =
+              (r.op->phase == GradPhase::Forward ? fwd : bwd) +
+              r.cost.flops.expr;
+        }
+  for (auto &[site, counts] : perIteration) {
+    const CallSite &s = fn.callSites[site];
+    a.iterations.push_back({s.callee, s.loc.line, s.iteration,
+                            Quantity::of(counts.first, env),
+                            Quantity::of(counts.second, env)});
+  }
   SizeExpr written;
   for (const OpReport &r : rows) {
     const CheckedOp &op = *r.op;
@@ -168,8 +211,9 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       continue;
     }
     bool contraction = op.kind == OpKind::Einsum;
-    bool readsParam = std::any_of(op.operands.begin(), op.operands.end(),
-                                  [&](unsigned v) { return isParam(fn, v); });
+    bool readsParam =
+        std::any_of(op.operands.begin(), op.operands.end(),
+                    [&](unsigned v) { return isParamOrRow(fn, v); });
     const SizeExpr &f = r.cost.flops.expr;
     if (op.phase == GradPhase::Forward) {
       SizeExpr &bucket = !contraction ? fwdRest
@@ -258,7 +302,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     if (op.kind == OpKind::Constant || op.kind == OpKind::Size)
       scalars.insert(op.results.begin(), op.results.end());
   for (unsigned v : savedForBackward(fn)) {
-    if (isParam(fn, v) || scalars.count(v))
+    if (isParamOrRow(fn, v) || scalars.count(v))
       continue;
     DType t = typeHeld(v);
     SizeExpr bytes = elements(v) * SizeExpr::constant(dtypeBytes(t));
@@ -347,6 +391,33 @@ std::string trainReportTable(const CheckedModule &module,
     fmt::format_to(out, "  {:<{}}  {:<16}  {}; {}\n", l.label, labelW,
                    l.value.str().size() > 16 ? "-" : l.value.str(),
                    l.value.expr.str(), l.note);
+  // Per layer: each loop's iterations, one line when they are all alike.
+  for (size_t i = 0; i < a.iterations.size();) {
+    size_t end = i;
+    bool alike = true;
+    while (end < a.iterations.size() &&
+           a.iterations[end].loop == a.iterations[i].loop &&
+           a.iterations[end].line == a.iterations[i].line) {
+      alike &=
+          a.iterations[end].forward.str() == a.iterations[i].forward.str() &&
+          a.iterations[end].backward.str() == a.iterations[i].backward.str();
+      ++end;
+    }
+    fmt::format_to(
+        out, "  per iteration of '{}' (line {}): FLOPs forward, backward\n",
+        a.iterations[i].loop, a.iterations[i].line);
+    if (alike) {
+      fmt::format_to(out, "    each of {}: {}, {}\n", end - i,
+                     a.iterations[i].forward.str(),
+                     a.iterations[i].backward.str());
+    } else {
+      for (size_t k = i; k < end; ++k)
+        fmt::format_to(out, "    {}: {}, {}\n", a.iterations[k].index,
+                       a.iterations[k].forward.str(),
+                       a.iterations[k].backward.str());
+    }
+    i = end;
+  }
   auto ratio = [](const Quantity &exact, const Quantity &rule) {
     if (!exact.value || !rule.value || *rule.value == 0)
       return std::string("-");
@@ -459,6 +530,13 @@ std::string trainReportJSON(const CheckedModule &module,
         "{{\"name\":{},\"dtype\":\"{}\",\"shape\":{},\"bytes\":{}}}",
         jsonString(s.name), dtypeName(s.type.dtype),
         jsonString(shapeStr(s.type.shape)), quantity(s.bytes)));
+  std::vector<std::string> iterations;
+  for (auto &it : a.iterations)
+    iterations.push_back(
+        fmt::format("{{\"loop\":{},\"line\":{},\"iteration\":{},\"forward\":{},"
+                    "\"backward\":{}}}",
+                    jsonString(it.loop), it.line, it.index,
+                    quantity(it.forward), quantity(it.backward)));
   std::vector<std::string> sizes;
   for (auto &[name, v] : fn.ctx.env)
     sizes.push_back(fmt::format("{}:{}", jsonString(name), toString(v)));
@@ -469,7 +547,8 @@ std::string trainReportJSON(const CheckedModule &module,
       "\"optimizer_flops\":{},\"total\":{},\"rule_2NP\":{},\"rule_4NP\":{},"
       "\"rule_6NP\":{},\"flops\":{},\"memory\":{},\"saved\":[{}],"
       "\"peak_bytes\":{},\"device\":{},\"peak_flops\":{},\"bandwidth\":{},"
-      "\"seconds\":{{\"forward\":{},\"backward\":{},\"optimizer\":{}}}}}",
+      "\"seconds\":{{\"forward\":{},\"backward\":{},\"optimizer\":{}}},"
+      "\"iterations\":[{}]}}",
       jsonString(fn.name), jsonString(module.path), fmt::join(sizes, ","),
       fmt::join(names, ","), quantity(a.params), quantity(a.tokens),
       jsonString(a.optimizer ? a.optimizer->name : ""),
@@ -482,7 +561,8 @@ std::string trainReportJSON(const CheckedModule &module,
       jsonDouble(a.peakFlops), jsonDouble(a.bandwidth),
       a.timeKnown ? jsonDouble(a.forwardSeconds) : "null",
       a.timeKnown ? jsonDouble(a.backwardSeconds) : "null",
-      a.timeKnown ? jsonDouble(a.optimizerSeconds) : "null");
+      a.timeKnown ? jsonDouble(a.optimizerSeconds) : "null",
+      fmt::join(iterations, ","));
 }
 
 } // namespace ein

@@ -318,6 +318,11 @@ GradientResult Differentiator::run(unsigned loss,
       if (r == loss)
         end = i + 1;
   active = params;
+  // The rows of a stacked parameter (the unpack `w[l]` reads, Sema's
+  // loops) are parameters too: their gradients are weight gradients.
+  for (size_t i = 0; i < end; ++i)
+    if (fn.ops[i].kind == OpKind::Unpack && params.count(fn.ops[i].operands[0]))
+      params.insert(fn.ops[i].results.begin(), fn.ops[i].results.end());
   auto isIn = [&](const CheckedOp &op) {
     return std::any_of(op.operands.begin(), op.operands.end(),
                        [&](unsigned v) { return active.count(v); });

@@ -94,6 +94,7 @@ std::optional<SizeExpr> FunctionChecker::sizeOf(const Expr &e) {
   case Expr::Kind::Neg:
   case Expr::Kind::Not:
   case Expr::Kind::List:
+  case Expr::Kind::Index:
     break;
   }
   diags.error(e.loc,
@@ -156,6 +157,28 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
                          : SizeExpr::symbol(e.text);
       return o;
     }
+    for (const Loop &loop : loops)
+      if (bindsName(loop.stmt->body, e.text)) {
+        diags.error(e.loc,
+                    fmt::format("'{}' is bound later in the loop body; a "
+                                "value first bound inside a loop does not "
+                                "carry to the next iteration (unlike "
+                                "Python): bind it before the loop",
+                                e.text),
+                    e.length);
+        return std::nullopt;
+      }
+    if (auto local = loopLocals.find(e.text); local != loopLocals.end()) {
+      // Python would see it: a value of the last iteration.
+      diags.error(e.loc,
+                  fmt::format("'{}' is bound inside the for loop on line {} "
+                              "and is not visible after it (unlike Python): "
+                              "to carry a value out of a loop, bind it before "
+                              "the loop and reassign it inside",
+                              e.text, local->second.line),
+                  e.length);
+      return std::nullopt;
+    }
     diags.error(e.loc, "undefined name '" + e.text + "'", e.length);
     return std::nullopt;
   }
@@ -177,6 +200,8 @@ std::optional<Operand> FunctionChecker::eval(const Expr &e) {
   case Expr::Kind::List:
     diags.error(e.loc, "a list is only allowed as the first argument of pack");
     return std::nullopt;
+  case Expr::Kind::Index:
+    return indexed(e);
   case Expr::Kind::Neg: {
     auto v = eval(*e.args[0]);
     if (!v)

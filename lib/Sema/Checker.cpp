@@ -370,6 +370,15 @@ bool FunctionChecker::assignable(const std::string &name, SourceLoc loc) {
 }
 
 bool FunctionChecker::checkStmt(const Stmt &stmt) {
+  if (stmt.kind == Stmt::Kind::For)
+    return checkFor(stmt);
+  if (stmt.kind == Stmt::Kind::Return && !loops.empty()) {
+    diags.error(stmt.loc,
+                "'return' inside a for loop is not supported (the loop runs "
+                "every iteration); return after the loop",
+                6);
+    return false;
+  }
   auto value = eval(*stmt.values[0]);
   if (stmt.kind == Stmt::Kind::Return) {
     std::vector<std::pair<unsigned, const Expr *>> returned;
@@ -456,7 +465,7 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
     auto &[name, loc] = stmt.targets[0];
     if (name == "_")
       return true;
-    if (!assignable(name, loc))
+    if (!assignable(name, loc) || !keepsLoopType(name, loc, *value, 0))
       return false;
     vars.erase(name);
     if (value->deferred)
@@ -475,7 +484,7 @@ bool FunctionChecker::checkStmt(const Stmt &stmt) {
     auto &[name, loc] = stmt.targets[i];
     if (name == "_")
       continue;
-    if (!assignable(name, loc))
+    if (!assignable(name, loc) || !keepsLoopType(name, loc, *value, i))
       return false;
     vars[name] = value->values[i];
     if (out.values[value->values[i]].name.empty())
@@ -538,6 +547,7 @@ std::optional<Int> evalDim(const Expr &e, const Bindings &dims,
   case Expr::Kind::Neg:
   case Expr::Kind::Not:
   case Expr::Kind::List:
+  case Expr::Kind::Index:
     diags.error(e.loc, "a dim value must be an integer expression", e.length);
     return std::nullopt;
   }
@@ -614,6 +624,7 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
   }
   ModuleScope scope;
   scope.declaredDims = result.dims;
+  scope.loopsMayStaySymbolic = options.loopsMayStaySymbolic;
   const auto &builtins = sema::builtinFunctionNames();
   for (auto *functions : {&module.functions, &module.importedFunctions})
     for (auto &f : *functions) {

@@ -89,6 +89,8 @@ struct ModuleScope {
   /// The `dim` declarations (of the file and of the files it imports):
   /// shared by every function, so a callee's are the caller's.
   Bindings declaredDims;
+  /// CheckOptions::loopsMayStaySymbolic.
+  bool loopsMayStaySymbolic = false;
 };
 
 /// Limits on inlining, so that a deep or exponential call graph is an error
@@ -196,6 +198,43 @@ private:
   bool inlineBody(const std::vector<unsigned> &args, const Expr &call);
   /// Checks the statements of the body; false after an error.
   bool checkBody();
+
+  /// A `for` loop being checked (CheckLoops.cpp), innermost last.
+  struct Loop {
+    const Stmt *stmt = nullptr;
+    std::string var;
+    /// The number of iterations, in the names of the function being built.
+    SizeExpr count;
+    /// The iteration being checked; none in the one symbolic pass over the
+    /// body that every loop gets first (so that the body of an empty loop
+    /// is checked too).
+    std::optional<size_t> iteration;
+    /// The tensor names bound before the loop: a value assigned in the
+    /// body keeps its type; names first bound in the body end with each
+    /// iteration.
+    std::map<std::string, unsigned> before;
+    /// Per tensor indexed by the loop variable: its rows, one unpack along
+    /// its leading axis shared by every iteration.
+    std::map<unsigned, std::vector<unsigned>> rows;
+    /// Those unpacks: ops of the loop, not of one of its iterations.
+    std::set<size_t> loopOps;
+  };
+  std::vector<Loop> loops;
+  /// Names bound only inside a loop that has ended -> the loop's `for`:
+  /// not visible after it (an error that says so).
+  std::map<std::string, SourceLoc> loopLocals;
+  /// Whether a statement of `body` (nested loops included) binds `name`.
+  static bool bindsName(const std::vector<Stmt> &body, const std::string &name);
+  /// `for l in range(N):` unrolled into the function, N known when it is
+  /// checked; false after an error.
+  bool checkFor(const Stmt &stmt);
+  /// One pass over the loop's body: the symbolic one, or iteration `i`.
+  bool checkLoopPass(Loop &loop, std::optional<size_t> i);
+  /// Whether `value` may be assigned to `name` inside the loops being
+  /// checked: a name bound before a loop keeps its type (an error at `loc`
+  /// otherwise).
+  bool keepsLoopType(const std::string &name, SourceLoc loc,
+                     const Operand &value, size_t index);
   /// A call of a function of the file (or an imported one), inlined.
   std::optional<Operand> callFunction(const Expr &e, const Function &callee);
   std::map<std::string, unsigned> vars;
@@ -357,6 +396,9 @@ public:
   std::optional<std::vector<SizeArg>> sizeArgs(const Expr &e);
 
   std::optional<Operand> call(const Expr &e);
+  /// `w[l]`: the row `l` of a stacked tensor, `l` the variable of an
+  /// enclosing loop (CheckLoops.cpp).
+  std::optional<Operand> indexed(const Expr &e);
   /// Whether every constant size of the tensors `o` holds is one compiled
   /// code takes (kMaxDimSize); an error at the call `e` if not (a pattern's
   /// `n -> n 4611686018427387904`, a keyword size, a merge of two).

@@ -86,6 +86,11 @@ SpecialisedModule specialise(const CheckedModule &symbolic,
   }
   // Where the checker types the function differently with the sizes, it
   // is checked again: these change its structure, not only its numbers.
+  if (!fn->symbolicLoops.empty()) {
+    // A loop over a size the inputs give is unrolled only now.
+    result.recheck = "a loop's count is known only with the inputs";
+    return result;
+  }
   if (!binding.unitDims.empty()) {
     // A `#` or anonymous dim of size 1 is typed as the constant 1, so the
     // body broadcasts it (other ops, other result types).

@@ -48,24 +48,46 @@ void warnUnusedValues(const Function &fn, DiagnosticEngine &diags) {
   };
   std::vector<Assignment> assignments;
   std::map<std::string, size_t> current; // name -> its latest assignment
-  for (const Stmt &stmt : fn.body) {
-    // The right side reads the values assigned before this statement.
-    for (const ExprPtr &value : stmt.values)
-      forEachName(*value, [&](const Expr &name) {
-        if (auto it = current.find(name.text); it != current.end())
-          assignments[it->second].used = true;
-      });
-    if (stmt.kind != Stmt::Kind::Assign)
-      continue;
-    for (const auto &[name, loc] : stmt.targets) {
-      if (name == "_")
+  // The assignment each target of a statement made (a loop body is walked
+  // twice: its second walk reads what the first iteration assigned).
+  std::map<std::pair<const Stmt *, size_t>, size_t> made;
+  std::function<void(const std::vector<Stmt> &, bool)> walk = [&](const std::
+                                                                      vector<
+                                                                          Stmt>
+                                                                          &body,
+                                                                  bool again) {
+    for (const Stmt &stmt : body) {
+      // The right side reads the values assigned before this
+      // statement.
+      for (const ExprPtr &value : stmt.values)
+        forEachName(*value, [&](const Expr &name) {
+          if (auto it = current.find(name.text); it != current.end())
+            assignments[it->second].used = true;
+        });
+      if (stmt.kind == Stmt::Kind::For) {
+        walk(stmt.body, again);
+        walk(stmt.body, true);
         continue;
-      if (auto it = current.find(name); it != current.end())
-        assignments[it->second].reassignedOnLine = loc.line;
-      current[name] = assignments.size();
-      assignments.push_back({name, loc, false, stmt.targets.size() > 1, 0});
+      }
+      if (stmt.kind != Stmt::Kind::Assign)
+        continue;
+      for (size_t t = 0; t < stmt.targets.size(); ++t) {
+        const auto &[name, loc] = stmt.targets[t];
+        if (name == "_")
+          continue;
+        if (auto done = made.find({&stmt, t}); again && done != made.end()) {
+          current[name] = done->second;
+          continue;
+        }
+        if (auto it = current.find(name); it != current.end())
+          assignments[it->second].reassignedOnLine = loc.line;
+        current[name] = assignments.size();
+        made[{&stmt, t}] = assignments.size();
+        assignments.push_back({name, loc, false, stmt.targets.size() > 1, 0});
+      }
     }
-  }
+  };
+  walk(fn.body, false);
   for (const Assignment &a : assignments) {
     if (a.used)
       continue;
@@ -91,11 +113,17 @@ void warnUnusedDims(const Module &module, DiagnosticEngine &diags) {
       collectShapeNames(p.type.shape, used);
     for (const TypeAnnotation &r : f.results)
       collectShapeNames(r.shape, used);
-    for (const Stmt &stmt : f.body)
-      for (const ExprPtr &value : stmt.values) {
-        forEachName(*value, useName);
-        forEachString(*value, useStringNames);
-      }
+    std::function<void(const std::vector<Stmt> &)> walk =
+        [&](const std::vector<Stmt> &body) {
+          for (const Stmt &stmt : body) {
+            for (const ExprPtr &value : stmt.values) {
+              forEachName(*value, useName);
+              forEachString(*value, useStringNames);
+            }
+            walk(stmt.body);
+          }
+        };
+    walk(f.body);
   }
   // A dim used only in the value of another dim is used; one used only in
   // its own (erroneous) value is not.

@@ -24,6 +24,12 @@ std::string exprToString(const Expr &e) {
       out += (i ? ", " : "") + exprToString(*e.args[i]);
     return out + "]";
   }
+  case Expr::Kind::Index: {
+    std::string out = exprToString(*e.args[0]) + "[";
+    for (size_t i = 1; i < e.args.size(); ++i)
+      out += (i > 1 ? ", " : "") + exprToString(*e.args[i]);
+    return out + "]";
+  }
   case Expr::Kind::Call: {
     std::string out = e.text + "(";
     bool first = true;
@@ -45,6 +51,32 @@ static std::string typeToString(const TypeAnnotation &t) {
   return t.dtype + "[\"" + t.shape + "\"]";
 }
 
+static void printStatements(const std::vector<Stmt> &body,
+                            const std::string &indent, std::ostream &os) {
+  for (auto &s : body) {
+    os << indent;
+    switch (s.kind) {
+    case Stmt::Kind::Return:
+      os << "return ";
+      for (size_t i = 0; i < s.values.size(); ++i)
+        os << (i ? ", " : "") << exprToString(*s.values[i]);
+      break;
+    case Stmt::Kind::Assign:
+      for (size_t i = 0; i < s.targets.size(); ++i)
+        os << (i ? ", " : "") << s.targets[i].first;
+      os << " = " << exprToString(*s.values[0]);
+      break;
+    case Stmt::Kind::For:
+      os << "for " << s.targets[0].first << " in "
+         << exprToString(*s.values[0]);
+      break;
+    }
+    os << "  @" << s.loc.line << ":" << s.loc.col << "\n";
+    if (s.kind == Stmt::Kind::For)
+      printStatements(s.body, indent + "  ", os);
+  }
+}
+
 std::vector<std::string> Module::functionNames() const {
   std::vector<std::string> names;
   for (const Function &f : functions)
@@ -63,19 +95,7 @@ void printAST(const Module &m, std::ostream &os) {
       os << "    param " << p.name << ": " << typeToString(p.type) << "\n";
     for (auto &r : f.results)
       os << "    result " << typeToString(r) << "\n";
-    for (auto &s : f.body) {
-      os << "    ";
-      if (s.kind == Stmt::Kind::Return) {
-        os << "return ";
-        for (size_t i = 0; i < s.values.size(); ++i)
-          os << (i ? ", " : "") << exprToString(*s.values[i]);
-      } else {
-        for (size_t i = 0; i < s.targets.size(); ++i)
-          os << (i ? ", " : "") << s.targets[i].first;
-        os << " = " << exprToString(*s.values[0]);
-      }
-      os << "  @" << s.loc.line << ":" << s.loc.col << "\n";
-    }
+    printStatements(f.body, "    ", os);
   }
 }
 

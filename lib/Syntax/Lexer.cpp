@@ -94,6 +94,10 @@ std::optional<std::string> controlFlowMessage(const std::string &s,
   std::string word = s.substr(begin, end - begin);
   if (word != "if" && word != "for" && word != "while")
     return std::nullopt;
+  // `for l in range(layers):` is the one loop (the parser reads it); any
+  // other `for` gets the parser's message.
+  if (word == "for")
+    return std::nullopt;
   bool startsStatement = out.empty() || out.back().kind == TokenKind::Newline ||
                          out.back().kind == TokenKind::Indent ||
                          out.back().kind == TokenKind::Dedent;

@@ -199,7 +199,8 @@ private:
       auto pname = expectName("(a parameter)");
       if (!pname)
         return std::nullopt;
-      if (!expect(TokenKind::Colon, "after the parameter name: every parameter needs a type such as f32[\"n\"]"))
+      if (!expect(TokenKind::Colon, "after the parameter name: every parameter "
+                                    "needs a type such as f32[\"n\"]"))
         return std::nullopt;
       auto type = parseType();
       if (!type)
@@ -210,7 +211,8 @@ private:
     }
     if (!expect(TokenKind::RParen, "after the parameters"))
       return std::nullopt;
-    if (!expect(TokenKind::Arrow, "after the parameters: a result type is required"))
+    if (!expect(TokenKind::Arrow,
+                "after the parameters: a result type is required"))
       return std::nullopt;
     if (accept(TokenKind::LParen)) {
       do {
@@ -236,16 +238,57 @@ private:
     }
     ++pos;
     skipDocstring();
+    if (!parseBlock(f.body))
+      return std::nullopt;
+    return f;
+  }
+
+  /// The statements of an indented block, after its INDENT, to its DEDENT.
+  bool parseBlock(std::vector<Stmt> &body) {
     while (!at(TokenKind::Dedent) && !at(TokenKind::Eof)) {
       if (accept(TokenKind::Newline))
         continue;
       auto stmt = parseStmt();
       if (!stmt)
-        return std::nullopt;
-      f.body.push_back(std::move(*stmt));
+        return false;
+      body.push_back(std::move(*stmt));
     }
     accept(TokenKind::Dedent);
-    return f;
+    return true;
+  }
+
+  /// Whether a statement starting here is a `for` loop: `for NAME in`
+  /// (there are no reserved words: `for = x` assigns a name).
+  bool atFor() const {
+    return atName("for") && peek(1).kind == TokenKind::Name &&
+           peek(2).kind == TokenKind::Name && peek(2).text == "in";
+  }
+
+  /// `for l in range(layers):` and its indented body. What it runs over
+  /// is checked by the checker (only range(N) of a size).
+  std::optional<Stmt> parseFor() {
+    Stmt s;
+    s.kind = Stmt::Kind::For;
+    s.loc = peek().loc;
+    ++pos; // for
+    Token var = toks[pos];
+    pos += 2; // the variable, in
+    s.targets.push_back({var.text, var.loc});
+    auto over = parseExpr();
+    if (!over)
+      return std::nullopt;
+    s.values.push_back(std::move(over));
+    if (!expect(TokenKind::Colon, "after the loop's range") ||
+        !expect(TokenKind::Newline, "after ':'"))
+      return std::nullopt;
+    if (!at(TokenKind::Indent)) {
+      error(peek(), "expected an indented loop body");
+      return std::nullopt;
+    }
+    ++pos;
+    if (!parseBlock(s.body))
+      return std::nullopt;
+    return s;
   }
 
   std::optional<Stmt> parseStmt() {
@@ -257,6 +300,16 @@ private:
     }
     if (bareString())
       return std::nullopt;
+    if (atFor())
+      return parseFor();
+    if (atName("for") && peek(1).kind == TokenKind::Name) {
+      error(peek(), "ein's one loop is 'for l in range(layers):' (one loop "
+                    "variable, over range of a size), which unrolls over "
+                    "stacked weights w[l]; write a loop over an axis as one "
+                    "operation on the whole tensor (einsum, reduce, repeat, "
+                    "rearrange)");
+      return std::nullopt;
+    }
     if (atName("return")) {
       ++pos;
       s.kind = Stmt::Kind::Return;
@@ -358,7 +411,8 @@ private:
     return parseBinary(&Parser::parseAdditive, {TokenKind::Amp});
   }
 
-  ExprPtr parseBinary(ExprPtr (Parser::*next)(), std::initializer_list<TokenKind> ops) {
+  ExprPtr parseBinary(ExprPtr (Parser::*next)(),
+                      std::initializer_list<TokenKind> ops) {
     ExprPtr lhs = (this->*next)();
     unsigned chainStart = depth;
     struct Restore {
@@ -386,7 +440,8 @@ private:
     return lhs;
   }
   ExprPtr parseAdditive() {
-    return parseBinary(&Parser::parseMultiplicative, {TokenKind::Plus, TokenKind::Minus});
+    return parseBinary(&Parser::parseMultiplicative,
+                       {TokenKind::Plus, TokenKind::Minus});
   }
   ExprPtr parseMultiplicative() {
     // `@` parses as in Python, for the checker to say what to write.
@@ -428,6 +483,29 @@ private:
     e->args.push_back(std::move(exponent));
     return e;
   }
+  /// `w[l]`: a name indexed (which indices are allowed is the checker's
+  /// rule: the variable of an enclosing loop, on the leading axis).
+  ExprPtr parseIndex(const Token &name) {
+    auto index = make(Expr::Kind::Index, toks[pos]);
+    index->args.push_back(make(Expr::Kind::Name, name));
+    ++pos; // [
+    while (!at(TokenKind::RBracket)) {
+      ExprPtr item = parseExpr();
+      if (!item)
+        return nullptr;
+      index->args.push_back(std::move(item));
+      if (!accept(TokenKind::Comma))
+        break;
+    }
+    if (!expect(TokenKind::RBracket, "to close '['"))
+      return nullptr;
+    if (index->args.size() == 1) {
+      error(toks[pos - 1], "expected an index between '[' and ']'");
+      return nullptr;
+    }
+    return index;
+  }
+
   ExprPtr parsePrimary() {
     const Token &t = peek();
     switch (t.kind) {
@@ -469,6 +547,8 @@ private:
     }
     case TokenKind::Name: {
       ++pos;
+      if (at(TokenKind::LBracket))
+        return parseIndex(t);
       if (!at(TokenKind::LParen))
         return make(Expr::Kind::Name, t);
       auto call = make(Expr::Kind::Call, t);

@@ -43,6 +43,30 @@ TEST(Module, CallsMultiheadAtOtherSizesThanItsDims) {
   });
 }
 
+TEST(Module, LoopOverStackedWeightsUnrollsPerCall) {
+  // `layers` is bound by each call's inputs, and the loop unrolled for it
+  // (the module's size-generic code cannot leave it free); 0 layers is an
+  // empty loop.
+  ein::Module m = ein::Module::from_source(
+      "def f(w: f32[\"layers d\"], x: f32[\"d\"]) -> f32[\"d\"]:\n"
+      "    for l in range(layers):\n"
+      "        x = x * w[l] + 1\n"
+      "    return x\n",
+      "loop.ein");
+  for (int64_t layers : {3, 0}) {
+    ein::Tensor w =
+        iota({layers, 4}, [](int64_t i) { return float(i % 5) - 2; });
+    ein::Tensor x = iota({4});
+    auto [y] = m.call<1>("f", w, x);
+    expectTensor(y, {4}, [&](const Index &i) {
+      double v = element(x, {i[0]});
+      for (int64_t l = 0; l < layers; ++l)
+        v = v * element(w, {l, i[0]}) + 1;
+      return v;
+    });
+  }
+}
+
 TEST(Module, ReportCountsTheLecturesFlops) {
   ein::Module m = ein::Module::load(examples() + "multihead.ein");
   ein::CostReport r = m.report("multihead");

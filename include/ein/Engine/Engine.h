@@ -23,8 +23,13 @@ enum class Specialisation {
   /// Every size of the inputs is compiled in (one compilation per shape).
   Sizes,
   /// Only `dim`, --dim and `#` dims given size 1 are numbers; every other
-  /// size is read from the arguments (one compilation for every shape).
+  /// size is read from the arguments (one compilation for every shape). A
+  /// function with a loop over a size left free is refused: the loop is
+  /// unrolled, so its count must be a number.
   Generic,
+  /// Generic, except a function with a loop over a size left free, whose
+  /// sizes are compiled in (the C++ API's calls: the loop is unrolled).
+  GenericUnlessLoops,
 };
 
 /// A call of one function on inputs of known shapes, checked and compiled.

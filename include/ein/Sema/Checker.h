@@ -1,4 +1,5 @@
-// The static checker: types every value of a .ein module and reports shape errors.
+// The static checker: types every value of a .ein module and reports shape
+// errors.
 #pragma once
 
 #include "ein/Sema/Program.h"
@@ -37,6 +38,12 @@ struct CheckOptions {
   std::map<std::string, size_t> packRanks;
   /// When set, only this function is checked (others are skipped).
   std::string onlyFunction;
+  /// A `for` loop whose count is not known is checked once, symbolically,
+  /// and left out of the program, which records it
+  /// (CheckedFunction::symbolicLoops), instead of being an error: for a
+  /// check whose program is read only for its signature and diagnostics,
+  /// and checked again once the inputs give the sizes (Engine::bind).
+  bool loopsMayStaySymbolic = false;
 };
 
 /// The `packRanks` key of the variadic `pack` in parameter `param`'s type:

@@ -88,10 +88,14 @@ struct CheckedOp {
 
 /// One call of a function by another, inlined by the checker: the callee's
 /// ops join the caller's, each remembering its call (CheckedOp::callSite).
+/// One iteration of an unrolled `for` loop is a call site too: its callee
+/// is the loop as written (`for l in range(layers)`), its loc the `for`.
 struct CallSite {
   std::string callee;
   SourceLoc loc;   // the call, in the caller
   int parent = -1; // the call this one is inside, or -1
+  /// The loop iteration (the loop variable's value), or -1 for a call.
+  int64_t iteration = -1;
 };
 
 struct CheckedFunction {
@@ -109,6 +113,10 @@ struct CheckedFunction {
   /// The losses grad() differentiated.
   std::vector<unsigned> gradLosses;
   InferContext ctx; // bindings, packs, entry constraints of this function
+  /// The `for` loops whose count was not known, checked but not unrolled
+  /// (CheckOptions::loopsMayStaySymbolic): where each is, and the error
+  /// that compiling the function gives. Such a function is never compiled.
+  std::vector<std::pair<SourceLoc, std::string>> symbolicLoops;
   /// The calls `op` was inlined from, outermost first (empty for an op of
   /// the function itself).
   std::vector<int> callPath(const CheckedOp &op) const;

@@ -31,12 +31,16 @@ struct Expr {
     Binary,
     Neg,
     Not,
-    List
+    List,
+    Index
   } kind;
   SourceLoc loc;
-  unsigned length = 1;        // source columns of the token (names, strings)
-  std::string text;           // Name, Int/Float digits, String contents, Call callee, Binary op
-  std::vector<ExprPtr> args;  // Call arguments, Binary/Neg operands, List items
+  unsigned length = 1; // source columns of the token (names, strings)
+  std::string
+      text; // Name, Int/Float digits, String contents, Call callee, Binary op
+  /// Call arguments, Binary/Neg operands, List items; Index: the tensor
+  /// indexed, then the indices (`w[l]`: w, l).
+  std::vector<ExprPtr> args;
   std::vector<KeywordArg> keywords; // Call keyword arguments
 };
 
@@ -54,12 +58,17 @@ struct Param {
   TypeAnnotation type;
 };
 
-/// `a, b = expr` or `return x, y`.
+/// `a, b = expr`, `return x, y`, or `for l in range(layers):` and its
+/// indented body.
 struct Stmt {
-  enum class Kind { Assign, Return } kind;
+  enum class Kind { Assign, Return, For } kind;
   SourceLoc loc;
-  std::vector<std::pair<std::string, SourceLoc>> targets; // Assign
-  std::vector<ExprPtr> values; // Assign: one value; Return: one or more
+  /// Assign: the names assigned; For: the loop variable.
+  std::vector<std::pair<std::string, SourceLoc>> targets;
+  /// Assign: one value; Return: one or more; For: what it runs over (the
+  /// call `range(layers)` as written).
+  std::vector<ExprPtr> values;
+  std::vector<Stmt> body; // For: the statements run once per iteration
 };
 
 struct Function {
