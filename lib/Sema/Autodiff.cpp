@@ -306,6 +306,22 @@ bool Differentiator::differentiate(const CheckedOp &op) {
       .no();
 }
 
+CheckedOp recomputedCopy(CheckedFunction &fn, const CheckedOp &op,
+                         std::map<unsigned, unsigned> &copyOf) {
+  unsigned v = op.results[0];
+  CheckedOp again = op;
+  again.phase = GradPhase::Recompute;
+  again.gradOf = static_cast<int>(v);
+  for (unsigned &x : again.operands)
+    if (auto c = copyOf.find(x); c != copyOf.end())
+      x = c->second;
+  fn.values.push_back(fn.values[v]);
+  unsigned copy = static_cast<unsigned>(fn.values.size() - 1);
+  again.results = {copy};
+  copyOf[v] = copy;
+  return again;
+}
+
 GradientResult Differentiator::run(unsigned loss,
                                    const std::vector<unsigned> &wrt,
                                    SourceLoc at) {
@@ -444,17 +460,7 @@ size_t recomputeCheapValues(CheckedFunction &fn) {
       if (isBackward(fn.ops[i]) &&
           std::count(fn.ops[i].operands.begin(), fn.ops[i].operands.end(), v))
         first = i;
-    CheckedOp again = op;
-    again.phase = GradPhase::Recompute;
-    again.gradOf = static_cast<int>(v);
-    for (unsigned &x : again.operands)
-      if (auto c = copyOf.find(x); c != copyOf.end())
-        x = c->second;
-    fn.values.push_back(fn.values[v]);
-    unsigned copy = static_cast<unsigned>(fn.values.size() - 1);
-    again.results = {copy};
-    copyOf[v] = copy;
-    inserts.push_back({first, std::move(again)});
+    inserts.push_back({first, recomputedCopy(fn, op, copyOf)});
   }
   for (CheckedOp &op : fn.ops)
     if (isBackward(op))

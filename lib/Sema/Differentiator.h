@@ -187,6 +187,13 @@ std::optional<SoftmaxChain> matchLogSoftmax(const CheckedFunction &fn,
 bool gradientOfLogSoftmax(Differentiator &d, const CheckedOp &sub,
                           const SoftmaxChain &s);
 
+/// A copy of the forward op `op` (one result) for the backward to compute
+/// again instead of saving its value: phase Recompute, its operands the
+/// copies already made (`copyOf`), its result a new value of the same type,
+/// recorded in `copyOf`.
+CheckedOp recomputedCopy(CheckedFunction &fn, const CheckedOp &op,
+                         std::map<unsigned, unsigned> &copyOf);
+
 /// One gradient rule per registry row, defined in the op's family file
 /// (lib/Sema/Ops/<Family>.cpp): it is called for every op one of whose
 /// results has an adjoint, reads the adjoints it needs (`adjointOf`; unpack

@@ -338,18 +338,8 @@ bool recomputeProbabilities(CheckedFunction &fn, const SoftmaxChain &s) {
   std::map<unsigned, unsigned> copyOf;
   std::vector<CheckedOp> copies;
   for (size_t i : repeat) {
-    CheckedOp again = fn.ops[i];
-    unsigned v = again.results[0];
-    again.phase = GradPhase::Recompute;
-    again.gradOf = static_cast<int>(v);
-    for (unsigned &x : again.operands)
-      if (auto c = copyOf.find(x); c != copyOf.end())
-        x = c->second;
-    fn.values.push_back(fn.values[v]);
-    unsigned copy = static_cast<unsigned>(fn.values.size() - 1);
-    again.results = {copy};
-    copyOf[v] = copy;
-    copies.push_back(std::move(again));
+    const CheckedOp forward = fn.ops[i]; // a copy: fn.values grows below
+    copies.push_back(recomputedCopy(fn, forward, copyOf));
   }
   unsigned y = copyOf.at(s.y);
   for (size_t i = first; i < fn.ops.size(); ++i)

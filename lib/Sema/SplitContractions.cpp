@@ -8,62 +8,20 @@
 
 #include "ein/Sema/ProgramBuilder.h"
 #include "ein/Shape/ContractionOrder.h"
-#include "ein/Syntax/Pattern.h"
-
-#include <algorithm>
-#include <set>
 
 namespace ein {
 
 namespace {
-
-bool isEllipsisAxis(const std::string &axis) {
-  return axis.rfind("...", 0) == 0;
-}
 
 /// The accumulator rule of the einsum lowering (EinToLinalg/Contractions.cpp,
 /// mirrored by ein-split-einsums): floats narrower than 32 bits accumulate in
 /// f32.
 bool isLowPrecisionFloat(DType t) { return isFloat(t) && dtypeBytes(t) < 4; }
 
-/// One live operand of the chain: an operand of the einsum or the product of
-/// a step.
-struct Term {
-  unsigned value;
-  std::string side;              // its side of a step's pattern
-  std::vector<std::string> axes; // elementary axes, as EinsumInfo names them
-  bool original;
-  bool hasEllipsis; // some operand it comes from has `...`
-};
-
-/// The pattern side of a product holding `axes`: the named axes in order and
-/// one `...` for the ellipsis dims (where the first of them is, else first),
-/// as ein-split-einsums writes it.
-std::string productSide(const std::vector<std::string> &axes,
-                        bool hasEllipsis) {
-  std::vector<std::string> parts;
-  bool dots = false;
-  for (auto &a : axes) {
-    if (!isEllipsisAxis(a))
-      parts.push_back(a);
-    else if (!dots)
-      parts.push_back("...");
-    dots |= isEllipsisAxis(a);
-  }
-  if (hasEllipsis && !dots)
-    parts.insert(parts.begin(), "...");
-  std::string side;
-  for (auto &p : parts)
-    side += (side.empty() ? "" : " ") + p;
-  return side;
-}
-
-/// Builds the chain at the end of `fn.ops`; its last value, or none when a
-/// step does not build.
+/// Builds the chain (pairwiseChain) at the end of `fn.ops`; its last value,
+/// or none when a step does not build.
 std::optional<unsigned> buildChain(ProgramBuilder &b, const CheckedOp &op,
                                    const Bindings &env) {
-  const EinsumInfo &info = *op.einsum;
-  const Pattern &pattern = op.parsed;
   CheckedFunction &fn = b.function();
   DType resultType = fn.values[op.results[0]].type.dtype;
   DType acc = op.acc                            ? *op.acc
@@ -75,68 +33,28 @@ std::optional<unsigned> buildChain(ProgramBuilder &b, const CheckedOp &op,
   std::optional<DType> stepAcc;
   if (op.acc || acc != operandType)
     stepAcc = acc;
-  std::vector<Term> live;
-  for (size_t k = 0; k < op.operands.size(); ++k)
-    live.push_back(Term{op.operands[k], pattern.inputs[k].str(),
-                        info.operandAxes[k], true,
-                        pattern.inputs[k].hasEllipsis()});
-  std::vector<ContractionStep> order = contractionOrder(info, env);
-  for (const ContractionStep &at : order) {
-    unsigned i = at[0], j = at.back(); // j == i: one operand
-    // The axes of the step's operands, in order, that the output or another
-    // live operand still needs.
-    std::set<std::string> needed(info.outputAxes.begin(),
-                                 info.outputAxes.end());
-    for (size_t k = 0; k < live.size(); ++k)
-      if (k != i && k != j)
-        needed.insert(live[k].axes.begin(), live[k].axes.end());
-    std::vector<std::string> keep;
-    bool hasEllipsis = false, withProduct = false;
-    std::string in;
-    for (unsigned k : at) {
-      for (auto &a : live[k].axes)
-        if (needed.count(a) &&
-            std::find(keep.begin(), keep.end(), a) == keep.end())
-          keep.push_back(a);
-      hasEllipsis |= live[k].hasEllipsis;
-      withProduct |= !live[k].original;
-      in += (k == at[0] ? "" : ", ") + live[k].side; // a scalar's is ""
-    }
-    bool last = live.size() == at.size();
-    std::string out =
-        last ? pattern.output.str() : productSide(keep, hasEllipsis);
-    auto stepPattern = parsePattern(in + " -> " + out, PatternUse::Einsum);
-    if (!stepPattern)
-      return std::nullopt;
+  auto chain = pairwiseChain(*op.einsum, op.parsed, op.sizes, env);
+  if (!chain)
+    return std::nullopt;
+  std::vector<unsigned> live(op.operands.begin(), op.operands.end());
+  for (const PairwiseStep &step : *chain) {
     // An operand of the einsum that meets a product (in `acc`) is cast to it
     // first: the conversion the einsum applies to each of its elements.
     std::vector<unsigned> operands;
-    for (unsigned k : at) {
-      unsigned v = live[k].value;
-      if (withProduct && fn.values[v].type.dtype != acc)
+    for (unsigned k : step.at) {
+      unsigned v = live[k];
+      if (step.withProduct && fn.values[v].type.dtype != acc)
         v = b.cast(v, acc);
       operands.push_back(v);
     }
-    std::set<std::string> named; // the sizes of the axes this step names
-    for (auto &side : stepPattern->inputs)
-      for (auto *a : side.namedAxes())
-        named.insert(a->name);
-    for (auto *a : stepPattern->output.namedAxes())
-      named.insert(a->name);
-    std::vector<SizeArg> sizes;
-    for (auto &s : op.sizes)
-      if (named.count(s.name))
-        sizes.push_back(s);
-    auto product = b.einsum(operands, *stepPattern, sizes, stepAcc);
+    auto product = b.einsum(operands, step.pattern, step.sizes, stepAcc);
     if (!product)
       return std::nullopt;
-    live = afterContracting(live, i, j,
-                            Term{*product, productSide(keep, hasEllipsis), keep,
-                                 false, hasEllipsis});
+    live = afterContracting(live, step.at[0], step.at.back(), *product);
   }
   if (live.size() != 1)
     return std::nullopt;
-  unsigned result = live[0].value;
+  unsigned result = live[0];
   if (fn.values[result].type.dtype != resultType)
     result = b.cast(result, resultType);
   return result;

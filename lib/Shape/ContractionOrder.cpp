@@ -12,6 +12,7 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace ein {
@@ -480,6 +481,96 @@ contractionPath(const EinsumInfo &info, const Bindings &env) {
 std::vector<ContractionStep> contractionOrder(const EinsumInfo &info,
                                               const Bindings &env) {
   return order(info, env, /*mayReduce=*/true);
+}
+
+namespace {
+
+bool isEllipsisAxis(const std::string &axis) {
+  return axis.rfind("...", 0) == 0;
+}
+
+/// The pattern side of a product holding `axes`: the named axes in order and
+/// one `...` for the ellipsis dims (where the first of them is, else first).
+std::string productSide(const std::vector<std::string> &axes,
+                        bool hasEllipsis) {
+  std::vector<std::string> parts;
+  bool dots = false;
+  for (auto &a : axes) {
+    if (!isEllipsisAxis(a))
+      parts.push_back(a);
+    else if (!dots)
+      parts.push_back("...");
+    dots |= isEllipsisAxis(a);
+  }
+  if (hasEllipsis && !dots)
+    parts.insert(parts.begin(), "...");
+  std::string side;
+  for (auto &p : parts)
+    side += (side.empty() ? "" : " ") + p;
+  return side;
+}
+
+/// One live operand of the chain: an operand of the einsum or a product.
+struct ChainTerm {
+  std::string side;              // its side of a step's pattern
+  std::vector<std::string> axes; // elementary axes, as EinsumInfo names them
+  bool original;
+  bool hasEllipsis; // some operand it comes from has `...`
+};
+
+} // namespace
+
+std::optional<std::vector<PairwiseStep>>
+pairwiseChain(const EinsumInfo &info, const Pattern &pattern,
+              const std::vector<SizeArg> &sizes, const Bindings &env) {
+  std::vector<ChainTerm> live;
+  for (size_t k = 0; k < pattern.inputs.size(); ++k)
+    live.push_back(ChainTerm{pattern.inputs[k].str(), info.operandAxes[k], true,
+                             pattern.inputs[k].hasEllipsis()});
+  std::vector<PairwiseStep> steps;
+  for (const ContractionStep &at : contractionOrder(info, env)) {
+    unsigned i = at[0], j = at.back(); // j == i: one operand
+    // The axes of the step's operands, in order, that the output or another
+    // live operand still needs.
+    std::set<std::string> needed(info.outputAxes.begin(),
+                                 info.outputAxes.end());
+    for (size_t k = 0; k < live.size(); ++k)
+      if (k != i && k != j)
+        needed.insert(live[k].axes.begin(), live[k].axes.end());
+    std::vector<std::string> keep;
+    bool hasEllipsis = false, withProduct = false;
+    std::string in;
+    for (unsigned k : at) {
+      for (auto &a : live[k].axes)
+        if (needed.count(a) &&
+            std::find(keep.begin(), keep.end(), a) == keep.end())
+          keep.push_back(a);
+      hasEllipsis |= live[k].hasEllipsis;
+      withProduct |= !live[k].original;
+      in += (k == at[0] ? "" : ", ") + live[k].side; // a scalar's is ""
+    }
+    bool last = live.size() == at.size();
+    std::string product = productSide(keep, hasEllipsis);
+    auto stepPattern =
+        parsePattern(in + " -> " + (last ? pattern.output.str() : product),
+                     PatternUse::Einsum);
+    if (!stepPattern)
+      return std::nullopt;
+    PairwiseStep step{at, *stepPattern, {}, withProduct, last};
+    std::set<std::string> named; // the sizes of the axes this step names
+    for (auto &side : step.pattern.inputs)
+      for (auto *a : side.namedAxes())
+        named.insert(a->name);
+    for (auto *a : step.pattern.output.namedAxes())
+      named.insert(a->name);
+    for (auto &s : sizes)
+      if (named.count(s.name))
+        step.sizes.push_back(s);
+    steps.push_back(std::move(step));
+    live = afterContracting(live, i, j,
+                            ChainTerm{product, keep, false, hasEllipsis});
+  }
+  return steps;
 }
 
 } // namespace ein

@@ -5,6 +5,9 @@
 #pragma once
 
 #include "ein/Shape/Infer.h"
+#include "ein/Syntax/Pattern.h"
+
+#include <optional>
 
 #include <utility>
 #include <vector>
@@ -51,5 +54,29 @@ std::vector<ContractionStep> contractionOrder(const EinsumInfo &info,
 /// contracts an einsum pairwise in one go.
 std::vector<std::pair<unsigned, unsigned>>
 contractionPath(const EinsumInfo &info, const Bindings &env);
+
+/// One einsum of the pairwise chain an einsum of several operands runs as
+/// (ein-split-einsums and grad() build the same chain from it).
+struct PairwiseStep {
+  /// The positions of its operands in the live list (afterContracting).
+  ContractionStep at;
+  /// Its pattern: the operands' sides, and the product's side (the axes
+  /// that the output or a later operand still needs, named axes in order,
+  /// one `...`), or the einsum's output for the last step.
+  Pattern pattern;
+  /// The einsum's keyword sizes that this step's pattern names.
+  std::vector<SizeArg> sizes;
+  /// An operand is the product of an earlier step: operands of the einsum
+  /// that meet it are converted to the accumulator type first.
+  bool withProduct = false;
+  /// It writes the einsum's result.
+  bool last = false;
+};
+
+/// The chain of an einsum along contractionOrder(info, env); nullopt when a
+/// step's pattern does not parse.
+std::optional<std::vector<PairwiseStep>>
+pairwiseChain(const EinsumInfo &info, const Pattern &pattern,
+              const std::vector<SizeArg> &sizes, const Bindings &env);
 
 } // namespace ein
