@@ -8,9 +8,9 @@
 # and "N passed, M failed".
 #
 #   scripts/test.sh          CI's run (within 35 minutes on 2 cores): every
-#                            execution-corpus case runs fused and size-generic;
-#                            the other variants (no fusion, small tiles, the
-#                            emulated CUDA target) run a rotating sample that
+#                            execution-corpus case runs fused; the other
+#                            variants (size-generic, no fusion, small tiles,
+#                            the emulated CUDA target) run a rotating sample that
 #                            moves with every commit (test/lit.cfg.py,
 #                            %rotate), and the fuzz seed moves with it.
 #   scripts/test.sh --full   everything: every corpus case in every variant,

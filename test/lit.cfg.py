@@ -26,8 +26,8 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 # `--sample N %rotate` on an execution corpus: CI runs every N-th case, from
 # an offset that moves with every commit (run_corpus.py --offset rotate), so
 # N commits cover every case; `lit --param ein_full=1` (scripts/test.sh
-# --full) runs them all. Every case still runs fused and size-generic in
-# every run (corpus.test, corpus-size-generic.test take no sample).
+# --full) runs them all. Every case still runs fused in every run
+# (corpus.test takes no sample); size-generic, every second case.
 ein_full = lit_config.params.get("ein_full", "0") == "1"
 config.substitutions.append(
     ("%rotate", "--sample 1" if ein_full else "--offset rotate"))
