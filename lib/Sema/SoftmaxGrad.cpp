@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ein {
 
@@ -102,6 +104,36 @@ bool alignedAsReduced(const CheckedFunction &fn, unsigned full, unsigned row,
   return true;
 }
 
+/// The max (of z, giving mx) and the sum (of `full`, giving `row`) reduce
+/// the same dims, and each result broadcasts back along them.
+bool reduceSameRows(const CheckedFunction &fn, const CheckedOp &max,
+                    const CheckedOp &sum, unsigned z, unsigned mx,
+                    unsigned full, unsigned row) {
+  auto keptMax = keptDims(*max.transform);
+  auto keptSum = keptDims(*sum.transform);
+  return keptMax && keptSum && *keptMax == *keptSum &&
+         max.transform->inputGroups.size() ==
+             sum.transform->inputGroups.size() &&
+         alignedAsReduced(fn, z, mx, *keptMax) &&
+         alignedAsReduced(fn, full, row, *keptSum);
+}
+
+/// Each step of a chain is read only by the ops that make the values listed
+/// with it: the rule replaces the steps' gradients, so no other reader may
+/// need them.
+bool readOnlyWithin(
+    const CheckedFunction &fn,
+    const std::vector<std::pair<unsigned, std::vector<unsigned>>> &readers) {
+  for (const CheckedOp &op : fn.ops)
+    for (unsigned v : op.operands)
+      for (const auto &[step, allowed] : readers)
+        if (v == step &&
+            std::none_of(allowed.begin(), allowed.end(),
+                         [&](unsigned r) { return produces(op, r); }))
+          return false;
+  return true;
+}
+
 } // namespace
 
 std::optional<SoftmaxChain> matchSoftmax(const CheckedFunction &fn,
@@ -133,29 +165,14 @@ std::optional<SoftmaxChain> matchSoftmax(const CheckedFunction &fn,
       return std::nullopt;
   if (!isFloat(t) || !sameShape(fn, s.z, s.t) || !sameShape(fn, s.t, s.y))
     return std::nullopt;
-  // The max and the sum reduce the same dims and broadcast back along
-  // them.
-  auto keptMax = keptDims(*max->transform);
-  auto keptSum = keptDims(*sum->transform);
-  if (!keptMax || !keptSum || *keptMax != *keptSum ||
-      max->transform->inputGroups.size() != sum->transform->inputGroups.size())
+  if (!reduceSameRows(fn, *max, *sum, s.z, s.mx, s.p, s.den))
     return std::nullopt;
-  if (!alignedAsReduced(fn, s.z, s.mx, *keptMax) ||
-      !alignedAsReduced(fn, s.p, s.den, *keptSum))
+  // The steps between z and y feed nothing else (the max's gradient is
+  // zero: a softmax does not change when a row is shifted).
+  if (!readOnlyWithin(
+          fn,
+          {{s.t, {s.p}}, {s.p, {s.den, s.y}}, {s.mx, {s.t}}, {s.den, {s.y}}}))
     return std::nullopt;
-  // The steps between z and y feed nothing else: the rule replaces their
-  // gradients (the max's is zero: a softmax does not change when a row is
-  // shifted).
-  for (const CheckedOp &op : fn.ops)
-    for (unsigned v : op.operands) {
-      bool inChain = (v == s.t && produces(op, s.p)) ||
-                     (v == s.p && (produces(op, s.den) || produces(op, s.y))) ||
-                     (v == s.mx && produces(op, s.t)) ||
-                     (v == s.den && produces(op, s.y));
-      bool step = v == s.t || v == s.p || v == s.mx || v == s.den;
-      if (step && !inChain)
-        return std::nullopt;
-    }
   s.sumPattern = sum->parsed;
   s.sumSizes = sum->sizes;
   return s;
@@ -214,26 +231,15 @@ std::optional<SoftmaxChain> matchLogSoftmax(const CheckedFunction &fn,
   if (!isFloat(t) || !sameShape(fn, s.z, s.t) || !sameShape(fn, s.t, s.y) ||
       !sameShape(fn, s.t, s.p))
     return std::nullopt;
-  auto keptMax = keptDims(*max->transform);
-  auto keptSum = keptDims(*sum->transform);
-  if (!keptMax || !keptSum || *keptMax != *keptSum ||
-      max->transform->inputGroups.size() != sum->transform->inputGroups.size())
-    return std::nullopt;
-  if (!alignedAsReduced(fn, s.z, s.mx, *keptMax) ||
-      !alignedAsReduced(fn, s.t, *s.lg, *keptSum))
+  if (!reduceSameRows(fn, *max, *sum, s.z, s.mx, s.t, *s.lg))
     return std::nullopt;
   // t is read by exp and by y alone, the others by the next step alone.
-  for (const CheckedOp &op : fn.ops)
-    for (unsigned v : op.operands) {
-      bool inChain = (v == s.t && (produces(op, s.p) || produces(op, s.y))) ||
-                     (v == s.p && produces(op, s.den)) ||
-                     (v == s.mx && produces(op, s.t)) ||
-                     (v == s.den && produces(op, *s.lg)) ||
-                     (v == *s.lg && produces(op, s.y));
-      bool step = v == s.t || v == s.p || v == s.mx || v == s.den || v == *s.lg;
-      if (step && !inChain)
-        return std::nullopt;
-    }
+  if (!readOnlyWithin(fn, {{s.t, {s.p, s.y}},
+                           {s.p, {s.den}},
+                           {s.mx, {s.t}},
+                           {s.den, {*s.lg}},
+                           {*s.lg, {s.y}}}))
+    return std::nullopt;
   s.sumPattern = sum->parsed;
   s.sumSizes = sum->sizes;
   return s;

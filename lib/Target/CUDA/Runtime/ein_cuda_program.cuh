@@ -493,18 +493,21 @@ __device__ __forceinline__ uint64_t ein_philox4x64_10_word0(uint64_t i,
   return x0;
 }
 
-/// out[i] = keep(i) ? C(x[i]) * scale : 0 over C-order indices i, keep(i)
-/// when (word0 >> 11) >= threshold (= ceil(p * 2^53)); C is double for
-/// double and float otherwise (narrower floats computed in f32, rounded
-/// once), `scale` 1 / (1 - p) rounded to C.
-template <typename T, int R>
-__global__ void ein_dropout_kernel(EinView<T, R> out, EinView<const T, R> x,
-                                   const int64_t *key, uint64_t threshold,
-                                   double scale, int64_t n) {
-  using C = typename std::conditional<std::is_same<T, double>::value, double,
-                                      float>::type;
-  const C s = C(scale);
-  const uint64_t k = uint64_t(key[0]);
+/// A dropout's compute type C: double for double and float otherwise
+/// (narrower floats computed in f32, rounded once).
+template <typename T>
+using EinDropoutCompute =
+    typename std::conditional<std::is_same<T, double>::value, double,
+                              float>::type;
+
+/// out[i] = keep(i) ? C(x[i]) * s : 0 over the C-order indices i this thread
+/// takes (grid-stride), keep(i) when (word0 >> 11) >= threshold
+/// (= ceil(p * 2^53)), `s` 1 / (1 - p) rounded to C; for both kernels below.
+template <typename T, int R, typename C>
+__device__ inline void ein_dropout_elements(EinView<T, R> out,
+                                            EinView<const T, R> x, uint64_t k,
+                                            uint64_t threshold, C s,
+                                            int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = i, src = 0, dst = 0;
@@ -519,6 +522,14 @@ __global__ void ein_dropout_kernel(EinView<T, R> out, EinView<const T, R> x,
                         ? ein_cvt<T>(ein_cvt<C>(x.data[src]) * s)
                         : ein_cvt<T>(C(0));
   }
+}
+
+template <typename T, int R>
+__global__ void ein_dropout_kernel(EinView<T, R> out, EinView<const T, R> x,
+                                   const int64_t *key, uint64_t threshold,
+                                   double scale, int64_t n) {
+  using C = EinDropoutCompute<T>;
+  ein_dropout_elements(out, x, uint64_t(key[0]), threshold, C(scale), n);
 }
 
 /// dropout(x, p, key): the key read on the device, one thread per element.
@@ -562,26 +573,11 @@ __global__ void ein_dropout_rate_kernel(EinView<T, R> out,
                                         const int64_t *key, const P *rate,
                                         unsigned long long *status,
                                         int64_t n) {
-  using C = typename std::conditional<std::is_same<T, double>::value, double,
-                                      float>::type;
+  using C = EinDropoutCompute<T>;
   uint64_t threshold = 0;
   const C s = C(ein_dropout_rate(rate, &threshold, status,
                                  blockIdx.x == 0 && threadIdx.x == 0));
-  const uint64_t k = uint64_t(key[0]);
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, src = 0, dst = 0;
-    for (int d = R - 1; d >= 0; --d) {
-      int64_t c = rest % out.size[d];
-      rest /= out.size[d];
-      dst += c * out.stride[d];
-      src += c * x.stride[d];
-    }
-    uint64_t bits = ein_philox4x64_10_word0(uint64_t(i), k) >> 11;
-    out.data[dst] = bits >= threshold
-                        ? ein_cvt<T>(ein_cvt<C>(x.data[src]) * s)
-                        : ein_cvt<T>(C(0));
-  }
+  ein_dropout_elements(out, x, uint64_t(key[0]), threshold, s, n);
 }
 
 /// dropout(x, p, key) with a run-time p: p and the key read on the device;
