@@ -16,21 +16,12 @@ from safetensors.numpy import load_file, save_file
 
 EINC, OUT = sys.argv[1:3]
 HERE = os.path.dirname(os.path.abspath(__file__))
-MASK = (1 << 64) - 1
+# The sampling hash of docs/training.md, written once for the oracles.
+sys.path.insert(0, HERE)
+from gpt_torch import splitmix64  # noqa: E402
 os.environ["EIN_CACHE_DIR"] = os.path.join(OUT, "cache")
 torch.set_num_threads(1)
 LAYERS, BATCH, STEPS, SEED, LR = 3, 8, 12, 5, 0.01
-
-
-def splitmix64(seed, counter):
-    """docs/training.md: the hash that picks sample `counter`."""
-    z = (seed + (counter + 1) * 0x9E3779B97F4A7C15) & MASK
-    z ^= z >> 30
-    z = (z * 0xBF58476D1CE4E5B9) & MASK
-    z ^= z >> 27
-    z = (z * 0x94D049BB133111EB) & MASK
-    z ^= z >> 31
-    return z
 
 
 rng = np.random.default_rng(2)

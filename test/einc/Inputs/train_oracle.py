@@ -22,22 +22,14 @@ from safetensors.numpy import load_file, save_file
 
 EINC, OUT = sys.argv[1], sys.argv[2]
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The sampling hash of docs/training.md, written once for the oracles.
+sys.path.insert(0, HERE)
+from gpt_torch import splitmix64  # noqa: E402
 MASK = (1 << 64) - 1
 torch.set_num_threads(1)
 # The compiled code's disk cache stays in the test's directory.
 os.environ["EIN_CACHE_DIR"] = os.path.join(OUT, "cache")
 failures = 0
-
-
-def splitmix64(seed, counter):
-    """docs/training.md: the hash that picks sample `counter`."""
-    z = (seed + (counter + 1) * 0x9E3779B97F4A7C15) & MASK
-    z ^= z >> 30
-    z = (z * 0xBF58476D1CE4E5B9) & MASK
-    z ^= z >> 27
-    z = (z * 0x94D049BB133111EB) & MASK
-    z ^= z >> 31
-    return z
 
 
 def rows_for(seed, first, count, n):
