@@ -9,6 +9,10 @@
 
 namespace ein::sema {
 
+std::string FunctionChecker::Loop::header() const {
+  return "for " + var + " in " + exprToString(*stmt->values[0]);
+}
+
 namespace {
 
 /// The most iterations a loop is unrolled to: beyond, the program would be
@@ -230,10 +234,7 @@ bool FunctionChecker::keepsLoopType(const std::string &name, SourceLoc loc,
                 fmt::format("'{}' is carried through the loop '{}' (it is "
                             "bound before it) and must stay a tensor of type "
                             "{}",
-                            name,
-                            "for " + loop.var + " in " +
-                                exprToString(*loop.stmt->values[0]),
-                            typeText(was, out.ctx)),
+                            name, loop.header(), typeText(was, out.ctx)),
                 static_cast<unsigned>(name.size()));
     return false;
   }
@@ -244,10 +245,8 @@ bool FunctionChecker::keepsLoopType(const std::string &name, SourceLoc loc,
               fmt::format("'{}' is carried through the loop '{}' (it is bound "
                           "before it), so it keeps its type: it is {} before "
                           "the loop but {} here",
-                          name,
-                          "for " + loop.var + " in " +
-                              exprToString(*loop.stmt->values[0]),
-                          typeText(was, out.ctx), typeText(now, out.ctx)),
+                          name, loop.header(), typeText(was, out.ctx),
+                          typeText(now, out.ctx)),
               static_cast<unsigned>(name.size()));
   return false;
 }
@@ -294,8 +293,7 @@ std::optional<Operand> FunctionChecker::indexed(const Expr &e) {
     return std::nullopt;
   Shape shape = out.ctx.expand(typeOf(*x).shape);
   DType dtype = typeOf(*x).dtype;
-  std::string loopText =
-      "for " + loop->var + " in " + exprToString(*loop->stmt->values[0]);
+  std::string loopText = loop->header();
   if (shape.empty() || shape[0].isPack()) {
     diags.error(base.loc,
                 fmt::format("'{}' ({}) has no leading axis of fixed size to "

@@ -218,6 +218,8 @@ private:
     std::map<unsigned, std::vector<unsigned>> rows;
     /// Those unpacks: ops of the loop, not of one of its iterations.
     std::set<size_t> loopOps;
+    /// "for l in range(layers)", as its diagnostics quote it.
+    std::string header() const;
   };
   std::vector<Loop> loops;
   /// Names bound only inside a loop that has ended -> the loop's `for`:
