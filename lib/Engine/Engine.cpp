@@ -297,7 +297,7 @@ Error Engine::explainIndexError(const BoundCall &call,
     env[name] = value;
   for (size_t k = 0; k < sites.size(); ++k) {
     const runtime::HostTensor &t = ids[resultOf[k]];
-    if (sites[k].op == "dropout") {
+    if (sites[k].isDropoutRate()) {
       double p = 0;
       if (t.type == runtime::StorageType::F64) {
         std::memcpy(&p, t.data.data(), 8);

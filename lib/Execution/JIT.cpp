@@ -106,8 +106,6 @@ const char *kRateNote = "dropout's p must be in [0, 1): p = 1 would drop "
                         "every element, and its scale 1 / (1 - p) is "
                         "infinite";
 
-bool isDropout(const TakeSite &t) { return t.op == "dropout"; }
-
 } // namespace
 
 Error dropoutRateError(const TakeSite &dropout, double p) {
@@ -135,7 +133,7 @@ Error indexError(const std::vector<TakeSite> &sites, int64_t count,
   // Dropouts with a run-time p count into the same status as the takes.
   std::vector<TakeSite> takes, dropouts;
   for (const TakeSite &t : sites)
-    (isDropout(t) ? dropouts : takes).push_back(t);
+    (t.isDropoutRate() ? dropouts : takes).push_back(t);
   if (!dropouts.empty()) {
     std::string message;
     if (takes.empty() && dropouts.size() == 1) {
@@ -145,8 +143,9 @@ Error indexError(const std::vector<TakeSite> &sites, int64_t count,
                               : "an id is out of range or a dropout's p is "
                                 "outside [0, 1) in one of:";
       for (const TakeSite &t : sites)
-        message += fmt::format(" {}{};", siteOf(t),
-                               isDropout(t) ? "" : " " + takeBound(t, env));
+        message +=
+            fmt::format(" {}{};", siteOf(t),
+                        t.isDropoutRate() ? "" : " " + takeBound(t, env));
       message.pop_back();
     }
     Error error = Error::usage(std::move(message)).withNote(kRateNote);

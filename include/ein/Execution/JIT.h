@@ -23,6 +23,8 @@ struct TakeSite {
   std::string file;
   unsigned line = 0, col = 0;
   SizeExpr size;
+  /// A dropout's run-time p rather than a take's ids.
+  bool isDropoutRate() const { return op == "dropout"; }
 };
 /// The takes, take_alongs and dropouts with a run-time p of `fn` (its ops
 /// that check values, CheckedOp::checksIds), in order.
