@@ -564,11 +564,16 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     int64_t rss = residentBytes();
     // What the step held: the loop's tensors, and the compiled code's
     // temporaries at their peak (the CPU's allocator; the CUDA targets'
-    // are in their own process).
+    // are in their own process), as the code asked for them; the blocks
+    // rounded up to the allocator's size classes are logged too.
     bool cpu = options.target == "cpu";
+    runtime::AllocatorStats temporaries = allocator.stats();
     double measured = cpu ? double(state.heldBytes() +
-                                   int64_t(allocator.stats().peakLiveBytes))
+                                   int64_t(temporaries.peakRequestedBytes))
                           : -1;
+    double measuredBlocks =
+        cpu ? double(state.heldBytes() + int64_t(temporaries.peakLiveBytes))
+            : -1;
     if (options.printEvery > 0 &&
         ((step + 1) % options.printEvery == 0 || step + 1 == options.steps))
       out << fmt::format(
@@ -591,7 +596,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                   "{{\"step\":{},\"loss\":{},\"lr\":{},\"grad_norm\":{},"
                   "\"clipped\":{},\"loss_scale\":{},\"skipped\":{},"
                   "\"seconds\":{},\"{}_per_s\":{},\"mfu\":{},"
-                  "\"memory_bytes\":{},\"report_peak_bytes\":{},"
+                  "\"memory_bytes\":{},\"memory_block_bytes\":{},"
+                  "\"report_peak_bytes\":{},"
                   "\"spare_bytes\":{},\"rss_bytes\":{}}}\n",
                   step + 1, jsonNumber(result->loss), jsonNumber(result->lr),
                   jsonNumber(result->gradNorm),
@@ -602,6 +608,7 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                   state.tokenUnit(), jsonNumber(tokensPerSecond),
                   jsonNumber(mfu),
                   measured >= 0 ? jsonNumber(measured) : "null",
+                  measuredBlocks >= 0 ? jsonNumber(measuredBlocks) : "null",
                   jsonNumber(state.reportPeakBytes()), state.spareBytes(), rss)
            << std::flush;
     out.flush();
