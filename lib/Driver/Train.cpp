@@ -29,6 +29,9 @@
 #include <map>
 #include <optional>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 namespace ein {
@@ -485,6 +488,13 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   if (!prepared)
     return prepared.error();
   TrainingState &state = **prepared;
+  // The compilation's memory (LLVM's and MLIR's), freed by now, goes back
+  // to the system: glibc's malloc would otherwise keep it for the process,
+  // and a cold start's RSS would stay ~150 MiB above a warm one's
+  // (examples/gpt.ein: 253 MiB, 149 MiB with the trim, 95 MiB warm).
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
 
   std::optional<std::ofstream> log;
   if (!options.log.empty()) {
