@@ -12,6 +12,7 @@ usage: train_device.py EINC OUTDIR [--full]
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -54,15 +55,7 @@ def rows_for(seed, first, count, n):
 
 
 MLP = os.path.join(OUT, "mlp.ein")
-with open(MLP, "w") as f:
-    f.write('''dim D = 8
-dim H = 16
-dim K = 3
-
-def loss(x: f32["B D"], y: f32["B K"], w1: f32["D H"], w2: f32["H K"]) -> f32[""]:
-    h = relu(einsum(x, w1, "b d, d h -> b h"))
-    return reduce((einsum(h, w2, "b h, h k -> b k") - y) ** 2, "b k ->", "mean")
-''')
+shutil.copy(os.path.join(HERE, "train_mlp.ein"), MLP)
 rng = np.random.default_rng(3)
 X = rng.standard_normal((400, 8)).astype(np.float32)
 Y = np.tanh(X @ rng.standard_normal((8, 3))).astype(np.float32)

@@ -11,6 +11,7 @@ usage: train_oracle.py EINC OUTDIR
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,15 +118,7 @@ def torch_mlp(init, x, y, *, steps, batch, accumulate=1, seed=0, lr=1e-3,
 
 
 MLP = os.path.join(OUT, "mlp.ein")
-with open(MLP, "w") as f:
-    f.write('''dim D = 8
-dim H = 16
-dim K = 3
-
-def loss(x: f32["B D"], y: f32["B K"], w1: f32["D H"], w2: f32["H K"]) -> f32[""]:
-    h = relu(einsum(x, w1, "b d, d h -> b h"))
-    return reduce((einsum(h, w2, "b h, h k -> b k") - y) ** 2, "b k ->", "mean")
-''')
+shutil.copy(os.path.join(HERE, "train_mlp.ein"), MLP)
 rng = np.random.default_rng(1)
 X = rng.standard_normal((500, 8)).astype(np.float32)
 W = rng.standard_normal((8, 3)).astype(np.float32)
