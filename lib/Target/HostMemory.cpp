@@ -42,6 +42,16 @@ public:
   ErrorOr<void> copyOut(void *dst, const void *src, size_t bytes) override {
     return copyIn(dst, src, bytes);
   }
+  ErrorOr<void> copyWithin(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memmove(dst, src, bytes);
+    return {};
+  }
+  ErrorOr<void> zero(void *p, size_t bytes) override {
+    if (bytes)
+      std::memset(p, 0, bytes);
+    return {};
+  }
 
   ErrorOr<void> scale(void *data, StorageType type, int64_t n,
                       double factor) override {

@@ -33,6 +33,10 @@ public:
                                size_t bytes) = 0;
   virtual ErrorOr<void> copyOut(void *hostDst, const void *src,
                                 size_t bytes) = 0;
+  /// A copy between two places of this memory.
+  virtual ErrorOr<void> copyWithin(void *dst, const void *src,
+                                   size_t bytes) = 0;
+  virtual ErrorOr<void> zero(void *p, size_t bytes) = 0;
 
   /// data *= factor; `type` is F32 or F64.
   virtual ErrorOr<void> scale(void *data, runtime::StorageType type, int64_t n,

@@ -54,12 +54,17 @@ public:
       device.free(p);
   }
   ErrorOr<void> copyIn(void *dst, const void *src, size_t bytes) override {
-    return check(locked([&] { return device.copy(dst, src, bytes, 1); }),
-                 "a copy to the CUDA device");
+    return copy(dst, src, bytes, 1);
   }
   ErrorOr<void> copyOut(void *dst, const void *src, size_t bytes) override {
-    return check(locked([&] { return device.copy(dst, src, bytes, 2); }),
-                 "a copy from the CUDA device");
+    return copy(dst, src, bytes, 2);
+  }
+  ErrorOr<void> copyWithin(void *dst, const void *src, size_t bytes) override {
+    return copy(dst, src, bytes, 3);
+  }
+  ErrorOr<void> zero(void *p, size_t bytes) override {
+    return check(locked([&] { return device.zero(p, bytes); }),
+                 fmt::format("zeroing {} bytes on the CUDA device", bytes));
   }
 
   ErrorOr<void> scale(void *data, StorageType type, int64_t n,
@@ -108,12 +113,20 @@ public:
   }
 
 private:
+  /// `kind` is cudaMemcpyKind: 1 to the device, 2 back, 3 within.
+  ErrorOr<void> copy(void *dst, const void *src, size_t bytes, int kind) {
+    return check(locked([&] { return device.copy(dst, src, bytes, kind); }),
+                 fmt::format("a copy of {} bytes {} the CUDA device", bytes,
+                             kind == 1   ? "to"
+                             : kind == 2 ? "from"
+                                         : "within"));
+  }
   /// Device work runs one call at a time (CUDADevice::running).
   template <class F> int locked(F work) {
     std::lock_guard<std::mutex> lock(device.running);
     return work();
   }
-  ErrorOr<void> check(int rc, const char *what) {
+  ErrorOr<void> check(int rc, const std::string &what) {
     if (rc == 0)
       return {};
     return Error::program(
