@@ -306,6 +306,9 @@ void TrainingState::refreshModelCopies() {
 }
 
 ErrorOr<double> TrainingState::evaluate() {
+  if (!forward)
+    return Error::program("the forward was not compiled: prepareTraining "
+                          "compiles it only when --eval-every is set");
   refreshModelCopies();
   double sum = 0;
   for (int64_t e = 0; e < options.evalBatches; ++e) {
