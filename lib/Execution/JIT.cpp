@@ -432,9 +432,11 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     objects = std::move(*generated);
   }
   std::vector<std::string_view> views(objects.begin(), objects.end());
-  if (!jit.objectFile.empty() &&
-      !writeFileAtomically(jit.objectFile, packObjects(objects)))
-    return failure(fmt::format("cannot write {}", jit.objectFile));
+  // For the disk cache: a file that cannot be written (a full disk) only
+  // leaves the cache without the entry (ObjectCache finds no file to
+  // commit), never fails the compilation.
+  if (!jit.objectFile.empty())
+    (void)writeFileAtomically(jit.objectFile, packObjects(objects));
   if (auto linked = link(*impl, views, jit); !linked)
     return failure(
         fmt::format("JIT compilation failed: {}", linked.error().message));
