@@ -277,15 +277,14 @@ llvm::SmallVector<int64_t, 16> descriptor(const runtime::HostTensor &t) {
   return d;
 }
 
-} // namespace
-
-namespace {
-
 /// The packed interface `_mlir_NAME` of the C interface `NAME`, as MLIR's
 /// ExecutionEngine generates it: one argument, an array of pointers to the
-/// arguments, so that a caller needs no prototype.
-void addPackedInterface(llvm::Module &module, llvm::StringRef name) {
+/// arguments, so that a caller needs no prototype. False when the module
+/// has no function `NAME`.
+bool addPackedInterface(llvm::Module &module, llvm::StringRef name) {
   llvm::Function *fn = module.getFunction(name);
+  if (!fn || fn->isDeclaration())
+    return false;
   llvm::LLVMContext &ctx = module.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
   auto *packed = llvm::Function::Create(
@@ -304,6 +303,7 @@ void addPackedInterface(llvm::Module &module, llvm::StringRef name) {
     b.CreateStore(result, b.CreateLoad(ptr, slot));
   }
   b.CreateRetVoid();
+  return true;
 }
 
 /// The name of the packed interface of the compiled function.
@@ -424,7 +424,9 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     if (!llvmModule)
       return failure("translation to LLVM IR failed");
     ir = nullptr; // the MLIR module's memory, freed before code generation
-    addPackedInterface(*llvmModule, std::string("_mlir_ciface_") + kEntryName);
+    if (!addPackedInterface(*llvmModule,
+                            std::string("_mlir_ciface_") + kEntryName))
+      return failure("the lowered module has no C interface of the entry");
     auto generated =
         generateObjects(std::move(llvmModule), *target, kMaxPartitions);
     if (!generated)
