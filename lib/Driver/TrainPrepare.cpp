@@ -194,6 +194,13 @@ prepareTraining(const SourceFile &file, const Module &module,
   targetOptions.cpu = options.cpu;
   targetOptions.perfListener = options.jit.perfListener;
   targetOptions.gdbListener = options.jit.gdbListener;
+  // The state stays where the code runs (a CUDA device's memory, built
+  // into this process), copied to the host only for checkpoints.
+  auto memory = (*target)->memory();
+  if (!memory)
+    return memory.error();
+  s.memory = *memory;
+  targetOptions.inProcess = !s.memory->isHost();
 
   // 1. The loss and the roles of its parameters.
   auto checked = s.engine.check(file, module, check, options.function);
@@ -760,6 +767,8 @@ prepareTraining(const SourceFile &file, const Module &module,
   if (!rest)
     return rest.error();
   s.gradient = *gradient;
+  if (auto placed = s.placeOnDevice(); !placed)
+    return placed.error();
   s.compiled = s.engine.compilations() + gradientEngine.compilations();
   s.loaded = s.engine.loads() + gradientEngine.loads();
   s.compileSeconds = std::chrono::duration<double>(
