@@ -325,6 +325,9 @@ ErrorOr<void> TrainingState::refreshModelCopies() {
 }
 
 ErrorOr<double> TrainingState::evaluate() {
+  if (!forward)
+    return Error::program("the forward was not compiled: prepareTraining "
+                          "compiles it only when --eval-every is set");
   EIN_TRY(refreshModelCopies());
   double sum = 0;
   for (int64_t e = 0; e < options.evalBatches; ++e) {

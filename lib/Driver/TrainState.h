@@ -133,8 +133,9 @@ public:
   /// brought up to date only for a checkpoint.
   DeviceMemory *memory = &hostMemory();
   std::shared_ptr<Callable> gradient; // (loss, grads...) of the loss
-  std::shared_ptr<Callable> forward;  // the loss alone, for evaluation
-  BoundCall lossCall;                 // the loss bound to the shapes
+  /// The loss alone, for evaluation: null when the run evaluates nothing.
+  std::shared_ptr<Callable> forward;
+  BoundCall lossCall; // the loss bound to the shapes
   std::string function, path;
   size_t paramCount = 0;
   std::vector<DataInput> data;
