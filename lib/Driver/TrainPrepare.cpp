@@ -194,6 +194,13 @@ prepareTraining(const SourceFile &file, const Module &module,
   targetOptions.cpu = options.cpu;
   targetOptions.perfListener = options.jit.perfListener;
   targetOptions.gdbListener = options.jit.gdbListener;
+  // The state stays where the code runs (a CUDA device's memory, built
+  // into this process), copied to the host only for checkpoints.
+  auto memory = (*target)->memory();
+  if (!memory)
+    return memory.error();
+  s.memory = *memory;
+  targetOptions.inProcess = !s.memory->isHost();
 
   // 1. The loss and the roles of its parameters.
   auto checked = s.engine.check(file, module, check, options.function);
@@ -721,8 +728,11 @@ prepareTraining(const SourceFile &file, const Module &module,
     s.hypers[h] = *HostTensor::create(StorageType::F64, {});
 
   // 7. Compilation: the gradient (the largest) on a thread of its own, the
-  // forward and the updates beside it; each side with its own engine (the
-  // disk cache is shared: it is written by rename).
+  // updates beside it, then the forward; each side with its own engine (the
+  // disk cache is shared: it is written by rename). The forward (the loss
+  // alone) serves only evaluation (TrainingState::evaluate): it is not
+  // compiled for a run that evaluates nothing (no --eval-every), and
+  // otherwise after the updates, which every step needs.
   Engine gradientEngine(options.cpu, options.jit);
   gradientEngine.useDiskCache(options.diskCache);
   ErrorOr<std::shared_ptr<Callable>> gradient =
@@ -732,11 +742,6 @@ prepareTraining(const SourceFile &file, const Module &module,
                                       options.function, targetOptions);
   });
   auto compileRest = [&]() -> ErrorOr<void> {
-    auto forward = s.engine.compile(**target, file, s.lossCall.source,
-                                    options.function, targetOptions);
-    if (!forward)
-      return forward.error();
-    s.forward = *forward;
     for (auto &[key, users] : updateUsers) {
       BoundCall &first = users.front()->update;
       auto update = s.engine.compile(**target, updateSources[key.first]->file,
@@ -745,6 +750,13 @@ prepareTraining(const SourceFile &file, const Module &module,
         return update.error();
       for (TrainedParam *p : users)
         p->update.callable = *update;
+    }
+    if (options.evalEvery > 0) {
+      auto forward = s.engine.compile(**target, file, s.lossCall.source,
+                                      options.function, targetOptions);
+      if (!forward)
+        return forward.error();
+      s.forward = *forward;
     }
     return {};
   };
@@ -755,6 +767,8 @@ prepareTraining(const SourceFile &file, const Module &module,
   if (!rest)
     return rest.error();
   s.gradient = *gradient;
+  if (auto placed = s.placeOnDevice(); !placed)
+    return placed.error();
   s.compiled = s.engine.compilations() + gradientEngine.compilations();
   s.loaded = s.engine.loads() + gradientEngine.loads();
   s.compileSeconds = std::chrono::duration<double>(

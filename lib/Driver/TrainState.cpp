@@ -2,7 +2,6 @@
 // accumulation, clipping, the update; evaluation, checkpoints, figures.
 #include "TrainState.h"
 
-#include "ein/Runtime/FloatConvert.h"
 #include "ein/Runtime/SafeTensors.h"
 
 #include <fmt/format.h>
@@ -18,85 +17,10 @@ using runtime::StorageType;
 
 Error usage(std::string message) { return Error::usage(std::move(message)); }
 
-void addInto(HostTensor &sum, const HostTensor &part);
-
-/// The element i of a float tensor of any storage type, widened.
-double elementAt(const HostTensor &t, int64_t i) {
-  switch (t.type) {
-  case StorageType::F64:
-    return t.dataAs<double>()[i];
-  case StorageType::F32:
-    return t.dataAs<float>()[i];
-  case StorageType::BF16:
-    return runtime::bf16BitsToFloat(t.dataAs<uint16_t>()[i]);
-  case StorageType::F16:
-    return runtime::f16BitsToFloat(t.dataAs<uint16_t>()[i]);
-  case StorageType::F8E4M3:
-  case StorageType::F8E5M2:
-  case StorageType::I64:
-  case StorageType::I32:
-  case StorageType::Bool:
-    break;
-  }
-  return 0; // gradients are never of these types (prepareTraining)
-}
-
-/// `sum` (f32 or f64) += part, where `part` is of the same type; or, for
-/// master weights, a bf16/f16 `part` widened into `sum` (added when `add`).
-void accumulateInto(HostTensor &sum, const HostTensor &part, bool add) {
-  // Of the same type, `part` is a later micro-batch's (the first wrote
-  // `sum` itself): added.
-  if (part.type == sum.type)
-    return addInto(sum, part);
-  float *s = sum.dataAs<float>();
-  int64_t n = sum.numElements();
-  for (int64_t i = 0; i < n; ++i)
-    s[i] = (add ? s[i] : 0.0f) + static_cast<float>(elementAt(part, i));
-}
-
-void addInto(HostTensor &sum, const HostTensor &part) {
-  int64_t n = sum.numElements();
-  if (sum.type == StorageType::F64) {
-    double *s = sum.dataAs<double>();
-    const double *p = part.dataAs<double>();
-    for (int64_t i = 0; i < n; ++i)
-      s[i] += p[i];
-  } else {
-    float *s = sum.dataAs<float>();
-    const float *p = part.dataAs<float>();
-    for (int64_t i = 0; i < n; ++i)
-      s[i] += p[i];
-  }
-}
-
-void scaleBy(HostTensor &t, double factor) {
-  int64_t n = t.numElements();
-  if (t.type == StorageType::F64) {
-    double *p = t.dataAs<double>();
-    for (int64_t i = 0; i < n; ++i)
-      p[i] *= factor;
-  } else {
-    float *p = t.dataAs<float>();
-    float f = static_cast<float>(factor);
-    for (int64_t i = 0; i < n; ++i)
-      p[i] *= f;
-  }
-}
-
-double sumOfSquares(const HostTensor &t) {
-  double sum = 0;
-  int64_t n = t.numElements();
-  if (t.type == StorageType::F64) {
-    const double *p = t.dataAs<double>();
-    for (int64_t i = 0; i < n; ++i)
-      sum += p[i] * p[i];
-  } else {
-    const float *p = t.dataAs<float>();
-    for (int64_t i = 0; i < n; ++i)
-      sum += double(p[i]) * double(p[i]);
-  }
-  return sum;
-}
+/// Propagates the error of a step in the state's memory.
+#define EIN_TRY(expr)                                                          \
+  if (auto ok_ = (expr); !ok_)                                                 \
+    return ok_.error();
 
 double scalarOf(const HostTensor &t) {
   return t.type == StorageType::F64 ? t.dataAs<double>()[0]
@@ -104,6 +28,84 @@ double scalarOf(const HostTensor &t) {
 }
 
 } // namespace
+
+// ---------------------------------------------------------------------------
+// Where the loop's tensors live.
+
+TrainingState::~TrainingState() {
+  for (auto &[host, device] : mirrors)
+    memory->release(device);
+}
+
+void *TrainingState::on(const HostTensor &t) const {
+  void *host = const_cast<uint8_t *>(t.data.data());
+  if (memory->isHost())
+    return host;
+  auto it = mirrors.find(host);
+  return it == mirrors.end() ? nullptr : it->second;
+}
+
+ErrorOr<void> TrainingState::upload(const HostTensor &t) {
+  if (memory->isHost() || t.data.empty())
+    return {};
+  return memory->copyIn(on(t), t.data.data(), t.data.size());
+}
+
+ErrorOr<void> TrainingState::download(HostTensor &t) {
+  if (memory->isHost() || t.data.empty())
+    return {};
+  return memory->copyOut(t.data.data(), on(t), t.data.size());
+}
+
+ErrorOr<void> TrainingState::placeOnDevice() {
+  if (memory->isHost())
+    return {};
+  std::vector<HostTensor *> all = {&lossValue, &lossScaleValue};
+  for (DataInput &d : data)
+    all.push_back(&d.batch);
+  for (FedInput &f : fed)
+    all.push_back(&f.value);
+  for (TrainedParam &p : trained) {
+    for (HostTensor *t : {&p.value, &p.grad, &p.micro, &p.model})
+      all.push_back(t);
+    for (HostTensor &st : p.states)
+      all.push_back(&st);
+  }
+  for (auto &[key, tensors] : spares)
+    for (HostTensor &t : tensors)
+      all.push_back(&t);
+  for (auto &[name, t] : hypers)
+    all.push_back(&t);
+  for (HostTensor *t : all) {
+    if (t->data.empty())
+      continue; // not used (no micro-batch sum, no model copy, no scale)
+    auto device = memory->allocate(t->data.size());
+    if (!device)
+      return device.error();
+    mirrors[t->data.data()] = *device;
+    EIN_TRY(upload(*t));
+  }
+  return {};
+}
+
+ErrorOr<void>
+TrainingState::invoke(Callable &callable,
+                      const std::vector<const HostTensor *> &inputs,
+                      const std::vector<HostTensor *> &outputs,
+                      const Bindings &dims, int64_t *indexStatus) {
+  if (memory->isHost())
+    return callable.call(inputs, outputs, dims, indexStatus);
+  std::vector<const HostTensor *> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<StridedArgument> args;
+  for (const HostTensor *t : all)
+    strides.push_back(t->strides());
+  for (size_t i = 0; i < all.size(); ++i)
+    args.push_back({on(*all[i]), all[i]->shape.data(), strides[i].data(),
+                    all[i]->shape.size()});
+  return callable.callStrided(args.data(), args.size(), &dims, indexStatus);
+}
 
 // ---------------------------------------------------------------------------
 // The step.
@@ -133,6 +135,7 @@ ErrorOr<void> TrainingState::fillBatches(bool validation, uint64_t firstBatch) {
                                firstBatch * uint64_t(rows));
     if (!filled)
       return filled.error();
+    EIN_TRY(upload(d.batch));
   }
   return {};
 }
@@ -145,13 +148,15 @@ TrainingState::callLoss(const std::shared_ptr<Callable> &callable,
   std::vector<const HostTensor *> withScale = inputs;
   if (lossScaled && callable == gradient)
     withScale.push_back(&lossScaleValue);
-  auto called = callable->call(withScale, outputs, lossCall.dims, &status);
+  auto called = invoke(*callable, withScale, outputs, lossCall.dims, &status);
   if (called)
-    return {};
+    return download(lossValue);
   if (status == 0)
     return called.error();
   // An id out of range (a token beyond the vocabulary): which take, which
-  // id, where, found by the engine's probe.
+  // id, where, found by the engine's probe on the host's copies.
+  for (TrainedParam &p : trained)
+    EIN_TRY(download(p.model.data.empty() ? p.value : p.model));
   std::vector<std::vector<int64_t>> strides;
   for (const HostTensor *t : inputs)
     strides.push_back(t->strides());
@@ -169,15 +174,16 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   result.lr = learningRate(options, step);
   int64_t micro = options.accumulate;
   double lossSum = 0;
-  refreshModelCopies();
+  EIN_TRY(refreshModelCopies());
   if (lossScaled) {
     lossScaleValue.dataAs<float>()[0] = static_cast<float>(lossScale);
     result.lossScale = lossScale;
+    EIN_TRY(upload(lossScaleValue));
   }
   for (int64_t k = 0; k < micro; ++k) {
     if (auto filled = fillBatches(false, uint64_t(step * micro + k)); !filled)
       return filled.error();
-    feed(false, uint64_t(step * micro + k));
+    EIN_TRY(feed(false, uint64_t(step * micro + k)));
     std::vector<HostTensor *> outputs = {&lossValue};
     // The first micro-batch writes the gradient itself, unless it comes
     // in the model's narrower dtype; later ones are added to it.
@@ -191,7 +197,9 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     lossSum += scalarOf(lossValue);
     for (TrainedParam &p : trained)
       if (!direct(p))
-        accumulateInto(p.grad, p.micro, /*add=*/k > 0);
+        EIN_TRY(memory->accumulate(on(p.grad), p.grad.type, on(p.micro),
+                                   p.micro.type, p.grad.numElements(),
+                                   /*add=*/k > 0));
   }
   result.loss = lossSum / double(micro);
   // The mean of the micro-batches' gradients: that of the whole batch;
@@ -202,10 +210,16 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     factor *= double(static_cast<float>(1.0 / lossScale));
   if (factor != 1.0)
     for (TrainedParam &p : trained)
-      scaleBy(p.grad, factor);
+      EIN_TRY(
+          memory->scale(on(p.grad), p.grad.type, p.grad.numElements(), factor));
   double squares = 0;
-  for (const TrainedParam &p : trained)
-    squares += sumOfSquares(p.grad);
+  for (const TrainedParam &p : trained) {
+    auto sum =
+        memory->sumOfSquares(on(p.grad), p.grad.type, p.grad.numElements());
+    if (!sum)
+      return sum.error();
+    squares += *sum;
+  }
   result.gradNorm = std::sqrt(squares);
   if (!std::isfinite(result.gradNorm) && lossScaled) {
     // GradScaler: skip the update; a dynamic scale halves.
@@ -225,7 +239,8 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     if (coefficient < 1) {
       result.clipped = true;
       for (TrainedParam &p : trained)
-        scaleBy(p.grad, coefficient);
+        EIN_TRY(memory->scale(on(p.grad), p.grad.type, p.grad.numElements(),
+                              coefficient));
     }
   }
   // The update, parameter by parameter, into spare tensors that then
@@ -241,6 +256,8 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   setHyper("weight_decay", options.weightDecay);
   setHyper("mu", options.momentum);
   setHyper("step", double(updates + 1));
+  for (auto &[name, t] : hypers)
+    EIN_TRY(upload(t));
   for (TrainedParam &p : trained) {
     std::vector<const HostTensor *> inputs = {&p.value, &p.grad};
     for (const HostTensor &st : p.states)
@@ -252,7 +269,8 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     for (HostTensor &t : spare)
       outputs.push_back(&t);
     Bindings dims = p.update.dims;
-    if (auto called = p.update.callable->call(inputs, outputs, dims); !called)
+    if (auto called = invoke(*p.update.callable, inputs, outputs, dims);
+        !called)
       return called.error();
     std::swap(p.value, spare[0]);
     for (size_t k = 0; k < p.states.size(); ++k)
@@ -267,51 +285,55 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   return result;
 }
 
-void TrainingState::feed(bool validation, uint64_t counter) {
+ErrorOr<void> TrainingState::feed(bool validation, uint64_t counter) {
   for (FedInput &f : fed) {
-    HostTensor &t = f.value;
-    if (!f.key) {
-      double v = validation ? f.eval : f.train;
-      if (t.type == StorageType::F64)
-        t.dataAs<double>()[0] = v;
-      else
-        t.dataAs<float>()[0] = static_cast<float>(v);
-      continue;
-    }
-    // docs/training.md, "Keys": key j of micro-batch m (counted over the
-    // run) is sampleHash(seed + kKeyStream + j, m); evaluation batch e
-    // uses m = 2^63 + e.
-    constexpr uint64_t kKeyStream = 0x6b6579; // "key"
-    uint64_t bits = runtime::sampleHash(
-        options.seed + kKeyStream + f.keyIndex,
-        validation ? (uint64_t(1) << 63) + counter : counter);
-    if (t.type == StorageType::I64)
-      t.dataAs<int64_t>()[0] = static_cast<int64_t>(bits);
-    else
-      t.dataAs<int32_t>()[0] = static_cast<int32_t>(uint32_t(bits));
+    setFed(f, validation, counter);
+    EIN_TRY(upload(f.value));
   }
+  return {};
 }
 
-void TrainingState::refreshModelCopies() {
-  for (TrainedParam &p : trained) {
-    if (p.model.data.empty())
-      continue;
-    const float *master = p.value.dataAs<float>();
-    uint16_t *model = p.model.dataAs<uint16_t>();
-    bool bf16 = p.model.type == StorageType::BF16;
-    for (int64_t i = 0, n = p.value.numElements(); i < n; ++i)
-      model[i] = bf16 ? runtime::floatToBF16Bits(master[i])
-                      : runtime::floatToF16Bits(master[i]);
+void TrainingState::setFed(FedInput &f, bool validation, uint64_t counter) {
+  HostTensor &t = f.value;
+  if (!f.key) {
+    double v = validation ? f.eval : f.train;
+    if (t.type == StorageType::F64)
+      t.dataAs<double>()[0] = v;
+    else
+      t.dataAs<float>()[0] = static_cast<float>(v);
+    return;
   }
+  // docs/training.md, "Keys": key j of micro-batch m (counted over the
+  // run) is sampleHash(seed + kKeyStream + j, m); evaluation batch e uses
+  // m = 2^63 + e.
+  constexpr uint64_t kKeyStream = 0x6b6579; // "key"
+  uint64_t bits =
+      runtime::sampleHash(options.seed + kKeyStream + f.keyIndex,
+                          validation ? (uint64_t(1) << 63) + counter : counter);
+  if (t.type == StorageType::I64)
+    t.dataAs<int64_t>()[0] = static_cast<int64_t>(bits);
+  else
+    t.dataAs<int32_t>()[0] = static_cast<int32_t>(uint32_t(bits));
+}
+
+ErrorOr<void> TrainingState::refreshModelCopies() {
+  for (TrainedParam &p : trained)
+    if (!p.model.data.empty())
+      EIN_TRY(memory->narrow(on(p.model), p.model.type, on(p.value),
+                             p.value.numElements()));
+  return {};
 }
 
 ErrorOr<double> TrainingState::evaluate() {
-  refreshModelCopies();
+  if (!forward)
+    return Error::program("the forward was not compiled: prepareTraining "
+                          "compiles it only when --eval-every is set");
+  EIN_TRY(refreshModelCopies());
   double sum = 0;
   for (int64_t e = 0; e < options.evalBatches; ++e) {
     if (auto filled = fillBatches(true, uint64_t(e)); !filled)
       return filled.error();
-    feed(true, uint64_t(e));
+    EIN_TRY(feed(true, uint64_t(e)));
     if (auto called = callLoss(forward, {&lossValue}); !called)
       return called.error();
     sum += scalarOf(lossValue);
@@ -319,7 +341,12 @@ ErrorOr<double> TrainingState::evaluate() {
   return sum / double(options.evalBatches);
 }
 
-ErrorOr<void> TrainingState::writeCheckpoint(const std::string &path) const {
+ErrorOr<void> TrainingState::writeCheckpoint(const std::string &path) {
+  for (TrainedParam &p : trained) {
+    EIN_TRY(download(p.value));
+    for (HostTensor &st : p.states)
+      EIN_TRY(download(st));
+  }
   std::vector<runtime::NamedTensor> tensors;
   std::vector<std::string> stateTensorNames;
   for (const TrainedParam &p : trained)
@@ -391,11 +418,14 @@ std::string TrainingState::summary() const {
           : fmt::format("lr {:g} cosine to {:g} after {} warm-up steps",
                         options.lr, options.minLr, options.warmup);
   return fmt::format(
-      "einc train: '{}' of {} on {}: {} trained parameters ({} values) from "
-      "{}; {}, {}{}{}; data {}; steps {} to {}\n"
+      "einc train: '{}' of {} on {}{}: {} trained parameters ({} values) "
+      "from {}; {}, {}{}{}; data {}; steps {} to {}\n"
       "prepared in {:.3g} s: {} compiled, {} loaded from the disk cache\n",
-      function, path, options.target, trained.size(), values, initFrom,
-      options.optimizer, schedule,
+      function, path, options.target,
+      memory->isHost()
+          ? ""
+          : fmt::format(" (the state in the memory of {})", memory->name()),
+      trained.size(), values, initFrom, options.optimizer, schedule,
       options.accumulate > 1
           ? fmt::format(", {} micro-batches per step", options.accumulate)
           : "",

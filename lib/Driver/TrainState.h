@@ -6,11 +6,13 @@
 #include "ein/Engine/Engine.h"
 #include "ein/Runtime/Dataset.h"
 #include "ein/Runtime/HostTensor.h"
+#include "ein/Target/DeviceMemory.h"
 
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ein {
@@ -76,6 +78,11 @@ struct TrainedParam {
 
 class TrainingState {
 public:
+  TrainingState() = default;
+  TrainingState(const TrainingState &) = delete;
+  TrainingState &operator=(const TrainingState &) = delete;
+  ~TrainingState();
+
   TrainRunOptions options;
   /// The next step to run (counted from 0): the steps done.
   int64_t step = 0;
@@ -93,8 +100,12 @@ public:
   ErrorOr<double> evaluate();
   bool hasValidation() const;
   /// Writes parameters, optimizer states and the step (docs/training.md,
-  /// "Checkpoints") to `path`, replacing it only when all is written.
-  ErrorOr<void> writeCheckpoint(const std::string &path) const;
+  /// "Checkpoints") to `path`, replacing it only when all is written (on a
+  /// device, after copying them to the host).
+  ErrorOr<void> writeCheckpoint(const std::string &path);
+  /// Gives every tensor of the loop its copy in `memory` when that is a
+  /// device's, holding the host's values (prepareTraining's last step).
+  ErrorOr<void> placeOnDevice();
 
   /// The analytic FLOPs of one step (forward and backward of every
   /// micro-batch, the optimizer's update); 0 when unknown.
@@ -115,9 +126,16 @@ public:
 
   // Set up by prepareTraining.
   Engine engine;
+  /// Where the gradient, the forward and the update run and the loop's
+  /// tensors live between steps: the host, or a device (the CUDA targets),
+  /// where each host tensor of the loop has a copy (`mirrors`). On a
+  /// device, the host tensors of parameters and optimizer states are
+  /// brought up to date only for a checkpoint.
+  DeviceMemory *memory = &hostMemory();
   std::shared_ptr<Callable> gradient; // (loss, grads...) of the loss
-  std::shared_ptr<Callable> forward;  // the loss alone, for evaluation
-  BoundCall lossCall;                 // the loss bound to the shapes
+  /// The loss alone, for evaluation: null when the run evaluates nothing.
+  std::shared_ptr<Callable> forward;
+  BoundCall lossCall; // the loss bound to the shapes
   std::string function, path;
   size_t paramCount = 0;
   std::vector<DataInput> data;
@@ -141,10 +159,29 @@ public:
   std::string initFrom;
 
 private:
+  /// A loop tensor's data where the code reads it: the host tensor's own,
+  /// or its device copy.
+  void *on(const runtime::HostTensor &t) const;
+  /// Copies a host tensor to its device copy, or back (none on the host).
+  ErrorOr<void> upload(const runtime::HostTensor &t);
+  ErrorOr<void> download(runtime::HostTensor &t);
+  /// Calls `callable` on the loop's tensors where they live: on host
+  /// tensors (Callable::call, with its checks), or on the device copies
+  /// (Callable::callStrided).
+  ErrorOr<void> invoke(Callable &callable,
+                       const std::vector<const runtime::HostTensor *> &inputs,
+                       const std::vector<runtime::HostTensor *> &outputs,
+                       const Bindings &dims, int64_t *indexStatus = nullptr);
+  /// The device copy of each loop tensor, by the address of its host
+  /// tensor's data: a tensor that changes places with a spare (a swap of
+  /// HostTensors, whose buffers stay where they are) takes its copy along.
+  std::unordered_map<const void *, void *> mirrors;
+
   /// The fed inputs' values for micro-batch `counter` (or evaluation).
-  void feed(bool validation, uint64_t counter);
+  ErrorOr<void> feed(bool validation, uint64_t counter);
+  void setFed(FedInput &f, bool validation, uint64_t counter);
   /// Rounds each master weight into its model copy.
-  void refreshModelCopies();
+  ErrorOr<void> refreshModelCopies();
   ErrorOr<void> fillBatches(bool validation, uint64_t firstSample);
   ErrorOr<void> callLoss(const std::shared_ptr<Callable> &callable,
                          const std::vector<runtime::HostTensor *> &outputs);

@@ -3,7 +3,7 @@
 #include "ein/Execution/AOT.h"
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
-#include "ein/Execution/Optimize.h"
+#include "ein/Execution/CodeGen.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Support/Files.h"
 #include "ein/Support/Process.h"
@@ -17,15 +17,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <fmt/format.h>
 
@@ -197,29 +191,17 @@ ErrorOr<void> compileToObject(const CheckedModule &module,
   auto target = resolveCPU(options.target);
   if (!target)
     return target.error();
-  auto created = createTargetMachine(*target);
-  if (!created)
-    return failure(created.error().message);
-  std::unique_ptr<llvm::TargetMachine> machine = std::move(*created);
-  std::string triple = machine->getTargetTriple().str();
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(machine->createDataLayout());
-  if (auto err = optimizeLLVMModule(*llvmModule, machine.get()))
-    return failure(fmt::format("LLVM optimization failed: {}",
-                               llvm::toString(std::move(err))));
+  // One object, as a build's user links one: generated serially (the JIT
+  // splits large modules, CodeGen.h; a build is not on a start's path).
+  auto objects = generateObjects(std::move(llvmModule), *target, 1);
+  if (!objects)
+    return failure(std::move(objects.error().message));
   // Write to temporaries and rename, so a failure leaves no partial file.
-  std::error_code ec;
   std::string objectTmp = temporaryPathFor(objectPath);
-  {
-    llvm::raw_fd_ostream out(objectTmp, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return failure(
-          fmt::format("cannot write {}: {}", objectPath, ec.message()));
-    llvm::legacy::PassManager pm;
-    if (machine->addPassesToEmitFile(pm, out, nullptr,
-                                     llvm::CodeGenFileType::ObjectFile))
-      return failure("this target cannot emit object files");
-    pm.run(*llvmModule);
+  const std::string &object = objects->front();
+  if (!writeFileBytes(objectTmp, object.data(), object.size())) {
+    ::unlink(objectTmp.c_str());
+    return failure(fmt::format("cannot write {}", objectPath));
   }
   std::string guard = headerGuard("EIN_GENERATED_", headerPath, module);
   // Both written before either is renamed: a failure leaves the old pair.

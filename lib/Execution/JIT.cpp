@@ -1,27 +1,33 @@
-// JIT: lowers one function to LLVM, compiles it with MLIR's ExecutionEngine,
-// and calls its C interface with memref descriptors over host tensors.
+// JIT: lowers one function to LLVM, compiles it to objects (CodeGen.h) linked
+// into an ORC JIT, and calls its C interface with memref descriptors over
+// host tensors.
 #include "ein/Execution/JIT.h"
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Dialect/EinDialect.h"
-#include "ein/Execution/Optimize.h"
+#include "ein/Execution/CodeGen.h"
+#include "ein/Execution/ObjectBundle.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Runtime/Allocator.h"
+#include "ein/Support/Files.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ExecutionEngine/JITEventListener.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -48,8 +54,7 @@ static constexpr const char *kEntryName = "ein_jit_entry";
 
 struct JITFunction::Impl {
   mlir::MLIRContext context;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
-  /// The JIT of a function loaded from object code (loadObject).
+  /// The JIT the function's objects are linked into.
   std::unique_ptr<llvm::orc::LLJIT> loaded;
   /// The packed C interface, looked up once: a lookup by name takes the
   /// JIT's session lock and costs microseconds.
@@ -272,6 +277,106 @@ llvm::SmallVector<int64_t, 16> descriptor(const runtime::HostTensor &t) {
   return d;
 }
 
+/// The packed interface `_mlir_NAME` of the C interface `NAME`, as MLIR's
+/// ExecutionEngine generates it: one argument, an array of pointers to the
+/// arguments, so that a caller needs no prototype. False when the module
+/// has no function `NAME`.
+bool addPackedInterface(llvm::Module &module, llvm::StringRef name) {
+  llvm::Function *fn = module.getFunction(name);
+  if (!fn || fn->isDeclaration())
+    return false;
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  auto *packed = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false),
+      llvm::GlobalValue::ExternalLinkage, "_mlir_" + name, module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", packed));
+  llvm::SmallVector<llvm::Value *, 8> args;
+  llvm::Value *list = packed->getArg(0);
+  for (auto [i, arg] : llvm::enumerate(fn->args())) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptr, list, i);
+    args.push_back(b.CreateLoad(arg.getType(), b.CreateLoad(ptr, slot)));
+  }
+  llvm::Value *result = b.CreateCall(fn, args);
+  if (!result->getType()->isVoidTy()) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptr, list, args.size());
+    b.CreateStore(result, b.CreateLoad(ptr, slot));
+  }
+  b.CreateRetVoid();
+  return true;
+}
+
+/// The name of the packed interface of the compiled function.
+std::string packedEntryName() {
+  return std::string("_mlir__mlir_ciface_") + kEntryName;
+}
+
+/// Links `objects` (compile()'s, or the disk cache's) into a fresh JIT
+/// with the libraries the code calls (the C library, libomp, MLIR's runner
+/// utilities) and ein's allocator, and looks up the entry.
+ErrorOr<void> link(JITFunction::Impl &impl,
+                   const std::vector<std::string_view> &objects,
+                   const JITOptions &options) {
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return Error::program(llvm::toString(builder.takeError()));
+  // RuntimeDyld, as MLIR's ExecutionEngine links, with its listeners.
+  auto linker = [&](llvm::orc::ExecutionSession &session,
+                    const llvm::Triple &) {
+    auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+        session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+    if (options.gdbListener)
+      if (auto *gdb = llvm::JITEventListener::createGDBRegistrationListener())
+        layer->registerJITEventListener(*gdb);
+    if (options.perfListener)
+      if (auto *perf = llvm::JITEventListener::createPerfJITEventListener())
+        layer->registerJITEventListener(*perf);
+    return layer;
+  };
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*builder))
+                 .setObjectLinkingLayerCreator(linker)
+                 .create();
+  if (!jit)
+    return Error::program(llvm::toString(jit.takeError()));
+  llvm::orc::JITDylib &dylib = (*jit)->getMainJITDylib();
+  char prefix = (*jit)->getDataLayout().getGlobalPrefix();
+  auto process =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process)
+    return Error::program(llvm::toString(process.takeError()));
+  dylib.addGenerator(std::move(*process));
+  for (const char *lib : {EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME}) {
+    auto generator =
+        llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix);
+    if (!generator)
+      return Error::program(llvm::toString(generator.takeError()));
+    dylib.addGenerator(std::move(*generator));
+  }
+  llvm::orc::SymbolMap symbols;
+  auto add = [&](const char *name, auto *fn) {
+    symbols[(*jit)->mangleAndIntern(name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+  };
+  // The code's allocations (generic allocation functions, §4 of
+  // docs/lowering.md) go to ein's caching allocator.
+  add("_mlir_memref_to_llvm_alloc", &ein_runtime_alloc);
+  add("_mlir_memref_to_llvm_aligned_alloc", &ein_runtime_aligned_alloc);
+  add("_mlir_memref_to_llvm_free", &ein_runtime_free);
+  if (auto err = dylib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return Error::program(llvm::toString(std::move(err)));
+  for (std::string_view object : objects)
+    if (auto err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+            llvm::StringRef(object.data(), object.size()), "ein-object")))
+      return Error::program(llvm::toString(std::move(err)));
+  auto entry = (*jit)->lookup(packedEntryName());
+  if (!entry)
+    return Error::program(llvm::toString(entry.takeError()));
+  impl.entry = entry->toPtr<void (*)(void **)>();
+  impl.loaded = std::move(*jit);
+  return {};
+}
+
 } // namespace
 
 ErrorOr<std::unique_ptr<JITFunction>>
@@ -298,7 +403,7 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     else
       f.setSymName(kEntryName);
   }
-  // Temporaries come from the caching allocator (registered below).
+  // Temporaries come from the caching allocator (registered by link).
   CPUOptions cpu = options;
   cpu.genericAllocation = true;
   if (auto lowered = lowerToStage(*ir, CPUStage::LLVM, cpu); !lowered)
@@ -312,59 +417,31 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     return target.error();
   if (auto runnable = checkHostCanRun(*target); !runnable)
     return runnable.error();
-  llvm::orc::JITTargetMachineBuilder builder{
-      llvm::Triple(llvm::sys::getProcessTriple())};
-  builder.setCPU(target->name);
-  llvm::SubtargetFeatures features(target->features);
-  builder.addFeatures(features.getFeatures());
-  builder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto machine = builder.createTargetMachine();
-  if (!machine)
-    return failure(fmt::format("cannot create a target machine: {}",
-                               llvm::toString(machine.takeError())));
-  mlir::ExecutionEngineOptions engineOptions;
-  // options.transformer is a function_ref: the function must outlive it.
-  llvm::TargetMachine *forOptimizer = machine->get();
-  std::function<llvm::Error(llvm::Module *)> optimize =
-      [forOptimizer](llvm::Module *llvmModule) {
-        return optimizeLLVMModule(*llvmModule, forOptimizer);
-      };
-  engineOptions.transformer = optimize;
-  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  llvm::SmallVector<llvm::StringRef> libs{EIN_C_RUNNER_UTILS,
-                                          EIN_OPENMP_RUNTIME};
-  engineOptions.sharedLibPaths = libs;
-  // MLIR turns both listeners on by default; they stay off unless asked for.
-  engineOptions.enablePerfNotificationListener = jit.perfListener;
-  engineOptions.enableGDBNotificationListener = jit.gdbListener;
-  engineOptions.enableObjectDump = !jit.objectFile.empty();
-  auto engine =
-      mlir::ExecutionEngine::create(*ir, engineOptions, std::move(*machine));
-  if (!engine)
-    return failure(fmt::format("JIT compilation failed: {}",
-                               llvm::toString(engine.takeError())));
-  impl->engine = std::move(*engine);
-  // The code's allocations (generic allocation functions, §4 of
-  // docs/lowering.md) go to ein's caching allocator.
-  impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    auto add = [&](const char *name, auto *fn) {
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                                 llvm::JITSymbolFlags::Exported};
-    };
-    add("_mlir_memref_to_llvm_alloc", &ein_runtime_alloc);
-    add("_mlir_memref_to_llvm_aligned_alloc", &ein_runtime_aligned_alloc);
-    add("_mlir_memref_to_llvm_free", &ein_runtime_free);
-    return symbols;
-  });
-  auto entry =
-      impl->engine->lookupPacked(std::string("_mlir_ciface_") + kEntryName);
-  if (!entry)
-    return failure(fmt::format("JIT compilation failed: {}",
-                               llvm::toString(entry.takeError())));
-  impl->entry = *entry;
+  std::vector<std::string> objects;
+  {
+    llvm::LLVMContext llvmContext;
+    auto llvmModule = mlir::translateModuleToLLVMIR(*ir, llvmContext);
+    if (!llvmModule)
+      return failure("translation to LLVM IR failed");
+    ir = nullptr; // the MLIR module's memory, freed before code generation
+    if (!addPackedInterface(*llvmModule,
+                            std::string("_mlir_ciface_") + kEntryName))
+      return failure("the lowered module has no C interface of the entry");
+    auto generated =
+        generateObjects(std::move(llvmModule), *target, kMaxPartitions);
+    if (!generated)
+      return failure(std::move(generated.error().message));
+    objects = std::move(*generated);
+  }
+  std::vector<std::string_view> views(objects.begin(), objects.end());
+  // For the disk cache: a file that cannot be written (a full disk) only
+  // leaves the cache without the entry (ObjectCache finds no file to
+  // commit), never fails the compilation.
   if (!jit.objectFile.empty())
-    impl->engine->dumpToObjectFile(jit.objectFile);
+    (void)writeFileAtomically(jit.objectFile, packObjects(objects));
+  if (auto linked = link(*impl, views, jit); !linked)
+    return failure(
+        fmt::format("JIT compilation failed: {}", linked.error().message));
   return std::unique_ptr<JITFunction>(new JITFunction(std::move(impl)));
 }
 
@@ -384,48 +461,11 @@ JITFunction::loadObject(const CheckedModule &module,
   auto buffer = llvm::MemoryBuffer::getFile(objectFile);
   if (!buffer)
     return failure(buffer.getError().message());
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return failure(llvm::toString(builder.takeError()));
-  auto jit = llvm::orc::LLJITBuilder()
-                 .setJITTargetMachineBuilder(std::move(*builder))
-                 .create();
-  if (!jit)
-    return failure(llvm::toString(jit.takeError()));
-  llvm::orc::JITDylib &dylib = (*jit)->getMainJITDylib();
-  char prefix = (*jit)->getDataLayout().getGlobalPrefix();
-  // The code calls the C library, libomp and MLIR's runner utilities, as
-  // compile()'s engine links them, and ein's allocator.
-  auto process =
-      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
-  if (!process)
-    return failure(llvm::toString(process.takeError()));
-  dylib.addGenerator(std::move(*process));
-  for (const char *lib : {EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME}) {
-    auto generator =
-        llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix);
-    if (!generator)
-      return failure(llvm::toString(generator.takeError()));
-    dylib.addGenerator(std::move(*generator));
-  }
-  llvm::orc::SymbolMap symbols;
-  auto add = [&](const char *name, auto *fn) {
-    symbols[(*jit)->mangleAndIntern(name)] = {
-        llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
-  };
-  add("_mlir_memref_to_llvm_alloc", &ein_runtime_alloc);
-  add("_mlir_memref_to_llvm_aligned_alloc", &ein_runtime_aligned_alloc);
-  add("_mlir_memref_to_llvm_free", &ein_runtime_free);
-  if (auto err = dylib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
-    return failure(llvm::toString(std::move(err)));
-  if (auto err = (*jit)->addObjectFile(std::move(*buffer)))
-    return failure(llvm::toString(std::move(err)));
-  // The packed interface MLIR's ExecutionEngine generated.
-  auto entry = (*jit)->lookup(std::string("_mlir__mlir_ciface_") + kEntryName);
-  if (!entry)
-    return failure(llvm::toString(entry.takeError()));
-  impl->entry = entry->toPtr<void (*)(void **)>();
-  impl->loaded = std::move(*jit);
+  auto objects = unpackObjects((*buffer)->getBuffer());
+  if (!objects)
+    return failure(std::move(objects.error().message));
+  if (auto linked = link(*impl, *objects, JITOptions{}); !linked)
+    return failure(std::move(linked.error().message));
   return std::unique_ptr<JITFunction>(new JITFunction(std::move(impl)));
 }
 

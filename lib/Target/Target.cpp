@@ -1,6 +1,7 @@
 // What every target shares: the refusals of the uses a target does not
 // serve, no report column by default, and the default timing of a callable.
 #include "ein/Target/Target.h"
+#include "ein/Target/DeviceMemory.h"
 
 #include <fmt/format.h>
 
@@ -72,6 +73,8 @@ ErrorOr<double> medianSeconds(const std::function<ErrorOr<void>()> &call,
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
 }
+
+ErrorOr<DeviceMemory *> Target::memory() const { return &hostMemory(); }
 
 ErrorOr<void> Callable::callStrided(const StridedArgument *, size_t,
                                     const Bindings *, int64_t *) {

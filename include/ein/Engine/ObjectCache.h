@@ -1,5 +1,5 @@
-// The disk cache of compiled code: object files under the user's cache
-// directory, keyed by everything they depend on, so a second process
+// The disk cache of compiled code: bundles of object files under the user's
+// cache directory, keyed by everything they depend on, so a second process
 // starts without compiling.
 #pragma once
 

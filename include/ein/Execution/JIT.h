@@ -55,9 +55,11 @@ public:
   compile(const CheckedModule &module, const std::string &function,
           const CPUOptions &options = {}, const JITOptions &jit = {});
   /// The function of `module` from object code that compile() wrote
-  /// (JITOptions::objectFile) for the same module, options and CPU: linked
-  /// into a fresh JIT without running the pipeline or LLVM's code generator.
-  /// The caller vouches that the object is that function's.
+  /// (JITOptions::objectFile, a bundle of objects) for the same module,
+  /// options and CPU: linked into a fresh JIT without running the pipeline
+  /// or LLVM's code generator. The caller vouches that the objects are that
+  /// function's; a file that is not a whole bundle (cut short, altered) is
+  /// an error.
   static ErrorOr<std::unique_ptr<JITFunction>>
   loadObject(const CheckedModule &module, const std::string &function,
              const std::string &objectFile);

@@ -13,7 +13,8 @@ struct JITOptions {
   bool perfListener = false; // perf jitdump files, for `perf inject --jit`
   bool gdbListener = false;  // register the code with gdb's JIT interface
   /// When set, compile() also writes the compiled object code to this file
-  /// (for loadObject in a later process).
+  /// (a bundle of objects, ObjectBundle.h, for loadObject in a later
+  /// process), when it can: a file it cannot write is left missing.
   std::string objectFile;
   /// The options asked for by EIN_JIT_PERF=1 and EIN_JIT_GDB=1 (JIT.cpp).
   static JITOptions fromEnvironment();

@@ -16,6 +16,7 @@
 
 namespace ein {
 
+class DeviceMemory;
 namespace runtime {
 struct HostTensor;
 }
@@ -178,6 +179,11 @@ public:
   /// The callable of an artifact that this target's build() made.
   virtual ErrorOr<std::shared_ptr<Callable>>
   load(std::shared_ptr<Artifact> artifact) const;
+  /// The memory that what build() makes with `inProcess` reads and
+  /// writes: the host's (the default, the CPU targets), or a device's,
+  /// loaded on first use (the CUDA targets; a usage error when the device
+  /// cannot be used). `einc train` keeps its state there between steps.
+  virtual ErrorOr<DeviceMemory *> memory() const;
 
   /// `einc build`: writes every entry point of `module` to `outputPath` (an
   /// object file or a source file) and `headerPath`, both or neither; errors

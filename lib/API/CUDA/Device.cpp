@@ -1,17 +1,18 @@
 // CUDA device tensors of the C++ API: the device selected by EIN_CUDA (this
 // machine's GPU, or the CUDA code emulated on the CPU), its memory and
-// copies through the CUDA targets' device support (ein/Target/CUDA/
-// Device.h), and the registered target its kernels compile for.
+// copies through the CUDA target's DeviceMemory (Target::memory), and the
+// registered target its kernels compile for.
 #include "CUDA/Device.h"
 #include "Internal.h"
 
 #include "ein/Target/CUDA/Build.h"
-#include "ein/Target/CUDA/Device.h"
+#include "ein/Target/DeviceMemory.h"
 #include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <type_traits>
 
 namespace ein::api::detail::cudaDevice {
 
@@ -20,7 +21,7 @@ namespace {
 struct DeviceState {
   /// Why the device cannot be used; empty when it can.
   std::string unusable;
-  CUDADevice *device = nullptr;
+  DeviceMemory *memory = nullptr;
   const Target *target = nullptr;
 };
 
@@ -51,23 +52,33 @@ const DeviceState &state() {
       s->unusable = target.error().message;
       return s;
     }
-    auto device = loadCUDADevice(emulated);
-    if (!device) {
-      s->unusable = device.error().message;
+    auto memory = (*target)->memory();
+    if (!memory) {
+      s->unusable = memory.error().message;
       return s;
     }
-    s->device = *device;
+    s->memory = *memory;
     s->target = *target;
     return s;
   }();
   return *instance;
 }
 
-Result<CUDADevice *> usable() {
+Result<DeviceMemory *> usable() {
   const DeviceState &s = state();
   if (!s.unusable.empty())
     return usageError(s.unusable);
-  return s.device;
+  return s.memory;
+}
+
+/// The device memory's failure as the API reports it.
+template <class T> Result<T> reported(ErrorOr<T> done) {
+  if (!done)
+    return toInfo(done.error());
+  if constexpr (std::is_void_v<T>)
+    return {};
+  else
+    return std::move(*done);
 }
 
 } // namespace
@@ -76,41 +87,34 @@ Result<void *> allocate(size_t bytes) {
   auto s = usable();
   if (!s)
     return s.error();
-  void *p = nullptr;
-  if (int rc = (*s)->malloc(&p, bytes); rc != 0)
-    return usageError(fmt::format("cannot allocate {} bytes on the CUDA "
-                                  "device: {}",
-                                  bytes, (*s)->errorString(rc)));
-  return p;
+  return reported((*s)->allocate(bytes));
 }
 
 void release(void *device) {
   if (device)
-    state().device->free(device);
+    state().memory->release(device);
 }
 
 Result<void> copy(void *dst, const void *src, size_t bytes, Direction how) {
   auto s = usable();
   if (!s)
     return s.error();
-  std::lock_guard<std::mutex> lock((*s)->running);
-  if (int rc = (*s)->copy(dst, src, bytes, int(how)); rc != 0)
-    return usageError(fmt::format("a copy of {} bytes to or from the CUDA "
-                                  "device failed: {}",
-                                  bytes, (*s)->errorString(rc)));
-  return {};
+  switch (how) {
+  case Direction::HostToDevice:
+    return reported((*s)->copyIn(dst, src, bytes));
+  case Direction::DeviceToHost:
+    return reported((*s)->copyOut(dst, src, bytes));
+  case Direction::DeviceToDevice:
+    return reported((*s)->copyWithin(dst, src, bytes));
+  }
+  return programError("an unknown direction of a device copy");
 }
 
 Result<void> zero(void *device, size_t bytes) {
   auto s = usable();
   if (!s)
     return s.error();
-  std::lock_guard<std::mutex> lock((*s)->running);
-  if (int rc = (*s)->zero(device, bytes); rc != 0)
-    return usageError(fmt::format("cannot zero {} bytes on the CUDA device: "
-                                  "{}",
-                                  bytes, (*s)->errorString(rc)));
-  return {};
+  return reported((*s)->zero(device, bytes));
 }
 
 Result<const Target *> target() {
@@ -124,7 +128,7 @@ Result<std::string> deviceName() {
   auto s = usable();
   if (!s)
     return s.error();
-  return (*s)->name;
+  return (*s)->name();
 }
 
 } // namespace ein::api::detail::cudaDevice

@@ -5,6 +5,7 @@
 // called on device pointers (SharedLibrary.cpp); and `einc build
 // --target=cuda`'s source and header.
 #include "CUDATargets.h"
+#include "CUDAMemory.h"
 #include "SharedLibrary.h"
 
 #include "ein/Execution/JIT.h"
@@ -38,6 +39,13 @@ void useSaveDirectory(TempDir &dir) {
   ::mkdir(save, 0700);
   struct stat info;
   dir.keepAt(::stat(save, &info) == 0 && S_ISDIR(info.st_mode) ? save : "");
+}
+
+/// Why `--target=cuda` cannot run here.
+Error noGPU() {
+  return Error::usage(
+      "--target=cuda: this machine has no NVIDIA GPU (no /dev/nvidiactl); "
+      "--target=cuda-emulated runs the same CUDA source on the CPU");
 }
 
 /// Every dtype: what cuBLASLt lacks is widened (docs/cuda.md).
@@ -191,9 +199,7 @@ public:
     build.emulated = emulated;
     // Without a GPU there is nothing to run: say so before compiling.
     if (!build.emulated && !hasNvidiaGPU())
-      return Error::usage(
-          "--target=cuda: this machine has no NVIDIA GPU (no /dev/nvidiactl); "
-          "--target=cuda-emulated runs the same CUDA source on the CPU");
+      return noGPU();
     // In this process, on device memory (the C++ API's device tensors).
     if (options.inProcess)
       return buildSharedLibrary(module, function, options, emulated);
@@ -241,6 +247,13 @@ public:
     auto callable = std::make_shared<ProgramCallable>();
     callable->program = std::move(program);
     return std::shared_ptr<Callable>(std::move(callable));
+  }
+
+  /// Device memory: what the in-process libraries read and write.
+  ErrorOr<DeviceMemory *> memory() const override {
+    if (!emulated && !hasNvidiaGPU())
+      return noGPU();
+    return cudaMemory(emulated);
   }
 
   ErrorOr<void> buildFiles(const CheckedModule &module,

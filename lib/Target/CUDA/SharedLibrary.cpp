@@ -44,6 +44,114 @@ extern "C" int ein_api_zero(void *d, size_t n) {
 extern "C" const char *ein_api_error_string(int e) {
   return cudaGetErrorString((cudaError_t)e);
 }
+/* The training loop's element-wise steps (DeviceMemory, ein/Target/
+   DeviceMemory.h), on the default stream; each waits for its kernel and
+   returns its error. */
+#define EIN_TRAIN_EACH(i, n)                                                   \
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);    \
+       i += (int64_t)gridDim.x * blockDim.x)
+template <typename T> __global__ void ein_train_scale(T *p, int64_t n, T f) {
+  EIN_TRAIN_EACH(i, n) p[i] *= f;
+}
+template <typename T>
+__global__ void ein_train_add(T *s, const T *p, int64_t n) {
+  EIN_TRAIN_EACH(i, n) s[i] += p[i];
+}
+template <typename N>
+__global__ void ein_train_widen(float *s, const N *p, int64_t n, int add) {
+  EIN_TRAIN_EACH(i, n) s[i] = (add ? s[i] : 0.0f) + ein_to_f32(p[i]);
+}
+template <typename N>
+__global__ void ein_train_narrow(N *o, const float *m, int64_t n) {
+  EIN_TRAIN_EACH(i, n) o[i] = ein_cvt<N>(m[i]);
+}
+/* One block: thread t sums elements t, t + 256, ... in f64, then a tree in
+   shared memory; the same order on every run. */
+template <typename T>
+__global__ void ein_train_squares(const T *p, int64_t n, double *out) {
+  __shared__ double part[256];
+  unsigned t = threadIdx.x;
+  double s = 0;
+  for (int64_t i = t; i < n; i += 256) {
+    double v = (double)p[i];
+    s += v * v;
+  }
+  part[t] = s;
+  __syncthreads();
+  for (unsigned w = 128; w > 0; w >>= 1) {
+    if (t < w)
+      part[t] += part[t + w];
+    __syncthreads();
+  }
+  if (t == 0)
+    *out = part[0];
+}
+static int ein_train_done() {
+  cudaError_t e = cudaGetLastError();
+  return (int)(e != cudaSuccess ? e : cudaDeviceSynchronize());
+}
+/* type: 0 f32, 1 f64, 2 bf16, 3 f16 (DeviceMemory's order). */
+extern "C" int ein_api_train_scale(void *p, int64_t n, int type, double f) {
+  const unsigned threads = 256;
+  if (type == 1) {
+    auto k = ein_train_scale<double>;
+    EIN_LAUNCH(k, ein_grid_for(n, threads), threads, (cudaStream_t)0,
+               (double *)p, n, f);
+  } else {
+    auto k = ein_train_scale<float>;
+    EIN_LAUNCH(k, ein_grid_for(n, threads), threads, (cudaStream_t)0,
+               (float *)p, n, (float)f);
+  }
+  return ein_train_done();
+}
+extern "C" int ein_api_train_accumulate(void *s, const void *p, int64_t n,
+                                        int type, int add) {
+  const unsigned threads = 256;
+  if (type == 0) {
+    auto k = ein_train_add<float>;
+    EIN_LAUNCH(k, ein_grid_for(n, threads), threads, (cudaStream_t)0,
+               (float *)s, (const float *)p, n);
+  } else if (type == 1) {
+    auto k = ein_train_add<double>;
+    EIN_LAUNCH(k, ein_grid_for(n, threads), threads, (cudaStream_t)0,
+               (double *)s, (const double *)p, n);
+  } else if (type == 2) {
+    auto k = ein_train_widen<ein_bf16_t>;
+    EIN_LAUNCH(k, ein_grid_for(n, threads), threads, (cudaStream_t)0,
+               (float *)s, (const ein_bf16_t *)p, n, add);
+  } else {
+    auto k = ein_train_widen<ein_f16_t>;
+    EIN_LAUNCH(k, ein_grid_for(n, threads), threads, (cudaStream_t)0,
+               (float *)s, (const ein_f16_t *)p, n, add);
+  }
+  return ein_train_done();
+}
+extern "C" int ein_api_train_narrow(void *o, const void *m, int64_t n,
+                                    int type) {
+  const unsigned threads = 256;
+  if (type == 2) {
+    auto k = ein_train_narrow<ein_bf16_t>;
+    EIN_LAUNCH(k, ein_grid_for(n, threads), threads, (cudaStream_t)0,
+               (ein_bf16_t *)o, (const float *)m, n);
+  } else {
+    auto k = ein_train_narrow<ein_f16_t>;
+    EIN_LAUNCH(k, ein_grid_for(n, threads), threads, (cudaStream_t)0,
+               (ein_f16_t *)o, (const float *)m, n);
+  }
+  return ein_train_done();
+}
+/* The sum of squares into *out (device memory). */
+extern "C" int ein_api_train_squares(const void *p, int64_t n, int type,
+                                     double *out) {
+  if (type == 1) {
+    auto k = ein_train_squares<double>;
+    EIN_LAUNCH(k, 1, 256, (cudaStream_t)0, (const double *)p, n, out);
+  } else {
+    auto k = ein_train_squares<float>;
+    EIN_LAUNCH(k, 1, 256, (cudaStream_t)0, (const float *)p, n, out);
+  }
+  return ein_train_done();
+}
 extern "C" int ein_api_device(char *name, int size) {
 #ifdef __CUDACC__
   int count = 0;
@@ -184,6 +292,10 @@ ErrorOr<void> loadSupport(CUDADevice &device) {
       !symbol(*handle, "ein_api_copy", device.copy) ||
       !symbol(*handle, "ein_api_zero", device.zero) ||
       !symbol(*handle, "ein_api_error_string", device.errorString) ||
+      !symbol(*handle, "ein_api_train_scale", device.trainScale) ||
+      !symbol(*handle, "ein_api_train_accumulate", device.trainAccumulate) ||
+      !symbol(*handle, "ein_api_train_narrow", device.trainNarrow) ||
+      !symbol(*handle, "ein_api_train_squares", device.trainSquares) ||
       !symbol(*handle, "ein_api_device", name))
     return Error::usage("the CUDA device support library lacks its "
                         "functions");

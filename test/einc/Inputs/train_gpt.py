@@ -4,7 +4,8 @@ weights (one safetensors file), the same batches, AdamW, the warm-up and
 cosine schedule and clipping. The loss of every step must agree within
 1e-3 relative in f32 (the issue's bound; the two measure ~1e-5 apart).
 
-usage: train_gpt.py EINC GPT.ein OUTDIR [STEPS]
+usage: train_gpt.py EINC GPT.ein OUTDIR [STEPS [EINC-ARG...]]
+(EINC-ARGs are added to einc train's: --target=cuda-emulated.)
 """
 import json
 import os
@@ -18,6 +19,9 @@ from safetensors.torch import save_file  # noqa: E402
 
 EINC, MODEL, OUT = sys.argv[1:4]
 STEPS = int(sys.argv[4]) if len(sys.argv) > 4 else 200
+EXTRA = sys.argv[5:]
+# 10 warm-up steps, or 1 in a short run (the schedule needs a step to decay).
+WARMUP = 10 if STEPS > 10 else 1
 BATCH, HEADS, SEED = 8, 4, 3
 data = os.path.join(OUT, "stdlib.bin")
 init = os.path.join(OUT, "init.safetensors")
@@ -30,10 +34,10 @@ start = time.time()
 proc = subprocess.run(
     [EINC, "train", MODEL, "--fn", "loss", "--data", f"tokens={data}:u8",
      "--dim", f"batch={BATCH}", "--steps", str(STEPS), "--seed", str(SEED),
-     "--init", init, "--lr", "1e-3", "--schedule", "cosine", "--warmup", "10",
+     "--init", init, "--lr", "1e-3", "--schedule", "cosine", "--warmup", str(WARMUP),
      "--min-lr", "1e-4", "--beta1", "0.9", "--beta2", "0.95", "--eps", "1e-8",
      "--weight-decay", "0.1", "--clip", "1.0", "--log", log,
-     "--print-every", "50", "--no-cache"],
+     "--print-every", "50", "--no-cache", *EXTRA],
     capture_output=True, text=True)
 ein_seconds = time.time() - start
 if proc.returncode != 0:
@@ -44,7 +48,7 @@ ein = [json.loads(line)["loss"] for line in open(log) if '"loss"' in line]
 
 start = time.time()
 ref = gpt_torch.train_reference(init, data, STEPS, BATCH, HEADS, lr_max=1e-3,
-                                min_lr=1e-4, warmup=10, betas=(0.9, 0.95),
+                                min_lr=1e-4, warmup=WARMUP, betas=(0.9, 0.95),
                                 eps=1e-8, weight_decay=0.1, clip=1.0,
                                 seed=SEED)
 torch_seconds = time.time() - start

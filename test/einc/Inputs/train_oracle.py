@@ -11,6 +11,7 @@ usage: train_oracle.py EINC OUTDIR
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,15 +118,7 @@ def torch_mlp(init, x, y, *, steps, batch, accumulate=1, seed=0, lr=1e-3,
 
 
 MLP = os.path.join(OUT, "mlp.ein")
-with open(MLP, "w") as f:
-    f.write('''dim D = 8
-dim H = 16
-dim K = 3
-
-def loss(x: f32["B D"], y: f32["B K"], w1: f32["D H"], w2: f32["H K"]) -> f32[""]:
-    h = relu(einsum(x, w1, "b d, d h -> b h"))
-    return reduce((einsum(h, w2, "b h, h k -> b k") - y) ** 2, "b k ->", "mean")
-''')
+shutil.copy(os.path.join(HERE, "train_mlp.ein"), MLP)
 rng = np.random.default_rng(1)
 X = rng.standard_normal((500, 8)).astype(np.float32)
 W = rng.standard_normal((8, 3)).astype(np.float32)
@@ -493,19 +486,7 @@ report("seeded-init", ok, "the weights differ from the documented rule")
 # the documented rule, validation on the held-out tail.
 
 BIGRAM = os.path.join(OUT, "bigram.ein")
-with open(BIGRAM, "w") as f:
-    f.write('''dim V = 11
-dim C = 11
-
-def loss(tokens: i64["B W"], table: f32["V C"]) -> f32[""]:
-    inputs = slice(tokens, "W", 0, W - 1)
-    targets = slice(tokens, "W", 1, W)
-    logits = take(table, inputs, "V")
-    shifted = logits - reduce(logits, "b s v -> b s 1", "max")
-    logp = shifted - log(reduce(exp(shifted), "b s v -> b s 1", "sum"))
-    onehot = astype(rearrange(arange(C), "v -> 1 1 v") == rearrange(targets, "b s -> b s 1"), f32)
-    return -reduce(onehot * logp, "b s v -> ", "sum") / (B * (W - 1))
-''')
+shutil.copy(os.path.join(HERE, "train_bigram.ein"), BIGRAM)
 stream = (np.arange(3000) * 7 % 11).astype(np.uint16)
 stream[::13] = rng.integers(0, 11, size=len(stream[::13]))
 stream.tofile(os.path.join(OUT, "tokens.bin"))

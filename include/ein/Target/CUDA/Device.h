@@ -7,6 +7,7 @@
 #include "ein/Support/Error.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -25,6 +26,13 @@ struct CUDADevice {
   int (*copy)(void *, const void *, size_t, int) = nullptr;
   int (*zero)(void *, size_t) = nullptr;
   const char *(*errorString)(int) = nullptr;
+  /// The training loop's element-wise steps (CUDAMemory.cpp); `type` is 0
+  /// f32, 1 f64, 2 bf16, 3 f16. Each waits for its kernel.
+  int (*trainScale)(void *, int64_t, int, double) = nullptr;
+  int (*trainAccumulate)(void *, const void *, int64_t, int, int) = nullptr;
+  int (*trainNarrow)(void *, const void *, int64_t, int) = nullptr;
+  /// The sum of squares into a device double.
+  int (*trainSquares)(const void *, int64_t, int, double *) = nullptr;
   /// Device work runs one call at a time: emulated blocks keep __shared__
   /// arrays in static storage, and the runtime's GEMM descriptor cache is
   /// not locked. Kernel calls (the shared libraries' callStrided) and
