@@ -58,6 +58,29 @@ TEST(CachingAllocator, CountsLiveBytesAndTheirPeak) {
   EXPECT_EQ(a.stats().liveBytes, 0u);
 }
 
+TEST(CachingAllocator, CountsRequestedBytesApartFromSizeClasses) {
+  CachingAllocator a(1 << 20);
+  // 1000 and 3000 bytes asked, in blocks of 1024 and 3072.
+  void *p = a.allocate(1000);
+  void *q = a.allocate(3000);
+  EXPECT_EQ(a.stats().liveRequestedBytes, 4000u);
+  EXPECT_EQ(a.stats().peakRequestedBytes, 4000u);
+  a.deallocate(p);
+  EXPECT_EQ(a.stats().liveRequestedBytes, 3000u);
+  // A cached block of class 1024 reused for 900 bytes counts 900.
+  void *r = a.allocate(900);
+  EXPECT_EQ(r, p);
+  EXPECT_EQ(a.stats().liveRequestedBytes, 3900u);
+  EXPECT_EQ(a.stats().liveBytes, 1024u + 3072u);
+  EXPECT_EQ(a.stats().peakRequestedBytes, 4000u);
+  a.resetPeak();
+  EXPECT_EQ(a.stats().peakRequestedBytes, 3900u);
+  a.deallocate(q);
+  a.deallocate(r);
+  EXPECT_EQ(a.stats().liveRequestedBytes, 0u);
+  EXPECT_EQ(a.stats().peakRequestedBytes, 3900u);
+}
+
 TEST(CachingAllocator, SizeClassesAreFourPerPowerOfTwo) {
   EXPECT_EQ(CachingAllocator::classSize(0), 64u);
   EXPECT_EQ(CachingAllocator::classSize(1), 64u);

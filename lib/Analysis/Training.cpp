@@ -2,6 +2,7 @@
 #include "ein/Analysis/Training.h"
 
 #include <map>
+#include <set>
 
 namespace ein {
 
@@ -63,12 +64,27 @@ peakLiveBytes(const CheckedFunction &fn,
       return std::nullopt;
     live += *b;
   }
+  // The function's results are the caller's buffers (the calling
+  // convention of compiled code: results are output parameters written in
+  // place), live throughout: `einc train` holds the gradients and the loss
+  // across steps, and the op computing a result writes it there instead of
+  // allocating. A result returned twice, or that is a parameter or a view,
+  // is copied into a buffer of its own.
+  std::set<unsigned> outputs(fn.returns.begin(), fn.returns.end());
+  for (unsigned r : fn.returns) {
+    auto b = bytesOf(r);
+    if (!b)
+      return std::nullopt;
+    live += *b;
+  }
   Int peak = live;
   std::map<unsigned, Int> held; // allocated results, by value
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const CheckedOp &op = fn.ops[i];
     if (!isView(i))
       for (unsigned r : op.results) {
+        if (outputs.count(r))
+          continue;
         auto b = bytesOf(r);
         if (!b)
           return std::nullopt;

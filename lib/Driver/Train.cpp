@@ -29,6 +29,9 @@
 #include <map>
 #include <optional>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 namespace ein {
@@ -485,6 +488,13 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   if (!prepared)
     return prepared.error();
   TrainingState &state = **prepared;
+  // The compilation's memory (LLVM's and MLIR's), freed by now, goes back
+  // to the system: glibc's malloc would otherwise keep it for the process,
+  // and a cold start's RSS would stay ~150 MiB above a warm one's
+  // (examples/gpt.ein: 253 MiB, 149 MiB with the trim, 95 MiB warm).
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
 
   std::optional<std::ofstream> log;
   if (!options.log.empty()) {
@@ -564,11 +574,16 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     int64_t rss = residentBytes();
     // What the step held: the loop's tensors, and the compiled code's
     // temporaries at their peak (the CPU's allocator; the CUDA targets'
-    // are in their own process).
+    // are in their own process), as the code asked for them; the blocks
+    // rounded up to the allocator's size classes are logged too.
     bool cpu = options.target == "cpu";
+    runtime::AllocatorStats temporaries = allocator.stats();
     double measured = cpu ? double(state.heldBytes() +
-                                   int64_t(allocator.stats().peakLiveBytes))
+                                   int64_t(temporaries.peakRequestedBytes))
                           : -1;
+    double measuredBlocks =
+        cpu ? double(state.heldBytes() + int64_t(temporaries.peakLiveBytes))
+            : -1;
     if (options.printEvery > 0 &&
         ((step + 1) % options.printEvery == 0 || step + 1 == options.steps))
       out << fmt::format(
@@ -591,7 +606,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                   "{{\"step\":{},\"loss\":{},\"lr\":{},\"grad_norm\":{},"
                   "\"clipped\":{},\"loss_scale\":{},\"skipped\":{},"
                   "\"seconds\":{},\"{}_per_s\":{},\"mfu\":{},"
-                  "\"memory_bytes\":{},\"report_peak_bytes\":{},"
+                  "\"memory_bytes\":{},\"memory_block_bytes\":{},"
+                  "\"report_peak_bytes\":{},"
                   "\"spare_bytes\":{},\"rss_bytes\":{}}}\n",
                   step + 1, jsonNumber(result->loss), jsonNumber(result->lr),
                   jsonNumber(result->gradNorm),
@@ -602,6 +618,7 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                   state.tokenUnit(), jsonNumber(tokensPerSecond),
                   jsonNumber(mfu),
                   measured >= 0 ? jsonNumber(measured) : "null",
+                  measuredBlocks >= 0 ? jsonNumber(measuredBlocks) : "null",
                   jsonNumber(state.reportPeakBytes()), state.spareBytes(), rss)
            << std::flush;
     out.flush();

@@ -320,7 +320,8 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
        train.actDType ? dtypeName(*train.actDType) : "as declared"},
   };
   // The peak over the step: the walk of live tensors in run order, with
-  // the optimizer states held throughout.
+  // the optimizer states held throughout (and the results, the loss and
+  // gradients, which the walk itself holds throughout: output buffers).
   std::set<const CheckedOp *> views;
   for (const OpReport &r : rows)
     if (r.cost.view)
@@ -437,8 +438,9 @@ std::string trainReportTable(const CheckedModule &module,
   fmt::format_to(out, "  {:<{}}  {:<16}  {}\n",
                  "peak of live tensors over the step", labelW,
                  a.peak ? toString(*a.peak) : "-",
-                 a.peak ? gib(a.peak) + " (liveness in run order, optimizer "
-                                        "states included)"
+                 a.peak ? gib(a.peak) + " (liveness in run order; optimizer "
+                                        "states, gradients and loss held "
+                                        "throughout)"
                         : std::string("bind every size to compute it"));
   for (auto &s : a.saved)
     fmt::format_to(out, "    saved: {} {}[\"{}\"] {} bytes\n", s.name,

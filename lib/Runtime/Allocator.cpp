@@ -1,6 +1,7 @@
 // The caching allocator of compiled code's temporaries; see Allocator.h.
 #include "ein/Runtime/Allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -14,8 +15,9 @@ struct Header {
   uint64_t magic;
   uint32_t cls;
   uint32_t unused;
-  uint64_t offset; // from the system's allocation to the block
-  uint64_t bytes;  // the block's size (its class's, or the size asked)
+  uint64_t offset;    // from the system's allocation to the block
+  uint64_t bytes;     // the block's size (its class's, or the size asked)
+  uint64_t requested; // the size asked
 };
 static_assert(sizeof(Header) <= CachingAllocator::kAlignment);
 
@@ -72,7 +74,8 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
       list.pop_back();
       counters.cachedBytes -= bytes;
       ++counters.hits;
-      noteAllocated(bytes);
+      noteAllocated(bytes, size);
+      headerOf(p)->requested = size;
       return p;
     }
     ++counters.misses;
@@ -92,9 +95,10 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
   h->unused = 0;
   h->offset = alignment;
   h->bytes = bytes;
+  h->requested = size;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    noteAllocated(bytes);
+    noteAllocated(bytes, size);
   }
   return p;
 }
@@ -108,6 +112,7 @@ void CachingAllocator::deallocate(void *p) {
     std::lock_guard<std::mutex> lock(mutex);
     ++counters.frees;
     counters.liveBytes -= h->bytes;
+    counters.liveRequestedBytes -= h->requested;
     if (h->cls != kUncached) {
       size_t bytes = sizeOfClass(h->cls);
       if (counters.cachedBytes + bytes <= limit) {
@@ -121,15 +126,18 @@ void CachingAllocator::deallocate(void *p) {
   std::free(base);
 }
 
-void CachingAllocator::noteAllocated(size_t bytes) {
+void CachingAllocator::noteAllocated(size_t bytes, size_t requested) {
   counters.liveBytes += bytes;
-  if (counters.liveBytes > counters.peakLiveBytes)
-    counters.peakLiveBytes = counters.liveBytes;
+  counters.peakLiveBytes = std::max(counters.peakLiveBytes, counters.liveBytes);
+  counters.liveRequestedBytes += requested;
+  counters.peakRequestedBytes =
+      std::max(counters.peakRequestedBytes, counters.liveRequestedBytes);
 }
 
 void CachingAllocator::resetPeak() {
   std::lock_guard<std::mutex> lock(mutex);
   counters.peakLiveBytes = counters.liveBytes;
+  counters.peakRequestedBytes = counters.liveRequestedBytes;
 }
 
 void CachingAllocator::trim() {

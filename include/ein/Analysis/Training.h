@@ -28,8 +28,9 @@ const std::vector<OptimizerSpec> &optimizerTable();
 const OptimizerSpec *findOptimizer(const std::string &name);
 
 /// The peak of the bytes of live tensors over `fn`'s ops in the order they
-/// run: the inputs and `alwaysLive` values are live throughout, a result
-/// from its op to its last use (the function's results to the end); a
+/// run: the inputs and the function's results (the caller's output
+/// buffers) are live throughout, any other value from its op to its last
+/// use; a
 /// view (`isView(op index)`) allocates nothing. `bytesOf` gives a value's
 /// bytes (its dtype may be overridden by the caller). Unbound sizes make
 /// the peak unknown (nullopt).

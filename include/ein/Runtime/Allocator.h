@@ -21,8 +21,15 @@ struct AllocatorStats {
   uint64_t cachedBytes = 0; // bytes held in the cache now
   uint64_t liveBytes = 0;   // bytes of blocks allocated and not yet freed
   /// The most liveBytes has been since the allocator began or resetPeak:
-  /// the peak of a compiled call's temporaries (`einc train`'s memory).
+  /// the peak of a compiled call's temporaries at their size classes.
   uint64_t peakLiveBytes = 0;
+  /// The bytes asked for by the blocks live now (liveBytes less the
+  /// rounding up to size classes, up to ~19% of a block), and their peak
+  /// since the allocator began or resetPeak: the peak of a compiled call's
+  /// temporaries as the code sized them, which `einc train` compares with
+  /// `einc report --train`'s peak.
+  uint64_t liveRequestedBytes = 0;
+  uint64_t peakRequestedBytes = 0;
 };
 
 /// A thread-safe allocator with size-bucketed free lists. Sizes round up to
@@ -60,8 +67,9 @@ private:
   static constexpr unsigned kClasses = 256;
   static unsigned classIndex(size_t size);
   static size_t sizeOfClass(unsigned index);
-  /// Counts `bytes` more live (the lock held).
-  void noteAllocated(size_t bytes);
+  /// Counts a block of `bytes` for `requested` bytes asked live (the lock
+  /// held).
+  void noteAllocated(size_t bytes, size_t requested);
 
   size_t limit;
   mutable std::mutex mutex;

@@ -164,6 +164,10 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
     pm.addPass(createMergedOutputsInPlace());
     mlir::bufferization::buildBufferDeallocationPipeline(
         pm, mlir::bufferization::BufferDeallocationPipelineOptions());
+    // MLIR frees each buffer at the end of its block; each temporary is
+    // freed after its last use instead, so that a step holds its live
+    // tensors, not all of them (docs/lowering.md, "Memory model").
+    pm.addPass(createEarlyDealloc());
   }
   // Contractions become packed, register-tiled micro-kernels; everything
   // else loops whose outermost parallel loop is spread over the cores.

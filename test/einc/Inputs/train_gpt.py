@@ -65,3 +65,18 @@ if not ok:
         if abs(a - b) > 1e-3 * abs(b):
             print(f"  step {t + 1}: einc {a} torch {b}")
             break
+
+# The issue's memory check on the same run: every step's measured peak (the
+# loop's tensors and the compiled code's temporaries, as asked for) within
+# 10% of `einc report --train`'s peak. Measured on the CPU only (null on the
+# other targets, whose temporaries are not counted in this process).
+steps = [json.loads(line) for line in open(log) if '"loss"' in line]
+if any(s["memory_bytes"] is None for s in steps):
+    print("skip gpt-memory: this target measures no memory")
+else:
+    ratios = [s["memory_bytes"] / s["report_peak_bytes"] for s in steps]
+    mem_ok = len(ratios) == STEPS and all(abs(r - 1) <= 0.10 for r in ratios)
+    print(f"{'ok' if mem_ok else 'FAIL'} gpt-memory: measured "
+          f"{steps[-1]['memory_bytes']} bytes against report --train's "
+          f"{steps[-1]['report_peak_bytes']}, ratio {min(ratios):.3f} to "
+          f"{max(ratios):.3f} over {len(ratios)} steps (bound 1 +- 0.10)")
