@@ -188,6 +188,8 @@ private:
       if (!inner)
         return inner;
       skipSpace();
+      if (pos < text.size() && text[pos] == '@')
+        return unexpected();
       if (pos >= text.size() || text[pos] != ')')
         return err("expected ')' in size");
       ++pos;
