@@ -596,6 +596,7 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
   ModuleScope scope;
   if (!sema::checkMesh(module, options, scope, knownNames, diags))
     return result;
+  result.meshAxes = scope.meshAxes;
   // --mesh binds axes as --dim does (checkMesh refused any other name, and
   // a --dim that disagrees).
   std::map<std::string, Int> overrides = options.dimOverrides;
