@@ -227,6 +227,11 @@ const MeshDiagCase kMeshDiags[] = {
      "    return rearrange(x, \"a b@tp -> b a\")\n",
      "3:29: unexpected '@' in pattern: layouts are written in types "
      "(f32[\"batch@dp d\"]), not in an op's pattern"},
+    {"LayoutInTakeAxis",
+     "mesh tp\ndef f(t: f32[\"v d\"], ids: i64[\"n\"]) -> f32[\"n d\"]:\n"
+     "    return take(t, ids, \"v@tp\")\n",
+     "3:25: take's axis \"v@tp\" has a layout; layouts are written in types, "
+     "not in an op's arguments"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Mesh, MeshDiagTest, ::testing::ValuesIn(kMeshDiags),
