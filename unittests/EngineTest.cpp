@@ -211,5 +211,25 @@ TEST(EngineTest, InputsThatDoNotBindAreUsageErrors) {
             std::string::npos);
 }
 
+// A sharded program is not compiled yet (docs/distributed.md §8): the
+// engine refuses it by name rather than run it unsharded.
+TEST(EngineTest, ShardedProgramIsRefused) {
+  SourceFile file{"sharded.ein", "mesh tp\n"
+                                 "def f(x: f32[\"n@tp\"]) -> f32[\"n@tp\"]:\n"
+                                 "    return x\n"};
+  DiagnosticEngine diags(file);
+  Module module = parseModule(file, diags);
+  ASSERT_FALSE(diags.hadError());
+  Engine engine;
+  auto checked = engine.check(file, module, {}, "f");
+  ASSERT_FALSE(bool(checked));
+  EXPECT_EQ(checked.error().kind, ErrorKind::Program);
+  EXPECT_NE(checked.error().message.find(
+                "this file declares a mesh; sharded programs are checked"),
+            std::string::npos)
+      << checked.error().message;
+  EXPECT_EQ(engine.compilations(), 0u);
+}
+
 } // namespace
 } // namespace ein

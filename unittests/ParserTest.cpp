@@ -303,7 +303,8 @@ const SyntaxErrorCase kSyntaxErrors[] = {
     {"ShapeNotAString", "def f(x: f32[n]) -> f32[\"n\"]:\n    return x\n", 1,
      14, "expected a shape string such as \"batch seq\", found 'n'"},
     {"TopLevelStatement", "x = 1\n", 1, 1,
-     "expected 'def', 'dim' or 'from' at the top level, found 'x'"},
+     "expected 'def', 'dim', 'from', 'mesh' or 'shard' at the top level, found "
+     "'x'"},
     {"BodyNotIndented", "def f(x: f32[\"n\"]) -> f32[\"n\"]:\nreturn x\n", 2, 1,
      "expected an indented function body"},
     {"PositionalAfterKeyword",

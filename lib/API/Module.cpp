@@ -64,6 +64,13 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
   state->checked = checkModule(state->module, symbolic, diags);
   if (diags.hadError())
     return toInfo(errorFromDiagnostics(diags));
+  // Never the unsharded program in place of the sharded one.
+  if (!state->checked.meshAxes.empty())
+    return toInfo(Error::inFile(
+        ErrorKind::Program, state->file->path,
+        "this file declares a mesh; sharded programs are checked (einc "
+        "check) but not yet compiled or run (issue 30, docs/distributed.md "
+        "§8)"));
   return state;
 }
 

@@ -158,6 +158,35 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
                                  "that fits in 128 bits",
                                  name, v->substr(eq + 1)));
       args.check.dimOverrides[name] = *n;
+    } else if (isFlag("--mesh") &&
+               (args.command == "check" || args.command == "report" ||
+                args.command == "emit")) {
+      auto v = value("--mesh");
+      if (!v || v->empty())
+        return usage("--mesh needs AXIS=INT,... (--mesh dp=2,tp=4)");
+      size_t start = 0;
+      while (start <= v->size()) {
+        size_t comma = v->find(',', start);
+        std::string item =
+            v->substr(start, comma == std::string::npos ? std::string::npos
+                                                        : comma - start);
+        auto eq = item.find('=');
+        if (eq == std::string::npos || eq == 0)
+          return usage(fmt::format(
+              "--mesh needs AXIS=INT,... (--mesh dp=2,tp=4), got '{}'", *v));
+        std::string name = item.substr(0, eq);
+        auto n = parseInt(item.substr(eq + 1));
+        if (!n || *n < 1)
+          return usage(fmt::format("--mesh {}: '{}' is not a positive "
+                                   "integer (a mesh axis spans at least 1 "
+                                   "device)",
+                                   name, item.substr(eq + 1)));
+        if (!args.check.meshSizes.emplace(name, *n).second)
+          return usage(fmt::format("--mesh names axis '{}' twice", name));
+        if (comma == std::string::npos)
+          break;
+        start = comma + 1;
+      }
     } else if (isFlag("--rank") && args.command != "run") {
       auto v = value("--rank");
       if (!v)
@@ -552,6 +581,24 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
   if (args.command == "emit" && args.stage == "ast") {
     printAST(module, out);
     return {};
+  }
+  // A sharded program is checked, but not yet costed, lowered or run
+  // (docs/distributed.md §8): refused by name, never run unsharded. Its
+  // check's errors come first.
+  if (!module.meshes.empty() && args.command != "check") {
+    CheckOptions options = args.check;
+    options.loopsMayStaySymbolic = true;
+    checkModule(module, options, diags);
+    if (diags.hadError())
+      return errorFromDiagnostics(diags);
+    const SourceLoc &at = module.meshes.front().loc;
+    return Error::inFile(
+        ErrorKind::Program, file->path,
+        fmt::format("line {}: this file declares a mesh; sharded programs "
+                    "are checked (einc check) but not yet {} (issue 30, "
+                    "docs/distributed.md §8)",
+                    at.line,
+                    args.command == "report" ? "reported" : "compiled or run"));
   }
   if (args.command == "run") {
     // The symbolic check of `run`, once: its warnings are printed here and

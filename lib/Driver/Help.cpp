@@ -14,10 +14,11 @@ namespace ein {
 const std::vector<CommandHelp> &commands() {
   static const std::vector<CommandHelp> list = {
       {"check",
-       "check FILE [--dim NAME=INT]... [--rank NAME=INT]...",
+       "check FILE [--dim NAME=INT]... [--mesh AXIS=INT,...] [--rank "
+       "NAME=INT]...",
        R"(Check shapes statically; print diagnostics and the entry checks that
 remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
-       {"--dim", "--rank", "-Werror", "-Wno-NAME"}},
+       {"--dim", "--mesh", "--rank", "-Werror", "-Wno-NAME"}},
       {"report",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
             [--in PARAM=FILE.npy...]
@@ -45,10 +46,11 @@ of live tensors, the ideal step time. --in binds the function's dims from
 A line of the table keeps within 160 columns: an op in several fused
 loops shows the first and a count (elementwise#15 +2), and a long formula
 goes on at its column on the next lines.)",
-       {"--fn", "--in", "--dim", "--rank", "--device", "--peak-flops",
-        "--bandwidth", "--json", "--expand", "--target", "--no-fusion",
-        "--train", "--params", "--optimizer", "--param-dtype", "--act-dtype",
-        "--tokens", "-Werror", "-Wno-NAME"}},
+       {"--fn",        "--in",     "--dim",        "--mesh",
+        "--rank",      "--device", "--peak-flops", "--bandwidth",
+        "--json",      "--expand", "--target",     "--no-fusion",
+        "--train",     "--params", "--optimizer",  "--param-dtype",
+        "--act-dtype", "--tokens", "-Werror",      "-Wno-NAME"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
@@ -168,8 +170,8 @@ cudaStream_t.)",
        R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
 static; every other is dynamic, read from the arguments; every variadic's
 rank must be fixed (by --rank).)",
-       {"--stage", "--dim", "--rank", "--tiles", "--cpu", "--cpu-features",
-        "--no-fusion", "-Werror", "-Wno-NAME"}},
+       {"--stage", "--dim", "--mesh", "--rank", "--tiles", "--cpu",
+        "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
   };
   return list;
 }
@@ -187,6 +189,12 @@ namespace {
 const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--dim",
      R"(--dim NAME=INT   bind a dim (overrides `dim NAME = ...` in the file))"},
+    {"--mesh",
+     R"(--mesh AXIS=INT,...
+                 bind the axes of the file's `mesh` (--mesh dp=2,tp=4): as
+                 --dim AXIS=INT each, but only for mesh axes, and at least 1;
+                 a --dim of the same axis must agree (report and emit refuse
+                 a file with a mesh until sharded programs lower))"},
     {"--rank",
      R"(--rank NAME=INT  fix the rank (0 to 16) of the variadic *NAME; the '...'
                  in the type of parameter PARAM is PARAM... (--rank x...=2))"},

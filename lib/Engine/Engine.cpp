@@ -65,6 +65,12 @@ ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
     return errorFromDiagnostics(diags);
   if (!checked.find(function))
     return noFunctionError(file.path, function, module.functionNames());
+  // Never the unsharded program in place of the sharded one.
+  if (!checked.meshAxes.empty())
+    return Error::inFile(ErrorKind::Program, file.path,
+                         "this file declares a mesh; sharded programs are "
+                         "checked (einc check) but not yet compiled or run "
+                         "(issue 30, docs/distributed.md §8)");
   return checked;
 }
 

@@ -2,6 +2,7 @@
 // and reports each mismatch at its source location. This file checks
 // statements, types and results, and the module; expressions and pattern
 // operations are checked in CheckExpressions.cpp and CheckPatternOps.cpp.
+#include "CheckLayouts.h"
 #include "FunctionChecker.h"
 #include "Warnings.h"
 
@@ -19,6 +20,8 @@ namespace sema {
 
 void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
   std::string cur;
+  // The mesh axis of a layout (`batch@dp`) is not a dim of the shape.
+  bool afterAt = false;
   for (char c : shape + " ") {
     // Bytes >= 0x80 only occur inside (Unicode) names: the shape has parsed.
     if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
@@ -26,9 +29,11 @@ void collectShapeNames(const std::string &shape, std::set<std::string> &out) {
       cur += c;
       continue;
     }
-    if (!cur.empty() && !std::isdigit(static_cast<unsigned char>(cur[0])))
+    if (!cur.empty() && !afterAt &&
+        !std::isdigit(static_cast<unsigned char>(cur[0])))
       out.insert(cur);
     cur.clear();
+    afterAt = c == '@';
   }
 }
 
@@ -284,6 +289,10 @@ std::optional<TensorType> FunctionChecker::checkType(const TypeAnnotation &t) {
                   length);
       return std::nullopt;
     }
+  // An inlined callee's types were checked where it was checked itself.
+  if (!sema::checkLayouts(t, *shape, scope, typeEnv(),
+                          inlined() ? nullptr : &out.ctx.constraints, diags))
+    return std::nullopt;
   return TensorType{*shape, *dtype};
 }
 
@@ -584,6 +593,14 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     result.files.push_back(f->path);
   }
   std::set<std::string> knownNames;
+  ModuleScope scope;
+  if (!sema::checkMesh(module, options, scope, knownNames, diags))
+    return result;
+  result.meshAxes = scope.meshAxes;
+  // --mesh binds axes as --dim does (checkMesh refused any other name, and
+  // a --dim that disagrees).
+  std::map<std::string, Int> overrides = options.dimOverrides;
+  overrides.insert(options.meshSizes.begin(), options.meshSizes.end());
   // The dims of imported files first: the file's own may use them.
   std::vector<const DimDecl *> dimDecls;
   for (auto &d : module.importedDims)
@@ -598,8 +615,7 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
       return result;
     }
     knownNames.insert(d.name);
-    if (auto it = options.dimOverrides.find(d.name);
-        it != options.dimOverrides.end()) {
+    if (auto it = overrides.find(d.name); it != overrides.end()) {
       result.dims[d.name] = it->second;
       continue;
     }
@@ -622,7 +638,6 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     }
     result.dims[d.name] = *v;
   }
-  ModuleScope scope;
   scope.declaredDims = result.dims;
   scope.loopsMayStaySymbolic = options.loopsMayStaySymbolic;
   const auto &builtins = sema::builtinFunctionNames();
@@ -703,7 +718,7 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
         for (auto &d : packDims(name, rank))
           knownNames.insert(*d.size.asSymbol());
   }
-  for (auto &[name, value] : options.dimOverrides) {
+  for (auto &[name, value] : overrides) {
     if (!knownNames.count(name)) {
       diags.error({}, "--dim " + name + "=" + toString(value) +
                           ": no dim named '" + name + "' in this file");
@@ -715,6 +730,8 @@ CheckedModule checkModule(const Module &module, const CheckOptions &options,
     }
     result.dims[name] = value;
   }
+  if (!sema::checkMeshSizes(module, result.dims, diags))
+    return result;
   for (auto &[name, value] : options.entryDims)
     result.dims[name] = value;
   std::set<std::string> seen;

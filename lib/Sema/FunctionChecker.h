@@ -91,6 +91,10 @@ struct ModuleScope {
   Bindings declaredDims;
   /// CheckOptions::loopsMayStaySymbolic.
   bool loopsMayStaySymbolic = false;
+  /// The axes of the file's `mesh` declaration, in order, and its `shard`
+  /// rules (dim name -> mesh axis).
+  std::vector<std::string> meshAxes;
+  std::map<std::string, std::string> shardRules;
 };
 
 /// Limits on inlining, so that a deep or exponential call graph is an error

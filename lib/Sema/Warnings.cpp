@@ -108,6 +108,10 @@ void warnUnusedDims(const Module &module, DiagnosticEngine &diags) {
   std::set<std::string> used;
   auto useName = [&](const Expr &e) { used.insert(e.text); };
   auto useStringNames = [&](const Expr &e) { collectShapeNames(e.text, used); };
+  // A `dim` binding a mesh axis sizes the mesh.
+  for (const MeshDecl &mesh : module.meshes)
+    for (auto &axis : mesh.axes)
+      used.insert(axis.first);
   for (const Function &f : module.functions) {
     for (const Param &p : f.params)
       collectShapeNames(p.type.shape, used);

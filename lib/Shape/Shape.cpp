@@ -55,6 +55,8 @@ std::string Dim::str() const {
   // A bare `_` would read back as a fresh anonymous dim, not the name `_`.
   if (text == "_")
     text = "(_)";
+  if (!meshAxis.empty())
+    text += "@" + meshAxis;
   return broadcastable ? "#" + text : text;
 }
 
@@ -106,6 +108,11 @@ private:
   }
   /// The character at `pos` (a whole code point, never half of one).
   ShapeError unexpected() {
+    if (text[pos] == '@')
+      return ShapeError::atPattern(
+          "a layout '@axis' goes after a whole dim (batch@dp, (heads d)@tp) "
+          "or after a composition's first member ((heads@tp d))",
+          base + pos, 1);
     auto d = unicode::decodeUtf8(text, pos);
     std::string message =
         d.valid() ? "unexpected " + unicode::describeCodePoint(d.codePoint) +
@@ -181,6 +188,8 @@ private:
       if (!inner)
         return inner;
       skipSpace();
+      if (pos < text.size() && text[pos] == '@')
+        return unexpected();
       if (pos >= text.size() || text[pos] != ')')
         return err("expected ')' in size");
       ++pos;
@@ -188,13 +197,14 @@ private:
     }
     size_t start = pos;
     if (std::isdigit(static_cast<unsigned char>(c))) {
-      while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])))
+      while (pos < text.size() &&
+             std::isdigit(static_cast<unsigned char>(text[pos])))
         ++pos;
       auto v = parseInt(text.substr(start, pos - start));
       if (!v)
-        return ShapeError::atPattern("size '" + text.substr(start, pos - start) +
-                                         "' is too large",
-                                     base + start, pos - start);
+        return ShapeError::atPattern(
+            "size '" + text.substr(start, pos - start) + "' is too large",
+            base + start, pos - start);
       return SizeExpr::constant(*v);
     }
     // Dim names are Unicode identifiers, as in the lexer and patterns.
@@ -263,19 +273,63 @@ shapeDimSpans(const std::string &text) {
         --depth;
       ++pos;
     }
-    spans.push_back({static_cast<unsigned>(start),
-                     static_cast<unsigned>(pos - start)});
+    spans.push_back(
+        {static_cast<unsigned>(start), static_cast<unsigned>(pos - start)});
   }
   return spans;
 }
+
+namespace {
+/// Where a dim written in `text[start, end)` ends and its layout begins:
+/// `batch@dp` has its dim end before the `@` at depth 0 and the axis `dp`
+/// after it; no `@` leaves `axis` empty and `dimEnd` at `end`.
+struct LayoutSplit {
+  size_t dimEnd = 0;
+  std::string axis;
+  unsigned axisOffset = 0;
+};
+Expected<LayoutSplit> splitLayout(const std::string &text, size_t start,
+                                  size_t end) {
+  LayoutSplit out;
+  out.dimEnd = end;
+  int depth = 0;
+  size_t sign = std::string::npos;
+  for (size_t pos = start; pos < end; ++pos) {
+    if (text[pos] == '(')
+      ++depth;
+    else if (text[pos] == ')')
+      --depth;
+    else if (text[pos] == '@' && depth == 0) {
+      if (sign != std::string::npos)
+        return ShapeError::atPattern(
+            "a dim is sharded on one mesh axis at most", pos, 1);
+      sign = pos;
+    }
+  }
+  if (sign == std::string::npos)
+    return out;
+  if (sign == start)
+    return ShapeError::atPattern("expected a dim before '@' (a layout is "
+                                 "written name@axis, without spaces)",
+                                 sign, 1);
+  std::string axis = text.substr(sign + 1, end - sign - 1);
+  if (!unicode::isIdentifier(axis))
+    return ShapeError::atPattern("expected a mesh axis name after '@'", sign,
+                                 static_cast<unsigned>(end - sign));
+  out.dimEnd = sign;
+  out.axis = axis;
+  out.axisOffset = static_cast<unsigned>(sign + 1);
+  return out;
+}
+} // namespace
 
 Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
   unsigned localCounter = 0;
   unsigned &counter = anonCounter ? *anonCounter : localCounter;
   Shape shape;
   bool sawVariadic = false;
-  for (auto [start, length] : shapeDimSpans(text)) {
-    size_t end = start + length;
+  for (auto [start, spanLength] : shapeDimSpans(text)) {
+    size_t length = spanLength, end = start + length;
     int depth = 0;
     bool spaceInParens = false;
     for (size_t pos = start; pos < end; ++pos) {
@@ -290,8 +344,30 @@ Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
     }
     if (depth != 0)
       return ShapeError::atPattern("unbalanced '(' in shape", start, length);
+    // A layout: `@axis` after the dim, outside its parentheses.
+    auto layout = splitLayout(text, start, end);
+    if (!layout)
+      return layout.error();
+    std::string axis = layout->axis;
+    unsigned axisAt = layout->axisOffset;
+    if (!axis.empty()) {
+      length = layout->dimEnd - start;
+      end = layout->dimEnd;
+    }
     std::string token = text.substr(start, length);
     unsigned at = static_cast<unsigned>(start);
+    if (!axis.empty()) {
+      auto refuse = [&](const char *what) {
+        return ShapeError::atPattern(std::string(what) + " cannot be sharded",
+                                     at, length);
+      };
+      if (token == "..." || token[0] == '*')
+        return refuse("a variadic dim");
+      if (token == "_")
+        return refuse("an anonymous dim '_' (name it)");
+      if (token[0] == '#')
+        return refuse("a broadcastable dim '#'");
+    }
     auto variadic = [&](std::string name) -> Expected<Shape> {
       if (sawVariadic)
         return ShapeError::atPattern("a shape can have only one variadic dim",
@@ -308,13 +384,15 @@ Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
     if (token[0] == '*') {
       std::string name = token.substr(1);
       if (!isIdentifier(name))
-        return ShapeError::atPattern("expected a name after '*'", at, token.size());
+        return ShapeError::atPattern("expected a name after '*'", at,
+                                     token.size());
       if (auto r = variadic(name); !r)
         return r;
       continue;
     }
     if (token == "_") {
-      shape.push_back(Dim::ofSize(SizeExpr::symbol("_anon" + std::to_string(counter++))));
+      shape.push_back(
+          Dim::ofSize(SizeExpr::symbol("_anon" + std::to_string(counter++))));
       continue;
     }
     bool broadcastable = token[0] == '#';
@@ -325,11 +403,13 @@ Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
         return ShapeError::atPattern("expected a dim after '#'", at - 1, 1);
     }
     Expected<SizeExpr> size = SizeExpr();
+    std::optional<SizeExpr> major;
     if (spaceInParens && token.front() == '(' && token.back() == ')') {
       // A composition: the product of its space-separated members.
       std::string inner = token.substr(1, token.size() - 2);
       SizeExpr product = SizeExpr::constant(1);
       size_t p = 0;
+      bool first = true;
       while (p < inner.size()) {
         if (inner[p] == ' ') {
           ++p;
@@ -338,9 +418,44 @@ Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
         size_t s = p;
         while (p < inner.size() && inner[p] != ' ')
           ++p;
-        auto member = SizeParser(inner.substr(s, p - s), at + 1 + s).parseAll();
+        // `(heads@tp d)`: sharded through the major factor, the only
+        // member whose blocks stay contiguous on each rank.
+        auto memberLayout = splitLayout(inner, s, p);
+        if (!memberLayout)
+          return ShapeError::atPattern(memberLayout.error().message,
+                                       at + 1 + memberLayout.error().offset,
+                                       memberLayout.error().length);
+        size_t memberEnd = p;
+        if (!memberLayout->axis.empty()) {
+          unsigned sign = at + 1 + static_cast<unsigned>(memberLayout->dimEnd);
+          if (!first)
+            return ShapeError::atPattern(
+                "a composition is sharded through its first (major) member "
+                "only: a rank's block of a minor member is not contiguous; "
+                "write (" +
+                    inner.substr(s, memberLayout->dimEnd - s) + "@" +
+                    memberLayout->axis +
+                    " ...) with it first, or shard the "
+                    "first member",
+                sign, static_cast<unsigned>(p - memberLayout->dimEnd));
+          if (!axis.empty())
+            return ShapeError::atPattern(
+                "a dim is sharded on one mesh axis at most: the composition "
+                "is sharded on '" +
+                    axis + "' and its first member on '" + memberLayout->axis +
+                    "'",
+                sign, static_cast<unsigned>(p - memberLayout->dimEnd));
+          axis = memberLayout->axis;
+          axisAt = at + 1 + memberLayout->axisOffset;
+          memberEnd = memberLayout->dimEnd;
+        }
+        auto member =
+            SizeParser(inner.substr(s, memberEnd - s), at + 1 + s).parseAll();
         if (!member)
           return member.error();
+        if (first)
+          major = *member;
+        first = false;
         product = product * *member;
       }
       size = product;
@@ -356,6 +471,11 @@ Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter) {
       return ShapeError::atPattern("size overflows 128 bits", at, token.size());
     Dim d = Dim::ofSize(*size);
     d.broadcastable = broadcastable;
+    if (!axis.empty()) {
+      d.meshAxis = axis;
+      d.meshMajor = major ? *major : *size;
+      d.meshAxisOffset = axisAt;
+    }
     shape.push_back(std::move(d));
   }
   return shape;

@@ -89,6 +89,15 @@ void printAST(const Module &m, std::ostream &os) {
   for (auto &d : m.dims)
     os << "  dim " << d.name << " = " << exprToString(*d.value) << "  @"
        << d.loc.line << ":" << d.loc.col << "\n";
+  for (auto &mesh : m.meshes) {
+    os << "  mesh";
+    for (size_t i = 0; i < mesh.axes.size(); ++i)
+      os << (i ? ", " : " ") << mesh.axes[i].first;
+    os << "  @" << mesh.loc.line << ":" << mesh.loc.col << "\n";
+  }
+  for (auto &r : m.shardRules)
+    os << "  shard " << r.dim << " -> " << r.axis << "  @" << r.dimLoc.line
+       << ":" << r.dimLoc.col << "\n";
   for (auto &f : m.functions) {
     os << "  def " << f.name << "  @" << f.loc.line << ":" << f.loc.col << "\n";
     for (auto &p : f.params)

@@ -30,10 +30,16 @@ public:
       } else if (atName("from")) {
         if (auto i = parseImport())
           m.imports.push_back(std::move(*i));
+      } else if (atName("mesh")) {
+        if (auto d = parseMesh())
+          m.meshes.push_back(std::move(*d));
+      } else if (atName("shard")) {
+        if (auto r = parseShardRule())
+          m.shardRules.push_back(std::move(*r));
       } else {
-        error(peek(),
-              "expected 'def', 'dim' or 'from' at the top level, found " +
-                  describe(peek()));
+        error(peek(), "expected 'def', 'dim', 'from', 'mesh' or 'shard' at "
+                      "the top level, found " +
+                          describe(peek()));
       }
       if (diags.errorCount() != errorsBefore)
         return m; // one syntax error at a time: later ones are usually noise
@@ -143,6 +149,33 @@ private:
     if (!value || !expect(TokenKind::Newline, "after the dim declaration"))
       return std::nullopt;
     return DimDecl{name->text, name->loc, std::move(value)};
+  }
+
+  /// `mesh dp, tp`.
+  std::optional<MeshDecl> parseMesh() {
+    MeshDecl d{peek().loc, {}};
+    ++pos; // mesh
+    do {
+      auto axis = expectName("(a mesh axis such as dp) after 'mesh'");
+      if (!axis)
+        return std::nullopt;
+      d.axes.push_back({axis->text, axis->loc});
+    } while (accept(TokenKind::Comma));
+    if (!expect(TokenKind::Newline, "after the mesh axes"))
+      return std::nullopt;
+    return d;
+  }
+
+  /// `shard batch -> dp`.
+  std::optional<ShardRule> parseShardRule() {
+    ++pos; // shard
+    auto dim = expectName("(a dim such as batch) after 'shard'");
+    if (!dim || !expect(TokenKind::Arrow, "after the dim of a shard rule"))
+      return std::nullopt;
+    auto axis = expectName("(a mesh axis) after '->'");
+    if (!axis || !expect(TokenKind::Newline, "after the shard rule"))
+      return std::nullopt;
+    return ShardRule{dim->text, dim->loc, axis->text, axis->loc};
   }
 
   std::optional<Import> parseImport() {

@@ -173,7 +173,8 @@ Expected<PatternSide> parseSide(const std::string &text, size_t begin,
     }
     if (c == '(') {
       if (opts.pack)
-        return ShapeError::atPattern("parentheses are not allowed in a pack pattern", i, 1);
+        return ShapeError::atPattern(
+            "parentheses are not allowed in a pack pattern", i, 1);
       if (open)
         return ShapeError::atPattern(
             "nested parentheses: axis composition is one level only", i, 1);
@@ -201,14 +202,15 @@ Expected<PatternSide> parseSide(const std::string &text, size_t begin,
         return ShapeError::atPattern(
             "dots are only allowed as an ellipsis '...'", i, j - i);
       if (opts.pack)
-        return ShapeError::atPattern("'...' is not allowed in a pack pattern; use '*'", i, 3);
+        return ShapeError::atPattern(
+            "'...' is not allowed in a pack pattern; use '*'", i, 3);
       // einops reads "...pre" as one (invalid) identifier.
       if (axisCharBefore(text, i, begin) || axisCharAt(text, j, end))
         return ShapeError::atPattern(
             "'...' must be separated from axis names by spaces", i, 3);
       if (sawEllipsis)
-        return ShapeError::atPattern(
-            "two ellipses on one side of the pattern", i, 3);
+        return ShapeError::atPattern("two ellipses on one side of the pattern",
+                                     i, 3);
       sawEllipsis = true;
       PatternAxis axis;
       axis.kind = PatternAxis::Kind::Ellipsis;
@@ -247,20 +249,30 @@ Expected<PatternSide> parseSide(const std::string &text, size_t begin,
         decimal &= std::isdigit(static_cast<unsigned char>(d)) != 0;
       if (decimal) {
         if (opts.pack)
-          return ShapeError::atPattern("numbers are not allowed in a pack pattern", i, j - i);
+          return ShapeError::atPattern(
+              "numbers are not allowed in a pack pattern", i, j - i);
         auto v = parseInt(axis.name);
         if (!v || *v > Int(1) << 62)
-          return ShapeError::atPattern("anonymous axis size is too large", i, j - i);
+          return ShapeError::atPattern("anonymous axis size is too large", i,
+                                       j - i);
         axis.kind = PatternAxis::Kind::Number;
         axis.value = static_cast<int64_t>(*v);
         if (axis.value == 0)
-          return ShapeError::atPattern("an anonymous axis must be positive", i, j - i);
+          return ShapeError::atPattern("an anonymous axis must be positive", i,
+                                       j - i);
       }
       if (auto e = addAxis(axis))
         return *e;
       i = j;
       continue;
     }
+    // `b@dp` is a layout (docs/distributed.md): it belongs to a parameter
+    // or result type; an op's pattern names axes only.
+    if (text[i] == '@')
+      return ShapeError::atPattern(
+          "unexpected '@' in pattern: layouts are written in types "
+          "(f32[\"batch@dp d\"]), not in an op's pattern",
+          i, 1);
     auto d = unicode::decodeUtf8(text, i);
     if (!d.valid())
       return ShapeError::atPattern("invalid UTF-8 in pattern: " +

@@ -14,6 +14,10 @@ namespace ein {
 struct CheckOptions {
   /// `--dim NAME=INT`: overrides `dim` declarations and binds free names.
   std::map<std::string, Int> dimOverrides;
+  /// `--mesh dp=2,tp=4`: binds mesh axes as --dim does, and only them (a
+  /// name that is not an axis of the file's `mesh` is an error, and so is
+  /// a --dim of the same name with another value).
+  std::map<std::string, Int> meshSizes;
   /// Bindings from actual inputs (`einc run`): any name of the file's
   /// types, fresh names of `_` and `...` included, without validation.
   std::map<std::string, Int> entryDims;

@@ -134,6 +134,10 @@ struct CheckedModule {
   /// The path of the file `loc` is in.
   const std::string &pathOf(SourceLoc loc) const;
   Bindings dims; // `dim` declarations and --dim overrides
+  /// The axes of the file's `mesh`, in order (docs/distributed.md); empty
+  /// for a program without one. Lowering refuses a module that has them
+  /// until sharded programs lower.
+  std::vector<std::string> meshAxes;
   std::vector<CheckedFunction> functions;
   const CheckedFunction *find(const std::string &name) const;
 };

@@ -51,17 +51,34 @@ bool isFloat(DType type);
 
 /// One dimension: a symbolic size, or a variadic pack `*name` of unknown rank.
 struct Dim {
-  SizeExpr size;     // meaningless for a pack
-  std::string pack;  // non-empty: this dim is the pack `*pack`
+  SizeExpr size;              // meaningless for a pack
+  std::string pack;           // non-empty: this dim is the pack `*pack`
   bool broadcastable = false; // `#name`: equal or 1
+  /// The layout, `name@axis`: the mesh axis the dim is split along (empty:
+  /// replicated). Sizes, equality and the shape algebra ignore it.
+  std::string meshAxis;
+  /// What the axis must divide: the size, or for a composition the major
+  /// factor it is sharded through (`(heads d)@tp`: heads).
+  SizeExpr meshMajor;
+  /// Offset of the axis name in the shape string, for carets.
+  unsigned meshAxisOffset = 0;
   bool isPack() const { return !pack.empty(); }
-  static Dim ofSize(SizeExpr s) { return Dim{std::move(s), {}, false}; }
-  static Dim ofPack(std::string name) { return Dim{{}, std::move(name), false}; }
+  static Dim ofSize(SizeExpr s) {
+    Dim d;
+    d.size = std::move(s);
+    return d;
+  }
+  static Dim ofPack(std::string name) {
+    Dim d;
+    d.pack = std::move(name);
+    return d;
+  }
   bool operator==(const Dim &o) const {
     return pack == o.pack && (isPack() || size == o.size);
   }
   bool operator!=(const Dim &o) const { return !(*this == o); }
-  std::string str() const; // "batch", "heads*d", "*batch", "n + 1"
+  /// "batch", "heads*d", "*batch", "n+1", "batch@dp"
+  std::string str() const;
 };
 
 using Shape = std::vector<Dim>;
@@ -85,9 +102,13 @@ namespace ein {
 /// Parses a jaxtyping-style shape string: space-separated dims, each a name,
 /// an integer, `*name` (variadic), `...` (anonymous variadic), `#name`
 /// (broadcastable), `_` (anonymous), a composition `(heads d)` or an
-/// expression (`heads*d`, `n+1`, `hidden/8`). `anonCounter` numbers the
+/// expression (`heads*d`, `n+1`, `hidden/8`), each but the variadic,
+/// broadcastable and anonymous ones optionally sharded on a mesh axis:
+/// `batch@dp`, `(heads@tp d)` or `(heads d)@tp` (docs/distributed.md; the
+/// checker resolves the axis names). `anonCounter` numbers the
 /// fresh names made for `_` and `...`. Errors anchor at a pattern offset.
-Expected<Shape> parseShape(const std::string &text, unsigned *anonCounter = nullptr);
+Expected<Shape> parseShape(const std::string &text,
+                           unsigned *anonCounter = nullptr);
 /// Where each dim of a shape string that parses is written: (offset, length)
 /// of its token, one per dim of parseShape's result, for carets.
 std::vector<std::pair<unsigned, unsigned>>

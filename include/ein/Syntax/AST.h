@@ -86,6 +86,22 @@ struct DimDecl {
   ExprPtr value;
 };
 
+/// `mesh dp, tp`: the named axes of the device mesh (docs/distributed.md).
+/// Each axis is a dim, symbolic unless bound by `dim`, `--dim` or `--mesh`.
+struct MeshDecl {
+  SourceLoc loc; // the keyword
+  std::vector<std::pair<std::string, SourceLoc>> axes;
+};
+
+/// `shard batch -> dp`: every parameter and result dim named `batch` without
+/// a layout of its own is sharded on mesh axis `dp`.
+struct ShardRule {
+  std::string dim;
+  SourceLoc dimLoc;
+  std::string axis;
+  SourceLoc axisLoc;
+};
+
 /// `from layers import rmsnorm, swiglu`: functions of `layers.ein` (in the
 /// importing file's directory) made callable in the importing file.
 struct Import {
@@ -100,6 +116,10 @@ struct Module {
   std::vector<DimDecl> dims;
   std::vector<Function> functions;
   std::vector<Import> imports;
+  /// Every `mesh` declaration written (more than one is an error the
+  /// checker reports at the second) and every `shard` rule.
+  std::vector<MeshDecl> meshes;
+  std::vector<ShardRule> shardRules;
   /// Filled by resolveImports: what the imported files (transitively, each
   /// once) declare. Their functions are callable but are not entry points;
   /// their dims join the file's. Imports come after those of the files they

@@ -51,6 +51,15 @@ std::optional<Operand> checkGatherCall(
   if (!ids)
     return std::nullopt;
   auto parsed = parseShape(axisArg.text);
+  if (parsed && parsed->size() == 1 && !(*parsed)[0].meshAxis.empty()) {
+    checker.diagnostics().error(
+        axisArg.loc,
+        fmt::format("{}'s axis \"{}\" has a layout; layouts are written in "
+                    "types, not in an op's arguments",
+                    op.name, axisArg.text),
+        axisArg.length);
+    return std::nullopt;
+  }
   if (!parsed || parsed->size() != 1) {
     checker.diagnostics().error(
         axisArg.loc,
