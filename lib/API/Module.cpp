@@ -66,7 +66,7 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
     return toInfo(errorFromDiagnostics(diags));
   // Never the unsharded program in place of the sharded one.
   if (!state->checked.meshAxes.empty())
-    return toInfo(Error::inFile(
+    return toInfo(ein::Error::inFile(
         ErrorKind::Program, state->file->path,
         "this file declares a mesh; sharded programs are checked (einc "
         "check) but not yet compiled or run (issue 30, docs/distributed.md "
