@@ -101,6 +101,21 @@ TEST(Module, ErrorsAreEincsDiagnostics) {
                ein::Error);
 }
 
+TEST(Module, ShardedProgramIsRefusedByName) {
+  // A file with a mesh is checked, but its unsharded program is never
+  // loaded in its place (docs/distributed.md, step 1).
+  auto sharded = ein::nothrow::module_from_source(
+      "mesh tp\n\ndef f(x: f32[\"n@tp\"]) -> f32[\"n@tp\"]:\n    return "
+      "x\n",
+      "sharded.ein");
+  ASSERT_FALSE(sharded);
+  EXPECT_EQ(sharded.error().kind, ein::ErrorInfo::Kind::Program);
+  EXPECT_NE(sharded.error().message.find("sharded.ein"), std::string::npos)
+      << sharded.error().message;
+  EXPECT_NE(sharded.error().message.find("declares a mesh"), std::string::npos)
+      << sharded.error().message;
+}
+
 TEST(Module, TakeErrorNamesTheTakeTheIdAndTheBound) {
   // Two takes; only the second one's ids are out of range. The module's
   // code is size-generic, and the bound still shows its number.
