@@ -8,7 +8,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/Transforms/IPO/MergeFunctions.h"
 
 #include <mutex>
 #include <string>
@@ -52,15 +51,10 @@ llvm::Error optimizeLLVMModule(llvm::Module &module,
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
-  // Identical functions merged first: the parallel regions of a training
-  // step's gradient are outlined into many byte-identical bodies (5 copies
-  // of one 105 KB region in examples/gpt.ein's), which -O3 and code
-  // generation would otherwise each optimize again. A merged body is
-  // reached through a one-jump thunk, once per region entered.
-  llvm::ModulePassManager pipeline;
-  pipeline.addPass(llvm::MergeFunctionsPass());
-  pipeline.addPass(
-      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
+  // Identical functions are merged before this, on the whole module
+  // (generateObjects), not again in each part.
+  llvm::ModulePassManager pipeline =
+      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   pipeline.run(module, modules);
   return llvm::Error::success();
 }
