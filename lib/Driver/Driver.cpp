@@ -50,6 +50,8 @@ Error usageError(const std::string &command, std::string message) {
 struct Args {
   std::string command, file, fn, stage, device = defaultDevice().name, object,
                                         header, target = "cpu", mainFunction;
+  /// --fabric (report): a name of fabricTable(); empty for the default.
+  std::string fabric;
   bool allowTf32 = false;
   bool json = false, expand = false, time = false, perfJitdump = false,
        sizeGeneric = false;
@@ -321,6 +323,13 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.allowTf32 = true;
     } else if (a == "--json" && args.command == "report") {
       args.json = true;
+    } else if (isFlag("--fabric") && args.command == "report") {
+      auto v = value("--fabric");
+      if (!v || !findFabric(*v))
+        return usage(fmt::format("--fabric needs one of {}{}",
+                                 fabricNames(", "),
+                                 v ? fmt::format(", got '{}'", *v) : ""));
+      args.fabric = *v;
     } else if (a == "--expand" && args.command == "report") {
       args.expand = true;
     } else if (a == "--train" && args.command == "report") {
@@ -506,11 +515,23 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
     }
     fn.gradWrt = wrt;
     fn.gradLosses = {fn.returns[0]};
-    // The gradients are results of the step, as grad() would return them.
+    // The gradients are results of the step, as grad() would return them,
+    // each in its parameter's layout (a sharded module's).
     for (size_t i = 0; i < wrt.size(); ++i) {
       fn.returns.push_back(grads.grads[i]);
-      fn.results.push_back(fn.values[grads.grads[i]].type);
+      TensorType type = fn.values[grads.grads[i]].type;
+      const Shape &param = fn.values[wrt[i]].type.shape;
+      if (type.shape.size() == param.size())
+        for (size_t d = 0; d < param.size(); ++d)
+          type.shape[d].meshAxis = param[d].meshAxis;
+      fn.results.push_back(std::move(type));
     }
+    // The backward's layouts and collectives (the forward's again, then
+    // the gradient's ops).
+    if (!module.meshAxes.empty())
+      if (auto e = inferLayouts(fn, module.meshAxes))
+        return programError(fmt::format("{}:{}:{}: {}", module.pathOf(e->loc),
+                                        e->loc.line, e->loc.col, e->message));
   }
   if (fn.gradWrt.empty())
     return usageError("report",
@@ -518,9 +539,12 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
                                   "parameters to train with --params w1,w2 "
                                   "(its first result is the loss)",
                                   fn.name));
-  // The target's column of the step, op by op (Described::TrainingStep).
-  std::map<std::string, TargetColumn> columns = Engine(args.cpu).describe(
-      target, module, fn.name, Described::TrainingStep, targetOptions(args));
+  // The target's column of the step, op by op (Described::TrainingStep);
+  // none for a sharded program, which no target compiles yet.
+  std::map<std::string, TargetColumn> columns;
+  if (module.meshAxes.empty())
+    columns = Engine(args.cpu).describe(
+        target, module, fn.name, Described::TrainingStep, targetOptions(args));
   options.targetColumns = &columns;
   if (args.json) {
     std::string report = reportJSON(module, options);
@@ -547,12 +571,15 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   if (!target)
     return target.error();
   options.expandCalls = args.expand;
+  options.fabric = args.fabric.empty() ? nullptr : findFabric(args.fabric);
   if (args.train)
     return reportTraining(args, checked, **target, options, file.path, out);
   // The target's column: what each op becomes on it (the CPU's fusion, the
   // CUDA plan), asked of the target through the Engine.
-  std::map<std::string, TargetColumn> columns = Engine(args.cpu).describe(
-      **target, checked, args.fn, Described::Function, targetOptions(args));
+  std::map<std::string, TargetColumn> columns;
+  if (checked.meshAxes.empty())
+    columns = Engine(args.cpu).describe(
+        **target, checked, args.fn, Described::Function, targetOptions(args));
   options.targetColumns = &columns;
   out << (args.json ? reportJSON(checked, options)
                     : reportTable(checked, options));
@@ -585,7 +612,8 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
   // A sharded program is checked, but not yet costed, lowered or run
   // (docs/distributed.md §8): refused by name, never run unsharded. Its
   // check's errors come first.
-  if (!module.meshes.empty() && args.command != "check") {
+  if (!module.meshes.empty() && args.command != "check" &&
+      args.command != "report") {
     CheckOptions options = args.check;
     options.loopsMayStaySymbolic = true;
     checkModule(module, options, diags);
@@ -595,10 +623,10 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     return Error::inFile(
         ErrorKind::Program, file->path,
         fmt::format("line {}: this file declares a mesh; sharded programs "
-                    "are checked (einc check) but not yet {} (issue 30, "
+                    "are checked and reported (einc check, einc report) but "
+                    "not yet {} (issue 30, "
                     "docs/distributed.md §8)",
-                    at.line,
-                    args.command == "report" ? "reported" : "compiled or run"));
+                    at.line, "compiled or run"));
   }
   if (args.command == "run") {
     // The symbolic check of `run`, once: its warnings are printed here and

@@ -25,6 +25,7 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
             [--device )" +
            deviceNames("|") + R"(] [--peak-flops FLOPS]
             [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda]
+            [--mesh AXIS=INT,...] [--fabric NAME]
             [--no-fusion] [--train [--params W1,W2] [--optimizer NAME]
              [--param-dtype T] [--act-dtype T] [--tokens N]])",
        R"(Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
@@ -43,14 +44,17 @@ gradients and the optimizer beside the 2/4/6*N*P rule, memory of
 parameters, gradients, optimizer states and saved activations, the peak
 of live tensors, the ideal step time. --in binds the function's dims from
 .npy files, as `run` does (one per parameter; only their shapes are used).
-A line of the table keeps within 160 columns: an op in several fused
+On a file with a mesh, each op counts its block on one rank, and the
+collectives layout inference puts in are listed with their group size,
+bytes and time on --fabric (docs/distributed.md §5). A line of the table keeps within 160 columns: an op in several fused
 loops shows the first and a count (elementwise#15 +2), and a long formula
 goes on at its column on the next lines.)",
        {"--fn",        "--in",     "--dim",        "--mesh",
         "--rank",      "--device", "--peak-flops", "--bandwidth",
         "--json",      "--expand", "--target",     "--no-fusion",
         "--train",     "--params", "--optimizer",  "--param-dtype",
-        "--act-dtype", "--tokens", "-Werror",      "-Wno-NAME"}},
+        "--act-dtype", "--tokens", "--fabric",     "-Werror",
+        "-Wno-NAME"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
@@ -193,8 +197,13 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--mesh AXIS=INT,...
                  bind the axes of the file's `mesh` (--mesh dp=2,tp=4): as
                  --dim AXIS=INT each, but only for mesh axes, and at least 1;
-                 a --dim of the same axis must agree (report and emit refuse
-                 a file with a mesh until sharded programs lower))"},
+                 a --dim of the same axis must agree (emit, run, train and
+                 build refuse a file with a mesh until sharded programs
+                 lower; report costs it per rank, with its collectives))"},
+    {"--fabric",
+     R"(--fabric NAME    the link a sharded program's collectives are timed on
+                 (report): nvlink-h100 (the default), nvlink-h200, pcie5,
+                 ib-ndr (docs/distributed.md §5))"},
     {"--rank",
      R"(--rank NAME=INT  fix the rank (0 to 16) of the variadic *NAME; the '...'
                  in the type of parameter PARAM is PARAM... (--rank x...=2))"},

@@ -207,6 +207,14 @@ bool FunctionChecker::inlineBody(const std::vector<unsigned> &args,
       return false;
     }
     vars[p.name] = args[i];
+    // In a sharded module the argument must have the parameter's layout
+    // where the callee's first op reads it (LayoutInference.cpp).
+    if (!scope.meshAxes.empty())
+      out.layoutDemands.push_back(
+          {args[i], TensorType{shape, declared[i].dtype}, out.ops.size(),
+           call.loc,
+           fmt::format("argument {} of '{}' (parameter '{}')", i + 1, fn.name,
+                       p.name)});
     for (auto &d : out.ctx.expand(shape)) {
       if (d.isPack())
         paramNames.insert(d.pack);
@@ -301,6 +309,13 @@ std::optional<Operand> FunctionChecker::callFunction(const Expr &e,
                  e.length);
     return std::nullopt;
   }
+  // The callee's results have their declared layouts after its last op.
+  if (!scope.meshAxes.empty())
+    for (size_t k = 0; k < inner.returns.size() && k < inner.results.size();
+         ++k)
+      out.layoutDemands.push_back(
+          {inner.returns[k], inner.results[k], out.ops.size(), e.loc,
+           fmt::format("result {} of '{}'", k + 1, callee.name)});
   Operand result;
   result.values = inner.returns;
   return result;

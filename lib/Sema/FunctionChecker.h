@@ -281,6 +281,10 @@ public:
   }
 
   const TensorType &typeOf(unsigned id) const { return out.values[id].type; }
+  /// The axes of the file's `mesh` (empty without one).
+  const std::vector<std::string> &moduleMeshAxes() const {
+    return scope.meshAxes;
+  }
 
   std::optional<TensorType> checkType(const TypeAnnotation &t);
 

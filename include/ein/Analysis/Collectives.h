@@ -3,6 +3,7 @@
 // all-to-all and broadcast.
 #pragma once
 
+#include "ein/Sema/Layout.h" // CollectiveKind, collectiveName
 #include "ein/Support/BigInt.h"
 
 #include <optional>
@@ -10,18 +11,6 @@
 #include <vector>
 
 namespace ein {
-
-/// The collectives ein infers or runs.
-enum class CollectiveKind {
-  AllReduce,
-  AllGather,
-  ReduceScatter,
-  AllToAll,
-  Broadcast
-};
-
-/// "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast".
-const char *collectiveName(CollectiveKind kind);
 
 /// A link between the ranks of a group: its per-collective latency and its
 /// bus bandwidth (what nccl-tests reports as busbw, which is the same for

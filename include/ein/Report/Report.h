@@ -1,6 +1,7 @@
 // The `einc report` table and JSON: per-op costs and per-function totals.
 #pragma once
 
+#include "ein/Analysis/Collectives.h"
 #include "ein/Analysis/Cost.h"
 #include "ein/Target/Target.h"
 
@@ -12,10 +13,10 @@
 namespace ein {
 
 struct ReportOptions {
-  std::string function;           // only this function when non-empty
+  std::string function; // only this function when non-empty
   const DeviceSpec *device = nullptr;
-  double peakOverride = 0;        // --peak-flops (FLOP/s), all dtypes
-  double bandwidthOverride = 0;   // --bandwidth (bytes/s)
+  double peakOverride = 0;      // --peak-flops (FLOP/s), all dtypes
+  double bandwidthOverride = 0; // --bandwidth (bytes/s)
   /// --expand: the ops of each call of another function, indented under the
   /// call's row (which has the callee's totals either way).
   bool expandCalls = false;
@@ -23,6 +24,9 @@ struct ReportOptions {
   /// (Target::describe: the CPU's fusion, the CUDA plan); none when null or
   /// for a function it lacks.
   const std::map<std::string, TargetColumn> *targetColumns = nullptr;
+  /// --fabric: the link a sharded function's collectives are timed on
+  /// (null: defaultFabric()).
+  const FabricSpec *fabric = nullptr;
 };
 
 /// One row of the report, computed once and printed as text or JSON.

@@ -3,6 +3,7 @@
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
+#include "../LayoutInference.h"
 #include "ein/Sema/OpCost.h"
 
 #include <fmt/format.h>
@@ -428,6 +429,32 @@ bool gradientOfUnpack(Differentiator &d, const CheckedOp &op) {
   }
   auto dx = d.pack(parts, op.parsed, d.dtypeOf(x));
   return dx && d.accumulate(x, *dx);
+}
+
+} // namespace ein
+
+// --- Layout ---
+namespace ein {
+
+namespace {
+
+/// pack and unpack of split tensors: not yet (the `*` part's offsets would
+/// be per block); replicated ones stay replicated.
+bool layoutOfPacking(LayoutInference &li, const CheckedOp &op) {
+  std::string axis = li.shardedAxisOf(op);
+  if (!axis.empty())
+    return li.unsupported(op, axis);
+  return true;
+}
+
+} // namespace
+
+bool layoutOfPack(LayoutInference &li, const CheckedOp &op) {
+  return layoutOfPacking(li, op);
+}
+
+bool layoutOfUnpack(LayoutInference &li, const CheckedOp &op) {
+  return layoutOfPacking(li, op);
 }
 
 } // namespace ein
