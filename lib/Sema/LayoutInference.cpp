@@ -176,11 +176,26 @@ bool LayoutInference::keep(const CheckedOp &op, unsigned from) {
 bool LayoutInference::elementwise(const CheckedOp &op) {
   unsigned result = op.results[0];
   ValueLayout out = replicatedOf(result);
+  // A sum or difference of partial sums over the same axes is a partial sum
+  // of the sums: it stays pending, so that the contributions grad()
+  // accumulates into one adjoint (the q, k and v projections' data
+  // gradients) are all-reduced once, as Megatron-LM does.
+  const ValueLayout &lead = now[op.operands[0]];
+  bool linear = op.kind == OpKind::Elementwise &&
+                (op.fn == ElementwiseFn::Add || op.fn == ElementwiseFn::Sub) &&
+                !lead.pending.empty() && lead.pendingKind == ReduceKind::Sum;
+  for (unsigned v : op.operands)
+    linear = linear && now[v].pending == lead.pending &&
+             now[v].pendingKind == ReduceKind::Sum;
+  ValueLayout pending;
+  if (linear) {
+    pending.pending = lead.pending;
+    pending.pendingWhy = lead.pendingWhy;
+  }
   Shape outShape;
-  std::vector<std::string> owner(out.dims.size()); // layout text per dim
   bool first = true;
   for (unsigned v : op.operands) {
-    const ValueLayout &l = operand(v);
+    const ValueLayout &l = linear ? peek(v) : operand(v);
     Shape shape = shapeOf(v);
     if (first) {
       outShape = shape;
@@ -228,6 +243,8 @@ bool LayoutInference::elementwise(const CheckedOp &op) {
       return unsupported(op, shardedAxisOf(op), "its result has another rank");
     out = replicatedOf(result);
   }
+  out.pending = std::move(pending.pending);
+  out.pendingWhy = std::move(pending.pendingWhy);
   setResult(result, std::move(out));
   return true;
 }
@@ -466,6 +483,13 @@ std::optional<LayoutError> LayoutInference::run() {
                         fmt::format("result {} of '{}'", i + 1, fn.name),
                         false))
       return error;
+  // In program order: a collective made when a value is first read (or
+  // returned) follows the op that made the value.
+  std::stable_sort(
+      fn.collectives.begin(), fn.collectives.end(),
+      [](const InferredCollective &a, const InferredCollective &b) {
+        return a.afterOp < b.afterOp;
+      });
   return std::nullopt;
 }
 
