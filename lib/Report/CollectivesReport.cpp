@@ -181,7 +181,7 @@ void appendCollectivesJSON(std::string &os, const CheckedModule &module,
                    jsonNumber(r.ranks.value), jsonString(afterOf(fn, c)),
                    jsonString(phaseOf(fn, c)), jsonString(dtypeName(c.dtype)),
                    jsonNumber(r.bytes.value), jsonString(r.bytes.expr.str()),
-                   r.perRank ? jsonDouble(*r.perRank) : "null",
+                   r.perRank ? fmt::format("{:.17g}", *r.perRank) : "null",
                    r.seconds ? jsonDouble(*r.seconds) : "null",
                    jsonString(c.reason));
     if (r.seconds)

@@ -34,10 +34,17 @@ bool ValueLayout::sharded() const {
                      [](const std::string &a) { return !a.empty(); });
 }
 
+std::string bareDimStr(const Dim &d) {
+  Dim bare = d;
+  bare.meshAxis.clear();
+  return bare.str();
+}
+
 std::string layoutStr(const Shape &expanded, const ValueLayout &layout) {
   std::string out;
   for (size_t i = 0; i < expanded.size(); ++i) {
-    std::string dim = expanded[i].str();
+    std::string dim =
+        bareDimStr(expanded[i]); // the layout's axis, not the type's
     if (dim.find(' ') != std::string::npos ||
         dim.find('*') != std::string::npos)
       dim = "(" + dim + ")";
@@ -369,9 +376,10 @@ bool LayoutInference::throughAxes(
       return unsupported(op, a, "two reductions pending at once");
     out.pending.push_back(a);
     out.pendingKind = reduction;
-    out.pendingWhy = fmt::format(
-        "{} {}s {}@{}", name,
-        op.kind == OpKind::Einsum ? "sum" : reduceKindName(reduction), e, a);
+    out.pendingWhy = op.kind == OpKind::Einsum
+                         ? fmt::format("einsum sums {}@{}", e, a)
+                         : fmt::format("{} {} over {}@{}", name,
+                                       reduceKindName(reduction), e, a);
   }
   setResult(result, std::move(out));
   return true;
@@ -386,11 +394,12 @@ bool LayoutInference::holdToDeclared(unsigned value, const TensorType &declared,
     return true; // a rank the check has refused already
   int made = producer[value];
   SourceLoc at = made >= 0 ? fn.ops[made].loc : loc;
-  std::string opText =
-      made >= 0 ? fmt::format("the {} at line {}",
+  std::string source =
+      made >= 0 ? fmt::format("the {} at line {} computes it",
                               opName(fn.ops[made].kind, fn.ops[made].fn),
                               fn.ops[made].loc.line)
-                : "a parameter";
+                : fmt::format("it is parameter '{}' of '{}',",
+                              fn.values[value].name, fn.name);
   // Pending results: reduce-scattered onto the dim the declared type splits
   // on their axis, else all-reduced.
   for (auto &axis : l.pending) {
@@ -403,7 +412,7 @@ bool LayoutInference::holdToDeclared(unsigned value, const TensorType &declared,
       record(CollectiveKind::ReduceScatter, axis, value, made, l.pendingKind,
              input,
              fmt::format("{}, and {} splits {} on {}", l.pendingWhy, what,
-                         want[j].str(), axis));
+                         bareDimStr(want[j]), axis));
       l.dims[j] = axis;
       continue;
     }
@@ -429,10 +438,9 @@ bool LayoutInference::holdToDeclared(unsigned value, const TensorType &declared,
       error = LayoutError{
           at,
           fmt::format("{} is declared replicated on {} (dim {}) but {} "
-                      "computes it split along {}: each rank would hold a "
-                      "different block where the type promises the whole "
-                      "tensor{}",
-                      what, have, want[j].str(), opText, have, fix),
+                      "split along {}: each rank would hold a different "
+                      "block where the type promises the whole tensor{}",
+                      what, have, bareDimStr(want[j]), source, have, fix),
           1};
       return false;
     }
@@ -444,8 +452,8 @@ bool LayoutInference::holdToDeclared(unsigned value, const TensorType &declared,
     }
     error = LayoutError{
         loc,
-        fmt::format("{} is declared split on {} (dim {}) but {} gives it {}{}",
-                    what, need, want[j].str(), opText,
+        fmt::format("{} is declared split on {} (dim {}) but {} {}{}", what,
+                    need, bareDimStr(want[j]), source,
                     have.empty() ? "replicated" : "split on " + have, fix),
         1};
     return false;

@@ -91,5 +91,7 @@ std::optional<LayoutError> inferLayouts(CheckedFunction &fn,
 /// "b@dp s f@tp" (+ " (partial sum over tp)"): a value's layout written on
 /// its shape, as a type would spell it.
 std::string layoutStr(const Shape &expanded, const ValueLayout &layout);
+/// A dim as written without the type's layout ("f", not "f@tp").
+std::string bareDimStr(const Dim &d);
 
 } // namespace ein

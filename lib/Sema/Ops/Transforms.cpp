@@ -657,7 +657,7 @@ bool layoutOfReshard(LayoutInference &li, const CheckedOp &op) {
       li.record(CollectiveKind::ReduceScatter, axis, result, at,
                 have.pendingKind, now,
                 fmt::format("reshard scatters {} onto {}@{}", have.pendingWhy,
-                            shape[j].str(), axis));
+                            bareDimStr(shape[j]), axis));
       now.dims[j] = axis;
     } else {
       li.record(CollectiveKind::AllReduce, axis, result, at, have.pendingKind,
@@ -675,12 +675,12 @@ bool layoutOfReshard(LayoutInference &li, const CheckedOp &op) {
       now.dims[k] = a;
       li.record(CollectiveKind::AllToAll, a, result, at, ReduceKind::Sum, now,
                 fmt::format("reshard moves the split on {} from {} to {}", a,
-                            shape[j].str(), shape[k].str()));
+                            bareDimStr(shape[j]), bareDimStr(shape[k])));
       continue;
     }
     now.dims[j].clear();
     li.record(CollectiveKind::AllGather, a, result, at, ReduceKind::Sum, now,
-              fmt::format("reshard drops {}@{}", shape[j].str(), a));
+              fmt::format("reshard drops {}@{}", bareDimStr(shape[j]), a));
   }
   // What is left to add is a local slice of a replicated dim.
   now.dims = want;
