@@ -167,6 +167,28 @@ def f1(x: f32["b f@tp d"]) -> f32["b (f d)@tp"]:
      "f1",
      "b (d*f)@tp",
      {}},
+    // A helper whose signature writes no layout takes its argument's.
+    {"GenericHelper",
+     R"ein(
+def scale(x: f32["*r d"]) -> f32["*r d"]:
+    return x * 2.0
+
+def f1(x: f32["b@dp d"]) -> f32["b@dp d"]:
+    return scale(x)
+)ein",
+     "f1",
+     "b@dp d",
+     {}},
+    // pack keeps the splits of the dims around `*`.
+    {"PackAround",
+     R"ein(
+def f1(x: f32["b@dp k"], y: f32["b@dp d"]) -> f32["b@dp (k+d)"]:
+    p, _ = pack([x, y], "b *")
+    return p
+)ein",
+     "f1",
+     "b@dp d+k",
+     {}},
     // A data-parallel mean: an all-reduce averaging one number.
     {"MeanLoss",
      R"ein(

@@ -438,12 +438,59 @@ namespace ein {
 
 namespace {
 
-/// pack and unpack of split tensors: not yet (the `*` part's offsets would
-/// be per block); replicated ones stay replicated.
+/// pack and unpack keep the splits of the dims around `*`, merged over the
+/// tensors; the `*` part must be whole (its offsets would be per block).
 bool layoutOfPacking(LayoutInference &li, const CheckedOp &op) {
   std::string axis = li.shardedAxisOf(op);
-  if (!axis.empty())
-    return li.unsupported(op, axis);
+  if (axis.empty())
+    return true;
+  if (op.parsed.inputs.empty() || op.parsed.inputs[0].hasEllipsis())
+    return li.unsupported(op, axis, "its pattern has '...'");
+  const PatternSide &side = op.parsed.inputs[0];
+  size_t before = side.starIndex();
+  size_t after = side.groups.size() - before - 1;
+  std::vector<std::string> around(before + after);
+  auto merge = [&](unsigned value) {
+    if (li.fn.values[value].isPackedShapes)
+      return true;
+    const ValueLayout &l = li.operand(value);
+    if (l.dims.size() < before + after)
+      return li.unsupported(op, axis, "its ranks do not line up");
+    size_t middle = l.dims.size() - before - after;
+    for (size_t i = 0; i < l.dims.size(); ++i) {
+      if (l.dims[i].empty())
+        continue;
+      if (i >= before && i < before + middle)
+        return li.unsupported(op, l.dims[i], "the packed part is split");
+      std::string &d = around[i < before ? i : i - middle];
+      if (!d.empty() && d != l.dims[i])
+        return li.fail(op, fmt::format("{}'s tensors split a dim along "
+                                       "different mesh axes ({} and {}); "
+                                       "reshard one of them",
+                                       opKindName(op.kind), d, l.dims[i]));
+      d = l.dims[i];
+    }
+    return true;
+  };
+  std::vector<unsigned> inputs = op.kind == OpKind::Pack
+                                     ? op.operands
+                                     : std::vector<unsigned>{op.operands[0]};
+  for (unsigned v : inputs)
+    if (!merge(v))
+      return false;
+  for (unsigned r : op.results) {
+    if (li.fn.values[r].isPackedShapes)
+      continue;
+    ValueLayout out = li.replicatedOf(r);
+    if (out.dims.size() < before + after)
+      return li.unsupported(op, axis, "its ranks do not line up");
+    size_t middle = out.dims.size() - before - after;
+    for (size_t i = 0; i < before; ++i)
+      out.dims[i] = around[i];
+    for (size_t i = 0; i < after; ++i)
+      out.dims[before + middle + i] = around[before + i];
+    li.setResult(r, std::move(out));
+  }
   return true;
 }
 
