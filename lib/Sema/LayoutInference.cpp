@@ -264,6 +264,9 @@ bool LayoutInference::throughAxes(
   const char *name = opName(op.kind, op.fn);
   std::map<std::string, std::string> split; // elementary axis -> mesh axis
   std::map<std::string, std::string> owner; // mesh axis -> elementary axis
+  // How messages name a split axis: the operand's dim when it is a lone
+  // name (grad()'s patterns name axes ad0, ad1, ...), else the pattern's.
+  std::map<std::string, std::string> shown;
   for (size_t k = 0; k < op.operands.size() && k < inputGroups.size(); ++k) {
     const ValueLayout &l = operand(op.operands[k]);
     if (!l.sharded())
@@ -286,6 +289,11 @@ bool LayoutInference::throughAxes(
                                     "reshard one of them (reshard(x, "
                                     "\"...\"))",
                                     name, e, s->second, a));
+      if (!shown.count(e)) {
+        Shape shape = shapeOf(op.operands[k]);
+        auto lone = j < shape.size() ? shape[j].size.asSymbol() : std::nullopt;
+        shown[e] = lone && inputGroups[k][j].size() == 1 ? *lone : e;
+      }
       auto [o, newOwner] = owner.emplace(a, e);
       if (!newOwner && o->second != e)
         return fail(op, fmt::format("mesh axis {} splits two axes of this "
@@ -377,9 +385,9 @@ bool LayoutInference::throughAxes(
     out.pending.push_back(a);
     out.pendingKind = reduction;
     out.pendingWhy = op.kind == OpKind::Einsum
-                         ? fmt::format("einsum sums {}@{}", e, a)
+                         ? fmt::format("einsum sums {}@{}", shown[e], a)
                          : fmt::format("{} {} over {}@{}", name,
-                                       reduceKindName(reduction), e, a);
+                                       reduceKindName(reduction), shown[e], a);
   }
   setResult(result, std::move(out));
   return true;
