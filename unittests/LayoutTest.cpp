@@ -189,6 +189,26 @@ def f1(x: f32["b@dp k"], y: f32["b@dp d"]) -> f32["b@dp (k+d)"]:
      "f1",
      "b@dp d+k",
      {}},
+    // grad() splits the three-operand einsum into two after the check (an
+    // op inserted before the call): proj's result is still all-reduced
+    // where the call ends (b*d = 256), and the backward sums the split f in
+    // the gradient of x a (b*r = 32).
+    {"CallAfterGradInserts",
+     R"ein(
+dim r = 4
+
+def proj(h: f32["b f@tp"], w: f32["f@tp d"]) -> f32["b d"]:
+    return einsum(h, w, "b f, f d -> b d")
+
+def f1(x: f32["b k"], a: f32["k r"], w1: f32["r f@tp"],
+       w2: f32["f@tp d"]) -> (f32[""], f32["k r"]):
+    h = einsum(x, a, w1, "b k, k r, r f -> b f")
+    l = reduce(proj(h, w2) ** 2, "b d ->", "sum")
+    return l, grad(l, wrt=[a])
+)ein",
+     "f1",
+     "",
+     {"all-reduce tp 256", "all-reduce tp 32 data-grad"}},
     // A data-parallel mean: an all-reduce averaging one number.
     {"MeanLoss",
      R"ein(

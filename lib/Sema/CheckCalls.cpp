@@ -238,7 +238,7 @@ bool FunctionChecker::inlineBody(const std::vector<unsigned> &args,
     // (rmsnorm, dense) takes its arguments' layouts as they come.
     if (!scope.meshAxes.empty() && signatureHasLayouts())
       out.layoutDemands.push_back(
-          {args[i], TensorType{shape, declared[i].dtype}, out.ops.size(),
+          {args[i], TensorType{shape, declared[i].dtype}, callSite, false,
            call.loc,
            fmt::format("argument {} of '{}' (parameter '{}')", i + 1, fn.name,
                        p.name)});
@@ -342,7 +342,7 @@ std::optional<Operand> FunctionChecker::callFunction(const Expr &e,
     for (size_t k = 0; k < inner.returns.size() && k < inner.results.size();
          ++k)
       out.layoutDemands.push_back(
-          {inner.returns[k], inner.results[k], out.ops.size(), e.loc,
+          {inner.returns[k], inner.results[k], site, true, e.loc,
            fmt::format("result {} of '{}'", k + 1, callee.name)});
   Operand result;
   result.values = inner.returns;

@@ -470,11 +470,34 @@ bool LayoutInference::holdToDeclared(unsigned value, const TensorType &declared,
 }
 
 std::optional<LayoutError> LayoutInference::run() {
+  // Where each call's demands apply: its arguments before its first op,
+  // its results after its last forward op (a call without ops: at the end).
+  std::vector<size_t> first(fn.callSites.size(), fn.ops.size());
+  std::vector<size_t> afterForward(fn.callSites.size(), fn.ops.size());
+  std::vector<bool> hasForward(fn.callSites.size(), false);
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    for (int site : fn.callPath(fn.ops[i])) {
+      first[site] = std::min(first[site], i);
+      if (fn.ops[i].phase == GradPhase::Forward) {
+        afterForward[site] =
+            hasForward[site] ? std::max(afterForward[site], i + 1) : i + 1;
+        hasForward[site] = true;
+      }
+    }
+  std::vector<size_t> at;
+  for (const LayoutDemand &d : fn.layoutDemands) {
+    size_t site = static_cast<size_t>(d.callSite);
+    at.push_back(d.callSite < 0 || site >= fn.callSites.size() ? fn.ops.size()
+                 : d.result ? afterForward[site]
+                            : first[site]);
+  }
   auto demandsAt = [&](size_t position) {
-    for (const LayoutDemand &d : fn.layoutDemands)
-      if (d.beforeOp == position &&
+    for (size_t k = 0; k < fn.layoutDemands.size(); ++k) {
+      const LayoutDemand &d = fn.layoutDemands[k];
+      if (at[k] == position &&
           !holdToDeclared(d.value, d.declared, d.loc, d.what, true))
         return false;
+    }
     return true;
   };
   for (current = 0; current < fn.ops.size(); ++current) {

@@ -59,12 +59,15 @@ struct InferredCollective {
 };
 
 /// A declared layout a value must have at a point of the op sequence: a
-/// call's argument (before the callee's first op) or its result (after the
-/// callee's last), from the callee's parameter and result types.
+/// call's argument (before the first op of the call) or its result (after
+/// its last forward op), from the callee's parameter and result types. The
+/// call is named by its call site, not by an op's index: grad() inserts ops
+/// (contraction chains, recomputations) after the check.
 struct LayoutDemand {
   unsigned value = 0;
   TensorType declared;
-  size_t beforeOp = 0;
+  int callSite = -1; // CheckedFunction::callSites
+  bool result = false;
   SourceLoc loc;    // the call
   std::string what; // "argument 2 of 'mlp'", "result 1 of 'mlp'"
 };
