@@ -15,6 +15,9 @@
 #ifdef EIN_HAVE_MPI
 #include "ein/Runtime/FloatConvert.h"
 
+// The C API only: MPI's deprecated C++ bindings need their own library.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <chrono>
