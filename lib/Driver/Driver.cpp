@@ -11,6 +11,7 @@
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Report/Report.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Support/Spelling.h"
@@ -60,6 +61,9 @@ struct Args {
   TrainOptions trainOptions;
   std::vector<std::string> trainParams; // --params
   TrainRunOptions trainRun;             // `einc train`
+  /// The command line after the tool's name, for --ranks's relaunch
+  /// under mpirun.
+  std::vector<std::string> argv;
   CheckOptions check;
   WarningOptions warnings;
   CPUOptions cpu;
@@ -107,6 +111,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (rest[0] == "--version" || rest[0] == "version")
     return Parsed{versionText()};
   args.command = rest[0];
+  args.argv = rest;
   const CommandHelp *command = findCommand(args.command);
   if (!command)
     return usageError("", fmt::format("unknown command '{}'", args.command));
@@ -630,14 +635,55 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     train.target = args.target;
     train.cpu = args.cpu;
     train.jit = JITOptions::fromEnvironment();
-    CheckOptions symbolic = args.check;
+    // Data parallel (docs/training.md): --ranks N outside mpirun launches
+    // it; under mpirun each rank trains on its share of the batch.
+    CheckOptions check = args.check;
+    int launched = launcherWorldSize();
+    if (train.ranks > 0 && train.target != "cpu")
+      return usageError("train",
+                        fmt::format("--ranks runs CPU ranks (--target=cpu); "
+                                    "ranks on --target={} (NCCL) are not "
+                                    "built",
+                                    train.target));
+    if (train.ranks > 0 && launched == 0) {
+      // The batch's split is checked here, once, before any rank starts.
+      CheckOptions split = check;
+      if (auto ok = splitBatchOverRanks(module, split, train, train.ranks); !ok)
+        return ok.error();
+      return launchRanks(train.ranks, args.argv);
+    }
+    std::unique_ptr<Communicator> world;
+    if (launched > 0) {
+      if (train.ranks > 0 && train.ranks != launched)
+        return usageError("train",
+                          fmt::format("--ranks {} under an mpirun of {} ranks",
+                                      train.ranks, launched));
+      auto started = mpiWorld();
+      if (!started)
+        return started.error();
+      world = std::move(*started);
+      if (world->size() > 1) {
+        train.comm = world.get();
+        if (auto split =
+                splitBatchOverRanks(module, check, train, world->size());
+            !split)
+          return split.error();
+      }
+    }
+    CheckOptions symbolic = check;
     symbolic.onlyFunction = args.fn;
     symbolic.loopsMayStaySymbolic = true; // unrolled once the inputs bind
     checkModule(module, symbolic, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
-    diags.print(warnings);
-    return trainFunction(*file, module, args.check, train, out);
+    if (!world || world->rank() == 0)
+      diags.print(warnings);
+    auto trained = trainFunction(*file, module, check, train, out);
+    // A rank that fails leaves without MPI_Finalize (which would wait for
+    // the others); mpirun then ends the job.
+    if (!trained && world)
+      abandonMPI();
+    return trained;
   }
   CheckOptions checkOptions = args.check;
   // `check` checks a loop's body without its count, and `report --in`

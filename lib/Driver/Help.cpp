@@ -84,7 +84,7 @@ runs it on the CPU.)",
       [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
       [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
       [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
-      [--target=cpu|cuda|cuda-emulated])",
+      [--ranks N] [--dp-dim NAME] [--target=cpu|cuda|cuda-emulated])",
        R"(Train the parameters of LOSS (a function whose first result is a scalar
 float loss) by the loop of docs/training.md: each step fills the data
 parameters' batches from memory-mapped files, computes the loss and its
@@ -124,6 +124,8 @@ data, checkpoints or options.)",
         "--scalar",
         "--loss-scale",
         "--loss-scale-growth-interval",
+        "--ranks",
+        "--dp-dim",
         "--init",
         "--init-rule",
         "--resume",
@@ -295,6 +297,14 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--loss-scale-growth-interval", R"(--loss-scale-growth-interval N
                  good steps before a dynamic scale doubles (default
                  2000))"},
+    {"--ranks",
+     R"(--ranks N        data parallel over N CPU ranks, launched with mpirun
+                 (or the ranks of the mpirun einc runs under): each
+                 rank takes 1/N of every batch, the gradients are
+                 averaged, rank 0 alone prints, logs and checkpoints)"},
+    {"--dp-dim",
+     R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
+                 dim of the first --data parameter))"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*

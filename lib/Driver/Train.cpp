@@ -10,6 +10,7 @@
 #include "ein/Report/LossPlot.h"
 #include "ein/Report/Report.h"
 #include "ein/Runtime/Allocator.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
@@ -239,7 +240,10 @@ const std::vector<std::string> &trainFlags() {
       "--key",
       "--scalar",
       "--loss-scale",
-      "--loss-scale-growth-interval"};
+      "--loss-scale-growth-interval",
+      "--ranks",
+      "--dp-dim",
+  };
   return flags;
 }
 
@@ -440,6 +444,12 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
   }
   if (flag == "--print-every")
     return count(options.printEvery, 0);
+  if (flag == "--ranks")
+    return count(options.ranks, 1);
+  if (flag == "--dp-dim") {
+    options.dpDim = v;
+    return {};
+  }
   if (flag == "--peak-flops")
     return real(options.peakFlops, 0, 1e30, true);
   return usage(fmt::format("unknown option '{}' for 'train'", flag));
@@ -480,14 +490,56 @@ ErrorOr<void> checkTrainOptions(const TrainRunOptions &options) {
 
 ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                             const CheckOptions &check,
-                            const TrainRunOptions &options, std::ostream &out) {
+                            const TrainRunOptions &allOptions,
+                            std::ostream &rankOut) {
+  // Data parallel: every rank must run the same program on the same
+  // shapes with the same options, checked before anything is compiled;
+  // rank 0 alone prints, logs, plots and writes checkpoints.
+  Communicator *comm = allOptions.comm;
+  bool dataParallel = comm && comm->size() > 1;
+  std::ostream silent(nullptr);
+  TrainRunOptions rankOptions = allOptions;
+  const TrainRunOptions &options = rankOptions;
+  if (dataParallel) {
+    std::string what = file.text;
+    for (const auto &[name, size] : check.dimOverrides)
+      what += fmt::format("\n--dim {}={}", name, int64_t(size));
+    what += fmt::format("\n{} {} {} {} {} {} {} {} {} {} {} {}",
+                        options.function, options.steps, options.accumulate,
+                        options.seed, options.optimizer, options.lr,
+                        options.clip, options.init, options.resume,
+                        options.target, int(options.order), options.ranks);
+    for (const TrainData &d : options.data)
+      what += "\n" + d.param + "=" + d.path;
+    uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
+    for (unsigned char c : what)
+      hash = (hash ^ c) * 0x100000001b3ull;
+    if (auto same = checkSameOnAllRanks(
+            *comm, hash, "the program, its shapes and the training options");
+        !same)
+      return same.error();
+    if (comm->rank() != 0) {
+      rankOptions.log.clear();
+      rankOptions.plot.clear();
+      rankOptions.checkpoint.clear();
+      rankOptions.printEvery = 0;
+    }
+  }
+  std::ostream &out = dataParallel && comm->rank() != 0 ? silent : rankOut;
+
   // 1. The model: the loss checked, its parameters sorted into data and
   // trained, the state initialised or read back, the gradient and the
   // update compiled.
-  auto prepared = prepareTraining(file, module, check, options);
+  auto prepared = prepareTraining(file, module, check, rankOptions);
   if (!prepared)
     return prepared.error();
   TrainingState &state = **prepared;
+  if (dataParallel) {
+    state.comm = comm;
+    state.dpRank = comm->rank();
+    state.dpRanks = comm->size();
+    state.stepTokens *= comm->size();
+  }
   // The compilation's memory (LLVM's and MLIR's), freed by now, goes back
   // to the system: glibc's malloc would otherwise keep it for the process,
   // and a cold start's RSS would stay ~150 MiB above a warm one's
@@ -509,6 +561,15 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
       peakFlops = calibration->peakFlops;
 
   out << state.summary();
+  if (dataParallel)
+    out << fmt::format("data parallel over {}: each rank trains on {} rows "
+                       "of every batch; the gradients are averaged in "
+                       "buckets of {} MiB\n",
+                       comm->name(),
+                       state.data.front().batch.shape.empty()
+                           ? int64_t(1)
+                           : state.data.front().batch.shape[0],
+                       TrainingState::kBucketBytes >> 20);
   if (peakFlops <= 0)
     out << "(no peak FLOP/s for MFU: run `einc calibrate` or pass "
            "--peak-flops)\n";

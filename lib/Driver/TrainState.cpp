@@ -129,10 +129,13 @@ ErrorOr<void> TrainingState::fillBatches(bool validation, uint64_t firstBatch) {
   for (DataInput &d : data) {
     int64_t rows = d.batch.shape.empty() ? 1 : d.batch.shape[0];
     const runtime::Dataset &dataset = validation ? *d.valDataset : *d.dataset;
-    auto filled = dataset.fill(d.batch, validation ? d.valBegin : d.begin,
-                               validation ? d.valEnd : d.end, options.order,
-                               validation ? options.seed + 1 : options.seed,
-                               firstBatch * uint64_t(rows));
+    // Data parallel: this rank's rows of the whole batch (dpRanks·rows).
+    uint64_t first =
+        (firstBatch * uint64_t(dpRanks) + uint64_t(dpRank)) * uint64_t(rows);
+    auto filled =
+        dataset.fill(d.batch, validation ? d.valBegin : d.begin,
+                     validation ? d.valEnd : d.end, options.order,
+                     validation ? options.seed + 1 : options.seed, first);
     if (!filled)
       return filled.error();
     EIN_TRY(upload(d.batch));
@@ -201,11 +204,19 @@ ErrorOr<StepResult> TrainingState::trainStep() {
                                    p.micro.type, p.grad.numElements(),
                                    /*add=*/k > 0));
   }
-  result.loss = lossSum / double(micro);
+  // Data parallel: the ranks' gradients and losses summed, then divided
+  // by the ranks below. The loss is a mean over the batch's rows (as
+  // accumulation assumes), so the mean of the ranks' means is the whole
+  // batch's.
+  if (dpRanks > 1) {
+    EIN_TRY(allReduceGradients());
+    EIN_TRY(comm->allReduce(&lossSum, StorageType::F64, 1, ReduceOp::Sum));
+  }
+  result.loss = lossSum / double(micro * dpRanks);
   // The mean of the micro-batches' gradients: that of the whole batch;
   // with loss scaling, unscaled (torch's GradScaler.unscale_ multiplies by
   // the f32 reciprocal of the scale).
-  double factor = micro > 1 ? 1.0 / double(micro) : 1.0;
+  double factor = micro * dpRanks > 1 ? 1.0 / double(micro * dpRanks) : 1.0;
   if (lossScaled)
     factor *= double(static_cast<float>(1.0 / lossScale));
   if (factor != 1.0)
@@ -338,7 +349,9 @@ ErrorOr<double> TrainingState::evaluate() {
       return called.error();
     sum += scalarOf(lossValue);
   }
-  return sum / double(options.evalBatches);
+  if (dpRanks > 1)
+    EIN_TRY(comm->allReduce(&sum, StorageType::F64, 1, ReduceOp::Sum));
+  return sum / double(options.evalBatches * dpRanks);
 }
 
 ErrorOr<void> TrainingState::writeCheckpoint(const std::string &path) {

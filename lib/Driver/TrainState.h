@@ -4,6 +4,7 @@
 
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Runtime/Dataset.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Target/DeviceMemory.h"
@@ -156,6 +157,17 @@ public:
   size_t compiled = 0, loaded = 0; // executables compiled, loaded from disk
   int64_t stepTokens = 0;
   const char *tokenUnitName = "tokens";
+  /// Data parallel (TrainRunOptions::comm): this rank's share of each
+  /// batch is rows [dpRank·b, (dpRank+1)·b) of the whole batch of
+  /// dpRanks·b rows, and the gradients and losses are averaged over the
+  /// ranks (allReduceGradients).
+  Communicator *comm = nullptr;
+  int dpRank = 0, dpRanks = 1;
+  /// Sums each gradient over the ranks, in place, packed into buckets of
+  /// about kBucketBytes (PyTorch DDP's 25 MB), so that many small
+  /// gradients make few collectives.
+  ErrorOr<void> allReduceGradients();
+  static constexpr size_t kBucketBytes = 25u << 20;
   std::string initFrom;
 
 private:

@@ -21,6 +21,8 @@
 
 namespace ein {
 
+class Communicator;
+
 /// A data parameter of the loss and the file its batches come from.
 struct TrainData {
   std::string param;
@@ -114,12 +116,40 @@ struct TrainRunOptions {
   std::string target = "cpu";
   CPUOptions cpu;
   JITOptions jit;
+  /// --ranks N: data parallel over N ranks, which `einc train` launches
+  /// with mpirun (launchRanks); 0: one process, or the ranks of the mpirun
+  /// this process runs under.
+  int64_t ranks = 0;
+  /// --dp-dim NAME: the batch dim split over the ranks; empty: the leading
+  /// dim of the first --data parameter.
+  std::string dpDim;
+  /// The ranks' communicator, not owned: with more than one rank, each
+  /// takes its share of every batch, the gradients are averaged over the
+  /// ranks, and rank 0 alone prints, logs and writes checkpoints
+  /// (docs/training.md, "Data parallel"). Null: one process.
+  Communicator *comm = nullptr;
   /// Called after each step and its evaluation, before its checkpoint
   /// (the C++ API's callback; einc sets none). Returning false ends the
   /// run there as a finished one: the checkpoint is written, the plot
   /// drawn, and trainFunction succeeds.
   std::function<bool(const TrainStepReport &)> onStep;
 };
+
+/// Data parallel over `ranks` ranks: binds the batch dim (options.dpDim,
+/// or the leading dim of the first --data parameter) in `check` to its
+/// size B divided by `ranks`, each rank's share. B must be known (a `dim`
+/// or --dim) and divisible by `ranks` (an error naming B's divisors), and
+/// every --data parameter must lead with that dim.
+ErrorOr<void> splitBatchOverRanks(const Module &module, CheckOptions &check,
+                                  const TrainRunOptions &options,
+                                  int64_t ranks);
+
+/// `einc train --ranks N` outside mpirun: runs `mpirun -n N` (with
+/// --oversubscribe) on this executable and `arguments`, and waits for it;
+/// an error when mpirun is missing, this build has no MPI, or a rank
+/// failed.
+ErrorOr<void> launchRanks(int64_t ranks,
+                          const std::vector<std::string> &arguments);
 
 /// The learning rate of step `step` (counted from 0) of `options`'s
 /// schedule: Constant: lr. Cosine: lr * (step + 1) / warmup while step <

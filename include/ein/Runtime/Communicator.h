@@ -108,5 +108,9 @@ int launcherWorldSize();
 /// build has no MPI. The returned communicator finalizes MPI when destroyed
 /// unless a collective failed (then the process must exit without it).
 ErrorOr<std::unique_ptr<Communicator>> mpiWorld();
+/// For a rank that leaves on an error: the MPI world is then destroyed
+/// without MPI_Finalize, which would wait for ranks still inside a
+/// collective; mpirun sees the rank's non-zero exit and ends the job.
+void abandonMPI();
 
 } // namespace ein
