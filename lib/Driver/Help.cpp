@@ -84,7 +84,8 @@ runs it on the CPU.)",
       [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
       [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
       [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
-      [--ranks N] [--dp-dim NAME] [--target=cpu|cuda|cuda-emulated])",
+      [--ranks N] [--dp-dim NAME] [--zero 0|1]
+      [--target=cpu|cuda|cuda-emulated])",
        R"(Train the parameters of LOSS (a function whose first result is a scalar
 float loss) by the loop of docs/training.md: each step fills the data
 parameters' batches from memory-mapped files, computes the loss and its
@@ -126,6 +127,7 @@ data, checkpoints or options.)",
         "--loss-scale-growth-interval",
         "--ranks",
         "--dp-dim",
+        "--zero",
         "--init",
         "--init-rule",
         "--resume",
@@ -305,6 +307,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--dp-dim",
      R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
                  dim of the first --data parameter))"},
+    {"--zero", R"(--zero 1         with --ranks: ZeRO-1, each parameter's optimizer
+                 states held and updated by one rank, which broadcasts
+                 the new value)"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*

@@ -243,6 +243,7 @@ const std::vector<std::string> &trainFlags() {
       "--loss-scale-growth-interval",
       "--ranks",
       "--dp-dim",
+      "--zero",
   };
   return flags;
 }
@@ -446,6 +447,15 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
     return count(options.printEvery, 0);
   if (flag == "--ranks")
     return count(options.ranks, 1);
+  if (flag == "--zero") {
+    if (v != "0" && v != "1")
+      return usage(fmt::format("--zero {}: ZeRO stage 0 (none) or 1 (the "
+                               "optimizer states sharded) is built, not 2 "
+                               "or 3",
+                               v));
+    options.zero = v == "1";
+    return {};
+  }
   if (flag == "--dp-dim") {
     options.dpDim = v;
     return {};
@@ -498,6 +508,9 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   Communicator *comm = allOptions.comm;
   bool dataParallel = comm && comm->size() > 1;
   std::ostream silent(nullptr);
+  if (!dataParallel && allOptions.zero == 1)
+    return usage("--zero 1 shards the optimizer states over the ranks: it "
+                 "needs data parallel (--ranks N with N > 1, or mpirun)");
   TrainRunOptions rankOptions = allOptions;
   const TrainRunOptions &options = rankOptions;
   if (dataParallel) {
@@ -509,6 +522,7 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                         options.seed, options.optimizer, options.lr,
                         options.clip, options.init, options.resume,
                         options.target, int(options.order), options.ranks);
+    what += fmt::format("\n{} {}", options.zero, options.dpDim);
     for (const TrainData &d : options.data)
       what += "\n" + d.param + "=" + d.path;
     uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
@@ -539,6 +553,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     state.dpRank = comm->rank();
     state.dpRanks = comm->size();
     state.stepTokens *= comm->size();
+    if (options.zero == 1)
+      state.shardOptimizerStates();
   }
   // The compilation's memory (LLVM's and MLIR's), freed by now, goes back
   // to the system: glibc's malloc would otherwise keep it for the process,
@@ -564,12 +580,15 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   if (dataParallel)
     out << fmt::format("data parallel over {}: each rank trains on {} rows "
                        "of every batch; the gradients are averaged in "
-                       "buckets of {} MiB\n",
+                       "buckets of {} MiB{}\n",
                        comm->name(),
                        state.data.front().batch.shape.empty()
                            ? int64_t(1)
                            : state.data.front().batch.shape[0],
-                       TrainingState::kBucketBytes >> 20);
+                       TrainingState::kBucketBytes >> 20,
+                       state.zero1 ? "; ZeRO-1: each rank holds and updates "
+                                     "the optimizer states of its parameters"
+                                   : "");
   if (peakFlops <= 0)
     out << "(no peak FLOP/s for MFU: run `einc calibrate` or pass "
            "--peak-flops)\n";
@@ -719,12 +738,21 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
         last = true;
     }
     bool stop = interrupted != 0;
-    if (!options.checkpoint.empty() &&
+    // Every rank decides alike (from the options before rank 0's alone
+    // were cleared): under ZeRO-1 they all send rank 0 their states.
+    if (!allOptions.checkpoint.empty() &&
         (last || stop ||
          (options.checkpointEvery > 0 &&
-          state.step % options.checkpointEvery == 0)))
-      if (auto ok = state.writeCheckpoint(options.checkpoint); !ok)
-        return ok;
+          state.step % options.checkpointEvery == 0))) {
+      if (state.zero1)
+        if (auto ok = state.gatherOptimizerStates(); !ok)
+          return ok;
+      if (!options.checkpoint.empty())
+        if (auto ok = state.writeCheckpoint(options.checkpoint); !ok)
+          return ok;
+      if (state.zero1)
+        state.dropUnownedStates();
+    }
     if (stop) {
       (void)writePlot();
       return Error::usage(fmt::format(

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -153,6 +154,52 @@ ErrorOr<void> TrainingState::allReduceGradients() {
   for (auto &[type, list] : pending)
     if (auto r = flush(type); !r)
       return r;
+  return {};
+}
+
+void TrainingState::shardOptimizerStates() {
+  zero1 = true;
+  std::vector<TrainedParam *> order;
+  for (TrainedParam &p : trained)
+    order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const TrainedParam *a, const TrainedParam *b) {
+                     return a->value.numElements() > b->value.numElements();
+                   });
+  std::vector<int64_t> load(dpRanks, 0);
+  for (TrainedParam *p : order) {
+    int least = int(std::min_element(load.begin(), load.end()) - load.begin());
+    p->owner = least;
+    load[least] += p->value.numElements();
+  }
+  dropUnownedStates();
+}
+
+void TrainingState::dropUnownedStates() {
+  for (TrainedParam &p : trained)
+    if (p.owner >= 0 && p.owner != dpRank)
+      for (HostTensor &st : p.states)
+        std::vector<uint8_t>().swap(st.data);
+}
+
+ErrorOr<void> TrainingState::broadcastParameters() {
+  for (TrainedParam &p : trained)
+    if (auto r = comm->broadcast(p.value.data.data(), p.value.type,
+                                 p.value.numElements(), p.owner);
+        !r)
+      return r;
+  return {};
+}
+
+ErrorOr<void> TrainingState::gatherOptimizerStates() {
+  for (TrainedParam &p : trained)
+    for (HostTensor &st : p.states) {
+      st.data.resize(st.byteSize());
+      if (auto r = comm->broadcast(st.data.data(), st.type, st.numElements(),
+                                   p.owner);
+          !r)
+        return r;
+    }
   return {};
 }
 

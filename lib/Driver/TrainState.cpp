@@ -270,6 +270,8 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   for (auto &[name, t] : hypers)
     EIN_TRY(upload(t));
   for (TrainedParam &p : trained) {
+    if (p.owner >= 0 && p.owner != dpRank)
+      continue; // ZeRO-1: its owner updates it
     std::vector<const HostTensor *> inputs = {&p.value, &p.grad};
     for (const HostTensor &st : p.states)
       inputs.push_back(&st);
@@ -287,6 +289,8 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     for (size_t k = 0; k < p.states.size(); ++k)
       std::swap(p.states[k], spare[k + 1]);
   }
+  if (zero1)
+    EIN_TRY(broadcastParameters());
   ++step;
   ++updates;
   if (lossScaleDynamic && ++growthTracker == options.lossScaleGrowthInterval) {
@@ -399,7 +403,7 @@ int64_t TrainingState::heldBytes() const {
     bytes += int64_t(p.value.byteSize() + p.grad.byteSize() +
                      p.micro.byteSize() + p.model.byteSize());
     for (const HostTensor &st : p.states)
-      bytes += int64_t(st.byteSize());
+      bytes += int64_t(st.data.size()); // ZeRO-1 drops the unowned ones'
   }
   for (const auto &[name, t] : hypers)
     bytes += int64_t(t.byteSize());

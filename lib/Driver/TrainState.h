@@ -75,6 +75,9 @@ struct TrainedParam {
   runtime::HostTensor model;
   std::vector<runtime::HostTensor> states; // the optimizer's, in its order
   BoundCall update;                        // the optimizer, bound to its shape
+  /// ZeRO-1: the rank that holds this parameter's optimizer states and
+  /// updates it, then broadcasts its value; -1: every rank does.
+  int owner = -1;
 };
 
 class TrainingState {
@@ -167,6 +170,19 @@ public:
   /// about kBucketBytes (PyTorch DDP's 25 MB), so that many small
   /// gradients make few collectives.
   ErrorOr<void> allReduceGradients();
+  /// ZeRO-1 (TrainRunOptions::zero): each parameter gets an owner, the
+  /// ranks balanced by elements (largest first, as PyTorch's
+  /// ZeroRedundancyOptimizer partitions by parameter), and the other ranks
+  /// drop its optimizer states (their shape and type stay, the data goes).
+  void shardOptimizerStates();
+  /// After the owners' updates: every parameter's value from its owner.
+  ErrorOr<void> broadcastParameters();
+  /// For a checkpoint, which holds the unsharded state: every rank gets
+  /// every optimizer state from its owner (collective), and drops them
+  /// again after (dropUnownedStates).
+  ErrorOr<void> gatherOptimizerStates();
+  void dropUnownedStates();
+  bool zero1 = false;
   static constexpr size_t kBucketBytes = 25u << 20;
   std::string initFrom;
 

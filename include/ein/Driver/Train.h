@@ -123,6 +123,9 @@ struct TrainRunOptions {
   /// --dp-dim NAME: the batch dim split over the ranks; empty: the leading
   /// dim of the first --data parameter.
   std::string dpDim;
+  /// --zero 1: ZeRO stage 1 under data parallel: each parameter's optimizer
+  /// states live on one rank, which updates it and broadcasts the value.
+  int64_t zero = 0;
   /// The ranks' communicator, not owned: with more than one rank, each
   /// takes its share of every batch, the gradients are averaged over the
   /// ranks, and rank 0 alone prints, logs and writes checkpoints
