@@ -26,6 +26,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -555,6 +556,14 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     state.stepTokens *= comm->size();
     if (options.zero == 1)
       state.shardOptimizerStates();
+    if (const char *bucket = std::getenv("EIN_DP_BUCKET_BYTES")) {
+      auto bytes = parseCount(bucket, 1);
+      if (!bytes)
+        return usage(fmt::format("EIN_DP_BUCKET_BYTES is '{}'; it must be a "
+                                 "positive number of bytes",
+                                 bucket));
+      state.bucketBytes = size_t(*bytes);
+    }
   }
   // The compilation's memory (LLVM's and MLIR's), freed by now, goes back
   // to the system: glibc's malloc would otherwise keep it for the process,
@@ -580,12 +589,12 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   if (dataParallel)
     out << fmt::format("data parallel over {}: each rank trains on {} rows "
                        "of every batch; the gradients are averaged in "
-                       "buckets of {} MiB{}\n",
+                       "buckets of {:.3g} MiB{}\n",
                        comm->name(),
                        state.data.front().batch.shape.empty()
                            ? int64_t(1)
                            : state.data.front().batch.shape[0],
-                       TrainingState::kBucketBytes >> 20,
+                       double(state.bucketBytes) / (1 << 20),
                        state.zero1 ? "; ZeRO-1: each rank holds and updates "
                                      "the optimizer states of its parameters"
                                    : "");

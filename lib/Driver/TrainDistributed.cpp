@@ -135,8 +135,8 @@ ErrorOr<void> TrainingState::allReduceGradients() {
   for (TrainedParam &p : trained) {
     HostTensor &g = p.grad;
     size_t bytes = g.byteSize(), elem = runtime::storageBytes(g.type);
-    if (bytes >= kBucketBytes) {
-      int64_t piece = int64_t(kBucketBytes / elem), n = g.numElements();
+    if (bytes >= bucketBytes) {
+      int64_t piece = int64_t(bucketBytes / elem), n = g.numElements();
       for (int64_t at = 0; at < n; at += piece)
         if (auto r = comm->allReduce(g.data.data() + at * elem, g.type,
                                      std::min(piece, n - at), ReduceOp::Sum);
@@ -144,10 +144,10 @@ ErrorOr<void> TrainingState::allReduceGradients() {
           return r;
       continue;
     }
-    if (filled[g.type] + bytes > kBucketBytes)
+    if (filled[g.type] + bytes > bucketBytes)
       if (auto r = flush(g.type); !r)
         return r;
-    buckets[g.type].resize(kBucketBytes);
+    buckets[g.type].resize(bucketBytes);
     pending[g.type].push_back(&g);
     filled[g.type] += bytes;
   }

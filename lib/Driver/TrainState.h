@@ -167,8 +167,9 @@ public:
   Communicator *comm = nullptr;
   int dpRank = 0, dpRanks = 1;
   /// Sums each gradient over the ranks, in place, packed into buckets of
-  /// about kBucketBytes (PyTorch DDP's 25 MB), so that many small
-  /// gradients make few collectives.
+  /// about bucketBytes (PyTorch DDP's 25 MB; EIN_DP_BUCKET_BYTES sets
+  /// another, for tests), so that many small gradients make few
+  /// collectives.
   ErrorOr<void> allReduceGradients();
   /// ZeRO-1 (TrainRunOptions::zero): each parameter gets an owner, the
   /// ranks balanced by elements (largest first, as PyTorch's
@@ -183,7 +184,7 @@ public:
   ErrorOr<void> gatherOptimizerStates();
   void dropUnownedStates();
   bool zero1 = false;
-  static constexpr size_t kBucketBytes = 25u << 20;
+  size_t bucketBytes = 25u << 20;
   std::string initFrom;
 
 private:
