@@ -638,50 +638,24 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     // Data parallel (docs/training.md): --ranks N outside mpirun launches
     // it; under mpirun each rank trains on its share of the batch.
     CheckOptions check = args.check;
-    int launched = launcherWorldSize();
-    if (train.ranks > 0 && train.target != "cpu")
-      return usageError("train",
-                        fmt::format("--ranks runs CPU ranks (--target=cpu); "
-                                    "ranks on --target={} (NCCL) are not "
-                                    "built",
-                                    train.target));
-    if (train.ranks > 0 && launched == 0) {
-      // The batch's split is checked here, once, before any rank starts.
-      CheckOptions split = check;
-      if (auto ok = splitBatchOverRanks(module, split, train, train.ranks); !ok)
-        return ok.error();
-      return launchRanks(train.ranks, args.argv);
-    }
-    std::unique_ptr<Communicator> world;
-    if (launched > 0) {
-      if (train.ranks > 0 && train.ranks != launched)
-        return usageError("train",
-                          fmt::format("--ranks {} under an mpirun of {} ranks",
-                                      train.ranks, launched));
-      auto started = mpiWorld();
-      if (!started)
-        return started.error();
-      world = std::move(*started);
-      if (world->size() > 1) {
-        train.comm = world.get();
-        if (auto split =
-                splitBatchOverRanks(module, check, train, world->size());
-            !split)
-          return split.error();
-      }
-    }
+    bool launchedJob = false;
+    auto world = startRanks(module, check, train, args.argv, launchedJob);
+    if (!world)
+      return world.error();
+    if (launchedJob)
+      return {};
     CheckOptions symbolic = check;
     symbolic.onlyFunction = args.fn;
     symbolic.loopsMayStaySymbolic = true; // unrolled once the inputs bind
     checkModule(module, symbolic, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
-    if (!world || world->rank() == 0)
+    if (!*world || (*world)->rank() == 0)
       diags.print(warnings);
     auto trained = trainFunction(*file, module, check, train, out);
     // A rank that fails leaves without MPI_Finalize (which would wait for
     // the others); mpirun then ends the job.
-    if (!trained && world)
+    if (!trained && *world)
       abandonMPI();
     return trained;
   }

@@ -103,6 +103,45 @@ ErrorOr<void> splitBatchOverRanks(const Module &module, CheckOptions &check,
   return {};
 }
 
+ErrorOr<std::unique_ptr<Communicator>>
+startRanks(const Module &module, CheckOptions &check, TrainRunOptions &options,
+           const std::vector<std::string> &arguments, bool &launchedJob) {
+  launchedJob = false;
+  int launched = launcherWorldSize();
+  if (options.ranks > 0 && options.target != "cpu")
+    return Error::usage(fmt::format("--ranks runs CPU ranks (--target=cpu); "
+                                    "ranks on --target={} (NCCL) are not "
+                                    "built",
+                                    options.target));
+  if (options.ranks > 0 && launched == 0) {
+    // The batch's split is checked here, once, before any rank starts.
+    CheckOptions split = check;
+    if (auto ok = splitBatchOverRanks(module, split, options, options.ranks);
+        !ok)
+      return ok.error();
+    if (auto ok = launchRanks(options.ranks, arguments); !ok)
+      return ok.error();
+    launchedJob = true;
+    return std::unique_ptr<Communicator>();
+  }
+  if (launched == 0)
+    return std::unique_ptr<Communicator>();
+  if (options.ranks > 0 && options.ranks != launched)
+    return Error::usage(fmt::format("--ranks {} under an mpirun of {} ranks",
+                                    options.ranks, launched));
+  auto world = mpiWorld();
+  if (!world)
+    return world.error();
+  if ((*world)->size() > 1) {
+    options.comm = world->get();
+    if (auto split =
+            splitBatchOverRanks(module, check, options, (*world)->size());
+        !split)
+      return split.error();
+  }
+  return std::move(*world);
+}
+
 ErrorOr<void> TrainingState::allReduceGradients() {
   // One bucket per dtype (the gradients are f32 or f64); a gradient at
   // least a bucket's size is reduced where it is, in bucket-sized pieces.

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -153,6 +154,16 @@ ErrorOr<void> splitBatchOverRanks(const Module &module, CheckOptions &check,
 /// failed.
 ErrorOr<void> launchRanks(int64_t ranks,
                           const std::vector<std::string> &arguments);
+
+/// `einc train`'s ranks: with --ranks N outside mpirun, checks the
+/// batch's split, launches the job (launchRanks) and sets `launchedJob`;
+/// under mpirun, starts the MPI world (returned; null otherwise) and, with
+/// more than one rank, sets options.comm and binds each rank's share of
+/// the batch in `check` (splitBatchOverRanks). --ranks on a target other
+/// than the CPU, or one that differs from mpirun's, is refused by name.
+ErrorOr<std::unique_ptr<Communicator>>
+startRanks(const Module &module, CheckOptions &check, TrainRunOptions &options,
+           const std::vector<std::string> &arguments, bool &launchedJob);
 
 /// The learning rate of step `step` (counted from 0) of `options`'s
 /// schedule: Constant: lr. Cosine: lr * (step + 1) / warmup while step <
