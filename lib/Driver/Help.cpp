@@ -150,7 +150,14 @@ data, checkpoints or options.)",
        "calibrate [--cpu NAME] [--cpu-features LIST]",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
 peak from /proc/cpuinfo; stored for `run --time`. With --cpu, the
-measured kernels are compiled for that CPU (one this host can run).)",
+measured kernels are compiled for that CPU (one this host can run).
+Then measure the `host` fabric, this machine's shared memory between MPI
+ranks: `mpirun -n 2` (4 on hosts of 4 cores or more) of `einc calibrate`
+times all-reduce from 8 B to 64 MiB and fits the latency and the bus
+bandwidth of the communication model (docs/distributed.md, section 5),
+then prints the model against measured collectives. Without MPI or mpirun
+it says the fabric was not measured. Under mpirun, calibrate is one rank
+of that measurement. Stored in $XDG_CACHE_HOME/ein/calibration.json.)",
        {"--cpu", "--cpu-features"}},
       {"build",
        R"(build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
