@@ -2,7 +2,9 @@
 // pipelines. Output text goes to the stream the tool passes in; errors are
 // returned as values and printed by the tool.
 #include "ein/Driver/Driver.h"
+#include "DataParallelFlags.h"
 #include "Help.h"
+#include "ein/Analysis/Collectives.h"
 #include "ein/Analysis/Training.h"
 #include "ein/Compile/Compile.h"
 #include "ein/Conversion/CPU/Pipelines.h"
@@ -56,6 +58,7 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::pair<std::string, std::string>> outputs;
   double peakFlops = 0, bandwidth = 0;
+  std::string fabric; // --fabric: a name of Analysis/Collectives.h's table
   bool train = false;
   TrainOptions trainOptions;
   std::vector<std::string> trainParams; // --params
@@ -347,6 +350,19 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (!e || !*e)
         return usage("--tokens expects a count or a formula of dims (b*s)");
       args.trainOptions.tokens = **e;
+    } else if (args.command == "report" &&
+               isDataParallelFlag(a.substr(0, a.find('=')))) {
+      std::string flag = a.substr(0, a.find('='));
+      if (auto ok = parseDataParallelFlag(flag, value(flag), args.trainOptions);
+          !ok)
+        return usage(ok.error().message);
+    } else if (isFlag("--fabric") && args.command == "report") {
+      auto v = value("--fabric");
+      if (!v || !findFabric(*v))
+        return usage(fmt::format("--fabric expects one of {}{}",
+                                 fabricNames(", "),
+                                 v ? ", got '" + *v + "'" : std::string()));
+      args.fabric = *v;
     } else if (isFlag("--params") && args.command == "report") {
       auto v = value("--params");
       if (!v || v->empty())
@@ -447,6 +463,10 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (args.command == "run" || args.command == "train")
     if (auto runnable = target->checkRunnable(targetOptions(args)); !runnable)
       return usage(runnable.error().message);
+  if (auto ok = checkDataParallelFlags(args.trainOptions, args.train,
+                                       !args.fabric.empty());
+      !ok)
+    return usage(ok.error().message);
   if (args.command == "emit" && args.stage.empty())
     return usage("emit needs --stage=ast|ein|linalg|loops|llvm");
   return Parsed{};
@@ -523,14 +543,19 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
       target, module, fn.name, Described::TrainingStep, targetOptions(args));
   options.targetColumns = &columns;
   if (args.json) {
+    auto account = trainReportJSON(module, fn, options, args.trainOptions);
+    if (!account)
+      return account.error();
     std::string report = reportJSON(module, options);
     out << fmt::format("{{\"report\":{},\"train\":{}}}\n",
                        report.substr(0, report.find_last_not_of("\n") + 1),
-                       trainReportJSON(module, fn, options, args.trainOptions));
+                       *account);
     return {};
   }
-  out << reportTable(module, options)
-      << trainReportTable(module, fn, options, args.trainOptions);
+  auto account = trainReportTable(module, fn, options, args.trainOptions);
+  if (!account)
+    return account.error();
+  out << reportTable(module, options) << *account;
   return {};
 }
 
@@ -543,6 +568,7 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   options.device = findDevice(args.device);
   options.peakOverride = args.peakFlops;
   options.bandwidthOverride = args.bandwidth;
+  options.fabric = args.fabric.empty() ? nullptr : findFabric(args.fabric);
   auto target = lookupTarget(args.target, TargetUse::Report);
   if (!target)
     return target.error();
