@@ -273,6 +273,9 @@ std::string dataParallelJSON(const DataParallelAccount &dp,
                              const ReportOptions &options,
                              const TrainOptions &train) {
   const FabricSpec &fabric = fabricOf(options);
+  // The bytes a rank sends, rounded to a whole byte (jsonDouble keeps 6
+  // digits, too few for gigabytes).
+  auto wholeBytes = [](double v) { return fmt::format("{:.0f}", v); };
   std::vector<std::string> strategies;
   bool timed = dp.timeKnown && dp.batch && dp.paramsBound;
   if (dp.paramsBound)
@@ -283,7 +286,7 @@ std::string dataParallelJSON(const DataParallelAccount &dp,
             "{{\"kind\":\"{}\",\"what\":{},\"calls\":{},\"bytes\":{},"
             "\"bytes_per_rank\":{},\"seconds\":{}}}",
             collectiveName(c.kind), jsonString(c.what), toString(c.calls),
-            toString(c.bytes), jsonDouble(c.bytesPerRank),
+            toString(c.bytes), wholeBytes(c.bytesPerRank),
             jsonDouble(c.seconds)));
       const RankMemory &m = r.memory;
       auto seconds = [&](double s) { return timed ? jsonDouble(s) : "null"; };
@@ -303,7 +306,7 @@ std::string dataParallelJSON(const DataParallelAccount &dp,
           toString(m.padding),
           r.formula.empty() ? "null" : jsonString(r.formula),
           fmt::join(collectives, ","), jsonDouble(r.commSeconds),
-          jsonDouble(r.commBytesPerRank), seconds(r.computeSeconds),
+          wholeBytes(r.commBytesPerRank), seconds(r.computeSeconds),
           seconds(r.computeSeconds + r.commSeconds), seconds(full),
           seconds(full - r.computeSeconds)));
     }
