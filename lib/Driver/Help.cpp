@@ -245,20 +245,23 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--tokens", R"(--tokens N       N of the 6*N*P rule: a count or a formula
                    of dims (default: the first input's dims but its last))"},
     {"--ranks",
-     R"(--ranks N        N data-parallel ranks: memory per device under DDP
-                   and ZeRO-1/2/3, and the step's collectives and their
-                   time against compute (default: one device, no table))"},
-    {"--dp-dim", R"(--dp-dim DIM     the batch dim the ranks split, DIM/N rows
-                   each (default: the one named dim every input but the
-                   parameters leads with; an error when they differ))"},
-    {"--fabric", "--fabric NAME    the links collectives are costed on: " +
+     R"(--ranks N        N data-parallel ranks: the memory per device under
+                 DDP and ZeRO-1/2/3, and the step's collectives and their
+                 time against compute (default: one device, no table))"},
+    {"--dp-dim",
+     R"(--dp-dim DIM     the batch dim the ranks split, DIM/N rows each
+                 (default: the one named dim every input but the
+                 parameters leads with; an error when they differ))"},
+    {"--fabric", "--fabric NAME    the links collectives are costed on:\n"
+                 "                 " +
                      fabricNames(", ") + " (default " + defaultFabric().name +
                      ")"},
-    {"--bucket-mb", R"(--bucket-mb MB   the gradient buckets' cap in MiB, which
-                   sets how many collectives a step makes (default 25, as
-                   PyTorch DDP's bucket_cap_mb))"},
-    {"--zero", R"(--zero STAGE     mark one row of --ranks' table: 0 (DDP), 1,
-                   2 or 3)"},
+    {"--bucket-mb",
+     R"(--bucket-mb MB   the gradient buckets' cap in MiB, which sets how
+                 many collectives a step makes (default 25, PyTorch
+                 DDP's bucket_cap_mb))"},
+    {"--zero",
+     R"(--zero STAGE     mark one row of --ranks' table: 0 (DDP), 1, 2 or 3)"},
     {"--data", R"(--data PARAM=FILE[:TYPE]
                  the data of parameter PARAM: a .npy file, or raw
                  little-endian elements of TYPE (u8, u16, u32, i32, i64,

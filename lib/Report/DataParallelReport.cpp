@@ -159,8 +159,8 @@ std::string dataParallelTable(const DataParallelAccount &dp,
   }
   fmt::format_to(
       out,
-      "  memory per device, bytes (Ψ = {} parameters; {}; "
-      "optimizer states: {}; activations: {})\n",
+      "  memory per device, bytes: Ψ = {} parameters; {}\n"
+      "    optimizer states: {}; activations: {}\n",
       toString(psi), held, states,
       dp.activationsKnown
           ? fmt::format("saved for the backward over {}/{} rows", dp.dpDim, n)
@@ -212,11 +212,11 @@ std::string dataParallelTable(const DataParallelAccount &dp,
   const FabricSpec &fabric = fabricOf(options);
   fmt::format_to(out,
                  "  communication per step on {} ({}): α = {}, busbw {:.4g} "
-                 "GB/s; nccl-tests' model per call, all-reduce α + "
+                 "GB/s\n"
+                 "    nccl-tests' model per call: all-reduce α + "
                  "2(n-1)/n·S/B, all-gather and reduce-scatter α + "
                  "(n-1)/n·S/B; gradients at the parameters' dtype ({}); "
-                 "gradient buckets of {} MiB (--bucket-mb, PyTorch DDP's "
-                 "25 by default)\n",
+                 "buckets of {} MiB (--bucket-mb)\n",
                  fabric.name, fabric.description, formatSeconds(fabric.latency),
                  fabric.busBandwidth / 1e9, mixed ? "mixed" : dp.paramType,
                  fmt::format("{:g}", train.bucketMB.value_or(25)));
