@@ -1,5 +1,6 @@
-// Parsing and checking `einc report --train`'s data-parallel flags.
+// Parsing and checking `einc report`'s data-parallel flags and --fabric.
 #include "DataParallelFlags.h"
+#include "ein/Analysis/Collectives.h"
 
 #include <fmt/format.h>
 
@@ -9,12 +10,12 @@ namespace ein {
 
 bool isDataParallelFlag(const std::string &flag) {
   return flag == "--ranks" || flag == "--dp-dim" || flag == "--bucket-mb" ||
-         flag == "--zero";
+         flag == "--zero" || flag == "--fabric";
 }
 
 ErrorOr<void> parseDataParallelFlag(const std::string &flag,
                                     const std::optional<std::string> &value,
-                                    TrainOptions &train) {
+                                    TrainOptions &train, std::string &fabric) {
   std::string given = value ? fmt::format(", got '{}'", *value) : "";
   if (flag == "--ranks") {
     auto n = value ? parseInt(*value) : std::nullopt;
@@ -43,6 +44,11 @@ ErrorOr<void> parseDataParallelFlag(const std::string &flag,
                           "2 or 3" +
                           given);
     train.zero = static_cast<unsigned>(*n);
+  } else if (flag == "--fabric") {
+    if (!value || !findFabric(*value))
+      return Error::usage("--fabric expects one of " + fabricNames(", ") +
+                          given);
+    fabric = *value;
   } else {
     return Error::usage(fmt::format("'{}' is not a data-parallel flag", flag));
   }

@@ -13,6 +13,7 @@
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Report/Report.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Support/Spelling.h"
@@ -63,6 +64,9 @@ struct Args {
   TrainOptions trainOptions;
   std::vector<std::string> trainParams; // --params
   TrainRunOptions trainRun;             // `einc train`
+  /// The command line after the tool's name, for --ranks's relaunch
+  /// under mpirun.
+  std::vector<std::string> argv;
   CheckOptions check;
   WarningOptions warnings;
   CPUOptions cpu;
@@ -110,6 +114,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (rest[0] == "--version" || rest[0] == "version")
     return Parsed{versionText()};
   args.command = rest[0];
+  args.argv = rest;
   const CommandHelp *command = findCommand(args.command);
   if (!command)
     return usageError("", fmt::format("unknown command '{}'", args.command));
@@ -353,16 +358,10 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
     } else if (args.command == "report" &&
                isDataParallelFlag(a.substr(0, a.find('=')))) {
       std::string flag = a.substr(0, a.find('='));
-      if (auto ok = parseDataParallelFlag(flag, value(flag), args.trainOptions);
+      if (auto ok = parseDataParallelFlag(flag, value(flag), args.trainOptions,
+                                          args.fabric);
           !ok)
         return usage(ok.error().message);
-    } else if (isFlag("--fabric") && args.command == "report") {
-      auto v = value("--fabric");
-      if (!v || !findFabric(*v))
-        return usage(fmt::format("--fabric expects one of {}{}",
-                                 fabricNames(", "),
-                                 v ? ", got '" + *v + "'" : std::string()));
-      args.fabric = *v;
     } else if (isFlag("--params") && args.command == "report") {
       auto v = value("--params");
       if (!v || v->empty())
@@ -542,19 +541,17 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
   std::map<std::string, TargetColumn> columns = Engine(args.cpu).describe(
       target, module, fn.name, Described::TrainingStep, targetOptions(args));
   options.targetColumns = &columns;
+  auto account = (args.json ? trainReportJSON : trainReportTable)(
+      module, fn, options, args.trainOptions);
+  if (!account)
+    return account.error();
   if (args.json) {
-    auto account = trainReportJSON(module, fn, options, args.trainOptions);
-    if (!account)
-      return account.error();
     std::string report = reportJSON(module, options);
     out << fmt::format("{{\"report\":{},\"train\":{}}}\n",
                        report.substr(0, report.find_last_not_of("\n") + 1),
                        *account);
     return {};
   }
-  auto account = trainReportTable(module, fn, options, args.trainOptions);
-  if (!account)
-    return account.error();
   out << reportTable(module, options) << *account;
   return {};
 }
@@ -656,14 +653,29 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     train.target = args.target;
     train.cpu = args.cpu;
     train.jit = JITOptions::fromEnvironment();
-    CheckOptions symbolic = args.check;
+    // Data parallel (docs/training.md): --ranks N outside mpirun launches
+    // it; under mpirun each rank trains on its share of the batch.
+    CheckOptions check = args.check;
+    bool launchedJob = false;
+    auto world = startRanks(module, check, train, args.argv, launchedJob);
+    if (!world)
+      return world.error();
+    if (launchedJob)
+      return {};
+    CheckOptions symbolic = check;
     symbolic.onlyFunction = args.fn;
     symbolic.loopsMayStaySymbolic = true; // unrolled once the inputs bind
     checkModule(module, symbolic, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
-    diags.print(warnings);
-    return trainFunction(*file, module, args.check, train, out);
+    if (!*world || (*world)->rank() == 0)
+      diags.print(warnings);
+    auto trained = trainFunction(*file, module, check, train, out);
+    // A rank that fails leaves without MPI_Finalize (which would wait for
+    // the others); mpirun then ends the job.
+    if (!trained && *world)
+      abandonMPI();
+    return trained;
   }
   CheckOptions checkOptions = args.check;
   // `check` checks a loop's body without its count, and `report --in`

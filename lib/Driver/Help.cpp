@@ -52,12 +52,12 @@ step's collectives on --fabric, against the step's compute
 A line of the table keeps within 160 columns: an op in several fused
 loops shows the first and a count (elementwise#15 +2), and a long formula
 goes on at its column on the next lines.)",
-       {"--fn",        "--in",        "--dim",        "--mesh",
-        "--rank",      "--device",    "--peak-flops", "--bandwidth",
-        "--json",      "--expand",    "--target",     "--no-fusion",
-        "--train",     "--params",    "--optimizer",  "--param-dtype",
-        "--act-dtype", "--tokens",    "--ranks",      "--dp-dim",
-        "--fabric",    "--bucket-mb", "--zero",       "-Werror",
+       {"--fn",        "--in",        "--dim",          "--mesh",
+        "--rank",      "--device",    "--peak-flops",   "--bandwidth",
+        "--json",      "--expand",    "--target",       "--no-fusion",
+        "--train",     "--params",    "--optimizer",    "--param-dtype",
+        "--act-dtype", "--tokens",    "--ranks-report", "--dp-dim-report",
+        "--fabric",    "--bucket-mb", "--zero-report",  "-Werror",
         "-Wno-NAME"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
@@ -92,6 +92,7 @@ runs it on the CPU.)",
       [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
       [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
       [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
+      [--ranks N] [--dp-dim NAME] [--zero 0|1]
       [--target=cpu|cuda|cuda-emulated])",
        R"(Train the parameters of LOSS (a function whose first result is a scalar
 float loss) by the loop of docs/training.md: each step fills the data
@@ -106,49 +107,29 @@ Checkpoints are safetensors files (parameters, optimizer states, step);
 --resume continues one exactly. The first SIGINT stops after the current
 step and writes the checkpoint; a second quits at once. Exit 2 for bad
 data, checkpoints or options.)",
-       {"--fn",
-        "--data",
-        "--val-data",
-        "--val-fraction",
-        "--eval-every",
-        "--eval-batches",
-        "--params-train",
-        "--steps",
-        "--order",
-        "--seed",
-        "--accumulate",
-        "--optimizer-train",
-        "--lr",
-        "--schedule",
-        "--warmup",
-        "--min-lr",
-        "--beta1",
-        "--beta2",
-        "--eps",
-        "--weight-decay",
-        "--momentum",
-        "--clip",
-        "--key",
-        "--scalar",
-        "--loss-scale",
-        "--loss-scale-growth-interval",
-        "--init",
-        "--init-rule",
-        "--resume",
-        "--checkpoint",
-        "--checkpoint-every",
-        "--log",
-        "--plot",
-        "--print-every",
-        "--peak-flops",
-        "--no-cache",
-        "--dim",
-        "--target",
-        "--tiles",
-        "--cpu",
-        "--cpu-features",
-        "--no-fusion",
-        "-Werror",
+       {"--fn",           "--data",
+        "--val-data",     "--val-fraction",
+        "--eval-every",   "--eval-batches",
+        "--params-train", "--steps",
+        "--order",        "--seed",
+        "--accumulate",   "--optimizer-train",
+        "--lr",           "--schedule",
+        "--warmup",       "--min-lr",
+        "--beta1",        "--beta2",
+        "--eps",          "--weight-decay",
+        "--momentum",     "--clip",
+        "--key",          "--scalar",
+        "--loss-scale",   "--loss-scale-growth-interval",
+        "--ranks",        "--dp-dim",
+        "--zero",         "--init",
+        "--init-rule",    "--resume",
+        "--checkpoint",   "--checkpoint-every",
+        "--log",          "--plot",
+        "--print-every",  "--peak-flops",
+        "--no-cache",     "--dim",
+        "--target",       "--tiles",
+        "--cpu",          "--cpu-features",
+        "--no-fusion",    "-Werror",
         "-Wno-NAME"}},
       {"calibrate",
        "calibrate [--cpu NAME] [--cpu-features LIST]",
@@ -244,11 +225,11 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                    account (default: as declared))"},
     {"--tokens", R"(--tokens N       N of the 6*N*P rule: a count or a formula
                    of dims (default: the first input's dims but its last))"},
-    {"--ranks",
+    {"--ranks-report",
      R"(--ranks N        N data-parallel ranks: the memory per device under
                  DDP and ZeRO-1/2/3, and the step's collectives and their
                  time against compute (default: one device, no table))"},
-    {"--dp-dim",
+    {"--dp-dim-report",
      R"(--dp-dim DIM     the batch dim the ranks split, DIM/N rows each
                  (default: the one named dim every input but the
                  parameters leads with; an error when they differ))"},
@@ -260,7 +241,7 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--bucket-mb MB   the gradient buckets' cap in MiB, which sets how
                  many collectives a step makes (default 25, PyTorch
                  DDP's bucket_cap_mb))"},
-    {"--zero",
+    {"--zero-report",
      R"(--zero STAGE     mark one row of --ranks' table: 0 (DDP), 1, 2 or 3)"},
     {"--data", R"(--data PARAM=FILE[:TYPE]
                  the data of parameter PARAM: a .npy file, or raw
@@ -321,6 +302,18 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--loss-scale-growth-interval", R"(--loss-scale-growth-interval N
                  good steps before a dynamic scale doubles (default
                  2000))"},
+    {"--ranks",
+     R"(--ranks N        data parallel over N CPU ranks, launched with mpirun
+                 (or the ranks of the mpirun einc runs under): each
+                 rank takes 1/N of every batch, the gradients are
+                 averaged, rank 0 alone prints, logs and checkpoints)"},
+    {"--dp-dim",
+     R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
+                 dim of the first --data parameter))"},
+    {"--zero",
+     R"(--zero 1         with --ranks: ZeRO-1, each parameter's optimizer
+                 states held and updated by one rank, which broadcasts
+                 the new value)"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*

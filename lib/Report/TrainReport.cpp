@@ -417,6 +417,17 @@ ErrorOr<std::string> batchDim(const CheckedFunction &fn,
                       : fmt::format("{}", fmt::join(leading, ", "))));
 }
 
+/// "1, 2, 4, 8": the divisors up to 10^5 (the rank counts one would try),
+/// cut short after 200 characters; ", ..." when some are left out.
+std::string divisors(Int n) {
+  std::string out;
+  Int d = 1;
+  for (; d <= n && d <= 100000 && out.size() < 200; ++d)
+    if (n % d == 0)
+      out += (out.empty() ? "" : ", ") + toString(d);
+  return d <= n ? out + ", ..." : out;
+}
+
 /// The per-device account of `train.ranks` data-parallel ranks: the
 /// parameters as `a` holds them, and the activations and compute of one
 /// rank's share of the batch (the account again, with the batch dim bound
@@ -443,11 +454,11 @@ dataParallelAccount(const CheckedFunction &fn, const ReportOptions &options,
   dp.batch = bound->second;
   if (*dp.batch % dp.ranks != 0)
     return Error::usage(fmt::format(
-        "--ranks {}: the batch dim {} = {} does not split evenly over {} "
-        "ranks (each rank takes {}/N rows); use a number of ranks that "
-        "divides {}",
+        "--ranks {}: the batch dim {} = {} does not split into {} equal "
+        "shares; the ranks may be {} (the divisors of {}, as for einc "
+        "train --ranks)",
         toString(dp.ranks), dp.dpDim, toString(*dp.batch), toString(dp.ranks),
-        dp.dpDim, toString(*dp.batch)));
+        divisors(*dp.batch), toString(*dp.batch)));
   CheckedFunction share = fn;
   share.ctx.env[dp.dpDim] = *dp.batch / dp.ranks;
   Account b = account(share, options, train);
