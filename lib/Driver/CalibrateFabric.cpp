@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -214,11 +215,20 @@ std::string readAll(const std::string &path) {
   return text.str();
 }
 
-/// The last non-empty line of `text`.
-std::string lastLine(const std::string &text) {
-  std::string trimmed = text.substr(0, text.find_last_not_of("\n ") + 1);
-  auto at = trimmed.rfind('\n');
-  return at == std::string::npos ? trimmed : trimmed.substr(at + 1);
+/// What the ranks said went wrong: the first `error:` line of `text` (a
+/// rank's einc error), else its last line with a letter in it (mpirun ends
+/// its own messages with a line of dashes).
+std::string failureLine(const std::string &text) {
+  std::istringstream lines(text);
+  std::string line, lastWords;
+  while (std::getline(lines, line)) {
+    if (line.find("error:") != std::string::npos)
+      return line;
+    if (std::any_of(line.begin(), line.end(),
+                    [](char c) { return std::isalpha(c) != 0; }))
+      lastWords = line;
+  }
+  return lastWords;
 }
 
 } // namespace
@@ -291,7 +301,7 @@ std::string measureHostFabric(int ranks) {
                                    std::strerror(code)));
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return out;
-  std::string why = lastLine(err).empty() ? lastLine(out) : lastLine(err);
+  std::string why = failureLine(err + out);
   return notMeasured(fmt::format(
       "mpirun -n {} einc calibrate {}: {}", ranks,
       WIFEXITED(status) ? fmt::format("exited with {}", WEXITSTATUS(status))
