@@ -58,7 +58,11 @@ std::string sizeText(double bytes) {
 /// reduce-scatter's its input, an all-to-all's each rank's buffer.
 ErrorOr<void> runOnce(Communicator &comm, CollectiveKind kind, int64_t bytes,
                       float *a, float *b) {
-  int64_t count = bytes / 4, n = comm.size();
+  // The count rounds down to a multiple of the ranks (3 ranks, say), so that
+  // every rank's block has the same size; it moves at most 4n bytes less.
+  int64_t n = comm.size(), count = bytes / 4;
+  if (kind != CollectiveKind::AllReduce && kind != CollectiveKind::Broadcast)
+    count = count / n * n;
   switch (kind) {
   case CollectiveKind::AllReduce:
     return comm.allReduce(a, StorageType::F32, count, ReduceOp::Sum);
