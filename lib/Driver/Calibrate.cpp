@@ -14,6 +14,7 @@
 #include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
+#include <llvm/Support/JSON.h>
 
 #include <algorithm>
 #include <chrono>
@@ -89,6 +90,93 @@ std::string jsonStringValue(const std::string &text, const std::string &key) {
     } else {
       out += text[++i];
     }
+  }
+  return out;
+}
+
+/// The object stored under `key` as its text ("" when absent), from its
+/// `{` to the matching `}`; an error naming the key when it is not one.
+ErrorOr<std::string> jsonObjectText(const std::string &text,
+                                    const std::string &key,
+                                    const std::string &path) {
+  auto at = jsonValueAt(text, key);
+  if (at == std::string::npos)
+    return std::string();
+  int depth = 0;
+  bool quoted = false;
+  for (size_t i = at; i < text.size() && text[at] == '{'; ++i) {
+    char ch = text[i];
+    if (quoted) {
+      if (ch == '\\')
+        ++i;
+      else if (ch == '"')
+        quoted = false;
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == '{' || ch == '[') {
+      ++depth;
+    } else if ((ch == '}' || ch == ']') && --depth == 0) {
+      return text.substr(at, i + 1 - at);
+    }
+  }
+  return Error::usage(
+      fmt::format("{}: \"{}\" is not a JSON object; run `einc calibrate` "
+                  "again",
+                  path, key));
+}
+
+/// The host fabric's tables stored under "host_fabric_collectives": one
+/// object per collective kind, {"latency_s": s, "busbw": [[bytes, B/s],
+/// ...]}; every kind is there once, and each table is valid
+/// (measuredCollectiveProblem), else an error naming the kind and what is
+/// wrong.
+ErrorOr<std::vector<MeasuredCollective>>
+parseFabricCollectives(const std::string &object, const std::string &path) {
+  auto refuse = [&](const std::string &why) {
+    return Error::usage(fmt::format("{}: \"host_fabric_collectives\" {}; run "
+                                    "`einc calibrate` again",
+                                    path, why));
+  };
+  auto parsed = llvm::json::parse(object);
+  if (!parsed)
+    return refuse("is not valid JSON: " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *kinds = parsed->getAsObject();
+  if (!kinds)
+    return refuse("is not a JSON object");
+  for (const auto &entry : *kinds) {
+    bool known = false;
+    for (CollectiveKind kind : collectiveKinds())
+      known = known || entry.first == collectiveName(kind);
+    if (!known)
+      return refuse(
+          fmt::format("has an unknown collective \"{}\"", entry.first.str()));
+  }
+  std::vector<MeasuredCollective> out;
+  for (CollectiveKind kind : collectiveKinds()) {
+    std::string name = collectiveName(kind);
+    const llvm::json::Object *table = kinds->getObject(name);
+    if (!table)
+      return refuse(fmt::format("has no object for {}", name));
+    MeasuredCollective m{kind, table->getNumber("latency_s").value_or(0), {}};
+    const llvm::json::Array *points = table->getArray("busbw");
+    if (!points)
+      return refuse(fmt::format(
+          "has no \"busbw\" array of [bytes, bytes/s] for {}", name));
+    for (const llvm::json::Value &point : *points) {
+      const llvm::json::Array *pair = point.getAsArray();
+      std::optional<double> bytes, bandwidth;
+      if (pair && pair->size() == 2) {
+        bytes = (*pair)[0].getAsNumber();
+        bandwidth = (*pair)[1].getAsNumber();
+      }
+      if (!bytes || !bandwidth)
+        return refuse(fmt::format(
+            "{}: a \"busbw\" entry is not a pair [bytes, bytes/s]", name));
+      m.busBandwidth.push_back({*bytes, *bandwidth});
+    }
+    if (std::string problem = measuredCollectiveProblem(m); !problem.empty())
+      return refuse(fmt::format("{}: {}", name, problem));
+    out.push_back(std::move(m));
   }
   return out;
 }
@@ -205,6 +293,20 @@ ErrorOr<Calibration> readCalibration() {
         path));
   c.description = jsonStringValue(text, "peak_source");
   c.fabricSource = jsonStringValue(text, "host_fabric_source");
+  auto tables = jsonObjectText(text, "host_fabric_collectives", path);
+  if (!tables)
+    return tables.error();
+  if (tables->empty())
+    return c;
+  if (!(c.fabricLatency > 0))
+    return Error::usage(fmt::format(
+        "{}: \"host_fabric_collectives\" without \"host_fabric_latency_s\" "
+        "and \"host_fabric_bus_bandwidth\"; run `einc calibrate` again",
+        path));
+  auto collectives = parseFabricCollectives(*tables, path);
+  if (!collectives)
+    return collectives.error();
+  c.fabricCollectives = std::move(*collectives);
   return c;
 }
 
@@ -233,6 +335,19 @@ ErrorOr<void> writeCalibration(const Calibration &c) {
         "\"host_fabric_ranks\": {}, \"host_fabric_source\": {}",
         c.fabricLatency, c.fabricBusBandwidth, c.fabricRanks,
         jsonString(c.fabricSource)));
+  if (c.fabricLatency > 0 && !c.fabricCollectives.empty()) {
+    std::vector<std::string> kinds;
+    for (const MeasuredCollective &m : c.fabricCollectives) {
+      std::vector<std::string> points;
+      for (auto [bytes, bandwidth] : m.busBandwidth)
+        points.push_back(fmt::format("[{}, {}]", bytes, bandwidth));
+      kinds.push_back(fmt::format(
+          "\"{}\": {{\"latency_s\": {}, \"busbw\": [{}]}}",
+          collectiveName(m.kind), m.latency, fmt::join(points, ", ")));
+    }
+    fields.push_back(fmt::format("\"host_fabric_collectives\": {{{}}}",
+                                 fmt::join(kinds, ", ")));
+  }
   std::string text = "{";
   for (size_t i = 0; i < fields.size(); ++i)
     text += (i ? ", " : "") + fields[i];
@@ -265,13 +380,20 @@ ErrorOr<FabricSpec> resolveFabric(const std::string &name) {
       fmt::format("this machine's shared memory, measured by einc calibrate "
                   "({})",
                   c->fabricSource),
-      c->fabricLatency, c->fabricBusBandwidth};
+      c->fabricLatency, c->fabricBusBandwidth, c->fabricCollectives};
 }
 
-ErrorOr<std::string> runCalibrate(const CPUOptions &cpu) {
-  // Under mpirun this process is one rank of the fabric's measurement.
+ErrorOr<std::string> runCalibrate(const CPUOptions &cpu,
+                                  const std::vector<int64_t> &checkBytes) {
+  // Under mpirun this process is one rank of the fabric's measurement, or
+  // of its check.
   if (launcherWorldSize() > 0)
-    return runFabricRank();
+    return checkBytes.empty() ? runFabricRank() : checkFabricRank(checkBytes);
+  if (!checkBytes.empty())
+    return Error::usage(
+        "calibrate --check times the collectives on MPI ranks against the "
+        "stored host fabric: run it under mpirun after `einc calibrate` "
+        "(mpirun -n 2 einc calibrate --check 48KiB,3MiB)");
   auto target = resolveCPU(cpu.target);
   if (!target)
     return target.error();

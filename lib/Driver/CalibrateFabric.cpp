@@ -1,7 +1,8 @@
 // The fabric part of `einc calibrate` (docs/distributed.md §5): an MPI job of
-// this einc times all-reduce from 8 B to 64 MiB through the MPI
-// communicator, fits nccl-tests' model (alpha + busFactor * S / B) and
-// checks it against all-reduce, all-gather, reduce-scatter and all-to-all.
+// this einc times all-reduce, all-gather, reduce-scatter, all-to-all and
+// broadcast from 64 B to 64 MiB through the MPI communicator, fits each
+// one's latency and busbw by size, and checks the model at sizes it did not
+// measure; `--check` times them again in a later job against the stored fit.
 #include "CalibrateFabric.h"
 #include "ein/Runtime/Communicator.h"
 
@@ -30,13 +31,15 @@ using runtime::StorageType;
 namespace {
 
 const double MiB = 1024.0 * 1024.0;
-/// The all-reduces of the sweep, 8 B by factors of 8, then 64 MiB (which
-/// sizes the buffers).
-const int64_t sweepBytes[] = {8,      64,      512,      4096,    32768,
-                              262144, 2097152, 16777216, 67108864};
-const int64_t sweepMaxBytes = 67108864;
-/// The sizes the model is checked at (nccl-tests' size S of each).
-const int64_t checkBytes[] = {64 * 1024, 1024 * 1024, 16 * 1024 * 1024};
+/// The sizes of each collective's table: 64 B to 64 MiB by factors of 4
+/// (64 B is 16 floats, which 2, 4, 8 or 16 ranks split evenly).
+const int64_t gridBytes[] = {64,     256,     1024,    4096,     16384,   65536,
+                             262144, 1048576, 4194304, 16777216, 67108864};
+/// The sizes calibrate checks its fit at, none of them in the grid.
+const int64_t checkBytesDefault[] = {48 * 1024, 3 * 1024 * 1024,
+                                     24 * 1024 * 1024};
+/// The largest size `--check` takes.
+const int64_t maxCheckBytes = 256 * 1024 * 1024;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -78,15 +81,17 @@ ErrorOr<void> runOnce(Communicator &comm, CollectiveKind kind, int64_t bytes,
   return {};
 }
 
-/// Seconds of one `kind` over `bytes`: the median of 7 samples after a
-/// warm-up one, each the mean of back-to-back calls (many for small sizes,
-/// whose time is a few microseconds), taken on the slowest rank. The call
-/// counts depend on the size only, so every rank makes the same calls.
+/// Seconds of one `kind` over `bytes`: the median of 7 samples (5 from
+/// 4 MiB on, which keeps calibrate to seconds) after a warm-up one, each
+/// the mean of back-to-back calls (many for small sizes, whose time is a
+/// few microseconds), taken on the slowest rank. The call counts depend on
+/// the size only, so every rank makes the same calls.
 ErrorOr<double> timeCollective(Communicator &comm, CollectiveKind kind,
                                int64_t bytes, float *a, float *b) {
   int64_t reps = std::clamp<int64_t>((1 << 20) / bytes, 1, 64);
+  int samplesWanted = bytes >= 4 * 1024 * 1024 ? 5 : 7;
   std::vector<double> samples;
-  for (int s = -1; s < 7; ++s) {
+  for (int s = -1; s < samplesWanted; ++s) {
     auto begin = std::chrono::steady_clock::now();
     for (int64_t r = 0; r < reps; ++r)
       if (auto ok = runOnce(comm, kind, bytes, a, b); !ok)
@@ -103,6 +108,27 @@ ErrorOr<double> timeCollective(Communicator &comm, CollectiveKind kind,
   return seconds;
 }
 
+/// The model against measurement: each kind timed at each of `sizes` and
+/// modelled on `fabric`, one line each.
+ErrorOr<std::string> checkLines(Communicator &comm, const FabricSpec &fabric,
+                                const std::vector<int64_t> &sizes, float *a,
+                                float *b) {
+  std::string text =
+      "  collective        size    measured    modelled  model/measured\n";
+  for (CollectiveKind kind : collectiveKinds())
+    for (int64_t bytes : sizes) {
+      auto t = timeCollective(comm, kind, bytes, a, b);
+      if (!t)
+        return t.error();
+      double model = collectiveSeconds(kind, static_cast<double>(bytes),
+                                       comm.size(), fabric);
+      text += fmt::format("  {:<15} {:>7} {:>8.1f} us {:>8.1f} us {:>10.2f}\n",
+                          collectiveName(kind), sizeText(bytes), *t * 1e6,
+                          model * 1e6, model / *t);
+    }
+  return text;
+}
+
 } // namespace
 
 ErrorOr<FabricSpec>
@@ -116,11 +142,11 @@ fitFabric(const std::vector<std::pair<double, double>> &sweep, int64_t ranks) {
       return Error::usage(fmt::format(
           "the all-reduce sweep has {} s for {} B: not a positive time",
           seconds, bytes));
-    if (bytes <= 512)
+    if (bytes <= 1024)
       small.push_back(seconds);
   }
   if (small.empty())
-    return Error::usage("the all-reduce sweep has no size of at most 512 B "
+    return Error::usage("the all-reduce sweep has no size of at most 1 KiB "
                         "to fit the latency to");
   double alpha = median(small);
   double factor = busFactor(CollectiveKind::AllReduce, ranks);
@@ -142,6 +168,71 @@ fitFabric(const std::vector<std::pair<double, double>> &sweep, int64_t ranks) {
       alpha, median(large)};
 }
 
+ErrorOr<MeasuredCollective>
+fitCollective(CollectiveKind kind,
+              const std::vector<std::pair<double, double>> &sweep,
+              int64_t ranks) {
+  const char *name = collectiveName(kind);
+  if (ranks < 2)
+    return Error::usage(fmt::format(
+        "a collective is fitted on 2 ranks or more, not {}", ranks));
+  std::vector<double> small;
+  for (auto [bytes, seconds] : sweep) {
+    if (!(seconds > 0) || !(bytes > 0))
+      return Error::usage(
+          fmt::format("the {} sweep has {} s for {} B: not a positive time",
+                      name, seconds, bytes));
+    if (bytes <= 1024)
+      small.push_back(seconds);
+  }
+  if (small.empty())
+    return Error::usage(fmt::format(
+        "the {} sweep has no size of at most 1 KiB to fit the latency to",
+        name));
+  MeasuredCollective m{kind, median(small), {}};
+  double factor = busFactor(kind, ranks);
+  for (auto [bytes, seconds] : sweep)
+    if (bytes >= 4096 && seconds > m.latency)
+      m.busBandwidth.push_back({bytes, factor * bytes / (seconds - m.latency)});
+  std::sort(m.busBandwidth.begin(), m.busBandwidth.end());
+  if (m.busBandwidth.empty())
+    return Error::usage(fmt::format(
+        "the {} sweep has no size of at least 4 KiB slower than its latency "
+        "{:.3g} us: the sweep is too noisy to fit",
+        name, m.latency * 1e6));
+  if (std::string problem = measuredCollectiveProblem(m); !problem.empty())
+    return Error::usage(
+        fmt::format("the {} sweep does not fit: {}", name, problem));
+  return m;
+}
+
+ErrorOr<std::vector<int64_t>> parseByteSizes(const std::string &list) {
+  std::vector<int64_t> out;
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string item = list.substr(start, comma - start);
+    start = comma + 1;
+    size_t digits = 0;
+    while (digits < item.size() && std::isdigit(item[digits]))
+      ++digits;
+    std::string unit = item.substr(digits);
+    int64_t scale = unit == "B"     ? 1
+                    : unit == "KiB" ? 1024
+                    : unit == "MiB" ? 1024 * 1024
+                                    : 0;
+    int64_t bytes = digits > 0 && digits <= 9 && scale
+                        ? std::stoll(item.substr(0, digits)) * scale
+                        : 0;
+    if (bytes < 64 || bytes > maxCheckBytes)
+      return Error::usage(fmt::format(
+          "'{}' is not a size from 64 B to 256 MiB: a whole number of B, "
+          "KiB or MiB (48KiB,3MiB)",
+          item));
+    out.push_back(bytes);
+  }
+  return out;
+}
+
 int hostFabricRanks() {
   return std::thread::hardware_concurrency() >= 4 ? 4 : 2;
 }
@@ -156,58 +247,120 @@ ErrorOr<std::string> runFabricRank() {
     return Error::usage("calibrate under mpirun measures the fabric between "
                         "ranks, so it needs 2 ranks or more (mpirun -n 2 "
                         "einc calibrate)");
-  std::vector<float> a(sweepMaxBytes / 4), b(sweepMaxBytes / 4);
-  std::vector<std::pair<double, double>> sweep;
-  for (int64_t bytes : sweepBytes) {
-    auto t = timeCollective(comm, CollectiveKind::AllReduce, bytes, a.data(),
-                            b.data());
-    if (!t)
-      return t.error();
-    sweep.push_back({static_cast<double>(bytes), *t});
-  }
-  auto fit = fitFabric(sweep, n);
-  if (!fit)
-    return fit.error();
-  std::string text = fmt::format(
-      "host fabric: {} on this machine's shared memory\n", comm.name());
-  text += "  all-reduce     size       time   busbw (GB/s)\n";
-  double factor = busFactor(CollectiveKind::AllReduce, n);
-  for (auto [bytes, seconds] : sweep)
-    text += fmt::format("  {:>15} {:>10.1f} us {:>8.3f}\n", sizeText(bytes),
-                        seconds * 1e6, factor * bytes / seconds / 1e9);
-  text += fmt::format(
-      "  fit: latency {:.1f} us (median of 8-512 B), bus bandwidth {:.3g} "
-      "GB/s (median busbw of 16-64 MiB, less the latency)\n",
-      fit->latency * 1e6, fit->busBandwidth / 1e9);
-  text += "  model against measurement (latency + busFactor x size / "
-          "bandwidth):\n";
-  text += "  collective        size    measured    modelled  model/measured\n";
-  for (CollectiveKind kind :
-       {CollectiveKind::AllReduce, CollectiveKind::AllGather,
-        CollectiveKind::ReduceScatter, CollectiveKind::AllToAll})
-    for (int64_t bytes : checkBytes) {
+  int64_t largest =
+      *std::max_element(std::begin(gridBytes), std::end(gridBytes));
+  std::vector<float> a(largest / 4), b(largest / 4);
+  // sweeps[k][i]: (bytes, seconds) of kind k at gridBytes[i].
+  std::vector<std::vector<std::pair<double, double>>> sweeps;
+  FabricSpec fit;
+  for (CollectiveKind kind : collectiveKinds()) {
+    sweeps.emplace_back();
+    for (int64_t bytes : gridBytes) {
       auto t = timeCollective(comm, kind, bytes, a.data(), b.data());
       if (!t)
         return t.error();
-      double model =
-          collectiveSeconds(kind, static_cast<double>(bytes), n, *fit);
-      text += fmt::format("  {:<15} {:>6} {:>8.1f} us {:>8.1f} us {:>10.2f}\n",
-                          collectiveName(kind), sizeText(bytes), *t * 1e6,
-                          model * 1e6, model / *t);
+      sweeps.back().push_back({static_cast<double>(bytes), *t});
     }
+    auto table = fitCollective(kind, sweeps.back(), n);
+    if (!table)
+      return table.error();
+    if (kind == CollectiveKind::AllReduce) {
+      auto allReduce = fitFabric(sweeps.back(), n);
+      if (!allReduce)
+        return allReduce.error();
+      fit = *allReduce;
+    }
+    fit.measured.push_back(*table);
+  }
+  std::string text = fmt::format(
+      "host fabric: {} on this machine's shared memory\n", comm.name());
+  text += "  time per call (us; the slowest rank's median) and busbw "
+          "(GB/s; busFactor x size / (time - latency)):\n";
+  text += fmt::format("  {:>8}", "size");
+  for (CollectiveKind kind : collectiveKinds())
+    text += fmt::format(" {:>22}", collectiveName(kind));
+  text += "\n";
+  for (size_t i = 0; i < std::size(gridBytes); ++i) {
+    text += fmt::format("  {:>8}", sizeText(gridBytes[i]));
+    for (size_t k = 0; k < sweeps.size(); ++k) {
+      double seconds = sweeps[k][i].second;
+      std::string busbw = "-";
+      for (auto [bytes, bandwidth] : fit.measured[k].busBandwidth)
+        if (bytes == sweeps[k][i].first)
+          busbw = fmt::format("{:.3f}", bandwidth / 1e9);
+      text += fmt::format(" {:>13.1f} {:>8}", seconds * 1e6, busbw);
+    }
+    text += "\n";
+  }
+  text += fmt::format("  {:>8}", "latency");
+  for (const MeasuredCollective &m : fit.measured)
+    text += fmt::format(" {:>13.1f} {:>8}", m.latency * 1e6, "");
+  text += "\n";
+  text += fmt::format(
+      "  all-reduce fit: latency {:.1f} us (median of 64 B-1 KiB), bus "
+      "bandwidth {:.3g} GB/s (median busbw of 16-64 MiB, less the latency)\n",
+      fit.latency * 1e6, fit.busBandwidth / 1e9);
+  text += "  model against measurement at sizes not measured above (latency "
+          "+ busFactor x size / busbw interpolated in log size):\n";
+  auto check = checkLines(comm, fit,
+                          std::vector<int64_t>(std::begin(checkBytesDefault),
+                                               std::end(checkBytesDefault)),
+                          a.data(), b.data());
+  if (!check)
+    return check.error();
+  text += *check;
   if (comm.rank() != 0)
     return std::string();
   // Rank 0 adds the fabric to the CPU figures already stored (a malformed
   // file is replaced).
   auto stored = readCalibration();
   Calibration c = stored ? *stored : Calibration{};
-  c.fabricLatency = fit->latency;
-  c.fabricBusBandwidth = fit->busBandwidth;
+  c.fabricLatency = fit.latency;
+  c.fabricBusBandwidth = fit.busBandwidth;
   c.fabricRanks = n;
-  c.fabricSource = fmt::format("MPI, {} ranks, all-reduce 8 B to 64 MiB", n);
+  c.fabricSource =
+      fmt::format("MPI, {} ranks, {} collectives from 64 B to 64 MiB", n,
+                  collectiveKinds().size());
+  c.fabricCollectives = fit.measured;
   if (auto ok = writeCalibration(c); !ok)
     return ok.error();
   return text;
+}
+
+ErrorOr<std::string> checkFabricRank(const std::vector<int64_t> &checkBytes) {
+  auto world = mpiWorld();
+  if (!world)
+    return world.error();
+  Communicator &comm = **world;
+  int n = comm.size();
+  // Every rank reads the stored fit, so every rank refuses alike.
+  auto stored = readCalibration();
+  if (!stored)
+    return stored.error();
+  if (stored->fabricCollectives.empty())
+    return Error::usage(fmt::format(
+        "calibrate --check compares with the host fabric's measured tables, "
+        "and {} has none; run `mpirun -n {} einc calibrate` first",
+        calibrationPath(), n));
+  if (stored->fabricRanks != n)
+    return Error::usage(fmt::format(
+        "the host fabric in {} was measured on {} ranks and this job has {}; "
+        "run `mpirun -n {} einc calibrate` first",
+        calibrationPath(), stored->fabricRanks, n, n));
+  auto fabric = resolveFabric("host");
+  if (!fabric)
+    return fabric.error();
+  int64_t largest = *std::max_element(checkBytes.begin(), checkBytes.end());
+  std::vector<float> a(largest / 4), b(largest / 4);
+  auto check = checkLines(comm, *fabric, checkBytes, a.data(), b.data());
+  if (!check)
+    return check.error();
+  if (comm.rank() != 0)
+    return std::string();
+  return fmt::format("host fabric check: {} against the model stored in {} "
+                     "({})\n",
+                     comm.name(), calibrationPath(), stored->fabricSource) +
+         *check;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include "ein/Driver/Calibrate.h"
 
 #include <string>
+#include <vector>
 
 namespace ein {
 
@@ -21,11 +22,18 @@ int hostFabricRanks();
 /// job fails, the text says the fabric was not measured and why.
 std::string measureHostFabric(int ranks);
 
-/// One rank of the measurement (`einc calibrate` under mpirun): sweeps
-/// all-reduce from 8 B to 64 MiB on the MPI world, fits alpha and B,
-/// times the four collectives at 64 KiB, 1 MiB and 16 MiB against the
-/// model, and on rank 0 stores the fit and returns the report ("" on the
-/// other ranks).
+/// One rank of the measurement (`einc calibrate` under mpirun): times each
+/// collective kind from 64 B to 64 MiB by factors of 4 on the MPI world,
+/// fits each kind's table (fitCollective) and all-reduce's alpha and B
+/// (fitFabric), checks the model at 48 KiB, 3 MiB and 24 MiB (sizes not
+/// measured), and on rank 0 stores the fit and returns the report ("" on
+/// the other ranks).
 ErrorOr<std::string> runFabricRank();
+
+/// One rank of `einc calibrate --check SIZES` under mpirun: times each
+/// collective kind at `checkBytes` and compares it with the host fabric
+/// stored by an earlier `einc calibrate` on as many ranks; rank 0 returns
+/// the comparison ("" on the other ranks).
+ErrorOr<std::string> checkFabricRank(const std::vector<int64_t> &checkBytes);
 
 } // namespace ein

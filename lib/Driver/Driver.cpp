@@ -70,6 +70,7 @@ struct Args {
   CheckOptions check;
   WarningOptions warnings;
   CPUOptions cpu;
+  std::vector<int64_t> calibrateCheck; // calibrate --check: sizes in bytes
 };
 
 /// The largest rank --rank accepts.
@@ -254,6 +255,14 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (!v || v->empty())
         return usage("--header needs a file path");
       args.header = *v;
+    } else if (isFlag("--check") && args.command == "calibrate") {
+      auto v = value("--check");
+      if (!v || v->empty())
+        return usage("--check needs sizes such as 48KiB,3MiB,24MiB");
+      auto sizes = parseByteSizes(*v);
+      if (!sizes)
+        return usage("--check: " + sizes.error().message);
+      args.calibrateCheck = *sizes;
     } else if (a == "--time" && args.command == "run") {
       args.time = true;
     } else if (a == "--perf-jitdump" && args.command == "run") {
@@ -416,7 +425,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
           fmt::format("unknown option '{}' for '{}'", a, args.command));
     } else if (args.command == "calibrate") {
       return usage(fmt::format(
-          "calibrate takes no FILE, only --cpu and --cpu-features; got '{}'",
+          "calibrate takes no FILE, only --cpu, --cpu-features and --check; "
+          "got '{}'",
           a));
     } else if (args.file.empty()) {
       args.file = a;
@@ -585,7 +595,7 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
 ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                          std::ostream &warnings) {
   if (args.command == "calibrate") {
-    auto text = runCalibrate(args.cpu);
+    auto text = runCalibrate(args.cpu, args.calibrateCheck);
     if (!text)
       return text.error();
     out << *text;

@@ -132,18 +132,22 @@ data, checkpoints or options.)",
         "--no-fusion",    "-Werror",
         "-Wno-NAME"}},
       {"calibrate",
-       "calibrate [--cpu NAME] [--cpu-features LIST]",
+       "calibrate [--cpu NAME] [--cpu-features LIST] [--check SIZES]",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
 peak from /proc/cpuinfo; stored for `run --time`. With --cpu, the
 measured kernels are compiled for that CPU (one this host can run).
 Then measure the `host` fabric, this machine's shared memory between MPI
 ranks: `mpirun -n 2` (4 on hosts of 4 cores or more) of `einc calibrate`
-times all-reduce from 8 B to 64 MiB and fits the latency and the bus
-bandwidth of the communication model (docs/distributed.md, section 5),
-then prints the model against measured collectives. Without MPI or mpirun
-it says the fabric was not measured. Under mpirun, calibrate is one rank
-of that measurement. Stored in $XDG_CACHE_HOME/ein/calibration.json.)",
-       {"--cpu", "--cpu-features"}},
+times all-reduce, all-gather, reduce-scatter, all-to-all and broadcast
+from 64 B to 64 MiB and stores each one's latency and bus bandwidth by
+size, the communication model of the host (docs/distributed.md, section
+5), then prints the model against the collectives at sizes it did not
+measure. Without MPI or mpirun it says the fabric was not measured. Under
+mpirun, calibrate is one rank of that measurement; under mpirun with
+--check SIZES (48KiB,3MiB,24MiB) it times the collectives at those sizes
+against the stored model instead. Stored in
+$XDG_CACHE_HOME/ein/calibration.json.)",
+       {"--cpu", "--cpu-features", "--check"}},
       {"build",
        R"(build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
             [--rank NAME=INT]... [--target=cpu|cuda [--main NAME]]
@@ -244,6 +248,10 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  "                 " +
                      fabricNames(", ") + " (default " + defaultFabric().name +
                      ")"},
+    {"--check",
+     R"(--check SIZES    under mpirun, after `einc calibrate` on as many
+                 ranks: time each collective at SIZES (48KiB,3MiB,24MiB)
+                 against the stored host model)"},
     {"--bucket-mb",
      R"(--bucket-mb MB   the gradient buckets' cap in MiB, which sets how
                  many collectives a step makes (default 25, PyTorch

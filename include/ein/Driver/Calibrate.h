@@ -25,7 +25,10 @@ struct Calibration {
   double fabricLatency = 0;      // seconds
   double fabricBusBandwidth = 0; // bytes/s
   int64_t fabricRanks = 0;       // the ranks it was measured on
-  std::string fabricSource;      // how: "MPI (2 ranks), all-reduce 8 B-64 MiB"
+  std::string fabricSource;      // how: "MPI, 2 ranks, 5 collectives ..."
+  /// Per collective kind, its latency and busbw by size (empty in files
+  /// written before the tables; then the host fabric is (alpha, B) alone).
+  std::vector<MeasuredCollective> fabricCollectives;
 };
 
 /// The file the figures live in: $XDG_CACHE_HOME/ein/calibration.json, or
@@ -48,19 +51,37 @@ std::string resolvableFabricNames(const std::string &separator);
 
 /// Fits the fabric to an all-reduce sweep over `ranks` ranks, each entry
 /// (bytes, seconds): alpha is the median time of the sweep's all-reduces
-/// of at most 512 B, B the median of busFactor * bytes / (seconds - alpha)
+/// of at most 1 KiB, B the median of busFactor * bytes / (seconds - alpha)
 /// (nccl-tests' busbw, less the latency) over those of at least 16 MiB. An
 /// error when the sweep lacks either range or a large one is not slower
 /// than alpha.
 ErrorOr<FabricSpec>
 fitFabric(const std::vector<std::pair<double, double>> &sweep, int64_t ranks);
 
+/// Fits one collective's table to its sweep over `ranks` ranks, each entry
+/// (bytes, seconds): the latency is the median time of the calls of at
+/// most 1 KiB; each size of at least 4 KiB whose time exceeds it gives
+/// (bytes, busFactor * bytes / (seconds - latency)), the busbw that makes
+/// collectiveSeconds exact there (a size no slower than the latency is
+/// latency-bound and left out). An error when the sweep lacks either.
+ErrorOr<MeasuredCollective>
+fitCollective(CollectiveKind kind,
+              const std::vector<std::pair<double, double>> &sweep,
+              int64_t ranks);
+
+/// "48KiB,3MiB,24MiB" (each a whole number of B, KiB or MiB, at least
+/// 64 B and at most 256 MiB) as bytes; an error naming the bad item.
+ErrorOr<std::vector<int64_t>> parseByteSizes(const std::string &list);
+
 /// Measures and stores the figures, with the kernels compiled for `cpu`
 /// (the host by default; its vector width sets the theoretical peak), then
 /// the shared-memory fabric on MPI ranks launched with mpirun (said not to
 /// be measured, without failing, when MPI or mpirun is missing); returns the
 /// text that reports them. Under mpirun it is one rank of the fabric's
-/// measurement instead (CalibrateFabric.cpp).
-ErrorOr<std::string> runCalibrate(const CPUOptions &cpu = {});
+/// measurement instead (CalibrateFabric.cpp); with `checkBytes` (under
+/// mpirun only) it measures nothing new but times the collectives at those
+/// sizes against the stored host model.
+ErrorOr<std::string> runCalibrate(const CPUOptions &cpu = {},
+                                  const std::vector<int64_t> &checkBytes = {});
 
 } // namespace ein
