@@ -210,15 +210,22 @@ std::string dataParallelTable(const DataParallelAccount &dp,
                      : fmt::format("{} (bytes)", fmt::join(padded, ", ")));
 
   const FabricSpec &fabric = fabricOf(options);
+  // A measured fabric (`host`) has a latency and busbw per collective and
+  // size: its one (α, B) would misstate the model the times come from.
+  std::string figures =
+      fabric.measured.empty()
+          ? fmt::format("α = {}, busbw {:.4g} GB/s",
+                        formatSeconds(fabric.latency),
+                        fabric.busBandwidth / 1e9)
+          : std::string("α and busbw measured per collective and size");
   fmt::format_to(out,
-                 "  communication per step on {} ({}): α = {}, busbw {:.4g} "
-                 "GB/s\n"
+                 "  communication per step on {} ({}): {}\n"
                  "    nccl-tests' model per call: all-reduce α + "
                  "2(n-1)/n·S/B, all-gather and reduce-scatter α + "
                  "(n-1)/n·S/B; gradients at the parameters' dtype ({}); "
                  "buckets of {} MiB (--bucket-mb)\n",
-                 fabric.name, fabric.description, formatSeconds(fabric.latency),
-                 fabric.busBandwidth / 1e9, mixed ? "mixed" : dp.paramType,
+                 fabric.name, fabric.description, figures,
+                 mixed ? "mixed" : dp.paramType,
                  fmt::format("{:g}", train.bucketMB.value_or(25)));
   for (const StrategyRow &r : table)
     for (size_t i = 0; i < r.collectives.size(); ++i) {
