@@ -68,6 +68,8 @@ struct NcclApi {
 /// PyTorch's nvidia-nccl wheel (site-packages/nvidia/nccl/lib). A usage
 /// error naming the places tried when none loads.
 ErrorOr<const NcclApi *> loadNccl();
+/// The same search, done again on every call (tests).
+ErrorOr<NcclApi> openNcclLibrary();
 
 /// The emulation of NCCL over host Communicators, for cuda-emulated (whose
 /// device memory is the host's): the same calls, in the same order, each

@@ -58,7 +58,9 @@ std::vector<std::string> ncclCandidates() {
   return out;
 }
 
-ErrorOr<NcclApi> openNccl() {
+} // namespace
+
+ErrorOr<NcclApi> openNcclLibrary() {
   std::vector<std::string> candidates;
   if (const char *path = std::getenv("EIN_NCCL_LIBRARY"))
     candidates.push_back(path);
@@ -116,6 +118,8 @@ ErrorOr<NcclApi> openNccl() {
       "EIN_NCCL_LIBRARY to its path. Tried:{}",
       tried));
 }
+
+namespace {
 
 /// NCCL's ncclDataType_t of a type a reduction takes.
 int ncclType(StorageType type) {
@@ -378,7 +382,7 @@ private:
 
 ErrorOr<const NcclApi *> loadNccl() {
   // Loaded once and kept for the process, as the CUDA device is.
-  static ErrorOr<NcclApi> *loaded = new ErrorOr<NcclApi>(openNccl());
+  static ErrorOr<NcclApi> *loaded = new ErrorOr<NcclApi>(openNcclLibrary());
   if (!*loaded)
     return loaded->error();
   return &**loaded;
