@@ -122,8 +122,8 @@ public:
         return loaded.error();
       api = *loaded;
     }
-    return ncclCommunicator(group, *api,
-                            NcclStream{device.streamQuery, &device.running});
+    return ncclCommunicator(
+        group, *api, NcclStream{nullptr, device.streamQuery, &device.running});
   }
 
 private:

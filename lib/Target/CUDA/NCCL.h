@@ -7,6 +7,7 @@
 
 #include "ein/Runtime/Communicator.h"
 
+#include <functional>
 #include <mutex>
 
 namespace ein {
@@ -65,7 +66,8 @@ struct NcclApi {
 
 /// libnccl.so.2, loaded once: `EIN_NCCL_LIBRARY` (a path) when set, else
 /// the loader's own search, the CUDA toolkit's lib64/ and lib/, and
-/// PyTorch's nvidia-nccl wheel (site-packages/nvidia/nccl/lib). A usage
+/// PyTorch's nvidia-nccl wheel (site-packages/nvidia/nccl/lib, in a
+/// virtualenv, ~/.local, pyenv or the system's Python). A usage
 /// error naming the places tried when none loads.
 ErrorOr<const NcclApi *> loadNccl();
 /// The same search, done again on every call (tests).
@@ -80,11 +82,13 @@ const NcclApi &emulatedNccl();
 /// joins (its rank and size must match the call's).
 void bindEmulatedNccl(Communicator *group);
 
-/// How the communicator waits for the device: the stream's state (0 done,
-/// 600 cudaErrorNotReady, another cudaError_t) and the lock device work
-/// holds (CUDADevice::running); null for host memory.
+/// Where the collectives run and how the communicator waits for them: the
+/// cudaStream_t (null: the default stream, the kernels' one), its state
+/// (0 done, 600 cudaErrorNotReady, another cudaError_t; none: done when
+/// NCCL is) and the lock device work holds (CUDADevice::running), if any.
 struct NcclStream {
-  int (*query)() = nullptr;
+  void *stream = nullptr;
+  std::function<int()> query;
   std::mutex *running = nullptr;
 };
 
@@ -92,7 +96,8 @@ struct NcclStream {
 /// `group` (which stays alive while it does): rank 0 makes the NCCL unique
 /// id and broadcasts it over `group`; every rank joins with
 /// ncclCommInitRankConfig in non-blocking mode. Each collective is issued
-/// on the default stream (the kernels', SharedLibrary.cpp) and waited for,
+/// on `stream` (for einc, the default stream: the kernels' one,
+/// SharedLibrary.cpp) and waited for,
 /// polling ncclCommGetAsyncError and the stream, within `group`'s timeout;
 /// past it the NCCL communicator is aborted (ncclCommAbort) and the group
 /// broken. bf16/f16 sums are NCCL's own (rounded per step, not once).

@@ -41,8 +41,10 @@ std::vector<std::string> ncclCandidates() {
                                        "/opt/conda/lib"};
   if (const char *venv = std::getenv("VIRTUAL_ENV"))
     prefixes.insert(prefixes.begin(), std::string(venv) + "/lib");
-  if (const char *home = std::getenv("HOME"))
+  if (const char *home = std::getenv("HOME")) {
     prefixes.push_back(std::string(home) + "/.local/lib");
+    prefixes.push_back(std::string(home) + "/.pyenv/versions/*/lib");
+  }
   for (const std::string &prefix : prefixes)
     for (const char *packages : {"site-packages", "dist-packages"})
       for (const char *lib : {"nvidia/nccl/lib", "nvidia/cu13/lib"})
@@ -226,14 +228,14 @@ public:
       return ok;
     return issue("all-reduce", [&] {
       return api.allReduce(data, data, size_t(count), ncclType(type),
-                           ncclOp(op), comm, nullptr);
+                           ncclOp(op), comm, stream.stream);
     });
   }
   ErrorOr<void> allGather(const void *send, void *recv, StorageType type,
                           int64_t count) override {
     size_t bytes = size_t(count) * runtime::storageBytes(type);
     return issue("all-gather", [&] {
-      return api.allGather(send, recv, bytes, kNcclUint8, comm, nullptr);
+      return api.allGather(send, recv, bytes, kNcclUint8, comm, stream.stream);
     });
   }
   ErrorOr<void> reduceScatter(const void *send, void *recv, StorageType type,
@@ -247,7 +249,7 @@ public:
                       total, size()));
     return issue("reduce-scatter", [&] {
       return api.reduceScatter(send, recv, size_t(total / size()),
-                               ncclType(type), ncclOp(op), comm, nullptr);
+                               ncclType(type), ncclOp(op), comm, stream.stream);
     });
   }
   ErrorOr<void> allToAll(const void *send, void *recv, StorageType type,
@@ -259,10 +261,10 @@ public:
       int rc = api.groupStart();
       for (int r = 0; r < size() && rc == kNcclSuccess; ++r) {
         rc = api.send(static_cast<const char *>(send) + r * bytes, bytes,
-                      kNcclUint8, r, comm, nullptr);
+                      kNcclUint8, r, comm, stream.stream);
         if (rc == kNcclSuccess)
           rc = api.recv(static_cast<char *>(recv) + r * bytes, bytes,
-                        kNcclUint8, r, comm, nullptr);
+                        kNcclUint8, r, comm, stream.stream);
       }
       int end = api.groupEnd();
       return rc != kNcclSuccess ? rc : end;
@@ -276,7 +278,8 @@ public:
                                       root, size() - 1));
     size_t bytes = size_t(count) * runtime::storageBytes(type);
     return issue("broadcast", [&] {
-      return api.broadcast(data, data, bytes, kNcclUint8, root, comm, nullptr);
+      return api.broadcast(data, data, bytes, kNcclUint8, root, comm,
+                           stream.stream);
     });
   }
   ErrorOr<std::unique_ptr<Communicator>> split(int color, int key) override {
