@@ -1,12 +1,15 @@
 // The NCCL communicator (lib/Target/CUDA/NCCL.h) over emulated NCCL on
 // simulated ranks: every collective on 1, 2, 3 and 4 ranks against a serial
-// loop written here, a split, the refusals, and a rank that never arrives
-// (an error naming NCCL and the abort on the others); and libnccl.so.2's
+// loop written here, a split, the refusals, a rank that never arrives (an
+// error naming NCCL and the abort on the others), a device stream that
+// never finishes or fails (the timeout and ncclCommAbort); and libnccl.so.2's
 // loading: a missing library is an error by name, the toolkit's one loads.
 #include "../lib/Target/CUDA/NCCL.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <thread>
@@ -163,6 +166,46 @@ TEST(NcclCommunicator, DeadRankIsAnErrorNotAHang) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count(),
       5.0);
+}
+
+// The device side of the wait, without a device: a stream that never
+// finishes (a peer's kernel waiting forever) times out and aborts; a stream
+// that reports a CUDA error fails by its number.
+TEST(NcclCommunicator, StalledStreamTimesOutAndAborts) {
+  for (int code : {600, 700}) {
+    auto ranks = simulatedRanks(1);
+    ranks[0]->setTimeout(0.2);
+    std::atomic<bool> stalled{false};
+    NcclStream stream;
+    stream.query = [&] { return stalled ? code : 0; };
+    auto nccl = ncclCommunicator(*ranks[0], emulatedNccl(), stream);
+    ASSERT_TRUE(nccl) << nccl.error().message;
+    stalled = true;
+    float x = 1;
+    auto start = std::chrono::steady_clock::now();
+    auto r = (*nccl)->allReduce(&x, StorageType::F32, 1, ReduceOp::Sum);
+    ASSERT_FALSE(r);
+    const std::string &m = r.error().message;
+    if (code == 600) {
+      EXPECT_NE(m.find("NCCL all-reduce (collective #1) on rank 0 of 1 timed "
+                       "out after 0.2 s (EIN_COMM_TIMEOUT)"),
+                std::string::npos)
+          << m;
+      EXPECT_NE(m.find("(ncclCommAbort)"), std::string::npos) << m;
+      EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                              start)
+                    .count(),
+                2.0);
+    } else {
+      EXPECT_NE(m.find("the CUDA stream reports error 700"), std::string::npos)
+          << m;
+    }
+    auto again = (*nccl)->broadcast(&x, StorageType::F32, 1, 0);
+    ASSERT_FALSE(again);
+    EXPECT_NE(again.error().message.find("NCCL broadcast (collective #2)"),
+              std::string::npos)
+        << again.error().message;
+  }
 }
 
 TEST(NcclLibrary, MissingLibraryIsAnErrorByName) {
