@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -170,7 +171,10 @@ public:
       return;
     if (broken) // aborted, which frees it
       return;
-    // Finalize flushes the pending work; an error or a timeout aborts.
+    // Finalize flushes the pending work; an error or a timeout (at most
+    // 10 s: a process leaving on another rank's error must not wait the
+    // whole collective timeout) aborts.
+    double limit = std::min(timeout(), 10.0);
     int rc = api.commFinalize(comm);
     if (rc == kNcclSuccess || rc == kNcclInProgress) {
       auto start = std::chrono::steady_clock::now();
@@ -179,7 +183,7 @@ public:
              state == kNcclInProgress &&
              std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                            start)
-                     .count() < timeout())
+                     .count() < limit)
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       if (state == kNcclSuccess) {
         api.commDestroy(comm);
@@ -258,16 +262,20 @@ public:
     // all-to-all call).
     size_t bytes = size_t(count) * runtime::storageBytes(type);
     return issue("all-to-all", [&] {
+      // A non-blocking communicator may answer "in progress" to each.
+      auto ok = [](int rc) {
+        return rc == kNcclSuccess || rc == kNcclInProgress;
+      };
       int rc = api.groupStart();
-      for (int r = 0; r < size() && rc == kNcclSuccess; ++r) {
+      for (int r = 0; r < size() && ok(rc); ++r) {
         rc = api.send(static_cast<const char *>(send) + r * bytes, bytes,
                       kNcclUint8, r, comm, stream.stream);
-        if (rc == kNcclSuccess)
+        if (ok(rc))
           rc = api.recv(static_cast<char *>(recv) + r * bytes, bytes,
                         kNcclUint8, r, comm, stream.stream);
       }
       int end = api.groupEnd();
-      return rc != kNcclSuccess ? rc : end;
+      return ok(rc) ? end : rc;
     });
   }
   ErrorOr<void> broadcast(void *data, StorageType type, int64_t count,
