@@ -1,9 +1,12 @@
 // einc calibrate: theoretical f32 peak from /proc/cpuinfo, copy bandwidth
-// and matmul rate measured with JIT-compiled ein code.
+// and matmul rate measured with JIT-compiled ein code; the calibration file
+// and the fabrics by name (resolveFabric).
 #include "ein/Driver/Calibrate.h"
+#include "CalibrateFabric.h"
 #include "ein/Driver/Run.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Support/Files.h"
 #include "ein/Syntax/DiagnosticError.h"
@@ -14,8 +17,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -36,13 +41,56 @@ std::string calibrationPath() {
 
 namespace {
 
-double jsonNumber(const std::string &text, const std::string &key) {
+/// Where the value of `"key":` starts in `text`, or npos.
+size_t jsonValueAt(const std::string &text, const std::string &key) {
   auto at = text.find("\"" + key + "\"");
   if (at == std::string::npos)
-    return 0;
-  at = text.find(':', at);
-  return at == std::string::npos ? 0
-                                 : std::strtod(text.c_str() + at + 1, nullptr);
+    return at;
+  at = text.find_first_not_of(" \t\r\n", at + key.size() + 2);
+  if (at == std::string::npos || text[at] != ':')
+    return std::string::npos;
+  at = text.find_first_not_of(" \t\r\n", at + 1);
+  return at == std::string::npos ? text.size() : at;
+}
+
+/// The number stored under `key` (0 when absent); an error naming the key
+/// when it is there but not a positive finite number.
+ErrorOr<double> jsonPositive(const std::string &text, const std::string &key,
+                             const std::string &path) {
+  auto at = jsonValueAt(text, key);
+  if (at == std::string::npos)
+    return 0.0;
+  const char *start = text.c_str() + at;
+  char *end = nullptr;
+  double value = std::strtod(start, &end);
+  bool number =
+      end != start && (*end == 0 || std::strchr(" \t\r\n,}", *end) != nullptr);
+  if (number && std::isfinite(value) && value > 0)
+    return value;
+  std::string written = text.substr(at, text.find_first_of(",}\n", at) - at);
+  return Error::usage(fmt::format(
+      "{}: \"{}\" is {}, not a positive number; run `einc calibrate` again",
+      path, key, written.empty() ? "empty" : written));
+}
+
+/// The string stored under `key` ("" when absent).
+std::string jsonStringValue(const std::string &text, const std::string &key) {
+  auto at = jsonValueAt(text, key);
+  if (at == std::string::npos || at >= text.size() || text[at] != '"')
+    return "";
+  std::string out;
+  for (size_t i = at + 1; i < text.size() && text[i] != '"'; ++i) {
+    if (text[i] != '\\' || i + 1 >= text.size()) {
+      out += text[i];
+    } else if (text[i + 1] == 'u' && i + 5 < text.size()) {
+      out += static_cast<char>(
+          std::strtol(text.substr(i + 2, 4).c_str(), nullptr, 16));
+      i += 5;
+    } else {
+      out += text[++i];
+    }
+  }
+  return out;
 }
 
 /// `text` as a JSON string.
@@ -126,22 +174,104 @@ ErrorOr<double> timeSource(const std::string &source, const std::string &name,
 
 } // namespace
 
-std::optional<Calibration> loadCalibration() {
-  std::ifstream in(calibrationPath());
-  if (!in)
-    return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
+ErrorOr<Calibration> readCalibration() {
+  std::string path = calibrationPath();
   Calibration c;
-  c.peakFlops = jsonNumber(text.str(), "peak_flops_f32");
-  c.bandwidth = jsonNumber(text.str(), "bandwidth");
-  c.matmulFlops = jsonNumber(text.str(), "ein_matmul_flops_f32");
-  if (!(c.peakFlops > 0) || !(c.bandwidth > 0))
-    return std::nullopt;
+  std::ifstream in(path);
+  if (!in)
+    return c;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  for (auto [key, field] :
+       {std::pair{"peak_flops_f32", &c.peakFlops},
+        std::pair{"bandwidth", &c.bandwidth},
+        std::pair{"ein_matmul_flops_f32", &c.matmulFlops},
+        std::pair{"host_fabric_latency_s", &c.fabricLatency},
+        std::pair{"host_fabric_bus_bandwidth", &c.fabricBusBandwidth}}) {
+    auto value = jsonPositive(text, key, path);
+    if (!value)
+      return value.error();
+    *field = *value;
+  }
+  auto ranks = jsonPositive(text, "host_fabric_ranks", path);
+  if (!ranks)
+    return ranks.error();
+  c.fabricRanks = static_cast<int64_t>(*ranks);
+  if ((c.fabricLatency > 0) != (c.fabricBusBandwidth > 0))
+    return Error::usage(fmt::format(
+        "{}: the host fabric has only one of \"host_fabric_latency_s\" and "
+        "\"host_fabric_bus_bandwidth\"; run `einc calibrate` again",
+        path));
+  c.description = jsonStringValue(text, "peak_source");
+  c.fabricSource = jsonStringValue(text, "host_fabric_source");
   return c;
 }
 
+std::optional<Calibration> loadCalibration() {
+  auto c = readCalibration();
+  if (!c || !(c->peakFlops > 0) || !(c->bandwidth > 0))
+    return std::nullopt;
+  return *c;
+}
+
+ErrorOr<void> writeCalibration(const Calibration &c) {
+  std::string path = calibrationPath();
+  std::string dir = path.substr(0, path.rfind('/'));
+  std::string parent = dir.substr(0, dir.rfind('/'));
+  ::mkdir(parent.c_str(), 0755);
+  ::mkdir(dir.c_str(), 0755);
+  std::vector<std::string> fields;
+  if (c.peakFlops > 0)
+    fields.push_back(fmt::format(
+        "\"peak_flops_f32\": {}, \"bandwidth\": {}, "
+        "\"ein_matmul_flops_f32\": {}, \"peak_source\": {}",
+        c.peakFlops, c.bandwidth, c.matmulFlops, jsonString(c.description)));
+  if (c.fabricLatency > 0)
+    fields.push_back(fmt::format(
+        "\"host_fabric_latency_s\": {}, \"host_fabric_bus_bandwidth\": {}, "
+        "\"host_fabric_ranks\": {}, \"host_fabric_source\": {}",
+        c.fabricLatency, c.fabricBusBandwidth, c.fabricRanks,
+        jsonString(c.fabricSource)));
+  std::string text = "{";
+  for (size_t i = 0; i < fields.size(); ++i)
+    text += (i ? ", " : "") + fields[i];
+  if (!writeFileAtomically(path, text + "}\n"))
+    return Error::program(fmt::format("cannot write {}", path));
+  return {};
+}
+
+std::string resolvableFabricNames(const std::string &separator) {
+  return fabricNames(separator) + separator + "host";
+}
+
+ErrorOr<FabricSpec> resolveFabric(const std::string &name) {
+  if (const FabricSpec *spec = findFabric(name))
+    return *spec;
+  if (name != "host")
+    return Error::usage(fmt::format("unknown fabric '{}'; the fabrics are {}",
+                                    name, resolvableFabricNames(", ")));
+  auto c = readCalibration();
+  if (!c)
+    return c.error();
+  if (!(c->fabricLatency > 0))
+    return Error::usage(fmt::format(
+        "the host fabric (this machine's shared memory between MPI ranks) "
+        "has not been measured (no \"host_fabric_latency_s\" in {}); run "
+        "`einc calibrate`, which needs OpenMPI's mpirun",
+        calibrationPath()));
+  return FabricSpec{
+      "host",
+      fmt::format("this machine's shared memory, measured by einc calibrate "
+                  "({})",
+                  c->fabricSource),
+      c->fabricLatency, c->fabricBusBandwidth};
+}
+
 ErrorOr<std::string> runCalibrate(const CPUOptions &cpu) {
+  // Under mpirun this process is one rank of the fabric's measurement.
+  if (launcherWorldSize() > 0)
+    return runFabricRank();
   auto target = resolveCPU(cpu.target);
   if (!target)
     return target.error();
@@ -165,18 +295,9 @@ ErrorOr<std::string> runCalibrate(const CPUOptions &cpu) {
     return matmul.error();
   c.bandwidth = 2.0 * 4 * copyN / *copy;
   c.matmulFlops = 2.0 * m * m * m / *matmul;
-  std::string path = calibrationPath();
-  std::string dir = path.substr(0, path.rfind('/'));
-  std::string parent = dir.substr(0, dir.rfind('/'));
-  ::mkdir(parent.c_str(), 0755);
-  ::mkdir(dir.c_str(), 0755);
-  if (!writeFileAtomically(
-          path,
-          fmt::format("{{\"peak_flops_f32\": {}, \"bandwidth\": {}, "
-                      "\"ein_matmul_flops_f32\": {}, \"peak_source\": {}}}\n",
-                      c.peakFlops, c.bandwidth, c.matmulFlops,
-                      jsonString(c.description))))
-    return Error::program(fmt::format("cannot write {}", path));
+  // The fabric figures are measured again below: old ones are dropped.
+  if (auto stored = writeCalibration(c); !stored)
+    return stored.error();
   std::string text;
   text += fmt::format("peak f32 compute: {:.4g} GFLOP/s ({})\n",
                       c.peakFlops / 1e9, c.description);
@@ -186,7 +307,8 @@ ErrorOr<std::string> runCalibrate(const CPUOptions &cpu) {
   text +=
       fmt::format("ein matmul:       {:.4g} GFLOP/s (measured, {}x{}x{} f32)\n",
                   c.matmulFlops / 1e9, m, m, m);
-  text += fmt::format("stored in {}\n", path);
+  text += measureHostFabric(hostFabricRanks());
+  text += fmt::format("stored in {}\n", calibrationPath());
   return text;
 }
 

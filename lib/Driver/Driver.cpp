@@ -2,7 +2,9 @@
 // pipelines. Output text goes to the stream the tool passes in; errors are
 // returned as values and printed by the tool.
 #include "ein/Driver/Driver.h"
+#include "DataParallelFlags.h"
 #include "Help.h"
+#include "ein/Analysis/Collectives.h"
 #include "ein/Analysis/Training.h"
 #include "ein/Compile/Compile.h"
 #include "ein/Conversion/CPU/Pipelines.h"
@@ -57,6 +59,7 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::pair<std::string, std::string>> outputs;
   double peakFlops = 0, bandwidth = 0;
+  std::string fabric; // --fabric: a name of Analysis/Collectives.h's table
   bool train = false;
   TrainOptions trainOptions;
   std::vector<std::string> trainParams; // --params
@@ -352,6 +355,13 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (!e || !*e)
         return usage("--tokens expects a count or a formula of dims (b*s)");
       args.trainOptions.tokens = **e;
+    } else if (args.command == "report" &&
+               isDataParallelFlag(a.substr(0, a.find('=')))) {
+      std::string flag = a.substr(0, a.find('='));
+      if (auto ok = parseDataParallelFlag(flag, value(flag), args.trainOptions,
+                                          args.fabric);
+          !ok)
+        return usage(ok.error().message);
     } else if (isFlag("--params") && args.command == "report") {
       auto v = value("--params");
       if (!v || v->empty())
@@ -452,6 +462,10 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (args.command == "run" || args.command == "train")
     if (auto runnable = target->checkRunnable(targetOptions(args)); !runnable)
       return usage(runnable.error().message);
+  if (auto ok = checkDataParallelFlags(args.trainOptions, args.train,
+                                       !args.fabric.empty());
+      !ok)
+    return usage(ok.error().message);
   if (args.command == "emit" && args.stage.empty())
     return usage("emit needs --stage=ast|ein|linalg|loops|llvm");
   return Parsed{};
@@ -527,15 +541,18 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
   std::map<std::string, TargetColumn> columns = Engine(args.cpu).describe(
       target, module, fn.name, Described::TrainingStep, targetOptions(args));
   options.targetColumns = &columns;
+  auto account = (args.json ? trainReportJSON : trainReportTable)(
+      module, fn, options, args.trainOptions);
+  if (!account)
+    return account.error();
   if (args.json) {
     std::string report = reportJSON(module, options);
     out << fmt::format("{{\"report\":{},\"train\":{}}}\n",
                        report.substr(0, report.find_last_not_of("\n") + 1),
-                       trainReportJSON(module, fn, options, args.trainOptions));
+                       *account);
     return {};
   }
-  out << reportTable(module, options)
-      << trainReportTable(module, fn, options, args.trainOptions);
+  out << reportTable(module, options) << *account;
   return {};
 }
 
@@ -548,6 +565,7 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   options.device = findDevice(args.device);
   options.peakOverride = args.peakFlops;
   options.bandwidthOverride = args.bandwidth;
+  options.fabric = args.fabric.empty() ? nullptr : findFabric(args.fabric);
   auto target = lookupTarget(args.target, TargetUse::Report);
   if (!target)
     return target.error();
