@@ -318,10 +318,11 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  good steps before a dynamic scale doubles (default
                  2000))"},
     {"--ranks",
-     R"(--ranks N        data parallel over N CPU ranks, launched with mpirun
+     R"(--ranks N        data parallel over N ranks, launched with mpirun
                  (or the ranks of the mpirun einc runs under): each
                  rank takes 1/N of every batch, the gradients are
-                 averaged, rank 0 alone prints, logs and checkpoints)"},
+                 averaged (on a CUDA target, on the device through
+                 NCCL), rank 0 alone prints, logs and checkpoints)"},
     {"--dp-dim",
      R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
                  dim of the first --data parameter))"},

@@ -551,6 +551,13 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   TrainingState &state = **prepared;
   if (dataParallel) {
     state.comm = comm;
+    // A device's gradients are summed on the device (NCCL).
+    if (!state.memory->isHost()) {
+      auto deviceComm = state.memory->communicator(*comm);
+      if (!deviceComm)
+        return deviceComm.error();
+      state.deviceComm = std::move(*deviceComm);
+    }
     state.dpRank = comm->rank();
     state.dpRanks = comm->size();
     state.stepTokens *= comm->size();
@@ -589,12 +596,15 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   if (dataParallel)
     out << fmt::format("data parallel over {}: each rank trains on {} rows "
                        "of every batch; the gradients are averaged in "
-                       "buckets of {:.3g} MiB{}\n",
+                       "buckets of {:.3g} MiB{}{}\n",
                        comm->name(),
                        state.data.front().batch.shape.empty()
                            ? int64_t(1)
                            : state.data.front().batch.shape[0],
                        double(state.bucketBytes) / (1 << 20),
+                       state.deviceComm ? " on the device through " +
+                                              state.deviceComm->name()
+                                        : std::string(),
                        state.zero1 ? "; ZeRO-1: each rank holds and updates "
                                      "the optimizer states of its parameters"
                                    : "");

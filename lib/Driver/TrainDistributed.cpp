@@ -108,10 +108,15 @@ startRanks(const Module &module, CheckOptions &check, TrainRunOptions &options,
            const std::vector<std::string> &arguments, bool &launchedJob) {
   launchedJob = false;
   int launched = launcherWorldSize();
-  if (options.ranks > 0 && options.target != "cpu")
-    return Error::usage(fmt::format("--ranks runs CPU ranks (--target=cpu); "
-                                    "ranks on --target={} (NCCL) are not "
-                                    "built",
+  bool cuda = options.target == "cuda" || options.target == "cuda-emulated";
+  if ((options.ranks > 0 || launched > 0) && options.target != "cpu" && !cuda)
+    return Error::usage(fmt::format("--ranks runs ranks on --target=cpu (MPI), "
+                                    "cuda or cuda-emulated (NCCL), not on "
+                                    "--target={}",
+                                    options.target));
+  if ((options.ranks > 1 || launched > 1) && cuda && options.zero == 1)
+    return Error::usage(fmt::format("--zero 1 on --target={} is not built: "
+                                    "ZeRO-1 runs on CPU ranks",
                                     options.target));
   if (options.ranks > 0 && launched == 0) {
     // The batch's split is checked here, once, before any rank starts.
@@ -145,26 +150,30 @@ startRanks(const Module &module, CheckOptions &check, TrainRunOptions &options,
 ErrorOr<void> TrainingState::allReduceGradients() {
   // One bucket per dtype (the gradients are f32 or f64); a gradient at
   // least a bucket's size is reduced where it is, in bucket-sized pieces.
-  std::map<StorageType, std::vector<char>> buckets;
+  // The gradients and buckets are in `memory` (a device's under a CUDA
+  // target, summed there by deviceComm).
+  Communicator &group = deviceComm ? *deviceComm : *comm;
   std::map<StorageType, std::vector<HostTensor *>> pending;
   std::map<StorageType, size_t> filled;
   auto flush = [&](StorageType type) -> ErrorOr<void> {
-    std::vector<char> &bucket = buckets[type];
+    char *bucket = static_cast<char *>(gradBuckets[type]);
     size_t bytes = filled[type], elem = runtime::storageBytes(type);
     if (!bytes)
       return {};
     size_t at = 0;
     for (HostTensor *g : pending[type]) {
-      std::memcpy(bucket.data() + at, g->data.data(), g->byteSize());
+      if (auto r = memory->copyWithin(bucket + at, on(*g), g->byteSize()); !r)
+        return r;
       at += g->byteSize();
     }
-    if (auto r = comm->allReduce(bucket.data(), type, int64_t(bytes / elem),
-                                 ReduceOp::Sum);
+    if (auto r =
+            group.allReduce(bucket, type, int64_t(bytes / elem), ReduceOp::Sum);
         !r)
       return r;
     at = 0;
     for (HostTensor *g : pending[type]) {
-      std::memcpy(g->data.data(), bucket.data() + at, g->byteSize());
+      if (auto r = memory->copyWithin(on(*g), bucket + at, g->byteSize()); !r)
+        return r;
       at += g->byteSize();
     }
     pending[type].clear();
@@ -176,8 +185,9 @@ ErrorOr<void> TrainingState::allReduceGradients() {
     size_t bytes = g.byteSize(), elem = runtime::storageBytes(g.type);
     if (bytes >= bucketBytes) {
       int64_t piece = int64_t(bucketBytes / elem), n = g.numElements();
+      char *data = static_cast<char *>(on(g));
       for (int64_t at = 0; at < n; at += piece)
-        if (auto r = comm->allReduce(g.data.data() + at * elem, g.type,
+        if (auto r = group.allReduce(data + at * elem, g.type,
                                      std::min(piece, n - at), ReduceOp::Sum);
             !r)
           return r;
@@ -186,7 +196,12 @@ ErrorOr<void> TrainingState::allReduceGradients() {
     if (filled[g.type] + bytes > bucketBytes)
       if (auto r = flush(g.type); !r)
         return r;
-    buckets[g.type].resize(bucketBytes);
+    if (!gradBuckets[g.type]) {
+      auto bucket = memory->allocate(bucketBytes);
+      if (!bucket)
+        return bucket.error();
+      gradBuckets[g.type] = *bucket;
+    }
     pending[g.type].push_back(&g);
     filled[g.type] += bytes;
   }

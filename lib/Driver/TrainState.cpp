@@ -35,6 +35,8 @@ double scalarOf(const HostTensor &t) {
 TrainingState::~TrainingState() {
   for (auto &[host, device] : mirrors)
     memory->release(device);
+  for (auto &[type, bucket] : gradBuckets)
+    memory->release(bucket);
 }
 
 void *TrainingState::on(const HostTensor &t) const {

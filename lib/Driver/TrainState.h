@@ -165,6 +165,11 @@ public:
   /// dpRanks·b rows, and the gradients and losses are averaged over the
   /// ranks (allReduceGradients).
   Communicator *comm = nullptr;
+  /// The collectives on `memory`'s buffers when that is a device's
+  /// (DeviceMemory::communicator: NCCL, emulated under cuda-emulated), over
+  /// the ranks of `comm`: the gradients are summed where they live. Null on
+  /// the host, where `comm` sums them.
+  std::unique_ptr<Communicator> deviceComm;
   int dpRank = 0, dpRanks = 1;
   /// Sums each gradient over the ranks, in place, packed into buckets of
   /// about bucketBytes (PyTorch DDP's 25 MB; EIN_DP_BUCKET_BYTES sets
@@ -185,6 +190,9 @@ public:
   void dropUnownedStates();
   bool zero1 = false;
   size_t bucketBytes = 25u << 20;
+  /// The gradient buckets, one per dtype, in `memory` (allocated on the
+  /// first step).
+  std::map<runtime::StorageType, void *> gradBuckets;
   std::string initFrom;
 
 private:
