@@ -7,11 +7,17 @@
 #       `einc run --target=cuda-emulated` (checked against numpy there) and
 #       keeps each case's CUDA program and inputs, and writes the benchmark's
 #       programs, all under build-gpu/ (carry it to the GPU machine).
-#   scripts/gpu-check.sh [corpus|bench]
+#   scripts/gpu-check.sh [corpus|bench|nccl]
 #       On the GPU machine (nvcc, PyTorch; no einc): compiles the kept programs
 #       with nvcc, runs them, compares their results with numpy references
 #       regenerated from the corpus's seeds, then times the benchmark against
-#       PyTorch and prints its table. `corpus` or `bench` runs one half.
+#       PyTorch and prints its table; then the NCCL communicator
+#       (scripts/nccl-check.cu, built by nvcc from its sources: einc needs
+#       LLVM, which the GPU machine lacks): 1 rank on the GPU, then 2 ranks
+#       on the same GPU (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL >= 2.30; skipped
+#       by name before), each collective equal to the host communicator's
+#       result, and a rank that never arrives an error, not a hang.
+#       `corpus`, `bench` or `nccl` runs one part.
 #
 # Exit 0 when every program compiled and matched; 2 without a GPU.
 set -euo pipefail
@@ -53,6 +59,13 @@ for case in sorted(os.listdir(root)):
             os.unlink(os.path.join(root, case, name))
 PY
   python3 bench/cuda_bench.py prepare --einc "$einc" "$OUT/bench"
+  # The NCCL check builds on the GPU machine with fmt's headers (header-only).
+  fmt=$(echo '#include <fmt/format.h>' | c++ -x c++ -E -M - 2>/dev/null | tr ' ' '\n' | grep -m1 '/fmt/format.h' || true)
+  if [[ -n $fmt ]]; then
+    mkdir -p "$OUT/nccl/include" && cp -r "$(dirname "$fmt")" "$OUT/nccl/include/"
+  else
+    echo "gpu-check: fmt's headers not found: the NCCL check will be skipped" >&2
+  fi
   du -sh "$OUT"
   exit 0
 fi
@@ -74,5 +87,25 @@ if [[ $what == all || $what == corpus ]]; then
 fi
 if [[ $what == all || $what == bench ]]; then
   python3 bench/cuda_bench.py run "$OUT/bench" --nvcc "$NVCC" || status=1
+fi
+if [[ $what == all || $what == nccl ]]; then
+  if [[ ! -d $OUT/nccl/include/fmt ]]; then
+    echo "nccl: skipped: no fmt headers in $OUT/nccl (see --prepare)"
+  elif ! $NVCC -std=c++17 -O1 -Xcompiler -fno-exceptions -DFMT_HEADER_ONLY -Iinclude \
+      -I"$OUT/nccl/include" scripts/nccl-check.cu lib/Target/CUDA/NCCLCommunicator.cpp \
+      lib/Target/CUDA/NCCLEmulation.cpp lib/Runtime/Communicator.cpp \
+      lib/Runtime/SimulatedRanks.cpp lib/Runtime/FloatConvert.cpp lib/Support/Error.cpp \
+      -o "$OUT/nccl/nccl-check" -ldl -lpthread > "$OUT/nccl/nvcc.log" 2>&1; then
+    echo "nccl: nvcc failed:"; tail -20 "$OUT/nccl/nvcc.log"; status=1
+  else
+    # PyTorch's NCCL when the loader's own search finds none.
+    if [[ -z ${EIN_NCCL_LIBRARY:-} ]]; then
+      lib=$(python3 -c "import glob, site; print(next(iter(sorted(p for d in site.getsitepackages() for p in glob.glob(d + '/nvidia/**/libnccl.so.2', recursive=True))), ''))" 2>/dev/null || true)
+      [[ -n $lib ]] && export EIN_NCCL_LIBRARY=$lib
+    fi
+    timeout 120 "$OUT/nccl/nccl-check" 1 || status=1
+    rc=0; NCCL_MULTI_RANK_GPU_ENABLE=1 timeout 180 "$OUT/nccl/nccl-check" 2 || rc=$?
+    [[ $rc == 0 || $rc == 3 ]] || status=1
+  fi
 fi
 exit $status

@@ -48,6 +48,16 @@ if os.path.exists(einc):
     config.available_features.add("einc")
 if os.path.exists(unit_tests):
     config.available_features.add("unittests")
+# MPI ranks (issue 30): `mpirun` on the PATH and a build with MPI (its
+# collectives' check binary built). A host without them reports the tests
+# UNSUPPORTED.
+import shutil
+comm_check = os.path.join(config.ein_tools_dir, "EinCommCheck")
+config.substitutions.append(("%ein-comm-check", comm_check))
+config.substitutions.append(
+    ("%mpirun", "mpirun --oversubscribe --allow-run-as-root"))
+if shutil.which("mpirun") and os.path.exists(comm_check):
+    config.available_features.add("mpirun")
 api_unit_tests = os.path.join(config.ein_tools_dir, "EinAPITests")
 config.substitutions.append(("%ein-api-unittests", api_unit_tests))
 if os.path.exists(api_unit_tests):

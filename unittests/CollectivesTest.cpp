@@ -1,9 +1,13 @@
 // The collectives' cost model against nccl-tests' formulas worked by hand
 // (PERFORMANCE.md: all-reduce busbw = algbw * 2(n-1)/n, all-gather,
-// reduce-scatter and all-to-all (n-1)/n, broadcast 1).
+// reduce-scatter and all-to-all (n-1)/n, broadcast 1), and a measured
+// fabric's busbw table interpolated in log size, against times worked by
+// hand.
 #include "ein/Analysis/Collectives.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 using namespace ein;
 
@@ -39,4 +43,77 @@ TEST(CollectivesTest, TimesOnTheFabricTable) {
   EXPECT_EQ(findFabric("nvlink-h300"), nullptr);
   EXPECT_EQ(fabricNames(", "), "nvlink-h100, nvlink-h200, pcie5, ib-ndr");
   EXPECT_EQ(&defaultFabric(), nvlink);
+}
+
+namespace {
+
+/// An all-gather measured at 4 KiB, 64 KiB and 1 MiB (1, 4 and 2 GB/s),
+/// with a latency of 2 us.
+FabricSpec measuredFabric() {
+  FabricSpec f{"host", "synthetic", 1e-6, 1e9};
+  f.measured.push_back({CollectiveKind::AllGather,
+                        2e-6,
+                        {{4096.0, 1e9}, {65536.0, 4e9}, {1048576.0, 2e9}}});
+  return f;
+}
+
+} // namespace
+
+TEST(CollectivesTest, MeasuredBusBandwidthIsInterpolatedInLogSize) {
+  FabricSpec f = measuredFabric();
+  const MeasuredCollective *m = findMeasured(f, CollectiveKind::AllGather);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(findMeasured(f, CollectiveKind::AllReduce), nullptr);
+  // At a measured size: its own bandwidth.
+  EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 65536), 4e9);
+  // 16 KiB is half way from 4 KiB to 64 KiB in log size (x4 of x16):
+  // 1 + 0.5 * (4 - 1) = 2.5 GB/s.
+  EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 16384), 2.5e9);
+  // 128 KiB is a quarter of the way from 64 KiB to 1 MiB (x2 of x16):
+  // 4 + 0.25 * (2 - 4) = 3.5 GB/s.
+  EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 131072), 3.5e9);
+  // Outside the measured sizes the nearest one's holds.
+  EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 64), 1e9);
+  EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 1e9), 2e9);
+}
+
+TEST(CollectivesTest, MeasuredFabricTimesUseTheTable) {
+  FabricSpec f = measuredFabric();
+  // 16 KiB all-gathered over 2 ranks: 2 us + 0.5 * 16384 B / 2.5 GB/s =
+  // 2 us + 3.2768 us = 5.2768 us.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 16384, 2, f),
+              5.2768e-6, 1e-15);
+  // 256 KiB over 4 ranks: half way from 64 KiB to 1 MiB, 3 GB/s: 2 us +
+  // 0.75 * 262144 B / 3 GB/s = 2 us + 65.536 us = 67.536 us.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 262144, 4, f),
+              67.536e-6, 1e-15);
+  // 16 MiB over 2 ranks, past the last size (2 GB/s): 2 us + 0.5 *
+  // 16777216 B / 2 GB/s = 4.196304 ms.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 16777216, 2, f),
+              4.196304e-3, 1e-15);
+  // A group of one is still free.
+  EXPECT_EQ(collectiveSeconds(CollectiveKind::AllGather, 16384, 1, f), 0.0);
+  // A kind without a table (here, not on a real host fabric, which has
+  // every kind) is alpha + busFactor * S / B: 1 us + 1 MiB / 1 GB/s.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllReduce, 1048576, 2, f),
+              1e-6 + 1048576e-9, 1e-15);
+}
+
+TEST(CollectivesTest, MalformedTablesAreNamed) {
+  auto problem = [](double latency,
+                    std::vector<std::pair<double, double>> points) {
+    return measuredCollectiveProblem(
+        {CollectiveKind::AllReduce, latency, std::move(points)});
+  };
+  EXPECT_EQ(problem(1e-6, {{4096.0, 1e9}, {65536.0, 2e9}}), "");
+  EXPECT_NE(problem(0, {{4096.0, 1e9}}).find("latency"), std::string::npos);
+  EXPECT_NE(problem(1e-6, {}).find("no measured size"), std::string::npos);
+  EXPECT_NE(problem(1e-6, {{65536.0, 1e9}, {4096.0, 2e9}}).find("ascending"),
+            std::string::npos);
+  EXPECT_NE(problem(1e-6, {{4096.0, 1e9}, {4096.0, 2e9}}).find("ascending"),
+            std::string::npos);
+  EXPECT_NE(problem(1e-6, {{4096.0, -1e9}}).find("not a positive"),
+            std::string::npos);
+  EXPECT_NE(problem(1e-6, {{4096.0, std::nan("")}}).find("not a positive"),
+            std::string::npos);
 }

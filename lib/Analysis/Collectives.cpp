@@ -1,8 +1,23 @@
 // The fabric table and the bus-bandwidth model of collectives (nccl-tests'
-// PERFORMANCE.md): time = alpha + factor(n) * S / busbw.
+// PERFORMANCE.md): time = alpha + factor(n) * S / busbw, with busbw a
+// measured fabric's interpolated table where it has one.
 #include "ein/Analysis/Collectives.h"
 
+#include <cmath>
+#include <sstream>
+
 namespace ein {
+
+const std::vector<CollectiveKind> &collectiveKinds() {
+  static const std::vector<CollectiveKind> kinds = {
+      CollectiveKind::AllReduce, CollectiveKind::AllGather,
+      CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
+      CollectiveKind::Broadcast};
+  return kinds;
+}
+
+// collectiveName is the front end's (lib/Sema/LayoutInference.cpp): layout
+// inference names the collectives it infers.
 
 const std::vector<FabricSpec> &fabricTable() {
   // Bus bandwidths are what nccl-tests measures on the fabric, not the
@@ -60,10 +75,65 @@ double bytesPerRank(CollectiveKind kind, double bytes, Int ranks) {
   return busFactor(kind, ranks) * bytes;
 }
 
+double interpolateBusBandwidth(const MeasuredCollective &m, double bytes) {
+  const auto &points = m.busBandwidth;
+  if (points.empty())
+    return 0;
+  // Outside the measured sizes the nearest one's bandwidth holds: a
+  // larger buffer stays in DRAM, a smaller one is latency-bound anyway.
+  if (bytes <= points.front().first)
+    return points.front().second;
+  if (bytes >= points.back().first)
+    return points.back().second;
+  size_t hi = 1;
+  while (points[hi].first < bytes)
+    ++hi;
+  auto [s0, b0] = points[hi - 1];
+  auto [s1, b1] = points[hi];
+  double t = std::log(bytes / s0) / std::log(s1 / s0);
+  return b0 + t * (b1 - b0);
+}
+
+const MeasuredCollective *findMeasured(const FabricSpec &fabric,
+                                       CollectiveKind kind) {
+  for (const MeasuredCollective &m : fabric.measured)
+    if (m.kind == kind)
+      return &m;
+  return nullptr;
+}
+
+std::string measuredCollectiveProblem(const MeasuredCollective &m) {
+  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+  std::ostringstream why;
+  if (!positive(m.latency)) {
+    why << "its latency " << m.latency << " s is not a positive number";
+    return why.str();
+  }
+  if (m.busBandwidth.empty())
+    return "it has no measured size";
+  for (size_t i = 0; i < m.busBandwidth.size(); ++i) {
+    auto [bytes, bandwidth] = m.busBandwidth[i];
+    if (!positive(bytes) || !positive(bandwidth)) {
+      why << "its entry [" << bytes << ", " << bandwidth
+          << "] is not a positive size and bandwidth";
+      return why.str();
+    }
+    if (i > 0 && !(bytes > m.busBandwidth[i - 1].first)) {
+      why << "its sizes are not ascending (" << m.busBandwidth[i - 1].first
+          << " B, then " << bytes << " B)";
+      return why.str();
+    }
+  }
+  return "";
+}
+
 double collectiveSeconds(CollectiveKind kind, double bytes, Int ranks,
                          const FabricSpec &fabric) {
   if (ranks <= 1)
     return 0;
+  if (const MeasuredCollective *m = findMeasured(fabric, kind))
+    return m->latency + bytesPerRank(kind, bytes, ranks) /
+                            interpolateBusBandwidth(*m, bytes);
   return fabric.latency +
          bytesPerRank(kind, bytes, ranks) / fabric.busBandwidth;
 }

@@ -2,7 +2,9 @@
 // pipelines. Output text goes to the stream the tool passes in; errors are
 // returned as values and printed by the tool.
 #include "ein/Driver/Driver.h"
+#include "DataParallelFlags.h"
 #include "Help.h"
+#include "ein/Analysis/Collectives.h"
 #include "ein/Analysis/Training.h"
 #include "ein/Compile/Compile.h"
 #include "ein/Conversion/CPU/Pipelines.h"
@@ -11,6 +13,7 @@
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Report/Report.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/Checker.h"
 #include "ein/Support/Spelling.h"
@@ -50,21 +53,24 @@ Error usageError(const std::string &command, std::string message) {
 struct Args {
   std::string command, file, fn, stage, device = defaultDevice().name, object,
                                         header, target = "cpu", mainFunction;
-  /// --fabric (report): a name of fabricTable(); empty for the default.
-  std::string fabric;
   bool allowTf32 = false;
   bool json = false, expand = false, time = false, perfJitdump = false,
        sizeGeneric = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::pair<std::string, std::string>> outputs;
   double peakFlops = 0, bandwidth = 0;
+  std::string fabric; // --fabric: a name of Analysis/Collectives.h's table
   bool train = false;
   TrainOptions trainOptions;
   std::vector<std::string> trainParams; // --params
   TrainRunOptions trainRun;             // `einc train`
+  /// The command line after the tool's name, for --ranks's relaunch
+  /// under mpirun.
+  std::vector<std::string> argv;
   CheckOptions check;
   WarningOptions warnings;
   CPUOptions cpu;
+  std::vector<int64_t> calibrateCheck; // calibrate --check: sizes in bytes
 };
 
 /// The largest rank --rank accepts.
@@ -109,6 +115,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (rest[0] == "--version" || rest[0] == "version")
     return Parsed{versionText()};
   args.command = rest[0];
+  args.argv = rest;
   const CommandHelp *command = findCommand(args.command);
   if (!command)
     return usageError("", fmt::format("unknown command '{}'", args.command));
@@ -248,6 +255,14 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (!v || v->empty())
         return usage("--header needs a file path");
       args.header = *v;
+    } else if (isFlag("--check") && args.command == "calibrate") {
+      auto v = value("--check");
+      if (!v || v->empty())
+        return usage("--check needs sizes such as 48KiB,3MiB,24MiB");
+      auto sizes = parseByteSizes(*v);
+      if (!sizes)
+        return usage("--check: " + sizes.error().message);
+      args.calibrateCheck = *sizes;
     } else if (a == "--time" && args.command == "run") {
       args.time = true;
     } else if (a == "--perf-jitdump" && args.command == "run") {
@@ -323,13 +338,6 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.allowTf32 = true;
     } else if (a == "--json" && args.command == "report") {
       args.json = true;
-    } else if (isFlag("--fabric") && args.command == "report") {
-      auto v = value("--fabric");
-      if (!v || !findFabric(*v))
-        return usage(fmt::format("--fabric needs one of {}{}",
-                                 fabricNames(", "),
-                                 v ? fmt::format(", got '{}'", *v) : ""));
-      args.fabric = *v;
     } else if (a == "--expand" && args.command == "report") {
       args.expand = true;
     } else if (a == "--train" && args.command == "report") {
@@ -356,6 +364,13 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (!e || !*e)
         return usage("--tokens expects a count or a formula of dims (b*s)");
       args.trainOptions.tokens = **e;
+    } else if (args.command == "report" &&
+               isDataParallelFlag(a.substr(0, a.find('=')))) {
+      std::string flag = a.substr(0, a.find('='));
+      if (auto ok = parseDataParallelFlag(flag, value(flag), args.trainOptions,
+                                          args.fabric);
+          !ok)
+        return usage(ok.error().message);
     } else if (isFlag("--params") && args.command == "report") {
       auto v = value("--params");
       if (!v || v->empty())
@@ -410,7 +425,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
           fmt::format("unknown option '{}' for '{}'", a, args.command));
     } else if (args.command == "calibrate") {
       return usage(fmt::format(
-          "calibrate takes no FILE, only --cpu and --cpu-features; got '{}'",
+          "calibrate takes no FILE, only --cpu, --cpu-features and --check; "
+          "got '{}'",
           a));
     } else if (args.file.empty()) {
       args.file = a;
@@ -456,6 +472,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (args.command == "run" || args.command == "train")
     if (auto runnable = target->checkRunnable(targetOptions(args)); !runnable)
       return usage(runnable.error().message);
+  if (auto ok = checkDataParallelFlags(args.trainOptions, args.train); !ok)
+    return usage(ok.error().message);
   if (args.command == "emit" && args.stage.empty())
     return usage("emit needs --stage=ast|ein|linalg|loops|llvm");
   return Parsed{};
@@ -546,15 +564,18 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
     columns = Engine(args.cpu).describe(
         target, module, fn.name, Described::TrainingStep, targetOptions(args));
   options.targetColumns = &columns;
+  auto account = (args.json ? trainReportJSON : trainReportTable)(
+      module, fn, options, args.trainOptions);
+  if (!account)
+    return account.error();
   if (args.json) {
     std::string report = reportJSON(module, options);
     out << fmt::format("{{\"report\":{},\"train\":{}}}\n",
                        report.substr(0, report.find_last_not_of("\n") + 1),
-                       trainReportJSON(module, fn, options, args.trainOptions));
+                       *account);
     return {};
   }
-  out << reportTable(module, options)
-      << trainReportTable(module, fn, options, args.trainOptions);
+  out << reportTable(module, options) << *account;
   return {};
 }
 
@@ -567,11 +588,17 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   options.device = findDevice(args.device);
   options.peakOverride = args.peakFlops;
   options.bandwidthOverride = args.bandwidth;
+  options.fabric = args.fabric.empty() ? nullptr : findFabric(args.fabric);
   auto target = lookupTarget(args.target, TargetUse::Report);
   if (!target)
     return target.error();
   options.expandCalls = args.expand;
-  options.fabric = args.fabric.empty() ? nullptr : findFabric(args.fabric);
+  // --fabric times the data-parallel collectives (--train --ranks N) or a
+  // sharded program's (a file with a mesh); anything else has none.
+  if (!args.fabric.empty() && !args.trainOptions.ranks &&
+      checked.meshAxes.empty())
+    return usageError("report", "--fabric needs --train --ranks N, or a file "
+                                "with a mesh (its collectives)");
   if (args.train)
     return reportTraining(args, checked, **target, options, file.path, out);
   // The target's column: what each op becomes on it (the CPU's fusion, the
@@ -589,7 +616,7 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
 ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                          std::ostream &warnings) {
   if (args.command == "calibrate") {
-    auto text = runCalibrate(args.cpu);
+    auto text = runCalibrate(args.cpu, args.calibrateCheck);
     if (!text)
       return text.error();
     out << *text;
@@ -609,7 +636,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     printAST(module, out);
     return {};
   }
-  // A sharded program is checked, but not yet costed, lowered or run
+  // A sharded program is checked and reported, but not yet lowered or run
   // (docs/distributed.md §8): refused by name, never run unsharded. Its
   // check's errors come first.
   if (!module.meshes.empty() && args.command != "check" &&
@@ -624,9 +651,9 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
         ErrorKind::Program, file->path,
         fmt::format("line {}: this file declares a mesh; sharded programs "
                     "are checked and reported (einc check, einc report) but "
-                    "not yet {} (issue 30, "
-                    "docs/distributed.md §8)",
-                    at.line, "compiled or run"));
+                    "not yet compiled or run (issue 30, docs/distributed.md "
+                    "§8)",
+                    at.line));
   }
   if (args.command == "run") {
     // The symbolic check of `run`, once: its warnings are printed here and
@@ -658,14 +685,29 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     train.target = args.target;
     train.cpu = args.cpu;
     train.jit = JITOptions::fromEnvironment();
-    CheckOptions symbolic = args.check;
+    // Data parallel (docs/training.md): --ranks N outside mpirun launches
+    // it; under mpirun each rank trains on its share of the batch.
+    CheckOptions check = args.check;
+    bool launchedJob = false;
+    auto world = startRanks(module, check, train, args.argv, launchedJob);
+    if (!world)
+      return world.error();
+    if (launchedJob)
+      return {};
+    CheckOptions symbolic = check;
     symbolic.onlyFunction = args.fn;
     symbolic.loopsMayStaySymbolic = true; // unrolled once the inputs bind
     checkModule(module, symbolic, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
-    diags.print(warnings);
-    return trainFunction(*file, module, args.check, train, out);
+    if (!*world || (*world)->rank() == 0)
+      diags.print(warnings);
+    auto trained = trainFunction(*file, module, check, train, out);
+    // A rank that fails leaves without MPI_Finalize (which would wait for
+    // the others); mpirun then ends the job.
+    if (!trained && *world)
+      abandonMPI();
+    return trained;
   }
   CheckOptions checkOptions = args.check;
   // `check` checks a loop's body without its count, and `report --in`

@@ -2,6 +2,7 @@
 // of option help texts every command's usage is printed from.
 #include "Help.h"
 
+#include "ein/Analysis/Collectives.h"
 #include "ein/Analysis/Cost.h"
 #include "ein/Version.h"
 
@@ -25,9 +26,11 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
             [--device )" +
            deviceNames("|") + R"(] [--peak-flops FLOPS]
             [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda]
-            [--mesh AXIS=INT,...] [--fabric NAME]
+            [--mesh AXIS=INT,... [--fabric NAME]]
             [--no-fusion] [--train [--params W1,W2] [--optimizer NAME]
-             [--param-dtype T] [--act-dtype T] [--tokens N]])",
+             [--param-dtype T] [--act-dtype T] [--tokens N]
+             [--ranks N [--dp-dim DIM] [--fabric NAME] [--bucket-mb MB]
+              [--zero 0|1|2|3]]])",
        R"(Per-op FLOPs, bytes, arithmetic intensity, roofline time, view or copy,
 and totals per function. The fused column says which ops the CPU target
 computes in one loop nest: rows#N (the N-th loop over row tiles: a
@@ -42,18 +45,23 @@ fused column. --train adds the resource account of a training step
 (docs/autodiff.md): FLOPs of the forward, the backward's data and weight
 gradients and the optimizer beside the 2/4/6*N*P rule, memory of
 parameters, gradients, optimizer states and saved activations, the peak
-of live tensors, the ideal step time. --in binds the function's dims from
+of live tensors, the ideal step time; with --ranks N, the memory per
+device of N data-parallel ranks under DDP and ZeRO-1/2/3 and each
+step's collectives on --fabric, against the step's compute
+(docs/distributed.md §5). --in binds the function's dims from
 .npy files, as `run` does (one per parameter; only their shapes are used).
 On a file with a mesh, each op counts its block on one rank, and the
 collectives layout inference puts in are listed with their group size,
-bytes and time on --fabric (docs/distributed.md §5). A line of the table keeps within 160 columns: an op in several fused
+bytes and time on --fabric (docs/distributed.md §5). A line of the table
+keeps within 160 columns: an op in several fused
 loops shows the first and a count (elementwise#15 +2), and a long formula
 goes on at its column on the next lines.)",
-       {"--fn",        "--in",     "--dim",        "--mesh",
-        "--rank",      "--device", "--peak-flops", "--bandwidth",
-        "--json",      "--expand", "--target",     "--no-fusion",
-        "--train",     "--params", "--optimizer",  "--param-dtype",
-        "--act-dtype", "--tokens", "--fabric",     "-Werror",
+       {"--fn",        "--in",        "--dim",          "--mesh",
+        "--rank",      "--device",    "--peak-flops",   "--bandwidth",
+        "--json",      "--expand",    "--target",       "--no-fusion",
+        "--train",     "--params",    "--optimizer",    "--param-dtype",
+        "--act-dtype", "--tokens",    "--ranks-report", "--dp-dim-report",
+        "--fabric",    "--bucket-mb", "--zero-report",  "-Werror",
         "-Wno-NAME"}},
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
@@ -88,6 +96,7 @@ runs it on the CPU.)",
       [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
       [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
       [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
+      [--ranks N] [--dp-dim NAME] [--zero 0|1]
       [--target=cpu|cuda|cuda-emulated])",
        R"(Train the parameters of LOSS (a function whose first result is a scalar
 float loss) by the loop of docs/training.md: each step fills the data
@@ -102,56 +111,47 @@ Checkpoints are safetensors files (parameters, optimizer states, step);
 --resume continues one exactly. The first SIGINT stops after the current
 step and writes the checkpoint; a second quits at once. Exit 2 for bad
 data, checkpoints or options.)",
-       {"--fn",
-        "--data",
-        "--val-data",
-        "--val-fraction",
-        "--eval-every",
-        "--eval-batches",
-        "--params-train",
-        "--steps",
-        "--order",
-        "--seed",
-        "--accumulate",
-        "--optimizer-train",
-        "--lr",
-        "--schedule",
-        "--warmup",
-        "--min-lr",
-        "--beta1",
-        "--beta2",
-        "--eps",
-        "--weight-decay",
-        "--momentum",
-        "--clip",
-        "--key",
-        "--scalar",
-        "--loss-scale",
-        "--loss-scale-growth-interval",
-        "--init",
-        "--init-rule",
-        "--resume",
-        "--checkpoint",
-        "--checkpoint-every",
-        "--log",
-        "--plot",
-        "--print-every",
-        "--peak-flops",
-        "--no-cache",
-        "--dim",
-        "--target",
-        "--tiles",
-        "--cpu",
-        "--cpu-features",
-        "--no-fusion",
-        "-Werror",
+       {"--fn",           "--data",
+        "--val-data",     "--val-fraction",
+        "--eval-every",   "--eval-batches",
+        "--params-train", "--steps",
+        "--order",        "--seed",
+        "--accumulate",   "--optimizer-train",
+        "--lr",           "--schedule",
+        "--warmup",       "--min-lr",
+        "--beta1",        "--beta2",
+        "--eps",          "--weight-decay",
+        "--momentum",     "--clip",
+        "--key",          "--scalar",
+        "--loss-scale",   "--loss-scale-growth-interval",
+        "--ranks",        "--dp-dim",
+        "--zero",         "--init",
+        "--init-rule",    "--resume",
+        "--checkpoint",   "--checkpoint-every",
+        "--log",          "--plot",
+        "--print-every",  "--peak-flops",
+        "--no-cache",     "--dim",
+        "--target",       "--tiles",
+        "--cpu",          "--cpu-features",
+        "--no-fusion",    "-Werror",
         "-Wno-NAME"}},
       {"calibrate",
-       "calibrate [--cpu NAME] [--cpu-features LIST]",
+       "calibrate [--cpu NAME] [--cpu-features LIST] [--check SIZES]",
        R"(Measure this CPU (copy bandwidth, ein's matmul rate) and derive its f32
 peak from /proc/cpuinfo; stored for `run --time`. With --cpu, the
-measured kernels are compiled for that CPU (one this host can run).)",
-       {"--cpu", "--cpu-features"}},
+measured kernels are compiled for that CPU (one this host can run).
+Then measure the `host` fabric, this machine's shared memory between MPI
+ranks: `mpirun -n 2` (4 on hosts of 4 cores or more) of `einc calibrate`
+times all-reduce, all-gather, reduce-scatter, all-to-all and broadcast
+from 64 B to 64 MiB and stores each one's latency and bus bandwidth by
+size, the communication model of the host (docs/distributed.md, section
+5), then prints the model against the collectives at sizes it did not
+measure. Without MPI or mpirun it says the fabric was not measured. Under
+mpirun, calibrate is one rank of that measurement; under mpirun with
+--check SIZES (48KiB,3MiB,24MiB) it times the collectives at those sizes
+against the stored model instead. Stored in
+$XDG_CACHE_HOME/ein/calibration.json.)",
+       {"--cpu", "--cpu-features", "--check"}},
       {"build",
        R"(build FILE -o OBJECT.o --header HEADER.h [--dim NAME=INT]...
             [--rank NAME=INT]... [--target=cpu|cuda [--main NAME]]
@@ -200,10 +200,6 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  a --dim of the same axis must agree (emit, run, train and
                  build refuse a file with a mesh until sharded programs
                  lower; report costs it per rank, with its collectives))"},
-    {"--fabric",
-     R"(--fabric NAME    the link a sharded program's collectives are timed on
-                 (report): nvlink-h100 (the default), nvlink-h200, pcie5,
-                 ib-ndr (docs/distributed.md §5))"},
     {"--rank",
      R"(--rank NAME=INT  fix the rank (0 to 16) of the variadic *NAME; the '...'
                  in the type of parameter PARAM is PARAM... (--rank x...=2))"},
@@ -245,6 +241,28 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                    account (default: as declared))"},
     {"--tokens", R"(--tokens N       N of the 6*N*P rule: a count or a formula
                    of dims (default: the first input's dims but its last))"},
+    {"--ranks-report",
+     R"(--ranks N        N data-parallel ranks: the memory per device under
+                 DDP and ZeRO-1/2/3, and the step's collectives and their
+                 time against compute (default: one device, no table))"},
+    {"--dp-dim-report",
+     R"(--dp-dim DIM     the batch dim the ranks split, DIM/N rows each
+                 (default: the one named dim every input but the
+                 parameters leads with; an error when they differ))"},
+    {"--fabric", "--fabric NAME    the links collectives are costed on (with\n"
+                 "                 --ranks, or a file with a mesh): " +
+                     fabricNames(", ") + " (default " + defaultFabric().name +
+                     ")"},
+    {"--check",
+     R"(--check SIZES    under mpirun, after `einc calibrate` on as many
+                 ranks: time each collective at SIZES (48KiB,3MiB,24MiB)
+                 against the stored host model)"},
+    {"--bucket-mb",
+     R"(--bucket-mb MB   the gradient buckets' cap in MiB, which sets how
+                 many collectives a step makes (default 25, PyTorch
+                 DDP's bucket_cap_mb))"},
+    {"--zero-report",
+     R"(--zero STAGE     mark one row of --ranks' table: 0 (DDP), 1, 2 or 3)"},
     {"--data", R"(--data PARAM=FILE[:TYPE]
                  the data of parameter PARAM: a .npy file, or raw
                  little-endian elements of TYPE (u8, u16, u32, i32, i64,
@@ -304,6 +322,19 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--loss-scale-growth-interval", R"(--loss-scale-growth-interval N
                  good steps before a dynamic scale doubles (default
                  2000))"},
+    {"--ranks",
+     R"(--ranks N        data parallel over N ranks, launched with mpirun
+                 (or the ranks of the mpirun einc runs under): each
+                 rank takes 1/N of every batch, the gradients are
+                 averaged (on a CUDA target, on the device through
+                 NCCL), rank 0 alone prints, logs and checkpoints)"},
+    {"--dp-dim",
+     R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
+                 dim of the first --data parameter))"},
+    {"--zero",
+     R"(--zero 1         with --ranks: ZeRO-1, each parameter's optimizer
+                 states held and updated by one rank, which broadcasts
+                 the new value)"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*

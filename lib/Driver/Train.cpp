@@ -10,6 +10,7 @@
 #include "ein/Report/LossPlot.h"
 #include "ein/Report/Report.h"
 #include "ein/Runtime/Allocator.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
@@ -25,6 +26,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -239,7 +241,11 @@ const std::vector<std::string> &trainFlags() {
       "--key",
       "--scalar",
       "--loss-scale",
-      "--loss-scale-growth-interval"};
+      "--loss-scale-growth-interval",
+      "--ranks",
+      "--dp-dim",
+      "--zero",
+  };
   return flags;
 }
 
@@ -440,6 +446,21 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
   }
   if (flag == "--print-every")
     return count(options.printEvery, 0);
+  if (flag == "--ranks")
+    return count(options.ranks, 1);
+  if (flag == "--zero") {
+    if (v != "0" && v != "1")
+      return usage(fmt::format("--zero {}: ZeRO stage 0 (none) or 1 (the "
+                               "optimizer states sharded) is built, not 2 "
+                               "or 3",
+                               v));
+    options.zero = v == "1";
+    return {};
+  }
+  if (flag == "--dp-dim") {
+    options.dpDim = v;
+    return {};
+  }
   if (flag == "--peak-flops")
     return real(options.peakFlops, 0, 1e30, true);
   return usage(fmt::format("unknown option '{}' for 'train'", flag));
@@ -480,14 +501,77 @@ ErrorOr<void> checkTrainOptions(const TrainRunOptions &options) {
 
 ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                             const CheckOptions &check,
-                            const TrainRunOptions &options, std::ostream &out) {
+                            const TrainRunOptions &allOptions,
+                            std::ostream &rankOut) {
+  // Data parallel: every rank must run the same program on the same
+  // shapes with the same options, checked before anything is compiled;
+  // rank 0 alone prints, logs, plots and writes checkpoints.
+  Communicator *comm = allOptions.comm;
+  bool dataParallel = comm && comm->size() > 1;
+  std::ostream silent(nullptr);
+  if (!dataParallel && allOptions.zero == 1)
+    return usage("--zero 1 shards the optimizer states over the ranks: it "
+                 "needs data parallel (--ranks N with N > 1, or mpirun)");
+  TrainRunOptions rankOptions = allOptions;
+  const TrainRunOptions &options = rankOptions;
+  if (dataParallel) {
+    std::string what = file.text;
+    for (const auto &[name, size] : check.dimOverrides)
+      what += fmt::format("\n--dim {}={}", name, int64_t(size));
+    what += fmt::format("\n{} {} {} {} {} {} {} {} {} {} {} {}",
+                        options.function, options.steps, options.accumulate,
+                        options.seed, options.optimizer, options.lr,
+                        options.clip, options.init, options.resume,
+                        options.target, int(options.order), options.ranks);
+    what += fmt::format("\n{} {}", options.zero, options.dpDim);
+    for (const TrainData &d : options.data)
+      what += "\n" + d.param + "=" + d.path;
+    uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
+    for (unsigned char c : what)
+      hash = (hash ^ c) * 0x100000001b3ull;
+    if (auto same = checkSameOnAllRanks(
+            *comm, hash, "the program, its shapes and the training options");
+        !same)
+      return same.error();
+    if (comm->rank() != 0) {
+      rankOptions.log.clear();
+      rankOptions.plot.clear();
+      rankOptions.checkpoint.clear();
+      rankOptions.printEvery = 0;
+    }
+  }
+  std::ostream &out = dataParallel && comm->rank() != 0 ? silent : rankOut;
+
   // 1. The model: the loss checked, its parameters sorted into data and
   // trained, the state initialised or read back, the gradient and the
   // update compiled.
-  auto prepared = prepareTraining(file, module, check, options);
+  auto prepared = prepareTraining(file, module, check, rankOptions);
   if (!prepared)
     return prepared.error();
   TrainingState &state = **prepared;
+  if (dataParallel) {
+    state.comm = comm;
+    // A device's gradients are summed on the device (NCCL).
+    if (!state.memory->isHost()) {
+      auto deviceComm = state.memory->communicator(*comm);
+      if (!deviceComm)
+        return deviceComm.error();
+      state.deviceComm = std::move(*deviceComm);
+    }
+    state.dpRank = comm->rank();
+    state.dpRanks = comm->size();
+    state.stepTokens *= comm->size();
+    if (options.zero == 1)
+      state.shardOptimizerStates();
+    if (const char *bucket = std::getenv("EIN_DP_BUCKET_BYTES")) {
+      auto bytes = parseCount(bucket, 1);
+      if (!bytes)
+        return usage(fmt::format("EIN_DP_BUCKET_BYTES is '{}'; it must be a "
+                                 "positive number of bytes",
+                                 bucket));
+      state.bucketBytes = size_t(*bytes);
+    }
+  }
   // The compilation's memory (LLVM's and MLIR's), freed by now, goes back
   // to the system: glibc's malloc would otherwise keep it for the process,
   // and a cold start's RSS would stay ~150 MiB above a warm one's
@@ -509,6 +593,21 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
       peakFlops = calibration->peakFlops;
 
   out << state.summary();
+  if (dataParallel)
+    out << fmt::format("data parallel over {}: each rank trains on {} rows "
+                       "of every batch; the gradients are averaged in "
+                       "buckets of {:.3g} MiB{}{}\n",
+                       comm->name(),
+                       state.data.front().batch.shape.empty()
+                           ? int64_t(1)
+                           : state.data.front().batch.shape[0],
+                       double(state.bucketBytes) / (1 << 20),
+                       state.deviceComm ? " on the device through " +
+                                              state.deviceComm->name()
+                                        : std::string(),
+                       state.zero1 ? "; ZeRO-1: each rank holds and updates "
+                                     "the optimizer states of its parameters"
+                                   : "");
   if (peakFlops <= 0)
     out << "(no peak FLOP/s for MFU: run `einc calibrate` or pass "
            "--peak-flops)\n";
@@ -658,12 +757,21 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
         last = true;
     }
     bool stop = interrupted != 0;
-    if (!options.checkpoint.empty() &&
+    // Every rank decides alike (from the options before rank 0's alone
+    // were cleared): under ZeRO-1 they all send rank 0 their states.
+    if (!allOptions.checkpoint.empty() &&
         (last || stop ||
          (options.checkpointEvery > 0 &&
-          state.step % options.checkpointEvery == 0)))
-      if (auto ok = state.writeCheckpoint(options.checkpoint); !ok)
-        return ok;
+          state.step % options.checkpointEvery == 0))) {
+      if (state.zero1)
+        if (auto ok = state.gatherOptimizerStates(); !ok)
+          return ok;
+      if (!options.checkpoint.empty())
+        if (auto ok = state.writeCheckpoint(options.checkpoint); !ok)
+          return ok;
+      if (state.zero1)
+        state.dropUnownedStates();
+    }
     if (stop) {
       (void)writePlot();
       return Error::usage(fmt::format(

@@ -35,6 +35,8 @@ double scalarOf(const HostTensor &t) {
 TrainingState::~TrainingState() {
   for (auto &[host, device] : mirrors)
     memory->release(device);
+  for (auto &[type, bucket] : gradBuckets)
+    memory->release(bucket);
 }
 
 void *TrainingState::on(const HostTensor &t) const {
@@ -129,10 +131,13 @@ ErrorOr<void> TrainingState::fillBatches(bool validation, uint64_t firstBatch) {
   for (DataInput &d : data) {
     int64_t rows = d.batch.shape.empty() ? 1 : d.batch.shape[0];
     const runtime::Dataset &dataset = validation ? *d.valDataset : *d.dataset;
-    auto filled = dataset.fill(d.batch, validation ? d.valBegin : d.begin,
-                               validation ? d.valEnd : d.end, options.order,
-                               validation ? options.seed + 1 : options.seed,
-                               firstBatch * uint64_t(rows));
+    // Data parallel: this rank's rows of the whole batch (dpRanks·rows).
+    uint64_t first =
+        (firstBatch * uint64_t(dpRanks) + uint64_t(dpRank)) * uint64_t(rows);
+    auto filled =
+        dataset.fill(d.batch, validation ? d.valBegin : d.begin,
+                     validation ? d.valEnd : d.end, options.order,
+                     validation ? options.seed + 1 : options.seed, first);
     if (!filled)
       return filled.error();
     EIN_TRY(upload(d.batch));
@@ -201,11 +206,19 @@ ErrorOr<StepResult> TrainingState::trainStep() {
                                    p.micro.type, p.grad.numElements(),
                                    /*add=*/k > 0));
   }
-  result.loss = lossSum / double(micro);
+  // Data parallel: the ranks' gradients and losses summed, then divided
+  // by the ranks below. The loss is a mean over the batch's rows (as
+  // accumulation assumes), so the mean of the ranks' means is the whole
+  // batch's.
+  if (dpRanks > 1) {
+    EIN_TRY(allReduceGradients());
+    EIN_TRY(comm->allReduce(&lossSum, StorageType::F64, 1, ReduceOp::Sum));
+  }
+  result.loss = lossSum / double(micro * dpRanks);
   // The mean of the micro-batches' gradients: that of the whole batch;
   // with loss scaling, unscaled (torch's GradScaler.unscale_ multiplies by
   // the f32 reciprocal of the scale).
-  double factor = micro > 1 ? 1.0 / double(micro) : 1.0;
+  double factor = micro * dpRanks > 1 ? 1.0 / double(micro * dpRanks) : 1.0;
   if (lossScaled)
     factor *= double(static_cast<float>(1.0 / lossScale));
   if (factor != 1.0)
@@ -259,6 +272,8 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   for (auto &[name, t] : hypers)
     EIN_TRY(upload(t));
   for (TrainedParam &p : trained) {
+    if (p.owner >= 0 && p.owner != dpRank)
+      continue; // ZeRO-1: its owner updates it
     std::vector<const HostTensor *> inputs = {&p.value, &p.grad};
     for (const HostTensor &st : p.states)
       inputs.push_back(&st);
@@ -276,6 +291,8 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     for (size_t k = 0; k < p.states.size(); ++k)
       std::swap(p.states[k], spare[k + 1]);
   }
+  if (zero1)
+    EIN_TRY(broadcastParameters());
   ++step;
   ++updates;
   if (lossScaleDynamic && ++growthTracker == options.lossScaleGrowthInterval) {
@@ -338,7 +355,9 @@ ErrorOr<double> TrainingState::evaluate() {
       return called.error();
     sum += scalarOf(lossValue);
   }
-  return sum / double(options.evalBatches);
+  if (dpRanks > 1)
+    EIN_TRY(comm->allReduce(&sum, StorageType::F64, 1, ReduceOp::Sum));
+  return sum / double(options.evalBatches * dpRanks);
 }
 
 ErrorOr<void> TrainingState::writeCheckpoint(const std::string &path) {
@@ -386,7 +405,7 @@ int64_t TrainingState::heldBytes() const {
     bytes += int64_t(p.value.byteSize() + p.grad.byteSize() +
                      p.micro.byteSize() + p.model.byteSize());
     for (const HostTensor &st : p.states)
-      bytes += int64_t(st.byteSize());
+      bytes += int64_t(st.data.size()); // ZeRO-1 drops the unowned ones'
   }
   for (const auto &[name, t] : hypers)
     bytes += int64_t(t.byteSize());

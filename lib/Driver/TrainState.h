@@ -4,6 +4,7 @@
 
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Runtime/Dataset.h"
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Target/DeviceMemory.h"
@@ -74,6 +75,9 @@ struct TrainedParam {
   runtime::HostTensor model;
   std::vector<runtime::HostTensor> states; // the optimizer's, in its order
   BoundCall update;                        // the optimizer, bound to its shape
+  /// ZeRO-1: the rank that holds this parameter's optimizer states and
+  /// updates it, then broadcasts its value; -1: every rank does.
+  int owner = -1;
 };
 
 class TrainingState {
@@ -156,6 +160,39 @@ public:
   size_t compiled = 0, loaded = 0; // executables compiled, loaded from disk
   int64_t stepTokens = 0;
   const char *tokenUnitName = "tokens";
+  /// Data parallel (TrainRunOptions::comm): this rank's share of each
+  /// batch is rows [dpRank·b, (dpRank+1)·b) of the whole batch of
+  /// dpRanks·b rows, and the gradients and losses are averaged over the
+  /// ranks (allReduceGradients).
+  Communicator *comm = nullptr;
+  /// The collectives on `memory`'s buffers when that is a device's
+  /// (DeviceMemory::communicator: NCCL, emulated under cuda-emulated), over
+  /// the ranks of `comm`: the gradients are summed where they live. Null on
+  /// the host, where `comm` sums them.
+  std::unique_ptr<Communicator> deviceComm;
+  int dpRank = 0, dpRanks = 1;
+  /// Sums each gradient over the ranks, in place, packed into buckets of
+  /// about bucketBytes (PyTorch DDP's 25 MB; EIN_DP_BUCKET_BYTES sets
+  /// another, for tests), so that many small gradients make few
+  /// collectives.
+  ErrorOr<void> allReduceGradients();
+  /// ZeRO-1 (TrainRunOptions::zero): each parameter gets an owner, the
+  /// ranks balanced by elements (largest first, as PyTorch's
+  /// ZeroRedundancyOptimizer partitions by parameter), and the other ranks
+  /// drop its optimizer states (their shape and type stay, the data goes).
+  void shardOptimizerStates();
+  /// After the owners' updates: every parameter's value from its owner.
+  ErrorOr<void> broadcastParameters();
+  /// For a checkpoint, which holds the unsharded state: every rank gets
+  /// every optimizer state from its owner (collective), and drops them
+  /// again after (dropUnownedStates).
+  ErrorOr<void> gatherOptimizerStates();
+  void dropUnownedStates();
+  bool zero1 = false;
+  size_t bucketBytes = 25u << 20;
+  /// The gradient buckets, one per dtype, in `memory` (allocated on the
+  /// first step).
+  std::map<runtime::StorageType, void *> gradBuckets;
   std::string initFrom;
 
 private:

@@ -3,6 +3,7 @@
 // bus-bandwidth model, ein/Analysis/Collectives.h), and the communication
 // beside the compute roofline.
 #include "ReportFormat.h"
+#include "ein/Analysis/Collectives.h"
 
 #include <fmt/format.h>
 

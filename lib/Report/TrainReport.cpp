@@ -1,6 +1,8 @@
 // `einc report --train`: the resource account of a training step — FLOPs by
 // phase beside the 6·N·P rule, memory by kind at its dtype, the peak of live
-// tensors, and the step's ideal time on the device.
+// tensors, and the step's ideal time on the device; with --ranks, the same
+// per device for N data-parallel ranks (DataParallelReport.cpp).
+#include "DataParallelReport.h"
 #include "ReportFormat.h"
 #include "ein/Analysis/Training.h"
 #include "ein/Sema/Autodiff.h"
@@ -43,6 +45,8 @@ struct Account {
   const OptimizerSpec *optimizer = nullptr;
   std::vector<Iteration> iterations; // in the order the loops run
   std::vector<std::string> paramNames;
+  std::vector<DPParam> paramsHeld; // elements (when bound) at the held dtype
+  bool paramsBound = true;
   Quantity params, tokens;
   std::string tokensFrom;
   std::vector<Line> flops; // forward, backward (and parts), optimizer
@@ -119,6 +123,9 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   for (unsigned p : fn.gradWrt) {
     params = params + elements(p);
     a.paramNames.push_back(valueName(fn, p));
+    auto n = elements(p).evaluate(env);
+    a.paramsBound &= n.has_value();
+    a.paramsHeld.push_back({n.value_or(0), dtypeBytes(typeHeld(p))});
   }
   a.params = Quantity::of(params, env);
   a.paramType = fn.gradWrt.empty() ? DType::F32 : typeHeld(fn.gradWrt.front());
@@ -364,13 +371,119 @@ std::string gib(const std::optional<Int> &bytes) {
   return fmt::format("{:.4g} GiB", toDouble(*bytes) / (1024.0 * 1024 * 1024));
 }
 
+/// The batch dim N data-parallel ranks split: --dp-dim, or the one named
+/// dim every non-parameter input leads with; an error naming the inputs'
+/// leading dims when they disagree or are not named.
+ErrorOr<std::string> batchDim(const CheckedFunction &fn,
+                              const TrainOptions &train) {
+  std::vector<std::string> leading; // "'x' leads with B"
+  std::set<std::string> symbols, dims;
+  bool unnamed = false;
+  for (unsigned p : fn.params) {
+    if (isParam(fn, p))
+      continue;
+    Shape s = fn.ctx.expand(fn.values[p].type.shape);
+    if (s.empty())
+      continue; // a scalar: a learning rate, a step count
+    for (const Dim &d : s)
+      if (!d.isPack())
+        if (auto name = d.size.asSymbol())
+          dims.insert(*name);
+    auto name = s[0].isPack() ? std::nullopt : s[0].size.asSymbol();
+    leading.push_back(
+        fmt::format("'{}' leads with {}", valueName(fn, p), s[0].str()));
+    if (name)
+      symbols.insert(*name);
+    else
+      unnamed = true;
+  }
+  if (!train.dpDim.empty()) {
+    if (!dims.count(train.dpDim))
+      return Error::usage(fmt::format(
+          "--dp-dim: '{}' is not a named dim of an input of '{}' (the inputs "
+          "that are not parameters: {})",
+          train.dpDim, fn.name,
+          leading.empty() ? std::string("none")
+                          : fmt::format("{}", fmt::join(leading, ", "))));
+    return train.dpDim;
+  }
+  if (symbols.size() == 1 && !unnamed)
+    return *symbols.begin();
+  return Error::usage(fmt::format(
+      "--ranks: which dim of '{}' is the batch the ranks split is ambiguous "
+      "({}); name it with --dp-dim",
+      fn.name,
+      leading.empty() ? std::string("no input but the parameters has a dim")
+                      : fmt::format("{}", fmt::join(leading, ", "))));
+}
+
+/// "1, 2, 4, 8": the divisors up to 10^5 (the rank counts one would try),
+/// cut short after 200 characters; ", ..." when some are left out.
+std::string divisors(Int n) {
+  std::string out;
+  Int d = 1;
+  for (; d <= n && d <= 100000 && out.size() < 200; ++d)
+    if (n % d == 0)
+      out += (out.empty() ? "" : ", ") + toString(d);
+  return d <= n ? out + ", ..." : out;
+}
+
+/// The per-device account of `train.ranks` data-parallel ranks: the
+/// parameters as `a` holds them, and the activations and compute of one
+/// rank's share of the batch (the account again, with the batch dim bound
+/// to batch / N).
+ErrorOr<report::DataParallelAccount>
+dataParallelAccount(const CheckedFunction &fn, const ReportOptions &options,
+                    const TrainOptions &train, const Account &a) {
+  report::DataParallelAccount dp;
+  dp.ranks = *train.ranks;
+  auto dim = batchDim(fn, train);
+  if (!dim)
+    return dim.error();
+  dp.dpDim = *dim;
+  dp.paramsBound = a.paramsBound;
+  dp.model.params = a.paramsHeld;
+  dp.model.states = a.optimizer ? a.optimizer->states : 0;
+  dp.optimizerName = a.optimizer ? a.optimizer->name : "?";
+  dp.paramType = dtypeName(a.paramType);
+  dp.optimizerSeconds = a.optimizerSeconds;
+  dp.device = options.device ? options.device->name : "";
+  auto bound = fn.ctx.env.find(dp.dpDim);
+  if (bound == fn.ctx.env.end())
+    return dp; // the batch is symbolic: no per-rank activations or time
+  dp.batch = bound->second;
+  if (*dp.batch % dp.ranks != 0)
+    return Error::usage(fmt::format(
+        "--ranks {}: the batch dim {} = {} does not split into {} equal "
+        "shares; the ranks may be {} (the divisors of {}, as for einc "
+        "train --ranks)",
+        toString(dp.ranks), dp.dpDim, toString(*dp.batch), toString(dp.ranks),
+        divisors(*dp.batch), toString(*dp.batch)));
+  CheckedFunction share = fn;
+  share.ctx.env[dp.dpDim] = *dp.batch / dp.ranks;
+  Account b = account(share, options, train);
+  if (b.activations.value)
+    dp.model.activationBytes = *b.activations.value;
+  dp.activationsKnown = b.activations.value.has_value();
+  dp.timeKnown = b.timeKnown && a.timeKnown;
+  dp.forwardBackwardSeconds = b.forwardSeconds + b.backwardSeconds;
+  return dp;
+}
+
 } // namespace
 
-std::string trainReportTable(const CheckedModule &module,
-                             const CheckedFunction &fn,
-                             const ReportOptions &options,
-                             const TrainOptions &train) {
+ErrorOr<std::string> trainReportTable(const CheckedModule &module,
+                                      const CheckedFunction &fn,
+                                      const ReportOptions &options,
+                                      const TrainOptions &train) {
   Account a = account(fn, options, train);
+  std::optional<report::DataParallelAccount> dp;
+  if (train.ranks) {
+    auto made = dataParallelAccount(fn, options, train, a);
+    if (!made)
+      return made.error();
+    dp = std::move(*made);
+  }
   std::string os;
   auto out = std::back_inserter(os);
   fmt::format_to(out, "\ntraining step of {} ({}:{})\n", fn.name, module.path,
@@ -491,6 +604,8 @@ std::string trainReportTable(const CheckedModule &module,
       os += "  ideal time: bind every size to compute it\n";
     }
   }
+  if (dp)
+    os += report::dataParallelTable(*dp, options, train);
   return os;
 }
 
@@ -507,11 +622,20 @@ TrainFigures trainFigures(const CheckedFunction &fn,
   return figures;
 }
 
-std::string trainReportJSON(const CheckedModule &module,
-                            const CheckedFunction &fn,
-                            const ReportOptions &options,
-                            const TrainOptions &train) {
+ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
+                                     const CheckedFunction &fn,
+                                     const ReportOptions &options,
+                                     const TrainOptions &train) {
   Account a = account(fn, options, train);
+  // "data_parallel" only with --ranks: the one-device JSON is unchanged.
+  std::string dataParallel;
+  if (train.ranks) {
+    auto dp = dataParallelAccount(fn, options, train, a);
+    if (!dp)
+      return dp.error();
+    dataParallel =
+        ",\"data_parallel\":" + report::dataParallelJSON(*dp, options, train);
+  }
   auto quantity = [](const Quantity &v) {
     return fmt::format("{{\"value\":{},\"formula\":{}}}", jsonNumber(v.value),
                        jsonString(v.expr.str()));
@@ -550,7 +674,7 @@ std::string trainReportJSON(const CheckedModule &module,
       "\"rule_6NP\":{},\"flops\":{},\"memory\":{},\"saved\":[{}],"
       "\"peak_bytes\":{},\"device\":{},\"peak_flops\":{},\"bandwidth\":{},"
       "\"seconds\":{{\"forward\":{},\"backward\":{},\"optimizer\":{}}},"
-      "\"iterations\":[{}]}}",
+      "\"iterations\":[{}]{}}}",
       jsonString(fn.name), jsonString(module.path), fmt::join(sizes, ","),
       fmt::join(names, ","), quantity(a.params), quantity(a.tokens),
       jsonString(a.optimizer ? a.optimizer->name : ""),
@@ -564,7 +688,7 @@ std::string trainReportJSON(const CheckedModule &module,
       a.timeKnown ? jsonDouble(a.forwardSeconds) : "null",
       a.timeKnown ? jsonDouble(a.backwardSeconds) : "null",
       a.timeKnown ? jsonDouble(a.optimizerSeconds) : "null",
-      fmt::join(iterations, ","));
+      fmt::join(iterations, ","), dataParallel);
 }
 
 } // namespace ein

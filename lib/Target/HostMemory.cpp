@@ -2,6 +2,7 @@
 // loops as host loops (the reference the devices' loops follow).
 #include "ein/Target/DeviceMemory.h"
 
+#include "ein/Runtime/Communicator.h"
 #include "ein/Runtime/FloatConvert.h"
 
 #include <cstdlib>
@@ -10,6 +11,13 @@
 namespace ein {
 
 DeviceMemory::~DeviceMemory() = default;
+
+ErrorOr<std::unique_ptr<Communicator>>
+DeviceMemory::communicator(Communicator &) {
+  return Error::usage("collectives on the buffers of " + name() +
+                      " are not built: the host's communicator works on the "
+                      "host's memory");
+}
 
 namespace {
 

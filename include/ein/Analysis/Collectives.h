@@ -1,6 +1,6 @@
-// The cost model of collectives (docs/distributed.md §5): the fabric table and
+// The cost model of collectives (docs/distributed.md §5): the fabric table,
 // nccl-tests' bus-bandwidth model of all-reduce, all-gather, reduce-scatter,
-// all-to-all and broadcast.
+// all-to-all and broadcast, and a measured fabric's busbw by size.
 #pragma once
 
 #include "ein/Sema/Layout.h" // CollectiveKind, collectiveName
@@ -8,18 +8,38 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ein {
 
+/// Every kind, in the enum's order (a measured fabric has each of them).
+const std::vector<CollectiveKind> &collectiveKinds();
+
+/// One collective as measured on a fabric (`host`, by `einc calibrate`): on
+/// shared memory the bus bandwidth depends on the collective (copies against
+/// sums) and on the size (what stays in cache), so it is a table, as
+/// profiling planners (Alpa) keep one.
+struct MeasuredCollective {
+  CollectiveKind kind;
+  double latency; // seconds: the time of its smallest calls
+  /// (bytes S, bus bandwidth in bytes/s: busFactor * S / (t - latency)),
+  /// S strictly ascending, each bandwidth positive and finite.
+  std::vector<std::pair<double, double>> busBandwidth;
+};
+
 /// A link between the ranks of a group: its per-collective latency and its
 /// bus bandwidth (what nccl-tests reports as busbw, which is the same for
-/// every collective on a given fabric).
+/// every collective on a GPU fabric). A measured fabric also has `measured`,
+/// one table per collective kind, which collectiveSeconds uses instead.
 struct FabricSpec {
   std::string name;        // "nvlink-h100"
   std::string description; // "NVLink 4 within an HGX H100 board (8 GPUs)"
   double latency;          // seconds, alpha: the time of a tiny collective
   double busBandwidth;     // bytes/s, B
+  /// Empty for the table's fabrics; for a measured one, every kind of
+  /// collectiveKinds() once.
+  std::vector<MeasuredCollective> measured = {};
 };
 
 /// Known fabrics: nvlink-h100, nvlink-h200, pcie5, ib-ndr. The one list of
@@ -43,8 +63,21 @@ double busFactor(CollectiveKind kind, Int ranks);
 /// busFactor * bytes, the traffic a ring moves per rank.
 double bytesPerRank(CollectiveKind kind, double bytes, Int ranks);
 
-/// The modelled time: alpha + busFactor * bytes / B, and 0 for a group of
-/// one.
+/// The measured busbw of `m` at `bytes`: linear in log(bytes) between the
+/// two measured sizes around it, the nearest measured one's outside them.
+double interpolateBusBandwidth(const MeasuredCollective &m, double bytes);
+
+/// `kind`'s table in `fabric.measured`, or nullptr (a table fabric).
+const MeasuredCollective *findMeasured(const FabricSpec &fabric,
+                                       CollectiveKind kind);
+
+/// An error naming what is wrong with `m` (no size, sizes not ascending, a
+/// latency or bandwidth not positive and finite), or "" when it is valid.
+std::string measuredCollectiveProblem(const MeasuredCollective &m);
+
+/// The modelled time, 0 for a group of one: on a measured fabric
+/// latency_k + busFactor * bytes / busbw_k(bytes) with kind k's table
+/// (interpolateBusBandwidth), else alpha + busFactor * bytes / B.
 double collectiveSeconds(CollectiveKind kind, double bytes, Int ranks,
                          const FabricSpec &fabric);
 

@@ -1,31 +1,87 @@
-// `einc calibrate`: this CPU's peak figures, stored for `einc run --time`.
+// `einc calibrate`: this CPU's peak figures and this machine's shared-memory
+// fabric (MPI ranks), stored for `einc run --time` and the `host` fabric.
 #pragma once
 
+#include "ein/Analysis/Collectives.h"
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Support/Error.h"
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ein {
 
 /// Peak figures of this machine.
 struct Calibration {
-  double peakFlops = 0;     // f32 FLOP/s: cores x clock x SIMD FMA width
-  double bandwidth = 0;     // bytes/s read+write, measured by a JIT'd copy
-  double matmulFlops = 0;   // f32 FLOP/s ein's own matmul reached
-  std::string description;  // how peakFlops was derived
+  double peakFlops = 0;    // f32 FLOP/s: cores x clock x SIMD FMA width
+  double bandwidth = 0;    // bytes/s read+write, measured by a JIT'd copy
+  double matmulFlops = 0;  // f32 FLOP/s ein's own matmul reached
+  std::string description; // how peakFlops was derived
+  /// The shared-memory fabric among MPI ranks of this machine (0 when not
+  /// measured): alpha from the smallest all-reduces, B (busbw, as
+  /// nccl-tests computes it) from the largest.
+  double fabricLatency = 0;      // seconds
+  double fabricBusBandwidth = 0; // bytes/s
+  int64_t fabricRanks = 0;       // the ranks it was measured on
+  std::string fabricSource;      // how: "MPI, 2 ranks, 5 collectives ..."
+  /// Per collective kind, its latency and busbw by size (empty in files
+  /// written before the tables; then the host fabric is (alpha, B) alone).
+  std::vector<MeasuredCollective> fabricCollectives;
 };
 
 /// The file the figures live in: $XDG_CACHE_HOME/ein/calibration.json, or
 /// ~/.cache/ein/calibration.json.
 std::string calibrationPath();
-/// Reads stored figures; nullopt when there are none or they are malformed.
+/// Reads the stored figures, each 0 when absent (all of them when there is
+/// no file); an error naming the field when one is not a positive finite
+/// number.
+ErrorOr<Calibration> readCalibration();
+/// The CPU figures; nullopt when there are none or the file is malformed.
 std::optional<Calibration> loadCalibration();
 
+/// The fabric called `name`: an entry of the fabric table (fabricTable()),
+/// or `host`, this machine's shared memory as `einc calibrate` measured it
+/// (an error naming `einc calibrate` when it has not been measured); any
+/// other name is an error listing the valid ones.
+ErrorOr<FabricSpec> resolveFabric(const std::string &name);
+/// Every valid fabric name, the table's and `host`, joined by `separator`.
+std::string resolvableFabricNames(const std::string &separator);
+
+/// Fits the fabric to an all-reduce sweep over `ranks` ranks, each entry
+/// (bytes, seconds): alpha is the median time of the sweep's all-reduces
+/// of at most 1 KiB, B the median of busFactor * bytes / (seconds - alpha)
+/// (nccl-tests' busbw, less the latency) over those of at least 16 MiB. An
+/// error when the sweep lacks either range or a large one is not slower
+/// than alpha.
+ErrorOr<FabricSpec>
+fitFabric(const std::vector<std::pair<double, double>> &sweep, int64_t ranks);
+
+/// Fits one collective's table to its sweep over `ranks` ranks, each entry
+/// (bytes, seconds): the latency is the median time of the calls of at
+/// most 1 KiB; each size of at least 4 KiB whose time exceeds it gives
+/// (bytes, busFactor * bytes / (seconds - latency)), the busbw that makes
+/// collectiveSeconds exact there (a size no slower than the latency is
+/// latency-bound and left out). An error when the sweep lacks either.
+ErrorOr<MeasuredCollective>
+fitCollective(CollectiveKind kind,
+              const std::vector<std::pair<double, double>> &sweep,
+              int64_t ranks);
+
+/// "48KiB,3MiB,24MiB" (each a whole number of B, KiB or MiB, at least
+/// 64 B and at most 256 MiB) as bytes; an error naming the bad item.
+ErrorOr<std::vector<int64_t>> parseByteSizes(const std::string &list);
+
 /// Measures and stores the figures, with the kernels compiled for `cpu`
-/// (the host by default; its vector width sets the theoretical peak);
-/// returns the text that reports them.
-ErrorOr<std::string> runCalibrate(const CPUOptions &cpu = {});
+/// (the host by default; its vector width sets the theoretical peak), then
+/// the shared-memory fabric on MPI ranks launched with mpirun (said not to
+/// be measured, without failing, when MPI or mpirun is missing); returns the
+/// text that reports them. Under mpirun it is one rank of the fabric's
+/// measurement instead (CalibrateFabric.cpp); with `checkBytes` (under
+/// mpirun only) it measures nothing new but times the collectives at those
+/// sizes against the stored host model.
+ErrorOr<std::string> runCalibrate(const CPUOptions &cpu = {},
+                                  const std::vector<int64_t> &checkBytes = {});
 
 } // namespace ein

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -20,6 +21,8 @@
 #include <vector>
 
 namespace ein {
+
+class Communicator;
 
 /// A data parameter of the loss and the file its batches come from.
 struct TrainData {
@@ -114,12 +117,53 @@ struct TrainRunOptions {
   std::string target = "cpu";
   CPUOptions cpu;
   JITOptions jit;
+  /// --ranks N: data parallel over N ranks, which `einc train` launches
+  /// with mpirun (launchRanks); 0: one process, or the ranks of the mpirun
+  /// this process runs under.
+  int64_t ranks = 0;
+  /// --dp-dim NAME: the batch dim split over the ranks; empty: the leading
+  /// dim of the first --data parameter.
+  std::string dpDim;
+  /// --zero 1: ZeRO stage 1 under data parallel: each parameter's optimizer
+  /// states live on one rank, which updates it and broadcasts the value.
+  int64_t zero = 0;
+  /// The ranks' communicator, not owned: with more than one rank, each
+  /// takes its share of every batch, the gradients are averaged over the
+  /// ranks, and rank 0 alone prints, logs and writes checkpoints
+  /// (docs/training.md, "Data parallel"). Null: one process.
+  Communicator *comm = nullptr;
   /// Called after each step and its evaluation, before its checkpoint
   /// (the C++ API's callback; einc sets none). Returning false ends the
   /// run there as a finished one: the checkpoint is written, the plot
   /// drawn, and trainFunction succeeds.
   std::function<bool(const TrainStepReport &)> onStep;
 };
+
+/// Data parallel over `ranks` ranks: binds the batch dim (options.dpDim,
+/// or the leading dim of the first --data parameter) in `check` to its
+/// size B divided by `ranks`, each rank's share. B must be known (a `dim`
+/// or --dim) and divisible by `ranks` (an error naming B's divisors), and
+/// every --data parameter must lead with that dim.
+ErrorOr<void> splitBatchOverRanks(const Module &module, CheckOptions &check,
+                                  const TrainRunOptions &options,
+                                  int64_t ranks);
+
+/// `einc train --ranks N` outside mpirun: runs `mpirun -n N` (with
+/// --oversubscribe) on this executable and `arguments`, and waits for it;
+/// an error when mpirun is missing, this build has no MPI, or a rank
+/// failed.
+ErrorOr<void> launchRanks(int64_t ranks,
+                          const std::vector<std::string> &arguments);
+
+/// `einc train`'s ranks: with --ranks N outside mpirun, checks the
+/// batch's split, launches the job (launchRanks) and sets `launchedJob`;
+/// under mpirun, starts the MPI world (returned; null otherwise) and, with
+/// more than one rank, sets options.comm and binds each rank's share of
+/// the batch in `check` (splitBatchOverRanks). --ranks on a target other
+/// than the CPU, or one that differs from mpirun's, is refused by name.
+ErrorOr<std::unique_ptr<Communicator>>
+startRanks(const Module &module, CheckOptions &check, TrainRunOptions &options,
+           const std::vector<std::string> &arguments, bool &launchedJob);
 
 /// The learning rate of step `step` (counted from 0) of `options`'s
 /// schedule: Constant: lr. Cosine: lr * (step + 1) / warmup while step <

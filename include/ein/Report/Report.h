@@ -1,8 +1,8 @@
 // The `einc report` table and JSON: per-op costs and per-function totals.
 #pragma once
 
-#include "ein/Analysis/Collectives.h"
 #include "ein/Analysis/Cost.h"
+#include "ein/Support/Error.h"
 #include "ein/Target/Target.h"
 
 #include <map>
@@ -12,11 +12,13 @@
 
 namespace ein {
 
+struct FabricSpec;
+
 struct ReportOptions {
-  std::string function; // only this function when non-empty
+  std::string function;           // only this function when non-empty
   const DeviceSpec *device = nullptr;
-  double peakOverride = 0;      // --peak-flops (FLOP/s), all dtypes
-  double bandwidthOverride = 0; // --bandwidth (bytes/s)
+  double peakOverride = 0;        // --peak-flops (FLOP/s), all dtypes
+  double bandwidthOverride = 0;   // --bandwidth (bytes/s)
   /// --expand: the ops of each call of another function, indented under the
   /// call's row (which has the callee's totals either way).
   bool expandCalls = false;
@@ -24,8 +26,8 @@ struct ReportOptions {
   /// (Target::describe: the CPU's fusion, the CUDA plan); none when null or
   /// for a function it lacks.
   const std::map<std::string, TargetColumn> *targetColumns = nullptr;
-  /// --fabric: the link a sharded function's collectives are timed on
-  /// (null: defaultFabric()).
+  /// --fabric (Analysis/Collectives.h): the links collectives are costed
+  /// on; null: defaultFabric().
   const FabricSpec *fabric = nullptr;
 };
 
@@ -47,6 +49,14 @@ struct TrainOptions {
                                    // optimizer states (default: declared)
   std::optional<DType> actDType;   // --act-dtype: saved activations
   std::optional<SizeExpr> tokens;  // --tokens: N of the 6·N·P rule
+  /// --ranks N: the per-device account of N data-parallel ranks (DDP and
+  /// ZeRO-1/2/3, Analysis/DataParallel.h); unset, the one-device report.
+  std::optional<Int> ranks;
+  std::string dpDim; // --dp-dim: the batch dim the ranks split
+  /// --bucket-mb: the gradient buckets' cap in MiB (PyTorch DDP's
+  /// bucket_cap_mb); unset: its default, 25.
+  std::optional<double> bucketMB;
+  std::optional<unsigned> zero; // --zero 0..3: the strategy to mark
 };
 
 /// The training account of `fn` (which holds grad() ops; its
@@ -55,11 +65,14 @@ struct TrainOptions {
 /// 2·N·P / 4·N·P / 6·N·P rule with its differences explained; memory of
 /// parameters, gradients, optimizer states and saved activations at their
 /// dtypes, and the peak of live tensors over the step; the step's ideal
-/// time on the device. As text, and as a JSON object.
-std::string trainReportTable(const CheckedModule &module,
-                             const CheckedFunction &fn,
-                             const ReportOptions &options,
-                             const TrainOptions &train);
+/// time on the device. As text, and as a JSON object. With `train.ranks`,
+/// also the memory per device and the step's collectives under DDP and
+/// ZeRO-1/2/3; an error when the batch dim to split is ambiguous or does
+/// not divide.
+ErrorOr<std::string> trainReportTable(const CheckedModule &module,
+                                      const CheckedFunction &fn,
+                                      const ReportOptions &options,
+                                      const TrainOptions &train);
 /// The figures of the training account (trainReportTable's) that a running
 /// loop compares itself with: the FLOPs of one forward and backward, of the
 /// optimizer's update, and the peak of live bytes over the step; nullopt
@@ -70,10 +83,10 @@ struct TrainFigures {
 TrainFigures trainFigures(const CheckedFunction &fn,
                           const ReportOptions &options,
                           const TrainOptions &train);
-std::string trainReportJSON(const CheckedModule &module,
-                            const CheckedFunction &fn,
-                            const ReportOptions &options,
-                            const TrainOptions &train);
+ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
+                                     const CheckedFunction &fn,
+                                     const ReportOptions &options,
+                                     const TrainOptions &train);
 
 /// The report as a text table, and as JSON (one line).
 std::string reportTable(const CheckedModule &module,

@@ -9,9 +9,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace ein {
+
+class Communicator;
 
 /// Memory of one device and loops over `n` contiguous elements in it. Every
 /// pointer argument is this memory's, except the host side of a copy. The
@@ -53,6 +56,13 @@ public:
   /// The sum of data[i]² (F32 or F64), in f64.
   virtual ErrorOr<double>
   sumOfSquares(const void *data, runtime::StorageType type, int64_t n) = 0;
+
+  /// The collectives on this memory's buffers over the ranks of `group`
+  /// (a host communicator, which must outlive the result): NCCL on a CUDA
+  /// device, emulated NCCL over `group` under cuda-emulated. Collective
+  /// over `group`. The host's memory refuses: `group` itself works on it.
+  virtual ErrorOr<std::unique_ptr<Communicator>>
+  communicator(Communicator &group);
 };
 
 /// The host's memory (one per process).

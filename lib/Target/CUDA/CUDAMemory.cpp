@@ -2,6 +2,7 @@
 // library (ein/Target/CUDA/Device.h), and the training loop's element-wise
 // steps as that library's kernels.
 #include "CUDAMemory.h"
+#include "NCCL.h"
 
 #include "ein/Target/CUDA/Device.h"
 
@@ -110,6 +111,19 @@ public:
         !ok)
       return ok.error();
     return sum;
+  }
+
+  ErrorOr<std::unique_ptr<Communicator>>
+  communicator(Communicator &group) override {
+    const NcclApi *api = &emulatedNccl();
+    if (!device.emulated) {
+      auto loaded = loadNccl();
+      if (!loaded)
+        return loaded.error();
+      api = *loaded;
+    }
+    return ncclCommunicator(
+        group, *api, NcclStream{nullptr, device.streamQuery, &device.running});
   }
 
 private:

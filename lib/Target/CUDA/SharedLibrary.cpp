@@ -152,6 +152,14 @@ extern "C" int ein_api_train_squares(const void *p, int64_t n, int type,
   }
   return ein_train_done();
 }
+/* The default stream's state, polled by the NCCL communicator (NCCL.h). */
+extern "C" int ein_api_stream_query(void) {
+#ifdef __CUDACC__
+  return (int)cudaStreamQuery((cudaStream_t)0);
+#else
+  return 0; /* the emulation runs each call to its end */
+#endif
+}
 extern "C" int ein_api_device(char *name, int size) {
 #ifdef __CUDACC__
   int count = 0;
@@ -296,6 +304,7 @@ ErrorOr<void> loadSupport(CUDADevice &device) {
       !symbol(*handle, "ein_api_train_accumulate", device.trainAccumulate) ||
       !symbol(*handle, "ein_api_train_narrow", device.trainNarrow) ||
       !symbol(*handle, "ein_api_train_squares", device.trainSquares) ||
+      !symbol(*handle, "ein_api_stream_query", device.streamQuery) ||
       !symbol(*handle, "ein_api_device", name))
     return Error::usage("the CUDA device support library lacks its "
                         "functions");

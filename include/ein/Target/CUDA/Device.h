@@ -33,6 +33,9 @@ struct CUDADevice {
   int (*trainNarrow)(void *, const void *, int64_t, int) = nullptr;
   /// The sum of squares into a device double.
   int (*trainSquares)(const void *, int64_t, int, double *) = nullptr;
+  /// cudaStreamQuery of the default stream, the one every kernel and NCCL
+  /// call runs on: 0 done, 600 (cudaErrorNotReady) still running.
+  int (*streamQuery)() = nullptr;
   /// Device work runs one call at a time: emulated blocks keep __shared__
   /// arrays in static storage, and the runtime's GEMM descriptor cache is
   /// not locked. Kernel calls (the shared libraries' callStrided) and

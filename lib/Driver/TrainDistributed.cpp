@@ -1,0 +1,300 @@
+// Data-parallel `einc train` (docs/training.md, "Data parallel"): the
+// batch dim split over the ranks, the bucketed all-reduce of the gradients,
+// and `--ranks N`'s launch of mpirun.
+#include "TrainState.h"
+#include "ein/Driver/Train.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace ein {
+
+using runtime::HostTensor;
+using runtime::StorageType;
+
+namespace {
+
+/// The name of a shape string's leading dim (`"B d"` -> "B"), without its
+/// `@axis`; empty when it leads with a number, a composition or nothing.
+std::string leadingDim(const std::string &shape) {
+  size_t begin = shape.find_first_not_of(" \t");
+  if (begin == std::string::npos)
+    return "";
+  size_t end = shape.find_first_of(" \t@", begin);
+  std::string name = shape.substr(begin, end - begin);
+  bool identifier = !name.empty() && (std::isalpha(name[0]) || name[0] == '_');
+  for (char c : name)
+    identifier &= std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  return identifier ? name : "";
+}
+
+std::string divisorsOf(int64_t n) {
+  std::string out;
+  for (int64_t d = 1; d <= n && out.size() < 200; ++d)
+    if (n % d == 0)
+      out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return out;
+}
+
+} // namespace
+
+ErrorOr<void> splitBatchOverRanks(const Module &module, CheckOptions &check,
+                                  const TrainRunOptions &options,
+                                  int64_t ranks) {
+  const Function *fn = nullptr;
+  for (const Function &f : module.functions)
+    if (f.name == options.function)
+      fn = &f;
+  if (!fn)
+    return Error::usage(
+        fmt::format("no function '{}' to train", options.function));
+  auto paramShape = [&](const std::string &name) -> const std::string * {
+    for (const Param &p : fn->params)
+      if (p.name == name)
+        return &p.type.shape;
+    return nullptr;
+  };
+  std::string dim = options.dpDim;
+  for (const TrainData &d : options.data) {
+    const std::string *shape = paramShape(d.param);
+    if (!shape)
+      continue; // prepareTraining names it
+    std::string lead = leadingDim(*shape);
+    if (dim.empty()) {
+      if (lead.empty())
+        return Error::usage(fmt::format(
+            "--ranks {}: the batch of --data {} (\"{}\") does not lead with a "
+            "named dim to split over the ranks; name it with --dp-dim",
+            ranks, d.param, *shape));
+      dim = lead;
+    }
+    if (lead != dim)
+      return Error::usage(fmt::format(
+          "--ranks {}: each rank takes its share of the batch dim '{}', but "
+          "--data {} (\"{}\") does not lead with it",
+          ranks, dim, d.param, *shape));
+  }
+  // The whole batch's size: --dim, else a `dim` declaration's number.
+  std::optional<int64_t> size;
+  if (auto it = check.dimOverrides.find(dim); it != check.dimOverrides.end())
+    size = static_cast<int64_t>(it->second);
+  else
+    for (const DimDecl &decl : module.dims)
+      if (decl.name == dim && decl.value && decl.value->kind == Expr::Kind::Int)
+        size = std::strtoll(decl.value->text.c_str(), nullptr, 10);
+  if (!size)
+    return Error::usage(fmt::format(
+        "--ranks {}: the size of the batch dim '{}' must be known to split "
+        "it: give --dim {}=B (the whole batch, over all ranks)",
+        ranks, dim, dim));
+  if (*size % ranks != 0)
+    return Error::usage(fmt::format(
+        "--ranks {}: the batch dim {} = {} does not split into {} equal "
+        "shares; the ranks may be {} (the divisors of {})",
+        ranks, dim, *size, ranks, divisorsOf(*size), *size));
+  check.dimOverrides[dim] = *size / ranks;
+  return {};
+}
+
+ErrorOr<std::unique_ptr<Communicator>>
+startRanks(const Module &module, CheckOptions &check, TrainRunOptions &options,
+           const std::vector<std::string> &arguments, bool &launchedJob) {
+  launchedJob = false;
+  int launched = launcherWorldSize();
+  bool cuda = options.target == "cuda" || options.target == "cuda-emulated";
+  if ((options.ranks > 0 || launched > 0) && options.target != "cpu" && !cuda)
+    return Error::usage(fmt::format("--ranks runs ranks on --target=cpu (MPI), "
+                                    "cuda or cuda-emulated (NCCL), not on "
+                                    "--target={}",
+                                    options.target));
+  if ((options.ranks > 1 || launched > 1) && cuda && options.zero == 1)
+    return Error::usage(fmt::format("--zero 1 on --target={} is not built: "
+                                    "ZeRO-1 runs on CPU ranks",
+                                    options.target));
+  if (options.ranks > 0 && launched == 0) {
+    // The batch's split is checked here, once, before any rank starts.
+    CheckOptions split = check;
+    if (auto ok = splitBatchOverRanks(module, split, options, options.ranks);
+        !ok)
+      return ok.error();
+    if (auto ok = launchRanks(options.ranks, arguments); !ok)
+      return ok.error();
+    launchedJob = true;
+    return std::unique_ptr<Communicator>();
+  }
+  if (launched == 0)
+    return std::unique_ptr<Communicator>();
+  if (options.ranks > 0 && options.ranks != launched)
+    return Error::usage(fmt::format("--ranks {} under an mpirun of {} ranks",
+                                    options.ranks, launched));
+  auto world = mpiWorld();
+  if (!world)
+    return world.error();
+  if ((*world)->size() > 1) {
+    options.comm = world->get();
+    if (auto split =
+            splitBatchOverRanks(module, check, options, (*world)->size());
+        !split)
+      return split.error();
+  }
+  return std::move(*world);
+}
+
+ErrorOr<void> TrainingState::allReduceGradients() {
+  // One bucket per dtype (the gradients are f32 or f64); a gradient at
+  // least a bucket's size is reduced where it is, in bucket-sized pieces.
+  // The gradients and buckets are in `memory` (a device's under a CUDA
+  // target, summed there by deviceComm).
+  Communicator &group = deviceComm ? *deviceComm : *comm;
+  std::map<StorageType, std::vector<HostTensor *>> pending;
+  std::map<StorageType, size_t> filled;
+  auto flush = [&](StorageType type) -> ErrorOr<void> {
+    char *bucket = static_cast<char *>(gradBuckets[type]);
+    size_t bytes = filled[type], elem = runtime::storageBytes(type);
+    if (!bytes)
+      return {};
+    size_t at = 0;
+    for (HostTensor *g : pending[type]) {
+      if (auto r = memory->copyWithin(bucket + at, on(*g), g->byteSize()); !r)
+        return r;
+      at += g->byteSize();
+    }
+    if (auto r =
+            group.allReduce(bucket, type, int64_t(bytes / elem), ReduceOp::Sum);
+        !r)
+      return r;
+    at = 0;
+    for (HostTensor *g : pending[type]) {
+      if (auto r = memory->copyWithin(on(*g), bucket + at, g->byteSize()); !r)
+        return r;
+      at += g->byteSize();
+    }
+    pending[type].clear();
+    filled[type] = 0;
+    return {};
+  };
+  for (TrainedParam &p : trained) {
+    HostTensor &g = p.grad;
+    size_t bytes = g.byteSize(), elem = runtime::storageBytes(g.type);
+    if (bytes >= bucketBytes) {
+      int64_t piece = int64_t(bucketBytes / elem), n = g.numElements();
+      char *data = static_cast<char *>(on(g));
+      for (int64_t at = 0; at < n; at += piece)
+        if (auto r = group.allReduce(data + at * elem, g.type,
+                                     std::min(piece, n - at), ReduceOp::Sum);
+            !r)
+          return r;
+      continue;
+    }
+    if (filled[g.type] + bytes > bucketBytes)
+      if (auto r = flush(g.type); !r)
+        return r;
+    if (!gradBuckets[g.type]) {
+      auto bucket = memory->allocate(bucketBytes);
+      if (!bucket)
+        return bucket.error();
+      gradBuckets[g.type] = *bucket;
+    }
+    pending[g.type].push_back(&g);
+    filled[g.type] += bytes;
+  }
+  for (auto &[type, list] : pending)
+    if (auto r = flush(type); !r)
+      return r;
+  return {};
+}
+
+void TrainingState::shardOptimizerStates() {
+  zero1 = true;
+  std::vector<TrainedParam *> order;
+  for (TrainedParam &p : trained)
+    order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const TrainedParam *a, const TrainedParam *b) {
+                     return a->value.numElements() > b->value.numElements();
+                   });
+  std::vector<int64_t> load(dpRanks, 0);
+  for (TrainedParam *p : order) {
+    int least = int(std::min_element(load.begin(), load.end()) - load.begin());
+    p->owner = least;
+    load[least] += p->value.numElements();
+  }
+  dropUnownedStates();
+}
+
+void TrainingState::dropUnownedStates() {
+  for (TrainedParam &p : trained)
+    if (p.owner >= 0 && p.owner != dpRank)
+      for (HostTensor &st : p.states)
+        std::vector<uint8_t>().swap(st.data);
+}
+
+ErrorOr<void> TrainingState::broadcastParameters() {
+  for (TrainedParam &p : trained)
+    if (auto r = comm->broadcast(p.value.data.data(), p.value.type,
+                                 p.value.numElements(), p.owner);
+        !r)
+      return r;
+  return {};
+}
+
+ErrorOr<void> TrainingState::gatherOptimizerStates() {
+  for (TrainedParam &p : trained)
+    for (HostTensor &st : p.states) {
+      st.data.resize(st.byteSize());
+      if (auto r = comm->broadcast(st.data.data(), st.type, st.numElements(),
+                                   p.owner);
+          !r)
+        return r;
+    }
+  return {};
+}
+
+ErrorOr<void> launchRanks(int64_t ranks,
+                          const std::vector<std::string> &arguments) {
+  if (!haveMPI())
+    return mpiWorld().error(); // names the missing MPI
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0)
+    return Error::usage("--ranks: cannot find this einc's own path to launch "
+                        "it under mpirun");
+  self[length] = 0;
+  std::vector<std::string> words = {"mpirun", "-n", std::to_string(ranks),
+                                    "--oversubscribe"};
+  if (geteuid() == 0)
+    words.push_back("--allow-run-as-root");
+  words.push_back(self);
+  for (const std::string &a : arguments)
+    words.push_back(a);
+  std::vector<char *> argv;
+  for (std::string &w : words)
+    argv.push_back(w.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (int code =
+          posix_spawnp(&pid, "mpirun", nullptr, nullptr, argv.data(), environ);
+      code != 0)
+    return Error::usage(fmt::format(
+        "--ranks {} launches mpirun, which did not start ({}); install "
+        "OpenMPI (scripts/setup.sh) or run under mpirun yourself",
+        ranks, std::strerror(code)));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return {};
+  return Error::program(fmt::format(
+      "the {} ranks under mpirun failed ({}); their errors are above", ranks,
+      WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
+                        : std::string("killed by a signal")));
+}
+
+} // namespace ein

@@ -1,0 +1,31 @@
+# test/einc/train-dp.test's comparison: the losses of two --log files step
+# for step within 1e-4 relative (the training tests' tolerance: f32 sums in
+# another order), and optionally the weights of two checkpoints, read by the
+# safetensors package.
+import json
+import sys
+
+import numpy as np
+
+
+def losses(path):
+    return {
+        r["step"]: r["loss"]
+        for r in map(json.loads, open(path))
+        if "loss" in r
+    }
+
+
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+steps = sorted(set(a) & set(b))
+assert steps and len(steps) == len(b), (sorted(a), sorted(b))
+for s in steps:
+    assert abs(a[s] - b[s]) <= 1e-4 * abs(a[s]), (s, a[s], b[s])
+print(f"{len(steps)} steps agree (max rel {max(abs(a[s]-b[s])/abs(a[s]) for s in steps):.1e})")
+if len(sys.argv) > 4:
+    from safetensors.numpy import load_file
+    x, y = load_file(sys.argv[3]), load_file(sys.argv[4])
+    assert sorted(x) == sorted(y), (sorted(x), sorted(y))
+    for k in x:
+        assert np.allclose(x[k], y[k], rtol=1e-4, atol=1e-6), k
+    print(f"{len(x)} tensors agree")
