@@ -187,20 +187,20 @@ def g(x: f32["5"]) -> f32["5 2"]:
 )ein",
                       "3:26: composition (k two): size 5 is not divisible by "
                       "2"},
-        CallErrorCase{
-            "Typo", std::string(kScale) + R"ein(
+        CallErrorCase{"Typo", std::string(kScale) + R"ein(
 def g(x: f32["a b"], s: f32["b"]) -> f32["a b"]:
     return scael(x, s)
 )ein",
-            "6:12: unknown function 'scael'; expected one of "
-            "rearrange, reduce, repeat, einsum, pack, unpack, "
-            "cat, slice, take, astype, arange, take_along, dropout, grad, "
-            "min, max, clip, abs, sign, square, exp, "
-            "log, "
-            "sqrt, rsqrt, tanh, relu, sigmoid, silu, gelu, "
-            "gelu_tanh, softplus, sin, cos, erf, floor, ceil, "
-            "round, where, or a function of this file such as "
-            "'scale'"}),
+                      "6:12: unknown function 'scael'; expected one of "
+                      "rearrange, reduce, repeat, einsum, pack, unpack, "
+                      "cat, slice, take, astype, arange, take_along, dropout, "
+                      "reshard, grad, "
+                      "min, max, clip, abs, sign, square, exp, "
+                      "log, "
+                      "sqrt, rsqrt, tanh, relu, sigmoid, silu, gelu, "
+                      "gelu_tanh, softplus, sin, cos, erf, floor, ceil, "
+                      "round, where, or a function of this file such as "
+                      "'scale'"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 TEST(Calls, ErrorInCalleeHasANoteAtTheCall) {

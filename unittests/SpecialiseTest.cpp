@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -209,8 +212,7 @@ Tally compareFile(const std::string &path) {
       // The oracle: the check Engine::bind ran before specialise existed.
       DiagnosticEngine boundDiags(*file);
       CheckedModule concrete = checkModule(
-          module, boundCheckOptions(symbolicOptions, *fn, binding),
-          boundDiags);
+          module, boundCheckOptions(symbolicOptions, *fn, binding), boundDiags);
       SpecialisedModule specialised = specialise(symbolic, name, binding);
       if (!specialised.module) {
         EXPECT_FALSE(specialised.recheck.empty());
@@ -249,7 +251,14 @@ TEST(SpecialiseTest, ExamplesMatchTheCheckWithTheSizes) {
   for (const std::string &path :
        einFiles(fs::path(EIN_SOURCE_DIR) / "examples")) {
     Tally t = compareFile(path);
-    // Every example has a function whose common call is specialised.
+    // Every example has a function whose common call is specialised; but a
+    // sharded one (a `mesh`), which no engine runs yet, and whose mesh axes
+    // are left to the launcher (entry checks, so re-checked).
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    if (text.find("\nmesh ") != std::string::npos)
+      continue;
     EXPECT_GT(t.compared, 0u) << path << " (" << t.rechecked << " re-checked, "
                               << t.unbound << " unbound)";
     total.add(t);

@@ -16,22 +16,6 @@ const std::vector<CollectiveKind> &collectiveKinds() {
   return kinds;
 }
 
-const char *collectiveName(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all-reduce";
-  case CollectiveKind::AllGather:
-    return "all-gather";
-  case CollectiveKind::ReduceScatter:
-    return "reduce-scatter";
-  case CollectiveKind::AllToAll:
-    return "all-to-all";
-  case CollectiveKind::Broadcast:
-    return "broadcast";
-  }
-  return "collective";
-}
-
 const std::vector<FabricSpec> &fabricTable() {
   // Bus bandwidths are what nccl-tests measures on the fabric, not the
   // link's signalling rate: NVLink 4 gives 900 GB/s both ways (450 each

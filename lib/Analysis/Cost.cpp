@@ -206,4 +206,61 @@ CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn) {
   return in;
 }
 
+namespace {
+
+SizeExpr splitSize(const SizeExpr &size, const std::string &axis) {
+  return SizeExpr::quotient(size, SizeExpr::symbol(axis));
+}
+
+/// Divides the sizes of the elementary axes that an operand dim split on a
+/// mesh axis splits (its major one), once each.
+void splitAxes(const CheckedOp &op, const CheckedFunction &fn,
+               const std::vector<std::vector<std::vector<std::string>>> &groups,
+               std::map<std::string, SizeExpr> &sizes) {
+  std::set<std::string> done;
+  for (size_t k = 0; k < op.operands.size() && k < groups.size(); ++k) {
+    const ValueLayout &l = fn.layouts[op.operands[k]];
+    for (size_t j = 0; j < l.dims.size() && j < groups[k].size(); ++j) {
+      if (l.dims[j].empty() || groups[k][j].empty())
+        continue;
+      const std::string &e = groups[k][j].front();
+      if (done.insert(e).second && sizes.count(e))
+        sizes[e] = splitSize(sizes[e], l.dims[j]);
+    }
+  }
+}
+
+} // namespace
+
+OpCost perRankCost(const CheckedOp &op, const CheckedFunction &fn) {
+  CostInput in = costInputOf(op, fn);
+  if (fn.layouts.size() != fn.values.size())
+    return computeCost(in, fn.ctx.env);
+  auto local = [&](TensorType &t, unsigned id) {
+    const ValueLayout &l = fn.layouts[id];
+    if (l.dims.size() != t.shape.size())
+      return;
+    for (size_t i = 0; i < l.dims.size(); ++i)
+      if (!l.dims[i].empty())
+        t.shape[i].size = splitSize(t.shape[i].size, l.dims[i]);
+  };
+  for (size_t k = 0; k < op.operands.size(); ++k)
+    local(in.inputs[k], op.operands[k]);
+  for (size_t k = 0; k < op.results.size(); ++k)
+    local(in.outputs[k], op.results[k]);
+  std::optional<EinsumInfo> einsum;
+  std::optional<TransformInfo> transform;
+  if (op.einsum) {
+    einsum = *op.einsum;
+    splitAxes(op, fn, einsum->operandGroups, einsum->axisSizes);
+    in.einsum = &*einsum;
+  }
+  if (op.transform) {
+    transform = *op.transform;
+    splitAxes(op, fn, {transform->inputGroups}, transform->axisSizes);
+    in.transform = &*transform;
+  }
+  return computeCost(in, fn.ctx.env);
+}
+
 } // namespace ein

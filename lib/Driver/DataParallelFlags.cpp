@@ -45,9 +45,9 @@ ErrorOr<void> parseDataParallelFlag(const std::string &flag,
                           given);
     train.zero = static_cast<unsigned>(*n);
   } else if (flag == "--fabric") {
-    if (!value || !findFabric(*value))
+    if (!value || (!findFabric(*value) && *value != "host"))
       return Error::usage("--fabric expects one of " + fabricNames(", ") +
-                          given);
+                          ", host" + given);
     fabric = *value;
   } else {
     return Error::usage(fmt::format("'{}' is not a data-parallel flag", flag));
@@ -55,13 +55,11 @@ ErrorOr<void> parseDataParallelFlag(const std::string &flag,
   return {};
 }
 
-ErrorOr<void> checkDataParallelFlags(const TrainOptions &train, bool training,
-                                     bool fabric) {
+ErrorOr<void> checkDataParallelFlags(const TrainOptions &train, bool training) {
   for (auto [flag, given] :
        {std::pair{"--dp-dim", !train.dpDim.empty()},
         std::pair{"--bucket-mb", train.bucketMB.has_value()},
-        std::pair{"--zero", train.zero.has_value()},
-        std::pair{"--fabric", fabric}})
+        std::pair{"--zero", train.zero.has_value()}})
     if (given && !train.ranks)
       return Error::usage(fmt::format("{} needs --train --ranks N", flag));
   if (train.ranks && !training)

@@ -21,8 +21,8 @@ ErrorOr<void> parseDataParallelFlag(const std::string &flag,
                                     const std::optional<std::string> &value,
                                     TrainOptions &train, std::string &fabric);
 /// The checks between flags, once the line is read: the data-parallel
-/// flags and --fabric need --ranks, and --ranks needs --train.
-ErrorOr<void> checkDataParallelFlags(const TrainOptions &train, bool training,
-                                     bool fabric);
+/// flags need --ranks, and --ranks needs --train (--fabric also costs a
+/// sharded program's collectives, so it needs neither).
+ErrorOr<void> checkDataParallelFlags(const TrainOptions &train, bool training);
 
 } // namespace ein

@@ -59,7 +59,9 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::pair<std::string, std::string>> outputs;
   double peakFlops = 0, bandwidth = 0;
-  std::string fabric; // --fabric: a name of Analysis/Collectives.h's table
+  /// --fabric (report): a name resolveFabric knows (the table's, or the
+  /// calibrated `host`); empty for the default.
+  std::string fabric;
   bool train = false;
   TrainOptions trainOptions;
   std::vector<std::string> trainParams; // --params
@@ -472,9 +474,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (args.command == "run" || args.command == "train")
     if (auto runnable = target->checkRunnable(targetOptions(args)); !runnable)
       return usage(runnable.error().message);
-  if (auto ok = checkDataParallelFlags(args.trainOptions, args.train,
-                                       !args.fabric.empty());
-      !ok)
+  if (auto ok = checkDataParallelFlags(args.trainOptions, args.train); !ok)
     return usage(ok.error().message);
   if (args.command == "emit" && args.stage.empty())
     return usage("emit needs --stage=ast|ein|linalg|loops|llvm");
@@ -535,11 +535,23 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
     }
     fn.gradWrt = wrt;
     fn.gradLosses = {fn.returns[0]};
-    // The gradients are results of the step, as grad() would return them.
+    // The gradients are results of the step, as grad() would return them,
+    // each in its parameter's layout (a sharded module's).
     for (size_t i = 0; i < wrt.size(); ++i) {
       fn.returns.push_back(grads.grads[i]);
-      fn.results.push_back(fn.values[grads.grads[i]].type);
+      TensorType type = fn.values[grads.grads[i]].type;
+      const Shape &param = fn.values[wrt[i]].type.shape;
+      if (type.shape.size() == param.size())
+        for (size_t d = 0; d < param.size(); ++d)
+          type.shape[d].meshAxis = param[d].meshAxis;
+      fn.results.push_back(std::move(type));
     }
+    // The backward's layouts and collectives (the forward's again, then
+    // the gradient's ops).
+    if (!module.meshAxes.empty())
+      if (auto e = inferLayouts(fn, module.meshAxes))
+        return programError(fmt::format("{}:{}:{}: {}", module.pathOf(e->loc),
+                                        e->loc.line, e->loc.col, e->message));
   }
   if (fn.gradWrt.empty())
     return usageError("report",
@@ -547,9 +559,12 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
                                   "parameters to train with --params w1,w2 "
                                   "(its first result is the loss)",
                                   fn.name));
-  // The target's column of the step, op by op (Described::TrainingStep).
-  std::map<std::string, TargetColumn> columns = Engine(args.cpu).describe(
-      target, module, fn.name, Described::TrainingStep, targetOptions(args));
+  // The target's column of the step, op by op (Described::TrainingStep);
+  // none for a sharded program, which no target compiles yet.
+  std::map<std::string, TargetColumn> columns;
+  if (module.meshAxes.empty())
+    columns = Engine(args.cpu).describe(
+        target, module, fn.name, Described::TrainingStep, targetOptions(args));
   options.targetColumns = &columns;
   auto account = (args.json ? trainReportJSON : trainReportTable)(
       module, fn, options, args.trainOptions);
@@ -575,7 +590,16 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   options.device = findDevice(args.device);
   options.peakOverride = args.peakFlops;
   options.bandwidthOverride = args.bandwidth;
-  options.fabric = args.fabric.empty() ? nullptr : findFabric(args.fabric);
+  // --fabric: the table's fabrics or the `host` one einc calibrate
+  // measured, resolved (and its calibration read) once here.
+  std::optional<FabricSpec> fabric;
+  if (!args.fabric.empty()) {
+    auto resolved = resolveFabric(args.fabric);
+    if (!resolved)
+      return resolved.error();
+    fabric = std::move(*resolved);
+  }
+  options.fabric = fabric ? &*fabric : nullptr;
   auto target = lookupTarget(args.target, TargetUse::Report);
   if (!target)
     return target.error();
@@ -584,8 +608,10 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
     return reportTraining(args, checked, **target, options, file.path, out);
   // The target's column: what each op becomes on it (the CPU's fusion, the
   // CUDA plan), asked of the target through the Engine.
-  std::map<std::string, TargetColumn> columns = Engine(args.cpu).describe(
-      **target, checked, args.fn, Described::Function, targetOptions(args));
+  std::map<std::string, TargetColumn> columns;
+  if (checked.meshAxes.empty())
+    columns = Engine(args.cpu).describe(
+        **target, checked, args.fn, Described::Function, targetOptions(args));
   options.targetColumns = &columns;
   out << (args.json ? reportJSON(checked, options)
                     : reportTable(checked, options));
@@ -618,7 +644,8 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
   // A sharded program is checked, but not yet costed, lowered or run
   // (docs/distributed.md §8): refused by name, never run unsharded. Its
   // check's errors come first.
-  if (!module.meshes.empty() && args.command != "check") {
+  if (!module.meshes.empty() && args.command != "check" &&
+      args.command != "report") {
     CheckOptions options = args.check;
     options.loopsMayStaySymbolic = true;
     checkModule(module, options, diags);
@@ -628,10 +655,10 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     return Error::inFile(
         ErrorKind::Program, file->path,
         fmt::format("line {}: this file declares a mesh; sharded programs "
-                    "are checked (einc check) but not yet {} (issue 30, "
+                    "are checked and reported (einc check, einc report) but "
+                    "not yet {} (issue 30, "
                     "docs/distributed.md §8)",
-                    at.line,
-                    args.command == "report" ? "reported" : "compiled or run"));
+                    at.line, "compiled or run"));
   }
   if (args.command == "run") {
     // The symbolic check of `run`, once: its warnings are printed here and

@@ -26,6 +26,7 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
             [--device )" +
            deviceNames("|") + R"(] [--peak-flops FLOPS]
             [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda]
+            [--mesh AXIS=INT,...] [--fabric NAME]
             [--no-fusion] [--train [--params W1,W2] [--optimizer NAME]
              [--param-dtype T] [--act-dtype T] [--tokens N]
              [--ranks N [--dp-dim DIM] [--fabric NAME] [--bucket-mb MB]
@@ -49,7 +50,9 @@ device of N data-parallel ranks under DDP and ZeRO-1/2/3 and each
 step's collectives on --fabric, against the step's compute
 (docs/distributed.md §5). --in binds the function's dims from
 .npy files, as `run` does (one per parameter; only their shapes are used).
-A line of the table keeps within 160 columns: an op in several fused
+On a file with a mesh, each op counts its block on one rank, and the
+collectives layout inference puts in are listed with their group size,
+bytes and time on --fabric (docs/distributed.md §5). A line of the table keeps within 160 columns: an op in several fused
 loops shows the first and a count (elementwise#15 +2), and a long formula
 goes on at its column on the next lines.)",
        {"--fn",        "--in",        "--dim",          "--mesh",
@@ -193,8 +196,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--mesh AXIS=INT,...
                  bind the axes of the file's `mesh` (--mesh dp=2,tp=4): as
                  --dim AXIS=INT each, but only for mesh axes, and at least 1;
-                 a --dim of the same axis must agree (report and emit refuse
-                 a file with a mesh until sharded programs lower))"},
+                 a --dim of the same axis must agree (emit, run, train and
+                 build refuse a file with a mesh until sharded programs
+                 lower; report costs it per rank, with its collectives))"},
     {"--rank",
      R"(--rank NAME=INT  fix the rank (0 to 16) of the variadic *NAME; the '...'
                  in the type of parameter PARAM is PARAM... (--rank x...=2))"},
@@ -244,10 +248,13 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--dp-dim DIM     the batch dim the ranks split, DIM/N rows each
                  (default: the one named dim every input but the
                  parameters leads with; an error when they differ))"},
-    {"--fabric", "--fabric NAME    the links collectives are costed on:\n"
-                 "                 " +
-                     fabricNames(", ") + " (default " + defaultFabric().name +
-                     ")"},
+    {"--fabric",
+     "--fabric NAME    the links collectives are costed on (a\n"
+     "                 sharded program's, and with --train --ranks\n"
+     "                 the data-parallel step's): " +
+         fabricNames(", ") +
+         ",\n                 or host (measured by einc calibrate; default " +
+         defaultFabric().name + ")"},
     {"--check",
      R"(--check SIZES    under mpirun, after `einc calibrate` on as many
                  ranks: time each collective at SIZES (48KiB,3MiB,24MiB)

@@ -21,7 +21,7 @@ std::vector<OpReport> reportOps(const CheckedFunction &fn,
       continue;
     OpReport row;
     row.op = &op;
-    row.cost = computeCost(costInputOf(op, fn), fn.ctx.env);
+    row.cost = perRankCost(op, fn);
     row.result = fn.values[op.results[0]].type;
     DType computeType = op.kind == OpKind::Einsum
                             ? fn.values[op.operands[0]].type.dtype
@@ -290,6 +290,9 @@ std::string reportTable(const CheckedModule &module,
           fmt::format("{}{}={}", bound.empty() ? "" : ", ", name, toString(v));
     if (!bound.empty())
       fmt::format_to(out, "  sizes: {}\n", bound);
+    if (!module.meshAxes.empty())
+      os += "  per rank: each op's FLOPs and bytes count its local block "
+            "(a dim split on a mesh axis as size/axis)\n";
     // The lines of the table: the function's own ops, and per call one line
     // with the callee's totals (with --expand, followed by its ops, indented).
     std::vector<TableRow> lines;
@@ -449,6 +452,10 @@ std::string reportTable(const CheckedModule &module,
         appendFormula(os, os.size() - start, totals.flops.expr.str());
       }
     }
+    if (!module.meshAxes.empty())
+      appendCollectives(os, module, fn, options,
+                        t.timeKnown ? std::optional<double>(t.seconds)
+                                    : std::nullopt);
     for (auto &c : entryChecks(fn))
       fmt::format_to(out, "  entry check: {}\n", c);
   }
@@ -577,7 +584,12 @@ std::string reportJSON(const CheckedModule &module,
     auto checks = entryChecks(fn);
     for (size_t k = 0; k < checks.size(); ++k)
       fmt::format_to(out, "{}{}", k ? ", " : "", jsonString(checks[k]));
-    os += "]}";
+    os += "]";
+    if (!module.meshAxes.empty())
+      appendCollectivesJSON(os, module, fn, options,
+                            t.timeKnown ? std::optional<double>(t.seconds)
+                                        : std::nullopt);
+    os += "}";
   }
   os += "]}\n";
   return os;

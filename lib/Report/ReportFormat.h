@@ -20,4 +20,15 @@ std::string jsonString(const std::string &s);
 std::string jsonNumber(const std::optional<Int> &v);
 std::string jsonDouble(double v);
 
+/// A sharded function's collectives (CollectivesReport.cpp): the table's
+/// section, one row each and the communication beside `computeSeconds`
+/// (the roofline of the ops, when known), and the JSON fields.
+void appendCollectives(std::string &os, const CheckedModule &module,
+                       const CheckedFunction &fn, const ReportOptions &options,
+                       std::optional<double> computeSeconds);
+void appendCollectivesJSON(std::string &os, const CheckedModule &module,
+                           const CheckedFunction &fn,
+                           const ReportOptions &options,
+                           std::optional<double> computeSeconds);
+
 } // namespace ein::report

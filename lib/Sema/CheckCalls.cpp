@@ -149,6 +149,31 @@ void FunctionChecker::bindParameterNames(const Shape &param,
   }
 }
 
+bool FunctionChecker::signatureHasLayouts() const {
+  // A layout written in a parameter or result type, or a dim a shard rule
+  // splits (as checkLayouts applies them).
+  auto has = [&](const TypeAnnotation &t) {
+    auto shape = parseShape(t.shape);
+    if (!shape)
+      return false;
+    for (const Dim &d : *shape) {
+      if (!d.meshAxis.empty())
+        return true;
+      auto name = d.size.asSymbol();
+      if (name && !d.broadcastable && scope.shardRules.count(*name))
+        return true;
+    }
+    return false;
+  };
+  for (const Param &p : fn.params)
+    if (has(p.type))
+      return true;
+  for (const TypeAnnotation &r : fn.results)
+    if (has(r))
+      return true;
+  return false;
+}
+
 bool FunctionChecker::inlineBody(const std::vector<unsigned> &args,
                                  const Expr &call) {
   std::vector<TensorType> declared;
@@ -207,6 +232,16 @@ bool FunctionChecker::inlineBody(const std::vector<unsigned> &args,
       return false;
     }
     vars[p.name] = args[i];
+    // In a sharded module the argument must have the parameter's layout
+    // where the callee's first op reads it (LayoutInference.cpp), when the
+    // callee's types speak of layouts; a helper whose signature names none
+    // (rmsnorm, dense) takes its arguments' layouts as they come.
+    if (!scope.meshAxes.empty() && signatureHasLayouts())
+      out.layoutDemands.push_back(
+          {args[i], TensorType{shape, declared[i].dtype}, out.ops.size(),
+           call.loc,
+           fmt::format("argument {} of '{}' (parameter '{}')", i + 1, fn.name,
+                       p.name)});
     for (auto &d : out.ctx.expand(shape)) {
       if (d.isPack())
         paramNames.insert(d.pack);
@@ -301,6 +336,14 @@ std::optional<Operand> FunctionChecker::callFunction(const Expr &e,
                  e.length);
     return std::nullopt;
   }
+  // The callee's results have their declared layouts after its last op
+  // (where its types speak of layouts, as for its arguments).
+  if (!scope.meshAxes.empty() && inner.signatureHasLayouts())
+    for (size_t k = 0; k < inner.returns.size() && k < inner.results.size();
+         ++k)
+      out.layoutDemands.push_back(
+          {inner.returns[k], inner.results[k], out.ops.size(), e.loc,
+           fmt::format("result {} of '{}'", k + 1, callee.name)});
   Operand result;
   result.values = inner.returns;
   return result;

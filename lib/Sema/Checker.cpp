@@ -77,8 +77,14 @@ CheckedFunction FunctionChecker::run() {
   }
   // Only a function checked to its end: after an error, what is read
   // later was never looked at.
-  if (checkBody() && diags.errorCount() == errorsBefore)
+  if (checkBody() && diags.errorCount() == errorsBefore) {
     warnUnusedValues(fn, diags);
+    // In a sharded module every value gets a layout and the collectives
+    // are inferred (LayoutInference.cpp); the body checked first.
+    if (!scope.meshAxes.empty())
+      if (auto e = inferLayouts(out, scope.meshAxes))
+        diags.error(e->loc, e->message, e->length);
+  }
   return std::move(out);
 }
 

@@ -200,6 +200,10 @@ private:
   /// Checks the callee's parameters against the arguments, its body and its
   /// returns; false after an error.
   bool inlineBody(const std::vector<unsigned> &args, const Expr &call);
+  /// Whether this function's parameter or result types write a layout (or
+  /// name a dim a `shard` rule splits): a call of it is held to them; a
+  /// helper with none takes its arguments' layouts as they come.
+  bool signatureHasLayouts() const;
   /// Checks the statements of the body; false after an error.
   bool checkBody();
 
@@ -281,6 +285,10 @@ public:
   }
 
   const TensorType &typeOf(unsigned id) const { return out.values[id].type; }
+  /// The axes of the file's `mesh` (empty without one).
+  const std::vector<std::string> &moduleMeshAxes() const {
+    return scope.meshAxes;
+  }
 
   std::optional<TensorType> checkType(const TypeAnnotation &t);
 

@@ -3,6 +3,7 @@
 // all-to-all and broadcast, and a measured fabric's busbw by size.
 #pragma once
 
+#include "ein/Sema/Layout.h" // CollectiveKind, collectiveName
 #include "ein/Support/BigInt.h"
 
 #include <optional>
@@ -12,20 +13,8 @@
 
 namespace ein {
 
-/// The collectives ein infers or runs.
-enum class CollectiveKind {
-  AllReduce,
-  AllGather,
-  ReduceScatter,
-  AllToAll,
-  Broadcast
-};
-
 /// Every kind, in the enum's order (a measured fabric has each of them).
 const std::vector<CollectiveKind> &collectiveKinds();
-
-/// "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast".
-const char *collectiveName(CollectiveKind kind);
 
 /// One collective as measured on a fabric (`host`, by `einc calibrate`): on
 /// shared memory the bus bandwidth depends on the collective (copies against

@@ -37,6 +37,10 @@ OpCost computeCost(const CostInput &input, const Bindings &env);
 /// The cost inputs of a checked op of `fn` (the report, the targets' report
 /// columns and tests read its cost through it).
 CostInput costInputOf(const CheckedOp &op, const CheckedFunction &fn);
+/// The op's cost on one rank: in a sharded function (fn.layouts) every
+/// tensor counts its local block (a dim split on `a` as size/a), and so does
+/// every axis an einsum or transform splits; otherwise computeCost's.
+OpCost perRankCost(const CheckedOp &op, const CheckedFunction &fn);
 
 /// Peak compute per dtype and memory bandwidth of an accelerator.
 struct DeviceSpec {

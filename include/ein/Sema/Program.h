@@ -1,6 +1,7 @@
 // The checked program: every value typed, every op with its inferred structure.
 #pragma once
 
+#include "ein/Sema/Layout.h"
 #include "ein/Shape/Elementwise.h"
 #include "ein/Shape/Infer.h"
 #include "ein/Syntax/Diagnostics.h"
@@ -67,6 +68,12 @@ struct CheckedOp {
   std::optional<TransformInfo> transform;  // rearrange/reduce/repeat
   std::optional<EinsumInfo> einsum;
   unsigned axis = 0; // Take, TakeAlong, ScatterAdd: the axis the ids index
+  /// A rearrange written as reshard(x, "b@dp s d"): the identity pattern,
+  /// and the layout it forces, per dim (a mesh axis or "" for replicated).
+  /// Layout inference gives its result that layout and records the
+  /// collectives between the two; everything else sees a rearrange (a
+  /// view), so reshard needs no op of its own.
+  std::optional<std::vector<std::string>> reshardTo;
   /// ProgramBuilder::build's result dtype for an op whose operands do not
   /// give it (Constant, Size, Arange, Cast; Pack without parts). The typed
   /// methods take it as an argument and leave this unset.
@@ -113,6 +120,14 @@ struct CheckedFunction {
   /// The losses grad() differentiated.
   std::vector<unsigned> gradLosses;
   InferContext ctx; // bindings, packs, entry constraints of this function
+  /// Layout inference (ein/Sema/Layout.h), in a module with a mesh: each
+  /// value's layout (by id) as its op made it (partial results pending
+  /// until a collective completes them), the collectives it put in, and the
+  /// layouts the
+  /// calls' parameter and result types demand (recorded when inlining).
+  std::vector<ValueLayout> layouts;
+  std::vector<InferredCollective> collectives;
+  std::vector<LayoutDemand> layoutDemands;
   /// The `for` loops whose count was not known, checked but not unrolled
   /// (CheckOptions::loopsMayStaySymbolic): where each is, and the error
   /// that compiling the function gives. Such a function is never compiled.

@@ -3,6 +3,7 @@
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
+#include "../LayoutInference.h"
 #include "ein/Sema/OpCost.h"
 #include "ein/Sema/Suggestions.h"
 
@@ -268,6 +269,23 @@ bool gradientOfEinsum(Differentiator &d, const CheckedOp &op) {
       return false;
   }
   return true;
+}
+
+} // namespace ein
+
+// --- Layout ---
+namespace ein {
+
+/// An operand dim split on a mesh axis splits its major axis; an axis summed
+/// while split leaves partial sums (an all-reduce, or a reduce-scatter into
+/// a result declared split on the axis): LayoutInference::throughAxes.
+bool layoutOfEinsum(LayoutInference &li, const CheckedOp &op) {
+  if (!op.einsum) {
+    std::string axis = li.shardedAxisOf(op);
+    return axis.empty() || li.unsupported(op, axis, "its axes are not known");
+  }
+  return li.throughAxes(op, op.einsum->operandGroups, op.einsum->outputGroups,
+                        op.einsum->axisSizes, ReduceKind::Sum);
 }
 
 } // namespace ein

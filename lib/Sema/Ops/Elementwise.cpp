@@ -3,6 +3,7 @@
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
+#include "../LayoutInference.h"
 #include "ein/Sema/OpCost.h"
 
 #include <fmt/format.h>
@@ -564,6 +565,28 @@ bool gradientOfCast(Differentiator &d, const CheckedOp &op) {
   unsigned x = op.operands[0];
   d.target(op, x);
   return !isFloat(d.dtypeOf(x)) || d.accumulate(x, d.cast(*dy, d.dtypeOf(x)));
+}
+
+} // namespace ein
+
+// --- Layout ---
+namespace ein {
+
+/// Operands broadcast by name; a split dim stays split, a replicated operand
+/// is sliced locally where another is split, and operands split along
+/// different axes are an error (LayoutInference::elementwise).
+bool layoutOfElementwise(LayoutInference &li, const CheckedOp &op) {
+  return li.elementwise(op);
+}
+
+bool layoutOfCast(LayoutInference &li, const CheckedOp &op) {
+  return li.keep(op, 0);
+}
+
+/// The mask is drawn per element of x (its layout kept); the key is a
+/// scalar, the same on every rank.
+bool layoutOfDropout(LayoutInference &li, const CheckedOp &op) {
+  return li.keep(op, 0);
 }
 
 } // namespace ein

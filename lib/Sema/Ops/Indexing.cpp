@@ -4,6 +4,7 @@
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
+#include "../LayoutInference.h"
 #include "ein/Sema/OpCost.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/Pattern.h"
@@ -583,6 +584,132 @@ bool gradientOfTakeAlong(Differentiator &d, const CheckedOp &op) {
   auto dx =
       d.ew(ElementwiseFn::Where, {*picked, *dyAt, d.constant(0, d.dtypeOf(x))});
   return dx && d.accumulate(x, *dx);
+}
+
+} // namespace ein
+
+// --- Layout ---
+namespace ein {
+
+namespace {
+
+/// Layouts of the dims of `table` around `axis` with `ids` put in its place
+/// (take's result, scatter_add's updates): table[:axis] ids table[axis+1:].
+std::vector<std::string> aroundIds(const ValueLayout &table,
+                                   const ValueLayout &ids, size_t axis) {
+  std::vector<std::string> out(table.dims.begin(), table.dims.begin() + axis);
+  out.insert(out.end(), ids.dims.begin(), ids.dims.end());
+  out.insert(out.end(), table.dims.begin() + axis + 1, table.dims.end());
+  return out;
+}
+
+/// Whether a mesh axis splits two dims of `dims`.
+std::string axisTwice(const std::vector<std::string> &dims) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    for (size_t j = i + 1; j < dims.size(); ++j)
+      if (!dims[i].empty() && dims[i] == dims[j])
+        return dims[i];
+  return "";
+}
+
+} // namespace
+
+/// take keeps the splits of the table's other dims and of the ids; a table
+/// split along the axis taken is vocab-parallel: each rank takes the ids in
+/// its block (zeros for the others) and the partial rows are all-reduced.
+bool layoutOfTake(LayoutInference &li, const CheckedOp &op) {
+  ValueLayout table = li.operand(op.operands[0]);
+  const ValueLayout &ids = li.operand(op.operands[1]);
+  if (op.axis >= table.dims.size())
+    return true;
+  std::string vocab = table.dims[op.axis];
+  table.dims[op.axis].clear();
+  ValueLayout out;
+  out.dims = aroundIds(table, ids, op.axis);
+  if (out.dims.size() != li.peek(op.results[0]).dims.size())
+    return li.unsupported(op, li.shardedAxisOf(op),
+                          "its result has another rank");
+  std::string twice = axisTwice(out.dims);
+  if (twice.empty() && !vocab.empty() &&
+      std::find(out.dims.begin(), out.dims.end(), vocab) != out.dims.end())
+    twice = vocab;
+  if (!twice.empty())
+    return li.fail(op, fmt::format("take's table and ids are split along {} "
+                                   "both; reshard one of them (reshard(x, "
+                                   "\"...\"))",
+                                   twice));
+  if (!vocab.empty()) {
+    out.pending.push_back(vocab);
+    out.pendingWhy = fmt::format(
+        "take from a table split on {} (vocab-parallel: a masked local take)",
+        vocab);
+  }
+  li.setResult(op.results[0], std::move(out));
+  return true;
+}
+
+/// take's adjoint: the updates' table dims keep their splits; the ids'
+/// dims are summed over (many updates land on one row), so a split there
+/// leaves partial sums over its axis (the data-parallel gradient's
+/// all-reduce).
+bool layoutOfScatterAdd(LayoutInference &li, const CheckedOp &op) {
+  const ValueLayout &ids = li.operand(op.operands[0]);
+  const ValueLayout &updates = li.operand(op.operands[1]);
+  ValueLayout out = li.replicatedOf(op.results[0]);
+  size_t k = ids.dims.size();
+  if (op.axis >= out.dims.size() ||
+      updates.dims.size() + 1 != out.dims.size() + k)
+    return li.shardedAxisOf(op).empty() ||
+           li.unsupported(op, li.shardedAxisOf(op), "its ranks do not line up");
+  for (size_t i = 0; i < out.dims.size(); ++i) {
+    if (i == op.axis)
+      continue;
+    out.dims[i] = updates.dims[i < op.axis ? i : i - 1 + k];
+  }
+  for (size_t i = 0; i < k; ++i) {
+    const std::string &a = updates.dims[op.axis + i].empty()
+                               ? ids.dims[i]
+                               : updates.dims[op.axis + i];
+    if (a.empty() || std::find(out.pending.begin(), out.pending.end(), a) !=
+                         out.pending.end())
+      continue;
+    if (std::find(out.dims.begin(), out.dims.end(), a) != out.dims.end())
+      return li.fail(op, fmt::format("scatter_add's updates are split along "
+                                     "{} twice; reshard them",
+                                     a));
+    out.pending.push_back(a);
+    out.pendingWhy = fmt::format("scatter_add sums updates split on {}", a);
+  }
+  li.setResult(op.results[0], std::move(out));
+  return true;
+}
+
+/// take_along picks along x's axis, which must be whole; the other dims
+/// keep the splits of x and of the ids, which must agree.
+bool layoutOfTakeAlong(LayoutInference &li, const CheckedOp &op) {
+  ValueLayout x = li.operand(op.operands[0]);
+  const ValueLayout &ids = li.operand(op.operands[1]);
+  if (op.axis < x.dims.size() && !x.dims[op.axis].empty())
+    return li.unsupported(op, x.dims[op.axis],
+                          "the axis picked along is split");
+  if (op.axis < x.dims.size())
+    x.dims.erase(x.dims.begin() + op.axis);
+  ValueLayout out;
+  out.dims = ids.dims;
+  if (x.dims.size() != out.dims.size())
+    return li.shardedAxisOf(op).empty() ||
+           li.unsupported(op, li.shardedAxisOf(op), "its ranks do not line up");
+  for (size_t i = 0; i < out.dims.size(); ++i) {
+    if (out.dims[i].empty())
+      out.dims[i] = x.dims[i];
+    else if (!x.dims[i].empty() && x.dims[i] != out.dims[i])
+      return li.fail(op, fmt::format("take_along's tensor and ids split a dim "
+                                     "along different mesh axes ({} and {}); "
+                                     "reshard one of them",
+                                     x.dims[i], out.dims[i]));
+  }
+  li.setResult(op.results[0], std::move(out));
+  return true;
 }
 
 } // namespace ein

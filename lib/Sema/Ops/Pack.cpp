@@ -3,6 +3,7 @@
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
+#include "../LayoutInference.h"
 #include "ein/Sema/OpCost.h"
 
 #include <fmt/format.h>
@@ -428,6 +429,79 @@ bool gradientOfUnpack(Differentiator &d, const CheckedOp &op) {
   }
   auto dx = d.pack(parts, op.parsed, d.dtypeOf(x));
   return dx && d.accumulate(x, *dx);
+}
+
+} // namespace ein
+
+// --- Layout ---
+namespace ein {
+
+namespace {
+
+/// pack and unpack keep the splits of the dims around `*`, merged over the
+/// tensors; the `*` part must be whole (its offsets would be per block).
+bool layoutOfPacking(LayoutInference &li, const CheckedOp &op) {
+  std::string axis = li.shardedAxisOf(op);
+  if (axis.empty())
+    return true;
+  if (op.parsed.inputs.empty() || op.parsed.inputs[0].hasEllipsis())
+    return li.unsupported(op, axis, "its pattern has '...'");
+  const PatternSide &side = op.parsed.inputs[0];
+  size_t before = side.starIndex();
+  size_t after = side.groups.size() - before - 1;
+  std::vector<std::string> around(before + after);
+  auto merge = [&](unsigned value) {
+    if (li.fn.values[value].isPackedShapes)
+      return true;
+    const ValueLayout &l = li.operand(value);
+    if (l.dims.size() < before + after)
+      return li.unsupported(op, axis, "its ranks do not line up");
+    size_t middle = l.dims.size() - before - after;
+    for (size_t i = 0; i < l.dims.size(); ++i) {
+      if (l.dims[i].empty())
+        continue;
+      if (i >= before && i < before + middle)
+        return li.unsupported(op, l.dims[i], "the packed part is split");
+      std::string &d = around[i < before ? i : i - middle];
+      if (!d.empty() && d != l.dims[i])
+        return li.fail(op, fmt::format("{}'s tensors split a dim along "
+                                       "different mesh axes ({} and {}); "
+                                       "reshard one of them",
+                                       opKindName(op.kind), d, l.dims[i]));
+      d = l.dims[i];
+    }
+    return true;
+  };
+  std::vector<unsigned> inputs = op.kind == OpKind::Pack
+                                     ? op.operands
+                                     : std::vector<unsigned>{op.operands[0]};
+  for (unsigned v : inputs)
+    if (!merge(v))
+      return false;
+  for (unsigned r : op.results) {
+    if (li.fn.values[r].isPackedShapes)
+      continue;
+    ValueLayout out = li.replicatedOf(r);
+    if (out.dims.size() < before + after)
+      return li.unsupported(op, axis, "its ranks do not line up");
+    size_t middle = out.dims.size() - before - after;
+    for (size_t i = 0; i < before; ++i)
+      out.dims[i] = around[i];
+    for (size_t i = 0; i < after; ++i)
+      out.dims[before + middle + i] = around[before + i];
+    li.setResult(r, std::move(out));
+  }
+  return true;
+}
+
+} // namespace
+
+bool layoutOfPack(LayoutInference &li, const CheckedOp &op) {
+  return layoutOfPacking(li, op);
+}
+
+bool layoutOfUnpack(LayoutInference &li, const CheckedOp &op) {
+  return layoutOfPacking(li, op);
 }
 
 } // namespace ein

@@ -4,6 +4,7 @@
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
+#include "../LayoutInference.h"
 #include "ein/Sema/OpCost.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/Pattern.h"
@@ -406,6 +407,23 @@ bool gradientOfSlice(Differentiator &d, const CheckedOp &op) {
     return d.failBuilt("a cat", parsed.error().message).no();
   auto dx = d.pack(parts, *parsed, d.dtypeOf(x));
   return dx && d.accumulate(x, *dx);
+}
+
+} // namespace ein
+
+// --- Layout ---
+namespace ein {
+
+/// slice keeps every dim's split but the sliced dim's, which must be whole
+/// (a slice of a split dim would start in one rank's block and end in
+/// another's).
+bool layoutOfSlice(LayoutInference &li, const CheckedOp &op) {
+  ValueLayout l = li.operand(op.operands[0]);
+  int64_t n = static_cast<int64_t>(l.dims.size());
+  int64_t at = op.sliceAxis < 0 ? n + op.sliceAxis : op.sliceAxis;
+  if (at >= 0 && at < n && !l.dims[at].empty())
+    return li.unsupported(op, l.dims[at], "the sliced dim is split");
+  return li.keep(op, 0);
 }
 
 } // namespace ein

@@ -4,11 +4,13 @@
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
+#include "../LayoutInference.h"
 #include "ein/Sema/OpCost.h"
 #include "ein/Sema/Suggestions.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace ein::sema {
@@ -112,12 +114,93 @@ std::optional<Operand> checkTransformCall(FunctionChecker &checker,
   return checker.single(*built);
 }
 
+/// reshard(x, "b@dp s d"): x with the layout written (the collectives
+/// between the two layouts are layout inference's). Built as the identity
+/// rearrange of x's dims, marked with the layout (CheckedOp::reshardTo).
+std::optional<Operand> checkReshardCall(FunctionChecker &checker,
+                                        const Expr &e) {
+  auto &diags = checker.diagnostics();
+  if (e.args.size() != 2 || !e.keywords.empty()) {
+    diags.error(e.loc,
+                "reshard expects (tensor, layout): reshard(x, "
+                "\"b@dp s d\")",
+                e.length);
+    return std::nullopt;
+  }
+  auto x = checker.tensorOf(*e.args[0]);
+  if (!x)
+    return std::nullopt;
+  const Expr &str = *e.args[1];
+  if (str.kind != Expr::Kind::String) {
+    diags.error(str.loc,
+                "reshard's layout must be a shape string such as "
+                "\"b@dp s d\"",
+                str.length);
+    return std::nullopt;
+  }
+  if (checker.moduleMeshAxes().empty()) {
+    diags.error(e.loc,
+                "reshard needs a mesh: this file declares none (write "
+                "`mesh dp, tp` at the top level)",
+                e.length);
+    return std::nullopt;
+  }
+  TypeAnnotation annotation;
+  annotation.dtype = dtypeName(checker.typeOf(*x).dtype);
+  annotation.shape = str.text;
+  annotation.shapeLoc = str.loc;
+  auto type = checker.checkType(annotation);
+  if (!type)
+    return std::nullopt;
+  CheckedFunction &fn = checker.function();
+  Shape want = fn.ctx.expand(checker.builtShape(type->shape));
+  Shape have = fn.ctx.expand(checker.typeOf(*x).shape);
+  auto isVariadic = [](const Dim &d) { return d.isPack(); };
+  if (std::any_of(want.begin(), want.end(), isVariadic) ||
+      std::any_of(have.begin(), have.end(), isVariadic)) {
+    diags.error(e.loc, "reshard of a variadic of unknown rank: name its dims",
+                e.length);
+    return std::nullopt;
+  }
+  if (auto ok = checkShapeMatches(fn.ctx, want, have); !ok) {
+    diags.error(str.loc,
+                fmt::format("reshard's layout \"{}\" is not the shape of "
+                            "its tensor \"{}\": {}",
+                            str.text, shapeStr(have), ok.error().message),
+                str.length);
+    return std::nullopt;
+  }
+  std::string axes;
+  for (size_t i = 0; i < have.size(); ++i)
+    axes += fmt::format("{}r{}", i ? " " : "", i);
+  auto pattern = parsePattern(axes + " -> " + axes, PatternUse::Rearrange);
+  if (!pattern) {
+    diags.error(e.loc, "reshard: " + pattern.error().message, e.length);
+    return std::nullopt;
+  }
+  auto built = checker.builder(e.loc).transform(
+      OpKind::Rearrange, *x, *pattern, {}, ReduceKind::Sum, std::nullopt);
+  if (!built) {
+    diags.error(e.loc, "reshard: " + built.error().error.message, e.length);
+    return std::nullopt;
+  }
+  std::vector<std::string> layout;
+  for (const Dim &d : want)
+    layout.push_back(d.meshAxis);
+  fn.ops.back().reshardTo = std::move(layout);
+  return checker.single(*built);
+}
+
 } // namespace
 
 const std::vector<SurfaceCall> &surfaceCallsOfRearrange() {
   static const std::vector<SurfaceCall> calls = {
-      {"rearrange", 0, [](FunctionChecker &checker, const Expr &call) {
+      {"rearrange", 0,
+       [](FunctionChecker &checker, const Expr &call) {
          return checkTransformCall(checker, call);
+       }},
+      {"reshard", 13, [](FunctionChecker &checker, const Expr &call) {
+         return checkReshardCall(checker, call);
        }}};
   return calls;
 }
@@ -528,6 +611,97 @@ bool gradientOfReduce(Differentiator &d, const CheckedOp &op) {
   if (!dx)
     return false;
   return d.accumulate(x, *dx);
+}
+
+} // namespace ein
+
+// --- Layout ---
+// An operand dim split on a mesh axis splits its major elementary axis; the
+// result keeps the split where that axis stays a dim's major factor, and
+// the axes summed away leave partial results (LayoutInference::throughAxes).
+namespace ein {
+
+namespace {
+
+bool layoutOfTransform(LayoutInference &li, const CheckedOp &op,
+                       ReduceKind reduction) {
+  if (!op.transform) {
+    std::string axis = li.shardedAxisOf(op);
+    if (!axis.empty())
+      return li.unsupported(op, axis, "its axes are not known");
+    return true;
+  }
+  return li.throughAxes(op, {op.transform->inputGroups},
+                        op.transform->outputGroups, op.transform->axisSizes,
+                        reduction);
+}
+
+/// reshard: the layout written; between it and the operand's, partial
+/// results are all-reduced (reduce-scattered onto a dim the new layout
+/// splits on their axis), a split dropped is an all-gather, a split moved
+/// to another dim an all-to-all, and a split added a local slice.
+bool layoutOfReshard(LayoutInference &li, const CheckedOp &op) {
+  unsigned x = op.operands[0], result = op.results[0];
+  ValueLayout have = li.peek(x);
+  const std::vector<std::string> &want = *op.reshardTo;
+  if (have.dims.size() != want.size())
+    return li.fail(op, "reshard's layout has another rank than its tensor");
+  Shape shape = li.shapeOf(result);
+  int at = static_cast<int>(li.current);
+  ValueLayout now = have;
+  now.pending.clear();
+  for (const std::string &axis : have.pending) {
+    auto to = std::find(want.begin(), want.end(), axis);
+    size_t j = static_cast<size_t>(to - want.begin());
+    if (to != want.end() && have.dims[j].empty()) {
+      li.record(CollectiveKind::ReduceScatter, axis, result, at,
+                have.pendingKind, now,
+                fmt::format("reshard scatters {} onto {}@{}", have.pendingWhy,
+                            bareDimStr(shape[j]), axis));
+      now.dims[j] = axis;
+    } else {
+      li.record(CollectiveKind::AllReduce, axis, result, at, have.pendingKind,
+                now, "reshard completes " + have.pendingWhy);
+    }
+  }
+  for (size_t j = 0; j < want.size(); ++j) {
+    const std::string a = now.dims[j];
+    if (a.empty() || a == want[j])
+      continue;
+    auto to = std::find(want.begin(), want.end(), a);
+    size_t k = static_cast<size_t>(to - want.begin());
+    if (to != want.end() && now.dims[k].empty()) {
+      now.dims[j].clear();
+      now.dims[k] = a;
+      li.record(CollectiveKind::AllToAll, a, result, at, ReduceKind::Sum, now,
+                fmt::format("reshard moves the split on {} from {} to {}", a,
+                            bareDimStr(shape[j]), bareDimStr(shape[k])));
+      continue;
+    }
+    now.dims[j].clear();
+    li.record(CollectiveKind::AllGather, a, result, at, ReduceKind::Sum, now,
+              fmt::format("reshard drops {}@{}", bareDimStr(shape[j]), a));
+  }
+  // What is left to add is a local slice of a replicated dim.
+  now.dims = want;
+  li.setResult(result, std::move(now));
+  return true;
+}
+
+} // namespace
+
+bool layoutOfRearrange(LayoutInference &li, const CheckedOp &op) {
+  if (op.reshardTo)
+    return layoutOfReshard(li, op);
+  return layoutOfTransform(li, op, ReduceKind::Sum);
+}
+
+bool layoutOfReduce(LayoutInference &li, const CheckedOp &op) {
+  return layoutOfTransform(li, op, op.reduction);
+}
+
+bool layoutOfRepeat(LayoutInference &li, const CheckedOp &op) {
+  return layoutOfTransform(li, op, ReduceKind::Sum);
 }
 
 } // namespace ein

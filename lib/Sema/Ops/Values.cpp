@@ -4,6 +4,7 @@
 #include "../BuildErrors.h"
 #include "../Differentiator.h"
 #include "../FunctionChecker.h"
+#include "../LayoutInference.h"
 #include "ein/Sema/OpCost.h"
 
 #include <fmt/format.h>
@@ -249,5 +250,15 @@ bool gradientOfSize(Differentiator &, const CheckedOp &) { return true; }
 
 /// arange(n) depends on the size n only, no operand.
 bool gradientOfArange(Differentiator &, const CheckedOp &) { return true; }
+
+} // namespace ein
+
+// --- Layout ---
+namespace ein {
+
+// Values made from nothing split are the same on every rank: replicated.
+bool layoutOfConstant(LayoutInference &, const CheckedOp &) { return true; }
+bool layoutOfSize(LayoutInference &, const CheckedOp &) { return true; }
+bool layoutOfArange(LayoutInference &, const CheckedOp &) { return true; }
 
 } // namespace ein
