@@ -16,9 +16,6 @@ const std::vector<CollectiveKind> &collectiveKinds() {
   return kinds;
 }
 
-// collectiveName is the front end's (lib/Sema/LayoutInference.cpp): layout
-// inference names the collectives it infers.
-
 const std::vector<FabricSpec> &fabricTable() {
   // Bus bandwidths are what nccl-tests measures on the fabric, not the
   // link's signalling rate: NVLink 4 gives 900 GB/s both ways (450 each

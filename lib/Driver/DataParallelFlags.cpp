@@ -45,9 +45,9 @@ ErrorOr<void> parseDataParallelFlag(const std::string &flag,
                           given);
     train.zero = static_cast<unsigned>(*n);
   } else if (flag == "--fabric") {
-    if (!value || !findFabric(*value))
+    if (!value || (!findFabric(*value) && *value != "host"))
       return Error::usage("--fabric expects one of " + fabricNames(", ") +
-                          given);
+                          ", host" + given);
     fabric = *value;
   } else {
     return Error::usage(fmt::format("'{}' is not a data-parallel flag", flag));

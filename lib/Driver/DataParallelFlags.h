@@ -21,8 +21,8 @@ ErrorOr<void> parseDataParallelFlag(const std::string &flag,
                                     const std::optional<std::string> &value,
                                     TrainOptions &train, std::string &fabric);
 /// The checks between flags, once the line is read: the data-parallel
-/// flags need --ranks, and --ranks needs --train. (--fabric needs --ranks or
-/// a file with a mesh: reportCommand checks it once the file is read.)
+/// flags need --ranks, and --ranks needs --train (--fabric also costs a
+/// sharded program's collectives, so it needs neither).
 ErrorOr<void> checkDataParallelFlags(const TrainOptions &train, bool training);
 
 } // namespace ein

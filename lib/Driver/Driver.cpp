@@ -59,7 +59,9 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::pair<std::string, std::string>> outputs;
   double peakFlops = 0, bandwidth = 0;
-  std::string fabric; // --fabric: a name of Analysis/Collectives.h's table
+  /// --fabric (report): a name resolveFabric knows (the table's, or the
+  /// calibrated `host`); empty for the default.
+  std::string fabric;
   bool train = false;
   TrainOptions trainOptions;
   std::vector<std::string> trainParams; // --params
@@ -588,17 +590,20 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   options.device = findDevice(args.device);
   options.peakOverride = args.peakFlops;
   options.bandwidthOverride = args.bandwidth;
-  options.fabric = args.fabric.empty() ? nullptr : findFabric(args.fabric);
+  // --fabric: the table's fabrics or the `host` one einc calibrate
+  // measured, resolved (and its calibration read) once here.
+  std::optional<FabricSpec> fabric;
+  if (!args.fabric.empty()) {
+    auto resolved = resolveFabric(args.fabric);
+    if (!resolved)
+      return resolved.error();
+    fabric = std::move(*resolved);
+  }
+  options.fabric = fabric ? &*fabric : nullptr;
   auto target = lookupTarget(args.target, TargetUse::Report);
   if (!target)
     return target.error();
   options.expandCalls = args.expand;
-  // --fabric times the data-parallel collectives (--train --ranks N) or a
-  // sharded program's (a file with a mesh); anything else has none.
-  if (!args.fabric.empty() && !args.trainOptions.ranks &&
-      checked.meshAxes.empty())
-    return usageError("report", "--fabric needs --train --ranks N, or a file "
-                                "with a mesh (its collectives)");
   if (args.train)
     return reportTraining(args, checked, **target, options, file.path, out);
   // The target's column: what each op becomes on it (the CPU's fusion, the
@@ -636,7 +641,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     printAST(module, out);
     return {};
   }
-  // A sharded program is checked and reported, but not yet lowered or run
+  // A sharded program is checked, but not yet costed, lowered or run
   // (docs/distributed.md §8): refused by name, never run unsharded. Its
   // check's errors come first.
   if (!module.meshes.empty() && args.command != "check" &&
@@ -651,9 +656,9 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
         ErrorKind::Program, file->path,
         fmt::format("line {}: this file declares a mesh; sharded programs "
                     "are checked and reported (einc check, einc report) but "
-                    "not yet compiled or run (issue 30, docs/distributed.md "
-                    "§8)",
-                    at.line));
+                    "not yet {} (issue 30, "
+                    "docs/distributed.md §8)",
+                    at.line, "compiled or run"));
   }
   if (args.command == "run") {
     // The symbolic check of `run`, once: its warnings are printed here and

@@ -26,7 +26,7 @@ remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
             [--device )" +
            deviceNames("|") + R"(] [--peak-flops FLOPS]
             [--bandwidth BYTES_PER_S] [--json] [--expand] [--target=cuda]
-            [--mesh AXIS=INT,... [--fabric NAME]]
+            [--mesh AXIS=INT,...] [--fabric NAME]
             [--no-fusion] [--train [--params W1,W2] [--optimizer NAME]
              [--param-dtype T] [--act-dtype T] [--tokens N]
              [--ranks N [--dp-dim DIM] [--fabric NAME] [--bucket-mb MB]
@@ -52,8 +52,7 @@ step's collectives on --fabric, against the step's compute
 .npy files, as `run` does (one per parameter; only their shapes are used).
 On a file with a mesh, each op counts its block on one rank, and the
 collectives layout inference puts in are listed with their group size,
-bytes and time on --fabric (docs/distributed.md §5). A line of the table
-keeps within 160 columns: an op in several fused
+bytes and time on --fabric (docs/distributed.md §5). A line of the table keeps within 160 columns: an op in several fused
 loops shows the first and a count (elementwise#15 +2), and a long formula
 goes on at its column on the next lines.)",
        {"--fn",        "--in",        "--dim",          "--mesh",
@@ -249,10 +248,13 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--dp-dim DIM     the batch dim the ranks split, DIM/N rows each
                  (default: the one named dim every input but the
                  parameters leads with; an error when they differ))"},
-    {"--fabric", "--fabric NAME    the links collectives are costed on (with\n"
-                 "                 --ranks, or a file with a mesh): " +
-                     fabricNames(", ") + " (default " + defaultFabric().name +
-                     ")"},
+    {"--fabric",
+     "--fabric NAME    the links collectives are costed on (a\n"
+     "                 sharded program's, and with --train --ranks\n"
+     "                 the data-parallel step's): " +
+         fabricNames(", ") +
+         ",\n                 or host (measured by einc calibrate; default " +
+         defaultFabric().name + ")"},
     {"--check",
      R"(--check SIZES    under mpirun, after `einc calibrate` on as many
                  ranks: time each collective at SIZES (48KiB,3MiB,24MiB)

@@ -1,6 +1,7 @@
 // The `einc report` table and JSON: per-op costs and per-function totals.
 #pragma once
 
+#include "ein/Analysis/Collectives.h"
 #include "ein/Analysis/Cost.h"
 #include "ein/Support/Error.h"
 #include "ein/Target/Target.h"
@@ -15,10 +16,10 @@ namespace ein {
 struct FabricSpec;
 
 struct ReportOptions {
-  std::string function;           // only this function when non-empty
+  std::string function; // only this function when non-empty
   const DeviceSpec *device = nullptr;
-  double peakOverride = 0;        // --peak-flops (FLOP/s), all dtypes
-  double bandwidthOverride = 0;   // --bandwidth (bytes/s)
+  double peakOverride = 0;      // --peak-flops (FLOP/s), all dtypes
+  double bandwidthOverride = 0; // --bandwidth (bytes/s)
   /// --expand: the ops of each call of another function, indented under the
   /// call's row (which has the callee's totals either way).
   bool expandCalls = false;
