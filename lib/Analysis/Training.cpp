@@ -39,6 +39,20 @@ const OptimizerSpec *findOptimizer(const std::string &name) {
   return nullptr;
 }
 
+std::optional<SizeExpr> localElements(const Shape &expanded,
+                                      const ValueLayout &layout) {
+  if (layout.dims.size() != expanded.size())
+    return std::nullopt;
+  // As the per-rank cost divides an operand's dims (perRankCost): the
+  // quotient keeps an unbound axis a formula.
+  Shape local = expanded;
+  for (size_t i = 0; i < local.size(); ++i)
+    if (!layout.dims[i].empty())
+      local[i].size =
+          SizeExpr::quotient(local[i].size, SizeExpr::symbol(layout.dims[i]));
+  return numElements(local);
+}
+
 std::optional<Int>
 peakLiveBytes(const CheckedFunction &fn,
               const std::function<bool(size_t)> &isView,

@@ -24,12 +24,16 @@ struct Line {
   std::string label;
   Quantity value;
   std::string note;
+  /// On a mesh, the memory lines' sum over all devices' distinct blocks:
+  /// the whole tensors, each once.
+  std::optional<Quantity> global = std::nullopt;
 };
 
 struct SavedValue {
   std::string name;
-  TensorType type; // at the dtype the account holds it in
-  Quantity bytes;
+  TensorType type;    // at the dtype the account holds it in
+  Quantity bytes;     // on one device, on a mesh
+  std::string layout; // on a mesh: "b@dp heads@tp s e"
 };
 
 /// One iteration of an unrolled loop over layers: its FLOPs forward and
@@ -62,6 +66,15 @@ struct Account {
   bool timeKnown = true;
   double peakFlops = 0, bandwidth = 0;
   DType paramType = DType::F32;
+  /// On a mesh (layout inference ran): the memory and the peak are one
+  /// device's, each value counted by its local block (localElements).
+  bool perDevice = false;
+  std::string mesh;     // "dp=2, tp=4" ("dp=?" where --mesh left it unbound)
+  Quantity devices;     // the mesh's device count, dp*tp
+  Quantity paramsLocal; // the parameter elements one device holds
+  /// A value whose layout has not one entry per dim (an internal fault,
+  /// refused by name rather than counted whole).
+  std::string layoutFault;
 };
 
 bool isParam(const CheckedFunction &fn, unsigned v) {
@@ -85,7 +98,8 @@ std::string valueName(const CheckedFunction &fn, unsigned v) {
 }
 
 Account account(const CheckedFunction &fn, const ReportOptions &options,
-                const TrainOptions &train) {
+                const TrainOptions &train,
+                const std::vector<std::string> &meshAxes) {
   Account a;
   const std::set<unsigned> paramLikeValues = paramsAndRows(fn);
   auto isParamOrRow = [&](const CheckedFunction &, unsigned v) {
@@ -93,8 +107,37 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   };
   const Bindings &env = fn.ctx.env;
   a.optimizer = findOptimizer(train.optimizer);
-  auto elements = [&](unsigned v) {
+  auto globalElements = [&](unsigned v) {
     return numElements(fn.ctx.expand(fn.values[v].type.shape));
+  };
+  // On a mesh every memory figure is one device's: a value's local block
+  // under its inferred layout (a gradient has its parameter's, after the
+  // dp all-reduce). FLOPs are per rank already (perRankCost).
+  a.perDevice = !fn.values.empty() && fn.layouts.size() == fn.values.size();
+  if (a.perDevice) {
+    SizeExpr devices = SizeExpr::constant(1);
+    for (const std::string &axis : meshAxes) {
+      devices = devices * SizeExpr::symbol(axis);
+      auto n = SizeExpr::symbol(axis).evaluate(env);
+      a.mesh += fmt::format("{}{}={}", a.mesh.empty() ? "" : ", ", axis,
+                            n ? toString(*n) : "?");
+    }
+    a.devices = Quantity::of(devices, env);
+  }
+  auto elements = [&](unsigned v) {
+    if (!a.perDevice)
+      return globalElements(v);
+    auto local =
+        localElements(fn.ctx.expand(fn.values[v].type.shape), fn.layouts[v]);
+    if (local)
+      return *local;
+    if (a.layoutFault.empty())
+      a.layoutFault = fmt::format(
+          "the layout of '{}' has {} dims for its {}-dim type; its bytes "
+          "per device are not known",
+          valueName(fn, v), fn.layouts[v].dims.size(),
+          fn.ctx.expand(fn.values[v].type.shape).size());
+    return globalElements(v);
   };
   // The dtype the account holds a value in: --param-dtype for parameters
   // and their weight gradients, --act-dtype for the other float values.
@@ -119,15 +162,17 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     return t;
   };
 
-  SizeExpr params;
+  SizeExpr params, paramsLocal;
   for (unsigned p : fn.gradWrt) {
-    params = params + elements(p);
+    params = params + globalElements(p);
+    paramsLocal = paramsLocal + elements(p);
     a.paramNames.push_back(valueName(fn, p));
     auto n = elements(p).evaluate(env);
     a.paramsBound &= n.has_value();
     a.paramsHeld.push_back({n.value_or(0), dtypeBytes(typeHeld(p))});
   }
   a.params = Quantity::of(params, env);
+  a.paramsLocal = Quantity::of(paramsLocal, env);
   a.paramType = fn.gradWrt.empty() ? DType::F32 : typeHeld(fn.gradWrt.front());
   // N: --tokens, else the first input that is not a parameter: all its
   // dims but the last (b s d: b*s tokens of d features), or all the dims of
@@ -253,7 +298,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       weightGrad + dataParamMatmul + dataOtherContraction + dataRest;
   SizeExpr table =
       SizeExpr::constant(a.optimizer ? a.optimizer->flopsPerElement : 0) *
-      params;
+      paramsLocal; // one device updates its own block
   a.writtenUpdate = !update.empty();
   SizeExpr optimizer = a.writtenUpdate ? written : table;
   a.forward = Quantity::of(forward, env);
@@ -297,13 +342,15 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
   };
 
   // Memory at the dtypes held.
-  SizeExpr paramBytes, stateBytes;
-  for (unsigned p : fn.gradWrt)
-    paramBytes =
-        paramBytes + elements(p) * SizeExpr::constant(dtypeBytes(typeHeld(p)));
+  SizeExpr paramBytes, stateBytes, globalParamBytes;
+  for (unsigned p : fn.gradWrt) {
+    SizeExpr width = SizeExpr::constant(dtypeBytes(typeHeld(p)));
+    paramBytes = paramBytes + elements(p) * width;
+    globalParamBytes = globalParamBytes + globalElements(p) * width;
+  }
   unsigned states = a.optimizer ? a.optimizer->states : 0;
   stateBytes = SizeExpr::constant(states) * paramBytes;
-  SizeExpr activationBytes;
+  SizeExpr activationBytes, globalActivationBytes;
   std::set<unsigned> scalars; // numbers the backward reads: not activations
   for (const CheckedOp &op : fn.ops)
     if (op.kind == OpKind::Constant || op.kind == OpKind::Size)
@@ -314,8 +361,15 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     DType t = typeHeld(v);
     SizeExpr bytes = elements(v) * SizeExpr::constant(dtypeBytes(t));
     activationBytes = activationBytes + bytes;
-    a.saved.push_back({valueName(fn, v), TensorType{fn.values[v].type.shape, t},
-                       Quantity::of(bytes, env)});
+    globalActivationBytes =
+        globalActivationBytes +
+        globalElements(v) * SizeExpr::constant(dtypeBytes(t));
+    a.saved.push_back(
+        {valueName(fn, v), TensorType{fn.values[v].type.shape, t},
+         Quantity::of(bytes, env),
+         a.perDevice
+             ? layoutStr(fn.ctx.expand(fn.values[v].type.shape), fn.layouts[v])
+             : std::string()});
   }
   a.activations = q(activationBytes);
   a.memory = {
@@ -326,6 +380,15 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
       {"activations saved for the backward", q(activationBytes),
        train.actDType ? dtypeName(*train.actDType) : "as declared"},
   };
+  if (a.perDevice) {
+    // The whole tensors, each once: what the devices hold between them
+    // when nothing is replicated (a replicated value is on every device).
+    const SizeExpr globals[] = {globalParamBytes, globalParamBytes,
+                                SizeExpr::constant(states) * globalParamBytes,
+                                globalActivationBytes};
+    for (size_t i = 0; i < a.memory.size(); ++i)
+      a.memory[i].global = q(globals[i]);
+  }
   // The peak over the step: the walk of live tensors in run order, with
   // the optimizer states held throughout (and the results, the loss and
   // gradients, which the walk itself holds throughout: output buffers).
@@ -436,6 +499,16 @@ ErrorOr<report::DataParallelAccount>
 dataParallelAccount(const CheckedFunction &fn, const ReportOptions &options,
                     const TrainOptions &train, const Account &a) {
   report::DataParallelAccount dp;
+  // --ranks on a mesh is refused, not composed: the data-parallel replicas
+  // of a sharded program are its mesh axis (b@dp), which --mesh binds and
+  // the per-device account already divides by; ZeRO's sharding of the
+  // states over that axis is not modelled (docs/distributed.md §5).
+  if (a.perDevice)
+    return Error::usage(fmt::format(
+        "--ranks: '{}' is on a mesh ({}); its data-parallel ranks are a mesh "
+        "axis, bound with --mesh (the memory above is per device already); "
+        "--ranks on top of a mesh (ZeRO over a mesh axis) is not modelled",
+        fn.name, a.mesh));
   dp.ranks = *train.ranks;
   auto dim = batchDim(fn, train);
   if (!dim)
@@ -461,7 +534,7 @@ dataParallelAccount(const CheckedFunction &fn, const ReportOptions &options,
         divisors(*dp.batch), toString(*dp.batch)));
   CheckedFunction share = fn;
   share.ctx.env[dp.dpDim] = *dp.batch / dp.ranks;
-  Account b = account(share, options, train);
+  Account b = account(share, options, train, {});
   if (b.activations.value)
     dp.model.activationBytes = *b.activations.value;
   dp.activationsKnown = b.activations.value.has_value();
@@ -476,7 +549,9 @@ ErrorOr<std::string> trainReportTable(const CheckedModule &module,
                                       const CheckedFunction &fn,
                                       const ReportOptions &options,
                                       const TrainOptions &train) {
-  Account a = account(fn, options, train);
+  Account a = account(fn, options, train, module.meshAxes);
+  if (!a.layoutFault.empty())
+    return Error::program(a.layoutFault);
   std::optional<report::DataParallelAccount> dp;
   if (train.ranks) {
     auto made = dataParallelAccount(fn, options, train, a);
@@ -491,6 +566,16 @@ ErrorOr<std::string> trainReportTable(const CheckedModule &module,
   fmt::format_to(out, "  parameters: {} (P = {}, {})\n",
                  fmt::join(a.paramNames, ", "), a.params.str(),
                  a.params.expr.str());
+  if (a.perDevice)
+    fmt::format_to(out,
+                   "  per device (mesh {}, {} devices): P = {} of the "
+                   "global P; the rules 2/4/6·N·P below use the global P, "
+                   "the FLOPs and memory are one device's\n",
+                   a.mesh, a.devices.str(),
+                   a.paramsLocal.value
+                       ? fmt::format("{} ({})", a.paramsLocal.str(),
+                                     a.paramsLocal.expr.str())
+                       : a.paramsLocal.expr.str());
   fmt::format_to(out, "  tokens: N = {} ({}), from {}\n", a.tokens.str(),
                  a.tokens.expr.str(), a.tokensFrom);
   if (a.optimizer)
@@ -537,28 +622,61 @@ ErrorOr<std::string> trainReportTable(const CheckedModule &module,
       return std::string("-");
     return formatRatio(toDouble(*exact.value) / toDouble(*rule.value));
   };
-  fmt::format_to(out,
-                 "  exact / rule: forward {}, backward {}, step {} (the "
-                 "lines above say where they differ)\n",
-                 ratio(a.forward, a.rule2), ratio(a.backward, a.rule4),
-                 ratio(a.total, a.rule6));
-  fmt::format_to(out, "  {:<{}}  {:<16}  {}\n", "memory", labelW, "bytes",
-                 "dtype; formula");
-  for (auto &l : a.memory)
-    fmt::format_to(out, "  {:<{}}  {:<16}  {} ({}); {}\n", l.label, labelW,
+  if (a.perDevice) {
+    // One device's FLOPs times the devices against the global rule: work
+    // done on every device of a tp group (norms, replicated values) shows
+    // as a ratio above the one-device figure.
+    auto all = [&](const Quantity &exact) {
+      if (!exact.value || !a.devices.value)
+        return Quantity{};
+      Quantity q = exact;
+      q.value = *exact.value * *a.devices.value;
+      return q;
+    };
+    fmt::format_to(out,
+                   "  exact on all {} devices / rule: forward {}, backward "
+                   "{}, step {} (the lines above say where they differ)\n",
+                   a.devices.str(), ratio(all(a.forward), a.rule2),
+                   ratio(all(a.backward), a.rule4),
+                   ratio(all(a.total), a.rule6));
+  } else {
+    fmt::format_to(out,
+                   "  exact / rule: forward {}, backward {}, step {} (the "
+                   "lines above say where they differ)\n",
+                   ratio(a.forward, a.rule2), ratio(a.backward, a.rule4),
+                   ratio(a.total, a.rule6));
+  }
+  if (a.perDevice)
+    fmt::format_to(out,
+                   "  {:<{}}  {:<16}  dtype; formula; global (the whole "
+                   "tensors, each once)\n",
+                   fmt::format("memory per device (mesh {})", a.mesh), labelW,
+                   "bytes");
+  else
+    fmt::format_to(out, "  {:<{}}  {:<16}  {}\n", "memory", labelW, "bytes",
+                   "dtype; formula");
+  for (auto &l : a.memory) {
+    fmt::format_to(out, "  {:<{}}  {:<16}  {} ({}); {}", l.label, labelW,
                    l.value.str().size() > 16 ? "-" : l.value.str(), l.note,
                    gib(l.value.value), l.value.expr.str());
+    if (l.global)
+      fmt::format_to(out, "; global {} ({})", l.global->str(),
+                     l.global->expr.str());
+    os += "\n";
+  }
   fmt::format_to(out, "  {:<{}}  {:<16}  {}\n",
-                 "peak of live tensors over the step", labelW,
-                 a.peak ? toString(*a.peak) : "-",
+                 a.perDevice ? "peak of live tensors over the step, per device"
+                             : "peak of live tensors over the step",
+                 labelW, a.peak ? toString(*a.peak) : "-",
                  a.peak ? gib(a.peak) + " (liveness in run order; optimizer "
                                         "states, gradients and loss held "
                                         "throughout)"
                         : std::string("bind every size to compute it"));
   for (auto &s : a.saved)
-    fmt::format_to(out, "    saved: {} {}[\"{}\"] {} bytes\n", s.name,
+    fmt::format_to(out, "    saved: {} {}[\"{}\"] {} bytes{}\n", s.name,
                    dtypeName(s.type.dtype), shapeStr(s.type.shape),
-                   s.bytes.str());
+                   s.bytes.str(),
+                   s.layout.empty() ? "" : " per device, laid out " + s.layout);
   // The memory/FLOP trade of recomputation, reported both ways (a
   // softmax's probabilities are recomputed whatever recompute= says: a
   // function with recompute ops may still gain from recompute=True).
@@ -567,8 +685,18 @@ ErrorOr<std::string> trainReportTable(const CheckedModule &module,
   });
   CheckedFunction again = fn;
   size_t count = recomputeCheapValues(again);
-  if (count > 0) {
-    Account b = account(again, options, train);
+  // On a mesh the copies recomputeCheapValues adds need layouts of their
+  // own, or the account would count them (and everything) whole.
+  std::optional<LayoutError> againLayouts;
+  if (count > 0 && a.perDevice)
+    againLayouts = inferLayouts(again, module.meshAxes);
+  if (count > 0 && againLayouts) {
+    fmt::format_to(out,
+                   "  recompute=True would recompute {} value(s); its per-"
+                   "device memory is not known: {}\n",
+                   count, againLayouts->message);
+  } else if (count > 0) {
+    Account b = account(again, options, train, module.meshAxes);
     fmt::format_to(
         out,
         "  recompute=True would recompute {} value(s): saved "
@@ -612,7 +740,8 @@ ErrorOr<std::string> trainReportTable(const CheckedModule &module,
 TrainFigures trainFigures(const CheckedFunction &fn,
                           const ReportOptions &options,
                           const TrainOptions &train) {
-  Account a = account(fn, options, train);
+  // einc train refuses a mesh before it asks (no mesh axes to name).
+  Account a = account(fn, options, train, {});
   TrainFigures figures;
   if (a.forward.value && a.backward.value && a.recompute.value)
     figures.forwardBackwardFlops =
@@ -626,7 +755,9 @@ ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
                                      const CheckedFunction &fn,
                                      const ReportOptions &options,
                                      const TrainOptions &train) {
-  Account a = account(fn, options, train);
+  Account a = account(fn, options, train, module.meshAxes);
+  if (!a.layoutFault.empty())
+    return Error::program(a.layoutFault);
   // "data_parallel" only with --ranks: the one-device JSON is unchanged.
   std::string dataParallel;
   if (train.ranks) {
@@ -643,9 +774,10 @@ ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
   auto lines = [&](const std::vector<Line> &ls) {
     std::vector<std::string> items;
     for (auto &l : ls)
-      items.push_back(fmt::format("{{\"what\":{},\"count\":{},\"note\":{}}}",
-                                  jsonString(l.label), quantity(l.value),
-                                  jsonString(l.note)));
+      items.push_back(fmt::format(
+          "{{\"what\":{},\"count\":{},\"note\":{}{}}}", jsonString(l.label),
+          quantity(l.value), jsonString(l.note),
+          l.global ? ",\"global\":" + quantity(*l.global) : ""));
     return fmt::format("[{}]", fmt::join(items, ","));
   };
   std::vector<std::string> names, saved;
@@ -653,9 +785,18 @@ ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
     names.push_back(jsonString(n));
   for (auto &s : a.saved)
     saved.push_back(fmt::format(
-        "{{\"name\":{},\"dtype\":\"{}\",\"shape\":{},\"bytes\":{}}}",
+        "{{\"name\":{},\"dtype\":\"{}\",\"shape\":{},\"bytes\":{}{}}}",
         jsonString(s.name), dtypeName(s.type.dtype),
-        jsonString(shapeStr(s.type.shape)), quantity(s.bytes)));
+        jsonString(shapeStr(s.type.shape)), quantity(s.bytes),
+        s.layout.empty() ? "" : ",\"layout\":" + jsonString(s.layout)));
+  // On a mesh: the memory, the peak and the saved bytes are one device's
+  // ("per_device"), P_per_device beside the global P; absent otherwise, so
+  // the one-device JSON is unchanged.
+  std::string perDevice;
+  if (a.perDevice)
+    perDevice = fmt::format(
+        ",\"per_device\":{{\"mesh\":{},\"devices\":{},\"P\":{}}}",
+        jsonString(a.mesh), quantity(a.devices), quantity(a.paramsLocal));
   std::vector<std::string> iterations;
   for (auto &it : a.iterations)
     iterations.push_back(
@@ -674,7 +815,7 @@ ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
       "\"rule_6NP\":{},\"flops\":{},\"memory\":{},\"saved\":[{}],"
       "\"peak_bytes\":{},\"device\":{},\"peak_flops\":{},\"bandwidth\":{},"
       "\"seconds\":{{\"forward\":{},\"backward\":{},\"optimizer\":{}}},"
-      "\"iterations\":[{}]{}}}",
+      "\"iterations\":[{}]{}{}}}",
       jsonString(fn.name), jsonString(module.path), fmt::join(sizes, ","),
       fmt::join(names, ","), quantity(a.params), quantity(a.tokens),
       jsonString(a.optimizer ? a.optimizer->name : ""),
@@ -688,7 +829,7 @@ ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
       a.timeKnown ? jsonDouble(a.forwardSeconds) : "null",
       a.timeKnown ? jsonDouble(a.backwardSeconds) : "null",
       a.timeKnown ? jsonDouble(a.optimizerSeconds) : "null",
-      fmt::join(iterations, ","), dataParallel);
+      fmt::join(iterations, ","), perDevice, dataParallel);
 }
 
 } // namespace ein

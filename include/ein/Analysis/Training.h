@@ -27,6 +27,15 @@ struct OptimizerSpec {
 const std::vector<OptimizerSpec> &optimizerTable();
 const OptimizerSpec *findOptimizer(const std::string &name);
 
+/// The elements of one device's block of a value of (expanded) shape
+/// `expanded` laid out as `layout` (docs/distributed.md §5): a dim split on
+/// mesh axis a counts size/a, a replicated dim ("") its whole size. A
+/// partial result (pending) is a whole block on each device, so `pending`
+/// does not change the count. Nullopt when the layout does not have one
+/// entry per dim (a layout of another value).
+std::optional<SizeExpr> localElements(const Shape &expanded,
+                                      const ValueLayout &layout);
+
 /// The peak of the bytes of live tensors over `fn`'s ops in the order they
 /// run: the inputs and the function's results (the caller's output
 /// buffers) are live throughout, any other value from its op to its last
