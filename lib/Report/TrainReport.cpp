@@ -69,7 +69,8 @@ struct Account {
   /// On a mesh (layout inference ran): the memory and the peak are one
   /// device's, each value counted by its local block (localElements).
   bool perDevice = false;
-  std::string mesh;     // "dp=2, tp=4" ("dp=?" where --mesh left it unbound)
+  std::string mesh; // "dp=2, tp=4" ("dp=?" where --mesh left it unbound)
+  std::vector<std::pair<std::string, std::optional<Int>>> meshSizes;
   Quantity devices;     // the mesh's device count, dp*tp
   Quantity paramsLocal; // the parameter elements one device holds
   /// A value whose layout has not one entry per dim (an internal fault,
@@ -119,6 +120,7 @@ Account account(const CheckedFunction &fn, const ReportOptions &options,
     for (const std::string &axis : meshAxes) {
       devices = devices * SizeExpr::symbol(axis);
       auto n = SizeExpr::symbol(axis).evaluate(env);
+      a.meshSizes.push_back({axis, n});
       a.mesh += fmt::format("{}{}={}", a.mesh.empty() ? "" : ", ", axis,
                             n ? toString(*n) : "?");
     }
@@ -793,10 +795,14 @@ ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
   // ("per_device"), P_per_device beside the global P; absent otherwise, so
   // the one-device JSON is unchanged.
   std::string perDevice;
-  if (a.perDevice)
+  if (a.perDevice) {
+    std::vector<std::string> mesh; // as the collectives' "mesh": null unbound
+    for (auto &[axis, n] : a.meshSizes)
+      mesh.push_back(fmt::format("{}:{}", jsonString(axis), jsonNumber(n)));
     perDevice = fmt::format(
-        ",\"per_device\":{{\"mesh\":{},\"devices\":{},\"P\":{}}}",
-        jsonString(a.mesh), quantity(a.devices), quantity(a.paramsLocal));
+        ",\"per_device\":{{\"mesh\":{{{}}},\"devices\":{},\"P\":{}}}",
+        fmt::join(mesh, ","), quantity(a.devices), quantity(a.paramsLocal));
+  }
   std::vector<std::string> iterations;
   for (auto &it : a.iterations)
     iterations.push_back(
