@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
 
 namespace ein::report {
 
@@ -328,6 +329,62 @@ std::string dataParallelJSON(const DataParallelAccount &dp,
       jsonDouble(fabric.busBandwidth), toString(bucketCap(train)),
       train.zero ? std::to_string(*train.zero) : "null",
       fmt::join(strategies, ","));
+}
+
+// Which dim the data-parallel ranks split, and the rank counts a refused
+// --ranks suggests (used by TrainReport.cpp's data-parallel account).
+ErrorOr<std::string> batchDim(const CheckedFunction &fn,
+                              const TrainOptions &train) {
+  std::vector<std::string> leading; // "'x' leads with B"
+  std::set<std::string> symbols, dims;
+  bool unnamed = false;
+  for (unsigned p : fn.params) {
+    if (std::find(fn.gradWrt.begin(), fn.gradWrt.end(), p) != fn.gradWrt.end())
+      continue;
+    Shape s = fn.ctx.expand(fn.values[p].type.shape);
+    if (s.empty())
+      continue; // a scalar: a learning rate, a step count
+    for (const Dim &d : s)
+      if (!d.isPack())
+        if (auto name = d.size.asSymbol())
+          dims.insert(*name);
+    auto name = s[0].isPack() ? std::nullopt : s[0].size.asSymbol();
+    leading.push_back(fmt::format(
+        "'{}' leads with {}",
+        (fn.values[p].name.empty() ? fmt::format("%{}", p) : fn.values[p].name),
+        s[0].str()));
+    if (name)
+      symbols.insert(*name);
+    else
+      unnamed = true;
+  }
+  if (!train.dpDim.empty()) {
+    if (!dims.count(train.dpDim))
+      return Error::usage(fmt::format(
+          "--dp-dim: '{}' is not a named dim of an input of '{}' (the inputs "
+          "that are not parameters: {})",
+          train.dpDim, fn.name,
+          leading.empty() ? std::string("none")
+                          : fmt::format("{}", fmt::join(leading, ", "))));
+    return train.dpDim;
+  }
+  if (symbols.size() == 1 && !unnamed)
+    return *symbols.begin();
+  return Error::usage(fmt::format(
+      "--ranks: which dim of '{}' is the batch the ranks split is ambiguous "
+      "({}); name it with --dp-dim",
+      fn.name,
+      leading.empty() ? std::string("no input but the parameters has a dim")
+                      : fmt::format("{}", fmt::join(leading, ", "))));
+}
+
+std::string divisors(Int n) {
+  std::string out;
+  Int d = 1;
+  for (; d <= n && d <= 100000 && out.size() < 200; ++d)
+    if (n % d == 0)
+      out += (out.empty() ? "" : ", ") + toString(d);
+  return d <= n ? out + ", ..." : out;
 }
 
 } // namespace ein::report

@@ -28,6 +28,14 @@ struct DataParallelAccount {
   std::string device;
 };
 
+/// The batch dim N data-parallel ranks split: --dp-dim, or the one named
+/// dim every non-parameter input leads with; an error naming the inputs'
+/// leading dims when they disagree or are not named.
+ErrorOr<std::string> batchDim(const CheckedFunction &fn,
+                              const TrainOptions &train);
+/// "1, 2, 4, 8": the divisors of n up to 10^5, for a refused --ranks.
+std::string divisors(Int n);
+
 std::string dataParallelTable(const DataParallelAccount &dp,
                               const ReportOptions &options,
                               const TrainOptions &train);

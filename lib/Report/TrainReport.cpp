@@ -436,63 +436,6 @@ std::string gib(const std::optional<Int> &bytes) {
   return fmt::format("{:.4g} GiB", toDouble(*bytes) / (1024.0 * 1024 * 1024));
 }
 
-/// The batch dim N data-parallel ranks split: --dp-dim, or the one named
-/// dim every non-parameter input leads with; an error naming the inputs'
-/// leading dims when they disagree or are not named.
-ErrorOr<std::string> batchDim(const CheckedFunction &fn,
-                              const TrainOptions &train) {
-  std::vector<std::string> leading; // "'x' leads with B"
-  std::set<std::string> symbols, dims;
-  bool unnamed = false;
-  for (unsigned p : fn.params) {
-    if (isParam(fn, p))
-      continue;
-    Shape s = fn.ctx.expand(fn.values[p].type.shape);
-    if (s.empty())
-      continue; // a scalar: a learning rate, a step count
-    for (const Dim &d : s)
-      if (!d.isPack())
-        if (auto name = d.size.asSymbol())
-          dims.insert(*name);
-    auto name = s[0].isPack() ? std::nullopt : s[0].size.asSymbol();
-    leading.push_back(
-        fmt::format("'{}' leads with {}", valueName(fn, p), s[0].str()));
-    if (name)
-      symbols.insert(*name);
-    else
-      unnamed = true;
-  }
-  if (!train.dpDim.empty()) {
-    if (!dims.count(train.dpDim))
-      return Error::usage(fmt::format(
-          "--dp-dim: '{}' is not a named dim of an input of '{}' (the inputs "
-          "that are not parameters: {})",
-          train.dpDim, fn.name,
-          leading.empty() ? std::string("none")
-                          : fmt::format("{}", fmt::join(leading, ", "))));
-    return train.dpDim;
-  }
-  if (symbols.size() == 1 && !unnamed)
-    return *symbols.begin();
-  return Error::usage(fmt::format(
-      "--ranks: which dim of '{}' is the batch the ranks split is ambiguous "
-      "({}); name it with --dp-dim",
-      fn.name,
-      leading.empty() ? std::string("no input but the parameters has a dim")
-                      : fmt::format("{}", fmt::join(leading, ", "))));
-}
-
-/// "1, 2, 4, 8": the divisors up to 10^5 (the rank counts one would try),
-/// cut short after 200 characters; ", ..." when some are left out.
-std::string divisors(Int n) {
-  std::string out;
-  Int d = 1;
-  for (; d <= n && d <= 100000 && out.size() < 200; ++d)
-    if (n % d == 0)
-      out += (out.empty() ? "" : ", ") + toString(d);
-  return d <= n ? out + ", ..." : out;
-}
-
 /// The per-device account of `train.ranks` data-parallel ranks: the
 /// parameters as `a` holds them, and the activations and compute of one
 /// rank's share of the batch (the account again, with the batch dim bound
