@@ -1,0 +1,444 @@
+// `einc run --ranks N --simulate` of a sharded program (docs/distributed.md
+// §4): each simulated rank runs the local program on its blocks, the
+// collectives on the results complete them, the blocks are assembled.
+#include "ein/Driver/Run.h"
+#include "ein/Engine/Engine.h"
+#include "ein/Sema/Layout.h"
+#include "ein/Support/Spelling.h"
+#include "ein/Syntax/DiagnosticError.h"
+#include "ein/Target/TargetRegistry.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace ein {
+
+namespace {
+
+Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
+  return Error::at(ErrorKind::Program, m.pathOf(loc), loc.line, loc.col,
+                   std::move(what));
+}
+
+/// The local program is the function itself with every split name bound to
+/// its block's size: sound only when a name split on an axis is split on it
+/// in every value that has it, and nothing reads a split size as a number.
+/// Returns the split names (name -> axis), or why the program cannot be run
+/// that way, by name.
+ErrorOr<std::map<std::string, std::string>>
+splitNames(const CheckedModule &m, const CheckedFunction &fn) {
+  std::map<std::string, std::string> split;
+  std::set<std::string> whole;
+  std::set<std::string> axes(m.meshAxes.begin(), m.meshAxes.end());
+  auto valueLoc = [&](unsigned id) {
+    for (const CheckedOp &op : fn.ops)
+      for (unsigned r : op.results)
+        if (r == id)
+          return op.loc;
+    return fn.loc;
+  };
+  for (unsigned id = 0; id < fn.values.size() && id < fn.layouts.size(); ++id) {
+    const Value &v = fn.values[id];
+    if (v.isPackedShapes)
+      continue;
+    Shape shape = fn.ctx.expand(v.type.shape);
+    const ValueLayout &layout = fn.layouts[id];
+    for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d) {
+      const std::string &axis = layout.dims[d];
+      for (const std::string &s : shape[d].size.symbols())
+        if (axes.count(s))
+          return shardedError(m, valueLoc(id),
+                              fmt::format("a sharded run of a value whose size "
+                                          "names the mesh axis {} is not "
+                                          "supported yet",
+                                          s));
+      if (axis.empty()) {
+        for (const std::string &s : shape[d].size.symbols())
+          whole.insert(s);
+        continue;
+      }
+      auto name = shape[d].size.asSymbol();
+      if (!name)
+        return shardedError(
+            m, valueLoc(id),
+            fmt::format("a sharded run of a dim split on {} that is not a "
+                        "lone name ({}) is not supported yet",
+                        axis, bareDimStr(shape[d])));
+      auto [it, fresh] = split.emplace(*name, axis);
+      if (!fresh && it->second != axis)
+        return shardedError(
+            m, valueLoc(id),
+            fmt::format("a sharded run of {} split on {} in one value and "
+                        "on {} in another is not supported yet",
+                        *name, it->second, axis));
+    }
+  }
+  for (auto &[name, axis] : split)
+    if (whole.count(name))
+      return Error::inFile(
+          ErrorKind::Program, m.path,
+          fmt::format("a sharded run of '{}' where {} is split on {} in "
+                      "some values and whole in others (an all-gather "
+                      "inside the function) is not supported yet",
+                      fn.name, name, axis));
+  // Ops that read a size as a number, or draw random numbers per element,
+  // would see the block's size, not the whole's.
+  auto mentionsSplit = [&](const SizeExpr &e) {
+    for (const std::string &s : e.symbols())
+      if (split.count(s))
+        return true;
+    return false;
+  };
+  auto touchesSplit = [&](const CheckedOp &op) {
+    for (auto *ids : {&op.operands, &op.results})
+      for (unsigned id : *ids)
+        if (id < fn.layouts.size() && fn.layouts[id].sharded())
+          return true;
+    return false;
+  };
+  for (const CheckedOp &op : fn.ops) {
+    std::string what;
+    if ((op.kind == OpKind::Arange || op.kind == OpKind::Size) &&
+        mentionsSplit(op.sizeValue))
+      what = fmt::format("{} of a split size", opKindName(op.kind));
+    else if (op.kind == OpKind::Slice &&
+             (mentionsSplit(op.sliceStart) || mentionsSplit(op.sliceStop)))
+      what = "a slice bounded by a split size";
+    else if (op.kind == OpKind::Dropout && touchesSplit(op))
+      what = "dropout of a split value (each rank would draw its own mask)";
+    else if (!op.sizes.empty() && touchesSplit(op))
+      what = fmt::format("keyword sizes of a {} on a split value",
+                         opKindName(op.kind));
+    if (!what.empty())
+      return shardedError(
+          m, op.loc,
+          fmt::format("a sharded run of {} is not supported yet", what));
+  }
+  // Collectives run on the results, after the local program: one inside
+  // the function would need the collectives in the IR.
+  for (const InferredCollective &c : fn.collectives) {
+    bool returned = false;
+    for (unsigned r : fn.returns)
+      returned |= r == c.value;
+    bool readAfter = false;
+    for (size_t i = c.afterOp < 0 ? 0 : size_t(c.afterOp) + 1;
+         i < fn.ops.size(); ++i)
+      for (unsigned o : fn.ops[i].operands)
+        readAfter |= o == c.value;
+    bool kindOk = c.kind == CollectiveKind::AllReduce ||
+                  c.kind == CollectiveKind::ReduceScatter;
+    bool reductionOk =
+        c.reduction == ReduceKind::Sum || c.reduction == ReduceKind::Mean ||
+        c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Min;
+    if (!returned || readAfter || !kindOk || !reductionOk)
+      return shardedError(
+          m, c.loc,
+          fmt::format("a sharded run of an {} over {} inside the function "
+                      "({}) is not supported yet: only the results' "
+                      "all-reduce and reduce-scatter run",
+                      collectiveName(c.kind), c.axis, c.reason));
+  }
+  return split;
+}
+
+/// Copies between a whole C-order tensor and one block of it: the block
+/// starts at `offset` and has `block`'s shape. `toBlock` copies whole ->
+/// block, else block -> whole.
+void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
+               const std::vector<int64_t> &offset, bool toBlock) {
+  size_t rank = whole.shape.size();
+  size_t bytes = whole.elementBytes();
+  if (block.numElements() == 0)
+    return;
+  std::vector<int64_t> ws = whole.strides(), bs = block.strides();
+  // The innermost dim is copied as one run.
+  size_t run = rank ? size_t(block.shape[rank - 1]) * bytes : bytes;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t w = 0, b = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      w += (index[d] + offset[d]) * ws[d];
+      b += index[d] * bs[d];
+    }
+    uint8_t *wp = whole.data.data() + w * int64_t(bytes);
+    uint8_t *bp = block.data.data() + b * int64_t(bytes);
+    std::memcpy(toBlock ? bp : wp, toBlock ? wp : bp, run);
+    // Next index over all but the innermost dim.
+    size_t d = rank ? rank - 1 : 0;
+    bool done = true;
+    while (d-- > 0) {
+      if (++index[d] < block.shape[d]) {
+        done = false;
+        break;
+      }
+      index[d] = 0;
+    }
+    if (done)
+      return;
+  }
+}
+
+/// Combines `from` into `into`, element by element, by `kind`.
+template <typename T>
+void combine(runtime::HostTensor &into, const runtime::HostTensor &from,
+             ReduceKind kind) {
+  int64_t n = into.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    T a, b;
+    std::memcpy(&a, into.data.data() + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, from.data.data() + i * sizeof(T), sizeof(T));
+    T c = kind == ReduceKind::Max   ? (b > a ? b : a)
+          : kind == ReduceKind::Min ? (b < a ? b : a)
+                                    : a + b;
+    std::memcpy(into.data.data() + i * sizeof(T), &c, sizeof(T));
+  }
+}
+
+template <typename T> void scale(runtime::HostTensor &t, double by) {
+  int64_t n = t.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    T a;
+    std::memcpy(&a, t.data.data() + i * sizeof(T), sizeof(T));
+    a = static_cast<T>(a / static_cast<T>(by));
+    std::memcpy(t.data.data() + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+} // namespace
+
+ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
+                         const CheckOptions &check, const RunOptions &options,
+                         std::ostream &out) {
+  (void)out;
+  if (!options.simulate)
+    return Error::usage("einc run --ranks N of a sharded program runs "
+                        "simulated ranks only (--simulate); MPI ranks for a "
+                        "sharded run are not built yet (issue 30)");
+  if (options.target != "cpu")
+    return Error::usage(fmt::format(
+        "a sharded run on --target={} is not supported yet: collectives on "
+        "the CUDA target need NCCL (issue 30, step 5); use --target=cpu",
+        options.target));
+  if (options.time || options.sizeGeneric)
+    return Error::usage("--time and --size-generic are not supported yet by "
+                        "a sharded run (--ranks)");
+  auto target = lookupTarget(options.target, TargetUse::Run);
+  if (!target)
+    return target.error();
+
+  // The global check: layouts, collectives, the mesh's sizes.
+  Engine engine(options.cpu, options.jit);
+  CheckOptions global = check;
+  global.onlyFunction = options.function;
+  global.loopsMayStaySymbolic = true;
+  DiagnosticEngine diags(file);
+  CheckedModule checked = checkModule(module, global, diags);
+  if (diags.hadError())
+    return errorFromDiagnostics(diags);
+  const CheckedFunction *fn = checked.find(options.function);
+  if (!fn)
+    return noFunctionError(file.path, options.function, module.functionNames());
+  std::vector<int64_t> axisSize;
+  int64_t product = 1;
+  for (const std::string &axis : checked.meshAxes) {
+    auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
+    if (!n)
+      return Error::usage(fmt::format(
+          "a sharded run needs the size of mesh axis {}: give --mesh {}=N",
+          axis, axis));
+    axisSize.push_back(int64_t(*n));
+    product *= int64_t(*n);
+  }
+  if (product != options.ranks)
+    return Error::usage(fmt::format(
+        "--ranks {} does not match the mesh ({} rank(s): the product of its "
+        "axes' sizes)",
+        options.ranks, product));
+
+  // Inputs, whole; the global bind runs the entry checks (divisibility
+  // included) and gives the results' whole shapes.
+  auto inputs = readInputs(*fn, options.function, options.inputs);
+  if (!inputs)
+    return inputs.error();
+  std::vector<std::vector<int64_t>> shapes;
+  for (runtime::HostTensor &t : *inputs) {
+    t = t.toCOrder();
+    shapes.push_back(t.shape);
+  }
+  if (options.outputs.size() != fn->results.size())
+    return Error::usage(fmt::format(
+        "function '{}' returns {} value(s): give one --out for each (got {})",
+        options.function, fn->results.size(), options.outputs.size()));
+  auto wholeBound = engine.bind(file, module, check, checked, options.function,
+                                shapes, Specialisation::Sizes);
+  if (!wholeBound)
+    return wholeBound.error();
+  const CheckedFunction *bfn = wholeBound->concrete.find(options.function);
+  auto split = splitNames(wholeBound->concrete, *bfn);
+  if (!split)
+    return split.error();
+
+  // The local program: the function on a mesh of one rank per axis (so
+  // its sizes are blocks), checked once for every rank.
+  CheckOptions local = global;
+  for (const std::string &axis : checked.meshAxes)
+    local.meshSizes[axis] = 1;
+  DiagnosticEngine localDiags(file);
+  CheckedModule localChecked = checkModule(module, local, localDiags);
+  if (localDiags.hadError())
+    return errorFromDiagnostics(localDiags);
+
+  auto axisIndex = [&](const std::string &axis) {
+    for (size_t i = 0; i < checked.meshAxes.size(); ++i)
+      if (checked.meshAxes[i] == axis)
+        return i;
+    return size_t(0);
+  };
+  // Rank r's coordinate on each axis: row-major, the last axis fastest.
+  auto coordinate = [&](int64_t r) {
+    std::vector<int64_t> c(axisSize.size());
+    for (size_t i = axisSize.size(); i-- > 0;) {
+      c[i] = r % axisSize[i];
+      r /= axisSize[i];
+    }
+    return c;
+  };
+  // A value's block on a rank: per dim, offset and size.
+  auto blockOf = [&](unsigned id, const std::vector<int64_t> &wholeShape,
+                     const std::vector<int64_t> &coord,
+                     std::vector<int64_t> &offset) {
+    std::vector<int64_t> shape = wholeShape;
+    offset.assign(shape.size(), 0);
+    const ValueLayout &layout = bfn->layouts[id];
+    for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d) {
+      if (layout.dims[d].empty())
+        continue;
+      size_t a = axisIndex(layout.dims[d]);
+      shape[d] /= axisSize[a];
+      offset[d] = coord[a] * shape[d];
+    }
+    return shape;
+  };
+
+  // Each rank's local program, in turn (simulated ranks share the compiled
+  // code: one local shape for all).
+  std::vector<std::vector<runtime::HostTensor>> rankOutputs;
+  for (int64_t r = 0; r < options.ranks; ++r) {
+    std::vector<int64_t> coord = coordinate(r);
+    std::vector<runtime::HostTensor> blocks;
+    std::vector<std::vector<int64_t>> localShapes;
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      std::vector<int64_t> offset;
+      auto shape = blockOf(bfn->params[i], (*inputs)[i].shape, coord, offset);
+      auto block = runtime::HostTensor::create((*inputs)[i].type, shape);
+      if (!block)
+        return block.error();
+      copyBlock((*inputs)[i], *block, offset, true);
+      localShapes.push_back(shape);
+      blocks.push_back(std::move(*block));
+    }
+    auto bound =
+        engine.bind(file, module, local, localChecked, options.function,
+                    localShapes, Specialisation::Sizes);
+    if (!bound)
+      return bound.error();
+    CheckedModule source = bound->source;
+    source.meshAxes.clear(); // one rank's program: no collective in it
+    for (CheckedFunction &f : source.functions) {
+      f.layouts.clear();
+      f.collectives.clear();
+    }
+    TargetOptions targetOptions;
+    targetOptions.cpu = options.cpu;
+    auto callable =
+        engine.compile(**target, file, source, options.function, targetOptions);
+    if (!callable)
+      return callable.error();
+    const CheckedFunction *lfn = bound->concrete.find(options.function);
+    std::vector<runtime::HostTensor> outputs;
+    for (size_t k = 0; k < lfn->returns.size(); ++k) {
+      auto t = runtime::HostTensor::create(
+          runtime::toStorage(lfn->values[lfn->returns[k]].type.dtype),
+          bound->resultShapes[k]);
+      if (!t)
+        return t.error();
+      outputs.push_back(std::move(*t));
+    }
+    std::vector<const runtime::HostTensor *> ins;
+    for (auto &t : blocks)
+      ins.push_back(&t);
+    std::vector<runtime::HostTensor *> outs;
+    for (auto &t : outputs)
+      outs.push_back(&t);
+    int64_t status = 0;
+    if (auto called = (*callable)->call(ins, outs, bound->dims, &status);
+        !called)
+      return called.error();
+    rankOutputs.push_back(std::move(outputs));
+  }
+
+  // The results' collectives, per group of ranks that differ only on the
+  // axis, in rank order; a reduce-scatter is completed as an all-reduce
+  // whose blocks the assembly below then takes.
+  for (const InferredCollective &c : bfn->collectives) {
+    size_t k = 0;
+    while (bfn->returns[k] != c.value)
+      ++k;
+    size_t a = axisIndex(c.axis);
+    runtime::StorageType type = rankOutputs[0][k].type;
+    if (type != runtime::StorageType::F32 && type != runtime::StorageType::F64)
+      return Error::usage(fmt::format(
+          "a sharded run's {} of a {} result is not supported yet (f32 and "
+          "f64 are)",
+          collectiveName(c.kind), dtypeName(bfn->values[c.value].type.dtype)));
+    for (int64_t r = 0; r < options.ranks; ++r) {
+      std::vector<int64_t> coord = coordinate(r);
+      if (coord[a] != 0)
+        continue; // the group's first rank gathers it
+      int64_t stride = 1;
+      for (size_t i = a + 1; i < axisSize.size(); ++i)
+        stride *= axisSize[i];
+      runtime::HostTensor sum = rankOutputs[r][k];
+      for (int64_t j = 1; j < axisSize[a]; ++j) {
+        const runtime::HostTensor &other = rankOutputs[r + j * stride][k];
+        if (type == runtime::StorageType::F32)
+          combine<float>(sum, other, c.reduction);
+        else
+          combine<double>(sum, other, c.reduction);
+      }
+      if (c.reduction == ReduceKind::Mean) {
+        if (type == runtime::StorageType::F32)
+          scale<float>(sum, double(axisSize[a]));
+        else
+          scale<double>(sum, double(axisSize[a]));
+      }
+      for (int64_t j = 0; j < axisSize[a]; ++j)
+        rankOutputs[r + j * stride][k] = sum;
+    }
+  }
+
+  // The whole results, from each rank's block.
+  std::vector<runtime::HostTensor> results;
+  for (size_t k = 0; k < bfn->returns.size(); ++k) {
+    auto whole = runtime::HostTensor::create(rankOutputs[0][k].type,
+                                             wholeBound->resultShapes[k]);
+    if (!whole)
+      return whole.error();
+    for (int64_t r = 0; r < options.ranks; ++r) {
+      std::vector<int64_t> offset;
+      auto shape =
+          blockOf(bfn->returns[k], whole->shape, coordinate(r), offset);
+      if (shape != rankOutputs[r][k].shape)
+        return Error::program(fmt::format(
+            "result {} of rank {} has not the block's shape", k + 1, r));
+      copyBlock(*whole, rankOutputs[r][k], offset, false);
+    }
+    results.push_back(std::move(*whole));
+  }
+  return writeRunOutputs(*bfn, options, results);
+}
+
+} // namespace ein
