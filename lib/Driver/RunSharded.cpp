@@ -40,6 +40,14 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           return op.loc;
     return fn.loc;
   };
+  // Split dims whose size is a product (`(heads@tp e)`): resolved after
+  // the lone names, through their major factor.
+  struct Compound {
+    unsigned id;
+    Dim dim;
+    std::string axis;
+  };
+  std::vector<Compound> compounds;
   for (unsigned id = 0; id < fn.values.size() && id < fn.layouts.size(); ++id) {
     const Value &v = fn.values[id];
     if (v.isPackedShapes)
@@ -61,12 +69,10 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         continue;
       }
       auto name = shape[d].size.asSymbol();
-      if (!name)
-        return shardedError(
-            m, valueLoc(id),
-            fmt::format("a sharded run of a dim split on {} that is not a "
-                        "lone name ({}) is not supported yet",
-                        axis, bareDimStr(shape[d])));
+      if (!name) {
+        compounds.push_back({id, shape[d], axis});
+        continue;
+      }
       auto [it, fresh] = split.emplace(*name, axis);
       if (!fresh && it->second != axis)
         return shardedError(
@@ -76,13 +82,46 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                         *name, it->second, axis));
     }
   }
+  for (const Compound &c : compounds) {
+    // The factor the axis splits: the type's major factor, else the one
+    // name of the product split on the axis elsewhere.
+    std::optional<std::string> major = c.dim.meshMajor.asSymbol();
+    if (!major)
+      for (const std::string &s : c.dim.size.symbols())
+        if (auto it = split.find(s); it != split.end() && it->second == c.axis)
+          major = s;
+    // Sound when the size is linear in the factor and names no other split
+    // size: then the block's size is the size with the factor's block.
+    std::optional<SizeExpr> rest;
+    if (major)
+      rest = c.dim.size.divideExact(SizeExpr::symbol(*major));
+    bool linear = rest && !rest->symbols().count(*major);
+    if (linear)
+      for (const std::string &s : rest->symbols())
+        linear &= !split.count(s) || s == *major;
+    if (!linear)
+      return shardedError(
+          m, valueLoc(c.id),
+          fmt::format("a sharded run of a dim split on {} whose size ({}) "
+                      "is not a product through a split name is not "
+                      "supported yet",
+                      c.axis, bareDimStr(c.dim)));
+    auto [it, fresh] = split.emplace(*major, c.axis);
+    if (!fresh && it->second != c.axis)
+      return shardedError(
+          m, valueLoc(c.id),
+          fmt::format("a sharded run of {} split on {} in one value and "
+                      "on {} in another is not supported yet",
+                      *major, it->second, c.axis));
+  }
   for (auto &[name, axis] : split)
     if (whole.count(name))
       return Error::inFile(
           ErrorKind::Program, m.path,
           fmt::format("a sharded run of '{}' where {} is split on {} in "
-                      "some values and whole in others (an all-gather "
-                      "inside the function) is not supported yet",
+                      "some values and whole in others (an all-gather, "
+                      "or a value of the whole size, inside the function) "
+                      "is not supported yet",
                       fn.name, name, axis));
   // Ops that read a size as a number, or draw random numbers per element,
   // would see the block's size, not the whole's.
@@ -109,9 +148,15 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
       what = "a slice bounded by a split size";
     else if (op.kind == OpKind::Dropout && touchesSplit(op))
       what = "dropout of a split value (each rank would draw its own mask)";
-    else if (!op.sizes.empty() && touchesSplit(op))
-      what = fmt::format("keyword sizes of a {} on a split value",
-                         opKindName(op.kind));
+    else if (touchesSplit(op))
+      for (const SizeArg &size : op.sizes)
+        if (!size.value.asSymbol() && mentionsSplit(size.value))
+          what = fmt::format("a {}'s keyword size {}={} of a split value",
+                             opKindName(op.kind), size.name, size.value.str());
+        else if (size.value.isConstant())
+          what = fmt::format("a {}'s keyword size {}={} (a number) on a split "
+                             "value; name the dim instead",
+                             opKindName(op.kind), size.name, size.value.str());
     if (!what.empty())
       return shardedError(
           m, op.loc,
@@ -286,6 +331,14 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   CheckOptions local = global;
   for (const std::string &axis : checked.meshAxes)
     local.meshSizes[axis] = 1;
+  // A split name bound by `dim` or --dim is its block's size there.
+  for (auto &[name, axis] : *split) {
+    auto size = SizeExpr::symbol(name).evaluate(bfn->ctx.env);
+    auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
+    if (size && n &&
+        (checked.dims.count(name) || check.dimOverrides.count(name)))
+      local.dimOverrides[name] = *size / *n;
+  }
   DiagnosticEngine localDiags(file);
   CheckedModule localChecked = checkModule(module, local, localDiags);
   if (localDiags.hadError())
