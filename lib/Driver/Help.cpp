@@ -65,7 +65,8 @@ goes on at its column on the next lines.)",
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
-    [--size-generic] [--target=cpu|cuda|cuda-emulated] [--allow-tf32])",
+    [--size-generic] [--target=cpu|cuda|cuda-emulated] [--allow-tf32]
+    [--mesh AXIS=N,... --ranks N --simulate])",
        R"(JIT-compile NAME for this CPU with the inputs' sizes and run it.
 Inputs and results are .npy files or tensors of safetensors files or .npz
 archives (a step's state can be one file in and one out). bf16 inputs are
@@ -76,7 +77,9 @@ the inputs. Exit 2 when the inputs do not fit the signature; no output
 is written then. --target=cuda builds the function's CUDA source with
 nvcc and runs it on this machine's GPU (exit 2 without one);
 cuda-emulated builds the same source with the host C++ compiler and
-runs it on the CPU.)",
+runs it on the CPU. A file with a mesh runs sharded on simulated ranks
+(--ranks N --simulate, N the mesh's product): each rank computes its
+blocks, the results are completed and assembled (docs/distributed.md §4).)",
        {"--fn",           "--in",           "--out",          "--dim",
         "--mesh",         "--time",         "--peak-flops",   "--bandwidth",
         "--tiles",        "--cpu",          "--cpu-features", "--no-fusion",
