@@ -162,8 +162,10 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           m, op.loc,
           fmt::format("a sharded run of {} is not supported yet", what));
   }
-  // Collectives run on the results, after the local program: one inside
-  // the function would need the collectives in the IR.
+  // An all-reduce runs between two parts of the local program (after the
+  // op that made the partial sums); a reduce-scatter only on a result
+  // nothing reads after it (completed as an all-reduce whose blocks the
+  // assembly takes). Others change a value's local shape.
   for (const InferredCollective &c : fn.collectives) {
     bool returned = false;
     for (unsigned r : fn.returns)
@@ -173,18 +175,21 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
          i < fn.ops.size(); ++i)
       for (unsigned o : fn.ops[i].operands)
         readAfter |= o == c.value;
-    bool kindOk = c.kind == CollectiveKind::AllReduce ||
-                  c.kind == CollectiveKind::ReduceScatter;
+    bool kindOk =
+        c.afterOp >= 0 &&
+        (c.kind == CollectiveKind::AllReduce ||
+         (c.kind == CollectiveKind::ReduceScatter && returned && !readAfter));
     bool reductionOk =
         c.reduction == ReduceKind::Sum || c.reduction == ReduceKind::Mean ||
         c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Min;
-    if (!returned || readAfter || !kindOk || !reductionOk)
+    if (!kindOk || !reductionOk)
       return shardedError(
           m, c.loc,
-          fmt::format("a sharded run of an {} over {} inside the function "
-                      "({}) is not supported yet: only the results' "
-                      "all-reduce and reduce-scatter run",
-                      collectiveName(c.kind), c.axis, c.reason));
+          fmt::format("a sharded run of an {} ({}) over {} ({}) is not "
+                      "supported yet: all-reduces and the results' "
+                      "reduce-scatters of sum, mean, max and min run",
+                      collectiveName(c.kind), reduceKindName(c.reduction),
+                      c.axis, c.reason));
   }
   return split;
 }
@@ -250,6 +255,52 @@ template <typename T> void scale(runtime::HostTensor &t, double by) {
     a = static_cast<T>(a / static_cast<T>(by));
     std::memcpy(t.data.data() + i * sizeof(T), &a, sizeof(T));
   }
+}
+
+/// Completes `c`'s partial results in every rank's `env` (simulated
+/// ranks: rank r's coordinates are row-major over `axisSize`): each group
+/// of ranks that differ only on the axis combines its blocks in rank
+/// order, and every rank of it gets the sum (mean, max, min).
+ErrorOr<void>
+allReduce(std::vector<std::map<unsigned, runtime::HostTensor>> &env,
+          const InferredCollective &c, const std::vector<std::string> &axes,
+          const std::vector<int64_t> &axisSize, DType dtype) {
+  size_t a = 0;
+  while (a < axes.size() && axes[a] != c.axis)
+    ++a;
+  if (a == axes.size())
+    return Error::program("a collective over an axis the mesh lacks");
+  int64_t stride = 1;
+  for (size_t i = a + 1; i < axisSize.size(); ++i)
+    stride *= axisSize[i];
+  int64_t ranks = int64_t(env.size());
+  for (int64_t r = 0; r < ranks; ++r) {
+    if ((r / stride) % axisSize[a] != 0)
+      continue; // the group's first rank combines it
+    runtime::HostTensor sum = env[r].at(c.value);
+    runtime::StorageType type = sum.type;
+    if (type != runtime::StorageType::F32 && type != runtime::StorageType::F64)
+      return Error::usage(fmt::format(
+          "a sharded run's {} of a {} value is not supported yet (f32 and "
+          "f64 are)",
+          collectiveName(c.kind), dtypeName(dtype)));
+    for (int64_t j = 1; j < axisSize[a]; ++j) {
+      const runtime::HostTensor &other = env[r + j * stride].at(c.value);
+      if (type == runtime::StorageType::F32)
+        combine<float>(sum, other, c.reduction);
+      else
+        combine<double>(sum, other, c.reduction);
+    }
+    if (c.reduction == ReduceKind::Mean) {
+      if (type == runtime::StorageType::F32)
+        scale<float>(sum, double(axisSize[a]));
+      else
+        scale<double>(sum, double(axisSize[a]));
+    }
+    for (int64_t j = 0; j < axisSize[a]; ++j)
+      env[r + j * stride][c.value] = sum;
+  }
+  return {};
 }
 
 } // namespace
@@ -376,13 +427,11 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     return shape;
   };
 
-  // Each rank's local program, in turn (simulated ranks share the compiled
-  // code: one local shape for all).
-  std::vector<std::vector<runtime::HostTensor>> rankOutputs;
+  // The blocks of the inputs, per rank.
+  std::vector<std::map<unsigned, runtime::HostTensor>> env(options.ranks);
+  std::vector<std::vector<int64_t>> localShapes;
   for (int64_t r = 0; r < options.ranks; ++r) {
     std::vector<int64_t> coord = coordinate(r);
-    std::vector<runtime::HostTensor> blocks;
-    std::vector<std::vector<int64_t>> localShapes;
     for (size_t i = 0; i < inputs->size(); ++i) {
       std::vector<int64_t> offset;
       auto shape = blockOf(bfn->params[i], (*inputs)[i].shape, coord, offset);
@@ -390,93 +439,118 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       if (!block)
         return block.error();
       copyBlock((*inputs)[i], *block, offset, true);
-      localShapes.push_back(shape);
-      blocks.push_back(std::move(*block));
+      if (r == 0)
+        localShapes.push_back(shape);
+      env[r][bfn->params[i]] = std::move(*block);
     }
-    auto bound =
-        engine.bind(file, module, local, localChecked, options.function,
-                    localShapes, Specialisation::Sizes);
-    if (!bound)
-      return bound.error();
-    CheckedModule source = bound->source;
-    source.meshAxes.clear(); // one rank's program: no collective in it
-    for (CheckedFunction &f : source.functions) {
-      f.layouts.clear();
-      f.collectives.clear();
+  }
+  // The local program, the same on every rank (the blocks have one shape).
+  auto bound = engine.bind(file, module, local, localChecked, options.function,
+                           localShapes, Specialisation::Sizes);
+  if (!bound)
+    return bound.error();
+  const CheckedFunction *lfn = bound->concrete.find(options.function);
+  if (lfn->ops.size() != bfn->ops.size() ||
+      lfn->values.size() != bfn->values.size())
+    return Error::program("the local program of a sharded run does not have "
+                          "the whole program's ops");
+  // Cut after each op an all-reduce follows: each part is compiled as a
+  // function of the values it reads, returning those read later.
+  std::set<size_t> cuts;
+  for (const InferredCollective &c : bfn->collectives)
+    cuts.insert(size_t(c.afterOp));
+  cuts.insert(lfn->ops.size() - 1);
+  std::set<unsigned> finals(lfn->returns.begin(), lfn->returns.end());
+  TargetOptions targetOptions;
+  targetOptions.cpu = options.cpu;
+  size_t begin = 0;
+  for (size_t end : cuts) {
+    if (lfn->ops.empty())
+      break;
+    CheckedModule part = bound->concrete;
+    part.meshAxes.clear(); // one rank's program: no collective in it
+    part.functions = {*lfn};
+    CheckedFunction &pf = part.functions.front();
+    pf.layouts.clear();
+    pf.collectives.clear();
+    pf.layoutDemands.clear();
+    pf.ops.assign(lfn->ops.begin() + long(begin),
+                  lfn->ops.begin() + long(end) + 1);
+    std::set<unsigned> made, read;
+    for (const CheckedOp &op : pf.ops) {
+      for (unsigned o : op.operands)
+        if (!made.count(o))
+          read.insert(o);
+      for (unsigned o : op.results)
+        made.insert(o);
     }
-    TargetOptions targetOptions;
-    targetOptions.cpu = options.cpu;
+    std::set<unsigned> later(finals);
+    for (size_t i = end + 1; i < lfn->ops.size(); ++i)
+      for (unsigned o : lfn->ops[i].operands)
+        later.insert(o);
+    pf.params.assign(read.begin(), read.end());
+    pf.returns.clear();
+    pf.results.clear();
+    for (unsigned id : made)
+      if (later.count(id)) {
+        pf.returns.push_back(id);
+        pf.results.push_back(pf.values[id].type);
+      }
+    std::string key = fmt::format("sharded part {}-{} of {}\n{}", begin, end,
+                                  file.path, file.text);
+    for (auto &shape : localShapes)
+      for (int64_t n : shape)
+        key += fmt::format("{},", n);
     auto callable =
-        engine.compile(**target, file, source, options.function, targetOptions);
+        engine.compile(**target, key, part, options.function, targetOptions);
     if (!callable)
       return callable.error();
-    const CheckedFunction *lfn = bound->concrete.find(options.function);
-    std::vector<runtime::HostTensor> outputs;
-    for (size_t k = 0; k < lfn->returns.size(); ++k) {
-      auto t = runtime::HostTensor::create(
-          runtime::toStorage(lfn->values[lfn->returns[k]].type.dtype),
-          bound->resultShapes[k]);
-      if (!t)
-        return t.error();
-      outputs.push_back(std::move(*t));
-    }
-    std::vector<const runtime::HostTensor *> ins;
-    for (auto &t : blocks)
-      ins.push_back(&t);
-    std::vector<runtime::HostTensor *> outs;
-    for (auto &t : outputs)
-      outs.push_back(&t);
-    int64_t status = 0;
-    if (auto called = (*callable)->call(ins, outs, bound->dims, &status);
-        !called)
-      return called.error();
-    rankOutputs.push_back(std::move(outputs));
-  }
-
-  // The results' collectives, per group of ranks that differ only on the
-  // axis, in rank order; a reduce-scatter is completed as an all-reduce
-  // whose blocks the assembly below then takes.
-  for (const InferredCollective &c : bfn->collectives) {
-    size_t k = 0;
-    while (bfn->returns[k] != c.value)
-      ++k;
-    size_t a = axisIndex(c.axis);
-    runtime::StorageType type = rankOutputs[0][k].type;
-    if (type != runtime::StorageType::F32 && type != runtime::StorageType::F64)
-      return Error::usage(fmt::format(
-          "a sharded run's {} of a {} result is not supported yet (f32 and "
-          "f64 are)",
-          collectiveName(c.kind), dtypeName(bfn->values[c.value].type.dtype)));
     for (int64_t r = 0; r < options.ranks; ++r) {
-      std::vector<int64_t> coord = coordinate(r);
-      if (coord[a] != 0)
-        continue; // the group's first rank gathers it
-      int64_t stride = 1;
-      for (size_t i = a + 1; i < axisSize.size(); ++i)
-        stride *= axisSize[i];
-      runtime::HostTensor sum = rankOutputs[r][k];
-      for (int64_t j = 1; j < axisSize[a]; ++j) {
-        const runtime::HostTensor &other = rankOutputs[r + j * stride][k];
-        if (type == runtime::StorageType::F32)
-          combine<float>(sum, other, c.reduction);
-        else
-          combine<double>(sum, other, c.reduction);
+      std::vector<const runtime::HostTensor *> ins;
+      for (unsigned id : pf.params) {
+        auto it = env[r].find(id);
+        if (it == env[r].end())
+          return Error::program("a part of a sharded run reads a value no "
+                                "part made");
+        ins.push_back(&it->second);
       }
-      if (c.reduction == ReduceKind::Mean) {
-        if (type == runtime::StorageType::F32)
-          scale<float>(sum, double(axisSize[a]));
-        else
-          scale<double>(sum, double(axisSize[a]));
+      std::vector<runtime::HostTensor> outputs;
+      for (unsigned id : pf.returns) {
+        std::vector<int64_t> shape;
+        for (auto &d : lfn->ctx.expand(lfn->values[id].type.shape))
+          shape.push_back(int64_t(*d.size.evaluate(lfn->ctx.env)));
+        auto t = runtime::HostTensor::create(
+            runtime::toStorage(lfn->values[id].type.dtype), shape);
+        if (!t)
+          return t.error();
+        outputs.push_back(std::move(*t));
       }
-      for (int64_t j = 0; j < axisSize[a]; ++j)
-        rankOutputs[r + j * stride][k] = sum;
+      std::vector<runtime::HostTensor *> outs;
+      for (auto &t : outputs)
+        outs.push_back(&t);
+      int64_t status = 0;
+      if (auto called = (*callable)->call(ins, outs, bound->dims, &status);
+          !called)
+        return called.error();
+      for (size_t k = 0; k < pf.returns.size(); ++k)
+        env[r][pf.returns[k]] = std::move(outputs[k]);
     }
+    // The collectives after this part, per group of ranks that differ only
+    // on the axis, in rank order.
+    for (const InferredCollective &c : bfn->collectives) {
+      if (size_t(c.afterOp) != end)
+        continue;
+      if (auto done = allReduce(env, c, checked.meshAxes, axisSize,
+                                bfn->values[c.value].type.dtype);
+          !done)
+        return done.error();
+    }
+    begin = end + 1;
   }
-
   // The whole results, from each rank's block.
   std::vector<runtime::HostTensor> results;
   for (size_t k = 0; k < bfn->returns.size(); ++k) {
-    auto whole = runtime::HostTensor::create(rankOutputs[0][k].type,
+    auto whole = runtime::HostTensor::create(env[0][bfn->returns[k]].type,
                                              wholeBound->resultShapes[k]);
     if (!whole)
       return whole.error();
@@ -484,10 +558,10 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       std::vector<int64_t> offset;
       auto shape =
           blockOf(bfn->returns[k], whole->shape, coordinate(r), offset);
-      if (shape != rankOutputs[r][k].shape)
+      if (shape != env[r][bfn->returns[k]].shape)
         return Error::program(fmt::format(
             "result {} of rank {} has not the block's shape", k + 1, r));
-      copyBlock(*whole, rankOutputs[r][k], offset, false);
+      copyBlock(*whole, env[r][bfn->returns[k]], offset, false);
     }
     results.push_back(std::move(*whole));
   }

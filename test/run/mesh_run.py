@@ -36,6 +36,19 @@ def attention(x, w_q, w_k, w_v, w_o, heads=2):
     return [o @ w_o]
 
 
+def rmsnorm(x, g):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
+
+
+def block(x, g_attn, w_q, w_k, w_v, w_o, g_mlp, w_fc, w_proj):
+    h = x + attention(rmsnorm(x, g_attn), w_q, w_k, w_v, w_o)[0]
+    return h + gelu(rmsnorm(h, g_mlp) @ w_fc) @ w_proj
+
+
+MEGATRON_BLOCK_INPUTS = {"x": (4, 3, 8), "g_attn": (8,), "w_q": (8, 8),
+                         "w_k": (8, 8), "w_v": (8, 8), "w_o": (8, 8),
+                         "g_mlp": (8,), "w_fc": (8, 16), "w_proj": (16, 8)}
+
 MEGATRON = ["--dim", "b=4", "--dim", "s=3", "--dim", "d=8", "--dim",
             "heads=2", "--dim", "e=4", "--dim", "f=16"]
 MEGATRON_MESHES = [("dp=1,tp=1", 1), ("dp=2,tp=1", 2), ("dp=1,tp=2", 2),
@@ -87,8 +100,22 @@ def mlp(x: f32["b@dp s d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> f32["
              ("dp=2,tp=2", 4)],
      {"x": (4, 3, 8), "w_fc": (8, 16), "w_proj": (16, 8)},
      lambda x, w_fc, w_proj: [np.maximum(x @ w_fc, 0) @ w_proj], True),
-    # examples/megatron_block.ein's functions (not `block`: its all-reduces
-    # are read inside it), with small sizes.
+    ("residual",
+     """mesh tp
+
+def block(x: f32["b d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> f32["b d"]:
+    h = relu(einsum(x, w_fc, "b d, d f -> b f"))
+    return x + einsum(h, w_proj, "b f, f d -> b d")
+""", "block", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (4, 8), "w_fc": (8, 16), "w_proj": (16, 8)},
+     lambda x, w_fc, w_proj: [x + np.maximum(x @ w_fc, 0) @ w_proj], True),
+    # examples/megatron_block.ein's functions, with small sizes: the block
+    # and its loss all-reduce inside the function.
+    ("megatron-block", "@megatron_block.ein", "block", MEGATRON_MESHES,
+     MEGATRON_BLOCK_INPUTS, lambda **p: [block(**p)], True),
+    ("megatron-loss", "@megatron_block.ein", "loss", MEGATRON_MESHES,
+     MEGATRON_BLOCK_INPUTS, lambda **p: [np.array((block(**p) ** 2).mean())],
+     True),
     ("megatron-mlp", "@megatron_block.ein", "mlp", MEGATRON_MESHES,
      {"x": (4, 3, 8), "w_fc": (8, 16), "w_proj": (16, 8)},
      lambda x, w_fc, w_proj: [gelu(x @ w_fc) @ w_proj], True),
@@ -98,8 +125,7 @@ def mlp(x: f32["b@dp s d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> f32["
       "w_o": (8, 8)}, attention, True),
     ("megatron-rmsnorm", "@megatron_block.ein", "rmsnorm", MEGATRON_MESHES,
      {"x": (4, 3, 8), "g": (8,)},
-     lambda x, g: [x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g],
-     False),
+     lambda x, g: [rmsnorm(x, g)], False),
 ]
 
 
