@@ -674,6 +674,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     run.jit = JITOptions::fromEnvironment();
     run.ranks = args.runRanks;
     run.simulate = args.simulate;
+    run.argv = args.argv;
     return runSharded(*file, module, args.check, run, out);
   }
   if (!module.meshes.empty() && args.command != "check" &&

@@ -2,7 +2,9 @@
 // §4): each simulated rank runs the local program on its blocks, the
 // collectives on the results complete them, the blocks are assembled.
 #include "ein/Driver/Run.h"
+#include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Layout.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
@@ -12,7 +14,10 @@
 
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 
 namespace ein {
 
@@ -231,22 +236,6 @@ void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
   }
 }
 
-/// Combines `from` into `into`, element by element, by `kind`.
-template <typename T>
-void combine(runtime::HostTensor &into, const runtime::HostTensor &from,
-             ReduceKind kind) {
-  int64_t n = into.numElements();
-  for (int64_t i = 0; i < n; ++i) {
-    T a, b;
-    std::memcpy(&a, into.data.data() + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, from.data.data() + i * sizeof(T), sizeof(T));
-    T c = kind == ReduceKind::Max   ? (b > a ? b : a)
-          : kind == ReduceKind::Min ? (b < a ? b : a)
-                                    : a + b;
-    std::memcpy(into.data.data() + i * sizeof(T), &c, sizeof(T));
-  }
-}
-
 template <typename T> void scale(runtime::HostTensor &t, double by) {
   int64_t n = t.numElements();
   for (int64_t i = 0; i < n; ++i) {
@@ -257,48 +246,28 @@ template <typename T> void scale(runtime::HostTensor &t, double by) {
   }
 }
 
-/// Completes `c`'s partial results in every rank's `env` (simulated
-/// ranks: rank r's coordinates are row-major over `axisSize`): each group
-/// of ranks that differ only on the axis combines its blocks in rank
-/// order, and every rank of it gets the sum (mean, max, min).
-ErrorOr<void>
-allReduce(std::vector<std::map<unsigned, runtime::HostTensor>> &env,
-          const InferredCollective &c, const std::vector<std::string> &axes,
-          const std::vector<int64_t> &axisSize, DType dtype) {
-  size_t a = 0;
-  while (a < axes.size() && axes[a] != c.axis)
-    ++a;
-  if (a == axes.size())
-    return Error::program("a collective over an axis the mesh lacks");
-  int64_t stride = 1;
-  for (size_t i = a + 1; i < axisSize.size(); ++i)
-    stride *= axisSize[i];
-  int64_t ranks = int64_t(env.size());
-  for (int64_t r = 0; r < ranks; ++r) {
-    if ((r / stride) % axisSize[a] != 0)
-      continue; // the group's first rank combines it
-    runtime::HostTensor sum = env[r].at(c.value);
-    runtime::StorageType type = sum.type;
-    if (type != runtime::StorageType::F32 && type != runtime::StorageType::F64)
-      return Error::usage(fmt::format(
-          "a sharded run's {} of a {} value is not supported yet (f32 and "
-          "f64 are)",
-          collectiveName(c.kind), dtypeName(dtype)));
-    for (int64_t j = 1; j < axisSize[a]; ++j) {
-      const runtime::HostTensor &other = env[r + j * stride].at(c.value);
-      if (type == runtime::StorageType::F32)
-        combine<float>(sum, other, c.reduction);
-      else
-        combine<double>(sum, other, c.reduction);
-    }
-    if (c.reduction == ReduceKind::Mean) {
-      if (type == runtime::StorageType::F32)
-        scale<float>(sum, double(axisSize[a]));
-      else
-        scale<double>(sum, double(axisSize[a]));
-    }
-    for (int64_t j = 0; j < axisSize[a]; ++j)
-      env[r + j * stride][c.value] = sum;
+/// Completes `c`'s partial results in `value` over `group` (the ranks
+/// that differ only on the collective's axis): sum, max or min in place;
+/// a mean is a sum divided by the group's size.
+ErrorOr<void> allReduce(Communicator &group, runtime::HostTensor &value,
+                        const InferredCollective &c, DType dtype) {
+  runtime::StorageType type = value.type;
+  if (type != runtime::StorageType::F32 && type != runtime::StorageType::F64)
+    return Error::usage(fmt::format("a sharded run's {} of a {} value is not "
+                                    "supported yet (f32 and f64 are)",
+                                    collectiveName(c.kind), dtypeName(dtype)));
+  ReduceOp op = c.reduction == ReduceKind::Max   ? ReduceOp::Max
+                : c.reduction == ReduceKind::Min ? ReduceOp::Min
+                                                 : ReduceOp::Sum;
+  if (auto done =
+          group.allReduce(value.data.data(), type, value.numElements(), op);
+      !done)
+    return done;
+  if (c.reduction == ReduceKind::Mean) {
+    if (type == runtime::StorageType::F32)
+      scale<float>(value, double(group.size()));
+    else
+      scale<double>(value, double(group.size()));
   }
   return {};
 }
@@ -309,10 +278,10 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
                          const CheckOptions &check, const RunOptions &options,
                          std::ostream &out) {
   (void)out;
-  if (!options.simulate)
-    return Error::usage("einc run --ranks N of a sharded program runs "
-                        "simulated ranks only (--simulate); MPI ranks for a "
-                        "sharded run are not built yet (issue 30)");
+  // MPI ranks: outside mpirun, launch the job (this command again under
+  // `mpirun -n N`, as einc train --ranks does); each rank then runs below.
+  if (!options.simulate && launcherWorldSize() == 0)
+    return launchRanks(options.ranks, options.argv);
   if (options.target != "cpu")
     return Error::usage(fmt::format(
         "a sharded run on --target={} is not supported yet: collectives on "
@@ -427,24 +396,12 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     return shape;
   };
 
-  // The blocks of the inputs, per rank.
-  std::vector<std::map<unsigned, runtime::HostTensor>> env(options.ranks);
+  // The local shapes: every rank's blocks have one shape.
   std::vector<std::vector<int64_t>> localShapes;
-  for (int64_t r = 0; r < options.ranks; ++r) {
-    std::vector<int64_t> coord = coordinate(r);
-    for (size_t i = 0; i < inputs->size(); ++i) {
-      std::vector<int64_t> offset;
-      auto shape = blockOf(bfn->params[i], (*inputs)[i].shape, coord, offset);
-      auto block = runtime::HostTensor::create((*inputs)[i].type, shape);
-      if (!block)
-        return block.error();
-      copyBlock((*inputs)[i], *block, offset, true);
-      if (r == 0)
-        localShapes.push_back(shape);
-      env[r][bfn->params[i]] = std::move(*block);
-    }
-  }
-  // The local program, the same on every rank (the blocks have one shape).
+  std::vector<int64_t> origin(axisSize.size(), 0), unused;
+  for (size_t i = 0; i < inputs->size(); ++i)
+    localShapes.push_back(
+        blockOf(bfn->params[i], (*inputs)[i].shape, origin, unused));
   auto bound = engine.bind(file, module, local, localChecked, options.function,
                            localShapes, Specialisation::Sizes);
   if (!bound)
@@ -456,21 +413,26 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
                           "the whole program's ops");
   // Cut after each op an all-reduce follows: each part is compiled as a
   // function of the values it reads, returning those read later.
+  struct Part {
+    std::shared_ptr<Callable> callable;
+    std::vector<unsigned> params, returns;
+    size_t end;
+  };
+  std::vector<Part> parts;
   std::set<size_t> cuts;
   for (const InferredCollective &c : bfn->collectives)
     cuts.insert(size_t(c.afterOp));
-  cuts.insert(lfn->ops.size() - 1);
+  if (!lfn->ops.empty())
+    cuts.insert(lfn->ops.size() - 1);
   std::set<unsigned> finals(lfn->returns.begin(), lfn->returns.end());
   TargetOptions targetOptions;
   targetOptions.cpu = options.cpu;
   size_t begin = 0;
   for (size_t end : cuts) {
-    if (lfn->ops.empty())
-      break;
-    CheckedModule part = bound->concrete;
-    part.meshAxes.clear(); // one rank's program: no collective in it
-    part.functions = {*lfn};
-    CheckedFunction &pf = part.functions.front();
+    CheckedModule module1 = bound->concrete;
+    module1.meshAxes.clear(); // one rank's program: no collective in it
+    module1.functions = {*lfn};
+    CheckedFunction &pf = module1.functions.front();
     pf.layouts.clear();
     pf.collectives.clear();
     pf.layoutDemands.clear();
@@ -502,20 +464,51 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       for (int64_t n : shape)
         key += fmt::format("{},", n);
     auto callable =
-        engine.compile(**target, key, part, options.function, targetOptions);
+        engine.compile(**target, key, module1, options.function, targetOptions);
     if (!callable)
       return callable.error();
-    for (int64_t r = 0; r < options.ranks; ++r) {
+    parts.push_back({*callable, pf.params, pf.returns, end});
+    begin = end + 1;
+  }
+
+  // One rank: its blocks, the parts in turn with the all-reduces between
+  // them on the axes' groups, then the results' blocks gathered to rank 0,
+  // which assembles them. `callMutex` (simulated ranks) keeps one compiled
+  // call at a time; collectives run outside it.
+  std::vector<runtime::HostTensor> results(bfn->returns.size());
+  std::mutex callMutex;
+  auto runRank = [&](Communicator &world) -> ErrorOr<void> {
+    int64_t rank = world.rank();
+    std::vector<int64_t> coord = coordinate(rank);
+    std::map<unsigned, runtime::HostTensor> env;
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      std::vector<int64_t> offset;
+      auto shape = blockOf(bfn->params[i], (*inputs)[i].shape, coord, offset);
+      auto block = runtime::HostTensor::create((*inputs)[i].type, shape);
+      if (!block)
+        return block.error();
+      copyBlock((*inputs)[i], *block, offset, true);
+      env[bfn->params[i]] = std::move(*block);
+    }
+    // Every axis's group, made by every rank in the same order.
+    std::vector<std::unique_ptr<Communicator>> groups;
+    for (size_t a = 0; a < axisSize.size(); ++a) {
+      auto group = meshAxisGroup(world, axisSize, a);
+      if (!group)
+        return group.error();
+      groups.push_back(std::move(*group));
+    }
+    for (const Part &part : parts) {
       std::vector<const runtime::HostTensor *> ins;
-      for (unsigned id : pf.params) {
-        auto it = env[r].find(id);
-        if (it == env[r].end())
+      for (unsigned id : part.params) {
+        auto it = env.find(id);
+        if (it == env.end())
           return Error::program("a part of a sharded run reads a value no "
                                 "part made");
         ins.push_back(&it->second);
       }
       std::vector<runtime::HostTensor> outputs;
-      for (unsigned id : pf.returns) {
+      for (unsigned id : part.returns) {
         std::vector<int64_t> shape;
         for (auto &d : lfn->ctx.expand(lfn->values[id].type.shape))
           shape.push_back(int64_t(*d.size.evaluate(lfn->ctx.env)));
@@ -528,43 +521,84 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       std::vector<runtime::HostTensor *> outs;
       for (auto &t : outputs)
         outs.push_back(&t);
-      int64_t status = 0;
-      if (auto called = (*callable)->call(ins, outs, bound->dims, &status);
-          !called)
-        return called.error();
-      for (size_t k = 0; k < pf.returns.size(); ++k)
-        env[r][pf.returns[k]] = std::move(outputs[k]);
+      {
+        std::lock_guard<std::mutex> lock(callMutex);
+        int64_t status = 0;
+        if (auto called = part.callable->call(ins, outs, bound->dims, &status);
+            !called)
+          return called.error();
+      }
+      for (size_t k = 0; k < part.returns.size(); ++k)
+        env[part.returns[k]] = std::move(outputs[k]);
+      for (const InferredCollective &c : bfn->collectives)
+        if (size_t(c.afterOp) == part.end)
+          if (auto done = allReduce(*groups[axisIndex(c.axis)], env.at(c.value),
+                                    c, bfn->values[c.value].type.dtype);
+              !done)
+            return done.error();
     }
-    // The collectives after this part, per group of ranks that differ only
-    // on the axis, in rank order.
-    for (const InferredCollective &c : bfn->collectives) {
-      if (size_t(c.afterOp) != end)
+    // The results: each rank's block gathered, assembled on rank 0.
+    for (size_t k = 0; k < bfn->returns.size(); ++k) {
+      runtime::HostTensor &block = env.at(bfn->returns[k]);
+      int64_t count = block.numElements();
+      std::vector<uint8_t> all(size_t(count) * block.elementBytes() *
+                               size_t(world.size()));
+      if (auto gathered =
+              world.allGather(block.data.data(), all.data(), block.type, count);
+          !gathered)
+        return gathered.error();
+      if (rank != 0)
         continue;
-      if (auto done = allReduce(env, c, checked.meshAxes, axisSize,
-                                bfn->values[c.value].type.dtype);
-          !done)
-        return done.error();
+      auto whole =
+          runtime::HostTensor::create(block.type, wholeBound->resultShapes[k]);
+      if (!whole)
+        return whole.error();
+      for (int64_t q = 0; q < world.size(); ++q) {
+        std::vector<int64_t> offset;
+        auto shape =
+            blockOf(bfn->returns[k], whole->shape, coordinate(q), offset);
+        if (shape != block.shape)
+          return Error::program(fmt::format(
+              "result {} of rank {} has not the block's shape", k + 1, q));
+        runtime::HostTensor theirs = block;
+        std::memcpy(theirs.data.data(),
+                    all.data() + size_t(q) * theirs.data.size(),
+                    theirs.data.size());
+        copyBlock(*whole, theirs, offset, false);
+      }
+      results[k] = std::move(*whole);
     }
-    begin = end + 1;
+    return {};
+  };
+
+  if (options.simulate) {
+    auto comms = simulatedRanks(int(options.ranks));
+    std::vector<std::optional<Error>> errors(comms.size());
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < comms.size(); ++r)
+      threads.emplace_back([&, r] {
+        if (auto ran = runRank(*comms[r]); !ran)
+          errors[r] = ran.error();
+      });
+    for (std::thread &t : threads)
+      t.join();
+    for (auto &e : errors)
+      if (e)
+        return *e;
+    return writeRunOutputs(*bfn, options, results);
   }
-  // The whole results, from each rank's block.
-  std::vector<runtime::HostTensor> results;
-  for (size_t k = 0; k < bfn->returns.size(); ++k) {
-    auto whole = runtime::HostTensor::create(env[0][bfn->returns[k]].type,
-                                             wholeBound->resultShapes[k]);
-    if (!whole)
-      return whole.error();
-    for (int64_t r = 0; r < options.ranks; ++r) {
-      std::vector<int64_t> offset;
-      auto shape =
-          blockOf(bfn->returns[k], whole->shape, coordinate(r), offset);
-      if (shape != env[r][bfn->returns[k]].shape)
-        return Error::program(fmt::format(
-            "result {} of rank {} has not the block's shape", k + 1, r));
-      copyBlock(*whole, env[r][bfn->returns[k]], offset, false);
-    }
-    results.push_back(std::move(*whole));
+  auto world = mpiWorld();
+  if (!world)
+    return world.error();
+  if ((*world)->size() != options.ranks)
+    return Error::usage(fmt::format("--ranks {} under an mpirun of {} ranks",
+                                    options.ranks, (*world)->size()));
+  if (auto ran = runRank(**world); !ran) {
+    abandonMPI();
+    return ran.error();
   }
+  if ((*world)->rank() != 0)
+    return {};
   return writeRunOutputs(*bfn, options, results);
 }
 

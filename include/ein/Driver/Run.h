@@ -40,6 +40,9 @@ struct RunOptions {
   /// unsharded run; with `simulate` (--simulate), N ranks in this process.
   int64_t ranks = 0;
   bool simulate = false;
+  /// The command line after the tool's name: MPI ranks relaunch it under
+  /// mpirun.
+  std::vector<std::string> argv;
 };
 
 /// The input of each parameter of `fn` (named `function`) in parameter
