@@ -134,11 +134,20 @@ def main():
     ap.add_argument("--einc", required=True)
     ap.add_argument("--examples", required=True,
                     help="the examples/ folder (megatron_block.ein)")
+    ap.add_argument("--mpi", action="store_true",
+                    help="MPI ranks (einc launches mpirun) for the meshes "
+                    "of at most --max-ranks ranks, not simulated ones")
+    ap.add_argument("--max-ranks", type=int, default=4)
+    ap.add_argument("--only", default="",
+                    help="comma-separated case names (default: all)")
     args = ap.parse_args()
     rng = np.random.default_rng(30)
     runs = failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, source, fn, meshes, shapes, oracle, crosses in CASES:
+            if args.only and name not in args.only.split(","):
+                continue
+            meshes = [(m, n) for m, n in meshes if n <= args.max_ranks]
             extra = []
             if source.startswith("@"):
                 path = os.path.join(args.examples, source[1:])
@@ -162,7 +171,9 @@ def main():
                 outs = [os.path.join(tmp, f"{name}-{mesh}-{i}.npy")
                         for i in range(len(want))]
                 cmd = [args.einc, "run", path, "--fn", fn, "--mesh", mesh,
-                       "--ranks", str(ranks), "--simulate"] + extra + ins
+                       "--ranks", str(ranks)] + extra + ins
+                if not args.mpi:
+                    cmd.append("--simulate")
                 for o in outs:
                     cmd += ["--out", o]
                 r = subprocess.run(cmd, capture_output=True, text=True)
