@@ -143,6 +143,18 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           return true;
     return false;
   };
+  // The table a take reads or a scatter_add writes, split along the ids'
+  // axis.
+  auto splitTable = [&](const CheckedOp &op) {
+    if (op.kind != OpKind::Take && op.kind != OpKind::ScatterAdd)
+      return false;
+    const std::vector<unsigned> &ids =
+        op.kind == OpKind::Take ? op.operands : op.results;
+    if (ids.empty() || ids[0] >= fn.layouts.size())
+      return true;
+    const ValueLayout &table = fn.layouts[ids[0]];
+    return op.axis >= table.dims.size() || !table.dims[op.axis].empty();
+  };
   for (const CheckedOp &op : fn.ops) {
     std::string what;
     if ((op.kind == OpKind::Arange || op.kind == OpKind::Size) &&
@@ -151,6 +163,11 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
     else if (op.kind == OpKind::Slice &&
              (mentionsSplit(op.sliceStart) || mentionsSplit(op.sliceStop)))
       what = "a slice bounded by a split size";
+    else if (splitTable(op))
+      what = fmt::format("{} on a table split along the ids' axis (a "
+                         "vocab-parallel lookup: the local take needs the "
+                         "ids shifted and masked)",
+                         opKindName(op.kind));
     else if (op.kind == OpKind::Dropout && touchesSplit(op))
       what = "dropout of a split value (each rank would draw its own mask)";
     else if (touchesSplit(op))

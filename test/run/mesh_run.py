@@ -109,6 +109,14 @@ def block(x: f32["b d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> f32["b d
 """, "block", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"x": (4, 8), "w_fc": (8, 16), "w_proj": (16, 8)},
      lambda x, w_fc, w_proj: [x + np.maximum(x @ w_fc, 0) @ w_proj], True),
+    ("embedding-column-split",
+     """mesh tp
+
+def embed(table: f32["vocab d@tp"], ids: i64["n"]) -> f32["n d@tp"]:
+    return take(table, ids, "vocab")
+""", "embed", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"table": (10, 8), "ids": ("ids", (6,), 10)},
+     lambda table, ids: [table[ids.astype(np.int64)]], False),
     # examples/megatron_block.ein's functions, with small sizes: the block
     # and its loss all-reduce inside the function.
     ("megatron-block", "@megatron_block.ein", "block", MEGATRON_MESHES,
@@ -156,7 +164,10 @@ def main():
                 path = os.path.join(tmp, name + ".ein")
                 with open(path, "w") as f:
                     f.write(source)
-            inputs = {k: rng.standard_normal(s).astype(np.float32)
+            # A shape, or ("ids", shape, bound): i64 ids in [0, bound).
+            inputs = {k: rng.integers(0, s[2], s[1]).astype(np.int64)
+                      if s[0] == "ids" else
+                      rng.standard_normal(s).astype(np.float32)
                       for k, s in shapes.items()}
             ins = []
             for k, v in inputs.items():
