@@ -538,13 +538,24 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       std::vector<runtime::HostTensor *> outs;
       for (auto &t : outputs)
         outs.push_back(&t);
-      {
+      ErrorOr<void> called = [&] {
         std::lock_guard<std::mutex> lock(callMutex);
         int64_t status = 0;
-        if (auto called = part.callable->call(ins, outs, bound->dims, &status);
-            !called)
-          return called.error();
-      }
+        return part.callable->call(ins, outs, bound->dims, &status);
+      }();
+      // A call may fail on one rank only (an id out of range in its
+      // block): every rank learns it here and leaves, instead of the
+      // others waiting in the next collective until its timeout.
+      int64_t failed = called ? 0 : 1;
+      if (auto agreed = world.allReduce(&failed, runtime::StorageType::I64, 1,
+                                        ReduceOp::Max);
+          !agreed)
+        return agreed.error();
+      if (!called)
+        return called.error();
+      if (failed)
+        return Error::usage(
+            fmt::format("rank {} stopped: another rank failed", rank));
       for (size_t k = 0; k < part.returns.size(); ++k)
         env[part.returns[k]] = std::move(outputs[k]);
       for (const InferredCollective &c : bfn->collectives)
@@ -599,6 +610,9 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       });
     for (std::thread &t : threads)
       t.join();
+    for (auto &e : errors)
+      if (e && e->message.find("another rank failed") == std::string::npos)
+        return *e;
     for (auto &e : errors)
       if (e)
         return *e;
