@@ -36,7 +36,63 @@ Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
 ErrorOr<std::map<std::string, std::string>>
 splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   std::map<std::string, std::string> split;
-  std::set<std::string> whole;
+  // Names along which a value is whole and not uniform (id: the first).
+  std::map<std::string, unsigned> whole;
+  // Per value, the names along which it is the same at every position (a
+  // fill, a repeat's new dim, arithmetic of such): its local block is the
+  // value computed with the block's size, so it may stay whole where the
+  // name is split elsewhere (grad()'s broadcast of a mean's gradient). A
+  // result is never: it is assembled by its layout.
+  std::vector<std::set<std::string>> uniform(fn.values.size());
+  auto symbolsOf = [&](unsigned id) {
+    std::set<std::string> out;
+    for (const Dim &d : fn.ctx.expand(fn.values[id].type.shape))
+      for (const std::string &s : d.size.symbols())
+        out.insert(s);
+    return out;
+  };
+  for (const CheckedOp &op : fn.ops) {
+    if (op.results.size() != 1 || op.results[0] >= uniform.size())
+      continue;
+    std::set<std::string> mine = symbolsOf(op.results[0]),
+                          &out = uniform[op.results[0]];
+    switch (op.kind) {
+    case OpKind::Constant:
+      out = mine;
+      break;
+    case OpKind::Repeat:
+    case OpKind::Elementwise:
+    case OpKind::Cast:
+      // A name the operand lacks is new (a repeat) or broadcast; one it
+      // has must be uniform in it.
+      for (const std::string &name : mine) {
+        bool same = true;
+        for (unsigned o : op.operands)
+          if (o < uniform.size() && symbolsOf(o).count(name) &&
+              !uniform[o].count(name))
+            same = false;
+        if (same)
+          out.insert(name);
+      }
+      break;
+    case OpKind::Rearrange:
+    case OpKind::Reduce:
+    case OpKind::Einsum:
+    case OpKind::Pack:
+    case OpKind::Unpack:
+    case OpKind::Size:
+    case OpKind::Arange:
+    case OpKind::Take:
+    case OpKind::Slice:
+    case OpKind::ScatterAdd:
+    case OpKind::TakeAlong:
+    case OpKind::Dropout:
+      break;
+    }
+  }
+  for (unsigned r : fn.returns)
+    if (r < uniform.size())
+      uniform[r].clear();
   std::set<std::string> axes(m.meshAxes.begin(), m.meshAxes.end());
   auto valueLoc = [&](unsigned id) {
     for (const CheckedOp &op : fn.ops)
@@ -70,7 +126,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                                           s));
       if (axis.empty()) {
         for (const std::string &s : shape[d].size.symbols())
-          whole.insert(s);
+          if (!uniform[id].count(s))
+            whole.emplace(s, id);
         continue;
       }
       auto name = shape[d].size.asSymbol();
@@ -120,9 +177,9 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                       *major, it->second, c.axis));
   }
   for (auto &[name, axis] : split)
-    if (whole.count(name))
-      return Error::inFile(
-          ErrorKind::Program, m.path,
+    if (auto it = whole.find(name); it != whole.end())
+      return shardedError(
+          m, valueLoc(it->second),
           fmt::format("a sharded run of '{}' where {} is split on {} in "
                       "some values and whole in others (an all-gather, "
                       "or a value of the whole size, inside the function) "
@@ -157,9 +214,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   };
   for (const CheckedOp &op : fn.ops) {
     std::string what;
-    if ((op.kind == OpKind::Arange || op.kind == OpKind::Size) &&
-        mentionsSplit(op.sizeValue))
-      what = fmt::format("{} of a split size", opKindName(op.kind));
+    if (op.kind == OpKind::Arange && mentionsSplit(op.sizeValue))
+      what = "arange of a split size";
     else if (op.kind == OpKind::Slice &&
              (mentionsSplit(op.sliceStart) || mentionsSplit(op.sliceStop)))
       what = "a slice bounded by a split size";
@@ -170,8 +226,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                          opKindName(op.kind));
     else if (op.kind == OpKind::Dropout && touchesSplit(op))
       what = "dropout of a split value (each rank would draw its own mask)";
-    else if (touchesSplit(op))
-      for (const SizeArg &size : op.sizes)
+    else if (touchesSplit(op)) {
+      for (const SizeArg &size : op.sizes) {
         if (!size.value.asSymbol() && mentionsSplit(size.value))
           what = fmt::format("a {}'s keyword size {}={} of a split value",
                              opKindName(op.kind), size.name, size.value.str());
@@ -179,6 +235,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           what = fmt::format("a {}'s keyword size {}={} (a number) on a split "
                              "value; name the dim instead",
                              opKindName(op.kind), size.name, size.value.str());
+      }
+    }
     if (!what.empty())
       return shardedError(
           m, op.loc,
@@ -423,11 +481,34 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
                            localShapes, Specialisation::Sizes);
   if (!bound)
     return bound.error();
-  const CheckedFunction *lfn = bound->concrete.find(options.function);
-  if (lfn->ops.size() != bfn->ops.size() ||
-      lfn->values.size() != bfn->values.size())
+  if (bound->concrete.find(options.function)->ops.size() != bfn->ops.size() ||
+      bound->concrete.find(options.function)->values.size() !=
+          bfn->values.size())
     return Error::program("the local program of a sharded run does not have "
                           "the whole program's ops");
+  // A size read as a number (grad()'s count of a mean) is the whole's: a
+  // constant in the local program, as Specialise folds known sizes.
+  CheckedFunction localFn = *bound->concrete.find(options.function);
+  const CheckedFunction *lfn = &localFn;
+  for (CheckedOp &op : localFn.ops) {
+    if (op.kind != OpKind::Size)
+      continue;
+    bool readsSplit = false;
+    for (const std::string &name : op.sizeValue.symbols())
+      readsSplit |= split->count(name) > 0;
+    auto known = op.sizeValue.evaluate(bfn->ctx.env);
+    if (!readsSplit)
+      continue;
+    if (!known)
+      return Error::program("a size of a sharded run is not known");
+    DType dtype = localFn.values[op.results.at(0)].type.dtype;
+    op.kind = OpKind::Constant;
+    op.sizeValue = SizeExpr();
+    op.constant = static_cast<double>(*known);
+    op.constantIsInt = true;
+    if (!isFloat(dtype) && dtype != DType::Bool)
+      op.constantInt = static_cast<int64_t>(*known);
+  }
   // Cut after each op an all-reduce follows: each part is compiled as a
   // function of the values it reads, returning those read later.
   struct Part {

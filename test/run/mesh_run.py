@@ -36,6 +36,17 @@ def attention(x, w_q, w_k, w_v, w_o, heads=2):
     return [o @ w_o]
 
 
+def mlp_grad(x, w_fc, w_proj):
+    import torch
+    x, w_fc, w_proj = (torch.tensor(t, requires_grad=True)
+                       for t in (x, w_fc, w_proj))
+    y = torch.tanh(x @ w_fc) @ w_proj
+    loss = (y * y).mean()
+    loss.backward()
+    return [loss.detach().numpy(), w_fc.grad.numpy(), w_proj.grad.numpy(),
+            x.grad.numpy()]
+
+
 def rmsnorm(x, g):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
 
@@ -117,6 +128,21 @@ def embed(table: f32["vocab d@tp"], ids: i64["n"]) -> f32["n d@tp"]:
 """, "embed", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"table": (10, 8), "ids": ("ids", (6,), 10)},
      lambda table, ids: [table[ids.astype(np.int64)]], False),
+    # grad(): the backward's collectives (a column-parallel input's data
+    # gradient summed over tp, the weights' gradients over dp), against
+    # torch.autograd.
+    ("mlp-grad-2d-mesh",
+     """mesh dp, tp
+
+def step(x: f32["b@dp d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> (f32[""], f32["d f@tp"], f32["f@tp d"], f32["b@dp d"]):
+    h = tanh(einsum(x, w_fc, "b d, d f -> b f"))
+    y = einsum(h, w_proj, "b f, f d -> b d")
+    l = reduce(y * y, "b d ->", "mean")
+    gfc, gproj, gx = grad(l, wrt=[w_fc, w_proj, x])
+    return l, gfc, gproj, gx
+""", "step", [("dp=1,tp=1", 1), ("dp=2,tp=1", 2), ("dp=1,tp=2", 2),
+              ("dp=2,tp=2", 4), ("dp=1,tp=4", 4)],
+     {"x": (4, 8), "w_fc": (8, 16), "w_proj": (16, 8)}, mlp_grad, True),
     # examples/megatron_block.ein's functions, with small sizes: the block
     # and its loss all-reduce inside the function.
     ("megatron-block", "@megatron_block.ein", "block", MEGATRON_MESHES,
