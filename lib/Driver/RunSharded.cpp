@@ -327,10 +327,14 @@ template <typename T> void scale(runtime::HostTensor &t, double by) {
 ErrorOr<void> allReduce(Communicator &group, runtime::HostTensor &value,
                         const InferredCollective &c, DType dtype) {
   runtime::StorageType type = value.type;
-  if (type != runtime::StorageType::F32 && type != runtime::StorageType::F64)
-    return Error::usage(fmt::format("a sharded run's {} of a {} value is not "
-                                    "supported yet (f32 and f64 are)",
-                                    collectiveName(c.kind), dtypeName(dtype)));
+  bool wide =
+      type == runtime::StorageType::F32 || type == runtime::StorageType::F64;
+  // The communicator sums f16 and bf16 in f32, rounded once, and integers
+  // exactly; a mean's division is done here in f32 and f64 only.
+  if (!isReducibleType(type) || (c.reduction == ReduceKind::Mean && !wide))
+    return Error::usage(fmt::format(
+        "a sharded run's {} ({}) of a {} value is not supported yet",
+        collectiveName(c.kind), reduceKindName(c.reduction), dtypeName(dtype)));
   ReduceOp op = c.reduction == ReduceKind::Max   ? ReduceOp::Max
                 : c.reduction == ReduceKind::Min ? ReduceOp::Min
                                                  : ReduceOp::Sum;
@@ -479,8 +483,14 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
         blockOf(bfn->params[i], (*inputs)[i].shape, origin, unused));
   auto bound = engine.bind(file, module, local, localChecked, options.function,
                            localShapes, Specialisation::Sizes);
-  if (!bound)
-    return bound.error();
+  if (!bound) {
+    Error error = bound.error();
+    error.withNote("a sharded run checks the function at its blocks' sizes "
+                   "(a dim split on an axis of n ranks has 1/n of its size); "
+                   "a number in a pattern or type for a split dim is not "
+                   "supported yet");
+    return error;
+  }
   if (bound->concrete.find(options.function)->ops.size() != bfn->ops.size() ||
       bound->concrete.find(options.function)->values.size() !=
           bfn->values.size())
@@ -490,7 +500,17 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   // constant in the local program, as Specialise folds known sizes.
   CheckedFunction localFn = *bound->concrete.find(options.function);
   const CheckedFunction *lfn = &localFn;
-  for (CheckedOp &op : localFn.ops) {
+  for (size_t i = 0; i < localFn.ops.size(); ++i) {
+    CheckedOp &op = localFn.ops[i];
+    // Specialise folded the sizes it knew into constants: the whole
+    // program's are the right ones (a constant not from a size is the same
+    // in both).
+    if (op.kind == OpKind::Constant && bfn->ops[i].kind == OpKind::Constant) {
+      op.constant = bfn->ops[i].constant;
+      op.constantIsInt = bfn->ops[i].constantIsInt;
+      op.constantInt = bfn->ops[i].constantInt;
+      continue;
+    }
     if (op.kind != OpKind::Size)
       continue;
     bool readsSplit = false;
