@@ -4,7 +4,8 @@
 For each corpus case that runs (exit 0) and names its parameters' dims, one
 dim name of an even size is split over a mesh axis by a rule (`mesh tp` and
 `shard NAME -> tp` prepended to the program), and the case runs with
-`einc run --mesh tp=2 --ranks 2 --simulate`. Its results must equal the
+`einc run --mesh tp=2 --ranks 2 --simulate` (--ranks N: tp=N, a dim
+divisible by N). Its results must equal the
 case's own reference (numpy / einops, run_corpus.compare's tolerances), or
 the run must refuse by name (exit 1 or 2 with `error:` and a message that
 says what is not supported, or a layout error of `einc check`): never a
@@ -32,7 +33,7 @@ NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 PARAM = re.compile(r"(\w+)\s*:\s*\w+\[\"([^\"]*)\"\]")
 
 
-def variant(case):
+def variant(case, ranks):
     """The case's source with one dim split over tp, or None."""
     if (case.expect_rc != 0 or case.files or case.in_args is not None
             or case.extra_args or "mesh" in case.source or case.xfail):
@@ -54,7 +55,8 @@ def variant(case):
         for t, n in zip(tokens, data.shape):
             if NAME.match(t):
                 sizes.setdefault(t, n)
-    names = sorted(n for n, s in sizes.items() if s >= 2 and s % 2 == 0)
+    names = sorted(n for n, s in sizes.items()
+                   if s >= ranks and s % ranks == 0)
     if not names:
         return None
     # The same choice every run: the case id picks among the names.
@@ -68,14 +70,14 @@ REFUSALS = ("not supported yet", "is declared replicated", "splits two axes",
             "must be whole", "not supported", "entry check")
 
 
-def run(einc, case, name, source, workdir):
+def run(einc, case, name, source, workdir, ranks):
     d = os.path.join(workdir, rc.safe_name(case.cid))
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "f.ein")
     with open(src, "w") as f:
         f.write(source)
-    cmd = [einc, "run", src, "--fn", case.fn, "--mesh", "tp=2", "--ranks",
-           "2", "--simulate"]
+    cmd = [einc, "run", src, "--fn", case.fn, "--mesh", f"tp={ranks}",
+           "--ranks", str(ranks), "--simulate"]
     for param, data in case.inputs:
         path = os.path.join(d, f"in_{param}.npy")
         np.save(path, np.asarray(data))
@@ -115,12 +117,14 @@ def main():
                     help="the first variant of --sample (rotate: moves "
                     "with every commit, as run_corpus.py's)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--ranks", type=int, default=2,
+                    help="simulated ranks: the size of tp")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     cases, _ = rc.all_run_cases()
     variants = []
     for case in cases:
-        v = variant(case)
+        v = variant(case, args.ranks)
         if v:
             variants.append((case, *v))
     variants = variants[rc.sample_offset(args)::max(1, args.sample)]
@@ -128,7 +132,8 @@ def main():
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             results = list(pool.map(
-                lambda v: run(args.einc, v[0], v[1], v[2], tmp), variants))
+                lambda v: run(args.einc, v[0], v[1], v[2], tmp, args.ranks),
+                variants))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     counts = {"equal": 0, "refused": 0, "fail": 0}
