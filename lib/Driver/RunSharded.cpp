@@ -185,6 +185,41 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                       "or a value of the whole size, inside the function) "
                       "is not supported yet",
                       fn.name, name, axis));
+  // A value kept whole along a split name only because it is uniform is
+  // computed at the block's size: it may only meet split values
+  // elementwise (a reduce or einsum over its dim would count the block).
+  auto wholeAlong = [&](unsigned id, const std::string &name) {
+    if (id >= fn.layouts.size())
+      return false;
+    Shape shape = fn.ctx.expand(fn.values[id].type.shape);
+    const ValueLayout &layout = fn.layouts[id];
+    for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d)
+      if (layout.dims[d].empty() && shape[d].size.symbols().count(name))
+        return true;
+    return false;
+  };
+  for (const CheckedOp &op : fn.ops)
+    for (unsigned o : op.operands) {
+      if (o >= uniform.size())
+        continue;
+      for (const std::string &name : uniform[o]) {
+        auto it = split.find(name);
+        if (it == split.end() || !wholeAlong(o, name))
+          continue;
+        bool elementwise =
+            op.kind == OpKind::Elementwise || op.kind == OpKind::Cast;
+        bool keeps = !op.results.empty() && op.results[0] < uniform.size() &&
+                     (!wholeAlong(op.results[0], name) ||
+                      uniform[op.results[0]].count(name));
+        if (!elementwise || !keeps)
+          return shardedError(
+              m, op.loc,
+              fmt::format("a sharded run of a {} reading a value whole "
+                          "along {} (split on {} elsewhere) is not "
+                          "supported yet",
+                          opKindName(op.kind), name, it->second));
+      }
+    }
   // Ops that read a size as a number, or draw random numbers per element,
   // would see the block's size, not the whole's.
   auto mentionsSplit = [&](const SizeExpr &e) {
