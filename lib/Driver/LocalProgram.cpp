@@ -263,23 +263,45 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           m, op.loc,
           fmt::format("a sharded run of {} is not supported yet", what));
   }
-  // An all-reduce runs between two parts of the local program (after the
-  // op that made the partial sums); a reduce-scatter only on a result
-  // nothing reads after it (completed as an all-reduce whose blocks the
-  // assembly takes). Others change a value's local shape.
-  for (const InferredCollective &c : fn.collectives) {
+  if (auto points = collectivePoints(m, fn); !points)
+    return points.error();
+  return split;
+}
+
+ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
+                                              const CheckedFunction &fn) {
+  std::vector<size_t> points;
+  for (size_t k = 0; k < fn.collectives.size(); ++k) {
+    const InferredCollective &c = fn.collectives[k];
     bool returned = false;
     for (unsigned r : fn.returns)
       returned |= r == c.value;
-    bool readAfter = false;
+    // The later readers: those whose result is still pending over the axis
+    // read the partial sums (a sum of partials stays partial), the others
+    // the completed value.
+    bool partialReader = false, completeReader = false;
     for (size_t i = c.afterOp < 0 ? 0 : size_t(c.afterOp) + 1;
-         i < fn.ops.size(); ++i)
-      for (unsigned o : fn.ops[i].operands)
-        readAfter |= o == c.value;
+         i < fn.ops.size(); ++i) {
+      const CheckedOp &op = fn.ops[i];
+      bool reads = false;
+      for (unsigned o : op.operands)
+        reads |= o == c.value;
+      if (!reads)
+        continue;
+      bool pending = false;
+      for (unsigned r : op.results)
+        if (r < fn.layouts.size())
+          for (const std::string &a : fn.layouts[r].pending)
+            pending |= a == c.axis;
+      (pending ? partialReader : completeReader) = true;
+    }
+    for (size_t j = 0; j < k; ++j)
+      if (fn.collectives[j].value == c.value)
+        completeReader = partialReader = true; // twice: refused below
     bool kindOk =
-        c.afterOp >= 0 &&
-        (c.kind == CollectiveKind::AllReduce ||
-         (c.kind == CollectiveKind::ReduceScatter && returned && !readAfter));
+        c.afterOp >= 0 && (c.kind == CollectiveKind::AllReduce ||
+                           (c.kind == CollectiveKind::ReduceScatter &&
+                            returned && !partialReader && !completeReader));
     bool reductionOk =
         c.reduction == ReduceKind::Sum || c.reduction == ReduceKind::Mean ||
         c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Min;
@@ -291,8 +313,17 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                       "reduce-scatters of sum, mean, max and min run",
                       collectiveName(c.kind), reduceKindName(c.reduction),
                       c.axis, c.reason));
+    if (partialReader && (completeReader || !returned))
+      return shardedError(
+          m, c.loc,
+          fmt::format("a sharded run of a value read both as partial sums "
+                      "over {} and completed ({}) is not supported yet",
+                      c.axis, c.reason));
+    // Read only as partial sums later: completed once they are all read,
+    // after the last op, for the result.
+    points.push_back(partialReader ? fn.ops.size() - 1 : size_t(c.afterOp));
   }
-  return split;
+  return points;
 }
 
 void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,

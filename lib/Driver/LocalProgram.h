@@ -23,6 +23,15 @@ namespace ein {
 ErrorOr<std::map<std::string, std::string>>
 splitNames(const CheckedModule &m, const CheckedFunction &fn);
 
+/// Where each of fn.collectives runs in the local program: after the op
+/// whose index it gives. An all-reduce runs after the op that made the
+/// partial sums, unless every later reader reads them partial (a sum of
+/// partials, pending too) and the value is a result: then after the last
+/// op. A value read both ways, or reduced twice, a reduce-scatter read
+/// again, and other collectives are refused by name.
+ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
+                                              const CheckedFunction &fn);
+
 /// Copies between a whole C-order tensor and one block of it: the block
 /// starts at `offset` and has `block`'s shape. `toBlock` copies whole ->
 /// block, else block -> whole.

@@ -251,9 +251,10 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     size_t end;
   };
   std::vector<Part> parts;
-  std::set<size_t> cuts;
-  for (const InferredCollective &c : bfn->collectives)
-    cuts.insert(size_t(c.afterOp));
+  auto points = collectivePoints(wholeBound->concrete, *bfn);
+  if (!points)
+    return points.error();
+  std::set<size_t> cuts(points->begin(), points->end());
   if (!lfn->ops.empty())
     cuts.insert(lfn->ops.size() - 1);
   std::set<unsigned> finals(lfn->returns.begin(), lfn->returns.end());
@@ -373,8 +374,9 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
             fmt::format("rank {} stopped: another rank failed", rank));
       for (size_t k = 0; k < part.returns.size(); ++k)
         env[part.returns[k]] = std::move(outputs[k]);
-      for (const InferredCollective &c : bfn->collectives)
-        if (size_t(c.afterOp) == part.end)
+      for (size_t k = 0; k < bfn->collectives.size(); ++k)
+        if (const InferredCollective &c = bfn->collectives[k];
+            (*points)[k] == part.end)
           if (auto done = allReduce(*groups[axisIndex(c.axis)], env.at(c.value),
                                     c, bfn->values[c.value].type.dtype);
               !done)

@@ -128,6 +128,18 @@ def embed(table: f32["vocab d@tp"], ids: i64["n"]) -> f32["n d@tp"]:
 """, "embed", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"table": (10, 8), "ids": ("ids", (6,), 10)},
      lambda table, ids: [table[ids.astype(np.int64)]], False),
+    # A result also read, later, as partial sums by a sum of partials: its
+    # all-reduce waits until that read.
+    ("partial-read-later",
+     """mesh tp
+
+def f(h: f32["b f@tp"], w: f32["f@tp d"], w2: f32["f@tp d"]) -> (f32["b d"], f32["b d"]):
+    y = einsum(h, w, "b f, f d -> b d")
+    y2 = einsum(h, w2, "b f, f d -> b d")
+    return y, y + y2
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"h": (3, 8), "w": (8, 4), "w2": (8, 4)},
+     lambda h, w, w2: [h @ w, h @ w + h @ w2], True),
     # grad(): the backward's collectives (a column-parallel input's data
     # gradient summed over tp, the weights' gradients over dp), against
     # torch.autograd.
