@@ -276,9 +276,8 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
     bool returned = false;
     for (unsigned r : fn.returns)
       returned |= r == c.value;
-    // The later readers: those whose result is still pending over the axis
-    // read the partial sums (a sum of partials stays partial), the others
-    // the completed value.
+    // The later readers: a sum of partials reads the partial sums, the
+    // others the completed value.
     bool partialReader = false, completeReader = false;
     for (size_t i = c.afterOp < 0 ? 0 : size_t(c.afterOp) + 1;
          i < fn.ops.size(); ++i) {
@@ -288,12 +287,18 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
         reads |= o == c.value;
       if (!reads)
         continue;
+      // As layout inference decides: a sum or difference of partial sums
+      // stays partial; any other reader has them completed first.
       bool pending = false;
       for (unsigned r : op.results)
         if (r < fn.layouts.size())
           for (const std::string &a : fn.layouts[r].pending)
             pending |= a == c.axis;
-      (pending ? partialReader : completeReader) = true;
+      bool linear =
+          op.kind == OpKind::Elementwise &&
+          (op.fn == ElementwiseFn::Add || op.fn == ElementwiseFn::Sub) &&
+          pending;
+      (linear ? partialReader : completeReader) = true;
     }
     for (size_t j = 0; j < k; ++j)
       if (fn.collectives[j].value == c.value)

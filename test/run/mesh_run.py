@@ -140,6 +140,17 @@ def f(h: f32["b f@tp"], w: f32["f@tp d"], w2: f32["f@tp d"]) -> (f32["b d"], f32
 """, "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"h": (3, 8), "w": (8, 4), "w2": (8, 4)},
      lambda h, w, w2: [h @ w, h @ w + h @ w2], True),
+    # A result read, completed, by an einsum that makes new partial sums
+    # over the same axis.
+    ("complete-then-partial",
+     """mesh tp
+
+def f(h: f32["b f@tp"], w: f32["f@tp d"]) -> (f32["b d"], f32["d"]):
+    y = einsum(h, w, "b f, f d -> b d")
+    return y, einsum(y, h, "b d, b f -> d")
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"h": (3, 8), "w": (8, 4)},
+     lambda h, w: [h @ w, np.einsum("bd,bf->d", h @ w, h)], True),
     # grad(): the backward's collectives (a column-parallel input's data
     # gradient summed over tp, the weights' gradients over dp), against
     # torch.autograd.
