@@ -151,6 +151,38 @@ def f(h: f32["b f@tp"], w: f32["f@tp d"]) -> (f32["b d"], f32["d"]):
 """, "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"h": (3, 8), "w": (8, 4)},
      lambda h, w: [h @ w, np.einsum("bd,bf->d", h @ w, h)], True),
+    # A log-softmax over a split vocabulary (max, then sum, all-reduced),
+    # a layer norm over a split width (two means), and results of three
+    # layouts.
+    ("log-softmax-split-vocab",
+     """mesh tp
+
+def lsm(x: f32["b v@tp"]) -> f32["b v@tp"]:
+    m = reduce(x, "b v -> b 1", "max")
+    s = reduce(exp(x - m), "b v -> b 1", "sum")
+    return x - m - log(s)
+""", "lsm", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (3, 8)},
+     lambda x: [x - x.max(1, keepdims=True)
+                - np.log(np.exp(x - x.max(1, keepdims=True))
+                         .sum(1, keepdims=True))], True),
+    ("layer-norm-split-width",
+     """mesh tp
+
+def ln(x: f32["b d@tp"], g: f32["d@tp"]) -> f32["b d@tp"]:
+    c = x - reduce(x, "b d -> b 1", "mean")
+    return c * rsqrt(reduce(c * c, "b d -> b 1", "mean") + 1e-5) * g
+""", "ln", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (3, 8), "g": (8,)},
+     lambda x, g: [(x - x.mean(1, keepdims=True))
+                   / np.sqrt(x.var(1, keepdims=True) + 1e-5) * g], True),
+    ("three-layouts",
+     """mesh tp
+
+def both(x: f32["b d@tp"], w: f32["d@tp e"]) -> (f32["b e"], f32["b d@tp"], f32[""]):
+    y = einsum(x, w, "b d, d e -> b e")
+    return y, x * 2.0, reduce(y, "b e ->", "sum")
+""", "both", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (3, 8), "w": (8, 5)},
+     lambda x, w: [x @ w, 2 * x, np.array((x @ w).sum())], True),
     # grad(): the backward's collectives (a column-parallel input's data
     # gradient summed over tp, the weights' gradients over dp), against
     # torch.autograd.
