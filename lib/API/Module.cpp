@@ -69,8 +69,8 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
     return toInfo(ein::Error::inFile(
         ErrorKind::Program, state->file->path,
         "this file declares a mesh; sharded programs are checked (einc "
-        "check) but not yet compiled or run (issue 30, docs/distributed.md "
-        "§8)"));
+        "check) but not yet compiled or run by the API; einc run --ranks N "
+        "[--simulate] runs them (issue 30, docs/distributed.md §4)"));
   return state;
 }
 

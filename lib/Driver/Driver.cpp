@@ -73,6 +73,9 @@ struct Args {
   WarningOptions warnings;
   CPUOptions cpu;
   std::vector<int64_t> calibrateCheck; // calibrate --check: sizes in bytes
+  /// run --ranks N [--simulate]: a sharded program on N ranks.
+  int64_t runRanks = 0;
+  bool simulate = false;
 };
 
 /// The largest rank --rank accepts.
@@ -171,7 +174,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.check.dimOverrides[name] = *n;
     } else if (isFlag("--mesh") &&
                (args.command == "check" || args.command == "report" ||
-                args.command == "emit")) {
+                args.command == "emit" || args.command == "run")) {
       auto v = value("--mesh");
       if (!v || v->empty())
         return usage("--mesh needs AXIS=INT,... (--mesh dp=2,tp=4)");
@@ -265,6 +268,14 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       if (!sizes)
         return usage("--check: " + sizes.error().message);
       args.calibrateCheck = *sizes;
+    } else if (isFlag("--ranks") && args.command == "run") {
+      auto v = value("--ranks");
+      auto n = v ? parseInt(*v) : std::nullopt;
+      if (!n || *n < 1)
+        return usage("--ranks expects a positive number of ranks");
+      args.runRanks = *n;
+    } else if (a == "--simulate" && args.command == "run") {
+      args.simulate = true;
     } else if (a == "--time" && args.command == "run") {
       args.time = true;
     } else if (a == "--perf-jitdump" && args.command == "run") {
@@ -644,6 +655,28 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
   // A sharded program is checked, but not yet costed, lowered or run
   // (docs/distributed.md §8): refused by name, never run unsharded. Its
   // check's errors come first.
+  if (args.command == "run" && (args.runRanks || args.simulate)) {
+    if (module.meshes.empty())
+      return usageError("run",
+                        "run --ranks and --simulate are for a file with a mesh "
+                        "(a sharded program); data-parallel training is einc "
+                        "train --ranks N");
+    if (!args.runRanks)
+      return usageError("run", "--simulate needs --ranks N");
+    RunOptions run;
+    run.function = args.fn;
+    run.inputs = args.inputs;
+    run.outputs = args.outputs;
+    run.time = args.time;
+    run.sizeGeneric = args.sizeGeneric;
+    run.cpu = args.cpu;
+    run.target = args.target;
+    run.jit = JITOptions::fromEnvironment();
+    run.ranks = args.runRanks;
+    run.simulate = args.simulate;
+    run.argv = args.argv;
+    return runSharded(*file, module, args.check, run, out);
+  }
   if (!module.meshes.empty() && args.command != "check" &&
       args.command != "report") {
     CheckOptions options = args.check;
@@ -658,7 +691,11 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                     "are checked and reported (einc check, einc report) but "
                     "not yet {} (issue 30, "
                     "docs/distributed.md §8)",
-                    at.line, "compiled or run"));
+                    at.line,
+                    args.command == "run"
+                        ? "run unless on simulated ranks (einc run --ranks N "
+                          "--simulate)"
+                        : "compiled or run"));
   }
   if (args.command == "run") {
     // The symbolic check of `run`, once: its warnings are printed here and

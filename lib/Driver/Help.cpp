@@ -65,7 +65,8 @@ goes on at its column on the next lines.)",
       {"run",
        R"(run FILE --fn NAME --in PARAM=FILE.npy... --out FILE.npy... [--dim NAME=INT]...
     [--time] [--peak-flops FLOPS] [--bandwidth BYTES_PER_S] [--perf-jitdump]
-    [--size-generic] [--target=cpu|cuda|cuda-emulated] [--allow-tf32])",
+    [--size-generic] [--target=cpu|cuda|cuda-emulated] [--allow-tf32]
+    [--mesh AXIS=N,... --ranks N --simulate])",
        R"(JIT-compile NAME for this CPU with the inputs' sizes and run it.
 Inputs and results are .npy files or tensors of safetensors files or .npz
 archives (a step's state can be one file in and one out). bf16 inputs are
@@ -76,11 +77,14 @@ the inputs. Exit 2 when the inputs do not fit the signature; no output
 is written then. --target=cuda builds the function's CUDA source with
 nvcc and runs it on this machine's GPU (exit 2 without one);
 cuda-emulated builds the same source with the host C++ compiler and
-runs it on the CPU.)",
-       {"--fn", "--in", "--out", "--dim", "--time", "--peak-flops",
-        "--bandwidth", "--tiles", "--cpu", "--cpu-features", "--no-fusion",
-        "--perf-jitdump", "--size-generic", "--target", "--allow-tf32",
-        "-Werror", "-Wno-NAME"}},
+runs it on the CPU. A file with a mesh runs sharded on simulated ranks
+(--ranks N --simulate, N the mesh's product): each rank computes its
+blocks, the results are completed and assembled (docs/distributed.md §4).)",
+       {"--fn",           "--in",           "--out",          "--dim",
+        "--mesh",         "--time",         "--peak-flops",   "--bandwidth",
+        "--tiles",        "--cpu",          "--cpu-features", "--no-fusion",
+        "--perf-jitdump", "--size-generic", "--target",       "--allow-tf32",
+        "--ranks-run",    "--simulate",     "-Werror",        "-Wno-NAME"}},
       {"train",
        R"(train FILE --fn LOSS --data PARAM=FILE[:TYPE]... --steps N
       [--params W1,W2] [--val-data PARAM=FILE | --val-fraction F]
@@ -398,6 +402,14 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--no-fusion      keep every op its own loop nest: no row tiles, no
                  elementwise op fused into the ops that read it, no
                  epilogue in a contraction's kernel (the CPU target))"},
+    {"--ranks-run",
+     R"(--ranks N        a file with a mesh: run it sharded on N ranks, the
+                 product of the mesh's sizes (--mesh tp=2); each rank
+                 computes its blocks, the results are assembled
+                 (docs/distributed.md §4))"},
+    {"--simulate",
+     R"(--simulate       with --ranks: the ranks run in this process, in
+                 turn (MPI ranks for a sharded run are not built yet))"},
     {"--size-generic",
      R"(--size-generic   compile without the inputs' sizes (only `dim`, --dim
                  and `#` dims given size 1 are specialised), as `einc

@@ -247,6 +247,39 @@ ErrorOr<std::vector<OutputFile>> outputFiles(const CheckedFunction &fn,
 
 } // namespace
 
+ErrorOr<void> writeRunOutputs(const CheckedFunction &fn,
+                              const RunOptions &options,
+                              std::vector<runtime::HostTensor> &outputs) {
+  auto files = outputFiles(fn, options);
+  if (!files)
+    return files.error();
+  std::vector<std::string> outputPaths;
+  for (const OutputFile &file : *files)
+    outputPaths.push_back(file.path);
+  auto outputPlan = runtime::planOutputs(outputPaths);
+  if (!outputPlan)
+    return inputError(fmt::format("--out {}", outputPlan.error().message));
+  auto written = runtime::writeOutputs(
+      *outputPlan, [&](size_t index, int fd) -> ErrorOr<void> {
+        const OutputFile &file = (*files)[index];
+        std::vector<runtime::NamedTensor> named;
+        for (auto &[name, k] : file.results)
+          named.push_back({name, &outputs[k]});
+        switch (file.kind) {
+        case FileKind::Npy:
+          return runtime::writeNpyTo(fd, outputs[file.results[0].second]);
+        case FileKind::SafeTensors:
+          return runtime::writeSafeTensorsTo(fd, named);
+        case FileKind::Npz:
+          return runtime::writeNpzTo(fd, named);
+        }
+        return Error::program("an output file of no kind"); // unreachable
+      });
+  if (!written)
+    return inputError(fmt::format("--out {}", written.error().message));
+  return {};
+}
+
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
                           std::ostream &out, const CheckedModule *symbolic) {

@@ -70,7 +70,9 @@ ErrorOr<CheckedModule> Engine::check(const SourceFile &file,
     return Error::inFile(ErrorKind::Program, file.path,
                          "this file declares a mesh; sharded programs are "
                          "checked (einc check) but not yet compiled or run "
-                         "(issue 30, docs/distributed.md §8)");
+                         "by the engine or the API; einc run --ranks N "
+                         "[--simulate] runs them (issue 30, "
+                         "docs/distributed.md §4)");
   return checked;
 }
 

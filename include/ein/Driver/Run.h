@@ -36,6 +36,13 @@ struct RunOptions {
   std::string target = "cpu";
   bool allowTf32 = false;
   JITOptions jit; // perf/gdb listeners: off unless asked for
+  /// --ranks N of a sharded program (a file with a mesh): 0 for an
+  /// unsharded run; with `simulate` (--simulate), N ranks in this process.
+  int64_t ranks = 0;
+  bool simulate = false;
+  /// The command line after the tool's name: MPI ranks relaunch it under
+  /// mpirun.
+  std::vector<std::string> argv;
 };
 
 /// The input of each parameter of `fn` (named `function`) in parameter
@@ -64,5 +71,22 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
                           const CheckOptions &check, const RunOptions &options,
                           std::ostream &out,
                           const CheckedModule *symbolic = nullptr);
+
+/// Writes `results` (one per result of `fn`, whole) to `options.outputs`:
+/// all replaced or none, as runFunction does.
+ErrorOr<void> writeRunOutputs(const CheckedFunction &fn,
+                              const RunOptions &options,
+                              std::vector<runtime::HostTensor> &results);
+
+/// `einc run --ranks N --simulate` of a file with a mesh
+/// (docs/distributed.md §4): each simulated rank runs the function on its
+/// blocks of the inputs (sliced by the parameters' layouts), the results'
+/// all-reduces and reduce-scatters complete them, and the whole results
+/// are assembled from the ranks' blocks. Refuses by name what the local
+/// program cannot do yet (a collective inside the function, a split size
+/// read as a number, MPI ranks, a CUDA target).
+ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
+                         const CheckOptions &check, const RunOptions &options,
+                         std::ostream &out);
 
 } // namespace ein

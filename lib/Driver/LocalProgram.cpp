@@ -1,0 +1,368 @@
+// The local program of a sharded run (docs/distributed.md §4): the split
+// names and what the one-binding-per-name local program refuses, by name.
+#include "LocalProgram.h"
+#include "ein/Sema/Layout.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <set>
+
+namespace ein {
+
+namespace {
+
+Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
+  return Error::at(ErrorKind::Program, m.pathOf(loc), loc.line, loc.col,
+                   std::move(what));
+}
+
+} // namespace
+
+ErrorOr<std::map<std::string, std::string>>
+splitNames(const CheckedModule &m, const CheckedFunction &fn) {
+  std::map<std::string, std::string> split;
+  // Names along which a value is whole and not uniform (id: the first).
+  std::map<std::string, unsigned> whole;
+  // Per value, the names along which it is the same at every position (a
+  // fill, a repeat's new dim, arithmetic of such): its local block is the
+  // value computed with the block's size, so it may stay whole where the
+  // name is split elsewhere (grad()'s broadcast of a mean's gradient). A
+  // result is never: it is assembled by its layout.
+  std::vector<std::set<std::string>> uniform(fn.values.size());
+  auto symbolsOf = [&](unsigned id) {
+    std::set<std::string> out;
+    for (const Dim &d : fn.ctx.expand(fn.values[id].type.shape))
+      for (const std::string &s : d.size.symbols())
+        out.insert(s);
+    return out;
+  };
+  for (const CheckedOp &op : fn.ops) {
+    if (op.results.size() != 1 || op.results[0] >= uniform.size())
+      continue;
+    std::set<std::string> mine = symbolsOf(op.results[0]),
+                          &out = uniform[op.results[0]];
+    switch (op.kind) {
+    case OpKind::Constant:
+      out = mine;
+      break;
+    case OpKind::Repeat:
+    case OpKind::Elementwise:
+    case OpKind::Cast:
+      // A name the operand lacks is new (a repeat) or broadcast; one it
+      // has must be uniform in it.
+      for (const std::string &name : mine) {
+        bool same = true;
+        for (unsigned o : op.operands)
+          if (o < uniform.size() && symbolsOf(o).count(name) &&
+              !uniform[o].count(name))
+            same = false;
+        if (same)
+          out.insert(name);
+      }
+      break;
+    case OpKind::Rearrange:
+    case OpKind::Reduce:
+    case OpKind::Einsum:
+    case OpKind::Pack:
+    case OpKind::Unpack:
+    case OpKind::Size:
+    case OpKind::Arange:
+    case OpKind::Take:
+    case OpKind::Slice:
+    case OpKind::ScatterAdd:
+    case OpKind::TakeAlong:
+    case OpKind::Dropout:
+      break;
+    }
+  }
+  for (unsigned r : fn.returns)
+    if (r < uniform.size())
+      uniform[r].clear();
+  std::set<std::string> axes(m.meshAxes.begin(), m.meshAxes.end());
+  auto valueLoc = [&](unsigned id) {
+    for (const CheckedOp &op : fn.ops)
+      for (unsigned r : op.results)
+        if (r == id)
+          return op.loc;
+    return fn.loc;
+  };
+  // Split dims whose size is a product (`(heads@tp e)`): resolved after
+  // the lone names, through their major factor.
+  struct Compound {
+    unsigned id;
+    Dim dim;
+    std::string axis;
+  };
+  std::vector<Compound> compounds;
+  for (unsigned id = 0; id < fn.values.size() && id < fn.layouts.size(); ++id) {
+    const Value &v = fn.values[id];
+    if (v.isPackedShapes)
+      continue;
+    Shape shape = fn.ctx.expand(v.type.shape);
+    const ValueLayout &layout = fn.layouts[id];
+    for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d) {
+      const std::string &axis = layout.dims[d];
+      for (const std::string &s : shape[d].size.symbols())
+        if (axes.count(s))
+          return shardedError(m, valueLoc(id),
+                              fmt::format("a sharded run of a value whose size "
+                                          "names the mesh axis {} is not "
+                                          "supported yet",
+                                          s));
+      if (axis.empty()) {
+        for (const std::string &s : shape[d].size.symbols())
+          if (!uniform[id].count(s))
+            whole.emplace(s, id);
+        continue;
+      }
+      auto name = shape[d].size.asSymbol();
+      if (!name) {
+        compounds.push_back({id, shape[d], axis});
+        continue;
+      }
+      auto [it, fresh] = split.emplace(*name, axis);
+      if (!fresh && it->second != axis)
+        return shardedError(
+            m, valueLoc(id),
+            fmt::format("a sharded run of {} split on {} in one value and "
+                        "on {} in another is not supported yet",
+                        *name, it->second, axis));
+    }
+  }
+  for (const Compound &c : compounds) {
+    // The factor the axis splits: the type's major factor, else the one
+    // name of the product split on the axis elsewhere.
+    std::optional<std::string> major = c.dim.meshMajor.asSymbol();
+    if (!major)
+      for (const std::string &s : c.dim.size.symbols())
+        if (auto it = split.find(s); it != split.end() && it->second == c.axis)
+          major = s;
+    // Sound when the size is linear in the factor and names no other split
+    // size: then the block's size is the size with the factor's block.
+    std::optional<SizeExpr> rest;
+    if (major)
+      rest = c.dim.size.divideExact(SizeExpr::symbol(*major));
+    bool linear = rest && !rest->symbols().count(*major);
+    if (linear)
+      for (const std::string &s : rest->symbols())
+        linear &= !split.count(s) || s == *major;
+    if (!linear)
+      return shardedError(
+          m, valueLoc(c.id),
+          fmt::format("a sharded run of a dim split on {} whose size ({}) "
+                      "is not a product through a split name is not "
+                      "supported yet",
+                      c.axis, bareDimStr(c.dim)));
+    auto [it, fresh] = split.emplace(*major, c.axis);
+    if (!fresh && it->second != c.axis)
+      return shardedError(
+          m, valueLoc(c.id),
+          fmt::format("a sharded run of {} split on {} in one value and "
+                      "on {} in another is not supported yet",
+                      *major, it->second, c.axis));
+  }
+  for (auto &[name, axis] : split)
+    if (auto it = whole.find(name); it != whole.end())
+      return shardedError(
+          m, valueLoc(it->second),
+          fmt::format("a sharded run of '{}' where {} is split on {} in "
+                      "some values and whole in others (an all-gather, "
+                      "or a value of the whole size, inside the function) "
+                      "is not supported yet",
+                      fn.name, name, axis));
+  // A value kept whole along a split name only because it is uniform is
+  // computed at the block's size: it may only meet split values
+  // elementwise (a reduce or einsum over its dim would count the block).
+  auto wholeAlong = [&](unsigned id, const std::string &name) {
+    if (id >= fn.layouts.size())
+      return false;
+    Shape shape = fn.ctx.expand(fn.values[id].type.shape);
+    const ValueLayout &layout = fn.layouts[id];
+    for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d)
+      if (layout.dims[d].empty() && shape[d].size.symbols().count(name))
+        return true;
+    return false;
+  };
+  for (const CheckedOp &op : fn.ops)
+    for (unsigned o : op.operands) {
+      if (o >= uniform.size())
+        continue;
+      for (const std::string &name : uniform[o]) {
+        auto it = split.find(name);
+        if (it == split.end() || !wholeAlong(o, name))
+          continue;
+        bool elementwise =
+            op.kind == OpKind::Elementwise || op.kind == OpKind::Cast;
+        bool keeps = !op.results.empty() && op.results[0] < uniform.size() &&
+                     (!wholeAlong(op.results[0], name) ||
+                      uniform[op.results[0]].count(name));
+        if (!elementwise || !keeps)
+          return shardedError(
+              m, op.loc,
+              fmt::format("a sharded run of a {} reading a value whole "
+                          "along {} (split on {} elsewhere) is not "
+                          "supported yet",
+                          opKindName(op.kind), name, it->second));
+      }
+    }
+  // Ops that read a size as a number, or draw random numbers per element,
+  // would see the block's size, not the whole's.
+  auto mentionsSplit = [&](const SizeExpr &e) {
+    for (const std::string &s : e.symbols())
+      if (split.count(s))
+        return true;
+    return false;
+  };
+  auto touchesSplit = [&](const CheckedOp &op) {
+    for (auto *ids : {&op.operands, &op.results})
+      for (unsigned id : *ids)
+        if (id < fn.layouts.size() && fn.layouts[id].sharded())
+          return true;
+    return false;
+  };
+  // The table a take reads or a scatter_add writes, split along the ids'
+  // axis.
+  auto splitTable = [&](const CheckedOp &op) {
+    if (op.kind != OpKind::Take && op.kind != OpKind::ScatterAdd)
+      return false;
+    const std::vector<unsigned> &ids =
+        op.kind == OpKind::Take ? op.operands : op.results;
+    if (ids.empty() || ids[0] >= fn.layouts.size())
+      return true;
+    const ValueLayout &table = fn.layouts[ids[0]];
+    return op.axis >= table.dims.size() || !table.dims[op.axis].empty();
+  };
+  for (const CheckedOp &op : fn.ops) {
+    std::string what;
+    if (op.kind == OpKind::Arange && mentionsSplit(op.sizeValue))
+      what = "arange of a split size";
+    else if (op.kind == OpKind::Slice &&
+             (mentionsSplit(op.sliceStart) || mentionsSplit(op.sliceStop)))
+      what = "a slice bounded by a split size";
+    else if (splitTable(op))
+      what = fmt::format("{} on a table split along the ids' axis (a "
+                         "vocab-parallel lookup: the local take needs the "
+                         "ids shifted and masked)",
+                         opKindName(op.kind));
+    else if (op.kind == OpKind::Dropout && touchesSplit(op))
+      what = "dropout of a split value (each rank would draw its own mask)";
+    else if (touchesSplit(op)) {
+      for (const SizeArg &size : op.sizes) {
+        if (!size.value.asSymbol() && mentionsSplit(size.value))
+          what = fmt::format("a {}'s keyword size {}={} of a split value",
+                             opKindName(op.kind), size.name, size.value.str());
+        else if (size.value.isConstant())
+          what = fmt::format("a {}'s keyword size {}={} (a number) on a split "
+                             "value; name the dim instead",
+                             opKindName(op.kind), size.name, size.value.str());
+      }
+    }
+    if (!what.empty())
+      return shardedError(
+          m, op.loc,
+          fmt::format("a sharded run of {} is not supported yet", what));
+  }
+  if (auto points = collectivePoints(m, fn); !points)
+    return points.error();
+  return split;
+}
+
+ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
+                                              const CheckedFunction &fn) {
+  std::vector<size_t> points;
+  for (size_t k = 0; k < fn.collectives.size(); ++k) {
+    const InferredCollective &c = fn.collectives[k];
+    bool returned = false;
+    for (unsigned r : fn.returns)
+      returned |= r == c.value;
+    // The later readers: a sum of partials reads the partial sums, the
+    // others the completed value.
+    bool partialReader = false, completeReader = false;
+    for (size_t i = c.afterOp < 0 ? 0 : size_t(c.afterOp) + 1;
+         i < fn.ops.size(); ++i) {
+      const CheckedOp &op = fn.ops[i];
+      bool reads = false;
+      for (unsigned o : op.operands)
+        reads |= o == c.value;
+      if (!reads)
+        continue;
+      // As layout inference decides: a sum or difference of partial sums
+      // stays partial; any other reader has them completed first.
+      bool pending = false;
+      for (unsigned r : op.results)
+        if (r < fn.layouts.size())
+          for (const std::string &a : fn.layouts[r].pending)
+            pending |= a == c.axis;
+      bool linear =
+          op.kind == OpKind::Elementwise &&
+          (op.fn == ElementwiseFn::Add || op.fn == ElementwiseFn::Sub) &&
+          pending;
+      (linear ? partialReader : completeReader) = true;
+    }
+    for (size_t j = 0; j < k; ++j)
+      if (fn.collectives[j].value == c.value)
+        completeReader = partialReader = true; // twice: refused below
+    bool kindOk =
+        c.afterOp >= 0 && (c.kind == CollectiveKind::AllReduce ||
+                           (c.kind == CollectiveKind::ReduceScatter &&
+                            returned && !partialReader && !completeReader));
+    bool reductionOk =
+        c.reduction == ReduceKind::Sum || c.reduction == ReduceKind::Mean ||
+        c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Min;
+    if (!kindOk || !reductionOk)
+      return shardedError(
+          m, c.loc,
+          fmt::format("a sharded run of an {} ({}) over {} ({}) is not "
+                      "supported yet: all-reduces and the results' "
+                      "reduce-scatters of sum, mean, max and min run",
+                      collectiveName(c.kind), reduceKindName(c.reduction),
+                      c.axis, c.reason));
+    if (partialReader && (completeReader || !returned))
+      return shardedError(
+          m, c.loc,
+          fmt::format("a sharded run of a value read both as partial sums "
+                      "over {} and completed ({}) is not supported yet",
+                      c.axis, c.reason));
+    // Read only as partial sums later: completed once they are all read,
+    // after the last op, for the result.
+    points.push_back(partialReader ? fn.ops.size() - 1 : size_t(c.afterOp));
+  }
+  return points;
+}
+
+void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
+               const std::vector<int64_t> &offset, bool toBlock) {
+  size_t rank = whole.shape.size();
+  size_t bytes = whole.elementBytes();
+  if (block.numElements() == 0)
+    return;
+  std::vector<int64_t> ws = whole.strides(), bs = block.strides();
+  // The innermost dim is copied as one run.
+  size_t run = rank ? size_t(block.shape[rank - 1]) * bytes : bytes;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t w = 0, b = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      w += (index[d] + offset[d]) * ws[d];
+      b += index[d] * bs[d];
+    }
+    uint8_t *wp = whole.data.data() + w * int64_t(bytes);
+    uint8_t *bp = block.data.data() + b * int64_t(bytes);
+    std::memcpy(toBlock ? bp : wp, toBlock ? wp : bp, run);
+    // Next index over all but the innermost dim.
+    size_t d = rank ? rank - 1 : 0;
+    bool done = true;
+    while (d-- > 0) {
+      if (++index[d] < block.shape[d]) {
+        done = false;
+        break;
+      }
+      index[d] = 0;
+    }
+    if (done)
+      return;
+  }
+}
+
+} // namespace ein

@@ -1,0 +1,41 @@
+// The local program of a sharded run (docs/distributed.md §4): which dim
+// names are split, whether the function can run on blocks with one binding
+// per name, and copies between whole tensors and their blocks.
+#pragma once
+
+#include "ein/Runtime/HostTensor.h"
+#include "ein/Sema/Program.h"
+#include "ein/Support/Error.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ein {
+
+/// The local program is the function itself with every split name bound to
+/// its block's size: sound only when a name split on an axis is split on it
+/// in every value that has it (or the value is the same at every position
+/// along it and only meets split values elementwise), and nothing reads a
+/// split size as a number but `size` (folded to the whole's by the caller).
+/// Returns the split names (name -> axis), or why the program cannot be run
+/// that way, by name, at the op or value.
+ErrorOr<std::map<std::string, std::string>>
+splitNames(const CheckedModule &m, const CheckedFunction &fn);
+
+/// Where each of fn.collectives runs in the local program: after the op
+/// whose index it gives. An all-reduce runs after the op that made the
+/// partial sums, unless every later reader reads them partial (a sum of
+/// partials, pending too) and the value is a result: then after the last
+/// op. A value read both ways, or reduced twice, a reduce-scatter read
+/// again, and other collectives are refused by name.
+ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
+                                              const CheckedFunction &fn);
+
+/// Copies between a whole C-order tensor and one block of it: the block
+/// starts at `offset` and has `block`'s shape. `toBlock` copies whole ->
+/// block, else block -> whole.
+void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
+               const std::vector<int64_t> &offset, bool toBlock);
+
+} // namespace ein

@@ -1,0 +1,453 @@
+// `einc run --ranks N [--simulate]` of a sharded program
+// (docs/distributed.md §4): each rank (a thread or an MPI process) runs the
+// local program's parts on its blocks, all-reducing between them, and rank
+// 0 assembles the results.
+#include "LocalProgram.h"
+#include "ein/Driver/Run.h"
+#include "ein/Driver/Train.h"
+#include "ein/Engine/Engine.h"
+#include "ein/Runtime/Communicator.h"
+#include "ein/Sema/Layout.h"
+#include "ein/Support/Spelling.h"
+#include "ein/Syntax/DiagnosticError.h"
+#include "ein/Target/TargetRegistry.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+namespace ein {
+
+namespace {
+
+template <typename T> void scale(runtime::HostTensor &t, double by) {
+  int64_t n = t.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    T a;
+    std::memcpy(&a, t.data.data() + i * sizeof(T), sizeof(T));
+    a = static_cast<T>(a / static_cast<T>(by));
+    std::memcpy(t.data.data() + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+/// Completes `c`'s partial results in `value` over `group` (the ranks
+/// that differ only on the collective's axis): sum, max or min in place;
+/// a mean is a sum divided by the group's size.
+ErrorOr<void> allReduce(Communicator &group, runtime::HostTensor &value,
+                        const InferredCollective &c, DType dtype) {
+  runtime::StorageType type = value.type;
+  bool wide =
+      type == runtime::StorageType::F32 || type == runtime::StorageType::F64;
+  // The communicator sums f16 and bf16 in f32, rounded once, and integers
+  // exactly; a mean's division is done here in f32 and f64 only.
+  if (!isReducibleType(type) || (c.reduction == ReduceKind::Mean && !wide))
+    return Error::usage(fmt::format(
+        "a sharded run's {} ({}) of a {} value is not supported yet",
+        collectiveName(c.kind), reduceKindName(c.reduction), dtypeName(dtype)));
+  ReduceOp op = c.reduction == ReduceKind::Max   ? ReduceOp::Max
+                : c.reduction == ReduceKind::Min ? ReduceOp::Min
+                                                 : ReduceOp::Sum;
+  if (auto done =
+          group.allReduce(value.data.data(), type, value.numElements(), op);
+      !done)
+    return done;
+  if (c.reduction == ReduceKind::Mean) {
+    if (type == runtime::StorageType::F32)
+      scale<float>(value, double(group.size()));
+    else
+      scale<double>(value, double(group.size()));
+  }
+  return {};
+}
+
+} // namespace
+
+ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
+                         const CheckOptions &check, const RunOptions &options,
+                         std::ostream &out) {
+  (void)out;
+  // MPI ranks: outside mpirun, launch the job (this command again under
+  // `mpirun -n N`, as einc train --ranks does); each rank then runs below.
+  if (!options.simulate && launcherWorldSize() == 0)
+    return launchRanks(options.ranks, options.argv);
+  if (options.target != "cpu")
+    return Error::usage(fmt::format(
+        "a sharded run on --target={} is not supported yet: collectives on "
+        "the CUDA target need NCCL (issue 30, step 5); use --target=cpu",
+        options.target));
+  if (options.time || options.sizeGeneric)
+    return Error::usage("--time and --size-generic are not supported yet by "
+                        "a sharded run (--ranks)");
+  auto target = lookupTarget(options.target, TargetUse::Run);
+  if (!target)
+    return target.error();
+
+  // The global check: layouts, collectives, the mesh's sizes.
+  Engine engine(options.cpu, options.jit);
+  CheckOptions global = check;
+  global.onlyFunction = options.function;
+  global.loopsMayStaySymbolic = true;
+  DiagnosticEngine diags(file);
+  CheckedModule checked = checkModule(module, global, diags);
+  if (diags.hadError())
+    return errorFromDiagnostics(diags);
+  const CheckedFunction *fn = checked.find(options.function);
+  if (!fn)
+    return noFunctionError(file.path, options.function, module.functionNames());
+  std::vector<int64_t> axisSize;
+  int64_t product = 1;
+  for (const std::string &axis : checked.meshAxes) {
+    auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
+    if (!n)
+      return Error::usage(fmt::format(
+          "a sharded run needs the size of mesh axis {}: give --mesh {}=N",
+          axis, axis));
+    axisSize.push_back(int64_t(*n));
+    product *= int64_t(*n);
+  }
+  if (product != options.ranks)
+    return Error::usage(fmt::format(
+        "--ranks {} does not match the mesh ({} rank(s): the product of its "
+        "axes' sizes)",
+        options.ranks, product));
+
+  // Inputs, whole; the global bind runs the entry checks (divisibility
+  // included) and gives the results' whole shapes.
+  auto inputs = readInputs(*fn, options.function, options.inputs);
+  if (!inputs)
+    return inputs.error();
+  std::vector<std::vector<int64_t>> shapes;
+  for (runtime::HostTensor &t : *inputs) {
+    t = t.toCOrder();
+    shapes.push_back(t.shape);
+  }
+  if (options.outputs.size() != fn->results.size())
+    return Error::usage(fmt::format(
+        "function '{}' returns {} value(s): give one --out for each (got {})",
+        options.function, fn->results.size(), options.outputs.size()));
+  auto wholeBound = engine.bind(file, module, check, checked, options.function,
+                                shapes, Specialisation::Sizes);
+  if (!wholeBound)
+    return wholeBound.error();
+  const CheckedFunction *bfn = wholeBound->concrete.find(options.function);
+  auto split = splitNames(wholeBound->concrete, *bfn);
+  if (!split)
+    return split.error();
+
+  // The local program: the function on a mesh of one rank per axis (so
+  // its sizes are blocks), checked once for every rank.
+  CheckOptions local = global;
+  for (const std::string &axis : checked.meshAxes)
+    local.meshSizes[axis] = 1;
+  // A split name bound by `dim` or --dim is its block's size there.
+  for (auto &[name, axis] : *split) {
+    auto size = SizeExpr::symbol(name).evaluate(bfn->ctx.env);
+    auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
+    if (size && n &&
+        (checked.dims.count(name) || check.dimOverrides.count(name)))
+      local.dimOverrides[name] = *size / *n;
+  }
+  DiagnosticEngine localDiags(file);
+  CheckedModule localChecked = checkModule(module, local, localDiags);
+  if (localDiags.hadError())
+    return errorFromDiagnostics(localDiags);
+
+  auto axisIndex = [&](const std::string &axis) {
+    for (size_t i = 0; i < checked.meshAxes.size(); ++i)
+      if (checked.meshAxes[i] == axis)
+        return i;
+    return size_t(0);
+  };
+  // Rank r's coordinate on each axis: row-major, the last axis fastest.
+  auto coordinate = [&](int64_t r) {
+    std::vector<int64_t> c(axisSize.size());
+    for (size_t i = axisSize.size(); i-- > 0;) {
+      c[i] = r % axisSize[i];
+      r /= axisSize[i];
+    }
+    return c;
+  };
+  // A value's block on a rank: per dim, offset and size.
+  auto blockOf = [&](unsigned id, const std::vector<int64_t> &wholeShape,
+                     const std::vector<int64_t> &coord,
+                     std::vector<int64_t> &offset) {
+    std::vector<int64_t> shape = wholeShape;
+    offset.assign(shape.size(), 0);
+    const ValueLayout &layout = bfn->layouts[id];
+    for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d) {
+      if (layout.dims[d].empty())
+        continue;
+      size_t a = axisIndex(layout.dims[d]);
+      shape[d] /= axisSize[a];
+      offset[d] = coord[a] * shape[d];
+    }
+    return shape;
+  };
+
+  // The local shapes: every rank's blocks have one shape.
+  std::vector<std::vector<int64_t>> localShapes;
+  std::vector<int64_t> origin(axisSize.size(), 0), unused;
+  for (size_t i = 0; i < inputs->size(); ++i)
+    localShapes.push_back(
+        blockOf(bfn->params[i], (*inputs)[i].shape, origin, unused));
+  auto bound = engine.bind(file, module, local, localChecked, options.function,
+                           localShapes, Specialisation::Sizes);
+  if (!bound) {
+    Error error = bound.error();
+    error.withNote("a sharded run checks the function at its blocks' sizes "
+                   "(a dim split on an axis of n ranks has 1/n of its size); "
+                   "a number in a pattern or type for a split dim is not "
+                   "supported yet");
+    return error;
+  }
+  if (bound->concrete.find(options.function)->ops.size() != bfn->ops.size() ||
+      bound->concrete.find(options.function)->values.size() !=
+          bfn->values.size())
+    return Error::program("the local program of a sharded run does not have "
+                          "the whole program's ops");
+  // A size read as a number (grad()'s count of a mean) is the whole's: a
+  // constant in the local program, as Specialise folds known sizes.
+  CheckedFunction localFn = *bound->concrete.find(options.function);
+  const CheckedFunction *lfn = &localFn;
+  for (size_t i = 0; i < localFn.ops.size(); ++i) {
+    CheckedOp &op = localFn.ops[i];
+    // Specialise folded the sizes it knew into constants: the whole
+    // program's are the right ones (a constant not from a size is the same
+    // in both).
+    if (op.kind == OpKind::Constant && bfn->ops[i].kind == OpKind::Constant) {
+      op.constant = bfn->ops[i].constant;
+      op.constantIsInt = bfn->ops[i].constantIsInt;
+      op.constantInt = bfn->ops[i].constantInt;
+      continue;
+    }
+    if (op.kind != OpKind::Size)
+      continue;
+    bool readsSplit = false;
+    for (const std::string &name : op.sizeValue.symbols())
+      readsSplit |= split->count(name) > 0;
+    auto known = op.sizeValue.evaluate(bfn->ctx.env);
+    if (!readsSplit)
+      continue;
+    if (!known)
+      return Error::program("a size of a sharded run is not known");
+    DType dtype = localFn.values[op.results.at(0)].type.dtype;
+    op.kind = OpKind::Constant;
+    op.sizeValue = SizeExpr();
+    op.constant = static_cast<double>(*known);
+    op.constantIsInt = true;
+    if (!isFloat(dtype) && dtype != DType::Bool)
+      op.constantInt = static_cast<int64_t>(*known);
+  }
+  // Cut after each op an all-reduce follows: each part is compiled as a
+  // function of the values it reads, returning those read later.
+  struct Part {
+    std::shared_ptr<Callable> callable;
+    std::vector<unsigned> params, returns;
+    size_t end;
+  };
+  std::vector<Part> parts;
+  auto points = collectivePoints(wholeBound->concrete, *bfn);
+  if (!points)
+    return points.error();
+  std::set<size_t> cuts(points->begin(), points->end());
+  if (!lfn->ops.empty())
+    cuts.insert(lfn->ops.size() - 1);
+  std::set<unsigned> finals(lfn->returns.begin(), lfn->returns.end());
+  TargetOptions targetOptions;
+  targetOptions.cpu = options.cpu;
+  size_t begin = 0;
+  for (size_t end : cuts) {
+    CheckedModule module1 = bound->concrete;
+    module1.meshAxes.clear(); // one rank's program: no collective in it
+    module1.functions = {*lfn};
+    CheckedFunction &pf = module1.functions.front();
+    pf.layouts.clear();
+    pf.collectives.clear();
+    pf.layoutDemands.clear();
+    pf.ops.assign(lfn->ops.begin() + long(begin),
+                  lfn->ops.begin() + long(end) + 1);
+    std::set<unsigned> made, read;
+    for (const CheckedOp &op : pf.ops) {
+      for (unsigned o : op.operands)
+        if (!made.count(o))
+          read.insert(o);
+      for (unsigned o : op.results)
+        made.insert(o);
+    }
+    std::set<unsigned> later(finals);
+    for (size_t i = end + 1; i < lfn->ops.size(); ++i)
+      for (unsigned o : lfn->ops[i].operands)
+        later.insert(o);
+    pf.params.assign(read.begin(), read.end());
+    pf.returns.clear();
+    pf.results.clear();
+    for (unsigned id : made)
+      if (later.count(id)) {
+        pf.returns.push_back(id);
+        pf.results.push_back(pf.values[id].type);
+      }
+    std::string key = fmt::format("sharded part {}-{} of {}\n{}", begin, end,
+                                  file.path, file.text);
+    for (auto &shape : localShapes)
+      for (int64_t n : shape)
+        key += fmt::format("{},", n);
+    auto callable =
+        engine.compile(**target, key, module1, options.function, targetOptions);
+    if (!callable)
+      return callable.error();
+    parts.push_back({*callable, pf.params, pf.returns, end});
+    begin = end + 1;
+  }
+
+  // One rank: its blocks, the parts in turn with the all-reduces between
+  // them on the axes' groups, then the results' blocks gathered to rank 0,
+  // which assembles them. `callMutex` (simulated ranks) keeps one compiled
+  // call at a time; collectives run outside it.
+  std::vector<runtime::HostTensor> results(bfn->returns.size());
+  std::mutex callMutex;
+  auto runRank = [&](Communicator &world) -> ErrorOr<void> {
+    int64_t rank = world.rank();
+    std::vector<int64_t> coord = coordinate(rank);
+    std::map<unsigned, runtime::HostTensor> env;
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      std::vector<int64_t> offset;
+      auto shape = blockOf(bfn->params[i], (*inputs)[i].shape, coord, offset);
+      auto block = runtime::HostTensor::create((*inputs)[i].type, shape);
+      if (!block)
+        return block.error();
+      copyBlock((*inputs)[i], *block, offset, true);
+      env[bfn->params[i]] = std::move(*block);
+    }
+    // Every axis's group, made by every rank in the same order.
+    std::vector<std::unique_ptr<Communicator>> groups;
+    for (size_t a = 0; a < axisSize.size(); ++a) {
+      auto group = meshAxisGroup(world, axisSize, a);
+      if (!group)
+        return group.error();
+      groups.push_back(std::move(*group));
+    }
+    for (const Part &part : parts) {
+      std::vector<const runtime::HostTensor *> ins;
+      for (unsigned id : part.params) {
+        auto it = env.find(id);
+        if (it == env.end())
+          return Error::program("a part of a sharded run reads a value no "
+                                "part made");
+        ins.push_back(&it->second);
+      }
+      std::vector<runtime::HostTensor> outputs;
+      for (unsigned id : part.returns) {
+        std::vector<int64_t> shape;
+        for (auto &d : lfn->ctx.expand(lfn->values[id].type.shape))
+          shape.push_back(int64_t(*d.size.evaluate(lfn->ctx.env)));
+        auto t = runtime::HostTensor::create(
+            runtime::toStorage(lfn->values[id].type.dtype), shape);
+        if (!t)
+          return t.error();
+        outputs.push_back(std::move(*t));
+      }
+      std::vector<runtime::HostTensor *> outs;
+      for (auto &t : outputs)
+        outs.push_back(&t);
+      ErrorOr<void> called = [&] {
+        std::lock_guard<std::mutex> lock(callMutex);
+        int64_t status = 0;
+        return part.callable->call(ins, outs, bound->dims, &status);
+      }();
+      // A call may fail on one rank only (an id out of range in its
+      // block): every rank learns it here and leaves, instead of the
+      // others waiting in the next collective until its timeout.
+      int64_t failed = called ? 0 : 1;
+      if (auto agreed = world.allReduce(&failed, runtime::StorageType::I64, 1,
+                                        ReduceOp::Max);
+          !agreed)
+        return agreed.error();
+      if (!called)
+        return called.error();
+      if (failed)
+        return Error::usage(
+            fmt::format("rank {} stopped: another rank failed", rank));
+      for (size_t k = 0; k < part.returns.size(); ++k)
+        env[part.returns[k]] = std::move(outputs[k]);
+      for (size_t k = 0; k < bfn->collectives.size(); ++k)
+        if (const InferredCollective &c = bfn->collectives[k];
+            (*points)[k] == part.end)
+          if (auto done = allReduce(*groups[axisIndex(c.axis)], env.at(c.value),
+                                    c, bfn->values[c.value].type.dtype);
+              !done)
+            return done.error();
+    }
+    // The results: each rank's block gathered, assembled on rank 0.
+    for (size_t k = 0; k < bfn->returns.size(); ++k) {
+      runtime::HostTensor &block = env.at(bfn->returns[k]);
+      int64_t count = block.numElements();
+      std::vector<uint8_t> all(size_t(count) * block.elementBytes() *
+                               size_t(world.size()));
+      if (auto gathered =
+              world.allGather(block.data.data(), all.data(), block.type, count);
+          !gathered)
+        return gathered.error();
+      if (rank != 0)
+        continue;
+      auto whole =
+          runtime::HostTensor::create(block.type, wholeBound->resultShapes[k]);
+      if (!whole)
+        return whole.error();
+      for (int64_t q = 0; q < world.size(); ++q) {
+        std::vector<int64_t> offset;
+        auto shape =
+            blockOf(bfn->returns[k], whole->shape, coordinate(q), offset);
+        if (shape != block.shape)
+          return Error::program(fmt::format(
+              "result {} of rank {} has not the block's shape", k + 1, q));
+        runtime::HostTensor theirs = block;
+        std::memcpy(theirs.data.data(),
+                    all.data() + size_t(q) * theirs.data.size(),
+                    theirs.data.size());
+        copyBlock(*whole, theirs, offset, false);
+      }
+      results[k] = std::move(*whole);
+    }
+    return {};
+  };
+
+  if (options.simulate) {
+    auto comms = simulatedRanks(int(options.ranks));
+    std::vector<std::optional<Error>> errors(comms.size());
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < comms.size(); ++r)
+      threads.emplace_back([&, r] {
+        if (auto ran = runRank(*comms[r]); !ran)
+          errors[r] = ran.error();
+      });
+    for (std::thread &t : threads)
+      t.join();
+    for (auto &e : errors)
+      if (e && e->message.find("another rank failed") == std::string::npos)
+        return *e;
+    for (auto &e : errors)
+      if (e)
+        return *e;
+    return writeRunOutputs(*bfn, options, results);
+  }
+  auto world = mpiWorld();
+  if (!world)
+    return world.error();
+  if ((*world)->size() != options.ranks)
+    return Error::usage(fmt::format("--ranks {} under an mpirun of {} ranks",
+                                    options.ranks, (*world)->size()));
+  if (auto ran = runRank(**world); !ran) {
+    abandonMPI();
+    return ran.error();
+  }
+  if ((*world)->rank() != 0)
+    return {};
+  return writeRunOutputs(*bfn, options, results);
+}
+
+} // namespace ein

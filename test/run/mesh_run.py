@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Sharded runs (issue 30, docs/distributed.md §4) against numpy.
+
+Each case is a sharded .ein function, run by `einc run --mesh ... --ranks N
+--simulate` on 1, 2 and 4 simulated ranks (8 for the MLPs); its results are compared with
+numpy computing the unsharded function in float64 (the oracle), within
+1e-5 of the result's largest magnitude (f32). Where no reduction crosses
+ranks, the sharded results must also equal the one-rank run bit for bit
+(the issue's "sharded equals unsharded"); where one does, within 1e-6
+relative to the largest magnitude.
+
+Prints one line per run and `mesh run: N runs, M failures` at the end.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+def gelu(x):
+    # The exact (erf) GELU, as ein's gelu and torch's default.
+    from math import erf
+    return 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2)))
+
+
+def attention(x, w_q, w_k, w_v, w_o, heads=2):
+    b, s, d = x.shape
+    split = lambda t: t.reshape(b, s, heads, -1).transpose(0, 2, 1, 3)
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    o = (p @ v).transpose(0, 2, 1, 3).reshape(b, s, -1)
+    return [o @ w_o]
+
+
+def mlp_grad(x, w_fc, w_proj):
+    import torch
+    x, w_fc, w_proj = (torch.tensor(t, requires_grad=True)
+                       for t in (x, w_fc, w_proj))
+    y = torch.tanh(x @ w_fc) @ w_proj
+    loss = (y * y).mean()
+    loss.backward()
+    return [loss.detach().numpy(), w_fc.grad.numpy(), w_proj.grad.numpy(),
+            x.grad.numpy()]
+
+
+def rmsnorm(x, g):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
+
+
+def block(x, g_attn, w_q, w_k, w_v, w_o, g_mlp, w_fc, w_proj):
+    h = x + attention(rmsnorm(x, g_attn), w_q, w_k, w_v, w_o)[0]
+    return h + gelu(rmsnorm(h, g_mlp) @ w_fc) @ w_proj
+
+
+MEGATRON_BLOCK_INPUTS = {"x": (4, 3, 8), "g_attn": (8,), "w_q": (8, 8),
+                         "w_k": (8, 8), "w_v": (8, 8), "w_o": (8, 8),
+                         "g_mlp": (8,), "w_fc": (8, 16), "w_proj": (16, 8)}
+
+MEGATRON = ["--dim", "b=4", "--dim", "s=3", "--dim", "d=8", "--dim",
+            "heads=2", "--dim", "e=4", "--dim", "f=16"]
+MEGATRON_MESHES = [("dp=1,tp=1", 1), ("dp=2,tp=1", 2), ("dp=1,tp=2", 2),
+                   ("dp=2,tp=2", 4)]
+
+CASES = [
+    # name, source, function, meshes (each a --mesh value and rank count),
+    # inputs (name -> shape), oracle, crosses (a reduction crosses ranks)
+    ("mlp-column-row",
+     """mesh tp
+
+def mlp(x: f32["b d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> f32["b d"]:
+    h = relu(einsum(x, w_fc, "b d, d f -> b f"))
+    return einsum(h, w_proj, "b f, f d -> b d")
+""", "mlp", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4), ("tp=8", 8)],
+     {"x": (4, 8), "w_fc": (8, 16), "w_proj": (16, 8)},
+     lambda x, w_fc, w_proj: [np.maximum(x @ w_fc, 0) @ w_proj], True),
+    ("batch-split",
+     """mesh dp
+
+def layer(x: f32["b@dp d"], w: f32["d e"], g: f32["e"]) -> f32["b@dp e"]:
+    return tanh(einsum(x, w, "b d, d e -> b e")) * g
+""", "layer", [("dp=1", 1), ("dp=2", 2), ("dp=4", 4)],
+     {"x": (8, 6), "w": (6, 5), "g": (5,)},
+     lambda x, w, g: [np.tanh(x @ w) * g], False),
+    ("reduce-scatter",
+     """mesh tp
+
+def proj(h: f32["b f@tp"], w: f32["f@tp d"]) -> f32["b d@tp"]:
+    return einsum(h, w, "b f, f d -> b d")
+""", "proj", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"h": (3, 8), "w": (8, 12)},
+     lambda h, w: [h @ w], True),
+    ("mean-max-over-split",
+     """mesh tp
+
+def stats(x: f32["b k@tp"]) -> (f32["b"], f32["b"], f32["b"]):
+    return reduce(x, "b k -> b", "mean"), reduce(x, "b k -> b", "max"), reduce(x, "b k -> b", "min")
+""", "stats", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (5, 16)},
+     lambda x: [x.mean(1), x.max(1), x.min(1)], True),
+    ("mlp-2d-mesh",
+     """mesh dp, tp
+
+def mlp(x: f32["b@dp s d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> f32["b@dp s d"]:
+    h = relu(einsum(x, w_fc, "b s d, d f -> b s f"))
+    return einsum(h, w_proj, "b s f, f d -> b s d")
+""", "mlp", [("dp=1,tp=1", 1), ("dp=2,tp=1", 2), ("dp=1,tp=2", 2),
+             ("dp=2,tp=2", 4), ("dp=2,tp=4", 8), ("dp=4,tp=2", 8)],
+     {"x": (4, 3, 8), "w_fc": (8, 16), "w_proj": (16, 8)},
+     lambda x, w_fc, w_proj: [np.maximum(x @ w_fc, 0) @ w_proj], True),
+    ("residual",
+     """mesh tp
+
+def block(x: f32["b d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> f32["b d"]:
+    h = relu(einsum(x, w_fc, "b d, d f -> b f"))
+    return x + einsum(h, w_proj, "b f, f d -> b d")
+""", "block", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (4, 8), "w_fc": (8, 16), "w_proj": (16, 8)},
+     lambda x, w_fc, w_proj: [x + np.maximum(x @ w_fc, 0) @ w_proj], True),
+    ("embedding-column-split",
+     """mesh tp
+
+def embed(table: f32["vocab d@tp"], ids: i64["n"]) -> f32["n d@tp"]:
+    return take(table, ids, "vocab")
+""", "embed", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"table": (10, 8), "ids": ("ids", (6,), 10)},
+     lambda table, ids: [table[ids.astype(np.int64)]], False),
+    # A result also read, later, as partial sums by a sum of partials: its
+    # all-reduce waits until that read.
+    ("partial-read-later",
+     """mesh tp
+
+def f(h: f32["b f@tp"], w: f32["f@tp d"], w2: f32["f@tp d"]) -> (f32["b d"], f32["b d"]):
+    y = einsum(h, w, "b f, f d -> b d")
+    y2 = einsum(h, w2, "b f, f d -> b d")
+    return y, y + y2
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"h": (3, 8), "w": (8, 4), "w2": (8, 4)},
+     lambda h, w, w2: [h @ w, h @ w + h @ w2], True),
+    # A result read, completed, by an einsum that makes new partial sums
+    # over the same axis.
+    ("complete-then-partial",
+     """mesh tp
+
+def f(h: f32["b f@tp"], w: f32["f@tp d"]) -> (f32["b d"], f32["d"]):
+    y = einsum(h, w, "b f, f d -> b d")
+    return y, einsum(y, h, "b d, b f -> d")
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"h": (3, 8), "w": (8, 4)},
+     lambda h, w: [h @ w, np.einsum("bd,bf->d", h @ w, h)], True),
+    # A log-softmax over a split vocabulary (max, then sum, all-reduced),
+    # a layer norm over a split width (two means), and results of three
+    # layouts.
+    ("log-softmax-split-vocab",
+     """mesh tp
+
+def lsm(x: f32["b v@tp"]) -> f32["b v@tp"]:
+    m = reduce(x, "b v -> b 1", "max")
+    s = reduce(exp(x - m), "b v -> b 1", "sum")
+    return x - m - log(s)
+""", "lsm", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (3, 8)},
+     lambda x: [x - x.max(1, keepdims=True)
+                - np.log(np.exp(x - x.max(1, keepdims=True))
+                         .sum(1, keepdims=True))], True),
+    ("layer-norm-split-width",
+     """mesh tp
+
+def ln(x: f32["b d@tp"], g: f32["d@tp"]) -> f32["b d@tp"]:
+    c = x - reduce(x, "b d -> b 1", "mean")
+    return c * rsqrt(reduce(c * c, "b d -> b 1", "mean") + 1e-5) * g
+""", "ln", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (3, 8), "g": (8,)},
+     lambda x, g: [(x - x.mean(1, keepdims=True))
+                   / np.sqrt(x.var(1, keepdims=True) + 1e-5) * g], True),
+    ("three-layouts",
+     """mesh tp
+
+def both(x: f32["b d@tp"], w: f32["d@tp e"]) -> (f32["b e"], f32["b d@tp"], f32[""]):
+    y = einsum(x, w, "b d, d e -> b e")
+    return y, x * 2.0, reduce(y, "b e ->", "sum")
+""", "both", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (3, 8), "w": (8, 5)},
+     lambda x, w: [x @ w, 2 * x, np.array((x @ w).sum())], True),
+    # grad(): the backward's collectives (a column-parallel input's data
+    # gradient summed over tp, the weights' gradients over dp), against
+    # torch.autograd.
+    ("mlp-grad-2d-mesh",
+     """mesh dp, tp
+
+def step(x: f32["b@dp d"], w_fc: f32["d f@tp"], w_proj: f32["f@tp d"]) -> (f32[""], f32["d f@tp"], f32["f@tp d"], f32["b@dp d"]):
+    h = tanh(einsum(x, w_fc, "b d, d f -> b f"))
+    y = einsum(h, w_proj, "b f, f d -> b d")
+    l = reduce(y * y, "b d ->", "mean")
+    gfc, gproj, gx = grad(l, wrt=[w_fc, w_proj, x])
+    return l, gfc, gproj, gx
+""", "step", [("dp=1,tp=1", 1), ("dp=2,tp=1", 2), ("dp=1,tp=2", 2),
+              ("dp=2,tp=2", 4), ("dp=1,tp=4", 4)],
+     {"x": (4, 8), "w_fc": (8, 16), "w_proj": (16, 8)}, mlp_grad, True),
+    # examples/megatron_block.ein's functions, with small sizes: the block
+    # and its loss all-reduce inside the function.
+    ("megatron-block", "@megatron_block.ein", "block", MEGATRON_MESHES,
+     MEGATRON_BLOCK_INPUTS, lambda **p: [block(**p)], True),
+    ("megatron-loss", "@megatron_block.ein", "loss", MEGATRON_MESHES,
+     MEGATRON_BLOCK_INPUTS, lambda **p: [np.array((block(**p) ** 2).mean())],
+     True),
+    ("megatron-mlp", "@megatron_block.ein", "mlp", MEGATRON_MESHES,
+     {"x": (4, 3, 8), "w_fc": (8, 16), "w_proj": (16, 8)},
+     lambda x, w_fc, w_proj: [gelu(x @ w_fc) @ w_proj], True),
+    ("megatron-attention", "@megatron_block.ein", "attention",
+     MEGATRON_MESHES,
+     {"x": (4, 3, 8), "w_q": (8, 8), "w_k": (8, 8), "w_v": (8, 8),
+      "w_o": (8, 8)}, attention, True),
+    ("megatron-rmsnorm", "@megatron_block.ein", "rmsnorm", MEGATRON_MESHES,
+     {"x": (4, 3, 8), "g": (8,)},
+     lambda x, g: [rmsnorm(x, g)], False),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--einc", required=True)
+    ap.add_argument("--examples", required=True,
+                    help="the examples/ folder (megatron_block.ein)")
+    ap.add_argument("--mpi", action="store_true",
+                    help="MPI ranks (einc launches mpirun) for the meshes "
+                    "of at most --max-ranks ranks, not simulated ones")
+    ap.add_argument("--max-ranks", type=int, default=8)
+    ap.add_argument("--only", default="",
+                    help="comma-separated case names (default: all)")
+    args = ap.parse_args()
+    rng = np.random.default_rng(30)
+    runs = failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, source, fn, meshes, shapes, oracle, crosses in CASES:
+            if args.only and name not in args.only.split(","):
+                continue
+            meshes = [(m, n) for m, n in meshes if n <= args.max_ranks]
+            extra = []
+            if source.startswith("@"):
+                path = os.path.join(args.examples, source[1:])
+                extra = MEGATRON
+            else:
+                path = os.path.join(tmp, name + ".ein")
+                with open(path, "w") as f:
+                    f.write(source)
+            # A shape, or ("ids", shape, bound): i64 ids in [0, bound).
+            inputs = {k: rng.integers(0, s[2], s[1]).astype(np.int64)
+                      if s[0] == "ids" else
+                      rng.standard_normal(s).astype(np.float32)
+                      for k, s in shapes.items()}
+            ins = []
+            for k, v in inputs.items():
+                p = os.path.join(tmp, f"{name}-{k}.npy")
+                np.save(p, v)
+                ins += ["--in", f"{k}={p}"]
+            want = oracle(**{k: v.astype(np.float64)
+                             for k, v in inputs.items()})
+            first = None
+            for mesh, ranks in meshes:
+                runs += 1
+                outs = [os.path.join(tmp, f"{name}-{mesh}-{i}.npy")
+                        for i in range(len(want))]
+                cmd = [args.einc, "run", path, "--fn", fn, "--mesh", mesh,
+                       "--ranks", str(ranks)] + extra + ins
+                if not args.mpi:
+                    cmd.append("--simulate")
+                for o in outs:
+                    cmd += ["--out", o]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                why = []
+                if r.returncode != 0:
+                    why.append(f"exit {r.returncode}: {r.stderr.strip()}")
+                else:
+                    got = [np.load(o) for o in outs]
+                    for i, (g, w) in enumerate(zip(got, want)):
+                        scale = max(np.abs(w).max(), 1e-30)
+                        if g.shape != w.shape:
+                            why.append(f"result {i}: shape {g.shape}, "
+                                       f"want {w.shape}")
+                        elif np.abs(g - w).max() > 1e-5 * scale:
+                            why.append(f"result {i}: off numpy by "
+                                       f"{np.abs(g - w).max() / scale:.3g}")
+                    if first is None:
+                        first = got
+                    else:
+                        for i, (g, u) in enumerate(zip(got, first)):
+                            if not crosses and not np.array_equal(g, u):
+                                why.append(f"result {i}: not bit for bit "
+                                           f"the one-rank run's")
+                            scale = max(np.abs(u).max(), 1e-30)
+                            if np.abs(g - u).max() > 1e-6 * scale:
+                                why.append(f"result {i}: off the one-rank "
+                                           f"run by "
+                                           f"{np.abs(g - u).max() / scale:.3g}")
+                status = "FAIL" if why else "ok"
+                failures += bool(why)
+                print(f"{status} {name} --mesh {mesh} --ranks {ranks}"
+                      + ("" if not why else ": " + "; ".join(why)))
+    print(f"mesh run: {runs} runs, {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
