@@ -594,6 +594,24 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
 
 /// `einc report` of `checked` (checked with --dim, or with the sizes of
 /// --in), the table, JSON or training account.
+/// `einc run`'s options from the command line (one process or ranks).
+RunOptions runOptionsOf(const Args &args) {
+  RunOptions run;
+  run.function = args.fn;
+  run.inputs = args.inputs;
+  run.outputs = args.outputs;
+  run.time = args.time;
+  run.sizeGeneric = args.sizeGeneric;
+  run.peakFlops = args.peakFlops;
+  run.bandwidth = args.bandwidth;
+  run.cpu = args.cpu;
+  run.target = args.target;
+  run.allowTf32 = args.allowTf32;
+  run.jit = JITOptions::fromEnvironment();
+  run.jit.perfListener |= args.perfJitdump;
+  return run;
+}
+
 ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
                             const SourceFile &file, std::ostream &out) {
   ReportOptions options;
@@ -663,15 +681,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                         "train --ranks N");
     if (!args.runRanks)
       return usageError("run", "--simulate needs --ranks N");
-    RunOptions run;
-    run.function = args.fn;
-    run.inputs = args.inputs;
-    run.outputs = args.outputs;
-    run.time = args.time;
-    run.sizeGeneric = args.sizeGeneric;
-    run.cpu = args.cpu;
-    run.target = args.target;
-    run.jit = JITOptions::fromEnvironment();
+    RunOptions run = runOptionsOf(args);
     run.ranks = args.runRanks;
     run.simulate = args.simulate;
     run.argv = args.argv;
@@ -687,15 +697,17 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     const SourceLoc &at = module.meshes.front().loc;
     return Error::inFile(
         ErrorKind::Program, file->path,
-        fmt::format("line {}: this file declares a mesh; sharded programs "
-                    "are checked and reported (einc check, einc report) but "
-                    "not yet {} (issue 30, "
-                    "docs/distributed.md §8)",
-                    at.line,
-                    args.command == "run"
-                        ? "run unless on simulated ranks (einc run --ranks N "
-                          "--simulate)"
-                        : "compiled or run"));
+        args.command == "run"
+            ? fmt::format("line {}: this file declares a mesh; a sharded "
+                          "program runs on ranks: einc run --ranks N (MPI), "
+                          "or --ranks N --simulate (threads)",
+                          at.line)
+            : fmt::format("line {}: this file declares a mesh; sharded "
+                          "programs are checked, reported and run on ranks "
+                          "(einc check, report, run --ranks N) but not yet "
+                          "{} (issue 30, docs/distributed.md §8)",
+                          at.line,
+                          args.command == "train" ? "trained" : "compiled"));
   }
   if (args.command == "run") {
     // The symbolic check of `run`, once: its warnings are printed here and
@@ -707,19 +719,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     if (diags.hadError())
       return errorFromDiagnostics(diags);
     diags.print(warnings);
-    RunOptions run;
-    run.function = args.fn;
-    run.inputs = args.inputs;
-    run.outputs = args.outputs;
-    run.time = args.time;
-    run.sizeGeneric = args.sizeGeneric;
-    run.peakFlops = args.peakFlops;
-    run.bandwidth = args.bandwidth;
-    run.cpu = args.cpu;
-    run.target = args.target;
-    run.allowTf32 = args.allowTf32;
-    run.jit = JITOptions::fromEnvironment();
-    run.jit.perfListener |= args.perfJitdump;
+    RunOptions run = runOptionsOf(args);
     return runFunction(*file, module, args.check, run, out, &checked);
   }
   if (args.command == "train") {

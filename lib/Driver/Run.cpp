@@ -245,23 +245,15 @@ ErrorOr<std::vector<OutputFile>> outputFiles(const CheckedFunction &fn,
   return files;
 }
 
-} // namespace
-
-ErrorOr<void> writeRunOutputs(const CheckedFunction &fn,
-                              const RunOptions &options,
-                              std::vector<runtime::HostTensor> &outputs) {
-  auto files = outputFiles(fn, options);
-  if (!files)
-    return files.error();
-  std::vector<std::string> outputPaths;
-  for (const OutputFile &file : *files)
-    outputPaths.push_back(file.path);
-  auto outputPlan = runtime::planOutputs(outputPaths);
-  if (!outputPlan)
-    return inputError(fmt::format("--out {}", outputPlan.error().message));
-  auto written = runtime::writeOutputs(
-      *outputPlan, [&](size_t index, int fd) -> ErrorOr<void> {
-        const OutputFile &file = (*files)[index];
+/// Writes `outputs` into the planned files: all replaced or none
+/// (OutputFiles.h). bf16/fp8 widen to f32 in .npy files and .npz archives
+/// (numpy has no such dtypes) and stay themselves in safetensors files.
+ErrorOr<void> writePlanned(const std::vector<OutputFile> &files,
+                           const runtime::OutputPlan &plan,
+                           std::vector<runtime::HostTensor> &outputs) {
+  auto written =
+      runtime::writeOutputs(plan, [&](size_t index, int fd) -> ErrorOr<void> {
+        const OutputFile &file = files[index];
         std::vector<runtime::NamedTensor> named;
         for (auto &[name, k] : file.results)
           named.push_back({name, &outputs[k]});
@@ -278,6 +270,23 @@ ErrorOr<void> writeRunOutputs(const CheckedFunction &fn,
   if (!written)
     return inputError(fmt::format("--out {}", written.error().message));
   return {};
+}
+
+} // namespace
+
+ErrorOr<void> writeRunOutputs(const CheckedFunction &fn,
+                              const RunOptions &options,
+                              std::vector<runtime::HostTensor> &outputs) {
+  auto files = outputFiles(fn, options);
+  if (!files)
+    return files.error();
+  std::vector<std::string> outputPaths;
+  for (const OutputFile &file : *files)
+    outputPaths.push_back(file.path);
+  auto outputPlan = runtime::planOutputs(outputPaths);
+  if (!outputPlan)
+    return inputError(fmt::format("--out {}", outputPlan.error().message));
+  return writePlanned(*files, *outputPlan, outputs);
 }
 
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
@@ -465,28 +474,8 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
              "--peak-flops/--bandwidth)\n";
   }
 
-  // 6. Outputs: all replaced or none (OutputFiles.h). bf16/fp8 widen to
-  // f32 in .npy files and .npz archives (numpy has no such dtypes) and stay
-  // themselves in safetensors files.
-  auto written = runtime::writeOutputs(
-      *outputPlan, [&](size_t index, int fd) -> ErrorOr<void> {
-        const OutputFile &file = (*files)[index];
-        std::vector<runtime::NamedTensor> named;
-        for (auto &[name, k] : file.results)
-          named.push_back({name, &outputs[k]});
-        switch (file.kind) {
-        case FileKind::Npy:
-          return runtime::writeNpyTo(fd, outputs[file.results[0].second]);
-        case FileKind::SafeTensors:
-          return runtime::writeSafeTensorsTo(fd, named);
-        case FileKind::Npz:
-          return runtime::writeNpzTo(fd, named);
-        }
-        return Error::program("an output file of no kind"); // unreachable
-      });
-  if (!written)
-    return inputError(fmt::format("--out {}", written.error().message));
-  return {};
+  // 6. Outputs: all replaced or none.
+  return writePlanned(*files, *outputPlan, outputs);
 }
 
 } // namespace ein
