@@ -29,4 +29,16 @@ ErrorOr<void> emitIR(const CheckedModule &module, IRStage stage,
   return {};
 }
 
+ErrorOr<void> emitShardedIR(const CheckedModule &local, const MeshProgram &mesh,
+                            std::ostream &os) {
+  mlir::MLIRContext context;
+  auto ir = buildVerifiedShardedEinModule(context, local, mesh);
+  if (!ir)
+    return ir.error();
+  llvm::raw_os_ostream out(os);
+  (*ir)->print(out, mlir::OpPrintingFlags());
+  out << "\n";
+  return {};
+}
+
 } // namespace ein

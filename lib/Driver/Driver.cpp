@@ -3,6 +3,7 @@
 // returned as values and printed by the tool.
 #include "ein/Driver/Driver.h"
 #include "DataParallelFlags.h"
+#include "EmitSharded.h"
 #include "Help.h"
 #include "ein/Analysis/Collectives.h"
 #include "ein/Analysis/Training.h"
@@ -288,8 +289,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
     } else if (a == "--size-generic" && args.command == "run") {
       args.sizeGeneric = true;
     } else if (isFlag("--fn") &&
-               (args.command == "report" || args.command == "run" ||
-                args.command == "train")) {
+               (args.command == "report" || args.command == "emit" ||
+                args.command == "run" || args.command == "train")) {
       auto v = value("--fn");
       if (!v)
         return usage("--fn needs a function name");
@@ -666,6 +667,9 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     resolveImports(module, *file, diags);
   if (diags.hadError())
     return errorFromDiagnostics(diags);
+  if (args.command == "emit" && !args.fn.empty() && module.meshes.empty())
+    return usageError("emit", "--fn is for a file with a mesh (emit prints "
+                              "every function of a file without one)");
   if (args.command == "emit" && args.stage == "ast") {
     printAST(module, out);
     return {};
@@ -695,6 +699,20 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     if (diags.hadError())
       return errorFromDiagnostics(diags);
     const SourceLoc &at = module.meshes.front().loc;
+    // emit --stage=ein shows the local program with its collectives; the
+    // lowering of the mesh ops is not built, so the later stages say so
+    // rather than print an IR without them.
+    if (args.command == "emit" && args.stage == "ein")
+      return emitShardedEin(*file, module, args.check, args.fn, out);
+    if (args.command == "emit")
+      return Error::inFile(
+          ErrorKind::Program, file->path,
+          fmt::format("line {}: this file declares a mesh; einc emit "
+                      "--stage=ein shows its local program with the mesh "
+                      "collectives, but --stage={} is not: lowering mesh "
+                      "collectives is not built yet (issue 30, "
+                      "docs/distributed.md §8)",
+                      at.line, args.stage));
     return Error::inFile(
         ErrorKind::Program, file->path,
         args.command == "run"

@@ -173,11 +173,14 @@ cudaStream_t.)",
         "-Werror", "-Wno-NAME"}},
       {"emit",
        R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
-           [--rank NAME=INT]...)",
+           [--rank NAME=INT]... [--fn NAME --mesh AXIS=INT,...])",
        R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
 static; every other is dynamic, read from the arguments; every variadic's
-rank must be fixed (by --rank).)",
-       {"--stage", "--dim", "--mesh", "--rank", "--tiles", "--cpu",
+rank must be fixed (by --rank). A file with a mesh: --stage=ein prints
+function --fn's local program (its dims split on a mesh axis at their
+blocks' sizes) with the mesh dialect's collectives; later stages are not
+built yet.)",
+       {"--stage", "--fn", "--dim", "--mesh", "--rank", "--tiles", "--cpu",
         "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
   };
   return list;

@@ -6,6 +6,8 @@
 #include "ein/Dialect/OpRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -17,17 +19,43 @@ namespace ein {
 
 namespace {
 
+/// The mesh dialect's reduction of a collective's. A variance has none:
+/// the sharded program's collectives (collectivePoints) are sums, means,
+/// maxima and minima.
+mlir::mesh::ReductionKind meshReduction(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+    return mlir::mesh::ReductionKind::Sum;
+  case ReduceKind::Mean:
+    return mlir::mesh::ReductionKind::Average;
+  case ReduceKind::Max:
+    return mlir::mesh::ReductionKind::Max;
+  case ReduceKind::Min:
+    return mlir::mesh::ReductionKind::Min;
+  case ReduceKind::Prod:
+    return mlir::mesh::ReductionKind::Product;
+  case ReduceKind::Any:
+    return mlir::mesh::ReductionKind::BitwiseOr;
+  case ReduceKind::All:
+    return mlir::mesh::ReductionKind::BitwiseAnd;
+  case ReduceKind::Var:
+    break;
+  }
+  llvm_unreachable("collectivePoints refuses a collective of a variance");
+}
+
 class Generator {
 public:
-  Generator(mlir::MLIRContext &context, const CheckedModule &module)
-      : context(context), builder(&context), source(module) {}
+  Generator(mlir::MLIRContext &context, const CheckedModule &module,
+            const MeshProgram *mesh = nullptr)
+      : context(context), builder(&context), source(module), mesh(mesh) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> run() {
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::ModuleOp::create(loc(SourceLoc{1, 1}));
     // Sizes the checker derived (a free name matched against a number) join
     // the declared ones, unless two functions derived different values.
-    Bindings dims = source.dims;
+    dims = source.dims;
     std::set<std::string> conflicting;
     for (auto &fn : source.functions)
       for (auto &[name, value] : fn.ctx.inferred) {
@@ -39,6 +67,12 @@ public:
       dims.erase(name);
     setModuleDims(*module, dims);
     builder.setInsertionPointToEnd(module->getBody());
+    if (mesh) {
+      llvm::SmallVector<int64_t> shape;
+      for (int64_t n : mesh->sizes)
+        shape.push_back(n < 0 ? mlir::ShapedType::kDynamic : n);
+      builder.create<mlir::mesh::MeshOp>(loc(SourceLoc{1, 1}), "mesh", shape);
+    }
     for (auto &fn : source.functions)
       emitFunction(fn);
     return module;
@@ -48,6 +82,8 @@ private:
   mlir::MLIRContext &context;
   mlir::OpBuilder builder;
   const CheckedModule &source;
+  const MeshProgram *mesh;
+  Bindings dims; // the module's sizes: a builtin tensor's static dims
 
   mlir::Location loc(SourceLoc l) {
     return mlir::FileLineColLoc::get(&context, source.pathOf(l), l.line, l.col);
@@ -94,13 +130,84 @@ private:
     std::map<unsigned, mlir::Value> values;
     for (size_t i = 0; i < fn.params.size(); ++i)
       values[fn.params[i]] = entry->getArgument(i);
-    for (auto &op : fn.ops)
-      emitOp(fn, op, values);
+    for (size_t i = 0; i < fn.ops.size(); ++i) {
+      emitOp(fn, fn.ops[i], values);
+      if (mesh)
+        for (size_t k = 0; k < mesh->collectives.size(); ++k)
+          if (mesh->points[k] == i)
+            emitCollective(fn, k, values);
+    }
     llvm::SmallVector<mlir::Value> returned;
-    for (unsigned id : fn.returns)
+    llvm::SmallVector<mlir::Type> returnedTypes;
+    for (unsigned id : fn.returns) {
       returned.push_back(values.at(id));
+      returnedTypes.push_back(values.at(id).getType());
+    }
     builder.create<mlir::func::ReturnOp>(loc(fn.loc), returned);
+    // A reduce-scattered result is a block of the value the ops made.
+    if (mesh)
+      func.setType(builder.getFunctionType(params, returnedTypes));
     builder.setInsertionPointAfter(func);
+  }
+
+  /// The builtin tensor of an `ein` tensor: a dim of unknown size is `?`.
+  mlir::RankedTensorType builtinOf(EinTensorType t) {
+    llvm::SmallVector<int64_t> shape;
+    for (const Dim &d : t.getShape()) {
+      auto n = d.size.evaluate(dims);
+      shape.push_back(n ? int64_t(*n) : mlir::ShapedType::kDynamic);
+    }
+    return mlir::RankedTensorType::get(shape, t.getElementType());
+  }
+
+  mlir::Value cast(mlir::Location l, mlir::Value v, mlir::Type to) {
+    return builder.create<mlir::UnrealizedConversionCastOp>(l, to, v).getResult(
+        0);
+  }
+
+  /// Collective `k` of the mesh on its value: an all-reduce keeps the
+  /// block's shape; a reduce-scatter keeps one n-th of its scatter dim. A
+  /// mean is MLIR's `average` (the group's mean: the sum over the group's
+  /// size, what the sharded run computes).
+  void emitCollective(const CheckedFunction &fn, size_t k,
+                      std::map<unsigned, mlir::Value> &values) {
+    const InferredCollective &c = mesh->collectives[k];
+    mlir::Location l = loc(c.loc);
+    int16_t axis = 0;
+    for (size_t i = 0; i < mesh->axes.size(); ++i)
+      if (mesh->axes[i] == c.axis)
+        axis = int16_t(i);
+    mlir::mesh::ReductionKind reduction = meshReduction(c.reduction);
+    mlir::Value in = values.at(c.value);
+    auto einType = mlir::cast<EinTensorType>(in.getType());
+    mlir::RankedTensorType type = builtinOf(einType);
+    mlir::Value tensor = cast(l, in, type);
+    mlir::Value out;
+    EinTensorType outType = einType;
+    if (c.kind == CollectiveKind::ReduceScatter) {
+      int64_t j = mesh->scatterDims[k];
+      int64_t n = mesh->sizes[size_t(axis)];
+      Shape shape = einType.getShape();
+      llvm::SmallVector<int64_t> sizes(type.getShape());
+      auto whole = shape[size_t(j)].size.evaluate(dims);
+      if (whole && n > 0) {
+        shape[size_t(j)] = Dim::ofSize(SizeExpr::constant(*whole / n));
+        sizes[size_t(j)] = int64_t(*whole) / n;
+      } else {
+        shape[size_t(j)] = Dim::ofSize(SizeExpr::quotient(
+            shape[size_t(j)].size, SizeExpr::symbol(c.axis)));
+        sizes[size_t(j)] = mlir::ShapedType::kDynamic;
+      }
+      outType = einType.withShape(shape);
+      out = builder.create<mlir::mesh::ReduceScatterOp>(
+          l, mlir::RankedTensorType::get(sizes, type.getElementType()), "mesh",
+          llvm::ArrayRef<int16_t>{axis}, tensor, reduction,
+          llvm::APInt(64, uint64_t(j)));
+    } else {
+      out = builder.create<mlir::mesh::AllReduceOp>(
+          l, type, "mesh", llvm::ArrayRef<int16_t>{axis}, tensor, reduction);
+    }
+    values[c.value] = cast(l, out, outType);
   }
 
   /// Builds `op` with its registry row's `buildFooOp` (ein/Dialect/OpRules.h,
@@ -134,7 +241,8 @@ private:
 } // namespace
 
 void registerEinDialects(mlir::MLIRContext &context) {
-  context.loadDialect<EinDialect, mlir::func::FuncDialect>();
+  context.loadDialect<EinDialect, mlir::func::FuncDialect,
+                      mlir::mesh::MeshDialect>();
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
@@ -143,10 +251,9 @@ mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
   return Generator(context, module).run();
 }
 
+namespace {
 ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildVerifiedEinModule(mlir::MLIRContext &context,
-                       const CheckedModule &module) {
-  auto ir = buildEinModule(context, module);
+verified(mlir::MLIRContext &context, mlir::OwningOpRef<mlir::ModuleOp> ir) {
   std::string diagnostics;
   llvm::raw_string_ostream errors(diagnostics);
   // The message and its location, not a dump of the operation.
@@ -159,6 +266,21 @@ buildVerifiedEinModule(mlir::MLIRContext &context,
     return Error::program("the ein IR does not verify")
         .withContext(std::move(diagnostics));
   return std::move(ir);
+}
+} // namespace
+
+ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildVerifiedEinModule(mlir::MLIRContext &context,
+                       const CheckedModule &module) {
+  return verified(context, buildEinModule(context, module));
+}
+
+ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildVerifiedShardedEinModule(mlir::MLIRContext &context,
+                              const CheckedModule &local,
+                              const MeshProgram &mesh) {
+  registerEinDialects(context);
+  return verified(context, Generator(context, local, &mesh).run());
 }
 
 } // namespace ein

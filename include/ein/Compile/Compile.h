@@ -20,6 +20,11 @@ enum class IRStage { Ein, Linalg, Loops, LLVM };
 /// prints it to `os`. An error carries MLIR's diagnostics as its context.
 ErrorOr<void> emitIR(const CheckedModule &module, IRStage stage,
                      std::ostream &os, const CPUOptions &options = {});
+struct MeshProgram;
+/// `einc emit --stage=ein` of a sharded function: its local program
+/// (`local`, one function) with the mesh's collectives as `mesh` ops.
+ErrorOr<void> emitShardedIR(const CheckedModule &local, const MeshProgram &mesh,
+                            std::ostream &os);
 
 /// A loop nest the CPU pipeline's fusion passes made (docs/lowering.md
 /// §3.6): `kind` is "rows" (an `ein.row_tiles` loop: every op inside it) or

@@ -18,6 +18,28 @@ void registerEinDialects(mlir::MLIRContext &context);
 /// Builds (without verifying) the `ein` module of a checked program.
 mlir::OwningOpRef<mlir::ModuleOp> buildEinModule(mlir::MLIRContext &context,
                                                  const CheckedModule &module);
+/// A sharded function's local program (docs/distributed.md §4): its mesh
+/// and the collectives between its ops. The function is checked on its
+/// local blocks (each split dim name bound to its block's size).
+struct MeshProgram {
+  std::vector<std::string> axes; // `mesh dp, tp`: axis i is the i-th name
+  std::vector<int64_t> sizes;    // per axis; -1 where --mesh leaves it open
+  /// The whole program's fn.collectives, and after which op each runs
+  /// (collectivePoints).
+  std::vector<InferredCollective> collectives;
+  std::vector<size_t> points;
+  /// Per collective: the dim a reduce-scatter splits (-1 for others).
+  std::vector<int64_t> scatterDims;
+};
+/// Builds and verifies the module of `local` (one function: the local
+/// program) with `mesh.mesh @mesh` and, after each op a collective follows,
+/// its `mesh` op, whose result the later ops read. The `ein` tensors meet
+/// the builtin tensors the mesh ops take through
+/// `builtin.unrealized_conversion_cast`.
+ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildVerifiedShardedEinModule(mlir::MLIRContext &context,
+                              const CheckedModule &local,
+                              const MeshProgram &mesh);
 /// Builds and verifies it; an error carries the verifier's messages as its
 /// context.
 ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -69,7 +70,8 @@ void ein::registerEinOptTools(mlir::DialectRegistry &registry) {
   registry
       .insert<EinDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
               mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
-              mlir::math::MathDialect, mlir::memref::MemRefDialect>();
+              mlir::math::MathDialect, mlir::memref::MemRefDialect,
+              mlir::mesh::MeshDialect>(); // einc emit of a sharded program
   // einc's whole CPU pipeline, so that tests can lower any verified IR.
   registerCPUPipeline(registry);
 }

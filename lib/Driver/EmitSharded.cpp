@@ -1,0 +1,121 @@
+// `einc emit --stage=ein` of a sharded function: the local program a sharded
+// run compiles (LocalProgram.h), with its collectives as `mesh` ops.
+#include "EmitSharded.h"
+#include "LocalProgram.h"
+#include "ein/Compile/Compile.h"
+#include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Sema/Layout.h"
+#include "ein/Support/Spelling.h"
+#include "ein/Syntax/DiagnosticError.h"
+
+#include <fmt/format.h>
+
+namespace ein {
+
+ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
+                             const CheckOptions &check,
+                             const std::string &function, std::ostream &out) {
+  CheckOptions global = check;
+  global.onlyFunction = function;
+  DiagnosticEngine diags(file);
+  CheckedModule checked = checkModule(module, global, diags);
+  if (diags.hadError())
+    return errorFromDiagnostics(diags);
+  if (function.empty() && checked.functions.size() != 1)
+    return Error::usage("einc emit of a sharded program shows one function's "
+                        "local program: give --fn NAME");
+  std::string name =
+      function.empty() ? checked.functions.front().name : function;
+  const CheckedFunction *fn = checked.find(name);
+  if (!fn)
+    return noFunctionError(file.path, name, module.functionNames());
+
+  MeshProgram mesh;
+  mesh.axes = checked.meshAxes;
+  for (const std::string &axis : checked.meshAxes) {
+    auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
+    mesh.sizes.push_back(n ? int64_t(*n) : -1);
+  }
+  // The local program, as the sharded run makes it: a mesh of one rank per
+  // axis, each split name that has a size bound to its block's.
+  auto split = splitNames(checked, *fn);
+  if (!split)
+    return split.error();
+  CheckOptions local = global;
+  for (const std::string &axis : checked.meshAxes)
+    local.meshSizes[axis] = 1;
+  for (auto &[dim, axis] : *split) {
+    auto size = SizeExpr::symbol(dim).evaluate(fn->ctx.env);
+    auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
+    if (size && n && (checked.dims.count(dim) || check.dimOverrides.count(dim)))
+      local.dimOverrides[dim] = *size / *n;
+  }
+  DiagnosticEngine localDiags(file);
+  CheckedModule localChecked = checkModule(module, local, localDiags);
+  if (localDiags.hadError())
+    return errorFromDiagnostics(localDiags);
+  const CheckedFunction *lfn = localChecked.find(name);
+  if (!lfn || lfn->ops.size() != fn->ops.size())
+    return Error::program("the local program of a sharded function does not "
+                          "have the whole program's ops");
+  CheckedFunction localFn = *lfn;
+  // A size read as a number is the whole's (the sharded run folds it the
+  // same way); one not known is refused, never read as the block's.
+  for (CheckedOp &op : localFn.ops) {
+    if (op.kind != OpKind::Size)
+      continue;
+    bool readsSplit = false;
+    for (const std::string &symbol : op.sizeValue.symbols())
+      readsSplit |= split->count(symbol) > 0;
+    if (!readsSplit)
+      continue;
+    auto known = op.sizeValue.evaluate(fn->ctx.env);
+    if (!known)
+      return Error::at(ErrorKind::Program, checked.pathOf(op.loc), op.loc.line,
+                       op.loc.col,
+                       fmt::format("einc emit of a sharded program reads the "
+                                   "size {} of a split dim as a number: bind "
+                                   "it (--dim) so the local program reads the "
+                                   "whole's",
+                                   op.sizeValue.str()));
+    DType dtype = localFn.values[op.results.at(0)].type.dtype;
+    op.kind = OpKind::Constant;
+    op.sizeValue = SizeExpr();
+    op.constant = static_cast<double>(*known);
+    op.constantIsInt = true;
+    if (!isFloat(dtype) && dtype != DType::Bool)
+      op.constantInt = static_cast<int64_t>(*known);
+  }
+
+  auto points = collectivePoints(checked, *fn);
+  if (!points)
+    return points.error();
+  mesh.collectives = fn->collectives;
+  mesh.points = *points;
+  for (const InferredCollective &c : fn->collectives) {
+    int64_t dim = -1;
+    if (c.kind == CollectiveKind::ReduceScatter)
+      for (size_t k = 0; k < fn->returns.size() && dim < 0; ++k) {
+        if (fn->returns[k] != c.value)
+          continue;
+        Shape declared = fn->ctx.expand(fn->results[k].shape);
+        for (size_t j = 0; j < declared.size(); ++j)
+          if (declared[j].meshAxis == c.axis)
+            dim = int64_t(j);
+      }
+    if (c.kind == CollectiveKind::ReduceScatter && dim < 0)
+      return Error::program(fmt::format(
+          "a reduce-scatter over {} whose scatter dim is not a result's",
+          c.axis));
+    mesh.scatterDims.push_back(dim);
+  }
+  CheckedModule one = localChecked;
+  one.functions = {localFn};
+  if (auto emitted = emitShardedIR(one, mesh, out); !emitted)
+    return Error::inFile(ErrorKind::Program, file.path,
+                         "cannot emit --stage=ein:")
+        .withContext(std::move(emitted.error().context));
+  return {};
+}
+
+} // namespace ein
