@@ -47,6 +47,13 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   for (auto &[dim, axis] : *split) {
     auto size = SizeExpr::symbol(dim).evaluate(fn->ctx.env);
     auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
+    // A block of a known size over an axis of unknown size has no size:
+    // refused rather than shown whole.
+    if (size && !n)
+      return Error::usage(fmt::format(
+          "einc emit of a sharded program shows the blocks' sizes: dim {} "
+          "({}) is split on mesh axis {}; give its size with --mesh {}=N",
+          dim, toString(*size), axis, axis));
     if (size && n && (checked.dims.count(dim) || check.dimOverrides.count(dim)))
       local.dimOverrides[dim] = *size / *n;
   }
@@ -110,6 +117,10 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
     mesh.scatterDims.push_back(dim);
   }
   CheckedModule one = localChecked;
+  // The mesh's sizes are mesh.mesh's, not the one-rank mesh's 1s the local
+  // check bound.
+  for (const std::string &axis : checked.meshAxes)
+    one.dims.erase(axis);
   one.functions = {localFn};
   if (auto emitted = emitShardedIR(one, mesh, out); !emitted)
     return Error::inFile(ErrorKind::Program, file.path,
