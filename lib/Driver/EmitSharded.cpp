@@ -12,6 +12,16 @@
 
 namespace ein {
 
+namespace {
+/// The local program's refusals name a sharded run: emit shows that
+/// program, so it refuses what the run refuses.
+Error withEmitNote(Error error) {
+  error.withNote("einc emit --stage=ein shows the local program a sharded "
+                 "run compiles, and refuses what that run refuses");
+  return error;
+}
+} // namespace
+
 ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
                              const CheckOptions &check,
                              const std::string &function, std::ostream &out) {
@@ -40,7 +50,7 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   // axis, each split name that has a size bound to its block's.
   auto split = splitNames(checked, *fn);
   if (!split)
-    return split.error();
+    return withEmitNote(split.error());
   CheckOptions local = global;
   for (const std::string &axis : checked.meshAxes)
     local.meshSizes[axis] = 1;
@@ -96,7 +106,7 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
 
   auto points = collectivePoints(checked, *fn);
   if (!points)
-    return points.error();
+    return withEmitNote(points.error());
   mesh.collectives = fn->collectives;
   mesh.points = *points;
   for (const InferredCollective &c : fn->collectives) {
@@ -122,7 +132,11 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   for (const std::string &axis : checked.meshAxes)
     one.dims.erase(axis);
   one.functions = {localFn};
-  if (auto emitted = emitShardedIR(one, mesh, out); !emitted)
+  auto emitted = emitShardedIR(one, mesh, out);
+  // A refusal by name as it is; a verifier's messages under a heading.
+  if (!emitted && emitted.error().context.empty())
+    return emitted.error();
+  if (!emitted)
     return Error::inFile(ErrorKind::Program, file.path,
                          "cannot emit --stage=ein:")
         .withContext(std::move(emitted.error().context));

@@ -13,6 +13,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
+#include <fmt/format.h>
+
 #include <set>
 
 namespace ein {
@@ -204,6 +206,8 @@ private:
           llvm::ArrayRef<int16_t>{axis}, tensor, reduction,
           llvm::APInt(64, uint64_t(j)));
     } else {
+      assert(c.kind == CollectiveKind::AllReduce &&
+             "buildVerifiedShardedEinModule refuses the others");
       out = builder.create<mlir::mesh::AllReduceOp>(
           l, type, "mesh", llvm::ArrayRef<int16_t>{axis}, tensor, reduction);
     }
@@ -279,6 +283,28 @@ ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildVerifiedShardedEinModule(mlir::MLIRContext &context,
                               const CheckedModule &local,
                               const MeshProgram &mesh) {
+  // All-reduces and reduce-scatters are built; the others are refused by
+  // name, never built as another collective.
+  for (const InferredCollective &c : mesh.collectives) {
+    bool built = false;
+    switch (c.kind) {
+    case CollectiveKind::AllReduce:
+    case CollectiveKind::ReduceScatter:
+      built = true;
+      break;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::AllToAll:
+    case CollectiveKind::Broadcast:
+      break;
+    }
+    if (!built)
+      return Error::at(ErrorKind::Program, local.pathOf(c.loc), c.loc.line,
+                       c.loc.col,
+                       fmt::format("einc emit of an {} over {} ({}) is not "
+                                   "built yet: the IR shows all-reduces and "
+                                   "reduce-scatters",
+                                   collectiveName(c.kind), c.axis, c.reason));
+  }
   registerEinDialects(context);
   return verified(context, Generator(context, local, &mesh).run());
 }
