@@ -15,16 +15,17 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <set>
 
 namespace ein {
 
 namespace {
 
-/// The mesh dialect's reduction of a collective's. A variance has none:
-/// the sharded program's collectives (collectivePoints) are sums, means,
-/// maxima and minima.
-mlir::mesh::ReductionKind meshReduction(ReduceKind kind) {
+/// The mesh dialect's reduction of a collective's: sums, means (the
+/// group's `average`), maxima and minima, which buildVerifiedShardedEinModule
+/// admits; the others have no collective in a sharded program.
+std::optional<mlir::mesh::ReductionKind> meshReduction(ReduceKind kind) {
   switch (kind) {
   case ReduceKind::Sum:
     return mlir::mesh::ReductionKind::Sum;
@@ -35,15 +36,12 @@ mlir::mesh::ReductionKind meshReduction(ReduceKind kind) {
   case ReduceKind::Min:
     return mlir::mesh::ReductionKind::Min;
   case ReduceKind::Prod:
-    return mlir::mesh::ReductionKind::Product;
   case ReduceKind::Any:
-    return mlir::mesh::ReductionKind::BitwiseOr;
   case ReduceKind::All:
-    return mlir::mesh::ReductionKind::BitwiseAnd;
   case ReduceKind::Var:
-    break;
+    return std::nullopt;
   }
-  llvm_unreachable("collectivePoints refuses a collective of a variance");
+  llvm_unreachable("every ReduceKind is a row of ReduceKinds.def");
 }
 
 class Generator {
@@ -179,7 +177,7 @@ private:
     for (size_t i = 0; i < mesh->axes.size(); ++i)
       if (mesh->axes[i] == c.axis)
         axis = int16_t(i);
-    mlir::mesh::ReductionKind reduction = meshReduction(c.reduction);
+    mlir::mesh::ReductionKind reduction = *meshReduction(c.reduction);
     mlir::Value in = values.at(c.value);
     auto einType = mlir::cast<EinTensorType>(in.getType());
     mlir::RankedTensorType type = builtinOf(einType);
@@ -297,6 +295,14 @@ buildVerifiedShardedEinModule(mlir::MLIRContext &context,
     case CollectiveKind::Broadcast:
       break;
     }
+    if (built && !meshReduction(c.reduction))
+      return Error::at(
+          ErrorKind::Program, local.pathOf(c.loc), c.loc.line, c.loc.col,
+          fmt::format("einc emit of an {} of a {} over {} ({}) is "
+                      "not built: sums, means, maxima and minima "
+                      "are",
+                      collectiveName(c.kind), reduceKindName(c.reduction),
+                      c.axis, c.reason));
     if (!built)
       return Error::at(ErrorKind::Program, local.pathOf(c.loc), c.loc.line,
                        c.loc.col,
