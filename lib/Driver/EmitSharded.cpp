@@ -78,7 +78,16 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   CheckedFunction localFn = *lfn;
   // A size read as a number is the whole's (the sharded run folds it the
   // same way); one not known is refused, never read as the block's.
-  for (CheckedOp &op : localFn.ops) {
+  for (size_t i = 0; i < localFn.ops.size(); ++i) {
+    CheckedOp &op = localFn.ops[i];
+    // A constant the checker folded from a size is the whole's too (one
+    // not from a size is the same in both), as the run takes it.
+    if (op.kind == OpKind::Constant && fn->ops[i].kind == OpKind::Constant) {
+      op.constant = fn->ops[i].constant;
+      op.constantIsInt = fn->ops[i].constantIsInt;
+      op.constantInt = fn->ops[i].constantInt;
+      continue;
+    }
     if (op.kind != OpKind::Size)
       continue;
     bool readsSplit = false;
