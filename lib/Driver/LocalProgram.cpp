@@ -84,10 +84,11 @@ gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
           if (splitAlong(fn, id, name))
             return shardedError(
                 m, fn.ops[i].loc,
-                fmt::format("a sharded run of a {} of a value split along {} "
-                            "after a reshard gathered {} whole is not "
-                            "supported yet",
-                            opKindName(fn.ops[i].kind), name, name));
+                fmt::format(
+                    "a sharded run where {} reads or makes a value split "
+                    "along {} after a reshard gathered {} whole is not "
+                    "supported yet",
+                    opKindName(fn.ops[i].kind), name, name));
   return gathered;
 }
 
