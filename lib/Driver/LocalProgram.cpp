@@ -39,7 +39,70 @@ bool splitAlong(const CheckedFunction &fn, unsigned id,
   return false;
 }
 
+/// A reshard's all-gather or all-to-all: the collectives a sharded run
+/// runs between parts besides the reductions.
+bool reshardMoves(const CheckedFunction &fn, const InferredCollective &c) {
+  return (c.kind == CollectiveKind::AllGather ||
+          c.kind == CollectiveKind::AllToAll) &&
+         c.afterOp >= 0 && fn.ops[size_t(c.afterOp)].reshardTo;
+}
+
 } // namespace
+
+size_t scatteredDim(const CheckedFunction &fn, const InferredCollective &c) {
+  const CheckedOp &op = fn.ops.at(size_t(c.afterOp));
+  const ValueLayout &from = fn.layouts.at(op.operands.at(0));
+  const ValueLayout &to = fn.layouts.at(c.value);
+  for (size_t d = 0; d < from.dims.size() && d < to.dims.size(); ++d)
+    if (to.dims[d] == c.axis && from.dims[d].empty())
+      return d;
+  return from.dims.size();
+}
+
+ErrorOr<std::map<std::string, size_t>>
+scatteredNames(const CheckedModule &m, const CheckedFunction &fn) {
+  std::map<std::string, size_t> scattered;
+  for (const InferredCollective &c : fn.collectives) {
+    if (c.kind != CollectiveKind::AllToAll || !reshardMoves(fn, c))
+      continue;
+    size_t d = scatteredDim(fn, c);
+    Shape shape = fn.ctx.expand(fn.values[c.value].type.shape);
+    std::optional<std::string> name;
+    if (d < shape.size())
+      name = shape[d].size.asSymbol();
+    if (!name)
+      return shardedError(m, c.loc,
+                          fmt::format("a sharded run of an all-to-all over {} "
+                                      "onto a dim that is not a lone name "
+                                      "({}) is not supported yet",
+                                      c.axis, c.reason));
+    if (!scattered.emplace(*name, size_t(c.afterOp)).second)
+      return shardedError(
+          m, c.loc,
+          fmt::format("a sharded run splitting {} twice is not supported yet",
+                      *name));
+  }
+  // Before the all-to-all the name is whole: such a value read after it
+  // would need the whole binding in a part that binds the block's.
+  for (auto &[name, at] : scattered)
+    for (size_t i = at + 1; i < fn.ops.size(); ++i)
+      for (unsigned id : fn.ops[i].operands) {
+        if (producerOf(fn, id) >= int(at) || fn.values[id].isPackedShapes)
+          continue;
+        Shape shape = fn.ctx.expand(fn.values[id].type.shape);
+        bool has = false;
+        for (const Dim &d : shape)
+          has |= d.size.symbols().count(name) > 0;
+        if (has)
+          return shardedError(
+              m, fn.ops[i].loc,
+              fmt::format("a sharded run where {} reads a value whole along "
+                          "{} made before a reshard split {} is not "
+                          "supported yet",
+                          opKindName(fn.ops[i].kind), name, name));
+      }
+  return scattered;
+}
 
 size_t gatheredDim(const CheckedFunction &fn, const InferredCollective &c) {
   const CheckedOp &op = fn.ops.at(size_t(c.afterOp));
@@ -55,8 +118,7 @@ ErrorOr<std::map<std::string, size_t>>
 gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
   std::map<std::string, size_t> gathered;
   for (const InferredCollective &c : fn.collectives) {
-    if (c.kind != CollectiveKind::AllGather || c.afterOp < 0 ||
-        !fn.ops[size_t(c.afterOp)].reshardTo)
+    if (!reshardMoves(fn, c))
       continue; // refused by collectivePoints
     size_t d = gatheredDim(fn, c);
     Shape shape = fn.ctx.expand(fn.values[c.value].type.shape);
@@ -102,6 +164,21 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   auto afterGather = [&](unsigned id, const std::string &name) {
     auto it = gathered->find(name);
     return it != gathered->end() && producerOf(fn, id) >= int(it->second);
+  };
+  auto scattered = scatteredNames(m, fn);
+  if (!scattered)
+    return scattered.error();
+  for (auto &[name, at] : *scattered)
+    if (gathered->count(name))
+      return shardedError(m, fn.ops[at].loc,
+                          fmt::format("a sharded run where a reshard splits "
+                                      "{} and one gathers it is not "
+                                      "supported yet",
+                                      name));
+  // Whether value `id` is made before the reshard that splits `name`.
+  auto beforeScatter = [&](unsigned id, const std::string &name) {
+    auto it = scattered->find(name);
+    return it != scattered->end() && producerOf(fn, id) < int(it->second);
   };
   // Names along which a value is whole and not uniform (id: the first).
   std::map<std::string, unsigned> whole;
@@ -193,7 +270,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                                           s));
       if (axis.empty()) {
         for (const std::string &s : shape[d].size.symbols())
-          if (!uniform[id].count(s) && !afterGather(id, s))
+          if (!uniform[id].count(s) && !afterGather(id, s) &&
+              !beforeScatter(id, s))
             whole.emplace(s, id);
         continue;
       }
@@ -283,7 +361,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                           "supported yet",
                           opKindName(op.kind), name, name));
         auto it = split.find(name);
-        if (it == split.end() || !wholeAlong(o, name) || afterGather(o, name))
+        if (it == split.end() || !wholeAlong(o, name) || afterGather(o, name) ||
+            beforeScatter(o, name))
           continue;
         bool elementwise =
             op.kind == OpKind::Elementwise || op.kind == OpKind::Cast;
@@ -397,9 +476,7 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
     for (size_t j = 0; j < k; ++j)
       if (fn.collectives[j].value == c.value)
         completeReader = partialReader = true; // twice: refused below
-    bool reshardGather = c.kind == CollectiveKind::AllGather &&
-                         c.afterOp >= 0 && fn.ops[size_t(c.afterOp)].reshardTo;
-    if (reshardGather) {
+    if (reshardMoves(fn, c)) {
       // Not a reduction: its readers read the gathered value.
       points.push_back(size_t(c.afterOp));
       continue;
@@ -417,7 +494,7 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
           fmt::format("a sharded run of an {} ({}) over {} ({}) is not "
                       "supported yet: all-reduces and the results' "
                       "reduce-scatters of sum, mean, max and min, and "
-                      "a reshard's all-gathers, run",
+                      "a reshard's all-gathers and all-to-alls, run",
                       collectiveName(c.kind), reduceKindName(c.reduction),
                       c.axis, c.reason));
     if (partialReader && (completeReader || !returned))

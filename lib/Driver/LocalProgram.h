@@ -24,7 +24,8 @@ namespace ein {
 ErrorOr<std::map<std::string, std::string>>
 splitNames(const CheckedModule &m, const CheckedFunction &fn);
 
-/// The names a `reshard` gathers whole (name -> the reshard's op index):
+/// The names a `reshard` gathers whole, by an all-gather or an all-to-all
+/// (name -> the reshard's op index):
 /// split in the values made before it, whole in the values it and later
 /// ops make. The local program binds such a name to its block's size up
 /// to the reshard and to its whole size after it. Refused by name: an
@@ -33,8 +34,21 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn);
 ErrorOr<std::map<std::string, size_t>> gatheredNames(const CheckedModule &m,
                                                      const CheckedFunction &fn);
 
-/// The dim of a `reshard`'s result that its all-gather `c` gathers.
+/// The dim of a `reshard`'s result that its all-gather or all-to-all `c`
+/// gathers (split in the operand, whole in the result).
 size_t gatheredDim(const CheckedFunction &fn, const InferredCollective &c);
+/// The dim of a `reshard`'s result that its all-to-all `c` splits (whole
+/// in the operand).
+size_t scatteredDim(const CheckedFunction &fn, const InferredCollective &c);
+
+/// The names a `reshard`'s all-to-all splits (name -> the reshard's op
+/// index): whole in the values made before it, split (on the axis
+/// splitNames gives) in the values it and later ops make; the name it
+/// moves the split off is in gatheredNames. Refused by name: a value whole
+/// along such a name made before it and read after it, a dim that is not
+/// a lone name, a name split twice.
+ErrorOr<std::map<std::string, size_t>>
+scatteredNames(const CheckedModule &m, const CheckedFunction &fn);
 
 /// Where each of fn.collectives runs in the local program: after the op
 /// whose index it gives. An all-reduce runs after the op that made the

@@ -96,6 +96,47 @@ ErrorOr<void> allGather(Communicator &group, runtime::HostTensor &value,
   return {};
 }
 
+/// Moves `value`'s split over `group` from dim `from` to dim `to`: block q
+/// of this rank's `to` goes to rank q, and the blocks received are placed
+/// along `from` in rank order (each copied into its place: any dims).
+ErrorOr<void> allToAll(Communicator &group, runtime::HostTensor &value,
+                       size_t from, size_t to) {
+  int64_t n = group.size();
+  size_t rank = value.shape.size();
+  if (from >= rank || to >= rank || value.shape[to] % n != 0)
+    return Error::program("a sharded run's all-to-all has no dims to move");
+  std::vector<int64_t> chunkShape = value.shape;
+  chunkShape[to] /= n;
+  auto chunk = runtime::HostTensor::create(value.type, chunkShape);
+  if (!chunk)
+    return chunk.error();
+  size_t bytes = chunk->data.size();
+  std::vector<uint8_t> send(bytes * size_t(n)), recv(bytes * size_t(n));
+  for (int64_t q = 0; q < n; ++q) {
+    std::vector<int64_t> offset(rank, 0);
+    offset[to] = q * chunkShape[to];
+    copyBlock(value, *chunk, offset, true);
+    std::memcpy(send.data() + size_t(q) * bytes, chunk->data.data(), bytes);
+  }
+  if (auto moved = group.allToAll(send.data(), recv.data(), value.type,
+                                  chunk->numElements());
+      !moved)
+    return moved;
+  std::vector<int64_t> shape = chunkShape;
+  shape[from] *= n;
+  auto out = runtime::HostTensor::create(value.type, shape);
+  if (!out)
+    return out.error();
+  for (int64_t r = 0; r < n; ++r) {
+    std::memcpy(chunk->data.data(), recv.data() + size_t(r) * bytes, bytes);
+    std::vector<int64_t> offset(rank, 0);
+    offset[from] = r * chunkShape[from];
+    copyBlock(*out, *chunk, offset, false);
+  }
+  value = std::move(*out);
+  return {};
+}
+
 } // namespace
 
 ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
@@ -173,6 +214,9 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   auto gathered = gatheredNames(wholeBound->concrete, *bfn);
   if (!gathered)
     return gathered.error();
+  auto scattered = scatteredNames(wholeBound->concrete, *bfn);
+  if (!scattered)
+    return scattered.error();
 
   auto axisIndex = [&](const std::string &axis) {
     for (size_t i = 0; i < checked.meshAxes.size(); ++i)
@@ -190,18 +234,24 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     return c;
   };
   // A value's block on a rank: per dim, offset and size; a dim whose name
-  // is in `whole` (gathered by then) is whole.
+  // is in `whole` (gathered by then, or split only later) is whole, one in
+  // `blocked` (split by then) is the block's size (local shapes only).
   auto blockOf = [&](unsigned id, const std::vector<int64_t> &wholeShape,
                      const std::vector<int64_t> &coord,
                      std::vector<int64_t> &offset,
-                     const std::set<std::string> &whole = {}) {
+                     const std::set<std::string> &whole = {},
+                     const std::set<std::string> &blocked = {}) {
     std::vector<int64_t> shape = wholeShape;
     offset.assign(shape.size(), 0);
     const ValueLayout &layout = bfn->layouts[id];
     Shape dims = bfn->ctx.expand(bfn->values[id].type.shape);
     for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d) {
-      if (layout.dims[d].empty())
+      if (layout.dims[d].empty()) {
+        if (d < dims.size())
+          if (auto name = dims[d].size.asSymbol(); name && blocked.count(*name))
+            shape[d] /= axisSize[axisIndex(split->at(*name))];
         continue;
+      }
       if (d < dims.size())
         if (auto name = dims[d].size.asSymbol(); name && whole.count(*name))
           continue;
@@ -221,7 +271,8 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     std::vector<std::vector<int64_t>> shapes;
   };
   auto localProgram =
-      [&](const std::set<std::string> &whole) -> ErrorOr<Local> {
+      [&](const std::set<std::string> &whole,
+          const std::set<std::string> &blocked) -> ErrorOr<Local> {
     CheckOptions local = global;
     for (const std::string &axis : checked.meshAxes)
       local.meshSizes[axis] = 1;
@@ -241,8 +292,8 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     std::vector<std::vector<int64_t>> localShapes;
     std::vector<int64_t> origin(axisSize.size(), 0), unused;
     for (size_t i = 0; i < inputs->size(); ++i)
-      localShapes.push_back(
-          blockOf(bfn->params[i], (*inputs)[i].shape, origin, unused, whole));
+      localShapes.push_back(blockOf(bfn->params[i], (*inputs)[i].shape, origin,
+                                    unused, whole, blocked));
     auto bound =
         engine.bind(file, module, local, localChecked, options.function,
                     localShapes, Specialisation::Sizes);
@@ -293,19 +344,27 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     }
     return Local{std::move(*bound), std::move(localFn), std::move(localShapes)};
   };
-  // Keyed by the names whole in them; std::map keeps each in place.
+  // Keyed by the names whole and blocked in them ("@" before those);
+  // std::map keeps each in place.
   std::map<std::set<std::string>, Local> locals;
   auto localFor = [&](size_t begin) -> ErrorOr<const Local *> {
-    std::set<std::string> whole;
+    // Whole: gathered before `begin` or split by an all-to-all after it;
+    // blocked: split by an all-to-all before it.
+    std::set<std::string> whole, blocked;
     for (auto &[name, at] : *gathered)
       if (at < begin)
         whole.insert(name);
-    if (auto it = locals.find(whole); it != locals.end())
+    for (auto &[name, at] : *scattered)
+      (at < begin ? blocked : whole).insert(name);
+    std::set<std::string> key = whole;
+    for (const std::string &name : blocked)
+      key.insert("@" + name);
+    if (auto it = locals.find(key); it != locals.end())
       return &it->second;
-    auto made = localProgram(whole);
+    auto made = localProgram(whole, blocked);
     if (!made)
       return made.error();
-    return &locals.emplace(whole, std::move(*made)).first->second;
+    return &locals.emplace(key, std::move(*made)).first->second;
   };
   auto first = localFor(0);
   if (!first)
@@ -453,9 +512,17 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       // dropping a split gathers the completed blocks.
       for (size_t k = 0; k < bfn->collectives.size(); ++k)
         if (const InferredCollective &c = bfn->collectives[k];
-            (*points)[k] == part.end && c.kind != CollectiveKind::AllGather)
+            (*points)[k] == part.end && c.kind != CollectiveKind::AllGather &&
+            c.kind != CollectiveKind::AllToAll)
           if (auto done = allReduce(*groups[axisIndex(c.axis)], env.at(c.value),
                                     c, bfn->values[c.value].type.dtype);
+              !done)
+            return done.error();
+      for (size_t k = 0; k < bfn->collectives.size(); ++k)
+        if (const InferredCollective &c = bfn->collectives[k];
+            (*points)[k] == part.end && c.kind == CollectiveKind::AllToAll)
+          if (auto done = allToAll(*groups[axisIndex(c.axis)], env.at(c.value),
+                                   gatheredDim(*bfn, c), scatteredDim(*bfn, c));
               !done)
             return done.error();
       for (size_t k = 0; k < bfn->collectives.size(); ++k)
