@@ -477,6 +477,16 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
       if (fn.collectives[j].value == c.value)
         completeReader = partialReader = true; // twice: refused below
     if (reshardMoves(fn, c)) {
+      // Completed first: sound when the sums are over another axis.
+      for (size_t j = 0; j < k; ++j)
+        if (fn.collectives[j].value == c.value &&
+            fn.collectives[j].axis == c.axis)
+          return shardedError(
+              m, c.loc,
+              fmt::format("a sharded run of a reshard that completes partial "
+                          "sums over {} and moves a split on it is not "
+                          "supported yet",
+                          c.axis));
       // Not a reduction: its readers read the gathered value.
       points.push_back(size_t(c.afterOp));
       continue;
