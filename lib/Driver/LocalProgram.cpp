@@ -326,8 +326,9 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
       return shardedError(
           m, valueLoc(it->second),
           fmt::format("a sharded run of '{}' where {} is split on {} in "
-                      "some values and whole in others (an all-gather, "
-                      "or a value of the whole size, inside the function) "
+                      "some values and whole in others (a rearrange's "
+                      "all-gather, a reshard adding a split, or a value of "
+                      "the whole size, inside the function) "
                       "is not supported yet",
                       fn.name, name, axis));
   // A value kept whole along a split name only because it is uniform is
