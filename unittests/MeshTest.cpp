@@ -45,9 +45,11 @@ TEST_P(ParseLayoutTest, Parses) {
   EXPECT_EQ(s[c.dim].meshMajor.str(), c.major);
   EXPECT_EQ(s[c.dim].meshAxisOffset, c.axisOffset);
   // Only the sharded dim has a layout.
-  for (size_t i = 0; i < s.size(); ++i)
-    if (i != c.dim)
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i != c.dim) {
       EXPECT_TRUE(s[i].meshAxis.empty()) << i;
+    }
+  }
 }
 
 const LayoutCase kLayouts[] = {

@@ -17,11 +17,169 @@ Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
                    std::move(what));
 }
 
+/// The index of the op that makes `id`, or -1 for a parameter.
+int producerOf(const CheckedFunction &fn, unsigned id) {
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    for (unsigned r : fn.ops[i].results)
+      if (r == id)
+        return int(i);
+  return -1;
+}
+
+/// Whether value `id`'s layout splits a dim whose size names `name`.
+bool splitAlong(const CheckedFunction &fn, unsigned id,
+                const std::string &name) {
+  if (id >= fn.layouts.size() || fn.values[id].isPackedShapes)
+    return false;
+  Shape shape = fn.ctx.expand(fn.values[id].type.shape);
+  const ValueLayout &layout = fn.layouts[id];
+  for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d)
+    if (!layout.dims[d].empty() && shape[d].size.symbols().count(name))
+      return true;
+  return false;
+}
+
+/// A reshard's all-gather or all-to-all: the collectives a sharded run
+/// runs between parts besides the reductions.
+bool reshardMoves(const CheckedFunction &fn, const InferredCollective &c) {
+  return (c.kind == CollectiveKind::AllGather ||
+          c.kind == CollectiveKind::AllToAll) &&
+         c.afterOp >= 0 && fn.ops[size_t(c.afterOp)].reshardTo;
+}
+
 } // namespace
+
+size_t scatteredDim(const CheckedFunction &fn, const InferredCollective &c) {
+  const CheckedOp &op = fn.ops.at(size_t(c.afterOp));
+  const ValueLayout &from = fn.layouts.at(op.operands.at(0));
+  const ValueLayout &to = fn.layouts.at(c.value);
+  for (size_t d = 0; d < from.dims.size() && d < to.dims.size(); ++d)
+    if (to.dims[d] == c.axis && from.dims[d].empty())
+      return d;
+  return from.dims.size();
+}
+
+ErrorOr<std::map<std::string, size_t>>
+scatteredNames(const CheckedModule &m, const CheckedFunction &fn) {
+  std::map<std::string, size_t> scattered;
+  for (const InferredCollective &c : fn.collectives) {
+    if (c.kind != CollectiveKind::AllToAll || !reshardMoves(fn, c))
+      continue;
+    size_t d = scatteredDim(fn, c);
+    Shape shape = fn.ctx.expand(fn.values[c.value].type.shape);
+    std::optional<std::string> name;
+    if (d < shape.size())
+      name = shape[d].size.asSymbol();
+    if (!name)
+      return shardedError(m, c.loc,
+                          fmt::format("a sharded run of an all-to-all over {} "
+                                      "onto a dim that is not a lone name "
+                                      "({}) is not supported yet",
+                                      c.axis, c.reason));
+    if (!scattered.emplace(*name, size_t(c.afterOp)).second)
+      return shardedError(
+          m, c.loc,
+          fmt::format("a sharded run splitting {} twice is not supported yet",
+                      *name));
+  }
+  // Before the all-to-all the name is whole: such a value read after it
+  // would need the whole binding in a part that binds the block's.
+  for (auto &[name, at] : scattered)
+    for (size_t i = at + 1; i < fn.ops.size(); ++i)
+      for (unsigned id : fn.ops[i].operands) {
+        if (producerOf(fn, id) >= int(at) || fn.values[id].isPackedShapes)
+          continue;
+        Shape shape = fn.ctx.expand(fn.values[id].type.shape);
+        bool has = false;
+        for (const Dim &d : shape)
+          has |= d.size.symbols().count(name) > 0;
+        if (has)
+          return shardedError(
+              m, fn.ops[i].loc,
+              fmt::format("a sharded run where {} reads a value whole along "
+                          "{} made before a reshard split {} is not "
+                          "supported yet",
+                          opKindName(fn.ops[i].kind), name, name));
+      }
+  return scattered;
+}
+
+size_t gatheredDim(const CheckedFunction &fn, const InferredCollective &c) {
+  const CheckedOp &op = fn.ops.at(size_t(c.afterOp));
+  const ValueLayout &from = fn.layouts.at(op.operands.at(0));
+  const ValueLayout &to = fn.layouts.at(c.value);
+  for (size_t d = 0; d < from.dims.size() && d < to.dims.size(); ++d)
+    if (from.dims[d] == c.axis && to.dims[d].empty())
+      return d;
+  return from.dims.size();
+}
+
+ErrorOr<std::map<std::string, size_t>>
+gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
+  std::map<std::string, size_t> gathered;
+  for (const InferredCollective &c : fn.collectives) {
+    if (!reshardMoves(fn, c))
+      continue; // refused by collectivePoints
+    size_t d = gatheredDim(fn, c);
+    Shape shape = fn.ctx.expand(fn.values[c.value].type.shape);
+    std::optional<std::string> name;
+    if (d < shape.size())
+      name = shape[d].size.asSymbol();
+    if (!name)
+      return shardedError(m, c.loc,
+                          fmt::format("a sharded run of an all-gather over {} "
+                                      "of a dim that is not a lone name ({}) "
+                                      "is not supported yet",
+                                      c.axis, c.reason));
+    if (!gathered.emplace(*name, size_t(c.afterOp)).second)
+      return shardedError(
+          m, c.loc,
+          fmt::format("a sharded run gathering {} twice is not supported yet",
+                      *name));
+  }
+  // After its gather a name is whole: a value split along it made or read
+  // later would need the block's binding in the same part.
+  for (auto &[name, at] : gathered)
+    for (size_t i = at + 1; i < fn.ops.size(); ++i)
+      for (auto *ids : {&fn.ops[i].operands, &fn.ops[i].results})
+        for (unsigned id : *ids)
+          if (splitAlong(fn, id, name))
+            return shardedError(
+                m, fn.ops[i].loc,
+                fmt::format(
+                    "a sharded run where {} reads or makes a value split "
+                    "along {} after a reshard gathered {} whole is not "
+                    "supported yet",
+                    opKindName(fn.ops[i].kind), name, name));
+  return gathered;
+}
 
 ErrorOr<std::map<std::string, std::string>>
 splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   std::map<std::string, std::string> split;
+  auto gathered = gatheredNames(m, fn);
+  if (!gathered)
+    return gathered.error();
+  // Whether value `id` is made at or after the reshard that gathers `name`.
+  auto afterGather = [&](unsigned id, const std::string &name) {
+    auto it = gathered->find(name);
+    return it != gathered->end() && producerOf(fn, id) >= int(it->second);
+  };
+  auto scattered = scatteredNames(m, fn);
+  if (!scattered)
+    return scattered.error();
+  for (auto &[name, at] : *scattered)
+    if (gathered->count(name))
+      return shardedError(m, fn.ops[at].loc,
+                          fmt::format("a sharded run where a reshard splits "
+                                      "{} and one gathers it is not "
+                                      "supported yet",
+                                      name));
+  // Whether value `id` is made before the reshard that splits `name`.
+  auto beforeScatter = [&](unsigned id, const std::string &name) {
+    auto it = scattered->find(name);
+    return it != scattered->end() && producerOf(fn, id) < int(it->second);
+  };
   // Names along which a value is whole and not uniform (id: the first).
   std::map<std::string, unsigned> whole;
   // Per value, the names along which it is the same at every position (a
@@ -112,7 +270,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                                           s));
       if (axis.empty()) {
         for (const std::string &s : shape[d].size.symbols())
-          if (!uniform[id].count(s))
+          if (!uniform[id].count(s) && !afterGather(id, s) &&
+              !beforeScatter(id, s))
             whole.emplace(s, id);
         continue;
       }
@@ -167,8 +326,9 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
       return shardedError(
           m, valueLoc(it->second),
           fmt::format("a sharded run of '{}' where {} is split on {} in "
-                      "some values and whole in others (an all-gather, "
-                      "or a value of the whole size, inside the function) "
+                      "some values and whole in others (a rearrange's "
+                      "all-gather, a reshard adding a split, or a value of "
+                      "the whole size, inside the function) "
                       "is not supported yet",
                       fn.name, name, axis));
   // A value kept whole along a split name only because it is uniform is
@@ -184,13 +344,26 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         return true;
     return false;
   };
-  for (const CheckedOp &op : fn.ops)
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const CheckedOp &op = fn.ops[i];
     for (unsigned o : op.operands) {
       if (o >= uniform.size())
         continue;
       for (const std::string &name : uniform[o]) {
+        // Computed at the block's size before a gather of its name, read
+        // after it where the name is bound whole.
+        if (auto g = gathered->find(name);
+            g != gathered->end() && i > g->second && wholeAlong(o, name) &&
+            !afterGather(o, name))
+          return shardedError(
+              m, op.loc,
+              fmt::format("a sharded run of a {} reading a value whole along "
+                          "{} made before a reshard gathered {} is not "
+                          "supported yet",
+                          opKindName(op.kind), name, name));
         auto it = split.find(name);
-        if (it == split.end() || !wholeAlong(o, name))
+        if (it == split.end() || !wholeAlong(o, name) || afterGather(o, name) ||
+            beforeScatter(o, name))
           continue;
         bool elementwise =
             op.kind == OpKind::Elementwise || op.kind == OpKind::Cast;
@@ -206,6 +379,7 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                           opKindName(op.kind), name, it->second));
       }
     }
+  }
   // Ops that read a size as a number, or draw random numbers per element,
   // would see the block's size, not the whole's.
   auto mentionsSplit = [&](const SizeExpr &e) {
@@ -303,6 +477,21 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
     for (size_t j = 0; j < k; ++j)
       if (fn.collectives[j].value == c.value)
         completeReader = partialReader = true; // twice: refused below
+    if (reshardMoves(fn, c)) {
+      // Completed first: sound when the sums are over another axis.
+      for (size_t j = 0; j < k; ++j)
+        if (fn.collectives[j].value == c.value &&
+            fn.collectives[j].axis == c.axis)
+          return shardedError(
+              m, c.loc,
+              fmt::format("a sharded run of a reshard that completes partial "
+                          "sums over {} and moves a split on it is not "
+                          "supported yet",
+                          c.axis));
+      // Not a reduction: its readers read the gathered value.
+      points.push_back(size_t(c.afterOp));
+      continue;
+    }
     bool kindOk =
         c.afterOp >= 0 && (c.kind == CollectiveKind::AllReduce ||
                            (c.kind == CollectiveKind::ReduceScatter &&
@@ -315,7 +504,8 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
           m, c.loc,
           fmt::format("a sharded run of an {} ({}) over {} ({}) is not "
                       "supported yet: all-reduces and the results' "
-                      "reduce-scatters of sum, mean, max and min run",
+                      "reduce-scatters of sum, mean, max and min, and "
+                      "a reshard's all-gathers and all-to-alls, run",
                       collectiveName(c.kind), reduceKindName(c.reduction),
                       c.axis, c.reason));
     if (partialReader && (completeReader || !returned))

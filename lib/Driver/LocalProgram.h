@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ein/Runtime/HostTensor.h"
+#include "ein/Sema/Layout.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
 
@@ -23,12 +24,39 @@ namespace ein {
 ErrorOr<std::map<std::string, std::string>>
 splitNames(const CheckedModule &m, const CheckedFunction &fn);
 
+/// The names a `reshard` gathers whole, by an all-gather or an all-to-all
+/// (name -> the reshard's op index):
+/// split in the values made before it, whole in the values it and later
+/// ops make. The local program binds such a name to its block's size up
+/// to the reshard and to its whole size after it. Refused by name: an
+/// all-gather of a dim that is not a lone name, a name gathered twice, and
+/// (by splitNames) a value split along it made or read after the gather.
+ErrorOr<std::map<std::string, size_t>> gatheredNames(const CheckedModule &m,
+                                                     const CheckedFunction &fn);
+
+/// The dim of a `reshard`'s result that its all-gather or all-to-all `c`
+/// gathers (split in the operand, whole in the result).
+size_t gatheredDim(const CheckedFunction &fn, const InferredCollective &c);
+/// The dim of a `reshard`'s result that its all-to-all `c` splits (whole
+/// in the operand).
+size_t scatteredDim(const CheckedFunction &fn, const InferredCollective &c);
+
+/// The names a `reshard`'s all-to-all splits (name -> the reshard's op
+/// index): whole in the values made before it, split (on the axis
+/// splitNames gives) in the values it and later ops make; the name it
+/// moves the split off is in gatheredNames. Refused by name: a value whole
+/// along such a name made before it and read after it, a dim that is not
+/// a lone name, a name split twice.
+ErrorOr<std::map<std::string, size_t>>
+scatteredNames(const CheckedModule &m, const CheckedFunction &fn);
+
 /// Where each of fn.collectives runs in the local program: after the op
 /// whose index it gives. An all-reduce runs after the op that made the
 /// partial sums, unless every later reader reads them partial (a sum of
 /// partials, pending too) and the value is a result: then after the last
-/// op. A value read both ways, or reduced twice, a reduce-scatter read
-/// again, and other collectives are refused by name.
+/// op. A `reshard`'s all-gather runs after the reshard. A value read both
+/// ways, or reduced twice, a reduce-scatter read again, and other
+/// collectives are refused by name.
 ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
                                               const CheckedFunction &fn);
 

@@ -65,6 +65,78 @@ ErrorOr<void> allReduce(Communicator &group, runtime::HostTensor &value,
   return {};
 }
 
+/// Gathers `value`'s blocks along dim `d` over `group` (ranked by their
+/// coordinate on the axis): the group's blocks in rank order, whole along
+/// `d`. Any dim, not only the leading one: each rank's block is copied
+/// into its place of the whole (the all-gather concatenates flat buffers).
+ErrorOr<void> allGather(Communicator &group, runtime::HostTensor &value,
+                        size_t d) {
+  if (d >= value.shape.size())
+    return Error::program("a sharded run's all-gather has no gathered dim");
+  int64_t count = value.numElements();
+  int64_t n = group.size();
+  std::vector<uint8_t> all(value.data.size() * size_t(n));
+  if (auto gathered =
+          group.allGather(value.data.data(), all.data(), value.type, count);
+      !gathered)
+    return gathered;
+  std::vector<int64_t> shape = value.shape;
+  shape[d] *= n;
+  auto whole = runtime::HostTensor::create(value.type, shape);
+  if (!whole)
+    return whole.error();
+  for (int64_t q = 0; q < n; ++q) {
+    std::memcpy(value.data.data(), all.data() + size_t(q) * value.data.size(),
+                value.data.size());
+    std::vector<int64_t> offset(shape.size(), 0);
+    offset[d] = q * value.shape[d];
+    copyBlock(*whole, value, offset, false);
+  }
+  value = std::move(*whole);
+  return {};
+}
+
+/// Moves `value`'s split over `group` from dim `from` to dim `to`: block q
+/// of this rank's `to` goes to rank q, and the blocks received are placed
+/// along `from` in rank order (each copied into its place: any dims).
+ErrorOr<void> allToAll(Communicator &group, runtime::HostTensor &value,
+                       size_t from, size_t to) {
+  int64_t n = group.size();
+  size_t rank = value.shape.size();
+  if (from >= rank || to >= rank || value.shape[to] % n != 0)
+    return Error::program("a sharded run's all-to-all has no dims to move");
+  std::vector<int64_t> chunkShape = value.shape;
+  chunkShape[to] /= n;
+  auto chunk = runtime::HostTensor::create(value.type, chunkShape);
+  if (!chunk)
+    return chunk.error();
+  size_t bytes = chunk->data.size();
+  std::vector<uint8_t> send(bytes * size_t(n)), recv(bytes * size_t(n));
+  for (int64_t q = 0; q < n; ++q) {
+    std::vector<int64_t> offset(rank, 0);
+    offset[to] = q * chunkShape[to];
+    copyBlock(value, *chunk, offset, true);
+    std::memcpy(send.data() + size_t(q) * bytes, chunk->data.data(), bytes);
+  }
+  if (auto moved = group.allToAll(send.data(), recv.data(), value.type,
+                                  chunk->numElements());
+      !moved)
+    return moved;
+  std::vector<int64_t> shape = chunkShape;
+  shape[from] *= n;
+  auto out = runtime::HostTensor::create(value.type, shape);
+  if (!out)
+    return out.error();
+  for (int64_t r = 0; r < n; ++r) {
+    std::memcpy(chunk->data.data(), recv.data() + size_t(r) * bytes, bytes);
+    std::vector<int64_t> offset(rank, 0);
+    offset[from] = r * chunkShape[from];
+    copyBlock(*out, *chunk, offset, false);
+  }
+  value = std::move(*out);
+  return {};
+}
+
 } // namespace
 
 ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
@@ -139,23 +211,12 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   if (!split)
     return split.error();
 
-  // The local program: the function on a mesh of one rank per axis (so
-  // its sizes are blocks), checked once for every rank.
-  CheckOptions local = global;
-  for (const std::string &axis : checked.meshAxes)
-    local.meshSizes[axis] = 1;
-  // A split name bound by `dim` or --dim is its block's size there.
-  for (auto &[name, axis] : *split) {
-    auto size = SizeExpr::symbol(name).evaluate(bfn->ctx.env);
-    auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
-    if (size && n &&
-        (checked.dims.count(name) || check.dimOverrides.count(name)))
-      local.dimOverrides[name] = *size / *n;
-  }
-  DiagnosticEngine localDiags(file);
-  CheckedModule localChecked = checkModule(module, local, localDiags);
-  if (localDiags.hadError())
-    return errorFromDiagnostics(localDiags);
+  auto gathered = gatheredNames(wholeBound->concrete, *bfn);
+  if (!gathered)
+    return gathered.error();
+  auto scattered = scatteredNames(wholeBound->concrete, *bfn);
+  if (!scattered)
+    return scattered.error();
 
   auto axisIndex = [&](const std::string &axis) {
     for (size_t i = 0; i < checked.meshAxes.size(); ++i)
@@ -172,16 +233,28 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     }
     return c;
   };
-  // A value's block on a rank: per dim, offset and size.
+  // A value's block on a rank: per dim, offset and size; a dim whose name
+  // is in `whole` (gathered by then, or split only later) is whole, one in
+  // `blocked` (split by then) is the block's size (local shapes only).
   auto blockOf = [&](unsigned id, const std::vector<int64_t> &wholeShape,
                      const std::vector<int64_t> &coord,
-                     std::vector<int64_t> &offset) {
+                     std::vector<int64_t> &offset,
+                     const std::set<std::string> &whole = {},
+                     const std::set<std::string> &blocked = {}) {
     std::vector<int64_t> shape = wholeShape;
     offset.assign(shape.size(), 0);
     const ValueLayout &layout = bfn->layouts[id];
+    Shape dims = bfn->ctx.expand(bfn->values[id].type.shape);
     for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d) {
-      if (layout.dims[d].empty())
+      if (layout.dims[d].empty()) {
+        if (d < dims.size())
+          if (auto name = dims[d].size.asSymbol(); name && blocked.count(*name))
+            shape[d] /= axisSize[axisIndex(split->at(*name))];
         continue;
+      }
+      if (d < dims.size())
+        if (auto name = dims[d].size.asSymbol(); name && whole.count(*name))
+          continue;
       size_t a = axisIndex(layout.dims[d]);
       shape[d] /= axisSize[a];
       offset[d] = coord[a] * shape[d];
@@ -189,66 +262,122 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     return shape;
   };
 
-  // The local shapes: every rank's blocks have one shape.
-  std::vector<std::vector<int64_t>> localShapes;
-  std::vector<int64_t> origin(axisSize.size(), 0), unused;
-  for (size_t i = 0; i < inputs->size(); ++i)
-    localShapes.push_back(
-        blockOf(bfn->params[i], (*inputs)[i].shape, origin, unused));
-  auto bound = engine.bind(file, module, local, localChecked, options.function,
-                           localShapes, Specialisation::Sizes);
-  if (!bound) {
-    Error error = bound.error();
-    error.withNote("a sharded run checks the function at its blocks' sizes "
-                   "(a dim split on an axis of n ranks has 1/n of its size); "
-                   "a number in a pattern or type for a split dim is not "
-                   "supported yet");
-    return error;
-  }
-  if (bound->concrete.find(options.function)->ops.size() != bfn->ops.size() ||
-      bound->concrete.find(options.function)->values.size() !=
-          bfn->values.size())
-    return Error::program("the local program of a sharded run does not have "
-                          "the whole program's ops");
-  // A size read as a number (grad()'s count of a mean) is the whole's: a
-  // constant in the local program, as Specialise folds known sizes.
-  CheckedFunction localFn = *bound->concrete.find(options.function);
-  const CheckedFunction *lfn = &localFn;
-  for (size_t i = 0; i < localFn.ops.size(); ++i) {
-    CheckedOp &op = localFn.ops[i];
-    // Specialise folded the sizes it knew into constants: the whole
-    // program's are the right ones (a constant not from a size is the same
-    // in both).
-    if (op.kind == OpKind::Constant && bfn->ops[i].kind == OpKind::Constant) {
-      op.constant = bfn->ops[i].constant;
-      op.constantIsInt = bfn->ops[i].constantIsInt;
-      op.constantInt = bfn->ops[i].constantInt;
-      continue;
+  // The local program: the function on a mesh of one rank per axis (so
+  // its sizes are blocks), checked once for every rank; one per set of
+  // names gathered whole so far (those bound to their whole size).
+  struct Local {
+    BoundCall bound;
+    CheckedFunction fn;
+    std::vector<std::vector<int64_t>> shapes;
+  };
+  auto localProgram =
+      [&](const std::set<std::string> &whole,
+          const std::set<std::string> &blocked) -> ErrorOr<Local> {
+    CheckOptions local = global;
+    for (const std::string &axis : checked.meshAxes)
+      local.meshSizes[axis] = 1;
+    // A split name bound by `dim` or --dim is its block's size there.
+    for (auto &[name, axis] : *split) {
+      auto size = SizeExpr::symbol(name).evaluate(bfn->ctx.env);
+      auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
+      if (size && n && !whole.count(name) &&
+          (checked.dims.count(name) || check.dimOverrides.count(name)))
+        local.dimOverrides[name] = *size / *n;
     }
-    if (op.kind != OpKind::Size)
-      continue;
-    bool readsSplit = false;
-    for (const std::string &name : op.sizeValue.symbols())
-      readsSplit |= split->count(name) > 0;
-    auto known = op.sizeValue.evaluate(bfn->ctx.env);
-    if (!readsSplit)
-      continue;
-    if (!known)
-      return Error::program("a size of a sharded run is not known");
-    DType dtype = localFn.values[op.results.at(0)].type.dtype;
-    op.kind = OpKind::Constant;
-    op.sizeValue = SizeExpr();
-    op.constant = static_cast<double>(*known);
-    op.constantIsInt = true;
-    if (!isFloat(dtype) && dtype != DType::Bool)
-      op.constantInt = static_cast<int64_t>(*known);
-  }
-  // Cut after each op an all-reduce follows: each part is compiled as a
-  // function of the values it reads, returning those read later.
+    DiagnosticEngine localDiags(file);
+    CheckedModule localChecked = checkModule(module, local, localDiags);
+    if (localDiags.hadError())
+      return errorFromDiagnostics(localDiags);
+    // The local shapes: every rank's blocks have one shape.
+    std::vector<std::vector<int64_t>> localShapes;
+    std::vector<int64_t> origin(axisSize.size(), 0), unused;
+    for (size_t i = 0; i < inputs->size(); ++i)
+      localShapes.push_back(blockOf(bfn->params[i], (*inputs)[i].shape, origin,
+                                    unused, whole, blocked));
+    auto bound =
+        engine.bind(file, module, local, localChecked, options.function,
+                    localShapes, Specialisation::Sizes);
+    if (!bound) {
+      Error error = bound.error();
+      error.withNote("a sharded run checks the function at its blocks' "
+                     "sizes (a dim split on an axis of n ranks has 1/n of "
+                     "its size); a number in a pattern or type for a split "
+                     "dim is not supported yet");
+      return error;
+    }
+    if (bound->concrete.find(options.function)->ops.size() != bfn->ops.size() ||
+        bound->concrete.find(options.function)->values.size() !=
+            bfn->values.size())
+      return Error::program("the local program of a sharded run does not "
+                            "have the whole program's ops");
+    // A size read as a number (grad()'s count of a mean) is the whole's: a
+    // constant in the local program, as Specialise folds known sizes.
+    CheckedFunction localFn = *bound->concrete.find(options.function);
+    for (size_t i = 0; i < localFn.ops.size(); ++i) {
+      CheckedOp &op = localFn.ops[i];
+      // Specialise folded the sizes it knew into constants: the whole
+      // program's are the right ones (a constant not from a size is the
+      // same in both).
+      if (op.kind == OpKind::Constant && bfn->ops[i].kind == OpKind::Constant) {
+        op.constant = bfn->ops[i].constant;
+        op.constantIsInt = bfn->ops[i].constantIsInt;
+        op.constantInt = bfn->ops[i].constantInt;
+        continue;
+      }
+      if (op.kind != OpKind::Size)
+        continue;
+      bool readsSplit = false;
+      for (const std::string &name : op.sizeValue.symbols())
+        readsSplit |= split->count(name) > 0;
+      auto known = op.sizeValue.evaluate(bfn->ctx.env);
+      if (!readsSplit)
+        continue;
+      if (!known)
+        return Error::program("a size of a sharded run is not known");
+      DType dtype = localFn.values[op.results.at(0)].type.dtype;
+      op.kind = OpKind::Constant;
+      op.sizeValue = SizeExpr();
+      op.constant = static_cast<double>(*known);
+      op.constantIsInt = true;
+      if (!isFloat(dtype) && dtype != DType::Bool)
+        op.constantInt = static_cast<int64_t>(*known);
+    }
+    return Local{std::move(*bound), std::move(localFn), std::move(localShapes)};
+  };
+  // Keyed by the names whole and blocked in them ("@" before those);
+  // std::map keeps each in place.
+  std::map<std::set<std::string>, Local> locals;
+  auto localFor = [&](size_t begin) -> ErrorOr<const Local *> {
+    // Whole: gathered before `begin` or split by an all-to-all after it;
+    // blocked: split by an all-to-all before it.
+    std::set<std::string> whole, blocked;
+    for (auto &[name, at] : *gathered)
+      if (at < begin)
+        whole.insert(name);
+    for (auto &[name, at] : *scattered)
+      (at < begin ? blocked : whole).insert(name);
+    std::set<std::string> key = whole;
+    for (const std::string &name : blocked)
+      key.insert("@" + name);
+    if (auto it = locals.find(key); it != locals.end())
+      return &it->second;
+    auto made = localProgram(whole, blocked);
+    if (!made)
+      return made.error();
+    return &locals.emplace(key, std::move(*made)).first->second;
+  };
+  auto first = localFor(0);
+  if (!first)
+    return first.error();
+  const CheckedFunction *lfn = &(*first)->fn;
+  // Cut after each op an all-reduce or all-gather follows: each part is
+  // compiled as a function of the values it reads, returning those read
+  // later, from the local program of the names gathered before it.
   struct Part {
     std::shared_ptr<Callable> callable;
     std::vector<unsigned> params, returns;
     size_t end;
+    const Local *local;
   };
   std::vector<Part> parts;
   auto points = collectivePoints(wholeBound->concrete, *bfn);
@@ -262,7 +391,11 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   targetOptions.cpu = options.cpu;
   size_t begin = 0;
   for (size_t end : cuts) {
-    CheckedModule module1 = bound->concrete;
+    auto local = localFor(begin);
+    if (!local)
+      return local.error();
+    lfn = &(*local)->fn;
+    CheckedModule module1 = (*local)->bound.concrete;
     module1.meshAxes.clear(); // one rank's program: no collective in it
     module1.functions = {*lfn};
     CheckedFunction &pf = module1.functions.front();
@@ -293,14 +426,14 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       }
     std::string key = fmt::format("sharded part {}-{} of {}\n{}", begin, end,
                                   file.path, file.text);
-    for (auto &shape : localShapes)
+    for (auto &shape : (*local)->shapes)
       for (int64_t n : shape)
         key += fmt::format("{},", n);
     auto callable =
         engine.compile(**target, key, module1, options.function, targetOptions);
     if (!callable)
       return callable.error();
-    parts.push_back({*callable, pf.params, pf.returns, end});
+    parts.push_back({*callable, pf.params, pf.returns, end, *local});
     begin = end + 1;
   }
 
@@ -341,12 +474,13 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
         ins.push_back(&it->second);
       }
       std::vector<runtime::HostTensor> outputs;
+      const CheckedFunction &pfn = part.local->fn;
       for (unsigned id : part.returns) {
         std::vector<int64_t> shape;
-        for (auto &d : lfn->ctx.expand(lfn->values[id].type.shape))
-          shape.push_back(int64_t(*d.size.evaluate(lfn->ctx.env)));
+        for (auto &d : pfn.ctx.expand(pfn.values[id].type.shape))
+          shape.push_back(int64_t(*d.size.evaluate(pfn.ctx.env)));
         auto t = runtime::HostTensor::create(
-            runtime::toStorage(lfn->values[id].type.dtype), shape);
+            runtime::toStorage(pfn.values[id].type.dtype), shape);
         if (!t)
           return t.error();
         outputs.push_back(std::move(*t));
@@ -357,7 +491,7 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       ErrorOr<void> called = [&] {
         std::lock_guard<std::mutex> lock(callMutex);
         int64_t status = 0;
-        return part.callable->call(ins, outs, bound->dims, &status);
+        return part.callable->call(ins, outs, part.local->bound.dims, &status);
       }();
       // A call may fail on one rank only (an id out of range in its
       // block): every rank learns it here and leaves, instead of the
@@ -374,11 +508,28 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
             fmt::format("rank {} stopped: another rank failed", rank));
       for (size_t k = 0; k < part.returns.size(); ++k)
         env[part.returns[k]] = std::move(outputs[k]);
+      // The all-reduces first: a reshard completing partial sums and
+      // dropping a split gathers the completed blocks.
       for (size_t k = 0; k < bfn->collectives.size(); ++k)
         if (const InferredCollective &c = bfn->collectives[k];
-            (*points)[k] == part.end)
+            (*points)[k] == part.end && c.kind != CollectiveKind::AllGather &&
+            c.kind != CollectiveKind::AllToAll)
           if (auto done = allReduce(*groups[axisIndex(c.axis)], env.at(c.value),
                                     c, bfn->values[c.value].type.dtype);
+              !done)
+            return done.error();
+      for (size_t k = 0; k < bfn->collectives.size(); ++k)
+        if (const InferredCollective &c = bfn->collectives[k];
+            (*points)[k] == part.end && c.kind == CollectiveKind::AllToAll)
+          if (auto done = allToAll(*groups[axisIndex(c.axis)], env.at(c.value),
+                                   gatheredDim(*bfn, c), scatteredDim(*bfn, c));
+              !done)
+            return done.error();
+      for (size_t k = 0; k < bfn->collectives.size(); ++k)
+        if (const InferredCollective &c = bfn->collectives[k];
+            (*points)[k] == part.end && c.kind == CollectiveKind::AllGather)
+          if (auto done = allGather(*groups[axisIndex(c.axis)], env.at(c.value),
+                                    gatheredDim(*bfn, c));
               !done)
             return done.error();
     }

@@ -85,6 +85,49 @@ def layer(x: f32["b@dp d"], w: f32["d e"], g: f32["e"]) -> f32["b@dp e"]:
 """, "layer", [("dp=1", 1), ("dp=2", 2), ("dp=4", 4)],
      {"x": (8, 6), "w": (6, 5), "g": (5,)},
      lambda x, w, g: [np.tanh(x @ w) * g], False),
+    # A reshard gathering a split dim inside the function (an all-gather
+    # between parts): the leading dim, then a non-leading one.
+    ("gather-leading",
+     """mesh tp
+
+def lead(x: f32["b@tp d"], w: f32["d f"]) -> f32["b f"]:
+    y = reshard(einsum(x, w, "b d, d f -> b f"), "b f")
+    return y * 2.0 + reduce(y, "b f -> f", "sum")
+""", "lead", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (8, 3), "w": (3, 5)},
+     lambda x, w: [(x @ w) * 2 + (x @ w).sum(0)], False),
+    ("gather-inner",
+     """mesh tp
+
+def inner(x: f32["b d"], w: f32["d f@tp"]) -> f32["b f"]:
+    h = reshard(einsum(x, w, "b d, d f -> b f"), "b f")
+    m = reduce(h, "b f -> b", "max")
+    return h - rearrange(m, "b -> b 1")
+""", "inner", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (4, 3), "w": (3, 8)},
+     lambda x, w: [x @ w - (x @ w).max(1, keepdims=True)], False),
+    # A reshard moving the split from one dim to another (an all-to-all
+    # between parts): onto the leading dim, then onto a non-leading one.
+    ("alltoall-to-leading",
+     """mesh tp
+
+def move(x: f32["b d"], w: f32["d f@tp"]) -> f32["b@tp f"]:
+    h = einsum(x, w, "b d, d f -> b f")
+    g = reshard(h, "b@tp f")
+    return tanh(g) * 2.0 - reduce(g, "b f -> b 1", "max")
+""", "move", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (8, 3), "w": (3, 8)},
+     lambda x, w: [np.tanh(x @ w) * 2 - (x @ w).max(1, keepdims=True)],
+     False),
+    ("alltoall-to-inner",
+     """mesh tp
+
+def lead(x: f32["b@tp d"], w: f32["d f"]) -> f32["b f@tp"]:
+    h = einsum(x, w, "b d, d f -> b f")
+    return reshard(h, "b f@tp") + 1.0
+""", "lead", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (8, 3), "w": (3, 8)},
+     lambda x, w: [x @ w + 1], False),
     ("reduce-scatter",
      """mesh tp
 
