@@ -78,40 +78,14 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   CheckedFunction localFn = *lfn;
   // A size read as a number is the whole's (the sharded run folds it the
   // same way); one not known is refused, never read as the block's.
-  for (size_t i = 0; i < localFn.ops.size(); ++i) {
-    CheckedOp &op = localFn.ops[i];
-    // A constant the checker folded from a size is the whole's too (one
-    // not from a size is the same in both), as the run takes it.
-    if (op.kind == OpKind::Constant && fn->ops[i].kind == OpKind::Constant) {
-      op.constant = fn->ops[i].constant;
-      op.constantIsInt = fn->ops[i].constantIsInt;
-      op.constantInt = fn->ops[i].constantInt;
-      continue;
-    }
-    if (op.kind != OpKind::Size)
-      continue;
-    bool readsSplit = false;
-    for (const std::string &symbol : op.sizeValue.symbols())
-      readsSplit |= split->count(symbol) > 0;
-    if (!readsSplit)
-      continue;
-    auto known = op.sizeValue.evaluate(fn->ctx.env);
-    if (!known)
-      return Error::at(ErrorKind::Program, checked.pathOf(op.loc), op.loc.line,
-                       op.loc.col,
-                       fmt::format("einc emit of a sharded program reads the "
-                                   "size {} of a split dim as a number: bind "
-                                   "it (--dim) so the local program reads the "
-                                   "whole's",
-                                   op.sizeValue.str()));
-    DType dtype = localFn.values[op.results.at(0)].type.dtype;
-    op.kind = OpKind::Constant;
-    op.sizeValue = SizeExpr();
-    op.constant = static_cast<double>(*known);
-    op.constantIsInt = true;
-    if (!isFloat(dtype) && dtype != DType::Bool)
-      op.constantInt = static_cast<int64_t>(*known);
-  }
+  if (const CheckedOp *op = foldWholeSizes(localFn, *fn, *split))
+    return Error::at(ErrorKind::Program, checked.pathOf(op->loc), op->loc.line,
+                     op->loc.col,
+                     fmt::format("einc emit of a sharded program reads the "
+                                 "size {} of a split dim as a number: bind "
+                                 "it (--dim) so the local program reads the "
+                                 "whole's",
+                                 op->sizeValue.str()));
 
   auto points = collectivePoints(checked, *fn);
   if (!points)

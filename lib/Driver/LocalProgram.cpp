@@ -555,4 +555,38 @@ void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
   }
 }
 
+const CheckedOp *
+foldWholeSizes(CheckedFunction &local, const CheckedFunction &whole,
+               const std::map<std::string, std::string> &split) {
+  for (size_t i = 0; i < local.ops.size(); ++i) {
+    CheckedOp &op = local.ops[i];
+    // A constant the checker folded from a size is the whole's (one not
+    // from a size is the same in both).
+    if (op.kind == OpKind::Constant && whole.ops[i].kind == OpKind::Constant) {
+      op.constant = whole.ops[i].constant;
+      op.constantIsInt = whole.ops[i].constantIsInt;
+      op.constantInt = whole.ops[i].constantInt;
+      continue;
+    }
+    if (op.kind != OpKind::Size)
+      continue;
+    bool readsSplit = false;
+    for (const std::string &symbol : op.sizeValue.symbols())
+      readsSplit |= split.count(symbol) > 0;
+    if (!readsSplit)
+      continue;
+    auto known = op.sizeValue.evaluate(whole.ctx.env);
+    if (!known)
+      return &op;
+    DType dtype = local.values[op.results.at(0)].type.dtype;
+    op.kind = OpKind::Constant;
+    op.sizeValue = SizeExpr();
+    op.constant = static_cast<double>(*known);
+    op.constantIsInt = true;
+    if (!isFloat(dtype) && dtype != DType::Bool)
+      op.constantInt = static_cast<int64_t>(*known);
+  }
+  return nullptr;
+}
+
 } // namespace ein

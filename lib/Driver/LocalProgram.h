@@ -60,6 +60,16 @@ scatteredNames(const CheckedModule &m, const CheckedFunction &fn);
 ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
                                               const CheckedFunction &fn);
 
+/// Puts the whole program's numbers into its local program `local` (made
+/// from `whole` op for op): a constant the checker folded from a size takes
+/// the whole's value, and a `size` op reading a name of `split` becomes the
+/// whole's size as a constant. Returns the first such `size` op whose value
+/// `whole`'s bindings do not give (the caller refuses it by name), or null
+/// when every one was folded.
+const CheckedOp *
+foldWholeSizes(CheckedFunction &local, const CheckedFunction &whole,
+               const std::map<std::string, std::string> &split);
+
 /// Copies between a whole C-order tensor and one block of it: the block
 /// starts at `offset` and has `block`'s shape. `toBlock` copies whole ->
 /// block, else block -> whole.

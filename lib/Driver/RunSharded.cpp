@@ -313,35 +313,8 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     // A size read as a number (grad()'s count of a mean) is the whole's: a
     // constant in the local program, as Specialise folds known sizes.
     CheckedFunction localFn = *bound->concrete.find(options.function);
-    for (size_t i = 0; i < localFn.ops.size(); ++i) {
-      CheckedOp &op = localFn.ops[i];
-      // Specialise folded the sizes it knew into constants: the whole
-      // program's are the right ones (a constant not from a size is the
-      // same in both).
-      if (op.kind == OpKind::Constant && bfn->ops[i].kind == OpKind::Constant) {
-        op.constant = bfn->ops[i].constant;
-        op.constantIsInt = bfn->ops[i].constantIsInt;
-        op.constantInt = bfn->ops[i].constantInt;
-        continue;
-      }
-      if (op.kind != OpKind::Size)
-        continue;
-      bool readsSplit = false;
-      for (const std::string &name : op.sizeValue.symbols())
-        readsSplit |= split->count(name) > 0;
-      auto known = op.sizeValue.evaluate(bfn->ctx.env);
-      if (!readsSplit)
-        continue;
-      if (!known)
-        return Error::program("a size of a sharded run is not known");
-      DType dtype = localFn.values[op.results.at(0)].type.dtype;
-      op.kind = OpKind::Constant;
-      op.sizeValue = SizeExpr();
-      op.constant = static_cast<double>(*known);
-      op.constantIsInt = true;
-      if (!isFloat(dtype) && dtype != DType::Bool)
-        op.constantInt = static_cast<int64_t>(*known);
-    }
+    if (foldWholeSizes(localFn, *bfn, *split))
+      return Error::program("a size of a sharded run is not known");
     return Local{std::move(*bound), std::move(localFn), std::move(localShapes)};
   };
   // Keyed by the names whole and blocked in them ("@" before those);
