@@ -47,6 +47,16 @@ bool reshardMoves(const CheckedFunction &fn, const InferredCollective &c) {
          c.afterOp >= 0 && fn.ops[size_t(c.afterOp)].reshardTo;
 }
 
+/// The dim `d` of collective `c`'s value when it is a lone name (`f`, not
+/// `(h e)` or `8`): the name a reshard's collective moves.
+std::optional<std::string> loneNameAt(const CheckedFunction &fn,
+                                      const InferredCollective &c, size_t d) {
+  Shape shape = fn.ctx.expand(fn.values[c.value].type.shape);
+  if (d < shape.size())
+    return shape[d].size.asSymbol();
+  return std::nullopt;
+}
+
 } // namespace
 
 size_t scatteredDim(const CheckedFunction &fn, const InferredCollective &c) {
@@ -65,11 +75,7 @@ scatteredNames(const CheckedModule &m, const CheckedFunction &fn) {
   for (const InferredCollective &c : fn.collectives) {
     if (c.kind != CollectiveKind::AllToAll || !reshardMoves(fn, c))
       continue;
-    size_t d = scatteredDim(fn, c);
-    Shape shape = fn.ctx.expand(fn.values[c.value].type.shape);
-    std::optional<std::string> name;
-    if (d < shape.size())
-      name = shape[d].size.asSymbol();
+    std::optional<std::string> name = loneNameAt(fn, c, scatteredDim(fn, c));
     if (!name)
       return shardedError(m, c.loc,
                           fmt::format("a sharded run of an all-to-all over {} "
@@ -120,11 +126,7 @@ gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
   for (const InferredCollective &c : fn.collectives) {
     if (!reshardMoves(fn, c))
       continue; // refused by collectivePoints
-    size_t d = gatheredDim(fn, c);
-    Shape shape = fn.ctx.expand(fn.values[c.value].type.shape);
-    std::optional<std::string> name;
-    if (d < shape.size())
-      name = shape[d].size.asSymbol();
+    std::optional<std::string> name = loneNameAt(fn, c, gatheredDim(fn, c));
     if (!name)
       return shardedError(m, c.loc,
                           fmt::format("a sharded run of an all-gather over {} "
