@@ -272,21 +272,35 @@ ErrorOr<void> writePlanned(const std::vector<OutputFile> &files,
   return {};
 }
 
-} // namespace
-
-ErrorOr<void> writeRunOutputs(const CheckedFunction &fn,
-                              const RunOptions &options,
-                              std::vector<runtime::HostTensor> &outputs) {
+/// The output files of `fn`'s results and their plan, every path checked
+/// before anything runs (OutputFiles.h).
+struct PlannedOutputs {
+  std::vector<OutputFile> files;
+  runtime::OutputPlan plan;
+};
+ErrorOr<PlannedOutputs> planRunOutputs(const CheckedFunction &fn,
+                                       const RunOptions &options) {
   auto files = outputFiles(fn, options);
   if (!files)
     return files.error();
   std::vector<std::string> outputPaths;
   for (const OutputFile &file : *files)
     outputPaths.push_back(file.path);
-  auto outputPlan = runtime::planOutputs(outputPaths);
-  if (!outputPlan)
-    return inputError(fmt::format("--out {}", outputPlan.error().message));
-  return writePlanned(*files, *outputPlan, outputs);
+  auto plan = runtime::planOutputs(outputPaths);
+  if (!plan)
+    return inputError(fmt::format("--out {}", plan.error().message));
+  return PlannedOutputs{std::move(*files), std::move(*plan)};
+}
+
+} // namespace
+
+ErrorOr<void> writeRunOutputs(const CheckedFunction &fn,
+                              const RunOptions &options,
+                              std::vector<runtime::HostTensor> &outputs) {
+  auto planned = planRunOutputs(fn, options);
+  if (!planned)
+    return planned.error();
+  return writePlanned(planned->files, planned->plan, outputs);
 }
 
 ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
@@ -326,19 +340,13 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
         "function '{}' returns {} value(s): give one --out FILE.npy (or "
         "NAME=FILE.safetensors, NAME=FILE.npz) for each (got {})",
         options.function, fn->results.size(), options.outputs.size()));
-  auto files = outputFiles(*fn, options);
-  if (!files)
-    return files.error();
   // Every output path is checked before anything runs (OutputFiles.h).
-  std::vector<std::string> outputPaths;
-  for (const OutputFile &file : *files)
-    outputPaths.push_back(file.path);
-  auto outputPlan = runtime::planOutputs(outputPaths);
-  if (!outputPlan)
-    return inputError(fmt::format("--out {}", outputPlan.error().message));
+  auto planned = planRunOutputs(*fn, options);
+  if (!planned)
+    return planned.error();
   // An output that is an input would replace it: refused, as `cp a a` is.
   // By inode, so that another spelling or a link of the path is caught.
-  for (const runtime::OutputTarget &target : outputPlan->targets) {
+  for (const runtime::OutputTarget &target : planned->plan.targets) {
     if (target.kind != runtime::OutputTarget::Kind::ExistingFile)
       continue;
     for (auto &[name, path] : options.inputs) {
@@ -475,7 +483,7 @@ ErrorOr<void> runFunction(const SourceFile &file, const Module &module,
   }
 
   // 6. Outputs: all replaced or none.
-  return writePlanned(*files, *outputPlan, outputs);
+  return writePlanned(planned->files, planned->plan, outputs);
 }
 
 } // namespace ein
