@@ -147,11 +147,22 @@ Shape FunctionChecker::bindResultNames(const Shape &declaredIn,
   for (size_t i = 0; i < declared.size(); ++i)
     if (declared[i].isPack() && !paramNames.count(declared[i].pack))
       packs.push_back(i);
+  // Which dims are anonymous (`_`, or a dim of a `...`): they take the
+  // returned value's dims, and its name's `shard` rule below.
+  std::vector<bool> anonymous;
+  for (const Dim &d : declared) {
+    auto name =
+        d.isPack() ? std::optional<std::string>(d.pack) : d.size.asSymbol();
+    anonymous.push_back(name && isAnonymousName(*name));
+  }
   if (packs.size() == 1 && actual.size() + 1 >= declared.size()) {
     size_t p = packs[0], covered = actual.size() + 1 - declared.size();
     out.ctx.packBindings[declared[p].pack] =
         Shape(actual.begin() + p, actual.begin() + p + covered);
     declared = out.ctx.expand(declared);
+    bool packAnonymous = anonymous[p];
+    anonymous.erase(anonymous.begin() + long(p));
+    anonymous.insert(anonymous.begin() + long(p), covered, packAnonymous);
   }
   if (declared.size() != actual.size())
     return declared;
@@ -175,6 +186,29 @@ Shape FunctionChecker::bindResultNames(const Shape &declaredIn,
   for (auto &d : declared)
     if (!d.isPack())
       d.size = d.size.replaceSymbols(alias);
+  // An anonymous dim of the function's own result bound to a name a
+  // `shard` rule splits is split by it, as the name written would be (the
+  // run assembles the whole result). Only where a parameter has the name
+  // split by the rule, so that its entry check covers the divisibility;
+  // a call's result keeps its written layout (a demand on the caller).
+  if (inlined())
+    return declared;
+  for (size_t i = 0; i < declared.size() && i < anonymous.size(); ++i) {
+    Dim &d = declared[i];
+    auto name = d.isPack() ? std::nullopt : d.size.asSymbol();
+    auto rule = name ? scope.shardRules.find(*name) : scope.shardRules.end();
+    if (!anonymous[i] || !d.meshAxis.empty() || rule == scope.shardRules.end())
+      continue;
+    bool inParams = false;
+    for (unsigned param : out.params)
+      for (const Dim &pd : out.ctx.expand(out.values[param].type.shape))
+        inParams |=
+            !pd.isPack() && pd.size == d.size && pd.meshAxis == rule->second;
+    if (!inParams)
+      continue;
+    d.meshAxis = rule->second;
+    d.meshMajor = d.size;
+  }
   return declared;
 }
 
