@@ -51,6 +51,17 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   auto split = splitNames(checked, *fn);
   if (!split)
     return withEmitNote(split.error());
+  // One local program binds each name once: a name whole before a reshard
+  // adds its split and blocked after it needs two (the run has a part per
+  // phase).
+  for (const AddedSplit &a : addedSplits(*fn)) {
+    SourceLoc loc = fn->ops[a.op].loc;
+    return Error::at(ErrorKind::Program, checked.pathOf(loc), loc.line, loc.col,
+                     fmt::format("einc emit of a reshard adding a split on {} "
+                                 "is not supported yet (einc run --ranks "
+                                 "runs it)",
+                                 a.axis));
+  }
   CheckOptions local = global;
   for (const std::string &axis : checked.meshAxes)
     local.meshSizes[axis] = 1;

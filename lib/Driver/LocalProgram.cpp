@@ -26,7 +26,29 @@ int producerOf(const CheckedFunction &fn, unsigned id) {
   return -1;
 }
 
-/// Whether value `id`'s layout splits a dim whose size names `name`.
+/// The names dim `d` of value `id` is split through: a lone name, else the
+/// major factor of a composition (the type's, or the pattern's of the op
+/// that made it), else every name of its size (not known which).
+std::set<std::string> splitThrough(const CheckedFunction &fn, unsigned id,
+                                   const Dim &dim, size_t d) {
+  if (auto name = dim.size.asSymbol())
+    return {*name};
+  if (auto major = dim.meshMajor.asSymbol())
+    return {*major};
+  int made = producerOf(fn, id);
+  if (made >= 0 && fn.ops[size_t(made)].transform) {
+    const TransformInfo &t = *fn.ops[size_t(made)].transform;
+    if (d < t.outputGroups.size() && !t.outputGroups[d].empty())
+      if (auto it = t.axisSizes.find(t.outputGroups[d].front());
+          it != t.axisSizes.end())
+        if (auto major = it->second.asSymbol();
+            major && dim.size.symbols().count(*major))
+          return {*major};
+  }
+  return dim.size.symbols();
+}
+
+/// Whether value `id`'s layout splits a dim through `name`.
 bool splitAlong(const CheckedFunction &fn, unsigned id,
                 const std::string &name) {
   if (id >= fn.layouts.size() || fn.values[id].isPackedShapes)
@@ -34,7 +56,8 @@ bool splitAlong(const CheckedFunction &fn, unsigned id,
   Shape shape = fn.ctx.expand(fn.values[id].type.shape);
   const ValueLayout &layout = fn.layouts[id];
   for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d)
-    if (!layout.dims[d].empty() && shape[d].size.symbols().count(name))
+    if (!layout.dims[d].empty() &&
+        splitThrough(fn, id, shape[d], d).count(name))
       return true;
   return false;
 }
@@ -47,21 +70,97 @@ bool reshardMoves(const CheckedFunction &fn, const InferredCollective &c) {
          c.afterOp >= 0 && fn.ops[size_t(c.afterOp)].reshardTo;
 }
 
-/// The dim `d` of collective `c`'s value when it is a lone name (`f`, not
-/// `(h e)` or `8`): the name a reshard's collective moves.
-std::optional<std::string> loneNameAt(const CheckedFunction &fn,
-                                      const InferredCollective &c, size_t d) {
-  Shape shape = fn.ctx.expand(fn.values[c.value].type.shape);
+/// A reshard's or a rearrange's all-gather or all-to-all.
+bool movesData(const CheckedFunction &fn, const InferredCollective &c) {
+  return reshardMoves(fn, c) || movesOperand(fn, c);
+}
+
+/// The dim `d` of value `id` when it is a lone name (`f`, not `(h e)` or
+/// `8`): the name a reshard's or a rearrange's collective moves.
+std::optional<std::string> loneNameAt(const CheckedFunction &fn, unsigned id,
+                                      size_t d) {
+  Shape shape = fn.ctx.expand(fn.values[id].type.shape);
   if (d < shape.size())
     return shape[d].size.asSymbol();
   return std::nullopt;
 }
 
+/// "reshard" or "rearrange": what op `at` that gathers or splits a name
+/// is, for messages.
+const char *moverName(const CheckedFunction &fn, size_t at) {
+  return fn.ops[at].reshardTo ? "reshard" : "rearrange";
+}
+
+/// The dims a `reshard` splits that its operand has whole and that no
+/// all-to-all moves a split onto: each rank keeps its block (a local slice).
+std::vector<std::pair<size_t, size_t>> addedSplitsAt(const CheckedFunction &fn,
+                                                     size_t i) {
+  std::vector<std::pair<size_t, size_t>> out;
+  const CheckedOp &op = fn.ops[i];
+  if (!op.reshardTo || op.operands.empty() || op.results.empty() ||
+      op.results[0] >= fn.layouts.size())
+    return out;
+  const ValueLayout &from = fn.layouts.at(op.operands[0]);
+  const ValueLayout &to = fn.layouts.at(op.results[0]);
+  for (size_t d = 0; d < from.dims.size() && d < to.dims.size(); ++d) {
+    if (to.dims[d].empty() || !from.dims[d].empty())
+      continue;
+    bool moved = false;
+    for (const InferredCollective &c : fn.collectives)
+      moved |= c.kind == CollectiveKind::AllToAll && c.afterOp == int(i) &&
+               c.axis == to.dims[d];
+    if (!moved)
+      out.push_back({i, d});
+  }
+  return out;
+}
+
 } // namespace
+
+bool movesOperand(const CheckedFunction &fn, const InferredCollective &c) {
+  return (c.kind == CollectiveKind::AllGather ||
+          c.kind == CollectiveKind::AllToAll) &&
+         c.afterOp >= 0 &&
+         fn.ops[size_t(c.afterOp)].kind == OpKind::Rearrange &&
+         !fn.ops[size_t(c.afterOp)].reshardTo;
+}
+
+unsigned movedValue(const CheckedFunction &fn, const InferredCollective &c) {
+  return movesOperand(fn, c) ? fn.ops[size_t(c.afterOp)].operands.at(0)
+                             : c.value;
+}
+
+size_t phaseStart(const CheckedFunction &fn, size_t at) {
+  return fn.ops[at].reshardTo ? at + 1 : at;
+}
+
+std::vector<AddedSplit> addedSplits(const CheckedFunction &fn) {
+  std::vector<AddedSplit> out;
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    for (auto [op, d] : addedSplitsAt(fn, i))
+      out.push_back({op, d, fn.layouts.at(fn.ops[op].results[0]).dims[d]});
+  return out;
+}
 
 size_t scatteredDim(const CheckedFunction &fn, const InferredCollective &c) {
   const CheckedOp &op = fn.ops.at(size_t(c.afterOp));
   const ValueLayout &from = fn.layouts.at(op.operands.at(0));
+  if (movesOperand(fn, c)) {
+    // The operand's dim whose major axis is the major axis of the result
+    // dim the split moves to.
+    const ValueLayout &result = fn.layouts.at(c.value);
+    if (!op.transform)
+      return from.dims.size();
+    const TransformInfo &t = *op.transform;
+    for (size_t j = 0; j < result.dims.size() && j < t.outputGroups.size(); ++j)
+      if (result.dims[j] == c.axis && !t.outputGroups[j].empty())
+        for (size_t d = 0; d < t.inputGroups.size() && d < from.dims.size();
+             ++d)
+          if (t.inputGroups[d].size() == 1 &&
+              t.inputGroups[d][0] == t.outputGroups[j][0])
+            return d;
+    return from.dims.size();
+  }
   const ValueLayout &to = fn.layouts.at(c.value);
   for (size_t d = 0; d < from.dims.size() && d < to.dims.size(); ++d)
     if (to.dims[d] == c.axis && from.dims[d].empty())
@@ -72,21 +171,40 @@ size_t scatteredDim(const CheckedFunction &fn, const InferredCollective &c) {
 ErrorOr<std::map<std::string, size_t>>
 scatteredNames(const CheckedModule &m, const CheckedFunction &fn) {
   std::map<std::string, size_t> scattered;
+  auto add = [&](const std::string &name, size_t at,
+                 SourceLoc loc) -> ErrorOr<void> {
+    if (!scattered.emplace(name, at).second)
+      return shardedError(
+          m, loc,
+          fmt::format("a sharded run splitting {} twice is not supported yet",
+                      name));
+    return {};
+  };
   for (const InferredCollective &c : fn.collectives) {
-    if (c.kind != CollectiveKind::AllToAll || !reshardMoves(fn, c))
+    if (c.kind != CollectiveKind::AllToAll || !movesData(fn, c))
       continue;
-    std::optional<std::string> name = loneNameAt(fn, c, scatteredDim(fn, c));
+    std::optional<std::string> name =
+        loneNameAt(fn, movedValue(fn, c), scatteredDim(fn, c));
     if (!name)
       return shardedError(m, c.loc,
                           fmt::format("a sharded run of an all-to-all over {} "
                                       "onto a dim that is not a lone name "
                                       "({}) is not supported yet",
                                       c.axis, c.reason));
-    if (!scattered.emplace(*name, size_t(c.afterOp)).second)
-      return shardedError(
-          m, c.loc,
-          fmt::format("a sharded run splitting {} twice is not supported yet",
-                      *name));
+    if (auto added = add(*name, size_t(c.afterOp), c.loc); !added)
+      return added.error();
+  }
+  for (const AddedSplit &a : addedSplits(fn)) {
+    const CheckedOp &op = fn.ops[a.op];
+    std::optional<std::string> name = loneNameAt(fn, op.results[0], a.dim);
+    if (!name)
+      return shardedError(m, op.loc,
+                          fmt::format("a sharded run of a reshard splitting "
+                                      "on {} a dim that is not a lone name "
+                                      "is not supported yet",
+                                      a.axis));
+    if (auto added = add(*name, a.op, op.loc); !added)
+      return added.error();
   }
   // Before the all-to-all the name is whole: such a value read after it
   // would need the whole binding in a part that binds the block's.
@@ -103,9 +221,10 @@ scatteredNames(const CheckedModule &m, const CheckedFunction &fn) {
           return shardedError(
               m, fn.ops[i].loc,
               fmt::format("a sharded run where {} reads a value whole along "
-                          "{} made before a reshard split {} is not "
+                          "{} made before a {} split {} is not "
                           "supported yet",
-                          opKindName(fn.ops[i].kind), name, name));
+                          opKindName(fn.ops[i].kind), name, moverName(fn, at),
+                          name));
       }
   return scattered;
 }
@@ -114,8 +233,9 @@ size_t gatheredDim(const CheckedFunction &fn, const InferredCollective &c) {
   const CheckedOp &op = fn.ops.at(size_t(c.afterOp));
   const ValueLayout &from = fn.layouts.at(op.operands.at(0));
   const ValueLayout &to = fn.layouts.at(c.value);
-  for (size_t d = 0; d < from.dims.size() && d < to.dims.size(); ++d)
-    if (from.dims[d] == c.axis && to.dims[d].empty())
+  for (size_t d = 0; d < from.dims.size(); ++d)
+    if (from.dims[d] == c.axis &&
+        (movesOperand(fn, c) || (d < to.dims.size() && to.dims[d].empty())))
       return d;
   return from.dims.size();
 }
@@ -124,9 +244,10 @@ ErrorOr<std::map<std::string, size_t>>
 gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
   std::map<std::string, size_t> gathered;
   for (const InferredCollective &c : fn.collectives) {
-    if (!reshardMoves(fn, c))
+    if (!movesData(fn, c))
       continue; // refused by collectivePoints
-    std::optional<std::string> name = loneNameAt(fn, c, gatheredDim(fn, c));
+    std::optional<std::string> name =
+        loneNameAt(fn, movedValue(fn, c), gatheredDim(fn, c));
     if (!name)
       return shardedError(m, c.loc,
                           fmt::format("a sharded run of an all-gather over {} "
@@ -150,9 +271,9 @@ gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
                 m, fn.ops[i].loc,
                 fmt::format(
                     "a sharded run where {} reads or makes a value split "
-                    "along {} after a reshard gathered {} whole is not "
+                    "along {} after a {} gathered {} whole is not "
                     "supported yet",
-                    opKindName(fn.ops[i].kind), name, name));
+                    opKindName(fn.ops[i].kind), name, moverName(fn, at), name));
   return gathered;
 }
 
@@ -252,6 +373,7 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   struct Compound {
     unsigned id;
     Dim dim;
+    size_t d;
     std::string axis;
   };
   std::vector<Compound> compounds;
@@ -279,7 +401,7 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
       }
       auto name = shape[d].size.asSymbol();
       if (!name) {
-        compounds.push_back({id, shape[d], axis});
+        compounds.push_back({id, shape[d], d, axis});
         continue;
       }
       auto [it, fresh] = split.emplace(*name, axis);
@@ -292,22 +414,26 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
     }
   }
   for (const Compound &c : compounds) {
-    // The factor the axis splits: the type's major factor, else the one
-    // name of the product split on the axis elsewhere.
-    std::optional<std::string> major = c.dim.meshMajor.asSymbol();
+    // The factor the axis splits: the type's or the pattern's major
+    // factor, else the one name of the product split on the axis
+    // elsewhere.
+    std::optional<std::string> major;
+    if (auto through = splitThrough(fn, c.id, c.dim, c.d); through.size() == 1)
+      major = *through.begin();
     if (!major)
       for (const std::string &s : c.dim.size.symbols())
         if (auto it = split.find(s); it != split.end() && it->second == c.axis)
           major = s;
     // Sound when the size is linear in the factor and names no other split
-    // size: then the block's size is the size with the factor's block.
+    // size (one gathered whole by then is whole): then the block's size is
+    // the size with the factor's block.
     std::optional<SizeExpr> rest;
     if (major)
       rest = c.dim.size.divideExact(SizeExpr::symbol(*major));
     bool linear = rest && !rest->symbols().count(*major);
     if (linear)
       for (const std::string &s : rest->symbols())
-        linear &= !split.count(s) || s == *major;
+        linear &= !split.count(s) || s == *major || afterGather(c.id, s);
     if (!linear)
       return shardedError(
           m, valueLoc(c.id),
@@ -328,9 +454,9 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
       return shardedError(
           m, valueLoc(it->second),
           fmt::format("a sharded run of '{}' where {} is split on {} in "
-                      "some values and whole in others (a rearrange's "
-                      "all-gather, a reshard adding a split, or a value of "
-                      "the whole size, inside the function) "
+                      "some values and whole in others (a value of the "
+                      "whole size made inside the function, not by a "
+                      "reshard or a rearrange's collective) "
                       "is not supported yet",
                       fn.name, name, axis));
   // A value kept whole along a split name only because it is uniform is
@@ -360,9 +486,10 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           return shardedError(
               m, op.loc,
               fmt::format("a sharded run of a {} reading a value whole along "
-                          "{} made before a reshard gathered {} is not "
+                          "{} made before a {} gathered {} is not "
                           "supported yet",
-                          opKindName(op.kind), name, name));
+                          opKindName(op.kind), name, moverName(fn, g->second),
+                          name));
         auto it = split.find(name);
         if (it == split.end() || !wholeAlong(o, name) || afterGather(o, name) ||
             beforeScatter(o, name))
@@ -479,6 +606,12 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
     for (size_t j = 0; j < k; ++j)
       if (fn.collectives[j].value == c.value)
         completeReader = partialReader = true; // twice: refused below
+    if (movesOperand(fn, c)) {
+      // Run on the rearrange's operand before it (a part starts at it):
+      // the rearrange of the gathered or moved block is its result's block.
+      points.push_back(size_t(c.afterOp));
+      continue;
+    }
     if (reshardMoves(fn, c)) {
       // Completed first: sound when the sums are over another axis.
       for (size_t j = 0; j < k; ++j)

@@ -24,8 +24,8 @@ namespace ein {
 ErrorOr<std::map<std::string, std::string>>
 splitNames(const CheckedModule &m, const CheckedFunction &fn);
 
-/// The names a `reshard` gathers whole, by an all-gather or an all-to-all
-/// (name -> the reshard's op index):
+/// The names a `reshard` or a rearrange gathers whole, by an all-gather or
+/// an all-to-all (name -> the op's index):
 /// split in the values made before it, whole in the values it and later
 /// ops make. The local program binds such a name to its block's size up
 /// to the reshard and to its whole size after it. Refused by name: an
@@ -34,24 +34,49 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn);
 ErrorOr<std::map<std::string, size_t>> gatheredNames(const CheckedModule &m,
                                                      const CheckedFunction &fn);
 
-/// The dim of a `reshard`'s result that its all-gather or all-to-all `c`
-/// gathers (split in the operand, whole in the result).
+/// Whether `c` is a rearrange's all-gather or all-to-all (not a
+/// `reshard`'s): it runs on the rearrange's operand before the rearrange,
+/// whose local result is then the block of its result (a part starts at
+/// the rearrange).
+bool movesOperand(const CheckedFunction &fn, const InferredCollective &c);
+/// The value `c` (a reshard's or a rearrange's all-gather or all-to-all)
+/// moves: the reshard's result, or the rearrange's operand.
+unsigned movedValue(const CheckedFunction &fn, const InferredCollective &c);
+/// The first op of the phase a gather or split at op `at` (gatheredNames,
+/// scatteredNames) starts: the op after a reshard, a rearrange itself.
+size_t phaseStart(const CheckedFunction &fn, size_t at);
+
+/// The dim of movedValue(c) that the all-gather or all-to-all `c` gathers
+/// (split on c's axis before it, whole after).
 size_t gatheredDim(const CheckedFunction &fn, const InferredCollective &c);
-/// The dim of a `reshard`'s result that its all-to-all `c` splits (whole
-/// in the operand).
+/// The dim of movedValue(c) that the all-to-all `c` splits (whole before
+/// it): for a rearrange, the operand's lone dim whose axis becomes the
+/// major factor of the result dim split after it; the rank when none.
 size_t scatteredDim(const CheckedFunction &fn, const InferredCollective &c);
 
-/// The names a `reshard`'s all-to-all splits (name -> the reshard's op
-/// index): whole in the values made before it, split (on the axis
-/// splitNames gives) in the values it and later ops make; the name it
-/// moves the split off is in gatheredNames. Refused by name: a value whole
-/// along such a name made before it and read after it, a dim that is not
-/// a lone name, a name split twice.
+/// A split a `reshard` adds to a dim its operand has whole (no all-to-all
+/// moves one there): no communication, each rank keeps its block of the
+/// reshard's result along `dim`.
+struct AddedSplit {
+  size_t op;  // the reshard
+  size_t dim; // of its result
+  std::string axis;
+};
+std::vector<AddedSplit> addedSplits(const CheckedFunction &fn);
+
+/// The names a `reshard`'s or a rearrange's all-to-all splits, or a
+/// `reshard` adds a split to (name -> the op's index): whole in the values
+/// made before it, split (on the axis splitNames gives) in the values it
+/// and later ops make; the name an all-to-all moves the split off is in
+/// gatheredNames. Refused by name: a value whole along such a name made
+/// before it and read after it, a dim that is not a lone name, a name
+/// split twice.
 ErrorOr<std::map<std::string, size_t>>
 scatteredNames(const CheckedModule &m, const CheckedFunction &fn);
 
 /// Where each of fn.collectives runs in the local program: after the op
-/// whose index it gives. An all-reduce runs after the op that made the
+/// whose index it gives (a rearrange's all-gather or all-to-all: before
+/// it, on its operand). An all-reduce runs after the op that made the
 /// partial sums, unless every later reader reads them partial (a sum of
 /// partials, pending too) and the value is a result: then after the last
 /// op. A `reshard`'s all-gather runs after the reshard. A value read both

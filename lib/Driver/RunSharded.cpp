@@ -37,14 +37,29 @@ template <typename T> void scale(runtime::HostTensor &t, double by) {
 
 /// Completes `c`'s partial results in `value` over `group` (the ranks
 /// that differ only on the collective's axis): sum, max or min in place;
-/// a mean is a sum divided by the group's size.
+/// a mean is a sum divided by the group's size. f16 and bf16 are widened to
+/// f32, reduced (and divided) there and rounded back once; fp8 is refused
+/// (each rank's partial sum, rounded to 3 or 2 mantissa bits, would not
+/// sum to the unsharded result).
 ErrorOr<void> allReduce(Communicator &group, runtime::HostTensor &value,
                         const InferredCollective &c, DType dtype) {
   runtime::StorageType type = value.type;
   bool wide =
       type == runtime::StorageType::F32 || type == runtime::StorageType::F64;
-  // The communicator sums f16 and bf16 in f32, rounded once, and integers
-  // exactly; a mean's division is done here in f32 and f64 only.
+  if (!wide && isFloat(dtype) && isReducibleType(type)) {
+    auto widened = runtime::convertTensor(value, runtime::StorageType::F32);
+    if (!widened)
+      return widened.error();
+    if (auto done = allReduce(group, *widened, c, DType::F32); !done)
+      return done;
+    auto narrowed = runtime::convertTensor(*widened, type);
+    if (!narrowed)
+      return narrowed.error();
+    value = std::move(*narrowed);
+    return {};
+  }
+  // Integers are summed exactly; a mean's division is done in f32 and f64
+  // only.
   if (!isReducibleType(type) || (c.reduction == ReduceKind::Mean && !wide))
     return Error::usage(fmt::format(
         "a sharded run's {} ({}) of a {} value is not supported yet",
@@ -134,6 +149,33 @@ ErrorOr<void> allToAll(Communicator &group, runtime::HostTensor &value,
     copyBlock(*out, *chunk, offset, false);
   }
   value = std::move(*out);
+  return {};
+}
+
+/// Runs a reshard's or a rearrange's all-gather or all-to-all `c` on
+/// `value` (movedValue(fn, c)) over `group`.
+ErrorOr<void> moveBlocks(Communicator &group, const CheckedFunction &fn,
+                         const InferredCollective &c,
+                         runtime::HostTensor &value) {
+  if (c.kind == CollectiveKind::AllToAll)
+    return allToAll(group, value, gatheredDim(fn, c), scatteredDim(fn, c));
+  return allGather(group, value, gatheredDim(fn, c));
+}
+
+/// Keeps block `q` of `n` along dim `d` of `value` (a split a reshard adds:
+/// no communication).
+ErrorOr<void> keepBlock(runtime::HostTensor &value, size_t d, int64_t q,
+                        int64_t n) {
+  if (d >= value.shape.size() || value.shape[d] % n != 0)
+    return Error::program("a sharded run's local slice has no dim to split");
+  std::vector<int64_t> shape = value.shape, offset(shape.size(), 0);
+  shape[d] /= n;
+  offset[d] = q * shape[d];
+  auto block = runtime::HostTensor::create(value.type, shape);
+  if (!block)
+    return block.error();
+  copyBlock(value, *block, offset, true);
+  value = std::move(*block);
   return {};
 }
 
@@ -325,10 +367,10 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     // blocked: split by an all-to-all before it.
     std::set<std::string> whole, blocked;
     for (auto &[name, at] : *gathered)
-      if (at < begin)
+      if (phaseStart(*bfn, at) <= begin)
         whole.insert(name);
     for (auto &[name, at] : *scattered)
-      (at < begin ? blocked : whole).insert(name);
+      (phaseStart(*bfn, at) <= begin ? blocked : whole).insert(name);
     std::set<std::string> key = whole;
     for (const std::string &name : blocked)
       key.insert("@" + name);
@@ -349,14 +391,24 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   struct Part {
     std::shared_ptr<Callable> callable;
     std::vector<unsigned> params, returns;
-    size_t end;
+    size_t begin, end;
     const Local *local;
   };
   std::vector<Part> parts;
   auto points = collectivePoints(wholeBound->concrete, *bfn);
   if (!points)
     return points.error();
-  std::set<size_t> cuts(points->begin(), points->end());
+  // A rearrange's all-gather or all-to-all runs before it: a part starts
+  // there. A reshard adding a split slices after it.
+  std::set<size_t> cuts;
+  for (size_t k = 0; k < points->size(); ++k)
+    if (!movesOperand(*bfn, bfn->collectives[k]))
+      cuts.insert((*points)[k]);
+    else if ((*points)[k] > 0)
+      cuts.insert((*points)[k] - 1);
+  std::vector<AddedSplit> slices = addedSplits(*bfn);
+  for (const AddedSplit &a : slices)
+    cuts.insert(a.op);
   if (!lfn->ops.empty())
     cuts.insert(lfn->ops.size() - 1);
   std::set<unsigned> finals(lfn->returns.begin(), lfn->returns.end());
@@ -406,7 +458,7 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
         engine.compile(**target, key, module1, options.function, targetOptions);
     if (!callable)
       return callable.error();
-    parts.push_back({*callable, pf.params, pf.returns, end, *local});
+    parts.push_back({*callable, pf.params, pf.returns, begin, end, *local});
     begin = end + 1;
   }
 
@@ -438,6 +490,14 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       groups.push_back(std::move(*group));
     }
     for (const Part &part : parts) {
+      // A rearrange's all-gathers and all-to-alls, on its operand.
+      for (size_t k = 0; k < bfn->collectives.size(); ++k)
+        if (const InferredCollective &c = bfn->collectives[k];
+            movesOperand(*bfn, c) && (*points)[k] == part.begin)
+          if (auto done = moveBlocks(*groups[axisIndex(c.axis)], *bfn, c,
+                                     env.at(movedValue(*bfn, c)));
+              !done)
+            return done.error();
       std::vector<const runtime::HostTensor *> ins;
       for (unsigned id : part.params) {
         auto it = env.find(id);
@@ -491,18 +551,22 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
                                     c, bfn->values[c.value].type.dtype);
               !done)
             return done.error();
-      for (size_t k = 0; k < bfn->collectives.size(); ++k)
-        if (const InferredCollective &c = bfn->collectives[k];
-            (*points)[k] == part.end && c.kind == CollectiveKind::AllToAll)
-          if (auto done = allToAll(*groups[axisIndex(c.axis)], env.at(c.value),
-                                   gatheredDim(*bfn, c), scatteredDim(*bfn, c));
-              !done)
-            return done.error();
-      for (size_t k = 0; k < bfn->collectives.size(); ++k)
-        if (const InferredCollective &c = bfn->collectives[k];
-            (*points)[k] == part.end && c.kind == CollectiveKind::AllGather)
-          if (auto done = allGather(*groups[axisIndex(c.axis)], env.at(c.value),
-                                    gatheredDim(*bfn, c));
+      for (CollectiveKind kind :
+           {CollectiveKind::AllToAll, CollectiveKind::AllGather})
+        for (size_t k = 0; k < bfn->collectives.size(); ++k)
+          if (const InferredCollective &c = bfn->collectives[k];
+              (*points)[k] == part.end && c.kind == kind &&
+              !movesOperand(*bfn, c))
+            if (auto done = moveBlocks(*groups[axisIndex(c.axis)], *bfn, c,
+                                       env.at(c.value));
+                !done)
+              return done.error();
+      // A reshard adding a split: the rank's block of its result.
+      for (const AddedSplit &a : slices)
+        if (a.op == part.end)
+          if (auto done = keepBlock(env.at(bfn->ops[a.op].results[0]), a.dim,
+                                    coord[axisIndex(a.axis)],
+                                    axisSize[axisIndex(a.axis)]);
               !done)
             return done.error();
     }
