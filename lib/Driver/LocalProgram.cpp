@@ -27,23 +27,42 @@ int producerOf(const CheckedFunction &fn, unsigned id) {
 }
 
 /// The names dim `d` of value `id` is split through: a lone name, else the
-/// major factor of a composition (the type's, or the pattern's of the op
-/// that made it), else every name of its size (not known which).
+/// major factor of a composition (the type's, or the pattern's of the
+/// transform that made it, through elementwise ops of the same dim), else
+/// every name of its size (not known which).
 std::set<std::string> splitThrough(const CheckedFunction &fn, unsigned id,
                                    const Dim &dim, size_t d) {
   if (auto name = dim.size.asSymbol())
     return {*name};
   if (auto major = dim.meshMajor.asSymbol())
     return {*major};
-  int made = producerOf(fn, id);
-  if (made >= 0 && fn.ops[size_t(made)].transform) {
-    const TransformInfo &t = *fn.ops[size_t(made)].transform;
-    if (d < t.outputGroups.size() && !t.outputGroups[d].empty())
-      if (auto it = t.axisSizes.find(t.outputGroups[d].front());
-          it != t.axisSizes.end())
-        if (auto major = it->second.asSymbol();
-            major && dim.size.symbols().count(*major))
-          return {*major};
+  for (int made = producerOf(fn, id); made >= 0;) {
+    const CheckedOp &op = fn.ops[size_t(made)];
+    if (op.transform) {
+      const TransformInfo &t = *op.transform;
+      if (d < t.outputGroups.size() && !t.outputGroups[d].empty())
+        if (auto it = t.axisSizes.find(t.outputGroups[d].front());
+            it != t.axisSizes.end())
+          if (auto major = it->second.asSymbol();
+              major && dim.size.symbols().count(*major))
+            return {*major};
+      break;
+    }
+    if (op.kind != OpKind::Elementwise && op.kind != OpKind::Cast)
+      break;
+    // The operand of the same rank whose dim d is this one, split.
+    made = -1;
+    for (unsigned o : op.operands) {
+      if (o >= fn.layouts.size() || fn.values[o].isPackedShapes)
+        continue;
+      Shape shape = fn.ctx.expand(fn.values[o].type.shape);
+      if (shape.size() == fn.layouts[id].dims.size() && d < shape.size() &&
+          shape[d].size == dim.size && d < fn.layouts[o].dims.size() &&
+          !fn.layouts[o].dims[d].empty()) {
+        made = producerOf(fn, o);
+        break;
+      }
+    }
   }
   return dim.size.symbols();
 }
@@ -449,8 +468,14 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                       "on {} in another is not supported yet",
                       *major, it->second, c.axis));
   }
+  // On an axis of one rank a block is the whole: a name split on it may be
+  // whole elsewhere.
+  auto oneBlock = [&](const std::string &axis) {
+    auto n = SizeExpr::symbol(axis).evaluate(fn.ctx.env);
+    return n && *n == 1;
+  };
   for (auto &[name, axis] : split)
-    if (auto it = whole.find(name); it != whole.end())
+    if (auto it = whole.find(name); it != whole.end() && !oneBlock(axis))
       return shardedError(
           m, valueLoc(it->second),
           fmt::format("a sharded run of '{}' where {} is split on {} in "

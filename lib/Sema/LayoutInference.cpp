@@ -344,9 +344,13 @@ bool LayoutInference::throughAxes(
                                      m.from, out.dims[m.dim]));
     // The split moves to the dim's major axis when it divides into the
     // blocks (an all-to-all), else the dim is gathered whole.
+    auto n = axisSize(m.axis);
+    // One block is the whole: nothing moves (a sharded run's local
+    // program is checked on a mesh of one rank per axis).
+    if (n && *n == 1)
+      continue;
     auto size = axisSizes.count(m.to) ? axisSizes.at(m.to).evaluate(fn.ctx.env)
                                       : std::nullopt;
-    auto n = axisSize(m.axis);
     if (!size || !n)
       return unsupported(op, m.axis,
                          fmt::format("'{}' moves off the major position of a "

@@ -128,6 +128,47 @@ def lead(x: f32["b@tp d"], w: f32["d f"]) -> f32["b f@tp"]:
 """, "lead", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"x": (8, 3), "w": (3, 8)},
      lambda x, w: [x @ w + 1], False),
+    # A rearrange moving a split dim off the major position of a result
+    # dim: its all-gather (b does not divide into the blocks) or all-to-all
+    # (it does) runs on the operand before it.
+    ("rearrange-gather",
+     """mesh tp
+dim b = 3
+
+def flat(x: f32["b f@tp"]) -> f32["(b f)"]:
+    return rearrange(tanh(x), "b f -> (b f)") * 2.0
+""", "flat", [("tp=2", 2), ("tp=4", 4)], {"x": (3, 8)},
+     lambda x: [np.tanh(x).reshape(-1) * 2], False),
+    ("rearrange-alltoall",
+     """mesh tp
+dim b = 8
+
+def merge(x: f32["b f@tp"], g: f32["f@tp"]) -> f32["(b f)@tp"]:
+    y = rearrange(x * g, "b f -> (b f)")
+    return y - reduce(y, "n -> 1", "max")
+""", "merge", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (8, 4), "g": (4,)},
+     lambda x, g: [(x * g).reshape(-1) - (x * g).max()], True),
+    # A reshard adding a split (a local slice, no communication).
+    ("reshard-add-split",
+     """mesh tp
+
+def add(x: f32["b d"], w: f32["d f"]) -> f32["b@tp f"]:
+    g = reshard(einsum(x, w, "b d, d f -> b f"), "b@tp f")
+    return tanh(g) - reduce(g, "b f -> b 1", "max")
+""", "add", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (8, 3), "w": (3, 5)},
+     lambda x, w: [np.tanh(x @ w) - (x @ w).max(1, keepdims=True)], False),
+    # A result typed with anonymous dims takes the shard rule of the name
+    # each binds to.
+    ("anonymous-result",
+     """mesh tp
+shard f -> tp
+
+def anon(x: f32["b f"], w: f32["f"]) -> (f32["_ _"], f32["..."]):
+    return x * w, w + 1.0
+""", "anon", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (3, 8), "w": (8,)}, lambda x, w: [x * w, w + 1], False),
     ("reduce-scatter",
      """mesh tp
 
