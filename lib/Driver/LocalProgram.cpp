@@ -549,6 +549,58 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           return true;
     return false;
   };
+  // Whether a number given for pattern axis `axis` would be read as the
+  // block's size: the axis is the major factor (the one split) of a split
+  // dim of the operand or the result. A minor factor or a new axis has its
+  // whole size in the block too. Ops without a transform: always.
+  auto numberSizesSplit = [&](const CheckedOp &op, const std::string &axis) {
+    if (!op.transform || op.operands.empty() || op.results.empty())
+      return true;
+    auto splits = [&](unsigned id,
+                      const std::vector<std::vector<std::string>> &groups) {
+      if (id >= fn.layouts.size())
+        return true;
+      const ValueLayout &layout = fn.layouts[id];
+      if (layout.dims.size() != groups.size())
+        return layout.sharded();
+      for (size_t d = 0; d < groups.size(); ++d)
+        if (!layout.dims[d].empty() && !groups[d].empty() &&
+            groups[d].front() == axis)
+          return true;
+      return false;
+    };
+    return splits(op.operands[0], op.transform->inputGroups) ||
+           splits(op.results[0], op.transform->outputGroups);
+  };
+  // A split dim of a transform's operand or result whose pattern group's
+  // major factor does not divide into the axis's blocks: a rank's block
+  // would not be a block of that factor.
+  auto unevenMajor = [&](const CheckedOp &op) -> std::optional<std::string> {
+    if (!op.transform || op.operands.empty() || op.results.empty())
+      return std::nullopt;
+    const TransformInfo &t = *op.transform;
+    for (auto [id, groups] : {std::pair{op.operands[0], &t.inputGroups},
+                              std::pair{op.results[0], &t.outputGroups}}) {
+      if (id >= fn.layouts.size() ||
+          fn.layouts[id].dims.size() != groups->size())
+        continue;
+      for (size_t d = 0; d < groups->size(); ++d) {
+        const std::string &axis = fn.layouts[id].dims[d];
+        if (axis.empty() || (*groups)[d].empty())
+          continue;
+        auto it = t.axisSizes.find((*groups)[d].front());
+        if (it == t.axisSizes.end())
+          continue;
+        auto size = it->second.evaluate(fn.ctx.env);
+        auto n = SizeExpr::symbol(axis).evaluate(fn.ctx.env);
+        if (!size || !n || *n <= 0)
+          continue;
+        if (*size % *n != 0)
+          return toString(*size);
+      }
+    }
+    return std::nullopt;
+  };
   // The table a take reads or a scatter_add writes, split along the ids'
   // axis.
   auto splitTable = [&](const CheckedOp &op) {
@@ -573,6 +625,10 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
                          "vocab-parallel lookup: the local take needs the "
                          "ids shifted and masked)",
                          opKindName(op.kind));
+    else if (auto major = unevenMajor(op))
+      what = fmt::format("a {} splitting a dim through a major factor of "
+                         "size {}, which does not divide into the blocks",
+                         opKindName(op.kind), *major);
     else if (op.kind == OpKind::Dropout && touchesSplit(op))
       what = "dropout of a split value (each rank would draw its own mask)";
     else if (touchesSplit(op)) {
@@ -580,7 +636,7 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         if (!size.value.asSymbol() && mentionsSplit(size.value))
           what = fmt::format("a {}'s keyword size {}={} of a split value",
                              opKindName(op.kind), size.name, size.value.str());
-        else if (size.value.isConstant())
+        else if (size.value.isConstant() && numberSizesSplit(op, size.name))
           what = fmt::format("a {}'s keyword size {}={} (a number) on a split "
                              "value; name the dim instead",
                              opKindName(op.kind), size.name, size.value.str());
