@@ -149,6 +149,14 @@ unsigned movedValue(const CheckedFunction &fn, const InferredCollective &c) {
                              : c.value;
 }
 
+bool vocabParallel(const CheckedFunction &fn, const CheckedOp &op) {
+  if (op.kind != OpKind::Take || op.operands.empty() ||
+      op.operands[0] >= fn.layouts.size())
+    return false;
+  const ValueLayout &table = fn.layouts[op.operands[0]];
+  return op.axis < table.dims.size() && !table.dims[op.axis].empty();
+}
+
 size_t phaseStart(const CheckedFunction &fn, size_t at) {
   return fn.ops[at].reshardTo ? at + 1 : at;
 }
@@ -601,10 +609,10 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
     }
     return std::nullopt;
   };
-  // The table a take reads or a scatter_add writes, split along the ids'
-  // axis.
+  // The table a scatter_add writes, split along the ids' axis (a take's
+  // is vocab-parallel: the run takes it on the host).
   auto splitTable = [&](const CheckedOp &op) {
-    if (op.kind != OpKind::Take && op.kind != OpKind::ScatterAdd)
+    if (op.kind != OpKind::ScatterAdd)
       return false;
     const std::vector<unsigned> &ids =
         op.kind == OpKind::Take ? op.operands : op.results;
@@ -621,10 +629,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
              (mentionsSplit(op.sliceStart) || mentionsSplit(op.sliceStop)))
       what = "a slice bounded by a split size";
     else if (splitTable(op))
-      what = fmt::format("{} on a table split along the ids' axis (a "
-                         "vocab-parallel lookup: the local take needs the "
-                         "ids shifted and masked)",
-                         opKindName(op.kind));
+      what = "scatter_add into a table split along the ids' axis (the "
+             "gradient of a vocab-parallel take)";
     else if (auto major = unevenMajor(op))
       what = fmt::format("a {} splitting a dim through a major factor of "
                          "size {}, which does not divide into the blocks",

@@ -42,6 +42,12 @@ bool movesOperand(const CheckedFunction &fn, const InferredCollective &c);
 /// The value `c` (a reshard's or a rearrange's all-gather or all-to-all)
 /// moves: the reshard's result, or the rearrange's operand.
 unsigned movedValue(const CheckedFunction &fn, const InferredCollective &c);
+/// Whether `op` is a take from a table split along the ids' axis (a
+/// vocab-parallel lookup, as Megatron's embedding): each rank takes the
+/// rows its block holds, zeros for the other ids, and layout inference's
+/// all-reduce sums them. The run takes it on the host (the compiled take
+/// would refuse the other blocks' ids).
+bool vocabParallel(const CheckedFunction &fn, const CheckedOp &op);
 /// The first op of the phase a gather or split at op `at` (gatheredNames,
 /// scatteredNames) starts: the op after a reshard, a rearrange itself.
 size_t phaseStart(const CheckedFunction &fn, size_t at);

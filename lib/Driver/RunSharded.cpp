@@ -6,6 +6,7 @@
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
+#include "ein/Execution/JIT.h"
 #include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Layout.h"
 #include "ein/Support/Spelling.h"
@@ -177,6 +178,54 @@ ErrorOr<void> keepBlock(runtime::HostTensor &value, size_t d, int64_t q,
   copyBlock(value, *block, offset, true);
   value = std::move(*block);
   return {};
+}
+
+/// A vocab-parallel take on one rank (vocabParallel): `table` is the
+/// rank's block along `axis`, rows [lo, lo + block) of the whole; each id's
+/// row where the block holds it, zeros elsewhere, into `out` (C order).
+/// An id outside [0, vocab) of the whole is the compiled take's error.
+ErrorOr<void> takeBlock(const runtime::HostTensor &table,
+                        const runtime::HostTensor &ids,
+                        runtime::HostTensor &out, size_t axis, int64_t lo,
+                        int64_t vocab, const TakeSite &site,
+                        const Bindings &env) {
+  bool wide = ids.type == runtime::StorageType::I64;
+  if ((!wide && ids.type != runtime::StorageType::I32) ||
+      axis >= table.shape.size())
+    return Error::program("a vocab-parallel take's ids are not integers");
+  int64_t pre = 1, post = 1, block = table.shape[axis];
+  for (size_t d = 0; d < table.shape.size(); ++d)
+    (d < axis ? pre : post) *= d == axis ? 1 : table.shape[d];
+  int64_t n = ids.numElements();
+  size_t row = size_t(post) * table.elementBytes();
+  if (out.data.size() != size_t(pre * n) * row)
+    return Error::program("a vocab-parallel take's result has not its size");
+  int64_t bad = 0, firstBad = -1, firstId = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t id =
+        wide ? ids.dataAs<int64_t>()[k] : int64_t(ids.dataAs<int32_t>()[k]);
+    if (id < 0 || id >= vocab) {
+      if (bad++ == 0)
+        firstBad = k, firstId = id;
+      continue;
+    }
+    for (int64_t p = 0; p < pre; ++p) {
+      uint8_t *to = out.data.data() + size_t(p * n + k) * row;
+      if (id >= lo && id < lo + block)
+        std::memcpy(to, table.data.data() + size_t(p * block + id - lo) * row,
+                    row);
+      else
+        std::memset(to, 0, row);
+    }
+  }
+  if (bad == 0)
+    return {};
+  std::vector<int64_t> position(ids.shape.size());
+  for (size_t d = ids.shape.size(); d-- > 0;) {
+    position[d] = firstBad % ids.shape[d];
+    firstBad /= ids.shape[d];
+  }
+  return takeIdError(site, firstId, position, bad, env);
 }
 
 } // namespace
@@ -409,6 +458,13 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   std::vector<AddedSplit> slices = addedSplits(*bfn);
   for (const AddedSplit &a : slices)
     cuts.insert(a.op);
+  // A vocab-parallel take is a part of its own, taken on the host.
+  for (size_t i = 0; i < bfn->ops.size(); ++i)
+    if (vocabParallel(*bfn, bfn->ops[i])) {
+      if (i > 0)
+        cuts.insert(i - 1);
+      cuts.insert(i);
+    }
   if (!lfn->ops.empty())
     cuts.insert(lfn->ops.size() - 1);
   std::set<unsigned> finals(lfn->returns.begin(), lfn->returns.end());
@@ -454,11 +510,15 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     for (auto &shape : (*local)->shapes)
       for (int64_t n : shape)
         key += fmt::format("{},", n);
-    auto callable =
-        engine.compile(**target, key, module1, options.function, targetOptions);
-    if (!callable)
-      return callable.error();
-    parts.push_back({*callable, pf.params, pf.returns, begin, end, *local});
+    std::shared_ptr<Callable> callable;
+    if (begin != end || !vocabParallel(*bfn, bfn->ops[begin])) {
+      auto compiled = engine.compile(**target, key, module1, options.function,
+                                     targetOptions);
+      if (!compiled)
+        return compiled.error();
+      callable = *compiled;
+    }
+    parts.push_back({callable, pf.params, pf.returns, begin, end, *local});
     begin = end + 1;
   }
 
@@ -521,7 +581,25 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       std::vector<runtime::HostTensor *> outs;
       for (auto &t : outputs)
         outs.push_back(&t);
-      ErrorOr<void> called = [&] {
+      ErrorOr<void> called = [&]() -> ErrorOr<void> {
+        if (!part.callable) {
+          // A vocab-parallel take: this rank's rows of the table.
+          const CheckedOp &op = bfn->ops[part.begin];
+          const std::string &axis = bfn->layouts[op.operands[0]].dims[op.axis];
+          const runtime::HostTensor &table = env.at(op.operands[0]);
+          Shape dims = bfn->ctx.expand(bfn->values[op.operands[0]].type.shape);
+          auto vocab = dims.at(op.axis).size.evaluate(bfn->ctx.env);
+          if (outputs.empty())
+            return {};
+          if (!vocab)
+            return Error::program("a vocab-parallel take has no vocabulary "
+                                  "size");
+          TakeSite site{"take", wholeBound->concrete.pathOf(op.loc),
+                        op.loc.line, op.loc.col, dims.at(op.axis).size};
+          return takeBlock(table, env.at(op.operands[1]), outputs[0], op.axis,
+                           coord[axisIndex(axis)] * table.shape[op.axis],
+                           int64_t(*vocab), site, bfn->ctx.env);
+        }
         std::lock_guard<std::mutex> lock(callMutex);
         int64_t status = 0;
         return part.callable->call(ins, outs, part.local->bound.dims, &status);

@@ -212,6 +212,19 @@ def embed(table: f32["vocab d@tp"], ids: i64["n"]) -> f32["n d@tp"]:
 """, "embed", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"table": (10, 8), "ids": ("ids", (6,), 10)},
      lambda table, ids: [table[ids.astype(np.int64)]], False),
+    # A vocab-parallel take (the table split along the ids' axis): each
+    # rank's rows, zeros for the others' ids, all-reduced; then read
+    # completed inside the function, and its take of the ids of every row.
+    ("vocab-parallel-take",
+     """mesh tp
+
+def embed(table: f32["vocab@tp d"], ids: i64["n"], w: f32["d e"]) -> (f32["n d"], f32["n e"]):
+    x = take(table, ids, "vocab")
+    return x, einsum(tanh(x), w, "n d, d e -> n e")
+""", "embed", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"table": (16, 6), "ids": ("ids", (9,), 16), "w": (6, 3)},
+     lambda table, ids, w: [table[ids.astype(np.int64)],
+                            np.tanh(table[ids.astype(np.int64)]) @ w], False),
     # A result also read, later, as partial sums by a sum of partials: its
     # all-reduce waits until that read.
     ("partial-read-later",
