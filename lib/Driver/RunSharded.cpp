@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -233,7 +235,6 @@ ErrorOr<void> takeBlock(const runtime::HostTensor &table,
 ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
                          const CheckOptions &check, const RunOptions &options,
                          std::ostream &out) {
-  (void)out;
   // MPI ranks: outside mpirun, launch the job (this command again under
   // `mpirun -n N`, as einc train --ranks does); each rank then runs below.
   if (!options.simulate && launcherWorldSize() == 0)
@@ -243,9 +244,10 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
         "a sharded run on --target={} is not supported yet: collectives on "
         "the CUDA target need NCCL (issue 30, step 5); use --target=cpu",
         options.target));
-  if (options.time || options.sizeGeneric)
-    return Error::usage("--time and --size-generic are not supported yet by "
-                        "a sharded run (--ranks)");
+  if (options.sizeGeneric)
+    return Error::usage("--size-generic is not supported yet by a sharded "
+                        "run (--ranks): each part is compiled for its "
+                        "blocks' sizes");
   auto target = lookupTarget(options.target, TargetUse::Run);
   if (!target)
     return target.error();
@@ -682,13 +684,48 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     return {};
   };
 
+  // --time: every rank runs again, kTimedRuns times, each from a barrier
+  // (an all-reduce); rank 0's wall clock to its assembled results (which
+  // wait for every rank's blocks) is a run's time.
+  constexpr int kTimedRuns = 5;
+  std::vector<double> seconds;
+  auto runTimed = [&](Communicator &world) -> ErrorOr<void> {
+    if (auto ran = runRank(world); !ran)
+      return ran;
+    for (int k = 0; options.time && k < kTimedRuns; ++k) {
+      int64_t zero = 0;
+      if (auto barrier = world.allReduce(&zero, runtime::StorageType::I64, 1,
+                                         ReduceOp::Sum);
+          !barrier)
+        return barrier;
+      auto start = std::chrono::steady_clock::now();
+      if (auto ran = runRank(world); !ran)
+        return ran;
+      if (world.rank() == 0)
+        seconds.push_back(std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
+    }
+    return {};
+  };
+  auto writeResults = [&]() -> ErrorOr<void> {
+    if (options.time && !seconds.empty()) {
+      std::sort(seconds.begin(), seconds.end());
+      out << fmt::format(
+          "time: {:.6g} ms (median of {} runs on {} {} ranks: rank 0 from a "
+          "barrier to the assembled results, the collectives included)\n",
+          seconds[seconds.size() / 2] * 1e3, seconds.size(), options.ranks,
+          options.simulate ? "simulated" : "MPI");
+    }
+    return writeRunOutputs(*bfn, options, results);
+  };
   if (options.simulate) {
     auto comms = simulatedRanks(int(options.ranks));
     std::vector<std::optional<Error>> errors(comms.size());
     std::vector<std::thread> threads;
     for (size_t r = 0; r < comms.size(); ++r)
       threads.emplace_back([&, r] {
-        if (auto ran = runRank(*comms[r]); !ran)
+        if (auto ran = runTimed(*comms[r]); !ran)
           errors[r] = ran.error();
       });
     for (std::thread &t : threads)
@@ -699,7 +736,7 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     for (auto &e : errors)
       if (e)
         return *e;
-    return writeRunOutputs(*bfn, options, results);
+    return writeResults();
   }
   auto world = mpiWorld();
   if (!world)
@@ -707,13 +744,13 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   if ((*world)->size() != options.ranks)
     return Error::usage(fmt::format("--ranks {} under an mpirun of {} ranks",
                                     options.ranks, (*world)->size()));
-  if (auto ran = runRank(**world); !ran) {
+  if (auto ran = runTimed(**world); !ran) {
     abandonMPI();
     return ran.error();
   }
   if ((*world)->rank() != 0)
     return {};
-  return writeRunOutputs(*bfn, options, results);
+  return writeResults();
 }
 
 } // namespace ein
