@@ -8,6 +8,7 @@
 #include "ein/Engine/Engine.h"
 #include "ein/Execution/JIT.h"
 #include "ein/Runtime/Communicator.h"
+#include "ein/Sema/EntryBinding.h"
 #include "ein/Sema/Layout.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
@@ -230,10 +231,53 @@ ErrorOr<void> takeBlock(const runtime::HostTensor &table,
   return takeIdError(site, firstId, position, bad, env);
 }
 
+/// `check` with the sizes the inputs give their parameters' named dims,
+/// as --dim would bind them: for a layout that needs them (a rearrange
+/// moving a split off a dim's major position; an all-gather or an
+/// all-to-all as they divide). The parameters are read from a check on a
+/// mesh of one rank per axis, where no split moves. Null when that check
+/// or the inputs fail (the caller reports the first check's error, else
+/// the second's).
+std::optional<CheckOptions> withInputSizes(const Module &module,
+                                           const SourceFile &file,
+                                           const CheckOptions &check,
+                                           const RunOptions &options) {
+  CheckOptions probe = check;
+  probe.onlyFunction = options.function;
+  probe.loopsMayStaySymbolic = true;
+  for (const MeshDecl &mesh : module.meshes)
+    for (auto &[axis, loc] : mesh.axes)
+      probe.meshSizes[axis] = 1;
+  DiagnosticEngine diags(file);
+  CheckedModule checked = checkModule(module, probe, diags);
+  const CheckedFunction *fn = checked.find(options.function);
+  if (diags.hadError() || !fn)
+    return std::nullopt;
+  auto inputs = readInputs(*fn, options.function, options.inputs);
+  if (!inputs)
+    return std::nullopt;
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < fn->params.size() && i < inputs->size(); ++i) {
+    names.push_back(fn->values[fn->params[i]].name);
+    shapes.push_back((*inputs)[i].shape);
+  }
+  EntryBinding binding = bindEntryShapes(*fn, names, shapes);
+  if (!binding.ok || !binding.packRanks.empty())
+    return std::nullopt;
+  CheckOptions sized = check;
+  std::set<std::string> axes(checked.meshAxes.begin(), checked.meshAxes.end());
+  for (const auto &[name, size] : binding.dims)
+    if (!axes.count(name) && !isAnonymousName(name) &&
+        !checked.dims.count(name))
+      sized.dimOverrides[name] = size;
+  return sized;
+}
+
 } // namespace
 
 ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
-                         const CheckOptions &check, const RunOptions &options,
+                         const CheckOptions &given, const RunOptions &options,
                          std::ostream &out) {
   // MPI ranks: outside mpirun, launch the job (this command again under
   // `mpirun -n N`, as einc train --ranks does); each rank then runs below.
@@ -252,15 +296,26 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   if (!target)
     return target.error();
 
-  // The global check: layouts, collectives, the mesh's sizes.
+  // The global check: layouts, collectives, the mesh's sizes; again with
+  // the inputs' sizes where it needs them.
   Engine engine(options.cpu, options.jit);
+  CheckOptions check = given;
   CheckOptions global = check;
   global.onlyFunction = options.function;
   global.loopsMayStaySymbolic = true;
   DiagnosticEngine diags(file);
   CheckedModule checked = checkModule(module, global, diags);
-  if (diags.hadError())
-    return errorFromDiagnostics(diags);
+  if (diags.hadError()) {
+    auto sized = withInputSizes(module, file, check, options);
+    if (!sized)
+      return errorFromDiagnostics(diags);
+    check = *sized;
+    global.dimOverrides = check.dimOverrides;
+    DiagnosticEngine again(file);
+    checked = checkModule(module, global, again);
+    if (again.hadError())
+      return errorFromDiagnostics(again);
+  }
   const CheckedFunction *fn = checked.find(options.function);
   if (!fn)
     return noFunctionError(file.path, options.function, module.functionNames());

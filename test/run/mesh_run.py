@@ -130,10 +130,10 @@ def lead(x: f32["b@tp d"], w: f32["d f"]) -> f32["b f@tp"]:
      lambda x, w: [x @ w + 1], False),
     # A rearrange moving a split dim off the major position of a result
     # dim: its all-gather (b does not divide into the blocks) or all-to-all
-    # (it does) runs on the operand before it.
+    # (it does) runs on the operand before it. The layouts need b's size:
+    # the inputs give it, or a `dim`.
     ("rearrange-gather",
      """mesh tp
-dim b = 3
 
 def flat(x: f32["b f@tp"]) -> f32["(b f)"]:
     return rearrange(tanh(x), "b f -> (b f)") * 2.0
