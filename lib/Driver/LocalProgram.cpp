@@ -104,10 +104,10 @@ std::optional<std::string> loneNameAt(const CheckedFunction &fn, unsigned id,
   return std::nullopt;
 }
 
-/// "reshard" or "rearrange": what op `at` that gathers or splits a name
-/// is, for messages.
-const char *moverName(const CheckedFunction &fn, size_t at) {
-  return fn.ops[at].reshardTo ? "reshard" : "rearrange";
+/// "reshard", "rearrange", "repeat" or "reduce": what op `at` that gathers
+/// or splits a name is, for messages.
+std::string moverName(const CheckedFunction &fn, size_t at) {
+  return fn.ops[at].reshardTo ? "reshard" : opKindName(fn.ops[at].kind);
 }
 
 /// The dims a `reshard` splits that its operand has whole and that no
@@ -137,11 +137,14 @@ std::vector<std::pair<size_t, size_t>> addedSplitsAt(const CheckedFunction &fn,
 } // namespace
 
 bool movesOperand(const CheckedFunction &fn, const InferredCollective &c) {
-  return (c.kind == CollectiveKind::AllGather ||
-          c.kind == CollectiveKind::AllToAll) &&
-         c.afterOp >= 0 &&
-         fn.ops[size_t(c.afterOp)].kind == OpKind::Rearrange &&
-         !fn.ops[size_t(c.afterOp)].reshardTo;
+  if ((c.kind != CollectiveKind::AllGather &&
+       c.kind != CollectiveKind::AllToAll) ||
+      c.afterOp < 0)
+    return false;
+  const CheckedOp &op = fn.ops[size_t(c.afterOp)];
+  return (op.kind == OpKind::Rearrange || op.kind == OpKind::Repeat ||
+          op.kind == OpKind::Reduce) &&
+         !op.reshardTo;
 }
 
 unsigned movedValue(const CheckedFunction &fn, const InferredCollective &c) {

@@ -34,10 +34,10 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn);
 ErrorOr<std::map<std::string, size_t>> gatheredNames(const CheckedModule &m,
                                                      const CheckedFunction &fn);
 
-/// Whether `c` is a rearrange's all-gather or all-to-all (not a
-/// `reshard`'s): it runs on the rearrange's operand before the rearrange,
-/// whose local result is then the block of its result (a part starts at
-/// the rearrange).
+/// Whether `c` is a rearrange's all-gather or all-to-all, or a repeat's or
+/// reduce's all-gather (not a `reshard`'s): it runs on the op's operand
+/// before the op, whose local result is then the block of its result (a
+/// part starts at the op).
 bool movesOperand(const CheckedFunction &fn, const InferredCollective &c);
 /// The value `c` (a reshard's or a rearrange's all-gather or all-to-all)
 /// moves: the reshard's result, or the rearrange's operand.

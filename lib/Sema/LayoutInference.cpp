@@ -329,11 +329,6 @@ bool LayoutInference::throughAxes(
         out.dims[j] = s->second;
         continue;
       }
-      if (op.kind != OpKind::Rearrange)
-        return unsupported(op, s->second,
-                           fmt::format("the split axis '{}' is not the major "
-                                       "factor of a result dim",
-                                       g[f]));
       moved.push_back({s->second, g[f], g.front(), j});
     }
   }
@@ -349,6 +344,22 @@ bool LayoutInference::throughAxes(
     // program is checked on a mesh of one rank per axis).
     if (n && *n == 1)
       continue;
+    // A repeat or reduce gathers its operand first: the op of the whole
+    // (the collective's S is the operand's, gathered).
+    if (op.kind != OpKind::Rearrange) {
+      record(CollectiveKind::AllGather, m.axis, result,
+             static_cast<int>(current), ReduceKind::Sum, out,
+             fmt::format("{} moves '{}@{}' off a dim's major position: its "
+                         "operand is gathered first",
+                         name, m.from, m.axis));
+      ValueLayout operandWhole = now[op.operands[0]];
+      for (std::string &a : operandWhole.dims)
+        if (a == m.axis)
+          a.clear();
+      fn.collectives.back().elements =
+          localElements(op.operands[0], operandWhole);
+      continue;
+    }
     auto size = axisSizes.count(m.to) ? axisSizes.at(m.to).evaluate(fn.ctx.env)
                                       : std::nullopt;
     if (!size || !n)

@@ -149,6 +149,16 @@ def merge(x: f32["b f@tp"], g: f32["f@tp"]) -> f32["(b f)@tp"]:
 """, "merge", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"x": (8, 4), "g": (4,)},
      lambda x, g: [(x * g).reshape(-1) - (x * g).max()], True),
+    # A repeat and a reduce whose split axis lands off a result dim's
+    # major position: each gathers its operand first.
+    ("repeat-reduce-gather",
+     """mesh tp
+
+def f(x: f32["a@tp b"], y: f32["d@tp b c"]) -> (f32["(3 a) b"], f32["(c d)"]):
+    return repeat(x, "a b -> (r a) b", r=3), reduce(y, "a b c -> (c a)", "sum")
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (4, 3), "y": (4, 3, 2)},
+     lambda x, y: [np.tile(x, (3, 1)), y.sum(1).T.reshape(-1)], False),
     # A reshard adding a split (a local slice, no communication).
     ("reshard-add-split",
      """mesh tp
