@@ -62,15 +62,37 @@ ErrorOr<void> allReduce(Communicator &group, runtime::HostTensor &value,
     value = std::move(*narrowed);
     return {};
   }
+  // any and all of bool: a max and a min of 0 and 1, in i32.
+  if (type == runtime::StorageType::Bool) {
+    if (c.reduction != ReduceKind::Any && c.reduction != ReduceKind::All)
+      return Error::usage(fmt::format(
+          "a sharded run's {} ({}) of a bool value is not supported yet",
+          collectiveName(c.kind), reduceKindName(c.reduction)));
+    int64_t n = value.numElements();
+    std::vector<int32_t> flags(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      flags[size_t(i)] = value.data[size_t(i)] != 0;
+    if (auto done = group.allReduce(
+            flags.data(), runtime::StorageType::I32, n,
+            c.reduction == ReduceKind::Any ? ReduceOp::Max : ReduceOp::Min);
+        !done)
+      return done;
+    for (int64_t i = 0; i < n; ++i)
+      value.data[size_t(i)] = uint8_t(flags[size_t(i)]);
+    return {};
+  }
   // Integers are summed exactly; a mean's division is done in f32 and f64
   // only.
   if (!isReducibleType(type) || (c.reduction == ReduceKind::Mean && !wide))
     return Error::usage(fmt::format(
         "a sharded run's {} ({}) of a {} value is not supported yet",
         collectiveName(c.kind), reduceKindName(c.reduction), dtypeName(dtype)));
-  ReduceOp op = c.reduction == ReduceKind::Max   ? ReduceOp::Max
-                : c.reduction == ReduceKind::Min ? ReduceOp::Min
-                                                 : ReduceOp::Sum;
+  ReduceOp op =
+      c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Any
+          ? ReduceOp::Max
+      : c.reduction == ReduceKind::Min || c.reduction == ReduceKind::All
+          ? ReduceOp::Min
+          : ReduceOp::Sum;
   if (auto done =
           group.allReduce(value.data.data(), type, value.numElements(), op);
       !done)

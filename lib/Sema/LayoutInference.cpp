@@ -388,12 +388,14 @@ bool LayoutInference::throughAxes(
     if (kept.count(e))
       continue;
     // A mean of equal blocks is the mean of the blocks' means: an
-    // all-reduce averaging (NCCL's avg).
+    // all-reduce averaging (NCCL's avg); any and all of the blocks' are
+    // the logical or and and (a max and a min of 0 and 1).
     if (reduction != ReduceKind::Sum && reduction != ReduceKind::Mean &&
-        reduction != ReduceKind::Max && reduction != ReduceKind::Min)
+        reduction != ReduceKind::Max && reduction != ReduceKind::Min &&
+        reduction != ReduceKind::Any && reduction != ReduceKind::All)
       return unsupported(op, a,
                          fmt::format("a {} over the split axis '{}' (sum, "
-                                     "mean, max and min are)",
+                                     "mean, max, min, any and all are)",
                                      reduceKindName(reduction), e));
     if (!out.pending.empty() && out.pendingKind != reduction)
       return unsupported(op, a, "two reductions pending at once");

@@ -195,6 +195,16 @@ def stats(x: f32["b k@tp"]) -> (f32["b"], f32["b"], f32["b"]):
 """, "stats", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"x": (5, 16)},
      lambda x: [x.mean(1), x.max(1), x.min(1)], True),
+    # any and all over a split dim: a max and a min of the blocks' flags.
+    ("any-all-over-split",
+     """mesh tp
+
+def flags(x: f32["b k@tp"]) -> (bool["b"], bool["b"]):
+    p = x > 1.5
+    return reduce(p, "b k -> b", "any"), reduce(x > -1.5, "b k -> b", "all")
+""", "flags", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (6, 8)},
+     lambda x: [(x > 1.5).any(1).astype(np.float64),
+                (x > -1.5).all(1).astype(np.float64)], False),
     ("mlp-2d-mesh",
      """mesh dp, tp
 
@@ -380,7 +390,9 @@ def main():
                 if r.returncode != 0:
                     why.append(f"exit {r.returncode}: {r.stderr.strip()}")
                 else:
-                    got = [np.load(o) for o in outs]
+                    # bool results compared as 0 and 1.
+                    got = [a.astype(np.float64) if a.dtype == np.bool_ else a
+                           for a in map(np.load, outs)]
                     for i, (g, w) in enumerate(zip(got, want)):
                         scale = max(np.abs(w).max(), 1e-30)
                         if g.shape != w.shape:
