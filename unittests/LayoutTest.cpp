@@ -276,8 +276,8 @@ def f1(x: f32["b v@tp"]) -> f32["b"]:
     return reduce(x, "b v -> b", "var")
 )ein"),
             "10:12: reduce of a value sharded on tp is not supported yet: a "
-            "var over the split axis 'v' (sum, mean, max, min, any and "
-            "all are) "
+            "var over the split axis 'v' (sum, mean, max, min, prod, any "
+            "and all are) "
             "(docs/distributed.md §3)");
 }
 

@@ -724,14 +724,15 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
     bool reductionOk =
         c.reduction == ReduceKind::Sum || c.reduction == ReduceKind::Mean ||
         c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Min ||
-        c.reduction == ReduceKind::Any || c.reduction == ReduceKind::All;
+        c.reduction == ReduceKind::Any || c.reduction == ReduceKind::All ||
+        c.reduction == ReduceKind::Prod;
     if (!kindOk || !reductionOk)
       return shardedError(
           m, c.loc,
           fmt::format("a sharded run of an {} ({}) over {} ({}) is not "
                       "supported yet: all-reduces and the results' "
-                      "reduce-scatters of sum, mean, max, min, any and all, "
-                      "and "
+                      "reduce-scatters of sum, mean, max, min, prod, any and "
+                      "all, and "
                       "a reshard's all-gathers and all-to-alls, run",
                       collectiveName(c.kind), reduceKindName(c.reduction),
                       c.axis, c.reason));

@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 namespace ein {
 
@@ -37,6 +38,35 @@ template <typename T> void scale(runtime::HostTensor &t, double by) {
     a = static_cast<T>(a / static_cast<T>(by));
     std::memcpy(t.data.data() + i * sizeof(T), &a, sizeof(T));
   }
+}
+
+/// The type a product of T is computed in: an integer's unsigned type,
+/// which wraps as the unsharded product does.
+template <typename T, bool = std::is_integral_v<T>> struct Wrapping {
+  using type = T;
+};
+template <typename T> struct Wrapping<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
+/// The product over `group` of `value`'s partial products, in rank order.
+template <typename T>
+ErrorOr<void> multiplyAll(Communicator &group, runtime::HostTensor &value) {
+  int64_t n = value.numElements();
+  std::vector<T> all(size_t(n) * size_t(group.size()));
+  if (auto gathered =
+          group.allGather(value.data.data(), all.data(), value.type, n);
+      !gathered)
+    return gathered;
+  for (int64_t i = 0; i < n; ++i) {
+    using Wide = typename Wrapping<T>::type;
+    Wide product = Wide(all[size_t(i)]);
+    for (int64_t q = 1; q < group.size(); ++q)
+      product = Wide(product * Wide(all[size_t(q * n + i)]));
+    T out = T(product);
+    std::memcpy(value.data.data() + size_t(i) * sizeof(T), &out, sizeof(T));
+  }
+  return {};
 }
 
 /// Completes `c`'s partial results in `value` over `group` (the ranks
@@ -80,6 +110,28 @@ ErrorOr<void> allReduce(Communicator &group, runtime::HostTensor &value,
     for (int64_t i = 0; i < n; ++i)
       value.data[size_t(i)] = uint8_t(flags[size_t(i)]);
     return {};
+  }
+  // A product: the blocks' gathered and multiplied in rank order.
+  if (c.reduction == ReduceKind::Prod) {
+    switch (type) {
+    case runtime::StorageType::F32:
+      return multiplyAll<float>(group, value);
+    case runtime::StorageType::F64:
+      return multiplyAll<double>(group, value);
+    case runtime::StorageType::I32:
+      return multiplyAll<int32_t>(group, value);
+    case runtime::StorageType::I64:
+      return multiplyAll<int64_t>(group, value);
+    case runtime::StorageType::F16:
+    case runtime::StorageType::BF16:
+    case runtime::StorageType::F8E4M3:
+    case runtime::StorageType::F8E5M2:
+    case runtime::StorageType::Bool:
+      break;
+    }
+    return Error::usage(fmt::format(
+        "a sharded run's {} (prod) of a {} value is not supported yet",
+        collectiveName(c.kind), dtypeName(dtype)));
   }
   // Integers are summed exactly; a mean's division is done in f32 and f64
   // only.

@@ -389,13 +389,12 @@ bool LayoutInference::throughAxes(
       continue;
     // A mean of equal blocks is the mean of the blocks' means: an
     // all-reduce averaging (NCCL's avg); any and all of the blocks' are
-    // the logical or and and (a max and a min of 0 and 1).
-    if (reduction != ReduceKind::Sum && reduction != ReduceKind::Mean &&
-        reduction != ReduceKind::Max && reduction != ReduceKind::Min &&
-        reduction != ReduceKind::Any && reduction != ReduceKind::All)
+    // the logical or and and (a max and a min of 0 and 1); a product, the
+    // product of the blocks'. A variance is not a function of the blocks'.
+    if (reduction == ReduceKind::Var)
       return unsupported(op, a,
                          fmt::format("a {} over the split axis '{}' (sum, "
-                                     "mean, max, min, any and all are)",
+                                     "mean, max, min, prod, any and all are)",
                                      reduceKindName(reduction), e));
     if (!out.pending.empty() && out.pendingKind != reduction)
       return unsupported(op, a, "two reductions pending at once");

@@ -205,6 +205,15 @@ def flags(x: f32["b k@tp"]) -> (bool["b"], bool["b"]):
 """, "flags", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (6, 8)},
      lambda x: [(x > 1.5).any(1).astype(np.float64),
                 (x > -1.5).all(1).astype(np.float64)], False),
+    # prod over a split dim: the blocks' products gathered and multiplied.
+    ("prod-over-split",
+     """mesh tp
+
+def prods(x: f32["b k@tp"], n: i32["b k@tp"]) -> (f32["b"], i32["b"]):
+    return reduce(x, "b k -> b", "prod"), reduce(n, "b k -> b", "prod")
+""", "prods", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (5, 8), "n": ("ids", (5, 8), 7)},
+     lambda x, n: [x.prod(1), n.prod(1)], True),
     ("mlp-2d-mesh",
      """mesh dp, tp
 
