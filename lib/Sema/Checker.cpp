@@ -186,28 +186,36 @@ Shape FunctionChecker::bindResultNames(const Shape &declaredIn,
   for (auto &d : declared)
     if (!d.isPack())
       d.size = d.size.replaceSymbols(alias);
-  // An anonymous dim of the function's own result bound to a name a
-  // `shard` rule splits is split by it, as the name written would be (the
-  // run assembles the whole result). Only where a parameter has the name
-  // split by the rule, so that its entry check covers the divisibility;
-  // a call's result keeps its written layout (a demand on the caller).
+  // An anonymous dim of the function's own result whose size names a name
+  // a `shard` rule splits (alone, or in a product or quotient) is split on
+  // the rule's axis, as the name written would be; the value's layout says
+  // through which factor (the run assembles the whole result). Only where
+  // a parameter has the name split by the rule, so that its entry check
+  // covers the divisibility, and one such name; a call's result keeps its
+  // written layout (a demand on the caller).
   if (inlined())
     return declared;
   for (size_t i = 0; i < declared.size() && i < anonymous.size(); ++i) {
     Dim &d = declared[i];
-    auto name = d.isPack() ? std::nullopt : d.size.asSymbol();
-    auto rule = name ? scope.shardRules.find(*name) : scope.shardRules.end();
-    if (!anonymous[i] || !d.meshAxis.empty() || rule == scope.shardRules.end())
+    if (!anonymous[i] || d.isPack() || !d.meshAxis.empty())
       continue;
-    bool inParams = false;
-    for (unsigned param : out.params)
-      for (const Dim &pd : out.ctx.expand(out.values[param].type.shape))
-        inParams |=
-            !pd.isPack() && pd.size == d.size && pd.meshAxis == rule->second;
-    if (!inParams)
+    std::vector<std::pair<std::string, std::string>> ruled;
+    for (const std::string &name : d.size.symbols()) {
+      auto rule = scope.shardRules.find(name);
+      if (rule == scope.shardRules.end())
+        continue;
+      bool inParams = false;
+      for (unsigned param : out.params)
+        for (const Dim &pd : out.ctx.expand(out.values[param].type.shape))
+          inParams |= !pd.isPack() && pd.size == SizeExpr::symbol(name) &&
+                      pd.meshAxis == rule->second;
+      if (inParams)
+        ruled.push_back({name, rule->second});
+    }
+    if (ruled.size() != 1)
       continue;
-    d.meshAxis = rule->second;
-    d.meshMajor = d.size;
+    d.meshAxis = ruled[0].second;
+    d.meshMajor = SizeExpr::symbol(ruled[0].first);
   }
   return declared;
 }

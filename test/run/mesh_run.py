@@ -170,15 +170,16 @@ def add(x: f32["b d"], w: f32["d f"]) -> f32["b@tp f"]:
      {"x": (8, 3), "w": (3, 5)},
      lambda x, w: [np.tanh(x @ w) - (x @ w).max(1, keepdims=True)], False),
     # A result typed with anonymous dims takes the shard rule of the name
-    # each binds to.
+    # its size names (alone or in a product).
     ("anonymous-result",
      """mesh tp
 shard f -> tp
 
-def anon(x: f32["b f"], w: f32["f"]) -> (f32["_ _"], f32["..."]):
-    return x * w, w + 1.0
+def anon(x: f32["b f"], w: f32["f"]) -> (f32["_ _"], f32["..."], f32["_"]):
+    return x * w, w + 1.0, rearrange(x, "b f -> (f b)")
 """, "anon", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
-     {"x": (3, 8), "w": (8,)}, lambda x, w: [x * w, w + 1], False),
+     {"x": (3, 8), "w": (8,)},
+     lambda x, w: [x * w, w + 1, x.T.reshape(-1)], False),
     ("reduce-scatter",
      """mesh tp
 
