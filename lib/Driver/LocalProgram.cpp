@@ -464,6 +464,19 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
     if (linear)
       for (const std::string &s : rest->symbols())
         linear &= !split.count(s) || s == *major || afterGather(c.id, s);
+    // Or the factor over a number k (`(h 2) -> h` of a split h*2): the
+    // block's size (f/n)/k is the whole's block (f/k)/n when k*n divides f.
+    if (!linear && major) {
+      auto whole = SizeExpr::symbol(*major).evaluate(fn.ctx.env);
+      auto size = c.dim.size.evaluate(fn.ctx.env);
+      auto n = SizeExpr::symbol(c.axis).evaluate(fn.ctx.env);
+      if (whole && size && n && *size > 0 && *whole % *size == 0) {
+        Int k = *whole / *size;
+        linear = c.dim.size == SizeExpr::quotient(SizeExpr::symbol(*major),
+                                                  SizeExpr::constant(k)) &&
+                 *whole % (k * *n) == 0;
+      }
+    }
     if (!linear)
       return shardedError(
           m, valueLoc(c.id),

@@ -159,6 +159,16 @@ def f(x: f32["a@tp b"], y: f32["d@tp b c"]) -> (f32["(3 a) b"], f32["(c d)"]):
 """, "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"x": (4, 3), "y": (4, 3, 2)},
      lambda x, y: [np.tile(x, (3, 1)), y.sum(1).T.reshape(-1)], False),
+    # A split dim whose size is a split name over a number (h/2 of a
+    # pooling): the block's (h/tp)/2 is the whole's block.
+    ("quotient-split",
+     """mesh tp
+shard h -> tp
+
+def pool(x: f32["h w"]) -> f32["_ _"]:
+    return reduce(x, "(h2 2) w -> h2 w", "max")
+""", "pool", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (8, 3)},
+     lambda x: [x.reshape(4, 2, 3).max(1)], False),
     # A reshard adding a split (a local slice, no communication).
     ("reshard-add-split",
      """mesh tp
