@@ -79,7 +79,10 @@ nvcc and runs it on this machine's GPU (exit 2 without one);
 cuda-emulated builds the same source with the host C++ compiler and
 runs it on the CPU. A file with a mesh runs sharded on simulated ranks
 (--ranks N --simulate, N the mesh's product): each rank computes its
-blocks, the results are completed and assembled (docs/distributed.md §4).)",
+blocks, the results are completed and assembled (docs/distributed.md §4).
+A program whose collectives are all-reduces and reduce-scatters runs as
+one compiled function per rank with its collectives inside
+(EIN_SHARDED_RUN=parts runs it cut at them instead).)",
        {"--fn",           "--in",           "--out",          "--dim",
         "--mesh",         "--time",         "--peak-flops",   "--bandwidth",
         "--tiles",        "--cpu",          "--cpu-features", "--no-fusion",
@@ -178,8 +181,8 @@ cudaStream_t.)",
 static; every other is dynamic, read from the arguments; every variadic's
 rank must be fixed (by --rank). A file with a mesh: --stage=ein prints
 function --fn's local program (its dims split on a mesh axis at their
-blocks' sizes) with the mesh dialect's collectives; later stages are not
-built yet.)",
+blocks' sizes) with the mesh dialect's collectives; later stages show
+them as calls of the runtime's collectives (ein_comm_all_reduce, ...).)",
        {"--stage", "--fn", "--dim", "--mesh", "--rank", "--tiles", "--cpu",
         "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
   };
@@ -203,9 +206,10 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--mesh AXIS=INT,...
                  bind the axes of the file's `mesh` (--mesh dp=2,tp=4): as
                  --dim AXIS=INT each, but only for mesh axes, and at least 1;
-                 a --dim of the same axis must agree (emit, run, train and
-                 build refuse a file with a mesh until sharded programs
-                 lower; report costs it per rank, with its collectives))"},
+                 a --dim of the same axis must agree (emit shows a
+                 function's local program, run --ranks runs it; train and
+                 build refuse a file with a mesh; report costs it per rank,
+                 with its collectives))"},
     {"--rank",
      R"(--rank NAME=INT  fix the rank (0 to 16) of the variadic *NAME; the '...'
                  in the type of parameter PARAM is PARAM... (--rank x...=2))"},

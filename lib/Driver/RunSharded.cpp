@@ -2,10 +2,13 @@
 // (docs/distributed.md §4): each rank (a thread or an MPI process) runs the
 // local program's parts on its blocks, all-reducing between them, and rank
 // 0 assembles the results.
+#include "EmitSharded.h"
 #include "LocalProgram.h"
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
+#include "ein/MLIRGen/MLIRGen.h"
+#include "ein/Runtime/CollectiveCalls.h"
 #include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Layout.h"
 #include "ein/Support/Spelling.h"
@@ -14,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -137,6 +141,26 @@ ErrorOr<void> allToAll(Communicator &group, runtime::HostTensor &value,
   return {};
 }
 
+/// Whether `fn`'s collectives are all compiled into one function (all-reduces
+/// and reduce-scatters, ein-mesh-to-calls) rather than run between parts,
+/// unless EIN_SHARDED_RUN=parts asks for the parts.
+bool compilesCollectives(const CheckedFunction &fn) {
+  if (const char *how = std::getenv("EIN_SHARDED_RUN");
+      how && std::string(how) == "parts")
+    return false;
+  for (const InferredCollective &c : fn.collectives)
+    switch (c.kind) {
+    case CollectiveKind::AllReduce:
+    case CollectiveKind::ReduceScatter:
+      break;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::AllToAll:
+    case CollectiveKind::Broadcast:
+      return false;
+    }
+  return true;
+}
+
 } // namespace
 
 ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
@@ -232,6 +256,23 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       r /= axisSize[i];
     }
     return c;
+  };
+  // A reduce-scattered value `id` of a program compiled with its
+  // collectives is the rank's block of its scatter dim: a 1/n part of the
+  // block it was, at the rank's coordinate on the axis.
+  auto scatterBlockOf = [&](const MeshProgram &m, unsigned id,
+                            const std::vector<int64_t> &coord,
+                            std::vector<int64_t> &shape,
+                            std::vector<int64_t> &offset) {
+    for (size_t k = 0; k < m.collectives.size(); ++k) {
+      const InferredCollective &c = m.collectives[k];
+      if (c.kind != CollectiveKind::ReduceScatter || c.value != id)
+        continue;
+      size_t a = axisIndex(c.axis), j = size_t(m.scatterDims[k]);
+      shape[j] /= axisSize[a];
+      if (j < offset.size())
+        offset[j] += coord[a] * shape[j];
+    }
   };
   // A value's block on a rank: per dim, offset and size; a dim whose name
   // is in `whole` (gathered by then, or split only later) is whole, one in
@@ -346,17 +387,32 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   // Cut after each op an all-reduce or all-gather follows: each part is
   // compiled as a function of the values it reads, returning those read
   // later, from the local program of the names gathered before it.
+  // `mesh`: the one part of a program whose collectives are compiled into
+  // it (ein-mesh-to-calls), run on the rank's groups from inside the call.
   struct Part {
     std::shared_ptr<Callable> callable;
     std::vector<unsigned> params, returns;
     size_t end;
     const Local *local;
+    std::shared_ptr<const MeshProgram> mesh;
   };
   std::vector<Part> parts;
   auto points = collectivePoints(wholeBound->concrete, *bfn);
   if (!points)
     return points.error();
-  std::set<size_t> cuts(points->begin(), points->end());
+  // All-reduces and reduce-scatters only: the whole local program is one
+  // function with its collectives inside (EIN_SHARDED_RUN=parts cuts it as
+  // the other programs are cut, for comparison).
+  std::shared_ptr<const MeshProgram> mesh;
+  if (compilesCollectives(*bfn)) {
+    auto made = meshProgramOf(wholeBound->concrete, *bfn, *points);
+    if (!made)
+      return made.error();
+    mesh = std::make_shared<const MeshProgram>(std::move(*made));
+  }
+  std::set<size_t> cuts;
+  if (!mesh)
+    cuts.insert(points->begin(), points->end());
   if (!lfn->ops.empty())
     cuts.insert(lfn->ops.size() - 1);
   std::set<unsigned> finals(lfn->returns.begin(), lfn->returns.end());
@@ -402,11 +458,13 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     for (auto &shape : (*local)->shapes)
       for (int64_t n : shape)
         key += fmt::format("{},", n);
+    TargetOptions partOptions = targetOptions;
+    partOptions.mesh = mesh;
     auto callable =
-        engine.compile(**target, key, module1, options.function, targetOptions);
+        engine.compile(**target, key, module1, options.function, partOptions);
     if (!callable)
       return callable.error();
-    parts.push_back({*callable, pf.params, pf.returns, end, *local});
+    parts.push_back({*callable, pf.params, pf.returns, end, *local, mesh});
     begin = end + 1;
   }
 
@@ -452,6 +510,9 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
         std::vector<int64_t> shape;
         for (auto &d : pfn.ctx.expand(pfn.values[id].type.shape))
           shape.push_back(int64_t(*d.size.evaluate(pfn.ctx.env)));
+        std::vector<int64_t> unused;
+        if (part.mesh)
+          scatterBlockOf(*part.mesh, id, coord, shape, unused);
         auto t = runtime::HostTensor::create(
             runtime::toStorage(pfn.values[id].type.dtype), shape);
         if (!t)
@@ -461,9 +522,22 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       std::vector<runtime::HostTensor *> outs;
       for (auto &t : outputs)
         outs.push_back(&t);
-      ErrorOr<void> called = [&] {
-        std::lock_guard<std::mutex> lock(callMutex);
+      ErrorOr<void> called = [&]() -> ErrorOr<void> {
         int64_t status = 0;
+        if (part.mesh) {
+          // The ranks meet inside the call: no lock; the scope gives the
+          // compiled collectives the rank's groups and keeps their error.
+          std::vector<Communicator *> axisGroups;
+          for (auto &group : groups)
+            axisGroups.push_back(group.get());
+          CollectiveScope scope(std::move(axisGroups));
+          auto ran =
+              part.callable->call(ins, outs, part.local->bound.dims, &status);
+          if (auto failed = scope.error())
+            return *failed;
+          return ran;
+        }
+        std::lock_guard<std::mutex> lock(callMutex);
         return part.callable->call(ins, outs, part.local->bound.dims, &status);
       }();
       // A call may fail on one rank only (an id out of range in its
@@ -481,6 +555,8 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
             fmt::format("rank {} stopped: another rank failed", rank));
       for (size_t k = 0; k < part.returns.size(); ++k)
         env[part.returns[k]] = std::move(outputs[k]);
+      if (part.mesh)
+        continue; // its collectives ran inside it
       // The all-reduces first: a reshard completing partial sums and
       // dropping a split gathers the completed blocks.
       for (size_t k = 0; k < bfn->collectives.size(); ++k)
@@ -526,6 +602,8 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
         std::vector<int64_t> offset;
         auto shape =
             blockOf(bfn->returns[k], whole->shape, coordinate(q), offset);
+        if (mesh)
+          scatterBlockOf(*mesh, bfn->returns[k], coordinate(q), shape, offset);
         if (shape != block.shape)
           return Error::program(fmt::format(
               "result {} of rank {} has not the block's shape", k + 1, q));
