@@ -215,21 +215,20 @@ struct ReduceScatterToCall
     mlir::Value reduction = c.i32(int32_t(*reductionCode(op.getReduction())));
     mlir::Value send = c.copyOf(input);
     mlir::Value total = c.count(type, input);
-    // The block: the input's sizes but along `dim`, the result's there
-    // (static: refusal() asks for it).
+    // The block: the result's sizes, static where it has them (along `dim`
+    // always: refusal() asks for it), else the input's.
     llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
     llvm::SmallVector<mlir::Value> dynamic;
     for (int64_t d = 0; d < type.getRank(); ++d) {
       offsets.push_back(rewriter.getIndexAttr(0));
       strides.push_back(rewriter.getIndexAttr(1));
-      if (d == dim) {
+      if (!resultType.isDynamicDim(d)) {
         sizes.push_back(rewriter.getIndexAttr(resultType.getDimSize(d)));
         continue;
       }
       mlir::Value size = rewriter.create<mlir::tensor::DimOp>(c.loc, input, d);
       sizes.push_back(size);
-      if (resultType.isDynamicDim(d))
-        dynamic.push_back(size);
+      dynamic.push_back(size);
     }
     if (dim == 0) {
       mlir::Value recv = c.alloc(resultType, dynamic);

@@ -405,9 +405,10 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   // the other programs are cut, for comparison).
   std::shared_ptr<const MeshProgram> mesh;
   if (compilesCollectives(*bfn)) {
-    auto made = meshProgramOf(wholeBound->concrete, *bfn, *points);
+    auto made = meshProgramOf(checked, *bfn, *points);
     if (!made)
       return made.error();
+    made->sizes = axisSize;
     mesh = std::make_shared<const MeshProgram>(std::move(*made));
   }
   std::set<size_t> cuts;
