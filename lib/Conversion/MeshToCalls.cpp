@@ -107,8 +107,8 @@ struct Calls {
     return rewriter.create<mlir::arith::ConstantIntOp>(loc, v, 32);
   }
   mlir::Value i64(mlir::Value index) {
-    return rewriter.create<mlir::arith::IndexCastOp>(
-        loc, rewriter.getI64Type(), index);
+    return rewriter.create<mlir::arith::IndexCastOp>(loc, rewriter.getI64Type(),
+                                                     index);
   }
   /// The sizes of `t`'s dynamic dims, read from `like` (same shape).
   llvm::SmallVector<mlir::Value> dynamicSizes(mlir::RankedTensorType t,
@@ -126,7 +126,8 @@ struct Calls {
       mlir::Value size =
           t.isDynamicDim(d)
               ? rewriter.create<mlir::tensor::DimOp>(loc, like, d).getResult()
-              : rewriter.create<mlir::arith::ConstantIndexOp>(loc, t.getDimSize(d))
+              : rewriter
+                    .create<mlir::arith::ConstantIndexOp>(loc, t.getDimSize(d))
                     .getResult();
       n = rewriter.create<mlir::arith::MulIOp>(loc, n, size);
     }
@@ -141,8 +142,9 @@ struct Calls {
   mlir::Value copyOf(mlir::Value tensor) {
     auto t = llvm::cast<mlir::RankedTensorType>(tensor.getType());
     mlir::Value buffer = alloc(t, dynamicSizes(t, tensor));
-    auto copy = rewriter.create<mlir::bufferization::MaterializeInDestinationOp>(
-        loc, tensor, buffer);
+    auto copy =
+        rewriter.create<mlir::bufferization::MaterializeInDestinationOp>(
+            loc, tensor, buffer);
     copy.setWritable(true);
     return buffer;
   }
@@ -158,9 +160,8 @@ struct Calls {
   /// Calls `name`, declared (private, external) on first use.
   mlir::func::CallOp call(llvm::StringRef name, mlir::ValueRange args,
                           mlir::TypeRange results = {}) {
-    auto module = rewriter.getBlock()
-                      ->getParentOp()
-                      ->getParentOfType<mlir::ModuleOp>();
+    auto module =
+        rewriter.getBlock()->getParentOp()->getParentOfType<mlir::ModuleOp>();
     if (!module.lookupSymbol<mlir::func::FuncOp>(name)) {
       mlir::OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
@@ -187,11 +188,10 @@ struct AllReduceToCall : mlir::OpRewritePattern<mlir::mesh::AllReduceOp> {
     Calls c{rewriter, op.getLoc()};
     auto type = llvm::cast<mlir::RankedTensorType>(op.getInput().getType());
     mlir::Value buffer = c.copyOf(op.getInput());
-    c.call(kAllReduceCall,
-           {c.address(buffer), c.count(type, op.getInput()),
-            c.i32(typeCode(type.getElementType())),
-            c.i32(int32_t(*reductionCode(op.getReduction()))),
-            c.i32(axisOf(op))});
+    c.call(kAllReduceCall, {c.address(buffer), c.count(type, op.getInput()),
+                            c.i32(typeCode(type.getElementType())),
+                            c.i32(int32_t(*reductionCode(op.getReduction()))),
+                            c.i32(axisOf(op))});
     rewriter.replaceOp(op, c.asTensor(buffer));
     return mlir::success();
   }
@@ -232,9 +232,8 @@ struct ReduceScatterToCall
     }
     if (dim == 0) {
       mlir::Value recv = c.alloc(resultType, dynamic);
-      c.call(kReduceScatterCall,
-             {c.address(send), c.address(recv), total, code, reduction,
-              c.i32(axisOf(op))});
+      c.call(kReduceScatterCall, {c.address(send), c.address(recv), total, code,
+                                  reduction, c.i32(axisOf(op))});
       rewriter.replaceOp(op, c.asTensor(recv));
       return mlir::success();
     }
@@ -243,14 +242,15 @@ struct ReduceScatterToCall
     mlir::Value axisRank =
         c.call(kAxisRankCall, {c.i32(axisOf(op))}, rewriter.getI64Type())
             .getResult(0);
-    offsets[size_t(dim)] = rewriter
-                               .create<mlir::arith::MulIOp>(
-                                   c.loc,
-                                   rewriter.create<mlir::arith::IndexCastOp>(
-                                       c.loc, rewriter.getIndexType(), axisRank),
-                                   rewriter.create<mlir::arith::ConstantIndexOp>(
-                                       c.loc, resultType.getDimSize(dim)))
-                               .getResult();
+    offsets[size_t(dim)] =
+        rewriter
+            .create<mlir::arith::MulIOp>(
+                c.loc,
+                rewriter.create<mlir::arith::IndexCastOp>(
+                    c.loc, rewriter.getIndexType(), axisRank),
+                rewriter.create<mlir::arith::ConstantIndexOp>(
+                    c.loc, resultType.getDimSize(dim)))
+            .getResult();
     rewriter.replaceOpWithNewOp<mlir::tensor::ExtractSliceOp>(
         op, resultType, c.asTensor(send), offsets, sizes, strides);
     return mlir::success();
@@ -270,7 +270,8 @@ struct AllGatherToCall : mlir::OpRewritePattern<mlir::mesh::AllGatherOp> {
     llvm::SmallVector<mlir::Value> dynamic;
     for (int64_t d = 1; d < resultType.getRank(); ++d)
       if (resultType.isDynamicDim(d))
-        dynamic.push_back(rewriter.create<mlir::tensor::DimOp>(c.loc, input, d));
+        dynamic.push_back(
+            rewriter.create<mlir::tensor::DimOp>(c.loc, input, d));
     mlir::Value send = c.copyOf(input);
     mlir::Value recv = c.alloc(resultType, dynamic);
     c.call(kAllGatherCall,
@@ -311,8 +312,8 @@ struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
         &getContext());
     mlir::GreedyRewriteConfig config;
     config.strictMode = mlir::GreedyRewriteStrictness::ExistingAndNewOps;
-    if (mlir::failed(mlir::applyPatternsAndFoldGreedily(module, std::move(patterns),
-                                                        config)))
+    if (mlir::failed(mlir::applyPatternsAndFoldGreedily(
+            module, std::move(patterns), config)))
       return signalPassFailure();
     bool left = false;
     module.walk([&](mlir::Operation *op) {
@@ -324,7 +325,8 @@ struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
     });
     if (left)
       return signalPassFailure();
-    for (auto mesh : llvm::make_early_inc_range(module.getOps<mlir::mesh::MeshOp>()))
+    for (auto mesh :
+         llvm::make_early_inc_range(module.getOps<mlir::mesh::MeshOp>()))
       mesh.erase();
   }
 };

@@ -17,9 +17,8 @@ namespace {
 /// The local program's refusals name a sharded run: emit shows that
 /// program, so it refuses what the run refuses.
 Error withEmitNote(Error error) {
-  error.withNote("einc emit of a sharded function shows the local program a "
-                 "sharded "
-                 "run compiles, and refuses what that run refuses");
+  error.withNote("einc emit of a sharded function shows the local program "
+                 "a sharded run compiles, and refuses what that run refuses");
   return error;
 }
 } // namespace
@@ -132,9 +131,9 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   if (!emitted && emitted.error().context.empty())
     return emitted.error();
   if (!emitted)
-    return Error::inFile(ErrorKind::Program, file.path,
-                         fmt::format("cannot emit --stage={}:",
-                                     irStageName(stage)))
+    return Error::inFile(
+               ErrorKind::Program, file.path,
+               fmt::format("cannot emit --stage={}:", irStageName(stage)))
         .withContext(std::move(emitted.error().context));
   return {};
 }

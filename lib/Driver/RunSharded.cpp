@@ -260,20 +260,19 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   // A reduce-scattered value `id` of a program compiled with its
   // collectives is the rank's block of its scatter dim: a 1/n part of the
   // block it was, at the rank's coordinate on the axis.
-  auto scatterBlockOf = [&](const MeshProgram &m, unsigned id,
-                            const std::vector<int64_t> &coord,
-                            std::vector<int64_t> &shape,
-                            std::vector<int64_t> &offset) {
-    for (size_t k = 0; k < m.collectives.size(); ++k) {
-      const InferredCollective &c = m.collectives[k];
-      if (c.kind != CollectiveKind::ReduceScatter || c.value != id)
-        continue;
-      size_t a = axisIndex(c.axis), j = size_t(m.scatterDims[k]);
-      shape[j] /= axisSize[a];
-      if (j < offset.size())
-        offset[j] += coord[a] * shape[j];
-    }
-  };
+  auto scatterBlockOf =
+      [&](const MeshProgram &m, unsigned id, const std::vector<int64_t> &coord,
+          std::vector<int64_t> &shape, std::vector<int64_t> &offset) {
+        for (size_t k = 0; k < m.collectives.size(); ++k) {
+          const InferredCollective &c = m.collectives[k];
+          if (c.kind != CollectiveKind::ReduceScatter || c.value != id)
+            continue;
+          size_t a = axisIndex(c.axis), j = size_t(m.scatterDims[k]);
+          shape[j] /= axisSize[a];
+          if (j < offset.size())
+            offset[j] += coord[a] * shape[j];
+        }
+      };
   // A value's block on a rank: per dim, offset and size; a dim whose name
   // is in `whole` (gathered by then, or split only later) is whole, one in
   // `blocked` (split by then) is the block's size (local shapes only).

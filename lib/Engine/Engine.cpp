@@ -103,7 +103,8 @@ ErrorOr<std::shared_ptr<Callable>> Engine::compile(const Target &target,
   // adds to a file's (the CPU compiled for too: one engine may serve
   // several, as set_cpu changes it).
   std::string full = fmt::format(
-      "target {}\nkey {}\nfunction {}\ntiles {} fusion {}\ncpu {} {}\n{}{}\n{}{}",
+      "target {}\nkey {}\nfunction {}\ntiles {} fusion {}\ncpu {} "
+      "{}\n{}{}\n{}{}",
       target.name(), key, function, options.cpu.tiles.str(), options.cpu.fusion,
       options.cpu.target.name, options.cpu.target.features,
       options.allowTf32 ? "tf32\n" : "", options.mainFunction,

@@ -405,9 +405,9 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
   if (mesh)
     impl->results = meshResultTypes(*fn, *mesh);
 
-  auto verified = mesh ? buildVerifiedShardedEinModule(impl->context, module,
-                                                       *mesh)
-                       : buildVerifiedEinModule(impl->context, module);
+  auto verified =
+      mesh ? buildVerifiedShardedEinModule(impl->context, module, *mesh)
+           : buildVerifiedEinModule(impl->context, module);
   if (!verified)
     return failure(std::move(verified.error().context));
   mlir::OwningOpRef<mlir::ModuleOp> ir = std::move(*verified);

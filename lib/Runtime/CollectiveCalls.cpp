@@ -90,14 +90,16 @@ collectiveRefusal(runtime::StorageType type,
   if (!reduction)
     return std::nullopt;
   if (!isReducibleType(type))
-    return fmt::format("a reduction of {} over ranks is not built: f64, f32, "
-                       "f16, bf16, i64 and i32 are",
-                       runtime::storageName(type));
+    return fmt::format(
+        "a reduction of {} over ranks is not supported yet: f64, f32, "
+        "f16, bf16, i64 and i32 are",
+        runtime::storageName(type));
   if (*reduction == CollectiveReduction::Mean &&
       type != runtime::StorageType::F32 && type != runtime::StorageType::F64)
-    return fmt::format("an average of {} over ranks is not built: f32 and "
-                       "f64 are",
-                       runtime::storageName(type));
+    return fmt::format(
+        "an average of {} over ranks is not supported yet: f32 and "
+        "f64 are",
+        runtime::storageName(type));
   return std::nullopt;
 }
 

@@ -20,7 +20,12 @@ class Communicator;
 
 /// The reduction code of a compiled collective: the communicator's three,
 /// and the group's mean (a sum divided by the group's size; f32 and f64).
-enum class CollectiveReduction : int32_t { Sum = 0, Max = 1, Min = 2, Mean = 3 };
+enum class CollectiveReduction : int32_t {
+  Sum = 0,
+  Max = 1,
+  Min = 2,
+  Mean = 3
+};
 
 /// Why a compiled collective cannot take `type` with `reduction` (none: a
 /// move, not a reduction), or nullopt when it can: reductions of f64, f32,
