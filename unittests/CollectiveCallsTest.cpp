@@ -5,6 +5,7 @@
 // (an axis without a group, a mean of f16) and the later
 // calls skipped.
 #include "ein/Runtime/CollectiveCalls.h"
+#include "ein/Runtime/Communicator.h"
 
 #include <gtest/gtest.h>
 
