@@ -120,36 +120,51 @@ bool CollectiveScope::active() { return current != nullptr; }
 
 using namespace ein;
 
-extern "C" void ein_comm_all_reduce(int64_t data, int64_t count, int32_t type,
-                                    int32_t op, int32_t axis) {
-  Communicator *group = groupOf(axis, "all-reduce");
+namespace {
+/// Runs `run(group, type, reduction)` on mesh axis `axis`'s group (`what`
+/// names the collective), keeping its error.
+template <typename Run>
+void reduceOn(const char *what, int32_t axis, int32_t type, int32_t op,
+              Run run) {
+  Communicator *group = groupOf(axis, what);
   if (!group)
     return;
   auto storage = runtime::StorageType(type);
   auto reduce = reduceOpOf(op, storage);
   if (!reduce)
     return keep(reduce.error());
-  if (auto done = group->allReduce(pointer(data), storage, count, *reduce);
-      !done)
-    return keep(done);
-  finishMean(op, pointer(data), count, storage, group->size());
+  keep(run(*group, storage, *reduce));
+}
+} // namespace
+
+extern "C" void ein_comm_all_reduce(int64_t data, int64_t count, int32_t type,
+                                    int32_t op, int32_t axis) {
+  reduceOn("all-reduce", axis, type, op,
+           [&](Communicator &group, runtime::StorageType storage,
+               ReduceOp reduce) -> ErrorOr<void> {
+             if (auto done =
+                     group.allReduce(pointer(data), storage, count, reduce);
+                 !done)
+               return done;
+             finishMean(op, pointer(data), count, storage, group.size());
+             return {};
+           });
 }
 
 extern "C" void ein_comm_reduce_scatter(int64_t send, int64_t recv,
                                         int64_t total, int32_t type, int32_t op,
                                         int32_t axis) {
-  Communicator *group = groupOf(axis, "reduce-scatter");
-  if (!group)
-    return;
-  auto storage = runtime::StorageType(type);
-  auto reduce = reduceOpOf(op, storage);
-  if (!reduce)
-    return keep(reduce.error());
-  if (auto done = group->reduceScatter(pointer(send), pointer(recv), storage,
-                                       total, *reduce);
-      !done)
-    return keep(done);
-  finishMean(op, pointer(recv), total / group->size(), storage, group->size());
+  reduceOn("reduce-scatter", axis, type, op,
+           [&](Communicator &group, runtime::StorageType storage,
+               ReduceOp reduce) -> ErrorOr<void> {
+             if (auto done = group.reduceScatter(pointer(send), pointer(recv),
+                                                 storage, total, reduce);
+                 !done)
+               return done;
+             finishMean(op, pointer(recv), total / group.size(), storage,
+                        group.size());
+             return {};
+           });
 }
 
 extern "C" void ein_comm_all_gather(int64_t send, int64_t recv, int64_t count,
