@@ -287,6 +287,7 @@ struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
     mlir::ModuleOp module = getOperation();
     // Every mesh op is lowered or refused by name, at the op.
     bool failed = false;
+    llvm::SmallVector<mlir::Operation *> collectives;
     module.walk([&](mlir::Operation *op) {
       if (op->getDialect() == nullptr ||
           op->getDialect()->getNamespace() != "mesh" ||
@@ -304,16 +305,19 @@ struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
         op->emitError() << why;
         failed = true;
       }
+      collectives.push_back(op);
     });
     if (failed)
       return signalPassFailure();
     mlir::RewritePatternSet patterns(&getContext());
     patterns.add<AllReduceToCall, ReduceScatterToCall, AllGatherToCall>(
         &getContext());
+    // Only the collectives (and the ops their patterns make) are rewritten:
+    // a program without them leaves the pass as it came.
     mlir::GreedyRewriteConfig config;
     config.strictMode = mlir::GreedyRewriteStrictness::ExistingAndNewOps;
-    if (mlir::failed(mlir::applyPatternsAndFoldGreedily(
-            module, std::move(patterns), config)))
+    if (!collectives.empty() && mlir::failed(mlir::applyOpPatternsAndFold(
+                                    collectives, std::move(patterns), config)))
       return signalPassFailure();
     bool left = false;
     module.walk([&](mlir::Operation *op) {

@@ -7,14 +7,15 @@
 // CHECK-LABEL: func.func private @ein_comm_all_reduce(i64, i64, i32, i32, i32)
 // CHECK-LABEL: func.func @all_reduce(
 // CHECK-SAME: %[[X:.*]]: tensor<2x3xf32>
-// CHECK-DAG: %[[SUM:.*]] = arith.constant 0 : i32
-// CHECK-DAG: %[[F32_AXIS:.*]] = arith.constant 1 : i32
-// CHECK-DAG: %[[N:.*]] = arith.constant 6 : i64
 // CHECK: %[[BUF:.*]] = memref.alloc() : memref<2x3xf32>
 // CHECK: bufferization.materialize_in_destination %[[X]] in writable %[[BUF]]
 // CHECK: %[[P:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
 // CHECK: %[[A:.*]] = arith.index_cast %[[P]] : index to i64
-// CHECK: call @ein_comm_all_reduce(%[[A]], %[[N]], %[[F32_AXIS]], %[[SUM]], %[[F32_AXIS]])
+// CHECK: %[[N:.*]] = arith.constant 6 : i64
+// CHECK: %[[F32:.*]] = arith.constant 1 : i32
+// CHECK: %[[SUM:.*]] = arith.constant 0 : i32
+// CHECK: %[[AXIS:.*]] = arith.constant 1 : i32
+// CHECK: call @ein_comm_all_reduce(%[[A]], %[[N]], %[[F32]], %[[SUM]], %[[AXIS]])
 // CHECK: %[[R:.*]] = bufferization.to_tensor %[[BUF]] restrict writable
 // CHECK: return %[[R]]
 mesh.mesh @mesh(shape = 2x2)
@@ -31,10 +32,19 @@ func.func @all_reduce(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // CHECK-LABEL: func.func @dynamic(
 // CHECK: %[[D:.*]] = tensor.dim %{{.*}}, %c0
 // CHECK: memref.alloc(%[[D]]) : memref<?x4xf64>
-// CHECK: %[[N:.*]] = arith.muli %{{.*}}, %c4 : index
-// CHECK: call @ein_comm_all_reduce(%{{.*}}, %{{.*}}, %c0_i32, %c1_i32, %c0_i32)
-// CHECK: call @ein_comm_all_reduce(%{{.*}}, %{{.*}}, %c0_i32, %c2_i32, %c0_i32)
-// CHECK: call @ein_comm_all_reduce(%{{.*}}, %{{.*}}, %c0_i32, %c3_i32, %c0_i32)
+// CHECK: arith.muli %{{.*}}, %c4 : index
+// CHECK: arith.constant 0 : i32
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK-NEXT: arith.constant 0 : i32
+// CHECK-NEXT: call @ein_comm_all_reduce
+// CHECK: arith.constant 0 : i32
+// CHECK-NEXT: arith.constant 2 : i32
+// CHECK-NEXT: arith.constant 0 : i32
+// CHECK-NEXT: call @ein_comm_all_reduce
+// CHECK: arith.constant 0 : i32
+// CHECK-NEXT: arith.constant 3 : i32
+// CHECK-NEXT: arith.constant 0 : i32
+// CHECK-NEXT: call @ein_comm_all_reduce
 mesh.mesh @mesh(shape = 4)
 func.func @dynamic(%x: tensor<?x4xf64>) -> tensor<?x4xf64> {
   %0 = mesh.all_reduce %x on @mesh mesh_axes = [0] reduction = <max> : tensor<?x4xf64> -> tensor<?x4xf64>
@@ -63,10 +73,12 @@ func.func @scatter_leading(%x: tensor<4x3xf32>) -> tensor<2x3xf32> {
 // Tests that a reduce-scatter along another dim is an all-reduce, then the
 // rank's block: at ein_comm_axis_rank times the block's size (3).
 // CHECK-LABEL: func.func @scatter_inner(
-// CHECK: call @ein_comm_all_reduce(%{{.*}}, %{{.*}}, %c1_i32, %c0_i32, %c1_i32)
-// CHECK: %[[RANK:.*]] = call @ein_comm_axis_rank(%c1_i32) : (i32) -> i64
+// CHECK: call @ein_comm_all_reduce(
+// CHECK: %[[AXIS:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[RANK:.*]] = call @ein_comm_axis_rank(%[[AXIS]]) : (i32) -> i64
+// CHECK: %[[THREE:.*]] = arith.constant 3 : index
 // CHECK: %[[R:.*]] = arith.index_cast %[[RANK]] : i64 to index
-// CHECK: %[[OFF:.*]] = arith.muli %[[R]], %c3
+// CHECK: %[[OFF:.*]] = arith.muli %[[R]], %[[THREE]]
 // CHECK: %[[ALL:.*]] = bufferization.to_tensor
 // CHECK: tensor.extract_slice %[[ALL]][0, %[[OFF]]] [%{{.*}}, 3] [1, 1] : tensor<?x6xf32> to tensor<?x3xf32>
 mesh.mesh @mesh(shape = 2x2)

@@ -121,10 +121,10 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
     // einsums (shared by every back end).
     pm.addPass(createSplitEinsums());
     pm.addPass(createEinToLinalg());
-    pm.addPass(mlir::createCanonicalizerPass());
     // A sharded program's collectives (mesh ops) become runtime calls on
     // buffers, before fusion and bufferization see them.
     pm.addPass(createMeshToCalls());
+    pm.addPass(mlir::createCanonicalizerPass());
     if (stage == CPUStage::Linalg)
       return;
     if (options.fusion) {
