@@ -73,67 +73,65 @@ std::vector<ShardBucket> shardBuckets(std::vector<TrainedParam> &trained,
   return closed;
 }
 
+/// Copies each rank's part of `whole` (shards of `shard` elements) into
+/// `bucket`'s rank-major layout, or back: rank r's part of parameter `i` of
+/// `b` lies at r·block + offsets[i]. The one layout of both collectives.
+void copyRankMajor(HostTensor &whole, int64_t shard, uint8_t *bucket,
+                   const ShardBucket &b, size_t i, int ranks, bool intoBucket) {
+  size_t elem = whole.elementBytes();
+  for (int r = 0; r < ranks; ++r) {
+    int64_t n = partOf(whole.numElements(), shard, r);
+    if (n == 0)
+      continue;
+    uint8_t *there = bucket + size_t(r * b.block + b.offsets[i]) * elem;
+    uint8_t *here = whole.data.data() + size_t(r * shard) * elem;
+    std::memcpy(intoBucket ? there : here, intoBucket ? here : there,
+                size_t(n) * elem);
+  }
+}
+
 /// A parameter's whole tensor and its shard, which a collective moves
 /// between.
 using Pick =
     std::function<std::pair<HostTensor *, HostTensor *>(TrainedParam &)>;
 
-/// Each shard = its rank's part of the sum over the ranks of the whole
-/// tensors: every bucket packed rank-major (the padding zero) and
-/// reduce-scattered.
-ErrorOr<void> reduceScatterShards(Communicator &comm,
-                                  const std::vector<ShardBucket> &buckets,
-                                  const Pick &pick) {
+/// The collectives of ZeRO-2/3 over `buckets`. Not `gather`: each shard =
+/// its rank's part of the sum over the ranks of the whole tensors (a
+/// reduce-scatter of each bucket packed rank-major, the padding zero).
+/// `gather`: every rank's whole tensors (allocated when dropped) from all
+/// the ranks' shards (an all-gather of each rank's block).
+ErrorOr<void> moveShards(Communicator &comm,
+                         const std::vector<ShardBucket> &buckets,
+                         const Pick &pick, bool gather) {
   int ranks = comm.size();
   for (const ShardBucket &b : buckets) {
     size_t elem = runtime::storageBytes(b.type);
-    std::vector<uint8_t> send(size_t(ranks * b.block) * elem, 0),
-        recv(size_t(b.block) * elem);
+    // Every rank's parts, rank-major, and this rank's block.
+    std::vector<uint8_t> all(size_t(ranks * b.block) * elem, 0),
+        mine(size_t(b.block) * elem);
     for (size_t i = 0; i < b.params.size(); ++i) {
       auto [whole, shard] = pick(*b.params[i]);
-      int64_t s = shard->numElements();
-      for (int r = 0; r < ranks; ++r)
-        if (int64_t n = partOf(whole->numElements(), s, r))
-          std::memcpy(send.data() + size_t(r * b.block + b.offsets[i]) * elem,
-                      whole->data.data() + size_t(r * s) * elem,
-                      size_t(n) * elem);
+      if (gather)
+        std::memcpy(mine.data() + size_t(b.offsets[i]) * elem,
+                    shard->data.data(), shard->byteSize());
+      else
+        copyRankMajor(*whole, shard->numElements(), all.data(), b, i, ranks,
+                      /*intoBucket=*/true);
     }
-    EIN_TRY(comm.reduceScatter(send.data(), recv.data(), b.type,
-                               ranks * b.block, ReduceOp::Sum));
-    for (size_t i = 0; i < b.params.size(); ++i) {
-      HostTensor *shard = pick(*b.params[i]).second;
-      std::memcpy(shard->data.data(), recv.data() + size_t(b.offsets[i]) * elem,
-                  shard->byteSize());
-    }
-  }
-  return {};
-}
-
-/// Every rank's whole tensors (allocated when dropped) from all the ranks'
-/// shards: every bucket's block packed and all-gathered.
-ErrorOr<void> allGatherShards(Communicator &comm,
-                              const std::vector<ShardBucket> &buckets,
-                              const Pick &pick) {
-  int ranks = comm.size();
-  for (const ShardBucket &b : buckets) {
-    size_t elem = runtime::storageBytes(b.type);
-    std::vector<uint8_t> send(size_t(b.block) * elem),
-        recv(size_t(ranks * b.block) * elem);
-    for (size_t i = 0; i < b.params.size(); ++i) {
-      HostTensor *shard = pick(*b.params[i]).second;
-      std::memcpy(send.data() + size_t(b.offsets[i]) * elem, shard->data.data(),
-                  shard->byteSize());
-    }
-    EIN_TRY(comm.allGather(send.data(), recv.data(), b.type, b.block));
+    EIN_TRY(gather ? comm.allGather(mine.data(), all.data(), b.type, b.block)
+                   : comm.reduceScatter(all.data(), mine.data(), b.type,
+                                        ranks * b.block, ReduceOp::Sum));
     for (size_t i = 0; i < b.params.size(); ++i) {
       auto [whole, shard] = pick(*b.params[i]);
-      whole->data.resize(whole->byteSize());
-      int64_t s = shard->numElements();
-      for (int r = 0; r < ranks; ++r)
-        if (int64_t n = partOf(whole->numElements(), s, r))
-          std::memcpy(whole->data.data() + size_t(r * s) * elem,
-                      recv.data() + size_t(r * b.block + b.offsets[i]) * elem,
-                      size_t(n) * elem);
+      if (gather) {
+        whole->data.resize(whole->byteSize());
+        copyRankMajor(*whole, shard->numElements(), all.data(), b, i, ranks,
+                      /*intoBucket=*/false);
+      } else {
+        std::memcpy(shard->data.data(),
+                    mine.data() + size_t(b.offsets[i]) * elem,
+                    shard->byteSize());
+      }
     }
   }
   return {};
@@ -184,8 +182,8 @@ ErrorOr<void> TrainingState::shardState(int stage) {
 ErrorOr<void> TrainingState::gatherParameters() {
   if (zero != 3)
     return {};
-  return allGatherShards(*comm, shardBuckets(trained, dpRanks, bucketBytes),
-                         values());
+  return moveShards(*comm, shardBuckets(trained, dpRanks, bucketBytes),
+                    values(), /*gather=*/true);
 }
 
 void TrainingState::releaseParameters() {
@@ -205,10 +203,12 @@ void TrainingState::allocateGradients() {
 }
 
 ErrorOr<void> TrainingState::reduceScatterGradients() {
-  EIN_TRY(reduceScatterShards(
-      *comm, shardBuckets(trained, dpRanks, bucketBytes), [](TrainedParam &p) {
+  EIN_TRY(moveShards(
+      *comm, shardBuckets(trained, dpRanks, bucketBytes),
+      [](TrainedParam &p) {
         return std::pair{&p.grad, &p.shard.grad};
-      }));
+      },
+      /*gather=*/false));
   for (TrainedParam &p : trained) {
     releaseData(p.grad);
     releaseData(p.micro);
@@ -227,8 +227,8 @@ ErrorOr<void> TrainingState::cutValueShards() {
 ErrorOr<void> TrainingState::gatherUpdatedValues() {
   if (zero != 2)
     return {};
-  EIN_TRY(allGatherShards(*comm, shardBuckets(trained, dpRanks, bucketBytes),
-                          values()));
+  EIN_TRY(moveShards(*comm, shardBuckets(trained, dpRanks, bucketBytes),
+                     values(), /*gather=*/true));
   for (TrainedParam &p : trained)
     releaseData(p.shard.value);
   return {};
@@ -242,9 +242,12 @@ ErrorOr<void> TrainingState::gatherForCheckpoint() {
   std::vector<ShardBucket> buckets =
       shardBuckets(trained, dpRanks, bucketBytes);
   for (size_t k = 0; k < stateNames.size(); ++k)
-    EIN_TRY(allGatherShards(*comm, buckets, [k](TrainedParam &p) {
-      return std::pair{&p.states[k], &p.shard.states[k]};
-    }));
+    EIN_TRY(moveShards(
+        *comm, buckets,
+        [k](TrainedParam &p) {
+          return std::pair{&p.states[k], &p.shard.states[k]};
+        },
+        /*gather=*/true));
   return gatherParameters();
 }
 
