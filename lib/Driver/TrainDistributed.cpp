@@ -115,11 +115,6 @@ startRanks(const Module &module, CheckOptions &check, TrainRunOptions &options,
                                     "cuda or cuda-emulated (NCCL), not on "
                                     "--target={}",
                                     options.target));
-  if ((options.ranks > 1 || launched > 1) && cuda && options.zero >= 2)
-    return Error::usage(fmt::format("--zero {} on --target={} is not built: "
-                                    "ZeRO-2 and ZeRO-3 run on CPU ranks "
-                                    "(--zero 1 runs on both)",
-                                    options.zero, options.target));
   if (options.ranks > 0 && launched == 0) {
     // The batch's split is checked here, once, before any rank starts.
     CheckOptions split = check;
@@ -236,13 +231,8 @@ void TrainingState::dropUnownedStates() {
   // gathered state has none).
   for (TrainedParam &p : trained)
     if (p.owner >= 0 && p.owner != dpRank)
-      for (HostTensor &st : p.states) {
-        if (auto it = mirrors.find(st.data.data()); it != mirrors.end()) {
-          memory->release(it->second);
-          mirrors.erase(it);
-        }
-        releaseData(st);
-      }
+      for (HostTensor &st : p.states)
+        drop(st);
 }
 
 ErrorOr<void> TrainingState::broadcastParameters() {

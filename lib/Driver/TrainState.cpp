@@ -185,7 +185,7 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   EIN_TRY(refreshModelCopies());
   if (sharded()) {
     EIN_TRY(gatherParameters());
-    allocateGradients();
+    EIN_TRY(allocateGradients());
   }
   if (lossScaled) {
     lossScaleValue.dataAs<float>()[0] = static_cast<float>(lossScale);

@@ -9,6 +9,7 @@
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Target/DeviceMemory.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -118,6 +119,12 @@ const char *zeroShardedParts(int64_t stage);
 
 class TrainingState {
 public:
+  /// A parameter's whole tensor and its shard, which ZeRO-2/3's collectives
+  /// move between (moveShards, cutShards).
+  using PickShard =
+      std::function<std::pair<runtime::HostTensor *, runtime::HostTensor *>(
+          TrainedParam &)>;
+
   TrainingState() = default;
   TrainingState(const TrainingState &) = delete;
   TrainingState &operator=(const TrainingState &) = delete;
@@ -250,7 +257,7 @@ public:
   void releaseParameters();
   /// Before the backward: room for the whole gradients (and micro-batch
   /// sums) the gradient writes.
-  void allocateGradients();
+  ErrorOr<void> allocateGradients();
   /// The whole gradients summed over the ranks into the shards, which
   /// frees them (and, under ZeRO-3, the whole values).
   ErrorOr<void> reduceScatterGradients();
@@ -284,6 +291,18 @@ private:
                        const std::vector<const runtime::HostTensor *> &inputs,
                        const std::vector<runtime::HostTensor *> &outputs,
                        const Bindings &dims, int64_t *indexStatus = nullptr);
+  /// ZeRO's tensors coming and going where they live: `hold` gives a
+  /// tensor without data its data (and, on a device, its device copy);
+  /// `drop` frees both.
+  ErrorOr<void> hold(runtime::HostTensor &t);
+  void drop(runtime::HostTensor &t);
+  /// ZeRO-2/3's bucketed collectives between each parameter's whole tensor
+  /// and shard that `pick` names (TrainZero.cpp), on the device's
+  /// communicator when there is one: reduce-scatter into the shards, or
+  /// all-gather into the whole tensors (held first).
+  ErrorOr<void> moveShards(const PickShard &pick, bool gather);
+  /// Each shard `pick` names (held first) cut from its whole tensor.
+  ErrorOr<void> cutShards(const PickShard &pick);
   /// The device copy of each loop tensor, by the address of its host
   /// tensor's data: a tensor that changes places with a spare (a swap of
   /// HostTensors, whose buffers stay where they are) takes its copy along.

@@ -30,16 +30,6 @@ int64_t partOf(int64_t elements, int64_t shard, int r) {
   return std::clamp<int64_t>(elements - int64_t(r) * shard, 0, shard);
 }
 
-/// `shard` = rank `r`'s shard of `whole`, its padding zero.
-void cutShard(const HostTensor &whole, HostTensor &shard, int r) {
-  size_t elem = whole.elementBytes();
-  int64_t s = shard.numElements();
-  shard.data.assign(shard.byteSize(), 0);
-  if (int64_t n = partOf(whole.numElements(), s, r))
-    std::memcpy(shard.data.data(), whole.data.data() + size_t(r * s) * elem,
-                size_t(n) * elem);
-}
-
 /// A bucket of the sharded collectives: parameters of one dtype, each
 /// rank's block holding their shards one after another.
 struct ShardBucket {
@@ -73,64 +63,103 @@ std::vector<ShardBucket> shardBuckets(std::vector<TrainedParam> &trained,
   return closed;
 }
 
+/// Where a loop tensor's data lives (TrainingState::on): the host's, or its
+/// device copy.
+using At = std::function<void *(const HostTensor &)>;
+
+/// `shard` = rank `r`'s shard of `whole`, its padding zero, in `memory`.
+ErrorOr<void> cutShard(DeviceMemory &memory, const At &at,
+                       const HostTensor &whole, HostTensor &shard, int r) {
+  size_t elem = whole.elementBytes();
+  int64_t s = shard.numElements();
+  EIN_TRY(memory.zero(at(shard), shard.byteSize()));
+  if (int64_t n = partOf(whole.numElements(), s, r)) {
+    EIN_TRY(memory.copyWithin(at(shard),
+                              static_cast<char *>(at(whole)) + r * s * elem,
+                              size_t(n) * elem));
+  }
+  return {};
+}
+
 /// Copies each rank's part of `whole` (shards of `shard` elements) into
 /// `bucket`'s rank-major layout, or back: rank r's part of parameter `i` of
 /// `b` lies at r·block + offsets[i]. The one layout of both collectives.
-void copyRankMajor(HostTensor &whole, int64_t shard, uint8_t *bucket,
-                   const ShardBucket &b, size_t i, int ranks, bool intoBucket) {
+ErrorOr<void> copyRankMajor(DeviceMemory &memory, const At &at,
+                            const HostTensor &whole, int64_t shard,
+                            char *bucket, const ShardBucket &b, size_t i,
+                            int ranks, bool intoBucket) {
   size_t elem = whole.elementBytes();
   for (int r = 0; r < ranks; ++r) {
     int64_t n = partOf(whole.numElements(), shard, r);
     if (n == 0)
       continue;
-    uint8_t *there = bucket + size_t(r * b.block + b.offsets[i]) * elem;
-    uint8_t *here = whole.data.data() + size_t(r * shard) * elem;
-    std::memcpy(intoBucket ? there : here, intoBucket ? here : there,
-                size_t(n) * elem);
+    char *there = bucket + size_t(r * b.block + b.offsets[i]) * elem;
+    char *here = static_cast<char *>(at(whole)) + size_t(r * shard) * elem;
+    EIN_TRY(memory.copyWithin(intoBucket ? there : here,
+                              intoBucket ? here : there, size_t(n) * elem));
   }
+  return {};
 }
 
-/// A parameter's whole tensor and its shard, which a collective moves
-/// between.
-using Pick =
-    std::function<std::pair<HostTensor *, HostTensor *>(TrainedParam &)>;
+using Pick = TrainingState::PickShard;
 
-/// The collectives of ZeRO-2/3 over `buckets`. Not `gather`: each shard =
-/// its rank's part of the sum over the ranks of the whole tensors (a
-/// reduce-scatter of each bucket packed rank-major, the padding zero).
-/// `gather`: every rank's whole tensors (allocated when dropped) from all
-/// the ranks' shards (an all-gather of each rank's block).
-ErrorOr<void> moveShards(Communicator &comm,
-                         const std::vector<ShardBucket> &buckets,
-                         const Pick &pick, bool gather) {
-  int ranks = comm.size();
+/// A buffer of `memory`, released when it goes.
+struct Scratch {
+  DeviceMemory &memory;
+  char *data = nullptr;
+  ~Scratch() {
+    if (data)
+      memory.release(data);
+  }
+};
+
+/// The collectives of ZeRO-2/3 over `buckets`, on `group` (the host's, or
+/// a device's: NCCL) in `memory`. Not `gather`: each shard = its rank's part
+/// of the sum over the ranks of the whole tensors (a reduce-scatter of each
+/// bucket packed rank-major, the padding zero). `gather`: every rank's
+/// whole tensors (held already) from all the ranks' shards (an all-gather
+/// of each rank's block).
+ErrorOr<void> bucketCollectives(Communicator &group, DeviceMemory &memory,
+                                const At &at,
+                                const std::vector<ShardBucket> &buckets,
+                                const Pick &pick, bool gather) {
+  int ranks = group.size();
   for (const ShardBucket &b : buckets) {
     size_t elem = runtime::storageBytes(b.type);
     // Every rank's parts, rank-major, and this rank's block.
-    std::vector<uint8_t> all(size_t(ranks * b.block) * elem, 0),
-        mine(size_t(b.block) * elem);
-    for (size_t i = 0; i < b.params.size(); ++i) {
-      auto [whole, shard] = pick(*b.params[i]);
-      if (gather)
-        std::memcpy(mine.data() + size_t(b.offsets[i]) * elem,
-                    shard->data.data(), shard->byteSize());
-      else
-        copyRankMajor(*whole, shard->numElements(), all.data(), b, i, ranks,
-                      /*intoBucket=*/true);
+    Scratch all{memory}, mine{memory};
+    for (auto [scratch, bytes] :
+         {std::pair{&all, size_t(ranks * b.block) * elem},
+          std::pair{&mine, size_t(b.block) * elem}}) {
+      auto buffer = memory.allocate(bytes);
+      if (!buffer)
+        return buffer.error();
+      scratch->data = static_cast<char *>(*buffer);
     }
-    EIN_TRY(gather ? comm.allGather(mine.data(), all.data(), b.type, b.block)
-                   : comm.reduceScatter(all.data(), mine.data(), b.type,
-                                        ranks * b.block, ReduceOp::Sum));
+    if (!gather)
+      EIN_TRY(memory.zero(all.data, size_t(ranks * b.block) * elem));
     for (size_t i = 0; i < b.params.size(); ++i) {
       auto [whole, shard] = pick(*b.params[i]);
       if (gather) {
-        whole->data.resize(whole->byteSize());
-        copyRankMajor(*whole, shard->numElements(), all.data(), b, i, ranks,
-                      /*intoBucket=*/false);
+        EIN_TRY(memory.copyWithin(mine.data + size_t(b.offsets[i]) * elem,
+                                  at(*shard), shard->byteSize()));
       } else {
-        std::memcpy(shard->data.data(),
-                    mine.data() + size_t(b.offsets[i]) * elem,
-                    shard->byteSize());
+        EIN_TRY(copyRankMajor(memory, at, *whole, shard->numElements(),
+                              all.data, b, i, ranks, /*intoBucket=*/true));
+      }
+    }
+    EIN_TRY(gather ? group.allGather(mine.data, all.data, b.type, b.block)
+                   : group.reduceScatter(all.data, mine.data, b.type,
+                                         ranks * b.block, ReduceOp::Sum));
+    for (size_t i = 0; i < b.params.size(); ++i) {
+      auto [whole, shard] = pick(*b.params[i]);
+      if (gather) {
+        EIN_TRY(copyRankMajor(memory, at, *whole, shard->numElements(),
+                              all.data, b, i, ranks, /*intoBucket=*/false));
+      } else {
+        EIN_TRY(memory.copyWithin(at(*shard),
+                                  mine.data + size_t(b.offsets[i]) * elem,
+                                  shard->byteSize()));
       }
     }
   }
@@ -147,12 +176,48 @@ std::vector<int64_t> zeroShardShape(int64_t elements, int64_t ranks) {
   return {int64_t(shardElements(elements, ranks))};
 }
 
+ErrorOr<void> TrainingState::hold(HostTensor &t) {
+  if (!t.data.empty())
+    return {};
+  t.data.resize(t.byteSize());
+  if (memory->isHost())
+    return {};
+  auto device = memory->allocate(t.data.size());
+  if (!device)
+    return device.error();
+  mirrors[t.data.data()] = *device;
+  return {};
+}
+
+void TrainingState::drop(HostTensor &t) {
+  if (auto it = mirrors.find(t.data.data()); it != mirrors.end()) {
+    memory->release(it->second);
+    mirrors.erase(it);
+  }
+  releaseData(t);
+}
+
+ErrorOr<void> TrainingState::moveShards(const PickShard &pick, bool gather) {
+  Communicator &group = deviceComm ? *deviceComm : *comm;
+  for (TrainedParam &p : trained)
+    EIN_TRY(hold(gather ? *pick(p).first : *pick(p).second));
+  return bucketCollectives(
+      group, *memory, [this](const HostTensor &t) { return on(t); },
+      shardBuckets(trained, dpRanks, bucketBytes), pick, gather);
+}
+
+ErrorOr<void> TrainingState::cutShards(const PickShard &pick) {
+  for (TrainedParam &p : trained) {
+    auto [whole, shard] = pick(p);
+    EIN_TRY(hold(*shard));
+    EIN_TRY(cutShard(
+        *memory, [this](const HostTensor &t) { return on(t); }, *whole, *shard,
+        dpRank));
+  }
+  return {};
+}
+
 ErrorOr<void> TrainingState::shardState(int stage) {
-  if (!memory->isHost())
-    return Error::program(fmt::format("ZeRO-{} holds the loop's tensors on "
-                                      "the host; startRanks refuses it on "
-                                      "{}",
-                                      stage, memory->name()));
   zero = stage;
   for (TrainedParam &p : trained) {
     if (!p.model.data.empty())
@@ -161,19 +226,23 @@ ErrorOr<void> TrainingState::shardState(int stage) {
           "ZeRO-2 and ZeRO-3 of master weights are not built (--zero 1 is)",
           stage, p.name, runtime::storageName(p.model.type)));
     std::vector<int64_t> shape = zeroShardShape(p.value.numElements(), dpRanks);
-    p.shard.value = *HostTensor::create(p.value.type, shape);
-    cutShard(p.value, p.shard.value, dpRank);
-    if (stage == 2)
-      releaseData(p.shard.value); // cut again for each update
-    p.shard.grad = *HostTensor::create(p.grad.type, shape);
-    p.shard.states.clear();
-    for (HostTensor &st : p.states) {
-      p.shard.states.push_back(*HostTensor::create(st.type, shape));
-      cutShard(st, p.shard.states.back(), dpRank);
-      releaseData(st);
-    }
-    releaseData(p.grad);
-    releaseData(p.micro);
+    // The shards have no data until held (hold, in cutShards).
+    p.shard.value = {p.value.type, shape, {}, {}};
+    p.shard.grad = {p.grad.type, shape, {}, {}};
+    p.shard.states.assign(p.states.size(), {p.value.type, shape, {}, {}});
+    EIN_TRY(hold(p.shard.grad));
+  }
+  if (stage == 3)
+    EIN_TRY(cutShards(values()));
+  for (size_t k = 0; k < stateNames.size(); ++k)
+    EIN_TRY(cutShards([k](TrainedParam &p) {
+      return std::pair{&p.states[k], &p.shard.states[k]};
+    }));
+  for (TrainedParam &p : trained) {
+    for (HostTensor &st : p.states)
+      drop(st);
+    drop(p.grad);
+    drop(p.micro);
   }
   releaseParameters();
   return {};
@@ -182,36 +251,35 @@ ErrorOr<void> TrainingState::shardState(int stage) {
 ErrorOr<void> TrainingState::gatherParameters() {
   if (zero != 3)
     return {};
-  return moveShards(*comm, shardBuckets(trained, dpRanks, bucketBytes),
-                    values(), /*gather=*/true);
+  return moveShards(values(), /*gather=*/true);
 }
 
 void TrainingState::releaseParameters() {
   if (zero == 3)
     for (TrainedParam &p : trained)
-      releaseData(p.value);
+      drop(p.value);
 }
 
-void TrainingState::allocateGradients() {
+ErrorOr<void> TrainingState::allocateGradients() {
   // The micro-batch sum is used only with --accumulate (master weights
   // are refused by shardState).
   for (TrainedParam &p : trained) {
-    p.grad.data.resize(p.grad.byteSize());
+    EIN_TRY(hold(p.grad));
     if (options.accumulate > 1)
-      p.micro.data.resize(p.micro.byteSize());
+      EIN_TRY(hold(p.micro));
   }
+  return {};
 }
 
 ErrorOr<void> TrainingState::reduceScatterGradients() {
   EIN_TRY(moveShards(
-      *comm, shardBuckets(trained, dpRanks, bucketBytes),
       [](TrainedParam &p) {
         return std::pair{&p.grad, &p.shard.grad};
       },
       /*gather=*/false));
   for (TrainedParam &p : trained) {
-    releaseData(p.grad);
-    releaseData(p.micro);
+    drop(p.grad);
+    drop(p.micro);
   }
   releaseParameters();
   return {};
@@ -219,18 +287,16 @@ ErrorOr<void> TrainingState::reduceScatterGradients() {
 
 ErrorOr<void> TrainingState::cutValueShards() {
   if (zero == 2)
-    for (TrainedParam &p : trained)
-      cutShard(p.value, p.shard.value, dpRank);
+    return cutShards(values());
   return {};
 }
 
 ErrorOr<void> TrainingState::gatherUpdatedValues() {
   if (zero != 2)
     return {};
-  EIN_TRY(moveShards(*comm, shardBuckets(trained, dpRanks, bucketBytes),
-                     values(), /*gather=*/true));
+  EIN_TRY(moveShards(values(), /*gather=*/true));
   for (TrainedParam &p : trained)
-    releaseData(p.shard.value);
+    drop(p.shard.value);
   return {};
 }
 
@@ -239,11 +305,8 @@ ErrorOr<void> TrainingState::gatherForCheckpoint() {
     return gatherOptimizerStates();
   if (!sharded())
     return {};
-  std::vector<ShardBucket> buckets =
-      shardBuckets(trained, dpRanks, bucketBytes);
   for (size_t k = 0; k < stateNames.size(); ++k)
     EIN_TRY(moveShards(
-        *comm, buckets,
         [k](TrainedParam &p) {
           return std::pair{&p.states[k], &p.shard.states[k]};
         },
@@ -258,7 +321,7 @@ void TrainingState::dropAfterCheckpoint() {
     return;
   for (TrainedParam &p : trained)
     for (HostTensor &st : p.states)
-      releaseData(st);
+      drop(st);
   releaseParameters();
 }
 
