@@ -83,6 +83,15 @@ bool trainCheck(const ein::Communicator &world, const std::string &dir) {
   ein::TrainResult alone = ein::train(module, "loss", o);
   o.comm = world;
   ein::TrainResult ranks = ein::train(module, "loss", o);
+  // Rank 0 says how the batch was split (the other ranks print nothing).
+  if (r == 0) {
+    size_t at = ranks.summary.find("data parallel over");
+    std::printf("rank 0: %s\n",
+                at == std::string::npos
+                    ? "NOT DATA PARALLEL"
+                    : ranks.summary.substr(at, ranks.summary.find(';', at) - at)
+                          .c_str());
+  }
   bool same = alone.losses.size() == ranks.losses.size();
   for (size_t i = 0; same && i < alone.losses.size(); ++i)
     same = std::abs(alone.losses[i] - ranks.losses[i]) <=
