@@ -58,6 +58,24 @@ Result<runtime::StorageType> collectiveInput(const Tensor &t,
   return runtime::toStorage(internal(t.dtype()));
 }
 
+/// What every collective checks first: a defined communicator and a
+/// defined CPU tensor; gives the runtime's communicator and the tensor's
+/// storage type.
+struct CollectiveCall {
+  ein::Communicator *comm;
+  runtime::StorageType type;
+};
+Result<CollectiveCall> collectiveCall(const api::Communicator &comm,
+                                      const Tensor &t, const char *what) {
+  auto c = commOf(comm, what);
+  if (!c)
+    return c.error();
+  auto type = collectiveInput(t, what);
+  if (!type)
+    return type.error();
+  return CollectiveCall{*c, *type};
+}
+
 /// The runtime's reduction of `op`: sum, max and min; the others refused
 /// by name.
 Result<ReduceOp> reduceOpOf(Reduction op, const char *what) {
@@ -270,47 +288,42 @@ Result<Communicator> split(const Communicator &comm, int color, int key) {
 
 Result<void> all_reduce(const Communicator &comm, const Tensor &t,
                         Reduction op) {
-  auto c = commOf(comm, "all_reduce");
-  if (!c)
-    return c.error();
-  auto type = collectiveInput(t, "all_reduce");
-  if (!type)
-    return type.error();
+  auto call = collectiveCall(comm, t, "all_reduce");
+  if (!call)
+    return call.error();
+  ein::Communicator *c = call->comm;
+  runtime::StorageType type = call->type;
   auto rop = reduceOpOf(op, "all_reduce");
   if (!rop)
     return rop.error();
-  return inPlace(t, [&](void *data) {
-    return (*c)->allReduce(data, *type, t.numel(), *rop);
-  });
+  return inPlace(
+      t, [&](void *data) { return c->allReduce(data, type, t.numel(), *rop); });
 }
 
 Result<void> broadcast(const Communicator &comm, const Tensor &t, int root) {
-  auto c = commOf(comm, "broadcast");
-  if (!c)
-    return c.error();
-  auto type = collectiveInput(t, "broadcast");
-  if (!type)
-    return type.error();
-  if (root < 0 || root >= (*c)->size())
+  auto call = collectiveCall(comm, t, "broadcast");
+  if (!call)
+    return call.error();
+  ein::Communicator *c = call->comm;
+  runtime::StorageType type = call->type;
+  if (root < 0 || root >= c->size())
     return usageError(fmt::format("broadcast from rank {} of a group of {}",
-                                  root, (*c)->size()));
-  return inPlace(t, [&](void *data) {
-    return (*c)->broadcast(data, *type, t.numel(), root);
-  });
+                                  root, c->size()));
+  return inPlace(
+      t, [&](void *data) { return c->broadcast(data, type, t.numel(), root); });
 }
 
 Result<Tensor> all_gather(const Communicator &comm, const Tensor &t,
                           int64_t dim) {
-  auto c = commOf(comm, "all_gather");
-  if (!c)
-    return c.error();
-  auto type = collectiveInput(t, "all_gather");
-  if (!type)
-    return type.error();
+  auto call = collectiveCall(comm, t, "all_gather");
+  if (!call)
+    return call.error();
+  ein::Communicator *c = call->comm;
+  runtime::StorageType type = call->type;
   auto d = dimIndex(t, dim, "all_gather");
   if (!d)
     return d.error();
-  int64_t n = (*c)->size();
+  int64_t n = c->size();
   // The ranks' blocks stacked (rank-major), then each copied into its
   // place along `dim` (a view when `dim` is the leading one).
   auto flat = dense(t);
@@ -321,8 +334,7 @@ Result<Tensor> all_gather(const Communicator &comm, const Tensor &t,
   auto stacked = allocateHost(t.dtype(), stackedShape, false);
   if (!stacked)
     return stacked.error();
-  if (auto done =
-          (*c)->allGather(flat->data(), stacked->data(), *type, t.numel());
+  if (auto done = c->allGather(flat->data(), stacked->data(), type, t.numel());
       !done)
     return toInfo(done.error());
   if (*d == 0)
@@ -340,19 +352,18 @@ Result<Tensor> all_gather(const Communicator &comm, const Tensor &t,
 
 Result<Tensor> reduce_scatter(const Communicator &comm, const Tensor &t,
                               Reduction op, int64_t dim) {
-  auto c = commOf(comm, "reduce_scatter");
-  if (!c)
-    return c.error();
-  auto type = collectiveInput(t, "reduce_scatter");
-  if (!type)
-    return type.error();
+  auto call = collectiveCall(comm, t, "reduce_scatter");
+  if (!call)
+    return call.error();
+  ein::Communicator *c = call->comm;
+  runtime::StorageType type = call->type;
   auto rop = reduceOpOf(op, "reduce_scatter");
   if (!rop)
     return rop.error();
   auto d = dimIndex(t, dim, "reduce_scatter");
   if (!d)
     return d.error();
-  int64_t n = (*c)->size();
+  int64_t n = c->size();
   if (t.shape()[*d] % n != 0)
     return usageError(fmt::format(
         "reduce_scatter: dim {} has size {}, which does not divide into {} "
@@ -383,7 +394,7 @@ Result<Tensor> reduce_scatter(const Communicator &comm, const Tensor &t,
   if (!out)
     return out.error();
   if (auto done =
-          (*c)->reduceScatter(send.data(), out->data(), *type, t.numel(), *rop);
+          c->reduceScatter(send.data(), out->data(), type, t.numel(), *rop);
       !done)
     return toInfo(done.error());
   return *out;
