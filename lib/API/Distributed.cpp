@@ -430,9 +430,11 @@ Result<std::vector<Tensor>> call_sharded(const Module &module,
     return usageError(fmt::format("call_sharded of '{}' stopped: rank {} "
                                   "failed (its error is reported there)",
                                   function, firstFailed));
+  std::string what = key + "\n" + moduleSource(*state).file.text;
   if (auto same = checkSameOnAllRanks(
-          world, uint64_t(std::hash<std::string>{}(key)),
-          "the function, the mesh's sizes and the blocks' dtypes and shapes");
+          world, uint64_t(std::hash<std::string>{}(what)),
+          "the module's source, the function, the mesh's sizes and the "
+          "blocks' dtypes and shapes");
       !same)
     return toInfo(same.error());
   // Prepared once per module and key; simulated ranks share it.
