@@ -494,6 +494,24 @@ TEST(Sharded, Refusals) {
   });
   EXPECT_TRUE(contains(errors[0], "'mlp' takes 3 input(s), got 1 block(s)"))
       << errors[0];
+  // What the sharded run refuses (docs/distributed.md §4), refused alike
+  // on every rank: a take from a table split along the ids' axis.
+  auto vocab = ein::Module::from_source(
+      "mesh tp\n\ndef embed(table: f32[\"vocab@tp d\"], ids: i64[\"n\"]) -> "
+      "f32[\"n d\"]:\n    return take(table, ids, \"vocab\")\n",
+      "vocab.ein");
+  errors = shardedErrors(
+      vocab, 2, {{"tp", 2}},
+      [](int) {
+        return std::vector<ein::Tensor>{
+            iota({4, 3}),
+            ein::Tensor::from_vector(std::vector<int64_t>{0, 7}, {2})};
+      },
+      "embed");
+  for (auto &e : errors)
+    EXPECT_TRUE(contains(e, "a sharded run of take on a table split along "
+                            "the ids' axis"))
+        << e;
   // A function of a file without a mesh.
   auto plain = ein::Module::from_source(unsharded(mlpSource), "plain.ein");
   errors = shardedErrors(plain, 1, {}, [](int) { return mlpBlocks(4, 8, 4); });

@@ -92,12 +92,17 @@ bool trainCheck(const ein::Communicator &world, const std::string &dir) {
                     : ranks.summary.substr(at, ranks.summary.find(';', at) - at)
                           .c_str());
   }
-  bool same = alone.losses.size() == ranks.losses.size();
+  // ZeRO-1 (each parameter's optimizer states on one rank) too.
+  o.zero = 1;
+  ein::TrainResult zero = ein::train(module, "loss", o);
+  bool same = alone.losses.size() == ranks.losses.size() &&
+              alone.losses.size() == zero.losses.size();
   for (size_t i = 0; same && i < alone.losses.size(); ++i)
-    same = std::abs(alone.losses[i] - ranks.losses[i]) <=
-           1e-12 * std::abs(alone.losses[i]);
-  std::printf("rank %d of %d: data-parallel train %s one process (%zu "
-              "steps)\n",
+    for (double loss : {ranks.losses[i], zero.losses[i]})
+      same = same && std::abs(alone.losses[i] - loss) <=
+                         1e-12 * std::abs(alone.losses[i]);
+  std::printf("rank %d of %d: data-parallel train (and ZeRO-1) %s one "
+              "process (%zu steps)\n",
               r, world.size(), same ? "equals" : "DIFFERS FROM",
               ranks.losses.size());
   return same;
