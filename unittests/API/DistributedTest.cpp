@@ -225,6 +225,7 @@ TEST(Collectives, Refusals) {
   EXPECT_NE(world.error().message.find("mpi_world: this "), std::string::npos)
       << world.error().message;
 
+  bool cuda = ein::cuda_available();
   auto comms = ein::Communicator::simulated(2);
   auto errors = onRanks(comms, [&](const ein::Communicator &comm, int) {
     auto mean = ein::nothrow::all_reduce(comm, iota({2}), ein::mean);
@@ -244,6 +245,15 @@ TEST(Collectives, Refusals) {
     EXPECT_NE(root.error().message.find("broadcast from rank 2 of a group "
                                         "of 2"),
               std::string::npos);
+    // A CUDA tensor (EIN_CUDA=emulated in lit): NCCL through the API is
+    // not built.
+    if (cuda) {
+      ein::Tensor device = ein::Tensor::zeros(ein::f32, {2}, ein::cuda);
+      auto refused = ein::nothrow::all_reduce(comm, device);
+      ASSERT_FALSE(refused);
+      EXPECT_NE(refused.error().message.find("takes CPU tensors"),
+                std::string::npos);
+    }
     // bool does not reduce (the runtime's refusal), on every rank alike.
     ein::Tensor flags = ein::Tensor::zeros(ein::bool_, {2});
     auto boolean = ein::nothrow::all_reduce(comm, flags);
