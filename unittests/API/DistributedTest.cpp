@@ -534,6 +534,19 @@ TEST(Sharded, Refusals) {
       << call.error().message;
 }
 
+// Tests that a module with a mesh reports its cost per rank and its
+// collectives, as einc report --mesh does (the module loads now).
+TEST(Sharded, ReportsPerRankCostAndCollectives) {
+  auto module = ein::Module::from_source(mlpSource, "mlp.ein");
+  ein::CostReport r =
+      module.report("mlp", {{"b", 4}, {"d", 8}, {"f", 16}, {"tp", 2}});
+  EXPECT_NE(r.text.find("2*b*d*(f/tp)"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("all-reduce      tp    2"), std::string::npos)
+      << r.text;
+  // Two einsums of 2*4*8*(16/2) FLOPs and a relu of 4*(16/2), per rank.
+  EXPECT_EQ(r.flops, 2 * 512 + 32);
+}
+
 // Tests that data-parallel training refuses simulated ranks by name (the
 // loop's state is per process; MPI ranks train: mpi-sharded.test).
 TEST(Sharded, TrainRefusesSimulatedRanks) {
