@@ -41,9 +41,9 @@ public:
 
   /// Whether this is a communicator (not default-constructed).
   bool defined() const { return state_ != nullptr; }
-  /// This rank's number, 0 .. size()-1.
+  /// This rank's number, 0 .. size()-1 (-1 when undefined).
   int rank() const;
-  /// The number of ranks in the group.
+  /// The number of ranks in the group (0 when undefined).
   int size() const;
   /// "2 simulated ranks", "MPI (4 ranks)", for messages.
   std::string name() const;
