@@ -106,8 +106,8 @@ Result<size_t> dimIndex(const Tensor &t, int64_t dim, const char *what) {
   return size_t(dim < 0 ? dim + rank : dim);
 }
 
-/// The view of C-order `whole` that is its `q`-th block of `block` elements
-/// along `d`.
+/// The view of `whole` (any strides) that is its `q`-th block of `block`
+/// elements along `d`.
 Tensor blockView(const Tensor &whole, size_t d, int64_t block, int64_t q) {
   std::vector<int64_t> shape = whole.shape();
   shape[d] = block;
