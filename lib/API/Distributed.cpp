@@ -24,6 +24,9 @@ struct CommState {
   std::unique_ptr<ein::Communicator> comm;
   /// Simulated ranks (threads of this process), or a group split from them.
   bool simulated = false;
+  /// The mesh axes' groups of call_sharded's earlier calls, by mesh shape:
+  /// every rank makes the same calls, so every rank keeps the same ones.
+  AxisGroups axisGroups;
 };
 
 ein::Communicator *runtimeCommunicator(const api::Communicator &comm) {
@@ -462,7 +465,8 @@ Result<std::vector<Tensor>> call_sharded(const Module &module,
     return usageError(fmt::format("call_sharded of '{}' stopped: another "
                                   "rank failed to compile it",
                                   function));
-  auto ran = runShardedRank(**program, world, std::move(host));
+  auto ran = runShardedRank(**program, world, std::move(host),
+                            &comm.state()->axisGroups);
   if (!ran)
     return toInfo(ran.error());
   auto results = declaredResultBlocks(**program, world.rank(), std::move(*ran));

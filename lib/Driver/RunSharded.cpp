@@ -458,7 +458,7 @@ prepareSharded(const SourceFile &file, const Module &module,
 
 ErrorOr<std::vector<runtime::HostTensor>>
 runShardedRank(const ShardedProgram &program, Communicator &world,
-               std::vector<runtime::HostTensor> blocks) {
+               std::vector<runtime::HostTensor> blocks, AxisGroups *kept) {
   const ShardedProgram &p = program;
   const CheckedFunction *bfn = p.bfn;
   const std::vector<size_t> *points = &p.points;
@@ -491,14 +491,20 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
     env[bfn->params[i]] =
         blocks[i].isCOrder() ? std::move(blocks[i]) : blocks[i].toCOrder();
   }
-  // Every axis's group, made by every rank in the same order.
-  std::vector<std::unique_ptr<Communicator>> groups;
-  for (size_t a = 0; a < p.axisSize.size(); ++a) {
-    auto group = meshAxisGroup(world, p.axisSize, a);
-    if (!group)
-      return group.error();
-    groups.push_back(std::move(*group));
-  }
+  // Every axis's group, made by every rank in the same order (or kept in
+  // `kept` from an earlier run on `world` over a mesh of this shape).
+  std::vector<std::unique_ptr<Communicator>> made;
+  if (!kept || !kept->count(p.axisSize))
+    for (size_t a = 0; a < p.axisSize.size(); ++a) {
+      auto group = meshAxisGroup(world, p.axisSize, a);
+      if (!group)
+        return group.error();
+      made.push_back(std::move(*group));
+    }
+  if (kept && !kept->count(p.axisSize))
+    (*kept)[p.axisSize] = std::move(made);
+  const std::vector<std::unique_ptr<Communicator>> &groups =
+      kept ? kept->at(p.axisSize) : made;
   for (const ShardedProgram::Part &part : p.parts) {
     std::vector<const runtime::HostTensor *> ins;
     for (unsigned id : part.params) {

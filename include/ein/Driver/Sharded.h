@@ -51,15 +51,24 @@ wholeShapesOfBlocks(const CheckedFunction &fn,
                     const std::map<std::string, Int> &meshSizes,
                     const std::vector<std::vector<int64_t>> &blocks);
 
+/// The groups of a communicator's mesh axes (meshAxisGroup of each axis,
+/// in the mesh's order), by the mesh's shape: kept by a caller that runs
+/// sharded programs on one communicator again and again.
+using AxisGroups =
+    std::map<std::vector<int64_t>, std::vector<std::unique_ptr<Communicator>>>;
+
 /// Rank `world.rank()`'s part of a sharded run: the local program's parts
 /// on `blocks` (this rank's block of each input, by the parameters'
 /// layouts, ranks row-major over the mesh), the collectives between them on
 /// the mesh axes' groups of `world`; returns this rank's block of each
-/// result. Every rank of `world` must call it with the same program. A
-/// failure on one rank is reported on every rank at the next part's end.
+/// result. Every rank of `world` must call it with the same program (and
+/// `kept` alike: null, or the groups of its earlier runs on `world`, to
+/// which it adds the groups of a new mesh shape). A failure on one rank is
+/// reported on every rank at the next part's end.
 ErrorOr<std::vector<runtime::HostTensor>>
 runShardedRank(const ShardedProgram &program, Communicator &world,
-               std::vector<runtime::HostTensor> blocks);
+               std::vector<runtime::HostTensor> blocks,
+               AxisGroups *kept = nullptr);
 
 /// Rank `rank`'s block of each result by the result types' layouts, from
 /// runShardedRank's results: a result it returns whole along a dim its
