@@ -102,7 +102,7 @@ one compiled function per rank with its collectives inside
       [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
       [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
       [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
-      [--ranks N] [--dp-dim NAME] [--zero 0|1]
+      [--ranks N] [--dp-dim NAME] [--zero 0|1|2|3]
       [--target=cpu|cuda|cuda-emulated])",
        R"(Train the parameters of LOSS (a function whose first result is a scalar
 float loss) by the loop of docs/training.md: each step fills the data
@@ -345,9 +345,13 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
                  dim of the first --data parameter))"},
     {"--zero",
-     R"(--zero 1         with --ranks: ZeRO-1, each parameter's optimizer
+     R"(--zero STAGE     with --ranks: 1, ZeRO-1, each parameter's optimizer
                  states held and updated by one rank, which broadcasts
-                 the new value)"},
+                 the new value; 2, ZeRO-2, every gradient and optimizer
+                 state sharded evenly over the ranks (reduce-scatter, the
+                 update of each rank's shard, all-gather); 3, ZeRO-3, the
+                 parameters too, gathered for each step and dropped after
+                 (2 and 3 over f32 or f64 parameters))"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*

@@ -124,8 +124,11 @@ struct TrainRunOptions {
   /// --dp-dim NAME: the batch dim split over the ranks; empty: the leading
   /// dim of the first --data parameter.
   std::string dpDim;
-  /// --zero 1: ZeRO stage 1 under data parallel: each parameter's optimizer
-  /// states live on one rank, which updates it and broadcasts the value.
+  /// --zero STAGE under data parallel (docs/training.md, "Data parallel"): 1,
+  /// each parameter's optimizer states live on one rank, which updates it and
+  /// broadcasts the value; 2, every parameter's gradient and states are
+  /// sharded evenly over the ranks (reduce-scatter, update of the shard,
+  /// all-gather); 3, its value too, gathered for each step.
   int64_t zero = 0;
   /// The ranks' communicator, not owned: with more than one rank, each
   /// takes its share of every batch, the gradients are averaged over the
