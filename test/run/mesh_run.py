@@ -136,8 +136,8 @@ def proj(h: f32["b f@tp"], w: f32["f@tp d"]) -> f32["b d@tp"]:
 """, "proj", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"h": (3, 8), "w": (8, 12)},
      lambda h, w: [h @ w], True),
-    # The reduce-scatter along the leading dim: the communicator's own
-    # (along another dim, above, an all-reduce then the rank's block).
+    # A reduce-scatter result split on its leading dim (above: on its
+    # second).
     ("reduce-scatter-leading",
      """mesh tp
 
