@@ -42,7 +42,9 @@ inline constexpr const char *kReduceScatterCall = "ein_comm_reduce_scatter";
 inline constexpr const char *kAllGatherCall = "ein_comm_all_gather";
 inline constexpr const char *kAxisRankCall = "ein_comm_axis_rank";
 
-/// The rank context of the calling thread while it lives: `axisGroups[i]`
+/// The rank context of the calling thread while it lives (outside one, an
+/// entry point does nothing: JITFunction refuses to call code compiled with
+/// collectives there): `axisGroups[i]`
 /// is the group of mesh axis i (meshAxisGroup), which the compiled
 /// collectives over axis i run on. The first collective that fails is kept
 /// (error()); the later ones then do nothing, so a compiled function runs
