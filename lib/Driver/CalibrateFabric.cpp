@@ -398,11 +398,9 @@ std::string measureHostFabric(int ranks) {
     return notMeasured("this einc was built without MPI; install OpenMPI "
                        "(scripts/setup.sh: openmpi-bin, libopenmpi-dev) and "
                        "rebuild");
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0)
-    return notMeasured("cannot find this einc's own path to launch it");
-  self[length] = 0;
+  auto mpirun = mpirunSelf(ranks);
+  if (!mpirun)
+    return notMeasured(mpirun.error().message);
   // The ranks' output goes to files: it is part of this command's text.
   char outPath[] = "/tmp/ein-calibrate-out-XXXXXX";
   char errPath[] = "/tmp/ein-calibrate-err-XXXXXX";
@@ -415,11 +413,7 @@ std::string measureHostFabric(int ranks) {
       }
     return notMeasured("cannot create a temporary file in /tmp");
   }
-  std::vector<std::string> words = {"mpirun", "-n", std::to_string(ranks),
-                                    "--oversubscribe"};
-  if (geteuid() == 0)
-    words.push_back("--allow-run-as-root");
-  words.push_back(self);
+  std::vector<std::string> words = std::move(*mpirun);
   words.push_back("calibrate");
   std::vector<char *> argv;
   for (std::string &w : words)

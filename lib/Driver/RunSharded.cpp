@@ -13,6 +13,7 @@
 #include "ein/Runtime/CollectiveCalls.h"
 #include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Layout.h"
+#include "ein/Support/Hash.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Target/TargetRegistry.h"
@@ -796,6 +797,25 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   if ((*world)->size() != options.ranks)
     return Error::usage(fmt::format("--ranks {} under an mpirun of {} ranks",
                                     options.ranks, (*world)->size()));
+  // Each rank compiled and read the inputs itself: all must run the same
+  // einc on the same command line, program and input bytes (a rank given
+  // another file of the same name would compute other blocks).
+  uint64_t hash = fnv1a(file.text);
+  for (const std::string &word : options.argv)
+    hash = fnv1a(word + '\n', hash);
+  for (const runtime::HostTensor &t : *inputs) {
+    hash = fnv1a(fmt::format("{} {}\n", runtime::storageName(t.type),
+                             fmt::join(t.shape, "x")),
+                 hash);
+    hash = fnv1a({reinterpret_cast<const char *>(t.data.data()), t.data.size()},
+                 hash);
+  }
+  if (auto same = checkSameRunOnAllRanks(
+          **world, hash, "the program, the command line and the inputs");
+      !same) {
+    abandonMPI();
+    return same.error();
+  }
   if (auto ran = runRank(**world); !ran) {
     abandonMPI();
     return ran.error();

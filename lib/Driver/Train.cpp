@@ -14,6 +14,7 @@
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
+#include "ein/Support/Hash.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
 #include "ein/Target/TargetRegistry.h"
@@ -505,8 +506,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                             const CheckOptions &check,
                             const TrainRunOptions &allOptions,
                             std::ostream &rankOut) {
-  // Data parallel: every rank must run the same program on the same
-  // shapes with the same options, checked before anything is compiled;
+  // Data parallel: every rank must run the same einc binary, program,
+  // shapes and options, checked before anything is compiled;
   // rank 0 alone prints, logs, plots and writes checkpoints.
   Communicator *comm = allOptions.comm;
   bool dataParallel = comm && comm->size() > 1;
@@ -530,11 +531,9 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     what += fmt::format("\n{} {}", options.zero, options.dpDim);
     for (const TrainData &d : options.data)
       what += "\n" + d.param + "=" + d.path;
-    uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
-    for (unsigned char c : what)
-      hash = (hash ^ c) * 0x100000001b3ull;
-    if (auto same = checkSameOnAllRanks(
-            *comm, hash, "the program, its shapes and the training options");
+    if (auto same = checkSameRunOnAllRanks(
+            *comm, fnv1a(what),
+            "the program, its shapes and the training options");
         !same)
       return same.error();
     if (comm->rank() != 0) {

@@ -315,17 +315,10 @@ ErrorOr<void> launchRanks(int64_t ranks,
                           const std::vector<std::string> &arguments) {
   if (!haveMPI())
     return mpiWorld().error(); // names the missing MPI
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0)
-    return Error::usage("--ranks: cannot find this einc's own path to launch "
-                        "it under mpirun");
-  self[length] = 0;
-  std::vector<std::string> words = {"mpirun", "-n", std::to_string(ranks),
-                                    "--oversubscribe"};
-  if (geteuid() == 0)
-    words.push_back("--allow-run-as-root");
-  words.push_back(self);
+  auto mpirun = mpirunSelf(ranks);
+  if (!mpirun)
+    return Error::usage("--ranks: " + mpirun.error().message);
+  std::vector<std::string> words = std::move(*mpirun);
   for (const std::string &a : arguments)
     words.push_back(a);
   std::vector<char *> argv;
@@ -345,10 +338,17 @@ ErrorOr<void> launchRanks(int64_t ranks,
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return {};
+  // mpirun exits with the first failed rank's status: 128 + N when a
+  // signal N ended it.
+  std::string how = "killed by a signal";
+  if (int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1; code > 128)
+    how = fmt::format("exit status {}: a rank ended by signal {}, {}", code,
+                      code - 128, strsignal(code - 128));
+  else if (code >= 0)
+    how = fmt::format("exit status {}", code);
   return Error::program(fmt::format(
       "the {} ranks under mpirun failed ({}); their errors are above", ranks,
-      WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
-                        : std::string("killed by a signal")));
+      how));
 }
 
 } // namespace ein

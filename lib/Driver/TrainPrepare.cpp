@@ -7,6 +7,7 @@
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/ProgramBuilder.h"
+#include "ein/Support/Hash.h"
 #include "ein/Support/Process.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
@@ -73,14 +74,7 @@ bool globMatch(const char *pattern, const char *name) {
 
 /// FNV-1a, 64 bits, of a parameter's name: its stream of the seeded
 /// initialisation.
-uint64_t nameHash(const std::string &name) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+uint64_t nameHash(const std::string &name) { return fnv1a(name); }
 
 /// The documented uniform in (0, 1) of counter `i` of stream `key`.
 double unitUniform(uint64_t key, uint64_t i) {

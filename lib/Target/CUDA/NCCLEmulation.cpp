@@ -4,6 +4,7 @@
 // that CI exercises the NCCL communicator's calls, its non-blocking start-up
 // and its error path without a GPU.
 #include "NCCL.h"
+#include "ein/Support/Hash.h"
 
 #include <fmt/format.h>
 
@@ -117,9 +118,7 @@ int commInitRankConfig(NcclComm *out, int ranks, NcclUniqueId id, int rank,
                             rank, ranks, comm->host->rank(),
                             comm->host->size()));
   // Every rank must hold rank 0's unique id (what NCCL's bootstrap needs).
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : id.internal)
-    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  uint64_t hash = fnv1a({id.internal, sizeof id.internal});
   if (auto same = checkSameOnAllRanks(*comm->host, hash, "the NCCL unique id");
       !same)
     return done(comm, same);
