@@ -4,6 +4,8 @@
 #include "TrainState.h"
 #include "ein/Analysis/DataParallel.h"
 #include "ein/Driver/Train.h"
+#include "ein/Support/Hash.h"
+#include "ein/Support/Library.h"
 
 #include <fmt/format.h>
 
@@ -309,6 +311,19 @@ std::string TrainingState::dataParallelSummary() const {
                      held.optimizerStates, dpRanks, zero,
                      toString(report.parameters), toString(report.gradients),
                      toString(report.optimizerStates));
+}
+
+ErrorOr<void> checkSameRunOnAllRanks(Communicator &comm, uint64_t hash,
+                                     const std::string &what) {
+  auto binary = binaryIdentity();
+  if (!binary)
+    return binary.error();
+  if (auto same = checkSameOnAllRanks(
+          comm, fnv1a(*binary),
+          fmt::format("the einc binary (this rank's: {})", *binary));
+      !same)
+    return same;
+  return checkSameOnAllRanks(comm, hash, what);
 }
 
 ErrorOr<void> launchRanks(int64_t ranks,

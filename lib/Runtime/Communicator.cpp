@@ -3,8 +3,6 @@
 #include "ein/Runtime/Communicator.h"
 
 #include "ein/Runtime/FloatConvert.h"
-#include "ein/Support/Hash.h"
-#include "ein/Support/Library.h"
 
 #include <fmt/format.h>
 
@@ -199,19 +197,6 @@ ErrorOr<void> checkSameOnAllRanks(Communicator &comm, uint64_t hash,
       differing.size() > 1 ? "s" : "", fmt::join(differing, ", "),
       differing.size() > 1 ? "do" : "does", what, all[0], differing[0],
       all[std::stoi(differing[0])]));
-}
-
-ErrorOr<void> checkSameRunOnAllRanks(Communicator &comm, uint64_t hash,
-                                     const std::string &what) {
-  auto binary = binaryIdentity();
-  if (!binary)
-    return binary.error();
-  if (auto same = checkSameOnAllRanks(
-          comm, fnv1a(*binary),
-          fmt::format("the einc binary (this rank's: {})", *binary));
-      !same)
-    return same;
-  return checkSameOnAllRanks(comm, hash, what);
 }
 
 } // namespace ein

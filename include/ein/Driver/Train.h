@@ -158,6 +158,14 @@ ErrorOr<void> splitBatchOverRanks(const Module &module, CheckOptions &check,
 ErrorOr<void> launchRanks(int64_t ranks,
                           const std::vector<std::string> &arguments);
 
+/// The start-up check of a job's ranks (einc train, a sharded einc run):
+/// first that every rank runs the same binary (binaryIdentity(): its GNU
+/// build id), then that they pass the same `hash` (of the program, its
+/// shapes and options: fnv1a, ein/Support/Hash.h), each refused as
+/// checkSameOnAllRanks refuses, `what` naming what `hash` covers.
+ErrorOr<void> checkSameRunOnAllRanks(Communicator &comm, uint64_t hash,
+                                     const std::string &what);
+
 /// `einc train`'s ranks: with --ranks N outside mpirun, checks the
 /// batch's split, launches the job (launchRanks) and sets `launchedJob`;
 /// under mpirun, starts the MPI world (returned; null otherwise) and, with

@@ -85,14 +85,6 @@ meshAxisGroup(Communicator &world, const std::vector<int64_t> &meshShape,
 ErrorOr<void> checkSameOnAllRanks(Communicator &comm, uint64_t hash,
                                   const std::string &what);
 
-/// The start-up check of a job's ranks (einc train, a sharded einc run):
-/// first that every rank runs the same binary (binaryIdentity(): its GNU
-/// build id), then that they pass the same `hash` (of the program, its
-/// shapes and options: fnv1a, ein/Support/Hash.h), each refused as
-/// checkSameOnAllRanks refuses, `what` naming what `hash` covers.
-ErrorOr<void> checkSameRunOnAllRanks(Communicator &comm, uint64_t hash,
-                                     const std::string &what);
-
 /// Whether all-reduce and reduce-scatter take `type`.
 bool isReducibleType(runtime::StorageType type);
 

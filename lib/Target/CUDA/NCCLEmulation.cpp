@@ -53,36 +53,25 @@ int fail(EmuComm *comm, int code, std::string message) {
   return code;
 }
 
-/// The host's type of an ncclDataType_t: Uint8 moves bytes (Bool).
+/// The host's type of an ncclDataType_t: ncclType's inverse, and Uint8
+/// moves bytes (Bool).
 std::optional<StorageType> hostType(int type) {
-  switch (type) {
-  case 8:
-    return StorageType::F64;
-  case 7:
-    return StorageType::F32;
-  case 9:
-    return StorageType::BF16;
-  case 6:
-    return StorageType::F16;
-  case 4:
-    return StorageType::I64;
-  case 2:
-    return StorageType::I32;
-  case 1:
+  if (type == kNcclUint8)
     return StorageType::Bool;
-  }
+  for (StorageType t : {
+#define EIN_DTYPE(Enum, ...) StorageType::Enum,
+#include "ein/Shape/DTypes.def"
+       })
+    if (ncclType(t) == type)
+      return t;
   return std::nullopt;
 }
 
+/// ncclOp's inverse.
 std::optional<ReduceOp> hostOp(int op) {
-  switch (op) {
-  case 0:
-    return ReduceOp::Sum;
-  case 2:
-    return ReduceOp::Max;
-  case 3:
-    return ReduceOp::Min;
-  }
+  for (ReduceOp o : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min})
+    if (ncclOp(o) == op)
+      return o;
   return std::nullopt;
 }
 
