@@ -340,7 +340,10 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  (or the ranks of the mpirun einc runs under): each
                  rank takes 1/N of every batch, the gradients are
                  averaged (on a CUDA target, on the device through
-                 NCCL), rank 0 alone prints, logs and checkpoints)"},
+                 NCCL), rank 0 alone prints, logs and checkpoints. The
+                 ranks first check that they run the same einc build,
+                 program and options; a rank that dies or hangs stops
+                 the others within EIN_COMM_TIMEOUT s (default 300))"},
     {"--dp-dim",
      R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
                  dim of the first --data parameter))"},
@@ -417,7 +420,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--ranks N        a file with a mesh: run it sharded on N ranks, the
                  product of the mesh's sizes (--mesh tp=2); each rank
                  computes its blocks, the results are assembled
-                 (docs/distributed.md §4))"},
+                 (docs/distributed.md §4); MPI ranks check that they run
+                 the same einc build, command line and inputs, and time
+                 out after EIN_COMM_TIMEOUT s (default 300))"},
     {"--simulate",
      R"(--simulate       with --ranks: the ranks run in this process, in
                  turn (MPI ranks for a sharded run are not built yet))"},
