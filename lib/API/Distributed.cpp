@@ -5,7 +5,9 @@
 
 #include "ein/API/Distributed.h"
 #include "ein/Driver/Sharded.h"
+#include "ein/Driver/Train.h"
 #include "ein/Runtime/Communicator.h"
+#include "ein/Support/Hash.h"
 #include "ein/Support/Spelling.h"
 
 #include <fmt/format.h>
@@ -434,8 +436,10 @@ Result<std::vector<Tensor>> call_sharded(const Module &module,
                                   "failed (its error is reported there)",
                                   function, firstFailed));
   std::string what = key + "\n" + moduleSource(*state).file.text;
-  if (auto same = checkSameOnAllRanks(
-          world, uint64_t(std::hash<std::string>{}(what)),
+  // The binary too (libein.so's build id): ranks of MPI processes may run
+  // different builds of the library.
+  if (auto same = checkSameRunOnAllRanks(
+          world, fnv1a(what),
           "the module's source, the function, the mesh's sizes and the "
           "blocks' dtypes and shapes");
       !same)

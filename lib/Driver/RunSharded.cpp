@@ -803,7 +803,7 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   uint64_t hash = fnv1a(file.text);
   for (const std::string &word : options.argv)
     hash = fnv1a(word + '\n', hash);
-  for (const runtime::HostTensor &t : *inputs) {
+  for (const runtime::HostTensor &t : inputs) {
     hash = fnv1a(fmt::format("{} {}\n", runtime::storageName(t.type),
                              fmt::join(t.shape, "x")),
                  hash);
