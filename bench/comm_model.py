@@ -4,19 +4,21 @@ communication time within 25% of the time measured on MPI ranks").
 Per rank count, --repeat times, in a fresh temporary XDG_CACHE_HOME:
   1. `mpirun -n N einc calibrate` measures the host fabric: each collective
      (all-reduce, all-gather, reduce-scatter, all-to-all, broadcast) from
-     64 B to 64 MiB by factors of 4, stored as each one's latency and busbw
+     64 B to 64 MiB by factors of 2, stored as each one's latency and busbw
      by size in calibration.json;
   2. a separate job, `mpirun -n N einc calibrate --check SIZES`, times the
      collectives again at sizes *not* in that grid (default 48 KiB,
      384 KiB, 3 MiB, 24 MiB) and prints each one's time and the stored
-     model's (collectiveSeconds: latency + busFactor * S / busbw(S), busbw
-     interpolated in log size).
+     model's (collectiveSeconds: latency + busFactor * S / busbw(S), the
+     time past the latency linear in S between two measured sizes).
 The modelled times are also recomputed here from calibration.json, with
 nccl-tests' bus factors and the interpolation written out again, and must
 agree with einc's. The table gives per collective and size the median
 measured and modelled times over the runs, the measured busbw
-(busFactor * S / t) and the range of the ratio. The machine, cores, ISA,
-OpenMPI version and load head the output.
+(busFactor * S / t) and the range of the ratio; beside it, on the same
+runs, the ratio of the model before (busbw linear in log S over the sizes
+of a factor-4 grid, 4 KiB to 64 MiB), for comparison. The machine, cores,
+ISA, OpenMPI version and load head the output.
 
     python3 bench/comm_model.py --einc build/bin/einc [--ranks 2,4]
         [--repeat 3] [--sizes 48KiB,384KiB,3MiB,24MiB] [--markdown]
@@ -44,7 +46,7 @@ parser.add_argument("--ranks", default=None,
 parser.add_argument("--repeat", type=int, default=3)
 parser.add_argument("--sizes", default="48KiB,384KiB,3MiB,24MiB",
                     help="the checked sizes; none of them may be in "
-                    "calibrate's grid (64 B to 64 MiB by factors of 4)")
+                    "calibrate's grid (64 B to 64 MiB by factors of 2)")
 parser.add_argument("--markdown", action="store_true")
 args = parser.parse_args()
 
@@ -52,7 +54,9 @@ cores = os.cpu_count() or 1
 ranks_list = ([int(r) for r in args.ranks.split(",")] if args.ranks else
               ([2, 4] if cores >= 4 else [2]))
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 * 1024}
-GRID = [64 * 4 ** i for i in range(11)]
+GRID = [64 * 2 ** i for i in range(21)]
+# The grid before (factors of 4), for the comparison column.
+OLD_GRID = [64 * 4 ** i for i in range(11)]
 
 
 def size_bytes(size):
@@ -97,21 +101,28 @@ def bus_factor(kind, n):
     return 1.0 if kind == "broadcast" else (n - 1) / n
 
 
-def model_seconds(table, kind, nbytes, n):
-    """latency + busFactor * S / busbw(S), busbw linear in log S between
-    the stored sizes and the nearest one's outside them."""
+def model_seconds(table, kind, nbytes, n, old=False):
+    """latency + busFactor * S / busbw(S): between the stored sizes around
+    S the time past the latency linear in S (S / busbw(S) interpolated
+    linearly), the nearest one's busbw outside them. With `old`, the model
+    before: only the sizes of the factor-4 grid, busbw linear in log S."""
     entry = table[kind]
-    sizes = [s for s, _ in entry["busbw"]]
-    bws = [b for _, b in entry["busbw"]]
+    points = [(s, b) for s, b in entry["busbw"] if not old or s in OLD_GRID]
+    sizes = [s for s, _ in points]
+    bws = [b for _, b in points]
     if nbytes <= sizes[0]:
         bw = bws[0]
     elif nbytes >= sizes[-1]:
         bw = bws[-1]
     else:
         hi = bisect.bisect_left(sizes, nbytes)
-        t = math.log(nbytes / sizes[hi - 1]) / math.log(sizes[hi] /
-                                                         sizes[hi - 1])
-        bw = bws[hi - 1] + t * (bws[hi] - bws[hi - 1])
+        s0, s1, b0, b1 = sizes[hi - 1], sizes[hi], bws[hi - 1], bws[hi]
+        if old:
+            t = math.log(nbytes / s0) / math.log(s1 / s0)
+            bw = b0 + t * (b1 - b0)
+        else:
+            w = (nbytes - s0) / (s1 - s0)
+            bw = nbytes / (s0 / b0 + w * (s1 / b1 - s0 / b0))
     return entry["latency_s"] + bus_factor(kind, n) * nbytes / bw
 
 
@@ -130,7 +141,8 @@ def mpirun(n, extra, cache):
 
 def run(n):
     """Calibrate, then check in a separate job: the stored fit and the
-    check's rows {(kind, size): (measured us, modelled us)}."""
+    check's rows {(kind, size): (measured us, modelled us, the old model's
+    us)}."""
     with tempfile.TemporaryDirectory() as cache:
         mpirun(n, [], cache)
         with open(os.path.join(cache, "ein", "calibration.json")) as f:
@@ -149,7 +161,8 @@ def run(n):
         if abs(ours - modelled) > max(0.051, 1e-3 * ours):
             sys.exit(f"comm_model.py: einc models {kind} {size} as "
                      f"{modelled} us, the table gives {ours:.2f} us")
-        rows[(kind, size)] = (measured, modelled)
+        old = model_seconds(table, kind, size_bytes(size), n, old=True) * 1e6
+        rows[(kind, size)] = (measured, modelled, old)
     expected = 5 * len(args.sizes.split(","))
     if len(rows) != expected:
         sys.exit(f"comm_model.py: cannot read einc calibrate --check's "
@@ -175,21 +188,24 @@ for n in ranks_list:
         measured = statistics.median(r[key][0] for _, r in runs)
         modelled = statistics.median(r[key][1] for _, r in runs)
         ratios = [r[key][1] / r[key][0] for _, r in runs]
+        old = [r[key][2] / r[key][0] for _, r in runs]
         results.append((n, key[0], key[1], measured, modelled,
                         statistics.median(ratios), min(ratios), max(ratios),
                         sum(1 for r in ratios if 0.75 <= r <= 1.25),
-                        len(ratios)))
+                        len(ratios), statistics.median(old),
+                        sum(1 for r in old if 0.75 <= r <= 1.25)))
 print("load average after: " + " ".join(
     f"{x:.2f}" for x in os.getloadavg()))
 
 head = ["ranks", "collective", "size", "measured us", "measured busbw GB/s",
-        "modelled us", "model/measured", "range", "within 25%"]
+        "modelled us", "model/measured", "range", "within 25%",
+        "before: model/measured"]
 lines = []
-for n, kind, size, meas, mod, ratio, lo, hi, _, _ in results:
+for n, kind, size, meas, mod, ratio, lo, hi, _, _, old, _ in results:
     busbw = bus_factor(kind, n) * size_bytes(size) / (meas * 1e-6) / 1e9
     lines.append([str(n), kind, size, f"{meas:.1f}", f"{busbw:.2f}",
                   f"{mod:.1f}", f"{ratio:.2f}", f"{lo:.2f}-{hi:.2f}",
-                  "yes" if 0.75 <= ratio <= 1.25 else "no"])
+                  "yes" if 0.75 <= ratio <= 1.25 else "no", f"{old:.2f}"])
 if args.markdown:
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -208,3 +224,8 @@ for n in ranks_list:
     print(f"{n} ranks: {within} of {len(mine)} rows within 25% of the "
           f"measured time (median ratio over the runs); single runs: "
           f"{single} of {sum(r[9] for r in mine)}")
+    within = sum(1 for r in mine if 0.75 <= r[10] <= 1.25)
+    single = sum(r[11] for r in mine)
+    print(f"{n} ranks, the model before on the same runs: {within} of "
+          f"{len(mine)} rows; single runs: {single} of "
+          f"{sum(r[9] for r in mine)}")

@@ -66,6 +66,10 @@ api_oracle = os.path.join(config.ein_tools_dir, "EinAPIOracle")
 config.substitutions.append(("%ein-api-oracle", api_oracle))
 if os.path.exists(api_oracle):
     config.available_features.add("api-oracle")
+api_mpi_check = os.path.join(config.ein_tools_dir, "EinAPIMPICheck")
+config.substitutions.append(("%ein-api-mpi-check", api_mpi_check))
+if os.path.exists(api_mpi_check):
+    config.available_features.add("api-mpi-check")
 api_tsan = os.path.join(config.ein_tools_dir, "EinAPITSanTests")
 config.substitutions.append(("%ein-api-tsan", api_tsan))
 if os.path.exists(api_tsan):

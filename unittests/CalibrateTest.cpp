@@ -209,14 +209,17 @@ TEST_F(CalibrationFileTest, HostFabricCarriesItsTables) {
       findMeasured(*spec, CollectiveKind::ReduceScatter);
   ASSERT_NE(rs, nullptr);
   EXPECT_EQ(rs->latency, 3e-6);
-  // 64 KiB is half way from 4 KiB to 1 MiB in log size (x16 of x256): 2
-  // GB/s; reduce-scattered over 2 ranks: 3 us + 0.5 * 65536 B / 2 GB/s =
-  // 3 us + 16.384 us = 19.384 us.
+  // 64 KiB is 61440/1044480 = 1/17 of the way from 4 KiB (4.096 us per
+  // unit of bus factor at 1 GB/s) to 1 MiB (349.525 us at 3 GB/s): 4.096 +
+  // 345.429 / 17 = 24.4154 us; reduce-scattered over 2 ranks: 3 us + 0.5 *
+  // 24.4154 us = 15.2077 us.
+  double unit = 4.096e-6 + (1048576 / 3e9 - 4.096e-6) / 17;
+  EXPECT_NEAR(unit, 24.4154e-6, 1e-10);
   EXPECT_NEAR(collectiveSeconds(CollectiveKind::ReduceScatter, 65536, 2, *spec),
-              19.384e-6, 1e-15);
-  // All-reduce: 1 us + 1 * 65536 B / 2 GB/s = 33.768 us.
+              3e-6 + 0.5 * unit, 1e-15);
+  // All-reduce: 1 us + 1 * 24.4154 us.
   EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllReduce, 65536, 2, *spec),
-              33.768e-6, 1e-15);
+              1e-6 + unit, 1e-15);
   auto stored = readCalibration();
   ASSERT_TRUE(stored);
   EXPECT_EQ(stored->fabricCollectives.size(), collectiveKinds().size());

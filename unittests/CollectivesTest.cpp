@@ -59,34 +59,50 @@ FabricSpec measuredFabric() {
 
 } // namespace
 
-TEST(CollectivesTest, MeasuredBusBandwidthIsInterpolatedInLogSize) {
+TEST(CollectivesTest, MeasuredTimeIsInterpolatedLinearlyInSize) {
   FabricSpec f = measuredFabric();
   const MeasuredCollective *m = findMeasured(f, CollectiveKind::AllGather);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(findMeasured(f, CollectiveKind::AllReduce), nullptr);
   // At a measured size: its own bandwidth.
   EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 65536), 4e9);
-  // 16 KiB is half way from 4 KiB to 64 KiB in log size (x4 of x16):
-  // 1 + 0.5 * (4 - 1) = 2.5 GB/s.
-  EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 16384), 2.5e9);
-  // 128 KiB is a quarter of the way from 64 KiB to 1 MiB (x2 of x16):
-  // 4 + 0.25 * (2 - 4) = 3.5 GB/s.
-  EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 131072), 3.5e9);
+  // 32 KiB lies 28672/61440 = 7/15 of the way from 4 KiB (4.096 us per
+  // unit of bus factor at 1 GB/s) to 64 KiB (16.384 us at 4 GB/s): 4.096 +
+  // 7/15 * 12.288 = 9.8304 us, so 32768 B / 9.8304 us = 3.333 GB/s (busbw
+  // linear in log size would give 3.25).
+  EXPECT_NEAR(interpolateBusBandwidth(*m, 32768), 1e10 / 3, 1);
+  // 128 KiB, 1/15 of the way from 64 KiB (16.384 us) to 1 MiB (524.288 us
+  // at 2 GB/s): 16.384 + 507.904 / 15 = 50.2443 us, 131072 B / that =
+  // 60/23 GB/s; the slow size above pulls it down more than log size does
+  // (3.5).
+  EXPECT_NEAR(interpolateBusBandwidth(*m, 131072), 60e9 / 23, 1);
   // Outside the measured sizes the nearest one's holds.
   EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 64), 1e9);
   EXPECT_DOUBLE_EQ(interpolateBusBandwidth(*m, 1e9), 2e9);
 }
 
+TEST(CollectivesTest, MeasuredTimeIsExactOnOneRegime) {
+  // Sizes that all cost 3 us plus 1 ns per byte (past the latency): the
+  // busbw rises with the size, and every size in between is exact.
+  MeasuredCollective m{CollectiveKind::Broadcast, 1e-6, {}};
+  for (double bytes : {4096.0, 65536.0, 1048576.0})
+    m.busBandwidth.push_back({bytes, bytes / (3e-6 + bytes * 1e-9)});
+  for (double bytes : {5000.0, 100000.0, 777777.0})
+    EXPECT_NEAR(bytes / interpolateBusBandwidth(m, bytes), 3e-6 + bytes * 1e-9,
+                1e-15);
+}
+
 TEST(CollectivesTest, MeasuredFabricTimesUseTheTable) {
   FabricSpec f = measuredFabric();
-  // 16 KiB all-gathered over 2 ranks: 2 us + 0.5 * 16384 B / 2.5 GB/s =
-  // 2 us + 3.2768 us = 5.2768 us.
-  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 16384, 2, f),
-              5.2768e-6, 1e-15);
-  // 256 KiB over 4 ranks: half way from 64 KiB to 1 MiB, 3 GB/s: 2 us +
-  // 0.75 * 262144 B / 3 GB/s = 2 us + 65.536 us = 67.536 us.
+  // 32 KiB all-gathered over 2 ranks: 2 us + 0.5 * 9.8304 us = 6.9152 us
+  // (the time past the latency above, times the bus factor).
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 32768, 2, f),
+              6.9152e-6, 1e-15);
+  // 256 KiB over 4 ranks: 1/5 of the way from 64 KiB to 1 MiB, 16.384 +
+  // 0.2 * 507.904 = 117.9648 us per unit: 2 us + 0.75 * 117.9648 us =
+  // 90.4736 us.
   EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 262144, 4, f),
-              67.536e-6, 1e-15);
+              90.4736e-6, 1e-15);
   // 16 MiB over 2 ranks, past the last size (2 GB/s): 2 us + 0.5 *
   // 16777216 B / 2 GB/s = 4.196304 ms.
   EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 16777216, 2, f),

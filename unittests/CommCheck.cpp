@@ -3,11 +3,13 @@
 // outputs as raw files (CASE.in.RANK, CASE.out.RANK) that numpy checks, and
 // prints its errors. `--mode exit` makes rank 1 exit between two
 // collectives; `--mode hang` makes rank 1 sleep through one (the others
-// must report a timeout naming it).
+// must report a timeout naming it); `--mode stop` makes rank 1 stop inside
+// one (the others must name it as silent).
 #include "ein/Runtime/Communicator.h"
 #include "ein/Runtime/FloatConvert.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -143,7 +145,8 @@ int collectives(Communicator &c) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: EinCommCheck OUTDIR [--mode exit|hang]\n");
+    std::fprintf(stderr,
+                 "usage: EinCommCheck OUTDIR [--mode exit|hang|stop]\n");
     return 2;
   }
   dir = argv[1];
@@ -160,13 +163,23 @@ int main(int argc, char **argv) {
   float x = 1;
   if (auto e = c.allReduce(&x, StorageType::F32, 1, ReduceOp::Sum); !e)
     return fail(c, "first all-reduce", e.error());
-  if (c.rank() == 1) {
+  // stop: every rank enters an all-reduce of 256 MiB, and rank 1 stops
+  // (SIGSTOP) 20 ms into it, long before it can end.
+  std::vector<float> buffer(mode == "stop" ? 64 << 20 : 1, 1.0f);
+  if (c.rank() == 1 && mode == "stop")
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::raise(SIGSTOP);
+    }).detach();
+  else if (c.rank() == 1) {
     if (mode == "exit")
       _exit(3); // dies without a word to MPI
     std::this_thread::sleep_for(std::chrono::seconds(60));
   }
   auto start = std::chrono::steady_clock::now();
-  if (auto e = c.allReduce(&x, StorageType::F32, 1, ReduceOp::Sum); !e) {
+  if (auto e = c.allReduce(buffer.data(), StorageType::F32,
+                           int64_t(buffer.size()), ReduceOp::Sum);
+      !e) {
     double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();

@@ -1,7 +1,12 @@
 // Tests of the engine: size-generic executables compiled once and reused
-// across shapes, specialised ones per shape, results against loop nests.
+// across shapes, specialised ones per shape, results against loop nests; a
+// function compiled with its mesh's collectives inside (TargetOptions::mesh:
+// an all-reduced matmul on 2 simulated ranks is twice the loop nest's).
 #include "ein/Engine/Engine.h"
+#include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Runtime/Allocator.h"
+#include "ein/Runtime/CollectiveCalls.h"
+#include "ein/Runtime/Communicator.h"
 #include "ein/Syntax/Parser.h"
 #include "ein/Target/TargetRegistry.h"
 
@@ -229,6 +234,124 @@ TEST(EngineTest, ShardedProgramIsRefused) {
             std::string::npos)
       << checked.error().message;
   EXPECT_EQ(engine.compilations(), 0u);
+}
+
+/// `mm` bound to 3x4 by 4x5, compiled with its result all-reduced over a
+/// mesh axis of 2 ranks (after its one op).
+struct Compiled {
+  Engine engine;
+  SourceFile file{"engine-test.ein", kSource};
+  Module module;
+  std::optional<BoundCall> bound;
+  std::shared_ptr<const MeshProgram> mesh;
+
+  /// `mm` of rows x 4 by 4 x cols; the collective on its result: an all-reduce,
+  /// or (scatterDim >= 0) a reduce-scatter along that dim.
+  explicit Compiled(int64_t rows = 3, int64_t cols = 5,
+                    int64_t scatterDim = -1) {
+    DiagnosticEngine diags(file);
+    module = parseModule(file, diags);
+    EXPECT_FALSE(diags.hadError());
+    auto checked = engine.check(file, module, {}, "mm");
+    EXPECT_TRUE(bool(checked));
+    auto b = engine.bind(file, module, {}, *checked, "mm",
+                         {{rows, 4}, {4, cols}}, Specialisation::Sizes);
+    EXPECT_TRUE(bool(b));
+    bound = std::move(*b);
+    // The product's result summed over mesh axis tp (2 ranks), after op 0.
+    const CheckedFunction &fn = *bound->concrete.find("mm");
+    MeshProgram m;
+    m.axes = {"tp"};
+    m.sizes = {2};
+    InferredCollective sum;
+    sum.kind = scatterDim < 0 ? CollectiveKind::AllReduce
+                              : CollectiveKind::ReduceScatter;
+    sum.axis = "tp";
+    sum.value = fn.returns[0];
+    m.collectives = {sum};
+    m.points = {fn.ops.size() - 1};
+    m.scatterDims = {scatterDim};
+    mesh = std::make_shared<const MeshProgram>(std::move(m));
+  }
+
+  ErrorOr<std::shared_ptr<Callable>> compile(const std::string &target) {
+    TargetOptions options;
+    options.mesh = mesh;
+    return engine.compile(**lookupTarget(target, TargetUse::Run),
+                          "collectives-test", bound->concrete, "mm", options);
+  }
+};
+
+/// The collective inside the function on 2 simulated ranks, each calling
+/// in its CollectiveScope: an all-reduce (every rank returns twice the 4 x 6
+/// product), a reduce-scatter along dim 0 (the communicator's) and along
+/// dim 1 (an all-reduce, then the rank's block): rank r returns block r.
+TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
+  for (int64_t dim : {-1, 0, 1}) {
+    Compiled c(4, 6, dim);
+    auto callable = c.compile("cpu");
+    ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+    auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
+    std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
+    auto ranks = simulatedRanks(2);
+    std::vector<runtime::HostTensor> outs;
+    for (int r = 0; r < 2; ++r)
+      outs.push_back(
+          *runtime::HostTensor::create(runtime::StorageType::F32, block));
+    std::vector<std::optional<Error>> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        CollectiveScope scope({ranks[size_t(r)].get()});
+        auto called =
+            (*callable)->call({&a, &b}, {&outs[size_t(r)]}, c.bound->dims);
+        if (!called)
+          errors[size_t(r)] = called.error();
+        else if (scope.error())
+          errors[size_t(r)] = *scope.error();
+      });
+    for (auto &t : threads)
+      t.join();
+    auto *pa = reinterpret_cast<const float *>(a.data.data());
+    auto *pb = reinterpret_cast<const float *>(b.data.data());
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
+      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
+      for (int64_t i = 0; i < block[0]; ++i)
+        for (int64_t j = 0; j < block[1]; ++j) {
+          int64_t gi = dim == 0 ? r * 2 + i : i, gj = dim == 1 ? r * 3 + j : j;
+          float sum = 0;
+          for (int k = 0; k < 4; ++k)
+            sum += pa[gi * 4 + k] * pb[k * 6 + gj];
+          EXPECT_FLOAT_EQ(pc[i * block[1] + j], 2 * sum)
+              << "dim " << dim << " rank " << r;
+        }
+    }
+  }
+}
+
+TEST(CompiledCollectivesTest, RefusedOutsideARank) {
+  Compiled c;
+  auto callable = c.compile("cpu");
+  ASSERT_TRUE(bool(callable));
+  auto a = filled(3, 4, 0.5f), b = filled(4, 5, 0.25f);
+  auto out = *runtime::HostTensor::create(runtime::StorageType::F32, {3, 5});
+  auto called = (*callable)->call({&a, &b}, {&out}, c.bound->dims);
+  ASSERT_FALSE(bool(called));
+  EXPECT_NE(called.error().message.find(
+                "was compiled with its mesh's collectives: it runs on a rank "
+                "of a sharded run"),
+            std::string::npos)
+      << called.error().message;
+}
+
+TEST(CompiledCollectivesTest, TargetWithoutCollectivesRefused) {
+  Compiled c;
+  auto callable = c.compile("cuda-emulated");
+  ASSERT_FALSE(bool(callable));
+  EXPECT_EQ(callable.error().message,
+            "--target=cuda-emulated does not compile a sharded function's "
+            "collectives into its code");
 }
 
 } // namespace

@@ -2,9 +2,12 @@
 // simulated ranks: every collective on 1, 2, 3 and 4 ranks against a serial
 // loop written here, a split, the refusals, a rank that never arrives (an
 // error naming NCCL and the abort on the others), a device stream that
-// never finishes or fails (the timeout and ncclCommAbort); and libnccl.so.2's
-// loading: a missing library is an error by name, the toolkit's one loads.
+// never finishes or fails (the timeout and ncclCommAbort); compiled code's
+// collective entry points (ein/Runtime/CollectiveCalls.h) with NCCL
+// communicators as the rank's axis groups; and libnccl.so.2's loading: a
+// missing library is an error by name, the toolkit's one loads.
 #include "../lib/Target/CUDA/NCCL.h"
+#include "ein/Runtime/CollectiveCalls.h"
 
 #include <gtest/gtest.h>
 
@@ -111,6 +114,38 @@ TEST_P(NcclCollectives, GatherScatterAllToAllBroadcast) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclCollectives, ::testing::Values(1, 2, 3, 4));
+
+/// The entry points compiled code calls, in a scope whose group is the
+/// rank's NCCL communicator (the collectives on its stream, the kernels'):
+/// a sum and a reduce-scatter on 3 ranks against serial loops.
+TEST(NcclCommunicator, CompiledCollectivesEntryPoints) {
+  const int n = 3;
+  const int64_t count = 6;
+  onNcclRanks(n, [&](Communicator &c) {
+    CollectiveScope scope({&c});
+    std::vector<float> data(count), recv(count / n);
+    for (int64_t i = 0; i < count; ++i)
+      data[i] = input(c.rank(), i);
+    std::vector<float> send = data;
+    ein_comm_all_reduce(reinterpret_cast<int64_t>(data.data()), count,
+                        int32_t(StorageType::F32),
+                        int32_t(CollectiveReduction::Sum), 0);
+    ein_comm_reduce_scatter(reinterpret_cast<int64_t>(send.data()),
+                            reinterpret_cast<int64_t>(recv.data()), count,
+                            int32_t(StorageType::F32),
+                            int32_t(CollectiveReduction::Sum), 0);
+    ASSERT_FALSE(scope.error()) << scope.error()->message;
+    for (int64_t i = 0; i < count; ++i) {
+      float sum = input(0, i);
+      for (int r = 1; r < n; ++r)
+        sum += input(r, i);
+      EXPECT_EQ(data[size_t(i)], sum) << "rank " << c.rank();
+      if (i / (count / n) == c.rank())
+        EXPECT_EQ(recv[size_t(i % (count / n))], sum) << "rank " << c.rank();
+    }
+    EXPECT_EQ(ein_comm_axis_rank(0), c.rank());
+  });
+}
 
 TEST(NcclCommunicator, SplitIntoEvenAndOddRanks) {
   onNcclRanks(4, [](Communicator &c) {

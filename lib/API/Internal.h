@@ -2,6 +2,7 @@
 // public and internal types, errors, and the kernel cache (Kernels.cpp).
 #pragma once
 
+#include "ein/API/Distributed.h"
 #include "ein/API/Module.h"
 #include "ein/API/Ops.h"
 #include "ein/API/Tensor.h"
@@ -20,8 +21,10 @@
 namespace ein {
 struct BuildError;
 class Callable;
+class Communicator;
 struct CheckOptions;
 struct Module;
+struct ShardedProgram;
 struct SourceFile;
 } // namespace ein
 
@@ -150,6 +153,21 @@ struct ModuleSource {
   const CheckOptions &options;
 };
 ModuleSource moduleSource(const ModuleState &state);
+/// The runtime's communicator behind a defined `comm` (Distributed.cpp).
+ein::Communicator *runtimeCommunicator(const api::Communicator &comm);
+/// Whether a defined `comm` is one of simulated ranks (threads of this
+/// process), or a group split from them.
+bool isSimulated(const api::Communicator &comm);
+
+/// The module checked symbolically, as loaded (its mesh axes, functions and
+/// layouts).
+const CheckedModule &checkedModule(const ModuleState &state);
+/// The module's sharded program cached under `key` (Distributed.cpp), made
+/// by `prepare` on first use; one thread prepares while the others wait.
+ErrorOr<std::shared_ptr<const ShardedProgram>> shardedProgram(
+    ModuleState &state, const std::string &key,
+    const std::function<ErrorOr<std::shared_ptr<const ShardedProgram>>()>
+        &prepare);
 
 } // namespace detail
 } // namespace ein::api

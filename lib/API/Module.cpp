@@ -36,6 +36,11 @@ struct ModuleState {
   /// before skips binding and checking (its entry checks held for them).
   std::shared_mutex boundMutex;
   std::unordered_map<std::string, std::shared_ptr<const BoundCall>> bound;
+  /// Sharded programs (call_sharded) by function, mesh and block shapes:
+  /// prepared by one rank's thread while the others wait, then shared.
+  std::mutex shardedMutex;
+  std::unordered_map<std::string, std::shared_ptr<const ShardedProgram>>
+      sharded;
 };
 
 namespace {
@@ -64,13 +69,6 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
   state->checked = checkModule(state->module, symbolic, diags);
   if (diags.hadError())
     return toInfo(errorFromDiagnostics(diags));
-  // Never the unsharded program in place of the sharded one.
-  if (!state->checked.meshAxes.empty())
-    return toInfo(ein::Error::inFile(
-        ErrorKind::Program, state->file->path,
-        "this file declares a mesh; sharded programs are checked (einc "
-        "check) but not yet compiled or run by the API; einc run --ranks N "
-        "[--simulate] runs them (issue 30, docs/distributed.md §4)"));
   return state;
 }
 
@@ -78,6 +76,27 @@ Result<std::shared_ptr<ModuleState>> loadState(SourceFile file,
 
 ModuleSource moduleSource(const ModuleState &state) {
   return {*state.file, state.module, state.options};
+}
+
+const CheckedModule &checkedModule(const ModuleState &state) {
+  return state.checked;
+}
+
+ErrorOr<std::shared_ptr<const ShardedProgram>> shardedProgram(
+    ModuleState &state, const std::string &key,
+    const std::function<ErrorOr<std::shared_ptr<const ShardedProgram>>()>
+        &prepare) {
+  std::lock_guard<std::mutex> lock(state.shardedMutex);
+  if (auto it = state.sharded.find(key); it != state.sharded.end())
+    return it->second;
+  auto made = prepare();
+  if (!made)
+    return made.error();
+  // Bounded, as the bound calls are.
+  if (state.sharded.size() >= 64)
+    state.sharded.clear();
+  state.sharded.emplace(key, *made);
+  return *made;
 }
 
 } // namespace detail
@@ -144,6 +163,14 @@ Result<std::vector<Tensor>> call(const Module &module,
   if (!fn)
     return toInfo(noFunctionError(state->file->path, function,
                                   state->module.functionNames()));
+  // Never the unsharded program in place of the sharded one.
+  if (!state->checked.meshAxes.empty())
+    return toInfo(ein::Error::inFile(
+        ErrorKind::Usage, state->file->path,
+        fmt::format("'{}' is in a file that declares a mesh: call it on each "
+                    "rank's blocks with call_sharded (ein/API/Distributed.h), "
+                    "or run it with einc run --ranks N [--simulate]",
+                    function)));
   for (size_t i = 0; i < inputs.size() && i < fn->params.size(); ++i) {
     const TensorType &type = fn->values[fn->params[i]].type;
     if (internal(inputs[i].dtype()) != type.dtype)

@@ -5,6 +5,7 @@
 
 #include "ein/API/Train.h"
 #include "ein/Driver/Train.h"
+#include "ein/Runtime/Communicator.h"
 
 #include <fmt/format.h>
 
@@ -124,6 +125,8 @@ ErrorOr<TrainRunOptions> runOptions(const std::string &loss,
       {"eval_every", "--eval-every", count(o.eval_every), o.eval_every != 0},
       {"eval_batches", "--eval-batches", count(o.eval_batches), true},
       {"peak_flops", "--peak-flops", real(o.peak_flops), o.peak_flops != 0},
+      {"zero", "--zero", count(o.zero), o.zero != 0},
+      {"dp_dim", "--dp-dim", o.dp_dim, !o.dp_dim.empty()},
   };
   for (const Field &f : fields)
     if (f.set)
@@ -166,6 +169,11 @@ Result<TrainResult> train(const Module &module, const std::string &loss,
   const ModuleState *state = module.state().get();
   if (!state)
     return usageError("train on an empty module");
+  if (options.comm.defined() && isSimulated(options.comm))
+    return usageError(
+        "TrainOptions::comm: data-parallel training runs on MPI ranks "
+        "(Communicator::mpi_world()); simulated ranks would share the "
+        "loop's per-process state (its SIGINT handler and allocator)");
   auto run = runOptions(loss, options);
   if (!run)
     return toInfo(run.error());
@@ -176,6 +184,18 @@ Result<TrainResult> train(const Module &module, const std::string &loss,
       return usageError(
           fmt::format("size {}={}: a size must be >= 0", name, value));
     check.dimOverrides[name] = Int(value);
+  }
+  // Data parallel: this rank's share of each batch, as einc train's ranks
+  // under mpirun take theirs (startRanks).
+  if (options.comm.defined()) {
+    ein::Communicator *comm = runtimeCommunicator(options.comm);
+    if (comm->size() > 1) {
+      run->comm = comm;
+      if (auto split =
+              splitBatchOverRanks(source.module, check, *run, comm->size());
+          !split)
+        return toInfo(split.error());
+    }
   }
   TrainResult result;
   result.final_step = options.steps;

@@ -1,8 +1,9 @@
 // The fabric part of `einc calibrate` (docs/distributed.md §5): an MPI job of
 // this einc times all-reduce, all-gather, reduce-scatter, all-to-all and
-// broadcast from 64 B to 64 MiB through the MPI communicator, fits each
-// one's latency and busbw by size, and checks the model at sizes it did not
-// measure; `--check` times them again in a later job against the stored fit.
+// broadcast from 64 B to 64 MiB (factors of 2) through the MPI
+// communicator, fits each one's latency and busbw by size, and checks the
+// model at sizes it did not measure; `--check` times them again in a later job
+// against the stored fit.
 #include "CalibrateFabric.h"
 #include "ein/Runtime/Communicator.h"
 
@@ -31,10 +32,16 @@ using runtime::StorageType;
 namespace {
 
 const double MiB = 1024.0 * 1024.0;
-/// The sizes of each collective's table: 64 B to 64 MiB by factors of 4
-/// (64 B is 16 floats, which 2, 4, 8 or 16 ranks split evenly).
-const int64_t gridBytes[] = {64,     256,     1024,    4096,     16384,   65536,
-                             262144, 1048576, 4194304, 16777216, 67108864};
+/// The sizes of each collective's table: 64 B to 64 MiB by factors of 2
+/// (64 B is 16 floats, which 2, 4, 8 or 16 ranks split evenly). Factors of
+/// 4 left the cache's edge (1 MiB of L2 per core) between two sizes, 1 and
+/// 4 MiB, so that no interpolation could place it (bench/README.md).
+const std::vector<int64_t> gridBytes = [] {
+  std::vector<int64_t> sizes;
+  for (int64_t bytes = 64; bytes <= 64 * 1024 * 1024; bytes *= 2)
+    sizes.push_back(bytes);
+  return sizes;
+}();
 /// The sizes calibrate checks its fit at, none of them in the grid.
 const int64_t checkBytesDefault[] = {48 * 1024, 3 * 1024 * 1024,
                                      24 * 1024 * 1024};
@@ -247,8 +254,7 @@ ErrorOr<std::string> runFabricRank() {
     return Error::usage("calibrate under mpirun measures the fabric between "
                         "ranks, so it needs 2 ranks or more (mpirun -n 2 "
                         "einc calibrate)");
-  int64_t largest =
-      *std::max_element(std::begin(gridBytes), std::end(gridBytes));
+  int64_t largest = *std::max_element(gridBytes.begin(), gridBytes.end());
   std::vector<float> a(largest / 4), b(largest / 4);
   // sweeps[k][i]: (bytes, seconds) of kind k at gridBytes[i].
   std::vector<std::vector<std::pair<double, double>>> sweeps;
@@ -280,7 +286,7 @@ ErrorOr<std::string> runFabricRank() {
   for (CollectiveKind kind : collectiveKinds())
     text += fmt::format(" {:>22}", collectiveName(kind));
   text += "\n";
-  for (size_t i = 0; i < std::size(gridBytes); ++i) {
+  for (size_t i = 0; i < gridBytes.size(); ++i) {
     text += fmt::format("  {:>8}", sizeText(gridBytes[i]));
     for (size_t k = 0; k < sweeps.size(); ++k) {
       double seconds = sweeps[k][i].second;
@@ -301,7 +307,8 @@ ErrorOr<std::string> runFabricRank() {
       "bandwidth {:.3g} GB/s (median busbw of 16-64 MiB, less the latency)\n",
       fit.latency * 1e6, fit.busBandwidth / 1e9);
   text += "  model against measurement at sizes not measured above (latency "
-          "+ busFactor x size / busbw interpolated in log size):\n";
+          "+ busFactor x size / busbw, the time linear in size between two "
+          "measured sizes):\n";
   auto check = checkLines(comm, fit,
                           std::vector<int64_t>(std::begin(checkBytesDefault),
                                                std::end(checkBytesDefault)),
@@ -398,11 +405,9 @@ std::string measureHostFabric(int ranks) {
     return notMeasured("this einc was built without MPI; install OpenMPI "
                        "(scripts/setup.sh: openmpi-bin, libopenmpi-dev) and "
                        "rebuild");
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0)
-    return notMeasured("cannot find this einc's own path to launch it");
-  self[length] = 0;
+  auto mpirun = mpirunSelf(ranks);
+  if (!mpirun)
+    return notMeasured(mpirun.error().message);
   // The ranks' output goes to files: it is part of this command's text.
   char outPath[] = "/tmp/ein-calibrate-out-XXXXXX";
   char errPath[] = "/tmp/ein-calibrate-err-XXXXXX";
@@ -415,11 +420,7 @@ std::string measureHostFabric(int ranks) {
       }
     return notMeasured("cannot create a temporary file in /tmp");
   }
-  std::vector<std::string> words = {"mpirun", "-n", std::to_string(ranks),
-                                    "--oversubscribe"};
-  if (geteuid() == 0)
-    words.push_back("--allow-run-as-root");
-  words.push_back(self);
+  std::vector<std::string> words = std::move(*mpirun);
   words.push_back("calibrate");
   std::vector<char *> argv;
   for (std::string &w : words)

@@ -23,7 +23,7 @@ int hostFabricRanks();
 std::string measureHostFabric(int ranks);
 
 /// One rank of the measurement (`einc calibrate` under mpirun): times each
-/// collective kind from 64 B to 64 MiB by factors of 4 on the MPI world,
+/// collective kind from 64 B to 64 MiB by factors of 2 on the MPI world,
 /// fits each kind's table (fitCollective) and all-reduce's alpha and B
 /// (fitFabric), checks the model at 48 KiB, 3 MiB and 24 MiB (sizes not
 /// measured), and on rank 0 stores the fit and returns the report ("" on

@@ -256,20 +256,11 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     if (diags.hadError())
       return errorFromDiagnostics(diags);
     const SourceLoc &at = module.meshes.front().loc;
-    // emit --stage=ein shows the local program with its collectives; the
-    // lowering of the mesh ops is not built, so the later stages say so
-    // rather than print an IR without them.
-    if (args.command == "emit" && args.stage == "ein")
-      return emitShardedEin(*file, module, args.check, args.fn, out);
+    // emit shows the local program with its collectives: mesh ops at
+    // --stage=ein, runtime calls at the later stages.
     if (args.command == "emit")
-      return Error::inFile(
-          ErrorKind::Program, file->path,
-          fmt::format("line {}: this file declares a mesh; einc emit "
-                      "--stage=ein shows its local program with the mesh "
-                      "collectives, but --stage={} is not: lowering mesh "
-                      "collectives is not built yet (issue 30, "
-                      "docs/distributed.md §8)",
-                      at.line, args.stage));
+      return emitShardedEin(*file, module, args.check, args.fn,
+                            *irStageOf(args.stage), args.cpu, out);
     return Error::inFile(
         ErrorKind::Program, file->path,
         args.command == "run"
@@ -426,11 +417,8 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     }
     return reportCommand(args, checked, *file, out);
   }
-  IRStage stage = args.stage == "ein"      ? IRStage::Ein
-                  : args.stage == "linalg" ? IRStage::Linalg
-                  : args.stage == "loops"  ? IRStage::Loops
-                                           : IRStage::LLVM;
-  if (auto emitted = emitIR(checked, stage, out, args.cpu); !emitted)
+  if (auto emitted = emitIR(checked, *irStageOf(args.stage), out, args.cpu);
+      !emitted)
     return Error::inFile(ErrorKind::Program, file->path,
                          fmt::format("cannot emit --stage={}:", args.stage))
         .withContext(std::move(emitted.error().context));

@@ -1,5 +1,6 @@
-// `einc emit --stage=ein` of a sharded function: the local program a sharded
-// run compiles (LocalProgram.h), with its collectives as `mesh` ops.
+// `einc emit` of a sharded function: the local program a sharded run
+// compiles (LocalProgram.h), with its collectives as `mesh` ops, lowered to
+// the stage asked for.
 #include "EmitSharded.h"
 #include "LocalProgram.h"
 #include "ein/Compile/Compile.h"
@@ -16,15 +17,47 @@ namespace {
 /// The local program's refusals name a sharded run: emit shows that
 /// program, so it refuses what the run refuses.
 Error withEmitNote(Error error) {
-  error.withNote("einc emit --stage=ein shows the local program a sharded "
-                 "run compiles, and refuses what that run refuses");
+  error.withNote("einc emit of a sharded function shows the local program "
+                 "a sharded run compiles, and refuses what that run refuses");
   return error;
 }
 } // namespace
 
+ErrorOr<MeshProgram> meshProgramOf(const CheckedModule &checked,
+                                   const CheckedFunction &fn,
+                                   const std::vector<size_t> &points) {
+  MeshProgram mesh;
+  mesh.axes = checked.meshAxes;
+  for (const std::string &axis : checked.meshAxes) {
+    auto n = SizeExpr::symbol(axis).evaluate(fn.ctx.env);
+    mesh.sizes.push_back(n ? int64_t(*n) : -1);
+  }
+  mesh.collectives = fn.collectives;
+  mesh.points = points;
+  for (const InferredCollective &c : fn.collectives) {
+    int64_t dim = -1;
+    if (c.kind == CollectiveKind::ReduceScatter)
+      for (size_t k = 0; k < fn.returns.size() && dim < 0; ++k) {
+        if (fn.returns[k] != c.value)
+          continue;
+        Shape declared = fn.ctx.expand(fn.results[k].shape);
+        for (size_t j = 0; j < declared.size(); ++j)
+          if (declared[j].meshAxis == c.axis)
+            dim = int64_t(j);
+      }
+    if (c.kind == CollectiveKind::ReduceScatter && dim < 0)
+      return Error::program(fmt::format(
+          "a reduce-scatter over {} whose scatter dim is not a result's",
+          c.axis));
+    mesh.scatterDims.push_back(dim);
+  }
+  return mesh;
+}
+
 ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
                              const CheckOptions &check,
-                             const std::string &function, std::ostream &out) {
+                             const std::string &function, IRStage stage,
+                             const CPUOptions &cpu, std::ostream &out) {
   CheckOptions global = check;
   global.onlyFunction = function;
   DiagnosticEngine diags(file);
@@ -40,12 +73,6 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   if (!fn)
     return noFunctionError(file.path, name, module.functionNames());
 
-  MeshProgram mesh;
-  mesh.axes = checked.meshAxes;
-  for (const std::string &axis : checked.meshAxes) {
-    auto n = SizeExpr::symbol(axis).evaluate(fn->ctx.env);
-    mesh.sizes.push_back(n ? int64_t(*n) : -1);
-  }
   // The local program, as the sharded run makes it: a mesh of one rank per
   // axis, each split name that has a size bound to its block's.
   auto split = splitNames(checked, *fn);
@@ -101,38 +128,23 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   auto points = collectivePoints(checked, *fn);
   if (!points)
     return withEmitNote(points.error());
-  mesh.collectives = fn->collectives;
-  mesh.points = *points;
-  for (const InferredCollective &c : fn->collectives) {
-    int64_t dim = -1;
-    if (c.kind == CollectiveKind::ReduceScatter)
-      for (size_t k = 0; k < fn->returns.size() && dim < 0; ++k) {
-        if (fn->returns[k] != c.value)
-          continue;
-        Shape declared = fn->ctx.expand(fn->results[k].shape);
-        for (size_t j = 0; j < declared.size(); ++j)
-          if (declared[j].meshAxis == c.axis)
-            dim = int64_t(j);
-      }
-    if (c.kind == CollectiveKind::ReduceScatter && dim < 0)
-      return Error::program(fmt::format(
-          "a reduce-scatter over {} whose scatter dim is not a result's",
-          c.axis));
-    mesh.scatterDims.push_back(dim);
-  }
+  auto mesh = meshProgramOf(checked, *fn, *points);
+  if (!mesh)
+    return mesh.error();
   CheckedModule one = localChecked;
   // The mesh's sizes are mesh.mesh's, not the one-rank mesh's 1s the local
   // check bound.
   for (const std::string &axis : checked.meshAxes)
     one.dims.erase(axis);
   one.functions = {localFn};
-  auto emitted = emitShardedIR(one, mesh, out);
+  auto emitted = emitShardedIR(one, *mesh, stage, out, cpu);
   // A refusal by name as it is; a verifier's messages under a heading.
   if (!emitted && emitted.error().context.empty())
     return emitted.error();
   if (!emitted)
-    return Error::inFile(ErrorKind::Program, file.path,
-                         "cannot emit --stage=ein:")
+    return Error::inFile(
+               ErrorKind::Program, file.path,
+               fmt::format("cannot emit --stage={}:", irStageName(stage)))
         .withContext(std::move(emitted.error().context));
   return {};
 }

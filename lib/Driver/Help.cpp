@@ -79,7 +79,10 @@ nvcc and runs it on this machine's GPU (exit 2 without one);
 cuda-emulated builds the same source with the host C++ compiler and
 runs it on the CPU. A file with a mesh runs sharded on simulated ranks
 (--ranks N --simulate, N the mesh's product): each rank computes its
-blocks, the results are completed and assembled (docs/distributed.md §4).)",
+blocks, the results are completed and assembled (docs/distributed.md §4).
+A program whose collectives are all-reduces and reduce-scatters runs as
+one compiled function per rank with its collectives inside
+(EIN_SHARDED_RUN=parts runs it cut at them instead).)",
        {"--fn",           "--in",           "--out",          "--dim",
         "--mesh",         "--time",         "--peak-flops",   "--bandwidth",
         "--tiles",        "--cpu",          "--cpu-features", "--no-fusion",
@@ -99,7 +102,7 @@ blocks, the results are completed and assembled (docs/distributed.md §4).)",
       [--init-rule PATTERN=RULE]... [--checkpoint FILE.safetensors]
       [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
       [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
-      [--ranks N] [--dp-dim NAME] [--zero 0|1]
+      [--ranks N] [--dp-dim NAME] [--zero 0|1|2|3]
       [--target=cpu|cuda|cuda-emulated])",
        R"(Train the parameters of LOSS (a function whose first result is a scalar
 float loss) by the loop of docs/training.md: each step fills the data
@@ -178,8 +181,8 @@ cudaStream_t.)",
 static; every other is dynamic, read from the arguments; every variadic's
 rank must be fixed (by --rank). A file with a mesh: --stage=ein prints
 function --fn's local program (its dims split on a mesh axis at their
-blocks' sizes) with the mesh dialect's collectives; later stages are not
-built yet.)",
+blocks' sizes) with the mesh dialect's collectives; later stages show
+them as calls of the runtime's collectives (ein_comm_all_reduce, ...).)",
        {"--stage", "--fn", "--dim", "--mesh", "--rank", "--tiles", "--cpu",
         "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
   };
@@ -203,9 +206,10 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--mesh AXIS=INT,...
                  bind the axes of the file's `mesh` (--mesh dp=2,tp=4): as
                  --dim AXIS=INT each, but only for mesh axes, and at least 1;
-                 a --dim of the same axis must agree (emit, run, train and
-                 build refuse a file with a mesh until sharded programs
-                 lower; report costs it per rank, with its collectives))"},
+                 a --dim of the same axis must agree (emit shows a
+                 function's local program, run --ranks runs it; train and
+                 build refuse a file with a mesh; report costs it per rank,
+                 with its collectives))"},
     {"--rank",
      R"(--rank NAME=INT  fix the rank (0 to 16) of the variadic *NAME; the '...'
                  in the type of parameter PARAM is PARAM... (--rank x...=2))"},
@@ -336,14 +340,21 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  (or the ranks of the mpirun einc runs under): each
                  rank takes 1/N of every batch, the gradients are
                  averaged (on a CUDA target, on the device through
-                 NCCL), rank 0 alone prints, logs and checkpoints)"},
+                 NCCL), rank 0 alone prints, logs and checkpoints. The
+                 ranks first check that they run the same einc build,
+                 program and options; a rank that dies or hangs stops
+                 the others within EIN_COMM_TIMEOUT s (default 300))"},
     {"--dp-dim",
      R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
                  dim of the first --data parameter))"},
     {"--zero",
-     R"(--zero 1         with --ranks: ZeRO-1, each parameter's optimizer
+     R"(--zero STAGE     with --ranks: 1, ZeRO-1, each parameter's optimizer
                  states held and updated by one rank, which broadcasts
-                 the new value)"},
+                 the new value; 2, ZeRO-2, every gradient and optimizer
+                 state sharded evenly over the ranks (reduce-scatter, the
+                 update of each rank's shard, all-gather); 3, ZeRO-3, the
+                 parameters too, gathered for each step and dropped after
+                 (2 and 3 over f32 or f64 parameters))"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*
@@ -409,7 +420,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--ranks N        a file with a mesh: run it sharded on N ranks, the
                  product of the mesh's sizes (--mesh tp=2); each rank
                  computes its blocks, the results are assembled
-                 (docs/distributed.md §4))"},
+                 (docs/distributed.md §4); MPI ranks check that they run
+                 the same einc build, command line and inputs, and time
+                 out after EIN_COMM_TIMEOUT s (default 300))"},
     {"--simulate",
      R"(--simulate       with --ranks: the ranks run in this process, in
                  turn (MPI ranks for a sharded run are not built yet))"},

@@ -14,6 +14,7 @@
 #include "ein/Runtime/OutputFiles.h"
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
+#include "ein/Support/Hash.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
 #include "ein/Target/TargetRegistry.h"
@@ -449,12 +450,14 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
   if (flag == "--ranks")
     return count(options.ranks, 1);
   if (flag == "--zero") {
-    if (v != "0" && v != "1")
-      return usage(fmt::format("--zero {}: ZeRO stage 0 (none) or 1 (the "
-                               "optimizer states sharded) is built, not 2 "
-                               "or 3",
+    auto stage = parseCount(v, 0);
+    if (!stage || *stage > 3)
+      return usage(fmt::format("--zero expects a ZeRO stage: 0 (none), 1 (the "
+                               "optimizer states sharded), 2 (and the "
+                               "gradients) or 3 (and the parameters), got "
+                               "'{}'",
                                v));
-    options.zero = v == "1";
+    options.zero = *stage;
     return {};
   }
   if (flag == "--dp-dim") {
@@ -503,15 +506,17 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                             const CheckOptions &check,
                             const TrainRunOptions &allOptions,
                             std::ostream &rankOut) {
-  // Data parallel: every rank must run the same program on the same
-  // shapes with the same options, checked before anything is compiled;
+  // Data parallel: every rank must run the same einc binary, program,
+  // shapes and options, checked before anything is compiled;
   // rank 0 alone prints, logs, plots and writes checkpoints.
   Communicator *comm = allOptions.comm;
   bool dataParallel = comm && comm->size() > 1;
   std::ostream silent(nullptr);
-  if (!dataParallel && allOptions.zero == 1)
-    return usage("--zero 1 shards the optimizer states over the ranks: it "
-                 "needs data parallel (--ranks N with N > 1, or mpirun)");
+  if (!dataParallel && allOptions.zero > 0)
+    return usage(fmt::format("--zero {} shards {} over the ranks: it needs "
+                             "data parallel (--ranks N with N > 1, or mpirun)",
+                             allOptions.zero,
+                             zeroShardedParts(allOptions.zero)));
   TrainRunOptions rankOptions = allOptions;
   const TrainRunOptions &options = rankOptions;
   if (dataParallel) {
@@ -526,11 +531,9 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     what += fmt::format("\n{} {}", options.zero, options.dpDim);
     for (const TrainData &d : options.data)
       what += "\n" + d.param + "=" + d.path;
-    uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
-    for (unsigned char c : what)
-      hash = (hash ^ c) * 0x100000001b3ull;
-    if (auto same = checkSameOnAllRanks(
-            *comm, hash, "the program, its shapes and the training options");
+    if (auto same = checkSameRunOnAllRanks(
+            *comm, fnv1a(what),
+            "the program, its shapes and the training options");
         !same)
       return same.error();
     if (comm->rank() != 0) {
@@ -563,6 +566,9 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     state.stepTokens *= comm->size();
     if (options.zero == 1)
       state.shardOptimizerStates();
+    else if (options.zero >= 2)
+      if (auto ok = state.shardState(int(options.zero)); !ok)
+        return ok;
     if (const char *bucket = std::getenv("EIN_DP_BUCKET_BYTES")) {
       auto bytes = parseCount(bucket, 1);
       if (!bytes)
@@ -594,20 +600,7 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
 
   out << state.summary();
   if (dataParallel)
-    out << fmt::format("data parallel over {}: each rank trains on {} rows "
-                       "of every batch; the gradients are averaged in "
-                       "buckets of {:.3g} MiB{}{}\n",
-                       comm->name(),
-                       state.data.front().batch.shape.empty()
-                           ? int64_t(1)
-                           : state.data.front().batch.shape[0],
-                       double(state.bucketBytes) / (1 << 20),
-                       state.deviceComm ? " on the device through " +
-                                              state.deviceComm->name()
-                                        : std::string(),
-                       state.zero1 ? "; ZeRO-1: each rank holds and updates "
-                                     "the optimizer states of its parameters"
-                                   : "");
+    out << state.dataParallelSummary();
   if (peakFlops <= 0)
     out << "(no peak FLOP/s for MFU: run `einc calibrate` or pass "
            "--peak-flops)\n";
@@ -671,6 +664,7 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                      ? flopsPerStep / seconds / peakFlops
                      : NAN;
     int64_t rss = residentBytes();
+    HeldState held = state.heldState(); // between steps
     // What the step held: the loop's tensors, and the compiled code's
     // temporaries at their peak (the CPU's allocator; the CUDA targets'
     // are in their own process), as the code asked for them; the blocks
@@ -707,7 +701,9 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                   "\"seconds\":{},\"{}_per_s\":{},\"mfu\":{},"
                   "\"memory_bytes\":{},\"memory_block_bytes\":{},"
                   "\"report_peak_bytes\":{},"
-                  "\"spare_bytes\":{},\"rss_bytes\":{}}}\n",
+                  "\"spare_bytes\":{},\"rss_bytes\":{},"
+                  "\"held_parameter_bytes\":{},\"held_gradient_bytes\":{},"
+                  "\"held_state_bytes\":{}}}\n",
                   step + 1, jsonNumber(result->loss), jsonNumber(result->lr),
                   jsonNumber(result->gradNorm),
                   result->clipped ? "true" : "false",
@@ -718,7 +714,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                   jsonNumber(mfu),
                   measured >= 0 ? jsonNumber(measured) : "null",
                   measuredBlocks >= 0 ? jsonNumber(measuredBlocks) : "null",
-                  jsonNumber(state.reportPeakBytes()), state.spareBytes(), rss)
+                  jsonNumber(state.reportPeakBytes()), state.spareBytes(), rss,
+                  held.parameters, held.gradients, held.optimizerStates)
            << std::flush;
     out.flush();
     if (!result->skipped &&
@@ -758,19 +755,17 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     }
     bool stop = interrupted != 0;
     // Every rank decides alike (from the options before rank 0's alone
-    // were cleared): under ZeRO-1 they all send rank 0 their states.
+    // were cleared): under ZeRO they all gather the whole state.
     if (!allOptions.checkpoint.empty() &&
         (last || stop ||
          (options.checkpointEvery > 0 &&
           state.step % options.checkpointEvery == 0))) {
-      if (state.zero1)
-        if (auto ok = state.gatherOptimizerStates(); !ok)
-          return ok;
+      if (auto ok = state.gatherForCheckpoint(); !ok)
+        return ok;
       if (!options.checkpoint.empty())
         if (auto ok = state.writeCheckpoint(options.checkpoint); !ok)
           return ok;
-      if (state.zero1)
-        state.dropUnownedStates();
+      state.dropAfterCheckpoint();
     }
     if (stop) {
       (void)writePlot();

@@ -2,7 +2,10 @@
 // batch dim split over the ranks, the bucketed all-reduce of the gradients,
 // and `--ranks N`'s launch of mpirun.
 #include "TrainState.h"
+#include "ein/Analysis/DataParallel.h"
 #include "ein/Driver/Train.h"
+#include "ein/Support/Hash.h"
+#include "ein/Support/Library.h"
 
 #include <fmt/format.h>
 
@@ -114,10 +117,6 @@ startRanks(const Module &module, CheckOptions &check, TrainRunOptions &options,
                                     "cuda or cuda-emulated (NCCL), not on "
                                     "--target={}",
                                     options.target));
-  if ((options.ranks > 1 || launched > 1) && cuda && options.zero == 1)
-    return Error::usage(fmt::format("--zero 1 on --target={} is not built: "
-                                    "ZeRO-1 runs on CPU ranks",
-                                    options.target));
   if (options.ranks > 0 && launched == 0) {
     // The batch's split is checked here, once, before any rank starts.
     CheckOptions split = check;
@@ -212,7 +211,7 @@ ErrorOr<void> TrainingState::allReduceGradients() {
 }
 
 void TrainingState::shardOptimizerStates() {
-  zero1 = true;
+  zero = 1;
   std::vector<TrainedParam *> order;
   for (TrainedParam &p : trained)
     order.push_back(&p);
@@ -230,15 +229,19 @@ void TrainingState::shardOptimizerStates() {
 }
 
 void TrainingState::dropUnownedStates() {
+  // On a device, the state's device copy goes too (the host's copy of a
+  // gathered state has none).
   for (TrainedParam &p : trained)
     if (p.owner >= 0 && p.owner != dpRank)
       for (HostTensor &st : p.states)
-        std::vector<uint8_t>().swap(st.data);
+        drop(st);
 }
 
 ErrorOr<void> TrainingState::broadcastParameters() {
+  // Where the values live: on a device, through its communicator (NCCL).
+  Communicator &group = deviceComm ? *deviceComm : *comm;
   for (TrainedParam &p : trained)
-    if (auto r = comm->broadcast(p.value.data.data(), p.value.type,
+    if (auto r = group.broadcast(on(p.value), p.value.type,
                                  p.value.numElements(), p.owner);
         !r)
       return r;
@@ -246,8 +249,12 @@ ErrorOr<void> TrainingState::broadcastParameters() {
 }
 
 ErrorOr<void> TrainingState::gatherOptimizerStates() {
+  // On the host: an owner's states come back from its device first.
   for (TrainedParam &p : trained)
     for (HostTensor &st : p.states) {
+      if (p.owner == dpRank)
+        if (auto r = download(st); !r)
+          return r;
       st.data.resize(st.byteSize());
       if (auto r = comm->broadcast(st.data.data(), st.type, st.numElements(),
                                    p.owner);
@@ -257,21 +264,76 @@ ErrorOr<void> TrainingState::gatherOptimizerStates() {
   return {};
 }
 
+const char *zeroShardedParts(int64_t stage) {
+  return stage >= 3   ? "the parameters, gradients and optimizer states"
+         : stage == 2 ? "the gradients and optimizer states"
+                      : "the optimizer states";
+}
+
+std::string TrainingState::dataParallelSummary() const {
+  const char *how[] = {
+      "",
+      "; ZeRO-1: each rank holds and updates the optimizer states of its "
+      "parameters",
+      "; ZeRO-2: each rank holds and updates 1/N of every gradient and "
+      "optimizer state (reduce-scatter, then all-gather of the updated "
+      "parameters)",
+      "; ZeRO-3: each rank holds and updates 1/N of every parameter, "
+      "gradient and optimizer state (the parameters all-gathered for each "
+      "step, then dropped)"};
+  std::string text = fmt::format(
+      "data parallel over {}: each rank trains on {} rows of every batch; "
+      "the gradients are averaged in buckets of {:.3g} MiB{}{}\n",
+      comm->name(),
+      data.front().batch.shape.empty() ? int64_t(1)
+                                       : data.front().batch.shape[0],
+      double(bucketBytes) / (1 << 20),
+      deviceComm ? " on the device through " + deviceComm->name()
+                 : std::string(),
+      how[zero]);
+  // What this rank holds between steps beside what `einc report --train
+  // --ranks N --zero K` counts (its even split: ZeRO-1's by parameter
+  // differs).
+  DataParallelModel model;
+  model.states = unsigned(stateNames.size());
+  for (const TrainedParam &p : trained)
+    model.params.push_back(
+        {p.value.numElements(),
+         runtime::storageBytes(p.model.data.empty() ? p.value.type
+                                                    : p.model.type)});
+  RankMemory report = rankMemory(model, allStrategies()[zero], dpRanks);
+  HeldState held = heldState();
+  return text +
+         fmt::format("rank {} holds between steps: parameters {} B, gradients "
+                     "{} B, optimizer states {} B (report --train --ranks {} "
+                     "--zero {}: {} B, {} B, {} B)\n",
+                     dpRank, held.parameters, held.gradients,
+                     held.optimizerStates, dpRanks, zero,
+                     toString(report.parameters), toString(report.gradients),
+                     toString(report.optimizerStates));
+}
+
+ErrorOr<void> checkSameRunOnAllRanks(Communicator &comm, uint64_t hash,
+                                     const std::string &what) {
+  auto binary = binaryIdentity();
+  if (!binary)
+    return binary.error();
+  if (auto same = checkSameOnAllRanks(
+          comm, fnv1a(*binary),
+          fmt::format("the einc binary (this rank's: {})", *binary));
+      !same)
+    return same;
+  return checkSameOnAllRanks(comm, hash, what);
+}
+
 ErrorOr<void> launchRanks(int64_t ranks,
                           const std::vector<std::string> &arguments) {
   if (!haveMPI())
     return mpiWorld().error(); // names the missing MPI
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0)
-    return Error::usage("--ranks: cannot find this einc's own path to launch "
-                        "it under mpirun");
-  self[length] = 0;
-  std::vector<std::string> words = {"mpirun", "-n", std::to_string(ranks),
-                                    "--oversubscribe"};
-  if (geteuid() == 0)
-    words.push_back("--allow-run-as-root");
-  words.push_back(self);
+  auto mpirun = mpirunSelf(ranks);
+  if (!mpirun)
+    return Error::usage("--ranks: " + mpirun.error().message);
+  std::vector<std::string> words = std::move(*mpirun);
   for (const std::string &a : arguments)
     words.push_back(a);
   std::vector<char *> argv;
@@ -291,10 +353,17 @@ ErrorOr<void> launchRanks(int64_t ranks,
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return {};
+  // mpirun exits with the first failed rank's status: 128 + N when a
+  // signal N ended it.
+  std::string how = "killed by a signal";
+  if (int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1; code > 128)
+    how = fmt::format("exit status {}: a rank ended by signal {}, {}", code,
+                      code - 128, strsignal(code - 128));
+  else if (code >= 0)
+    how = fmt::format("exit status {}", code);
   return Error::program(fmt::format(
       "the {} ranks under mpirun failed ({}); their errors are above", ranks,
-      WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
-                        : std::string("killed by a signal")));
+      how));
 }
 
 } // namespace ein

@@ -7,6 +7,7 @@
 #include "ein/Runtime/SafeTensors.h"
 #include "ein/Sema/Autodiff.h"
 #include "ein/Sema/ProgramBuilder.h"
+#include "ein/Support/Hash.h"
 #include "ein/Support/Process.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
@@ -73,14 +74,7 @@ bool globMatch(const char *pattern, const char *name) {
 
 /// FNV-1a, 64 bits, of a parameter's name: its stream of the seeded
 /// initialisation.
-uint64_t nameHash(const std::string &name) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+uint64_t nameHash(const std::string &name) { return fnv1a(name); }
 
 /// The documented uniform in (0, 1) of counter `i` of stream `key`.
 double unitUniform(uint64_t key, uint64_t i) {
@@ -685,8 +679,13 @@ prepareTraining(const SourceFile &file, const Module &module,
   // The update to compile for each (dtype, rank), and who uses it.
   std::map<std::pair<DType, size_t>, std::vector<TrainedParam *>> updateUsers;
   CheckOptions none;
+  // ZeRO-2/3 update each rank's shard of a parameter, a 1-d tensor.
+  int64_t ranks = options.comm ? options.comm->size() : 1;
+  bool sharded = options.zero >= 2 && ranks > 1;
   for (TrainedParam &p : s.trained) {
     DType dtype = runtime::toDType(p.value.type).value_or(DType::F32);
+    std::vector<int64_t> shape =
+        sharded ? zeroShardShape(p.value.numElements(), ranks) : p.value.shape;
     std::unique_ptr<UpdateSource> &source = updateSources[dtype];
     if (!source) {
       source = std::make_unique<UpdateSource>();
@@ -705,10 +704,9 @@ prepareTraining(const SourceFile &file, const Module &module,
         return checkedUpdate.error();
       source->checked = std::move(*checkedUpdate);
     }
-    std::vector<std::vector<int64_t>> updateShapes = {p.value.shape,
-                                                      p.value.shape};
+    std::vector<std::vector<int64_t>> updateShapes = {shape, shape};
     for (size_t k = 0; k < s.stateNames.size(); ++k)
-      updateShapes.push_back(p.value.shape);
+      updateShapes.push_back(shape);
     for (size_t k = 0; k < s.hyperNames.size(); ++k)
       updateShapes.push_back({});
     auto update =
@@ -717,12 +715,12 @@ prepareTraining(const SourceFile &file, const Module &module,
     if (!update)
       return update.error();
     p.update = std::move(*update);
-    updateUsers[{dtype, p.value.shape.size()}].push_back(&p);
-    auto key = std::make_pair(int(p.value.type), p.value.shape);
+    updateUsers[{dtype, shape.size()}].push_back(&p);
+    auto key = std::make_pair(int(p.value.type), shape);
     auto &spare = s.spares[key];
     if (spare.empty())
       for (size_t k = 0; k <= s.stateNames.size(); ++k)
-        spare.push_back(*HostTensor::create(p.value.type, p.value.shape));
+        spare.push_back(*HostTensor::create(p.value.type, shape));
   }
   for (const std::string &h : s.hyperNames)
     s.hypers[h] = *HostTensor::create(StorageType::F64, {});

@@ -54,9 +54,12 @@ ErrorOr<void> TrainingState::upload(const HostTensor &t) {
 }
 
 ErrorOr<void> TrainingState::download(HostTensor &t) {
-  if (memory->isHost() || t.data.empty())
+  // A tensor with no device copy is the host's own: ZeRO-1's states of
+  // another rank's parameters, gathered for a checkpoint.
+  void *device = memory->isHost() || t.data.empty() ? nullptr : on(t);
+  if (!device)
     return {};
-  return memory->copyOut(t.data.data(), on(t), t.data.size());
+  return memory->copyOut(t.data.data(), device, t.data.size());
 }
 
 ErrorOr<void> TrainingState::placeOnDevice() {
@@ -180,6 +183,10 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   int64_t micro = options.accumulate;
   double lossSum = 0;
   EIN_TRY(refreshModelCopies());
+  if (sharded()) {
+    EIN_TRY(gatherParameters());
+    EIN_TRY(allocateGradients());
+  }
   if (lossScaled) {
     lossScaleValue.dataAs<float>()[0] = static_cast<float>(lossScale);
     result.lossScale = lossScale;
@@ -211,7 +218,7 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   // accumulation assumes), so the mean of the ranks' means is the whole
   // batch's.
   if (dpRanks > 1) {
-    EIN_TRY(allReduceGradients());
+    EIN_TRY(sharded() ? reduceScatterGradients() : allReduceGradients());
     EIN_TRY(comm->allReduce(&lossSum, StorageType::F64, 1, ReduceOp::Sum));
   }
   result.loss = lossSum / double(micro * dpRanks);
@@ -221,18 +228,23 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   double factor = micro * dpRanks > 1 ? 1.0 / double(micro * dpRanks) : 1.0;
   if (lossScaled)
     factor *= double(static_cast<float>(1.0 / lossScale));
+  // ZeRO-2/3: each rank's shards, whose padding is zero; the norm's
+  // squares are summed over the ranks.
   if (factor != 1.0)
-    for (TrainedParam &p : trained)
-      EIN_TRY(
-          memory->scale(on(p.grad), p.grad.type, p.grad.numElements(), factor));
+    for (TrainedParam &p : trained) {
+      HostTensor &g = stepGradient(p);
+      EIN_TRY(memory->scale(on(g), g.type, g.numElements(), factor));
+    }
   double squares = 0;
-  for (const TrainedParam &p : trained) {
-    auto sum =
-        memory->sumOfSquares(on(p.grad), p.grad.type, p.grad.numElements());
+  for (TrainedParam &p : trained) {
+    HostTensor &g = stepGradient(p);
+    auto sum = memory->sumOfSquares(on(g), g.type, g.numElements());
     if (!sum)
       return sum.error();
     squares += *sum;
   }
+  if (sharded())
+    EIN_TRY(comm->allReduce(&squares, StorageType::F64, 1, ReduceOp::Sum));
   result.gradNorm = std::sqrt(squares);
   if (!std::isfinite(result.gradNorm) && lossScaled) {
     // GradScaler: skip the update; a dynamic scale halves.
@@ -251,9 +263,10 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     double coefficient = options.clip / (result.gradNorm + 1e-6);
     if (coefficient < 1) {
       result.clipped = true;
-      for (TrainedParam &p : trained)
-        EIN_TRY(memory->scale(on(p.grad), p.grad.type, p.grad.numElements(),
-                              coefficient));
+      for (TrainedParam &p : trained) {
+        HostTensor &g = stepGradient(p);
+        EIN_TRY(memory->scale(on(g), g.type, g.numElements(), coefficient));
+      }
     }
   }
   // The update, parameter by parameter, into spare tensors that then
@@ -271,15 +284,19 @@ ErrorOr<StepResult> TrainingState::trainStep() {
   setHyper("step", double(updates + 1));
   for (auto &[name, t] : hypers)
     EIN_TRY(upload(t));
+  // ZeRO-2/3: the update runs on this rank's shards.
+  EIN_TRY(cutValueShards());
   for (TrainedParam &p : trained) {
     if (p.owner >= 0 && p.owner != dpRank)
       continue; // ZeRO-1: its owner updates it
-    std::vector<const HostTensor *> inputs = {&p.value, &p.grad};
-    for (const HostTensor &st : p.states)
+    HostTensor &value = sharded() ? p.shard.value : p.value;
+    std::vector<HostTensor> &states = sharded() ? p.shard.states : p.states;
+    std::vector<const HostTensor *> inputs = {&value, &stepGradient(p)};
+    for (const HostTensor &st : states)
       inputs.push_back(&st);
     for (const std::string &h : hyperNames)
       inputs.push_back(&hypers.at(h));
-    auto &spare = spares.at({int(p.value.type), p.value.shape});
+    auto &spare = spares.at({int(value.type), value.shape});
     std::vector<HostTensor *> outputs;
     for (HostTensor &t : spare)
       outputs.push_back(&t);
@@ -287,12 +304,13 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     if (auto called = invoke(*p.update.callable, inputs, outputs, dims);
         !called)
       return called.error();
-    std::swap(p.value, spare[0]);
-    for (size_t k = 0; k < p.states.size(); ++k)
-      std::swap(p.states[k], spare[k + 1]);
+    std::swap(value, spare[0]);
+    for (size_t k = 0; k < states.size(); ++k)
+      std::swap(states[k], spare[k + 1]);
   }
-  if (zero1)
+  if (zero == 1)
     EIN_TRY(broadcastParameters());
+  EIN_TRY(gatherUpdatedValues());
   ++step;
   ++updates;
   if (lossScaleDynamic && ++growthTracker == options.lossScaleGrowthInterval) {
@@ -346,6 +364,7 @@ ErrorOr<double> TrainingState::evaluate() {
     return Error::program("the forward was not compiled: prepareTraining "
                           "compiles it only when --eval-every is set");
   EIN_TRY(refreshModelCopies());
+  EIN_TRY(gatherParameters()); // ZeRO-3's whole values, for the forward
   double sum = 0;
   for (int64_t e = 0; e < options.evalBatches; ++e) {
     if (auto filled = fillBatches(true, uint64_t(e)); !filled)
@@ -355,6 +374,7 @@ ErrorOr<double> TrainingState::evaluate() {
       return called.error();
     sum += scalarOf(lossValue);
   }
+  releaseParameters();
   if (dpRanks > 1)
     EIN_TRY(comm->allReduce(&sum, StorageType::F64, 1, ReduceOp::Sum));
   return sum / double(options.evalBatches * dpRanks);
@@ -397,16 +417,34 @@ ErrorOr<void> TrainingState::writeCheckpoint(const std::string &path) {
   return {};
 }
 
+HeldState TrainingState::heldState() const {
+  // The data each holds: ZeRO drops what a rank does not keep.
+  HeldState held;
+  auto add = [](int64_t &part, const std::vector<HostTensor> &tensors) {
+    for (const HostTensor &t : tensors)
+      part += int64_t(t.data.size());
+  };
+  for (const TrainedParam &p : trained) {
+    // A 16-bit parameter's f32 master is the optimizer's, as the report
+    // counts it.
+    bool master = !p.model.data.empty();
+    held.parameters += int64_t(p.model.data.size() + p.shard.value.data.size());
+    (master ? held.optimizerStates : held.parameters) +=
+        int64_t(p.value.data.size());
+    held.gradients += int64_t(p.grad.data.size() + p.micro.data.size() +
+                              p.shard.grad.data.size());
+    add(held.optimizerStates, p.states);
+    add(held.optimizerStates, p.shard.states);
+  }
+  return held;
+}
+
 int64_t TrainingState::heldBytes() const {
-  int64_t bytes = int64_t(lossValue.byteSize());
+  HeldState held = heldState();
+  int64_t bytes = int64_t(lossValue.byteSize()) + held.parameters +
+                  held.gradients + held.optimizerStates;
   for (const DataInput &d : data)
     bytes += int64_t(d.batch.byteSize());
-  for (const TrainedParam &p : trained) {
-    bytes += int64_t(p.value.byteSize() + p.grad.byteSize() +
-                     p.micro.byteSize() + p.model.byteSize());
-    for (const HostTensor &st : p.states)
-      bytes += int64_t(st.data.size()); // ZeRO-1 drops the unowned ones'
-  }
   for (const auto &[name, t] : hypers)
     bytes += int64_t(t.byteSize());
   return bytes;

@@ -9,6 +9,7 @@
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Target/DeviceMemory.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,10 +79,52 @@ struct TrainedParam {
   /// ZeRO-1: the rank that holds this parameter's optimizer states and
   /// updates it, then broadcasts its value; -1: every rank does.
   int owner = -1;
+  /// ZeRO-2 and ZeRO-3 (TrainingState::shardState): this rank's shard of
+  /// the parameter flattened and padded with zeros to dpRanks·S elements,
+  /// elements [dpRank·S, (dpRank+1)·S), as tensors of shape {S} (S =
+  /// zeroShardShape's): of the value (ZeRO-3's only copy between steps;
+  /// ZeRO-2's is cut from the whole value for the update alone), of the
+  /// gradient summed over the ranks, and of each optimizer state. The
+  /// update runs on them. The whole `states` are then empty (gathered for a
+  /// checkpoint alone), as `grad` and `micro` are between steps and, under
+  /// ZeRO-3, `value`.
+  struct Shard {
+    runtime::HostTensor value, grad;
+    std::vector<runtime::HostTensor> states;
+  } shard;
 };
+
+/// The shape of one rank's shard of a parameter of `elements` under ZeRO-2
+/// or ZeRO-3 on `ranks` ranks: {ceil(elements / ranks)}, the report's
+/// shardElements (ein/Analysis/DataParallel.h), so that the two agree.
+std::vector<int64_t> zeroShardShape(int64_t elements, int64_t ranks);
+
+/// The bytes one rank holds between steps, by part, as `einc report
+/// --train --ranks N` counts them (RankMemory): the parameters (with their
+/// model copies), the gradients (with the micro-batch sums) and the
+/// optimizer states (ZeRO's shards included).
+struct HeldState {
+  int64_t parameters = 0, gradients = 0, optimizerStates = 0;
+};
+
+/// Frees a tensor's data (a ZeRO rank's part it does not keep); its type
+/// and shape stay.
+inline void releaseData(runtime::HostTensor &t) {
+  std::vector<uint8_t>().swap(t.data);
+}
+
+/// What ZeRO stage `stage` shards: "the optimizer states", "the gradients
+/// and optimizer states", ...
+const char *zeroShardedParts(int64_t stage);
 
 class TrainingState {
 public:
+  /// A parameter's whole tensor and its shard, which ZeRO-2/3's collectives
+  /// move between (moveShards, cutShards).
+  using PickShard =
+      std::function<std::pair<runtime::HostTensor *, runtime::HostTensor *>(
+          TrainedParam &)>;
+
   TrainingState() = default;
   TrainingState(const TrainingState &) = delete;
   TrainingState &operator=(const TrainingState &) = delete;
@@ -124,9 +167,13 @@ public:
   /// gradients, optimizer states, batches), and of the spare tensors the
   /// update writes into.
   int64_t heldBytes() const;
+  HeldState heldState() const;
   int64_t spareBytes() const;
   /// The run's description, printed before the first step.
   std::string summary() const;
+  /// Data parallel's line: the ranks, the split, the ZeRO stage, and what
+  /// this rank holds beside what the report counts.
+  std::string dataParallelSummary() const;
 
   // Set up by prepareTraining.
   Engine engine;
@@ -188,7 +235,42 @@ public:
   /// again after (dropUnownedStates).
   ErrorOr<void> gatherOptimizerStates();
   void dropUnownedStates();
-  bool zero1 = false;
+  /// For a checkpoint, under any ZeRO stage: every rank gets the whole
+  /// state (collective), and drops what the stage does not keep after.
+  ErrorOr<void> gatherForCheckpoint();
+  void dropAfterCheckpoint();
+  /// The ZeRO stage the state runs (0: none; TrainRunOptions::zero).
+  int zero = 0;
+
+  // ZeRO-2 and ZeRO-3 (TrainZero.cpp; docs/training.md, "Data parallel"). Their
+  // collectives run in buckets of about bucketBytes, each holding the
+  // parameters' shards rank-major (block r: every parameter's shard r),
+  // so that one reduce-scatter leaves each rank its shards and one
+  // all-gather gives every rank all of them.
+  /// Cuts each parameter's shards (TrainedParam::shard) from its whole
+  /// value and states and drops what the stage does not keep.
+  ErrorOr<void> shardState(int stage);
+  bool sharded() const { return zero >= 2; }
+  /// ZeRO-3: the whole values from the shards, before the loss is called;
+  /// releaseParameters drops them after.
+  ErrorOr<void> gatherParameters();
+  void releaseParameters();
+  /// Before the backward: room for the whole gradients (and micro-batch
+  /// sums) the gradient writes.
+  ErrorOr<void> allocateGradients();
+  /// The whole gradients summed over the ranks into the shards, which
+  /// frees them (and, under ZeRO-3, the whole values).
+  ErrorOr<void> reduceScatterGradients();
+  /// The update's inputs and, after it, its results: ZeRO-2 cuts the value
+  /// shards from the whole values before it and gathers the updated shards
+  /// into every rank's whole values after.
+  ErrorOr<void> cutValueShards();
+  ErrorOr<void> gatherUpdatedValues();
+  /// The gradient the step scales, clips and updates with: the shard
+  /// under ZeRO-2/3, else the whole one.
+  runtime::HostTensor &stepGradient(TrainedParam &p) {
+    return sharded() ? p.shard.grad : p.grad;
+  }
   size_t bucketBytes = 25u << 20;
   /// The gradient buckets, one per dtype, in `memory` (allocated on the
   /// first step).
@@ -209,6 +291,18 @@ private:
                        const std::vector<const runtime::HostTensor *> &inputs,
                        const std::vector<runtime::HostTensor *> &outputs,
                        const Bindings &dims, int64_t *indexStatus = nullptr);
+  /// ZeRO's tensors coming and going where they live: `hold` gives a
+  /// tensor without data its data (and, on a device, its device copy);
+  /// `drop` frees both.
+  ErrorOr<void> hold(runtime::HostTensor &t);
+  void drop(runtime::HostTensor &t);
+  /// ZeRO-2/3's bucketed collectives between each parameter's whole tensor
+  /// and shard that `pick` names (TrainZero.cpp), on the device's
+  /// communicator when there is one: reduce-scatter into the shards, or
+  /// all-gather into the whole tensors (held first).
+  ErrorOr<void> moveShards(const PickShard &pick, bool gather);
+  /// Each shard `pick` names (held first) cut from its whole tensor.
+  ErrorOr<void> cutShards(const PickShard &pick);
   /// The device copy of each loop tensor, by the address of its host
   /// tensor's data: a tensor that changes places with a spare (a swap of
   /// HostTensors, whose buffers stay where they are) takes its copy along.

@@ -103,11 +103,13 @@ ErrorOr<std::shared_ptr<Callable>> Engine::compile(const Target &target,
   // adds to a file's (the CPU compiled for too: one engine may serve
   // several, as set_cpu changes it).
   std::string full = fmt::format(
-      "target {}\nkey {}\nfunction {}\ntiles {} fusion {}\ncpu {} {}\n{}{}\n{}",
+      "target {}\nkey {}\nfunction {}\ntiles {} fusion {}\ncpu {} "
+      "{}\n{}{}\n{}{}",
       target.name(), key, function, options.cpu.tiles.str(), options.cpu.fusion,
       options.cpu.target.name, options.cpu.target.features,
       options.allowTf32 ? "tf32\n" : "", options.mainFunction,
-      options.inProcess ? "in-process\n" : "");
+      options.inProcess ? "in-process\n" : "",
+      options.mesh ? "with collectives\n" : "");
   if (auto it = callables.find(full); it != callables.end())
     return it->second;
   return buildAndLoad(target, full, diskCache ? full : "", checked, function,
@@ -119,6 +121,11 @@ Engine::buildAndLoad(const Target &target, const std::string &key,
                      const std::string &diskKey, const CheckedModule &checked,
                      const std::string &function, TargetOptions options) {
   options.diskCacheKey = diskKey;
+  if (options.mesh && !target.compilesCollectives())
+    return Error::usage(fmt::format(
+        "--target={} does not compile a sharded function's collectives into "
+        "its code",
+        target.flag()));
   auto artifact = target.build(checked, function, options);
   if (!artifact)
     return artifact.error();

@@ -8,6 +8,7 @@
 #include "ein/Execution/ObjectBundle.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Runtime/Allocator.h"
+#include "ein/Runtime/CollectiveCalls.h"
 #include "ein/Support/Files.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -65,6 +66,9 @@ struct JITFunction::Impl {
   /// The function's takes, when it has any: its C interface then has one
   /// more output, the count of ids out of range (kIndexStatusAttr).
   std::vector<TakeSite> takes;
+  /// Compiled with its mesh's collectives (calls of CollectiveCalls.h):
+  /// called only inside a CollectiveScope.
+  bool collectives = false;
 };
 
 JITFunction::JITFunction(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -363,6 +367,11 @@ ErrorOr<void> link(JITFunction::Impl &impl,
   add("_mlir_memref_to_llvm_alloc", &ein_runtime_alloc);
   add("_mlir_memref_to_llvm_aligned_alloc", &ein_runtime_aligned_alloc);
   add("_mlir_memref_to_llvm_free", &ein_runtime_free);
+  // A sharded function's collectives run on the calling rank's groups.
+  add(kAllReduceCall, &ein_comm_all_reduce);
+  add(kReduceScatterCall, &ein_comm_reduce_scatter);
+  add(kAllGatherCall, &ein_comm_all_gather);
+  add(kAxisRankCall, &ein_comm_axis_rank);
   if (auto err = dylib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
     return Error::program(llvm::toString(std::move(err)));
   for (std::string_view object : objects)
@@ -381,7 +390,8 @@ ErrorOr<void> link(JITFunction::Impl &impl,
 
 ErrorOr<std::unique_ptr<JITFunction>>
 JITFunction::compile(const CheckedModule &module, const std::string &function,
-                     const CPUOptions &options, const JITOptions &jit) {
+                     const CPUOptions &options, const JITOptions &jit,
+                     const MeshProgram *mesh) {
   auto failure = [&](std::string reason) {
     return Error::program(fmt::format("cannot compile '{}':", function))
         .withContext(std::move(reason));
@@ -391,8 +401,13 @@ JITFunction::compile(const CheckedModule &module, const std::string &function,
     return Error::program(fmt::format("no function named '{}'", function));
   initializeNativeTarget();
   auto impl = makeImpl(module, *fn);
+  impl->collectives = mesh != nullptr;
+  if (mesh)
+    impl->results = meshResultTypes(*fn, *mesh);
 
-  auto verified = buildVerifiedEinModule(impl->context, module);
+  auto verified =
+      mesh ? buildVerifiedShardedEinModule(impl->context, module, *mesh)
+           : buildVerifiedEinModule(impl->context, module);
   if (!verified)
     return failure(std::move(verified.error().context));
   mlir::OwningOpRef<mlir::ModuleOp> ir = std::move(*verified);
@@ -475,6 +490,11 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
                   const Bindings &dims, int64_t *indexStatus) {
   if (indexStatus)
     *indexStatus = 0;
+  if (impl->collectives && !CollectiveScope::active())
+    return Error::program(fmt::format(
+        "'{}' was compiled with its mesh's collectives: it runs on a rank "
+        "of a sharded run (inside a CollectiveScope)",
+        impl->name));
   Bindings env = impl->env;
   for (auto &[name, value] : dims)
     env[name] = value;
@@ -523,6 +543,11 @@ ErrorOr<void> JITFunction::callStrided(const StridedArgument *args,
                                        int64_t *indexStatus) {
   if (indexStatus)
     *indexStatus = 0;
+  if (impl->collectives && !CollectiveScope::active())
+    return Error::program(fmt::format(
+        "'{}' was compiled with its mesh's collectives: it runs on a rank "
+        "of a sharded run (inside a CollectiveScope)",
+        impl->name));
   size_t expected = impl->params.size() + impl->results.size();
   if (count != expected)
     return Error::usage(fmt::format("'{}' takes {} tensor(s), got {}",

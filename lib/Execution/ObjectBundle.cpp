@@ -1,5 +1,6 @@
 // Several object files in one (include/ein/Execution/ObjectBundle.h).
 #include "ein/Execution/ObjectBundle.h"
+#include "ein/Support/Hash.h"
 
 #include <fmt/format.h>
 
@@ -24,15 +25,6 @@ uint64_t getU64(std::string_view bytes, size_t at) {
   for (int i = 0; i < 8; ++i)
     v |= uint64_t(uint8_t(bytes[at + i])) << (8 * i);
   return v;
-}
-
-uint64_t fnv1a(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : bytes) {
-    h ^= uint8_t(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
 }
 
 } // namespace

@@ -189,15 +189,9 @@ private:
       int64_t n = mesh->sizes[size_t(axis)];
       Shape shape = einType.getShape();
       llvm::SmallVector<int64_t> sizes(type.getShape());
-      auto whole = shape[size_t(j)].size.evaluate(dims);
-      if (whole && n > 0) {
-        shape[size_t(j)] = Dim::ofSize(SizeExpr::constant(*whole / n));
-        sizes[size_t(j)] = int64_t(*whole) / n;
-      } else {
-        shape[size_t(j)] = Dim::ofSize(SizeExpr::quotient(
-            shape[size_t(j)].size, SizeExpr::symbol(c.axis)));
-        sizes[size_t(j)] = mlir::ShapedType::kDynamic;
-      }
+      shape[size_t(j)] = scatteredBlock(shape[size_t(j)], n, c.axis, dims);
+      auto block = shape[size_t(j)].size.evaluate(dims);
+      sizes[size_t(j)] = block ? int64_t(*block) : mlir::ShapedType::kDynamic;
       outType = einType.withShape(shape);
       out = builder.create<mlir::mesh::ReduceScatterOp>(
           l, mlir::RankedTensorType::get(sizes, type.getElementType()), "mesh",
@@ -241,6 +235,36 @@ private:
 };
 
 } // namespace
+
+Dim scatteredBlock(const Dim &whole, int64_t n, const std::string &axis,
+                   const Bindings &dims) {
+  auto size = whole.size.evaluate(dims);
+  if (size && n > 0)
+    return Dim::ofSize(SizeExpr::constant(*size / n));
+  return Dim::ofSize(SizeExpr::quotient(whole.size, SizeExpr::symbol(axis)));
+}
+
+std::vector<TensorType> meshResultTypes(const CheckedFunction &fn,
+                                        const MeshProgram &mesh) {
+  std::vector<TensorType> types;
+  for (unsigned id : fn.returns) {
+    const TensorType &t = fn.values[id].type;
+    TensorType type{fn.ctx.expand(t.shape), t.dtype};
+    for (size_t k = 0; k < mesh.collectives.size(); ++k) {
+      const InferredCollective &c = mesh.collectives[k];
+      if (c.kind != CollectiveKind::ReduceScatter || c.value != id)
+        continue;
+      int64_t n = -1;
+      for (size_t i = 0; i < mesh.axes.size(); ++i)
+        if (mesh.axes[i] == c.axis)
+          n = mesh.sizes[i];
+      Dim &d = type.shape[size_t(mesh.scatterDims[k])];
+      d = scatteredBlock(d, n, c.axis, fn.ctx.env);
+    }
+    types.push_back(std::move(type));
+  }
+  return types;
+}
 
 void registerEinDialects(mlir::MLIRContext &context) {
   context.loadDialect<EinDialect, mlir::func::FuncDialect,

@@ -1,7 +1,8 @@
 // The MPI communicator (CPU ranks under mpirun): MPI_COMM_WORLD and its
 // MPI_Comm_split sub-groups. Every collective is MPI's non-blocking one,
-// polled with MPI_Test against the timeout, so a rank that dies or never
-// arrives is an error on the others, not a hang. To name the ranks missing,
+// polled with MPI_Test against the timeout, and MPI_Init is waited for
+// within it too, so a rank that dies or never arrives is an error on the
+// others, not a hang. To name the ranks missing,
 // each rank tells its peers, on a duplicate of the group's communicator,
 // the number of the collective it enters. bf16 and f16 are reduced in f32
 // (widened, reduced by MPI, rounded once). Without MPI (EIN_HAVE_MPI unset)
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <unistd.h>
 
 #ifdef EIN_HAVE_MPI
 #include "ein/Runtime/FloatConvert.h"
@@ -20,8 +22,12 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <thread>
 #endif
 
@@ -34,6 +40,20 @@ int launcherWorldSize() {
     if (const char *v = std::getenv(name))
       return std::atoi(v);
   return 0;
+}
+
+ErrorOr<std::vector<std::string>> mpirunSelf(int64_t ranks) {
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0)
+    return Error::usage("cannot find this einc's own path (/proc/self/exe) "
+                        "to launch it under mpirun");
+  std::vector<std::string> words = {"mpirun", "-n", std::to_string(ranks),
+                                    "--oversubscribe"};
+  if (geteuid() == 0)
+    words.push_back("--allow-run-as-root");
+  words.push_back(std::string(self, size_t(length)));
+  return words;
 }
 
 #ifndef EIN_HAVE_MPI
@@ -130,6 +150,7 @@ public:
     MPI_Comm_dup(comm, &side);
     MPI_Comm_set_errhandler(side, MPI_ERRORS_RETURN);
     seen.assign(n, 0);
+    heard.assign(n, std::chrono::steady_clock::now());
   }
   ~MPICommunicator() override {
     if (mpiBroken)
@@ -260,7 +281,8 @@ private:
         count, INT_MAX));
   }
 
-  /// Tells every peer that this rank enters collective number `sequence`.
+  /// Tells every peer that this rank is in collective number `sequence`:
+  /// once as it enters, then as a heartbeat while it waits.
   void announce() {
     for (int p = 0; p < n; ++p) {
       if (p == myRank)
@@ -296,6 +318,7 @@ private:
       MPI_Recv(&value, 1, MPI_INT64_T, status.MPI_SOURCE, arrivalTag, side,
                MPI_STATUS_IGNORE);
       seen[status.MPI_SOURCE] = std::max(seen[status.MPI_SOURCE], value);
+      heard[status.MPI_SOURCE] = std::chrono::steady_clock::now();
     }
   }
 
@@ -315,6 +338,11 @@ private:
     }
     auto begin = std::chrono::steady_clock::now();
     auto deadline = begin + std::chrono::duration<double>(timeout());
+    // While it waits, a rank repeats its announcement every `beat`, so
+    // that on a timeout the others can tell a rank that never came from
+    // one that came and then went silent (stopped, or died in it).
+    auto beat = std::chrono::duration<double>(std::min(1.0, timeout() / 4));
+    auto lastBeat = begin;
     for (long polls = 0;; ++polls) {
       int done = 0;
       if (int code = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
@@ -327,7 +355,13 @@ private:
         break;
       auto now = std::chrono::steady_clock::now();
       if (now > deadline)
-        return timedOut(what);
+        return timedOut(what, 2 * beat);
+      if (now - lastBeat > beat) {
+        lastBeat = now;
+        drainArrivals();
+        finishSends(/*wait=*/false);
+        announce();
+      }
       // Spin briefly (a collective of small buffers ends within
       // microseconds), then poll less often so that oversubscribed ranks
       // leave the cores to the ones still computing.
@@ -339,22 +373,42 @@ private:
     return {};
   }
 
-  Error timedOut(const char *what) {
+  /// The error of a collective past its timeout, naming the ranks that
+  /// never entered it, else those that entered it but have not been heard
+  /// from for `silence` (no heartbeat).
+  Error timedOut(const char *what, std::chrono::duration<double> silence) {
     mpiBroken = true;
     drainArrivals();
-    std::string missing;
-    int count = 0;
+    auto now = std::chrono::steady_clock::now();
+    std::vector<int> absent, silent;
     for (int p = 0; p < n; ++p)
-      if (p != myRank && seen[p] < sequence) {
-        missing += (count ? ", " : "") + std::to_string(p);
-        ++count;
-      }
-    if (!count)
-      missing = "none known (every rank entered it; one may have died in it)";
+      if (p != myRank && seen[p] < sequence)
+        absent.push_back(p);
+      else if (p != myRank && now - heard[p] > silence)
+        silent.push_back(p);
+    auto ranks = [](const std::vector<int> &list) {
+      return fmt::format("rank{} {}", list.size() > 1 ? "s" : "",
+                         fmt::join(list, ", "));
+    };
+    std::string who;
+    if (!absent.empty())
+      who = fmt::format("{} never arrived", ranks(absent));
+    else if (!silent.empty()) {
+      double quiet = 0;
+      for (int p : silent)
+        quiet = std::max(quiet,
+                         std::chrono::duration<double>(now - heard[p]).count());
+      who =
+          fmt::format("{} entered it but {} not answered for {:.1f} s "
+                      "(stopped, or died in it)",
+                      ranks(silent), silent.size() > 1 ? "have" : "has", quiet);
+    } else
+      who = "every rank entered it and still answers, yet it did not "
+            "complete";
     return Error::usage(fmt::format(
         "{} (collective #{}) on MPI rank {} of {} timed out after {} s "
-        "(EIN_COMM_TIMEOUT): rank{} {} never arrived",
-        what, sequence, myRank, n, timeout(), count > 1 ? "s" : "", missing));
+        "(EIN_COMM_TIMEOUT): {}",
+        what, sequence, myRank, n, timeout(), who));
   }
 
   MPI_Comm comm, side;
@@ -362,6 +416,8 @@ private:
   int myRank = 0, n = 1;
   int64_t sequence = 0;
   std::vector<int64_t> seen;
+  /// When each peer was last heard from (an announcement or heartbeat).
+  std::vector<std::chrono::steady_clock::time_point> heard;
   std::vector<std::pair<MPI_Request, std::unique_ptr<int64_t>>> sends;
 };
 
@@ -375,15 +431,47 @@ ErrorOr<std::unique_ptr<Communicator>> mpiWorld() {
   if (initialized)
     return Error::usage("MPI is already initialized: one MPI world per "
                         "process");
-  int provided = 0;
-  if (int code =
-          MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-      code != MPI_SUCCESS)
-    return Error::usage("MPI_Init failed: " + mpiError(code));
-  auto world = std::make_unique<MPICommunicator>(MPI_COMM_WORLD, true);
   auto timeout = defaultCommTimeout();
   if (!timeout)
     return timeout.error();
+  // MPI_Init waits for every rank of the job (Open MPI's start-up
+  // exchange), with no timeout of its own: a rank stopped or stuck before
+  // it would hang the others. So it runs on a thread of its own, waited for
+  // within the timeout; past it this rank leaves with an error (the thread
+  // stays blocked until the process exits) and mpirun ends the job.
+  // MPI_THREAD_SERIALIZED: the MPI calls after it come from the calling
+  // thread, one at a time.
+  struct Start {
+    std::mutex mutex;
+    std::condition_variable finished;
+    bool done = false;
+    int code = MPI_SUCCESS;
+  };
+  auto start = std::make_shared<Start>();
+  std::thread([start] {
+    int provided = 0, code = MPI_Init_thread(nullptr, nullptr,
+                                             MPI_THREAD_SERIALIZED, &provided);
+    std::lock_guard<std::mutex> lock(start->mutex);
+    start->code = code;
+    start->done = true;
+    start->finished.notify_all();
+  }).detach();
+  {
+    std::unique_lock<std::mutex> lock(start->mutex);
+    if (!start->finished.wait_for(lock, std::chrono::duration<double>(*timeout),
+                                  [&] { return start->done; })) {
+      mpiBroken = true;
+      const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+      return Error::usage(fmt::format(
+          "MPI start-up (MPI_Init) on rank {} of {} timed out after {} s "
+          "(EIN_COMM_TIMEOUT): a rank of the job never reached it (stopped, "
+          "stuck or killed before it), and MPI cannot say which",
+          rank ? rank : "?", launcherWorldSize(), *timeout));
+    }
+    if (start->code != MPI_SUCCESS)
+      return Error::usage("MPI_Init failed: " + mpiError(start->code));
+  }
+  auto world = std::make_unique<MPICommunicator>(MPI_COMM_WORLD, true);
   world->setTimeout(*timeout);
   return std::unique_ptr<Communicator>(std::move(world));
 }

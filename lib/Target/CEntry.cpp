@@ -2,6 +2,7 @@
 // CEntry.h.
 #include "ein/Target/CEntry.h"
 #include "ein/Shape/SizeReads.h"
+#include "ein/Support/Hash.h"
 #include "ein/Syntax/Unicode.h"
 
 #include <fmt/format.h>
@@ -43,14 +44,14 @@ std::string headerGuard(const std::string &prefix,
   std::string guard = prefix;
   size_t slash = headerPath.rfind('/');
   for (char c : headerPath.substr(slash == std::string::npos ? 0 : slash + 1))
-    guard += std::isalnum(static_cast<unsigned char>(c))
-                 ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
-                 : '_';
+    guard +=
+        std::isalnum(static_cast<unsigned char>(c))
+            ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+            : '_';
   // FNV-1a: the same on every host and standard library (std::hash is not).
-  uint64_t hash = 14695981039346656037ull;
+  uint64_t hash = fnv1aBasis;
   for (auto &fn : module.functions)
-    for (char c : fn.name + '\n')
-      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    hash = fnv1a(fn.name + '\n', hash);
   return fmt::format("{}_{:016X}", guard, hash);
 }
 
@@ -104,12 +105,11 @@ std::string CSizeWriter::expr(const SizeExpr &e) const {
                       ? factor
                       : "ein_mul_(" + product + ", " + factor + ", &ovf)";
     }
-    std::string value =
-        product.empty() ? literal(term.coefficient)
-        : term.coefficient == 1
-            ? product
-            : "ein_mul_(" + literal(term.coefficient) + ", " + product +
-                  ", &ovf)";
+    std::string value = product.empty() ? literal(term.coefficient)
+                        : term.coefficient == 1
+                            ? product
+                            : "ein_mul_(" + literal(term.coefficient) + ", " +
+                                  product + ", &ovf)";
     sum = sum.empty() ? value : "ein_add_(" + sum + ", " + value + ", &ovf)";
   }
   return sum.empty() ? "0" : sum;
@@ -243,8 +243,7 @@ CEntry cEntry(const CheckedFunction &fn, const std::string &extraParams) {
                      nameOf(i), d,
                      sizes.expr(shapes[i][d].size.substitute(fn.ctx.env)));
   for (auto &c : fn.ctx.constraints) {
-    SizeExpr l = c.lhs.substitute(fn.ctx.env),
-             r = c.rhs.substitute(fn.ctx.env);
+    SizeExpr l = c.lhs.substitute(fn.ctx.env), r = c.rhs.substitute(fn.ctx.env);
     std::string cond;
     switch (c.kind) {
     case Constraint::Kind::Divisible:

@@ -198,6 +198,16 @@ def proj(h: f32["b f@tp"], w: f32["f@tp d"]) -> f32["b d@tp"]:
 """, "proj", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"h": (3, 8), "w": (8, 12)},
      lambda h, w: [h @ w], True),
+    # A reduce-scatter result split on its leading dim (above: on its
+    # second).
+    ("reduce-scatter-leading",
+     """mesh tp
+
+def proj(w: f32["f@tp d"], h: f32["f@tp b"]) -> f32["d@tp b"]:
+    return einsum(w, h, "f d, f b -> d b")
+""", "proj", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"w": (8, 12), "h": (8, 3)},
+     lambda w, h: [w.T @ h], True),
     ("mean-max-over-split",
      """mesh tp
 

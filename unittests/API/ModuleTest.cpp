@@ -102,18 +102,21 @@ TEST(Module, ErrorsAreEincsDiagnostics) {
 }
 
 TEST(Module, ShardedProgramIsRefusedByName) {
-  // A file with a mesh is checked, but its unsharded program is never
-  // loaded in its place (docs/distributed.md, step 1).
-  auto sharded = ein::nothrow::module_from_source(
+  // A file with a mesh loads, but its unsharded program is never called in
+  // place of the sharded one: Module::call names call_sharded
+  // (DistributedTest.cpp runs it).
+  auto sharded = ein::Module::from_source(
       "mesh tp\n\ndef f(x: f32[\"n@tp\"]) -> f32[\"n@tp\"]:\n    return "
       "x\n",
       "sharded.ein");
-  ASSERT_FALSE(sharded);
-  EXPECT_EQ(sharded.error().kind, ein::ErrorInfo::Kind::Program);
-  EXPECT_NE(sharded.error().message.find("sharded.ein"), std::string::npos)
-      << sharded.error().message;
-  EXPECT_NE(sharded.error().message.find("declares a mesh"), std::string::npos)
-      << sharded.error().message;
+  EXPECT_EQ(sharded.functions(), std::vector<std::string>{"f"});
+  auto called = ein::nothrow::call(sharded, "f", {iota({4})});
+  ASSERT_FALSE(called);
+  EXPECT_EQ(called.error().kind, ein::ErrorInfo::Kind::Usage);
+  EXPECT_NE(called.error().message.find("sharded.ein"), std::string::npos)
+      << called.error().message;
+  EXPECT_NE(called.error().message.find("declares a mesh"), std::string::npos)
+      << called.error().message;
 }
 
 TEST(Module, TakeErrorNamesTheTakeTheIdAndTheBound) {

@@ -2,6 +2,7 @@
 // a loaded module's loss function, with a progress callback that can stop it.
 #pragma once
 
+#include "ein/API/Distributed.h"
 #include "ein/API/Module.h"
 
 #include <cstdint>
@@ -86,6 +87,21 @@ struct TrainOptions {
   bool disk_cache = true; ///< the disk cache of compiled code
   /// "cpu" (set_cpu's target), "cuda" or "cuda-emulated".
   std::string target = "cpu";
+  /// Data parallel (`einc train --ranks N`, docs/training.md "Data
+  /// parallel"): every rank of `comm` calls train() with the same options
+  /// and takes its share of each batch (the batch dim, `dp_dim` or the
+  /// leading dim of the first data parameter, split over the ranks); the
+  /// gradients are averaged over the ranks, and rank 0 alone logs, plots
+  /// and writes checkpoints. MPI ranks (Communicator::mpi_world()) only:
+  /// the loop's state is per process, so simulated ranks are refused.
+  /// Undefined (the default) or of one rank: one process.
+  Communicator comm;
+  /// `--dp-dim`: the batch dim the ranks split (empty: the leading dim of
+  /// the first data parameter).
+  std::string dp_dim;
+  /// `--zero 1`: each parameter's optimizer states on one rank (ZeRO-1);
+  /// 0: every rank holds them all.
+  int64_t zero = 0;
   /// Called after each step (and its evaluation), before its checkpoint;
   /// returning false ends the run there as a finished one (checkpoint
   /// written, plot drawn).

@@ -63,8 +63,10 @@ double busFactor(CollectiveKind kind, Int ranks);
 /// busFactor * bytes, the traffic a ring moves per rank.
 double bytesPerRank(CollectiveKind kind, double bytes, Int ranks);
 
-/// The measured busbw of `m` at `bytes`: linear in log(bytes) between the
-/// two measured sizes around it, the nearest measured one's outside them.
+/// The measured busbw of `m` at `bytes`: between the two measured sizes
+/// around it, the one that makes the time past the latency (busFactor *
+/// bytes / busbw) linear in bytes; the nearest measured size's outside
+/// them.
 double interpolateBusBandwidth(const MeasuredCollective &m, double bytes);
 
 /// `kind`'s table in `fabric.measured`, or nullptr (a table fabric).

@@ -7,6 +7,7 @@
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Sema/Program.h"
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -15,16 +16,22 @@ namespace ein {
 
 /// Compilation stages that can be printed (`einc emit --stage=`).
 enum class IRStage { Ein, Linalg, Loops, LLVM };
+/// "ein", "linalg", "loops", "llvm": how --stage spells it.
+const char *irStageName(IRStage stage);
+/// The stage --stage spells `name` (not "ast", which has no IR).
+std::optional<IRStage> irStageOf(const std::string &name);
 
 /// Builds the `ein` IR of `module`, verifies it, lowers it to `stage`, and
 /// prints it to `os`. An error carries MLIR's diagnostics as its context.
 ErrorOr<void> emitIR(const CheckedModule &module, IRStage stage,
                      std::ostream &os, const CPUOptions &options = {});
 struct MeshProgram;
-/// `einc emit --stage=ein` of a sharded function: its local program
-/// (`local`, one function) with the mesh's collectives as `mesh` ops.
+/// `einc emit` of a sharded function: its local program (`local`, one
+/// function) with the mesh's collectives as `mesh` ops (`stage` ein), or
+/// lowered with them as runtime calls (ein-mesh-to-calls) to `stage`.
 ErrorOr<void> emitShardedIR(const CheckedModule &local, const MeshProgram &mesh,
-                            std::ostream &os);
+                            IRStage stage, std::ostream &os,
+                            const CPUOptions &options = {});
 
 /// A loop nest the CPU pipeline's fusion passes made (docs/lowering.md
 /// §3.6): `kind` is "rows" (an `ein.row_tiles` loop: every op inside it) or

@@ -20,6 +20,12 @@ class MathDialect;
 namespace func {
 class FuncDialect;
 }
+namespace memref {
+class MemRefDialect;
+}
+namespace bufferization {
+class BufferizationDialect;
+}
 } // namespace mlir
 
 namespace ein {

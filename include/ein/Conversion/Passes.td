@@ -63,4 +63,61 @@ def EinToLinalg : Pass<"ein-to-linalg", "::mlir::ModuleOp"> {
   ];
 }
 
+def MeshToCalls : Pass<"ein-mesh-to-calls", "::mlir::ModuleOp"> {
+  let summary = "Lower the mesh dialect's collectives to runtime calls";
+  let description = [{
+    A sharded function's local program (docs/distributed.md §4) holds its
+    collectives as `mesh` ops on builtin tensors. Each becomes a call of a
+    C entry point of ein/Runtime/CollectiveCalls.h on contiguous buffers,
+    which runs the collective on the calling rank's group of the op's mesh
+    axis (a thread-local rank context the sharded run sets around the call,
+    so one compiled function serves simulated and MPI ranks). It runs on
+    tensors, before bufferization: the operand is copied into a fresh buffer
+    (`bufferization.materialize_in_destination`), the call works on that
+    buffer's address, and the result is the buffer as a tensor again
+    (`bufferization.to_tensor restrict writable`), so one-shot bufferization
+    sees an ordinary copy into a new allocation.
+
+    - `all_reduce` (sum, max, min, average): `ein_comm_all_reduce` in place.
+    - `reduce_scatter` along dim 0: `ein_comm_reduce_scatter` into a buffer
+      of the result's size; along another dim: an all-reduce, then the
+      rank's block (`tensor.extract_slice` at `ein_comm_axis_rank` times the
+      block's size).
+    - `all_gather` along dim 0: `ein_comm_all_gather`.
+
+    Refused by name, at the op: any other `mesh` op or gather dim, an op
+    over several mesh axes, a result element type that differs from the
+    operand's, an element type the communicator does not reduce, and an
+    average of a type other than f32 or f64. The `mesh.mesh` declarations
+    are erased.
+
+    Before:
+    ```mlir
+    mesh.mesh @mesh(shape = 2)
+    func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+      %0 = mesh.all_reduce %x on @mesh mesh_axes = [0] : tensor<2x3xf32> -> tensor<2x3xf32>
+      return %0 : tensor<2x3xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func private @ein_comm_all_reduce(i64, i64, i32, i32, i32)
+    func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+      %buf = memref.alloc() : memref<2x3xf32>
+      bufferization.materialize_in_destination %x in restrict writable %buf
+      %p = memref.extract_aligned_pointer_as_index %buf
+      %a = arith.index_cast %p : index to i64
+      call @ein_comm_all_reduce(%a, %c6, %f32, %sum, %axis0)
+      %0 = bufferization.to_tensor %buf restrict writable
+      return %0 : tensor<2x3xf32>
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::bufferization::BufferizationDialect"
+  ];
+}
+
 #endif // EIN_CONVERSION_PASSES_TD

@@ -124,8 +124,11 @@ struct TrainRunOptions {
   /// --dp-dim NAME: the batch dim split over the ranks; empty: the leading
   /// dim of the first --data parameter.
   std::string dpDim;
-  /// --zero 1: ZeRO stage 1 under data parallel: each parameter's optimizer
-  /// states live on one rank, which updates it and broadcasts the value.
+  /// --zero STAGE under data parallel (docs/training.md, "Data parallel"): 1,
+  /// each parameter's optimizer states live on one rank, which updates it and
+  /// broadcasts the value; 2, every parameter's gradient and states are
+  /// sharded evenly over the ranks (reduce-scatter, update of the shard,
+  /// all-gather); 3, its value too, gathered for each step.
   int64_t zero = 0;
   /// The ranks' communicator, not owned: with more than one rank, each
   /// takes its share of every batch, the gradients are averaged over the
@@ -154,6 +157,14 @@ ErrorOr<void> splitBatchOverRanks(const Module &module, CheckOptions &check,
 /// failed.
 ErrorOr<void> launchRanks(int64_t ranks,
                           const std::vector<std::string> &arguments);
+
+/// The start-up check of a job's ranks (einc train, a sharded einc run):
+/// first that every rank runs the same binary (binaryIdentity(): its GNU
+/// build id), then that they pass the same `hash` (of the program, its
+/// shapes and options: fnv1a, ein/Support/Hash.h), each refused as
+/// checkSameOnAllRanks refuses, `what` naming what `hash` covers.
+ErrorOr<void> checkSameRunOnAllRanks(Communicator &comm, uint64_t hash,
+                                     const std::string &what);
 
 /// `einc train`'s ranks: with --ranks N outside mpirun, checks the
 /// batch's split, launches the job (launchRanks) and sets `launchedJob`;

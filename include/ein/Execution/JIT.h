@@ -14,6 +14,8 @@
 
 namespace ein {
 
+struct MeshProgram;
+
 /// A take (or take_along) of a compiled function, for the error when its
 /// ids are out of range: which op, where it is and the size of the axis it
 /// indexes; or a dropout with a run-time p (op "dropout", no size), for the
@@ -51,9 +53,15 @@ public:
   /// Compiles `function` of `module` (variadic ranks known) through
   /// the CPU pipeline. The error says "cannot compile 'NAME':" with the
   /// compiler's messages as its context (a program error, exit 1).
+  /// With `mesh`, `module` holds a sharded function's local program and
+  /// the function is compiled with its collectives as calls
+  /// (ein-mesh-to-calls): it is then called only inside a CollectiveScope
+  /// (ein/Runtime/CollectiveCalls.h), and a reduce-scattered result has its
+  /// block's shape (meshResultTypes).
   static ErrorOr<std::unique_ptr<JITFunction>>
   compile(const CheckedModule &module, const std::string &function,
-          const CPUOptions &options = {}, const JITOptions &jit = {});
+          const CPUOptions &options = {}, const JITOptions &jit = {},
+          const MeshProgram *mesh = nullptr);
   /// The function of `module` from object code that compile() wrote
   /// (JITOptions::objectFile, a bundle of objects) for the same module,
   /// options and CPU: linked into a fresh JIT without running the pipeline

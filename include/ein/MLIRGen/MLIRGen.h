@@ -31,6 +31,15 @@ struct MeshProgram {
   /// Per collective: the dim a reduce-scatter splits (-1 for others).
   std::vector<int64_t> scatterDims;
 };
+/// The dim of a reduce-scatter's block along its scatter dim `whole`, over
+/// a mesh axis of `n` ranks (-1: unknown): the quotient, a number where
+/// `dims` gives the size and n is known.
+Dim scatteredBlock(const Dim &whole, int64_t n, const std::string &axis,
+                   const Bindings &dims);
+/// The types `fn` (a local program) returns once compiled with `mesh`'s
+/// collectives: a reduce-scattered result is its block (scatteredBlock).
+std::vector<TensorType> meshResultTypes(const CheckedFunction &fn,
+                                        const MeshProgram &mesh);
 /// Builds and verifies the module of `local` (one function: the local
 /// program) with `mesh.mesh @mesh` and, after each op a collective follows,
 /// its `mesh` op, whose result the later ops read. The `ein` tensors meet

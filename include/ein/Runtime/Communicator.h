@@ -104,9 +104,15 @@ bool haveMPI();
 /// Whether this process was started by mpirun (OMPI_COMM_WORLD_SIZE,
 /// PMI_SIZE) and how many ranks the job has; 0 when not.
 int launcherWorldSize();
-/// The MPI world (MPI_Init on the first call); refused by name when this
-/// build has no MPI. The returned communicator finalizes MPI when destroyed
-/// unless a collective failed (then the process must exit without it).
+/// The command that starts `ranks` copies of this executable as one MPI job
+/// on this host: `mpirun -n N --oversubscribe [--allow-run-as-root] SELF`,
+/// the caller appending SELF's arguments (--ranks, calibrate's fabric).
+ErrorOr<std::vector<std::string>> mpirunSelf(int64_t ranks);
+/// The MPI world (MPI_Init on the first call, waited for within
+/// EIN_COMM_TIMEOUT: a rank that never starts is an error on the others, not
+/// a hang); refused by name when this build has no MPI. The returned
+/// communicator finalizes MPI when destroyed unless a collective failed (then
+/// the process must exit without it).
 ErrorOr<std::unique_ptr<Communicator>> mpiWorld();
 /// For a rank that leaves on an error: the MPI world is then destroyed
 /// without MPI_Finalize, which would wait for ranks still inside a

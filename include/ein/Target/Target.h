@@ -17,6 +17,7 @@
 namespace ein {
 
 class DeviceMemory;
+struct MeshProgram;
 namespace runtime {
 struct HostTensor;
 }
@@ -47,6 +48,10 @@ struct TargetOptions {
   /// instead of the program `einc run` runs (and EINC_CUDA_SAVE keeps).
   /// The CPU targets always run in this process and ignore it.
   bool inProcess = false;
+  /// A sharded function's mesh and collectives (docs/distributed.md §4):
+  /// the module is its local program, built with the collectives inside (a
+  /// target that compilesCollectives(); the Engine refuses the others).
+  std::shared_ptr<const MeshProgram> mesh;
 };
 
 /// A target's column in `einc report --target=NAME`: what each op of one
@@ -167,6 +172,9 @@ public:
   }
   /// The dtypes its code handles.
   virtual std::vector<DType> supportedDTypes() const = 0;
+  /// Whether build() compiles a sharded function's collectives into its
+  /// code (TargetOptions::mesh).
+  virtual bool compilesCollectives() const { return false; }
 
   /// Whether this host can run what the target builds with `options`,
   /// checked before anything is read or compiled (a usage error if not).

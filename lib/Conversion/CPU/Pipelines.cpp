@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
@@ -120,6 +121,9 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
     // einsums (shared by every back end).
     pm.addPass(createSplitEinsums());
     pm.addPass(createEinToLinalg());
+    // A sharded program's collectives (mesh ops) become runtime calls on
+    // buffers, before fusion and bufferization see them.
+    pm.addPass(createMeshToCalls());
     pm.addPass(mlir::createCanonicalizerPass());
     if (stage == CPUStage::Linalg)
       return;
@@ -261,7 +265,7 @@ void registerCPUPipeline(mlir::DialectRegistry &registry) {
               mlir::bufferization::BufferizationDialect, mlir::scf::SCFDialect,
               mlir::affine::AffineDialect, mlir::cf::ControlFlowDialect,
               mlir::LLVM::LLVMDialect, mlir::omp::OpenMPDialect,
-              mlir::vector::VectorDialect>();
+              mlir::vector::VectorDialect, mlir::mesh::MeshDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   // ein-fuse-rows tiles and fuses linalg ops through TilingInterface.

@@ -70,6 +70,32 @@ struct FuncSignatureLowering : EinPattern<mlir::func::FuncOp> {
   }
 };
 
+/// A cast between an ein tensor and a builtin one (MLIRGen's around a
+/// sharded program's `mesh` collectives, which take builtin tensors): once
+/// the ein tensor is converted, the builtin tensor itself (a tensor.cast
+/// where one side has a static size the other has not).
+struct BuiltinTensorCast
+    : mlir::OpConversionPattern<mlir::UnrealizedConversionCastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult
+  matchAndRewrite(mlir::UnrealizedConversionCastOp op, OpAdaptor adaptor,
+                  mlir::ConversionPatternRewriter &rewriter) const override {
+    if (op->getNumOperands() != 1 || op->getNumResults() != 1)
+      return mlir::failure();
+    Type to = getTypeConverter()->convertType(op.getResult(0).getType());
+    Value from = adaptor.getOperands()[0];
+    if (!to || !llvm::isa<mlir::RankedTensorType>(to) ||
+        !llvm::isa<mlir::RankedTensorType>(from.getType()) ||
+        !mlir::tensor::CastOp::areCastCompatible(from.getType(), to))
+      return mlir::failure();
+    if (from.getType() == to)
+      rewriter.replaceOp(op, from);
+    else
+      rewriter.replaceOpWithNewOp<mlir::tensor::CastOp>(op, to, from);
+    return mlir::success();
+  }
+};
+
 /// Any other op over ein tensors (a ein op has its own pattern): an error
 /// naming it, after the checks of its result types that every op gets.
 struct NoLowering : mlir::ConversionPattern {
@@ -169,6 +195,7 @@ struct EinToLinalgPass : impl::EinToLinalgBase<EinToLinalgPass> {
 
     mlir::RewritePatternSet patterns(context);
     patterns.add<FuncSignatureLowering, NoLowering>(converter, context, state);
+    patterns.add<BuiltinTensorCast>(converter, context);
     mlir::populateReturnOpTypeConversionPattern(patterns, converter);
     mlir::populateCallOpTypeConversionPattern(patterns, converter);
     // Every op of the registry, each by its own file's function: the ops'

@@ -52,6 +52,7 @@ public:
     return unsigned(TargetUse::Run) | unsigned(TargetUse::Report);
   }
   std::vector<DType> supportedDTypes() const override { return allDTypes(); }
+  bool compilesCollectives() const override { return true; }
   ErrorOr<void> checkRunnable(const TargetOptions &options) const override {
     return hostCanRun(options);
   }
@@ -74,8 +75,12 @@ public:
     jit.gdbListener = options.gdbListener;
     auto artifact = std::make_shared<JITArtifact>();
     bool fromDisk = false;
+    // A sharded function's code (its collectives inside) is not kept on
+    // disk: the object cache's key does not hold the mesh.
     auto compiled =
-        options.diskCacheKey.empty()
+        options.mesh ? JITFunction::compile(module, function, options.cpu, jit,
+                                            options.mesh.get())
+        : options.diskCacheKey.empty()
             ? JITFunction::compile(module, function, options.cpu, jit)
             : ObjectCache::compileOrLoad(options.diskCacheKey, module, function,
                                          options.cpu, jit, &fromDisk);

@@ -33,6 +33,13 @@ struct NcclConfig {
 using NcclComm = void *;
 /// ncclResult_t's values that ein tells apart.
 enum : int { kNcclSuccess = 0, kNcclInvalidUsage = 5, kNcclInProgress = 7 };
+/// ncclUint8: the type the other collectives move bytes as.
+constexpr int kNcclUint8 = 1;
+/// NCCL's ncclDataType_t of a type a reduction takes, -1 for the others;
+/// the one table of them (the emulation inverts it).
+int ncclType(runtime::StorageType type);
+/// NCCL's ncclRedOp_t of `op`.
+int ncclOp(ReduceOp op);
 
 /// The NCCL functions ein calls (each returns an ncclResult_t; `stream` is
 /// a cudaStream_t, `type` an ncclDataType_t, `op` an ncclRedOp_t).

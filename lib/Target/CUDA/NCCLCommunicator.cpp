@@ -122,9 +122,6 @@ ErrorOr<NcclApi> openNcclLibrary() {
       tried));
 }
 
-namespace {
-
-/// NCCL's ncclDataType_t of a type a reduction takes.
 int ncclType(StorageType type) {
   switch (type) {
   case StorageType::F64:
@@ -146,7 +143,6 @@ int ncclType(StorageType type) {
   }
   return -1;
 }
-constexpr int kNcclUint8 = 1;
 
 int ncclOp(ReduceOp op) {
   switch (op) {
@@ -159,6 +155,8 @@ int ncclOp(ReduceOp op) {
   }
   return 0;
 }
+
+namespace {
 
 class NcclCommunicator final : public Communicator {
 public:

@@ -4,6 +4,7 @@
 // that CI exercises the NCCL communicator's calls, its non-blocking start-up
 // and its error path without a GPU.
 #include "NCCL.h"
+#include "ein/Support/Hash.h"
 
 #include <fmt/format.h>
 
@@ -52,36 +53,25 @@ int fail(EmuComm *comm, int code, std::string message) {
   return code;
 }
 
-/// The host's type of an ncclDataType_t: Uint8 moves bytes (Bool).
+/// The host's type of an ncclDataType_t: ncclType's inverse, and Uint8
+/// moves bytes (Bool).
 std::optional<StorageType> hostType(int type) {
-  switch (type) {
-  case 8:
-    return StorageType::F64;
-  case 7:
-    return StorageType::F32;
-  case 9:
-    return StorageType::BF16;
-  case 6:
-    return StorageType::F16;
-  case 4:
-    return StorageType::I64;
-  case 2:
-    return StorageType::I32;
-  case 1:
+  if (type == kNcclUint8)
     return StorageType::Bool;
-  }
+  for (StorageType t : {
+#define EIN_DTYPE(Enum, ...) StorageType::Enum,
+#include "ein/Shape/DTypes.def"
+       })
+    if (ncclType(t) == type)
+      return t;
   return std::nullopt;
 }
 
+/// ncclOp's inverse.
 std::optional<ReduceOp> hostOp(int op) {
-  switch (op) {
-  case 0:
-    return ReduceOp::Sum;
-  case 2:
-    return ReduceOp::Max;
-  case 3:
-    return ReduceOp::Min;
-  }
+  for (ReduceOp o : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min})
+    if (ncclOp(o) == op)
+      return o;
   return std::nullopt;
 }
 
@@ -117,9 +107,7 @@ int commInitRankConfig(NcclComm *out, int ranks, NcclUniqueId id, int rank,
                             rank, ranks, comm->host->rank(),
                             comm->host->size()));
   // Every rank must hold rank 0's unique id (what NCCL's bootstrap needs).
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : id.internal)
-    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  uint64_t hash = fnv1a({id.internal, sizeof id.internal});
   if (auto same = checkSameOnAllRanks(*comm->host, hash, "the NCCL unique id");
       !same)
     return done(comm, same);

@@ -1,6 +1,7 @@
 # test/einc/train-dp.test's comparison: the losses of two --log files step
 # for step within 1e-4 relative (the training tests' tolerance: f32 sums in
-# another order), and optionally the weights of two checkpoints, read by the
+# another order), the validation losses when both have them, and
+# optionally the weights of two checkpoints, read by the
 # safetensors package.
 import json
 import sys
@@ -8,11 +9,11 @@ import sys
 import numpy as np
 
 
-def losses(path):
+def losses(path, key="loss"):
     return {
-        r["step"]: r["loss"]
+        r["step"]: r[key]
         for r in map(json.loads, open(path))
-        if "loss" in r
+        if key in r
     }
 
 
@@ -22,6 +23,13 @@ assert steps and len(steps) == len(b), (sorted(a), sorted(b))
 for s in steps:
     assert abs(a[s] - b[s]) <= 1e-4 * abs(a[s]), (s, a[s], b[s])
 print(f"{len(steps)} steps agree (max rel {max(abs(a[s]-b[s])/abs(a[s]) for s in steps):.1e})")
+# The validation losses, when both runs evaluated.
+va, vb = losses(sys.argv[1], "val_loss"), losses(sys.argv[2], "val_loss")
+if va and vb:
+    assert sorted(vb) == sorted(set(va) & set(vb)), (sorted(va), sorted(vb))
+    for s in vb:
+        assert abs(va[s] - vb[s]) <= 1e-4 * abs(va[s]), (s, va[s], vb[s])
+    print(f"{len(vb)} validation losses agree")
 if len(sys.argv) > 4:
     from safetensors.numpy import load_file
     x, y = load_file(sys.argv[3]), load_file(sys.argv[4])
