@@ -1,0 +1,40 @@
+// The host side of a sharded run's collectives and block operations
+// (docs/distributed.md §4), run between the local program's compiled parts.
+#pragma once
+
+#include "ein/Execution/JIT.h"
+#include "ein/Runtime/Communicator.h"
+#include "ein/Runtime/HostTensor.h"
+#include "ein/Sema/Program.h"
+#include "ein/Support/Error.h"
+
+#include <cstdint>
+
+namespace ein {
+
+/// Completes `c`'s partial results in `value` over `group` (the ranks that
+/// differ only on the collective's axis): sum, max, min, any, all or prod;
+/// a mean is a sum divided by the group's size (f16/bf16 reduced in f32,
+/// fp8 refused by name).
+ErrorOr<void> completePartials(Communicator &group, runtime::HostTensor &value,
+                               const InferredCollective &c, DType dtype);
+/// Runs a reshard's or a rearrange's all-gather or all-to-all `c` on
+/// `value` (movedValue(fn, c)) over `group`.
+ErrorOr<void> moveBlocks(Communicator &group, const CheckedFunction &fn,
+                         const InferredCollective &c,
+                         runtime::HostTensor &value);
+/// Keeps block `q` of `n` along dim `d` of `value` (a split a reshard adds:
+/// no communication).
+ErrorOr<void> keepBlock(runtime::HostTensor &value, size_t d, int64_t q,
+                        int64_t n);
+/// A vocab-parallel take on one rank (vocabParallel): each id's row of the
+/// rank's block of `table` along `axis` (rows [lo, lo + block) of the
+/// whole), zeros for the other ids, into `out`; an id outside [0, vocab)
+/// is the compiled take's error (takeIdError).
+ErrorOr<void> takeBlock(const runtime::HostTensor &table,
+                        const runtime::HostTensor &ids,
+                        runtime::HostTensor &out, size_t axis, int64_t lo,
+                        int64_t vocab, const TakeSite &site,
+                        const Bindings &env);
+
+} // namespace ein
