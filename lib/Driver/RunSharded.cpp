@@ -80,6 +80,27 @@ std::optional<CheckOptions> withInputSizes(const Module &module,
   return sized;
 }
 
+/// The compiled collectives' reduction of a partial result's `kind` (as
+/// MLIRGen's meshReduction admits them), or none: the host completes it.
+std::optional<CollectiveReduction> compiledReduction(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+    return CollectiveReduction::Sum;
+  case ReduceKind::Mean:
+    return CollectiveReduction::Mean;
+  case ReduceKind::Max:
+    return CollectiveReduction::Max;
+  case ReduceKind::Min:
+    return CollectiveReduction::Min;
+  case ReduceKind::Prod:
+  case ReduceKind::Any:
+  case ReduceKind::All:
+  case ReduceKind::Var:
+    return std::nullopt;
+  }
+  return std::nullopt; // unreachable: every ReduceKind is a case above
+}
+
 /// Whether `fn`'s collectives are all compiled into one function (all-reduces
 /// and reduce-scatters, ein-mesh-to-calls) rather than run between parts,
 /// unless EIN_SHARDED_RUN=parts asks for the parts. A program with a part
@@ -105,13 +126,7 @@ bool compilesCollectives(const CheckedFunction &fn) {
     case CollectiveKind::Broadcast:
       return false;
     }
-    std::optional<CollectiveReduction> code =
-        c.reduction == ReduceKind::Sum   ? CollectiveReduction::Sum
-        : c.reduction == ReduceKind::Max ? CollectiveReduction::Max
-        : c.reduction == ReduceKind::Min ? CollectiveReduction::Min
-        : c.reduction == ReduceKind::Mean
-            ? CollectiveReduction::Mean
-            : std::optional<CollectiveReduction>();
+    std::optional<CollectiveReduction> code = compiledReduction(c.reduction);
     if (!code || collectiveRefusal(
                      runtime::toStorage(fn.values[c.value].type.dtype), code))
       return false;
