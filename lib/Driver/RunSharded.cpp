@@ -1,11 +1,12 @@
-// `einc run --ranks N [--simulate]` of a sharded program
-// (docs/distributed.md §4), and its library entry points (Sharded.h, also
-// under the C++ API's sharded call): each rank (a thread or an MPI process)
-// runs the local program's parts on its blocks, all-reducing between them,
-// and rank 0 assembles the results.
+// A sharded program's preparation and one rank's run (docs/distributed.md
+// §4), the library entry points of Sharded.h (under `einc run --ranks`,
+// RunShardedCommand.cpp, and the C++ API's sharded call): each rank (a
+// thread or an MPI process) runs the local program's parts on its blocks,
+// with the collectives between or inside them.
 #include "EmitSharded.h"
 #include "LocalProgram.h"
 #include "ShardedBlocks.h"
+#include "ShardedProgram.h"
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Sharded.h"
 #include "ein/Driver/Train.h"
@@ -15,7 +16,6 @@
 #include "ein/Runtime/Communicator.h"
 #include "ein/Sema/EntryBinding.h"
 #include "ein/Sema/Layout.h"
-#include "ein/Support/Hash.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Target/TargetRegistry.h"
@@ -23,62 +23,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <type_traits>
 
 namespace ein {
 
 namespace {
-
-/// `check` with the sizes the inputs give their parameters' named dims,
-/// as --dim would bind them: for a layout that needs them (a rearrange
-/// moving a split off a dim's major position; an all-gather or an
-/// all-to-all as they divide). The parameters are read from a check on a
-/// mesh of one rank per axis, where no split moves. Null when that check
-/// or the inputs fail (the caller reports the first check's error, else
-/// the second's).
-std::optional<CheckOptions> withInputSizes(const Module &module,
-                                           const SourceFile &file,
-                                           const CheckOptions &check,
-                                           const RunOptions &options) {
-  CheckOptions probe = check;
-  probe.onlyFunction = options.function;
-  probe.loopsMayStaySymbolic = true;
-  for (const MeshDecl &mesh : module.meshes)
-    for (auto &[axis, loc] : mesh.axes)
-      probe.meshSizes[axis] = 1;
-  DiagnosticEngine diags(file);
-  CheckedModule checked = checkModule(module, probe, diags);
-  const CheckedFunction *fn = checked.find(options.function);
-  if (diags.hadError() || !fn)
-    return std::nullopt;
-  auto inputs = readInputs(*fn, options.function, options.inputs);
-  if (!inputs)
-    return std::nullopt;
-  std::vector<std::string> names;
-  std::vector<std::vector<int64_t>> shapes;
-  for (size_t i = 0; i < fn->params.size() && i < inputs->size(); ++i) {
-    names.push_back(fn->values[fn->params[i]].name);
-    shapes.push_back((*inputs)[i].shape);
-  }
-  EntryBinding binding = bindEntryShapes(*fn, names, shapes);
-  if (!binding.ok || !binding.packRanks.empty())
-    return std::nullopt;
-  CheckOptions sized = check;
-  std::set<std::string> axes(checked.meshAxes.begin(), checked.meshAxes.end());
-  for (const auto &[name, size] : binding.dims)
-    if (!axes.count(name) && !isAnonymousName(name) &&
-        !checked.dims.count(name))
-      sized.dimOverrides[name] = size;
-  return sized;
-}
 
 /// The compiled collectives' reduction of a partial result's `kind` (as
 /// MLIRGen's meshReduction admits them), or none: the host completes it.
@@ -136,99 +91,6 @@ bool compilesCollectives(const CheckedFunction &fn) {
 
 } // namespace
 
-/// The whole program bound to its inputs' shapes and its local program's
-/// parts compiled: what every rank runs (shared by simulated ranks).
-struct ShardedProgram {
-  /// The local program: the function on a mesh of one rank per axis (so
-  /// its sizes are blocks), checked once for every rank; one per set of
-  /// names gathered whole so far (those bound to their whole size).
-  struct Local {
-    BoundCall bound;
-    CheckedFunction fn;
-    std::vector<std::vector<int64_t>> shapes;
-  };
-  /// A part of the local program between two collectives: compiled as a
-  /// function of the values it reads, returning those read later. With
-  /// `mesh`, the one part of a program whose collectives are compiled into
-  /// it (ein-mesh-to-calls), run on the rank's groups inside the call.
-  /// Without `callable`, a vocab-parallel take run on the host (takeBlock).
-  struct Part {
-    std::shared_ptr<Callable> callable;
-    std::vector<unsigned> params, returns;
-    size_t begin, end;
-    const Local *local;
-    std::shared_ptr<const MeshProgram> mesh;
-  };
-
-  ShardedProgram(const CPUOptions &cpu, const JITOptions &jit)
-      : engine(cpu, jit) {}
-
-  Engine engine;
-  /// The global check, and the function bound to the whole shapes.
-  CheckedModule checked;
-  BoundCall wholeBound;
-  const CheckedFunction *bfn = nullptr;
-  std::vector<std::vector<int64_t>> wholeShapes;
-  /// The size of each mesh axis, in the mesh's order.
-  std::vector<int64_t> axisSize;
-  std::map<std::string, std::string> split;
-  /// Keyed by the names whole and blocked in them ("@" before those);
-  /// std::map keeps each in place.
-  std::map<std::set<std::string>, Local> locals;
-  std::vector<Part> parts;
-  /// Where each of bfn->collectives runs (collectivePoints).
-  std::vector<size_t> points;
-  /// The splits reshards add (keepBlock after their op).
-  std::vector<AddedSplit> slices;
-  /// Keeps one compiled call at a time (simulated ranks); collectives run
-  /// outside it.
-  mutable std::mutex callMutex;
-
-  size_t axisIndex(const std::string &axis) const {
-    for (size_t i = 0; i < checked.meshAxes.size(); ++i)
-      if (checked.meshAxes[i] == axis)
-        return i;
-    return size_t(0);
-  }
-  /// Rank r's coordinate on each axis: row-major, the last axis fastest.
-  std::vector<int64_t> coordinate(int64_t r) const {
-    std::vector<int64_t> c(axisSize.size());
-    for (size_t i = axisSize.size(); i-- > 0;) {
-      c[i] = r % axisSize[i];
-      r /= axisSize[i];
-    }
-    return c;
-  }
-  /// A value's block on a rank: per dim, offset and size; a dim whose name
-  /// is in `whole` (gathered by then, or split only later) is whole, one in
-  /// `blocked` (split by then) is the block's size (local shapes only).
-  std::vector<int64_t>
-  blockOf(unsigned id, const std::vector<int64_t> &wholeShape,
-          const std::vector<int64_t> &coord, std::vector<int64_t> &offset,
-          const std::set<std::string> &whole = {},
-          const std::set<std::string> &blocked = {}) const {
-    std::vector<int64_t> shape = wholeShape;
-    offset.assign(shape.size(), 0);
-    const ValueLayout &layout = bfn->layouts[id];
-    Shape dims = bfn->ctx.expand(bfn->values[id].type.shape);
-    for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d) {
-      if (layout.dims[d].empty()) {
-        if (d < dims.size())
-          if (auto name = dims[d].size.asSymbol(); name && blocked.count(*name))
-            shape[d] /= axisSize[axisIndex(split.at(*name))];
-        continue;
-      }
-      if (d < dims.size())
-        if (auto name = dims[d].size.asSymbol(); name && whole.count(*name))
-          continue;
-      size_t a = axisIndex(layout.dims[d]);
-      shape[d] /= axisSize[a];
-      offset[d] = coord[a] * shape[d];
-    }
-    return shape;
-  }
-};
-
 int64_t shardedRanks(const ShardedProgram &program) {
   int64_t product = 1;
   for (int64_t n : program.axisSize)
@@ -261,8 +123,6 @@ wholeShapesOfBlocks(const CheckedFunction &fn,
   }
   return shapes;
 }
-
-namespace {
 
 /// prepareSharded, with `sized` giving the check again with the inputs'
 /// sizes where the global check fails (withInputSizes; null: none).
@@ -514,8 +374,6 @@ prepareShardedSized(const SourceFile &file, const Module &module,
   return std::shared_ptr<const ShardedProgram>(std::move(program));
 }
 
-} // namespace
-
 ErrorOr<std::shared_ptr<const ShardedProgram>>
 prepareSharded(const SourceFile &file, const Module &module,
                const CheckOptions &check, const std::string &function,
@@ -721,197 +579,6 @@ declaredResultBlocks(const ShardedProgram &program, int64_t rank,
     value = std::move(*block);
   }
   return results;
-}
-
-ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
-                         const CheckOptions &check, const RunOptions &options,
-                         std::ostream &out) {
-  // MPI ranks: outside mpirun, launch the job (this command again under
-  // `mpirun -n N`, as einc train --ranks does); each rank then runs below.
-  if (!options.simulate && launcherWorldSize() == 0)
-    return launchRanks(options.ranks, options.argv);
-  if (options.target != "cpu")
-    return Error::usage(fmt::format(
-        "a sharded run on --target={} is not supported yet: collectives on "
-        "the CUDA target need NCCL (issue 30, step 5); use --target=cpu",
-        options.target));
-  if (options.sizeGeneric)
-    return Error::usage("--size-generic is not supported yet by a sharded "
-                        "run (--ranks): each part is compiled for its "
-                        "blocks' sizes");
-
-  // Inputs, whole, read once the function's parameters are known.
-  std::vector<runtime::HostTensor> inputs;
-  auto prepared = prepareShardedSized(
-      file, module, check, options.function, options.cpu, options.jit,
-      [&](const CheckedFunction &fn,
-          int64_t product) -> ErrorOr<std::vector<std::vector<int64_t>>> {
-        if (product != options.ranks)
-          return Error::usage(fmt::format(
-              "--ranks {} does not match the mesh ({} rank(s): the product "
-              "of its axes' sizes)",
-              options.ranks, product));
-        auto read = readInputs(fn, options.function, options.inputs);
-        if (!read)
-          return read.error();
-        inputs = std::move(*read);
-        std::vector<std::vector<int64_t>> shapes;
-        for (runtime::HostTensor &t : inputs) {
-          t = t.toCOrder();
-          shapes.push_back(t.shape);
-        }
-        if (options.outputs.size() != fn.results.size())
-          return Error::usage(fmt::format(
-              "function '{}' returns {} value(s): give one --out for each "
-              "(got {})",
-              options.function, fn.results.size(), options.outputs.size()));
-        return shapes;
-      },
-      [&] { return withInputSizes(module, file, check, options); });
-  if (!prepared)
-    return prepared.error();
-  const ShardedProgram &p = **prepared;
-  const CheckedFunction *bfn = p.bfn;
-
-  // One rank: its blocks of the inputs, its part of the run, then the
-  // results' blocks gathered to rank 0, which assembles them.
-  std::vector<runtime::HostTensor> results(bfn->returns.size());
-  auto runRank = [&](Communicator &world) -> ErrorOr<void> {
-    int64_t rank = world.rank();
-    std::vector<int64_t> coord = p.coordinate(rank);
-    std::vector<runtime::HostTensor> blocks;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      std::vector<int64_t> offset;
-      auto shape = p.blockOf(bfn->params[i], inputs[i].shape, coord, offset);
-      auto block = runtime::HostTensor::create(inputs[i].type, shape);
-      if (!block)
-        return block.error();
-      copyBlock(inputs[i], *block, offset, true);
-      blocks.push_back(std::move(*block));
-    }
-    auto local = runShardedRank(p, world, std::move(blocks));
-    if (!local)
-      return local.error();
-    // The results: each rank's block gathered, assembled on rank 0.
-    for (size_t k = 0; k < bfn->returns.size(); ++k) {
-      runtime::HostTensor &block = (*local)[k];
-      int64_t count = block.numElements();
-      std::vector<uint8_t> all(size_t(count) * block.elementBytes() *
-                               size_t(world.size()));
-      if (auto gathered =
-              world.allGather(block.data.data(), all.data(), block.type, count);
-          !gathered)
-        return gathered.error();
-      if (rank != 0)
-        continue;
-      auto whole =
-          runtime::HostTensor::create(block.type, p.wholeBound.resultShapes[k]);
-      if (!whole)
-        return whole.error();
-      for (int64_t q = 0; q < world.size(); ++q) {
-        std::vector<int64_t> offset;
-        auto shape =
-            p.blockOf(bfn->returns[k], whole->shape, p.coordinate(q), offset);
-        if (shape != block.shape)
-          return Error::program(fmt::format(
-              "result {} of rank {} has not the block's shape", k + 1, q));
-        runtime::HostTensor theirs = block;
-        std::memcpy(theirs.data.data(),
-                    all.data() + size_t(q) * theirs.data.size(),
-                    theirs.data.size());
-        copyBlock(*whole, theirs, offset, false);
-      }
-      results[k] = std::move(*whole);
-    }
-    return {};
-  };
-
-  // --time: every rank runs again, kTimedRuns times, each from a barrier
-  // (an all-reduce); rank 0's wall clock to its assembled results (which
-  // wait for every rank's blocks) is a run's time.
-  constexpr int kTimedRuns = 5;
-  std::vector<double> seconds;
-  auto runTimed = [&](Communicator &world) -> ErrorOr<void> {
-    if (auto ran = runRank(world); !ran)
-      return ran;
-    for (int k = 0; options.time && k < kTimedRuns; ++k) {
-      int64_t zero = 0;
-      if (auto barrier = world.allReduce(&zero, runtime::StorageType::I64, 1,
-                                         ReduceOp::Sum);
-          !barrier)
-        return barrier;
-      auto start = std::chrono::steady_clock::now();
-      if (auto ran = runRank(world); !ran)
-        return ran;
-      if (world.rank() == 0)
-        seconds.push_back(std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
-    }
-    return {};
-  };
-  auto writeResults = [&]() -> ErrorOr<void> {
-    if (options.time && !seconds.empty()) {
-      std::sort(seconds.begin(), seconds.end());
-      out << fmt::format(
-          "time: {:.6g} ms (median of {} runs on {} {} ranks: rank 0 from a "
-          "barrier to the assembled results, the collectives included)\n",
-          seconds[seconds.size() / 2] * 1e3, seconds.size(), options.ranks,
-          options.simulate ? "simulated" : "MPI");
-    }
-    return writeRunOutputs(*bfn, options, results);
-  };
-  if (options.simulate) {
-    auto comms = simulatedRanks(int(options.ranks));
-    std::vector<std::optional<Error>> errors(comms.size());
-    std::vector<std::thread> threads;
-    for (size_t r = 0; r < comms.size(); ++r)
-      threads.emplace_back([&, r] {
-        if (auto ran = runTimed(*comms[r]); !ran)
-          errors[r] = ran.error();
-      });
-    for (std::thread &t : threads)
-      t.join();
-    for (auto &e : errors)
-      if (e && e->message.find("another rank failed") == std::string::npos)
-        return *e;
-    for (auto &e : errors)
-      if (e)
-        return *e;
-    return writeResults();
-  }
-  auto world = mpiWorld();
-  if (!world)
-    return world.error();
-  if ((*world)->size() != options.ranks)
-    return Error::usage(fmt::format("--ranks {} under an mpirun of {} ranks",
-                                    options.ranks, (*world)->size()));
-  // Each rank compiled and read the inputs itself: all must run the same
-  // einc on the same command line, program and input bytes (a rank given
-  // another file of the same name would compute other blocks).
-  uint64_t hash = fnv1a(file.text);
-  for (const std::string &word : options.argv)
-    hash = fnv1a(word + '\n', hash);
-  for (const runtime::HostTensor &t : inputs) {
-    hash = fnv1a(fmt::format("{} {}\n", runtime::storageName(t.type),
-                             fmt::join(t.shape, "x")),
-                 hash);
-    hash = fnv1a({reinterpret_cast<const char *>(t.data.data()), t.data.size()},
-                 hash);
-  }
-  if (auto same = checkSameRunOnAllRanks(
-          **world, hash, "the program, the command line and the inputs");
-      !same) {
-    abandonMPI();
-    return same.error();
-  }
-  if (auto ran = runTimed(**world); !ran) {
-    abandonMPI();
-    return ran.error();
-  }
-  if ((*world)->rank() != 0)
-    return {};
-  return writeResults();
 }
 
 } // namespace ein
