@@ -149,7 +149,8 @@ measured kernels are compiled for that CPU (one this host can run).
 Then measure the `host` fabric, this machine's shared memory between MPI
 ranks: `mpirun -n 2` (4 on hosts of 4 cores or more) of `einc calibrate`
 times all-reduce, all-gather, reduce-scatter, all-to-all and broadcast
-from 64 B to 64 MiB and stores each one's latency and bus bandwidth by
+from 64 B to 64 MiB (factors of 2, and between two sizes where the time
+bends) and stores each one's latency and bus bandwidth by
 size, the communication model of the host (docs/distributed.md, section
 5), then prints the model against the collectives at sizes it did not
 measure. Without MPI or mpirun it says the fabric was not measured. Under
