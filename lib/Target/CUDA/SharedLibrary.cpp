@@ -371,6 +371,8 @@ struct LibraryArtifact final : Artifact {
   CUDADevice *device = nullptr;
   Shim shim = nullptr;
   std::string function;
+  /// Built with a sharded program's collectives: called on a rank only.
+  bool collectives = false;
   ArtifactKind kind() const override { return ArtifactKind::SharedLibrary; }
 };
 
@@ -421,6 +423,9 @@ struct LibraryCallable final : Callable {
     }
     if (indexStatus)
       *indexStatus = 0;
+    if (library->collectives)
+      if (auto inScope = CollectiveScope::required(library->function); !inScope)
+        return inScope;
     int rc;
     {
       std::unique_lock<std::mutex> lock(library->device->running);
@@ -501,6 +506,7 @@ buildSharedLibrary(const CheckedModule &module, const std::string &function,
       return installed.error();
   artifact->device = *device;
   artifact->function = function;
+  artifact->collectives = options.mesh != nullptr;
   return std::shared_ptr<Artifact>(std::move(artifact));
 }
 
