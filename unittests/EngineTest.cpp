@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <thread>
 
 namespace ein {
@@ -286,6 +287,48 @@ struct Compiled {
   }
 };
 
+/// Runs `call` (one rank's call of `mm` of a by b into its block `out`,
+/// over its simulated rank `rank`) on 2 simulated ranks, and checks rank
+/// r's result: the product's block r along `dim` (-1: the whole product),
+/// times `times` (2 for a sum over the ranks, 1 for a mean).
+void expectOnTwoRanks(
+    int64_t dim, float times,
+    const std::function<ErrorOr<void>(
+        Communicator &rank, const runtime::HostTensor &a,
+        const runtime::HostTensor &b, runtime::HostTensor &out)> &call) {
+  auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
+  std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
+  auto ranks = simulatedRanks(2);
+  std::vector<runtime::HostTensor> outs;
+  for (int r = 0; r < 2; ++r)
+    outs.push_back(
+        *runtime::HostTensor::create(runtime::StorageType::F32, block));
+  std::vector<std::optional<Error>> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      if (auto called = call(*ranks[size_t(r)], a, b, outs[size_t(r)]); !called)
+        errors[size_t(r)] = called.error();
+    });
+  for (auto &t : threads)
+    t.join();
+  auto *pa = reinterpret_cast<const float *>(a.data.data());
+  auto *pb = reinterpret_cast<const float *>(b.data.data());
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
+    auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
+    for (int64_t i = 0; i < block[0]; ++i)
+      for (int64_t j = 0; j < block[1]; ++j) {
+        int64_t gi = dim == 0 ? r * 2 + i : i, gj = dim == 1 ? r * 3 + j : j;
+        float sum = 0;
+        for (int k = 0; k < 4; ++k)
+          sum += pa[gi * 4 + k] * pb[k * 6 + gj];
+        EXPECT_FLOAT_EQ(pc[i * block[1] + j], times * sum)
+            << "dim " << dim << " rank " << r;
+      }
+  }
+}
+
 /// The collective inside the function on 2 simulated ranks, each calling
 /// in its CollectiveScope: an all-reduce (every rank returns twice the 4 x 6
 /// product), a reduce-scatter along dim 0 (the communicator's) and along
@@ -295,42 +338,17 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
     Compiled c(4, 6, dim);
     auto callable = c.compile("cpu");
     ASSERT_TRUE(bool(callable)) << callable.error().str("test");
-    auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
-    std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
-    auto ranks = simulatedRanks(2);
-    std::vector<runtime::HostTensor> outs;
-    for (int r = 0; r < 2; ++r)
-      outs.push_back(
-          *runtime::HostTensor::create(runtime::StorageType::F32, block));
-    std::vector<std::optional<Error>> errors(2);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        CollectiveScope scope({ranks[size_t(r)].get()});
-        auto called =
-            (*callable)->call({&a, &b}, {&outs[size_t(r)]}, c.bound->dims);
-        if (!called)
-          errors[size_t(r)] = called.error();
-        else if (scope.error())
-          errors[size_t(r)] = *scope.error();
-      });
-    for (auto &t : threads)
-      t.join();
-    auto *pa = reinterpret_cast<const float *>(a.data.data());
-    auto *pb = reinterpret_cast<const float *>(b.data.data());
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
-      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
-      for (int64_t i = 0; i < block[0]; ++i)
-        for (int64_t j = 0; j < block[1]; ++j) {
-          int64_t gi = dim == 0 ? r * 2 + i : i, gj = dim == 1 ? r * 3 + j : j;
-          float sum = 0;
-          for (int k = 0; k < 4; ++k)
-            sum += pa[gi * 4 + k] * pb[k * 6 + gj];
-          EXPECT_FLOAT_EQ(pc[i * block[1] + j], 2 * sum)
-              << "dim " << dim << " rank " << r;
-        }
-    }
+    expectOnTwoRanks(
+        dim, 2,
+        [&](Communicator &rank, auto &a, auto &b, auto &out) -> ErrorOr<void> {
+          CollectiveScope scope({&rank});
+          if (auto called = (*callable)->call({&a, &b}, {&out}, c.bound->dims);
+              !called)
+            return called;
+          if (auto failed = scope.error())
+            return *failed;
+          return {};
+        });
   }
 }
 
@@ -368,49 +386,22 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheCUDAFunction) {
     Compiled c(4, 6, dim, reduction);
     auto callable = c.compile("cuda-emulated", /*inProcess=*/true);
     ASSERT_TRUE(bool(callable)) << callable.error().str("test");
-    auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
-    std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
-    auto ranks = simulatedRanks(2);
-    std::vector<runtime::HostTensor> outs;
-    for (int r = 0; r < 2; ++r)
-      outs.push_back(
-          *runtime::HostTensor::create(runtime::StorageType::F32, block));
-    std::vector<std::optional<Error>> errors(2);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        auto device = (*memory)->communicator(*ranks[size_t(r)]);
-        if (!device) {
-          errors[size_t(r)] = device.error();
-          return;
-        }
-        CollectiveScope scope({device->get()});
-        auto called = callIn(**memory, **callable, {&a, &b}, {&outs[size_t(r)]},
-                             c.bound->dims);
-        if (!called)
-          errors[size_t(r)] = called.error();
-        else if (scope.error())
-          errors[size_t(r)] = *scope.error();
-      });
-    for (auto &t : threads)
-      t.join();
-    auto *pa = reinterpret_cast<const float *>(a.data.data());
-    auto *pb = reinterpret_cast<const float *>(b.data.data());
     float times = reduction == ReduceKind::Mean ? 1.0f : 2.0f;
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
-      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
-      for (int64_t i = 0; i < block[0]; ++i)
-        for (int64_t j = 0; j < block[1]; ++j) {
-          int64_t gi = dim == 0 ? r * 2 + i : i, gj = dim == 1 ? r * 3 + j : j;
-          float sum = 0;
-          for (int k = 0; k < 4; ++k)
-            sum += pa[gi * 4 + k] * pb[k * 6 + gj];
-          EXPECT_FLOAT_EQ(pc[i * block[1] + j], times * sum)
-              << "dim " << dim << " rank " << r << " "
-              << reduceKindName(reduction);
-        }
-    }
+    expectOnTwoRanks(
+        dim, times,
+        [&](Communicator &rank, auto &a, auto &b, auto &out) -> ErrorOr<void> {
+          auto device = (*memory)->communicator(rank);
+          if (!device)
+            return device.error();
+          CollectiveScope scope({device->get()});
+          if (auto called =
+                  callIn(**memory, **callable, {&a, &b}, {&out}, c.bound->dims);
+              !called)
+            return called;
+          if (auto failed = scope.error())
+            return *failed;
+          return {};
+        });
   }
 }
 
