@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <thread>
 
 namespace ein {
@@ -287,15 +286,13 @@ struct Compiled {
   }
 };
 
-/// Runs `call` (one rank's call of `mm` of a by b into its block `out`,
-/// over its simulated rank `rank`) on 2 simulated ranks, and checks rank
-/// r's result: the product's block r along `dim` (-1: the whole product),
-/// times `times` (2 for a sum over the ranks, 1 for a mean).
-void expectOnTwoRanks(
-    int64_t dim, float times,
-    const std::function<ErrorOr<void>(
-        Communicator &rank, const runtime::HostTensor &a,
-        const runtime::HostTensor &b, runtime::HostTensor &out)> &call) {
+/// Calls `callable` (`mm` compiled with its collective, for `memory`) on
+/// 2 simulated ranks, each in its CollectiveScope over its rank's group (on
+/// a device, the group's communicator on its memory: NCCL), and checks
+/// rank r's result: the product's block r along `dim` (-1: the whole
+/// product), times `times` (2 for a sum over the ranks, 1 for a mean).
+void expectOnTwoRanks(int64_t dim, float times, DeviceMemory &memory,
+                      Callable &callable, const Bindings &dims) {
   auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
   std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
   auto ranks = simulatedRanks(2);
@@ -307,8 +304,24 @@ void expectOnTwoRanks(
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
-      if (auto called = call(*ranks[size_t(r)], a, b, outs[size_t(r)]); !called)
+      Communicator *group = ranks[size_t(r)].get();
+      std::unique_ptr<Communicator> device;
+      if (!memory.isHost()) {
+        auto made = memory.communicator(*group);
+        if (!made) {
+          errors[size_t(r)] = made.error();
+          return;
+        }
+        device = std::move(*made);
+        group = device.get();
+      }
+      CollectiveScope scope({group});
+      if (auto called =
+              callIn(memory, callable, {&a, &b}, {&outs[size_t(r)]}, dims);
+          !called)
         errors[size_t(r)] = called.error();
+      else if (auto failed = scope.error())
+        errors[size_t(r)] = *failed;
     });
   for (auto &t : threads)
     t.join();
@@ -338,17 +351,7 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
     Compiled c(4, 6, dim);
     auto callable = c.compile("cpu");
     ASSERT_TRUE(bool(callable)) << callable.error().str("test");
-    expectOnTwoRanks(
-        dim, 2,
-        [&](Communicator &rank, auto &a, auto &b, auto &out) -> ErrorOr<void> {
-          CollectiveScope scope({&rank});
-          if (auto called = (*callable)->call({&a, &b}, {&out}, c.bound->dims);
-              !called)
-            return called;
-          if (auto failed = scope.error())
-            return *failed;
-          return {};
-        });
+    expectOnTwoRanks(dim, 2, hostMemory(), **callable, c.bound->dims);
   }
 }
 
@@ -387,21 +390,7 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheCUDAFunction) {
     auto callable = c.compile("cuda-emulated", /*inProcess=*/true);
     ASSERT_TRUE(bool(callable)) << callable.error().str("test");
     float times = reduction == ReduceKind::Mean ? 1.0f : 2.0f;
-    expectOnTwoRanks(
-        dim, times,
-        [&](Communicator &rank, auto &a, auto &b, auto &out) -> ErrorOr<void> {
-          auto device = (*memory)->communicator(rank);
-          if (!device)
-            return device.error();
-          CollectiveScope scope({device->get()});
-          if (auto called =
-                  callIn(**memory, **callable, {&a, &b}, {&out}, c.bound->dims);
-              !called)
-            return called;
-          if (auto failed = scope.error())
-            return *failed;
-          return {};
-        });
+    expectOnTwoRanks(dim, times, **memory, **callable, c.bound->dims);
   }
 }
 
