@@ -355,19 +355,27 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
   }
 }
 
+/// Outside a rank's scope a function compiled with collectives is refused
+/// by name: the CPU's JIT function and the CUDA target's library alike.
 TEST(CompiledCollectivesTest, RefusedOutsideARank) {
-  Compiled c;
-  auto callable = c.compile("cpu");
-  ASSERT_TRUE(bool(callable));
-  auto a = filled(3, 4, 0.5f), b = filled(4, 5, 0.25f);
-  auto out = *runtime::HostTensor::create(runtime::StorageType::F32, {3, 5});
-  auto called = (*callable)->call({&a, &b}, {&out}, c.bound->dims);
-  ASSERT_FALSE(bool(called));
-  EXPECT_NE(called.error().message.find(
-                "was compiled with its mesh's collectives: it runs on a rank "
-                "of a sharded run"),
-            std::string::npos)
-      << called.error().message;
+  for (const char *name : {"cpu", "cuda-emulated"}) {
+    auto target = lookupTarget(name, TargetUse::Run);
+    ASSERT_TRUE(bool(target));
+    auto memory = (*target)->memory();
+    ASSERT_TRUE(bool(memory));
+    Compiled c;
+    auto callable = c.compile(name, /*inProcess=*/!(*memory)->isHost());
+    ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+    auto a = filled(3, 4, 0.5f), b = filled(4, 5, 0.25f);
+    auto out = *runtime::HostTensor::create(runtime::StorageType::F32, {3, 5});
+    auto called = callIn(**memory, **callable, {&a, &b}, {&out}, c.bound->dims);
+    ASSERT_FALSE(bool(called)) << name;
+    EXPECT_NE(called.error().message.find(
+                  "was compiled with its mesh's collectives: it runs on a "
+                  "rank of a sharded run"),
+              std::string::npos)
+        << called.error().message;
+  }
 }
 
 /// The same on the CUDA target's emulation: the generated code's
@@ -404,26 +412,6 @@ TEST(CompiledCollectivesTest, CUDAProgramWithCollectivesRefused) {
             "a sharded function on --target=cuda-emulated is built into this "
             "process (its collectives run on the rank's communicators), not "
             "as a program");
-}
-
-/// Outside a rank's scope the library is refused by name, as the CPU's.
-TEST(CompiledCollectivesTest, CUDAFunctionOutsideARankRefused) {
-  auto target = lookupTarget("cuda-emulated", TargetUse::Run);
-  ASSERT_TRUE(bool(target));
-  auto memory = (*target)->memory();
-  ASSERT_TRUE(bool(memory));
-  Compiled c;
-  auto callable = c.compile("cuda-emulated", /*inProcess=*/true);
-  ASSERT_TRUE(bool(callable)) << callable.error().str("test");
-  auto a = filled(3, 4, 0.5f), b = filled(4, 5, 0.25f);
-  auto out = *runtime::HostTensor::create(runtime::StorageType::F32, {3, 5});
-  auto called = callIn(**memory, **callable, {&a, &b}, {&out}, c.bound->dims);
-  ASSERT_FALSE(bool(called));
-  EXPECT_NE(called.error().message.find(
-                "was compiled with its mesh's collectives: it runs on a rank "
-                "of a sharded run"),
-            std::string::npos)
-      << called.error().message;
 }
 
 } // namespace
