@@ -389,7 +389,7 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--print-every N  a progress line every N steps (default 1;
                  0: none))"},
     {"--expand", R"(--expand         the ops of each call, indented under it)"},
-    {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops or llvm)"},
+    {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops, llvm or cuda)"},
     {"-o", R"(-o OBJECT.o      the object file to write (also --output))"},
     {"--header", R"(--header HEADER.h
                  the C header to write)"},
