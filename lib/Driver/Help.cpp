@@ -82,7 +82,10 @@ runs it on the CPU. A file with a mesh runs sharded on simulated ranks
 blocks, the results are completed and assembled (docs/distributed.md §4).
 A program whose collectives are all-reduces and reduce-scatters runs as
 one compiled function per rank with its collectives inside
-(EIN_SHARDED_RUN=parts runs it cut at them instead).)",
+(EIN_SHARDED_RUN=parts runs it cut at them instead); on --target=cuda
+and cuda-emulated too, its collectives on each rank's NCCL communicators
+(emulated under cuda-emulated), while a program cut at other collectives
+is refused there.)",
        {"--fn",           "--in",           "--out",          "--dim",
         "--mesh",         "--time",         "--peak-flops",   "--bandwidth",
         "--tiles",        "--cpu",          "--cpu-features", "--no-fusion",
@@ -176,14 +179,16 @@ cudaStream_t.)",
         "--cpu-features", "--no-fusion", "--target", "--allow-tf32", "--main",
         "-Werror", "-Wno-NAME"}},
       {"emit",
-       R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
+       R"(emit FILE --stage=ast|ein|linalg|loops|llvm|cuda [--dim NAME=INT]...
            [--rank NAME=INT]... [--fn NAME --mesh AXIS=INT,...])",
        R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
 static; every other is dynamic, read from the arguments; every variadic's
-rank must be fixed (by --rank). A file with a mesh: --stage=ein prints
+rank must be fixed (by --rank). --stage=cuda prints the CUDA source
+(einc build --target=cuda's). A file with a mesh: --stage=ein prints
 function --fn's local program (its dims split on a mesh axis at their
 blocks' sizes) with the mesh dialect's collectives; later stages show
-them as calls of the runtime's collectives (ein_comm_all_reduce, ...).)",
+them as calls of the runtime's collectives (ein_comm_all_reduce, ...),
+--stage=cuda as calls of the rank's NCCL communicators.)",
        {"--stage", "--fn", "--dim", "--mesh", "--rank", "--tiles", "--cpu",
         "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
   };
@@ -385,7 +390,7 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--print-every N  a progress line every N steps (default 1;
                  0: none))"},
     {"--expand", R"(--expand         the ops of each call, indented under it)"},
-    {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops or llvm)"},
+    {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops, llvm or cuda)"},
     {"-o", R"(-o OBJECT.o      the object file to write (also --output))"},
     {"--header", R"(--header HEADER.h
                  the C header to write)"},
