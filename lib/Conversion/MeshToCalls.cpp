@@ -2,6 +2,7 @@
 // the runtime's C entry points (ein/Runtime/CollectiveCalls.h) on buffers.
 #include "ein/Conversion/Passes.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Dialect/MeshReduction.h"
 #include "ein/Runtime/CollectiveCalls.h"
 #include "ein/Runtime/HostTensor.h"
 
@@ -23,29 +24,6 @@ namespace ein {
 #include "ein/Conversion/Passes.h.inc"
 
 namespace {
-
-/// The runtime's reduction code of a mesh reduction; none for those the
-/// communicator has not (product, bitwise, generic).
-std::optional<CollectiveReduction>
-reductionCode(mlir::mesh::ReductionKind kind) {
-  switch (kind) {
-  case mlir::mesh::ReductionKind::Sum:
-    return CollectiveReduction::Sum;
-  case mlir::mesh::ReductionKind::Max:
-    return CollectiveReduction::Max;
-  case mlir::mesh::ReductionKind::Min:
-    return CollectiveReduction::Min;
-  case mlir::mesh::ReductionKind::Average:
-    return CollectiveReduction::Mean;
-  case mlir::mesh::ReductionKind::Product:
-  case mlir::mesh::ReductionKind::BitwiseAnd:
-  case mlir::mesh::ReductionKind::BitwiseOr:
-  case mlir::mesh::ReductionKind::BitwiseXor:
-  case mlir::mesh::ReductionKind::Generic:
-    return std::nullopt;
-  }
-  llvm_unreachable("a mesh reduction kind");
-}
 
 /// The mesh axes of a collective this pass lowers.
 llvm::ArrayRef<int16_t> meshAxes(mlir::Operation *op) {
@@ -79,7 +57,7 @@ std::string refusal(mlir::Operation *op) {
     reduction = r.getReduction();
   std::optional<CollectiveReduction> code;
   if (reduction) {
-    code = reductionCode(*reduction);
+    code = collectiveReduction(*reduction);
     if (!code)
       return fmt::format("a collective's {} reduction is not built: sum, max, "
                          "min and average are",
@@ -188,10 +166,11 @@ struct AllReduceToCall : mlir::OpRewritePattern<mlir::mesh::AllReduceOp> {
     Calls c{rewriter, op.getLoc()};
     auto type = llvm::cast<mlir::RankedTensorType>(op.getInput().getType());
     mlir::Value buffer = c.copyOf(op.getInput());
-    c.call(kAllReduceCall, {c.address(buffer), c.count(type, op.getInput()),
-                            c.i32(typeCode(type.getElementType())),
-                            c.i32(int32_t(*reductionCode(op.getReduction()))),
-                            c.i32(axisOf(op))});
+    c.call(kAllReduceCall,
+           {c.address(buffer), c.count(type, op.getInput()),
+            c.i32(typeCode(type.getElementType())),
+            c.i32(int32_t(*collectiveReduction(op.getReduction()))),
+            c.i32(axisOf(op))});
     rewriter.replaceOp(op, c.asTensor(buffer));
     return mlir::success();
   }
@@ -212,7 +191,8 @@ struct ReduceScatterToCall
     auto resultType = llvm::cast<mlir::RankedTensorType>(op.getType());
     int64_t dim = int64_t(op.getScatterAxis().getZExtValue());
     mlir::Value code = c.i32(typeCode(type.getElementType()));
-    mlir::Value reduction = c.i32(int32_t(*reductionCode(op.getReduction())));
+    mlir::Value reduction =
+        c.i32(int32_t(*collectiveReduction(op.getReduction())));
     mlir::Value send = c.copyOf(input);
     mlir::Value total = c.count(type, input);
     // The block: the result's sizes, static where it has them (along `dim`

@@ -3,6 +3,7 @@
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Dialect/DiagnosticText.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Dialect/MeshReduction.h"
 #include "ein/Dialect/OpRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,28 +22,6 @@
 namespace ein {
 
 namespace {
-
-/// The mesh dialect's reduction of a collective's: sums, means (the
-/// group's `average`), maxima and minima, which buildVerifiedShardedEinModule
-/// admits; the others have no collective in a sharded program.
-std::optional<mlir::mesh::ReductionKind> meshReduction(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::Sum:
-    return mlir::mesh::ReductionKind::Sum;
-  case ReduceKind::Mean:
-    return mlir::mesh::ReductionKind::Average;
-  case ReduceKind::Max:
-    return mlir::mesh::ReductionKind::Max;
-  case ReduceKind::Min:
-    return mlir::mesh::ReductionKind::Min;
-  case ReduceKind::Prod:
-  case ReduceKind::Any:
-  case ReduceKind::All:
-  case ReduceKind::Var:
-    return std::nullopt;
-  }
-  llvm_unreachable("every ReduceKind is a row of ReduceKinds.def");
-}
 
 class Generator {
 public:
@@ -177,7 +156,8 @@ private:
     for (size_t i = 0; i < mesh->axes.size(); ++i)
       if (mesh->axes[i] == c.axis)
         axis = int16_t(i);
-    mlir::mesh::ReductionKind reduction = *meshReduction(c.reduction);
+    mlir::mesh::ReductionKind reduction =
+        meshReduction(*compiledReduction(c.reduction));
     mlir::Value in = values.at(c.value);
     auto einType = mlir::cast<EinTensorType>(in.getType());
     mlir::RankedTensorType type = builtinOf(einType);
@@ -319,7 +299,7 @@ buildVerifiedShardedEinModule(mlir::MLIRContext &context,
     case CollectiveKind::Broadcast:
       break;
     }
-    if (built && !meshReduction(c.reduction))
+    if (built && !compiledReduction(c.reduction))
       return Error::at(
           ErrorKind::Program, local.pathOf(c.loc), c.loc.line, c.loc.col,
           fmt::format("einc emit of an {} of a {} over {} ({}) is "

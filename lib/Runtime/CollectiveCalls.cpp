@@ -84,6 +84,25 @@ void *pointer(int64_t address) { return reinterpret_cast<void *>(address); }
 
 } // namespace
 
+namespace ranks {
+// The values of ReduceKinds.def's Ranks column.
+constexpr std::optional<CollectiveReduction> Sum = CollectiveReduction::Sum;
+constexpr std::optional<CollectiveReduction> Mean = CollectiveReduction::Mean;
+constexpr std::optional<CollectiveReduction> Max = CollectiveReduction::Max;
+constexpr std::optional<CollectiveReduction> Min = CollectiveReduction::Min;
+constexpr std::optional<CollectiveReduction> Host = std::nullopt;
+} // namespace ranks
+
+std::optional<CollectiveReduction> compiledReduction(ReduceKind kind) {
+  switch (kind) {
+#define EIN_REDUCE_KIND(Kind, name, Combine, Finish, Ranks)                    \
+  case ReduceKind::Kind:                                                       \
+    return ranks::Ranks;
+#include "ein/Shape/ReduceKinds.def"
+  }
+  return std::nullopt; // every case returns: for GCC's -Wreturn-type
+}
+
 std::optional<std::string>
 collectiveRefusal(runtime::StorageType type,
                   std::optional<CollectiveReduction> reduction) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ein/Runtime/HostTensor.h"
+#include "ein/Shape/Infer.h"
 #include "ein/Support/Error.h"
 
 #include <cstdint>
@@ -26,6 +27,14 @@ enum class CollectiveReduction : int32_t {
   Min = 2,
   Mean = 3
 };
+
+/// The compiled collective's reduction that completes partial results of
+/// `kind` across ranks (ReduceKinds.def's Ranks column), or none: the host
+/// completes them (prod, any, all) or the sharded run refuses them (var).
+/// MLIRGen's mesh ops, ein-mesh-to-calls (through the mesh reduction of
+/// Dialect/MeshReduction.h) and the sharded run's choice of one compiled
+/// function all read it; collectiveRefusal adds the dtypes.
+std::optional<CollectiveReduction> compiledReduction(ReduceKind kind);
 
 /// Why a compiled collective cannot take `type` with `reduction` (none: a
 /// move, not a reduction), or nullopt when it can: reductions of f64, f32,
