@@ -1,9 +1,9 @@
 // The C entry points compiled collectives call (ein/Runtime/CollectiveCalls.h)
 // on simulated ranks of a 2x2 mesh, each rank inside its CollectiveScope:
-// all-reduce (sum, max, min, mean), reduce-scatter, all-gather and the axis
-// rank against serial loops over the ranks' inputs; the first error kept
-// (an axis without a group, a mean of f16) and the later
-// calls skipped.
+// all-reduce (sum, max, min, mean), reduce-scatter, all-gather, all-to-all
+// and the axis rank against serial loops over the ranks' inputs; the first
+// error kept (an axis without a group, a mean of f16) and the later calls
+// skipped; each reduce kind's compiled reduction (ReduceKinds.def).
 #include "ein/Runtime/CollectiveCalls.h"
 #include "ein/Runtime/Communicator.h"
 
@@ -86,6 +86,24 @@ TEST(CollectiveCallsTest, ReduceScatterAndAllGather) {
                         int32_t(StorageType::I32), 1);
     EXPECT_EQ(all, (std::vector<int32_t>{dp * 2, -dp * 2, dp * 2 + 1,
                                          -(dp * 2 + 1)}));
+    EXPECT_FALSE(scope.error());
+  });
+}
+
+TEST(CollectiveCallsTest, AllToAll) {
+  onMesh([](int rank, CollectiveScope &scope) {
+    // Over tp (axis 1): ranks 2·dp and 2·dp + 1; block r of 2 elements goes
+    // to the group's rank r, which keeps it at place (sender's group rank).
+    int tp = rank % 2, dp = rank / 2;
+    std::vector<float> send(4), recv(4);
+    for (int i = 0; i < 4; ++i)
+      send[size_t(i)] = value(rank, i);
+    ein_comm_all_to_all(address(send.data()), address(recv.data()), 2,
+                        int32_t(StorageType::F32), 1);
+    for (int from = 0; from < 2; ++from)
+      for (int i = 0; i < 2; ++i)
+        EXPECT_EQ(recv[size_t(from * 2 + i)], value(dp * 2 + from, tp * 2 + i))
+            << "rank " << rank;
     EXPECT_FALSE(scope.error());
   });
 }

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -31,12 +32,22 @@ llvm::ArrayRef<int16_t> meshAxes(mlir::Operation *op) {
     return o.getMeshAxes();
   if (auto o = llvm::dyn_cast<mlir::mesh::ReduceScatterOp>(op))
     return o.getMeshAxes();
+  if (auto o = llvm::dyn_cast<mlir::mesh::AllToAllOp>(op))
+    return o.getMeshAxes();
   return llvm::cast<mlir::mesh::AllGatherOp>(op).getMeshAxes();
+}
+
+/// The collectives this pass lowers.
+bool isLowered(mlir::Operation *op) {
+  return llvm::isa<mlir::mesh::AllReduceOp, mlir::mesh::ReduceScatterOp,
+                   mlir::mesh::AllGatherOp, mlir::mesh::AllToAllOp>(op);
 }
 
 /// Why `op` cannot be lowered, or "" when it can: one mesh axis, the
 /// result's element type the operand's, a type the communicator moves
-/// (reduces, for a reduction), a mean of f32 or f64, a gather along dim 0.
+/// (reduces, for a reduction), a mean of f32 or f64; a gather along dim 0,
+/// or along another dim or an all-to-all (which move blocks through a
+/// transpose) of an operand of known sizes.
 std::string refusal(mlir::Operation *op) {
   auto input = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
   auto result = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
@@ -65,10 +76,23 @@ std::string refusal(mlir::Operation *op) {
   }
   if (auto why = collectiveRefusal(storage, code))
     return *why;
-  if (auto g = llvm::dyn_cast<mlir::mesh::AllGatherOp>(op))
-    if (g.getGatherAxis().getZExtValue() != 0 || result.isDynamicDim(0))
-      return "an all_gather is built along the first dim, of a known size; "
-             "not along another";
+  if (auto g = llvm::dyn_cast<mlir::mesh::AllGatherOp>(op)) {
+    if (g.getGatherAxis().getZExtValue() == 0 && result.isDynamicDim(0))
+      return "an all_gather along the first dim is built where that dim has a "
+             "known size";
+    if (g.getGatherAxis().getZExtValue() != 0 && !input.hasStaticShape())
+      return "an all_gather along a dim other than the first is built for an "
+             "operand of known sizes (it moves the blocks through a "
+             "transpose)";
+  }
+  if (auto a = llvm::dyn_cast<mlir::mesh::AllToAllOp>(op)) {
+    if (!input.hasStaticShape())
+      return "an all_to_all is built for an operand of known sizes (it moves "
+             "the chunks through transposes)";
+    if (a.getSplitAxis() == a.getConcatAxis())
+      return "an all_to_all whose split and concat dims are the same is not "
+             "built (it moves a split between two dims)";
+  }
   if (auto r = llvm::dyn_cast<mlir::mesh::ReduceScatterOp>(op))
     if (result.isDynamicDim(int64_t(r.getScatterAxis().getZExtValue())))
       return "a reduce_scatter's block along its scatter dim must have a "
@@ -134,6 +158,62 @@ struct Calls {
   mlir::Value asTensor(mlir::Value buffer) {
     return rewriter.create<mlir::bufferization::ToTensorOp>(
         loc, buffer, /*restrict=*/true, /*writable=*/true);
+  }
+  /// `v` (static shape) with its dims permuted: result dim i is `v`'s dim
+  /// `perm[i]`; a copy (linalg.generic) into a new tensor, so that the
+  /// blocks it moves are contiguous.
+  mlir::Value permuted(mlir::Value v, llvm::ArrayRef<int64_t> perm) {
+    auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
+    llvm::SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(t.getDimSize(p));
+    mlir::Value init =
+        rewriter.create<mlir::tensor::EmptyOp>(loc, shape, t.getElementType());
+    auto *context = rewriter.getContext();
+    auto rank = unsigned(perm.size());
+    // The input's dim perm[i] is read at loop i.
+    llvm::SmallVector<mlir::AffineExpr> reads(rank);
+    for (unsigned i = 0; i < rank; ++i)
+      reads[size_t(perm[i])] = mlir::getAffineDimExpr(i, context);
+    llvm::SmallVector<mlir::AffineMap> maps = {
+        mlir::AffineMap::get(rank, 0, reads, context),
+        mlir::AffineMap::getMultiDimIdentityMap(rank, context)};
+    llvm::SmallVector<mlir::utils::IteratorType> loops(
+        rank, mlir::utils::IteratorType::parallel);
+    return rewriter
+        .create<mlir::linalg::GenericOp>(
+            loc, init.getType(), v, init, maps, loops,
+            [](mlir::OpBuilder &b, mlir::Location l, mlir::ValueRange args) {
+              b.create<mlir::linalg::YieldOp>(l, args[0]);
+            })
+        .getResult(0);
+  }
+  /// The ranks' received blocks `blocks` (a leading dim of the group's size,
+  /// then the block's dims) placed along dim `dim` of the block, in rank
+  /// order: that dim grows by the group's size.
+  mlir::Value concatenated(mlir::Value blocks, int64_t dim,
+                           mlir::RankedTensorType resultType) {
+    auto t = llvm::cast<mlir::RankedTensorType>(blocks.getType());
+    int64_t rank = t.getRank() - 1;
+    // [n, d0 .. d_{dim-1}, d_dim, ...] -> [d0 .. d_{dim-1}, n, d_dim, ...]
+    llvm::SmallVector<int64_t> perm;
+    for (int64_t i = 1; i <= dim; ++i)
+      perm.push_back(i);
+    perm.push_back(0);
+    for (int64_t i = dim + 1; i <= rank; ++i)
+      perm.push_back(i);
+    mlir::Value moved = dim == 0 ? blocks : permuted(blocks, perm);
+    llvm::SmallVector<mlir::ReassociationIndices> groups;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i < dim)
+        groups.push_back({i});
+      else if (i == dim)
+        groups.push_back({i, i + 1});
+      else
+        groups.push_back({i + 1});
+    }
+    return rewriter.create<mlir::tensor::CollapseShapeOp>(loc, resultType,
+                                                          moved, groups);
   }
   /// Calls `name`, declared (private, external) on first use.
   mlir::func::CallOp call(llvm::StringRef name, mlir::ValueRange args,
@@ -237,7 +317,10 @@ struct ReduceScatterToCall
   }
 };
 
-/// all_gather along dim 0: the ranks' blocks one after another.
+/// all_gather: the communicator gathers the ranks' blocks one after another
+/// (rank-major); along dim 0 that is the result, along dim g > 0 the
+/// received [n, block] is transposed to [.., n, d_g, ..] and its n and d_g
+/// merged (as the host's moveBlocks places blocks along a dim).
 struct AllGatherToCall : mlir::OpRewritePattern<mlir::mesh::AllGatherOp> {
   using OpRewritePattern::OpRewritePattern;
   mlir::LogicalResult
@@ -247,6 +330,22 @@ struct AllGatherToCall : mlir::OpRewritePattern<mlir::mesh::AllGatherOp> {
     mlir::Value input = op.getInput();
     auto type = llvm::cast<mlir::RankedTensorType>(input.getType());
     auto resultType = llvm::cast<mlir::RankedTensorType>(op.getType());
+    int64_t dim = int64_t(op.getGatherAxis().getZExtValue());
+    if (dim != 0) {
+      // Static shapes (refusal()): the group's size is the growth.
+      int64_t n = resultType.getDimSize(dim) / type.getDimSize(dim);
+      llvm::SmallVector<int64_t> blocks = {n};
+      llvm::append_range(blocks, type.getShape());
+      auto blocksType =
+          mlir::RankedTensorType::get(blocks, type.getElementType());
+      mlir::Value send = c.copyOf(input);
+      mlir::Value recv = c.alloc(blocksType, {});
+      c.call(kAllGatherCall,
+             {c.address(send), c.address(recv), c.count(type, input),
+              c.i32(typeCode(type.getElementType())), c.i32(axisOf(op))});
+      rewriter.replaceOp(op, c.concatenated(c.asTensor(recv), dim, resultType));
+      return mlir::success();
+    }
     llvm::SmallVector<mlir::Value> dynamic;
     for (int64_t d = 1; d < resultType.getRank(); ++d)
       if (resultType.isDynamicDim(d))
@@ -262,6 +361,62 @@ struct AllGatherToCall : mlir::OpRewritePattern<mlir::mesh::AllGatherOp> {
   }
 };
 
+/// all_to_all: the operand's split dim cut into the group's n chunks, moved
+/// to the front ([n, block with d_s/n]) so that chunk r is the contiguous
+/// piece `ein_comm_all_to_all` sends to rank r; the n received pieces (rank
+/// order) are then placed along the concat dim as an all-gather's are.
+struct AllToAllToCall : mlir::OpRewritePattern<mlir::mesh::AllToAllOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult
+  matchAndRewrite(mlir::mesh::AllToAllOp op,
+                  mlir::PatternRewriter &rewriter) const override {
+    Calls c{rewriter, op.getLoc()};
+    mlir::Value input = op.getInput();
+    auto type = llvm::cast<mlir::RankedTensorType>(input.getType());
+    auto resultType = llvm::cast<mlir::RankedTensorType>(op.getType());
+    int64_t split = int64_t(op.getSplitAxis().getZExtValue());
+    int64_t concat = int64_t(op.getConcatAxis().getZExtValue());
+    int64_t rank = type.getRank();
+    // Static shapes, split != concat (refusal()): the concat dim grows by
+    // the group's size; the verifier checks that it divides d_s.
+    int64_t n = resultType.getDimSize(concat) / type.getDimSize(concat);
+    // [.., d_s, ..] -> [.., n, d_s/n, ..] -> [n, .., d_s/n, ..]
+    llvm::SmallVector<int64_t> chunked, piece(type.getShape());
+    llvm::SmallVector<mlir::ReassociationIndices> groups;
+    for (int64_t i = 0, j = 0; i < rank; ++i) {
+      if (i == split) {
+        chunked.append({n, type.getDimSize(i) / n});
+        groups.push_back({j, j + 1});
+        j += 2;
+        continue;
+      }
+      chunked.push_back(type.getDimSize(i));
+      groups.push_back({j++});
+    }
+    piece[size_t(split)] /= n;
+    mlir::Value expanded = rewriter.create<mlir::tensor::ExpandShapeOp>(
+        c.loc, mlir::RankedTensorType::get(chunked, type.getElementType()),
+        input, groups);
+    llvm::SmallVector<int64_t> front = {split};
+    for (int64_t i = 0; i <= rank; ++i)
+      if (i != split)
+        front.push_back(i);
+    mlir::Value chunks = split == 0 ? expanded : c.permuted(expanded, front);
+    auto pieceType = mlir::RankedTensorType::get(piece, type.getElementType());
+    llvm::SmallVector<int64_t> received = {n};
+    llvm::append_range(received, piece);
+    mlir::Value send = c.copyOf(chunks);
+    mlir::Value recv = c.alloc(
+        mlir::RankedTensorType::get(received, type.getElementType()), {});
+    c.call(kAllToAllCall,
+           {c.address(send), c.address(recv), c.count(pieceType, input),
+            c.i32(typeCode(type.getElementType())), c.i32(axisOf(op))});
+    rewriter.replaceOp(op,
+                       c.concatenated(c.asTensor(recv), concat, resultType));
+    return mlir::success();
+  }
+};
+
 struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
@@ -273,10 +428,10 @@ struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
           op->getDialect()->getNamespace() != "mesh" ||
           llvm::isa<mlir::mesh::MeshOp>(op))
         return;
-      if (!llvm::isa<mlir::mesh::AllReduceOp, mlir::mesh::ReduceScatterOp,
-                     mlir::mesh::AllGatherOp>(op)) {
+      if (!isLowered(op)) {
         op->emitError() << "ein-mesh-to-calls lowers mesh.all_reduce, "
-                           "mesh.reduce_scatter and mesh.all_gather; "
+                           "mesh.reduce_scatter, mesh.all_gather and "
+                           "mesh.all_to_all; "
                         << op->getName() << " is not built";
         failed = true;
         return;
@@ -290,8 +445,8 @@ struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
     if (failed)
       return signalPassFailure();
     mlir::RewritePatternSet patterns(&getContext());
-    patterns.add<AllReduceToCall, ReduceScatterToCall, AllGatherToCall>(
-        &getContext());
+    patterns.add<AllReduceToCall, ReduceScatterToCall, AllGatherToCall,
+                 AllToAllToCall>(&getContext());
     // Only the collectives (and the ops their patterns make) are rewritten:
     // a program without them leaves the pass as it came.
     mlir::GreedyRewriteConfig config;
@@ -301,8 +456,7 @@ struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
       return signalPassFailure();
     bool left = false;
     module.walk([&](mlir::Operation *op) {
-      if (llvm::isa<mlir::mesh::AllReduceOp, mlir::mesh::ReduceScatterOp,
-                    mlir::mesh::AllGatherOp>(op)) {
+      if (isLowered(op)) {
         op->emitError() << "ein-mesh-to-calls could not lower this collective";
         left = true;
       }

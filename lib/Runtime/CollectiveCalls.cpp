@@ -195,6 +195,15 @@ extern "C" void ein_comm_all_gather(int64_t send, int64_t recv, int64_t count,
                         runtime::StorageType(type), count));
 }
 
+extern "C" void ein_comm_all_to_all(int64_t send, int64_t recv, int64_t count,
+                                    int32_t type, int32_t axis) {
+  Communicator *group = groupOf(axis, "all-to-all");
+  if (!group)
+    return;
+  keep(group->allToAll(pointer(send), pointer(recv), runtime::StorageType(type),
+                       count));
+}
+
 extern "C" int64_t ein_comm_axis_rank(int32_t axis) {
   Communicator *group = groupOf(axis, "collective");
   return group ? group->rank() : 0;

@@ -49,6 +49,7 @@ collectiveRefusal(runtime::StorageType type,
 inline constexpr const char *kAllReduceCall = "ein_comm_all_reduce";
 inline constexpr const char *kReduceScatterCall = "ein_comm_reduce_scatter";
 inline constexpr const char *kAllGatherCall = "ein_comm_all_gather";
+inline constexpr const char *kAllToAllCall = "ein_comm_all_to_all";
 inline constexpr const char *kAxisRankCall = "ein_comm_axis_rank";
 
 /// The rank context of the calling thread while it lives (outside one, an
@@ -85,6 +86,12 @@ void ein_comm_reduce_scatter(int64_t send, int64_t recv, int64_t total,
                              int32_t type, int32_t op, int32_t axis);
 /// recv[r·count ...] = rank r's send[0 .. count), over axis `axis`.
 void ein_comm_all_gather(int64_t send, int64_t recv, int64_t count,
+                         int32_t type, int32_t axis);
+/// recv[r·count ...] = rank r's send[rank·count ...], over axis `axis`:
+/// block r of this rank's send goes to rank r, which keeps it in place
+/// `rank` (the lowering of mesh.all_to_all moves the split dim's chunks to
+/// the front first, and the received blocks to the concat dim after).
+void ein_comm_all_to_all(int64_t send, int64_t recv, int64_t count,
                          int32_t type, int32_t axis);
 /// This rank's coordinate on mesh axis `axis` (its rank in the axis group);
 /// 0 after a failure.
