@@ -246,9 +246,10 @@ struct Compiled {
   std::shared_ptr<const MeshProgram> mesh;
 
   /// `mm` of rows x 4 by 4 x cols; the collective on its result: an all-reduce,
-  /// or (scatterDim >= 0) a reduce-scatter along that dim.
-  explicit Compiled(int64_t rows = 3, int64_t cols = 5,
-                    int64_t scatterDim = -1) {
+  /// or (scatterDim >= 0) a reduce-scatter along that dim, or with `gather`
+  /// an all-gather along it.
+  explicit Compiled(int64_t rows = 3, int64_t cols = 5, int64_t scatterDim = -1,
+                    bool gather = false) {
     DiagnosticEngine diags(file);
     module = parseModule(file, diags);
     EXPECT_FALSE(diags.hadError());
@@ -264,8 +265,9 @@ struct Compiled {
     m.axes = {"tp"};
     m.sizes = {2};
     InferredCollective sum;
-    sum.kind = scatterDim < 0 ? CollectiveKind::AllReduce
-                              : CollectiveKind::ReduceScatter;
+    sum.kind = gather           ? CollectiveKind::AllGather
+               : scatterDim < 0 ? CollectiveKind::AllReduce
+                                : CollectiveKind::ReduceScatter;
     sum.axis = "tp";
     sum.value = fn.returns[0];
     m.collectives = {sum};
@@ -325,6 +327,58 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
             sum += pa[gi * 4 + k] * pb[k * 6 + gj];
           EXPECT_FLOAT_EQ(pc[i * block[1] + j], 2 * sum)
               << "dim " << dim << " rank " << r;
+        }
+    }
+  }
+}
+
+/// An all-gather of the result inside the function on 2 simulated ranks
+/// whose inputs differ (rank r's `a` is scaled by r + 1): along dim 0 (the
+/// communicator's order) and dim 1 (a transpose around it), every rank's
+/// result holds rank r's product as block r, against the loop nest.
+TEST(CompiledCollectivesTest, AllGatherOfTheResult) {
+  for (int64_t dim : {0, 1}) {
+    Compiled c(3, 5, dim, /*gather=*/true);
+    auto callable = c.compile("cpu");
+    ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+    std::vector<runtime::HostTensor> as = {filled(3, 4, 0.5f),
+                                           filled(3, 4, 1.0f)};
+    auto b = filled(4, 5, 0.25f);
+    std::vector<int64_t> whole = {dim == 0 ? 6 : 3, dim == 1 ? 10 : 5};
+    auto ranks = simulatedRanks(2);
+    std::vector<runtime::HostTensor> outs;
+    for (int r = 0; r < 2; ++r)
+      outs.push_back(
+          *runtime::HostTensor::create(runtime::StorageType::F32, whole));
+    std::vector<std::optional<Error>> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        CollectiveScope scope({ranks[size_t(r)].get()});
+        auto called = (*callable)->call({&as[size_t(r)], &b},
+                                        {&outs[size_t(r)]}, c.bound->dims);
+        if (!called)
+          errors[size_t(r)] = called.error();
+        else if (scope.error())
+          errors[size_t(r)] = *scope.error();
+      });
+    for (auto &t : threads)
+      t.join();
+    auto *pb = reinterpret_cast<const float *>(b.data.data());
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
+      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
+      for (int64_t i = 0; i < whole[0]; ++i)
+        for (int64_t j = 0; j < whole[1]; ++j) {
+          int64_t from = dim == 0 ? i / 3 : j / 5;
+          int64_t li = dim == 0 ? i % 3 : i, lj = dim == 1 ? j % 5 : j;
+          auto *pa =
+              reinterpret_cast<const float *>(as[size_t(from)].data.data());
+          float sum = 0;
+          for (int k = 0; k < 4; ++k)
+            sum += pa[li * 4 + k] * pb[k * 5 + lj];
+          EXPECT_FLOAT_EQ(pc[i * whole[1] + j], sum)
+              << "dim " << dim << " rank " << r << " at " << i << "," << j;
         }
     }
   }

@@ -16,12 +16,32 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
 namespace ein {
 
 namespace {
+
+/// The whole of a dim gathered from blocks `block` over a mesh axis of `n`
+/// ranks (-1: unknown): the product, a number where `dims` gives the
+/// block's size and n is known.
+Dim gatheredWhole(const Dim &block, int64_t n, const std::string &axis,
+                  const Bindings &dims) {
+  auto size = block.size.evaluate(dims);
+  if (size && n > 0)
+    return Dim::ofSize(SizeExpr::constant(*size * n));
+  return Dim::ofSize(block.size * SizeExpr::symbol(axis));
+}
+
+/// The size of mesh axis `axis` in `mesh` (-1 where open or not an axis).
+int64_t axisSizeOf(const MeshProgram &mesh, const std::string &axis) {
+  for (size_t i = 0; i < mesh.axes.size(); ++i)
+    if (mesh.axes[i] == axis)
+      return mesh.sizes[i];
+  return -1;
+}
 
 class Generator {
 public:
@@ -145,7 +165,8 @@ private:
   }
 
   /// Collective `k` of the mesh on its value: an all-reduce keeps the
-  /// block's shape; a reduce-scatter keeps one n-th of its scatter dim. A
+  /// block's shape; a reduce-scatter keeps one n-th of its scatter dim; an
+  /// all-gather (of a result) grows its gathered dim n-fold. A
   /// mean is MLIR's `average` (the group's mean: the sum over the group's
   /// size, what the sharded run computes).
   void emitCollective(const CheckedFunction &fn, size_t k,
@@ -156,14 +177,29 @@ private:
     for (size_t i = 0; i < mesh->axes.size(); ++i)
       if (mesh->axes[i] == c.axis)
         axis = int16_t(i);
-    mlir::mesh::ReductionKind reduction =
-        meshReduction(*compiledReduction(c.reduction));
     mlir::Value in = values.at(c.value);
     auto einType = mlir::cast<EinTensorType>(in.getType());
     mlir::RankedTensorType type = builtinOf(einType);
     mlir::Value tensor = cast(l, in, type);
     mlir::Value out;
     EinTensorType outType = einType;
+    if (c.kind == CollectiveKind::AllGather) {
+      int64_t j = mesh->scatterDims[k];
+      Shape shape = einType.getShape();
+      shape[size_t(j)] = gatheredWhole(shape[size_t(j)],
+                                       mesh->sizes[size_t(axis)], c.axis, dims);
+      llvm::SmallVector<int64_t> sizes(type.getShape());
+      auto whole = shape[size_t(j)].size.evaluate(dims);
+      sizes[size_t(j)] = whole ? int64_t(*whole) : mlir::ShapedType::kDynamic;
+      outType = einType.withShape(shape);
+      out = builder.create<mlir::mesh::AllGatherOp>(
+          l, mlir::RankedTensorType::get(sizes, type.getElementType()), "mesh",
+          llvm::ArrayRef<int16_t>{axis}, tensor, llvm::APInt(64, uint64_t(j)));
+      values[c.value] = cast(l, out, outType);
+      return;
+    }
+    mlir::mesh::ReductionKind reduction =
+        meshReduction(*compiledReduction(c.reduction));
     if (c.kind == CollectiveKind::ReduceScatter) {
       int64_t j = mesh->scatterDims[k];
       int64_t n = mesh->sizes[size_t(axis)];
@@ -232,14 +268,14 @@ std::vector<TensorType> meshResultTypes(const CheckedFunction &fn,
     TensorType type{fn.ctx.expand(t.shape), t.dtype};
     for (size_t k = 0; k < mesh.collectives.size(); ++k) {
       const InferredCollective &c = mesh.collectives[k];
-      if (c.kind != CollectiveKind::ReduceScatter || c.value != id)
+      if (c.value != id || mesh.scatterDims[k] < 0)
         continue;
-      int64_t n = -1;
-      for (size_t i = 0; i < mesh.axes.size(); ++i)
-        if (mesh.axes[i] == c.axis)
-          n = mesh.sizes[i];
+      int64_t n = axisSizeOf(mesh, c.axis);
       Dim &d = type.shape[size_t(mesh.scatterDims[k])];
-      d = scatteredBlock(d, n, c.axis, fn.ctx.env);
+      if (c.kind == CollectiveKind::ReduceScatter)
+        d = scatteredBlock(d, n, c.axis, fn.ctx.env);
+      else if (c.kind == CollectiveKind::AllGather)
+        d = gatheredWhole(d, n, c.axis, fn.ctx.env);
     }
     types.push_back(std::move(type));
   }
@@ -281,13 +317,38 @@ buildVerifiedEinModule(mlir::MLIRContext &context,
   return verified(context, buildEinModule(context, module));
 }
 
+namespace {
+/// Whether collective `k` is an all-gather (along scatterDims[k]) of a
+/// result that no op after it reads: its name is then whole only in the
+/// result, and the local program checked at the block's size holds it. One
+/// read later needs the later ops at the whole size (a local program per
+/// phase: the sharded run cuts there).
+bool gathersAResult(const CheckedModule &local, const MeshProgram &mesh,
+                    size_t k) {
+  const InferredCollective &c = mesh.collectives[k];
+  if (c.kind != CollectiveKind::AllGather || mesh.scatterDims[k] < 0)
+    return false;
+  for (const CheckedFunction &fn : local.functions) {
+    if (std::find(fn.returns.begin(), fn.returns.end(), c.value) ==
+        fn.returns.end())
+      return false;
+    for (size_t i = mesh.points[k] + 1; i < fn.ops.size(); ++i)
+      if (std::find(fn.ops[i].operands.begin(), fn.ops[i].operands.end(),
+                    c.value) != fn.ops[i].operands.end())
+        return false;
+  }
+  return true;
+}
+} // namespace
+
 ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildVerifiedShardedEinModule(mlir::MLIRContext &context,
                               const CheckedModule &local,
                               const MeshProgram &mesh) {
-  // All-reduces and reduce-scatters are built; the others are refused by
-  // name, never built as another collective.
-  for (const InferredCollective &c : mesh.collectives) {
+  // All-reduces, reduce-scatters and all-gathers of a result are built;
+  // the others are refused by name, never built as another collective.
+  for (size_t k = 0; k < mesh.collectives.size(); ++k) {
+    const InferredCollective &c = mesh.collectives[k];
     bool built = false;
     switch (c.kind) {
     case CollectiveKind::AllReduce:
@@ -295,6 +356,9 @@ buildVerifiedShardedEinModule(mlir::MLIRContext &context,
       built = true;
       break;
     case CollectiveKind::AllGather:
+      if (gathersAResult(local, mesh, k))
+        continue;
+      break;
     case CollectiveKind::AllToAll:
     case CollectiveKind::Broadcast:
       break;
@@ -311,8 +375,9 @@ buildVerifiedShardedEinModule(mlir::MLIRContext &context,
       return Error::at(ErrorKind::Program, local.pathOf(c.loc), c.loc.line,
                        c.loc.col,
                        fmt::format("einc emit of an {} over {} ({}) is not "
-                                   "built yet: the IR shows all-reduces and "
-                                   "reduce-scatters",
+                                   "built yet: the IR shows all-reduces, "
+                                   "reduce-scatters and all-gathers of a "
+                                   "result no later op reads",
                                    collectiveName(c.kind), c.axis, c.reason));
   }
   registerEinDialects(context);

@@ -28,7 +28,8 @@ struct MeshProgram {
   /// (collectivePoints).
   std::vector<InferredCollective> collectives;
   std::vector<size_t> points;
-  /// Per collective: the dim a reduce-scatter splits (-1 for others).
+  /// Per collective: the dim a reduce-scatter splits or an all-gather of a
+  /// result grows (-1 for others).
   std::vector<int64_t> scatterDims;
 };
 /// The dim of a reduce-scatter's block along its scatter dim `whole`, over
@@ -37,7 +38,8 @@ struct MeshProgram {
 Dim scatteredBlock(const Dim &whole, int64_t n, const std::string &axis,
                    const Bindings &dims);
 /// The types `fn` (a local program) returns once compiled with `mesh`'s
-/// collectives: a reduce-scattered result is its block (scatteredBlock).
+/// collectives: a reduce-scattered result is its block (scatteredBlock), an
+/// all-gathered one n blocks along its gathered dim.
 std::vector<TensorType> meshResultTypes(const CheckedFunction &fn,
                                         const MeshProgram &mesh);
 /// Builds and verifies the module of `local` (one function: the local
