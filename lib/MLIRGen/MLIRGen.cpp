@@ -26,12 +26,14 @@ namespace {
 
 /// The whole of a dim gathered from blocks `block` over a mesh axis of `n`
 /// ranks (-1: unknown): the product, a number where `dims` gives the
-/// block's size and n is known.
+/// block's size and n is known, by the axis's name where n is not.
 Dim gatheredWhole(const Dim &block, int64_t n, const std::string &axis,
                   const Bindings &dims) {
   auto size = block.size.evaluate(dims);
   if (size && n > 0)
     return Dim::ofSize(SizeExpr::constant(*size * n));
+  if (n > 0)
+    return Dim::ofSize(block.size * SizeExpr::constant(n));
   return Dim::ofSize(block.size * SizeExpr::symbol(axis));
 }
 
