@@ -247,9 +247,10 @@ struct Compiled {
 
   /// `mm` of rows x 4 by 4 x cols; the collective on its result: an all-reduce,
   /// or (scatterDim >= 0) a reduce-scatter along that dim, or with `gather`
-  /// an all-gather along it.
+  /// an all-gather along it, or with `splitDim` >= 0 too an all-to-all
+  /// from splitDim to it.
   explicit Compiled(int64_t rows = 3, int64_t cols = 5, int64_t scatterDim = -1,
-                    bool gather = false) {
+                    bool gather = false, int64_t splitDim = -1) {
     DiagnosticEngine diags(file);
     module = parseModule(file, diags);
     EXPECT_FALSE(diags.hadError());
@@ -265,7 +266,8 @@ struct Compiled {
     m.axes = {"tp"};
     m.sizes = {2};
     InferredCollective sum;
-    sum.kind = gather           ? CollectiveKind::AllGather
+    sum.kind = splitDim >= 0    ? CollectiveKind::AllToAll
+               : gather         ? CollectiveKind::AllGather
                : scatterDim < 0 ? CollectiveKind::AllReduce
                                 : CollectiveKind::ReduceScatter;
     sum.axis = "tp";
@@ -273,6 +275,7 @@ struct Compiled {
     m.collectives = {sum};
     m.points = {fn.ops.size() - 1};
     m.scatterDims = {scatterDim};
+    m.splitDims = {splitDim};
     mesh = std::make_shared<const MeshProgram>(std::move(m));
   }
 
@@ -379,6 +382,62 @@ TEST(CompiledCollectivesTest, AllGatherOfTheResult) {
             sum += pa[li * 4 + k] * pb[k * 5 + lj];
           EXPECT_FLOAT_EQ(pc[i * whole[1] + j], sum)
               << "dim " << dim << " rank " << r << " at " << i << "," << j;
+        }
+    }
+  }
+}
+
+/// An all-to-all of the result inside the function on 2 simulated ranks
+/// whose inputs differ: from dim 1 to dim 0 (rank r keeps column block r of
+/// every rank's product, stacked by rank along the rows) and from dim 0 to
+/// dim 1 (row block r, side by side), against the loop nest.
+TEST(CompiledCollectivesTest, AllToAllOfTheResult) {
+  for (auto [concat, split] : {std::pair<int64_t, int64_t>{0, 1}, {1, 0}}) {
+    // 4 x 6 products: the split dim's block is 2 rows or 3 columns.
+    Compiled c(4, 6, concat, /*gather=*/false, split);
+    auto callable = c.compile("cpu");
+    ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+    std::vector<runtime::HostTensor> as = {filled(4, 4, 0.5f),
+                                           filled(4, 4, 1.0f)};
+    auto b = filled(4, 6, 0.25f);
+    std::vector<int64_t> shape = {concat == 0 ? 8 : 2, concat == 1 ? 12 : 3};
+    auto ranks = simulatedRanks(2);
+    std::vector<runtime::HostTensor> outs;
+    for (int r = 0; r < 2; ++r)
+      outs.push_back(
+          *runtime::HostTensor::create(runtime::StorageType::F32, shape));
+    std::vector<std::optional<Error>> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        CollectiveScope scope({ranks[size_t(r)].get()});
+        auto called = (*callable)->call({&as[size_t(r)], &b},
+                                        {&outs[size_t(r)]}, c.bound->dims);
+        if (!called)
+          errors[size_t(r)] = called.error();
+        else if (scope.error())
+          errors[size_t(r)] = *scope.error();
+      });
+    for (auto &t : threads)
+      t.join();
+    auto *pb = reinterpret_cast<const float *>(b.data.data());
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
+      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
+      for (int64_t i = 0; i < shape[0]; ++i)
+        for (int64_t j = 0; j < shape[1]; ++j) {
+          // Which rank's product, and where in it.
+          int64_t from = concat == 0 ? i / 4 : j / 6;
+          int64_t li = concat == 0 ? i % 4 : r * 2 + i;
+          int64_t lj = concat == 1 ? j % 6 : r * 3 + j;
+          auto *pa =
+              reinterpret_cast<const float *>(as[size_t(from)].data.data());
+          float sum = 0;
+          for (int k = 0; k < 4; ++k)
+            sum += pa[li * 4 + k] * pb[k * 6 + lj];
+          EXPECT_FLOAT_EQ(pc[i * shape[1] + j], sum)
+              << "concat " << concat << " rank " << r << " at " << i << ","
+              << j;
         }
     }
   }

@@ -45,6 +45,11 @@ int64_t axisSizeOf(const MeshProgram &mesh, const std::string &axis) {
   return -1;
 }
 
+/// The dim collective `k` of `mesh` cuts as an all-to-all, or -1.
+int64_t splitDimOf(const MeshProgram &mesh, size_t k) {
+  return k < mesh.splitDims.size() ? mesh.splitDims[k] : -1;
+}
+
 class Generator {
 public:
   Generator(mlir::MLIRContext &context, const CheckedModule &module,
@@ -185,18 +190,27 @@ private:
     mlir::Value tensor = cast(l, in, type);
     mlir::Value out;
     EinTensorType outType = einType;
-    if (c.kind == CollectiveKind::AllGather) {
-      int64_t j = mesh->scatterDims[k];
+    if (c.kind == CollectiveKind::AllGather ||
+        c.kind == CollectiveKind::AllToAll) {
+      // The gathered (concat) dim grows n-fold; an all-to-all's split dim
+      // keeps one n-th.
+      int64_t j = mesh->scatterDims[k], s = splitDimOf(*mesh, k);
+      int64_t n = mesh->sizes[size_t(axis)];
       Shape shape = einType.getShape();
-      shape[size_t(j)] = gatheredWhole(shape[size_t(j)],
-                                       mesh->sizes[size_t(axis)], c.axis, dims);
-      llvm::SmallVector<int64_t> sizes(type.getShape());
-      auto whole = shape[size_t(j)].size.evaluate(dims);
-      sizes[size_t(j)] = whole ? int64_t(*whole) : mlir::ShapedType::kDynamic;
+      shape[size_t(j)] = gatheredWhole(shape[size_t(j)], n, c.axis, dims);
+      if (c.kind == CollectiveKind::AllToAll)
+        shape[size_t(s)] = scatteredBlock(shape[size_t(s)], n, c.axis, dims);
       outType = einType.withShape(shape);
-      out = builder.create<mlir::mesh::AllGatherOp>(
-          l, mlir::RankedTensorType::get(sizes, type.getElementType()), "mesh",
-          llvm::ArrayRef<int16_t>{axis}, tensor, llvm::APInt(64, uint64_t(j)));
+      mlir::RankedTensorType resultType = builtinOf(outType);
+      if (c.kind == CollectiveKind::AllGather)
+        out = builder.create<mlir::mesh::AllGatherOp>(
+            l, resultType, "mesh", llvm::ArrayRef<int16_t>{axis}, tensor,
+            llvm::APInt(64, uint64_t(j)));
+      else
+        out = builder.create<mlir::mesh::AllToAllOp>(
+            l, resultType, "mesh", llvm::ArrayRef<int16_t>{axis}, tensor,
+            llvm::APInt(64, uint64_t(splitDimOf(*mesh, k))),
+            llvm::APInt(64, uint64_t(j)));
       values[c.value] = cast(l, out, outType);
       return;
     }
@@ -276,8 +290,13 @@ std::vector<TensorType> meshResultTypes(const CheckedFunction &fn,
       Dim &d = type.shape[size_t(mesh.scatterDims[k])];
       if (c.kind == CollectiveKind::ReduceScatter)
         d = scatteredBlock(d, n, c.axis, fn.ctx.env);
-      else if (c.kind == CollectiveKind::AllGather)
+      else if (c.kind == CollectiveKind::AllGather ||
+               c.kind == CollectiveKind::AllToAll)
         d = gatheredWhole(d, n, c.axis, fn.ctx.env);
+      if (c.kind == CollectiveKind::AllToAll && splitDimOf(mesh, k) >= 0) {
+        Dim &cut = type.shape[size_t(splitDimOf(mesh, k))];
+        cut = scatteredBlock(cut, n, c.axis, fn.ctx.env);
+      }
     }
     types.push_back(std::move(type));
   }
@@ -320,15 +339,21 @@ buildVerifiedEinModule(mlir::MLIRContext &context,
 }
 
 namespace {
-/// Whether collective `k` is an all-gather (along scatterDims[k]) of a
-/// result that no op after it reads: its name is then whole only in the
-/// result, and the local program checked at the block's size holds it. One
-/// read later needs the later ops at the whole size (a local program per
+/// Whether collective `k` is an all-gather (along scatterDims[k]) or an
+/// all-to-all (from scatterDims[k] to splitDims[k]) of a result that no op
+/// after it reads: its names are then whole (or blocked) only in the
+/// result, and the local program checked at the other size holds it. One
+/// read later needs the later ops at the new sizes (a local program per
 /// phase: the sharded run cuts there).
-bool gathersAResult(const CheckedModule &local, const MeshProgram &mesh,
-                    size_t k) {
+bool movesAResult(const CheckedModule &local, const MeshProgram &mesh,
+                  size_t k) {
   const InferredCollective &c = mesh.collectives[k];
-  if (c.kind != CollectiveKind::AllGather || mesh.scatterDims[k] < 0)
+  if (mesh.scatterDims[k] < 0)
+    return false;
+  if (c.kind == CollectiveKind::AllToAll &&
+      (splitDimOf(mesh, k) < 0 || splitDimOf(mesh, k) == mesh.scatterDims[k]))
+    return false;
+  if (c.kind != CollectiveKind::AllGather && c.kind != CollectiveKind::AllToAll)
     return false;
   for (const CheckedFunction &fn : local.functions) {
     if (std::find(fn.returns.begin(), fn.returns.end(), c.value) ==
@@ -347,7 +372,8 @@ ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildVerifiedShardedEinModule(mlir::MLIRContext &context,
                               const CheckedModule &local,
                               const MeshProgram &mesh) {
-  // All-reduces, reduce-scatters and all-gathers of a result are built;
+  // All-reduces, reduce-scatters, and all-gathers and all-to-alls of a
+  // result are built;
   // the others are refused by name, never built as another collective.
   for (size_t k = 0; k < mesh.collectives.size(); ++k) {
     const InferredCollective &c = mesh.collectives[k];
@@ -358,10 +384,10 @@ buildVerifiedShardedEinModule(mlir::MLIRContext &context,
       built = true;
       break;
     case CollectiveKind::AllGather:
-      if (gathersAResult(local, mesh, k))
+    case CollectiveKind::AllToAll:
+      if (movesAResult(local, mesh, k))
         continue;
       break;
-    case CollectiveKind::AllToAll:
     case CollectiveKind::Broadcast:
       break;
     }
@@ -378,8 +404,9 @@ buildVerifiedShardedEinModule(mlir::MLIRContext &context,
                        c.loc.col,
                        fmt::format("einc emit of an {} over {} ({}) is not "
                                    "built yet: the IR shows all-reduces, "
-                                   "reduce-scatters and all-gathers of a "
-                                   "result no later op reads",
+                                   "reduce-scatters, and all-gathers and "
+                                   "all-to-alls of a result no later op "
+                                   "reads",
                                    collectiveName(c.kind), c.axis, c.reason));
   }
   registerEinDialects(context);
