@@ -12,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 namespace ein {
@@ -287,6 +289,37 @@ struct Compiled {
   }
 };
 
+/// Calls `callable` on 2 simulated ranks, each in its CollectiveScope,
+/// rank r on `inputs[r]`, into an output of `shape`: each rank's output, or
+/// the first error a rank met (the call's, or a collective's).
+ErrorOr<std::vector<runtime::HostTensor>>
+onTwoRanks(Callable &callable,
+           const std::vector<std::vector<const runtime::HostTensor *>> &inputs,
+           const std::vector<int64_t> &shape, const Bindings &dims) {
+  auto ranks = simulatedRanks(2);
+  std::vector<runtime::HostTensor> outs;
+  for (int r = 0; r < 2; ++r)
+    outs.push_back(
+        *runtime::HostTensor::create(runtime::StorageType::F32, shape));
+  std::vector<std::optional<Error>> errors(2);
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      CollectiveScope scope({ranks[r].get()});
+      auto called = callable.call(inputs[r], {&outs[r]}, dims);
+      if (!called)
+        errors[r] = called.error();
+      else if (scope.error())
+        errors[r] = *scope.error();
+    });
+  for (auto &t : threads)
+    t.join();
+  for (auto &e : errors)
+    if (e)
+      return *e;
+  return outs;
+}
+
 /// The collective inside the function on 2 simulated ranks, each calling
 /// in its CollectiveScope: an all-reduce (every rank returns twice the 4 x 6
 /// product), a reduce-scatter along dim 0 (the communicator's) and along
@@ -298,30 +331,14 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
     ASSERT_TRUE(bool(callable)) << callable.error().str("test");
     auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
     std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
-    auto ranks = simulatedRanks(2);
-    std::vector<runtime::HostTensor> outs;
-    for (int r = 0; r < 2; ++r)
-      outs.push_back(
-          *runtime::HostTensor::create(runtime::StorageType::F32, block));
-    std::vector<std::optional<Error>> errors(2);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        CollectiveScope scope({ranks[size_t(r)].get()});
-        auto called =
-            (*callable)->call({&a, &b}, {&outs[size_t(r)]}, c.bound->dims);
-        if (!called)
-          errors[size_t(r)] = called.error();
-        else if (scope.error())
-          errors[size_t(r)] = *scope.error();
-      });
-    for (auto &t : threads)
-      t.join();
+    auto outs =
+        onTwoRanks(**callable, {{&a, &b}, {&a, &b}}, block, c.bound->dims);
+    ASSERT_TRUE(bool(outs)) << outs.error().message;
     auto *pa = reinterpret_cast<const float *>(a.data.data());
     auto *pb = reinterpret_cast<const float *>(b.data.data());
     for (int r = 0; r < 2; ++r) {
-      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
-      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
+      auto *pc =
+          reinterpret_cast<const float *>((*outs)[size_t(r)].data.data());
       for (int64_t i = 0; i < block[0]; ++i)
         for (int64_t j = 0; j < block[1]; ++j) {
           int64_t gi = dim == 0 ? r * 2 + i : i, gj = dim == 1 ? r * 3 + j : j;
@@ -335,112 +352,68 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
   }
 }
 
-/// An all-gather of the result inside the function on 2 simulated ranks
-/// whose inputs differ (rank r's `a` is scaled by r + 1): along dim 0 (the
-/// communicator's order) and dim 1 (a transpose around it), every rank's
-/// result holds rank r's product as block r, against the loop nest.
-TEST(CompiledCollectivesTest, AllGatherOfTheResult) {
-  for (int64_t dim : {0, 1}) {
-    Compiled c(3, 5, dim, /*gather=*/true);
-    auto callable = c.compile("cpu");
-    ASSERT_TRUE(bool(callable)) << callable.error().str("test");
-    std::vector<runtime::HostTensor> as = {filled(3, 4, 0.5f),
-                                           filled(3, 4, 1.0f)};
-    auto b = filled(4, 5, 0.25f);
-    std::vector<int64_t> whole = {dim == 0 ? 6 : 3, dim == 1 ? 10 : 5};
-    auto ranks = simulatedRanks(2);
-    std::vector<runtime::HostTensor> outs;
-    for (int r = 0; r < 2; ++r)
-      outs.push_back(
-          *runtime::HostTensor::create(runtime::StorageType::F32, whole));
-    std::vector<std::optional<Error>> errors(2);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        CollectiveScope scope({ranks[size_t(r)].get()});
-        auto called = (*callable)->call({&as[size_t(r)], &b},
-                                        {&outs[size_t(r)]}, c.bound->dims);
-        if (!called)
-          errors[size_t(r)] = called.error();
-        else if (scope.error())
-          errors[size_t(r)] = *scope.error();
-      });
-    for (auto &t : threads)
-      t.join();
-    auto *pb = reinterpret_cast<const float *>(b.data.data());
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
-      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
-      for (int64_t i = 0; i < whole[0]; ++i)
-        for (int64_t j = 0; j < whole[1]; ++j) {
-          int64_t from = dim == 0 ? i / 3 : j / 5;
-          int64_t li = dim == 0 ? i % 3 : i, lj = dim == 1 ? j % 5 : j;
-          auto *pa =
-              reinterpret_cast<const float *>(as[size_t(from)].data.data());
-          float sum = 0;
-          for (int k = 0; k < 4; ++k)
-            sum += pa[li * 4 + k] * pb[k * 5 + lj];
-          EXPECT_FLOAT_EQ(pc[i * whole[1] + j], sum)
-              << "dim " << dim << " rank " << r << " at " << i << "," << j;
-        }
-    }
+/// Runs `c` (a rows x 4 by 4 x cols product whose result a collective
+/// moves) on 2 simulated ranks whose `a` differ, into outputs of `shape`,
+/// and checks element (i, j) of rank r's output against the loop nest's
+/// product of the inputs of rank `source(r, i, j)[0]` at (source[1],
+/// source[2]).
+void expectMovedProducts(
+    Compiled &c, int64_t rows, int64_t cols, const std::vector<int64_t> &shape,
+    const std::function<std::array<int64_t, 3>(int, int64_t, int64_t)>
+        &source) {
+  auto callable = c.compile("cpu");
+  ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+  std::vector<runtime::HostTensor> as = {filled(rows, 4, 0.5f),
+                                         filled(rows, 4, 1.0f)};
+  auto b = filled(4, cols, 0.25f);
+  auto outs = onTwoRanks(**callable, {{&as[0], &b}, {&as[1], &b}}, shape,
+                         c.bound->dims);
+  ASSERT_TRUE(bool(outs)) << outs.error().message;
+  auto *pb = reinterpret_cast<const float *>(b.data.data());
+  for (int r = 0; r < 2; ++r) {
+    auto *pc = reinterpret_cast<const float *>((*outs)[size_t(r)].data.data());
+    for (int64_t i = 0; i < shape[0]; ++i)
+      for (int64_t j = 0; j < shape[1]; ++j) {
+        auto [from, li, lj] = source(r, i, j);
+        auto *pa =
+            reinterpret_cast<const float *>(as[size_t(from)].data.data());
+        float sum = 0;
+        for (int k = 0; k < 4; ++k)
+          sum += pa[li * 4 + k] * pb[k * cols + lj];
+        EXPECT_FLOAT_EQ(pc[i * shape[1] + j], sum)
+            << "rank " << r << " at " << i << "," << j;
+      }
   }
 }
 
+/// An all-gather of the result inside the function on 2 simulated ranks
+/// whose inputs differ: along dim 0 (the communicator's order) and dim 1
+/// (a transpose around it), every rank's result holds rank r's 3 x 5
+/// product as block r.
+TEST(CompiledCollectivesTest, AllGatherOfTheResult) {
+  Compiled rows(3, 5, 0, /*gather=*/true);
+  expectMovedProducts(rows, 3, 5, {6, 5}, [](int, int64_t i, int64_t j) {
+    return std::array<int64_t, 3>{i / 3, i % 3, j};
+  });
+  Compiled cols(3, 5, 1, /*gather=*/true);
+  expectMovedProducts(cols, 3, 5, {3, 10}, [](int, int64_t i, int64_t j) {
+    return std::array<int64_t, 3>{j / 5, i, j % 5};
+  });
+}
+
 /// An all-to-all of the result inside the function on 2 simulated ranks
-/// whose inputs differ: from dim 1 to dim 0 (rank r keeps column block r of
-/// every rank's product, stacked by rank along the rows) and from dim 0 to
-/// dim 1 (row block r, side by side), against the loop nest.
+/// whose inputs differ (4 x 6 products): from dim 1 to dim 0, rank r keeps
+/// column block r (3 wide) of every rank's product, stacked by rank along
+/// the rows; from dim 0 to dim 1, row block r (2 high), side by side.
 TEST(CompiledCollectivesTest, AllToAllOfTheResult) {
-  for (auto [concat, split] : {std::pair<int64_t, int64_t>{0, 1}, {1, 0}}) {
-    // 4 x 6 products: the split dim's block is 2 rows or 3 columns.
-    Compiled c(4, 6, concat, /*gather=*/false, split);
-    auto callable = c.compile("cpu");
-    ASSERT_TRUE(bool(callable)) << callable.error().str("test");
-    std::vector<runtime::HostTensor> as = {filled(4, 4, 0.5f),
-                                           filled(4, 4, 1.0f)};
-    auto b = filled(4, 6, 0.25f);
-    std::vector<int64_t> shape = {concat == 0 ? 8 : 2, concat == 1 ? 12 : 3};
-    auto ranks = simulatedRanks(2);
-    std::vector<runtime::HostTensor> outs;
-    for (int r = 0; r < 2; ++r)
-      outs.push_back(
-          *runtime::HostTensor::create(runtime::StorageType::F32, shape));
-    std::vector<std::optional<Error>> errors(2);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        CollectiveScope scope({ranks[size_t(r)].get()});
-        auto called = (*callable)->call({&as[size_t(r)], &b},
-                                        {&outs[size_t(r)]}, c.bound->dims);
-        if (!called)
-          errors[size_t(r)] = called.error();
-        else if (scope.error())
-          errors[size_t(r)] = *scope.error();
-      });
-    for (auto &t : threads)
-      t.join();
-    auto *pb = reinterpret_cast<const float *>(b.data.data());
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
-      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
-      for (int64_t i = 0; i < shape[0]; ++i)
-        for (int64_t j = 0; j < shape[1]; ++j) {
-          // Which rank's product, and where in it.
-          int64_t from = concat == 0 ? i / 4 : j / 6;
-          int64_t li = concat == 0 ? i % 4 : r * 2 + i;
-          int64_t lj = concat == 1 ? j % 6 : r * 3 + j;
-          auto *pa =
-              reinterpret_cast<const float *>(as[size_t(from)].data.data());
-          float sum = 0;
-          for (int k = 0; k < 4; ++k)
-            sum += pa[li * 4 + k] * pb[k * 6 + lj];
-          EXPECT_FLOAT_EQ(pc[i * shape[1] + j], sum)
-              << "concat " << concat << " rank " << r << " at " << i << ","
-              << j;
-        }
-    }
-  }
+  Compiled toRows(4, 6, 0, /*gather=*/false, /*splitDim=*/1);
+  expectMovedProducts(toRows, 4, 6, {8, 3}, [](int r, int64_t i, int64_t j) {
+    return std::array<int64_t, 3>{i / 4, i % 4, r * 3 + j};
+  });
+  Compiled toCols(4, 6, 1, /*gather=*/false, /*splitDim=*/0);
+  expectMovedProducts(toCols, 4, 6, {2, 12}, [](int r, int64_t i, int64_t j) {
+    return std::array<int64_t, 3>{j / 6, r * 2 + i, j % 6};
+  });
 }
 
 TEST(CompiledCollectivesTest, RefusedOutsideARank) {

@@ -215,6 +215,11 @@ struct Calls {
     return rewriter.create<mlir::tensor::CollapseShapeOp>(loc, resultType,
                                                           moved, groups);
   }
+  /// Calls the entry point `name` that moves `count` elements per block
+  /// from buffer `send` into `recv` over mesh axis `axis` (an all-gather, an
+  /// all-to-all).
+  void moveBlocks(const char *name, mlir::Value send, mlir::Value recv,
+                  mlir::Value count, mlir::Type element, int32_t axis);
   /// Calls `name`, declared (private, external) on first use.
   mlir::func::CallOp call(llvm::StringRef name, mlir::ValueRange args,
                           mlir::TypeRange results = {}) {
@@ -233,6 +238,12 @@ struct Calls {
 
 int32_t typeCode(mlir::Type element) {
   return int32_t(runtime::toStorage(*toDType(element)));
+}
+
+void Calls::moveBlocks(const char *name, mlir::Value send, mlir::Value recv,
+                       mlir::Value count, mlir::Type element, int32_t axis) {
+  call(name, {address(send), address(recv), count, i32(typeCode(element)),
+              i32(axis)});
 }
 
 int32_t axisOf(mlir::Operation *op) { return meshAxes(op)[0]; }
@@ -331,32 +342,29 @@ struct AllGatherToCall : mlir::OpRewritePattern<mlir::mesh::AllGatherOp> {
     auto type = llvm::cast<mlir::RankedTensorType>(input.getType());
     auto resultType = llvm::cast<mlir::RankedTensorType>(op.getType());
     int64_t dim = int64_t(op.getGatherAxis().getZExtValue());
-    if (dim != 0) {
-      // Static shapes (refusal()): the group's size is the growth.
-      int64_t n = resultType.getDimSize(dim) / type.getDimSize(dim);
-      llvm::SmallVector<int64_t> blocks = {n};
-      llvm::append_range(blocks, type.getShape());
-      auto blocksType =
-          mlir::RankedTensorType::get(blocks, type.getElementType());
-      mlir::Value send = c.copyOf(input);
-      mlir::Value recv = c.alloc(blocksType, {});
-      c.call(kAllGatherCall,
-             {c.address(send), c.address(recv), c.count(type, input),
-              c.i32(typeCode(type.getElementType())), c.i32(axisOf(op))});
-      rewriter.replaceOp(op, c.concatenated(c.asTensor(recv), dim, resultType));
-      return mlir::success();
-    }
-    llvm::SmallVector<mlir::Value> dynamic;
-    for (int64_t d = 1; d < resultType.getRank(); ++d)
-      if (resultType.isDynamicDim(d))
-        dynamic.push_back(
-            rewriter.create<mlir::tensor::DimOp>(c.loc, input, d));
     mlir::Value send = c.copyOf(input);
-    mlir::Value recv = c.alloc(resultType, dynamic);
-    c.call(kAllGatherCall,
-           {c.address(send), c.address(recv), c.count(type, input),
-            c.i32(typeCode(type.getElementType())), c.i32(axisOf(op))});
-    rewriter.replaceOp(op, c.asTensor(recv));
+    mlir::Value recv;
+    if (dim == 0) {
+      // The received blocks are the result (its other dims the operand's).
+      llvm::SmallVector<mlir::Value> dynamic;
+      for (int64_t d = 1; d < resultType.getRank(); ++d)
+        if (resultType.isDynamicDim(d))
+          dynamic.push_back(
+              rewriter.create<mlir::tensor::DimOp>(c.loc, input, d));
+      recv = c.alloc(resultType, dynamic);
+    } else {
+      // Static shapes (refusal()): the group's size is the growth.
+      llvm::SmallVector<int64_t> blocks = {resultType.getDimSize(dim) /
+                                           type.getDimSize(dim)};
+      llvm::append_range(blocks, type.getShape());
+      recv = c.alloc(mlir::RankedTensorType::get(blocks, type.getElementType()),
+                     {});
+    }
+    c.moveBlocks(kAllGatherCall, send, recv, c.count(type, input),
+                 type.getElementType(), axisOf(op));
+    mlir::Value received = c.asTensor(recv);
+    rewriter.replaceOp(
+        op, dim == 0 ? received : c.concatenated(received, dim, resultType));
     return mlir::success();
   }
 };
@@ -408,9 +416,8 @@ struct AllToAllToCall : mlir::OpRewritePattern<mlir::mesh::AllToAllOp> {
     mlir::Value send = c.copyOf(chunks);
     mlir::Value recv = c.alloc(
         mlir::RankedTensorType::get(received, type.getElementType()), {});
-    c.call(kAllToAllCall,
-           {c.address(send), c.address(recv), c.count(pieceType, input),
-            c.i32(typeCode(type.getElementType())), c.i32(axisOf(op))});
+    c.moveBlocks(kAllToAllCall, send, recv, c.count(pieceType, input),
+                 type.getElementType(), axisOf(op));
     rewriter.replaceOp(op,
                        c.concatenated(c.asTensor(recv), concat, resultType));
     return mlir::success();
