@@ -1,9 +1,9 @@
 // The C entry points compiled collectives call (ein/Runtime/CollectiveCalls.h)
 // on simulated ranks of a 2x2 mesh, each rank inside its CollectiveScope:
-// all-reduce (sum, max, min, mean), reduce-scatter, all-gather and the axis
-// rank against serial loops over the ranks' inputs; the first error kept
-// (an axis without a group, a mean of f16) and the later
-// calls skipped.
+// all-reduce (sum, max, min, mean), reduce-scatter, all-gather, all-to-all
+// and the axis rank against serial loops over the ranks' inputs; the first
+// error kept (an axis without a group, a mean of f16) and the later calls
+// skipped; each reduce kind's compiled reduction (ReduceKinds.def).
 #include "ein/Runtime/CollectiveCalls.h"
 #include "ein/Runtime/Communicator.h"
 
@@ -90,6 +90,24 @@ TEST(CollectiveCallsTest, ReduceScatterAndAllGather) {
   });
 }
 
+TEST(CollectiveCallsTest, AllToAll) {
+  onMesh([](int rank, CollectiveScope &scope) {
+    // Over tp (axis 1): ranks 2·dp and 2·dp + 1; block r of 2 elements goes
+    // to the group's rank r, which keeps it at place (sender's group rank).
+    int tp = rank % 2, dp = rank / 2;
+    std::vector<float> send(4), recv(4);
+    for (int i = 0; i < 4; ++i)
+      send[size_t(i)] = value(rank, i);
+    ein_comm_all_to_all(address(send.data()), address(recv.data()), 2,
+                        int32_t(StorageType::F32), 1);
+    for (int from = 0; from < 2; ++from)
+      for (int i = 0; i < 2; ++i)
+        EXPECT_EQ(recv[size_t(from * 2 + i)], value(dp * 2 + from, tp * 2 + i))
+            << "rank " << rank;
+    EXPECT_FALSE(scope.error());
+  });
+}
+
 TEST(CollectiveCallsTest, FirstErrorKeptLaterCallsSkipped) {
   onMesh([](int, CollectiveScope &scope) {
     std::vector<uint16_t> half(2, 0x3c00);
@@ -129,4 +147,43 @@ TEST(CollectiveCallsTest, ScopeIsThreadLocal) {
     other.join();
   }
   EXPECT_FALSE(CollectiveScope::active());
+}
+
+TEST(CollectiveCallsTest, CompiledReductionCompletesEachKind) {
+  // ReduceKinds.def's Ranks column: each rank reduces its block of 3 of
+  // the whole 12 values (4 ranks of 2 groups of 2 over tp: 6 per group),
+  // and the compiled reduction of its kind over the group completes the
+  // reduction of the group's 6 values, computed serially here; the kinds
+  // without one are the host's (prod, any, all) or refused (var).
+  onMesh([](int rank, CollectiveScope &scope) {
+    for (const char *name :
+         {"sum", "mean", "max", "min", "prod", "any", "all", "var"}) {
+      ReduceKind kind = *parseReduceKind(name);
+      std::optional<CollectiveReduction> code = compiledReduction(kind);
+      std::string kindName = name;
+      if (kindName == "prod" || kindName == "any" || kindName == "all" ||
+          kindName == "var") {
+        EXPECT_FALSE(code) << name;
+        continue;
+      }
+      ASSERT_TRUE(code) << name;
+      auto fold = [&](const std::vector<int> &ranks) {
+        std::vector<double> xs;
+        for (int r : ranks)
+          for (int i = 0; i < 3; ++i)
+            xs.push_back(value(r, i));
+        double acc = xs[0];
+        for (size_t i = 1; i < xs.size(); ++i)
+          acc = kindName == "max"   ? std::max(acc, xs[i])
+                : kindName == "min" ? std::min(acc, xs[i])
+                                    : acc + xs[i];
+        return kindName == "mean" ? acc / double(xs.size()) : acc;
+      };
+      double partial = fold({rank});
+      ein_comm_all_reduce(address(&partial), 1, int32_t(StorageType::F64),
+                          int32_t(*code), 1);
+      EXPECT_DOUBLE_EQ(partial, fold({rank & ~1, rank | 1})) << name;
+    }
+    EXPECT_FALSE(scope.error());
+  });
 }

@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 namespace ein {
@@ -247,8 +249,11 @@ struct Compiled {
   std::shared_ptr<const MeshProgram> mesh;
 
   /// `mm` of rows x 4 by 4 x cols; the collective on its result: an all-reduce,
-  /// or (scatterDim >= 0) a reduce-scatter along that dim.
+  /// or (scatterDim >= 0) a reduce-scatter along that dim, or with `gather`
+  /// an all-gather along it, or with `splitDim` >= 0 too an all-to-all
+  /// from splitDim to it; `reduction` completes the partial results.
   explicit Compiled(int64_t rows = 3, int64_t cols = 5, int64_t scatterDim = -1,
+                    bool gather = false, int64_t splitDim = -1,
                     ReduceKind reduction = ReduceKind::Sum) {
     DiagnosticEngine diags(file);
     module = parseModule(file, diags);
@@ -265,14 +270,17 @@ struct Compiled {
     m.axes = {"tp"};
     m.sizes = {2};
     InferredCollective sum;
-    sum.kind = scatterDim < 0 ? CollectiveKind::AllReduce
-                              : CollectiveKind::ReduceScatter;
+    sum.kind = splitDim >= 0    ? CollectiveKind::AllToAll
+               : gather         ? CollectiveKind::AllGather
+               : scatterDim < 0 ? CollectiveKind::AllReduce
+                                : CollectiveKind::ReduceScatter;
     sum.axis = "tp";
     sum.reduction = reduction;
     sum.value = fn.returns[0];
     m.collectives = {sum};
     m.points = {fn.ops.size() - 1};
     m.scatterDims = {scatterDim};
+    m.splitDims = {splitDim};
     mesh = std::make_shared<const MeshProgram>(std::move(m));
   }
 
@@ -355,6 +363,101 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
   }
 }
 
+/// Calls `callable` on 2 simulated ranks, each in its CollectiveScope,
+/// rank r on `inputs[r]`, into an output of `shape`: each rank's output, or
+/// the first error a rank met (the call's, or a collective's).
+ErrorOr<std::vector<runtime::HostTensor>>
+onTwoRanks(Callable &callable,
+           const std::vector<std::vector<const runtime::HostTensor *>> &inputs,
+           const std::vector<int64_t> &shape, const Bindings &dims) {
+  auto ranks = simulatedRanks(2);
+  std::vector<runtime::HostTensor> outs;
+  for (int r = 0; r < 2; ++r)
+    outs.push_back(
+        *runtime::HostTensor::create(runtime::StorageType::F32, shape));
+  std::vector<std::optional<Error>> errors(2);
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      CollectiveScope scope({ranks[r].get()});
+      auto called = callable.call(inputs[r], {&outs[r]}, dims);
+      if (!called)
+        errors[r] = called.error();
+      else if (scope.error())
+        errors[r] = *scope.error();
+    });
+  for (auto &t : threads)
+    t.join();
+  for (auto &e : errors)
+    if (e)
+      return *e;
+  return outs;
+}
+
+/// Runs `c` (a rows x 4 by 4 x cols product whose result a collective
+/// moves) on 2 simulated ranks whose `a` differ, into outputs of `shape`,
+/// and checks element (i, j) of rank r's output against the loop nest's
+/// product of the inputs of rank `source(r, i, j)[0]` at (source[1],
+/// source[2]).
+void expectMovedProducts(
+    Compiled &c, int64_t rows, int64_t cols, const std::vector<int64_t> &shape,
+    const std::function<std::array<int64_t, 3>(int, int64_t, int64_t)>
+        &source) {
+  auto callable = c.compile("cpu");
+  ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+  std::vector<runtime::HostTensor> as = {filled(rows, 4, 0.5f),
+                                         filled(rows, 4, 1.0f)};
+  auto b = filled(4, cols, 0.25f);
+  auto outs = onTwoRanks(**callable, {{&as[0], &b}, {&as[1], &b}}, shape,
+                         c.bound->dims);
+  ASSERT_TRUE(bool(outs)) << outs.error().message;
+  auto *pb = reinterpret_cast<const float *>(b.data.data());
+  for (int r = 0; r < 2; ++r) {
+    auto *pc = reinterpret_cast<const float *>((*outs)[size_t(r)].data.data());
+    for (int64_t i = 0; i < shape[0]; ++i)
+      for (int64_t j = 0; j < shape[1]; ++j) {
+        auto [from, li, lj] = source(r, i, j);
+        auto *pa =
+            reinterpret_cast<const float *>(as[size_t(from)].data.data());
+        float sum = 0;
+        for (int k = 0; k < 4; ++k)
+          sum += pa[li * 4 + k] * pb[k * cols + lj];
+        EXPECT_FLOAT_EQ(pc[i * shape[1] + j], sum)
+            << "rank " << r << " at " << i << "," << j;
+      }
+  }
+}
+
+/// An all-gather of the result inside the function on 2 simulated ranks
+/// whose inputs differ: along dim 0 (the communicator's order) and dim 1
+/// (a transpose around it), every rank's result holds rank r's 3 x 5
+/// product as block r.
+TEST(CompiledCollectivesTest, AllGatherOfTheResult) {
+  Compiled rows(3, 5, 0, /*gather=*/true);
+  expectMovedProducts(rows, 3, 5, {6, 5}, [](int, int64_t i, int64_t j) {
+    return std::array<int64_t, 3>{i / 3, i % 3, j};
+  });
+  Compiled cols(3, 5, 1, /*gather=*/true);
+  expectMovedProducts(cols, 3, 5, {3, 10}, [](int, int64_t i, int64_t j) {
+    return std::array<int64_t, 3>{j / 5, i, j % 5};
+  });
+}
+
+/// An all-to-all of the result inside the function on 2 simulated ranks
+/// whose inputs differ (4 x 6 products): from dim 1 to dim 0, rank r keeps
+/// column block r (3 wide) of every rank's product, stacked by rank along
+/// the rows; from dim 0 to dim 1, row block r (2 high), side by side.
+TEST(CompiledCollectivesTest, AllToAllOfTheResult) {
+  Compiled toRows(4, 6, 0, /*gather=*/false, /*splitDim=*/1);
+  expectMovedProducts(toRows, 4, 6, {8, 3}, [](int r, int64_t i, int64_t j) {
+    return std::array<int64_t, 3>{i / 4, i % 4, r * 3 + j};
+  });
+  Compiled toCols(4, 6, 1, /*gather=*/false, /*splitDim=*/0);
+  expectMovedProducts(toCols, 4, 6, {2, 12}, [](int r, int64_t i, int64_t j) {
+    return std::array<int64_t, 3>{j / 6, r * 2 + i, j % 6};
+  });
+}
+
 /// Outside a rank's scope a function compiled with collectives is refused
 /// by name: the CPU's JIT function and the CUDA target's library alike.
 TEST(CompiledCollectivesTest, RefusedOutsideARank) {
@@ -394,7 +497,7 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheCUDAFunction) {
                                 {int64_t(0), ReduceKind::Sum},
                                 {int64_t(1), ReduceKind::Sum},
                                 {int64_t(0), ReduceKind::Mean}}) {
-    Compiled c(4, 6, dim, reduction);
+    Compiled c(4, 6, dim, /*gather=*/false, /*splitDim=*/-1, reduction);
     auto callable = c.compile("cuda-emulated", /*inProcess=*/true);
     ASSERT_TRUE(bool(callable)) << callable.error().str("test");
     float times = reduction == ReduceKind::Mean ? 1.0f : 2.0f;

@@ -264,6 +264,20 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     if (args.command == "emit")
       return emitShardedEin(*file, module, args.check, args.fn,
                             *irStageOf(args.stage), args.cpu, out);
+    // An object of a sharded function would call the runtime's
+    // collectives (ein/Runtime/CollectiveCalls.h), which run on a rank
+    // context (a communicator per mesh axis) that only the sharded run
+    // and the C++ API's call_sharded set up: no C entry makes one yet.
+    if (args.command == "build")
+      return Error::inFile(
+          ErrorKind::Program, file->path,
+          fmt::format("line {}: this file declares a mesh; einc build of a "
+                      "sharded program is not supported: its collectives "
+                      "need each rank's communicators, which no C entry "
+                      "sets up yet; run it with einc run --ranks N, or call "
+                      "it from C++ with ein::call_sharded "
+                      "(ein/API/Distributed.h) on each rank",
+                      at.line));
     return Error::inFile(
         ErrorKind::Program, file->path,
         args.command == "run"

@@ -46,6 +46,12 @@ ErrorOr<MeshProgram> meshProgramOf(const CheckedModule &checked,
           if (declared[j].meshAxis == c.axis)
             dim = int64_t(j);
       }
+    // A reshard's all-gather grows the dim it gathers (MLIRGen builds it
+    // where the gathered value is a result no later op reads, and refuses
+    // the others by name); a rearrange's runs on its operand: none.
+    if (c.kind == CollectiveKind::AllGather && !movesOperand(fn, c) &&
+        c.afterOp >= 0 && fn.ops[size_t(c.afterOp)].reshardTo)
+      dim = int64_t(gatheredDim(fn, c));
     if (c.kind == CollectiveKind::ReduceScatter && dim < 0)
       return Error::program(fmt::format(
           "a reduce-scatter over {} whose scatter dim is not a result's",

@@ -36,27 +36,6 @@ namespace ein {
 
 namespace {
 
-/// The compiled collectives' reduction of a partial result's `kind` (as
-/// MLIRGen's meshReduction admits them), or none: the host completes it.
-std::optional<CollectiveReduction> compiledReduction(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::Sum:
-    return CollectiveReduction::Sum;
-  case ReduceKind::Mean:
-    return CollectiveReduction::Mean;
-  case ReduceKind::Max:
-    return CollectiveReduction::Max;
-  case ReduceKind::Min:
-    return CollectiveReduction::Min;
-  case ReduceKind::Prod:
-  case ReduceKind::Any:
-  case ReduceKind::All:
-  case ReduceKind::Var:
-    return std::nullopt;
-  }
-  return std::nullopt; // unreachable: every ReduceKind is a case above
-}
-
 /// Why `fn`'s collectives are not all compiled into one function
 /// (all-reduces and reduce-scatters, ein-mesh-to-calls) but run between
 /// parts, naming the form; none when they are. EIN_SHARDED_RUN=parts asks

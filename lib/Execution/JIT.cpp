@@ -371,6 +371,7 @@ ErrorOr<void> link(JITFunction::Impl &impl,
   add(kAllReduceCall, &ein_comm_all_reduce);
   add(kReduceScatterCall, &ein_comm_reduce_scatter);
   add(kAllGatherCall, &ein_comm_all_gather);
+  add(kAllToAllCall, &ein_comm_all_to_all);
   add(kAxisRankCall, &ein_comm_axis_rank);
   if (auto err = dylib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
     return Error::program(llvm::toString(std::move(err)));

@@ -3,6 +3,7 @@
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Dialect/DiagnosticText.h"
 #include "ein/Dialect/EinDialect.h"
+#include "ein/Dialect/MeshReduction.h"
 #include "ein/Dialect/OpRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -22,26 +24,30 @@ namespace ein {
 
 namespace {
 
-/// The mesh dialect's reduction of a collective's: sums, means (the
-/// group's `average`), maxima and minima, which buildVerifiedShardedEinModule
-/// admits; the others have no collective in a sharded program.
-std::optional<mlir::mesh::ReductionKind> meshReduction(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::Sum:
-    return mlir::mesh::ReductionKind::Sum;
-  case ReduceKind::Mean:
-    return mlir::mesh::ReductionKind::Average;
-  case ReduceKind::Max:
-    return mlir::mesh::ReductionKind::Max;
-  case ReduceKind::Min:
-    return mlir::mesh::ReductionKind::Min;
-  case ReduceKind::Prod:
-  case ReduceKind::Any:
-  case ReduceKind::All:
-  case ReduceKind::Var:
-    return std::nullopt;
-  }
-  llvm_unreachable("every ReduceKind is a row of ReduceKinds.def");
+/// The whole of a dim gathered from blocks `block` over a mesh axis of `n`
+/// ranks (-1: unknown): the product, a number where `dims` gives the
+/// block's size and n is known, by the axis's name where n is not.
+Dim gatheredWhole(const Dim &block, int64_t n, const std::string &axis,
+                  const Bindings &dims) {
+  auto size = block.size.evaluate(dims);
+  if (size && n > 0)
+    return Dim::ofSize(SizeExpr::constant(*size * n));
+  if (n > 0)
+    return Dim::ofSize(block.size * SizeExpr::constant(n));
+  return Dim::ofSize(block.size * SizeExpr::symbol(axis));
+}
+
+/// The size of mesh axis `axis` in `mesh` (-1 where open or not an axis).
+int64_t axisSizeOf(const MeshProgram &mesh, const std::string &axis) {
+  for (size_t i = 0; i < mesh.axes.size(); ++i)
+    if (mesh.axes[i] == axis)
+      return mesh.sizes[i];
+  return -1;
+}
+
+/// The dim collective `k` of `mesh` cuts as an all-to-all, or -1.
+int64_t splitDimOf(const MeshProgram &mesh, size_t k) {
+  return k < mesh.splitDims.size() ? mesh.splitDims[k] : -1;
 }
 
 class Generator {
@@ -166,7 +172,8 @@ private:
   }
 
   /// Collective `k` of the mesh on its value: an all-reduce keeps the
-  /// block's shape; a reduce-scatter keeps one n-th of its scatter dim. A
+  /// block's shape; a reduce-scatter keeps one n-th of its scatter dim; an
+  /// all-gather (of a result) grows its gathered dim n-fold. A
   /// mean is MLIR's `average` (the group's mean: the sum over the group's
   /// size, what the sharded run computes).
   void emitCollective(const CheckedFunction &fn, size_t k,
@@ -177,13 +184,38 @@ private:
     for (size_t i = 0; i < mesh->axes.size(); ++i)
       if (mesh->axes[i] == c.axis)
         axis = int16_t(i);
-    mlir::mesh::ReductionKind reduction = *meshReduction(c.reduction);
     mlir::Value in = values.at(c.value);
     auto einType = mlir::cast<EinTensorType>(in.getType());
     mlir::RankedTensorType type = builtinOf(einType);
     mlir::Value tensor = cast(l, in, type);
     mlir::Value out;
     EinTensorType outType = einType;
+    if (c.kind == CollectiveKind::AllGather ||
+        c.kind == CollectiveKind::AllToAll) {
+      // The gathered (concat) dim grows n-fold; an all-to-all's split dim
+      // keeps one n-th.
+      int64_t j = mesh->scatterDims[k], s = splitDimOf(*mesh, k);
+      int64_t n = mesh->sizes[size_t(axis)];
+      Shape shape = einType.getShape();
+      shape[size_t(j)] = gatheredWhole(shape[size_t(j)], n, c.axis, dims);
+      if (c.kind == CollectiveKind::AllToAll)
+        shape[size_t(s)] = scatteredBlock(shape[size_t(s)], n, c.axis, dims);
+      outType = einType.withShape(shape);
+      mlir::RankedTensorType resultType = builtinOf(outType);
+      if (c.kind == CollectiveKind::AllGather)
+        out = builder.create<mlir::mesh::AllGatherOp>(
+            l, resultType, "mesh", llvm::ArrayRef<int16_t>{axis}, tensor,
+            llvm::APInt(64, uint64_t(j)));
+      else
+        out = builder.create<mlir::mesh::AllToAllOp>(
+            l, resultType, "mesh", llvm::ArrayRef<int16_t>{axis}, tensor,
+            llvm::APInt(64, uint64_t(splitDimOf(*mesh, k))),
+            llvm::APInt(64, uint64_t(j)));
+      values[c.value] = cast(l, out, outType);
+      return;
+    }
+    mlir::mesh::ReductionKind reduction =
+        meshReduction(*compiledReduction(c.reduction));
     if (c.kind == CollectiveKind::ReduceScatter) {
       int64_t j = mesh->scatterDims[k];
       int64_t n = mesh->sizes[size_t(axis)];
@@ -252,14 +284,19 @@ std::vector<TensorType> meshResultTypes(const CheckedFunction &fn,
     TensorType type{fn.ctx.expand(t.shape), t.dtype};
     for (size_t k = 0; k < mesh.collectives.size(); ++k) {
       const InferredCollective &c = mesh.collectives[k];
-      if (c.kind != CollectiveKind::ReduceScatter || c.value != id)
+      if (c.value != id || mesh.scatterDims[k] < 0)
         continue;
-      int64_t n = -1;
-      for (size_t i = 0; i < mesh.axes.size(); ++i)
-        if (mesh.axes[i] == c.axis)
-          n = mesh.sizes[i];
+      int64_t n = axisSizeOf(mesh, c.axis);
       Dim &d = type.shape[size_t(mesh.scatterDims[k])];
-      d = scatteredBlock(d, n, c.axis, fn.ctx.env);
+      if (c.kind == CollectiveKind::ReduceScatter)
+        d = scatteredBlock(d, n, c.axis, fn.ctx.env);
+      else if (c.kind == CollectiveKind::AllGather ||
+               c.kind == CollectiveKind::AllToAll)
+        d = gatheredWhole(d, n, c.axis, fn.ctx.env);
+      if (c.kind == CollectiveKind::AllToAll && splitDimOf(mesh, k) >= 0) {
+        Dim &cut = type.shape[size_t(splitDimOf(mesh, k))];
+        cut = scatteredBlock(cut, n, c.axis, fn.ctx.env);
+      }
     }
     types.push_back(std::move(type));
   }
@@ -301,13 +338,45 @@ buildVerifiedEinModule(mlir::MLIRContext &context,
   return verified(context, buildEinModule(context, module));
 }
 
+namespace {
+/// Whether collective `k` is an all-gather (along scatterDims[k]) or an
+/// all-to-all (from scatterDims[k] to splitDims[k]) of a result that no op
+/// after it reads: its names are then whole (or blocked) only in the
+/// result, and the local program checked at the other size holds it. One
+/// read later needs the later ops at the new sizes (a local program per
+/// phase: the sharded run cuts there).
+bool movesAResult(const CheckedModule &local, const MeshProgram &mesh,
+                  size_t k) {
+  const InferredCollective &c = mesh.collectives[k];
+  if (mesh.scatterDims[k] < 0)
+    return false;
+  if (c.kind == CollectiveKind::AllToAll &&
+      (splitDimOf(mesh, k) < 0 || splitDimOf(mesh, k) == mesh.scatterDims[k]))
+    return false;
+  if (c.kind != CollectiveKind::AllGather && c.kind != CollectiveKind::AllToAll)
+    return false;
+  for (const CheckedFunction &fn : local.functions) {
+    if (std::find(fn.returns.begin(), fn.returns.end(), c.value) ==
+        fn.returns.end())
+      return false;
+    for (size_t i = mesh.points[k] + 1; i < fn.ops.size(); ++i)
+      if (std::find(fn.ops[i].operands.begin(), fn.ops[i].operands.end(),
+                    c.value) != fn.ops[i].operands.end())
+        return false;
+  }
+  return true;
+}
+} // namespace
+
 ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildVerifiedShardedEinModule(mlir::MLIRContext &context,
                               const CheckedModule &local,
                               const MeshProgram &mesh) {
-  // All-reduces and reduce-scatters are built; the others are refused by
-  // name, never built as another collective.
-  for (const InferredCollective &c : mesh.collectives) {
+  // All-reduces, reduce-scatters, and all-gathers and all-to-alls of a
+  // result are built;
+  // the others are refused by name, never built as another collective.
+  for (size_t k = 0; k < mesh.collectives.size(); ++k) {
+    const InferredCollective &c = mesh.collectives[k];
     bool built = false;
     switch (c.kind) {
     case CollectiveKind::AllReduce:
@@ -316,10 +385,13 @@ buildVerifiedShardedEinModule(mlir::MLIRContext &context,
       break;
     case CollectiveKind::AllGather:
     case CollectiveKind::AllToAll:
+      if (movesAResult(local, mesh, k))
+        continue;
+      break;
     case CollectiveKind::Broadcast:
       break;
     }
-    if (built && !meshReduction(c.reduction))
+    if (built && !compiledReduction(c.reduction))
       return Error::at(
           ErrorKind::Program, local.pathOf(c.loc), c.loc.line, c.loc.col,
           fmt::format("einc emit of an {} of a {} over {} ({}) is "
@@ -331,8 +403,10 @@ buildVerifiedShardedEinModule(mlir::MLIRContext &context,
       return Error::at(ErrorKind::Program, local.pathOf(c.loc), c.loc.line,
                        c.loc.col,
                        fmt::format("einc emit of an {} over {} ({}) is not "
-                                   "built yet: the IR shows all-reduces and "
-                                   "reduce-scatters",
+                                   "built yet: the IR shows all-reduces, "
+                                   "reduce-scatters, and all-gathers and "
+                                   "all-to-alls of a result no later op "
+                                   "reads",
                                    collectiveName(c.kind), c.axis, c.reason));
   }
   registerEinDialects(context);

@@ -84,6 +84,25 @@ void *pointer(int64_t address) { return reinterpret_cast<void *>(address); }
 
 } // namespace
 
+namespace ranks {
+// The values of ReduceKinds.def's Ranks column.
+constexpr std::optional<CollectiveReduction> Sum = CollectiveReduction::Sum;
+constexpr std::optional<CollectiveReduction> Mean = CollectiveReduction::Mean;
+constexpr std::optional<CollectiveReduction> Max = CollectiveReduction::Max;
+constexpr std::optional<CollectiveReduction> Min = CollectiveReduction::Min;
+constexpr std::optional<CollectiveReduction> Host = std::nullopt;
+} // namespace ranks
+
+std::optional<CollectiveReduction> compiledReduction(ReduceKind kind) {
+  switch (kind) {
+#define EIN_REDUCE_KIND(Kind, name, Combine, Finish, Ranks)                    \
+  case ReduceKind::Kind:                                                       \
+    return ranks::Ranks;
+#include "ein/Shape/ReduceKinds.def"
+  }
+  return std::nullopt; // every case returns: for GCC's -Wreturn-type
+}
+
 std::optional<std::string>
 collectiveRefusal(runtime::StorageType type,
                   std::optional<CollectiveReduction> reduction) {
@@ -183,6 +202,15 @@ extern "C" void ein_comm_all_gather(int64_t send, int64_t recv, int64_t count,
     return;
   keep(group->allGather(pointer(send), pointer(recv),
                         runtime::StorageType(type), count));
+}
+
+extern "C" void ein_comm_all_to_all(int64_t send, int64_t recv, int64_t count,
+                                    int32_t type, int32_t axis) {
+  Communicator *group = groupOf(axis, "all-to-all");
+  if (!group)
+    return;
+  keep(group->allToAll(pointer(send), pointer(recv), runtime::StorageType(type),
+                       count));
 }
 
 extern "C" int64_t ein_comm_axis_rank(int32_t axis) {

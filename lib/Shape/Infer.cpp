@@ -35,7 +35,7 @@ struct ReduceRow {
 
 ReduceRow reduceRow(ReduceKind kind) {
   switch (kind) {
-#define EIN_REDUCE_KIND(Kind, name, Combine, Finish)                           \
+#define EIN_REDUCE_KIND(Kind, name, Combine, Finish, ...)                      \
   case ReduceKind::Kind:                                                       \
     return {ReduceCombine::Combine, ReduceFinish::Finish};
 #include "ein/Shape/ReduceKinds.def"

@@ -83,9 +83,17 @@ def MeshToCalls : Pass<"ein-mesh-to-calls", "::mlir::ModuleOp"> {
       of the result's size; along another dim: an all-reduce, then the
       rank's block (`tensor.extract_slice` at `ein_comm_axis_rank` times the
       block's size).
-    - `all_gather` along dim 0: `ein_comm_all_gather`.
+    - `all_gather`: `ein_comm_all_gather` of the ranks' blocks one after
+      another; along dim 0 into a buffer of the result, along dim g > 0 into
+      a buffer [n, block] then transposed to [.., n, d_g, ..] and merged.
+    - `all_to_all`: the split dim cut into n chunks moved to the front
+      (a transpose into a contiguous buffer), `ein_comm_all_to_all` (chunk r
+      to rank r), and the received [n, piece] placed along the concat dim
+      as an all-gather's blocks.
 
-    Refused by name, at the op: any other `mesh` op or gather dim, an op
+    Refused by name, at the op: any other `mesh` op, a gather along a
+    non-leading dim or an all-to-all of dynamic sizes, an all-to-all whose
+    split and concat dims are one, an op
     over several mesh axes, a result element type that differs from the
     operand's, an element type the communicator does not reduce, and an
     average of a type other than f32 or f64. The `mesh.mesh` declarations
@@ -116,7 +124,8 @@ def MeshToCalls : Pass<"ein-mesh-to-calls", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::bufferization::BufferizationDialect"
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect"
   ];
 }
 

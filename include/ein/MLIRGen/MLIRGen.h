@@ -28,8 +28,13 @@ struct MeshProgram {
   /// (collectivePoints).
   std::vector<InferredCollective> collectives;
   std::vector<size_t> points;
-  /// Per collective: the dim a reduce-scatter splits (-1 for others).
+  /// Per collective: the dim a reduce-scatter splits or an all-gather of a
+  /// result grows (-1 for others).
   std::vector<int64_t> scatterDims;
+  /// Per collective: the dim an all-to-all of a result cuts (its split
+  /// moves there from scatterDims[k], which grows); -1, or absent, for
+  /// the others.
+  std::vector<int64_t> splitDims;
 };
 /// The dim of a reduce-scatter's block along its scatter dim `whole`, over
 /// a mesh axis of `n` ranks (-1: unknown): the quotient, a number where
@@ -37,7 +42,8 @@ struct MeshProgram {
 Dim scatteredBlock(const Dim &whole, int64_t n, const std::string &axis,
                    const Bindings &dims);
 /// The types `fn` (a local program) returns once compiled with `mesh`'s
-/// collectives: a reduce-scattered result is its block (scatteredBlock).
+/// collectives: a reduce-scattered result is its block (scatteredBlock), an
+/// all-gathered one n blocks along its gathered dim, an all-to-all's both.
 std::vector<TensorType> meshResultTypes(const CheckedFunction &fn,
                                         const MeshProgram &mesh);
 /// Builds and verifies the module of `local` (one function: the local

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ein/Runtime/HostTensor.h"
+#include "ein/Shape/Infer.h"
 #include "ein/Support/Error.h"
 
 #include <cstdint>
@@ -27,6 +28,14 @@ enum class CollectiveReduction : int32_t {
   Mean = 3
 };
 
+/// The compiled collective's reduction that completes partial results of
+/// `kind` across ranks (ReduceKinds.def's Ranks column), or none: the host
+/// completes them (prod, any, all) or the sharded run refuses them (var).
+/// MLIRGen's mesh ops, ein-mesh-to-calls (through the mesh reduction of
+/// Dialect/MeshReduction.h) and the sharded run's choice of one compiled
+/// function all read it; collectiveRefusal adds the dtypes.
+std::optional<CollectiveReduction> compiledReduction(ReduceKind kind);
+
 /// Why a compiled collective cannot take `type` with `reduction` (none: a
 /// move, not a reduction), or nullopt when it can: reductions of f64, f32,
 /// f16, bf16, i64 and i32 (the communicator's), averages of f32 and f64.
@@ -40,6 +49,7 @@ collectiveRefusal(runtime::StorageType type,
 inline constexpr const char *kAllReduceCall = "ein_comm_all_reduce";
 inline constexpr const char *kReduceScatterCall = "ein_comm_reduce_scatter";
 inline constexpr const char *kAllGatherCall = "ein_comm_all_gather";
+inline constexpr const char *kAllToAllCall = "ein_comm_all_to_all";
 inline constexpr const char *kAxisRankCall = "ein_comm_axis_rank";
 
 /// The rank context of the calling thread while it lives (outside one, an
@@ -79,6 +89,12 @@ void ein_comm_reduce_scatter(int64_t send, int64_t recv, int64_t total,
                              int32_t type, int32_t op, int32_t axis);
 /// recv[r·count ...] = rank r's send[0 .. count), over axis `axis`.
 void ein_comm_all_gather(int64_t send, int64_t recv, int64_t count,
+                         int32_t type, int32_t axis);
+/// recv[r·count ...] = rank r's send[rank·count ...], over axis `axis`:
+/// block r of this rank's send goes to rank r, which keeps it in place
+/// `rank` (the lowering of mesh.all_to_all moves the split dim's chunks to
+/// the front first, and the received blocks to the concat dim after).
+void ein_comm_all_to_all(int64_t send, int64_t recv, int64_t count,
                          int32_t type, int32_t axis);
 /// This rank's coordinate on mesh axis `axis` (its rank in the axis group);
 /// 0 after a failure.

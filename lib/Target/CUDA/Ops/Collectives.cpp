@@ -55,7 +55,7 @@ bool FunctionEmitter::emitMeshOp(mlir::Operation *op) {
       allReduce ? allReduce.getMeshAxes()[0] : reduceScatter.getMeshAxes()[0];
   auto meshName =
       allReduce ? allReduce.getMeshAttr() : reduceScatter.getMeshAttr();
-  CollectiveReduction code = *meshReductionCode(reduction);
+  CollectiveReduction code = *collectiveReduction(reduction);
   // The host's entry point divides a mean on the CPU: the device divides
   // it here, after the group's sum.
   bool mean = code == CollectiveReduction::Mean;
