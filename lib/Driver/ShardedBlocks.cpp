@@ -291,4 +291,38 @@ ErrorOr<void> takeBlock(const runtime::HostTensor &table,
   return takeIdError(site, firstId, position, bad, env);
 }
 
+void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
+               const std::vector<int64_t> &offset, bool toBlock) {
+  size_t rank = whole.shape.size();
+  size_t bytes = whole.elementBytes();
+  if (block.numElements() == 0)
+    return;
+  std::vector<int64_t> ws = whole.strides(), bs = block.strides();
+  // The innermost dim is copied as one run.
+  size_t run = rank ? size_t(block.shape[rank - 1]) * bytes : bytes;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t w = 0, b = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      w += (index[d] + offset[d]) * ws[d];
+      b += index[d] * bs[d];
+    }
+    uint8_t *wp = whole.data.data() + w * int64_t(bytes);
+    uint8_t *bp = block.data.data() + b * int64_t(bytes);
+    std::memcpy(toBlock ? bp : wp, toBlock ? wp : bp, run);
+    // Next index over all but the innermost dim.
+    size_t d = rank ? rank - 1 : 0;
+    bool done = true;
+    while (d-- > 0) {
+      if (++index[d] < block.shape[d]) {
+        done = false;
+        break;
+      }
+      index[d] = 0;
+    }
+    if (done)
+      return;
+  }
+}
+
 } // namespace ein
