@@ -109,6 +109,26 @@ def f1(x: f32["b s f@tp"], bias: f32["f"]) -> f32["b s f@tp"]:
      "f1",
      "b s f@tp",
      {}},
+    // A var over a split axis is not a function of the blocks': the
+    // operand is gathered first, S = b*v = 8*128 = 1024 (whole); the
+    // result is whole, nothing pending. The same for take_along picking
+    // along a split axis (its tensor gathered, b*v).
+    {"VarGathersOperand",
+     R"ein(
+def f1(x: f32["b v@tp"]) -> f32["b"]:
+    return reduce(x, "b v -> b", "var")
+)ein",
+     "f1",
+     "b",
+     {"all-gather tp 1024"}},
+    {"TakeAlongGathersTensor",
+     R"ein(
+def f1(x: f32["b@dp v@tp"], ids: i64["b@dp"]) -> f32["b@dp"]:
+    return take_along(x, ids, "v")
+)ein",
+     "f1",
+     "b@dp",
+     {"all-gather tp 512"}},
     // A max over a split axis: an all-reduce taking the max, of b elements.
     {"MaxReduce",
      R"ein(
@@ -272,13 +292,11 @@ def f1(x: f32["b@dp v"], y: f32["b@tp v"]) -> f32["b v"]:
 
 TEST(LayoutErrorTest, UnsupportedOpRefusedByName) {
   EXPECT_EQ(layoutError(R"ein(
-def f1(x: f32["b v@tp"]) -> f32["b"]:
-    return reduce(x, "b v -> b", "var")
+def f1(x: f32["b v@tp"]) -> f32["b 4"]:
+    return slice(x, "v", 0, 4)
 )ein"),
-            "10:12: reduce of a value sharded on tp is not supported yet: a "
-            "var over the split axis 'v' (sum, mean, max, min, prod, any "
-            "and all are) "
-            "(docs/distributed.md §3)");
+            "10:12: slice of a value sharded on tp is not supported yet: the "
+            "sliced dim is split (docs/distributed.md §3)");
 }
 
 TEST(LayoutTest, NoMeshNoLayouts) {

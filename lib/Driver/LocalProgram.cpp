@@ -140,7 +140,7 @@ bool movesOperand(const CheckedFunction &fn, const InferredCollective &c) {
     return false;
   const CheckedOp &op = fn.ops[size_t(c.afterOp)];
   return (op.kind == OpKind::Rearrange || op.kind == OpKind::Repeat ||
-          op.kind == OpKind::Reduce) &&
+          op.kind == OpKind::Reduce || op.kind == OpKind::TakeAlong) &&
          !op.reshardTo;
 }
 

@@ -126,6 +126,20 @@ void LayoutInference::record(CollectiveKind kind, const std::string &axis,
   fn.collectives.push_back(std::move(c));
 }
 
+void LayoutInference::gatherOperandFirst(const CheckedOp &op,
+                                         const std::string &axis,
+                                         unsigned result,
+                                         const ValueLayout &out,
+                                         std::string reason) {
+  record(CollectiveKind::AllGather, axis, result, static_cast<int>(current),
+         ReduceKind::Sum, out, std::move(reason));
+  ValueLayout operandWhole = now[op.operands[0]];
+  for (std::string &a : operandWhole.dims)
+    if (a == axis)
+      a.clear();
+  fn.collectives.back().elements = localElements(op.operands[0], operandWhole);
+}
+
 const ValueLayout &LayoutInference::operand(unsigned value) {
   ValueLayout &l = now[value];
   if (l.pending.empty())
@@ -347,17 +361,10 @@ bool LayoutInference::throughAxes(
     // A repeat or reduce gathers its operand first: the op of the whole
     // (the collective's S is the operand's, gathered).
     if (op.kind != OpKind::Rearrange) {
-      record(CollectiveKind::AllGather, m.axis, result,
-             static_cast<int>(current), ReduceKind::Sum, out,
-             fmt::format("{} moves '{}@{}' off a dim's major position: its "
-                         "operand is gathered first",
-                         name, m.from, m.axis));
-      ValueLayout operandWhole = now[op.operands[0]];
-      for (std::string &a : operandWhole.dims)
-        if (a == m.axis)
-          a.clear();
-      fn.collectives.back().elements =
-          localElements(op.operands[0], operandWhole);
+      gatherOperandFirst(op, m.axis, result, out,
+                         fmt::format("{} moves '{}@{}' off a dim's major "
+                                     "position: its operand is gathered first",
+                                     name, m.from, m.axis));
       continue;
     }
     auto size = axisSizes.count(m.to) ? axisSizes.at(m.to).evaluate(fn.ctx.env)
@@ -390,12 +397,18 @@ bool LayoutInference::throughAxes(
     // A mean of equal blocks is the mean of the blocks' means: an
     // all-reduce averaging (NCCL's avg); any and all of the blocks' are
     // the logical or and and (a max and a min of 0 and 1); a product, the
-    // product of the blocks'. A variance is not a function of the blocks'.
-    if (reduction == ReduceKind::Var)
-      return unsupported(op, a,
-                         fmt::format("a {} over the split axis '{}' (sum, "
-                                     "mean, max, min, prod, any and all are)",
-                                     reduceKindName(reduction), e));
+    // product of the blocks'. A variance is not a function of the blocks'
+    // (each block's is about its own mean): the operand is gathered first
+    // and the var is the whole's, as a repeat's or reduce's moved split.
+    if (reduction == ReduceKind::Var) {
+      if (auto n = axisSize(a); n && *n == 1)
+        continue;
+      gatherOperandFirst(op, a, result, out,
+                         fmt::format("{} var over {}@{}: its operand is "
+                                     "gathered first",
+                                     name, shown[e], a));
+      continue;
+    }
     if (!out.pending.empty() && out.pendingKind != reduction)
       return unsupported(op, a, "two reductions pending at once");
     out.pending.push_back(a);

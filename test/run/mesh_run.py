@@ -179,6 +179,26 @@ def add(x: f32["b d"], w: f32["d f"]) -> f32["b@tp f"]:
 """, "add", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"x": (8, 3), "w": (3, 5)},
      lambda x, w: [np.tanh(x @ w) - (x @ w).max(1, keepdims=True)], False),
+    # A var over a split dim and a take_along picking along one: the
+    # operand is gathered first (an all-gather), so the op is the whole's,
+    # bit for bit.
+    ("var-over-split",
+     """mesh tp
+
+def f(x: f32["a k@tp"], y: f32["j@tp c"]) -> (f32["a"], f32["c"]):
+    return reduce(x, "a k -> a", "var"), reduce(y, "j c -> c", "var")
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (3, 8), "y": (8, 5)},
+     lambda x, y: [x.var(1), y.var(0)], False),
+    ("take-along-split",
+     """mesh tp
+shard v -> tp
+
+def pick(x: f32["b v"], ids: i64["b"]) -> f32["b"]:
+    return take_along(x, ids, "v")
+""", "pick", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (5, 8), "ids": ("ids", (5,), 8)},
+     lambda x, ids: [x[np.arange(5), ids.astype(np.int64)]], False),
     # A result typed with anonymous dims takes the shard rule of the name
     # its size names (alone or in a product).
     ("anonymous-result",
