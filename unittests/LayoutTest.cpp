@@ -129,6 +129,17 @@ def f1(x: f32["b@dp v@tp"], ids: i64["b@dp"]) -> f32["b@dp"]:
      "f1",
      "b@dp",
      {"all-gather tp 512"}},
+    // Dropout's mask is drawn by the index in the whole tensor: its operand
+    // is gathered first, over dp (S = b*(v/4) = 256) then over tp (the
+    // whole, 1024); the result is whole.
+    {"DropoutGathersOperand",
+     R"ein(
+def f1(x: f32["b@dp v@tp"], key: i64[""]) -> f32["b v"]:
+    return dropout(x, 0.5, key)
+)ein",
+     "f1",
+     "b v",
+     {"all-gather dp 256", "all-gather tp 1024"}},
     // A max over a split axis: an all-reduce taking the max, of b elements.
     {"MaxReduce",
      R"ein(

@@ -140,7 +140,8 @@ bool movesOperand(const CheckedFunction &fn, const InferredCollective &c) {
     return false;
   const CheckedOp &op = fn.ops[size_t(c.afterOp)];
   return (op.kind == OpKind::Rearrange || op.kind == OpKind::Repeat ||
-          op.kind == OpKind::Reduce || op.kind == OpKind::TakeAlong) &&
+          op.kind == OpKind::Reduce || op.kind == OpKind::TakeAlong ||
+          op.kind == OpKind::Dropout) &&
          !op.reshardTo;
 }
 
@@ -648,8 +649,6 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
       what = fmt::format("a {} splitting a dim through a major factor of "
                          "size {}, which does not divide into the blocks",
                          opKindName(op.kind), *major);
-    else if (op.kind == OpKind::Dropout && touchesSplit(op))
-      what = "dropout of a split value (each rank would draw its own mask)";
     else if (touchesSplit(op)) {
       for (const SizeArg &size : op.sizes) {
         if (!size.value.asSymbol() && mentionsSplit(size.value))

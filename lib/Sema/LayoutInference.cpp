@@ -131,11 +131,17 @@ void LayoutInference::gatherOperandFirst(const CheckedOp &op,
                                          unsigned result,
                                          const ValueLayout &out,
                                          std::string reason) {
+  // Whole along this axis and the ones gathered before it at this op.
+  std::set<std::string> gathered{axis};
+  for (const InferredCollective &c : fn.collectives)
+    if (c.kind == CollectiveKind::AllGather &&
+        c.afterOp == static_cast<int>(current) && c.value == result)
+      gathered.insert(c.axis);
   record(CollectiveKind::AllGather, axis, result, static_cast<int>(current),
          ReduceKind::Sum, out, std::move(reason));
   ValueLayout operandWhole = now[op.operands[0]];
   for (std::string &a : operandWhole.dims)
-    if (a == axis)
+    if (gathered.count(a))
       a.clear();
   fn.collectives.back().elements = localElements(op.operands[0], operandWhole);
 }

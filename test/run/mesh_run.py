@@ -47,6 +47,17 @@ def mlp_grad(x, w_fc, w_proj):
             x.grad.numpy()]
 
 
+def dropout(x, p, key):
+    # The Philox mask of the whole tensor (test/einc/Inputs/dropout/
+    # philox.py), x * (1 / (1 - p)) rounded to f32 where kept.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "einc", "Inputs", "dropout"))
+    import philox
+    keep = philox.keep_mask(x.size, p, int(key)).reshape(x.shape)
+    y = x.astype(np.float32) * np.float32(1.0 / (1.0 - p))
+    return np.where(keep, y.astype(np.float64), 0.0)
+
+
 def rmsnorm(x, g):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
 
@@ -199,6 +210,21 @@ def pick(x: f32["b v"], ids: i64["b"]) -> f32["b"]:
 """, "pick", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"x": (5, 8), "ids": ("ids", (5,), 8)},
      lambda x, ids: [x[np.arange(5), ids.astype(np.int64)]], False),
+    # Dropout of a split value: the mask is drawn by the index in the whole
+    # tensor, so the operand is gathered first; the mask is the unsharded
+    # one (philox.py's), bit for bit.
+    ("dropout-split",
+     """mesh dp, tp
+shard a -> tp
+
+def f(x: f32["b@dp a"], key: i64[""]) -> (f32["b@dp a"], f32["b a"]):
+    y = dropout(x, 0.25, key)
+    return tanh(y), y
+""", "f", [("dp=1,tp=1", 1), ("dp=1,tp=2", 2), ("dp=2,tp=2", 4),
+           ("dp=1,tp=4", 4)],
+     {"x": (4, 8), "key": ("ids", (), 1 << 40)},
+     lambda x, key: (lambda y: [np.tanh(y), y])(dropout(x, 0.25, key)),
+     False),
     # A result typed with anonymous dims takes the shard rule of the name
     # its size names (alone or in a product).
     ("anonymous-result",
