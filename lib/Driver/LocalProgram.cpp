@@ -141,12 +141,13 @@ bool movesOperand(const CheckedFunction &fn, const InferredCollective &c) {
   const CheckedOp &op = fn.ops[size_t(c.afterOp)];
   return (op.kind == OpKind::Rearrange || op.kind == OpKind::Repeat ||
           op.kind == OpKind::Reduce || op.kind == OpKind::TakeAlong ||
-          op.kind == OpKind::Dropout) &&
+          op.kind == OpKind::Dropout || op.kind == OpKind::Pack ||
+          op.kind == OpKind::Unpack) &&
          !op.reshardTo;
 }
 
 unsigned movedValue(const CheckedFunction &fn, const InferredCollective &c) {
-  return movesOperand(fn, c) ? fn.ops[size_t(c.afterOp)].operands.at(0)
+  return movesOperand(fn, c) ? fn.ops[size_t(c.afterOp)].operands.at(c.operand)
                              : c.value;
 }
 
@@ -259,7 +260,7 @@ scatteredNames(const CheckedModule &m, const CheckedFunction &fn) {
 
 size_t gatheredDim(const CheckedFunction &fn, const InferredCollective &c) {
   const CheckedOp &op = fn.ops.at(size_t(c.afterOp));
-  const ValueLayout &from = fn.layouts.at(op.operands.at(0));
+  const ValueLayout &from = fn.layouts.at(op.operands.at(c.operand));
   const ValueLayout &to = fn.layouts.at(c.value);
   for (size_t d = 0; d < from.dims.size(); ++d)
     if (from.dims[d] == c.axis &&
@@ -282,7 +283,9 @@ gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
                                       "of a dim that is not a lone name ({}) "
                                       "is not supported yet",
                                       c.axis, c.reason));
-    if (!gathered.emplace(*name, size_t(c.afterOp)).second)
+    // pack's tensors split along one name are gathered at the same op.
+    if (auto [it, fresh] = gathered.emplace(*name, size_t(c.afterOp));
+        !fresh && it->second != size_t(c.afterOp))
       return shardedError(
           m, c.loc,
           fmt::format("a sharded run gathering {} twice is not supported yet",

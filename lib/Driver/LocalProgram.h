@@ -39,9 +39,9 @@ ErrorOr<std::map<std::string, size_t>> gatheredNames(const CheckedModule &m,
 /// A reshard's all-gather or all-to-all: the collectives a sharded run
 /// runs between parts besides the reductions.
 bool reshardMoves(const CheckedFunction &fn, const InferredCollective &c);
-/// Whether `c` is a rearrange's all-gather or all-to-all, or a repeat's,
-/// reduce's or take_along's all-gather (not a `reshard`'s): it runs on the
-/// op's (first) operand
+/// Whether `c` is a rearrange's all-gather or all-to-all, or the
+/// all-gather of a repeat, reduce, take_along, dropout, pack or unpack (not
+/// a `reshard`'s): it runs on the op's operand (c.operand)
 /// before the op, whose local result is then the block of its result (a
 /// part starts at the op).
 bool movesOperand(const CheckedFunction &fn, const InferredCollective &c);

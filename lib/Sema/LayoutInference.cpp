@@ -130,20 +130,23 @@ void LayoutInference::gatherOperandFirst(const CheckedOp &op,
                                          const std::string &axis,
                                          unsigned result,
                                          const ValueLayout &out,
-                                         std::string reason) {
+                                         std::string reason, unsigned operand) {
   // Whole along this axis and the ones gathered before it at this op.
   std::set<std::string> gathered{axis};
   for (const InferredCollective &c : fn.collectives)
     if (c.kind == CollectiveKind::AllGather &&
-        c.afterOp == static_cast<int>(current) && c.value == result)
+        c.afterOp == static_cast<int>(current) && c.value == result &&
+        c.operand == operand)
       gathered.insert(c.axis);
   record(CollectiveKind::AllGather, axis, result, static_cast<int>(current),
          ReduceKind::Sum, out, std::move(reason));
-  ValueLayout operandWhole = now[op.operands[0]];
+  unsigned moved = op.operands.at(operand);
+  ValueLayout operandWhole = now[moved];
   for (std::string &a : operandWhole.dims)
     if (gathered.count(a))
       a.clear();
-  fn.collectives.back().elements = localElements(op.operands[0], operandWhole);
+  fn.collectives.back().operand = operand;
+  fn.collectives.back().elements = localElements(moved, operandWhole);
 }
 
 const ValueLayout &LayoutInference::operand(unsigned value) {

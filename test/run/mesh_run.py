@@ -225,6 +225,22 @@ def f(x: f32["b@dp a"], key: i64[""]) -> (f32["b@dp a"], f32["b a"]):
      {"x": (4, 8), "key": ("ids", (), 1 << 40)},
      lambda x, key: (lambda y: [np.tanh(y), y])(dropout(x, 0.25, key)),
      False),
+    # pack and unpack of tensors split in the `*` part: each is gathered
+    # first (two tensors split along one name, at the same op).
+    ("pack-split",
+     """mesh tp
+shard h -> tp
+
+def f(img: f32["b h w c"], cls: f32["b c"], x: f32["b k@tp"]) -> (f32["b (h*w+1) c"], f32["b h w c"], f32["b (2*k)"]):
+    p, ps = pack([img, cls], "b * c")
+    img2, cls2 = unpack(p * 2, ps, "b * c")
+    q, _ = pack([x, x * 3], "b *")
+    return p, img2, q
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"img": (2, 4, 3, 2), "cls": (2, 2), "x": (2, 4)},
+     lambda img, cls, x: [
+         np.concatenate([img.reshape(2, 12, 2), cls[:, None, :]], 1),
+         img * 2, np.concatenate([x, x * 3], 1)], False),
     # A result typed with anonymous dims takes the shard rule of the name
     # its size names (alone or in a product).
     ("anonymous-result",
