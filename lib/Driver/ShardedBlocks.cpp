@@ -130,15 +130,19 @@ ErrorOr<void> allToAll(Communicator &group, runtime::HostTensor &value,
 /// Completes `c`'s partial results in `value` over `group` (the ranks
 /// that differ only on the collective's axis): sum, max or min in place;
 /// a mean is a sum divided by the group's size. f16 and bf16 are widened to
-/// f32, reduced (and divided) there and rounded back once; fp8 is refused
-/// (each rank's partial sum, rounded to 3 or 2 mantissa bits, would not
-/// sum to the unsharded result).
+/// f32, reduced (and divided) there and rounded back once; so is fp8's max
+/// and min (exact: the result is one of the values, which f32 holds); its
+/// sum and mean are refused (each rank's partial sum, rounded to 3 or 2
+/// mantissa bits, would not sum to the unsharded result).
 ErrorOr<void> completePartials(Communicator &group, runtime::HostTensor &value,
                                const InferredCollective &c, DType dtype) {
   runtime::StorageType type = value.type;
   bool wide =
       type == runtime::StorageType::F32 || type == runtime::StorageType::F64;
-  if (!wide && isFloat(dtype) && isReducibleType(type)) {
+  bool fp8 = type == runtime::StorageType::F8E4M3 ||
+             type == runtime::StorageType::F8E5M2;
+  bool exact = c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Min;
+  if (!wide && isFloat(dtype) && (isReducibleType(type) || (fp8 && exact))) {
     auto widened = runtime::convertTensor(value, runtime::StorageType::F32);
     if (!widened)
       return widened.error();

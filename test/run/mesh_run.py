@@ -58,6 +58,12 @@ def dropout(x, p, key):
     return np.where(keep, y.astype(np.float64), 0.0)
 
 
+def fp8(a, dtype):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fp8_reference
+    return fp8_reference.round_fp8(a, dtype).astype(np.float64)
+
+
 def rmsnorm(x, g):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
 
@@ -241,6 +247,19 @@ def f(img: f32["b h w c"], cls: f32["b c"], x: f32["b k@tp"]) -> (f32["b (h*w+1)
      lambda img, cls, x: [
          np.concatenate([img.reshape(2, 12, 2), cls[:, None, :]], 1),
          img * 2, np.concatenate([x, x * 3], 1)], False),
+    # fp8 max and min over a split dim: exact (the result is one of the
+    # values), widened to f32 for the all-reduce; rounding is monotonic, so
+    # the oracle rounds numpy's max and min (fp8_reference.py).
+    ("fp8-max-min-over-split",
+     """mesh tp
+
+def f(x: f32["b k@tp"]) -> (f32["b"], f32["b"]):
+    e = astype(x, f8e4m3)
+    m = astype(x * 100, f8e5m2)
+    return astype(reduce(e, "b k -> b", "max"), f32), astype(reduce(m, "b k -> b", "min"), f32)
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (5, 8)},
+     lambda x: [fp8(x.max(1), "f8e4m3"), fp8((x * 100).min(1), "f8e5m2")],
+     False),
     # A result typed with anonymous dims takes the shard rule of the name
     # its size names (alone or in a product).
     ("anonymous-result",
