@@ -140,6 +140,17 @@ def f1(x: f32["b@dp v@tp"], key: i64[""]) -> f32["b v"]:
      "f1",
      "b v",
      {"all-gather dp 256", "all-gather tp 1024"}},
+    // A split through a pattern's major factor that does not divide into
+    // the blocks ((h c) with h = s/8 = 2 over tp = 4): the operand is
+    // gathered first, S = b*s = 8*16 = 128; the result is whole.
+    {"UnevenMajorGathersOperand",
+     R"ein(
+def f1(x: f32["b s@tp"]) -> f32["b 8"]:
+    return reduce(x, "b (h c) -> b c", "sum", c=8)
+)ein",
+     "f1",
+     "b 8",
+     {"all-gather tp 128"}},
     // A max over a split axis: an all-reduce taking the max, of b elements.
     {"MaxReduce",
      R"ein(

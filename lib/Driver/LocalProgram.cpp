@@ -574,6 +574,16 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           return true;
     return false;
   };
+  // Whether `op`'s operand is gathered along `axis` before it (layout
+  // inference's answer to such a factor on the operand's side).
+  auto gatheredFirst = [&](const CheckedOp &op, const std::string &axis) {
+    for (const InferredCollective &c : fn.collectives)
+      if (c.afterOp >= 0 && &fn.ops[size_t(c.afterOp)] == &op &&
+          c.kind == CollectiveKind::AllGather && c.operand == 0 &&
+          c.axis == axis && movesOperand(fn, c))
+        return true;
+    return false;
+  };
   // Whether a number given for pattern axis `axis` would be read as the
   // block's size: the axis is the major factor (the one split) of a split
   // dim of the operand or the result. A minor factor or a new axis has its
@@ -590,7 +600,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         return layout.sharded();
       for (size_t d = 0; d < groups.size(); ++d)
         if (!layout.dims[d].empty() && !groups[d].empty() &&
-            groups[d].front() == axis)
+            groups[d].front() == axis &&
+            !(id == op.operands[0] && gatheredFirst(op, layout.dims[d])))
           return true;
       return false;
     };
@@ -611,7 +622,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         continue;
       for (size_t d = 0; d < groups->size(); ++d) {
         const std::string &axis = fn.layouts[id].dims[d];
-        if (axis.empty() || (*groups)[d].empty())
+        if (axis.empty() || (*groups)[d].empty() ||
+            (id == op.operands[0] && gatheredFirst(op, axis)))
           continue;
         auto it = t.axisSizes.find((*groups)[d].front());
         if (it == t.axisSizes.end())

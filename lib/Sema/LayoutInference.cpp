@@ -290,6 +290,12 @@ bool LayoutInference::throughAxes(
   // How messages name a split axis: the operand's dim when it is a lone
   // name (grad()'s patterns name axes ad0, ad1, ...), else the pattern's.
   std::map<std::string, std::string> shown;
+  // Operand dims split through a major factor that does not divide.
+  struct Uneven {
+    unsigned operand;
+    std::string axis, factor, size;
+  };
+  std::vector<Uneven> uneven;
   for (size_t k = 0; k < op.operands.size() && k < inputGroups.size(); ++k) {
     const ValueLayout &l = operand(op.operands[k]);
     if (!l.sharded())
@@ -305,6 +311,18 @@ bool LayoutInference::throughAxes(
       if (inputGroups[k][j].empty())
         return unsupported(op, a, "a dim of size 1 is split");
       const std::string &e = inputGroups[k][j].front();
+      // A major factor that does not divide into the blocks (`(h b)` of a
+      // split 6 with h = 3 over 2 ranks): a rank's block is not a block of
+      // it, so a rearrange, repeat or reduce gathers the operand first and
+      // the dim is whole.
+      if (op.kind != OpKind::Einsum && axisSizes.count(e)) {
+        auto size = axisSizes.at(e).evaluate(fn.ctx.env);
+        auto n = axisSize(a);
+        if (size && n && *n > 1 && *size % *n != 0) {
+          uneven.push_back({static_cast<unsigned>(k), a, e, toString(*size)});
+          continue;
+        }
+      }
       auto [s, newAxis] = split.emplace(e, a);
       if (!newAxis && s->second != a)
         return fail(op, fmt::format("{}'s operands split axis '{}' along "
@@ -328,6 +346,14 @@ bool LayoutInference::throughAxes(
   }
   unsigned result = op.results[0];
   ValueLayout out = replicatedOf(result);
+  for (const Uneven &u : uneven)
+    gatherOperandFirst(op, u.axis, result, out,
+                       fmt::format("{} splits '{}' ({}) into {} blocks, "
+                                   "which does not divide: its operand is "
+                                   "gathered first",
+                                   name, u.factor, u.size,
+                                   toString(*axisSize(u.axis))),
+                       u.operand);
   if (split.empty()) {
     setResult(result, std::move(out));
     return true;

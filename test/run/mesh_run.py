@@ -186,6 +186,19 @@ def pool(x: f32["h w"]) -> f32["_ _"]:
     return reduce(x, "(h2 2) w -> h2 w", "max")
 """, "pool", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (8, 3)},
      lambda x: [x.reshape(4, 2, 3).max(1)], False),
+    # A split through a pattern's major factor that does not divide into
+    # the blocks (h = 12/2 = 6 over 4 ranks; over 2 it divides, a min
+    # all-reduce): the reduce's operand is gathered first. The check needs
+    # n's size for that (`dim n`).
+    ("uneven-major-gather",
+     """mesh tp
+shard n -> tp
+dim n = 12
+
+def f(x: f32["n w"]) -> f32["b w"]:
+    return reduce(x, "(h b) w -> b w", "min", b=2)
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (12, 3)},
+     lambda x: [x.reshape(6, 2, 3).min(0)], False),
     # A reshard adding a split (a local slice, no communication).
     ("reshard-add-split",
      """mesh tp
