@@ -4,10 +4,11 @@ communication time within 25% of the time measured on MPI ranks").
 Per rank count, --repeat times, in a fresh temporary XDG_CACHE_HOME:
   1. `mpirun -n N einc calibrate` measures the host fabric: each collective
      (all-reduce, all-gather, reduce-scatter, all-to-all, broadcast) from
-     64 B to 64 MiB by factors of 2, stored as each one's latency and busbw
-     by size in calibration.json;
+     64 B to 64 MiB by factors of 2, and between two sizes where the time
+     bends (refineSweep), stored as each one's latency and busbw by size in
+     calibration.json;
   2. a separate job, `mpirun -n N einc calibrate --check SIZES`, times the
-     collectives again at sizes *not* in that grid (default 48 KiB,
+     collectives again at sizes it did *not* measure (default 48 KiB,
      384 KiB, 3 MiB, 24 MiB) and prints each one's time and the stored
      model's (collectiveSeconds: latency + busFactor * S / busbw(S), the
      time past the latency linear in S between two measured sizes).
@@ -16,8 +17,8 @@ nccl-tests' bus factors and the interpolation written out again, and must
 agree with einc's. The table gives per collective and size the median
 measured and modelled times over the runs, the measured busbw
 (busFactor * S / t) and the range of the ratio; beside it, on the same
-runs, the ratio of the model before (busbw linear in log S over the sizes
-of a factor-4 grid, 4 KiB to 64 MiB), for comparison. The machine, cores,
+runs, the ratio of the model before calibrate refined (the factor-2 grid's
+sizes alone), for comparison. The machine, cores,
 ISA, OpenMPI version and load head the output.
 
     python3 bench/comm_model.py --einc build/bin/einc [--ranks 2,4]
@@ -55,8 +56,9 @@ ranks_list = ([int(r) for r in args.ranks.split(",")] if args.ranks else
               ([2, 4] if cores >= 4 else [2]))
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 * 1024}
 GRID = [64 * 2 ** i for i in range(21)]
-# The grid before (factors of 4), for the comparison column.
-OLD_GRID = [64 * 4 ** i for i in range(11)]
+# The model before calibrate refined between grid sizes (refineSweep): the
+# factor-2 grid alone, for the comparison column.
+OLD_GRID = GRID
 
 
 def size_bytes(size):
@@ -105,7 +107,7 @@ def model_seconds(table, kind, nbytes, n, old=False):
     """latency + busFactor * S / busbw(S): between the stored sizes around
     S the time past the latency linear in S (S / busbw(S) interpolated
     linearly), the nearest one's busbw outside them. With `old`, the model
-    before: only the sizes of the factor-4 grid, busbw linear in log S."""
+    before: only the sizes of the factor-2 grid, not those refined."""
     entry = table[kind]
     points = [(s, b) for s, b in entry["busbw"] if not old or s in OLD_GRID]
     sizes = [s for s, _ in points]
@@ -117,12 +119,8 @@ def model_seconds(table, kind, nbytes, n, old=False):
     else:
         hi = bisect.bisect_left(sizes, nbytes)
         s0, s1, b0, b1 = sizes[hi - 1], sizes[hi], bws[hi - 1], bws[hi]
-        if old:
-            t = math.log(nbytes / s0) / math.log(s1 / s0)
-            bw = b0 + t * (b1 - b0)
-        else:
-            w = (nbytes - s0) / (s1 - s0)
-            bw = nbytes / (s0 / b0 + w * (s1 / b1 - s0 / b0))
+        w = (nbytes - s0) / (s1 - s0)
+        bw = nbytes / (s0 / b0 + w * (s1 / b1 - s0 / b0))
     return entry["latency_s"] + bus_factor(kind, n) * nbytes / bw
 
 
@@ -149,6 +147,11 @@ def run(n):
             stored = json.load(f)
         out = mpirun(n, ["--check", args.sizes], cache)
     table = stored["host_fabric_collectives"]
+    for kind, entry in table.items():
+        for s in args.sizes.split(","):
+            if any(b == size_bytes(s) for b, _ in entry["busbw"]):
+                sys.exit(f"comm_model.py: calibrate measured {kind} at {s}; "
+                         "the check must predict, not replay")
     rows = {}
     for line in out.splitlines():
         m = ROW.match(line)

@@ -18,7 +18,9 @@
 # directory; default a new temporary one, kept when something was found),
 # EIN_FUZZ_TIMEOUT (seconds per input, default 5), EIN_FUZZ_RSS_MB (default
 # 2048), EIN_FUZZ_SEED (libFuzzer -seed; default 0, a new one per run),
-# EIN_FUZZ_IGNORE (oracles to relax, for long runs past a known bug).
+# EIN_FUZZ_IGNORE (oracles to relax, for long runs past a known bug),
+# EIN_FUZZ_JOBS (targets run side by side; default the host's cores, each
+# target's output printed whole, in order, when all are done).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -75,9 +77,11 @@ max_len_of() {
   esac
 }
 
-failed=0
-summary=()
-for t in "${targets[@]}"; do
+# One target: replay its regressions, then fuzz it. Prints its findings and
+# writes its summary line to $work/$t.summary (FAILED marks a finding).
+summary_line() { echo "$*" >"$work/$t.summary"; }
+fuzz_one() {
+  local t=$1
   bin="$build/bin/ein-fuzz-$t"
   log="$work/$t.log"
   artifacts="$work/$t-findings"
@@ -107,7 +111,7 @@ for t in "${targets[@]}"; do
      ! EIN_FUZZ_IGNORE="$relax" "$bin" "${common[@]}" -runs=0 "test/fuzz/corpus/$t" \
        >"$log.replay" 2>&1; then
     echo "fuzz $t: FINDING while replaying the seed corpus"; tail -40 "$log.replay"
-    summary+=("$t: FAILED on the seed corpus (log $log.replay)"); failed=1; continue
+    summary_line "$t: FAILED on the seed corpus (log $log.replay)"; return
   fi
   # open-* inputs must still fail (replayed without relaxing anything);
   # all others must pass.
@@ -131,9 +135,9 @@ for t in "${targets[@]}"; do
   done
   if [ -n "$regression_failed" ]; then
     echo "fuzz $t: FINDING: regression $regression_failed"
-    summary+=("$t: FAILED: regression $regression_failed"); failed=1; continue
+    summary_line "$t: FAILED: regression $regression_failed"; return
   fi
-  [ "$seconds" -eq 0 ] && { summary+=("$t: replayed corpus and ${#replay[@]} regressions, OK"); continue; }
+  [ "$seconds" -eq 0 ] && { summary_line "$t: replayed corpus and ${#replay[@]} regressions, OK"; return; }
 
   # 2. Fuzz for the time given, on a scratch copy of the corpus.
   corpus="$work/$t-corpus"
@@ -148,11 +152,33 @@ for t in "${targets[@]}"; do
     echo "fuzz $t: FINDING (${kind:-exit $status}) after ${execs:-?} executions"
     grep -m1 -B2 -A30 -E 'ERROR:|runtime error:|ein-fuzz finding:' "$log" | head -50
     echo "fuzz $t: reproducer: ${repro:-none written}; log: $log"
-    summary+=("$t: FAILED (${kind:-exit $status}) after ${execs:-?} executions, reproducer ${repro:-?}")
-    failed=1
+    summary_line "$t: FAILED (${kind:-exit $status}) after ${execs:-?} executions, reproducer ${repro:-?}"
   else
-    summary+=("$t: ${execs:-?} executions in $seconds s, no finding")
+    summary_line "$t: ${execs:-?} executions in $seconds s, no finding"
   fi
+}
+
+# The targets run side by side, as many at a time as the host has cores
+# (EIN_FUZZ_JOBS), each with its own output, printed in order once all are
+# done: each fuzzes for the time given on a core of its own.
+jobs=${EIN_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+running=0
+for t in "${targets[@]}"; do
+  fuzz_one "$t" >"$work/$t.out" 2>&1 &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+failed=0
+summary=()
+for t in "${targets[@]}"; do
+  cat "$work/$t.out"
+  line=$(cat "$work/$t.summary" 2>/dev/null || echo "$t: FAILED (no summary: the run itself died)")
+  summary+=("$line")
+  case "$line" in *FAILED*) failed=1 ;; esac
 done
 
 echo "fuzz summary:"

@@ -16,8 +16,12 @@
 #       LLVM, which the GPU machine lacks): 1 rank on the GPU, then 2 ranks
 #       on the same GPU (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL >= 2.30; skipped
 #       by name before), each collective equal to the host communicator's
-#       result, and a rank that never arrives an error, not a hang.
-#       `corpus`, `bench` or `nccl` runs one part.
+#       result, and a rank that never arrives an error, not a hang; then
+#       the generated CUDA source of a sharded MLP (prepared here by
+#       `einc emit --stage=cuda`) built with nccl-check.cu and run on 1 rank
+#       and on 2 ranks of the GPU, its all-reduce on NCCL, against the CPU's
+#       unsharded result (`mesh`).
+#       `corpus`, `bench`, `nccl` or `mesh` runs one part.
 #
 # Exit 0 when every program compiled and matched; 2 without a GPU.
 set -euo pipefail
@@ -66,6 +70,17 @@ PY
   else
     echo "gpu-check: fmt's headers not found: the NCCL check will be skipped" >&2
   fi
+  # A sharded MLP's generated source on tp=1 and tp=2, its inputs and the
+  # CPU's unsharded result, for the `mesh` part.
+  mkdir -p "$OUT/mesh"
+  python3 -c "import numpy as np; r = np.random.default_rng(30); [np.save('$OUT/mesh/' + n + '.npy', r.standard_normal(s).astype(np.float32)) for n, s in [('x', (4, 8)), ('w_fc', (8, 16)), ('w_proj', (16, 8))]]"
+  $einc run test/run/Inputs/mesh/mlp.ein --fn mlp --mesh tp=1 --ranks 1 --simulate \
+    --in x="$OUT/mesh/x.npy" --in w_fc="$OUT/mesh/w_fc.npy" --in w_proj="$OUT/mesh/w_proj.npy" --out "$OUT/mesh/want.npy"
+  python3 -c "import numpy as np; [np.load('$OUT/mesh/' + n + '.npy').tofile('$OUT/mesh/' + n + '.bin') for n in ('x', 'w_fc', 'w_proj', 'want')]"
+  for n in 1 2; do
+    $einc emit --stage=cuda test/run/Inputs/mesh/mlp.ein --fn mlp --mesh tp=$n \
+      --dim b=4 --dim d=8 --dim f=16 > "$OUT/mesh/mlp-$n.cu"
+  done
   du -sh "$OUT"
   exit 0
 fi
@@ -106,6 +121,29 @@ if [[ $what == all || $what == nccl ]]; then
     timeout 120 "$OUT/nccl/nccl-check" 1 || status=1
     rc=0; NCCL_MULTI_RANK_GPU_ENABLE=1 timeout 180 "$OUT/nccl/nccl-check" 2 || rc=$?
     [[ $rc == 0 || $rc == 3 ]] || status=1
+  fi
+fi
+if [[ $what == all || $what == mesh ]]; then
+  if [[ ! -d $OUT/nccl/include/fmt || ! -f $OUT/mesh/mlp-2.cu ]]; then
+    echo "mesh: skipped: no fmt headers or generated sources in $OUT (see --prepare)"
+  else
+    if [[ -z ${EIN_NCCL_LIBRARY:-} ]]; then
+      lib=$(python3 -c "import glob, site; print(next(iter(sorted(p for d in site.getsitepackages() for p in glob.glob(d + '/nvidia/**/libnccl.so.2', recursive=True))), ''))" 2>/dev/null || true)
+      [[ -n $lib ]] && export EIN_NCCL_LIBRARY=$lib
+    fi
+    for n in 1 2; do
+      if ! $NVCC -std=c++17 -O1 --fmad=false -arch=native -Xcompiler -fno-exceptions \
+          -DFMT_HEADER_ONLY -DEIN_MESH_CHECK -Iinclude -I"$OUT/nccl/include" \
+          scripts/nccl-check.cu lib/Runtime/CollectiveCalls.cpp \
+          lib/Target/CUDA/NCCLCommunicator.cpp lib/Target/CUDA/NCCLEmulation.cpp \
+          lib/Runtime/Communicator.cpp lib/Runtime/SimulatedRanks.cpp \
+          lib/Runtime/FloatConvert.cpp lib/Support/Error.cpp -x cu "$OUT/mesh/mlp-$n.cu" \
+          -o "$OUT/mesh/mesh-check-$n" -lcublasLt -ldl -lpthread > "$OUT/mesh/nvcc-$n.log" 2>&1; then
+        echo "mesh: nvcc failed:"; tail -20 "$OUT/mesh/nvcc-$n.log"; status=1; continue
+      fi
+      rc=0; NCCL_MULTI_RANK_GPU_ENABLE=1 timeout 180 "$OUT/mesh/mesh-check-$n" mesh $n "$OUT/mesh" || rc=$?
+      [[ $rc == 0 || ($rc == 3 && $n == 2) ]] || status=1
+    done
   fi
 fi
 exit $status

@@ -14,6 +14,11 @@ config.suffixes = [".mlir", ".ein", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ein_obj_root, "test")
 
+# test/.lit_test_times.txt (seconds per test, from a run of the whole suite
+# on the 2-core machine) lets lit start the longest tests first in a fresh
+# build, where build/test/ has no times yet: in name order the corpora
+# (run/) started last and left a worker idle at the end. lit rewrites the
+# copy in build/test/ after every run and prefers it.
 # Inputs/ hold files that tests read; helper scripts are not tests.
 config.excludes = ["Inputs", "CMakeLists.txt", "README.txt", "lit.cfg.py",
                    "lit.site.cfg.py"]

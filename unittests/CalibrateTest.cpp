@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -333,6 +334,89 @@ TEST(FitFabricTest, CollectiveTableOfAnExactSweep) {
       fitCollective(CollectiveKind::Broadcast, {{64, 5e-6}, {4096, 4e-6}}, 2);
   ASSERT_FALSE(allBound);
   EXPECT_NE(allBound.error().message.find("too noisy"), std::string::npos);
+}
+
+/// An all-reduce whose time steps up at 30 MiB, as MPI's on 2 ranks of
+/// the project's machine does (bench/README.md): 2 us + S / 1.5 GB/s below,
+/// 2 us + S / 0.75 GB/s from there.
+double steppedAllReduce(int64_t bytes) {
+  return 2e-6 + double(bytes) / (bytes < 30 * 1048576 ? 1.5e9 : 0.75e9);
+}
+
+std::vector<std::pair<double, double>>
+gridSweep(const std::function<double(int64_t)> &seconds) {
+  std::vector<std::pair<double, double>> grid;
+  for (int64_t bytes = 64; bytes <= 64 * 1048576; bytes *= 2)
+    grid.push_back({double(bytes), bytes <= 1024 ? 2e-6 : seconds(bytes)});
+  return grid;
+}
+
+TEST(RefineSweepTest, PlacesAStepBetweenGridSizes) {
+  std::vector<std::pair<double, double>> grid = gridSweep(steppedAllReduce);
+  std::vector<int64_t> asked;
+  auto refined = refineSweep(grid, [&](int64_t bytes) -> ErrorOr<double> {
+    asked.push_back(bytes);
+    return steppedAllReduce(bytes);
+  });
+  ASSERT_TRUE(refined) << refined.error().message;
+  ASSERT_EQ(refined->size(), asked.size());
+  // One midpoint per interval from 4 KiB (14 of them), and deeper only
+  // toward the step: 16-32 MiB's midpoint 22.6 MiB misses, so 19 and
+  // 26.9 MiB are timed; 26.9 misses, so 24.7 and 29.3 MiB (the last
+  // halving). Every size is a multiple of 64 B and none 1.5 x 2^k.
+  EXPECT_EQ(asked.size(), 14u + 4u);
+  for (int64_t bytes : asked) {
+    EXPECT_EQ(bytes % 64, 0) << bytes;
+    for (int64_t k = 4096; k <= 64 * 1048576; k *= 2)
+      EXPECT_NE(bytes, k + k / 2) << bytes;
+  }
+  auto fit = [](const std::vector<std::pair<double, double>> &sweep) {
+    auto m = fitCollective(CollectiveKind::AllReduce, sweep, 2);
+    EXPECT_TRUE(m) << m.error().message;
+    return FabricSpec{"host", "test", m->latency, 1e9, {*m}};
+  };
+  std::vector<std::pair<double, double>> both = grid;
+  both.insert(both.end(), refined->begin(), refined->end());
+  FabricSpec gridOnly = fit(grid), withRefined = fit(both);
+  // 24 MiB: from 16 and 32 MiB alone the model is 1.6x long; refined,
+  // it is interpolated between sizes on the step's lower side (exact).
+  double truth = steppedAllReduce(24 * 1048576);
+  EXPECT_GT(
+      collectiveSeconds(CollectiveKind::AllReduce, 24 * 1048576, 2, gridOnly),
+      1.5 * truth);
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllReduce, 24 * 1048576, 2,
+                                withRefined) /
+                  truth,
+              1.0, 1e-9);
+  // Exact on either side of the last halving, 29.3-32 MiB, which holds
+  // the step (inside it, the interpolation spans the step).
+  for (int64_t bytes : {28 * 1048576, 40 * 1048576})
+    EXPECT_NEAR(
+        collectiveSeconds(CollectiveKind::AllReduce, bytes, 2, withRefined) /
+            steppedAllReduce(bytes),
+        1.0, 1e-9)
+        << bytes;
+}
+
+TEST(RefineSweepTest, StraightLineIsTimedOncePerIntervalAndErrorsPass) {
+  auto line = [](int64_t bytes) { return 2e-6 + double(bytes) / 2e9; };
+  int calls = 0;
+  auto refined = refineSweep(gridSweep(line), [&](int64_t bytes) {
+    ++calls;
+    return ErrorOr<double>(line(bytes));
+  });
+  ASSERT_TRUE(refined) << refined.error().message;
+  EXPECT_EQ(calls, 14);
+  auto failed = refineSweep(gridSweep(line), [](int64_t) -> ErrorOr<double> {
+    return Error::usage("rank 1 never arrived");
+  });
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().message, "rank 1 never arrived");
+  auto noLatency = refineSweep({{4096, 1e-5}, {8192, 2e-5}},
+                               [](int64_t) { return ErrorOr<double>(1.0); });
+  ASSERT_FALSE(noLatency);
+  EXPECT_NE(noLatency.error().message.find("no size of at most 1 KiB"),
+            std::string::npos);
 }
 
 TEST(ByteSizesTest, ParsesAndRefusesByItem) {

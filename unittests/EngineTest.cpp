@@ -8,6 +8,7 @@
 #include "ein/Runtime/CollectiveCalls.h"
 #include "ein/Runtime/Communicator.h"
 #include "ein/Syntax/Parser.h"
+#include "ein/Target/DeviceMemory.h"
 #include "ein/Target/TargetRegistry.h"
 
 #include <gtest/gtest.h>
@@ -247,8 +248,8 @@ struct Compiled {
 
   /// `mm` of rows x 4 by 4 x cols; the collective on its result: an all-reduce,
   /// or (scatterDim >= 0) a reduce-scatter along that dim.
-  explicit Compiled(int64_t rows = 3, int64_t cols = 5,
-                    int64_t scatterDim = -1) {
+  explicit Compiled(int64_t rows = 3, int64_t cols = 5, int64_t scatterDim = -1,
+                    ReduceKind reduction = ReduceKind::Sum) {
     DiagnosticEngine diags(file);
     module = parseModule(file, diags);
     EXPECT_FALSE(diags.hadError());
@@ -267,6 +268,7 @@ struct Compiled {
     sum.kind = scatterDim < 0 ? CollectiveKind::AllReduce
                               : CollectiveKind::ReduceScatter;
     sum.axis = "tp";
+    sum.reduction = reduction;
     sum.value = fn.returns[0];
     m.collectives = {sum};
     m.points = {fn.ops.size() - 1};
@@ -274,13 +276,71 @@ struct Compiled {
     mesh = std::make_shared<const MeshProgram>(std::move(m));
   }
 
-  ErrorOr<std::shared_ptr<Callable>> compile(const std::string &target) {
+  ErrorOr<std::shared_ptr<Callable>> compile(const std::string &target,
+                                             bool inProcess = false) {
     TargetOptions options;
     options.mesh = mesh;
+    options.inProcess = inProcess;
     return engine.compile(**lookupTarget(target, TargetUse::Run),
                           "collectives-test", bound->concrete, "mm", options);
   }
 };
+
+/// Calls `callable` (`mm` compiled with its collective, for `memory`) on
+/// 2 simulated ranks, each in its CollectiveScope over its rank's group (on
+/// a device, the group's communicator on its memory: NCCL), and checks
+/// rank r's result: the product's block r along `dim` (-1: the whole
+/// product), times `times` (2 for a sum over the ranks, 1 for a mean).
+void expectOnTwoRanks(int64_t dim, float times, DeviceMemory &memory,
+                      Callable &callable, const Bindings &dims) {
+  auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
+  std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
+  auto ranks = simulatedRanks(2);
+  std::vector<runtime::HostTensor> outs;
+  for (int r = 0; r < 2; ++r)
+    outs.push_back(
+        *runtime::HostTensor::create(runtime::StorageType::F32, block));
+  std::vector<std::optional<Error>> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      Communicator *group = ranks[size_t(r)].get();
+      std::unique_ptr<Communicator> device;
+      if (!memory.isHost()) {
+        auto made = memory.communicator(*group);
+        if (!made) {
+          errors[size_t(r)] = made.error();
+          return;
+        }
+        device = std::move(*made);
+        group = device.get();
+      }
+      CollectiveScope scope({group});
+      if (auto called =
+              callIn(memory, callable, {&a, &b}, {&outs[size_t(r)]}, dims);
+          !called)
+        errors[size_t(r)] = called.error();
+      else if (auto failed = scope.error())
+        errors[size_t(r)] = *failed;
+    });
+  for (auto &t : threads)
+    t.join();
+  auto *pa = reinterpret_cast<const float *>(a.data.data());
+  auto *pb = reinterpret_cast<const float *>(b.data.data());
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
+    auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
+    for (int64_t i = 0; i < block[0]; ++i)
+      for (int64_t j = 0; j < block[1]; ++j) {
+        int64_t gi = dim == 0 ? r * 2 + i : i, gj = dim == 1 ? r * 3 + j : j;
+        float sum = 0;
+        for (int k = 0; k < 4; ++k)
+          sum += pa[gi * 4 + k] * pb[k * 6 + gj];
+        EXPECT_FLOAT_EQ(pc[i * block[1] + j], times * sum)
+            << "dim " << dim << " rank " << r;
+      }
+  }
+}
 
 /// The collective inside the function on 2 simulated ranks, each calling
 /// in its CollectiveScope: an all-reduce (every rank returns twice the 4 x 6
@@ -291,67 +351,67 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
     Compiled c(4, 6, dim);
     auto callable = c.compile("cpu");
     ASSERT_TRUE(bool(callable)) << callable.error().str("test");
-    auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
-    std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
-    auto ranks = simulatedRanks(2);
-    std::vector<runtime::HostTensor> outs;
-    for (int r = 0; r < 2; ++r)
-      outs.push_back(
-          *runtime::HostTensor::create(runtime::StorageType::F32, block));
-    std::vector<std::optional<Error>> errors(2);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        CollectiveScope scope({ranks[size_t(r)].get()});
-        auto called =
-            (*callable)->call({&a, &b}, {&outs[size_t(r)]}, c.bound->dims);
-        if (!called)
-          errors[size_t(r)] = called.error();
-        else if (scope.error())
-          errors[size_t(r)] = *scope.error();
-      });
-    for (auto &t : threads)
-      t.join();
-    auto *pa = reinterpret_cast<const float *>(a.data.data());
-    auto *pb = reinterpret_cast<const float *>(b.data.data());
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
-      auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
-      for (int64_t i = 0; i < block[0]; ++i)
-        for (int64_t j = 0; j < block[1]; ++j) {
-          int64_t gi = dim == 0 ? r * 2 + i : i, gj = dim == 1 ? r * 3 + j : j;
-          float sum = 0;
-          for (int k = 0; k < 4; ++k)
-            sum += pa[gi * 4 + k] * pb[k * 6 + gj];
-          EXPECT_FLOAT_EQ(pc[i * block[1] + j], 2 * sum)
-              << "dim " << dim << " rank " << r;
-        }
-    }
+    expectOnTwoRanks(dim, 2, hostMemory(), **callable, c.bound->dims);
   }
 }
 
+/// Outside a rank's scope a function compiled with collectives is refused
+/// by name: the CPU's JIT function and the CUDA target's library alike.
 TEST(CompiledCollectivesTest, RefusedOutsideARank) {
-  Compiled c;
-  auto callable = c.compile("cpu");
-  ASSERT_TRUE(bool(callable));
-  auto a = filled(3, 4, 0.5f), b = filled(4, 5, 0.25f);
-  auto out = *runtime::HostTensor::create(runtime::StorageType::F32, {3, 5});
-  auto called = (*callable)->call({&a, &b}, {&out}, c.bound->dims);
-  ASSERT_FALSE(bool(called));
-  EXPECT_NE(called.error().message.find(
-                "was compiled with its mesh's collectives: it runs on a rank "
-                "of a sharded run"),
-            std::string::npos)
-      << called.error().message;
+  for (const char *name : {"cpu", "cuda-emulated"}) {
+    auto target = lookupTarget(name, TargetUse::Run);
+    ASSERT_TRUE(bool(target));
+    auto memory = (*target)->memory();
+    ASSERT_TRUE(bool(memory));
+    Compiled c;
+    auto callable = c.compile(name, /*inProcess=*/!(*memory)->isHost());
+    ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+    auto a = filled(3, 4, 0.5f), b = filled(4, 5, 0.25f);
+    auto out = *runtime::HostTensor::create(runtime::StorageType::F32, {3, 5});
+    auto called = callIn(**memory, **callable, {&a, &b}, {&out}, c.bound->dims);
+    ASSERT_FALSE(bool(called)) << name;
+    EXPECT_NE(called.error().message.find(
+                  "was compiled with its mesh's collectives: it runs on a "
+                  "rank of a sharded run"),
+              std::string::npos)
+        << called.error().message;
+  }
 }
 
-TEST(CompiledCollectivesTest, TargetWithoutCollectivesRefused) {
+/// The same on the CUDA target's emulation: the generated code's
+/// collectives reach each rank's device communicator (emulated NCCL over
+/// the simulated ranks) through the table the loader installed, while the
+/// ranks share the one emulated device (its lock released in the
+/// collective); a mean is the sum divided on the device.
+TEST(CompiledCollectivesTest, CollectiveInsideTheCUDAFunction) {
+  auto target = lookupTarget("cuda-emulated", TargetUse::Run);
+  ASSERT_TRUE(bool(target));
+  auto memory = (*target)->memory();
+  ASSERT_TRUE(bool(memory)) << memory.error().message;
+  // Sums: all-reduce, reduce-scatter along dim 0 and 1; a mean: the
+  // reduce-scatter along dim 0 (its block divided).
+  for (auto [dim, reduction] : {std::pair{int64_t(-1), ReduceKind::Sum},
+                                {int64_t(0), ReduceKind::Sum},
+                                {int64_t(1), ReduceKind::Sum},
+                                {int64_t(0), ReduceKind::Mean}}) {
+    Compiled c(4, 6, dim, reduction);
+    auto callable = c.compile("cuda-emulated", /*inProcess=*/true);
+    ASSERT_TRUE(bool(callable)) << callable.error().str("test");
+    float times = reduction == ReduceKind::Mean ? 1.0f : 2.0f;
+    expectOnTwoRanks(dim, times, **memory, **callable, c.bound->dims);
+  }
+}
+
+/// The CUDA targets compile the collectives only into the in-process
+/// library, which the rank's communicators reach; not into a program.
+TEST(CompiledCollectivesTest, CUDAProgramWithCollectivesRefused) {
   Compiled c;
   auto callable = c.compile("cuda-emulated");
   ASSERT_FALSE(bool(callable));
   EXPECT_EQ(callable.error().message,
-            "--target=cuda-emulated does not compile a sharded function's "
-            "collectives into its code");
+            "a sharded function on --target=cuda-emulated is built into this "
+            "process (its collectives run on the rank's communicators), not "
+            "as a program");
 }
 
 } // namespace

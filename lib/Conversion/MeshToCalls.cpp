@@ -1,5 +1,6 @@
 // The ein-mesh-to-calls pass: the mesh dialect's collectives become calls of
 // the runtime's C entry points (ein/Runtime/CollectiveCalls.h) on buffers.
+#include "ein/Conversion/MeshCalls.h"
 #include "ein/Conversion/Passes.h"
 #include "ein/Dialect/EinDialect.h"
 #include "ein/Runtime/CollectiveCalls.h"
@@ -24,10 +25,19 @@ namespace ein {
 
 namespace {
 
-/// The runtime's reduction code of a mesh reduction; none for those the
-/// communicator has not (product, bitwise, generic).
+/// The mesh axes of a collective this pass lowers.
+llvm::ArrayRef<int16_t> meshAxes(mlir::Operation *op) {
+  if (auto o = llvm::dyn_cast<mlir::mesh::AllReduceOp>(op))
+    return o.getMeshAxes();
+  if (auto o = llvm::dyn_cast<mlir::mesh::ReduceScatterOp>(op))
+    return o.getMeshAxes();
+  return llvm::cast<mlir::mesh::AllGatherOp>(op).getMeshAxes();
+}
+
+} // namespace
+
 std::optional<CollectiveReduction>
-reductionCode(mlir::mesh::ReductionKind kind) {
+meshReductionCode(mlir::mesh::ReductionKind kind) {
   switch (kind) {
   case mlir::mesh::ReductionKind::Sum:
     return CollectiveReduction::Sum;
@@ -47,19 +57,7 @@ reductionCode(mlir::mesh::ReductionKind kind) {
   llvm_unreachable("a mesh reduction kind");
 }
 
-/// The mesh axes of a collective this pass lowers.
-llvm::ArrayRef<int16_t> meshAxes(mlir::Operation *op) {
-  if (auto o = llvm::dyn_cast<mlir::mesh::AllReduceOp>(op))
-    return o.getMeshAxes();
-  if (auto o = llvm::dyn_cast<mlir::mesh::ReduceScatterOp>(op))
-    return o.getMeshAxes();
-  return llvm::cast<mlir::mesh::AllGatherOp>(op).getMeshAxes();
-}
-
-/// Why `op` cannot be lowered, or "" when it can: one mesh axis, the
-/// result's element type the operand's, a type the communicator moves
-/// (reduces, for a reduction), a mean of f32 or f64, a gather along dim 0.
-std::string refusal(mlir::Operation *op) {
+std::string meshCollectiveRefusal(mlir::Operation *op) {
   auto input = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
   auto result = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
   if (meshAxes(op).size() != 1)
@@ -79,7 +77,7 @@ std::string refusal(mlir::Operation *op) {
     reduction = r.getReduction();
   std::optional<CollectiveReduction> code;
   if (reduction) {
-    code = reductionCode(*reduction);
+    code = meshReductionCode(*reduction);
     if (!code)
       return fmt::format("a collective's {} reduction is not built: sum, max, "
                          "min and average are",
@@ -97,6 +95,8 @@ std::string refusal(mlir::Operation *op) {
              "known size";
   return "";
 }
+
+namespace {
 
 /// Builds the calls: declarations at the module's top, values at the op.
 struct Calls {
@@ -188,10 +188,11 @@ struct AllReduceToCall : mlir::OpRewritePattern<mlir::mesh::AllReduceOp> {
     Calls c{rewriter, op.getLoc()};
     auto type = llvm::cast<mlir::RankedTensorType>(op.getInput().getType());
     mlir::Value buffer = c.copyOf(op.getInput());
-    c.call(kAllReduceCall, {c.address(buffer), c.count(type, op.getInput()),
-                            c.i32(typeCode(type.getElementType())),
-                            c.i32(int32_t(*reductionCode(op.getReduction()))),
-                            c.i32(axisOf(op))});
+    c.call(kAllReduceCall,
+           {c.address(buffer), c.count(type, op.getInput()),
+            c.i32(typeCode(type.getElementType())),
+            c.i32(int32_t(*meshReductionCode(op.getReduction()))),
+            c.i32(axisOf(op))});
     rewriter.replaceOp(op, c.asTensor(buffer));
     return mlir::success();
   }
@@ -212,11 +213,12 @@ struct ReduceScatterToCall
     auto resultType = llvm::cast<mlir::RankedTensorType>(op.getType());
     int64_t dim = int64_t(op.getScatterAxis().getZExtValue());
     mlir::Value code = c.i32(typeCode(type.getElementType()));
-    mlir::Value reduction = c.i32(int32_t(*reductionCode(op.getReduction())));
+    mlir::Value reduction =
+        c.i32(int32_t(*meshReductionCode(op.getReduction())));
     mlir::Value send = c.copyOf(input);
     mlir::Value total = c.count(type, input);
     // The block: the result's sizes, static where it has them (along `dim`
-    // always: refusal() asks for it), else the input's.
+    // always: meshCollectiveRefusal() asks for it), else the input's.
     llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
     llvm::SmallVector<mlir::Value> dynamic;
     for (int64_t d = 0; d < type.getRank(); ++d) {
@@ -301,7 +303,7 @@ struct MeshToCallsPass : impl::MeshToCallsBase<MeshToCallsPass> {
         failed = true;
         return;
       }
-      if (std::string why = refusal(op); !why.empty()) {
+      if (std::string why = meshCollectiveRefusal(op); !why.empty()) {
         op->emitError() << why;
         failed = true;
       }

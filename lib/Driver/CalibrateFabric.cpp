@@ -13,10 +13,12 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <functional>
 #include <spawn.h>
 #include <sstream>
 #include <sys/wait.h>
@@ -42,6 +44,14 @@ const std::vector<int64_t> gridBytes = [] {
     sizes.push_back(bytes);
   return sizes;
 }();
+/// How deep refineSweep halves a grid interval (in log size): 2^(1/8), a
+/// factor of 1.09 between neighbours at the deepest.
+constexpr int maxRefineDepth = 3;
+/// How far the interpolation between two measured sizes may miss the time
+/// past the latency measured at their geometric midpoint before refineSweep
+/// takes the interval as bent: above the noise of one job's medians (a few
+/// percent), below the 25%.
+constexpr double refineTolerance = 0.12;
 /// The sizes calibrate checks its fit at, none of them in the grid.
 const int64_t checkBytesDefault[] = {48 * 1024, 3 * 1024 * 1024,
                                      24 * 1024 * 1024};
@@ -213,6 +223,58 @@ fitCollective(CollectiveKind kind,
   return m;
 }
 
+namespace {
+
+/// Adds to `out` the sizes between `lo` and `hi` (bytes, seconds) where the
+/// time bends (refineSweep), `depth` halvings deep already.
+ErrorOr<void>
+refineInterval(const std::function<ErrorOr<double>(int64_t)> &timeAt,
+               double latency, std::pair<double, double> lo,
+               std::pair<double, double> hi, int depth,
+               std::vector<std::pair<double, double>> &out) {
+  double mid = std::round(std::sqrt(lo.first * hi.first) / 64) * 64;
+  if (depth >= maxRefineDepth || !(mid > lo.first && mid < hi.first))
+    return {};
+  auto t = timeAt(static_cast<int64_t>(mid));
+  if (!t)
+    return t.error();
+  out.push_back({mid, *t});
+  // The model's rule between two measured sizes: the time past the latency
+  // linear in the size (Collectives.cpp's interpolation).
+  double w = (mid - lo.first) / (hi.first - lo.first);
+  double guess = lo.second + w * (hi.second - lo.second);
+  if (std::abs((guess - latency) / (*t - latency) - 1) <= refineTolerance)
+    return {};
+  if (auto ok = refineInterval(timeAt, latency, lo, {mid, *t}, depth + 1, out);
+      !ok)
+    return ok;
+  return refineInterval(timeAt, latency, {mid, *t}, hi, depth + 1, out);
+}
+
+} // namespace
+
+ErrorOr<std::vector<std::pair<double, double>>>
+refineSweep(const std::vector<std::pair<double, double>> &grid,
+            const std::function<ErrorOr<double>(int64_t)> &timeAt) {
+  std::vector<double> small;
+  for (auto [bytes, seconds] : grid)
+    if (bytes <= 1024)
+      small.push_back(seconds);
+  if (small.empty())
+    return Error::usage("a sweep is refined from a latency, and this one has "
+                        "no size of at most 1 KiB");
+  double latency = median(small);
+  std::vector<std::pair<double, double>> sorted = grid, out;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i + 1 < sorted.size(); ++i)
+    if (sorted[i].first >= 4096)
+      if (auto ok =
+              refineInterval(timeAt, latency, sorted[i], sorted[i + 1], 0, out);
+          !ok)
+        return ok.error();
+  return out;
+}
+
 ErrorOr<std::vector<int64_t>> parseByteSizes(const std::string &list) {
   std::vector<int64_t> out;
   for (size_t start = 0; start <= list.size();) {
@@ -267,6 +329,14 @@ ErrorOr<std::string> runFabricRank() {
         return t.error();
       sweeps.back().push_back({static_cast<double>(bytes), *t});
     }
+    // The grid's times first (the table below reads them by index), then
+    // the sizes refined between them.
+    auto refined = refineSweep(sweeps.back(), [&](int64_t bytes) {
+      return timeCollective(comm, kind, bytes, a.data(), b.data());
+    });
+    if (!refined)
+      return refined.error();
+    sweeps.back().insert(sweeps.back().end(), refined->begin(), refined->end());
     auto table = fitCollective(kind, sweeps.back(), n);
     if (!table)
       return table.error();
@@ -297,6 +367,18 @@ ErrorOr<std::string> runFabricRank() {
       text += fmt::format(" {:>13.1f} {:>8}", seconds * 1e6, busbw);
     }
     text += "\n";
+  }
+  for (size_t k = 0; k < sweeps.size(); ++k) {
+    std::vector<std::pair<double, double>> refined(
+        sweeps[k].begin() + gridBytes.size(), sweeps[k].end());
+    std::sort(refined.begin(), refined.end());
+    std::string list;
+    for (auto [bytes, seconds] : refined)
+      list += fmt::format("{}{} {:.1f}", list.empty() ? "" : ", ",
+                          sizeText(bytes), seconds * 1e6);
+    text += fmt::format("  {} refined where the time bends (size us): {}\n",
+                        collectiveName(fit.measured[k].kind),
+                        list.empty() ? "none" : list);
   }
   text += fmt::format("  {:>8}", "latency");
   for (const MeasuredCollective &m : fit.measured)

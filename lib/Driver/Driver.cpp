@@ -22,6 +22,7 @@
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Syntax/Imports.h"
 #include "ein/Syntax/Parser.h"
+#include "ein/Target/CUDA/EmitCUDA.h"
 #include "ein/Version.h"
 
 #include "llvm/Config/llvm-config.h"
@@ -258,6 +259,8 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     const SourceLoc &at = module.meshes.front().loc;
     // emit shows the local program with its collectives: mesh ops at
     // --stage=ein, runtime calls at the later stages.
+    if (args.command == "emit" && args.stage == "cuda")
+      return emitShardedCUDA(*file, module, args.check, args.fn, out);
     if (args.command == "emit")
       return emitShardedEin(*file, module, args.check, args.fn,
                             *irStageOf(args.stage), args.cpu, out);
@@ -416,6 +419,13 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
       return reportCommand(only, checked, *file, out);
     }
     return reportCommand(args, checked, *file, out);
+  }
+  if (args.stage == "cuda") {
+    auto source = emitCUDA(checked);
+    if (!source)
+      return source.error().inFileNamed(file->path);
+    out << *source;
+    return {};
   }
   if (auto emitted = emitIR(checked, *irStageOf(args.stage), out, args.cpu);
       !emitted)

@@ -367,8 +367,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
     } else if (isFlag("--stage") && args.command == "emit") {
       auto v = value("--stage");
       if (!v || (*v != "ast" && *v != "ein" && *v != "linalg" &&
-                 *v != "loops" && *v != "llvm"))
-        return usage("--stage expects ast, ein, linalg, loops or llvm");
+                 *v != "loops" && *v != "llvm" && *v != "cuda"))
+        return usage("--stage expects ast, ein, linalg, loops, llvm or cuda");
       args.stage = *v;
     } else if (a.rfind("-W", 0) == 0 && args.command != "calibrate") {
       if (a == "-Werror") {
@@ -454,7 +454,7 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   if (auto ok = checkDataParallelFlags(args.trainOptions, args.train); !ok)
     return usage(ok.error().message);
   if (args.command == "emit" && args.stage.empty())
-    return usage("emit needs --stage=ast|ein|linalg|loops|llvm");
+    return usage("emit needs --stage=ast|ein|linalg|loops|llvm|cuda");
   return Parsed{};
 }
 

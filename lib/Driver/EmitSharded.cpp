@@ -8,6 +8,7 @@
 #include "ein/Sema/Layout.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
+#include "ein/Target/CUDA/EmitCUDA.h"
 
 #include <fmt/format.h>
 
@@ -54,10 +55,19 @@ ErrorOr<MeshProgram> meshProgramOf(const CheckedModule &checked,
   return mesh;
 }
 
-ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
-                             const CheckOptions &check,
-                             const std::string &function, IRStage stage,
-                             const CPUOptions &cpu, std::ostream &out) {
+namespace {
+
+/// A sharded function's local program (one function) and its mesh, as a
+/// sharded run compiles them.
+struct LocalWithMesh {
+  CheckedModule module;
+  MeshProgram mesh;
+};
+
+ErrorOr<LocalWithMesh> localWithMesh(const SourceFile &file,
+                                     const Module &module,
+                                     const CheckOptions &check,
+                                     const std::string &function) {
   CheckOptions global = check;
   global.onlyFunction = function;
   DiagnosticEngine diags(file);
@@ -137,7 +147,19 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
   for (const std::string &axis : checked.meshAxes)
     one.dims.erase(axis);
   one.functions = {localFn};
-  auto emitted = emitShardedIR(one, *mesh, stage, out, cpu);
+  return LocalWithMesh{std::move(one), std::move(*mesh)};
+}
+
+} // namespace
+
+ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
+                             const CheckOptions &check,
+                             const std::string &function, IRStage stage,
+                             const CPUOptions &cpu, std::ostream &out) {
+  auto local = localWithMesh(file, module, check, function);
+  if (!local)
+    return local.error();
+  auto emitted = emitShardedIR(local->module, local->mesh, stage, out, cpu);
   // A refusal by name as it is; a verifier's messages under a heading.
   if (!emitted && emitted.error().context.empty())
     return emitted.error();
@@ -146,6 +168,21 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
                ErrorKind::Program, file.path,
                fmt::format("cannot emit --stage={}:", irStageName(stage)))
         .withContext(std::move(emitted.error().context));
+  return {};
+}
+
+ErrorOr<void> emitShardedCUDA(const SourceFile &file, const Module &module,
+                              const CheckOptions &check,
+                              const std::string &function, std::ostream &out) {
+  auto local = localWithMesh(file, module, check, function);
+  if (!local)
+    return local.error();
+  CUDAOptions options;
+  options.mesh = std::make_shared<const MeshProgram>(std::move(local->mesh));
+  auto source = emitCUDA(local->module, options);
+  if (!source)
+    return source.error().inFileNamed(file.path);
+  out << *source;
   return {};
 }
 

@@ -33,4 +33,11 @@ ErrorOr<void> emitShardedEin(const SourceFile &file, const Module &module,
                              const std::string &function, IRStage stage,
                              const CPUOptions &cpu, std::ostream &out);
 
+/// The CUDA source (`einc emit --stage=cuda`) of the same local program:
+/// each collective a call of the rank's device communicator (NCCL) through
+/// the table the in-process loader installs (docs/cuda.md).
+ErrorOr<void> emitShardedCUDA(const SourceFile &file, const Module &module,
+                              const CheckOptions &check,
+                              const std::string &function, std::ostream &out);
+
 } // namespace ein

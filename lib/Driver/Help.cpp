@@ -82,7 +82,10 @@ runs it on the CPU. A file with a mesh runs sharded on simulated ranks
 blocks, the results are completed and assembled (docs/distributed.md §4).
 A program whose collectives are all-reduces and reduce-scatters runs as
 one compiled function per rank with its collectives inside
-(EIN_SHARDED_RUN=parts runs it cut at them instead).)",
+(EIN_SHARDED_RUN=parts runs it cut at them instead); on --target=cuda
+and cuda-emulated too, its collectives on each rank's NCCL communicators
+(emulated under cuda-emulated), while a program cut at other collectives
+is refused there.)",
        {"--fn",           "--in",           "--out",          "--dim",
         "--mesh",         "--time",         "--peak-flops",   "--bandwidth",
         "--tiles",        "--cpu",          "--cpu-features", "--no-fusion",
@@ -149,7 +152,8 @@ measured kernels are compiled for that CPU (one this host can run).
 Then measure the `host` fabric, this machine's shared memory between MPI
 ranks: `mpirun -n 2` (4 on hosts of 4 cores or more) of `einc calibrate`
 times all-reduce, all-gather, reduce-scatter, all-to-all and broadcast
-from 64 B to 64 MiB and stores each one's latency and bus bandwidth by
+from 64 B to 64 MiB (factors of 2, and between two sizes where the time
+bends) and stores each one's latency and bus bandwidth by
 size, the communication model of the host (docs/distributed.md, section
 5), then prints the model against the collectives at sizes it did not
 measure. Without MPI or mpirun it says the fabric was not measured. Under
@@ -175,14 +179,16 @@ cudaStream_t.)",
         "--cpu-features", "--no-fusion", "--target", "--allow-tf32", "--main",
         "-Werror", "-Wno-NAME"}},
       {"emit",
-       R"(emit FILE --stage=ast|ein|linalg|loops|llvm [--dim NAME=INT]...
+       R"(emit FILE --stage=ast|ein|linalg|loops|llvm|cuda [--dim NAME=INT]...
            [--rank NAME=INT]... [--fn NAME --mesh AXIS=INT,...])",
        R"(Print a compilation stage. After ein, a dim bound by `dim` or --dim is
 static; every other is dynamic, read from the arguments; every variadic's
-rank must be fixed (by --rank). A file with a mesh: --stage=ein prints
+rank must be fixed (by --rank). --stage=cuda prints the CUDA source
+(einc build --target=cuda's). A file with a mesh: --stage=ein prints
 function --fn's local program (its dims split on a mesh axis at their
 blocks' sizes) with the mesh dialect's collectives; later stages show
-them as calls of the runtime's collectives (ein_comm_all_reduce, ...).)",
+them as calls of the runtime's collectives (ein_comm_all_reduce, ...),
+--stage=cuda as calls of the rank's NCCL communicators.)",
        {"--stage", "--fn", "--dim", "--mesh", "--rank", "--tiles", "--cpu",
         "--cpu-features", "--no-fusion", "-Werror", "-Wno-NAME"}},
   };
@@ -384,7 +390,7 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
      R"(--print-every N  a progress line every N steps (default 1;
                  0: none))"},
     {"--expand", R"(--expand         the ops of each call, indented under it)"},
-    {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops or llvm)"},
+    {"--stage", R"(--stage=STAGE    ast, ein, linalg, loops, llvm or cuda)"},
     {"-o", R"(-o OBJECT.o      the object file to write (also --output))"},
     {"--header", R"(--header HEADER.h
                  the C header to write)"},

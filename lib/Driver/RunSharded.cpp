@@ -18,6 +18,7 @@
 #include "ein/Sema/Layout.h"
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
+#include "ein/Target/DeviceMemory.h"
 #include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
@@ -56,21 +57,22 @@ std::optional<CollectiveReduction> compiledReduction(ReduceKind kind) {
   return std::nullopt; // unreachable: every ReduceKind is a case above
 }
 
-/// Whether `fn`'s collectives are all compiled into one function (all-reduces
-/// and reduce-scatters, ein-mesh-to-calls) rather than run between parts,
-/// unless EIN_SHARDED_RUN=parts asks for the parts. A program with a part
-/// run on the host (a rearrange's all-gather or all-to-all, a reshard adding
-/// a split, a vocab-parallel take) or a reduction the compiled collectives
-/// refuse and the host completes (f16 and bf16 means, any, all, prod) is cut.
-bool compilesCollectives(const CheckedFunction &fn) {
+/// Why `fn`'s collectives are not all compiled into one function
+/// (all-reduces and reduce-scatters, ein-mesh-to-calls) but run between
+/// parts, naming the form; none when they are. EIN_SHARDED_RUN=parts asks
+/// for the parts. A program with a part run on the host (a rearrange's
+/// all-gather or all-to-all, a reshard adding a split, a vocab-parallel
+/// take) or a reduction the compiled collectives refuse and the host
+/// completes (f16 and bf16 means, any, all, prod) is cut.
+std::optional<std::string> cutIntoParts(const CheckedFunction &fn) {
   if (const char *how = std::getenv("EIN_SHARDED_RUN");
       how && std::string(how) == "parts")
-    return false;
+    return "EIN_SHARDED_RUN=parts";
   if (!addedSplits(fn).empty())
-    return false;
+    return "a reshard adding a split";
   for (const CheckedOp &op : fn.ops)
     if (vocabParallel(fn, op))
-      return false;
+      return "a vocab-parallel take";
   for (const InferredCollective &c : fn.collectives) {
     switch (c.kind) {
     case CollectiveKind::AllReduce:
@@ -79,14 +81,16 @@ bool compilesCollectives(const CheckedFunction &fn) {
     case CollectiveKind::AllGather:
     case CollectiveKind::AllToAll:
     case CollectiveKind::Broadcast:
-      return false;
+      return fmt::format("an {} over {}", collectiveName(c.kind), c.axis);
     }
     std::optional<CollectiveReduction> code = compiledReduction(c.reduction);
     if (!code || collectiveRefusal(
                      runtime::toStorage(fn.values[c.value].type.dtype), code))
-      return false;
+      return fmt::format("an all-reduce ({}) of {} over {}",
+                         reduceKindName(c.reduction),
+                         dtypeName(fn.values[c.value].type.dtype), c.axis);
   }
-  return true;
+  return std::nullopt;
 }
 
 } // namespace
@@ -131,12 +135,17 @@ prepareShardedSized(const SourceFile &file, const Module &module,
                     const CheckOptions &given, const std::string &function,
                     const CPUOptions &cpu, const JITOptions &jit,
                     const WholeShapes &shapesOf,
-                    const std::function<std::optional<CheckOptions>()> &sized) {
-  auto target = lookupTarget("cpu", TargetUse::Run);
+                    const std::function<std::optional<CheckOptions>()> &sized,
+                    const std::string &targetName) {
+  auto target = lookupTarget(targetName, TargetUse::Run);
   if (!target)
     return target.error();
+  auto memory = (*target)->memory();
+  if (!memory)
+    return memory.error();
   auto program = std::make_shared<ShardedProgram>(cpu, jit);
   ShardedProgram &p = *program;
+  p.memory = *memory;
   Engine &engine = p.engine;
 
   // The global check: layouts, collectives, the mesh's sizes; again with
@@ -281,7 +290,16 @@ prepareShardedSized(const SourceFile &file, const Module &module,
   // function with its collectives inside. A reduce-scatter runs there as
   // an all-reduce, as between parts: declaredResultBlocks cuts the block.
   std::shared_ptr<const MeshProgram> mesh;
-  if (compilesCollectives(*bfn)) {
+  std::optional<std::string> cut = cutIntoParts(*bfn);
+  // The device targets run the one compiled function only.
+  if (cut && !p.memory->isHost())
+    return Error::usage(fmt::format(
+        "a sharded run on --target={} runs a program whose collectives are "
+        "all-reduces and reduce-scatters, compiled into one function; this "
+        "one is cut into parts at {}, which is not supported yet on that "
+        "target (--target=cpu runs it)",
+        targetName, *cut));
+  if (!cut) {
     auto made = meshProgramOf(checked, *bfn, *points);
     if (!made)
       return made.error();
@@ -317,6 +335,7 @@ prepareShardedSized(const SourceFile &file, const Module &module,
   std::set<unsigned> finals(lfn->returns.begin(), lfn->returns.end());
   TargetOptions targetOptions;
   targetOptions.cpu = cpu;
+  targetOptions.inProcess = !p.memory->isHost();
   size_t begin = 0;
   for (size_t end : cuts) {
     auto local = localFor(begin);
@@ -357,6 +376,7 @@ prepareShardedSized(const SourceFile &file, const Module &module,
     for (auto &shape : (*local)->shapes)
       for (int64_t n : shape)
         key += fmt::format("{},", n);
+    key += fmt::format("\nmesh {}", fmt::join(p.axisSize, "x"));
     TargetOptions partOptions = targetOptions;
     partOptions.mesh = mesh;
     std::shared_ptr<Callable> callable;
@@ -380,7 +400,7 @@ prepareSharded(const SourceFile &file, const Module &module,
                const CPUOptions &cpu, const JITOptions &jit,
                const WholeShapes &shapesOf) {
   return prepareShardedSized(file, module, check, function, cpu, jit, shapesOf,
-                             nullptr);
+                             nullptr, "cpu");
 }
 
 ErrorOr<std::vector<runtime::HostTensor>>
@@ -487,12 +507,23 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
       if (part.mesh) {
         // The ranks meet inside the call: no lock; the scope gives the
         // compiled collectives the rank's groups and keeps their error.
+        // On a device, the groups' communicators on its memory (NCCL).
+        std::vector<std::unique_ptr<Communicator>> onDevice;
         std::vector<Communicator *> axisGroups;
-        for (auto &group : groups)
-          axisGroups.push_back(group.get());
+        for (auto &group : groups) {
+          if (p.memory->isHost()) {
+            axisGroups.push_back(group.get());
+            continue;
+          }
+          auto comm = p.memory->communicator(*group);
+          if (!comm)
+            return comm.error();
+          onDevice.push_back(std::move(*comm));
+          axisGroups.push_back(onDevice.back().get());
+        }
         CollectiveScope scope(std::move(axisGroups));
-        auto ran =
-            part.callable->call(ins, outs, part.local->bound.dims, &status);
+        auto ran = callIn(*p.memory, *part.callable, ins, outs,
+                          part.local->bound.dims, &status);
         if (auto failed = scope.error())
           return *failed;
         return ran;

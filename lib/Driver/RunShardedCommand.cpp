@@ -73,11 +73,14 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   // `mpirun -n N`, as einc train --ranks does); each rank then runs below.
   if (!options.simulate && launcherWorldSize() == 0)
     return launchRanks(options.ranks, options.argv);
-  if (options.target != "cpu")
-    return Error::usage(fmt::format(
-        "a sharded run on --target={} is not supported yet: collectives on "
-        "the CUDA target need NCCL (issue 30, step 5); use --target=cpu",
-        options.target));
+  // Simulated ranks share the process's device and its default stream: on
+  // a GPU one rank's NCCL call would wait there behind another's.
+  if (options.simulate && options.ranks > 1 && options.target == "cuda")
+    return Error::usage(
+        "--simulate with --ranks above 1 on --target=cuda is not supported "
+        "yet: simulated ranks would share the GPU's default stream, where "
+        "one rank's NCCL call waits behind another's; run MPI ranks "
+        "(without --simulate) or --target=cuda-emulated");
   if (options.sizeGeneric)
     return Error::usage("--size-generic is not supported yet by a sharded "
                         "run (--ranks): each part is compiled for its "
@@ -110,7 +113,8 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
               options.function, fn.results.size(), options.outputs.size()));
         return shapes;
       },
-      [&] { return withInputSizes(module, file, check, options); });
+      [&] { return withInputSizes(module, file, check, options); },
+      options.target);
   if (!prepared)
     return prepared.error();
   const ShardedProgram &p = **prepared;

@@ -48,6 +48,9 @@ struct ShardedProgram {
       : engine(cpu, jit) {}
 
   Engine engine;
+  /// The memory the parts run on: the host's, or a CUDA device's (the one
+  /// compiled function, on the ranks' NCCL communicators).
+  DeviceMemory *memory = nullptr;
   /// The global check, and the function bound to the whole shapes.
   CheckedModule checked;
   BoundCall wholeBound;
@@ -114,12 +117,14 @@ struct ShardedProgram {
 };
 
 /// prepareSharded, with `sized` giving the check again with the inputs'
-/// sizes where the global check fails (withInputSizes; null: none).
+/// sizes where the global check fails (withInputSizes; null: none), its
+/// parts built for `target` (its --target name).
 ErrorOr<std::shared_ptr<const ShardedProgram>>
 prepareShardedSized(const SourceFile &file, const Module &module,
                     const CheckOptions &given, const std::string &function,
                     const CPUOptions &cpu, const JITOptions &jit,
                     const WholeShapes &shapesOf,
-                    const std::function<std::optional<CheckOptions>()> &sized);
+                    const std::function<std::optional<CheckOptions>()> &sized,
+                    const std::string &target);
 
 } // namespace ein

@@ -490,11 +490,9 @@ JITFunction::call(const std::vector<const runtime::HostTensor *> &inputs,
                   const Bindings &dims, int64_t *indexStatus) {
   if (indexStatus)
     *indexStatus = 0;
-  if (impl->collectives && !CollectiveScope::active())
-    return Error::program(fmt::format(
-        "'{}' was compiled with its mesh's collectives: it runs on a rank "
-        "of a sharded run (inside a CollectiveScope)",
-        impl->name));
+  if (impl->collectives)
+    if (auto inScope = CollectiveScope::required(impl->name); !inScope)
+      return inScope;
   Bindings env = impl->env;
   for (auto &[name, value] : dims)
     env[name] = value;
@@ -543,11 +541,9 @@ ErrorOr<void> JITFunction::callStrided(const StridedArgument *args,
                                        int64_t *indexStatus) {
   if (indexStatus)
     *indexStatus = 0;
-  if (impl->collectives && !CollectiveScope::active())
-    return Error::program(fmt::format(
-        "'{}' was compiled with its mesh's collectives: it runs on a rank "
-        "of a sharded run (inside a CollectiveScope)",
-        impl->name));
+  if (impl->collectives)
+    if (auto inScope = CollectiveScope::required(impl->name); !inScope)
+      return inScope;
   size_t expected = impl->params.size() + impl->results.size();
   if (count != expected)
     return Error::usage(fmt::format("'{}' takes {} tensor(s), got {}",

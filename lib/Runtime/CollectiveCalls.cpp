@@ -116,6 +116,15 @@ std::optional<Error> CollectiveScope::error() const { return current->error; }
 
 bool CollectiveScope::active() { return current != nullptr; }
 
+ErrorOr<void> CollectiveScope::required(const std::string &function) {
+  if (active())
+    return {};
+  return Error::program(fmt::format(
+      "'{}' was compiled with its mesh's collectives: it runs on a rank "
+      "of a sharded run (inside a CollectiveScope)",
+      function));
+}
+
 } // namespace ein
 
 using namespace ein;

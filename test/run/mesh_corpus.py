@@ -70,14 +70,14 @@ REFUSALS = ("not supported yet", "is declared replicated", "splits two axes",
             "must be whole", "not supported", "entry check")
 
 
-def run(einc, case, name, source, workdir, ranks):
+def run(einc, case, name, source, workdir, ranks, extra=()):
     d = os.path.join(workdir, rc.safe_name(case.cid))
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "f.ein")
     with open(src, "w") as f:
         f.write(source)
     cmd = [einc, "run", src, "--fn", case.fn, "--mesh", f"tp={ranks}",
-           "--ranks", str(ranks), "--simulate"]
+           "--ranks", str(ranks), "--simulate"] + list(extra)
     for param, data in case.inputs:
         path = os.path.join(d, f"in_{param}.npy")
         np.save(path, np.asarray(data))
@@ -119,6 +119,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--ranks", type=int, default=2,
                     help="simulated ranks: the size of tp")
+    ap.add_argument("--einc-arg", action="append", default=[],
+                    help="an extra einc argument (--target=cuda-emulated)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     cases, _ = rc.all_run_cases()
@@ -132,7 +134,8 @@ def main():
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             results = list(pool.map(
-                lambda v: run(args.einc, v[0], v[1], v[2], tmp, args.ranks),
+                lambda v: run(args.einc, v[0], v[1], v[2], tmp, args.ranks,
+                              args.einc_arg),
                 variants))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

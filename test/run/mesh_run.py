@@ -468,6 +468,10 @@ def main():
                     help="MPI ranks (einc launches mpirun) for the meshes "
                     "of at most --max-ranks ranks, not simulated ones")
     ap.add_argument("--max-ranks", type=int, default=8)
+    ap.add_argument("--target", default="",
+                    help="run on this --target (cuda-emulated), each run "
+                    "also compared with the unsharded CPU run (within 1e-5 "
+                    "of the largest magnitude: the target's own rounding)")
     ap.add_argument("--only", default="",
                     help="comma-separated case names (default: all)")
     args = ap.parse_args()
@@ -499,6 +503,19 @@ def main():
             want = oracle(**{k: v.astype(np.float64)
                              for k, v in inputs.items()})
             first = None
+            cpu = None
+            if args.target:
+                # The unsharded CPU run: the one-rank mesh on --target=cpu.
+                mesh = next(m for m, n in meshes if n == 1)
+                outs = [os.path.join(tmp, f"{name}-cpu-{i}.npy")
+                        for i in range(len(want))]
+                cmd = [args.einc, "run", path, "--fn", fn, "--mesh", mesh,
+                       "--ranks", "1", "--simulate"] + extra + ins
+                for o in outs:
+                    cmd += ["--out", o]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode == 0:
+                    cpu = [np.load(o) for o in outs]
             for mesh, ranks in meshes:
                 runs += 1
                 outs = [os.path.join(tmp, f"{name}-{mesh}-{i}.npy")
@@ -507,6 +524,8 @@ def main():
                        "--ranks", str(ranks)] + extra + ins
                 if not args.mpi:
                     cmd.append("--simulate")
+                if args.target:
+                    cmd.append("--target=" + args.target)
                 for o in outs:
                     cmd += ["--out", o]
                 r = subprocess.run(cmd, capture_output=True, text=True)
@@ -525,6 +544,18 @@ def main():
                         elif np.abs(g - w).max() > 1e-5 * scale:
                             why.append(f"result {i}: off numpy by "
                                        f"{np.abs(g - w).max() / scale:.3g}")
+                    if args.target and cpu is None:
+                        why.append("the unsharded CPU run failed")
+                    # The target's own rounding (its GEMMs' and maths'
+                    # order) differs from the CPU's on one rank already:
+                    # 1e-5 of the largest magnitude; sharded against
+                    # unsharded on the target is the one-rank check below.
+                    for i, (g, c) in enumerate(zip(got, cpu or [])):
+                        scale = max(np.abs(c).max(), 1e-30)
+                        if np.abs(g - c).max() > 1e-5 * scale:
+                            why.append(f"result {i}: off the unsharded CPU "
+                                       f"run by "
+                                       f"{np.abs(g - c).max() / scale:.3g}")
                     if first is None:
                         first = got
                     else:

@@ -6,6 +6,7 @@
 #include "ein/Conversion/CPU/Pipelines.h"
 #include "ein/Support/Error.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -68,6 +69,21 @@ ErrorOr<MeasuredCollective>
 fitCollective(CollectiveKind kind,
               const std::vector<std::pair<double, double>> &sweep,
               int64_t ranks);
+
+/// The sizes between a collective's grid sizes where its time bends, timed
+/// with `timeAt` (bytes to seconds): a step (MPI's algorithm switch, a
+/// cache's edge) between two measured sizes makes the interpolation wrong
+/// over the whole interval (all-reduce on 2 MPI ranks here doubles its time
+/// from 30 to 32 MiB, and 24 MiB was modelled 1.6x long from 16 and
+/// 32 MiB; bench/README.md). Each interval of `grid` (bytes, seconds) from
+/// 4 KiB is timed at its geometric midpoint (a multiple of 64 B, never a
+/// check size such as 1.5 x 2^k); where the interpolation of the time past the
+/// latency misses it by more than 12%, both halves are refined again, at
+/// most 3 halvings deep. Returns the new (bytes, seconds); `timeAt` must
+/// give every rank the same time (the slowest rank's) so ranks refine alike.
+ErrorOr<std::vector<std::pair<double, double>>>
+refineSweep(const std::vector<std::pair<double, double>> &grid,
+            const std::function<ErrorOr<double>(int64_t)> &timeAt);
 
 /// "48KiB,3MiB,24MiB" (each a whole number of B, KiB or MiB, at least
 /// 64 B and at most 256 MiB) as bytes; an error naming the bad item.

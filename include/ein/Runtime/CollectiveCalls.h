@@ -60,6 +60,9 @@ public:
   /// Whether the calling thread is inside a scope: code compiled with
   /// collectives is called only there (JITFunction refuses otherwise).
   static bool active();
+  /// An error naming `function` (compiled with collectives) when the
+  /// calling thread is outside a scope; nothing inside one.
+  static ErrorOr<void> required(const std::string &function);
 };
 
 } // namespace ein

@@ -122,8 +122,13 @@ public:
         return loaded.error();
       api = *loaded;
     }
+    // The emulation's collectives wait for every rank on the host group:
+    // holding the device's lock there would keep simulated ranks sharing
+    // the device from arriving, and they touch no kernel's state.
     return ncclCommunicator(
-        group, *api, NcclStream{nullptr, device.streamQuery, &device.running});
+        group, *api,
+        NcclStream{nullptr, device.streamQuery,
+                   device.emulated ? nullptr : &device.running});
   }
 
 private:

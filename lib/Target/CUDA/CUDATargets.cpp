@@ -185,6 +185,9 @@ public:
   std::vector<DType> supportedDTypes() const override { return allDTypes(); }
   std::string outputName() const override { return "SOURCE.cu"; }
   bool acceptsMain() const override { return !emulated; }
+  /// A sharded local program's collectives: calls of the rank's device
+  /// communicators (NCCL) from the in-process library (Ops/Collectives.cpp).
+  bool compilesCollectives() const override { return true; }
   /// The CUDA column: the kernel or cuBLASLt call per op (DescribeCUDA.cpp).
   std::optional<TargetColumn> describe(const CheckedModule &,
                                        const CheckedFunction &fn, Described,
@@ -201,6 +204,11 @@ public:
     if (!build.emulated && !hasNvidiaGPU())
       return noGPU();
     // In this process, on device memory (the C++ API's device tensors).
+    if (options.mesh && !options.inProcess)
+      return Error::program(fmt::format(
+          "a sharded function on --target={} is built into this process (its "
+          "collectives run on the rank's communicators), not as a program",
+          name()));
     if (options.inProcess)
       return buildSharedLibrary(module, function, options, emulated);
     CUDAOptions cuda;

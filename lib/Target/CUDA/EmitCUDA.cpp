@@ -47,7 +47,7 @@ namespace cuda {
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
-  if (fused.count(op))
+  if (fused.count(op) || emitMeshOp(op))
     return;
 #define EIN_OP(Kind, Name, OpClass)                                            \
   if (auto o = mlir::dyn_cast<OpClass>(op))                                    \
@@ -68,6 +68,9 @@ std::string FunctionEmitter::emit() {
   // for its stream to read the count (EIN_ERR_INDEX).
   if (fn.hasIndexStatus())
     *chunk += "  unsigned long long *ein_status = ein_status_begin(stream);\n";
+  // Collectives need the host's communicators (Runtime/ein_cuda_comm.cuh).
+  if (hasCollectives())
+    *chunk += "  if (!ein_comm_installed()) return EIN_ERR_COMM;\n";
   mlir::Block &body = func.getBody().front();
   auto ret = mlir::cast<mlir::func::ReturnOp>(body.getTerminator());
   for (auto [k, v] : llvm::enumerate(ret.getOperands()))
@@ -221,7 +224,12 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
   if (std::string clash = cNameClash(module); !clash.empty())
     return Error::program("cannot emit CUDA: " + clash);
   mlir::MLIRContext context;
-  auto ir = buildVerifiedEinModule(context, module);
+  if (options.mesh && module.functions.size() != 1)
+    return Error::program("cannot emit CUDA: a sharded local program is one "
+                          "function");
+  auto ir = options.mesh
+                ? buildVerifiedShardedEinModule(context, module, *options.mesh)
+                : buildVerifiedEinModule(context, module);
   if (!ir)
     return ir.error();
   mlir::PassManager pm(&context);
@@ -250,7 +258,12 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
   source += cEntryPreamble();
   source += "#endif\n";
   std::string functors, functions;
-  for (const CheckedFunction &fn : module.functions) {
+  // A reduce-scattered result is its block (the entry's output).
+  std::vector<CheckedFunction> emitted = module.functions;
+  if (options.mesh)
+    for (CheckedFunction &fn : emitted)
+      fn = cuda::withMeshResults(fn, *options.mesh);
+  for (const CheckedFunction &fn : emitted) {
     if (auto why = unreadableSize(fn))
       return Error::at(ErrorKind::Program, module.path, fn.loc.line, fn.loc.col,
                        *why);
@@ -291,8 +304,11 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
   source += functors;
   source += functions;
   if (!options.mainFunction.empty()) {
-    const CheckedFunction *fn = module.find(options.mainFunction);
-    if (!fn)
+    auto fn = std::find_if(emitted.begin(), emitted.end(),
+                           [&](const CheckedFunction &f) {
+                             return f.name == options.mainFunction;
+                           });
+    if (fn == emitted.end())
       return Error::program(
           fmt::format("no function named '{}'", options.mainFunction));
     source += mainFunction(*fn, cEntry(*fn));

@@ -56,6 +56,11 @@ struct ValueView {
 /// (Ops/Elementwise.cpp).
 std::string literal(ConstantOp op, DType dtype);
 
+/// `fn` with each reduce-scattered result its block, as the local program
+/// built with `mesh` returns it (Ops/Collectives.cpp).
+CheckedFunction withMeshResults(const CheckedFunction &fn,
+                                const MeshProgram &mesh);
+
 /// Emits one function: the core (EmitCUDA.cpp) walks the ops and
 /// dispatches each to its row's emit function.
 class FunctionEmitter {
@@ -68,6 +73,8 @@ public:
         entry(cEntry(fn, ",\n    cudaStream_t stream")) {}
 
   std::string emit();
+  /// Whether the function calls collectives (a sharded local program).
+  bool hasCollectives();
   /// The first error, if any (then emit's text is meaningless).
   const std::optional<EmitError> &error() const { return firstError; }
 
@@ -244,6 +251,9 @@ private:
   /// Emits `op` through its row's emit function below (or not at all when
   /// it is inlined into a functor).
   void emitOp(mlir::Operation *op);
+  /// A sharded local program's `mesh` collectives and the casts around them
+  /// (Ops/Collectives.cpp); false when `op` is neither.
+  bool emitMeshOp(mlir::Operation *op);
   /// Per row of the op registry, what the op becomes in the source, defined
   /// in its family's file (Ops/<Family>.cpp); a row without one fails to
   /// link, naming it. An op the target cannot emit calls `fail` naming it.

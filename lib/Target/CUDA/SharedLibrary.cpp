@@ -6,6 +6,7 @@
 #include "SharedLibrary.h"
 
 #include "ein/Engine/ObjectCache.h"
+#include "ein/Runtime/CollectiveCalls.h"
 #include "ein/Support/Process.h"
 #include "ein/Target/CUDA/Build.h"
 #include "ein/Target/CUDA/Device.h"
@@ -271,6 +272,8 @@ std::string entryError(int rc) {
     return "a tensor has the wrong rank";
   case 6:
     return "an index of a take is out of range";
+  case 7:
+    return "its collectives have no communicators (ein_api_set_collectives)";
   default:
     return fmt::format("error code {}", rc);
   }
@@ -319,11 +322,57 @@ ErrorOr<void> loadSupport(CUDADevice &device) {
   return {};
 }
 
+/// The device's lock (CUDADevice::running) the calling thread holds while
+/// its library's entry point runs, released while a compiled collective
+/// waits for the other ranks: simulated ranks share the device, and one
+/// holding it in a collective would keep the others from arriving.
+thread_local std::unique_lock<std::mutex> *heldDevice = nullptr;
+
+/// Runs a collective of CollectiveCalls.h without the device's lock.
+struct DeviceReleased {
+  DeviceReleased() {
+    if (heldDevice)
+      heldDevice->unlock();
+  }
+  ~DeviceReleased() {
+    if (heldDevice)
+      heldDevice->lock();
+  }
+};
+void allReduceReleased(int64_t data, int64_t count, int32_t type, int32_t op,
+                       int32_t axis) {
+  DeviceReleased released;
+  ein_comm_all_reduce(data, count, type, op, axis);
+}
+void reduceScatterReleased(int64_t send, int64_t recv, int64_t total,
+                           int32_t type, int32_t op, int32_t axis) {
+  DeviceReleased released;
+  ein_comm_reduce_scatter(send, recv, total, type, op, axis);
+}
+
+/// Gives a library's generated collectives (Runtime/ein_cuda_comm.cuh) the
+/// entry points of CollectiveCalls.h, which run on the calling rank's
+/// CollectiveScope: its device communicators.
+ErrorOr<void> installCollectives(void *handle) {
+  using Reduce = void (*)(int64_t, int64_t, int32_t, int32_t, int32_t);
+  using Scatter =
+      void (*)(int64_t, int64_t, int64_t, int32_t, int32_t, int32_t);
+  using Rank = int64_t (*)(int32_t);
+  void (*install)(Reduce, Scatter, Rank) = nullptr;
+  if (!symbol(handle, "ein_api_set_collectives", install))
+    return Error::program("the built CUDA library lacks "
+                          "ein_api_set_collectives");
+  install(allReduceReleased, reduceScatterReleased, ein_comm_axis_rank);
+  return {};
+}
+
 /// A loaded library of one function.
 struct LibraryArtifact final : Artifact {
   CUDADevice *device = nullptr;
   Shim shim = nullptr;
   std::string function;
+  /// Built with a sharded program's collectives: called on a rank only.
+  bool collectives = false;
   ArtifactKind kind() const override { return ArtifactKind::SharedLibrary; }
 };
 
@@ -374,10 +423,15 @@ struct LibraryCallable final : Callable {
     }
     if (indexStatus)
       *indexStatus = 0;
+    if (library->collectives)
+      if (auto inScope = CollectiveScope::required(library->function); !inScope)
+        return inScope;
     int rc;
     {
-      std::lock_guard<std::mutex> lock(library->device->running);
+      std::unique_lock<std::mutex> lock(library->device->running);
+      heldDevice = &lock;
       rc = library->shim(data, ranks, sizes, strides);
+      heldDevice = nullptr;
     }
     if (rc == 0)
       return {};
@@ -427,6 +481,7 @@ buildSharedLibrary(const CheckedModule &module, const std::string &function,
     return Error::program(fmt::format("no function named '{}'", function));
   CUDAOptions cuda;
   cuda.allowTf32 = options.allowTf32;
+  cuda.mesh = options.mesh;
   auto emitted = emitCUDA(module, cuda);
   if (!emitted)
     return emitted.error();
@@ -446,8 +501,12 @@ buildSharedLibrary(const CheckedModule &module, const std::string &function,
   if (!symbol(*handle, ("ein_api_call_" + function).c_str(), artifact->shim))
     return Error::program("the built CUDA library lacks the entry point of '" +
                           function + "'");
+  if (options.mesh)
+    if (auto installed = installCollectives(*handle); !installed)
+      return installed.error();
   artifact->device = *device;
   artifact->function = function;
+  artifact->collectives = options.mesh != nullptr;
   return std::shared_ptr<Artifact>(std::move(artifact));
 }
 

@@ -6,9 +6,12 @@
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
 
+#include <memory>
 #include <string>
 
 namespace ein {
+
+struct MeshProgram;
 
 struct CUDAOptions {
   /// Append a main() that runs `mainFunction` on raw tensor files (what
@@ -16,6 +19,11 @@ struct CUDAOptions {
   std::string mainFunction;
   /// Let f32 GEMMs use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
   bool allowTf32 = false;
+  /// A sharded function's local program (the module's one function) and
+  /// its collectives (docs/distributed.md §4): each all-reduce or
+  /// reduce-scatter becomes a call, through the table the source's loader
+  /// installs (ein_api_set_collectives), of the rank's device communicator.
+  std::shared_ptr<const MeshProgram> mesh;
 };
 
 /// The CUDA C++ source of every function of `module` (all variadic ranks
