@@ -109,6 +109,48 @@ def f1(x: f32["b s f@tp"], bias: f32["f"]) -> f32["b s f@tp"]:
      "f1",
      "b s f@tp",
      {}},
+    // A var over a split axis is not a function of the blocks': the
+    // operand is gathered first, S = b*v = 8*128 = 1024 (whole); the
+    // result is whole, nothing pending. The same for take_along picking
+    // along a split axis (its tensor gathered, b*v).
+    {"VarGathersOperand",
+     R"ein(
+def f1(x: f32["b v@tp"]) -> f32["b"]:
+    return reduce(x, "b v -> b", "var")
+)ein",
+     "f1",
+     "b",
+     {"all-gather tp 1024"}},
+    {"TakeAlongGathersTensor",
+     R"ein(
+def f1(x: f32["b@dp v@tp"], ids: i64["b@dp"]) -> f32["b@dp"]:
+    return take_along(x, ids, "v")
+)ein",
+     "f1",
+     "b@dp",
+     {"all-gather tp 512"}},
+    // Dropout's mask is drawn by the index in the whole tensor: its operand
+    // is gathered first, over dp (S = b*(v/4) = 256) then over tp (the
+    // whole, 1024); the result is whole.
+    {"DropoutGathersOperand",
+     R"ein(
+def f1(x: f32["b@dp v@tp"], key: i64[""]) -> f32["b v"]:
+    return dropout(x, 0.5, key)
+)ein",
+     "f1",
+     "b v",
+     {"all-gather dp 256", "all-gather tp 1024"}},
+    // A split through a pattern's major factor that does not divide into
+    // the blocks ((h c) with h = s/8 = 2 over tp = 4): the operand is
+    // gathered first, S = b*s = 8*16 = 128; the result is whole.
+    {"UnevenMajorGathersOperand",
+     R"ein(
+def f1(x: f32["b s@tp"]) -> f32["b 8"]:
+    return reduce(x, "b (h c) -> b c", "sum", c=8)
+)ein",
+     "f1",
+     "b 8",
+     {"all-gather tp 128"}},
     // A max over a split axis: an all-reduce taking the max, of b elements.
     {"MaxReduce",
      R"ein(
@@ -272,13 +314,11 @@ def f1(x: f32["b@dp v"], y: f32["b@tp v"]) -> f32["b v"]:
 
 TEST(LayoutErrorTest, UnsupportedOpRefusedByName) {
   EXPECT_EQ(layoutError(R"ein(
-def f1(x: f32["b v@tp"]) -> f32["b"]:
-    return reduce(x, "b v -> b", "var")
+def f1(x: f32["b v@tp"]) -> f32["b 4"]:
+    return slice(x, "v", 0, 4)
 )ein"),
-            "10:12: reduce of a value sharded on tp is not supported yet: a "
-            "var over the split axis 'v' (sum, mean, max, min, prod, any "
-            "and all are) "
-            "(docs/distributed.md §3)");
+            "10:12: slice of a value sharded on tp is not supported yet: the "
+            "sliced dim is split (docs/distributed.md §3)");
 }
 
 TEST(LayoutTest, NoMeshNoLayouts) {

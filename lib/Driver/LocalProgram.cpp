@@ -5,17 +5,11 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <set>
 
 namespace ein {
 
 namespace {
-
-Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
-  return Error::at(ErrorKind::Program, m.pathOf(loc), loc.line, loc.col,
-                   std::move(what));
-}
 
 /// The index of the op that makes `id`, or -1 for a parameter.
 int producerOf(const CheckedFunction &fn, unsigned id) {
@@ -81,14 +75,6 @@ bool splitAlong(const CheckedFunction &fn, unsigned id,
   return false;
 }
 
-/// A reshard's all-gather or all-to-all: the collectives a sharded run
-/// runs between parts besides the reductions.
-bool reshardMoves(const CheckedFunction &fn, const InferredCollective &c) {
-  return (c.kind == CollectiveKind::AllGather ||
-          c.kind == CollectiveKind::AllToAll) &&
-         c.afterOp >= 0 && fn.ops[size_t(c.afterOp)].reshardTo;
-}
-
 /// A reshard's or a rearrange's all-gather or all-to-all.
 bool movesData(const CheckedFunction &fn, const InferredCollective &c) {
   return reshardMoves(fn, c) || movesOperand(fn, c);
@@ -136,6 +122,17 @@ std::vector<std::pair<size_t, size_t>> addedSplitsAt(const CheckedFunction &fn,
 
 } // namespace
 
+Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
+  return Error::at(ErrorKind::Program, m.pathOf(loc), loc.line, loc.col,
+                   std::move(what));
+}
+
+bool reshardMoves(const CheckedFunction &fn, const InferredCollective &c) {
+  return (c.kind == CollectiveKind::AllGather ||
+          c.kind == CollectiveKind::AllToAll) &&
+         c.afterOp >= 0 && fn.ops[size_t(c.afterOp)].reshardTo;
+}
+
 bool movesOperand(const CheckedFunction &fn, const InferredCollective &c) {
   if ((c.kind != CollectiveKind::AllGather &&
        c.kind != CollectiveKind::AllToAll) ||
@@ -143,12 +140,14 @@ bool movesOperand(const CheckedFunction &fn, const InferredCollective &c) {
     return false;
   const CheckedOp &op = fn.ops[size_t(c.afterOp)];
   return (op.kind == OpKind::Rearrange || op.kind == OpKind::Repeat ||
-          op.kind == OpKind::Reduce) &&
+          op.kind == OpKind::Reduce || op.kind == OpKind::TakeAlong ||
+          op.kind == OpKind::Dropout || op.kind == OpKind::Pack ||
+          op.kind == OpKind::Unpack) &&
          !op.reshardTo;
 }
 
 unsigned movedValue(const CheckedFunction &fn, const InferredCollective &c) {
-  return movesOperand(fn, c) ? fn.ops[size_t(c.afterOp)].operands.at(0)
+  return movesOperand(fn, c) ? fn.ops[size_t(c.afterOp)].operands.at(c.operand)
                              : c.value;
 }
 
@@ -261,7 +260,7 @@ scatteredNames(const CheckedModule &m, const CheckedFunction &fn) {
 
 size_t gatheredDim(const CheckedFunction &fn, const InferredCollective &c) {
   const CheckedOp &op = fn.ops.at(size_t(c.afterOp));
-  const ValueLayout &from = fn.layouts.at(op.operands.at(0));
+  const ValueLayout &from = fn.layouts.at(op.operands.at(c.operand));
   const ValueLayout &to = fn.layouts.at(c.value);
   for (size_t d = 0; d < from.dims.size(); ++d)
     if (from.dims[d] == c.axis &&
@@ -284,7 +283,9 @@ gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
                                       "of a dim that is not a lone name ({}) "
                                       "is not supported yet",
                                       c.axis, c.reason));
-    if (!gathered.emplace(*name, size_t(c.afterOp)).second)
+    // pack's tensors split along one name are gathered at the same op.
+    if (auto [it, fresh] = gathered.emplace(*name, size_t(c.afterOp));
+        !fresh && it->second != size_t(c.afterOp))
       return shardedError(
           m, c.loc,
           fmt::format("a sharded run gathering {} twice is not supported yet",
@@ -573,6 +574,16 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
           return true;
     return false;
   };
+  // Whether `op`'s operand is gathered along `axis` before it (layout
+  // inference's answer to such a factor on the operand's side).
+  auto gatheredFirst = [&](const CheckedOp &op, const std::string &axis) {
+    for (const InferredCollective &c : fn.collectives)
+      if (c.afterOp >= 0 && &fn.ops[size_t(c.afterOp)] == &op &&
+          c.kind == CollectiveKind::AllGather && c.operand == 0 &&
+          c.axis == axis && movesOperand(fn, c))
+        return true;
+    return false;
+  };
   // Whether a number given for pattern axis `axis` would be read as the
   // block's size: the axis is the major factor (the one split) of a split
   // dim of the operand or the result. A minor factor or a new axis has its
@@ -589,7 +600,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         return layout.sharded();
       for (size_t d = 0; d < groups.size(); ++d)
         if (!layout.dims[d].empty() && !groups[d].empty() &&
-            groups[d].front() == axis)
+            groups[d].front() == axis &&
+            !(id == op.operands[0] && gatheredFirst(op, layout.dims[d])))
           return true;
       return false;
     };
@@ -610,7 +622,8 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         continue;
       for (size_t d = 0; d < groups->size(); ++d) {
         const std::string &axis = fn.layouts[id].dims[d];
-        if (axis.empty() || (*groups)[d].empty())
+        if (axis.empty() || (*groups)[d].empty() ||
+            (id == op.operands[0] && gatheredFirst(op, axis)))
           continue;
         auto it = t.axisSizes.find((*groups)[d].front());
         if (it == t.axisSizes.end())
@@ -651,8 +664,6 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
       what = fmt::format("a {} splitting a dim through a major factor of "
                          "size {}, which does not divide into the blocks",
                          opKindName(op.kind), *major);
-    else if (op.kind == OpKind::Dropout && touchesSplit(op))
-      what = "dropout of a split value (each rank would draw its own mask)";
     else if (touchesSplit(op)) {
       for (const SizeArg &size : op.sizes) {
         if (!size.value.asSymbol() && mentionsSplit(size.value))
@@ -672,128 +683,6 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   if (auto points = collectivePoints(m, fn); !points)
     return points.error();
   return split;
-}
-
-ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
-                                              const CheckedFunction &fn) {
-  std::vector<size_t> points;
-  for (size_t k = 0; k < fn.collectives.size(); ++k) {
-    const InferredCollective &c = fn.collectives[k];
-    bool returned = false;
-    for (unsigned r : fn.returns)
-      returned |= r == c.value;
-    // The later readers: a sum of partials reads the partial sums, the
-    // others the completed value.
-    bool partialReader = false, completeReader = false;
-    for (size_t i = c.afterOp < 0 ? 0 : size_t(c.afterOp) + 1;
-         i < fn.ops.size(); ++i) {
-      const CheckedOp &op = fn.ops[i];
-      bool reads = false;
-      for (unsigned o : op.operands)
-        reads |= o == c.value;
-      if (!reads)
-        continue;
-      // As layout inference decides: a sum or difference of partial sums
-      // stays partial; any other reader has them completed first.
-      bool pending = false;
-      for (unsigned r : op.results)
-        if (r < fn.layouts.size())
-          for (const std::string &a : fn.layouts[r].pending)
-            pending |= a == c.axis;
-      bool linear =
-          op.kind == OpKind::Elementwise &&
-          (op.fn == ElementwiseFn::Add || op.fn == ElementwiseFn::Sub) &&
-          pending;
-      (linear ? partialReader : completeReader) = true;
-    }
-    for (size_t j = 0; j < k; ++j)
-      if (fn.collectives[j].value == c.value)
-        completeReader = partialReader = true; // twice: refused below
-    if (movesOperand(fn, c)) {
-      // Run on the rearrange's operand before it (a part starts at it):
-      // the rearrange of the gathered or moved block is its result's block.
-      points.push_back(size_t(c.afterOp));
-      continue;
-    }
-    if (reshardMoves(fn, c)) {
-      // Completed first: sound when the sums are over another axis.
-      for (size_t j = 0; j < k; ++j)
-        if (fn.collectives[j].value == c.value &&
-            fn.collectives[j].axis == c.axis)
-          return shardedError(
-              m, c.loc,
-              fmt::format("a sharded run of a reshard that completes partial "
-                          "sums over {} and moves a split on it is not "
-                          "supported yet",
-                          c.axis));
-      // Not a reduction: its readers read the gathered value.
-      points.push_back(size_t(c.afterOp));
-      continue;
-    }
-    bool kindOk =
-        c.afterOp >= 0 && (c.kind == CollectiveKind::AllReduce ||
-                           (c.kind == CollectiveKind::ReduceScatter &&
-                            returned && !partialReader && !completeReader));
-    bool reductionOk =
-        c.reduction == ReduceKind::Sum || c.reduction == ReduceKind::Mean ||
-        c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Min ||
-        c.reduction == ReduceKind::Any || c.reduction == ReduceKind::All ||
-        c.reduction == ReduceKind::Prod;
-    if (!kindOk || !reductionOk)
-      return shardedError(
-          m, c.loc,
-          fmt::format("a sharded run of an {} ({}) over {} ({}) is not "
-                      "supported yet: all-reduces and the results' "
-                      "reduce-scatters of sum, mean, max, min, prod, any and "
-                      "all, and "
-                      "a reshard's all-gathers and all-to-alls, run",
-                      collectiveName(c.kind), reduceKindName(c.reduction),
-                      c.axis, c.reason));
-    if (partialReader && (completeReader || !returned))
-      return shardedError(
-          m, c.loc,
-          fmt::format("a sharded run of a value read both as partial sums "
-                      "over {} and completed ({}) is not supported yet",
-                      c.axis, c.reason));
-    // Read only as partial sums later: completed once they are all read,
-    // after the last op, for the result.
-    points.push_back(partialReader ? fn.ops.size() - 1 : size_t(c.afterOp));
-  }
-  return points;
-}
-
-void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
-               const std::vector<int64_t> &offset, bool toBlock) {
-  size_t rank = whole.shape.size();
-  size_t bytes = whole.elementBytes();
-  if (block.numElements() == 0)
-    return;
-  std::vector<int64_t> ws = whole.strides(), bs = block.strides();
-  // The innermost dim is copied as one run.
-  size_t run = rank ? size_t(block.shape[rank - 1]) * bytes : bytes;
-  std::vector<int64_t> index(rank, 0);
-  while (true) {
-    int64_t w = 0, b = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      w += (index[d] + offset[d]) * ws[d];
-      b += index[d] * bs[d];
-    }
-    uint8_t *wp = whole.data.data() + w * int64_t(bytes);
-    uint8_t *bp = block.data.data() + b * int64_t(bytes);
-    std::memcpy(toBlock ? bp : wp, toBlock ? wp : bp, run);
-    // Next index over all but the innermost dim.
-    size_t d = rank ? rank - 1 : 0;
-    bool done = true;
-    while (d-- > 0) {
-      if (++index[d] < block.shape[d]) {
-        done = false;
-        break;
-      }
-      index[d] = 0;
-    }
-    if (done)
-      return;
-  }
 }
 
 const CheckedOp *

@@ -1,9 +1,8 @@
 // The local program of a sharded run (docs/distributed.md §4): which dim
 // names are split, whether the function can run on blocks with one binding
-// per name, and copies between whole tensors and their blocks.
+// per name, and where its collectives run.
 #pragma once
 
-#include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Layout.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
@@ -13,6 +12,9 @@
 #include <vector>
 
 namespace ein {
+
+/// A sharded run's error at `loc` of `m`'s source (a refusal, by name).
+Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what);
 
 /// The local program is the function itself with every split name bound to
 /// its block's size: sound only when a name split on an axis is split on it
@@ -34,8 +36,12 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn);
 ErrorOr<std::map<std::string, size_t>> gatheredNames(const CheckedModule &m,
                                                      const CheckedFunction &fn);
 
-/// Whether `c` is a rearrange's all-gather or all-to-all, or a repeat's or
-/// reduce's all-gather (not a `reshard`'s): it runs on the op's operand
+/// A reshard's all-gather or all-to-all: the collectives a sharded run
+/// runs between parts besides the reductions.
+bool reshardMoves(const CheckedFunction &fn, const InferredCollective &c);
+/// Whether `c` is a rearrange's all-gather or all-to-all, or the
+/// all-gather of a repeat, reduce, take_along, dropout, pack or unpack (not
+/// a `reshard`'s): it runs on the op's operand (c.operand)
 /// before the op, whose local result is then the block of its result (a
 /// part starts at the op).
 bool movesOperand(const CheckedFunction &fn, const InferredCollective &c);
@@ -100,11 +106,5 @@ ErrorOr<std::vector<size_t>> collectivePoints(const CheckedModule &m,
 const CheckedOp *
 foldWholeSizes(CheckedFunction &local, const CheckedFunction &whole,
                const std::map<std::string, std::string> &split);
-
-/// Copies between a whole C-order tensor and one block of it: the block
-/// starts at `offset` and has `block`'s shape. `toBlock` copies whole ->
-/// block, else block -> whole.
-void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
-               const std::vector<int64_t> &offset, bool toBlock);
 
 } // namespace ein

@@ -130,15 +130,19 @@ ErrorOr<void> allToAll(Communicator &group, runtime::HostTensor &value,
 /// Completes `c`'s partial results in `value` over `group` (the ranks
 /// that differ only on the collective's axis): sum, max or min in place;
 /// a mean is a sum divided by the group's size. f16 and bf16 are widened to
-/// f32, reduced (and divided) there and rounded back once; fp8 is refused
-/// (each rank's partial sum, rounded to 3 or 2 mantissa bits, would not
-/// sum to the unsharded result).
+/// f32, reduced (and divided) there and rounded back once; so is fp8's max
+/// and min (exact: the result is one of the values, which f32 holds); its
+/// sum and mean are refused (each rank's partial sum, rounded to 3 or 2
+/// mantissa bits, would not sum to the unsharded result).
 ErrorOr<void> completePartials(Communicator &group, runtime::HostTensor &value,
                                const InferredCollective &c, DType dtype) {
   runtime::StorageType type = value.type;
   bool wide =
       type == runtime::StorageType::F32 || type == runtime::StorageType::F64;
-  if (!wide && isFloat(dtype) && isReducibleType(type)) {
+  bool fp8 = type == runtime::StorageType::F8E4M3 ||
+             type == runtime::StorageType::F8E5M2;
+  bool exact = c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Min;
+  if (!wide && isFloat(dtype) && (isReducibleType(type) || (fp8 && exact))) {
     auto widened = runtime::convertTensor(value, runtime::StorageType::F32);
     if (!widened)
       return widened.error();
@@ -289,6 +293,40 @@ ErrorOr<void> takeBlock(const runtime::HostTensor &table,
     firstBad /= ids.shape[d];
   }
   return takeIdError(site, firstId, position, bad, env);
+}
+
+void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
+               const std::vector<int64_t> &offset, bool toBlock) {
+  size_t rank = whole.shape.size();
+  size_t bytes = whole.elementBytes();
+  if (block.numElements() == 0)
+    return;
+  std::vector<int64_t> ws = whole.strides(), bs = block.strides();
+  // The innermost dim is copied as one run.
+  size_t run = rank ? size_t(block.shape[rank - 1]) * bytes : bytes;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t w = 0, b = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      w += (index[d] + offset[d]) * ws[d];
+      b += index[d] * bs[d];
+    }
+    uint8_t *wp = whole.data.data() + w * int64_t(bytes);
+    uint8_t *bp = block.data.data() + b * int64_t(bytes);
+    std::memcpy(toBlock ? bp : wp, toBlock ? wp : bp, run);
+    // Next index over all but the innermost dim.
+    size_t d = rank ? rank - 1 : 0;
+    bool done = true;
+    while (d-- > 0) {
+      if (++index[d] < block.shape[d]) {
+        done = false;
+        break;
+      }
+      index[d] = 0;
+    }
+    if (done)
+      return;
+  }
 }
 
 } // namespace ein

@@ -37,4 +37,10 @@ ErrorOr<void> takeBlock(const runtime::HostTensor &table,
                         int64_t vocab, const TakeSite &site,
                         const Bindings &env);
 
+/// Copies between a whole C-order tensor and one block of it: the block
+/// starts at `offset` and has `block`'s shape. `toBlock` copies whole ->
+/// block, else block -> whole.
+void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
+               const std::vector<int64_t> &offset, bool toBlock);
+
 } // namespace ein

@@ -126,6 +126,29 @@ void LayoutInference::record(CollectiveKind kind, const std::string &axis,
   fn.collectives.push_back(std::move(c));
 }
 
+void LayoutInference::gatherOperandFirst(const CheckedOp &op,
+                                         const std::string &axis,
+                                         unsigned result,
+                                         const ValueLayout &out,
+                                         std::string reason, unsigned operand) {
+  // Whole along this axis and the ones gathered before it at this op.
+  std::set<std::string> gathered{axis};
+  for (const InferredCollective &c : fn.collectives)
+    if (c.kind == CollectiveKind::AllGather &&
+        c.afterOp == static_cast<int>(current) && c.value == result &&
+        c.operand == operand)
+      gathered.insert(c.axis);
+  record(CollectiveKind::AllGather, axis, result, static_cast<int>(current),
+         ReduceKind::Sum, out, std::move(reason));
+  unsigned moved = op.operands.at(operand);
+  ValueLayout operandWhole = now[moved];
+  for (std::string &a : operandWhole.dims)
+    if (gathered.count(a))
+      a.clear();
+  fn.collectives.back().operand = operand;
+  fn.collectives.back().elements = localElements(moved, operandWhole);
+}
+
 const ValueLayout &LayoutInference::operand(unsigned value) {
   ValueLayout &l = now[value];
   if (l.pending.empty())
@@ -267,6 +290,12 @@ bool LayoutInference::throughAxes(
   // How messages name a split axis: the operand's dim when it is a lone
   // name (grad()'s patterns name axes ad0, ad1, ...), else the pattern's.
   std::map<std::string, std::string> shown;
+  // Operand dims split through a major factor that does not divide.
+  struct Uneven {
+    unsigned operand;
+    std::string axis, factor, size;
+  };
+  std::vector<Uneven> uneven;
   for (size_t k = 0; k < op.operands.size() && k < inputGroups.size(); ++k) {
     const ValueLayout &l = operand(op.operands[k]);
     if (!l.sharded())
@@ -282,6 +311,18 @@ bool LayoutInference::throughAxes(
       if (inputGroups[k][j].empty())
         return unsupported(op, a, "a dim of size 1 is split");
       const std::string &e = inputGroups[k][j].front();
+      // A major factor that does not divide into the blocks (`(h b)` of a
+      // split 6 with h = 3 over 2 ranks): a rank's block is not a block of
+      // it, so a rearrange, repeat or reduce gathers the operand first and
+      // the dim is whole.
+      if (op.kind != OpKind::Einsum && axisSizes.count(e)) {
+        auto size = axisSizes.at(e).evaluate(fn.ctx.env);
+        auto n = axisSize(a);
+        if (size && n && *n > 1 && *size % *n != 0) {
+          uneven.push_back({static_cast<unsigned>(k), a, e, toString(*size)});
+          continue;
+        }
+      }
       auto [s, newAxis] = split.emplace(e, a);
       if (!newAxis && s->second != a)
         return fail(op, fmt::format("{}'s operands split axis '{}' along "
@@ -305,6 +346,14 @@ bool LayoutInference::throughAxes(
   }
   unsigned result = op.results[0];
   ValueLayout out = replicatedOf(result);
+  for (const Uneven &u : uneven)
+    gatherOperandFirst(op, u.axis, result, out,
+                       fmt::format("{} splits '{}' ({}) into {} blocks, "
+                                   "which does not divide: its operand is "
+                                   "gathered first",
+                                   name, u.factor, u.size,
+                                   toString(*axisSize(u.axis))),
+                       u.operand);
   if (split.empty()) {
     setResult(result, std::move(out));
     return true;
@@ -347,17 +396,10 @@ bool LayoutInference::throughAxes(
     // A repeat or reduce gathers its operand first: the op of the whole
     // (the collective's S is the operand's, gathered).
     if (op.kind != OpKind::Rearrange) {
-      record(CollectiveKind::AllGather, m.axis, result,
-             static_cast<int>(current), ReduceKind::Sum, out,
-             fmt::format("{} moves '{}@{}' off a dim's major position: its "
-                         "operand is gathered first",
-                         name, m.from, m.axis));
-      ValueLayout operandWhole = now[op.operands[0]];
-      for (std::string &a : operandWhole.dims)
-        if (a == m.axis)
-          a.clear();
-      fn.collectives.back().elements =
-          localElements(op.operands[0], operandWhole);
+      gatherOperandFirst(op, m.axis, result, out,
+                         fmt::format("{} moves '{}@{}' off a dim's major "
+                                     "position: its operand is gathered first",
+                                     name, m.from, m.axis));
       continue;
     }
     auto size = axisSizes.count(m.to) ? axisSizes.at(m.to).evaluate(fn.ctx.env)
@@ -390,12 +432,18 @@ bool LayoutInference::throughAxes(
     // A mean of equal blocks is the mean of the blocks' means: an
     // all-reduce averaging (NCCL's avg); any and all of the blocks' are
     // the logical or and and (a max and a min of 0 and 1); a product, the
-    // product of the blocks'. A variance is not a function of the blocks'.
-    if (reduction == ReduceKind::Var)
-      return unsupported(op, a,
-                         fmt::format("a {} over the split axis '{}' (sum, "
-                                     "mean, max, min, prod, any and all are)",
-                                     reduceKindName(reduction), e));
+    // product of the blocks'. A variance is not a function of the blocks'
+    // (each block's is about its own mean): the operand is gathered first
+    // and the var is the whole's, as a repeat's or reduce's moved split.
+    if (reduction == ReduceKind::Var) {
+      if (auto n = axisSize(a); n && *n == 1)
+        continue;
+      gatherOperandFirst(op, a, result, out,
+                         fmt::format("{} var over {}@{}: its operand is "
+                                     "gathered first",
+                                     name, shown[e], a));
+      continue;
+    }
     if (!out.pending.empty() && out.pendingKind != reduction)
       return unsupported(op, a, "two reductions pending at once");
     out.pending.push_back(a);

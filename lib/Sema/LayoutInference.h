@@ -68,6 +68,13 @@ public:
               int afterOp, ReduceKind reduction, const ValueLayout &local,
               std::string reason);
   /// The elements of `value`'s block per rank under `layout`.
+  /// Records the all-gather over `axis` of op `op`'s operand before it
+  /// (a repeat's or reduce's moved split, a var over a split dim; pack's
+  /// `operand`-th tensor): the op runs on the whole operand; the
+  /// collective's S is the gathered operand.
+  void gatherOperandFirst(const CheckedOp &op, const std::string &axis,
+                          unsigned result, const ValueLayout &out,
+                          std::string reason, unsigned operand = 0);
   SizeExpr localElements(unsigned value, const ValueLayout &layout) const;
   /// The size of mesh axis `axis`, if known.
   std::optional<Int> axisSize(const std::string &axis) const;

@@ -47,6 +47,23 @@ def mlp_grad(x, w_fc, w_proj):
             x.grad.numpy()]
 
 
+def dropout(x, p, key):
+    # The Philox mask of the whole tensor (test/einc/Inputs/dropout/
+    # philox.py), x * (1 / (1 - p)) rounded to f32 where kept.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "einc", "Inputs", "dropout"))
+    import philox
+    keep = philox.keep_mask(x.size, p, int(key)).reshape(x.shape)
+    y = x.astype(np.float32) * np.float32(1.0 / (1.0 - p))
+    return np.where(keep, y.astype(np.float64), 0.0)
+
+
+def fp8(a, dtype):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fp8_reference
+    return fp8_reference.round_fp8(a, dtype).astype(np.float64)
+
+
 def rmsnorm(x, g):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
 
@@ -169,6 +186,19 @@ def pool(x: f32["h w"]) -> f32["_ _"]:
     return reduce(x, "(h2 2) w -> h2 w", "max")
 """, "pool", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (8, 3)},
      lambda x: [x.reshape(4, 2, 3).max(1)], False),
+    # A split through a pattern's major factor that does not divide into
+    # the blocks (h = 12/2 = 6 over 4 ranks; over 2 it divides, a min
+    # all-reduce): the reduce's operand is gathered first. The check needs
+    # n's size for that (`dim n`).
+    ("uneven-major-gather",
+     """mesh tp
+shard n -> tp
+dim n = 12
+
+def f(x: f32["n w"]) -> f32["b w"]:
+    return reduce(x, "(h b) w -> b w", "min", b=2)
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (12, 3)},
+     lambda x: [x.reshape(6, 2, 3).min(0)], False),
     # A reshard adding a split (a local slice, no communication).
     ("reshard-add-split",
      """mesh tp
@@ -179,6 +209,70 @@ def add(x: f32["b d"], w: f32["d f"]) -> f32["b@tp f"]:
 """, "add", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
      {"x": (8, 3), "w": (3, 5)},
      lambda x, w: [np.tanh(x @ w) - (x @ w).max(1, keepdims=True)], False),
+    # A var over a split dim and a take_along picking along one: the
+    # operand is gathered first (an all-gather), so the op is the whole's,
+    # bit for bit.
+    ("var-over-split",
+     """mesh tp
+
+def f(x: f32["a k@tp"], y: f32["j@tp c"]) -> (f32["a"], f32["c"]):
+    return reduce(x, "a k -> a", "var"), reduce(y, "j c -> c", "var")
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (3, 8), "y": (8, 5)},
+     lambda x, y: [x.var(1), y.var(0)], False),
+    ("take-along-split",
+     """mesh tp
+shard v -> tp
+
+def pick(x: f32["b v"], ids: i64["b"]) -> f32["b"]:
+    return take_along(x, ids, "v")
+""", "pick", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"x": (5, 8), "ids": ("ids", (5,), 8)},
+     lambda x, ids: [x[np.arange(5), ids.astype(np.int64)]], False),
+    # Dropout of a split value: the mask is drawn by the index in the whole
+    # tensor, so the operand is gathered first; the mask is the unsharded
+    # one (philox.py's), bit for bit.
+    ("dropout-split",
+     """mesh dp, tp
+shard a -> tp
+
+def f(x: f32["b@dp a"], key: i64[""]) -> (f32["b@dp a"], f32["b a"]):
+    y = dropout(x, 0.25, key)
+    return tanh(y), y
+""", "f", [("dp=1,tp=1", 1), ("dp=1,tp=2", 2), ("dp=2,tp=2", 4),
+           ("dp=1,tp=4", 4)],
+     {"x": (4, 8), "key": ("ids", (), 1 << 40)},
+     lambda x, key: (lambda y: [np.tanh(y), y])(dropout(x, 0.25, key)),
+     False),
+    # pack and unpack of tensors split in the `*` part: each is gathered
+    # first (two tensors split along one name, at the same op).
+    ("pack-split",
+     """mesh tp
+shard h -> tp
+
+def f(img: f32["b h w c"], cls: f32["b c"], x: f32["b k@tp"]) -> (f32["b (h*w+1) c"], f32["b h w c"], f32["b (2*k)"]):
+    p, ps = pack([img, cls], "b * c")
+    img2, cls2 = unpack(p * 2, ps, "b * c")
+    q, _ = pack([x, x * 3], "b *")
+    return p, img2, q
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)],
+     {"img": (2, 4, 3, 2), "cls": (2, 2), "x": (2, 4)},
+     lambda img, cls, x: [
+         np.concatenate([img.reshape(2, 12, 2), cls[:, None, :]], 1),
+         img * 2, np.concatenate([x, x * 3], 1)], False),
+    # fp8 max and min over a split dim: exact (the result is one of the
+    # values), widened to f32 for the all-reduce; rounding is monotonic, so
+    # the oracle rounds numpy's max and min (fp8_reference.py).
+    ("fp8-max-min-over-split",
+     """mesh tp
+
+def f(x: f32["b k@tp"]) -> (f32["b"], f32["b"]):
+    e = astype(x, f8e4m3)
+    m = astype(x * 100, f8e5m2)
+    return astype(reduce(e, "b k -> b", "max"), f32), astype(reduce(m, "b k -> b", "min"), f32)
+""", "f", [("tp=1", 1), ("tp=2", 2), ("tp=4", 4)], {"x": (5, 8)},
+     lambda x: [fp8(x.max(1), "f8e4m3"), fp8((x * 100).min(1), "f8e5m2")],
+     False),
     # A result typed with anonymous dims takes the shard rule of the name
     # its size names (alone or in a product).
     ("anonymous-result",

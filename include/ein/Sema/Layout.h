@@ -48,6 +48,10 @@ struct InferredCollective {
   ReduceKind reduction = ReduceKind::Sum; // all-reduce, reduce-scatter
   unsigned value = 0;
   int afterOp = -1;
+  /// An all-gather run on an operand of op `afterOp` before it (a
+  /// repeat's or reduce's moved split, a var, a take_along, dropout, a
+  /// split `*` part of pack or unpack): which operand.
+  unsigned operand = 0;
   SourceLoc loc;
   /// nccl-tests' size S in elements, per rank: the all-reduced buffer, the
   /// gathered result, the reduce-scatter's input, the all-to-all's buffer

@@ -586,7 +586,26 @@ bool layoutOfCast(LayoutInference &li, const CheckedOp &op) {
 /// The mask is drawn per element of x (its layout kept); the key is a
 /// scalar, the same on every rank.
 bool layoutOfDropout(LayoutInference &li, const CheckedOp &op) {
-  return li.keep(op, 0);
+  // Each element's mask is drawn from its index in the whole tensor (the
+  // Philox counter): a rank's block would draw its own indices' masks, so
+  // a split operand is gathered first and the result is whole (on an axis
+  // of one rank, nothing moves).
+  ValueLayout x = li.operand(op.operands[0]);
+  ValueLayout out = li.replicatedOf(op.results[0]);
+  if (out.dims.size() != x.dims.size())
+    return li.keep(op, 0);
+  for (size_t d = 0; d < x.dims.size(); ++d) {
+    const std::string &axis = x.dims[d];
+    if (axis.empty() || li.axisSize(axis) == std::optional<Int>(1))
+      continue;
+    li.gatherOperandFirst(op, axis, op.results[0], out,
+                          fmt::format("dropout draws its mask by the index "
+                                      "in the whole tensor: its operand, "
+                                      "split on {}, is gathered first",
+                                      axis));
+  }
+  li.setResult(op.results[0], std::move(out));
+  return true;
 }
 
 } // namespace ein

@@ -689,11 +689,16 @@ bool layoutOfScatterAdd(LayoutInference &li, const CheckedOp &op) {
 bool layoutOfTakeAlong(LayoutInference &li, const CheckedOp &op) {
   ValueLayout x = li.operand(op.operands[0]);
   const ValueLayout &ids = li.operand(op.operands[1]);
-  if (op.axis < x.dims.size() && !x.dims[op.axis].empty())
-    return li.unsupported(op, x.dims[op.axis],
-                          "the axis picked along is split");
-  if (op.axis < x.dims.size())
+  // Picking along a split axis: the tensor is gathered along it first, so
+  // each rank's ids pick from the whole (on an axis of one rank, nothing
+  // moves).
+  std::string gathered;
+  if (op.axis < x.dims.size()) {
+    gathered = x.dims[op.axis];
+    if (auto n = li.axisSize(gathered); n && *n == 1)
+      gathered.clear();
     x.dims.erase(x.dims.begin() + op.axis);
+  }
   ValueLayout out;
   out.dims = ids.dims;
   if (x.dims.size() != out.dims.size())
@@ -708,6 +713,11 @@ bool layoutOfTakeAlong(LayoutInference &li, const CheckedOp &op) {
                                      "reshard one of them",
                                      x.dims[i], out.dims[i]));
   }
+  if (!gathered.empty())
+    li.gatherOperandFirst(op, gathered, op.results[0], out,
+                          fmt::format("take_along picks along a dim split on "
+                                      "{}: its tensor is gathered first",
+                                      gathered));
   li.setResult(op.results[0], std::move(out));
   return true;
 }

@@ -439,7 +439,8 @@ namespace ein {
 namespace {
 
 /// pack and unpack keep the splits of the dims around `*`, merged over the
-/// tensors; the `*` part must be whole (its offsets would be per block).
+/// tensors; a tensor split in the `*` part is gathered first (its offsets
+/// would be per block), as a var's operand.
 bool layoutOfPacking(LayoutInference &li, const CheckedOp &op) {
   std::string axis = li.shardedAxisOf(op);
   if (axis.empty())
@@ -450,7 +451,10 @@ bool layoutOfPacking(LayoutInference &li, const CheckedOp &op) {
   size_t before = side.starIndex();
   size_t after = side.groups.size() - before - 1;
   std::vector<std::string> around(before + after);
-  auto merge = [&](unsigned value) {
+  // The operands split in the `*` part: (operand index, mesh axis).
+  std::vector<std::pair<unsigned, std::string>> gathers;
+  auto merge = [&](unsigned k) {
+    unsigned value = op.operands[k];
     if (li.fn.values[value].isPackedShapes)
       return true;
     const ValueLayout &l = li.operand(value);
@@ -460,8 +464,12 @@ bool layoutOfPacking(LayoutInference &li, const CheckedOp &op) {
     for (size_t i = 0; i < l.dims.size(); ++i) {
       if (l.dims[i].empty())
         continue;
-      if (i >= before && i < before + middle)
-        return li.unsupported(op, l.dims[i], "the packed part is split");
+      if (i >= before && i < before + middle) {
+        // On an axis of one rank, nothing moves.
+        if (li.axisSize(l.dims[i]) != std::optional<Int>(1))
+          gathers.push_back({k, l.dims[i]});
+        continue;
+      }
       std::string &d = around[i < before ? i : i - middle];
       if (!d.empty() && d != l.dims[i])
         return li.fail(op, fmt::format("{}'s tensors split a dim along "
@@ -472,11 +480,9 @@ bool layoutOfPacking(LayoutInference &li, const CheckedOp &op) {
     }
     return true;
   };
-  std::vector<unsigned> inputs = op.kind == OpKind::Pack
-                                     ? op.operands
-                                     : std::vector<unsigned>{op.operands[0]};
-  for (unsigned v : inputs)
-    if (!merge(v))
+  size_t inputs = op.kind == OpKind::Pack ? op.operands.size() : 1;
+  for (unsigned k = 0; k < inputs; ++k)
+    if (!merge(k))
       return false;
   for (unsigned r : op.results) {
     if (li.fn.values[r].isPackedShapes)
@@ -489,6 +495,16 @@ bool layoutOfPacking(LayoutInference &li, const CheckedOp &op) {
       out.dims[i] = around[i];
     for (size_t i = 0; i < after; ++i)
       out.dims[before + middle + i] = around[before + i];
+    for (auto &[k, a] : gathers)
+      li.gatherOperandFirst(op, a, r, out,
+                            fmt::format("{}'s * part is split on {}: {} is "
+                                        "gathered first",
+                                        opKindName(op.kind), a,
+                                        op.kind == OpKind::Pack
+                                            ? fmt::format("tensor {}", k + 1)
+                                            : std::string("its operand")),
+                            k);
+    gathers.clear(); // recorded once, on the first result
     li.setResult(r, std::move(out));
   }
   return true;
