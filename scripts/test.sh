@@ -3,7 +3,7 @@
 # (parser, diagnostics, dialect, passes, examples, einops agreement, the
 # execution corpora) and the GoogleTest unit tests; then the fuzz targets
 # (scripts/fuzz.sh), each replaying its regressions and seed corpus and
-# fuzzing for EIN_CI_FUZZ_SECONDS (default 30 s; 0 replays only, "off"
+# fuzzing for EIN_CI_FUZZ_SECONDS (default 20 s; 0 replays only, "off"
 # skips), each target counted as one test. Ends with the 10 slowest tests
 # and "N passed, M failed".
 #
@@ -41,7 +41,7 @@ lit_params=()
 "${PY:-python3}" /usr/lib/llvm-19/build/utils/lit/lit.py -sv --time-tests \
   "${lit_params[@]}" build/test | tee build/lit.log
 status=${PIPESTATUS[0]}
-default_fuzz=30
+default_fuzz=20
 [ "$full" = 1 ] && default_fuzz=120
 fuzz_seconds=${EIN_CI_FUZZ_SECONDS:-$default_fuzz}
 fuzz_start=$(date +%s)
