@@ -64,6 +64,28 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
+/// The latency of a sweep of (bytes, seconds): the median time of the
+/// calls of at most 1 KiB (fitFabric's alpha, fitCollective's and
+/// refineSweep's latency); an error, naming `what` ("the all-reduce
+/// sweep"), when a time or size is not positive or no call is that small.
+ErrorOr<double>
+sweepLatency(const std::vector<std::pair<double, double>> &sweep,
+             const std::string &what) {
+  std::vector<double> small;
+  for (auto [bytes, seconds] : sweep) {
+    if (!(seconds > 0) || !(bytes > 0))
+      return Error::usage(fmt::format("{} has {} s for {} B: not a positive "
+                                      "time",
+                                      what, seconds, bytes));
+    if (bytes <= 1024)
+      small.push_back(seconds);
+  }
+  if (small.empty())
+    return Error::usage(fmt::format(
+        "{} has no size of at most 1 KiB to fit the latency to", what));
+  return median(small);
+}
+
 /// "8 B", "64 KiB", "16 MiB".
 std::string sizeText(double bytes) {
   if (bytes >= MiB)
@@ -153,19 +175,11 @@ fitFabric(const std::vector<std::pair<double, double>> &sweep, int64_t ranks) {
   if (ranks < 2)
     return Error::usage(
         fmt::format("a fabric is fitted on 2 ranks or more, not {}", ranks));
-  std::vector<double> small, large;
-  for (auto [bytes, seconds] : sweep) {
-    if (!(seconds > 0) || !(bytes > 0))
-      return Error::usage(fmt::format(
-          "the all-reduce sweep has {} s for {} B: not a positive time",
-          seconds, bytes));
-    if (bytes <= 1024)
-      small.push_back(seconds);
-  }
-  if (small.empty())
-    return Error::usage("the all-reduce sweep has no size of at most 1 KiB "
-                        "to fit the latency to");
-  double alpha = median(small);
+  auto latency = sweepLatency(sweep, "the all-reduce sweep");
+  if (!latency)
+    return latency.error();
+  double alpha = *latency;
+  std::vector<double> large;
   double factor = busFactor(CollectiveKind::AllReduce, ranks);
   for (auto [bytes, seconds] : sweep) {
     if (bytes < 16 * MiB)
@@ -193,20 +207,10 @@ fitCollective(CollectiveKind kind,
   if (ranks < 2)
     return Error::usage(fmt::format(
         "a collective is fitted on 2 ranks or more, not {}", ranks));
-  std::vector<double> small;
-  for (auto [bytes, seconds] : sweep) {
-    if (!(seconds > 0) || !(bytes > 0))
-      return Error::usage(
-          fmt::format("the {} sweep has {} s for {} B: not a positive time",
-                      name, seconds, bytes));
-    if (bytes <= 1024)
-      small.push_back(seconds);
-  }
-  if (small.empty())
-    return Error::usage(fmt::format(
-        "the {} sweep has no size of at most 1 KiB to fit the latency to",
-        name));
-  MeasuredCollective m{kind, median(small), {}};
+  auto latency = sweepLatency(sweep, fmt::format("the {} sweep", name));
+  if (!latency)
+    return latency.error();
+  MeasuredCollective m{kind, *latency, {}};
   double factor = busFactor(kind, ranks);
   for (auto [bytes, seconds] : sweep)
     if (bytes >= 4096 && seconds > m.latency)
@@ -256,20 +260,15 @@ refineInterval(const std::function<ErrorOr<double>(int64_t)> &timeAt,
 ErrorOr<std::vector<std::pair<double, double>>>
 refineSweep(const std::vector<std::pair<double, double>> &grid,
             const std::function<ErrorOr<double>(int64_t)> &timeAt) {
-  std::vector<double> small;
-  for (auto [bytes, seconds] : grid)
-    if (bytes <= 1024)
-      small.push_back(seconds);
-  if (small.empty())
-    return Error::usage("a sweep is refined from a latency, and this one has "
-                        "no size of at most 1 KiB");
-  double latency = median(small);
+  auto latency = sweepLatency(grid, "the sweep to refine");
+  if (!latency)
+    return latency.error();
   std::vector<std::pair<double, double>> sorted = grid, out;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i + 1 < sorted.size(); ++i)
     if (sorted[i].first >= 4096)
-      if (auto ok =
-              refineInterval(timeAt, latency, sorted[i], sorted[i + 1], 0, out);
+      if (auto ok = refineInterval(timeAt, *latency, sorted[i], sorted[i + 1],
+                                   0, out);
           !ok)
         return ok.error();
   return out;
