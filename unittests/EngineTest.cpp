@@ -294,50 +294,64 @@ struct Compiled {
   }
 };
 
-/// Calls `callable` (`mm` compiled with its collective, for `memory`) on
-/// 2 simulated ranks, each in its CollectiveScope over its rank's group (on
-/// a device, the group's communicator on its memory: NCCL), and checks
-/// rank r's result: the product's block r along `dim` (-1: the whole
-/// product), times `times` (2 for a sum over the ranks, 1 for a mean).
-void expectOnTwoRanks(int64_t dim, float times, DeviceMemory &memory,
-                      Callable &callable, const Bindings &dims) {
-  auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
-  std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
+/// Calls `callable` (compiled for `memory`) on 2 simulated ranks, each in
+/// its CollectiveScope over its rank's group (on a device, the group's
+/// communicator on its memory: NCCL), rank r on `inputs[r]`, into an f32
+/// output of `shape`: each rank's output, or the first error a rank met
+/// (the call's, or a collective's).
+ErrorOr<std::vector<runtime::HostTensor>>
+onTwoRanks(DeviceMemory &memory, Callable &callable,
+           const std::vector<std::vector<const runtime::HostTensor *>> &inputs,
+           const std::vector<int64_t> &shape, const Bindings &dims) {
   auto ranks = simulatedRanks(2);
   std::vector<runtime::HostTensor> outs;
   for (int r = 0; r < 2; ++r)
     outs.push_back(
-        *runtime::HostTensor::create(runtime::StorageType::F32, block));
+        *runtime::HostTensor::create(runtime::StorageType::F32, shape));
   std::vector<std::optional<Error>> errors(2);
   std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r)
+  for (size_t r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
-      Communicator *group = ranks[size_t(r)].get();
+      Communicator *group = ranks[r].get();
       std::unique_ptr<Communicator> device;
       if (!memory.isHost()) {
         auto made = memory.communicator(*group);
         if (!made) {
-          errors[size_t(r)] = made.error();
+          errors[r] = made.error();
           return;
         }
         device = std::move(*made);
         group = device.get();
       }
       CollectiveScope scope({group});
-      if (auto called =
-              callIn(memory, callable, {&a, &b}, {&outs[size_t(r)]}, dims);
+      if (auto called = callIn(memory, callable, inputs[r], {&outs[r]}, dims);
           !called)
-        errors[size_t(r)] = called.error();
+        errors[r] = called.error();
       else if (auto failed = scope.error())
-        errors[size_t(r)] = *failed;
+        errors[r] = *failed;
     });
   for (auto &t : threads)
     t.join();
+  for (auto &e : errors)
+    if (e)
+      return *e;
+  return outs;
+}
+
+/// Runs `callable` (`mm` compiled with its collective, for `memory`) on 2
+/// simulated ranks (onTwoRanks) and checks rank r's result: the product's
+/// block r along `dim` (-1: the whole product), times `times` (2 for a sum
+/// over the ranks, 1 for a mean).
+void expectOnTwoRanks(int64_t dim, float times, DeviceMemory &memory,
+                      Callable &callable, const Bindings &dims) {
+  auto a = filled(4, 4, 0.5f), b = filled(4, 6, 0.25f);
+  std::vector<int64_t> block = {dim == 0 ? 2 : 4, dim == 1 ? 3 : 6};
+  auto outs = onTwoRanks(memory, callable, {{&a, &b}, {&a, &b}}, block, dims);
+  ASSERT_TRUE(bool(outs)) << outs.error().message;
   auto *pa = reinterpret_cast<const float *>(a.data.data());
   auto *pb = reinterpret_cast<const float *>(b.data.data());
   for (int r = 0; r < 2; ++r) {
-    ASSERT_FALSE(errors[size_t(r)]) << errors[size_t(r)]->message;
-    auto *pc = reinterpret_cast<const float *>(outs[size_t(r)].data.data());
+    auto *pc = reinterpret_cast<const float *>((*outs)[size_t(r)].data.data());
     for (int64_t i = 0; i < block[0]; ++i)
       for (int64_t j = 0; j < block[1]; ++j) {
         int64_t gi = dim == 0 ? r * 2 + i : i, gj = dim == 1 ? r * 3 + j : j;
@@ -363,37 +377,6 @@ TEST(CompiledCollectivesTest, CollectiveInsideTheFunction) {
   }
 }
 
-/// Calls `callable` on 2 simulated ranks, each in its CollectiveScope,
-/// rank r on `inputs[r]`, into an output of `shape`: each rank's output, or
-/// the first error a rank met (the call's, or a collective's).
-ErrorOr<std::vector<runtime::HostTensor>>
-onTwoRanks(Callable &callable,
-           const std::vector<std::vector<const runtime::HostTensor *>> &inputs,
-           const std::vector<int64_t> &shape, const Bindings &dims) {
-  auto ranks = simulatedRanks(2);
-  std::vector<runtime::HostTensor> outs;
-  for (int r = 0; r < 2; ++r)
-    outs.push_back(
-        *runtime::HostTensor::create(runtime::StorageType::F32, shape));
-  std::vector<std::optional<Error>> errors(2);
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      CollectiveScope scope({ranks[r].get()});
-      auto called = callable.call(inputs[r], {&outs[r]}, dims);
-      if (!called)
-        errors[r] = called.error();
-      else if (scope.error())
-        errors[r] = *scope.error();
-    });
-  for (auto &t : threads)
-    t.join();
-  for (auto &e : errors)
-    if (e)
-      return *e;
-  return outs;
-}
-
 /// Runs `c` (a rows x 4 by 4 x cols product whose result a collective
 /// moves) on 2 simulated ranks whose `a` differ, into outputs of `shape`,
 /// and checks element (i, j) of rank r's output against the loop nest's
@@ -408,8 +391,8 @@ void expectMovedProducts(
   std::vector<runtime::HostTensor> as = {filled(rows, 4, 0.5f),
                                          filled(rows, 4, 1.0f)};
   auto b = filled(4, cols, 0.25f);
-  auto outs = onTwoRanks(**callable, {{&as[0], &b}, {&as[1], &b}}, shape,
-                         c.bound->dims);
+  auto outs = onTwoRanks(hostMemory(), **callable, {{&as[0], &b}, {&as[1], &b}},
+                         shape, c.bound->dims);
   ASSERT_TRUE(bool(outs)) << outs.error().message;
   auto *pb = reinterpret_cast<const float *>(b.data.data());
   for (int r = 0; r < 2; ++r) {

@@ -107,8 +107,7 @@ wholeShapesOfBlocks(const CheckedFunction &fn,
   return shapes;
 }
 
-/// prepareSharded, with `sized` giving the check again with the inputs'
-/// sizes where the global check fails (withInputSizes; null: none).
+// Declared, with what it does, in ShardedProgram.h.
 ErrorOr<std::shared_ptr<const ShardedProgram>>
 prepareShardedSized(const SourceFile &file, const Module &module,
                     const CheckOptions &given, const std::string &function,
