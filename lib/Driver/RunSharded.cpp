@@ -269,14 +269,6 @@ prepareShardedSized(const SourceFile &file, const Module &module,
   // an all-reduce, as between parts: declaredResultBlocks cuts the block.
   std::shared_ptr<const MeshProgram> mesh;
   std::optional<std::string> cut = cutIntoParts(*bfn);
-  // The device targets run the one compiled function only.
-  if (cut && !p.memory->isHost())
-    return Error::usage(fmt::format(
-        "a sharded run on --target={} runs a program whose collectives are "
-        "all-reduces and reduce-scatters, compiled into one function; this "
-        "one is cut into parts at {}, which is not supported yet on that "
-        "target (--target=cpu runs it)",
-        targetName, *cut));
   if (!cut) {
     auto made = meshProgramOf(checked, *bfn, *points);
     if (!made)
@@ -506,8 +498,11 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
           return *failed;
         return ran;
       }
+      // A part on a device runs on copies of the values it reads (the
+      // values between parts, and the steps between them, are the host's).
       std::lock_guard<std::mutex> lock(p.callMutex);
-      return part.callable->call(ins, outs, part.local->bound.dims, &status);
+      return callIn(*p.memory, *part.callable, ins, outs,
+                    part.local->bound.dims, &status);
     }();
     // A call may fail on one rank only (an id out of range in its
     // block): every rank learns it here and leaves, instead of the
