@@ -19,6 +19,7 @@
 #include "ein/Support/Spelling.h"
 #include "ein/Syntax/DiagnosticError.h"
 #include "ein/Target/DeviceMemory.h"
+#include "ein/Target/DeviceTensor.h"
 #include "ein/Target/TargetRegistry.h"
 
 #include <fmt/format.h>
@@ -390,7 +391,9 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
   // One rank: its blocks, the parts in turn with the all-reduces between
   // them on the axes' groups; returns its blocks of the results.
   std::vector<int64_t> coord = p.coordinate(rank);
-  std::map<unsigned, runtime::HostTensor> env;
+  // The values, in the memory the parts run on (a device's: each part reads
+  // and writes them there, and the steps between parts run there too).
+  std::map<unsigned, DeviceTensor> env;
   for (size_t i = 0; i < blocks.size(); ++i) {
     std::vector<int64_t> offset;
     auto shape = p.blockOf(bfn->params[i], p.wholeShapes[i], coord, offset);
@@ -405,8 +408,10 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
           runtime::shapeTupleStr(blocks[i].shape), dtypeName(type.dtype),
           runtime::shapeTupleStr(shape),
           runtime::shapeTupleStr(p.wholeShapes[i])));
-    env[bfn->params[i]] =
-        blocks[i].isCOrder() ? std::move(blocks[i]) : blocks[i].toCOrder();
+    auto placed = DeviceTensor::place(*p.memory, std::move(blocks[i]));
+    if (!placed)
+      return placed.error();
+    env[bfn->params[i]] = std::move(*placed);
   }
   // Every axis's group, made by every rank in the same order (or kept in
   // `kept` from an earlier run on `world` over a mesh of this shape).
@@ -422,16 +427,31 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
     (*kept)[p.axisSize] = std::move(made);
   const std::vector<std::unique_ptr<Communicator>> &groups =
       kept ? kept->at(p.axisSize) : made;
+  // The groups on the parts' memory: the host groups themselves, or on a
+  // device its communicators over them (NCCL), made once for the run.
+  std::vector<std::unique_ptr<Communicator>> onDevice;
+  std::vector<Communicator *> memoryGroups;
+  for (auto &group : groups) {
+    if (p.memory->isHost()) {
+      memoryGroups.push_back(group.get());
+      continue;
+    }
+    auto comm = p.memory->communicator(*group);
+    if (!comm)
+      return comm.error();
+    onDevice.push_back(std::move(*comm));
+    memoryGroups.push_back(onDevice.back().get());
+  }
   for (const ShardedProgram::Part &part : p.parts) {
     // A rearrange's all-gathers and all-to-alls, on its operand.
     for (size_t k = 0; k < bfn->collectives.size() && !part.mesh; ++k)
       if (const InferredCollective &c = bfn->collectives[k];
           movesOperand(*bfn, c) && (*points)[k] == part.begin)
-        if (auto done = moveBlocks(*groups[p.axisIndex(c.axis)], *bfn, c,
+        if (auto done = moveBlocks(*memoryGroups[p.axisIndex(c.axis)], *bfn, c,
                                    env.at(movedValue(*bfn, c)));
             !done)
           return done.error();
-    std::vector<const runtime::HostTensor *> ins;
+    std::vector<const DeviceTensor *> ins;
     for (unsigned id : part.params) {
       auto it = env.find(id);
       if (it == env.end())
@@ -439,27 +459,27 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
                               "part made");
       ins.push_back(&it->second);
     }
-    std::vector<runtime::HostTensor> outputs;
+    std::vector<DeviceTensor> outputs;
     const CheckedFunction &pfn = part.local->fn;
     for (unsigned id : part.returns) {
       std::vector<int64_t> shape;
       for (auto &d : pfn.ctx.expand(pfn.values[id].type.shape))
         shape.push_back(int64_t(*d.size.evaluate(pfn.ctx.env)));
-      auto t = runtime::HostTensor::create(
-          runtime::toStorage(pfn.values[id].type.dtype), shape);
+      auto t = DeviceTensor::create(
+          *p.memory, runtime::toStorage(pfn.values[id].type.dtype), shape);
       if (!t)
         return t.error();
       outputs.push_back(std::move(*t));
     }
-    std::vector<runtime::HostTensor *> outs;
+    std::vector<DeviceTensor *> outs;
     for (auto &t : outputs)
       outs.push_back(&t);
     ErrorOr<void> called = [&]() -> ErrorOr<void> {
       if (!part.callable) {
-        // A vocab-parallel take: this rank's rows of the table.
+        // A vocab-parallel take: this rank's rows of the table, taken on
+        // the host (a device's table and ids are copied out, the rows in).
         const CheckedOp &op = bfn->ops[part.begin];
         const std::string &axis = bfn->layouts[op.operands[0]].dims[op.axis];
-        const runtime::HostTensor &table = env.at(op.operands[0]);
         Shape dims = bfn->ctx.expand(bfn->values[op.operands[0]].type.shape);
         auto vocab = dims.at(op.axis).size.evaluate(bfn->ctx.env);
         if (outputs.empty())
@@ -467,42 +487,44 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
         if (!vocab)
           return Error::program("a vocab-parallel take has no vocabulary "
                                 "size");
+        auto table = env.at(op.operands[0]).toHost();
+        if (!table)
+          return table.error();
+        auto ids = env.at(op.operands[1]).toHost();
+        if (!ids)
+          return ids.error();
+        auto rows =
+            runtime::HostTensor::create(outputs[0].type(), outputs[0].shape());
+        if (!rows)
+          return rows.error();
         TakeSite site{"take", p.wholeBound.concrete.pathOf(op.loc), op.loc.line,
                       op.loc.col, dims.at(op.axis).size};
-        return takeBlock(table, env.at(op.operands[1]), outputs[0], op.axis,
-                         coord[p.axisIndex(axis)] * table.shape[op.axis],
-                         int64_t(*vocab), site, bfn->ctx.env);
+        if (auto taken =
+                takeBlock(*table, *ids, *rows, op.axis,
+                          coord[p.axisIndex(axis)] * table->shape[op.axis],
+                          int64_t(*vocab), site, bfn->ctx.env);
+            !taken)
+          return taken;
+        auto placed = DeviceTensor::place(*p.memory, std::move(*rows));
+        if (!placed)
+          return placed.error();
+        outputs[0] = std::move(*placed);
+        return {};
       }
       int64_t status = 0;
       if (part.mesh) {
         // The ranks meet inside the call: no lock; the scope gives the
-        // compiled collectives the rank's groups and keeps their error.
-        // On a device, the groups' communicators on its memory (NCCL).
-        std::vector<std::unique_ptr<Communicator>> onDevice;
-        std::vector<Communicator *> axisGroups;
-        for (auto &group : groups) {
-          if (p.memory->isHost()) {
-            axisGroups.push_back(group.get());
-            continue;
-          }
-          auto comm = p.memory->communicator(*group);
-          if (!comm)
-            return comm.error();
-          onDevice.push_back(std::move(*comm));
-          axisGroups.push_back(onDevice.back().get());
-        }
-        CollectiveScope scope(std::move(axisGroups));
-        auto ran = callIn(*p.memory, *part.callable, ins, outs,
-                          part.local->bound.dims, &status);
+        // compiled collectives the rank's groups on the memory and keeps
+        // their error.
+        CollectiveScope scope(memoryGroups);
+        auto ran =
+            callOn(*part.callable, ins, outs, part.local->bound.dims, &status);
         if (auto failed = scope.error())
           return *failed;
         return ran;
       }
-      // A part on a device runs on copies of the values it reads (the
-      // values between parts, and the steps between them, are the host's).
       std::lock_guard<std::mutex> lock(p.callMutex);
-      return callIn(*p.memory, *part.callable, ins, outs,
-                    part.local->bound.dims, &status);
+      return callOn(*part.callable, ins, outs, part.local->bound.dims, &status);
     }();
     // A call may fail on one rank only (an id out of range in its
     // block): every rank learns it here and leaves, instead of the
@@ -528,8 +550,9 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
           (*points)[k] == part.end && c.kind != CollectiveKind::AllGather &&
           c.kind != CollectiveKind::AllToAll)
         if (auto done =
-                completePartials(*groups[p.axisIndex(c.axis)], env.at(c.value),
-                                 c, bfn->values[c.value].type.dtype);
+                completeOn(*groups[p.axisIndex(c.axis)],
+                           *memoryGroups[p.axisIndex(c.axis)], env.at(c.value),
+                           c, bfn->values[c.value].type.dtype);
             !done)
           return done.error();
     for (CollectiveKind kind :
@@ -538,8 +561,8 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
         if (const InferredCollective &c = bfn->collectives[k];
             (*points)[k] == part.end && c.kind == kind &&
             !movesOperand(*bfn, c))
-          if (auto done = moveBlocks(*groups[p.axisIndex(c.axis)], *bfn, c,
-                                     env.at(c.value));
+          if (auto done = moveBlocks(*memoryGroups[p.axisIndex(c.axis)], *bfn,
+                                     c, env.at(c.value));
               !done)
             return done.error();
     // A reshard adding a split: the rank's block of its result.
@@ -552,8 +575,12 @@ runShardedRank(const ShardedProgram &program, Communicator &world,
           return done.error();
   }
   std::vector<runtime::HostTensor> results;
-  for (unsigned id : bfn->returns)
-    results.push_back(env.at(id));
+  for (unsigned id : bfn->returns) {
+    auto result = env.at(id).toHost();
+    if (!result)
+      return result.error();
+    results.push_back(std::move(*result));
+  }
   return results;
 }
 

@@ -4,6 +4,7 @@
 // vocab-parallel take, on host tensors between the compiled parts.
 #include "ShardedBlocks.h"
 #include "LocalProgram.h"
+#include "ein/Target/DeviceMemory.h"
 
 #include <fmt/format.h>
 
@@ -53,32 +54,96 @@ ErrorOr<void> multiplyAll(Communicator &group, runtime::HostTensor &value) {
   return {};
 }
 
+/// Calls `run(wholeByte, blockByte, bytes)` for each contiguous run of the
+/// block of `blockShape` at `offset` in a C-order tensor of `wholeShape`
+/// (the innermost dim is one run).
+template <typename Run>
+void forEachBlockRun(const std::vector<int64_t> &wholeShape,
+                     const std::vector<int64_t> &blockShape,
+                     const std::vector<int64_t> &offset, size_t bytes,
+                     Run run) {
+  size_t rank = wholeShape.size();
+  for (int64_t n : blockShape)
+    if (n == 0)
+      return;
+  std::vector<int64_t> ws = runtime::cOrderStrides(wholeShape),
+                       bs = runtime::cOrderStrides(blockShape);
+  size_t length = rank ? size_t(blockShape[rank - 1]) * bytes : bytes;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t w = 0, b = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      w += (index[d] + offset[d]) * ws[d];
+      b += index[d] * bs[d];
+    }
+    if (!run(size_t(w) * bytes, size_t(b) * bytes, length))
+      return;
+    // Next index over all but the innermost dim.
+    size_t d = rank ? rank - 1 : 0;
+    bool done = true;
+    while (d-- > 0) {
+      if (++index[d] < blockShape[d]) {
+        done = false;
+        break;
+      }
+      index[d] = 0;
+    }
+    if (done)
+      return;
+  }
+}
+
+/// copyBlock in `memory`: `block` (of `blockShape`) and `whole` are its
+/// buffers.
+ErrorOr<void> copyBlockIn(DeviceMemory &memory, void *whole,
+                          const std::vector<int64_t> &wholeShape, void *block,
+                          const std::vector<int64_t> &blockShape,
+                          const std::vector<int64_t> &offset, size_t bytes,
+                          bool toBlock) {
+  ErrorOr<void> copied;
+  forEachBlockRun(wholeShape, blockShape, offset, bytes,
+                  [&](size_t w, size_t b, size_t length) {
+                    uint8_t *wp = static_cast<uint8_t *>(whole) + w;
+                    uint8_t *bp = static_cast<uint8_t *>(block) + b;
+                    copied = memory.copyWithin(toBlock ? bp : wp,
+                                               toBlock ? wp : bp, length);
+                    return bool(copied);
+                  });
+  return copied;
+}
+
 /// Gathers `value`'s blocks along dim `d` over `group` (ranked by their
-/// coordinate on the axis): the group's blocks in rank order, whole along
-/// `d`. Any dim, not only the leading one: each rank's block is copied
-/// into its place of the whole (the all-gather concatenates flat buffers).
-ErrorOr<void> allGather(Communicator &group, runtime::HostTensor &value,
-                        size_t d) {
-  if (d >= value.shape.size())
+/// coordinate on the axis; its buffers are `value`'s memory's): the group's
+/// blocks in rank order, whole along `d`. Any dim, not only the leading
+/// one: each rank's block is copied into its place of the whole (the
+/// all-gather concatenates flat buffers).
+ErrorOr<void> allGather(Communicator &group, DeviceTensor &value, size_t d) {
+  if (d >= value.shape().size())
     return Error::program("a sharded run's all-gather has no gathered dim");
-  int64_t count = value.numElements();
+  DeviceMemory &memory = value.memory();
+  int64_t count = value.host().numElements();
   int64_t n = group.size();
-  std::vector<uint8_t> all(value.data.size() * size_t(n));
+  auto all = DeviceTensor::create(memory, value.type(), {n * count});
+  if (!all)
+    return all.error();
   if (auto gathered =
-          group.allGather(value.data.data(), all.data(), value.type, count);
+          group.allGather(value.data(), all->data(), value.type(), count);
       !gathered)
     return gathered;
-  std::vector<int64_t> shape = value.shape;
+  std::vector<int64_t> shape = value.shape();
   shape[d] *= n;
-  auto whole = runtime::HostTensor::create(value.type, shape);
+  auto whole = DeviceTensor::create(memory, value.type(), shape);
   if (!whole)
     return whole.error();
   for (int64_t q = 0; q < n; ++q) {
-    std::memcpy(value.data.data(), all.data() + size_t(q) * value.data.size(),
-                value.data.size());
     std::vector<int64_t> offset(shape.size(), 0);
-    offset[d] = q * value.shape[d];
-    copyBlock(*whole, value, offset, false);
+    offset[d] = q * value.shape()[d];
+    if (auto placed = copyBlockIn(
+            memory, whole->data(), shape,
+            static_cast<uint8_t *>(all->data()) + size_t(q) * value.byteSize(),
+            value.shape(), offset, value.host().elementBytes(), false);
+        !placed)
+      return placed;
   }
   value = std::move(*whole);
   return {};
@@ -87,42 +152,63 @@ ErrorOr<void> allGather(Communicator &group, runtime::HostTensor &value,
 /// Moves `value`'s split over `group` from dim `from` to dim `to`: block q
 /// of this rank's `to` goes to rank q, and the blocks received are placed
 /// along `from` in rank order (each copied into its place: any dims).
-ErrorOr<void> allToAll(Communicator &group, runtime::HostTensor &value,
-                       size_t from, size_t to) {
+ErrorOr<void> allToAll(Communicator &group, DeviceTensor &value, size_t from,
+                       size_t to) {
   int64_t n = group.size();
-  size_t rank = value.shape.size();
-  if (from >= rank || to >= rank || value.shape[to] % n != 0)
+  size_t rank = value.shape().size();
+  if (from >= rank || to >= rank || value.shape()[to] % n != 0)
     return Error::program("a sharded run's all-to-all has no dims to move");
-  std::vector<int64_t> chunkShape = value.shape;
+  DeviceMemory &memory = value.memory();
+  size_t bytes = value.host().elementBytes();
+  std::vector<int64_t> chunkShape = value.shape();
   chunkShape[to] /= n;
-  auto chunk = runtime::HostTensor::create(value.type, chunkShape);
-  if (!chunk)
-    return chunk.error();
-  size_t bytes = chunk->data.size();
-  std::vector<uint8_t> send(bytes * size_t(n)), recv(bytes * size_t(n));
+  int64_t chunkCount = value.host().numElements() / n;
+  size_t chunkBytes = size_t(chunkCount) * bytes;
+  auto send = DeviceTensor::create(memory, value.type(), {n * chunkCount});
+  if (!send)
+    return send.error();
+  auto recv = DeviceTensor::create(memory, value.type(), {n * chunkCount});
+  if (!recv)
+    return recv.error();
+  auto chunkAt = [&](DeviceTensor &t, int64_t q) {
+    return static_cast<uint8_t *>(t.data()) + size_t(q) * chunkBytes;
+  };
   for (int64_t q = 0; q < n; ++q) {
     std::vector<int64_t> offset(rank, 0);
     offset[to] = q * chunkShape[to];
-    copyBlock(value, *chunk, offset, true);
-    std::memcpy(send.data() + size_t(q) * bytes, chunk->data.data(), bytes);
+    if (auto cut =
+            copyBlockIn(memory, value.data(), value.shape(), chunkAt(*send, q),
+                        chunkShape, offset, bytes, true);
+        !cut)
+      return cut;
   }
-  if (auto moved = group.allToAll(send.data(), recv.data(), value.type,
-                                  chunk->numElements());
+  if (auto moved =
+          group.allToAll(send->data(), recv->data(), value.type(), chunkCount);
       !moved)
     return moved;
   std::vector<int64_t> shape = chunkShape;
   shape[from] *= n;
-  auto out = runtime::HostTensor::create(value.type, shape);
+  auto out = DeviceTensor::create(memory, value.type(), shape);
   if (!out)
     return out.error();
   for (int64_t r = 0; r < n; ++r) {
-    std::memcpy(chunk->data.data(), recv.data() + size_t(r) * bytes, bytes);
     std::vector<int64_t> offset(rank, 0);
     offset[from] = r * chunkShape[from];
-    copyBlock(*out, *chunk, offset, false);
+    if (auto placed = copyBlockIn(memory, out->data(), shape, chunkAt(*recv, r),
+                                  chunkShape, offset, bytes, false);
+        !placed)
+      return placed;
   }
   value = std::move(*out);
   return {};
+}
+
+/// The communicator's operation that completes `kind` (any and all as a
+/// max and a min of 0 and 1).
+ReduceOp reduceOpOf(ReduceKind kind) {
+  return kind == ReduceKind::Max || kind == ReduceKind::Any   ? ReduceOp::Max
+         : kind == ReduceKind::Min || kind == ReduceKind::All ? ReduceOp::Min
+                                                              : ReduceOp::Sum;
 }
 
 } // namespace
@@ -164,9 +250,8 @@ ErrorOr<void> completePartials(Communicator &group, runtime::HostTensor &value,
     std::vector<int32_t> flags(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       flags[size_t(i)] = value.data[size_t(i)] != 0;
-    if (auto done = group.allReduce(
-            flags.data(), runtime::StorageType::I32, n,
-            c.reduction == ReduceKind::Any ? ReduceOp::Max : ReduceOp::Min);
+    if (auto done = group.allReduce(flags.data(), runtime::StorageType::I32, n,
+                                    reduceOpOf(c.reduction));
         !done)
       return done;
     for (int64_t i = 0; i < n; ++i)
@@ -201,14 +286,8 @@ ErrorOr<void> completePartials(Communicator &group, runtime::HostTensor &value,
     return Error::usage(fmt::format(
         "a sharded run's {} ({}) of a {} value is not supported yet",
         collectiveName(c.kind), reduceKindName(c.reduction), dtypeName(dtype)));
-  ReduceOp op =
-      c.reduction == ReduceKind::Max || c.reduction == ReduceKind::Any
-          ? ReduceOp::Max
-      : c.reduction == ReduceKind::Min || c.reduction == ReduceKind::All
-          ? ReduceOp::Min
-          : ReduceOp::Sum;
-  if (auto done =
-          group.allReduce(value.data.data(), type, value.numElements(), op);
+  if (auto done = group.allReduce(value.data.data(), type, value.numElements(),
+                                  reduceOpOf(c.reduction));
       !done)
     return done;
   if (c.reduction == ReduceKind::Mean) {
@@ -220,29 +299,53 @@ ErrorOr<void> completePartials(Communicator &group, runtime::HostTensor &value,
   return {};
 }
 
-/// Runs a reshard's or a rearrange's all-gather or all-to-all `c` on
-/// `value` (movedValue(fn, c)) over `group`.
+ErrorOr<void> completeOn(Communicator &hostGroup, Communicator &group,
+                         DeviceTensor &value, const InferredCollective &c,
+                         DType dtype) {
+  if (value.memory().isHost())
+    return completePartials(hostGroup, value.host(), c, dtype);
+  runtime::StorageType type = value.type();
+  bool exact =
+      type == runtime::StorageType::F32 || type == runtime::StorageType::F64 ||
+      type == runtime::StorageType::I32 || type == runtime::StorageType::I64;
+  if (exact &&
+      (c.reduction == ReduceKind::Sum || c.reduction == ReduceKind::Max ||
+       c.reduction == ReduceKind::Min))
+    return group.allReduce(value.data(), type, value.host().numElements(),
+                           reduceOpOf(c.reduction));
+  auto host = value.toHost();
+  if (!host)
+    return host.error();
+  if (auto done = completePartials(hostGroup, *host, c, dtype); !done)
+    return done;
+  auto placed = DeviceTensor::place(value.memory(), std::move(*host));
+  if (!placed)
+    return placed.error();
+  value = std::move(*placed);
+  return {};
+}
+
 ErrorOr<void> moveBlocks(Communicator &group, const CheckedFunction &fn,
-                         const InferredCollective &c,
-                         runtime::HostTensor &value) {
+                         const InferredCollective &c, DeviceTensor &value) {
   if (c.kind == CollectiveKind::AllToAll)
     return allToAll(group, value, gatheredDim(fn, c), scatteredDim(fn, c));
   return allGather(group, value, gatheredDim(fn, c));
 }
 
-/// Keeps block `q` of `n` along dim `d` of `value` (a split a reshard adds:
-/// no communication).
-ErrorOr<void> keepBlock(runtime::HostTensor &value, size_t d, int64_t q,
-                        int64_t n) {
-  if (d >= value.shape.size() || value.shape[d] % n != 0)
+ErrorOr<void> keepBlock(DeviceTensor &value, size_t d, int64_t q, int64_t n) {
+  if (d >= value.shape().size() || value.shape()[d] % n != 0)
     return Error::program("a sharded run's local slice has no dim to split");
-  std::vector<int64_t> shape = value.shape, offset(shape.size(), 0);
+  std::vector<int64_t> shape = value.shape(), offset(shape.size(), 0);
   shape[d] /= n;
   offset[d] = q * shape[d];
-  auto block = runtime::HostTensor::create(value.type, shape);
+  auto block = DeviceTensor::create(value.memory(), value.type(), shape);
   if (!block)
     return block.error();
-  copyBlock(value, *block, offset, true);
+  if (auto cut = copyBlockIn(value.memory(), value.data(), value.shape(),
+                             block->data(), shape, offset,
+                             value.host().elementBytes(), true);
+      !cut)
+    return cut;
   value = std::move(*block);
   return {};
 }
@@ -297,36 +400,13 @@ ErrorOr<void> takeBlock(const runtime::HostTensor &table,
 
 void copyBlock(runtime::HostTensor &whole, runtime::HostTensor &block,
                const std::vector<int64_t> &offset, bool toBlock) {
-  size_t rank = whole.shape.size();
-  size_t bytes = whole.elementBytes();
-  if (block.numElements() == 0)
-    return;
-  std::vector<int64_t> ws = whole.strides(), bs = block.strides();
-  // The innermost dim is copied as one run.
-  size_t run = rank ? size_t(block.shape[rank - 1]) * bytes : bytes;
-  std::vector<int64_t> index(rank, 0);
-  while (true) {
-    int64_t w = 0, b = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      w += (index[d] + offset[d]) * ws[d];
-      b += index[d] * bs[d];
-    }
-    uint8_t *wp = whole.data.data() + w * int64_t(bytes);
-    uint8_t *bp = block.data.data() + b * int64_t(bytes);
-    std::memcpy(toBlock ? bp : wp, toBlock ? wp : bp, run);
-    // Next index over all but the innermost dim.
-    size_t d = rank ? rank - 1 : 0;
-    bool done = true;
-    while (d-- > 0) {
-      if (++index[d] < block.shape[d]) {
-        done = false;
-        break;
-      }
-      index[d] = 0;
-    }
-    if (done)
-      return;
-  }
+  forEachBlockRun(whole.shape, block.shape, offset, whole.elementBytes(),
+                  [&](size_t w, size_t b, size_t length) {
+                    uint8_t *wp = whole.data.data() + w;
+                    uint8_t *bp = block.data.data() + b;
+                    std::memcpy(toBlock ? bp : wp, toBlock ? wp : bp, length);
+                    return true;
+                  });
 }
 
 } // namespace ein

@@ -1,5 +1,6 @@
-// The host side of a sharded run's collectives and block operations
-// (docs/distributed.md §4), run between the local program's compiled parts.
+// A sharded run's collectives and block operations
+// (docs/distributed.md §4), run between the local program's compiled parts
+// in the memory they run on (the host's or a device's).
 #pragma once
 
 #include "ein/Execution/JIT.h"
@@ -7,6 +8,7 @@
 #include "ein/Runtime/HostTensor.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
+#include "ein/Target/DeviceTensor.h"
 
 #include <cstdint>
 
@@ -18,15 +20,21 @@ namespace ein {
 /// fp8 refused by name).
 ErrorOr<void> completePartials(Communicator &group, runtime::HostTensor &value,
                                const InferredCollective &c, DType dtype);
+/// completePartials of `value` in its memory: on the host over `hostGroup`;
+/// on a device a sum, max or min of f32, f64, i32 or i64 over `group` (the
+/// device's communicator of the same ranks) in place, the others copied to
+/// the host, completed there over `hostGroup` and copied back.
+ErrorOr<void> completeOn(Communicator &hostGroup, Communicator &group,
+                         DeviceTensor &value, const InferredCollective &c,
+                         DType dtype);
 /// Runs a reshard's or a rearrange's all-gather or all-to-all `c` on
-/// `value` (movedValue(fn, c)) over `group`.
+/// `value` (movedValue(fn, c)) over `group`, whose buffers are `value`'s
+/// memory's; the blocks are placed with copies within that memory.
 ErrorOr<void> moveBlocks(Communicator &group, const CheckedFunction &fn,
-                         const InferredCollective &c,
-                         runtime::HostTensor &value);
+                         const InferredCollective &c, DeviceTensor &value);
 /// Keeps block `q` of `n` along dim `d` of `value` (a split a reshard adds:
 /// no communication).
-ErrorOr<void> keepBlock(runtime::HostTensor &value, size_t d, int64_t q,
-                        int64_t n);
+ErrorOr<void> keepBlock(DeviceTensor &value, size_t d, int64_t q, int64_t n);
 /// A vocab-parallel take on one rank (vocabParallel): each id's row of the
 /// rank's block of `table` along `axis` (rows [lo, lo + block) of the
 /// whole), zeros for the other ids, into `out`; an id outside [0, vocab)

@@ -19,49 +19,6 @@ Target::~Target() = default;
 
 ErrorOr<void> Target::checkRunnable(const TargetOptions &) const { return {}; }
 
-ErrorOr<void> callIn(DeviceMemory &memory, Callable &callable,
-                     const std::vector<const runtime::HostTensor *> &inputs,
-                     const std::vector<runtime::HostTensor *> &outputs,
-                     const Bindings &dims, int64_t *indexStatus) {
-  if (memory.isHost())
-    return callable.call(inputs, outputs, dims, indexStatus);
-  std::vector<const runtime::HostTensor *> all = inputs;
-  all.insert(all.end(), outputs.begin(), outputs.end());
-  std::vector<void *> buffers;
-  auto release = [&] {
-    for (void *p : buffers)
-      memory.release(p);
-  };
-  std::vector<std::vector<int64_t>> strides;
-  std::vector<StridedArgument> args;
-  for (size_t i = 0; i < all.size(); ++i) {
-    auto buffer = memory.allocate(all[i]->data.size());
-    if (!buffer) {
-      release();
-      return buffer.error();
-    }
-    buffers.push_back(*buffer);
-    if (i < inputs.size())
-      if (auto in =
-              memory.copyIn(*buffer, all[i]->data.data(), all[i]->data.size());
-          !in) {
-        release();
-        return in;
-      }
-    strides.push_back(all[i]->strides());
-  }
-  for (size_t i = 0; i < all.size(); ++i)
-    args.push_back({buffers[i], all[i]->shape.data(), strides[i].data(),
-                    all[i]->shape.size()});
-  auto called =
-      callable.callStrided(args.data(), args.size(), &dims, indexStatus);
-  for (size_t k = 0; k < outputs.size() && called; ++k)
-    called = memory.copyOut(outputs[k]->data.data(), buffers[inputs.size() + k],
-                            outputs[k]->data.size());
-  release();
-  return called;
-}
-
 ErrorOr<std::shared_ptr<Artifact>> Target::build(const CheckedModule &,
                                                  const std::string &,
                                                  const TargetOptions &) const {

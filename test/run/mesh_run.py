@@ -505,12 +505,15 @@ def main():
             first = None
             cpu = None
             if args.target:
-                # The unsharded CPU run: the one-rank mesh on --target=cpu.
-                mesh = next(m for m, n in meshes if n == 1)
+                # The unsharded CPU run: the one-rank mesh on --target=cpu
+                # (a case without one: its first mesh's CPU run, which
+                # mesh-run.test holds to numpy and the one-rank run).
+                mesh, ranks = next(((m, n) for m, n in meshes if n == 1),
+                                   meshes[0])
                 outs = [os.path.join(tmp, f"{name}-cpu-{i}.npy")
                         for i in range(len(want))]
                 cmd = [args.einc, "run", path, "--fn", fn, "--mesh", mesh,
-                       "--ranks", "1", "--simulate"] + extra + ins
+                       "--ranks", str(ranks), "--simulate"] + extra + ins
                 for o in outs:
                     cmd += ["--out", o]
                 r = subprocess.run(cmd, capture_output=True, text=True)

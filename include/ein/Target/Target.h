@@ -155,14 +155,6 @@ public:
        const std::vector<runtime::HostTensor *> &outputs, const Bindings &dims);
 };
 
-/// Runs `callable`, built for `memory` (TargetOptions::inProcess), on host
-/// tensors: called on them directly when `memory` is the host's, else on
-/// copies in `memory` (callStrided), the outputs copied back.
-ErrorOr<void> callIn(DeviceMemory &memory, Callable &callable,
-                     const std::vector<const runtime::HostTensor *> &inputs,
-                     const std::vector<runtime::HostTensor *> &outputs,
-                     const Bindings &dims, int64_t *indexStatus = nullptr);
-
 /// A back end. Subclasses live in their own folder (lib/Target/CPU,
 /// lib/Target/CUDA) and are registered once in TargetRegistry.cpp.
 class Target {
