@@ -9,6 +9,7 @@
 #include "ein/Runtime/Communicator.h"
 #include "ein/Syntax/Parser.h"
 #include "ein/Target/DeviceMemory.h"
+#include "ein/Target/DeviceTensor.h"
 #include "ein/Target/TargetRegistry.h"
 
 #include <gtest/gtest.h>

@@ -92,4 +92,41 @@ ErrorOr<void> callOn(Callable &callable,
   return callable.callStrided(args.data(), args.size(), &dims, indexStatus);
 }
 
+ErrorOr<void> callIn(DeviceMemory &memory, Callable &callable,
+                     const std::vector<const runtime::HostTensor *> &inputs,
+                     const std::vector<runtime::HostTensor *> &outputs,
+                     const Bindings &dims, int64_t *indexStatus) {
+  if (memory.isHost())
+    return callable.call(inputs, outputs, dims, indexStatus);
+  std::vector<DeviceTensor> ins, outs;
+  for (const runtime::HostTensor *t : inputs) {
+    auto placed = DeviceTensor::place(memory, *t);
+    if (!placed)
+      return placed.error();
+    ins.push_back(std::move(*placed));
+  }
+  for (const runtime::HostTensor *t : outputs) {
+    auto made = DeviceTensor::create(memory, t->type, t->shape);
+    if (!made)
+      return made.error();
+    outs.push_back(std::move(*made));
+  }
+  std::vector<const DeviceTensor *> inPointers;
+  std::vector<DeviceTensor *> outPointers;
+  for (const DeviceTensor &t : ins)
+    inPointers.push_back(&t);
+  for (DeviceTensor &t : outs)
+    outPointers.push_back(&t);
+  if (auto called =
+          callOn(callable, inPointers, outPointers, dims, indexStatus);
+      !called)
+    return called;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (auto out = memory.copyOut(outputs[k]->data.data(), outs[k].data(),
+                                  outputs[k]->data.size());
+        !out)
+      return out;
+  return {};
+}
+
 } // namespace ein

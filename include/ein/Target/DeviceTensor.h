@@ -58,4 +58,11 @@ ErrorOr<void> callOn(Callable &callable,
                      const std::vector<DeviceTensor *> &outputs,
                      const Bindings &dims, int64_t *indexStatus = nullptr);
 
+/// callOn on host tensors: on the host themselves, on a device copies of
+/// them in `memory`, the outputs copied back.
+ErrorOr<void> callIn(DeviceMemory &memory, Callable &callable,
+                     const std::vector<const runtime::HostTensor *> &inputs,
+                     const std::vector<runtime::HostTensor *> &outputs,
+                     const Bindings &dims, int64_t *indexStatus = nullptr);
+
 } // namespace ein
