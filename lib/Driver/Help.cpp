@@ -84,8 +84,8 @@ A program whose collectives are all-reduces and reduce-scatters runs as
 one compiled function per rank with its collectives inside
 (EIN_SHARDED_RUN=parts runs it cut at them instead); on --target=cuda
 and cuda-emulated too, its collectives on each rank's NCCL communicators
-(emulated under cuda-emulated), while a program cut at other collectives
-is refused there.)",
+(emulated under cuda-emulated); a program cut at other collectives runs
+there as parts, each a compiled CUDA function on the device's buffers.)",
        {"--fn",           "--in",           "--out",          "--dim",
         "--mesh",         "--time",         "--peak-flops",   "--bandwidth",
         "--tiles",        "--cpu",          "--cpu-features", "--no-fusion",
