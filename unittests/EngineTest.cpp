@@ -501,5 +501,40 @@ TEST(CompiledCollectivesTest, CUDAProgramWithCollectivesRefused) {
             "as a program");
 }
 
+/// A DeviceTensor placed in each target's memory comes back bit for bit,
+/// on the device through its buffer; a call on tensors of two memories is
+/// refused by name (the device's code would read host pointers).
+TEST(DeviceTensorTest, PlacedAndBackOnEveryMemory) {
+  for (const char *name : {"cpu", "cuda-emulated"}) {
+    auto target = lookupTarget(name, TargetUse::Run);
+    ASSERT_TRUE(bool(target));
+    auto memory = (*target)->memory();
+    ASSERT_TRUE(bool(memory)) << memory.error().message;
+    runtime::HostTensor a = filled(3, 4, 0.5f);
+    auto held = DeviceTensor::place(**memory, a);
+    ASSERT_TRUE(bool(held)) << name;
+    EXPECT_EQ(held->shape(), a.shape);
+    EXPECT_EQ((*memory)->isHost(), held->data() == held->host().data.data())
+        << name;
+    auto back = held->toHost();
+    ASSERT_TRUE(bool(back)) << name;
+    EXPECT_EQ(back->data, a.data) << name;
+  }
+  auto cuda = (*lookupTarget("cuda-emulated", TargetUse::Run))->memory();
+  ASSERT_TRUE(bool(cuda));
+  Compiled c;
+  auto callable = c.compile("cpu");
+  ASSERT_TRUE(bool(callable));
+  auto a = DeviceTensor::place(hostMemory(), filled(3, 4, 0.5f));
+  auto b = DeviceTensor::place(**cuda, filled(4, 5, 0.25f));
+  auto out =
+      DeviceTensor::create(hostMemory(), runtime::StorageType::F32, {3, 5});
+  ASSERT_TRUE(a && b && out);
+  auto called = callOn(**callable, {&*a, &*b}, {&*out}, c.bound->dims);
+  ASSERT_FALSE(bool(called));
+  EXPECT_NE(called.error().message.find("two memories"), std::string::npos)
+      << called.error().message;
+}
+
 } // namespace
 } // namespace ein
