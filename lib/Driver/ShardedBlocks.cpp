@@ -1,7 +1,8 @@
-// The host side of a sharded run's collectives and block operations
-// (docs/distributed.md §4): completing partial results over a group,
-// gathering and moving blocks between ranks, a reshard's local slice and a
-// vocab-parallel take, on host tensors between the compiled parts.
+// A sharded run's collectives and block operations between the compiled
+// parts (docs/distributed.md §4): completing partial results over a group,
+// gathering and moving blocks between ranks and a reshard's local slice, in
+// the memory the parts run on (the host's or a device's), and a
+// vocab-parallel take on host tensors.
 #include "ShardedBlocks.h"
 #include "LocalProgram.h"
 #include "ein/Target/DeviceMemory.h"
