@@ -1,6 +1,7 @@
 // `einc train`'s step over the state it holds: batches, gradient,
 // accumulation, clipping, the update; evaluation, checkpoints, figures.
 #include "TrainState.h"
+#include "ShardedProgram.h"
 
 #include "ein/Runtime/SafeTensors.h"
 
@@ -204,7 +205,9 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     };
     for (TrainedParam &p : trained)
       outputs.push_back(direct(p) ? &p.grad : &p.micro);
-    if (auto called = callLoss(gradient, outputs); !called)
+    if (auto called = meshProgram ? runShardedGradient(outputs)
+                                  : callLoss(gradient, outputs);
+        !called)
       return called.error();
     lossSum += scalarOf(lossValue);
     for (TrainedParam &p : trained)
@@ -235,16 +238,20 @@ ErrorOr<StepResult> TrainingState::trainStep() {
       HostTensor &g = stepGradient(p);
       EIN_TRY(memory->scale(on(g), g.type, g.numElements(), factor));
     }
+  // Tensor parallel: each block once, summed over the mesh.
   double squares = 0;
   for (TrainedParam &p : trained) {
+    if (!p.inNorm)
+      continue;
     HostTensor &g = stepGradient(p);
     auto sum = memory->sumOfSquares(on(g), g.type, g.numElements());
     if (!sum)
       return sum.error();
     squares += *sum;
   }
-  if (sharded())
-    EIN_TRY(comm->allReduce(&squares, StorageType::F64, 1, ReduceOp::Sum));
+  if (sharded() || meshWorld)
+    EIN_TRY((meshWorld ? meshWorld : comm)
+                ->allReduce(&squares, StorageType::F64, 1, ReduceOp::Sum));
   result.gradNorm = std::sqrt(squares);
   if (!std::isfinite(result.gradNorm) && lossScaled) {
     // GradScaler: skip the update; a dynamic scale halves.
@@ -459,9 +466,16 @@ int64_t TrainingState::spareBytes() const {
 }
 
 std::string TrainingState::summary() const {
+  // The model's values: under a mesh, the whole parameters', not the
+  // rank's blocks (meshSummary counts those).
   int64_t values = 0;
-  for (const TrainedParam &p : trained)
-    values += p.value.numElements();
+  for (const TrainedParam &p : trained) {
+    int64_t n = 1;
+    for (int64_t size :
+         meshProgram ? meshProgram->wholeShapes[p.param] : p.value.shape)
+      n *= size;
+    values += n;
+  }
   std::vector<std::string> dataText;
   for (const DataInput &d : data)
     dataText.push_back(fmt::format(

@@ -2,6 +2,7 @@
 // batches, compiled gradient and update) and one step of the loop over it.
 #pragma once
 
+#include "ein/Driver/Sharded.h"
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Runtime/Communicator.h"
@@ -18,6 +19,22 @@
 #include <vector>
 
 namespace ein {
+
+struct ShardedProgram;
+class TrainingState;
+
+/// Tensor-parallel training of a file with a mesh (TrainSharded.cpp): one
+/// rank of the mesh, and the sharded program of the loss and its gradient
+/// that every rank runs.
+struct MeshRank {
+  Communicator *world = nullptr; // the mesh's ranks, row-major
+  /// The program (the loss, then its gradient wrt each trained parameter)
+  /// bound to the whole shapes of the state's inputs: prepared once, its
+  /// result shared by the ranks of one process.
+  std::function<ErrorOr<std::shared_ptr<const ShardedProgram>>(
+      const TrainingState &)>
+      program;
+};
 
 /// The checkpoint format's tag (its metadata's "format").
 inline constexpr const char *kCheckpointFormat = "ein-train-1";
@@ -92,6 +109,13 @@ struct TrainedParam {
     runtime::HostTensor value, grad;
     std::vector<runtime::HostTensor> states;
   } shard;
+  /// Tensor parallel: whether this rank's block counts in the global
+  /// gradient norm (the block's first replica, coordinate 0 on every mesh
+  /// axis the parameter is not split on); and, while a checkpoint is
+  /// written, the value's and states' blocks, which the whole tensors
+  /// replace.
+  bool inNorm = true;
+  std::vector<runtime::HostTensor> keptBlocks;
 };
 
 /// The shape of one rank's shard of a parameter of `elements` under ZeRO-2
@@ -277,6 +301,34 @@ public:
   std::map<runtime::StorageType, void *> gradBuckets;
   std::string initFrom;
 
+  // Tensor parallel (TrainSharded.cpp; docs/training.md, "Tensor
+  // parallel"): a file with a mesh trains on its ranks, each holding its
+  // blocks of every parameter, gradient and optimizer state by the
+  // parameter's layout; the gradient is the sharded program's, run on the
+  // rank's blocks of the batch; the update runs on the blocks.
+  std::shared_ptr<const ShardedProgram> meshProgram;
+  Communicator *meshWorld = nullptr;
+  /// The mesh's communicator groups, kept between steps (runShardedRank).
+  AxisGroups meshGroups;
+  /// Prepares the mesh's program and cuts the state's whole tensors into
+  /// this rank's blocks (prepareTraining, before the update is bound).
+  ErrorOr<void> useMesh(const MeshRank &mesh);
+  /// The loss and this rank's blocks of the gradients into `outputs`
+  /// (those of the gradient's Callable) from the sharded program.
+  ErrorOr<void>
+  runShardedGradient(const std::vector<runtime::HostTensor *> &outputs);
+  /// For a checkpoint: the whole values and optimizer states from every
+  /// rank's blocks (collective), and the blocks back after it.
+  ErrorOr<void> gatherMeshBlocks();
+  void keepMeshBlocks();
+  /// The loss's inputs in its parameters' order (whole until useMesh cuts
+  /// the parameters' blocks).
+  std::vector<const runtime::HostTensor *> wholeInputs() const {
+    return lossInputs();
+  }
+  /// The mesh and this rank's blocks, printed after the summary.
+  std::string meshSummary() const;
+
 private:
   /// A loop tensor's data where the code reads it: the host tensor's own,
   /// or its device copy.
@@ -324,6 +376,23 @@ private:
 /// update for the target.
 ErrorOr<std::unique_ptr<TrainingState>>
 prepareTraining(const SourceFile &file, const Module &module,
-                const CheckOptions &check, const TrainRunOptions &options);
+                const CheckOptions &check, const TrainRunOptions &options,
+                const MeshRank *mesh = nullptr);
+
+/// `function` of a file with a mesh checked on a mesh of one rank per axis:
+/// the whole program, whose parameters' roles and whole shapes the state
+/// takes (never compiled: Engine::check refuses it, and the gradient is
+/// the mesh's).
+ErrorOr<CheckedModule> checkOnUnitMesh(const SourceFile &file,
+                                       const Module &module,
+                                       const CheckOptions &check,
+                                       const std::string &function);
+
+/// trainFunction's loop on one rank of a mesh (`mesh`; null: one process
+/// or data parallel).
+ErrorOr<void> trainRank(const SourceFile &file, const Module &module,
+                        const CheckOptions &check,
+                        const TrainRunOptions &options, std::ostream &out,
+                        const MeshRank *mesh);
 
 } // namespace ein

@@ -301,6 +301,8 @@ ErrorOr<void> TrainingState::gatherUpdatedValues() {
 }
 
 ErrorOr<void> TrainingState::gatherForCheckpoint() {
+  if (meshProgram)
+    return gatherMeshBlocks();
   if (zero == 1)
     return gatherOptimizerStates();
   if (!sharded())
@@ -315,6 +317,8 @@ ErrorOr<void> TrainingState::gatherForCheckpoint() {
 }
 
 void TrainingState::dropAfterCheckpoint() {
+  if (meshProgram)
+    return keepMeshBlocks();
   if (zero == 1)
     dropUnownedStates();
   if (!sharded())
