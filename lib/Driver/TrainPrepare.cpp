@@ -758,7 +758,7 @@ prepareTraining(const SourceFile &file, const Module &module,
       for (TrainedParam *p : users)
         p->update.callable = *update;
     }
-    if (options.evalEvery > 0) {
+    if (options.evalEvery > 0 && !s.meshProgram) {
       auto forward = s.engine.compile(**target, file, s.lossCall.source,
                                       options.function, targetOptions);
       if (!forward)

@@ -92,26 +92,46 @@ ErrorOr<std::string> gradientFunction(const Module &module,
                      fmt::join(grads, ", "));
 }
 
-/// The sharded gradient program of one run, prepared by the first rank
-/// that asks and shared by the others (simulated ranks are threads).
-struct MeshGradient {
+/// The sharded programs of one run (the gradient's; the loss's, for
+/// evaluation), each prepared by the first rank that asks and shared by
+/// the others (simulated ranks are threads).
+struct MeshPrograms {
   std::mutex mutex;
-  std::optional<ErrorOr<std::shared_ptr<const ShardedProgram>>> program;
+  std::optional<ErrorOr<std::shared_ptr<const ShardedProgram>>> programs[2];
   SourceFile file; // the file, the gradient's function appended
   Module module;
 
   ErrorOr<std::shared_ptr<const ShardedProgram>>
   prepare(const SourceFile &original, const Module &given,
-          const CheckOptions &check, int64_t ranks, const TrainingState &s) {
+          const CheckOptions &check, int64_t ranks, const TrainingState &s,
+          bool forward) {
     std::lock_guard<std::mutex> lock(mutex);
+    auto &program = programs[forward];
     if (!program)
-      program = build(original, given, check, ranks, s);
+      program = build(original, given, check, ranks, s, forward);
     return *program;
   }
 
   ErrorOr<std::shared_ptr<const ShardedProgram>>
   build(const SourceFile &original, const Module &given,
-        const CheckOptions &check, int64_t ranks, const TrainingState &s) {
+        const CheckOptions &check, int64_t ranks, const TrainingState &s,
+        bool forward) {
+    // The whole shapes: the state's, before any rank cuts its blocks.
+    std::vector<std::vector<int64_t>> shapes;
+    for (const HostTensor *t : s.wholeInputs())
+      shapes.push_back(t->shape);
+    WholeShapes shapesOf =
+        [&](const CheckedFunction &,
+            int64_t product) -> ErrorOr<std::vector<std::vector<int64_t>>> {
+      if (product != ranks)
+        return usage(fmt::format("--ranks {} does not match the mesh ({} "
+                                 "rank(s): the product of its axes' sizes)",
+                                 ranks, product));
+      return shapes;
+    };
+    if (forward)
+      return prepareSharded(original, given, check, s.function, s.options.cpu,
+                            s.options.jit, shapesOf);
     std::string function;
     auto source = gradientFunction(given, s, function);
     if (!source)
@@ -124,21 +144,8 @@ struct MeshGradient {
       resolveImports(module, file, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
-    // The whole shapes: the state's, before any rank cuts its blocks.
-    std::vector<std::vector<int64_t>> shapes;
-    for (const HostTensor *t : s.wholeInputs())
-      shapes.push_back(t->shape);
-    return prepareSharded(
-        file, module, check, function, s.options.cpu, s.options.jit,
-        [&](const CheckedFunction &,
-            int64_t product) -> ErrorOr<std::vector<std::vector<int64_t>>> {
-          if (product != ranks)
-            return usage(fmt::format("--ranks {} does not match the mesh ({} "
-                                     "rank(s): the product of its axes' "
-                                     "sizes)",
-                                     ranks, product));
-          return shapes;
-        });
+    return prepareSharded(file, module, check, function, s.options.cpu,
+                          s.options.jit, shapesOf);
   }
 };
 
@@ -171,10 +178,16 @@ ErrorOr<void> TrainingState::useMesh(const MeshRank &mesh) {
           "and f64 parameters; bf16 and f16 ones (over f32 master weights) "
           "are not supported yet with a mesh",
           p.name, runtime::storageName(p.model.type)));
-  auto program = mesh.program(*this);
+  auto program = mesh.program(*this, false);
   if (!program)
     return program.error();
   meshProgram = *program;
+  if (options.evalEvery > 0) {
+    auto forward = mesh.program(*this, true);
+    if (!forward)
+      return forward.error();
+    meshForward = *forward;
+  }
   meshWorld = mesh.world;
   const ShardedProgram &sp = *meshProgram;
   std::vector<int64_t> coord = sp.coordinate(meshWorld->rank());
@@ -212,8 +225,8 @@ ErrorOr<void> TrainingState::useMesh(const MeshRank &mesh) {
 }
 
 ErrorOr<void>
-TrainingState::runShardedGradient(const std::vector<HostTensor *> &outputs) {
-  const ShardedProgram &sp = *meshProgram;
+TrainingState::runOnMesh(const ShardedProgram &sp,
+                         const std::vector<HostTensor *> &outputs) {
   std::vector<int64_t> coord = sp.coordinate(meshWorld->rank());
   // The rank's blocks: the parameters' are held cut; the batches are
   // filled whole (every rank reads the same samples) and cut here.
@@ -244,9 +257,9 @@ TrainingState::runShardedGradient(const std::vector<HostTensor *> &outputs) {
     HostTensor &out = *outputs[k];
     if (got.type != out.type || got.shape != out.shape)
       return Error::program(fmt::format(
-          "the sharded gradient's result {} is {} {}, not the {} {} this "
-          "rank holds",
-          k + 1, runtime::storageName(got.type),
+          "the sharded '{}' result {} is {} {}, not the {} {} this rank "
+          "holds",
+          sp.bfn->name, k + 1, runtime::storageName(got.type),
           runtime::shapeTupleStr(got.shape), runtime::storageName(out.type),
           runtime::shapeTupleStr(out.shape)));
     std::memcpy(out.data.data(), got.data.data(), out.data.size());
@@ -324,9 +337,6 @@ ErrorOr<void> trainSharded(const SourceFile &file, const Module &module,
   if (!options.dpDim.empty())
     return usage("--dp-dim: with a mesh, the batch is split by its layout "
                  "(b@dp), not by --dp-dim");
-  if (options.evalEvery > 0)
-    return usage("--eval-every with a mesh is not supported yet: the "
-                 "validation loss would need the sharded forward");
   using Scaling = TrainRunOptions::LossScaling;
   if (options.lossScaling == Scaling::Static ||
       options.lossScaling == Scaling::Dynamic)
@@ -336,12 +346,12 @@ ErrorOr<void> trainSharded(const SourceFile &file, const Module &module,
 
   // The state prepared from the whole program (checkOnUnitMesh), the
   // gradient on the mesh.
-  MeshGradient gradient;
+  MeshPrograms programs;
   auto runRank = [&](Communicator &world, std::ostream &rankOut) {
     MeshRank mesh;
     mesh.world = &world;
-    mesh.program = [&](const TrainingState &s) {
-      return gradient.prepare(file, module, check, options.ranks, s);
+    mesh.program = [&](const TrainingState &s, bool forward) {
+      return programs.prepare(file, module, check, options.ranks, s, forward);
     };
     return trainRank(file, module, check, options, rankOut, &mesh);
   };

@@ -205,7 +205,7 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     };
     for (TrainedParam &p : trained)
       outputs.push_back(direct(p) ? &p.grad : &p.micro);
-    if (auto called = meshProgram ? runShardedGradient(outputs)
+    if (auto called = meshProgram ? runOnMesh(*meshProgram, outputs)
                                   : callLoss(gradient, outputs);
         !called)
       return called.error();
@@ -367,7 +367,7 @@ ErrorOr<void> TrainingState::refreshModelCopies() {
 }
 
 ErrorOr<double> TrainingState::evaluate() {
-  if (!forward)
+  if (!forward && !meshForward)
     return Error::program("the forward was not compiled: prepareTraining "
                           "compiles it only when --eval-every is set");
   EIN_TRY(refreshModelCopies());
@@ -377,7 +377,9 @@ ErrorOr<double> TrainingState::evaluate() {
     if (auto filled = fillBatches(true, uint64_t(e)); !filled)
       return filled.error();
     EIN_TRY(feed(true, uint64_t(e)));
-    if (auto called = callLoss(forward, {&lossValue}); !called)
+    if (auto called = meshForward ? runOnMesh(*meshForward, {&lossValue})
+                                  : callLoss(forward, {&lossValue});
+        !called)
       return called.error();
     sum += scalarOf(lossValue);
   }

@@ -28,11 +28,12 @@ class TrainingState;
 /// that every rank runs.
 struct MeshRank {
   Communicator *world = nullptr; // the mesh's ranks, row-major
-  /// The program (the loss, then its gradient wrt each trained parameter)
-  /// bound to the whole shapes of the state's inputs: prepared once, its
-  /// result shared by the ranks of one process.
+  /// The program (the loss, then its gradient wrt each trained parameter;
+  /// with `forward`, the loss function itself, for evaluation) bound to
+  /// the whole shapes of the state's inputs: prepared once, its result
+  /// shared by the ranks of one process.
   std::function<ErrorOr<std::shared_ptr<const ShardedProgram>>(
-      const TrainingState &)>
+      const TrainingState &, bool forward)>
       program;
 };
 
@@ -307,16 +308,20 @@ public:
   // parameter's layout; the gradient is the sharded program's, run on the
   // rank's blocks of the batch; the update runs on the blocks.
   std::shared_ptr<const ShardedProgram> meshProgram;
+  /// The loss function on the mesh, for evaluation (null when the run
+  /// evaluates nothing).
+  std::shared_ptr<const ShardedProgram> meshForward;
   Communicator *meshWorld = nullptr;
   /// The mesh's communicator groups, kept between steps (runShardedRank).
   AxisGroups meshGroups;
   /// Prepares the mesh's program and cuts the state's whole tensors into
   /// this rank's blocks (prepareTraining, before the update is bound).
   ErrorOr<void> useMesh(const MeshRank &mesh);
-  /// The loss and this rank's blocks of the gradients into `outputs`
-  /// (those of the gradient's Callable) from the sharded program.
-  ErrorOr<void>
-  runShardedGradient(const std::vector<runtime::HostTensor *> &outputs);
+  /// Runs `program` (meshProgram or meshForward) on this rank's blocks of
+  /// the loss's inputs, its results' blocks into `outputs` (those of the
+  /// gradient's or the forward's Callable).
+  ErrorOr<void> runOnMesh(const ShardedProgram &program,
+                          const std::vector<runtime::HostTensor *> &outputs);
   /// For a checkpoint: the whole values and optimizer states from every
   /// rank's blocks (collective), and the blocks back after it.
   ErrorOr<void> gatherMeshBlocks();
