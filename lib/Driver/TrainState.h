@@ -384,6 +384,14 @@ prepareTraining(const SourceFile &file, const Module &module,
                 const CheckOptions &check, const TrainRunOptions &options,
                 const MeshRank *mesh = nullptr);
 
+/// The progress line's figures (TrainFigures.cpp): this process's resident
+/// bytes (-1 unknown), bytes in binary units ("-" for a negative count), a
+/// rate with a decimal prefix, and a JSON number (null when not finite).
+int64_t residentBytes();
+std::string bytesText(double bytes);
+std::string rateText(double v);
+std::string jsonNumber(double v);
+
 /// `function` of a file with a mesh checked on a mesh of one rank per axis:
 /// the whole program, whose parameters' roles and whole shapes the state
 /// takes (never compiled: Engine::check refuses it, and the gradient is
