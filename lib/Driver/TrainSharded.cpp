@@ -317,9 +317,13 @@ std::string TrainingState::meshSummary() const {
 
 ErrorOr<void> trainSharded(const SourceFile &file, const Module &module,
                            const CheckOptions &check,
-                           const TrainRunOptions &options,
+                           const TrainRunOptions &given,
                            const std::vector<std::string> &arguments,
                            std::ostream &out) {
+  // Under an mpirun of its own (`mpirun -n 4 einc train ...`), its ranks.
+  TrainRunOptions options = given;
+  if (options.ranks == 0 && !options.simulate)
+    options.ranks = launcherWorldSize();
   // What the mesh's loop does not do yet, refused by name.
   if (options.ranks == 0)
     return usage("a file with a mesh trains on the mesh's ranks: give --ranks "
