@@ -370,7 +370,7 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  state sharded evenly over the ranks (reduce-scatter, the
                  update of each rank's shard, all-gather); 3, ZeRO-3, the
                  parameters too, gathered for each step and dropped after
-                 (2 and 3 over f32 or f64 parameters))"},
+                 (over a bf16/f16 parameter's f32 master: its shard))"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*

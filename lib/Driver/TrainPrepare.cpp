@@ -559,6 +559,7 @@ prepareTraining(const SourceFile &file, const Module &module,
       p.micro = *HostTensor::create(modelType, p.value.shape);
     if (master)
       p.model = *HostTensor::create(modelType, p.value.shape);
+    p.master = master;
     shapes[i] = p.value.shape;
     s.trained.push_back(std::move(p));
   }
@@ -608,7 +609,7 @@ prepareTraining(const SourceFile &file, const Module &module,
   using Scaling = TrainRunOptions::LossScaling;
   bool anyF16 = false;
   for (const TrainedParam &p : s.trained)
-    anyF16 |= p.model.type == StorageType::F16 && !p.model.data.empty();
+    anyF16 |= p.master && p.model.type == StorageType::F16;
   s.lossScaled = options.lossScaling == Scaling::Static ||
                  options.lossScaling == Scaling::Dynamic ||
                  (options.lossScaling == Scaling::Default && anyF16);

@@ -172,7 +172,7 @@ ErrorOr<CheckedModule> checkOnUnitMesh(const SourceFile &file,
 
 ErrorOr<void> TrainingState::useMesh(const MeshRank &mesh) {
   for (const TrainedParam &p : trained)
-    if (!p.model.data.empty())
+    if (p.master)
       return usage(fmt::format(
           "parameter '{}' is {}: einc train of a file with a mesh trains f32 "
           "and f64 parameters; bf16 and f16 ones (over f32 master weights) "

@@ -125,7 +125,7 @@ std::vector<const HostTensor *> TrainingState::lossInputs() const {
   for (const DataInput &d : data)
     inputs[d.param] = &d.batch;
   for (const TrainedParam &p : trained)
-    inputs[p.param] = p.model.data.empty() ? &p.value : &p.model;
+    inputs[p.param] = p.master ? &p.model : &p.value;
   for (const FedInput &f : fed)
     inputs[f.param] = &f.value;
   return inputs;
@@ -165,7 +165,7 @@ TrainingState::callLoss(const std::shared_ptr<Callable> &callable,
   // An id out of range (a token beyond the vocabulary): which take, which
   // id, where, found by the engine's probe on the host's copies.
   for (TrainedParam &p : trained)
-    EIN_TRY(download(p.model.data.empty() ? p.value : p.model));
+    EIN_TRY(download(p.master ? p.model : p.value));
   std::vector<std::vector<int64_t>> strides;
   for (const HostTensor *t : inputs)
     strides.push_back(t->strides());
@@ -200,9 +200,7 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     std::vector<HostTensor *> outputs = {&lossValue};
     // The first micro-batch writes the gradient itself, unless it comes
     // in the model's narrower dtype; later ones are added to it.
-    auto direct = [&](const TrainedParam &p) {
-      return k == 0 && p.model.data.empty();
-    };
+    auto direct = [&](const TrainedParam &p) { return k == 0 && !p.master; };
     for (TrainedParam &p : trained)
       outputs.push_back(direct(p) ? &p.grad : &p.micro);
     if (auto called = meshProgram ? runOnMesh(*meshProgram, outputs)
@@ -359,8 +357,12 @@ void TrainingState::setFed(FedInput &f, bool validation, uint64_t counter) {
 }
 
 ErrorOr<void> TrainingState::refreshModelCopies() {
+  // ZeRO-2/3 gather the model copies from the ranks' rounded master shards
+  // (gatherParameters, gatherUpdatedValues).
+  if (sharded())
+    return {};
   for (TrainedParam &p : trained)
-    if (!p.model.data.empty())
+    if (p.master)
       EIN_TRY(memory->narrow(on(p.model), p.model.type, on(p.value),
                              p.value.numElements()));
   return {};
@@ -434,12 +436,11 @@ HeldState TrainingState::heldState() const {
       part += int64_t(t.data.size());
   };
   for (const TrainedParam &p : trained) {
-    // A 16-bit parameter's f32 master is the optimizer's, as the report
-    // counts it.
-    bool master = !p.model.data.empty();
-    held.parameters += int64_t(p.model.data.size() + p.shard.value.data.size());
-    (master ? held.optimizerStates : held.parameters) +=
-        int64_t(p.value.data.size());
+    // A 16-bit parameter's f32 master (whole, or ZeRO-2/3's shard) is the
+    // optimizer's, as the report counts it.
+    held.parameters += int64_t(p.model.data.size());
+    (p.master ? held.optimizerStates : held.parameters) +=
+        int64_t(p.value.data.size() + p.shard.value.data.size());
     held.gradients += int64_t(p.grad.data.size() + p.micro.data.size() +
                               p.shard.grad.data.size());
     add(held.optimizerStates, p.states);

@@ -89,9 +89,12 @@ struct TrainedParam {
   /// A micro-batch's gradient in the model's dtype, added into `grad`
   /// (with --accumulate > 1, or master weights).
   runtime::HostTensor micro;
-  /// For a bf16 or f16 parameter: the model's copy of the f32 master
-  /// `value`, rounded to nearest even before each call (empty otherwise).
+  /// For a bf16 or f16 parameter (`master`): the model's copy of the f32
+  /// master `value`, rounded to nearest even before each call (empty
+  /// otherwise). Under ZeRO-2/3 the master is only `shard.value`, and the
+  /// model copy is gathered from the ranks' rounded shards.
   runtime::HostTensor model;
+  bool master = false;
   std::vector<runtime::HostTensor> states; // the optimizer's, in its order
   BoundCall update;                        // the optimizer, bound to its shape
   /// ZeRO-1: the rank that holds this parameter's optimizer states and
@@ -105,9 +108,12 @@ struct TrainedParam {
   /// gradient summed over the ranks, and of each optimizer state. The
   /// update runs on them. The whole `states` are then empty (gathered for a
   /// checkpoint alone), as `grad` and `micro` are between steps and, under
-  /// ZeRO-3, `value`.
+  /// ZeRO-3, `value`. Over a master copy (`master`), `value` is the f32
+  /// master's shard, kept between steps under ZeRO-2 too (the whole master
+  /// is then held for a checkpoint alone), and `model` its rounding to the
+  /// model's dtype, held while it is gathered into the whole `model`.
   struct Shard {
-    runtime::HostTensor value, grad;
+    runtime::HostTensor value, grad, model;
     std::vector<runtime::HostTensor> states;
   } shard;
   /// Tensor parallel: whether this rank's block counts in the global
@@ -276,9 +282,12 @@ public:
   /// value and states and drops what the stage does not keep.
   ErrorOr<void> shardState(int stage);
   bool sharded() const { return zero >= 2; }
-  /// ZeRO-3: the whole values from the shards, before the loss is called;
-  /// releaseParameters drops them after.
+  /// ZeRO-3: the whole values (or model copies) from the shards, before the
+  /// loss is called; releaseParameters drops them after.
   ErrorOr<void> gatherParameters();
+  /// What the loss reads, whole, from every rank's shard: the values, and
+  /// over a master copy the model copies rounded from the master shards.
+  ErrorOr<void> gatherWholeParameters();
   void releaseParameters();
   /// Before the backward: room for the whole gradients (and micro-batch
   /// sums) the gradient writes.
