@@ -63,6 +63,13 @@ config.substitutions.append(
     ("%mpirun", "mpirun --oversubscribe --allow-run-as-root"))
 if shutil.which("mpirun") and os.path.exists(comm_check):
     config.available_features.add("mpirun")
+# The lowering fuzz target's replayer (test/fuzz/CMakeLists.txt), built by
+# the main build.
+fuzz_replay_lowering = os.path.join(config.ein_tools_dir,
+                                    "ein-fuzz-replay-lowering")
+config.substitutions.append(("%ein-fuzz-replay-lowering", fuzz_replay_lowering))
+if os.path.exists(fuzz_replay_lowering):
+    config.available_features.add("fuzz-replay")
 api_unit_tests = os.path.join(config.ein_tools_dir, "EinAPITests")
 config.substitutions.append(("%ein-api-unittests", api_unit_tests))
 if os.path.exists(api_unit_tests):

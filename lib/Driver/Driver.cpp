@@ -169,6 +169,15 @@ RunOptions runOptionsOf(const Args &args) {
   return run;
 }
 
+/// `einc train`'s options from the command line.
+TrainRunOptions trainOptionsOf(const Args &args) {
+  TrainRunOptions train = args.trainRun;
+  train.target = args.target;
+  train.cpu = args.cpu;
+  train.jit = JITOptions::fromEnvironment();
+  return train;
+}
+
 /// `einc report` of `checked` (checked with --dim, or with the sizes of
 /// --in), the table, JSON or training account.
 ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
@@ -249,6 +258,21 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     run.argv = args.argv;
     return runSharded(*file, module, args.check, run, out);
   }
+  // `einc train` of a file with a mesh trains on its ranks (tensor
+  // parallel), after the check on the mesh.
+  if (args.command == "train" && !module.meshes.empty()) {
+    CheckOptions options = args.check;
+    options.loopsMayStaySymbolic = true;
+    checkModule(module, options, diags);
+    if (diags.hadError())
+      return errorFromDiagnostics(diags);
+    return trainSharded(*file, module, args.check, trainOptionsOf(args),
+                        args.argv, out);
+  }
+  if (args.command == "train" && args.trainRun.simulate)
+    return usageError("train", "--simulate runs the ranks of a file with a "
+                               "mesh as threads; data-parallel training runs "
+                               "MPI ranks (--ranks N)");
   if (!module.meshes.empty() && args.command != "check" &&
       args.command != "report") {
     CheckOptions options = args.check;
@@ -286,11 +310,11 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                           "or --ranks N --simulate (threads)",
                           at.line)
             : fmt::format("line {}: this file declares a mesh; sharded "
-                          "programs are checked, reported and run on ranks "
-                          "(einc check, report, run --ranks N) but not yet "
-                          "{} (issue 30, docs/distributed.md §8)",
-                          at.line,
-                          args.command == "train" ? "trained" : "compiled"));
+                          "programs are checked, reported, run and trained "
+                          "on ranks (einc check, report, run --ranks N, "
+                          "train --ranks N) but not yet compiled (issue 30, "
+                          "docs/distributed.md §8)",
+                          at.line));
   }
   if (args.command == "run") {
     // The symbolic check of `run`, once: its warnings are printed here and
@@ -306,10 +330,7 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     return runFunction(*file, module, args.check, run, out, &checked);
   }
   if (args.command == "train") {
-    TrainRunOptions train = args.trainRun;
-    train.target = args.target;
-    train.cpu = args.cpu;
-    train.jit = JITOptions::fromEnvironment();
+    TrainRunOptions train = trainOptionsOf(args);
     // Data parallel (docs/training.md): --ranks N outside mpirun launches
     // it; under mpirun each rank trains on its share of the batch.
     CheckOptions check = args.check;

@@ -140,7 +140,8 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
       args.check.dimOverrides[name] = *n;
     } else if (isFlag("--mesh") &&
                (args.command == "check" || args.command == "report" ||
-                args.command == "emit" || args.command == "run")) {
+                args.command == "emit" || args.command == "run" ||
+                args.command == "train")) {
       auto v = value("--mesh");
       if (!v || v->empty())
         return usage("--mesh needs AXIS=INT,... (--mesh dp=2,tp=4)");

@@ -106,6 +106,7 @@ there as parts, each a compiled CUDA function on the device's buffers.)",
       [--checkpoint-every N] [--log FILE.jsonl] [--plot FILE.svg]
       [--print-every N] [--peak-flops FLOPS] [--dim NAME=INT]...
       [--ranks N] [--dp-dim NAME] [--zero 0|1|2|3]
+      [--mesh AXIS=INT,... --ranks N [--simulate]]
       [--target=cpu|cuda|cuda-emulated])",
        R"(Train the parameters of LOSS (a function whose first result is a scalar
 float loss) by the loop of docs/training.md: each step fills the data
@@ -118,8 +119,11 @@ MFU against the analytic FLOPs and memory against `report --train`'s
 peak; --log writes them as JSON lines, --plot draws the loss curve.
 Checkpoints are safetensors files (parameters, optimizer states, step);
 --resume continues one exactly. The first SIGINT stops after the current
-step and writes the checkpoint; a second quits at once. Exit 2 for bad
-data, checkpoints or options.)",
+step and writes the checkpoint; a second quits at once. A file with a
+mesh trains on the mesh's ranks (tensor parallel): each holds its blocks
+of the parameters and optimizer states and runs the sharded gradient;
+checkpoints hold whole tensors. Exit 2 for bad data, checkpoints or
+options.)",
        {"--fn",           "--data",
         "--val-data",     "--val-fraction",
         "--eval-every",   "--eval-batches",
@@ -134,7 +138,8 @@ data, checkpoints or options.)",
         "--key",          "--scalar",
         "--loss-scale",   "--loss-scale-growth-interval",
         "--ranks",        "--dp-dim",
-        "--zero",         "--init",
+        "--zero",         "--mesh",
+        "--simulate",     "--init",
         "--init-rule",    "--resume",
         "--checkpoint",   "--checkpoint-every",
         "--log",          "--plot",
@@ -213,9 +218,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  bind the axes of the file's `mesh` (--mesh dp=2,tp=4): as
                  --dim AXIS=INT each, but only for mesh axes, and at least 1;
                  a --dim of the same axis must agree (emit shows a
-                 function's local program, run --ranks runs it; train and
-                 build refuse a file with a mesh; report costs it per rank,
-                 with its collectives))"},
+                 function's local program, run --ranks runs it, train
+                 --ranks trains it; build refuses a file with a mesh;
+                 report costs it per rank, with its collectives))"},
     {"--rank",
      R"(--rank NAME=INT  fix the rank (0 to 16) of the variadic *NAME; the '...'
                  in the type of parameter PARAM is PARAM... (--rank x...=2))"},
@@ -349,7 +354,12 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  NCCL), rank 0 alone prints, logs and checkpoints. The
                  ranks first check that they run the same einc build,
                  program and options; a rank that dies or hangs stops
-                 the others within EIN_COMM_TIMEOUT s (default 300))"},
+                 the others within EIN_COMM_TIMEOUT s (default 300).
+                 A file with a mesh: its N ranks (the product of --mesh's
+                 sizes), tensor parallel: each holds its blocks of every
+                 parameter and optimizer state by the parameter's layout
+                 and runs the sharded gradient on its blocks of the batch
+                 (CPU; --simulate for threads))"},
     {"--dp-dim",
      R"(--dp-dim NAME    the batch dim --ranks splits (default: the leading
                  dim of the first --data parameter))"},
@@ -360,7 +370,7 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  state sharded evenly over the ranks (reduce-scatter, the
                  update of each rank's shard, all-gather); 3, ZeRO-3, the
                  parameters too, gathered for each step and dropped after
-                 (2 and 3 over f32 or f64 parameters))"},
+                 (over a bf16/f16 parameter's f32 master: its shard))"},
     {"--init", R"(--init FILE.safetensors
                  the parameters' initial values, by name (converted to
                  the parameter's dtype; a checkpoint's optimizer.*
@@ -430,8 +440,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  the same einc build, command line and inputs, and time
                  out after EIN_COMM_TIMEOUT s (default 300))"},
     {"--simulate",
-     R"(--simulate       with --ranks: the ranks run in this process, in
-                 turn (MPI ranks for a sharded run are not built yet))"},
+     R"(--simulate       with --ranks, a file with a mesh: the ranks run as
+                 threads of this process (simulated ranks), not as MPI
+                 ranks launched with mpirun)"},
     {"--size-generic",
      R"(--size-generic   compile without the inputs' sizes (only `dim`, --dim
                  and `#` dims given size 1 are specialised), as `einc

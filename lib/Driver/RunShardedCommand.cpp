@@ -66,6 +66,74 @@ std::optional<CheckOptions> withInputSizes(const Module &module,
 
 } // namespace
 
+ErrorOr<runtime::HostTensor> cutBlock(const ShardedProgram &program,
+                                      unsigned value,
+                                      const runtime::HostTensor &whole,
+                                      const std::vector<int64_t> &coord) {
+  std::vector<int64_t> offset;
+  auto shape = program.blockOf(value, whole.shape, coord, offset);
+  auto block = runtime::HostTensor::create(whole.type, shape);
+  if (!block)
+    return block.error();
+  copyBlock(const_cast<runtime::HostTensor &>(whole), *block, offset, true);
+  return block;
+}
+
+ErrorOr<runtime::HostTensor>
+gatherBlocks(const ShardedProgram &program, Communicator &world, unsigned value,
+             const runtime::HostTensor &block,
+             const std::vector<int64_t> &wholeShape, bool everyRank) {
+  int64_t count = block.numElements();
+  std::vector<uint8_t> all(size_t(count) * block.elementBytes() *
+                           size_t(world.size()));
+  if (auto gathered =
+          world.allGather(block.data.data(), all.data(), block.type, count);
+      !gathered)
+    return gathered.error();
+  if (!everyRank && world.rank() != 0)
+    return runtime::HostTensor();
+  auto whole = runtime::HostTensor::create(block.type, wholeShape);
+  if (!whole)
+    return whole.error();
+  for (int64_t q = 0; q < world.size(); ++q) {
+    std::vector<int64_t> offset;
+    auto shape =
+        program.blockOf(value, whole->shape, program.coordinate(q), offset);
+    if (shape != block.shape)
+      return Error::program(fmt::format(
+          "the block of '{}' on rank {} has not the shape of rank {}'s",
+          program.bfn->values[value].name, q, world.rank()));
+    runtime::HostTensor theirs = block;
+    std::memcpy(theirs.data.data(), all.data() + size_t(q) * theirs.data.size(),
+                theirs.data.size());
+    copyBlock(*whole, theirs, offset, false);
+  }
+  return whole;
+}
+
+ErrorOr<void>
+runSimulatedRanks(int64_t ranks,
+                  const std::function<ErrorOr<void>(Communicator &)> &run) {
+  auto comms = simulatedRanks(int(ranks));
+  std::vector<std::optional<Error>> errors(comms.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < comms.size(); ++r)
+    threads.emplace_back([&, r] {
+      if (auto ran = run(*comms[r]); !ran)
+        errors[r] = ran.error();
+    });
+  for (std::thread &t : threads)
+    t.join();
+  // The rank's own error before those of the ranks that saw it fail.
+  for (auto &e : errors)
+    if (e && e->message.find("another rank failed") == std::string::npos)
+      return *e;
+  for (auto &e : errors)
+    if (e)
+      return *e;
+  return {};
+}
+
 ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
                          const CheckOptions &check, const RunOptions &options,
                          std::ostream &out) {
@@ -128,12 +196,9 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     std::vector<int64_t> coord = p.coordinate(rank);
     std::vector<runtime::HostTensor> blocks;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      std::vector<int64_t> offset;
-      auto shape = p.blockOf(bfn->params[i], inputs[i].shape, coord, offset);
-      auto block = runtime::HostTensor::create(inputs[i].type, shape);
+      auto block = cutBlock(p, bfn->params[i], inputs[i], coord);
       if (!block)
         return block.error();
-      copyBlock(inputs[i], *block, offset, true);
       blocks.push_back(std::move(*block));
     }
     auto local = runShardedRank(p, world, std::move(blocks));
@@ -141,34 +206,12 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
       return local.error();
     // The results: each rank's block gathered, assembled on rank 0.
     for (size_t k = 0; k < bfn->returns.size(); ++k) {
-      runtime::HostTensor &block = (*local)[k];
-      int64_t count = block.numElements();
-      std::vector<uint8_t> all(size_t(count) * block.elementBytes() *
-                               size_t(world.size()));
-      if (auto gathered =
-              world.allGather(block.data.data(), all.data(), block.type, count);
-          !gathered)
-        return gathered.error();
-      if (rank != 0)
-        continue;
-      auto whole =
-          runtime::HostTensor::create(block.type, p.wholeBound.resultShapes[k]);
+      auto whole = gatherBlocks(p, world, bfn->returns[k], (*local)[k],
+                                p.wholeBound.resultShapes[k], false);
       if (!whole)
         return whole.error();
-      for (int64_t q = 0; q < world.size(); ++q) {
-        std::vector<int64_t> offset;
-        auto shape =
-            p.blockOf(bfn->returns[k], whole->shape, p.coordinate(q), offset);
-        if (shape != block.shape)
-          return Error::program(fmt::format(
-              "result {} of rank {} has not the block's shape", k + 1, q));
-        runtime::HostTensor theirs = block;
-        std::memcpy(theirs.data.data(),
-                    all.data() + size_t(q) * theirs.data.size(),
-                    theirs.data.size());
-        copyBlock(*whole, theirs, offset, false);
-      }
-      results[k] = std::move(*whole);
+      if (rank == 0)
+        results[k] = std::move(*whole);
     }
     return {};
   };
@@ -209,22 +252,8 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
     return writeRunOutputs(*bfn, options, results);
   };
   if (options.simulate) {
-    auto comms = simulatedRanks(int(options.ranks));
-    std::vector<std::optional<Error>> errors(comms.size());
-    std::vector<std::thread> threads;
-    for (size_t r = 0; r < comms.size(); ++r)
-      threads.emplace_back([&, r] {
-        if (auto ran = runTimed(*comms[r]); !ran)
-          errors[r] = ran.error();
-      });
-    for (std::thread &t : threads)
-      t.join();
-    for (auto &e : errors)
-      if (e && e->message.find("another rank failed") == std::string::npos)
-        return *e;
-    for (auto &e : errors)
-      if (e)
-        return *e;
+    if (auto ran = runSimulatedRanks(options.ranks, runTimed); !ran)
+      return ran;
     return writeResults();
   }
   auto world = mpiWorld();

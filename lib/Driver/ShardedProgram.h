@@ -116,6 +116,26 @@ struct ShardedProgram {
   }
 };
 
+/// Rank `coord`'s block of `whole`, a value of `program`'s bound function
+/// (a parameter or a result) by its layout.
+ErrorOr<runtime::HostTensor> cutBlock(const ShardedProgram &program,
+                                      unsigned value,
+                                      const runtime::HostTensor &whole,
+                                      const std::vector<int64_t> &coord);
+/// The whole tensor of shape `wholeShape` from every rank's `block` of
+/// `value` (by its layout), gathered over `world` (collective); rank 0
+/// alone assembles it unless `everyRank` (the others get an empty tensor).
+ErrorOr<runtime::HostTensor>
+gatherBlocks(const ShardedProgram &program, Communicator &world, unsigned value,
+             const runtime::HostTensor &block,
+             const std::vector<int64_t> &wholeShape, bool everyRank);
+
+/// Runs `run` on `ranks` simulated ranks (threads) and waits for them; the
+/// first error of a rank's own, else the first of any.
+ErrorOr<void>
+runSimulatedRanks(int64_t ranks,
+                  const std::function<ErrorOr<void>(Communicator &)> &run);
+
 /// prepareSharded, with `sized` giving the check again with the inputs'
 /// sizes where the global check fails (withInputSizes; null: none), its
 /// parts built for `target` (its --target name).

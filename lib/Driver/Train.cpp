@@ -64,45 +64,6 @@ struct InterruptGuard {
   ~InterruptGuard() { sigaction(SIGINT, &previous, nullptr); }
 };
 
-// ---------------------------------------------------------------------------
-// Figures for the progress line.
-
-int64_t residentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  if (!(statm >> size >> resident))
-    return -1;
-  return resident * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
-}
-
-std::string bytesText(double bytes) {
-  if (bytes < 0)
-    return "-";
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (bytes >= 1024 && i < 4) {
-    bytes /= 1024;
-    ++i;
-  }
-  return fmt::format("{:.4g} {}", bytes, units[i]);
-}
-
-std::string rateText(double v) {
-  const char *prefixes[] = {"", "k", "M", "G", "T"};
-  int i = 0;
-  while (v >= 1000 && i < 4) {
-    v /= 1000;
-    ++i;
-  }
-  return fmt::format("{:.3g}{}", v, prefixes[i]);
-}
-
-/// A JSON number: finite values as themselves, others as null (JSON has no
-/// NaN).
-std::string jsonNumber(double v) {
-  return std::isfinite(v) ? fmt::format("{}", v) : "null";
-}
-
 } // namespace
 
 double learningRate(const TrainRunOptions &options, int64_t step) {
@@ -246,6 +207,7 @@ const std::vector<std::string> &trainFlags() {
       "--ranks",
       "--dp-dim",
       "--zero",
+      "--simulate",
   };
   return flags;
 }
@@ -258,7 +220,7 @@ bool isTrainOption(const std::string &flag) {
 }
 
 bool trainOptionTakesValue(const std::string &flag) {
-  return flag != "--no-cache";
+  return flag != "--no-cache" && flag != "--simulate";
 }
 
 ErrorOr<void> parseTrainOption(const std::string &flag,
@@ -266,6 +228,10 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
                                TrainRunOptions &options) {
   if (flag == "--no-cache") {
     options.diskCache = false;
+    return {};
+  }
+  if (flag == "--simulate") {
+    options.simulate = true;
     return {};
   }
   if (!value || value->empty())
@@ -504,13 +470,21 @@ ErrorOr<void> checkTrainOptions(const TrainRunOptions &options) {
 
 ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                             const CheckOptions &check,
-                            const TrainRunOptions &allOptions,
-                            std::ostream &rankOut) {
-  // Data parallel: every rank must run the same einc binary, program,
-  // shapes and options, checked before anything is compiled;
+                            const TrainRunOptions &options, std::ostream &out) {
+  return trainRank(file, module, check, options, out, nullptr);
+}
+
+ErrorOr<void> trainRank(const SourceFile &file, const Module &module,
+                        const CheckOptions &check,
+                        const TrainRunOptions &allOptions,
+                        std::ostream &rankOut, const MeshRank *mesh) {
+  // Data or tensor parallel: every rank must run the same einc binary,
+  // program, shapes and options, checked before anything is compiled;
   // rank 0 alone prints, logs, plots and writes checkpoints.
   Communicator *comm = allOptions.comm;
   bool dataParallel = comm && comm->size() > 1;
+  Communicator *world = mesh ? mesh->world : comm;
+  bool manyRanks = world && world->size() > 1;
   std::ostream silent(nullptr);
   if (!dataParallel && allOptions.zero > 0)
     return usage(fmt::format("--zero {} shards {} over the ranks: it needs "
@@ -519,10 +493,12 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
                              zeroShardedParts(allOptions.zero)));
   TrainRunOptions rankOptions = allOptions;
   const TrainRunOptions &options = rankOptions;
-  if (dataParallel) {
+  if (manyRanks) {
     std::string what = file.text;
     for (const auto &[name, size] : check.dimOverrides)
       what += fmt::format("\n--dim {}={}", name, int64_t(size));
+    for (const auto &[axis, size] : check.meshSizes)
+      what += fmt::format("\n--mesh {}={}", axis, int64_t(size));
     what += fmt::format("\n{} {} {} {} {} {} {} {} {} {} {} {}",
                         options.function, options.steps, options.accumulate,
                         options.seed, options.optimizer, options.lr,
@@ -532,23 +508,23 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
     for (const TrainData &d : options.data)
       what += "\n" + d.param + "=" + d.path;
     if (auto same = checkSameRunOnAllRanks(
-            *comm, fnv1a(what),
+            *world, fnv1a(what),
             "the program, its shapes and the training options");
         !same)
       return same.error();
-    if (comm->rank() != 0) {
+    if (world->rank() != 0) {
       rankOptions.log.clear();
       rankOptions.plot.clear();
       rankOptions.checkpoint.clear();
       rankOptions.printEvery = 0;
     }
   }
-  std::ostream &out = dataParallel && comm->rank() != 0 ? silent : rankOut;
+  std::ostream &out = manyRanks && world->rank() != 0 ? silent : rankOut;
 
   // 1. The model: the loss checked, its parameters sorted into data and
   // trained, the state initialised or read back, the gradient and the
   // update compiled.
-  auto prepared = prepareTraining(file, module, check, rankOptions);
+  auto prepared = prepareTraining(file, module, check, rankOptions, mesh);
   if (!prepared)
     return prepared.error();
   TrainingState &state = **prepared;
@@ -601,6 +577,8 @@ ErrorOr<void> trainFunction(const SourceFile &file, const Module &module,
   out << state.summary();
   if (dataParallel)
     out << state.dataParallelSummary();
+  if (mesh)
+    out << state.meshSummary();
   if (peakFlops <= 0)
     out << "(no peak FLOP/s for MFU: run `einc calibrate` or pass "
            "--peak-flops)\n";

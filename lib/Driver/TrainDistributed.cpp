@@ -299,8 +299,7 @@ std::string TrainingState::dataParallelSummary() const {
   for (const TrainedParam &p : trained)
     model.params.push_back(
         {p.value.numElements(),
-         runtime::storageBytes(p.model.data.empty() ? p.value.type
-                                                    : p.model.type)});
+         runtime::storageBytes(p.master ? p.model.type : p.value.type)});
   RankMemory report = rankMemory(model, allStrategies()[zero], dpRanks);
   HeldState held = heldState();
   return text +

@@ -172,7 +172,8 @@ std::string updateSource(const OptimizerRule &rule, DType dtype) {
 
 ErrorOr<std::unique_ptr<TrainingState>>
 prepareTraining(const SourceFile &file, const Module &module,
-                const CheckOptions &check, const TrainRunOptions &options) {
+                const CheckOptions &check, const TrainRunOptions &options,
+                const MeshRank *mesh) {
   auto state = std::make_unique<TrainingState>();
   TrainingState &s = *state;
   s.options = options;
@@ -197,7 +198,8 @@ prepareTraining(const SourceFile &file, const Module &module,
   targetOptions.inProcess = !s.memory->isHost();
 
   // 1. The loss and the roles of its parameters.
-  auto checked = s.engine.check(file, module, check, options.function);
+  auto checked = mesh ? checkOnUnitMesh(file, module, check, options.function)
+                      : s.engine.check(file, module, check, options.function);
   if (!checked)
     return checked.error();
   const CheckedFunction &fn = *checked->find(options.function);
@@ -557,6 +559,7 @@ prepareTraining(const SourceFile &file, const Module &module,
       p.micro = *HostTensor::create(modelType, p.value.shape);
     if (master)
       p.model = *HostTensor::create(modelType, p.value.shape);
+    p.master = master;
     shapes[i] = p.value.shape;
     s.trained.push_back(std::move(p));
   }
@@ -587,6 +590,11 @@ prepareTraining(const SourceFile &file, const Module &module,
     return usage(fmt::format("--resume {}: the checkpoint is at step {}; "
                              "--steps {} leaves nothing to train",
                              options.resume, s.step, options.steps));
+  // Tensor parallel: the state cut into this rank's blocks, to which the
+  // update is bound below; the gradient is the mesh's sharded program.
+  if (mesh)
+    if (auto ok = s.useMesh(*mesh); !ok)
+      return ok.error();
 
   // 5. The gradient: the loss's function with its gradient appended (as
   // `report --train --params` builds it), returning (loss, grads...).
@@ -601,7 +609,7 @@ prepareTraining(const SourceFile &file, const Module &module,
   using Scaling = TrainRunOptions::LossScaling;
   bool anyF16 = false;
   for (const TrainedParam &p : s.trained)
-    anyF16 |= p.model.type == StorageType::F16 && !p.model.data.empty();
+    anyF16 |= p.master && p.model.type == StorageType::F16;
   s.lossScaled = options.lossScaling == Scaling::Static ||
                  options.lossScaling == Scaling::Dynamic ||
                  (options.lossScaling == Scaling::Default && anyF16);
@@ -736,6 +744,8 @@ prepareTraining(const SourceFile &file, const Module &module,
   ErrorOr<std::shared_ptr<Callable>> gradient =
       Error::program("the gradient was not compiled");
   std::thread gradientThread([&] {
+    if (s.meshProgram)
+      return;
     gradient = gradientEngine.compile(**target, key, gradModule,
                                       options.function, targetOptions);
   });
@@ -749,7 +759,7 @@ prepareTraining(const SourceFile &file, const Module &module,
       for (TrainedParam *p : users)
         p->update.callable = *update;
     }
-    if (options.evalEvery > 0) {
+    if (options.evalEvery > 0 && !s.meshProgram) {
       auto forward = s.engine.compile(**target, file, s.lossCall.source,
                                       options.function, targetOptions);
       if (!forward)
@@ -760,11 +770,12 @@ prepareTraining(const SourceFile &file, const Module &module,
   };
   ErrorOr<void> rest = compileRest();
   gradientThread.join();
-  if (!gradient)
+  if (!s.meshProgram && !gradient)
     return gradient.error();
   if (!rest)
     return rest.error();
-  s.gradient = *gradient;
+  if (!s.meshProgram)
+    s.gradient = *gradient;
   if (auto placed = s.placeOnDevice(); !placed)
     return placed.error();
   s.compiled = s.engine.compilations() + gradientEngine.compilations();

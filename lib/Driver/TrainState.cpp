@@ -1,6 +1,7 @@
 // `einc train`'s step over the state it holds: batches, gradient,
 // accumulation, clipping, the update; evaluation, checkpoints, figures.
 #include "TrainState.h"
+#include "ShardedProgram.h"
 
 #include "ein/Runtime/SafeTensors.h"
 
@@ -124,7 +125,7 @@ std::vector<const HostTensor *> TrainingState::lossInputs() const {
   for (const DataInput &d : data)
     inputs[d.param] = &d.batch;
   for (const TrainedParam &p : trained)
-    inputs[p.param] = p.model.data.empty() ? &p.value : &p.model;
+    inputs[p.param] = p.master ? &p.model : &p.value;
   for (const FedInput &f : fed)
     inputs[f.param] = &f.value;
   return inputs;
@@ -164,7 +165,7 @@ TrainingState::callLoss(const std::shared_ptr<Callable> &callable,
   // An id out of range (a token beyond the vocabulary): which take, which
   // id, where, found by the engine's probe on the host's copies.
   for (TrainedParam &p : trained)
-    EIN_TRY(download(p.model.data.empty() ? p.value : p.model));
+    EIN_TRY(download(p.master ? p.model : p.value));
   std::vector<std::vector<int64_t>> strides;
   for (const HostTensor *t : inputs)
     strides.push_back(t->strides());
@@ -199,12 +200,12 @@ ErrorOr<StepResult> TrainingState::trainStep() {
     std::vector<HostTensor *> outputs = {&lossValue};
     // The first micro-batch writes the gradient itself, unless it comes
     // in the model's narrower dtype; later ones are added to it.
-    auto direct = [&](const TrainedParam &p) {
-      return k == 0 && p.model.data.empty();
-    };
+    auto direct = [&](const TrainedParam &p) { return k == 0 && !p.master; };
     for (TrainedParam &p : trained)
       outputs.push_back(direct(p) ? &p.grad : &p.micro);
-    if (auto called = callLoss(gradient, outputs); !called)
+    if (auto called = meshProgram ? runOnMesh(*meshProgram, outputs)
+                                  : callLoss(gradient, outputs);
+        !called)
       return called.error();
     lossSum += scalarOf(lossValue);
     for (TrainedParam &p : trained)
@@ -235,16 +236,20 @@ ErrorOr<StepResult> TrainingState::trainStep() {
       HostTensor &g = stepGradient(p);
       EIN_TRY(memory->scale(on(g), g.type, g.numElements(), factor));
     }
+  // Tensor parallel: each block once, summed over the mesh.
   double squares = 0;
   for (TrainedParam &p : trained) {
+    if (!p.inNorm)
+      continue;
     HostTensor &g = stepGradient(p);
     auto sum = memory->sumOfSquares(on(g), g.type, g.numElements());
     if (!sum)
       return sum.error();
     squares += *sum;
   }
-  if (sharded())
-    EIN_TRY(comm->allReduce(&squares, StorageType::F64, 1, ReduceOp::Sum));
+  if (sharded() || meshWorld)
+    EIN_TRY((meshWorld ? meshWorld : comm)
+                ->allReduce(&squares, StorageType::F64, 1, ReduceOp::Sum));
   result.gradNorm = std::sqrt(squares);
   if (!std::isfinite(result.gradNorm) && lossScaled) {
     // GradScaler: skip the update; a dynamic scale halves.
@@ -352,15 +357,19 @@ void TrainingState::setFed(FedInput &f, bool validation, uint64_t counter) {
 }
 
 ErrorOr<void> TrainingState::refreshModelCopies() {
+  // ZeRO-2/3 gather the model copies from the ranks' rounded master shards
+  // (gatherParameters, gatherUpdatedValues).
+  if (sharded())
+    return {};
   for (TrainedParam &p : trained)
-    if (!p.model.data.empty())
+    if (p.master)
       EIN_TRY(memory->narrow(on(p.model), p.model.type, on(p.value),
                              p.value.numElements()));
   return {};
 }
 
 ErrorOr<double> TrainingState::evaluate() {
-  if (!forward)
+  if (!forward && !meshForward)
     return Error::program("the forward was not compiled: prepareTraining "
                           "compiles it only when --eval-every is set");
   EIN_TRY(refreshModelCopies());
@@ -370,7 +379,9 @@ ErrorOr<double> TrainingState::evaluate() {
     if (auto filled = fillBatches(true, uint64_t(e)); !filled)
       return filled.error();
     EIN_TRY(feed(true, uint64_t(e)));
-    if (auto called = callLoss(forward, {&lossValue}); !called)
+    if (auto called = meshForward ? runOnMesh(*meshForward, {&lossValue})
+                                  : callLoss(forward, {&lossValue});
+        !called)
       return called.error();
     sum += scalarOf(lossValue);
   }
@@ -425,12 +436,11 @@ HeldState TrainingState::heldState() const {
       part += int64_t(t.data.size());
   };
   for (const TrainedParam &p : trained) {
-    // A 16-bit parameter's f32 master is the optimizer's, as the report
-    // counts it.
-    bool master = !p.model.data.empty();
-    held.parameters += int64_t(p.model.data.size() + p.shard.value.data.size());
-    (master ? held.optimizerStates : held.parameters) +=
-        int64_t(p.value.data.size());
+    // A 16-bit parameter's f32 master (whole, or ZeRO-2/3's shard) is the
+    // optimizer's, as the report counts it.
+    held.parameters += int64_t(p.model.data.size());
+    (p.master ? held.optimizerStates : held.parameters) +=
+        int64_t(p.value.data.size() + p.shard.value.data.size());
     held.gradients += int64_t(p.grad.data.size() + p.micro.data.size() +
                               p.shard.grad.data.size());
     add(held.optimizerStates, p.states);
@@ -459,9 +469,16 @@ int64_t TrainingState::spareBytes() const {
 }
 
 std::string TrainingState::summary() const {
+  // The model's values: under a mesh, the whole parameters', not the
+  // rank's blocks (meshSummary counts those).
   int64_t values = 0;
-  for (const TrainedParam &p : trained)
-    values += p.value.numElements();
+  for (const TrainedParam &p : trained) {
+    int64_t n = 1;
+    for (int64_t size :
+         meshProgram ? meshProgram->wholeShapes[p.param] : p.value.shape)
+      n *= size;
+    values += n;
+  }
   std::vector<std::string> dataText;
   for (const DataInput &d : data)
     dataText.push_back(fmt::format(

@@ -2,6 +2,7 @@
 // batches, compiled gradient and update) and one step of the loop over it.
 #pragma once
 
+#include "ein/Driver/Sharded.h"
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Runtime/Communicator.h"
@@ -18,6 +19,23 @@
 #include <vector>
 
 namespace ein {
+
+struct ShardedProgram;
+class TrainingState;
+
+/// Tensor-parallel training of a file with a mesh (TrainSharded.cpp): one
+/// rank of the mesh, and the sharded program of the loss and its gradient
+/// that every rank runs.
+struct MeshRank {
+  Communicator *world = nullptr; // the mesh's ranks, row-major
+  /// The program (the loss, then its gradient wrt each trained parameter;
+  /// with `forward`, the loss function itself, for evaluation) bound to
+  /// the whole shapes of the state's inputs: prepared once, its result
+  /// shared by the ranks of one process.
+  std::function<ErrorOr<std::shared_ptr<const ShardedProgram>>(
+      const TrainingState &, bool forward)>
+      program;
+};
 
 /// The checkpoint format's tag (its metadata's "format").
 inline constexpr const char *kCheckpointFormat = "ein-train-1";
@@ -71,9 +89,12 @@ struct TrainedParam {
   /// A micro-batch's gradient in the model's dtype, added into `grad`
   /// (with --accumulate > 1, or master weights).
   runtime::HostTensor micro;
-  /// For a bf16 or f16 parameter: the model's copy of the f32 master
-  /// `value`, rounded to nearest even before each call (empty otherwise).
+  /// For a bf16 or f16 parameter (`master`): the model's copy of the f32
+  /// master `value`, rounded to nearest even before each call (empty
+  /// otherwise). Under ZeRO-2/3 the master is only `shard.value`, and the
+  /// model copy is gathered from the ranks' rounded shards.
   runtime::HostTensor model;
+  bool master = false;
   std::vector<runtime::HostTensor> states; // the optimizer's, in its order
   BoundCall update;                        // the optimizer, bound to its shape
   /// ZeRO-1: the rank that holds this parameter's optimizer states and
@@ -87,11 +108,21 @@ struct TrainedParam {
   /// gradient summed over the ranks, and of each optimizer state. The
   /// update runs on them. The whole `states` are then empty (gathered for a
   /// checkpoint alone), as `grad` and `micro` are between steps and, under
-  /// ZeRO-3, `value`.
+  /// ZeRO-3, `value`. Over a master copy (`master`), `value` is the f32
+  /// master's shard, kept between steps under ZeRO-2 too (the whole master
+  /// is then held for a checkpoint alone), and `model` its rounding to the
+  /// model's dtype, held while it is gathered into the whole `model`.
   struct Shard {
-    runtime::HostTensor value, grad;
+    runtime::HostTensor value, grad, model;
     std::vector<runtime::HostTensor> states;
   } shard;
+  /// Tensor parallel: whether this rank's block counts in the global
+  /// gradient norm (the block's first replica, coordinate 0 on every mesh
+  /// axis the parameter is not split on); and, while a checkpoint is
+  /// written, the value's and states' blocks, which the whole tensors
+  /// replace.
+  bool inNorm = true;
+  std::vector<runtime::HostTensor> keptBlocks;
 };
 
 /// The shape of one rank's shard of a parameter of `elements` under ZeRO-2
@@ -251,9 +282,12 @@ public:
   /// value and states and drops what the stage does not keep.
   ErrorOr<void> shardState(int stage);
   bool sharded() const { return zero >= 2; }
-  /// ZeRO-3: the whole values from the shards, before the loss is called;
-  /// releaseParameters drops them after.
+  /// ZeRO-3: the whole values (or model copies) from the shards, before the
+  /// loss is called; releaseParameters drops them after.
   ErrorOr<void> gatherParameters();
+  /// What the loss reads, whole, from every rank's shard: the values, and
+  /// over a master copy the model copies rounded from the master shards.
+  ErrorOr<void> gatherWholeParameters();
   void releaseParameters();
   /// Before the backward: room for the whole gradients (and micro-batch
   /// sums) the gradient writes.
@@ -276,6 +310,38 @@ public:
   /// first step).
   std::map<runtime::StorageType, void *> gradBuckets;
   std::string initFrom;
+
+  // Tensor parallel (TrainSharded.cpp; docs/training.md, "Tensor
+  // parallel"): a file with a mesh trains on its ranks, each holding its
+  // blocks of every parameter, gradient and optimizer state by the
+  // parameter's layout; the gradient is the sharded program's, run on the
+  // rank's blocks of the batch; the update runs on the blocks.
+  std::shared_ptr<const ShardedProgram> meshProgram;
+  /// The loss function on the mesh, for evaluation (null when the run
+  /// evaluates nothing).
+  std::shared_ptr<const ShardedProgram> meshForward;
+  Communicator *meshWorld = nullptr;
+  /// The mesh's communicator groups, kept between steps (runShardedRank).
+  AxisGroups meshGroups;
+  /// Prepares the mesh's program and cuts the state's whole tensors into
+  /// this rank's blocks (prepareTraining, before the update is bound).
+  ErrorOr<void> useMesh(const MeshRank &mesh);
+  /// Runs `program` (meshProgram or meshForward) on this rank's blocks of
+  /// the loss's inputs, its results' blocks into `outputs` (those of the
+  /// gradient's or the forward's Callable).
+  ErrorOr<void> runOnMesh(const ShardedProgram &program,
+                          const std::vector<runtime::HostTensor *> &outputs);
+  /// For a checkpoint: the whole values and optimizer states from every
+  /// rank's blocks (collective), and the blocks back after it.
+  ErrorOr<void> gatherMeshBlocks();
+  void keepMeshBlocks();
+  /// The loss's inputs in its parameters' order (whole until useMesh cuts
+  /// the parameters' blocks).
+  std::vector<const runtime::HostTensor *> wholeInputs() const {
+    return lossInputs();
+  }
+  /// The mesh and this rank's blocks, printed after the summary.
+  std::string meshSummary() const;
 
 private:
   /// A loop tensor's data where the code reads it: the host tensor's own,
@@ -324,6 +390,31 @@ private:
 /// update for the target.
 ErrorOr<std::unique_ptr<TrainingState>>
 prepareTraining(const SourceFile &file, const Module &module,
-                const CheckOptions &check, const TrainRunOptions &options);
+                const CheckOptions &check, const TrainRunOptions &options,
+                const MeshRank *mesh = nullptr);
+
+/// The progress line's figures (TrainFigures.cpp): this process's resident
+/// bytes (-1 unknown), bytes in binary units ("-" for a negative count), a
+/// rate with a decimal prefix, and a JSON number (null when not finite).
+int64_t residentBytes();
+std::string bytesText(double bytes);
+std::string rateText(double v);
+std::string jsonNumber(double v);
+
+/// `function` of a file with a mesh checked on a mesh of one rank per axis:
+/// the whole program, whose parameters' roles and whole shapes the state
+/// takes (never compiled: Engine::check refuses it, and the gradient is
+/// the mesh's).
+ErrorOr<CheckedModule> checkOnUnitMesh(const SourceFile &file,
+                                       const Module &module,
+                                       const CheckOptions &check,
+                                       const std::string &function);
+
+/// trainFunction's loop on one rank of a mesh (`mesh`; null: one process
+/// or data parallel).
+ErrorOr<void> trainRank(const SourceFile &file, const Module &module,
+                        const CheckOptions &check,
+                        const TrainRunOptions &options, std::ostream &out,
+                        const MeshRank *mesh);
 
 } // namespace ein

@@ -30,6 +30,8 @@ int64_t partOf(int64_t elements, int64_t shard, int r) {
   return std::clamp<int64_t>(elements - int64_t(r) * shard, 0, shard);
 }
 
+using Pick = TrainingState::PickShard;
+
 /// A bucket of the sharded collectives: parameters of one dtype, each
 /// rank's block holding their shards one after another.
 struct ShardBucket {
@@ -39,23 +41,28 @@ struct ShardBucket {
   int64_t block = 0;            // elements of one rank's block
 };
 
-/// The buckets: the parameters in reverse order (the backward's), one open
-/// bucket per dtype, closed once its padded bytes (ranks · block) reach
+/// The buckets of the tensors `pick` names (the parameters it skips left
+/// out): the parameters in reverse order (the backward's), one open bucket
+/// per dtype, closed once its padded bytes (ranks · block) reach
 /// `capBytes`, as the report's bucketBytes closes them.
 std::vector<ShardBucket> shardBuckets(std::vector<TrainedParam> &trained,
-                                      int ranks, size_t capBytes) {
+                                      const Pick &pick, int ranks,
+                                      size_t capBytes) {
   std::vector<ShardBucket> closed;
   std::map<StorageType, ShardBucket> open;
   for (size_t i = trained.size(); i-- > 0;) {
     TrainedParam &p = trained[i];
-    ShardBucket &b = open[p.grad.type];
-    b.type = p.grad.type;
+    runtime::HostTensor *shard = pick(p).second;
+    if (!shard)
+      continue;
+    ShardBucket &b = open[shard->type];
+    b.type = shard->type;
     b.params.push_back(&p);
     b.offsets.push_back(b.block);
-    b.block += p.shard.grad.numElements();
+    b.block += shard->numElements();
     if (size_t(ranks * b.block) * runtime::storageBytes(b.type) >= capBytes) {
       closed.push_back(std::move(b));
-      open.erase(p.grad.type);
+      open.erase(shard->type);
     }
   }
   for (auto &[type, b] : open)
@@ -100,8 +107,6 @@ ErrorOr<void> copyRankMajor(DeviceMemory &memory, const At &at,
   }
   return {};
 }
-
-using Pick = TrainingState::PickShard;
 
 /// A buffer of `memory`, released when it goes.
 struct Scratch {
@@ -166,8 +171,21 @@ ErrorOr<void> bucketCollectives(Communicator &group, DeviceMemory &memory,
   return {};
 }
 
-Pick values() {
-  return [](TrainedParam &p) { return std::pair{&p.value, &p.shard.value}; };
+/// The values `wanted` picks (with their shards), the others skipped.
+Pick values(std::function<bool(const TrainedParam &)> wanted) {
+  return [wanted](TrainedParam &p) {
+    return wanted(p) ? std::pair{&p.value, &p.shard.value}
+                     : std::pair<HostTensor *, HostTensor *>{};
+  };
+}
+
+/// What the loss reads of each parameter, and its shard: the value, or
+/// over a master copy the model copy.
+Pick lossReads() {
+  return [](TrainedParam &p) {
+    return p.master ? std::pair{&p.model, &p.shard.model}
+                    : std::pair{&p.value, &p.shard.value};
+  };
 }
 
 } // namespace
@@ -200,15 +218,18 @@ void TrainingState::drop(HostTensor &t) {
 ErrorOr<void> TrainingState::moveShards(const PickShard &pick, bool gather) {
   Communicator &group = deviceComm ? *deviceComm : *comm;
   for (TrainedParam &p : trained)
-    EIN_TRY(hold(gather ? *pick(p).first : *pick(p).second));
+    if (auto [whole, shard] = pick(p); whole)
+      EIN_TRY(hold(gather ? *whole : *shard));
   return bucketCollectives(
       group, *memory, [this](const HostTensor &t) { return on(t); },
-      shardBuckets(trained, dpRanks, bucketBytes), pick, gather);
+      shardBuckets(trained, pick, dpRanks, bucketBytes), pick, gather);
 }
 
 ErrorOr<void> TrainingState::cutShards(const PickShard &pick) {
   for (TrainedParam &p : trained) {
     auto [whole, shard] = pick(p);
+    if (!whole)
+      continue;
     EIN_TRY(hold(*shard));
     EIN_TRY(cutShard(
         *memory, [this](const HostTensor &t) { return on(t); }, *whole, *shard,
@@ -220,20 +241,26 @@ ErrorOr<void> TrainingState::cutShards(const PickShard &pick) {
 ErrorOr<void> TrainingState::shardState(int stage) {
   zero = stage;
   for (TrainedParam &p : trained) {
-    if (!p.model.data.empty())
-      return Error::usage(fmt::format(
-          "--zero {}: parameter '{}' is {}, trained over an f32 master copy; "
-          "ZeRO-2 and ZeRO-3 of master weights are not built (--zero 1 is)",
-          stage, p.name, runtime::storageName(p.model.type)));
     std::vector<int64_t> shape = zeroShardShape(p.value.numElements(), dpRanks);
     // The shards have no data until held (hold, in cutShards).
     p.shard.value = {p.value.type, shape, {}, {}};
     p.shard.grad = {p.grad.type, shape, {}, {}};
+    p.shard.model = {p.model.type, shape, {}, {}};
     p.shard.states.assign(p.states.size(), {p.value.type, shape, {}, {}});
     EIN_TRY(hold(p.shard.grad));
   }
-  if (stage == 3)
-    EIN_TRY(cutShards(values()));
+  // ZeRO-3 keeps only the values' shards, and a master copy is only its
+  // shard under ZeRO-2 too; ZeRO-2's model copies start whole and current.
+  EIN_TRY(cutShards(values(
+      [stage](const TrainedParam &p) { return stage == 3 || p.master; })));
+  for (TrainedParam &p : trained) {
+    if (!p.master)
+      continue;
+    if (stage == 2)
+      EIN_TRY(memory->narrow(on(p.model), p.model.type, on(p.value),
+                             p.value.numElements()));
+    drop(p.value);
+  }
   for (size_t k = 0; k < stateNames.size(); ++k)
     EIN_TRY(cutShards([k](TrainedParam &p) {
       return std::pair{&p.states[k], &p.shard.states[k]};
@@ -248,24 +275,40 @@ ErrorOr<void> TrainingState::shardState(int stage) {
   return {};
 }
 
+ErrorOr<void> TrainingState::gatherWholeParameters() {
+  // A master shard is rounded to the model's dtype first (as the whole
+  // master would be: the rounding is per element), so that the ranks move
+  // the model's bytes.
+  for (TrainedParam &p : trained)
+    if (p.master) {
+      EIN_TRY(hold(p.shard.model));
+      EIN_TRY(memory->narrow(on(p.shard.model), p.shard.model.type,
+                             on(p.shard.value), p.shard.value.numElements()));
+    }
+  EIN_TRY(moveShards(lossReads(), /*gather=*/true));
+  for (TrainedParam &p : trained)
+    drop(p.shard.model);
+  return {};
+}
+
 ErrorOr<void> TrainingState::gatherParameters() {
   if (zero != 3)
     return {};
-  return moveShards(values(), /*gather=*/true);
+  return gatherWholeParameters();
 }
 
 void TrainingState::releaseParameters() {
   if (zero == 3)
     for (TrainedParam &p : trained)
-      drop(p.value);
+      drop(p.master ? p.model : p.value);
 }
 
 ErrorOr<void> TrainingState::allocateGradients() {
-  // The micro-batch sum is used only with --accumulate (master weights
-  // are refused by shardState).
+  // The micro-batch gradient: summed with --accumulate, and over a master
+  // copy in the model's dtype.
   for (TrainedParam &p : trained) {
     EIN_TRY(hold(p.grad));
-    if (options.accumulate > 1)
+    if (options.accumulate > 1 || p.master)
       EIN_TRY(hold(p.micro));
   }
   return {};
@@ -287,20 +330,23 @@ ErrorOr<void> TrainingState::reduceScatterGradients() {
 
 ErrorOr<void> TrainingState::cutValueShards() {
   if (zero == 2)
-    return cutShards(values());
+    return cutShards(values([](const TrainedParam &p) { return !p.master; }));
   return {};
 }
 
 ErrorOr<void> TrainingState::gatherUpdatedValues() {
   if (zero != 2)
     return {};
-  EIN_TRY(moveShards(values(), /*gather=*/true));
+  EIN_TRY(gatherWholeParameters());
   for (TrainedParam &p : trained)
-    drop(p.shard.value);
+    if (!p.master)
+      drop(p.shard.value);
   return {};
 }
 
 ErrorOr<void> TrainingState::gatherForCheckpoint() {
+  if (meshProgram)
+    return gatherMeshBlocks();
   if (zero == 1)
     return gatherOptimizerStates();
   if (!sharded())
@@ -311,18 +357,25 @@ ErrorOr<void> TrainingState::gatherForCheckpoint() {
           return std::pair{&p.states[k], &p.shard.states[k]};
         },
         /*gather=*/true));
-  return gatherParameters();
+  // The checkpoint holds the whole values: ZeRO-3's, and the masters.
+  return moveShards(
+      values([this](const TrainedParam &p) { return zero == 3 || p.master; }),
+      /*gather=*/true);
 }
 
 void TrainingState::dropAfterCheckpoint() {
+  if (meshProgram)
+    return keepMeshBlocks();
   if (zero == 1)
     dropUnownedStates();
   if (!sharded())
     return;
-  for (TrainedParam &p : trained)
+  for (TrainedParam &p : trained) {
     for (HostTensor &st : p.states)
       drop(st);
-  releaseParameters();
+    if (zero == 3 || p.master)
+      drop(p.value);
+  }
 }
 
 } // namespace ein

@@ -437,25 +437,36 @@ def finite_differences(case, inputs, rs, name):
     return g
 
 
-def run(case, einc, tmp, extra, seed):
+def run(case, einc, tmp, extra, seed, variant=None):
     try:
-        return run_checked(case, einc, tmp, extra, seed)
+        return run_checked(case, einc, tmp, extra, seed, variant)
     except Exception as e:  # a bug of this script: report it as a failure
         return f"FAIL {case.name}: harness error {type(e).__name__}: {e}"
 
 
-def run_checked(case, einc, tmp, extra, seed):
+def case_inputs(case, seed):
+    """The case's inputs and loss weightings, the same for every run of it."""
     rng = np.random.default_rng(seed)
     inputs = {n: np.asarray(gen(rng), np.float64) for n, _, gen in case.params}
     outs = case.oracle(*inputs.values())
     if not isinstance(outs, list):
         outs = [outs]
     rs = [rng.normal(size=np.shape(o)) for o in outs]
-    d = os.path.join(tmp, case.name)
+    return inputs, rs
+
+
+def run_checked(case, einc, tmp, extra, seed, variant=None):
+    """`variant` (grad_mesh.py): (tag, source prefix, refusals): the case
+    named NAME@tag with the prefix before its source; an exit 1 or 2 whose
+    error names one of the refusals is `refused`, not a failure."""
+    inputs, rs = case_inputs(case, seed)
+    tag, prefix, refusals = variant or ("", "", ())
+    label = f"{case.name}@{tag}" if tag else case.name
+    d = os.path.join(tmp, label)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "case.ein")
     with open(path, "w") as f:
-        f.write(source(case))
+        f.write(prefix + source(case))
     args = [einc, "run", path, "--fn", "f", *extra]
     for name, value in list(inputs.items()) + [(f"r{i}", r) for i, r in enumerate(rs)]:
         p = os.path.join(d, f"in-{name}.npy")
@@ -472,7 +483,10 @@ def run_checked(case, einc, tmp, extra, seed):
         # From the first error on (warnings before it are noise here).
         first = next((i for i, l in enumerate(lines) if "error:" in l), 0)
         msg = " | ".join(lines[first:])
-        return f"FAIL {case.name}: einc exit {proc.returncode}: {msg}"
+        if (proc.returncode in (1, 2) and "error:" in msg
+                and any(r in msg for r in refusals)):
+            return f"refused {label}: {msg}"
+        return f"FAIL {label}: einc exit {proc.returncode}: {msg}"
     got = [np.load(p) for p in out_paths]
     problems = []
     expected_loss = loss(case.oracle, inputs, rs)
@@ -495,8 +509,8 @@ def run_checked(case, einc, tmp, extra, seed):
             problems.append(f"d/d{w}: max error {np.max(err):.3g} (bound {case.grad_atol * scale:.3g}); "
                             f"at {tuple(int(k) for k in i)} einc {g[i]!r}, finite differences {fd[i]!r}")
     if problems:
-        return f"FAIL {case.name}: " + "; ".join(problems)
-    return f"ok {case.name}"
+        return f"FAIL {label}: " + "; ".join(problems)
+    return f"ok {label}"
 
 
 def main():

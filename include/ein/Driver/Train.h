@@ -130,6 +130,9 @@ struct TrainRunOptions {
   /// sharded evenly over the ranks (reduce-scatter, update of the shard,
   /// all-gather); 3, its value too, gathered for each step.
   int64_t zero = 0;
+  /// --simulate: a file with a mesh trains on --ranks threads of this
+  /// process (simulated ranks) instead of MPI ranks.
+  bool simulate = false;
   /// The ranks' communicator, not owned: with more than one rank, each
   /// takes its share of every batch, the gradients are averaged over the
   /// ranks, and rank 0 alone prints, logs and writes checkpoints
@@ -187,7 +190,8 @@ double learningRate(const TrainRunOptions &options, int64_t step);
 ErrorOr<InitRule> parseInitRule(const std::string &text);
 
 /// The flags `einc train` adds to the common ones (--fn, --dim, --target,
-/// --cpu...): "--data", "--steps", ...; all but --no-cache take a value.
+/// --cpu...): "--data", "--steps", ...; all but --no-cache and --simulate
+/// take a value.
 bool isTrainOption(const std::string &flag);
 bool trainOptionTakesValue(const std::string &flag);
 /// Reads `flag`'s value into `options` (a usage error naming the flag for a
@@ -197,6 +201,20 @@ ErrorOr<void> parseTrainOption(const std::string &flag,
                                TrainRunOptions &options);
 /// The checks of options that depend on each other, once all are read.
 ErrorOr<void> checkTrainOptions(const TrainRunOptions &options);
+
+/// `einc train --ranks N [--simulate]` of a file with a mesh (tensor
+/// parallel; docs/training.md, "Tensor parallel"): each of the mesh's ranks
+/// (MPI ranks, launched with `arguments` outside mpirun, or threads) holds
+/// its blocks of every parameter and optimizer state by the parameter's
+/// layout, runs the sharded gradient of the loss on its blocks of the
+/// batch and updates its blocks; checkpoints hold the whole tensors.
+/// `check.meshSizes` gives the mesh; what it does not do yet is refused by
+/// name.
+ErrorOr<void> trainSharded(const SourceFile &file, const Module &module,
+                           const CheckOptions &check,
+                           const TrainRunOptions &options,
+                           const std::vector<std::string> &arguments,
+                           std::ostream &out);
 
 /// Trains `options.function` of the parsed `module` (docs/training.md):
 /// progress lines go to `out`. Exit codes as `einc run`'s: 1 for the
