@@ -1,7 +1,7 @@
 # Checks the gradient rule of every differentiable op against central finite
 # differences of a numpy forward (the oracle), in f64.
 #
-#   grad_fd.py EINC TMPDIR [EXTRA EINC ARGS...]
+#   grad_fd.py EINC TMPDIR [--sample N [--offset K|rotate]] [EXTRA EINC ARGS...]
 #
 # Each case is a small .ein function body that uses one op (or one op family)
 # to compute one or more outputs `o...`. The script writes
@@ -513,13 +513,29 @@ def run_checked(case, einc, tmp, extra, seed, variant=None):
     return f"ok {label}"
 
 
+def sampled(cases, extra):
+    """`--sample N [--offset K|rotate]` among the extra arguments: 1 case in
+    N from the offset (run_corpus.py's rule: `rotate` moves with every
+    commit); the other extra arguments are einc's."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "run"))
+    import argparse
+    import run_corpus as rc
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--sample", type=int, default=1)
+    ap.add_argument("--offset", default="0")
+    args, rest = ap.parse_known_args(extra)
+    return cases[rc.sample_offset(args)::max(1, args.sample)], rest
+
+
 def main():
     if len(sys.argv) < 3:
-        print("usage: grad_fd.py EINC TMPDIR [EXTRA EINC ARGS...]", file=sys.stderr)
+        print("usage: grad_fd.py EINC TMPDIR [--sample N [--offset K|rotate]] "
+              "[EXTRA EINC ARGS...]", file=sys.stderr)
         return 2
     einc, tmp, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
     only = os.environ.get("GRAD_FD_ONLY")
     cases = [(i, c) for i, c in enumerate(CASES) if not only or c.name in only.split(",")]
+    cases, extra = sampled(cases, extra)
     os.makedirs(tmp, exist_ok=True)
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
         lines = list(pool.map(lambda ic: run(ic[1], einc, tmp, extra, 1000 + ic[0]), cases))
