@@ -71,9 +71,9 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
   std::string fullKey, base;
   if (const std::string &dir = directory(); !dir.empty()) {
     fullKey =
-        fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\ncpu {} {}\n",
-                    key, compilerAndCPU(), function, cpu.tiles.str(),
-                    cpu.fusion, cpu.target.name, cpu.target.features);
+        fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\ncpu {} {}\n", key,
+                    compilerAndCPU(), function, cpu.tiles.str(), cpu.fusion,
+                    cpu.target.name, cpu.target.features);
     base = fmt::format("{}/{:016x}", dir, std::hash<std::string>()(fullKey));
     if (readFileText(base + ".key") == fullKey) {
       if (auto object =
@@ -100,26 +100,43 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
   return compiled;
 }
 
-std::optional<std::string> ObjectCache::findFile(const std::string &key,
-                                                 const std::string &suffix) {
-  const std::string &dir = directory();
+namespace {
+
+/// The cache's name for `key`'s file with `suffix`, without the suffix;
+/// nothing when the cache is off.
+std::optional<std::string> entryBase(const std::string &key,
+                                     const std::string &suffix) {
+  const std::string &dir = ObjectCache::directory();
   if (dir.empty())
     return std::nullopt;
-  std::string base =
-      fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
-  if (readFileText(base + ".key") != key)
+  return fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
+}
+
+} // namespace
+
+std::optional<std::string> ObjectCache::entryPath(const std::string &key,
+                                                  const std::string &suffix) {
+  auto base = entryBase(key, suffix);
+  if (!base)
     return std::nullopt;
-  return base + suffix;
+  return *base + suffix;
+}
+
+std::optional<std::string> ObjectCache::findFile(const std::string &key,
+                                                 const std::string &suffix) {
+  auto base = entryBase(key, suffix);
+  if (!base || readFileText(*base + ".key") != key)
+    return std::nullopt;
+  return *base + suffix;
 }
 
 std::string ObjectCache::storeFile(const std::string &key,
                                    const std::string &suffix,
                                    const std::string &built) {
-  const std::string &dir = directory();
-  if (dir.empty())
+  auto found = entryBase(key, suffix);
+  if (!found)
     return built;
-  std::string base =
-      fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
+  const std::string &base = *found;
   // A rename across file systems fails: then a copy, renamed into place.
   if (::rename(built.c_str(), (base + suffix).c_str()) != 0) {
     std::string bytes = readFileText(built);

@@ -31,6 +31,11 @@ public:
   compileOrLoad(const std::string &key, const CheckedModule &checked,
                 const std::string &function, const CPUOptions &cpu,
                 JITOptions jit, bool *loaded);
+  /// Where the file of `key` with `suffix` is or would be cached (nothing
+  /// when the cache is off): for a file that must sit beside another of
+  /// the same name (a precompiled header beside its header).
+  static std::optional<std::string> entryPath(const std::string &key,
+                                              const std::string &suffix);
   /// The path of the file cached for `key` (compared whole: it holds
   /// whatever decides the file) with `suffix` (".so"), when there is one.
   static std::optional<std::string> findFile(const std::string &key,

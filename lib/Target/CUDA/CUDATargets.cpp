@@ -225,18 +225,11 @@ public:
     if (dir.path.empty())
       return Error::program(fmt::format(
           "cannot create a temporary directory: {}", std::strerror(errno)));
-    std::string program = dir.file("prog.cu"), binary = dir.file("prog"),
-                log = dir.file("log.txt");
-    if (!writeFileBytes(program, text->data(), text->size()))
-      return Error::program("cannot write the CUDA source to " + program);
-    std::string compiler = cudaCompiler(build);
-    if (int rc = runProcess(cudaBuildCommand(build, program, binary), log);
-        rc != 0)
-      return Error::program(
-                 fmt::format("{} could not compile the generated CUDA "
-                             "source (exit {}):",
-                             compiler, rc))
-          .withContext(lastLines(readFileText(log), 20));
+    std::string binary = dir.file("prog");
+    if (auto built =
+            compileCUDASource(build, *text, dir.file("prog.cu"), binary);
+        !built)
+      return built.error();
     artifact->binary = binary;
     artifact->source = module;
     artifact->function = function;

@@ -252,9 +252,9 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
   }
   // The module's part can follow another's in one translation unit (the
   // runtime has include guards; functors are named after their function).
-  source += fmt::format("\n// ---- the module\n// {}\n#ifndef "
+  source += fmt::format("{}// {}\n#ifndef "
                         "EIN_ENTRY_PREAMBLE\n#define EIN_ENTRY_PREAMBLE\n",
-                        module.path);
+                        kCUDAModuleMarker, module.path);
   source += cEntryPreamble();
   source += "#endif\n";
   std::string functors, functions;

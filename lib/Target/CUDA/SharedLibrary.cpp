@@ -16,7 +16,6 @@
 
 #include <dlfcn.h>
 #include <optional>
-#include <sys/stat.h>
 
 namespace ein {
 
@@ -199,26 +198,13 @@ std::string shimText(const std::string &function, size_t tensors) {
       function, args);
 }
 
-/// What a cached library depends on besides its source: the build's
-/// command line (without its paths) and the compiler's identity.
-std::string buildStamp(const CUDABuild &build) {
-  std::string stamp = "cuda-library\n";
-  for (const std::string &arg : cudaBuildCommand(build, "SRC", "OUT"))
-    stamp += arg + " ";
-  std::string compiler = cudaCompiler(build);
-  struct stat info;
-  if (::stat(compiler.c_str(), &info) == 0)
-    stamp += fmt::format("\n{} {}", info.st_size, info.st_mtim.tv_sec);
-  return stamp;
-}
-
 /// Builds and loads the library of CUDA `text`, or (with `diskCache`) finds
 /// it in the disk cache, keyed by the text and the build; `*fromDisk` says
 /// which. Errors are the compiler's last lines.
 ErrorOr<void *> loadLibrary(const std::string &text, const CUDABuild &build,
                             bool diskCache, bool *fromDisk) {
   *fromDisk = false;
-  std::string key = text + "\n" + buildStamp(build);
+  std::string key = text + "\n" + cudaBuildStamp(build);
   if (diskCache)
     if (auto cached = ObjectCache::findFile(key, ".so"))
       if (void *handle = ::dlopen(cached->c_str(), RTLD_NOW | RTLD_LOCAL)) {
@@ -229,18 +215,11 @@ ErrorOr<void *> loadLibrary(const std::string &text, const CUDABuild &build,
   if (dir.path.empty())
     return Error::program("cannot create a temporary directory for a CUDA "
                           "build");
-  std::string source = dir.file("kernel.cu"), library = dir.file("kernel.so"),
-              log = dir.file("log.txt");
-  if (!writeFileBytes(source, text.data(), text.size()))
-    return Error::program("cannot write the generated CUDA source to " +
-                          source);
-  std::string compiler = cudaCompiler(build);
-  if (int rc = runProcess(cudaBuildCommand(build, source, library), log);
-      rc != 0)
-    return Error::program(fmt::format("{} could not compile the generated "
-                                      "CUDA source (exit {}):",
-                                      compiler, rc))
-        .withContext(lastLines(readFileText(log), 20));
+  std::string library = dir.file("kernel.so");
+  if (auto built =
+          compileCUDASource(build, text, dir.file("kernel.cu"), library);
+      !built)
+    return built.error();
   // Loaded from the cache, or (cache off) from the temporary directory: a
   // loaded library outlives its file.
   std::string path =

@@ -13,6 +13,12 @@ namespace ein {
 
 struct MeshProgram;
 
+/// The line that ends the runtime every generated source starts with (the
+/// same text in every file) and begins the module's part: what the
+/// emulated build precompiles once (compileCUDASource) and
+/// scripts/gpu-check.sh keeps once.
+inline constexpr const char *kCUDAModuleMarker = "\n// ---- the module\n";
+
 struct CUDAOptions {
   /// Append a main() that runs `mainFunction` on raw tensor files (what
   /// `einc run --target=cuda` compiles; ein_cuda_main.h).
