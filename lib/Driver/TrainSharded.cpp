@@ -129,9 +129,11 @@ struct MeshPrograms {
                                  ranks, product));
       return shapes;
     };
+    // The parts run on the training's target, in its memory.
     if (forward)
-      return prepareSharded(original, given, check, s.function, s.options.cpu,
-                            s.options.jit, shapesOf);
+      return prepareShardedSized(original, given, check, s.function,
+                                 s.options.cpu, s.options.jit, shapesOf,
+                                 nullptr, s.options.target);
     std::string function;
     auto source = gradientFunction(given, s, function);
     if (!source)
@@ -144,8 +146,9 @@ struct MeshPrograms {
       resolveImports(module, file, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
-    return prepareSharded(file, module, check, function, s.options.cpu,
-                          s.options.jit, shapesOf);
+    return prepareShardedSized(file, module, check, function, s.options.cpu,
+                               s.options.jit, shapesOf, nullptr,
+                               s.options.target);
   }
 };
 
@@ -231,6 +234,11 @@ TrainingState::runOnMesh(const ShardedProgram &sp,
   // The rank's blocks: the parameters' are held cut; the batches are
   // filled whole (every rank reads the same samples) and cut here.
   std::vector<HostTensor> blocks;
+  // On a device, the parameters' blocks are their device copies (the
+  // update wrote them there), and the sharded run takes host blocks: it
+  // places them in its memory and returns its results on the host.
+  for (TrainedParam &p : trained)
+    EIN_TRY(download(p.master ? p.model : p.value));
   std::vector<const HostTensor *> inputs = lossInputs();
   for (size_t i = 0; i < inputs.size(); ++i) {
     bool held = false;
@@ -263,6 +271,7 @@ TrainingState::runOnMesh(const ShardedProgram &sp,
           runtime::shapeTupleStr(got.shape), runtime::storageName(out.type),
           runtime::shapeTupleStr(out.shape)));
     std::memcpy(out.data.data(), got.data.data(), out.data.size());
+    EIN_TRY(upload(out));
   }
   return {};
 }
@@ -276,6 +285,7 @@ ErrorOr<void> TrainingState::gatherMeshBlocks() {
     for (HostTensor &st : p.states)
       held.push_back(&st);
     for (HostTensor *t : held) {
+      EIN_TRY(download(*t));
       auto whole = gatherBlocks(sp, *meshWorld, id, *t, shape, false);
       if (!whole)
         return whole.error();
@@ -329,10 +339,10 @@ ErrorOr<void> trainSharded(const SourceFile &file, const Module &module,
     return usage("a file with a mesh trains on the mesh's ranks: give --ranks "
                  "N (the product of --mesh's sizes), and --simulate to run "
                  "them as threads of this process");
-  if (options.target != "cpu")
-    return usage(fmt::format("einc train of a file with a mesh runs on "
-                             "--target=cpu; --target={} is not supported yet",
-                             options.target));
+  if (auto ok =
+          checkSimulatedTarget(options.simulate, options.ranks, options.target);
+      !ok)
+    return ok.error();
   if (options.zero > 0)
     return usage(fmt::format("--zero {} shards over data-parallel ranks, "
                              "which a file with a mesh does not have (its "
