@@ -121,8 +121,9 @@ Checkpoints are safetensors files (parameters, optimizer states, step);
 --resume continues one exactly. The first SIGINT stops after the current
 step and writes the checkpoint; a second quits at once. A file with a
 mesh trains on the mesh's ranks (tensor parallel): each holds its blocks
-of the parameters and optimizer states and runs the sharded gradient;
-checkpoints hold whole tensors. Exit 2 for bad data, checkpoints or
+of the parameters and optimizer states (on the CUDA targets, in the
+device's memory) and runs the sharded gradient; checkpoints hold whole
+tensors. Exit 2 for bad data, checkpoints or
 options.)",
        {"--fn",           "--data",
         "--val-data",     "--val-fraction",
@@ -442,7 +443,8 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--simulate",
      R"(--simulate       with --ranks, a file with a mesh: the ranks run as
                  threads of this process (simulated ranks), not as MPI
-                 ranks launched with mpirun)"},
+                 ranks launched with mpirun; not on --target=cuda, whose
+                 ranks would share the GPU's stream)"},
     {"--size-generic",
      R"(--size-generic   compile without the inputs' sizes (only `dim`, --dim
                  and `#` dims given size 1 are specialised), as `einc

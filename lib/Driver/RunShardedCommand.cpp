@@ -19,6 +19,19 @@
 
 namespace ein {
 
+ErrorOr<void> checkSimulatedTarget(bool simulate, int64_t ranks,
+                                   const std::string &target) {
+  // Simulated ranks share the process's device and its default stream: on
+  // a GPU one rank's NCCL call would wait there behind another's.
+  if (simulate && ranks > 1 && target == "cuda")
+    return Error::usage(
+        "--simulate with --ranks above 1 on --target=cuda is not supported "
+        "yet: simulated ranks would share the GPU's default stream, where "
+        "one rank's NCCL call waits behind another's; run MPI ranks "
+        "(without --simulate) or --target=cuda-emulated");
+  return {};
+}
+
 namespace {
 
 /// `check` with the sizes the inputs give their parameters' named dims,
@@ -141,14 +154,10 @@ ErrorOr<void> runSharded(const SourceFile &file, const Module &module,
   // `mpirun -n N`, as einc train --ranks does); each rank then runs below.
   if (!options.simulate && launcherWorldSize() == 0)
     return launchRanks(options.ranks, options.argv);
-  // Simulated ranks share the process's device and its default stream: on
-  // a GPU one rank's NCCL call would wait there behind another's.
-  if (options.simulate && options.ranks > 1 && options.target == "cuda")
-    return Error::usage(
-        "--simulate with --ranks above 1 on --target=cuda is not supported "
-        "yet: simulated ranks would share the GPU's default stream, where "
-        "one rank's NCCL call waits behind another's; run MPI ranks "
-        "(without --simulate) or --target=cuda-emulated");
+  if (auto ok =
+          checkSimulatedTarget(options.simulate, options.ranks, options.target);
+      !ok)
+    return ok.error();
   if (options.sizeGeneric)
     return Error::usage("--size-generic is not supported yet by a sharded "
                         "run (--ranks): each part is compiled for its "

@@ -147,4 +147,9 @@ prepareShardedSized(const SourceFile &file, const Module &module,
                     const std::function<std::optional<CheckOptions>()> &sized,
                     const std::string &target);
 
+/// Refuses simulated ranks (`simulate`, more than one of `ranks`) on
+/// --target=cuda by name: they would share the GPU's default stream.
+ErrorOr<void> checkSimulatedTarget(bool simulate, int64_t ranks,
+                                   const std::string &target);
+
 } // namespace ein

@@ -590,6 +590,18 @@ prepareTraining(const SourceFile &file, const Module &module,
     return usage(fmt::format("--resume {}: the checkpoint is at step {}; "
                              "--steps {} leaves nothing to train",
                              options.resume, s.step, options.steps));
+  // Loss scaling (TrainRunOptions::lossScaling), decided before the mesh's
+  // gradient is prepared: a scaled gradient takes the scale.
+  using Scaling = TrainRunOptions::LossScaling;
+  bool anyF16 = false;
+  for (const TrainedParam &p : s.trained)
+    anyF16 |= p.master && p.model.type == StorageType::F16;
+  s.lossScaled = options.lossScaling == Scaling::Static ||
+                 options.lossScaling == Scaling::Dynamic ||
+                 (options.lossScaling == Scaling::Default && anyF16);
+  s.lossScaleDynamic = s.lossScaled && options.lossScaling != Scaling::Static;
+  if (s.lossScaled)
+    s.lossScaleValue = *HostTensor::create(StorageType::F32, {});
   // Tensor parallel: the state cut into this rank's blocks, to which the
   // update is bound below; the gradient is the mesh's sharded program.
   if (mesh)
@@ -606,14 +618,6 @@ prepareTraining(const SourceFile &file, const Module &module,
     wrt.push_back(gradFn.params[p.param]);
   // With loss scaling, the gradient is of loss * scale, the scale a last
   // parameter (the loss it returns is not scaled).
-  using Scaling = TrainRunOptions::LossScaling;
-  bool anyF16 = false;
-  for (const TrainedParam &p : s.trained)
-    anyF16 |= p.master && p.model.type == StorageType::F16;
-  s.lossScaled = options.lossScaling == Scaling::Static ||
-                 options.lossScaling == Scaling::Dynamic ||
-                 (options.lossScaling == Scaling::Default && anyF16);
-  s.lossScaleDynamic = s.lossScaled && options.lossScaling != Scaling::Static;
   unsigned differentiated = gradFn.returns[0];
   if (s.lossScaled) {
     ProgramBuilder builder(gradFn);
@@ -627,7 +631,6 @@ prepareTraining(const SourceFile &file, const Module &module,
       return programError(fmt::format("cannot scale the loss of '{}': {}",
                                       fn.name, scaled.error().str()));
     differentiated = *scaled;
-    s.lossScaleValue = *HostTensor::create(StorageType::F32, {});
     if (!resuming)
       s.lossScale = options.lossScaleInit;
   }

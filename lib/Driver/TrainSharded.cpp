@@ -83,12 +83,23 @@ ErrorOr<std::string> gradientFunction(const Module &module,
     grads.push_back(fresh("einc_grad_" + p.name));
     wrt.push_back(p.name);
   }
-  return fmt::format("\n\ndef {}({}) -> ({}):\n    {} = {}({})\n    {} = "
+  // With loss scaling, the gradient of loss * scale, the scale a last
+  // parameter (as the one-process gradient's); the loss returned is not
+  // scaled.
+  std::string differentiated = lossNames[0], scaling;
+  if (s.lossScaled) {
+    std::string scale = fresh("einc_loss_scale");
+    differentiated = fresh("einc_scaled_loss");
+    params.push_back(fmt::format("{}: f32[\"\"]", scale));
+    scaling =
+        fmt::format("    {} = {} * {}\n", differentiated, lossNames[0], scale);
+  }
+  return fmt::format("\n\ndef {}({}) -> ({}):\n    {} = {}({})\n{}    {} = "
                      "grad({}, wrt=[{}])\n    return {}, {}\n",
                      name, fmt::join(params, ", "), fmt::join(results, ", "),
                      fmt::join(lossNames, ", "), s.function,
-                     fmt::join(args, ", "), fmt::join(grads, ", "),
-                     lossNames[0], fmt::join(wrt, ", "), lossNames[0],
+                     fmt::join(args, ", "), scaling, fmt::join(grads, ", "),
+                     differentiated, fmt::join(wrt, ", "), lossNames[0],
                      fmt::join(grads, ", "));
 }
 
@@ -120,6 +131,8 @@ struct MeshPrograms {
     std::vector<std::vector<int64_t>> shapes;
     for (const HostTensor *t : s.wholeInputs())
       shapes.push_back(t->shape);
+    if (!forward && s.lossScaled)
+      shapes.push_back({}); // the loss scale (gradientFunction)
     WholeShapes shapesOf =
         [&](const CheckedFunction &,
             int64_t product) -> ErrorOr<std::vector<std::vector<int64_t>>> {
@@ -129,9 +142,11 @@ struct MeshPrograms {
                                  ranks, product));
       return shapes;
     };
+    // The parts run on the training's target, in its memory.
     if (forward)
-      return prepareSharded(original, given, check, s.function, s.options.cpu,
-                            s.options.jit, shapesOf);
+      return prepareShardedSized(original, given, check, s.function,
+                                 s.options.cpu, s.options.jit, shapesOf,
+                                 nullptr, s.options.target);
     std::string function;
     auto source = gradientFunction(given, s, function);
     if (!source)
@@ -144,8 +159,9 @@ struct MeshPrograms {
       resolveImports(module, file, diags);
     if (diags.hadError())
       return errorFromDiagnostics(diags);
-    return prepareSharded(file, module, check, function, s.options.cpu,
-                          s.options.jit, shapesOf);
+    return prepareShardedSized(file, module, check, function, s.options.cpu,
+                               s.options.jit, shapesOf, nullptr,
+                               s.options.target);
   }
 };
 
@@ -171,13 +187,6 @@ ErrorOr<CheckedModule> checkOnUnitMesh(const SourceFile &file,
 }
 
 ErrorOr<void> TrainingState::useMesh(const MeshRank &mesh) {
-  for (const TrainedParam &p : trained)
-    if (p.master)
-      return usage(fmt::format(
-          "parameter '{}' is {}: einc train of a file with a mesh trains f32 "
-          "and f64 parameters; bf16 and f16 ones (over f32 master weights) "
-          "are not supported yet with a mesh",
-          p.name, runtime::storageName(p.model.type)));
   auto program = mesh.program(*this, false);
   if (!program)
     return program.error();
@@ -203,7 +212,10 @@ ErrorOr<void> TrainingState::useMesh(const MeshRank &mesh) {
     EIN_TRY(cut(p.value));
     for (HostTensor &st : p.states)
       EIN_TRY(cut(st));
-    for (HostTensor *t : {&p.grad, &p.micro}) {
+    // The rest is written before it is read: the gradient and micro-batch
+    // sums by the sharded gradient, a bf16 or f16 parameter's model copy
+    // by rounding the master block (refreshModelCopies), each rank its own.
+    for (HostTensor *t : {&p.grad, &p.micro, &p.model}) {
       if (t->data.empty())
         continue;
       auto block = HostTensor::create(t->type, p.value.shape);
@@ -231,6 +243,11 @@ TrainingState::runOnMesh(const ShardedProgram &sp,
   // The rank's blocks: the parameters' are held cut; the batches are
   // filled whole (every rank reads the same samples) and cut here.
   std::vector<HostTensor> blocks;
+  // On a device, the parameters' blocks are their device copies (the
+  // update wrote them there), and the sharded run takes host blocks: it
+  // places them in its memory and returns its results on the host.
+  for (TrainedParam &p : trained)
+    EIN_TRY(download(p.master ? p.model : p.value));
   std::vector<const HostTensor *> inputs = lossInputs();
   for (size_t i = 0; i < inputs.size(); ++i) {
     bool held = false;
@@ -245,6 +262,9 @@ TrainingState::runOnMesh(const ShardedProgram &sp,
       return block.error();
     blocks.push_back(std::move(*block));
   }
+  // The scaled gradient's last input: the loss scale, on every rank.
+  if (lossScaled && &sp == meshProgram.get())
+    blocks.push_back(lossScaleValue);
   auto results = runShardedRank(sp, *meshWorld, std::move(blocks), &meshGroups);
   if (!results)
     return results.error();
@@ -263,6 +283,7 @@ TrainingState::runOnMesh(const ShardedProgram &sp,
           runtime::shapeTupleStr(got.shape), runtime::storageName(out.type),
           runtime::shapeTupleStr(out.shape)));
     std::memcpy(out.data.data(), got.data.data(), out.data.size());
+    EIN_TRY(upload(out));
   }
   return {};
 }
@@ -276,6 +297,7 @@ ErrorOr<void> TrainingState::gatherMeshBlocks() {
     for (HostTensor &st : p.states)
       held.push_back(&st);
     for (HostTensor *t : held) {
+      EIN_TRY(download(*t));
       auto whole = gatherBlocks(sp, *meshWorld, id, *t, shape, false);
       if (!whole)
         return whole.error();
@@ -329,10 +351,10 @@ ErrorOr<void> trainSharded(const SourceFile &file, const Module &module,
     return usage("a file with a mesh trains on the mesh's ranks: give --ranks "
                  "N (the product of --mesh's sizes), and --simulate to run "
                  "them as threads of this process");
-  if (options.target != "cpu")
-    return usage(fmt::format("einc train of a file with a mesh runs on "
-                             "--target=cpu; --target={} is not supported yet",
-                             options.target));
+  if (auto ok =
+          checkSimulatedTarget(options.simulate, options.ranks, options.target);
+      !ok)
+    return ok.error();
   if (options.zero > 0)
     return usage(fmt::format("--zero {} shards over data-parallel ranks, "
                              "which a file with a mesh does not have (its "
@@ -341,10 +363,6 @@ ErrorOr<void> trainSharded(const SourceFile &file, const Module &module,
   if (!options.dpDim.empty())
     return usage("--dp-dim: with a mesh, the batch is split by its layout "
                  "(b@dp), not by --dp-dim");
-  using Scaling = TrainRunOptions::LossScaling;
-  if (options.lossScaling == Scaling::Static ||
-      options.lossScaling == Scaling::Dynamic)
-    return usage("--loss-scale with a mesh is not supported yet");
   if (!options.simulate && launcherWorldSize() == 0)
     return launchRanks(options.ranks, arguments);
 

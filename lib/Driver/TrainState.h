@@ -28,10 +28,11 @@ class TrainingState;
 /// that every rank runs.
 struct MeshRank {
   Communicator *world = nullptr; // the mesh's ranks, row-major
-  /// The program (the loss, then its gradient wrt each trained parameter;
-  /// with `forward`, the loss function itself, for evaluation) bound to
-  /// the whole shapes of the state's inputs: prepared once, its result
-  /// shared by the ranks of one process.
+  /// The program (the loss, then its gradient wrt each trained parameter,
+  /// with loss scaling of loss * scale, the scale a last input; with
+  /// `forward`, the loss function itself, for evaluation) bound to the
+  /// whole shapes of the state's inputs and built for the state's target:
+  /// prepared once, its result shared by the ranks of one process.
   std::function<ErrorOr<std::shared_ptr<const ShardedProgram>>(
       const TrainingState &, bool forward)>
       program;
