@@ -85,6 +85,7 @@ ErrorOr<LocalWithMesh> localWithMesh(const SourceFile &file,
                         "local program: give --fn NAME");
   std::string name =
       function.empty() ? checked.functions.front().name : function;
+  holdUniformResults(checked, name);
   const CheckedFunction *fn = checked.find(name);
   if (!fn)
     return noFunctionError(file.path, name, module.functionNames());

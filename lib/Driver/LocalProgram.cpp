@@ -120,6 +120,61 @@ std::vector<std::pair<size_t, size_t>> addedSplitsAt(const CheckedFunction &fn,
   return out;
 }
 
+/// The names dim sizes of value `id` mention.
+std::set<std::string> symbolsOf(const CheckedFunction &fn, unsigned id) {
+  std::set<std::string> out;
+  for (const Dim &d : fn.ctx.expand(fn.values[id].type.shape))
+    for (const std::string &s : d.size.symbols())
+      out.insert(s);
+  return out;
+}
+
+/// Per value, the names along which it is the same at every position (a
+/// fill, a repeat's new dim, arithmetic of such).
+std::vector<std::set<std::string>> uniformNames(const CheckedFunction &fn) {
+  std::vector<std::set<std::string>> uniform(fn.values.size());
+  for (const CheckedOp &op : fn.ops) {
+    if (op.results.size() != 1 || op.results[0] >= uniform.size())
+      continue;
+    std::set<std::string> mine = symbolsOf(fn, op.results[0]),
+                          &out = uniform[op.results[0]];
+    switch (op.kind) {
+    case OpKind::Constant:
+      out = mine;
+      break;
+    case OpKind::Repeat:
+    case OpKind::Elementwise:
+    case OpKind::Cast:
+      // A name the operand lacks is new (a repeat) or broadcast; one it
+      // has must be uniform in it.
+      for (const std::string &name : mine) {
+        bool same = true;
+        for (unsigned o : op.operands)
+          if (o < uniform.size() && symbolsOf(fn, o).count(name) &&
+              !uniform[o].count(name))
+            same = false;
+        if (same)
+          out.insert(name);
+      }
+      break;
+    case OpKind::Rearrange:
+    case OpKind::Reduce:
+    case OpKind::Einsum:
+    case OpKind::Pack:
+    case OpKind::Unpack:
+    case OpKind::Size:
+    case OpKind::Arange:
+    case OpKind::Take:
+    case OpKind::Slice:
+    case OpKind::ScatterAdd:
+    case OpKind::TakeAlong:
+    case OpKind::Dropout:
+      break;
+    }
+  }
+  return uniform;
+}
+
 } // namespace
 
 Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
@@ -308,6 +363,55 @@ gatheredNames(const CheckedModule &m, const CheckedFunction &fn) {
   return gathered;
 }
 
+void holdUniformResults(CheckedModule &m, const std::string &function) {
+  for (CheckedFunction &fn : m.functions) {
+    if (fn.name != function)
+      continue;
+    std::vector<std::set<std::string>> uniform = uniformNames(fn);
+    // Read by an op, it would be read as the whole layout inference saw.
+    std::set<unsigned> read;
+    for (const CheckedOp &op : fn.ops)
+      read.insert(op.operands.begin(), op.operands.end());
+    // Per returned value, the axis each dim is declared on (every return of
+    // it must agree).
+    std::map<unsigned, std::vector<std::string>> declared;
+    std::set<unsigned> disagree;
+    for (size_t k = 0; k < fn.returns.size() && k < fn.results.size(); ++k) {
+      std::vector<std::string> axes;
+      for (const Dim &d : fn.ctx.expand(fn.results[k].shape))
+        axes.push_back(d.meshAxis);
+      auto [it, fresh] = declared.emplace(fn.returns[k], axes);
+      if (!fresh && it->second != axes)
+        disagree.insert(fn.returns[k]);
+    }
+    for (auto &[r, axes] : declared) {
+      if (read.count(r) || disagree.count(r) || r >= fn.layouts.size() ||
+          fn.values[r].isPackedShapes)
+        continue;
+      Shape shape = fn.ctx.expand(fn.values[r].type.shape);
+      ValueLayout &layout = fn.layouts[r];
+      if (shape.size() != axes.size() || layout.dims.size() != axes.size() ||
+          !layout.pending.empty())
+        continue;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        auto name = shape[d].size.asSymbol();
+        if (!name || axes[d].empty() || !layout.dims[d].empty() ||
+            !uniform[r].count(*name))
+          continue;
+        // The name's one dim here, and split in some other value (else
+        // the local program binds it whole and the run cuts the block).
+        bool alone = true, elsewhere = false;
+        for (size_t d2 = 0; d2 < shape.size(); ++d2)
+          alone &= d2 == d || !shape[d2].size.symbols().count(*name);
+        for (unsigned id = 0; id < fn.layouts.size() && !elsewhere; ++id)
+          elsewhere = id != r && splitAlong(fn, id, *name);
+        if (alone && elsewhere)
+          layout.dims[d] = axes[d];
+      }
+    }
+  }
+}
+
 ErrorOr<std::map<std::string, std::string>>
 splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   std::map<std::string, std::string> split;
@@ -336,58 +440,12 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   };
   // Names along which a value is whole and not uniform (id: the first).
   std::map<std::string, unsigned> whole;
-  // Per value, the names along which it is the same at every position (a
-  // fill, a repeat's new dim, arithmetic of such): its local block is the
-  // value computed with the block's size, so it may stay whole where the
-  // name is split elsewhere (grad()'s broadcast of a mean's gradient). A
-  // result is never: it is assembled by its layout.
-  std::vector<std::set<std::string>> uniform(fn.values.size());
-  auto symbolsOf = [&](unsigned id) {
-    std::set<std::string> out;
-    for (const Dim &d : fn.ctx.expand(fn.values[id].type.shape))
-      for (const std::string &s : d.size.symbols())
-        out.insert(s);
-    return out;
-  };
-  for (const CheckedOp &op : fn.ops) {
-    if (op.results.size() != 1 || op.results[0] >= uniform.size())
-      continue;
-    std::set<std::string> mine = symbolsOf(op.results[0]),
-                          &out = uniform[op.results[0]];
-    switch (op.kind) {
-    case OpKind::Constant:
-      out = mine;
-      break;
-    case OpKind::Repeat:
-    case OpKind::Elementwise:
-    case OpKind::Cast:
-      // A name the operand lacks is new (a repeat) or broadcast; one it
-      // has must be uniform in it.
-      for (const std::string &name : mine) {
-        bool same = true;
-        for (unsigned o : op.operands)
-          if (o < uniform.size() && symbolsOf(o).count(name) &&
-              !uniform[o].count(name))
-            same = false;
-        if (same)
-          out.insert(name);
-      }
-      break;
-    case OpKind::Rearrange:
-    case OpKind::Reduce:
-    case OpKind::Einsum:
-    case OpKind::Pack:
-    case OpKind::Unpack:
-    case OpKind::Size:
-    case OpKind::Arange:
-    case OpKind::Take:
-    case OpKind::Slice:
-    case OpKind::ScatterAdd:
-    case OpKind::TakeAlong:
-    case OpKind::Dropout:
-      break;
-    }
-  }
+  // Per value, the names along which it is the same at every position:
+  // its local block is the value computed with the block's size, so it may
+  // stay whole where the name is split elsewhere (grad()'s broadcast of a
+  // mean's gradient). A result is never: it is assembled by its layout
+  // (holdUniformResults gives the split one to those that hold a block).
+  std::vector<std::set<std::string>> uniform = uniformNames(fn);
   for (unsigned r : fn.returns)
     if (r < uniform.size())
       uniform[r].clear();

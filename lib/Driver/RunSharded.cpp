@@ -172,6 +172,7 @@ prepareShardedSized(const SourceFile &file, const Module &module,
   if (!bound)
     return bound.error();
   p.wholeBound = std::move(*bound);
+  holdUniformResults(p.wholeBound.concrete, function);
   const BoundCall *wholeBound = &p.wholeBound;
   const CheckedFunction *bfn = p.bfn = wholeBound->concrete.find(function);
   auto splitFound = splitNames(wholeBound->concrete, *bfn);
