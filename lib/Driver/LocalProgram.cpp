@@ -175,6 +175,39 @@ std::vector<std::set<std::string>> uniformNames(const CheckedFunction &fn) {
   return uniform;
 }
 
+/// Whether `op` maps each position along `name` of its tensors to the same
+/// position of its results: an elementwise op or a cast, or a pack or an
+/// unpack whose tensors have `name` only as lone-name dims outside the `*`
+/// part. A value the same along `name` computed at the block's size is then
+/// read as its block.
+bool positionwise(const CheckedFunction &fn, const CheckedOp &op,
+                  const std::string &name) {
+  if (op.kind == OpKind::Elementwise || op.kind == OpKind::Cast)
+    return true;
+  if ((op.kind != OpKind::Pack && op.kind != OpKind::Unpack) ||
+      op.parsed.inputs.empty() || op.parsed.inputs[0].hasEllipsis())
+    return false;
+  const PatternSide &side = op.parsed.inputs[0];
+  size_t before = side.starIndex();
+  if (before >= side.groups.size())
+    return false;
+  size_t after = side.groups.size() - before - 1;
+  for (auto *ids : {&op.operands, &op.results})
+    for (unsigned id : *ids) {
+      if (fn.values[id].isPackedShapes)
+        continue;
+      Shape shape = fn.ctx.expand(fn.values[id].type.shape);
+      if (shape.size() < before + after)
+        return false;
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d].size.symbols().count(name) &&
+            (shape[d].size.asSymbol() != name ||
+             (d >= before && d < shape.size() - after)))
+          return false;
+    }
+  return true;
+}
+
 } // namespace
 
 Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
@@ -602,12 +635,12 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         if (it == split.end() || !wholeAlong(o, name) || afterGather(o, name) ||
             beforeScatter(o, name))
           continue;
-        bool elementwise =
-            op.kind == OpKind::Elementwise || op.kind == OpKind::Cast;
-        bool keeps = !op.results.empty() && op.results[0] < uniform.size() &&
-                     (!wholeAlong(op.results[0], name) ||
-                      uniform[op.results[0]].count(name));
-        if (!elementwise || !keeps)
+        bool keeps = !op.results.empty();
+        for (unsigned r : op.results)
+          keeps &= fn.values[r].isPackedShapes ||
+                   (r < uniform.size() &&
+                    (!wholeAlong(r, name) || uniform[r].count(name)));
+        if (!positionwise(fn, op, name) || !keeps)
           return shardedError(
               m, op.loc,
               fmt::format("a sharded run of a {} reading a value whole "
