@@ -401,6 +401,12 @@ void holdUniformResults(CheckedModule &m, const std::string &function) {
     if (fn.name != function)
       continue;
     std::vector<std::set<std::string>> uniform = uniformNames(fn);
+    // A name a collective gathers or splits is bound twice: left as it is.
+    std::set<std::string> moved;
+    for (auto names : {gatheredNames(m, fn), scatteredNames(m, fn)})
+      if (names)
+        for (auto &[name, at] : *names)
+          moved.insert(name);
     // Read by an op, it would be read as the whole layout inference saw.
     std::set<unsigned> read;
     for (const CheckedOp &op : fn.ops)
@@ -429,7 +435,7 @@ void holdUniformResults(CheckedModule &m, const std::string &function) {
       for (size_t d = 0; d < shape.size(); ++d) {
         auto name = shape[d].size.asSymbol();
         if (!name || axes[d].empty() || !layout.dims[d].empty() ||
-            !uniform[r].count(*name))
+            !uniform[r].count(*name) || moved.count(*name))
           continue;
         // The name's one dim here, and split in some other value (else
         // the local program binds it whole and the run cuts the block).

@@ -19,7 +19,8 @@ Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what);
 /// A result of `function` in `m` that is the same at every position along
 /// a name (grad()'s repeat of a scalar, a fill), made whole along it, read
 /// by no op, and declared split along the name's one dim where another
-/// value splits it: layout inference keeps the rank's block of it, and the
+/// value splits it (and no collective gathers or splits it): layout
+/// inference keeps the rank's block of it, and the
 /// local program computes it at the block's size, which is that block. Its
 /// layout becomes the declared one, so that splitNames does not refuse it as
 /// whole and the run does not cut its block again.
@@ -28,7 +29,8 @@ void holdUniformResults(CheckedModule &m, const std::string &function);
 /// The local program is the function itself with every split name bound to
 /// its block's size: sound only when a name split on an axis is split on it
 /// in every value that has it (or the value is the same at every position
-/// along it and only meets split values elementwise), and nothing reads a
+/// along it and only meets split values position by position: elementwise,
+/// or in a pack's dims outside its `*` part), and nothing reads a
 /// split size as a number but `size` (folded to the whole's by the caller).
 /// Returns the split names (name -> axis), or why the program cannot be run
 /// that way, by name, at the op or value.
