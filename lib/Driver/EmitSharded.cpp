@@ -3,6 +3,7 @@
 // the stage asked for.
 #include "EmitSharded.h"
 #include "LocalProgram.h"
+#include "UniformValues.h"
 #include "ein/Compile/Compile.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Layout.h"

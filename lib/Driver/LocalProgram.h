@@ -16,15 +16,10 @@ namespace ein {
 /// A sharded run's error at `loc` of `m`'s source (a refusal, by name).
 Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what);
 
-/// A result of `function` in `m` that is the same at every position along
-/// a name (grad()'s repeat of a scalar, a fill), made whole along it, read
-/// by no op, and declared split along the name's one dim where another
-/// value splits it (and no collective gathers or splits it): layout
-/// inference keeps the rank's block of it, and the
-/// local program computes it at the block's size, which is that block. Its
-/// layout becomes the declared one, so that splitNames does not refuse it as
-/// whole and the run does not cut its block again.
-void holdUniformResults(CheckedModule &m, const std::string &function);
+/// Whether value `id`'s layout splits a dim through `name` (a lone name,
+/// or the major factor of a split composition).
+bool splitAlong(const CheckedFunction &fn, unsigned id,
+                const std::string &name);
 
 /// The local program is the function itself with every split name bound to
 /// its block's size: sound only when a name split on an axis is split on it

@@ -7,6 +7,7 @@
 #include "LocalProgram.h"
 #include "ShardedBlocks.h"
 #include "ShardedProgram.h"
+#include "UniformValues.h"
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Sharded.h"
 #include "ein/Driver/Train.h"
