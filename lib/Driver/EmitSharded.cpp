@@ -3,6 +3,7 @@
 // the stage asked for.
 #include "EmitSharded.h"
 #include "LocalProgram.h"
+#include "UniformValues.h"
 #include "ein/Compile/Compile.h"
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Sema/Layout.h"
@@ -85,6 +86,7 @@ ErrorOr<LocalWithMesh> localWithMesh(const SourceFile &file,
                         "local program: give --fn NAME");
   std::string name =
       function.empty() ? checked.functions.front().name : function;
+  holdUniformResults(checked, name);
   const CheckedFunction *fn = checked.find(name);
   if (!fn)
     return noFunctionError(file.path, name, module.functionNames());

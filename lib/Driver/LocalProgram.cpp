@@ -1,6 +1,7 @@
 // The local program of a sharded run (docs/distributed.md §4): the split
 // names and what the one-binding-per-name local program refuses, by name.
 #include "LocalProgram.h"
+#include "UniformValues.h"
 #include "ein/Sema/Layout.h"
 
 #include <fmt/format.h>
@@ -61,20 +62,6 @@ std::set<std::string> splitThrough(const CheckedFunction &fn, unsigned id,
   return dim.size.symbols();
 }
 
-/// Whether value `id`'s layout splits a dim through `name`.
-bool splitAlong(const CheckedFunction &fn, unsigned id,
-                const std::string &name) {
-  if (id >= fn.layouts.size() || fn.values[id].isPackedShapes)
-    return false;
-  Shape shape = fn.ctx.expand(fn.values[id].type.shape);
-  const ValueLayout &layout = fn.layouts[id];
-  for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d)
-    if (!layout.dims[d].empty() &&
-        splitThrough(fn, id, shape[d], d).count(name))
-      return true;
-  return false;
-}
-
 /// A reshard's or a rearrange's all-gather or all-to-all.
 bool movesData(const CheckedFunction &fn, const InferredCollective &c) {
   return reshardMoves(fn, c) || movesOperand(fn, c);
@@ -121,6 +108,20 @@ std::vector<std::pair<size_t, size_t>> addedSplitsAt(const CheckedFunction &fn,
 }
 
 } // namespace
+
+/// Whether value `id`'s layout splits a dim through `name`.
+bool splitAlong(const CheckedFunction &fn, unsigned id,
+                const std::string &name) {
+  if (id >= fn.layouts.size() || fn.values[id].isPackedShapes)
+    return false;
+  Shape shape = fn.ctx.expand(fn.values[id].type.shape);
+  const ValueLayout &layout = fn.layouts[id];
+  for (size_t d = 0; d < shape.size() && d < layout.dims.size(); ++d)
+    if (!layout.dims[d].empty() &&
+        splitThrough(fn, id, shape[d], d).count(name))
+      return true;
+  return false;
+}
 
 Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what) {
   return Error::at(ErrorKind::Program, m.pathOf(loc), loc.line, loc.col,
@@ -336,58 +337,12 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
   };
   // Names along which a value is whole and not uniform (id: the first).
   std::map<std::string, unsigned> whole;
-  // Per value, the names along which it is the same at every position (a
-  // fill, a repeat's new dim, arithmetic of such): its local block is the
-  // value computed with the block's size, so it may stay whole where the
-  // name is split elsewhere (grad()'s broadcast of a mean's gradient). A
-  // result is never: it is assembled by its layout.
-  std::vector<std::set<std::string>> uniform(fn.values.size());
-  auto symbolsOf = [&](unsigned id) {
-    std::set<std::string> out;
-    for (const Dim &d : fn.ctx.expand(fn.values[id].type.shape))
-      for (const std::string &s : d.size.symbols())
-        out.insert(s);
-    return out;
-  };
-  for (const CheckedOp &op : fn.ops) {
-    if (op.results.size() != 1 || op.results[0] >= uniform.size())
-      continue;
-    std::set<std::string> mine = symbolsOf(op.results[0]),
-                          &out = uniform[op.results[0]];
-    switch (op.kind) {
-    case OpKind::Constant:
-      out = mine;
-      break;
-    case OpKind::Repeat:
-    case OpKind::Elementwise:
-    case OpKind::Cast:
-      // A name the operand lacks is new (a repeat) or broadcast; one it
-      // has must be uniform in it.
-      for (const std::string &name : mine) {
-        bool same = true;
-        for (unsigned o : op.operands)
-          if (o < uniform.size() && symbolsOf(o).count(name) &&
-              !uniform[o].count(name))
-            same = false;
-        if (same)
-          out.insert(name);
-      }
-      break;
-    case OpKind::Rearrange:
-    case OpKind::Reduce:
-    case OpKind::Einsum:
-    case OpKind::Pack:
-    case OpKind::Unpack:
-    case OpKind::Size:
-    case OpKind::Arange:
-    case OpKind::Take:
-    case OpKind::Slice:
-    case OpKind::ScatterAdd:
-    case OpKind::TakeAlong:
-    case OpKind::Dropout:
-      break;
-    }
-  }
+  // Per value, the names along which it is the same at every position:
+  // its local block is the value computed with the block's size, so it may
+  // stay whole where the name is split elsewhere (grad()'s broadcast of a
+  // mean's gradient). A result is never: it is assembled by its layout
+  // (holdUniformResults gives the split one to those that hold a block).
+  std::vector<std::set<std::string>> uniform = uniformNames(fn);
   for (unsigned r : fn.returns)
     if (r < uniform.size())
       uniform[r].clear();
@@ -544,12 +499,12 @@ splitNames(const CheckedModule &m, const CheckedFunction &fn) {
         if (it == split.end() || !wholeAlong(o, name) || afterGather(o, name) ||
             beforeScatter(o, name))
           continue;
-        bool elementwise =
-            op.kind == OpKind::Elementwise || op.kind == OpKind::Cast;
-        bool keeps = !op.results.empty() && op.results[0] < uniform.size() &&
-                     (!wholeAlong(op.results[0], name) ||
-                      uniform[op.results[0]].count(name));
-        if (!elementwise || !keeps)
+        bool keeps = !op.results.empty();
+        for (unsigned r : op.results)
+          keeps &= fn.values[r].isPackedShapes ||
+                   (r < uniform.size() &&
+                    (!wholeAlong(r, name) || uniform[r].count(name)));
+        if (!positionwise(fn, op, name) || !keeps)
           return shardedError(
               m, op.loc,
               fmt::format("a sharded run of a {} reading a value whole "

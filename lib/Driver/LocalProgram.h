@@ -16,10 +16,16 @@ namespace ein {
 /// A sharded run's error at `loc` of `m`'s source (a refusal, by name).
 Error shardedError(const CheckedModule &m, SourceLoc loc, std::string what);
 
+/// Whether value `id`'s layout splits a dim through `name` (a lone name,
+/// or the major factor of a split composition).
+bool splitAlong(const CheckedFunction &fn, unsigned id,
+                const std::string &name);
+
 /// The local program is the function itself with every split name bound to
 /// its block's size: sound only when a name split on an axis is split on it
 /// in every value that has it (or the value is the same at every position
-/// along it and only meets split values elementwise), and nothing reads a
+/// along it and only meets split values position by position: elementwise,
+/// or in a pack's dims outside its `*` part), and nothing reads a
 /// split size as a number but `size` (folded to the whole's by the caller).
 /// Returns the split names (name -> axis), or why the program cannot be run
 /// that way, by name, at the op or value.

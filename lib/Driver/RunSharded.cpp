@@ -7,6 +7,7 @@
 #include "LocalProgram.h"
 #include "ShardedBlocks.h"
 #include "ShardedProgram.h"
+#include "UniformValues.h"
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Sharded.h"
 #include "ein/Driver/Train.h"
@@ -172,6 +173,7 @@ prepareShardedSized(const SourceFile &file, const Module &module,
   if (!bound)
     return bound.error();
   p.wholeBound = std::move(*bound);
+  holdUniformResults(p.wholeBound.concrete, function);
   const BoundCall *wholeBound = &p.wholeBound;
   const CheckedFunction *bfn = p.bfn = wholeBound->concrete.find(function);
   auto splitFound = splitNames(wholeBound->concrete, *bfn);
