@@ -25,10 +25,6 @@ using runtime::HostTensor;
 
 Error usage(std::string message) { return Error::usage(std::move(message)); }
 
-#define EIN_TRY(expr)                                                          \
-  if (auto ok_ = (expr); !ok_)                                                 \
-    return ok_.error();
-
 /// The function appended to the file for the sharded run: the loss's
 /// parameters as it declares them (their layouts included), returning the
 /// loss and its gradient wrt each trained parameter, each with the

@@ -18,11 +18,6 @@ using runtime::StorageType;
 
 Error usage(std::string message) { return Error::usage(std::move(message)); }
 
-/// Propagates the error of a step in the state's memory.
-#define EIN_TRY(expr)                                                          \
-  if (auto ok_ = (expr); !ok_)                                                 \
-    return ok_.error();
-
 double scalarOf(const HostTensor &t) {
   return t.type == StorageType::F64 ? t.dataAs<double>()[0]
                                     : double(t.dataAs<float>()[0]);

@@ -18,6 +18,12 @@
 #include <unordered_map>
 #include <vector>
 
+/// Propagates the error of an ErrorOr<void> step (the training loop's
+/// files: a copy, a collective, a call in the state's memory).
+#define EIN_TRY(expr)                                                          \
+  if (auto ok_ = (expr); !ok_)                                                 \
+    return ok_.error();
+
 namespace ein {
 
 struct ShardedProgram;

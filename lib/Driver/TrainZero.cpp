@@ -18,11 +18,6 @@ using runtime::StorageType;
 
 namespace {
 
-/// Propagates the error of a collective.
-#define EIN_TRY(expr)                                                          \
-  if (auto ok_ = (expr); !ok_)                                                 \
-    return ok_.error();
-
 /// The elements of rank `r`'s shard of a parameter of `elements` that are
 /// the parameter's (the rest is padding): min(shard, elements - r·shard),
 /// at least 0.
