@@ -61,6 +61,20 @@ const std::string &ObjectCache::compilerAndCPU() {
   return stamp;
 }
 
+namespace {
+
+/// The cache's name for `key`'s file with `suffix`, without the suffix;
+/// nothing when the cache is off.
+std::optional<std::string> entryBase(const std::string &key,
+                                     const std::string &suffix) {
+  const std::string &dir = ObjectCache::directory();
+  if (dir.empty())
+    return std::nullopt;
+  return fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
+}
+
+} // namespace
+
 ErrorOr<std::unique_ptr<JITFunction>>
 ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
                            const std::string &function, const CPUOptions &cpu,
@@ -69,12 +83,12 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
   // NAME.key holds the whole key and is compared whole, so a hash collision
   // only costs a compilation.
   std::string fullKey, base;
-  if (const std::string &dir = directory(); !dir.empty()) {
+  if (!directory().empty()) {
     fullKey =
         fmt::format("{}\n{}\nfunction {}\ntiles {} fusion {}\ncpu {} {}\n", key,
                     compilerAndCPU(), function, cpu.tiles.str(), cpu.fusion,
                     cpu.target.name, cpu.target.features);
-    base = fmt::format("{}/{:016x}", dir, std::hash<std::string>()(fullKey));
+    base = *entryBase(fullKey, "");
     if (readFileText(base + ".key") == fullKey) {
       if (auto object =
               JITFunction::loadObject(checked, function, base + ".o")) {
@@ -99,20 +113,6 @@ ObjectCache::compileOrLoad(const std::string &key, const CheckedModule &checked,
     writeFileAtomically(base + ".key", fullKey);
   return compiled;
 }
-
-namespace {
-
-/// The cache's name for `key`'s file with `suffix`, without the suffix;
-/// nothing when the cache is off.
-std::optional<std::string> entryBase(const std::string &key,
-                                     const std::string &suffix) {
-  const std::string &dir = ObjectCache::directory();
-  if (dir.empty())
-    return std::nullopt;
-  return fmt::format("{}/{:016x}", dir, std::hash<std::string>()(key + suffix));
-}
-
-} // namespace
 
 std::optional<std::string> ObjectCache::entryPath(const std::string &key,
                                                   const std::string &suffix) {

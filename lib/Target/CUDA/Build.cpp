@@ -110,7 +110,10 @@ std::optional<std::string> precompiledRuntime(const CUDABuild &build,
   if (!gch)
     return std::nullopt;
   std::string header = gch->substr(0, gch->size() - 4);
-  if (ObjectCache::findFile(key, ".h.gch") && readFileText(header) == prefix)
+  // The key (the prefix whole, compared whole) is written last, after the
+  // header: found, both are there.
+  if (ObjectCache::findFile(key, ".h.gch") &&
+      ::access(header.c_str(), R_OK) == 0)
     return header;
   if (!writeFileAtomically(header, prefix))
     return std::nullopt;
