@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
@@ -86,13 +87,14 @@ void TempDir::keepAt(const std::string &existing) {
 TempDir::~TempDir() {
   if (path.empty() || keep)
     return;
-  for (auto &f : files)
-    ::unlink((path + "/" + f).c_str());
-  ::rmdir(path.c_str());
+  // Everything in it, not only the files named through file(): the
+  // directory is private (mkdtemp's 0700), and a compiler run inside it
+  // leaves files of names derived from those (a log, a module part).
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
 }
 
 std::string TempDir::file(const std::string &name) {
-  files.push_back(name);
   return path + "/" + name;
 }
 

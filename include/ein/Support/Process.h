@@ -22,24 +22,20 @@ std::string readFileText(const std::string &path);
 /// when it cannot.
 bool writeFileBytes(const std::string &path, const void *data, size_t size);
 
-/// A private temporary directory ($TMPDIR or /tmp), removed with the files
-/// named through file() when destroyed; path is empty when it could not be
-/// made.
+/// A private temporary directory ($TMPDIR or /tmp), removed with everything
+/// in it when destroyed; path is empty when it could not be made.
 class TempDir {
 public:
   explicit TempDir(const std::string &prefix);
   ~TempDir();
   TempDir(const TempDir &) = delete;
   TempDir &operator=(const TempDir &) = delete;
-  /// The path of `name` in the directory, removed with it.
+  /// The path of `name` in the directory.
   std::string file(const std::string &name);
   /// Keep the directory and its files (EINC_CUDA_SAVE).
   void keepAt(const std::string &existing);
   std::string path;
   bool keep = false;
-
-private:
-  std::vector<std::string> files;
 };
 
 } // namespace ein
