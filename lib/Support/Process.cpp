@@ -94,8 +94,6 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path, ignored);
 }
 
-std::string TempDir::file(const std::string &name) {
-  return path + "/" + name;
-}
+std::string TempDir::file(const std::string &name) { return path + "/" + name; }
 
 } // namespace ein
