@@ -9,7 +9,14 @@ the first step: einc train's cold start (an empty disk cache), its warm
 start (the same run again), and torch.compile's first step.
 
     python3 bench/train_bench.py --einc build/bin/einc [--steps 60]
-        [--batch 8] [--threads N] [--markdown]
+        [--batch 8] [--d-model 64] [--seq 64] [--heads 4] [--threads N]
+        [--peak-flops F] [--markdown]
+
+--d-model, --seq and --heads bind the dims of the same file (GPT-2 small's
+block is --d-model 768 --heads 12; issue 31's workload --d-model 512 --seq
+256 --heads 8). einc's MFU (from its log: the report's FLOPs per step over
+the step time and the calibrated peak) is printed for the three loops: the
+same FLOPs over each one's step time.
 """
 import argparse
 import json
@@ -33,19 +40,30 @@ parser.add_argument("--einc", default=os.path.join(ROOT, "build", "bin",
 parser.add_argument("--steps", type=int, default=60)
 parser.add_argument("--warmup-steps", type=int, default=10)
 parser.add_argument("--batch", type=int, default=8)
+parser.add_argument("--d-model", type=int, default=64)
+parser.add_argument("--seq", type=int, default=64)
+parser.add_argument("--heads", type=int, default=4)
 parser.add_argument("--threads", type=int, default=os.cpu_count())
+parser.add_argument("--peak-flops", type=float, default=None,
+                    help="the peak for MFU (default: einc calibrate's)")
 parser.add_argument("--markdown", action="store_true")
 args = parser.parse_args()
 torch.set_num_threads(args.threads)
-HEADS, SEQ = 4, 64
+HEADS, SEQ, D_MODEL = args.heads, args.seq, args.d_model
+if D_MODEL % HEADS:
+    sys.exit(f"--d-model {D_MODEL} is not a multiple of --heads {HEADS}")
 tokens_per_step = args.batch * SEQ
 
 work = tempfile.mkdtemp(prefix="ein-train-bench-")
 data = os.path.join(work, "stdlib.bin")
 init = os.path.join(work, "init.safetensors")
 gpt_torch.make_stdlib_bytes(data, 1 << 20)
-save_file({k: v.contiguous() for k, v in gpt_torch.init_params(0).items()},
-          init)
+
+def init_params():
+    return gpt_torch.init_params(0, d_model=D_MODEL, seq=SEQ)
+
+
+save_file({k: v.contiguous() for k, v in init_params().items()}, init)
 
 
 def einc_run(cache, log):
@@ -55,27 +73,32 @@ def einc_run(cache, log):
     proc = subprocess.run(
         [args.einc, "train", os.path.join(ROOT, "examples", "gpt.ein"),
          "--fn", "loss", "--data", f"tokens={data}:u8", "--dim",
-         f"batch={args.batch}", "--steps", str(args.steps), "--init", init,
+         f"batch={args.batch}", "--dim", f"d_model={D_MODEL}", "--dim",
+         f"seq={SEQ}", "--dim", f"heads={HEADS}", "--steps", str(args.steps), "--init", init,
          "--lr", "1e-3", "--beta2", "0.95", "--weight-decay", "0.1", "--clip",
-         "1.0", "--log", log, "--print-every", "0"],
+         "1.0", "--log", log, "--print-every", "0"] +
+        (["--peak-flops", str(args.peak_flops)] if args.peak_flops else []),
         capture_output=True, text=True, env=env)
     wall = time.time() - start
     if proc.returncode != 0:
         sys.exit(f"einc train failed:\n{proc.stdout}\n{proc.stderr}")
     prepared = float(proc.stdout.split("prepared in ")[1].split(" s")[0])
-    steps = [json.loads(line)["seconds"] for line in open(log)
-             if '"loss"' in line]
-    return prepared, wall, steps
+    records = [json.loads(line) for line in open(log) if '"loss"' in line]
+    steps = [r["seconds"] for r in records]
+    # MFU × seconds is FLOPs per step / peak: the same for every step.
+    flops_over_peak = next((r["mfu"] * r["seconds"] for r in records
+                            if r.get("mfu") is not None), None)
+    return prepared, wall, steps, flops_over_peak
 
 
 cache = os.path.join(work, "cache")
-cold, cold_wall, _ = einc_run(cache, os.path.join(work, "cold.jsonl"))
-warm, warm_wall, ein_steps = einc_run(cache, os.path.join(work, "warm.jsonl"))
+cold, cold_wall, _, _ = einc_run(cache, os.path.join(work, "cold.jsonl"))
+warm, warm_wall, ein_steps, flops_over_peak = einc_run(
+    cache, os.path.join(work, "warm.jsonl"))
 
 
 def torch_steps(compiled):
-    params = {n: torch.nn.Parameter(v) for n, v in
-              gpt_torch.init_params(0).items()}
+    params = {n: torch.nn.Parameter(v) for n, v in init_params().items()}
     opt = torch.optim.AdamW(list(params.values()), lr=1e-3, betas=(0.9, 0.95),
                             eps=1e-8, weight_decay=0.1)
     loss_fn = gpt_torch.gpt_loss
@@ -112,19 +135,23 @@ for line in open("/proc/cpuinfo"):
         break
 flags = open("/proc/cpuinfo").read()
 isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
-print(f"examples/gpt.ein (2 layers, d_model 64, seq {SEQ}), batch "
+print(f"examples/gpt.ein (2 layers, d_model {D_MODEL}, heads {HEADS}, "
+      f"seq {SEQ}), batch "
       f"{args.batch}, {args.steps} steps (median after {args.warmup_steps}); "
       f"{cpu}, {isa}, {args.threads} threads; torch {torch.__version__}")
 if args.markdown:
-    print("\n| loop | step ms | tokens/s | its time / einc's |\n|---|---|---|---|")
+    print("\n| loop | step ms | tokens/s | MFU | its time / einc's |\n"
+          "|---|---|---|---|---|")
 for name, seconds in rows:
     ratio = seconds / rows[0][1]
+    mfu = (f"{flops_over_peak / seconds:.3f}" if flops_over_peak is not None
+           else "-")
     if args.markdown:
         print(f"| {name} | {seconds * 1e3:.2f} | {tokens_per_step / seconds:,.0f}"
-              f" | {ratio:.2f}x |")
+              f" | {mfu} | {ratio:.2f}x |")
     else:
         print(f"{name:14s} {seconds * 1e3:8.2f} ms/step "
-              f"{tokens_per_step / seconds:10,.0f} tokens/s  "
+              f"{tokens_per_step / seconds:10,.0f} tokens/s  MFU {mfu}  "
               f"its time / einc's {ratio:.2f}x")
 print(f"time to the first step: einc train cold {cold:.2f} s (process "
       f"{cold_wall:.2f} s), warm {warm:.3f} s (process {warm_wall:.2f} s); "
