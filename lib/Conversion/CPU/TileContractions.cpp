@@ -5,11 +5,13 @@
 #include "ContractionEpilogue.h"
 #include "GroupContractionAxes.h"
 #include "MatchContraction.h"
+#include "PairDot.h"
 #include "ein/Conversion/CPU/HostCPU.h"
 #include "ein/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -48,6 +50,7 @@ struct Blocking {
   int64_t workItems;  // parallel blocks wanted (a few per core)
   int64_t minItemWork; // multiply-adds per block at least (0: no minimum)
   bool serial;         // inside a fused tile, which already runs on one core
+  bool pairDot; // bf16 k pairs on vdpbf16ps (PairDot.h); else FMAs
 };
 
 /// Multiply-adds per parallel work item at least (64^3): below that, the
@@ -115,8 +118,14 @@ private:
   Value lt(Value x, Value y) {
     return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
   }
-  Value zero() {
-    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(c.acc, 0.0));
+  Value zero(Type type) {
+    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(type, 0.0));
+  }
+  Value zero() { return zero(c.acc); }
+  /// The type of the packed panels: bf16 for pair dot products, else the
+  /// accumulator's.
+  Type packedType() {
+    return blk.pairDot ? Type(b.getBF16Type()) : Type(c.acc);
   }
 
   /// Indices of `map`'s operand for the loop values `iv` (one per loop).
@@ -156,6 +165,14 @@ private:
                    Value panelA, Value panelB, Value mLo, Value rows, Value nLo,
                    Value cols, Value kLo, Value kCount, Value startAtZero,
                    Value lastBlock);
+  /// Where value `p` of k and `lane` of `panel` go in a packed buffer.
+  llvm::SmallVector<Value> packedAt(Value panel, Value p, Value lane) {
+    if (!blk.pairDot)
+      return {panel, p, lane};
+    Value half = b.createOrFold<arith::DivUIOp>(loc, p, cst(2));
+    Value low = b.createOrFold<arith::RemUIOp>(loc, p, cst(2));
+    return {panel, half, add(mul(lane, cst(2)), low)};
+  }
   Value epilogueInput(mlir::OpOperand *input, llvm::SmallVector<Value> iv,
                       Value row, Value col, Value mask);
   void emitEmptyEpilogue();
@@ -216,11 +233,13 @@ llvm::SmallVector<Value> KernelEmitter::versions(
 }
 
 /// A 64-byte-aligned buffer of `panels` packed panels of `kc` x `lanes`
-/// values; static where the sizes are.
+/// values (with pair dot products `kc / 2` x `2 * lanes`, k pairs
+/// adjacent); static where the sizes are.
 Value KernelEmitter::allocPacked(int64_t lanes, Value panels) {
   llvm::SmallVector<int64_t> shape;
   llvm::SmallVector<Value> dynamicSizes;
-  for (Value v : {panels, kc}) {
+  Value depth = blk.pairDot ? ceilDiv(kc, cst(2)) : kc;
+  for (Value v : {panels, depth}) {
     if (auto known = mlir::getConstantIntValue(v)) {
       shape.push_back(*known);
     } else {
@@ -228,15 +247,18 @@ Value KernelEmitter::allocPacked(int64_t lanes, Value panels) {
       dynamicSizes.push_back(v);
     }
   }
-  shape.push_back(lanes);
-  return b.create<memref::AllocOp>(loc, mlir::MemRefType::get(shape, c.acc),
+  shape.push_back(blk.pairDot ? 2 * lanes : lanes);
+  return b.create<memref::AllocOp>(loc,
+                                   mlir::MemRefType::get(shape, packedType()),
                                    dynamicSizes, b.getI64IntegerAttr(64));
 }
 
 /// Copies the block of `source` with `lanesCount` values of loop `lanesDim`
 /// from `lanesLo` and `kCount` of loop k from `kLo` into `packed`
-/// [panel][p][lane] (panels of `lanes`), converted to the accumulator type;
-/// lanes at or past `lanesEnd` are zero. The copy's inner loop runs along
+/// [panel][p][lane] (panels of `lanes`), converted to the accumulator type
+/// (with pair dot products: bf16 at [panel][p / 2][2 * lane + p % 2], an odd
+/// `kCount`'s last pair completed with a zero); lanes at or past `lanesEnd`
+/// are zero. The copy's inner loop runs along
 /// the lanes where they have unit stride (checked at run time when the type
 /// does not say, and then read through a view that says so, so the copy
 /// vectorizes), else along k where k has or may have unit stride, else along
@@ -257,12 +279,11 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
           checked ? b.create<arith::SelectOp>(loc, valid, at, last) : at;
       iv[c.k] = add(kLo, p);
       Value v = b.create<memref::LoadOp>(loc, from, indices(map, iv));
-      if (v.getType() != c.acc)
-        v = b.create<arith::ExtFOp>(loc, c.acc, v);
+      if (v.getType() != packedType())
+        v = b.create<arith::ExtFOp>(loc, packedType(), v);
       if (checked)
-        v = b.create<arith::SelectOp>(loc, valid, v, zero());
-      b.create<memref::StoreOp>(loc, v, packed,
-                                mlir::ValueRange{panel, p, lane});
+        v = b.create<arith::SelectOp>(loc, valid, v, zero(packedType()));
+      b.create<memref::StoreOp>(loc, v, packed, packedAt(panel, p, lane));
     };
     if (alongLanes) {
       loop(cst(0), kCount, 1, [&](Value p) {
@@ -287,6 +308,19 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
                       : strides[kAxis] == 1   ? false
                                               : lanesLast;
   loop(cst(0), panels, 1, [&](Value panel) {
+    if (blk.pairDot) {
+      // An odd k block: its last pair's second half is zero.
+      Value odd = b.create<arith::CmpIOp>(
+          loc, arith::CmpIPredicate::eq,
+          b.createOrFold<arith::RemUIOp>(loc, kCount, cst(2)), cst(1));
+      auto ifOdd = b.create<scf::IfOp>(loc, odd, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOdd.thenBlock()->getTerminator());
+      loop(cst(0), cst(lanes), 1, [&](Value lane) {
+        b.create<memref::StoreOp>(loc, zero(packedType()), packed,
+                                  packedAt(panel, kCount, lane));
+      });
+    }
     Value end = add(lanesLo, mul(add(panel, cst(1)), cst(lanes)));
     Value full =
         b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, end, lanesEnd);
@@ -417,12 +451,31 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
       versions(c.c, nAxis, accTypes, load, [&] { return load(scratch); });
 
   Value lastRow = sub(size[c.m], cst(1));
+  // With pair dot products, one step per k pair (PairDot.h): A's pair of
+  // each row broadcast, times B's pairs of each vector's columns.
+  Value steps = blk.pairDot ? ceilDiv(kCount, cst(2)) : kCount;
   auto sum = b.create<scf::ForOp>(
-      loc, cst(0), kCount, cst(1), init,
+      loc, cst(0), steps, cst(1), init,
       [&](OpBuilder &nb, Location nl, Value p, mlir::ValueRange accs) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
         llvm::SmallVector<Value> bs, next;
+        if (blk.pairDot) {
+          auto pairsType =
+              mlir::VectorType::get({2 * blk.vl}, b.getBF16Type());
+          for (int64_t v = 0; v < vectors; ++v)
+            bs.push_back(b.create<vector::LoadOp>(
+                loc, pairsType, bp,
+                mlir::ValueRange{panelB, p, cst(2 * v * blk.vl)}));
+          for (int64_t r = 0; r < blk.mr; ++r) {
+            Value pair = broadcastPair(b, loc, ap, {panelA, p, cst(2 * r)});
+            for (int64_t v = 0; v < vectors; ++v)
+              next.push_back(pairDot(b, loc, accs[r * vectors + v], pair,
+                                     bs[v]));
+          }
+          b.create<scf::YieldOp>(loc, next);
+          return;
+        }
         for (int64_t v = 0; v < vectors; ++v)
           bs.push_back(b.create<vector::LoadOp>(
               loc, vecType, bp, mlir::ValueRange{panelB, p, cst(v * blk.vl)}));
@@ -626,7 +679,8 @@ void KernelEmitter::emitBlocked() {
   // gets no in-place version under a run-time check: one measured no faster
   // than packing A; bench/README.md.)
   auto typeA = llvm::cast<mlir::MemRefType>(c.a.getType());
-  emitNest(c.directCandidate && (*stridesOf(typeA))[axisOf(c.mapA, c.k)] == 1);
+  emitNest(!blk.pairDot && c.directCandidate &&
+           (*stridesOf(typeA))[axisOf(c.mapA, c.k)] == 1);
 }
 
 /// The parallel loop nest: A read in place (`readDirect`) or packed.
@@ -799,6 +853,9 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
       blk.mc = std::max<int64_t>(blk.mr, mcF32 / scale / blk.mr * blk.mr);
       blk.nc = std::max<int64_t>(blk.nr, ncF32 / scale / blk.nr * blk.nr);
       blk.kc = std::max<int64_t>(1, kcF32 / scale);
+      blk.pairDot = usesPairDot(c, bf16Dot, blk.vl);
+      if (blk.pairDot) // whole k pairs in every block but the last
+        blk.kc += blk.kc % 2;
       blk.serial = bool(c.op->getParentOfType<scf::ForallOp>());
       blk.workItems = blk.serial ? 1 : threads;
       blk.minItemWork = workItems > 0 || blk.serial ? 0 : kMinItemWork;
