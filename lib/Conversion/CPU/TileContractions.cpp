@@ -46,11 +46,11 @@ namespace vector = mlir::vector;
 struct Blocking {
   int64_t mr, nr,
       vl; // register tile rows, columns, vector length (nr % vl == 0)
-  int64_t mc, nc, kc; // cache blocks of packed A (mc x kc) and B (kc x nc)
-  int64_t workItems;  // parallel blocks wanted (a few per core)
+  int64_t mc, nc, kc;  // cache blocks of packed A (mc x kc) and B (kc x nc)
+  int64_t workItems;   // parallel blocks wanted (a few per core)
   int64_t minItemWork; // multiply-adds per block at least (0: no minimum)
   bool serial;         // inside a fused tile, which already runs on one core
-  bool pairDot; // bf16 k pairs on vdpbf16ps (PairDot.h); else FMAs
+  bool pairDot;        // bf16 k pairs on vdpbf16ps (PairDot.h); else FMAs
 };
 
 /// Multiply-adds per parallel work item at least (64^3): below that, the
@@ -285,15 +285,58 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
         v = b.create<arith::SelectOp>(loc, valid, v, zero(packedType()));
       b.create<memref::StoreOp>(loc, v, packed, packedAt(panel, p, lane));
     };
-    if (alongLanes) {
-      loop(cst(0), kCount, 1, [&](Value p) {
-        loop(cst(0), cst(lanes), 1, [&](Value lane) { element(p, lane); });
+    // With pair dot products, both values of a k pair in one iteration:
+    // their stores interleave into whole vectors.
+    auto step = [&](Value q, Value lane) {
+      if (!blk.pairDot)
+        return element(q, lane);
+      element(mul(q, cst(2)), lane);
+      element(add(mul(q, cst(2)), cst(1)), lane);
+    };
+    Value steps = blk.pairDot
+                      ? b.createOrFold<arith::DivUIOp>(loc, kCount, cst(2))
+                      : kCount;
+    // A full panel of lanes that are the source's contiguous last axis:
+    // per k pair, two vector loads interleaved into one store (LLVM does
+    // not vectorize the pairs' interleaving stores itself).
+    if (blk.pairDot && alongLanes && !checked &&
+        axisOf(map, lanesDim) + 1 == map.getNumResults()) {
+      auto rowType = mlir::VectorType::get({lanes}, packedType());
+      loop(cst(0), steps, 1, [&](Value q) {
+        iv[lanesDim] = add(lanesLo, mul(panel, cst(lanes)));
+        llvm::SmallVector<Value> rows;
+        for (int64_t half = 0; half < 2; ++half) {
+          iv[c.k] = add(kLo, add(mul(q, cst(2)), cst(half)));
+          rows.push_back(
+              b.create<vector::LoadOp>(loc, rowType, from, indices(map, iv)));
+        }
+        Value pairs = b.create<vector::InterleaveOp>(loc, rows[0], rows[1]);
+        b.create<vector::StoreOp>(loc, pairs, packed,
+                                  mlir::ValueRange{panel, q, cst(0)});
+      });
+    } else if (alongLanes) {
+      loop(cst(0), steps, 1, [&](Value q) {
+        loop(cst(0), cst(lanes), 1, [&](Value lane) { step(q, lane); });
       });
     } else {
       loop(cst(0), cst(lanes), 1, [&](Value lane) {
-        loop(cst(0), kCount, 1, [&](Value p) { element(p, lane); });
+        loop(cst(0), steps, 1, [&](Value q) { step(q, lane); });
       });
     }
+    if (!blk.pairDot)
+      return;
+    // An odd k block: its last value, paired with a zero.
+    Value odd = b.create<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::eq,
+        b.createOrFold<arith::RemUIOp>(loc, kCount, cst(2)), cst(1));
+    auto ifOdd = b.create<scf::IfOp>(loc, odd, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOdd.thenBlock()->getTerminator());
+    loop(cst(0), cst(lanes), 1, [&](Value lane) {
+      element(sub(kCount, cst(1)), lane);
+      b.create<memref::StoreOp>(loc, zero(packedType()), packed,
+                                packedAt(panel, kCount, lane));
+    });
   };
   // The order for strides other than 1 along the lanes: along k where it
   // has unit stride or may have at run time, else along the source's last
@@ -308,19 +351,6 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
                       : strides[kAxis] == 1   ? false
                                               : lanesLast;
   loop(cst(0), panels, 1, [&](Value panel) {
-    if (blk.pairDot) {
-      // An odd k block: its last pair's second half is zero.
-      Value odd = b.create<arith::CmpIOp>(
-          loc, arith::CmpIPredicate::eq,
-          b.createOrFold<arith::RemUIOp>(loc, kCount, cst(2)), cst(1));
-      auto ifOdd = b.create<scf::IfOp>(loc, odd, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(ifOdd.thenBlock()->getTerminator());
-      loop(cst(0), cst(lanes), 1, [&](Value lane) {
-        b.create<memref::StoreOp>(loc, zero(packedType()), packed,
-                                  packedAt(panel, kCount, lane));
-      });
-    }
     Value end = add(lanesLo, mul(add(panel, cst(1)), cst(lanes)));
     Value full =
         b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, end, lanesEnd);
@@ -461,8 +491,7 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
         llvm::SmallVector<Value> bs, next;
         if (blk.pairDot) {
-          auto pairsType =
-              mlir::VectorType::get({2 * blk.vl}, b.getBF16Type());
+          auto pairsType = mlir::VectorType::get({2 * blk.vl}, b.getBF16Type());
           for (int64_t v = 0; v < vectors; ++v)
             bs.push_back(b.create<vector::LoadOp>(
                 loc, pairsType, bp,
@@ -470,8 +499,8 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
           for (int64_t r = 0; r < blk.mr; ++r) {
             Value pair = broadcastPair(b, loc, ap, {panelA, p, cst(2 * r)});
             for (int64_t v = 0; v < vectors; ++v)
-              next.push_back(pairDot(b, loc, accs[r * vectors + v], pair,
-                                     bs[v]));
+              next.push_back(
+                  pairDot(b, loc, accs[r * vectors + v], pair, bs[v]));
           }
           b.create<scf::YieldOp>(loc, next);
           return;
