@@ -134,8 +134,22 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
           return llvm::SmallVector<Value>();
         },
         [&] {
-          copy(source, otherOrder, panel, false);
-          return llvm::SmallVector<Value>();
+          // bf16 pairs along a last axis k whose unit stride only the run
+          // time knows: checked, so that they copy as 32-bit moves.
+          if (!blk.pairDot || otherOrder || innermostLoop(map) != c.k) {
+            copy(source, otherOrder, panel, false);
+            return llvm::SmallVector<Value>();
+          }
+          return versions(
+              source, kAxis, {},
+              [&](Value view) {
+                copy(view, /*alongLanes=*/false, panel, false);
+                return llvm::SmallVector<Value>();
+              },
+              [&] {
+                copy(source, /*alongLanes=*/false, panel, false);
+                return llvm::SmallVector<Value>();
+              });
         });
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
     copy(source, partialOrder, panel, true);
