@@ -16,6 +16,9 @@
 // CHECK-DAG: memref.alloc() {alignment = 64 : i64} : memref<4x4x12xbf16>
 // CHECK-DAG: memref.alloc() {alignment = 64 : i64} : memref<1x4x96xbf16>
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %c3, %{{.*}}] : memref<1x4x96xbf16>
+// A's full panels copy each k pair as one 32-bit move (k is contiguous).
+// CHECK: vector.load %{{.*}} : memref<20x7xbf16>, vector<2xbf16>
+// CHECK: vector.store %{{.*}} : memref<4x4x12xbf16>, vector<2xbf16>
 // CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args
 // CHECK: vector.load %{{.*}} : memref<1x4x96xbf16>, vector<32xbf16>
 // CHECK: vector.load %{{.*}} : memref<4x4x12xbf16>, vector<2xbf16>
@@ -59,6 +62,32 @@ func.func @mixed_half(%a: memref<20x7xf16>, %b: memref<7x40xbf16>, %c: memref<20
       ins(%a, %b : memref<20x7xf16>, memref<7x40xbf16>) outs(%c : memref<20x40xf32>) {
   ^bb0(%x: f16, %y: bf16, %acc: f32):
     %xe = arith.extf %x : f16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#mA = affine_map<(m, k, n) -> (m, k)>
+#mB = affine_map<(m, k, n) -> (k, n)>
+#mC = affine_map<(m, k, n) -> (m, n)>
+
+// Tests that a full 64-lane panel of a B whose columns are contiguous packs
+// each k pair as two row loads interleaved into one 128-value store.
+// CHECK-LABEL: func.func @bf16_interleave
+// CHECK: %[[R0:.*]] = vector.load %{{.*}} : memref<4x64xbf16>, vector<64xbf16>
+// CHECK: %[[R1:.*]] = vector.load %{{.*}} : memref<4x64xbf16>, vector<64xbf16>
+// CHECK: %[[P:.*]] = vector.interleave %[[R0]], %[[R1]] : vector<64xbf16>
+// CHECK: vector.store %[[P]], %{{.*}} : memref<1x2x128xbf16>, vector<128xbf16>
+func.func @bf16_interleave(%a: memref<6x4xbf16>, %b: memref<4x64xbf16>, %c: memref<6x64xf32>) {
+  linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<6x4xbf16>, memref<4x64xbf16>) outs(%c : memref<6x64xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
     %ye = arith.extf %y : bf16 to f32
     %p = arith.mulf %xe, %ye : f32
     %s = arith.addf %acc, %p : f32
