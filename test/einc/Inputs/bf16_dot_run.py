@@ -36,8 +36,11 @@ CASES = [
     ("tm", (301, 13), (301, 70), lambda a, b: a.T @ b),
     ("bm", (2, 9, 5), (2, 5, 17), lambda a, b: a @ b),
 ]
+# The last: blocks so small that every case crosses k blocks (kc 5, made
+# even: 6; odd last blocks), m chunks and n blocks.
 VARIANTS = [[], ["--cpu-features=-avx512bf16"], ["--no-fusion"],
-            ["--no-fusion", "--cpu-features=-avx512bf16"]]
+            ["--no-fusion", "--cpu-features=-avx512bf16"],
+            ["--tiles=mc=7,nc=70,kc=5,work-items=3"]]
 
 
 def main() -> int:
