@@ -69,6 +69,25 @@ def torch_peer(run):
     return {"torch (2 threads)": lambda: run(torch.from_numpy)}
 
 
+def round_bf16(a):
+    """float32 -> nearest-even bf16, as float32."""
+    u = a.view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def torch_bf16_peer(a, b):
+    """{"torch": fn} multiplying `a` and `b` as bf16 tensors (made outside
+    the timing) on torch's CPU with 2 threads, or {} without torch."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    torch.set_num_threads(2)
+    ta, tb = torch.from_numpy(a).bfloat16(), torch.from_numpy(b).bfloat16()
+    return {"torch bf16 matmul (2 threads)": lambda: torch.matmul(ta, tb)}
+
+
 def workloads(quick):
     rng = np.random.default_rng(0)
     f = lambda *s: rng.standard_normal(s, dtype=np.float32)
@@ -130,6 +149,12 @@ def workloads(quick):
            {"numpy widen f16 to f32 + matmul":
             lambda: h1.astype(np.float32) @ h2.astype(np.float32)},
            lambda: h1.astype(np.float32) @ h2.astype(np.float32), "GFLOP/s")
+    # bf16 (inputs as f32 files that einc rounds to nearest even; the
+    # reference is f32 math on the same rounded values): vdpbf16ps where the
+    # CPU has avx512bf16. torch multiplies the bf16 tensors (oneDNN).
+    g1, g2 = round_bf16(f(m, m)), round_bf16(f(m, m))
+    yield ("bf16 matmul %d^3, f32 acc" % m, "matmul_bf16", {"a": g1, "b": g2}, 2.0 * m ** 3,
+           torch_bf16_peer(g1, g2), lambda: g1 @ g2, "GFLOP/s")
     # e4m3 values k/8, |k| <= 15 (at most 4 significant bits), as f32 files
     # that einc reads exactly.
     e1, e2 = (rng.integers(-15, 16, (m, m)).astype(np.float32) / 8 for _ in range(2))

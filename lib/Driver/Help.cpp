@@ -422,8 +422,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--cpu-features",
      R"(--cpu-features LIST
                  features added to or removed from --cpu's (or the
-                 host's), as +avx512f,-avx512bw (default:
-                 $EIN_CPU_FEATURES))"},
+                 host's), as +avx512f,-avx512bw; with avx512bf16, bf16
+                 contractions run on vdpbf16ps, without it on f32 FMAs
+                 (default: $EIN_CPU_FEATURES))"},
     {"--perf-jitdump",
      R"(--perf-jitdump   write a jitdump for `perf inject --jit` under
                  $JITDUMPDIR (default $HOME)/.debug/jit; also EIN_JIT_PERF=1.

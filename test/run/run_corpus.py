@@ -2187,6 +2187,10 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_int_division_case(np.random.default_rng(44_500 + k), k))
     for k in range(15):
         cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
+    # bf16 in every layout (the vdpbf16ps kernel where the host has it);
+    # 15-19 are the fp8 ones.
+    for k in range(40, 45):
+        cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
     for k in range(24):
         cases.append(gen_outer_reduce_case(np.random.default_rng(46_000 + k), k))
     for k in range(54):

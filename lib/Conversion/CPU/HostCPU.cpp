@@ -162,8 +162,11 @@ ErrorOr<ResolvedCPU> resolveCPU(const TargetCPU &cpu) {
   auto info = subtargetInfo(out.name, out.features, error);
   if (!info)
     return Error::usage(fmt::format("--cpu: {}", error));
-  out.vectorBits = vectorBitsOf(
-      [&](const char *f) { return info->checkFeatures(std::string("+") + f); });
+  auto has = [&](const char *f) {
+    return info->checkFeatures(std::string("+") + f);
+  };
+  out.vectorBits = vectorBitsOf(has);
+  out.bf16Dot = has("avx512bf16");
   resolved.emplace(key, out);
   return out;
 }

@@ -197,6 +197,7 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
 #define EIN_TILE_KNOB(Field, ...) tiles.Field = t.Field.value_or(tiles.Field);
 #include "ein/Conversion/CPU/TileKnobs.def"
   tiles.epilogues = options.fusion;
+  tiles.bf16Dot = target->bf16Dot;
   pm.addPass(createTileContractions(tiles));
   // Float max/min reductions on integer keys, which vectorize.
   pm.addPass(createMinMaxReductions());

@@ -2,14 +2,15 @@
 // buffers become packed, cache-blocked loops around a register-tiled vector
 // micro-kernel (the BLIS structure), parallel over independent blocks; sizes
 // and strides may be known only at run time.
-#include "ContractionEpilogue.h"
+#include "ContractionKernel.h"
 #include "GroupContractionAxes.h"
-#include "MatchContraction.h"
+#include "PairDot.h"
 #include "ein/Conversion/CPU/HostCPU.h"
 #include "ein/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -28,31 +29,9 @@ namespace ein {
 #define GEN_PASS_DEF_TILECONTRACTIONS
 #include "ein/Conversion/CPU/Passes.h.inc"
 
+namespace tiling {
+
 namespace {
-
-using mlir::Location;
-using mlir::OpBuilder;
-using mlir::Type;
-using mlir::Value;
-namespace arith = mlir::arith;
-namespace linalg = mlir::linalg;
-namespace memref = mlir::memref;
-namespace scf = mlir::scf;
-namespace vector = mlir::vector;
-
-/// Sizes of the blocking, in elements of the accumulator type.
-struct Blocking {
-  int64_t mr, nr,
-      vl; // register tile rows, columns, vector length (nr % vl == 0)
-  int64_t mc, nc, kc; // cache blocks of packed A (mc x kc) and B (kc x nc)
-  int64_t workItems;  // parallel blocks wanted (a few per core)
-  int64_t minItemWork; // multiply-adds per block at least (0: no minimum)
-  bool serial;         // inside a fused tile, which already runs on one core
-};
-
-/// Multiply-adds per parallel work item at least (64^3): below that, the
-/// fork and join of the threads costs more than the work it splits.
-constexpr int64_t kMinItemWork = 64 * 64 * 64;
 
 /// A memref type like `type` whose stride along `axis` is 1: the type of the
 /// view that the fast version reads through once the run time has checked
@@ -68,98 +47,7 @@ mlir::MemRefType unitStrideType(mlir::MemRefType type, unsigned axis) {
       type.getMemorySpace());
 }
 
-/// Emits the loop nest that replaces one contraction.
-class KernelEmitter {
-public:
-  KernelEmitter(const Contraction &contraction, const Blocking &blocking,
-                std::optional<Epilogue> epilogue)
-      : c(contraction), blk(blocking), epi(epilogue), b(c.op.getOperation()),
-        loc(c.op->getLoc()) {}
-
-  void emit();
-
-private:
-  Contraction c;
-  Blocking blk;
-  std::optional<Epilogue> epi; // applied as the last block of the sum is stored
-  OpBuilder b;
-  Location loc;
-  llvm::SmallVector<Value> size; // the trip count of every loop
-  // Blocking for these sizes (emitBlocked): parallel items are `outer`
-  // outer iterations times `chunks` chunks of `chunk` rows of m.
-  Value outer, chunks, chunk, mc, nc, kc;
-  // A read in place (`direct`) or packed; the contiguous tile for C when
-  // its n has no unit stride (`scratch`; null when the type says it has).
-  Value scratch;
-  bool direct = false;
-
-  Value cst(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  Value add(Value x, Value y) {
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value mul(Value x, Value y) {
-    return b.createOrFold<arith::MulIOp>(loc, x, y);
-  }
-  Value min(Value x, Value y) {
-    return b.createOrFold<arith::MinSIOp>(loc, x, y);
-  }
-  Value max(Value x, Value y) {
-    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
-  }
-  Value ceilDiv(Value x, Value y) {
-    return b.createOrFold<arith::CeilDivSIOp>(loc, x, y);
-  }
-  Value lt(Value x, Value y) {
-    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
-  }
-  Value zero() {
-    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(c.acc, 0.0));
-  }
-
-  /// Indices of `map`'s operand for the loop values `iv` (one per loop).
-  llvm::SmallVector<Value> indices(mlir::AffineMap map,
-                                   llvm::ArrayRef<Value> iv) {
-    llvm::SmallVector<Value> out;
-    for (unsigned i = 0; i < map.getNumResults(); ++i)
-      out.push_back(iv[map.getDimPosition(i)]);
-    return out;
-  }
-
-  /// scf.for from lb to ub by step; `body` gets the induction variable.
-  void loop(Value lb, Value ub, Value step,
-            llvm::function_ref<void(Value)> body) {
-    auto f = b.create<scf::ForOp>(loc, lb, ub, step);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(f.getBody()->getTerminator());
-    body(f.getInductionVar());
-  }
-  void loop(Value lb, Value ub, int64_t step,
-            llvm::function_ref<void(Value)> body) {
-    loop(lb, ub, cst(step), body);
-  }
-
-  llvm::SmallVector<Value>
-  versions(Value mem, unsigned axis, mlir::TypeRange types,
-           llvm::function_ref<llvm::SmallVector<Value>(Value)> unit,
-           llvm::function_ref<llvm::SmallVector<Value>()> other);
-  void emitBlocked();
-  void emitNest(bool readDirect);
-  Value allocPacked(int64_t lanes, Value panels);
-  void pack(Value packed, Value source, mlir::AffineMap map,
-            llvm::SmallVector<Value> iv, unsigned lanesDim, int64_t lanes,
-            Value lanesLo, Value lanesCount, Value lanesEnd, Value kLo,
-            Value kCount);
-  void microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
-                   Value panelA, Value panelB, Value mLo, Value rows, Value nLo,
-                   Value cols, Value kLo, Value kCount, Value startAtZero,
-                   Value lastBlock);
-  Value epilogueInput(mlir::OpOperand *input, llvm::SmallVector<Value> iv,
-                      Value row, Value col, Value mask);
-  void emitEmptyEpilogue();
-};
+} // namespace
 
 /// Emits `unit(view)` for `mem` with a unit stride along `axis` and `other()`
 /// for any other stride: one of them when the type says which, else both,
@@ -216,11 +104,13 @@ llvm::SmallVector<Value> KernelEmitter::versions(
 }
 
 /// A 64-byte-aligned buffer of `panels` packed panels of `kc` x `lanes`
-/// values; static where the sizes are.
+/// values (with pair dot products `kc / 2` x `2 * lanes`, k pairs
+/// adjacent); static where the sizes are.
 Value KernelEmitter::allocPacked(int64_t lanes, Value panels) {
   llvm::SmallVector<int64_t> shape;
   llvm::SmallVector<Value> dynamicSizes;
-  for (Value v : {panels, kc}) {
+  Value depth = blk.pairDot ? ceilDiv(kc, cst(2)) : kc;
+  for (Value v : {panels, depth}) {
     if (auto known = mlir::getConstantIntValue(v)) {
       shape.push_back(*known);
     } else {
@@ -228,315 +118,10 @@ Value KernelEmitter::allocPacked(int64_t lanes, Value panels) {
       dynamicSizes.push_back(v);
     }
   }
-  shape.push_back(lanes);
-  return b.create<memref::AllocOp>(loc, mlir::MemRefType::get(shape, c.acc),
+  shape.push_back(blk.pairDot ? 2 * lanes : lanes);
+  return b.create<memref::AllocOp>(loc,
+                                   mlir::MemRefType::get(shape, packedType()),
                                    dynamicSizes, b.getI64IntegerAttr(64));
-}
-
-/// Copies the block of `source` with `lanesCount` values of loop `lanesDim`
-/// from `lanesLo` and `kCount` of loop k from `kLo` into `packed`
-/// [panel][p][lane] (panels of `lanes`), converted to the accumulator type;
-/// lanes at or past `lanesEnd` are zero. The copy's inner loop runs along
-/// the lanes where they have unit stride (checked at run time when the type
-/// does not say, and then read through a view that says so, so the copy
-/// vectorizes), else along k where k has or may have unit stride, else along
-/// the source's last axis.
-void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
-                         llvm::SmallVector<Value> iv, unsigned lanesDim,
-                         int64_t lanes, Value lanesLo, Value lanesCount,
-                         Value lanesEnd, Value kLo, Value kCount) {
-  Value panels = ceilDiv(lanesCount, cst(lanes));
-  Value last = sub(lanesEnd, cst(1));
-  // Only the last panel can run past `lanesEnd`: the others copy without
-  // the bounds check, so LLVM vectorizes them.
-  auto copy = [&](Value from, bool alongLanes, Value panel, bool checked) {
-    auto element = [&](Value p, Value lane) {
-      Value at = add(lanesLo, add(mul(panel, cst(lanes)), lane));
-      Value valid = checked ? lt(at, lanesEnd) : Value();
-      iv[lanesDim] =
-          checked ? b.create<arith::SelectOp>(loc, valid, at, last) : at;
-      iv[c.k] = add(kLo, p);
-      Value v = b.create<memref::LoadOp>(loc, from, indices(map, iv));
-      if (v.getType() != c.acc)
-        v = b.create<arith::ExtFOp>(loc, c.acc, v);
-      if (checked)
-        v = b.create<arith::SelectOp>(loc, valid, v, zero());
-      b.create<memref::StoreOp>(loc, v, packed,
-                                mlir::ValueRange{panel, p, lane});
-    };
-    if (alongLanes) {
-      loop(cst(0), kCount, 1, [&](Value p) {
-        loop(cst(0), cst(lanes), 1, [&](Value lane) { element(p, lane); });
-      });
-    } else {
-      loop(cst(0), cst(lanes), 1, [&](Value lane) {
-        loop(cst(0), kCount, 1, [&](Value p) { element(p, lane); });
-      });
-    }
-  };
-  // The order for strides other than 1 along the lanes: along k where it
-  // has unit stride or may have at run time, else along the source's last
-  // axis if that is the lanes. The partial last panel always takes the order
-  // that the type's strides call for.
-  unsigned lanesAxis = axisOf(map, lanesDim), kAxis = axisOf(map, c.k);
-  auto strides = *stridesOf(llvm::cast<mlir::MemRefType>(source.getType()));
-  bool lanesLast = innermostLoop(map) == lanesDim;
-  bool otherOrder =
-      strides[kAxis] == 1 || strides[kAxis] == kDynamic ? false : lanesLast;
-  bool partialOrder = strides[lanesAxis] == 1 ? true
-                      : strides[kAxis] == 1   ? false
-                                              : lanesLast;
-  loop(cst(0), panels, 1, [&](Value panel) {
-    Value end = add(lanesLo, mul(add(panel, cst(1)), cst(lanes)));
-    Value full =
-        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, end, lanesEnd);
-    auto ifOp = b.create<scf::IfOp>(loc, full, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    versions(
-        source, lanesAxis, {},
-        [&](Value view) {
-          copy(view, /*alongLanes=*/true, panel, false);
-          return llvm::SmallVector<Value>();
-        },
-        [&] {
-          copy(source, otherOrder, panel, false);
-          return llvm::SmallVector<Value>();
-        });
-    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    copy(source, partialOrder, panel, true);
-  });
-}
-
-/// C[mLo + r, nLo + j] (+)= sum_p A[mLo + r][kLo + p] * Bp[panelB][p][j] for
-/// r < rows, j < cols, with mr x nr accumulators in vector registers; A is
-/// read in place or from its packed panel Ap[panelA][p][r].
-void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
-                                Value panelA, Value panelB, Value mLo,
-                                Value rows, Value nLo, Value cols, Value kLo,
-                                Value kCount, Value startAtZero,
-                                Value lastBlock) {
-  auto vecType = mlir::VectorType::get({blk.vl}, c.acc);
-  auto maskType = mlir::VectorType::get({blk.vl}, b.getI1Type());
-  int64_t vectors = blk.nr / blk.vl;
-  llvm::SmallVector<Value> masks;
-  for (int64_t v = 0; v < vectors; ++v) {
-    Value left = sub(cols, cst(v * blk.vl));
-    Value count = max(min(left, cst(blk.vl)), cst(0));
-    masks.push_back(b.create<vector::CreateMaskOp>(loc, maskType, count));
-  }
-  auto cIndices = [&](Value row, Value col) {
-    iv[c.m] = add(mLo, row);
-    iv[c.n] = add(nLo, col);
-    return indices(c.mapC, iv);
-  };
-  // C's tile goes to and from vector registers with vector accesses on C
-  // where its n has unit stride (known from the type, or checked at run
-  // time, per tile), else through the scratch tile [mr][nr], copied from and
-  // to C element by element through C's strides.
-  auto rowIndices = [&](Value tile, int64_t r,
-                        int64_t v) -> llvm::SmallVector<Value> {
-    if (tile == scratch)
-      return {cst(r), cst(v * blk.vl)};
-    return cIndices(cst(r), cst(v * blk.vl));
-  };
-  auto copyTile = [&](bool toScratch) {
-    loop(cst(0), rows, 1, [&](Value i) {
-      loop(cst(0), cols, 1, [&](Value j) {
-        llvm::SmallVector<Value> at = cIndices(i, j);
-        llvm::SmallVector<Value> inTile{i, j};
-        if (toScratch)
-          b.create<memref::StoreOp>(loc, b.create<memref::LoadOp>(loc, c.c, at),
-                                    scratch, inTile);
-        else
-          b.create<memref::StoreOp>(
-              loc, b.create<memref::LoadOp>(loc, scratch, inTile), c.c, at);
-      });
-    });
-  };
-  Value readC = b.create<arith::XOrIOp>(
-      loc, startAtZero, b.create<arith::ConstantOp>(loc, b.getBoolAttr(true)));
-  llvm::SmallVector<Type> rowTypes(vectors, vecType);
-  Value zeros = b.create<vector::SplatOp>(loc, vecType, zero());
-
-  // C is read and written with plain vector accesses when the tile is
-  // `nr` columns wide, masked ones only at the edge (masked stores are slow
-  // on some CPUs, e.g. AMD's, and their masks are only known at run time).
-  Value full = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                             cols, cst(blk.nr));
-  // `body(masked)` in both branches; it yields `types` (none: the branches
-  // end in the yield scf.if adds).
-  auto ifFull = [&](llvm::ArrayRef<Type> types,
-                    llvm::function_ref<void(bool)> body) {
-    auto ifOp = b.create<scf::IfOp>(loc, types, full, true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    body(false);
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    body(true);
-    return ifOp;
-  };
-
-  // Accumulators: zero, or the current C (rows past `rows` are not read).
-  auto load = [&](Value tile) {
-    if (tile == scratch) {
-      auto ifOp = b.create<scf::IfOp>(loc, readC, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      copyTile(/*toScratch=*/true);
-    }
-    llvm::SmallVector<Value> init;
-    for (int64_t r = 0; r < blk.mr; ++r) {
-      Value read = b.create<arith::AndIOp>(loc, lt(cst(r), rows), readC);
-      auto ifOp = b.create<scf::IfOp>(loc, rowTypes, read, true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        auto loads = ifFull(rowTypes, [&](bool masked) {
-          llvm::SmallVector<Value> row;
-          for (int64_t v = 0; v < vectors; ++v)
-            row.push_back(
-                masked ? Value(b.create<vector::MaskedLoadOp>(
-                             loc, vecType, tile, rowIndices(tile, r, v),
-                             masks[v], zeros))
-                       : Value(b.create<vector::LoadOp>(
-                             loc, vecType, tile, rowIndices(tile, r, v))));
-          b.create<scf::YieldOp>(loc, row);
-        });
-        b.create<scf::YieldOp>(loc, loads.getResults());
-        b.setInsertionPointToStart(ifOp.elseBlock());
-        b.create<scf::YieldOp>(loc, llvm::SmallVector<Value>(vectors, zeros));
-      }
-      init.append(ifOp.getResults().begin(), ifOp.getResults().end());
-    }
-    return init;
-  };
-  unsigned nAxis = axisOf(c.mapC, c.n);
-  llvm::SmallVector<Type> accTypes(blk.mr * vectors, vecType);
-  llvm::SmallVector<Value> init =
-      versions(c.c, nAxis, accTypes, load, [&] { return load(scratch); });
-
-  Value lastRow = sub(size[c.m], cst(1));
-  auto sum = b.create<scf::ForOp>(
-      loc, cst(0), kCount, cst(1), init,
-      [&](OpBuilder &nb, Location nl, Value p, mlir::ValueRange accs) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        llvm::SmallVector<Value> bs, next;
-        for (int64_t v = 0; v < vectors; ++v)
-          bs.push_back(b.create<vector::LoadOp>(
-              loc, vecType, bp, mlir::ValueRange{panelB, p, cst(v * blk.vl)}));
-        for (int64_t r = 0; r < blk.mr; ++r) {
-          Value x;
-          if (direct) {
-            // Rows past the edge read the last row; their results are not
-            // stored.
-            iv[c.m] = min(add(mLo, cst(r)), lastRow);
-            iv[c.k] = add(kLo, p);
-            x = b.create<memref::LoadOp>(loc, c.a, indices(c.mapA, iv));
-          } else {
-            x = b.create<memref::LoadOp>(loc, ap,
-                                         mlir::ValueRange{panelA, p, cst(r)});
-          }
-          Value splat = b.create<vector::BroadcastOp>(loc, vecType, x);
-          for (int64_t v = 0; v < vectors; ++v)
-            next.push_back(b.create<vector::FMAOp>(loc, splat, bs[v],
-                                                   accs[r * vectors + v]));
-        }
-        b.create<scf::YieldOp>(loc, next);
-      });
-
-  // The values stored: the sums, or on the last block of the sum the
-  // epilogue applied to them (rows past the edge read the last row's
-  // operands; their results are not stored).
-  llvm::SmallVector<Value> results(sum.getResults());
-  if (epi) {
-    auto ifOp = b.create<scf::IfOp>(loc, accTypes, lastBlock, true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    llvm::SmallVector<Value> applied;
-    for (int64_t r = 0; r < blk.mr; ++r) {
-      Value row = min(add(mLo, cst(r)), lastRow);
-      for (int64_t v = 0; v < vectors; ++v) {
-        llvm::SmallVector<Value> args;
-        for (mlir::OpOperand *input : epi->op.getDpsInputOperands())
-          args.push_back(input->get() == epi->temporary.getResult()
-                             ? sum.getResult(r * vectors + v)
-                             : epilogueInput(input, iv, row,
-                                             add(nLo, cst(v * blk.vl)),
-                                             masks[v]));
-        applied.push_back(vectorizeEpilogue(b, loc, *epi, args, blk.vl));
-      }
-    }
-    b.create<scf::YieldOp>(loc, applied);
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    b.create<scf::YieldOp>(loc, sum.getResults());
-    results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-  }
-  auto store = [&](Value tile) {
-    for (int64_t r = 0; r < blk.mr; ++r) {
-      auto ifOp = b.create<scf::IfOp>(loc, lt(cst(r), rows), false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      ifFull({}, [&](bool masked) {
-        for (int64_t v = 0; v < vectors; ++v) {
-          Value acc = results[r * vectors + v];
-          if (masked)
-            b.create<vector::MaskedStoreOp>(loc, tile, rowIndices(tile, r, v),
-                                            masks[v], acc);
-          else
-            b.create<vector::StoreOp>(loc, acc, tile, rowIndices(tile, r, v));
-        }
-      });
-    }
-    if (tile == scratch)
-      copyTile(/*toScratch=*/false);
-    return llvm::SmallVector<Value>();
-  };
-  versions(c.c, nAxis, {}, store, [&] { return store(scratch); });
-}
-
-/// The vector of epilogue operand `input` (not C) at C's row `row` and the
-/// `blk.vl` columns from `col`: a masked vector load where the columns are
-/// the operand's last axis with unit stride in its type, else one value per
-/// lane (columns past the edge read the last one), or one value broadcast
-/// where the operand does not depend on the column.
-Value KernelEmitter::epilogueInput(mlir::OpOperand *input,
-                                   llvm::SmallVector<Value> iv, Value row,
-                                   Value col, Value mask) {
-  Value source = input->get();
-  auto type = llvm::cast<mlir::MemRefType>(source.getType());
-  auto vecType = mlir::VectorType::get({blk.vl}, type.getElementType());
-  // The epilogue's loops are C's axes, one for one.
-  mlir::AffineMap map = epi->op.getMatchingIndexingMap(input);
-  iv[c.m] = row;
-  iv[c.n] = col;
-  llvm::SmallVector<Value> at;
-  std::optional<unsigned> lanesAxis;
-  for (unsigned i = 0; i < map.getNumResults(); ++i) {
-    unsigned loopDim = c.mapC.getDimPosition(map.getDimPosition(i));
-    if (loopDim == c.n)
-      lanesAxis = i;
-    at.push_back(iv[loopDim]);
-  }
-  if (!lanesAxis)
-    return b.create<vector::BroadcastOp>(
-        loc, vecType, b.create<memref::LoadOp>(loc, source, at));
-  if (*lanesAxis + 1 == map.getNumResults() &&
-      (*stridesOf(type))[*lanesAxis] == 1) {
-    Value zeros =
-        b.create<arith::ConstantOp>(loc, vecType, b.getZeroAttr(vecType));
-    return b.create<vector::MaskedLoadOp>(loc, vecType, source, at, mask,
-                                          zeros);
-  }
-  Value lastCol = sub(size[c.n], cst(1));
-  Value vec = b.create<arith::ConstantOp>(loc, vecType, b.getZeroAttr(vecType));
-  for (int64_t lane = 0; lane < blk.vl; ++lane) {
-    at[*lanesAxis] = min(add(col, cst(lane)), lastCol);
-    Value x = b.create<memref::LoadOp>(loc, source, at);
-    vec = b.create<vector::InsertOp>(loc, x, vec, lane);
-  }
-  return vec;
 }
 
 /// Where a loop is empty at run time, C is zero: the epilogue runs as it
@@ -626,7 +211,8 @@ void KernelEmitter::emitBlocked() {
   // gets no in-place version under a run-time check: one measured no faster
   // than packing A; bench/README.md.)
   auto typeA = llvm::cast<mlir::MemRefType>(c.a.getType());
-  emitNest(c.directCandidate && (*stridesOf(typeA))[axisOf(c.mapA, c.k)] == 1);
+  emitNest(!blk.pairDot && c.directCandidate &&
+           (*stridesOf(typeA))[axisOf(c.mapA, c.k)] == 1);
 }
 
 /// The parallel loop nest: A read in place (`readDirect`) or packed.
@@ -731,6 +317,16 @@ void KernelEmitter::emitNest(bool readDirect) {
     b.create<memref::DeallocOp>(loc, scratch);
 }
 
+} // namespace tiling
+
+namespace {
+
+using namespace tiling;
+
+/// Multiply-adds per parallel work item at least (64^3): below that, the
+/// fork and join of the threads costs more than the work it splits.
+constexpr int64_t kMinItemWork = 64 * 64 * 64;
+
 struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
   using TileContractionsBase::TileContractionsBase;
 
@@ -799,6 +395,9 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
       blk.mc = std::max<int64_t>(blk.mr, mcF32 / scale / blk.mr * blk.mr);
       blk.nc = std::max<int64_t>(blk.nr, ncF32 / scale / blk.nr * blk.nr);
       blk.kc = std::max<int64_t>(1, kcF32 / scale);
+      blk.pairDot = usesPairDot(c, bf16Dot, blk.vl);
+      if (blk.pairDot) // whole k pairs in every block but the last
+        blk.kc += blk.kc % 2;
       blk.serial = bool(c.op->getParentOfType<scf::ForallOp>());
       blk.workItems = blk.serial ? 1 : threads;
       blk.minItemWork = workItems > 0 || blk.serial ? 0 : kMinItemWork;

@@ -23,6 +23,7 @@ struct ResolvedCPU {
   std::string name;          // LLVM's CPU name (the host's, for the host)
   std::string features;      // the full "+f,-g" string for the target machine
   int64_t vectorBits;        // 512 with avx512f, 256 with avx, 128 otherwise
+  bool bf16Dot;              // avx512bf16: vdpbf16ps, bf16 pair dot products
   bool host;                 // exactly the host: its caches and features
   std::string extraFeatures; // --cpu-features as given ("+f,-g")
   /// "znver3 +avx512f": the CPU as the user named it, for messages and keys.

@@ -478,6 +478,15 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     A zero `linalg.fill` of C right before the contraction is folded: the
     accumulators start at zero on the first k block.
 
+    With `bf16-dot` (the CPU has avx512bf16), a contraction of bf16
+    operands into an f32 accumulator with 512-bit vectors packs both
+    operands as bf16, k pairs adjacent (`Bp[panel][p/2][2*j + p%2]`, A
+    likewise; an odd k block padded with a zero), and the micro-kernel
+    issues one `llvm.x86.avx512bf16.dpbf16ps.512` per row and vector per k
+    PAIR: the pair of A's row broadcast to all 16 lanes, times B's 16
+    column pairs, summed into the f32 accumulators. Without it, bf16 is
+    widened to f32 as it is packed and runs on f32 FMAs.
+
     An epilogue is applied in the kernel (`epilogues`, on unless `einc
     --no-fusion`): when C is a temporary that only one elementwise
     `linalg.generic` reads, through its own loops, writing a buffer D of
@@ -580,10 +589,14 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
            "Parallel blocks to aim for; 0: twice the host's hardware threads">,
     Option<"epilogues", "epilogues", "bool", "true",
            "Apply an elementwise reader of a temporary result in the kernel">,
+    Option<"bf16Dot", "bf16-dot", "bool", "false",
+           "bf16 x bf16 -> f32 with 512-bit vectors through vdpbf16ps "
+           "(avx512bf16): operands packed as bf16 k pairs">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
-    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
+    "::mlir::LLVM::LLVMDialect"
   ];
 }
 
