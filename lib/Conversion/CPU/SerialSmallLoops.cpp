@@ -157,6 +157,9 @@ private:
         return b;
       return a;
     }
+    if (auto sub = llvm::dyn_cast<arith::SubIOp>(def);
+        sub && nonNegative(sub.getRhs()))
+      return upper(sub.getLhs(), depth + 1);
     if (auto div = llvm::dyn_cast<arith::CeilDivSIOp>(def)) {
       auto d = mlir::getConstantIntValue(div.getRhs());
       auto a = upper(div.getLhs(), depth + 1);
@@ -173,11 +176,81 @@ private:
     return std::nullopt;
   }
 
+  /// Whether `v` is non-negative in these nests: a constant >= 0, a size,
+  /// an induction variable (indices are never negative), a remainder of one
+  /// by a positive constant.
+  static bool nonNegative(Value v) {
+    if (auto c = mlir::getConstantIntValue(v))
+      return *c >= 0;
+    if (llvm::isa<mlir::BlockArgument>(v))
+      return llvm::isa<scf::ForOp, scf::ParallelOp>(
+          v.getParentBlock()->getParentOp());
+    mlir::Operation *def = v.getDefiningOp();
+    if (llvm::isa<mlir::memref::DimOp>(def))
+      return true;
+    if (llvm::isa<arith::RemSIOp, arith::RemUIOp>(def)) {
+      auto d = mlir::getConstantIntValue(def->getOperand(1));
+      return d && *d > 0 && nonNegative(def->getOperand(0));
+    }
+    if (llvm::isa<arith::MinSIOp, arith::MinUIOp, arith::AddIOp>(def))
+      return nonNegative(def->getOperand(0)) && nonNegative(def->getOperand(1));
+    return false;
+  }
+
+  /// A constant bound of `ub - lb` for the loops of a tile, whose bounds
+  /// move with the nest's induction variables: `ub = min(lb + C, n)` (C),
+  /// less a non-negative value or a remainder (the whole-vector end of a
+  /// tile), or
+  /// `lb = ub - r % C` (the remainder after whole vectors: C - 1).
+  std::optional<int64_t> spanBound(Value ub, Value lb, unsigned depth = 0) {
+    if (ub == lb)
+      return 0;
+    if (depth > 8)
+      return std::nullopt;
+    // ub - (ub - r % C) = r % C < C, whatever the sign of r.
+    if (auto sub = lb.getDefiningOp<arith::SubIOp>(); sub && sub.getLhs() == ub)
+      if (auto rem = sub.getRhs().getDefiningOp<arith::RemSIOp>())
+        if (auto d = mlir::getConstantIntValue(rem.getRhs()); d && *d > 0)
+          return *d - 1;
+    mlir::Operation *def = ub.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    if (auto add = llvm::dyn_cast<arith::AddIOp>(def)) {
+      for (auto [a, b] : {std::pair(add.getLhs(), add.getRhs()),
+                          std::pair(add.getRhs(), add.getLhs())})
+        if (a == lb)
+          if (auto c = mlir::getConstantIntValue(b))
+            return *c;
+      return std::nullopt;
+    }
+    if (llvm::isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+      auto a = spanBound(def->getOperand(0), lb, depth + 1);
+      auto b = spanBound(def->getOperand(1), lb, depth + 1);
+      if (a && b)
+        return std::min(*a, *b);
+      return a ? a : b;
+    }
+    if (auto sub = llvm::dyn_cast<arith::SubIOp>(def)) {
+      auto span = spanBound(sub.getLhs(), lb, depth + 1);
+      if (!span || nonNegative(sub.getRhs()))
+        return span;
+      // Less a remainder by C, which is above -C.
+      if (auto rem = sub.getRhs().getDefiningOp<arith::RemSIOp>())
+        if (auto d = mlir::getConstantIntValue(rem.getRhs()); d && *d > 0)
+          return *span + *d - 1;
+    }
+    return std::nullopt;
+  }
+
   /// max(0, ceil((ub - lb) / step)), or a bound of it from above: the
   /// upper bound's bound, a lower bound that depends on the nest taken as
   /// 0 and such a step as 1 (indices and steps of these nests are never
   /// negative). Only the choice of serial or parallel depends on it.
   std::optional<mlir::OpFoldResult> tripCount(Value lb, Value ub, Value step) {
+    auto cs = mlir::getConstantIntValue(step);
+    if (auto span = spanBound(ub, lb); span && cs && *cs > 0)
+      return mlir::OpFoldResult(
+          rewriter.getIndexAttr(*span > 0 ? (*span + *cs - 1) / *cs : 0));
     auto l = operand(lb), u = upper(ub), s = operand(step);
     if (!u)
       return std::nullopt;
@@ -185,8 +258,8 @@ private:
       l = mlir::OpFoldResult(rewriter.getIndexAttr(0));
     if (!s)
       s = mlir::OpFoldResult(rewriter.getIndexAttr(1));
-    auto cl = mlir::getConstantIntValue(*l), cu = mlir::getConstantIntValue(*u),
-         cs = mlir::getConstantIntValue(*s);
+    auto cl = mlir::getConstantIntValue(*l), cu = mlir::getConstantIntValue(*u);
+    cs = mlir::getConstantIntValue(*s);
     if (cl && cu && cs) {
       if (*cs <= 0)
         return std::nullopt;
