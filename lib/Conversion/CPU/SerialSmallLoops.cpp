@@ -8,11 +8,13 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace ein {
@@ -71,7 +73,17 @@ public:
       if (work)
         sum = sum ? add(*sum, *work) : *work;
     }
-    return sum ? *sum : mlir::OpFoldResult(rewriter.getIndexAttr(1));
+    if (sum)
+      return *sum;
+    // An innermost body: one iteration of scalar code, or the elements its
+    // vector loads read (a register tile of a transpose moves 64), so that
+    // work counts elements whether or not the loops are vectorized.
+    int64_t lanes = 0;
+    for (mlir::Operation &op : block)
+      if (auto load = llvm::dyn_cast<mlir::vector::LoadOp>(op))
+        lanes += load.getVectorType().getNumElements();
+    return mlir::OpFoldResult(
+        rewriter.getIndexAttr(std::max<int64_t>(lanes, 1)));
   }
 
   std::optional<mlir::OpFoldResult> loopWork(scf::ParallelOp loop) {
@@ -157,9 +169,17 @@ private:
         return b;
       return a;
     }
-    if (auto sub = llvm::dyn_cast<arith::SubIOp>(def);
-        sub && nonNegative(sub.getRhs()))
-      return upper(sub.getLhs(), depth + 1);
+    if (auto sub = llvm::dyn_cast<arith::SubIOp>(def)) {
+      auto a = upper(sub.getLhs(), depth + 1);
+      if (!a || nonNegative(sub.getRhs()))
+        return a;
+      // Less a remainder by C, which is above -C.
+      auto rem = sub.getRhs().getDefiningOp<arith::RemSIOp>();
+      auto d = rem ? mlir::getConstantIntValue(rem.getRhs()) : std::nullopt;
+      if (!d || *d <= 0)
+        return std::nullopt;
+      return add(*a, rewriter.getIndexAttr(*d - 1));
+    }
     if (auto div = llvm::dyn_cast<arith::CeilDivSIOp>(def)) {
       auto d = mlir::getConstantIntValue(div.getRhs());
       auto a = upper(div.getLhs(), depth + 1);
@@ -246,11 +266,28 @@ private:
   /// upper bound's bound, a lower bound that depends on the nest taken as
   /// 0 and such a step as 1 (indices and steps of these nests are never
   /// negative). Only the choice of serial or parallel depends on it.
+  /// For a tile's loop, the tighter of that and the tile's own bound
+  /// (spanBound): a tile of a small tensor runs fewer iterations than a
+  /// full one.
   std::optional<mlir::OpFoldResult> tripCount(Value lb, Value ub, Value step) {
+    auto trips = boundTrips(lb, ub, step);
     auto cs = mlir::getConstantIntValue(step);
-    if (auto span = spanBound(ub, lb); span && cs && *cs > 0)
-      return mlir::OpFoldResult(
-          rewriter.getIndexAttr(*span > 0 ? (*span + *cs - 1) / *cs : 0));
+    auto span = spanBound(ub, lb);
+    if (!span || !cs || *cs <= 0)
+      return trips;
+    int64_t tile = *span > 0 ? (*span + *cs - 1) / *cs : 0;
+    if (!trips)
+      return mlir::OpFoldResult(rewriter.getIndexAttr(tile));
+    if (auto c = mlir::getConstantIntValue(*trips))
+      return mlir::OpFoldResult(rewriter.getIndexAttr(std::min(*c, tile)));
+    Value bound = rewriter.create<arith::ConstantIndexOp>(loc(), tile);
+    return mlir::OpFoldResult(
+        rewriter.create<arith::MinSIOp>(loc(), value(*trips), bound)
+            .getResult());
+  }
+
+  /// tripCount's bound from the loop's bounds alone.
+  std::optional<mlir::OpFoldResult> boundTrips(Value lb, Value ub, Value step) {
     auto l = operand(lb), u = upper(ub), s = operand(step);
     if (!u)
       return std::nullopt;
@@ -258,8 +295,8 @@ private:
       l = mlir::OpFoldResult(rewriter.getIndexAttr(0));
     if (!s)
       s = mlir::OpFoldResult(rewriter.getIndexAttr(1));
-    auto cl = mlir::getConstantIntValue(*l), cu = mlir::getConstantIntValue(*u);
-    cs = mlir::getConstantIntValue(*s);
+    auto cl = mlir::getConstantIntValue(*l), cu = mlir::getConstantIntValue(*u),
+         cs = mlir::getConstantIntValue(*s);
     if (cl && cu && cs) {
       if (*cs <= 0)
         return std::nullopt;
