@@ -227,7 +227,7 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
   pm.addPass(createApproximateMath());
   // A nest with little work runs on the calling thread: an OpenMP fork and
   // join costs microseconds.
-  { SerialSmallLoopsOptions o; if (const char *e = getenv("EIN_TMP_MIN_WORK")) o.minWork = atoll(e); pm.addPass(createSerialSmallLoops(o)); } // TMP
+  pm.addPass(createSerialSmallLoops());
   pm.addPass(mlir::createConvertSCFToOpenMPPass());
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createLowerAffinePass());
