@@ -406,8 +406,11 @@ def SerialSmallLoops : Pass<"ein-serial-small-loops", "::mlir::ModuleOp"> {
     loops on the calling thread. When the trip counts are known only at run
     time (sizes read from `memref.dim`, hoisted in front of the nest), the
     estimate is computed there and an `scf.if` runs the parallel nest when
-    it reaches `min-work`, else a serial copy. A nest whose trip counts
-    depend on its own induction variables (remainder tiles) stays parallel.
+    it reaches `min-work`, else a serial copy. A tile's loop that moves
+    with the nest's induction variables counts the tighter of its tile's
+    bound (`min(i + 64, n) - i`: 64) and the tensor's; a body of
+    `vector.load`s counts the elements they read. A nest whose trip counts
+    have no bound here stays parallel.
 
     Before:
     ```mlir
