@@ -119,7 +119,11 @@ def main():
                 want = tfn(tx).numpy().astype(np.float64)
                 scale = np.maximum(np.abs(want), 1.0)
                 err = max(err, float(np.max(np.abs(got - want) / scale)))
-            if err > 1e-5:
+            # A sum's rounding grows with the row: f32 accumulated in a
+            # different order than torch's differs by about eps * sqrt(n).
+            tol = 1e-5 * (max(1.0, x.shape[-1] / 64) if fn in ("sum_last", "mean_last")
+                          else 1.0)
+            if err > tol:
                 bad.append(title)
 
             def cell(ts):
