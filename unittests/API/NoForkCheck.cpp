@@ -43,19 +43,20 @@ int main() {
   ein::Tensor a =
       ein::Tensor::from_vector(std::vector<float>(16, 0.5f), {4, 4});
   ein::Tensor v = ein::Tensor::from_vector(std::vector<float>(8, 0.5f), {8});
-  check("rearrange view",
-        [&] { ein::rearrange(x, "b s (h d) -> b h s d", {{"h", 2}}); });
+  check("rearrange view", [&] {
+    ein::rearrange(x, "b s (h d) -> b h s d", {{"h", 2}});
+  });
   check("rearrange copy", [&] { ein::rearrange(x, "b s c -> (c s) b"); });
   check("rearrange copy, last axis kept",
         [&] { ein::rearrange(x, "b s c -> (s b) c"); });
   check("repeat", [&] { ein::repeat(x, "b s c -> b s r c", {{"r", 3}}); });
-  check("repeat transposed",
-        [&] { ein::repeat(x, "b s c -> c r s b", {{"r", 2}}); });
-  for (auto [name, how] : {std::pair("sum", ein::sum),
-                           std::pair("mean", ein::mean),
-                           std::pair("max", ein::max),
-                           std::pair("min", ein::min),
-                           std::pair("prod", ein::prod)}) {
+  check("repeat transposed", [&] {
+    ein::repeat(x, "b s c -> c r s b", {{"r", 2}});
+  });
+  for (auto [name, how] :
+       {std::pair("sum", ein::sum), std::pair("mean", ein::mean),
+        std::pair("max", ein::max), std::pair("min", ein::min),
+        std::pair("prod", ein::prod)}) {
     check((std::string("reduce last axis ") + name).c_str(),
           [&] { ein::reduce(x, "b s c -> b s", how); });
     check((std::string("reduce leading axis ") + name).c_str(),
@@ -72,8 +73,8 @@ int main() {
   check("exp", [&] { ein::exp(v); });
   check("add, broadcast", [&] { ein::add(x, v); });
   check("astype", [&] { ein::astype(x, ein::f64); });
-  ein::Tensor big = ein::Tensor::from_vector(
-      std::vector<float>(512 * 512, 1.0f), {512, 512});
+  ein::Tensor big =
+      ein::Tensor::from_vector(std::vector<float>(512 * 512, 1.0f), {512, 512});
   check("large copy", [&] { ein::rearrange(big, "a b -> (b a)"); });
   return 0;
 }
