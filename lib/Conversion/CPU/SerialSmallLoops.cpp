@@ -174,9 +174,8 @@ private:
       if (!a || nonNegative(sub.getRhs()))
         return a;
       // Less a remainder by C, which is above -C.
-      auto rem = sub.getRhs().getDefiningOp<arith::RemSIOp>();
-      auto d = rem ? mlir::getConstantIntValue(rem.getRhs()) : std::nullopt;
-      if (!d || *d <= 0)
+      auto d = remainderModulus(sub.getRhs());
+      if (!d)
         return std::nullopt;
       return add(*a, rewriter.getIndexAttr(*d - 1));
     }
@@ -194,6 +193,15 @@ private:
               .getResult());
     }
     return std::nullopt;
+  }
+
+  /// C when `v` is `r % C` with a constant C > 0: then -C < v < C.
+  static std::optional<int64_t> remainderModulus(Value v) {
+    auto rem = v.getDefiningOp<arith::RemSIOp>();
+    auto d = rem ? mlir::getConstantIntValue(rem.getRhs()) : std::nullopt;
+    if (!d || *d <= 0)
+      return std::nullopt;
+    return d;
   }
 
   /// Whether `v` is non-negative in these nests: a constant >= 0, a size,
@@ -220,8 +228,8 @@ private:
   /// A constant bound of `ub - lb` for the loops of a tile, whose bounds
   /// move with the nest's induction variables: `ub = min(lb + C, n)` (C),
   /// less a non-negative value or a remainder (the whole-vector end of a
-  /// tile), or
-  /// `lb = ub - r % C` (the remainder after whole vectors: C - 1).
+  /// tile), or `lb = ub - r % C` (the remainder after whole vectors:
+  /// C - 1).
   std::optional<int64_t> spanBound(Value ub, Value lb, unsigned depth = 0) {
     if (ub == lb)
       return 0;
@@ -229,9 +237,8 @@ private:
       return std::nullopt;
     // ub - (ub - r % C) = r % C < C, whatever the sign of r.
     if (auto sub = lb.getDefiningOp<arith::SubIOp>(); sub && sub.getLhs() == ub)
-      if (auto rem = sub.getRhs().getDefiningOp<arith::RemSIOp>())
-        if (auto d = mlir::getConstantIntValue(rem.getRhs()); d && *d > 0)
-          return *d - 1;
+      if (auto d = remainderModulus(sub.getRhs()))
+        return *d - 1;
     mlir::Operation *def = ub.getDefiningOp();
     if (!def)
       return std::nullopt;
@@ -255,9 +262,8 @@ private:
       if (!span || nonNegative(sub.getRhs()))
         return span;
       // Less a remainder by C, which is above -C.
-      if (auto rem = sub.getRhs().getDefiningOp<arith::RemSIOp>())
-        if (auto d = mlir::getConstantIntValue(rem.getRhs()); d && *d > 0)
-          return *span + *d - 1;
+      if (auto d = remainderModulus(sub.getRhs()))
+        return *span + *d - 1;
     }
     return std::nullopt;
   }
