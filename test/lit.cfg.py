@@ -78,6 +78,10 @@ api_oracle = os.path.join(config.ein_tools_dir, "EinAPIOracle")
 config.substitutions.append(("%ein-api-oracle", api_oracle))
 if os.path.exists(api_oracle):
     config.available_features.add("api-oracle")
+api_no_fork = os.path.join(config.ein_tools_dir, "EinAPINoFork")
+config.substitutions.append(("%ein-api-no-fork", api_no_fork))
+if os.path.exists(api_no_fork):
+    config.available_features.add("api-no-fork")
 api_mpi_check = os.path.join(config.ein_tools_dir, "EinAPIMPICheck")
 config.substitutions.append(("%ein-api-mpi-check", api_mpi_check))
 if os.path.exists(api_mpi_check):

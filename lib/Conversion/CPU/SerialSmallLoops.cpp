@@ -8,11 +8,13 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace ein {
@@ -71,7 +73,17 @@ public:
       if (work)
         sum = sum ? add(*sum, *work) : *work;
     }
-    return sum ? *sum : mlir::OpFoldResult(rewriter.getIndexAttr(1));
+    if (sum)
+      return *sum;
+    // An innermost body: one iteration of scalar code, or the elements its
+    // vector loads read (a register tile of a transpose moves 64), so that
+    // work counts elements whether or not the loops are vectorized.
+    int64_t lanes = 0;
+    for (mlir::Operation &op : block)
+      if (auto load = llvm::dyn_cast<mlir::vector::LoadOp>(op))
+        lanes += load.getVectorType().getNumElements();
+    return mlir::OpFoldResult(
+        rewriter.getIndexAttr(std::max<int64_t>(lanes, 1)));
   }
 
   std::optional<mlir::OpFoldResult> loopWork(scf::ParallelOp loop) {
@@ -157,6 +169,16 @@ private:
         return b;
       return a;
     }
+    if (auto sub = llvm::dyn_cast<arith::SubIOp>(def)) {
+      auto a = upper(sub.getLhs(), depth + 1);
+      if (!a || nonNegative(sub.getRhs()))
+        return a;
+      // Less a remainder by C, which is above -C.
+      auto d = remainderModulus(sub.getRhs());
+      if (!d)
+        return std::nullopt;
+      return add(*a, rewriter.getIndexAttr(*d - 1));
+    }
     if (auto div = llvm::dyn_cast<arith::CeilDivSIOp>(def)) {
       auto d = mlir::getConstantIntValue(div.getRhs());
       auto a = upper(div.getLhs(), depth + 1);
@@ -173,11 +195,105 @@ private:
     return std::nullopt;
   }
 
+  /// C when `v` is `r % C` with a constant C > 0: then -C < v < C.
+  static std::optional<int64_t> remainderModulus(Value v) {
+    auto rem = v.getDefiningOp<arith::RemSIOp>();
+    auto d = rem ? mlir::getConstantIntValue(rem.getRhs()) : std::nullopt;
+    if (!d || *d <= 0)
+      return std::nullopt;
+    return d;
+  }
+
+  /// Whether `v` is non-negative in these nests: a constant >= 0, a size,
+  /// an induction variable (indices are never negative), a remainder of one
+  /// by a positive constant.
+  static bool nonNegative(Value v) {
+    if (auto c = mlir::getConstantIntValue(v))
+      return *c >= 0;
+    if (llvm::isa<mlir::BlockArgument>(v))
+      return llvm::isa<scf::ForOp, scf::ParallelOp>(
+          v.getParentBlock()->getParentOp());
+    mlir::Operation *def = v.getDefiningOp();
+    if (llvm::isa<mlir::memref::DimOp>(def))
+      return true;
+    if (llvm::isa<arith::RemSIOp, arith::RemUIOp>(def)) {
+      auto d = mlir::getConstantIntValue(def->getOperand(1));
+      return d && *d > 0 && nonNegative(def->getOperand(0));
+    }
+    if (llvm::isa<arith::MinSIOp, arith::MinUIOp, arith::AddIOp>(def))
+      return nonNegative(def->getOperand(0)) && nonNegative(def->getOperand(1));
+    return false;
+  }
+
+  /// A constant bound of `ub - lb` for the loops of a tile, whose bounds
+  /// move with the nest's induction variables: `ub = min(lb + C, n)` (C),
+  /// less a non-negative value or a remainder (the whole-vector end of a
+  /// tile), or `lb = ub - r % C` (the remainder after whole vectors:
+  /// C - 1).
+  std::optional<int64_t> spanBound(Value ub, Value lb, unsigned depth = 0) {
+    if (ub == lb)
+      return 0;
+    if (depth > 8)
+      return std::nullopt;
+    // ub - (ub - r % C) = r % C < C, whatever the sign of r.
+    if (auto sub = lb.getDefiningOp<arith::SubIOp>(); sub && sub.getLhs() == ub)
+      if (auto d = remainderModulus(sub.getRhs()))
+        return *d - 1;
+    mlir::Operation *def = ub.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    if (auto add = llvm::dyn_cast<arith::AddIOp>(def)) {
+      for (auto [a, b] : {std::pair(add.getLhs(), add.getRhs()),
+                          std::pair(add.getRhs(), add.getLhs())})
+        if (a == lb)
+          if (auto c = mlir::getConstantIntValue(b))
+            return *c;
+      return std::nullopt;
+    }
+    if (llvm::isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+      auto a = spanBound(def->getOperand(0), lb, depth + 1);
+      auto b = spanBound(def->getOperand(1), lb, depth + 1);
+      if (a && b)
+        return std::min(*a, *b);
+      return a ? a : b;
+    }
+    if (auto sub = llvm::dyn_cast<arith::SubIOp>(def)) {
+      auto span = spanBound(sub.getLhs(), lb, depth + 1);
+      if (!span || nonNegative(sub.getRhs()))
+        return span;
+      // Less a remainder by C, which is above -C.
+      if (auto d = remainderModulus(sub.getRhs()))
+        return *span + *d - 1;
+    }
+    return std::nullopt;
+  }
+
   /// max(0, ceil((ub - lb) / step)), or a bound of it from above: the
   /// upper bound's bound, a lower bound that depends on the nest taken as
   /// 0 and such a step as 1 (indices and steps of these nests are never
   /// negative). Only the choice of serial or parallel depends on it.
+  /// For a tile's loop, the tighter of that and the tile's own bound
+  /// (spanBound): a tile of a small tensor runs fewer iterations than a
+  /// full one.
   std::optional<mlir::OpFoldResult> tripCount(Value lb, Value ub, Value step) {
+    auto trips = boundTrips(lb, ub, step);
+    auto cs = mlir::getConstantIntValue(step);
+    auto span = spanBound(ub, lb);
+    if (!span || !cs || *cs <= 0)
+      return trips;
+    int64_t tile = *span > 0 ? (*span + *cs - 1) / *cs : 0;
+    if (!trips)
+      return mlir::OpFoldResult(rewriter.getIndexAttr(tile));
+    if (auto c = mlir::getConstantIntValue(*trips))
+      return mlir::OpFoldResult(rewriter.getIndexAttr(std::min(*c, tile)));
+    Value bound = rewriter.create<arith::ConstantIndexOp>(loc(), tile);
+    return mlir::OpFoldResult(
+        rewriter.create<arith::MinSIOp>(loc(), value(*trips), bound)
+            .getResult());
+  }
+
+  /// tripCount's bound from the loop's bounds alone.
+  std::optional<mlir::OpFoldResult> boundTrips(Value lb, Value ub, Value step) {
     auto l = operand(lb), u = upper(ub), s = operand(step);
     if (!u)
       return std::nullopt;

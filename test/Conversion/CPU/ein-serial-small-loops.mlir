@@ -160,3 +160,117 @@ func.func @summed(%x: memref<30x20xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests a tile whose loops start at the nest's variables, as
+// ein-tile-transposes makes them: `for a = i to min(i + 64, n)`, and the
+// remainder after whole steps of 8, `for b = e - (e - j) % 8 to e`. Each
+// trip count is bounded by the tile (64, 7) and by the tensor (n, m), the
+// tighter of the two at run time, so a tile of a tiny tensor counts its
+// real size: at most 1 * min(n, 64) * min(m, 7) here.
+// CHECK-LABEL: func.func @tile
+// CHECK-SAME: (%[[X:.*]]: memref<?x?xf32>, %[[N:.*]]: index, %[[M:.*]]: index)
+// CHECK-DAG: %[[TA:.*]] = arith.minsi %{{.*}}, %c64 : index
+// CHECK-DAG: %[[TB:.*]] = arith.minsi %{{.*}}, %c7 : index
+// CHECK: arith.muli
+// CHECK: %[[BIG:.*]] = arith.cmpi sge, %{{.*}}, %c1000
+// CHECK: scf.if %[[BIG]] {
+// CHECK-NEXT: scf.parallel
+// CHECK: } else {
+// CHECK-NEXT: scf.for
+func.func @tile(%x: memref<?x?xf32>, %n: index, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %m) step (%c64, %c64) {
+    %ia = arith.addi %i, %c64 : index
+    %ie = arith.minsi %ia, %n : index
+    %ja = arith.addi %j, %c64 : index
+    %je = arith.minsi %ja, %m : index
+    %span = arith.subi %je, %j : index
+    %rem = arith.remsi %span, %c8 : index
+    %jw = arith.subi %je, %rem : index
+    scf.for %a = %i to %ie step %c1 {
+      scf.for %b = %jw to %je step %c1 {
+        %v = memref.load %x[%a, %b] : memref<?x?xf32>
+        memref.store %v, %x[%a, %b] : memref<?x?xf32>
+      }
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Tests the same tile on a static 16 x 16 tensor, read as whole vectors of
+// 8 (a register tile of 8 loads, 64 elements): 2 x 2 tiles of 64 elements
+// are 256 < min-work, so the nest is serial; the vector loads count their
+// elements, not one iteration each (4 iterations would also be small, but
+// 48 x 48 below is not).
+// CHECK-LABEL: func.func @vector_tile_small
+// CHECK-NOT: scf.parallel
+// CHECK: scf.for
+func.func @vector_tile_small(%x: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%i) = (%c0) to (%c16) step (%c8) {
+    scf.for %j = %c0 to %c16 step %c8 {
+      %v0 = vector.load %x[%i, %j] : memref<16x16xf32>, vector<8xf32>
+      vector.store %v0, %x[%j, %i] : memref<16x16xf32>, vector<8xf32>
+      %v1 = vector.load %x[%i, %j] : memref<16x16xf32>, vector<8xf32>
+      vector.store %v1, %x[%j, %i] : memref<16x16xf32>, vector<8xf32>
+      %v2 = vector.load %x[%i, %j] : memref<16x16xf32>, vector<8xf32>
+      vector.store %v2, %x[%j, %i] : memref<16x16xf32>, vector<8xf32>
+      %v3 = vector.load %x[%i, %j] : memref<16x16xf32>, vector<8xf32>
+      vector.store %v3, %x[%j, %i] : memref<16x16xf32>, vector<8xf32>
+      %v4 = vector.load %x[%i, %j] : memref<16x16xf32>, vector<8xf32>
+      vector.store %v4, %x[%j, %i] : memref<16x16xf32>, vector<8xf32>
+      %v5 = vector.load %x[%i, %j] : memref<16x16xf32>, vector<8xf32>
+      vector.store %v5, %x[%j, %i] : memref<16x16xf32>, vector<8xf32>
+      %v6 = vector.load %x[%i, %j] : memref<16x16xf32>, vector<8xf32>
+      vector.store %v6, %x[%j, %i] : memref<16x16xf32>, vector<8xf32>
+      %v7 = vector.load %x[%i, %j] : memref<16x16xf32>, vector<8xf32>
+      vector.store %v7, %x[%j, %i] : memref<16x16xf32>, vector<8xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Tests that 6 x 6 register tiles of 64 elements (2304 >= min-work) stay
+// parallel, where 36 iterations counted one each would have been serial.
+// CHECK-LABEL: func.func @vector_tile_large
+// CHECK: scf.parallel
+func.func @vector_tile_large(%x: memref<48x48xf32>) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c48 = arith.constant 48 : index
+  scf.parallel (%i) = (%c0) to (%c48) step (%c8) {
+    scf.for %j = %c0 to %c48 step %c8 {
+      %v0 = vector.load %x[%i, %j] : memref<48x48xf32>, vector<8xf32>
+      vector.store %v0, %x[%j, %i] : memref<48x48xf32>, vector<8xf32>
+      %v1 = vector.load %x[%i, %j] : memref<48x48xf32>, vector<8xf32>
+      vector.store %v1, %x[%j, %i] : memref<48x48xf32>, vector<8xf32>
+      %v2 = vector.load %x[%i, %j] : memref<48x48xf32>, vector<8xf32>
+      vector.store %v2, %x[%j, %i] : memref<48x48xf32>, vector<8xf32>
+      %v3 = vector.load %x[%i, %j] : memref<48x48xf32>, vector<8xf32>
+      vector.store %v3, %x[%j, %i] : memref<48x48xf32>, vector<8xf32>
+      %v4 = vector.load %x[%i, %j] : memref<48x48xf32>, vector<8xf32>
+      vector.store %v4, %x[%j, %i] : memref<48x48xf32>, vector<8xf32>
+      %v5 = vector.load %x[%i, %j] : memref<48x48xf32>, vector<8xf32>
+      vector.store %v5, %x[%j, %i] : memref<48x48xf32>, vector<8xf32>
+      %v6 = vector.load %x[%i, %j] : memref<48x48xf32>, vector<8xf32>
+      vector.store %v6, %x[%j, %i] : memref<48x48xf32>, vector<8xf32>
+      %v7 = vector.load %x[%i, %j] : memref<48x48xf32>, vector<8xf32>
+      vector.store %v7, %x[%j, %i] : memref<48x48xf32>, vector<8xf32>
+    }
+    scf.reduce
+  }
+  return
+}
