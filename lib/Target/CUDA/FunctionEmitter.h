@@ -291,11 +291,16 @@ private:
 
   // Elementwise fusion (see planFusion).
   void planFusion();
-  std::string
-  expression(mlir::Operation *op,
-             std::vector<std::pair<mlir::Value, std::vector<int>>> &leaves,
-             const std::vector<int> &identity);
+  /// A functor being written: its inputs (value, alignment to the root),
+  /// the locals of fused values read more than once, their definitions.
+  struct FunctorBody {
+    std::vector<std::pair<mlir::Value, std::vector<int>>> leaves;
+    std::map<mlir::Operation *, std::string> locals;
+    std::vector<std::string> lets;
+  };
+  std::string expression(mlir::Operation *op, FunctorBody &body);
   std::vector<int> alignment(mlir::Operation *op, unsigned operand);
+  bool readsInPlace(mlir::Operation *user, mlir::Value v);
   std::set<std::pair<const void *, std::vector<int>>>
   leafSet(mlir::Operation *op);
 
