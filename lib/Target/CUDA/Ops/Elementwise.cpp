@@ -108,7 +108,8 @@ bool FunctionEmitter::readsInPlace(mlir::Operation *user, mlir::Value v) {
 /// op joins the functor of its users when every user is an elementwise op
 /// of that one functor that reads it in place (same shape, no broadcast)
 /// and the function does not return it; a value read more than once is
-/// computed once, into a local of the functor (expression). The functor
+/// computed once, into a local of the functor (expression). An op read so
+/// by two functors is computed in both. The functor
 /// takes at most 4 inputs (ein_map): an op whose joining would exceed that
 /// is computed apart. Constants are literals in every elementwise user.
 /// `--no-fusion` (CUDAOptions::fusion) keeps every op its own ein_map.
@@ -127,24 +128,31 @@ void FunctionEmitter::planFusion() {
     mlir::Value v = op->getResult(0);
     if (v.use_empty() || directOutput.count(v.getAsOpaquePointer()))
       continue;
-    mlir::Operation *root = nullptr;
-    bool joins = true;
+    // The functors reading v (null: an op recomputed in its readers).
+    std::set<mlir::Operation *> roots;
+    bool inPlace = true;
     for (mlir::Operation *user : v.getUsers()) {
       auto r = rootOf.find(user);
-      joins = joins && r != rootOf.end() && (!root || root == r->second) &&
-              readsInPlace(user, v);
-      if (!joins)
+      inPlace = inPlace && r != rootOf.end() && r->second &&
+                readsInPlace(user, v);
+      if (!inPlace)
         break;
-      root = r->second;
+      roots.insert(r->second);
     }
-    if (!joins)
+    // Read by one functor: computed there. Read by two: recomputed in both
+    // (reading its inputs twice costs no more than writing it once and
+    // reading it twice), and then not a functor its operands can join.
+    if (!inPlace || roots.size() > 2)
       continue;
     fused.insert(op);
-    if (leafSet(root).size() > 4) {
+    bool fits = true;
+    for (mlir::Operation *root : roots)
+      fits = fits && leafSet(root).size() <= 4;
+    if (!fits) {
       fused.erase(op);
       continue;
     }
-    rootOf[op] = root;
+    rootOf[op] = roots.size() == 1 ? *roots.begin() : nullptr;
   }
 }
 
