@@ -48,7 +48,7 @@ namespace cuda {
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
-  if (fused.count(op) || emitMeshOp(op))
+  if (fused.count(op) || inEpilogue.count(op) || emitMeshOp(op))
     return;
 #define EIN_OP(Kind, Name, OpClass)                                            \
   if (auto o = mlir::dyn_cast<OpClass>(op))                                    \
@@ -98,6 +98,7 @@ std::string FunctionEmitter::emit() {
       values[body.getArgument(i).getAsOpaquePointer()] = v;
     }
   }
+  planEpilogues();
   planFusion();
   std::vector<mlir::Operation *> ops;
   for (mlir::Operation &op : body.without_terminator())

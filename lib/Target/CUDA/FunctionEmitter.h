@@ -277,6 +277,21 @@ private:
   void emitTransform(mlir::Operation *op);
   /// A pairwise einsum: cuBLASLt (Ops/Einsum.cpp).
   void emitContraction(EinsumOp op, const EinsumInfo &info);
+  /// The elementwise ops a contraction computes after its product (see
+  /// planEpilogues): C = relu(alpha * (A x B) + bias), `bits` 1 for the
+  /// bias, 2 for relu (EinEpilogueBits); `result` the last op's value.
+  struct Epilogue {
+    int bits = 0;
+    double alpha = 1;
+    mlir::Value bias;
+    std::vector<int> biasAlignment; // per bias dim, its dim of C
+    std::vector<mlir::Operation *> ops;
+    mlir::Value result;
+  };
+  void planEpilogues();
+  std::string emitEpilogue(const Epilogue &epi, const EinsumInfo &info,
+                           const std::vector<std::string> &rowsC,
+                           mlir::Operation *op);
   /// A value of dtype `to` holding `v` converted (a new temporary).
   ValueView castTo(const ValueView &v, DType to);
   /// The view of one part of a packed tensor (Ops/Pack.cpp).
@@ -319,6 +334,8 @@ private:
   std::set<size_t> written;                    // outputs written directly
   std::vector<size_t> ownerLastUse;            // per temporary
   std::set<mlir::Operation *> fused;           // inlined into their user
+  std::map<mlir::Operation *, Epilogue> epilogues; // per contraction
+  std::set<mlir::Operation *> inEpilogue;          // computed by one
 };
 
 } // namespace cuda

@@ -122,7 +122,8 @@ void FunctionEmitter::planFusion() {
     ops.push_back(&op);
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     mlir::Operation *op = *it;
-    if (!isElementwise(op) || mlir::isa<ConstantOp>(op))
+    if (!isElementwise(op) || mlir::isa<ConstantOp>(op) ||
+        inEpilogue.count(op))
       continue;
     rootOf[op] = op;
     mlir::Value v = op->getResult(0);

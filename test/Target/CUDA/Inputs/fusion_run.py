@@ -45,6 +45,21 @@ refs["chains"] = ([("x", x), ("y", y), ("r", r), ("p", p), ("q", q)],
                    ("f32", (x + y) * (x - r) + p * q + h), ("f32", h),
                    ("f32", np.maximum(m, 0) * y)])
 
+N = 3
+wt = rng.standard_normal((C, B)).astype(np.float32)
+bc = rng.standard_normal(C).astype(np.float32)
+ba = rng.standard_normal(A).astype(np.float32)
+pq = bf16(rng.standard_normal((B, C)))
+bq = bf16(rng.standard_normal(C))
+z = rng.standard_normal((N, A, B)).astype(np.float32)
+wz = rng.standard_normal((N, B, C)).astype(np.float32)
+t = x.astype(np.float64) @ wt.T
+refs["epilogues"] = (
+    [("x", x), ("wt", wt), ("bc", bc), ("ba", ba), ("p", p), ("q", pq), ("bq", bq), ("z", z), ("wz", wz)],
+    [("f32", np.maximum(t * 0.5 + bc, 0)), ("f32", t + ba[:, None]),
+     ("bf16", bf16(np.maximum(p.astype(np.float64) @ pq + bq, 0))),
+     ("f32", np.einsum("nab,nbc->nac", z.astype(np.float64), wz) * 2 + bc), ("f32", t), ("f32", np.maximum(t, 0))])
+
 os.makedirs(work, exist_ok=True)
 for fn, (inputs, outs) in refs.items():
     if only and fn not in only:
