@@ -298,15 +298,24 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
         g.bias = epi.bias.data;
       }
       // One GEMM per step of the batch axes that do not merge.
-      stats.gemmCalls = ein_for_each_outer_step(plan, [&](const int64_t *off) {
+      bool refused = false;
+      auto step = [&](const int64_t *off) {
         g.a = plan.swapped ? (const void *)(b.data + off[1])
                            : (const void *)(a.data + off[0]);
         g.b = plan.swapped ? (const void *)(a.data + off[0])
                            : (const void *)(b.data + off[1]);
         g.c = nullptr;
         g.d = target.data + off[2];
-        ein_gemm(g, workspace, workspaceBytes, stream);
-      });
+        refused = !ein_gemm(g, workspace, workspaceBytes, stream) || refused;
+      };
+      stats.gemmCalls = ein_for_each_outer_step(plan, step);
+      if (refused) {
+        // No cuBLASLt algorithm took the epilogue (at some step): every
+        // step again without it, then the kernel.
+        g.epilogue = 0, g.bias = nullptr;
+        stats.epilogueInGemm = false;
+        stats.gemmCalls += ein_for_each_outer_step(plan, step);
+      }
     }
   }
   if (copyC)

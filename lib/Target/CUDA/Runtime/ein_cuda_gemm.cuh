@@ -173,6 +173,7 @@ struct EinGemmPlanCached {
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc, ld;
   cublasLtMatmulAlgo_t algo;
+  bool found; // false: no algorithm takes this epilogue
 };
 
 /// What the cached set-up depends on: every field of the descriptor but the
@@ -258,7 +259,8 @@ inline EinGemmPlanCached ein_gemm_setup(const EinGemm &g, const uint32_t *align,
                                                   p.la, p.lb, p.lc, p.ld, pref,
                                                   1, &heuristic, &found));
   cublasLtMatmulPreferenceDestroy(pref);
-  if (found == 0)
+  p.found = found != 0;
+  if (!p.found && !g.epilogue)
     ein_fail("ein_gemm: cuBLASLt has no algorithm for this descriptor");
   p.algo = heuristic.algo;
   return p;
@@ -267,13 +269,14 @@ inline EinGemmPlanCached ein_gemm_setup(const EinGemm &g, const uint32_t *align,
 /// Runs `g` on `stream` with cuBLASLt's first heuristic choice within
 /// `workspaceBytes` of `workspace` (32 MiB is plenty on Hopper); the
 /// set-up is made once per shape, layout, dtypes and alignment and kept for
-/// the life of the process.
-inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
+/// the life of the process. Returns false, running nothing, when no
+/// algorithm takes g's epilogue (the caller applies it apart).
+inline bool ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
                      cudaStream_t stream) {
   if (const char *why = ein_gemm_check(g))
     ein_fail(why);
   if (g.m == 0 || g.n == 0)
-    return;
+    return true;
   // With beta == 0 cuBLASLt does not read C; it still wants a pointer.
   const void *c = g.beta != 0 || g.c ? g.c : g.d;
   EinGemmKey key;
@@ -306,6 +309,8 @@ inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
   if (it == cache.end())
     it = cache.emplace(key, ein_gemm_setup(g, key.align, workspaceBytes)).first;
   const EinGemmPlanCached &plan = it->second;
+  if (!plan.found)
+    return false;
   if (g.epilogue & EIN_EPI_BIAS)
     EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
         plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
@@ -316,6 +321,7 @@ inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
                                   plan.la, g.b, plan.lb, beta, c, plan.lc, g.d,
                                   plan.ld, &plan.algo, workspace,
                                   workspaceBytes, stream));
+  return true;
 }
 
 #else // the emulation's reference
@@ -392,14 +398,15 @@ template <typename Acc> inline void ein_gemm_reference(const EinGemm &g) {
 }
 
 /// The emulation's stand-in for cuBLASLt: the same descriptor, read by a
-/// plain loop (the workspace is unused).
-inline void ein_gemm(const EinGemm &g, void *, size_t, cudaStream_t) {
+/// plain loop (the workspace is unused); every epilogue is taken.
+inline bool ein_gemm(const EinGemm &g, void *, size_t, cudaStream_t) {
   if (const char *why = ein_gemm_check(g))
     ein_fail(why);
   if (g.compute_64f)
     ein_gemm_reference<double>(g);
   else
     ein_gemm_reference<float>(g);
+  return true;
 }
 
 #endif // __CUDACC__
