@@ -330,10 +330,10 @@ private:
   int counter = 0;
   size_t opIndex = 0;
   std::map<const void *, ValueView> values;
-  std::map<const void *, size_t> directOutput; // value -> output index
-  std::set<size_t> written;                    // outputs written directly
-  std::vector<size_t> ownerLastUse;            // per temporary
-  std::set<mlir::Operation *> fused;           // inlined into their user
+  std::map<const void *, size_t> directOutput;     // value -> output index
+  std::set<size_t> written;                        // outputs written directly
+  std::vector<size_t> ownerLastUse;                // per temporary
+  std::set<mlir::Operation *> fused;               // inlined into their user
   std::map<mlir::Operation *, Epilogue> epilogues; // per contraction
   std::set<mlir::Operation *> inEpilogue;          // computed by one
 };

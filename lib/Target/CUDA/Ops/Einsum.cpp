@@ -229,9 +229,9 @@ void FunctionEmitter::planEpilogues() {
       mlir::Value other = mul.getInputs()[mul.getInputs()[0] == cur ? 1 : 0];
       auto s = constantValue(other);
       int exponent = 0;
-      bool exact = s && (to == DType::F32 ||
-                         (std::frexp(*s, &exponent) == 0.5 && exponent > -13 &&
-                          exponent < 16));
+      bool exact =
+          s && (to == DType::F32 || (std::frexp(*s, &exponent) == 0.5 &&
+                                     exponent > -13 && exponent < 16));
       if (exact && other != cur) {
         epi.alpha = to == DType::F32 ? double(float(*s)) : *s;
         epi.ops.push_back(mul);
@@ -272,8 +272,8 @@ void FunctionEmitter::planEpilogues() {
 /// stride 0.
 void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
   auto epilogue = epilogues.find(op);
-  mlir::Value result = epilogue == epilogues.end() ? op.getResult()
-                                                   : epilogue->second.result;
+  mlir::Value result =
+      epilogue == epilogues.end() ? op.getResult() : epilogue->second.result;
   DType to = tensorType(result).getDType();
   ValueView a = view(op.getInputs()[0], op), b = view(op.getInputs()[1], op);
   DType ti = a.dtype;
@@ -350,10 +350,10 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
 
 /// Declares the EinEpilogue of a contraction writing C picked as the
 /// elementary axes `rowsC`; returns its name.
-std::string
-FunctionEmitter::emitEpilogue(const Epilogue &epi, const EinsumInfo &info,
-                              const std::vector<std::string> &rowsC,
-                              mlir::Operation *op) {
+std::string FunctionEmitter::emitEpilogue(const Epilogue &epi,
+                                          const EinsumInfo &info,
+                                          const std::vector<std::string> &rowsC,
+                                          mlir::Operation *op) {
   DType to = tensorType(epi.result).getDType();
   std::string name = fresh("epi");
   fmt::format_to(out(), "  EinEpilogue<{}, {}> {};\n", storageType(to),
@@ -375,8 +375,8 @@ FunctionEmitter::emitEpilogue(const Epilogue &epi, const EinsumInfo &info,
     for (int d : epi.biasAlignment)
       groups.push_back(info.outputGroups[d]);
     std::vector<std::string> axes;
-    std::string e = split(bias.name, bias.dtype, true, groups, info.axisSizes,
-                          axes, op);
+    std::string e =
+        split(bias.name, bias.dtype, true, groups, info.axisSizes, axes, op);
     std::string p = pick(e, bias.dtype, axes, rowsC,
                          axisSizeTexts(rowsC, info.axisSizes, op));
     fmt::format_to(out(), "  {}.bias = {};\n", name, p);

@@ -122,8 +122,7 @@ void FunctionEmitter::planFusion() {
     ops.push_back(&op);
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     mlir::Operation *op = *it;
-    if (!isElementwise(op) || mlir::isa<ConstantOp>(op) ||
-        inEpilogue.count(op))
+    if (!isElementwise(op) || mlir::isa<ConstantOp>(op) || inEpilogue.count(op))
       continue;
     rootOf[op] = op;
     mlir::Value v = op->getResult(0);
@@ -134,8 +133,8 @@ void FunctionEmitter::planFusion() {
     bool inPlace = true;
     for (mlir::Operation *user : v.getUsers()) {
       auto r = rootOf.find(user);
-      inPlace = inPlace && r != rootOf.end() && r->second &&
-                readsInPlace(user, v);
+      inPlace =
+          inPlace && r != rootOf.end() && r->second && readsInPlace(user, v);
       if (!inPlace)
         break;
       roots.insert(r->second);

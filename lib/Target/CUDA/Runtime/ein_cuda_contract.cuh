@@ -263,9 +263,9 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
   bool empty = plan.m == 0 || plan.n == 0 || plan.batch == 0;
   for (int i = 0; i < plan.outerCount; ++i)
     empty = empty || plan.outerSize[i] == 0;
-  stats.epilogueInGemm = !empty && plan.k != 0 &&
-                         ein_epilogue_in_gemm(roles, plan, stats.copies, c,
-                                              epi, fp8);
+  stats.epilogueInGemm =
+      !empty && plan.k != 0 &&
+      ein_epilogue_in_gemm(roles, plan, stats.copies, c, epi, fp8);
   if (!empty && plan.k == 0) {
     // Nothing to sum: zeros (cuBLASLt's k must be positive).
     ein_map(stream, EinZeroOf<TC>(), target, ein_const_view(target));
