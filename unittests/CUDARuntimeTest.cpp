@@ -135,10 +135,12 @@ TEST(CUDAMapTest, RowsPathPermutedOuterDimsContiguousInner) {
       x[i] = ein_f32_to_bf16(float(int(i % 97) - 48) / 8);
     for (size_t i = 0; i < bias.size(); ++i)
       bias[i] = ein_f32_to_bf16(float(i) / 4);
-    EinView<ein_bf16_t, 4> vo{
-        out.data() + shift, {b, h, sq, d}, {h * sq * d, sq * d, d, 1}};
-    EinView<const ein_bf16_t, 4> vx{
-        x.data() + shift, {b, h, sq, d}, {sq * row, d, row, 1}};
+    EinView<ein_bf16_t, 4> vo{out.data() + shift,
+                              {b, h, sq, d},
+                              {h * sq * d, sq * d, d, 1}};
+    EinView<const ein_bf16_t, 4> vx{x.data() + shift,
+                                    {b, h, sq, d},
+                                    {sq * row, d, row, 1}};
     EinView<const ein_bf16_t, 4> vb{bias.data(), {b, h, sq, d}, {0, 0, 0, 1}};
     ein_map(nullptr, AddBf16(), vo, vx, vb);
     for (int64_t i0 = 0; i0 < b; ++i0)
@@ -148,8 +150,8 @@ TEST(CUDAMapTest, RowsPathPermutedOuterDimsContiguousInner) {
             float want = ein_to_f32(ein_f32_to_bf16(
                 ein_to_f32(x[shift + i0 * sq * row + i2 * row + i1 * d + i3]) +
                 ein_to_f32(bias[i3])));
-            float got =
-                ein_to_f32(out[shift + ((i0 * h + i1) * sq + i2) * d + i3]);
+            float got = ein_to_f32(
+                out[shift + ((i0 * h + i1) * sq + i2) * d + i3]);
             ASSERT_EQ(got, want) << "variant " << variant;
           }
   }
@@ -616,17 +618,15 @@ void checkBmm(std::mt19937 &rng, int64_t B, int64_t M, int64_t N, int64_t K,
   forEachIndex<3>(bs, [&](const int64_t *i) {
     b.at(i) = ein_cvt<TA>(float(int(rng() % 7) - 3));
   });
-  EinContractStats stats =
-      ein_contract(nullptr, bmmRoles(),
-                   EinView<const TA, 3>{
-                       a.view.data,
-                       {B, M, K},
-                       {a.view.stride[0], a.view.stride[1], a.view.stride[2]}},
-                   EinView<const TA, 3>{
-                       b.view.data,
-                       {B, K, N},
-                       {b.view.stride[0], b.view.stride[1], b.view.stride[2]}},
-                   c.view, false, nullptr, 0);
+  EinContractStats stats = ein_contract(
+      nullptr, bmmRoles(),
+      EinView<const TA, 3>{a.view.data, {B, M, K},
+                           {a.view.stride[0], a.view.stride[1],
+                            a.view.stride[2]}},
+      EinView<const TA, 3>{b.view.data, {B, K, N},
+                           {b.view.stride[0], b.view.stride[1],
+                            b.view.stride[2]}},
+      c.view, false, nullptr, 0);
   if (expectCopies >= 0) {
     EXPECT_EQ(stats.copies, expectCopies);
   }
@@ -680,7 +680,8 @@ TEST(CUDAContractTest, ContiguousOperandsNeedNoCopy) {
       nullptr, bmmRoles(),
       EinView<const float, 3>{a.data(), {B, M, K}, {M * K, K, 1}},
       EinView<const float, 3>{b.data(), {B, K, N}, {K * N, N, 1}},
-      EinView<float, 3>{c.data(), {B, M, N}, {M * N, N, 1}}, false, nullptr, 0);
+      EinView<float, 3>{c.data(), {B, M, N}, {M * N, N, 1}}, false, nullptr,
+      0);
   EXPECT_EQ(stats.copies, 0);
   EXPECT_EQ(stats.gemmCalls, 1);
   for (int64_t q = 0; q < B; ++q)
@@ -708,7 +709,8 @@ TEST(CUDAContractTest, EmptyKGivesZerosAndFp8IsCopiedToTN) {
     bf[i] = float(int(rng() % 5) - 2), b[i] = ein_cvt<ein_f8e4m3_t>(bf[i]);
   EinGemmRoles r{};
   r.m = r.n = r.k = 1;
-  r.aM[0] = 0, r.aK[0] = 1, r.bK[0] = 0, r.bN[0] = 1, r.cM[0] = 0, r.cN[0] = 1;
+  r.aM[0] = 0, r.aK[0] = 1, r.bK[0] = 0, r.bN[0] = 1, r.cM[0] = 0,
+  r.cN[0] = 1;
   EinContractStats stats = ein_contract(
       nullptr, r, EinView<const ein_f8e4m3_t, 2>{a.data(), {M, K}, {K, 1}},
       EinView<const ein_f8e4m3_t, 2>{b.data(), {K, N}, {N, 1}},
