@@ -114,6 +114,31 @@ CASES = [
         "target": ">= 1.5x einops",
         "peer": "einops.reduce(a, 'b c (h 2) (w 2) -> b c h w', 'mean')",
     },
+    {
+        "name": "fused chain f32 (16384,16384): 5 ops, 1 kernel",
+        "source": 'def chain(x: f32["r c"], y: f32["r c"]) -> f32["r c"]:\n'
+                  '    h = relu(x * y + 1.0)\n'
+                  '    return exp(h) - h\n',
+        "fn": "chain",
+        "inputs": [(16384, 16384), (16384, 16384)],
+        "outputs": [(16384, 16384)],
+        "bytes": 3 * 4 * 16384 * 16384,
+        "dtype": "f32",
+        "target": ">= 2x torch eager (one pass over memory)",
+        "peer": "(lambda h: torch.exp(h) - h)(torch.relu(a * b + 1.0))",
+    },
+    {
+        "name": "linear + bias + relu bf16 8192^3 (epilogue)",
+        "source": 'def linear_relu(x: bf16["b d"], w: bf16["k d"], bias: bf16["k"]) -> bf16["b k"]:\n'
+                  '    return relu(einsum(x, w, "b d, k d -> b k") + bias)\n',
+        "fn": "linear_relu",
+        "inputs": [(8192, 8192), (8192, 8192), (8192,)],
+        "outputs": [(8192, 8192)],
+        "flops": 2 * 8192**3,
+        "dtype": "bf16",
+        "target": ">= torch linear + relu",
+        "peer": "torch.relu(torch.nn.functional.linear(a, b, c))",
+    },
 ]
 
 def device_peaks():
@@ -194,11 +219,10 @@ def run(args) -> int:
             continue
         ein_ms = float(proc.stdout.split("ein-time-ms:")[1].split()[0])
         dt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[case["dtype"]]
-        a = torch.zeros(case["inputs"][0], dtype=dt, device="cuda")
-        b = torch.zeros(case["inputs"][1], dtype=dt, device="cuda") if len(case["inputs"]) > 1 else None
-        peer = eval("lambda a, b: " + case["peer"], {"torch": torch, "einops": einops})
-        torch_ms = time_torch(torch, lambda: peer(a, b))
-        del a, b
+        ts = [torch.zeros(shape, dtype=dt, device="cuda") for shape in case["inputs"]]
+        peer = eval("lambda a, b=None, c=None: " + case["peer"], {"torch": torch, "einops": einops})
+        torch_ms = time_torch(torch, lambda: peer(*ts))
+        del ts
         torch.cuda.empty_cache()
         rows.append((case["name"], ein_ms, torch_ms, ""))
     print(f"device: {device}")

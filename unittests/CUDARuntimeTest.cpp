@@ -724,3 +724,52 @@ TEST(CUDAContractTest, EmptyKGivesZerosAndFp8IsCopiedToTN) {
       ASSERT_EQ(c[i * N + j], want);
     }
 }
+
+TEST(CUDAContractTest, EpilogueInCuBLASLtOrAKernel) {
+  // C = relu(alpha * A B + bias), the bias along C's rows or columns, C
+  // row-major (the plan swaps: the GEMM's m is C's n) or column-major:
+  // cuBLASLt's epilogue when the bias runs along the GEMM's m, the kernel
+  // otherwise; the same numbers either way (small integers: exact).
+  std::mt19937 rng(9);
+  const int64_t M = 5, N = 7, K = 4;
+  std::vector<float> a(M * K), b(K * N), bm(M), bn(N);
+  for (auto *v : {&a, &b, &bm, &bn})
+    for (auto &x : *v)
+      x = float(int(rng() % 7) - 3);
+  EinGemmRoles r{};
+  r.m = r.n = r.k = 1;
+  r.aM[0] = 0, r.aK[0] = 1, r.bK[0] = 0, r.bN[0] = 1, r.cM[0] = 0, r.cN[0] = 1;
+  for (bool rowMajor : {true, false})
+    for (bool alongN : {true, false})
+      for (int bits : {int(EIN_EPI_BIAS | EIN_EPI_RELU), int(EIN_EPI_BIAS),
+                       int(EIN_EPI_RELU), 0}) {
+        std::vector<float> c(M * N, -100.0f);
+        EinView<float, 2> cv{c.data(), {M, N}, {1, 1}};
+        cv.stride[0] = rowMajor ? N : 1, cv.stride[1] = rowMajor ? 1 : M;
+        EinEpilogue<float, 2> epi;
+        epi.bits = bits;
+        epi.alpha = 0.5;
+        epi.bias = alongN ? EinView<const float, 2>{bn.data(), {M, N}, {0, 1}}
+                          : EinView<const float, 2>{bm.data(), {M, N}, {1, 0}};
+        EinContractStats stats = ein_contract(
+            nullptr, r, EinView<const float, 2>{a.data(), {M, K}, {K, 1}},
+            EinView<const float, 2>{b.data(), {K, N}, {N, 1}}, cv, false,
+            nullptr, 0, epi);
+        bool inGemm = bits && (!(bits & EIN_EPI_BIAS) || rowMajor == alongN);
+        EXPECT_EQ(stats.epilogueInGemm, inGemm) << rowMajor << alongN << bits;
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            float want = 0;
+            for (int64_t k = 0; k < K; ++k)
+              want += a[i * K + k] * b[k * N + j];
+            want *= 0.5f;
+            if (bits & EIN_EPI_BIAS)
+              want += alongN ? bn[j] : bm[i];
+            if (bits & EIN_EPI_RELU)
+              want = want > 0 ? want : 0;
+            ASSERT_EQ(c[i * cv.stride[0] + j * cv.stride[1]], want)
+                << i << "," << j << " rowMajor=" << rowMajor
+                << " alongN=" << alongN << " bits=" << bits;
+          }
+      }
+}

@@ -456,7 +456,9 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     return reportCommand(args, checked, *file, out);
   }
   if (args.stage == "cuda") {
-    auto source = emitCUDA(checked);
+    CUDAOptions cuda;
+    cuda.fusion = args.cpu.fusion;
+    auto source = emitCUDA(checked, cuda);
     if (!source)
       return source.error().inFileNamed(file->path);
     out << *source;

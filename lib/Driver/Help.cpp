@@ -433,7 +433,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--no-fusion",
      R"(--no-fusion      keep every op its own loop nest: no row tiles, no
                  elementwise op fused into the ops that read it, no
-                 epilogue in a contraction's kernel (the CPU target))"},
+                 epilogue in a contraction's kernel (the CPU target); on
+                 the CUDA targets every op its own ein_map, no GEMM
+                 epilogue)"},
     {"--ranks-run",
      R"(--ranks N        a file with a mesh: run it sharded on N ranks, the
                  product of the mesh's sizes (--mesh tp=2); each rank

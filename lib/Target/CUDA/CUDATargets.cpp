@@ -214,6 +214,7 @@ public:
     CUDAOptions cuda;
     cuda.mainFunction = function;
     cuda.allowTf32 = options.allowTf32;
+    cuda.fusion = options.cpu.fusion;
     auto text = emitCUDA(module, cuda);
     if (!text)
       return text.error();
@@ -264,6 +265,7 @@ public:
                            const TargetOptions &options) const override {
     CUDAOptions cuda;
     cuda.allowTf32 = options.allowTf32;
+    cuda.fusion = options.cpu.fusion;
     cuda.mainFunction = options.mainFunction;
     auto source = emitCUDA(module, cuda);
     if (!source)

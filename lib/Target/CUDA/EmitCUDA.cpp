@@ -25,6 +25,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace ein {
 
@@ -47,7 +48,7 @@ namespace cuda {
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
-  if (fused.count(op) || emitMeshOp(op))
+  if (fused.count(op) || inEpilogue.count(op) || emitMeshOp(op))
     return;
 #define EIN_OP(Kind, Name, OpClass)                                            \
   if (auto o = mlir::dyn_cast<OpClass>(op))                                    \
@@ -97,6 +98,7 @@ std::string FunctionEmitter::emit() {
       values[body.getArgument(i).getAsOpaquePointer()] = v;
     }
   }
+  planEpilogues();
   planFusion();
   std::vector<mlir::Operation *> ops;
   for (mlir::Operation &op : body.without_terminator())
@@ -119,9 +121,14 @@ std::string FunctionEmitter::emit() {
   std::map<mlir::Operation *, size_t> index;
   for (size_t i = 0; i < ops.size(); ++i)
     index[ops[i]] = i;
-  auto readAt = [&](mlir::Operation *op) {
-    while (fused.count(op) && !op->getResult(0).use_empty())
-      op = *op->getResult(0).getUsers().begin();
+  // (An op computed in two functors reads them at the later one.)
+  std::function<size_t(mlir::Operation *)> readAt = [&](mlir::Operation *op) {
+    if (fused.count(op)) {
+      size_t last = 0;
+      for (mlir::Operation *user : op->getResult(0).getUsers())
+        last = std::max(last, readAt(user));
+      return last;
+    }
     auto it = index.find(op);
     return it == index.end() ? ops.size() : it->second;
   };

@@ -277,6 +277,21 @@ private:
   void emitTransform(mlir::Operation *op);
   /// A pairwise einsum: cuBLASLt (Ops/Einsum.cpp).
   void emitContraction(EinsumOp op, const EinsumInfo &info);
+  /// The elementwise ops a contraction computes after its product (see
+  /// planEpilogues): C = relu(alpha * (A x B) + bias), `bits` 1 for the
+  /// bias, 2 for relu (EinEpilogueBits); `result` the last op's value.
+  struct Epilogue {
+    int bits = 0;
+    double alpha = 1;
+    mlir::Value bias;
+    std::vector<int> biasAlignment; // per bias dim, its dim of C
+    std::vector<mlir::Operation *> ops;
+    mlir::Value result;
+  };
+  void planEpilogues();
+  std::string emitEpilogue(const Epilogue &epi, const EinsumInfo &info,
+                           const std::vector<std::string> &rowsC,
+                           mlir::Operation *op);
   /// A value of dtype `to` holding `v` converted (a new temporary).
   ValueView castTo(const ValueView &v, DType to);
   /// The view of one part of a packed tensor (Ops/Pack.cpp).
@@ -291,11 +306,16 @@ private:
 
   // Elementwise fusion (see planFusion).
   void planFusion();
-  std::string
-  expression(mlir::Operation *op,
-             std::vector<std::pair<mlir::Value, std::vector<int>>> &leaves,
-             const std::vector<int> &identity);
+  /// A functor being written: its inputs (value, alignment to the root),
+  /// the locals of fused values read more than once, their definitions.
+  struct FunctorBody {
+    std::vector<std::pair<mlir::Value, std::vector<int>>> leaves;
+    std::map<mlir::Operation *, std::string> locals;
+    std::vector<std::string> lets;
+  };
+  std::string expression(mlir::Operation *op, FunctorBody &body);
   std::vector<int> alignment(mlir::Operation *op, unsigned operand);
+  bool readsInPlace(mlir::Operation *user, mlir::Value v);
   std::set<std::pair<const void *, std::vector<int>>>
   leafSet(mlir::Operation *op);
 
@@ -310,10 +330,12 @@ private:
   int counter = 0;
   size_t opIndex = 0;
   std::map<const void *, ValueView> values;
-  std::map<const void *, size_t> directOutput; // value -> output index
-  std::set<size_t> written;                    // outputs written directly
-  std::vector<size_t> ownerLastUse;            // per temporary
-  std::set<mlir::Operation *> fused;           // inlined into their user
+  std::map<const void *, size_t> directOutput;     // value -> output index
+  std::set<size_t> written;                        // outputs written directly
+  std::vector<size_t> ownerLastUse;                // per temporary
+  std::set<mlir::Operation *> fused;               // inlined into their user
+  std::map<mlir::Operation *, Epilogue> epilogues; // per contraction
+  std::set<mlir::Operation *> inEpilogue;          // computed by one
 };
 
 } // namespace cuda

@@ -460,6 +460,7 @@ buildSharedLibrary(const CheckedModule &module, const std::string &function,
     return Error::program(fmt::format("no function named '{}'", function));
   CUDAOptions cuda;
   cuda.allowTf32 = options.allowTf32;
+  cuda.fusion = options.cpu.fusion;
   cuda.mesh = options.mesh;
   auto emitted = emitCUDA(module, cuda);
   if (!emitted)

@@ -25,6 +25,9 @@ struct CUDAOptions {
   std::string mainFunction;
   /// Let f32 GEMMs use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
   bool allowTf32 = false;
+  /// Fuse elementwise ops over one iteration space into one ein_map
+  /// (`--no-fusion` clears it: every op its own kernel).
+  bool fusion = true;
   /// A sharded function's local program (the module's one function) and
   /// its collectives (docs/distributed.md §4): each all-reduce or
   /// reduce-scatter becomes a call, through the table the source's loader

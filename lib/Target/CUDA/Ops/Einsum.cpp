@@ -10,10 +10,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ein {
@@ -157,27 +160,124 @@ void FunctionEmitter::emitEinsum(EinsumOp op) {
              info->axisSizes, op);
 }
 
+namespace {
+
+/// The GEMM's operand and result types for operands `ti` and result `to`
+/// (cuBLASLt's combinations).
+std::pair<DType, DType> gemmTypes(DType ti, DType to) {
+  if (!isFloat(ti))
+    return {to, to}; // integers: one dtype, wrapping
+  if (to == DType::F64 || ti == DType::F64)
+    return {DType::F64, DType::F64};
+  if (ti == DType::F8E5M2) // e5m2 x e5m2 has no cuBLASLt kernel; exact in f16
+    return {DType::F16, DType::F32};
+  if (!(ti == to && !isFp8(to)) && !(isLowFloat(ti) && to == DType::F32))
+    return {ti, DType::F32};
+  return {ti, to};
+}
+
+/// The value of a constant, if `v` is one (a finite float or an integer).
+std::optional<double> constantValue(mlir::Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  if (auto i = mlir::dyn_cast<mlir::IntegerAttr>(c.getValue()))
+    return double(i.getValue().getSExtValue());
+  double d = mlir::cast<mlir::FloatAttr>(c.getValue()).getValueAsDouble();
+  return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
+}
+
+} // namespace
+
+/// Chooses the elementwise ops each float contraction computes in its
+/// epilogue (EinEpilogue, ein_cuda_contract.cuh: cuBLASLt's
+/// CUBLASLT_MATMUL_DESC_EPILOGUE where it fits, else one kernel over C):
+/// from the product up, each step the single reader of the last, of its
+/// shape and dtype, optionally `* s` (s a constant: alpha; in f16/bf16 a
+/// power of two, exact in the dtype as ein's product rounds it), then
+/// `+ bias` (a tensor computed before the contraction that broadcasts
+/// into C), then `relu`. gelu is not folded: cuBLASLt's GELU epilogue is
+/// the tanh approximation, and its f32 formula is not ein_gelu_tanh's.
+void FunctionEmitter::planEpilogues() {
+  if (!options.fusion)
+    return;
+  for (mlir::Operation &o : func.getBody().front()) {
+    auto op = mlir::dyn_cast<EinsumOp>(o);
+    if (!op || op.getInputs().size() != 2)
+      continue;
+    DType ti = tensorType(op.getInputs()[0]).getDType();
+    DType to = tensorType(op.getResult()).getDType();
+    auto [gemmIn, gemmOut] = gemmTypes(ti, to);
+    if (gemmIn != ti || gemmOut != to ||
+        !(to == DType::F32 || to == DType::F16 || to == DType::BF16))
+      continue;
+    Epilogue epi;
+    mlir::Value cur = op.getResult();
+    // The single elementwise reader of `cur` reading it in place, if its
+    // function is `name`.
+    auto next = [&](const char *name) -> ElementwiseOp {
+      if (!cur.hasOneUse())
+        return nullptr;
+      auto user = mlir::dyn_cast<ElementwiseOp>(*cur.getUsers().begin());
+      if (!user || user.getInfo().name != name ||
+          tensorType(user.getResult()).getDType() != to ||
+          !readsInPlace(user, cur))
+        return nullptr;
+      return user;
+    };
+    if (auto mul = next("mul")) {
+      mlir::Value other = mul.getInputs()[mul.getInputs()[0] == cur ? 1 : 0];
+      auto s = constantValue(other);
+      int exponent = 0;
+      bool exact =
+          s && (to == DType::F32 || (std::frexp(*s, &exponent) == 0.5 &&
+                                     exponent > -13 && exponent < 16));
+      if (exact && other != cur) {
+        epi.alpha = to == DType::F32 ? double(float(*s)) : *s;
+        epi.ops.push_back(mul);
+        cur = mul.getResult();
+      }
+    }
+    if (auto add = next("add")) {
+      unsigned k = add.getInputs()[0] == cur ? 1 : 0;
+      mlir::Value bias = add.getInputs()[k];
+      mlir::Operation *def = bias.getDefiningOp();
+      auto al = alignment(add, k);
+      bool aligned = std::find(al.begin(), al.end(), -1) == al.end();
+      if (bias != cur && aligned && (!def || def->isBeforeInBlock(op)) &&
+          !(def && mlir::isa<ConstantOp>(def))) {
+        epi.bits |= 1; // EIN_EPI_BIAS
+        epi.bias = bias;
+        epi.biasAlignment = al;
+        epi.ops.push_back(add);
+        cur = add.getResult();
+      }
+    }
+    if (auto relu = next("relu")) {
+      epi.bits |= 2; // EIN_EPI_RELU
+      epi.ops.push_back(relu);
+      cur = relu.getResult();
+    }
+    if (epi.ops.empty())
+      continue;
+    for (mlir::Operation *member : epi.ops)
+      inEpilogue.insert(member);
+    epi.result = cur;
+    epilogues[op] = epi;
+  }
+}
+
 /// C[batch, m, n] = sum_k A[batch, m, k] B[batch, k, n] over the elementary
 /// axes; an axis of one operand alone is a k axis the other reads with
 /// stride 0.
 void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
-  mlir::Value result = op.getResult();
+  auto epilogue = epilogues.find(op);
+  mlir::Value result =
+      epilogue == epilogues.end() ? op.getResult() : epilogue->second.result;
   DType to = tensorType(result).getDType();
   ValueView a = view(op.getInputs()[0], op), b = view(op.getInputs()[1], op);
   DType ti = a.dtype;
-  // The GEMM's operand and result types (cuBLASLt's combinations).
-  DType gemmIn = ti, gemmOut = to;
-  if (!isFloat(ti)) {
-    gemmIn = gemmOut = to; // integers: one dtype, wrapping
-  } else if (to == DType::F64 || ti == DType::F64) {
-    gemmIn = gemmOut = DType::F64;
-  } else if (ti == DType::F8E5M2) {
-    gemmIn = DType::F16; // e5m2 x e5m2 has no cuBLASLt kernel; exact in f16
-    gemmOut = DType::F32;
-  } else if (!(ti == to && !isFp8(to)) &&
-             !(isLowFloat(ti) && to == DType::F32)) {
-    gemmOut = DType::F32;
-  }
+  auto [gemmIn, gemmOut] = gemmTypes(ti, to);
   if (gemmIn != ti) {
     a = castTo(a, gemmIn);
     b = castTo(b, gemmIn);
@@ -227,11 +327,15 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
   for (const std::vector<int> &positions : gemmRoles.positions())
     fmt::format_to(out(), ", {{{}}}", fmt::join(positions, ", "));
   fmt::format_to(out(), "}};\n");
+  std::string epi;
+  if (epilogue != epilogues.end()) {
+    epi = ", " + emitEpilogue(epilogue->second, info, rowsC, op);
+  }
   fmt::format_to(out(),
                  "  {{\n    size_t bytes = 0;\n    void *workspace = "
                  "ein_workspace(&bytes);\n    ein_contract(stream, {}, {}, {}, "
-                 "{}, {}, workspace, bytes);\n  }}\n",
-                 roles, pa, pb, pc, options.allowTf32 ? "true" : "false");
+                 "{}, {}, workspace, bytes{});\n  }}\n",
+                 roles, pa, pb, pc, options.allowTf32 ? "true" : "false", epi);
   if (gemmOut != to)
     fmt::format_to(out(),
                    "  ein_map(stream, EinCastTo<{}>(), {}, "
@@ -242,6 +346,42 @@ void FunctionEmitter::emitContraction(EinsumOp op, const EinsumInfo &info) {
     owners.push_back(owner);
   define(result, w, owners);
   (void)gemmOwner; // freed with the ops' other temporaries after this op
+}
+
+/// Declares the EinEpilogue of a contraction writing C picked as the
+/// elementary axes `rowsC`; returns its name.
+std::string FunctionEmitter::emitEpilogue(const Epilogue &epi,
+                                          const EinsumInfo &info,
+                                          const std::vector<std::string> &rowsC,
+                                          mlir::Operation *op) {
+  DType to = tensorType(epi.result).getDType();
+  std::string name = fresh("epi");
+  fmt::format_to(out(), "  EinEpilogue<{}, {}> {};\n", storageType(to),
+                 rowsC.size(), name);
+  std::vector<std::string> bits;
+  if (epi.bits & 1)
+    bits.push_back("EIN_EPI_BIAS");
+  if (epi.bits & 2)
+    bits.push_back("EIN_EPI_RELU");
+  if (bits.empty())
+    bits.push_back("0");
+  fmt::format_to(out(), "  {}.bits = {};\n  {}.alpha = {:a};\n", name,
+                 fmt::join(bits, " | "), name, epi.alpha);
+  if (epi.bits & 1) {
+    // The bias split into the axes of the output dims it lands on, then
+    // picked as C (stride 0 along the axes it lacks).
+    const ValueView &bias = view(epi.bias, op);
+    std::vector<std::vector<std::string>> groups;
+    for (int d : epi.biasAlignment)
+      groups.push_back(info.outputGroups[d]);
+    std::vector<std::string> axes;
+    std::string e =
+        split(bias.name, bias.dtype, true, groups, info.axisSizes, axes, op);
+    std::string p = pick(e, bias.dtype, axes, rowsC,
+                         axisSizeTexts(rowsC, info.axisSizes, op));
+    fmt::format_to(out(), "  {}.bias = {};\n", name, p);
+  }
+  return name;
 }
 
 #endif // EIN_CUDA_DESCRIBE_ONLY

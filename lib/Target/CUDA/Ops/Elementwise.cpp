@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -60,62 +60,99 @@ std::vector<int> FunctionEmitter::alignment(mlir::Operation *op,
   return al.rhs;
 }
 
-/// The distinct tensor inputs of the tree rooted at `op` (its fused
+/// The distinct tensor inputs of the functor rooted at `op` (its fused
 /// operands inlined), keyed by value and alignment to the root.
 std::set<std::pair<const void *, std::vector<int>>>
 FunctionEmitter::leafSet(mlir::Operation *op) {
   std::set<std::pair<const void *, std::vector<int>>> set;
-  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
-    mlir::Value v = op->getOperand(i);
-    mlir::Operation *def = v.getDefiningOp();
-    if (def && mlir::isa<ConstantOp>(def))
+  std::set<mlir::Operation *> seen;
+  std::vector<mlir::Operation *> work = {op};
+  while (!work.empty()) {
+    mlir::Operation *o = work.back();
+    work.pop_back();
+    if (!seen.insert(o).second)
       continue;
-    if (def && fused.count(def)) {
-      auto inner = leafSet(def);
-      set.insert(inner.begin(), inner.end());
-    } else {
-      set.insert({v.getAsOpaquePointer(), alignment(op, i)});
+    for (unsigned i = 0; i < o->getNumOperands(); ++i) {
+      mlir::Value v = o->getOperand(i);
+      mlir::Operation *def = v.getDefiningOp();
+      if (def && mlir::isa<ConstantOp>(def))
+        continue;
+      if (def && fused.count(def))
+        work.push_back(def);
+      else
+        set.insert({v.getAsOpaquePointer(), alignment(o, i)});
     }
   }
   return set;
 }
 
-/// Chooses the elementwise ops computed inside their user's functor: a
-/// single-use result of the user's own shape that the function does not
-/// return. A functor takes at most 4 inputs (ein_map): when inlining would
-/// exceed that, the operands with the most inputs are computed apart.
-/// Constants are literals in every elementwise user.
-void FunctionEmitter::planFusion() {
-  for (mlir::Operation &op : func.getBody().front()) {
-    if (!isElementwise(&op) || mlir::isa<ConstantOp>(op))
+/// Whether every use of `v` by `user` reads it element for element: the
+/// user's shape, no broadcast.
+bool FunctionEmitter::readsInPlace(mlir::Operation *user, mlir::Value v) {
+  if (tensorType(v).getShape() != tensorType(user->getResult(0)).getShape())
+    return false;
+  for (unsigned i = 0; i < user->getNumOperands(); ++i) {
+    if (user->getOperand(i) != v)
       continue;
-    std::vector<mlir::Operation *> candidates;
-    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
-      mlir::Value v = op.getOperand(i);
-      mlir::Operation *def = v.getDefiningOp();
-      if (!def || !isElementwise(def) || mlir::isa<ConstantOp>(def) ||
-          !v.hasOneUse() || directOutput.count(v.getAsOpaquePointer()))
-        continue;
-      if (tensorType(v).getShape() != tensorType(op.getResult(0)).getShape())
-        continue;
-      auto al = alignment(&op, i);
-      bool identity = true;
-      for (size_t d = 0; d < al.size(); ++d)
-        identity = identity && al[d] == static_cast<int>(d);
-      if (identity)
-        candidates.push_back(def);
+    auto al = alignment(user, i);
+    for (size_t d = 0; d < al.size(); ++d)
+      if (al[d] != static_cast<int>(d))
+        return false;
+  }
+  return true;
+}
+
+/// Chooses the elementwise ops computed inside another op's functor, so
+/// that a chain or DAG of elementwise ops over one iteration space is one
+/// ein_map and its intermediates never reach memory. Walking backwards, an
+/// op joins the functor of its users when every user is an elementwise op
+/// of that one functor that reads it in place (same shape, no broadcast)
+/// and the function does not return it; a value read more than once is
+/// computed once, into a local of the functor (expression). An op read so
+/// by two functors is computed in both. The functor
+/// takes at most 4 inputs (ein_map): an op whose joining would exceed that
+/// is computed apart. Constants are literals in every elementwise user.
+/// `--no-fusion` (CUDAOptions::fusion) keeps every op its own ein_map.
+void FunctionEmitter::planFusion() {
+  if (!options.fusion)
+    return;
+  std::map<mlir::Operation *, mlir::Operation *> rootOf;
+  std::vector<mlir::Operation *> ops;
+  for (mlir::Operation &op : func.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    mlir::Operation *op = *it;
+    if (!isElementwise(op) || mlir::isa<ConstantOp>(op) || inEpilogue.count(op))
+      continue;
+    rootOf[op] = op;
+    mlir::Value v = op->getResult(0);
+    if (v.use_empty() || directOutput.count(v.getAsOpaquePointer()))
+      continue;
+    // The functors reading v (null: an op recomputed in its readers).
+    std::set<mlir::Operation *> roots;
+    bool inPlace = true;
+    for (mlir::Operation *user : v.getUsers()) {
+      auto r = rootOf.find(user);
+      inPlace =
+          inPlace && r != rootOf.end() && r->second && readsInPlace(user, v);
+      if (!inPlace)
+        break;
+      roots.insert(r->second);
     }
-    for (auto *c : candidates)
-      fused.insert(c);
-    while (leafSet(&op).size() > 4 && !candidates.empty()) {
-      auto widest =
-          std::max_element(candidates.begin(), candidates.end(),
-                           [&](mlir::Operation *a, mlir::Operation *b) {
-                             return leafSet(a).size() < leafSet(b).size();
-                           });
-      fused.erase(*widest);
-      candidates.erase(widest);
+    // Read by one functor: computed there. Read by two: recomputed in both
+    // (reading its inputs twice costs no more than writing it once and
+    // reading it twice), and then not a functor its operands can join.
+    if (!inPlace || roots.size() > 2)
+      continue;
+    fused.insert(op);
+    bool fits = true;
+    for (mlir::Operation *root : roots)
+      fits = fits && leafSet(root).size() <= 4;
+    if (!fits) {
+      fused.erase(op);
+      continue;
     }
+    rootOf[op] = roots.size() == 1 ? *roots.begin() : nullptr;
   }
 }
 
@@ -141,10 +178,10 @@ std::string literal(ConstantOp op, DType dtype) {
 
 /// The C++ expression computing `op`'s element (in its storage type) from
 /// the functor's parameters `a0, a1, ...`; `leaves` collects the inputs.
-std::string FunctionEmitter::expression(
-    mlir::Operation *op,
-    std::vector<std::pair<mlir::Value, std::vector<int>>> &leaves,
-    const std::vector<int> &identity) {
+/// A fused operand read more than once is computed once into a local
+/// (`const T xN = ...;` appended to `lets`, `locals` naming it).
+std::string FunctionEmitter::expression(mlir::Operation *op,
+                                        FunctorBody &body) {
   DType t = tensorType(op->getResult(0)).getDType();
   const char *T = storageType(t);
   if (auto c = mlir::dyn_cast<ConstantOp>(op))
@@ -153,17 +190,34 @@ std::string FunctionEmitter::expression(
   for (unsigned i = 0; i < op->getNumOperands(); ++i) {
     mlir::Value v = op->getOperand(i);
     mlir::Operation *def = v.getDefiningOp();
-    if (def && (mlir::isa<ConstantOp>(def) || fused.count(def))) {
-      args.push_back(expression(def, leaves, identity));
+    if (def && mlir::isa<ConstantOp>(def)) {
+      args.push_back(expression(def, body));
+      continue;
+    }
+    if (def && fused.count(def)) {
+      if (v.hasOneUse()) {
+        args.push_back(expression(def, body));
+        continue;
+      }
+      auto local = body.locals.find(def);
+      if (local == body.locals.end()) {
+        std::string e = expression(def, body);
+        std::string name = fmt::format("x{}", body.locals.size());
+        body.lets.push_back(fmt::format(
+            "const {} {} = {};",
+            storageType(tensorType(def->getResult(0)).getDType()), name, e));
+        local = body.locals.emplace(def, name).first;
+      }
+      args.push_back(local->second);
       continue;
     }
     auto al = alignment(op, i);
     size_t k = 0;
-    while (k < leaves.size() &&
-           !(leaves[k].first == v && leaves[k].second == al))
+    while (k < body.leaves.size() &&
+           !(body.leaves[k].first == v && body.leaves[k].second == al))
       ++k;
-    if (k == leaves.size())
-      leaves.push_back({v, al});
+    if (k == body.leaves.size())
+      body.leaves.push_back({v, al});
     args.push_back(fmt::format("a{}", k));
   }
   if (mlir::isa<CastOp>(op))
@@ -183,11 +237,9 @@ void FunctionEmitter::emitFusedTree(mlir::Operation *root) {
   mlir::Value result = root->getResult(0);
   EinTensorType rt = tensorType(result);
   size_t rank = rt.getShape().size();
-  std::vector<int> identity(rank);
-  for (size_t d = 0; d < rank; ++d)
-    identity[d] = static_cast<int>(d);
-  std::vector<std::pair<mlir::Value, std::vector<int>>> leaves;
-  std::string body = expression(root, leaves, identity);
+  FunctorBody body;
+  std::string value = expression(root, body);
+  auto &leaves = body.leaves;
   std::string functor =
       fmt::format("ein_{}_fn{}", cName(fn.name), functorCount++);
   std::vector<std::string> params, views;
@@ -203,6 +255,9 @@ void FunctionEmitter::emitFusedTree(mlir::Operation *root) {
     views.push_back(
         fmt::format("ein_pick<{}>({}, \"{}\", {})", rank, leaf.name, mask, z));
   }
+  std::string lets;
+  for (auto &l : body.lets)
+    lets += "    " + l + "\n";
   if (leaves.empty()) { // only constants: read one dummy element
     int owner = newOwner();
     std::string s = fresh("s");
@@ -216,9 +271,9 @@ void FunctionEmitter::emitFusedTree(mlir::Operation *root) {
   }
   fmt::format_to(std::back_inserter(functors),
                  "struct {} {{\n  EIN_HD {} operator()({}) const {{\n"
-                 "    return {};\n  }}\n}};\n",
+                 "{}    return {};\n  }}\n}};\n",
                  functor, storageType(rt.getDType()), fmt::join(params, ", "),
-                 body);
+                 lets, value);
   int owner;
   std::string w = destination(result, owner);
   fmt::format_to(out(), "  ein_map(stream, {}(), {}, {});\n", functor, w,

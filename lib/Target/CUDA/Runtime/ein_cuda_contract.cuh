@@ -38,6 +38,7 @@ template <typename T> struct EinIsFp8 {
 struct EinContractStats {
   int copies = 0;
   int64_t gemmCalls = 0;
+  bool epilogueInGemm = false; // the epilogue ran in cuBLASLt's
 };
 
 /// A functor giving 0 in T: the result of a contraction over empty k.
@@ -169,20 +170,74 @@ inline int64_t ein_contract_int(cudaStream_t stream, const EinGemmPlan &plan,
   });
 }
 
+/// What a contraction applies to its product before writing C (the
+/// emitter folds the elementwise ops reading only the product into it):
+/// C = act(alpha * (A x B) + bias), act relu when `bits` has EIN_EPI_RELU,
+/// bias read at C's positions (stride 0 where it broadcasts) when it has
+/// EIN_EPI_BIAS.
+template <typename TC, int RC> struct EinEpilogue {
+  int bits = 0;
+  double alpha = 1;
+  EinView<const TC, RC> bias{};
+};
+
+/// The epilogue as a kernel over the written C (when cuBLASLt cannot take
+/// it: ein_contract), computed in f32 and rounded once, as cuBLASLt does.
+template <typename TC> struct EinEpilogueFn {
+  int bits;
+  EIN_HD TC operator()(TC v, TC bias) const {
+    auto x = EinCompute<TC>::load(v);
+    if (bits & EIN_EPI_BIAS)
+      x = x + EinCompute<TC>::load(bias);
+    if (bits & EIN_EPI_RELU)
+      x = ein_relu(x);
+    return ein_cvt<TC>(x);
+  }
+};
+
+/// Whether cuBLASLt's epilogue computes `epi` for `plan` with D `target`:
+/// a float GEMM (not fp8) written in place, the bias varying only along
+/// the GEMM's m axes (C's m, or n when the plan swaps the operands), with
+/// C's strides there (contiguous: one element per row of D).
+template <typename TC, int RC>
+inline bool ein_epilogue_in_gemm(const EinGemmRoles &roles,
+                                 const EinGemmPlan &plan, int copies,
+                                 const EinView<TC, RC> &c,
+                                 const EinEpilogue<TC, RC> &epi, int fp8) {
+  if (!epi.bits || (copies & EIN_GEMM_COPY_C) || fp8 ||
+      std::is_same<TC, double>::value)
+    return false;
+  if (!(epi.bits & EIN_EPI_BIAS))
+    return true;
+  bool rows[EIN_GEMM_MAX_AXES] = {false};
+  for (int i = 0; i < (plan.swapped ? roles.n : roles.m); ++i)
+    rows[plan.swapped ? roles.cN[i] : roles.cM[i]] = true;
+  for (int d = 0; d < RC; ++d)
+    if (c.size[d] != 1 &&
+        epi.bias.stride[d] != (rows[d] ? c.stride[d] : int64_t(0)))
+      return false;
+  return true;
+}
+
 /// C = A x B over `roles` (C's dtype the einsum's result, the accumulation
-/// f32, f64 for f64 operands). `allowTf32` lets cuBLASLt round f32 operands
-/// to TF32; fp8 operands are laid out k-contiguous as cuBLASLt's FP8 path
-/// requires (a copy when they are not). `workspace` is cuBLASLt's.
+/// f32, f64 for f64 operands), then `epi` (cuBLASLt's epilogue when it
+/// fits, ein_epilogue_in_gemm, else a kernel over C). `allowTf32` lets
+/// cuBLASLt round f32 operands to TF32; fp8 operands are laid out
+/// k-contiguous as cuBLASLt's FP8 path requires (a copy when they are
+/// not). `workspace` is cuBLASLt's.
 template <typename TA, typename TB, typename TC, int RA, int RB, int RC>
 inline EinContractStats
 ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
              EinView<const TA, RA> a, EinView<const TB, RB> b,
              EinView<TC, RC> c, bool allowTf32, void *workspace,
-             size_t workspaceBytes) {
+             size_t workspaceBytes,
+             const EinEpilogue<TC, RC> &epi = EinEpilogue<TC, RC>()) {
   static_assert(RA <= EIN_GEMM_MAX_AXES && RB <= EIN_GEMM_MAX_AXES &&
                     RC <= EIN_GEMM_MAX_AXES,
                 "ein_contract: rank above EIN_GEMM_MAX_AXES");
   const int fp8 = EinIsFp8<TA>::value || EinIsFp8<TB>::value;
+  if (EinIsInt<TC>::value && (epi.bits || epi.alpha != 1))
+    ein_fail("ein_contract: an epilogue on an integer contraction");
   EinContractStats stats;
   EinGemmPlan plan;
   stats.copies = ein_gemm_plan(&roles, ein_gemm_view(a), ein_gemm_view(b),
@@ -208,6 +263,9 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
   bool empty = plan.m == 0 || plan.n == 0 || plan.batch == 0;
   for (int i = 0; i < plan.outerCount; ++i)
     empty = empty || plan.outerSize[i] == 0;
+  stats.epilogueInGemm =
+      !empty && plan.k != 0 &&
+      ein_epilogue_in_gemm(roles, plan, stats.copies, c, epi, fp8);
   if (!empty && plan.k == 0) {
     // Nothing to sum: zeros (cuBLASLt's k must be positive).
     ein_map(stream, EinZeroOf<TC>(), target, ein_const_view(target));
@@ -234,21 +292,37 @@ ein_contract(cudaStream_t stream, const EinGemmRoles &roles,
       g.ldc = g.ldd = plan.ldc;
       g.stride_c = g.stride_d = plan.strideC;
       g.batch = plan.batch;
-      g.alpha = 1, g.beta = 0;
+      g.alpha = epi.alpha, g.beta = 0;
+      if (stats.epilogueInGemm) {
+        g.epilogue = epi.bits;
+        g.bias = epi.bias.data;
+      }
       // One GEMM per step of the batch axes that do not merge.
-      stats.gemmCalls = ein_for_each_outer_step(plan, [&](const int64_t *off) {
+      bool refused = false;
+      auto step = [&](const int64_t *off) {
         g.a = plan.swapped ? (const void *)(b.data + off[1])
                            : (const void *)(a.data + off[0]);
         g.b = plan.swapped ? (const void *)(a.data + off[0])
                            : (const void *)(b.data + off[1]);
         g.c = nullptr;
         g.d = target.data + off[2];
-        ein_gemm(g, workspace, workspaceBytes, stream);
-      });
+        refused = !ein_gemm(g, workspace, workspaceBytes, stream) || refused;
+      };
+      stats.gemmCalls = ein_for_each_outer_step(plan, step);
+      if (refused) {
+        // No cuBLASLt algorithm took the epilogue (at some step): every
+        // step again without it, then the kernel.
+        g.epilogue = 0, g.bias = nullptr;
+        stats.epilogueInGemm = false;
+        stats.gemmCalls += ein_for_each_outer_step(plan, step);
+      }
     }
   }
   if (copyC)
     ein_copy(stream, c, ein_const_view(target));
+  if (!empty && epi.bits && !stats.epilogueInGemm)
+    ein_map(stream, EinEpilogueFn<TC>{epi.bits}, c, ein_const_view(c),
+            epi.bits & EIN_EPI_BIAS ? epi.bias : ein_const_view(c));
   if (copyA)
     EIN_CUDA_CHECK(cudaFreeAsync(copyA, stream));
   if (copyB)

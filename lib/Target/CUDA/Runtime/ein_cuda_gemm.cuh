@@ -13,6 +13,12 @@ enum EinDType {
   EIN_DT_F8E5M2
 };
 
+/// A GEMM's epilogue, cuBLASLt's CUBLASLT_MATMUL_DESC_EPILOGUE: bits of
+/// what is applied, in f32, to each element of alpha * op(A) op(B) + beta *
+/// C before it is rounded to D: + bias[i] (a vector of m elements of D's
+/// dtype, one per row, the same for every column and batch), then relu.
+enum EinEpilogueBits { EIN_EPI_BIAS = 1, EIN_EPI_RELU = 2 };
+
 /// D[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] for b < batch, cuBLASLt's
 /// definition: column-major, op(A) is m x k (A is m x k with leading
 /// dimension lda >= m, or k x m with lda >= k when transa), op(B) k x n,
@@ -42,6 +48,8 @@ struct EinGemm {
   int64_t batch;
   double alpha, beta;
   const float *a_scale, *b_scale, *d_scale;
+  int epilogue;     // EinEpilogueBits (0: none)
+  const void *bias; // EIN_EPI_BIAS: m elements of d_type, contiguous
 };
 
 inline bool ein_is_fp8(EinDType t) {
@@ -81,6 +89,12 @@ inline const char *ein_gemm_check(const EinGemm &g) {
     return "compute_64f needs f64 operands";
   if (!g.compute_64f && (g.a_type == EIN_DT_F64 || g.d_type == EIN_DT_F64))
     return "f64 operands need compute_64f";
+  if (g.epilogue & ~(EIN_EPI_BIAS | EIN_EPI_RELU))
+    return "an unknown epilogue";
+  if (g.epilogue && (fp8 || g.compute_64f))
+    return "an epilogue on an fp8 or f64 GEMM";
+  if ((g.epilogue & EIN_EPI_BIAS) && !g.bias)
+    return "a bias epilogue without a bias";
   return nullptr;
 }
 
@@ -159,6 +173,7 @@ struct EinGemmPlanCached {
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc, ld;
   cublasLtMatmulAlgo_t algo;
+  bool found; // false: no algorithm takes this epilogue
 };
 
 /// What the cached set-up depends on: every field of the descriptor but the
@@ -201,6 +216,24 @@ inline EinGemmPlanCached ein_gemm_setup(const EinGemm &g, const uint32_t *align,
           p.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &g.d_scale,
           sizeof(g.d_scale)));
   }
+  if (g.epilogue) {
+    const cublasLtEpilogue_t epilogue[4] = {
+        CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS,
+        CUBLASLT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_RELU_BIAS};
+    EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue[g.epilogue],
+        sizeof(epilogue[g.epilogue])));
+  }
+  if (g.epilogue & EIN_EPI_BIAS) {
+    const cudaDataType_t biasType = ein_cuda_dtype(g.d_type);
+    const int64_t biasStride = 0; // one vector for every batch
+    EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+        sizeof(biasType)));
+    EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        p.op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
+        sizeof(biasStride)));
+  }
   p.la = ein_gemm_layout(g.a_type, g.transa ? g.k : g.m, g.transa ? g.m : g.k,
                          g.lda, g.batch, g.stride_a);
   p.lb = ein_gemm_layout(g.b_type, g.transb ? g.n : g.k, g.transb ? g.k : g.n,
@@ -226,7 +259,8 @@ inline EinGemmPlanCached ein_gemm_setup(const EinGemm &g, const uint32_t *align,
                                                   p.la, p.lb, p.lc, p.ld, pref,
                                                   1, &heuristic, &found));
   cublasLtMatmulPreferenceDestroy(pref);
-  if (found == 0)
+  p.found = found != 0;
+  if (!p.found && !g.epilogue)
     ein_fail("ein_gemm: cuBLASLt has no algorithm for this descriptor");
   p.algo = heuristic.algo;
   return p;
@@ -235,13 +269,14 @@ inline EinGemmPlanCached ein_gemm_setup(const EinGemm &g, const uint32_t *align,
 /// Runs `g` on `stream` with cuBLASLt's first heuristic choice within
 /// `workspaceBytes` of `workspace` (32 MiB is plenty on Hopper); the
 /// set-up is made once per shape, layout, dtypes and alignment and kept for
-/// the life of the process.
-inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
+/// the life of the process. Returns false, running nothing, when no
+/// algorithm takes g's epilogue (the caller applies it apart).
+inline bool ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
                      cudaStream_t stream) {
   if (const char *why = ein_gemm_check(g))
     ein_fail(why);
   if (g.m == 0 || g.n == 0)
-    return;
+    return true;
   // With beta == 0 cuBLASLt does not read C; it still wants a pointer.
   const void *c = g.beta != 0 || g.c ? g.c : g.d;
   EinGemmKey key;
@@ -259,6 +294,7 @@ inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
   key.g.batch = g.batch;
   key.g.a_scale = g.a_scale, key.g.b_scale = g.b_scale;
   key.g.d_scale = g.d_scale;
+  key.g.epilogue = g.epilogue; // the bias pointer is set at each call
   key.align[0] = ein_alignment(g.a);
   key.align[1] = ein_alignment(g.b);
   key.align[2] = ein_alignment(c);
@@ -266,15 +302,18 @@ inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
   key.workspaceBytes = workspaceBytes;
   static std::mutex mutex;
   static std::map<EinGemmKey, EinGemmPlanCached> cache;
-  EinGemmPlanCached plan;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it == cache.end())
-      it = cache.emplace(key, ein_gemm_setup(g, key.align, workspaceBytes))
-               .first;
-    plan = it->second;
-  }
+  // Held until the matmul is queued: the bias pointer is an attribute of
+  // the shared descriptor, read by cublasLtMatmul.
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, ein_gemm_setup(g, key.align, workspaceBytes)).first;
+  const EinGemmPlanCached &plan = it->second;
+  if (!plan.found)
+    return false;
+  if (g.epilogue & EIN_EPI_BIAS)
+    EIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
   const float alpha32 = float(g.alpha), beta32 = float(g.beta);
   const void *alpha = g.compute_64f ? (const void *)&g.alpha : &alpha32;
   const void *beta = g.compute_64f ? (const void *)&g.beta : &beta32;
@@ -282,6 +321,7 @@ inline void ein_gemm(const EinGemm &g, void *workspace, size_t workspaceBytes,
                                   plan.la, g.b, plan.lb, beta, c, plan.lc, g.d,
                                   plan.ld, &plan.algo, workspace,
                                   workspaceBytes, stream));
+  return true;
 }
 
 #else // the emulation's reference
@@ -348,20 +388,25 @@ template <typename Acc> inline void ein_gemm_reference(const EinGemm &g) {
         if (g.beta != 0)
           v += Acc(g.beta) * Acc(ein_gemm_load(g.c, g.c_type,
                                                b * g.stride_c + i + j * g.ldc));
+        if (g.epilogue & EIN_EPI_BIAS)
+          v += Acc(ein_gemm_load(g.bias, g.d_type, i));
+        if (g.epilogue & EIN_EPI_RELU)
+          v = ein_relu(v);
         ein_gemm_store<Acc>(g.d, g.d_type, b * g.stride_d + i + j * g.ldd,
                             scaleD * v);
       }
 }
 
 /// The emulation's stand-in for cuBLASLt: the same descriptor, read by a
-/// plain loop (the workspace is unused).
-inline void ein_gemm(const EinGemm &g, void *, size_t, cudaStream_t) {
+/// plain loop (the workspace is unused); every epilogue is taken.
+inline bool ein_gemm(const EinGemm &g, void *, size_t, cudaStream_t) {
   if (const char *why = ein_gemm_check(g))
     ein_fail(why);
   if (g.compute_64f)
     ein_gemm_reference<double>(g);
   else
     ein_gemm_reference<float>(g);
+  return true;
 }
 
 #endif // __CUDACC__

@@ -110,6 +110,10 @@ void instantiateEverything(cudaStream_t s) {
   EinView<const float, 3> f3{nullptr, {1, 1, 1}, {1, 1, 1}};
   EinView<float, 4> f4{nullptr, {1, 1, 1, 1}, {1, 1, 1, 1}};
   ein_contract(s, roles, f3, f3, f4, false, nullptr, 0);
+  // Epilogues (cuBLASLt's or the kernel): f32 and bf16 results.
+  EinEpilogue<float, 4> epi4;
+  epi4.bits = EIN_EPI_BIAS | EIN_EPI_RELU;
+  ein_contract(s, roles, f3, f3, f4, false, nullptr, 0, epi4);
   EinView<const double, 2> d2{nullptr, {1, 1}, {1, 1}};
   EinView<double, 2> d2o{nullptr, {1, 1}, {1, 1}};
   ein_contract(s, roles, d2, d2, d2o, false, nullptr, 0);
@@ -118,6 +122,11 @@ void instantiateEverything(cudaStream_t s) {
   EinView<float, 2> f2{nullptr, {1, 1}, {1, 1}};
   ein_contract(s, roles, h2, h2, f2, false, nullptr, 0);
   ein_contract(s, roles, b2, b2, f2, false, nullptr, 0);
+  EinView<ein_bf16_t, 2> b2o{nullptr, {1, 1}, {1, 1}};
+  EinEpilogue<ein_bf16_t, 2> epib;
+  epib.bits = EIN_EPI_RELU;
+  epib.alpha = 0.5;
+  ein_contract(s, roles, b2, b2, b2o, false, nullptr, 0, epib);
   EinView<const ein_f8e4m3_t, 2> e2{nullptr, {1, 1}, {1, 1}};
   EinView<const ein_f8e5m2_t, 2> m2{nullptr, {1, 1}, {1, 1}};
   EinView<ein_bf16_t, 2> bo{nullptr, {1, 1}, {1, 1}};
