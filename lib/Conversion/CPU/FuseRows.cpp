@@ -200,7 +200,10 @@ std::tuple<bool, bool> fuseIntoTile(mlir::OpResult producer,
 /// fold-unit-extent-dims, reshapes folded) leaves the `b s` values read
 /// through `(b, s, d) -> (b, s)`, which rowLoops recognises, and no
 /// reshape between the ops a tile takes in. Contractions keep their dims:
-/// ein-tile-contractions reads their loops as written.
+/// ein-tile-contractions reads their loops as written. So do ops nested in
+/// a region (a take's gather under its bounds check, `scf.if`): the
+/// reshapes the pattern makes there take sizes defined in the region,
+/// which the affine loops made later cannot use as bounds.
 void dropUnitDims(mlir::ModuleOp module) {
   mlir::MLIRContext *context = module.getContext();
   mlir::RewritePatternSet patterns(context);
@@ -208,7 +211,7 @@ void dropUnitDims(mlir::ModuleOp module) {
   options.controlFn = [](mlir::Operation *op) {
     auto generic = llvm::dyn_cast<linalg::GenericOp>(op);
     if (!generic || linalg::isaContractionOpInterface(generic) ||
-        generic->getParentOfType<mlir::scf::ForallOp>())
+        !llvm::isa<mlir::func::FuncOp>(generic->getParentOp()))
       return llvm::SmallVector<unsigned>{};
     return llvm::to_vector(llvm::seq<unsigned>(0, generic.getNumLoops()));
   };
