@@ -36,7 +36,9 @@ Categories:
               INT_MIN, negative exponents of 0), several-result
               functions, einsums of 1-5 operands (executed pairwise; diagonals,
               `...`, composed inputs and outputs, acc=), chains (softmax, layer
-              norm, attention, MLP, pooling), pack and unpack, inf/NaN/-0.0,
+              norm, attention, MLP, pooling; gen-rows-*: LayerNorm, RMSNorm,
+              causal softmax and attention with kept-1 reductions at the row
+              tiles' edges, fused and not), pack and unpack, inf/NaN/-0.0,
               integers over their whole range, larger tensors, and corners of
               the lowering and the driver (returning a parameter or one value
               twice, views of views, folded constants, --time, ...), empty
