@@ -195,6 +195,7 @@ def programs(quick, f):
     yield ("softmax (8,8,%d,%d)" % (s, s), "softmax_rows", {"x": x},
            2.0 * x.nbytes, {"torch.softmax": lambda: torch.softmax(tx, -1)},
            softmax_ref, "GB/s")
+    yield from norms_and_causal(quick, f, torch)
     B, D, H, K = (256, 128, 256, 32) if quick else (1024, 512, 1024, 64)
     xb, yb = f(B, D), f(B, K)
     w1 = (f(D, H) / np.float32(np.sqrt(D))).astype(np.float32)
@@ -227,6 +228,38 @@ def programs(quick, f):
            ("mlp_sgd_step", 3), {"x": xb, "y": yb, "w1": w1, "w2": w2, "lr": lr},
            3.0 * flops - 2.0 * B * D * H,
            {"torch autograd + SGD": torch_step}, forward_ref, "GFLOP/s")
+
+
+def norms_and_causal(quick, f, torch):
+    """Issue 31: a LayerNorm and a causal attention head written with kept-1
+    reductions (row-fused like the plain forms) against torch's fused
+    kernels, 2 threads."""
+    T = torch.from_numpy
+    n, d = (512, 1024) if quick else (4096, 1024)
+    x, g, beta = f(n, d), f(d), f(d)
+    tx, tg, tb = T(x), T(g), T(beta)
+
+    def layer_norm_ref():
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + beta
+    yield ("layer norm (%d,%d)" % (n, d), "layer_norm", {"x": x, "g": g, "beta": beta},
+           2.0 * x.nbytes, {"torch.nn.functional.layer_norm":
+                            lambda: torch.nn.functional.layer_norm(tx, (d,), tg, tb)},
+           layer_norm_ref, "GB/s")
+    b, h, s = (1, 8, 512) if quick else (4, 8, 2048)
+    q, k, v = f(b, h, s, 64), f(b, h, s, 64), f(b, h, s, 64)
+    tq, tk, tv = T(q), T(k), T(v)
+
+    def causal_ref():
+        sc = (q @ k.swapaxes(-1, -2)) * np.float32(0.125)
+        sc = np.where(np.tril(np.ones((s, s), dtype=bool)), sc, np.float32(-1e9))
+        e = np.exp(sc - sc.max(-1, keepdims=True))
+        return (e / e.sum(-1, keepdims=True)) @ v
+    # FLOPs of the unmasked head (both GEMMs whole), as for the plain head.
+    yield ("causal attention (%d,%d,%d,64)" % (b, h, s), "causal_attention",
+           {"q": q, "k": k, "v": v}, 4.0 * b * h * s * s * 64,
+           {"F.scaled_dot_product_attention(is_causal=True)":
+            lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True)},
+           causal_ref, "GFLOP/s")
 
 
 def data_movement(quick, f):

@@ -364,6 +364,13 @@ CASES = [
          [("x", "a b", normal((3, 4))), ("bias", "b", normal((4,)))],
          "o = tanh(x + bias) * bias", [("o", "a b")],
          lambda x, bias: np.tanh(x + bias) * bias, ["bias", "x"]),
+    # A LayerNorm written with kept-1 reductions (row-fused, forward and
+    # backward, since issue 31).
+    Case("layer_norm_kept_one", [("x", "a b", normal((3, 5))), ("g", "b", normal((5,)))],
+         "mu = reduce(x, 'a b -> a 1', 'mean')\n    var = reduce(x, 'a b -> a 1', 'var')\n"
+         "    o = (x - mu) * rsqrt(var + 0.00001) * g", [("o", "a b")],
+         lambda x, g: (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * g,
+         ["x", "g"]),
     Case("dim_as_value", [("x", "a b", normal((3, 4)))],
          "o = reduce(x * x, 'a b -> a 1', 'sum') / b", [("o", "a 1")],
          lambda x: (x * x).sum(1, keepdims=True) / 4, ["x"]),

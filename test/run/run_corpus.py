@@ -36,7 +36,9 @@ Categories:
               INT_MIN, negative exponents of 0), several-result
               functions, einsums of 1-5 operands (executed pairwise; diagonals,
               `...`, composed inputs and outputs, acc=), chains (softmax, layer
-              norm, attention, MLP, pooling), pack and unpack, inf/NaN/-0.0,
+              norm, attention, MLP, pooling; gen-rows-*: LayerNorm, RMSNorm,
+              causal softmax and attention with kept-1 reductions at the row
+              tiles' edges, fused and not), pack and unpack, inf/NaN/-0.0,
               integers over their whole range, larger tensors, and corners of
               the lowering and the driver (returning a parameter or one value
               twice, views of views, folded constants, --time, ...), empty
@@ -2216,6 +2218,76 @@ def generated_cases() -> list[RunCase]:
     cases += lower_cases()
     cases += sema_cases()
     cases += var_cases()
+    cases += kept_one_row_cases()
+    return cases
+
+
+def kept_one_row_cases() -> list[RunCase]:
+    """Row reductions written with a kept `1` axis (`"b s d -> b s 1"`, as
+    the examples write them), which ein-fuse-rows fuses like the plain form
+    since issue 31: LayerNorm (mean and var), RMSNorm, a causal softmax
+    masked by an arange-built mask and `where`, and causal attention, at the
+    row tile's edges (rows not a multiple of 8 or of 64, a single row, an
+    exact multiple), fused and with --no-fusion, against numpy in f64."""
+    rng = np.random.default_rng(49_500)
+    cases: list[RunCase] = []
+    causal_lines = [
+        'allowed = rearrange(arange(s), "t -> 1 1 1 t") <= rearrange(arange(s), "s -> 1 1 s 1")',
+        "masked = where(allowed, scores, -1e9)",
+        'p = exp(masked - reduce(masked, "b h s t -> b h s 1", "max"))',
+    ]
+
+    def causal_softmax_ref(sc):
+        n = sc.shape[-1]
+        masked = np.where(np.tril(np.ones((n, n), dtype=bool)), sc, -1e9)
+        e = np.exp(masked - masked.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    for rows in (1, 8, 19):
+        fx, x = make_input(rng, (2, rows, 24), "f32")
+        fg, g = make_input(rng, (24,), "f32", "pos")
+        fb, b = make_input(rng, (24,), "f32")
+        mu = x.mean(axis=-1, keepdims=True)
+        ln = (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * g + b
+        rms = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * g
+        fs, sc = make_input(rng, (2, 3, rows, rows), "f32")
+        s_ln = ['mu = reduce(x, "b s d -> b s 1", "mean")', 'var = reduce(x, "b s d -> b s 1", "var")',
+                "return (x - mu) * rsqrt(var + 0.00001) * g + beta"]
+        s_rms = ['ms = reduce(x * x, "b s d -> b s 1", "mean")', "return x * rsqrt(ms + 0.000001) * g"]
+        xs = [("x", tstr("f32", ["b", "s", "d"]))]
+        for fused in (True, False):
+            mode = "fused" if fused else "unfused"
+            extra = [] if fused else ["--no-fusion"]
+            cases.append(RunCase(
+                f"gen-rows-layernorm-kept1-{rows}-{mode}", "generated", f"kept-1 layer norm, {rows} rows ({mode})",
+                emit_function("f", xs + [("g", tstr("f32", ["d"])), ("beta", tstr("f32", ["d"]))],
+                              [tstr("f32", ["b", "s", "d"])], s_ln),
+                inputs=[("x", fx), ("g", fg), ("beta", fb)], outs=[Out("f32", ln, False, 24)], extra_args=extra))
+            cases.append(RunCase(
+                f"gen-rows-rmsnorm-kept1-{rows}-{mode}", "generated", f"kept-1 RMSNorm, {rows} rows ({mode})",
+                emit_function("f", xs + [("g", tstr("f32", ["d"]))], [tstr("f32", ["b", "s", "d"])], s_rms),
+                inputs=[("x", fx), ("g", fg)], outs=[Out("f32", rms, False, 24)], extra_args=extra))
+            cases.append(RunCase(
+                f"gen-rows-causal-softmax-{rows}-{mode}", "generated", f"kept-1 causal softmax, {rows} rows ({mode})",
+                emit_function("f", [("scores", tstr("f32", ["b", "h", "s", "s"]))], [tstr("f32", ["b", "h", "s", "s"])],
+                              causal_lines + ['return p / reduce(p, "b h s t -> b h s 1", "sum")']),
+                inputs=[("scores", fs)], outs=[Out("f32", causal_softmax_ref(sc), False, rows)], extra_args=extra))
+    # Causal attention: 64-row tiles of the fused head (rows 1, 64 and 70).
+    for rows in (1, 64, 70):
+        (fq, q), (fk, k), (fv, v) = (make_input(rng, (1, 2, rows, 8), "f32") for _ in range(3))
+        p = causal_softmax_ref(np.einsum("bhse,bhte->bhst", q, k) / np.sqrt(8))
+        ref = np.einsum("bhst,bhte->bhse", p, v)
+        qkv = [(n, tstr("f32", ["b", "h", "s", "e"])) for n in ("q", "k", "v")]
+        lines = ['scores = einsum(q, k, "b h s e, b h t e -> b h s t") / sqrt(e)'] + causal_lines + [
+            'return einsum(p / reduce(p, "b h s t -> b h s 1", "sum"), v, "b h s t, b h t e -> b h s e")']
+        for fused in (True, False):
+            mode = "fused" if fused else "unfused"
+            cases.append(RunCase(
+                f"gen-rows-causal-attention-{rows}-{mode}", "generated",
+                f"kept-1 causal attention, {rows} rows ({mode})",
+                emit_function("f", qkv, [tstr("f32", ["b", "h", "s", "e"])], lines),
+                inputs=[("q", fq), ("k", fk), ("v", fv)], outs=[Out("f32", ref, False, 16)],
+                extra_args=[] if fused else ["--no-fusion"]))
     return cases
 
 

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -224,10 +225,38 @@ void splitBeforeReaders(mlir::Operation *op, mlir::RewriterBase &rewriter) {
   rewriter.eraseOp(op);
 }
 
+/// Rewrites the kept-`1` form of row values into the plain one: a
+/// reduction written `"b s d -> b s 1"` is a `b s` reduction whose result
+/// is expanded to `b s 1` and read through `(b, s, d) -> (b, s, 0)`, and
+/// elementwise work on it (`rsqrt(var + eps)`) runs on `b s 1` tensors.
+/// Dropping the unit dims of every non-contraction generic (MLIR's
+/// fold-unit-extent-dims, reshapes folded) leaves the `b s` values read
+/// through `(b, s, d) -> (b, s)`, which rowLoops recognises, and no
+/// reshape between the ops a tile takes in. Contractions keep their dims:
+/// ein-tile-contractions reads their loops as written. So do ops nested in
+/// a region (a take's gather under its bounds check, `scf.if`): the
+/// reshapes the pattern makes there take sizes defined in the region,
+/// which the affine loops made later cannot use as bounds.
+void dropUnitDims(mlir::ModuleOp module) {
+  mlir::MLIRContext *context = module.getContext();
+  mlir::RewritePatternSet patterns(context);
+  linalg::ControlDropUnitDims options;
+  options.controlFn = [](mlir::Operation *op) {
+    auto generic = llvm::dyn_cast<linalg::GenericOp>(op);
+    if (!generic || linalg::isaContractionOpInterface(generic) ||
+        !llvm::isa<mlir::func::FuncOp>(generic->getParentOp()))
+      return llvm::SmallVector<unsigned>{};
+    return llvm::to_vector(llvm::seq<unsigned>(0, generic.getNumLoops()));
+  };
+  linalg::populateFoldUnitExtentDimsPatterns(patterns, options);
+  (void)mlir::applyPatternsAndFoldGreedily(module, std::move(patterns));
+}
+
 struct FuseRowsPass : impl::FuseRowsBase<FuseRowsPass> {
   using FuseRowsBase::FuseRowsBase;
 
   void runOnOperation() override {
+    dropUnitDims(getOperation());
     llvm::SmallVector<std::pair<linalg::GenericOp, unsigned>> roots;
     llvm::DenseMap<mlir::Operation *, unsigned> known;
     getOperation().walk([&](linalg::GenericOp op) {

@@ -24,20 +24,28 @@ bool sameSizes(llvm::ArrayRef<OpFoldResult> x, llvm::ArrayRef<OpFoldResult> y) {
 }
 
 /// Loop order for the generated loops: the innermost loop runs over the
-/// axis that is contiguous (last) in the most operands, reads counting
-/// double, so that LLVM can vectorize it; the others keep their order.
+/// axis that is contiguous (last) in the most operands, reads of an input
+/// indexed by every loop counting double, so that LLVM can vectorize it;
+/// the others keep their order. (An input broadcast along a loop counts
+/// once, as the result: the mean a variance's second pass reads along each
+/// row must not turn its loops so that the rows are read down columns.)
 std::vector<std::string> orderLoops(std::vector<std::string> loops,
                                     const std::vector<Indexed> &inputs,
                                     const std::vector<std::string> &outAxes) {
   if (loops.size() < 2)
     return loops;
   std::map<std::string, int> score;
-  for (auto &in : inputs)
+  for (auto &in : inputs) {
+    std::set<std::string> read(in.axes.begin(), in.axes.end());
+    read.erase("");
+    bool whole = llvm::all_of(
+        loops, [&](const std::string &loop) { return read.count(loop); });
     for (auto it = in.axes.rbegin(); it != in.axes.rend(); ++it)
       if (!it->empty()) { // the last axis that is not a broadcast 1
-        score[*it] += 2;
+        score[*it] += whole ? 2 : 1;
         break;
       }
+  }
   if (!outAxes.empty())
     score[outAxes.back()] += 1;
   size_t best = loops.size() - 1;

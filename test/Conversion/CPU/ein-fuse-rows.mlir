@@ -376,3 +376,63 @@ func.func @empty_row_length(%x: tensor<20x0xf32>) -> tensor<20x0xf32> {
   } -> tensor<20x0xf32>
   return %d : tensor<20x0xf32>
 }
+
+// -----
+
+// Tests a row value written with a kept `1` axis (`"n t -> n 1"`): a row
+// sum expanded to n x 1, read through (d0, d1) -> (d0, 0), and an
+// elementwise op on the n x 1 value. The unit dims are dropped first, so the
+// subtraction is a root as in the plain form and the sum and its square are
+// computed in its tile, on n values; no expand_shape is left.
+// CHECK-LABEL: func.func @kept_one
+// CHECK-NOT: linalg.
+// CHECK-NOT: tensor.expand_shape
+// CHECK: scf.forall (%{{.*}}) = (0) to (%{{.*}}) step (8)
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel"]
+// CHECK: arith.mulf
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK: arith.subf
+// CHECK: } {ein.row_tiles}
+// CHECK-NOT: linalg.
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#kept = affine_map<(d0, d1) -> (d0, 0)>
+#unit = affine_map<(d0, d1) -> (d0, d1)>
+func.func @kept_one(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %t = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %r0 = tensor.empty(%n) : tensor<?xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%r0 : tensor<?xf32>) -> tensor<?xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%f0 : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %o, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  %e = tensor.expand_shape %s [[0, 1]] output_shape [%n, 1] : tensor<?xf32> into tensor<?x1xf32>
+  %u0 = tensor.empty(%n) : tensor<?x1xf32>
+  %h = linalg.generic {indexing_maps = [#unit, #unit], iterator_types = ["parallel", "parallel"]}
+      ins(%e : tensor<?x1xf32>) outs(%u0 : tensor<?x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?x1xf32>
+  %t1 = tensor.empty(%n, %t) : tensor<?x?xf32>
+  %p = linalg.generic {indexing_maps = [#id, #kept, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %h : tensor<?x?xf32>, tensor<?x1xf32>) outs(%t1 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.subf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  return %p : tensor<?x?xf32>
+}

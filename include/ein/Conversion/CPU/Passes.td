@@ -696,7 +696,9 @@ def FuseRows : Pass<"ein-fuse-rows", "::mlir::ModuleOp"> {
     (attention's `p v`) is tiled the same way, `contraction-rows-per-tile`
     rows per tile, and also takes in a contraction the chain reads if
     nothing else reads it (attention's scores `q k`): the whole attention
-    head is one loop nest, its scores never whole in memory. The loop carries
+    head is one loop nest, its scores never whole in memory. Unit dims of
+    non-contraction ops are dropped first, so reductions written with a kept
+    `1` axis (`"b s d -> b s 1"`) fuse like the plain form. The loop carries
     `ein.row_tiles`; `ein-parallel-tiles` runs it on all cores after
     bufferization. `einc run|build|emit --no-fusion` leaves this pass out.
 
