@@ -171,13 +171,12 @@ private:
     }
     if (auto sub = llvm::dyn_cast<arith::SubIOp>(def)) {
       auto a = upper(sub.getLhs(), depth + 1);
-      if (!a || nonNegative(sub.getRhs()))
+      if (!a)
         return a;
-      // Less a remainder by C, which is above -C.
-      auto d = remainderModulus(sub.getRhs());
-      if (!d)
+      auto slack = subtractedSlack(sub.getRhs());
+      if (!slack)
         return std::nullopt;
-      return add(*a, rewriter.getIndexAttr(*d - 1));
+      return *slack ? add(*a, rewriter.getIndexAttr(*slack)) : *a;
     }
     if (auto div = llvm::dyn_cast<arith::CeilDivSIOp>(def)) {
       auto d = mlir::getConstantIntValue(div.getRhs());
@@ -202,6 +201,17 @@ private:
     if (!d || *d <= 0)
       return std::nullopt;
     return d;
+  }
+
+  /// How much `x - v` can exceed `x`: 0 when `v` is non-negative, C - 1
+  /// when it is a remainder by C (above -C); nothing when not known. The
+  /// one rule of upper() and spanBound() for a subtraction.
+  static std::optional<int64_t> subtractedSlack(Value v) {
+    if (nonNegative(v))
+      return 0;
+    if (auto d = remainderModulus(v))
+      return *d - 1;
+    return std::nullopt;
   }
 
   /// Whether `v` is non-negative in these nests: a constant >= 0, a size,
@@ -259,11 +269,10 @@ private:
     }
     if (auto sub = llvm::dyn_cast<arith::SubIOp>(def)) {
       auto span = spanBound(sub.getLhs(), lb, depth + 1);
-      if (!span || nonNegative(sub.getRhs()))
+      if (!span)
         return span;
-      // Less a remainder by C, which is above -C.
-      if (auto d = remainderModulus(sub.getRhs()))
-        return *span + *d - 1;
+      if (auto slack = subtractedSlack(sub.getRhs()))
+        return *span + *slack;
     }
     return std::nullopt;
   }
