@@ -278,10 +278,10 @@ private:
   /// A pairwise einsum: cuBLASLt (Ops/Einsum.cpp).
   void emitContraction(EinsumOp op, const EinsumInfo &info);
   /// The elementwise ops a contraction computes after its product (see
-  /// planEpilogues): C = relu(alpha * (A x B) + bias), `bits` 1 for the
-  /// bias, 2 for relu (EinEpilogueBits); `result` the last op's value.
+  /// planEpilogues): C = relu(alpha * (A x B) + bias), the bias when
+  /// `bias` is set, the relu when `relu` is; `result` the last op's value.
   struct Epilogue {
-    int bits = 0;
+    bool relu = false;
     double alpha = 1;
     mlir::Value bias;
     std::vector<int> biasAlignment; // per bias dim, its dim of C

@@ -246,7 +246,6 @@ void FunctionEmitter::planEpilogues() {
       bool aligned = std::find(al.begin(), al.end(), -1) == al.end();
       if (bias != cur && aligned && (!def || def->isBeforeInBlock(op)) &&
           !(def && mlir::isa<ConstantOp>(def))) {
-        epi.bits |= 1; // EIN_EPI_BIAS
         epi.bias = bias;
         epi.biasAlignment = al;
         epi.ops.push_back(add);
@@ -254,7 +253,7 @@ void FunctionEmitter::planEpilogues() {
       }
     }
     if (auto relu = next("relu")) {
-      epi.bits |= 2; // EIN_EPI_RELU
+      epi.relu = true;
       epi.ops.push_back(relu);
       cur = relu.getResult();
     }
@@ -359,15 +358,15 @@ std::string FunctionEmitter::emitEpilogue(const Epilogue &epi,
   fmt::format_to(out(), "  EinEpilogue<{}, {}> {};\n", storageType(to),
                  rowsC.size(), name);
   std::vector<std::string> bits;
-  if (epi.bits & 1)
+  if (epi.bias)
     bits.push_back("EIN_EPI_BIAS");
-  if (epi.bits & 2)
+  if (epi.relu)
     bits.push_back("EIN_EPI_RELU");
   if (bits.empty())
     bits.push_back("0");
   fmt::format_to(out(), "  {}.bits = {};\n  {}.alpha = {:a};\n", name,
                  fmt::join(bits, " | "), name, epi.alpha);
-  if (epi.bits & 1) {
+  if (epi.bias) {
     // The bias split into the axes of the output dims it lands on, then
     // picked as C (stride 0 along the axes it lacks).
     const ValueView &bias = view(epi.bias, op);
