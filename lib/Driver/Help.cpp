@@ -453,7 +453,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  and `#` dims given size 1 are specialised), as `einc
                  build` does, then call with them)"},
     {"--target",
-     R"(--target=TARGET  cpu (the default), cuda or (run only) cuda-emulated)"},
+     R"(--target=TARGET  cpu (the default), cuda or (run only) cuda-emulated;
+                 on cuda, repeated calls with the same buffers replay a
+                 CUDA Graph (EIN_CUDA_GRAPHS=0: launch by launch))"},
     {"--main",
      R"(--main NAME      (cuda) add a main() running NAME on raw tensor files:
                  prog [--time] (IN SIZES.. STRIDES..)... (OUT SIZES..)...;
