@@ -10,6 +10,45 @@
 
 namespace ein::tiling {
 
+/// `rows` (`lanes` vectors of `vl` values, row r holding lane r at `vl`
+/// consecutive k) as the `lanes` vectors of the same values in the packed
+/// order, k major and lanes minor (value f = `vl` j + e of vector j is lane
+/// f % lanes at k f / lanes): per vector, one two-source shuffle per pair
+/// of the rows it draws from, merged by blends (a shuffle of a vector with
+/// itself at every index but the pair's).
+static llvm::SmallVector<Value> packedFromRows(OpBuilder &b, Location loc,
+                                               llvm::ArrayRef<Value> rows,
+                                               int64_t vl) {
+  int64_t lanes = rows.size();
+  llvm::SmallVector<Value> out;
+  for (int64_t j = 0; j < lanes; ++j) {
+    auto lane = [&](int64_t e) { return (j * vl + e) % lanes; };
+    auto at = [&](int64_t e) { return (j * vl + e) / lanes; };
+    llvm::SmallVector<int64_t> from; // the rows, in order of appearance
+    for (int64_t e = 0; e < vl; ++e)
+      if (!llvm::is_contained(from, lane(e)))
+        from.push_back(lane(e));
+    Value merged;
+    for (size_t i = 0; i < from.size(); i += 2) {
+      int64_t first = from[i], second = from[std::min(i + 1, from.size() - 1)];
+      llvm::SmallVector<int64_t> pick, blend;
+      for (int64_t e = 0; e < vl; ++e) {
+        bool ours = lane(e) == first || lane(e) == second;
+        pick.push_back(lane(e) == second && second != first ? vl + at(e)
+                       : ours                               ? at(e)
+                                                            : 0);
+        blend.push_back(ours ? vl + e : e);
+      }
+      Value pair =
+          b.create<vector::ShuffleOp>(loc, rows[first], rows[second], pick);
+      merged =
+          merged ? b.create<vector::ShuffleOp>(loc, merged, pair, blend) : pair;
+    }
+    out.push_back(merged);
+  }
+  return out;
+}
+
 /// Copies the block of `source` with `lanesCount` values of loop `lanesDim`
 /// from `lanesLo` and `kCount` of loop k from `kLo` into `packed`
 /// [panel][p][lane] (panels of `lanes`), converted to the accumulator type
@@ -28,7 +67,21 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
   Value last = sub(lanesEnd, cst(1));
   // Only the last panel can run past `lanesEnd`: the others copy without
   // the bounds check, so LLVM vectorizes them.
-  auto copy = [&](Value from, bool alongLanes, Value panel, bool checked) {
+  // k with unit stride and lanes without: whole vectors along k, one per
+  // lane, transposed in registers and stored through a view of the panels
+  // as [panel][k * lanes + lane].
+  unsigned lanesAxis = axisOf(map, lanesDim), kAxis = axisOf(map, c.k);
+  auto strides = *stridesOf(llvm::cast<mlir::MemRefType>(source.getType()));
+  bool kMayBeUnit = strides[kAxis] == 1 || strides[kAxis] == kDynamic;
+  bool transposeK = !blk.pairDot && kMayBeUnit &&
+                    kAxis + 1 == map.getNumResults() && lanes <= blk.vl;
+  Value flat =
+      transposeK ? b.create<memref::CollapseShapeOp>(
+                       loc, packed,
+                       llvm::ArrayRef<mlir::ReassociationIndices>{{0}, {1, 2}})
+                 : Value();
+  auto copy = [&](Value from, bool alongLanes, Value panel, bool checked,
+                  bool inRegisters = false) {
     auto element = [&](Value p, Value lane) {
       Value at = add(lanesLo, add(mul(panel, cst(lanes)), lane));
       Value valid = checked ? lt(at, lanesEnd) : Value();
@@ -42,6 +95,36 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
         v = b.create<arith::SelectOp>(loc, valid, v, zero(packedType()));
       b.create<memref::StoreOp>(loc, v, packed, packedAt(panel, p, lane));
     };
+    if (inRegisters) {
+      auto sourceType =
+          llvm::cast<mlir::MemRefType>(from.getType()).getElementType();
+      auto rowType = mlir::VectorType::get({blk.vl}, sourceType);
+      auto packedRowType = mlir::VectorType::get({blk.vl}, packedType());
+      Value whole =
+          sub(kCount, b.createOrFold<arith::RemUIOp>(loc, kCount, cst(blk.vl)));
+      loop(cst(0), whole, blk.vl, [&](Value q) {
+        llvm::SmallVector<Value> rows;
+        iv[c.k] = add(kLo, q);
+        for (int64_t r = 0; r < lanes; ++r) {
+          iv[lanesDim] = add(lanesLo, add(mul(panel, cst(lanes)), cst(r)));
+          Value row =
+              b.create<vector::LoadOp>(loc, rowType, from, indices(map, iv));
+          if (sourceType != packedType())
+            row = b.create<arith::ExtFOp>(loc, packedRowType, row);
+          rows.push_back(row);
+        }
+        llvm::SmallVector<Value> out = packedFromRows(b, loc, rows, blk.vl);
+        for (int64_t j = 0; j < lanes; ++j)
+          b.create<vector::StoreOp>(
+              loc, out[j], flat,
+              mlir::ValueRange{panel,
+                               add(mul(q, cst(lanes)), cst(j * blk.vl))});
+      });
+      loop(whole, kCount, 1, [&](Value p) {
+        loop(cst(0), cst(lanes), 1, [&](Value lane) { element(p, lane); });
+      });
+      return;
+    }
     // With pair dot products, both values of a k pair in one iteration:
     // their stores interleave into whole vectors.
     auto fromStrides = *stridesOf(llvm::cast<mlir::MemRefType>(from.getType()));
@@ -112,8 +195,6 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
   // has unit stride or may have at run time, else along the source's last
   // axis if that is the lanes. The partial last panel always takes the order
   // that the type's strides call for.
-  unsigned lanesAxis = axisOf(map, lanesDim), kAxis = axisOf(map, c.k);
-  auto strides = *stridesOf(llvm::cast<mlir::MemRefType>(source.getType()));
   bool lanesLast = innermostLoop(map) == lanesDim;
   bool otherOrder =
       strides[kAxis] == 1 || strides[kAxis] == kDynamic ? false : lanesLast;
@@ -136,6 +217,18 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
         [&] {
           // bf16 pairs along a last axis k whose unit stride only the run
           // time knows: checked, so that they copy as 32-bit moves.
+          if (transposeK)
+            return versions(
+                source, kAxis, {},
+                [&](Value view) {
+                  copy(view, /*alongLanes=*/false, panel, false,
+                       /*inRegisters=*/true);
+                  return llvm::SmallVector<Value>();
+                },
+                [&] {
+                  copy(source, otherOrder, panel, false);
+                  return llvm::SmallVector<Value>();
+                });
           if (!blk.pairDot || otherOrder || innermostLoop(map) != c.k) {
             copy(source, otherOrder, panel, false);
             return llvm::SmallVector<Value>();
@@ -178,6 +271,22 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
     iv[c.n] = add(nLo, col);
     return indices(c.mapC, iv);
   };
+  // The next register tile's C (the rows below, the same columns; clamped
+  // to the last row and column) is fetched into the cache while this one
+  // sums: C's tile is read and written once per k block, and its rows are
+  // seldom still cached then (a 2048^3 matmul spent 9% of its time in those
+  // loads).
+  Value lastRow = sub(size[c.m], cst(1));
+  Value lastCol = sub(size[c.n], cst(1));
+  for (int64_t r = 0; r < blk.mr; ++r) {
+    for (int64_t v = 0; v < vectors; ++v) {
+      iv[c.m] = min(add(mLo, cst(blk.mr + r)), lastRow);
+      iv[c.n] = min(add(nLo, cst(v * blk.vl)), lastCol);
+      b.create<memref::PrefetchOp>(loc, c.c, indices(c.mapC, iv),
+                                   /*isWrite=*/true, /*localityHint=*/3,
+                                   /*isDataCache=*/true);
+    }
+  }
   // C's tile goes to and from vector registers with vector accesses on C
   // where its n has unit stride (known from the type, or checked at run
   // time, per tile), else through the scratch tile [mr][nr], copied from and
@@ -264,7 +373,6 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
   llvm::SmallVector<Value> init =
       versions(c.c, nAxis, accTypes, load, [&] { return load(scratch); });
 
-  Value lastRow = sub(size[c.m], cst(1));
   // With pair dot products, one step per k pair (PairDot.h): A's pair of
   // each row broadcast, times B's pairs of each vector's columns.
   Value steps = blk.pairDot ? ceilDiv(kCount, cst(2)) : kCount;
