@@ -3,51 +3,13 @@
 // epilogue applied to its accumulators.
 #include "ContractionKernel.h"
 #include "PairDot.h"
+#include "RegisterTranspose.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace ein::tiling {
-
-/// `rows` (`lanes` vectors of `vl` values, row r holding lane r at `vl`
-/// consecutive k) as the `lanes` vectors of the same values in the packed
-/// order, k major and lanes minor (value f = `vl` j + e of vector j is lane
-/// f % lanes at k f / lanes): per vector, one two-source shuffle per pair
-/// of the rows it draws from, merged by blends (a shuffle of a vector with
-/// itself at every index but the pair's).
-static llvm::SmallVector<Value> packedFromRows(OpBuilder &b, Location loc,
-                                               llvm::ArrayRef<Value> rows,
-                                               int64_t vl) {
-  int64_t lanes = rows.size();
-  llvm::SmallVector<Value> out;
-  for (int64_t j = 0; j < lanes; ++j) {
-    auto lane = [&](int64_t e) { return (j * vl + e) % lanes; };
-    auto at = [&](int64_t e) { return (j * vl + e) / lanes; };
-    llvm::SmallVector<int64_t> from; // the rows, in order of appearance
-    for (int64_t e = 0; e < vl; ++e)
-      if (!llvm::is_contained(from, lane(e)))
-        from.push_back(lane(e));
-    Value merged;
-    for (size_t i = 0; i < from.size(); i += 2) {
-      int64_t first = from[i], second = from[std::min(i + 1, from.size() - 1)];
-      llvm::SmallVector<int64_t> pick, blend;
-      for (int64_t e = 0; e < vl; ++e) {
-        bool ours = lane(e) == first || lane(e) == second;
-        pick.push_back(lane(e) == second && second != first ? vl + at(e)
-                       : ours                               ? at(e)
-                                                            : 0);
-        blend.push_back(ours ? vl + e : e);
-      }
-      Value pair =
-          b.create<vector::ShuffleOp>(loc, rows[first], rows[second], pick);
-      merged =
-          merged ? b.create<vector::ShuffleOp>(loc, merged, pair, blend) : pair;
-    }
-    out.push_back(merged);
-  }
-  return out;
-}
 
 /// Copies the block of `source` with `lanesCount` values of loop `lanesDim`
 /// from `lanesLo` and `kCount` of loop k from `kLo` into `packed`
@@ -65,21 +27,24 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
                          Value lanesEnd, Value kLo, Value kCount) {
   Value panels = ceilDiv(lanesCount, cst(lanes));
   Value last = sub(lanesEnd, cst(1));
-  // Only the last panel can run past `lanesEnd`: the others copy without
-  // the bounds check, so LLVM vectorizes them.
   // k with unit stride and lanes without: whole vectors along k, one per
-  // lane, transposed in registers and stored through a view of the panels
-  // as [panel][k * lanes + lane].
+  // lane, transposed in registers. Groups of `vl` lanes are square tiles
+  // whose transposes are the panel's rows; fewer (A's `mr`) are interleaved
+  // and stored through a view of the panels as [panel][k * lanes + lane].
   unsigned lanesAxis = axisOf(map, lanesDim), kAxis = axisOf(map, c.k);
   auto strides = *stridesOf(llvm::cast<mlir::MemRefType>(source.getType()));
   bool kMayBeUnit = strides[kAxis] == 1 || strides[kAxis] == kDynamic;
-  bool transposeK = !blk.pairDot && kMayBeUnit &&
-                    kAxis + 1 == map.getNumResults() && lanes <= blk.vl;
+  bool transposeK =
+      !blk.pairDot && kMayBeUnit && kAxis + 1 == map.getNumResults();
+  bool squares = lanes % blk.vl == 0;
   Value flat =
-      transposeK ? b.create<memref::CollapseShapeOp>(
-                       loc, packed,
-                       llvm::ArrayRef<mlir::ReassociationIndices>{{0}, {1, 2}})
-                 : Value();
+      transposeK && !squares
+          ? b.create<memref::CollapseShapeOp>(
+                loc, packed,
+                llvm::ArrayRef<mlir::ReassociationIndices>{{0}, {1, 2}})
+          : Value();
+  // Only the last panel can run past `lanesEnd`: the others copy without
+  // the bounds check, so LLVM vectorizes them.
   auto copy = [&](Value from, bool alongLanes, Value panel, bool checked,
                   bool inRegisters = false) {
     auto element = [&](Value p, Value lane) {
@@ -103,17 +68,32 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
       Value whole =
           sub(kCount, b.createOrFold<arith::RemUIOp>(loc, kCount, cst(blk.vl)));
       loop(cst(0), whole, blk.vl, [&](Value q) {
-        llvm::SmallVector<Value> rows;
-        iv[c.k] = add(kLo, q);
-        for (int64_t r = 0; r < lanes; ++r) {
+        auto row = [&](int64_t r) {
+          iv[c.k] = add(kLo, q);
           iv[lanesDim] = add(lanesLo, add(mul(panel, cst(lanes)), cst(r)));
-          Value row =
+          Value v =
               b.create<vector::LoadOp>(loc, rowType, from, indices(map, iv));
           if (sourceType != packedType())
-            row = b.create<arith::ExtFOp>(loc, packedRowType, row);
-          rows.push_back(row);
+            v = b.create<arith::ExtFOp>(loc, packedRowType, v);
+          return v;
+        };
+        llvm::SmallVector<Value> rows;
+        if (squares) {
+          for (int64_t group = 0; group < lanes; group += blk.vl) {
+            rows.clear();
+            for (int64_t r = 0; r < blk.vl; ++r)
+              rows.push_back(row(group + r));
+            llvm::SmallVector<Value> out = transposeSquare(b, loc, rows);
+            for (int64_t p = 0; p < blk.vl; ++p)
+              b.create<vector::StoreOp>(
+                  loc, out[p], packed,
+                  packedAt(panel, add(q, cst(p)), cst(group)));
+          }
+          return;
         }
-        llvm::SmallVector<Value> out = packedFromRows(b, loc, rows, blk.vl);
+        for (int64_t r = 0; r < lanes; ++r)
+          rows.push_back(row(r));
+        llvm::SmallVector<Value> out = interleaveRows(b, loc, rows, blk.vl);
         for (int64_t j = 0; j < lanes; ++j)
           b.create<vector::StoreOp>(
               loc, out[j], flat,
