@@ -19,8 +19,11 @@ namespace ein::tiling {
 /// are zero. The copy's inner loop runs along
 /// the lanes where they have unit stride (checked at run time when the type
 /// does not say, and then read through a view that says so, so the copy
-/// vectorizes), else along k where k has or may have unit stride, else along
-/// the source's last axis.
+/// vectorizes), else, where k is the source's last axis with unit stride
+/// (checked at run time when the type does not say), as whole vectors along
+/// k transposed in registers (not with pair dot products; RegisterTranspose.h),
+/// else along k where k has or may have unit stride, else along the
+/// source's last axis.
 void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
                          llvm::SmallVector<Value> iv, unsigned lanesDim,
                          int64_t lanes, Value lanesLo, Value lanesCount,
@@ -195,8 +198,8 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
           return llvm::SmallVector<Value>();
         },
         [&] {
-          // bf16 pairs along a last axis k whose unit stride only the run
-          // time knows: checked, so that they copy as 32-bit moves.
+          // k's unit stride, checked where only the run time knows it:
+          // transposed in registers.
           if (transposeK)
             return versions(
                 source, kAxis, {},
@@ -209,6 +212,8 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
                   copy(source, otherOrder, panel, false);
                   return llvm::SmallVector<Value>();
                 });
+          // bf16 pairs along a last axis k whose unit stride only the run
+          // time knows: checked, so that they copy as 32-bit moves.
           if (!blk.pairDot || otherOrder || innermostLoop(map) != c.k) {
             copy(source, otherOrder, panel, false);
             return llvm::SmallVector<Value>();
