@@ -1525,6 +1525,37 @@ def gen_blocked_contraction_case(rng, idx: int, dtype: Optional[str] = None) -> 
                    inputs=[("x", x), ("y", y)], outs=[Out(dtype, quantize(ref, dtype), True)])
 
 
+def gen_gemm_edge_case(rng, idx: int) -> RunCase:
+    """f32 GEMMs at the edges of ein-tile-contractions' register tiles,
+    packed panels and in-register transposes: m, n and k from 1, 5, 6, 7,
+    17, 33 and 100 (every m and every k in each layout over the 28 cases), A
+    as `m k` (packed from k-contiguous rows by vector loads transposed in
+    registers: `einc run` passes strides known only at run time) or `k m`, B
+    as `k n` or `n k`, a relu epilogue on half of them. Inputs are small
+    integers, so the sums are exact."""
+    layouts = [
+        ("m k, k n -> m n", ["m", "k"], ["k", "n"]),
+        ("k m, k n -> m n", ["k", "m"], ["k", "n"]),
+        ("m k, n k -> m n", ["m", "k"], ["n", "k"]),
+        ("k m, n k -> m n", ["k", "m"], ["n", "k"]),
+    ]
+    edges = [1, 5, 6, 7, 17, 33, 100]
+    pattern, xa, ya = layouts[idx % 4]
+    size = {"m": edges[idx % 7], "k": edges[(idx // 4) % 7], "n": edges[(3 * idx + idx // 7) % 7]}
+    relu = (idx // 4) % 2 == 1
+    x = rng.integers(-2, 3, size=[size[d] for d in xa]).astype(np.float32)
+    y = rng.integers(-2, 3, size=[size[d] for d in ya]).astype(np.float32)
+    call = f'einsum(x, y, "{pattern}")'
+    src = emit_function("f", [("x", tstr("f32", xa)), ("y", tstr("f32", ya))], ['f32["m n"]'],
+                        [f"return relu({call})" if relu else f"return {call}"])
+    ref = np.einsum(pattern.replace(" ", ""), x.astype(np.int64), y.astype(np.int64))
+    if relu:
+        ref = np.maximum(ref, 0)
+    desc = f"f32 GEMM at tile edges {pattern} {size}" + (" + relu" if relu else "")
+    return RunCase(f"gen-gemm-edge#{idx:03d}", "generated", desc, src,
+                   inputs=[("x", x), ("y", y)], outs=[Out("f32", quantize(ref, "f32"), True)])
+
+
 # -- empty tensors -----------------------------------------------------------
 
 EMPTY_NP = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32,
@@ -2189,6 +2220,8 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_int_division_case(np.random.default_rng(44_500 + k), k))
     for k in range(15):
         cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
+    for k in range(28):
+        cases.append(gen_gemm_edge_case(np.random.default_rng(45_500 + k), k))
     # bf16 in every layout (the vdpbf16ps kernel where the host has it);
     # 15-19 are the fp8 ones.
     for k in range(40, 45):
