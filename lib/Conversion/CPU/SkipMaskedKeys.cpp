@@ -532,6 +532,10 @@ mlir::LogicalResult skipMaskedKeys(mlir::scf::ForallOp forall) {
   // only (`t <= s`), and below it with `t < s`, where the tile of row 0,
   // whose row 0 allows no key (its softmax is uniform over all the keys),
   // keeps them all.
+  llvm::SmallVector<mlir::Operation *> rewritten;
+  for (mlir::Operation &op : body->without_terminator())
+    if (touchesKeys(op, keys))
+      rewritten.push_back(&op);
   mlir::OpBuilder builder = mlir::OpBuilder::atBlockBegin(body);
   mlir::Location loc = forall.getLoc();
   Value count =
@@ -566,11 +570,9 @@ mlir::LogicalResult skipMaskedKeys(mlir::scf::ForallOp forall) {
     return sizes;
   };
   llvm::DenseMap<Value, Value> sliced;
-  KeyDims original = keys;
-  for (mlir::Operation &op :
-       llvm::make_early_inc_range(body->without_terminator())) {
-    if (!touchesKeys(op, original))
-      continue;
+  const KeyDims &original = keys;
+  for (mlir::Operation *each : rewritten) {
+    mlir::Operation &op = *each;
     builder.setInsertionPoint(&op);
     if (auto empty = llvm::dyn_cast<mlir::tensor::EmptyOp>(op)) {
       auto replacement = builder.create<mlir::tensor::EmptyOp>(
