@@ -98,11 +98,13 @@ mlir::LogicalResult propagateKeys(mlir::Operation *op, KeyDims &keys,
   }
   auto tie = [&](Value a, Value b) {
     for (Value from : {a, b})
-      if (auto found = keys.find(from); found != keys.end())
-        for (auto [dim, key] :
-             llvm::enumerate(llvm::SmallVector<bool>(found->second)))
+      if (keys.count(from)) {
+        // (A copy: marking the other value may move the map's entries.)
+        llvm::SmallVector<bool> dims = keys.lookup(from);
+        for (auto [dim, key] : llvm::enumerate(dims))
           if (key)
             changed |= markKey(keys, from == a ? b : a, dim);
+      }
   };
   if (auto fill = llvm::dyn_cast<linalg::FillOp>(op)) {
     tie(fill.getDpsInits()[0], fill->getResult(0));
@@ -494,7 +496,8 @@ mlir::LogicalResult skipMaskedKeys(mlir::scf::ForallOp forall) {
       if (forall->isAncestor(
               slice.getSource().getParentRegion()->getParentOp()))
         return mlir::failure();
-      for (auto [dim, isKey] : llvm::enumerate(keys.lookup(slice.getResult())))
+      llvm::SmallVector<bool> dims = keys.lookup(slice.getResult());
+      for (auto [dim, isKey] : llvm::enumerate(dims))
         if (isKey &&
             (!mlir::isConstantIntValue(slice.getMixedOffsets()[dim], 0) ||
              !mlir::isConstantIntValue(slice.getMixedStrides()[dim], 1)))
@@ -515,16 +518,27 @@ mlir::LogicalResult skipMaskedKeys(mlir::scf::ForallOp forall) {
   }
   if (!analysis.mask)
     return mlir::failure();
-  // The key count, for a tile of dynamic keys: the size of a tensor from
-  // outside the tile with a key dim (the keys' arange, read whole).
+  // The key count, for a tile of dynamic keys: the size of the first
+  // tensor from outside the tile a linalg op of the tile reads over the
+  // keys (the keys' arange, read whole), in the tile's order (the IR made
+  // does not depend on where values sit in memory).
+  llvm::SmallVector<mlir::Operation *> rewritten;
+  for (mlir::Operation &op : body->without_terminator())
+    if (touchesKeys(op, keys))
+      rewritten.push_back(&op);
   Value outside;
   unsigned outsideDim = 0;
-  for (auto &[value, dims] : keys)
-    if (!forall->isAncestor(value.getParentRegion()->getParentOp()) &&
-        !outside) {
-      outside = value;
-      outsideDim = llvm::find(dims, true) - dims.begin();
-    }
+  for (mlir::Operation *op : rewritten) {
+    if (!llvm::isa<linalg::LinalgOp>(op))
+      continue;
+    for (Value value : op->getOperands())
+      if (!outside && hasKeyDim(keys, value) &&
+          !forall->isAncestor(value.getParentRegion()->getParentOp())) {
+        llvm::ArrayRef<bool> dims = keys.find(value)->second;
+        outside = value;
+        outsideDim = llvm::find(dims, true) - dims.begin();
+      }
+  }
   if (mlir::ShapedType::isDynamic(total) && !outside)
     return mlir::failure();
 
@@ -532,10 +546,6 @@ mlir::LogicalResult skipMaskedKeys(mlir::scf::ForallOp forall) {
   // only (`t <= s`), and below it with `t < s`, where the tile of row 0,
   // whose row 0 allows no key (its softmax is uniform over all the keys),
   // keeps them all.
-  llvm::SmallVector<mlir::Operation *> rewritten;
-  for (mlir::Operation &op : body->without_terminator())
-    if (touchesKeys(op, keys))
-      rewritten.push_back(&op);
   mlir::OpBuilder builder = mlir::OpBuilder::atBlockBegin(body);
   mlir::Location loc = forall.getLoc();
   Value count =
