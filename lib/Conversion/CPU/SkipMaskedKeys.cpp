@@ -84,6 +84,10 @@ mlir::LogicalResult propagateKeys(mlir::Operation *op, KeyDims &keys,
           loops.set(expr.getPosition());
       }
     }
+    // (One loop over the keys: a tensor read over the keys twice, keys by
+    // keys, is not what the bound was proved for.)
+    if (loops.count() > 1)
+      return mlir::failure();
     for (auto [value, map] : operands)
       for (auto [dim, expr] : llvm::enumerate(map.getResults())) {
         auto loop = llvm::dyn_cast<mlir::AffineDimExpr>(expr);
@@ -130,8 +134,10 @@ bool isArange(Value value, Value &offset) {
     return false;
   auto yield =
       llvm::cast<linalg::YieldOp>(generic.getRegion().front().getTerminator());
+  // (At least 32 bits: a narrower arange wraps, and its comparison with
+  // another is not the positions'.)
   auto cast = yield.getValues()[0].getDefiningOp<arith::IndexCastOp>();
-  if (!cast)
+  if (!cast || cast.getType().getIntOrFloatBitWidth() < 32)
     return false;
   Value index = cast.getIn();
   offset = nullptr;
