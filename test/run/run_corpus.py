@@ -2305,22 +2305,42 @@ def kept_one_row_cases() -> list[RunCase]:
                 emit_function("f", [("scores", tstr("f32", ["b", "h", "s", "s"]))], [tstr("f32", ["b", "h", "s", "s"])],
                               causal_lines + ['return p / reduce(p, "b h s t -> b h s 1", "sum")']),
                 inputs=[("scores", fs)], outs=[Out("f32", causal_softmax_ref(sc), False, rows)], extra_args=extra))
-    # Causal attention: 64-row tiles of the fused head (rows 1, 64 and 70).
-    for rows in (1, 64, 70):
+    # Causal attention: 64-row tiles of the fused head, whose keys past each
+    # tile's last row ein-skip-masked-keys skips (rows 1, 7, 64, 65, 70 and
+    # 200: one key, a partial tile, one exact tile, one row past it, a
+    # bound below the keys), the mask also written `s >= t` and strict
+    # (`t < s`: row 0 allows no key, its softmax uniform over all of them).
+    forms = {
+        "": causal_lines,
+        "-swapped": ['allowed = rearrange(arange(s), "s -> 1 1 s 1") >= rearrange(arange(s), "t -> 1 1 1 t")']
+        + causal_lines[1:],
+        "-strict": [causal_lines[0].replace("<=", "<")] + causal_lines[1:],
+    }
+    for rows in (1, 7, 64, 65, 70, 200):
         (fq, q), (fk, k), (fv, v) = (make_input(rng, (1, 2, rows, 8), "f32") for _ in range(3))
-        p = causal_softmax_ref(np.einsum("bhse,bhte->bhst", q, k) / np.sqrt(8))
-        ref = np.einsum("bhst,bhte->bhse", p, v)
-        qkv = [(n, tstr("f32", ["b", "h", "s", "e"])) for n in ("q", "k", "v")]
-        lines = ['scores = einsum(q, k, "b h s e, b h t e -> b h s t") / sqrt(e)'] + causal_lines + [
-            'return einsum(p / reduce(p, "b h s t -> b h s 1", "sum"), v, "b h s t, b h t e -> b h s e")']
-        for fused in (True, False):
-            mode = "fused" if fused else "unfused"
-            cases.append(RunCase(
-                f"gen-rows-causal-attention-{rows}-{mode}", "generated",
-                f"kept-1 causal attention, {rows} rows ({mode})",
-                emit_function("f", qkv, [tstr("f32", ["b", "h", "s", "e"])], lines),
-                inputs=[("q", fq), ("k", fk), ("v", fv)], outs=[Out("f32", ref, False, 16)],
-                extra_args=[] if fused else ["--no-fusion"]))
+        scores = np.einsum("bhse,bhte->bhst", q, k) / np.sqrt(8)
+        for form, mask in forms.items():
+            if form and rows not in (1, 65, 200):
+                continue
+            if form == "-strict":
+                allowed = np.tril(np.ones((rows, rows), dtype=bool), -1)
+                masked = np.where(allowed, scores, -1e9)
+                e = np.exp(masked - masked.max(axis=-1, keepdims=True))
+                p = e / e.sum(axis=-1, keepdims=True)
+            else:
+                p = causal_softmax_ref(scores)
+            ref = np.einsum("bhst,bhte->bhse", p, v)
+            qkv = [(n, tstr("f32", ["b", "h", "s", "e"])) for n in ("q", "k", "v")]
+            lines = ['scores = einsum(q, k, "b h s e, b h t e -> b h s t") / sqrt(e)'] + mask + [
+                'return einsum(p / reduce(p, "b h s t -> b h s 1", "sum"), v, "b h s t, b h t e -> b h s e")']
+            for fused in (True, False) if not form else (True,):
+                mode = "fused" if fused else "unfused"
+                cases.append(RunCase(
+                    f"gen-rows-causal-attention{form}-{rows}-{mode}", "generated",
+                    f"kept-1 causal attention{form}, {rows} rows ({mode})",
+                    emit_function("f", qkv, [tstr("f32", ["b", "h", "s", "e"])], lines),
+                    inputs=[("q", fq), ("k", fk), ("v", fv)], outs=[Out("f32", ref, False, 16)],
+                    extra_args=[] if fused else ["--no-fusion"]))
     return cases
 
 
