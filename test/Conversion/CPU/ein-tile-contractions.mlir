@@ -420,14 +420,14 @@ func.func @static_strided_output(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %
 // 320 x 16 micro-panel), mc = 204 (half of L2 in A's 204 x 320 block), so
 // m's chunk of 252 rows is two equal blocks of 126 (21 panels), one B
 // block for all 1000 columns (63 panels); with AVX-512 a 6 x 64 tile, kc =
-// 512 (the model's 96 raised to AVX-512's floor) and m's chunk of 252 rows in
-// one block of 42 panels (mc = 252 from half of 1 MiB).
+// 256 (the model's 96 raised to the floor) and m's chunk of 252 rows in one
+// block of 42 panels (mc = 510 from half of 1 MiB).
 // ZEN3-LABEL: func.func @model_blocking
 // ZEN3: memref.alloc() {alignment = 64 : i64} : memref<21x320x6xf32>
 // ZEN3: memref.alloc() {alignment = 64 : i64} : memref<63x320x16xf32>
 // ZEN4-LABEL: func.func @model_blocking
-// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<42x512x6xf32>
-// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<16x512x64xf32>
+// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<42x256x6xf32>
+// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<16x256x64xf32>
 func.func @model_blocking(%a: memref<1000x1000xf32>, %b: memref<1000x1000xf32>, %c: memref<1000x1000xf32>) {
   linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (k, m)>, affine_map<(m, k, n) -> (k, n)>,
                                    affine_map<(m, k, n) -> (m, n)>],
