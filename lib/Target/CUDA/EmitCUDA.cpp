@@ -48,8 +48,11 @@ namespace cuda {
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
-  if (fused.count(op) || inEpilogue.count(op) || emitMeshOp(op))
+  if (fused.count(op) || inEpilogue.count(op) || inRows.count(op) ||
+      emitMeshOp(op))
     return;
+  if (auto group = rowGroups.find(op); group != rowGroups.end())
+    return emitRowKernel(group->second);
 #define EIN_OP(Kind, Name, OpClass)                                            \
   if (auto o = mlir::dyn_cast<OpClass>(op))                                    \
     return emit##Kind(o);
@@ -99,6 +102,7 @@ std::string FunctionEmitter::emit() {
     }
   }
   planEpilogues();
+  planRows();
   planFusion();
   std::vector<mlir::Operation *> ops;
   for (mlir::Operation &op : body.without_terminator())
@@ -121,8 +125,11 @@ std::string FunctionEmitter::emit() {
   std::map<mlir::Operation *, size_t> index;
   for (size_t i = 0; i < ops.size(); ++i)
     index[ops[i]] = i;
-  // (An op computed in two functors reads them at the later one.)
+  // (An op computed in two functors reads them at the later one; an op of
+  // a row kernel where its root runs.)
   std::function<size_t(mlir::Operation *)> readAt = [&](mlir::Operation *op) {
+    if (auto row = inRows.find(op); row != inRows.end())
+      return index.at(row->second);
     if (fused.count(op)) {
       size_t last = 0;
       for (mlir::Operation *user : op->getResult(0).getUsers())
