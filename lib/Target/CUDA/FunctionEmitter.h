@@ -82,6 +82,11 @@ public:
         entry(cEntry(fn, ",\n    cudaStream_t stream")) {}
 
   std::string emit();
+  /// The ops computed in one kernel or GEMM call with others: per group its
+  /// kind ("rows", "epilogue", "elementwise") and its ops (constants left
+  /// out), groups in the order of the ops that emit them.
+  std::vector<std::pair<std::string, std::vector<mlir::Operation *>>>
+  fusionGroups();
   /// Whether the function calls collectives (a sharded local program).
   bool hasCollectives();
   /// The first error, if any (then emit's text is meaningless).
@@ -255,6 +260,10 @@ private:
     }
     return sizes;
   }
+
+  /// The outputs written in place (directOutput) and the fusion plans:
+  /// epilogues, row kernels, elementwise functors.
+  void plan();
 
   // ---- ops
   /// Emits `op` through its row's emit function below (or not at all when
