@@ -332,6 +332,9 @@ private:
     std::set<mlir::Operation *> members;   // inlined (root, stages apart)
     std::set<mlir::Operation *> rowScalar; // members of size 1 along rows
     std::map<mlir::Operation *, std::string> results; // `r[k]`, as stored
+    /// A var whose mean is an earlier mean stage's (the same row): the
+    /// stage, so that the var adds one stage, not two.
+    std::map<mlir::Operation *, int> varMean;
   };
   void planRows();
   void emitRowKernel(const RowGroup &group);

@@ -20,13 +20,19 @@ namespace cuda {
 namespace {
 
 /// How a value sits in the row space `s` (the root's shape, its last dim
-/// the row): with `s` itself (Row), with size 1 along the row (RowScalar,
-/// one value per row), or neither.
-enum class RowClass { None, Row, RowScalar };
+/// the row): with `s` itself (Row), one value per row with size 1 along the
+/// row (RowScalar) or without the row dim (Dropped: broadcast by name, as
+/// `x - m` of `b h s t` and `b h s`), or neither.
+enum class RowClass { None, Row, RowScalar, Dropped };
 
 RowClass rowClass(EinTensorType t, const Shape &s) {
   const Shape &shape = t.getShape();
-  if (shape.size() != s.size() || s.empty())
+  if (s.empty())
+    return RowClass::None;
+  if (shape.size() + 1 == s.size())
+    return std::equal(shape.begin(), shape.end(), s.begin()) ? RowClass::Dropped
+                                                             : RowClass::None;
+  if (shape.size() != s.size())
     return RowClass::None;
   for (size_t d = 0; d + 1 < s.size(); ++d)
     if (!(shape[d] == s[d]))
@@ -50,8 +56,8 @@ bool keepsLeading(const TransformInfo &info, size_t q) {
 }
 
 /// A float reduction of the row space `s` along its last dim alone: into
-/// size 1 there (kept), or without that dim (then `kept` is false and a
-/// rearrange appending the 1 reads it).
+/// size 1 there (kept), or without that dim (then `kept` is false: read by
+/// name, or through a rearrange appending the 1).
 bool isRowReduction(mlir::Operation *op, const Shape &s, bool &kept) {
   auto reduce = mlir::dyn_cast<ReduceOp>(op);
   if (!reduce || rowClass(tensorType(reduce.getOperand()), s) != RowClass::Row)
@@ -66,7 +72,7 @@ bool isRowReduction(mlir::Operation *op, const Shape &s, bool &kept) {
   if (kept)
     return info->outputGroups[q].empty() &&
            rowClass(rt, s) == RowClass::RowScalar;
-  return info->outputGroups.size() == q;
+  return info->outputGroups.size() == q && rowClass(rt, s) == RowClass::Dropped;
 }
 
 /// A rearrange appending a size-1 row dim to a reduction that dropped it
@@ -153,11 +159,13 @@ FunctionEmitter::rowGroupAt(mlir::Operation *root) {
     if (c == RowClass::None)
       return false;
     std::vector<int> al = alignment(user, i);
-    for (int d = 0; d < last; ++d) {
+    for (int d = 0; d < last && d < static_cast<int>(al.size()); ++d) {
       auto one = t.getShape()[d].size.constantValue();
       if (al[d] != d && !(al[d] == -1 && one && *one == 1))
         return false;
     }
+    if (c == RowClass::Dropped)
+      return true;
     if (c == RowClass::Row)
       return al[last] == last &&
              rowClass(tensorType(user->getResult(0)), s) == RowClass::Row;
@@ -190,15 +198,26 @@ FunctionEmitter::rowGroupAt(mlir::Operation *root) {
   if (g.stages.empty())
     return std::nullopt;
   int stage = 0;
+  std::map<const void *, int> means; // a mean stage by the row it reads
   for (mlir::Operation *op : g.stages) {
     auto reduce = mlir::cast<ReduceOp>(op);
     DType t = tensorType(reduce.getResult()).getDType();
     if (!g.acc.empty() && g.acc != accumulatorType(t))
       return std::nullopt; // one accumulator type per kernel
     g.acc = accumulatorType(t);
-    // var is two stages: the mean, then the mean squared deviation.
-    if (!runtimeReduceKind(toReduceKind(reduce.getKind())))
-      ++stage;
+    ReduceKind kind = toReduceKind(reduce.getKind());
+    const void *row = reduce.getOperand().getAsOpaquePointer();
+    if (kind == ReduceKind::Mean)
+      means.emplace(row, stage);
+    // var is two stages, the mean (unless a mean of the same row is one)
+    // then the mean squared deviation from it.
+    if (!runtimeReduceKind(kind)) {
+      auto mean = means.find(row);
+      if (mean != means.end())
+        g.varMean[op] = mean->second;
+      else
+        ++stage;
+    }
     g.results[op] = fmt::format("ein_cvt<{}>(r[{}])", storageType(t), stage++);
   }
   for (mlir::Operation *op : group) {
@@ -262,18 +281,22 @@ void FunctionEmitter::emitRowKernel(const RowGroup &group) {
   for (mlir::Operation *op : group.stages) {
     ReduceKind kind = toReduceKind(mlir::cast<ReduceOp>(op).getKind());
     const char *runtime = runtimeReduceKind(kind);
-    Method &m = method(fmt::format("EinStage<{}>, ", kinds.size()), "Acc");
-    m.value = fmt::format("ein_cvt<Acc>({})", operandText(op, 0, m.body));
-    leaves = m.body.leaves;
-    kinds.push_back(runtime ? runtime : "EIN_REDUCE_MEAN");
+    auto shared = group.varMean.find(op);
+    if (shared == group.varMean.end()) {
+      Method &m = method(fmt::format("EinStage<{}>, ", kinds.size()), "Acc");
+      m.value = fmt::format("ein_cvt<Acc>({})", operandText(op, 0, m.body));
+      leaves = m.body.leaves;
+      kinds.push_back(runtime ? runtime : "EIN_REDUCE_MEAN");
+    }
     if (runtime)
       continue;
     // var: the mean of the squared deviations from the mean (in Acc, as
     // ein_reduce_var).
+    size_t mean =
+        shared == group.varMean.end() ? kinds.size() - 1 : shared->second;
     Method &d = method(fmt::format("EinStage<{}>, ", kinds.size()), "Acc");
     d.body.lets.push_back(fmt::format("const Acc d = ein_cvt<Acc>({}) - r[{}];",
-                                      operandText(op, 0, d.body),
-                                      kinds.size() - 1));
+                                      operandText(op, 0, d.body), mean));
     d.body.readsRows = true;
     d.value = "d * d";
     leaves = d.body.leaves;

@@ -50,6 +50,7 @@ def cases(n):
     return {
         "softmax": ([("x", x)], [("f32", softmax(x))]),
         "softmax_dropped": ([("x", x3)], [("f32", softmax(x3))]),
+        "softmax_named": ([("x", x3)], [("f32", softmax(x3))]),
         "softmax_bf16": ([("x", xb)], [("bf16", bf16(eb / bf16(eb.sum(axis=1, keepdims=True))))]),
         "layer_norm": ([("x", d), ("gain", gain), ("bias", bias)],
                        [("f32", (d - d.mean(axis=2, keepdims=True)) / np.sqrt(d.var(axis=2, keepdims=True) + 1e-5) * gain + bias)]),
