@@ -8,30 +8,6 @@
 /// The tag of a row functor's stage S (its reduction's input).
 template <int S> struct EinStage { static constexpr int value = S; };
 
-/// Reduces `v` across the x threads of a row (blockDim.x a multiple of 32,
-/// at most 1024; blockDim.y rows reduce independently) and gives every
-/// thread of the row the result. Every thread of the block must call it.
-template <typename Op, typename Acc> EIN_D Acc ein_row_allreduce(Acc v) {
-  __shared__ Acc partial[32]; // one per warp of the block
-  EIN_UNROLL
-  for (int off = 16; off > 0; off /= 2)
-    v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, off));
-  const int warps = blockDim.x / 32;
-  if (warps == 1)
-    return v; // the butterfly leaves the result in every lane
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int row = threadIdx.y * warps;
-  if (lane == 0)
-    partial[row + warp] = v;
-  __syncthreads();
-  // Every thread combines the row's partials in the same order.
-  Acc r = partial[row];
-  for (int w = 1; w < warps; ++w)
-    r = Op::combine(r, partial[row + w]);
-  __syncthreads(); // partial is reused by the next stage
-  return r;
-}
-
 /// Calls g(EinStage<S>()) for each S in order.
 template <typename G, int... S>
 EIN_D void ein_rows_each(G &&g, std::integer_sequence<int, S...>) {
@@ -99,7 +75,7 @@ EIN_D void ein_rows_body(const F &f, TO *__restrict__ out, Index nRows, Index n,
           each([&](Index, auto... x) {
             acc = Op::combine(acc, f(stage, r, x...));
           });
-          r[S] = Op::finish(ein_row_allreduce<Op>(acc), int64_t(n));
+          r[S] = Op::finish(ein_block_reduce_x<Op, true>(acc), int64_t(n));
         },
         std::make_integer_sequence<int, F::stages>{});
     each([&](Index j, auto... x) {
