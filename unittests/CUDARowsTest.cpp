@@ -14,6 +14,8 @@ struct Softmax {
   using Acc = float;
   static constexpr int stages = 2;
   static constexpr EinReduceKind kinds[2] = {EIN_REDUCE_MAX, EIN_REDUCE_SUM};
+  static constexpr int values = 0;
+  EIN_HD void operator()(EinRowValues, float *) const {}
   EIN_HD float operator()(EinStage<0>, const float *, float x) const {
     return x;
   }
@@ -26,11 +28,15 @@ struct Softmax {
 };
 
 /// LayerNorm with a gain along the row: the mean, then the mean of the
-/// squared deviations from it.
+/// squared deviations from it; 1 / sqrt(var + eps) once per row.
 struct LayerNorm {
   using Acc = float;
   static constexpr int stages = 2;
   static constexpr EinReduceKind kinds[2] = {EIN_REDUCE_MEAN, EIN_REDUCE_MEAN};
+  static constexpr int values = 1;
+  EIN_HD void operator()(EinRowValues, float *r) const {
+    r[2] = 1.0f / sqrtf(r[1] + 1e-5f);
+  }
   EIN_HD float operator()(EinStage<0>, const float *, float x, float) const {
     return x;
   }
@@ -38,7 +44,7 @@ struct LayerNorm {
     return (x - r[0]) * (x - r[0]);
   }
   EIN_HD float operator()(const float *r, float x, float g) const {
-    return (x - r[0]) / sqrtf(r[1] + 1e-5f) * g;
+    return (x - r[0]) * r[2] * g;
   }
 };
 

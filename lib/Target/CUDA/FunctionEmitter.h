@@ -335,6 +335,10 @@ private:
     /// A var whose mean is an earlier mean stage's (the same row): the
     /// stage, so that the var adds one stage, not two.
     std::map<mlir::Operation *, int> varMean;
+    /// Members of one value per row computed from the stages' results and
+    /// constants alone (`rsqrt(var + eps)`): once per row for the output,
+    /// in program order.
+    std::vector<mlir::Operation *> perRow;
   };
   void planRows();
   void emitRowKernel(const RowGroup &group);

@@ -231,6 +231,27 @@ FunctionEmitter::rowGroupAt(mlir::Operation *root) {
     if (rowClass(tensorType(op->getResult(0)), s) == RowClass::RowScalar)
       g.rowScalar.insert(op);
   }
+  // Values per row of a float dtype the accumulator holds exactly, from
+  // results, constants and each other.
+  std::set<mlir::Operation *> perRow;
+  for (mlir::Operation &o : func.getBody().front().without_terminator()) {
+    if (!g.members.count(&o))
+      continue;
+    EinTensorType t = tensorType(o.getResult(0));
+    bool fits = isFloat(t.getDType()) &&
+                (t.getDType() != DType::F64 || g.acc == "double") &&
+                rowClass(t, s) != RowClass::Row;
+    for (mlir::Value v : o.getOperands()) {
+      mlir::Operation *def = v.getDefiningOp();
+      fits = fits && def &&
+             (mlir::isa<ConstantOp>(def) || g.results.count(def) ||
+              perRow.count(def));
+    }
+    if (fits) {
+      perRow.insert(&o);
+      g.perRow.push_back(&o);
+    }
+  }
   return g;
 }
 
@@ -302,7 +323,27 @@ void FunctionEmitter::emitRowKernel(const RowGroup &group) {
     leaves = d.body.leaves;
     kinds.push_back("EIN_REDUCE_MEAN");
   }
+  // The values per row, each into the next slot of r after the stages',
+  // and read from there by the output.
+  RowGroup late = group;
+  std::string values;
+  for (mlir::Operation *op : group.perRow) {
+    FunctorBody body;
+    body.rows = &late;
+    std::string value = expression(op, body);
+    size_t slot = kinds.size() + late.results.size() - group.results.size();
+    fmt::format_to(std::back_inserter(values), "    {{\n");
+    for (auto &l : body.lets)
+      values += "      " + l + "\n";
+    fmt::format_to(std::back_inserter(values),
+                   "      r[{}] = ein_cvt<Acc>({});\n    }}\n", slot, value);
+    late.members.erase(op);
+    late.results[op] =
+        fmt::format("ein_cvt<{}>(r[{}])",
+                    storageType(tensorType(op->getResult(0)).getDType()), slot);
+  }
   Method &o = method("", storageType(rt.getDType()));
+  o.body.rows = &late;
   o.value = expression(root, o.body);
   leaves = o.body.leaves;
 
@@ -318,8 +359,11 @@ void FunctionEmitter::emitRowKernel(const RowGroup &group) {
       fmt::format("ein_{}_rows{}", cName(fn.name), functorCount++);
   std::string text = fmt::format(
       "struct {} {{\n  using Acc = {};\n  static constexpr int stages = {};\n"
-      "  static constexpr EinReduceKind kinds[{}] = {{{}}};\n",
-      functor, group.acc, kinds.size(), kinds.size(), fmt::join(kinds, ", "));
+      "  static constexpr EinReduceKind kinds[{}] = {{{}}};\n"
+      "  static constexpr int values = {};\n"
+      "  EIN_HD void operator()(EinRowValues, Acc *{}) const {{\n{}  }}\n",
+      functor, group.acc, kinds.size(), kinds.size(), fmt::join(kinds, ", "),
+      group.perRow.size(), group.perRow.empty() ? "" : "r", values);
   for (Method &m : methods) {
     std::vector<std::string> params;
     for (size_t k = 0; k < types.size(); ++k)

@@ -8,6 +8,10 @@
 /// The tag of a row functor's stage S (its reduction's input).
 template <int S> struct EinStage { static constexpr int value = S; };
 
+/// The tag of a row functor's values per row computed once from the
+/// stages' results (`rsqrt(var + eps)`), after them.
+struct EinRowValues {};
+
 /// Calls g(EinStage<S>()) for each S in order.
 template <typename G, int... S>
 EIN_D void ein_rows_each(G &&g, std::integer_sequence<int, S...>) {
@@ -20,6 +24,7 @@ template <int N> struct EinRowSteps { int64_t s[N]; };
 /// A row per blockDim.x threads: for each stage S in order, the row's
 /// f(EinStage<S>(), r, elements...) combined with F::kinds[S] into r[S]
 /// (finished: a mean divided by the row's length); then
+/// f(EinRowValues(), r) fills r[stages ...] with values per row; then
 /// out = f(r, elements...). A row of at most E * blockDim.x elements is read
 /// once into registers (E per thread and input); a longer one is read again
 /// by each stage.
@@ -66,7 +71,7 @@ EIN_D void ein_rows_body(const F &f, TO *__restrict__ out, Index nRows, Index n,
       for (Index j = threadIdx.x; j < n; j += blockDim.x)
         g(j, in[base[K + 1] + int64_t(j) * st.s[K + 1]]...);
     };
-    Acc r[F::stages];
+    Acc r[F::stages + F::values];
     ein_rows_each(
         [&](auto stage) {
           constexpr int S = decltype(stage)::value;
@@ -78,6 +83,7 @@ EIN_D void ein_rows_body(const F &f, TO *__restrict__ out, Index nRows, Index n,
           r[S] = Op::finish(ein_block_reduce_x<Op, true>(acc), int64_t(n));
         },
         std::make_integer_sequence<int, F::stages>{});
+    f(EinRowValues(), r);
     each([&](Index j, auto... x) {
       out[base[0] + int64_t(j) * st.s[0]] = f(r, x...);
     });
@@ -136,7 +142,9 @@ inline void ein_rows_launch(cudaStream_t stream, F f, EinView<TO, R> out,
 /// every input view has out's sizes (a broadcast dim has stride 0); F has
 /// `Acc`, `stages`, `kinds[stages]` (EinReduceKind), per stage S an
 /// `Acc operator()(EinStage<S>, const Acc *r, TI...)` (the element its
-/// reduction reads; r the results of the stages before it), and
+/// reduction reads; r the results of the stages before it), `values` and
+/// `void operator()(EinRowValues, Acc *r)` computing r[stages ...
+/// stages + values - 1] from the stages' results, and
 /// `TO operator()(const Acc *r, TI...)`, the output's element. `out` must
 /// not overlap an input other than element for element.
 template <typename F, typename TO, int R, typename... TI>

@@ -49,6 +49,8 @@ template <typename A> struct RowSoftmax {
   using Acc = A;
   static constexpr int stages = 2;
   static constexpr EinReduceKind kinds[2] = {EIN_REDUCE_MAX, EIN_REDUCE_SUM};
+  static constexpr int values = 1;
+  EIN_HD void operator()(EinRowValues, A *r) const { r[2] = A(1) / r[1]; }
   EIN_HD Acc operator()(EinStage<0>, const Acc *, ein_bf16_t x, float b) const {
     return ein_cvt<Acc>(ein_to_f32(x) + b);
   }
@@ -57,8 +59,8 @@ template <typename A> struct RowSoftmax {
     return ein_cvt<Acc>(expf(ein_to_f32(x) + b - float(r[0])));
   }
   EIN_HD ein_bf16_t operator()(const Acc *r, ein_bf16_t x, float b) const {
-    return ein_cvt<ein_bf16_t>(expf(ein_to_f32(x) + b - float(r[0])) /
-                               float(r[1]));
+    return ein_cvt<ein_bf16_t>(expf(ein_to_f32(x) + b - float(r[0])) *
+                               float(r[2]));
   }
 };
 
