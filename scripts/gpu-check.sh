@@ -99,6 +99,12 @@ if [[ $what == all || $what == corpus ]]; then
     "cd {} && [ -f prog.cu ] && ($NVCC -std=c++17 -O2 --fmad=false -arch=native -x cu prog.cu -o prog -lcublasLt > nvcc.log 2>&1 || echo 'nvcc failed:' {})" || true
   echo "nvcc: $(ls "$OUT"/corpus/*/prog 2>/dev/null | wc -l) programs built in $(( $(date +%s) - start )) s"
   python3 test/run/run_corpus.py --replay-cuda "$OUT/corpus" --jobs "$JOBS" || status=1
+  # Again, each program called 3 more times (direct, captured into a CUDA
+  # Graph, replayed) before it writes its results (docs/cuda.md, "CUDA
+  # Graphs"): failures here and not above are the graphs'.
+  echo "corpus again through CUDA Graphs (EIN_GRAPH_REPEAT=3):"
+  EIN_GRAPH_REPEAT=3 python3 test/run/run_corpus.py --replay-cuda "$OUT/corpus" \
+    --jobs "$JOBS" || status=1
 fi
 if [[ $what == all || $what == bench ]]; then
   python3 bench/cuda_bench.py run "$OUT/bench" --nvcc "$NVCC" || status=1

@@ -47,13 +47,14 @@ TEST(HostCPU, Zen3Avx2) {
 }
 
 // AVX-512 (Zen 4: 1 MiB L2): a 6 x 64 tile; the model's kc (6 ways: 96) is
-// below the floor of 256; mc = 524288 / 1024 = 512, rounded down to 510.
+// below AVX-512's floor of 512; mc = 524288 / 2048 = 256, rounded down to
+// 252.
 TEST(HostCPU, Zen4Avx512) {
   auto t = gemmTiles(caches(32 << 10, 8, 1 << 20, 32 << 20, 2), 512, 4, 2);
   EXPECT_EQ(t.mr, 6);
   EXPECT_EQ(t.nrVectors, 4);
-  EXPECT_EQ(t.kc, 256);
-  EXPECT_EQ(t.mc, 510);
+  EXPECT_EQ(t.kc, 512);
+  EXPECT_EQ(t.mc, 252);
   EXPECT_EQ(t.nc, 4096);
 }
 

@@ -411,9 +411,10 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  blocking of contractions: mr and nr-vectors (register
                  tile: mr rows x nr-vectors vectors, default 6 x 4 with
                  AVX-512, 6 x 2 without), mc, nc, kc (packed blocks, in f32
-                 elements, default 128, 1024, 256), vector-bits (default:
-                 the host's), work-items (parallel blocks, default: twice
-                 the hardware threads))"},
+                 elements, default from the CPU's caches: on a Zen 4 252,
+                 4096, 512), vector-bits (default: the host's), work-items
+                 (parallel blocks, default: twice the hardware threads; one
+                 contraction alone splits m once per thread))"},
     {"--cpu",
      R"(--cpu NAME       compile for this CPU, an LLVM CPU name (znver3,
                  skylake-avx512, x86-64-v3 = any AVX2 host, x86-64-v4 =
@@ -455,7 +456,9 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
                  and `#` dims given size 1 are specialised), as `einc
                  build` does, then call with them)"},
     {"--target",
-     R"(--target=TARGET  cpu (the default), cuda or (run only) cuda-emulated)"},
+     R"(--target=TARGET  cpu (the default), cuda or (run only) cuda-emulated;
+                 on cuda, repeated calls with the same buffers replay a
+                 CUDA Graph (EIN_CUDA_GRAPHS=0: launch by launch))"},
     {"--main",
      R"(--main NAME      (cuda) add a main() running NAME on raw tensor files:
                  prog [--time] (IN SIZES.. STRIDES..)... (OUT SIZES..)...;

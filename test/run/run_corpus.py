@@ -1525,6 +1525,37 @@ def gen_blocked_contraction_case(rng, idx: int, dtype: Optional[str] = None) -> 
                    inputs=[("x", x), ("y", y)], outs=[Out(dtype, quantize(ref, dtype), True)])
 
 
+def gen_gemm_edge_case(rng, idx: int) -> RunCase:
+    """f32 GEMMs at the edges of ein-tile-contractions' register tiles,
+    packed panels and in-register transposes: m, n and k from 1, 5, 6, 7,
+    17, 33 and 100 (every m and every k in each layout over the 28 cases), A
+    as `m k` (packed from k-contiguous rows by vector loads transposed in
+    registers: `einc run` passes strides known only at run time) or `k m`, B
+    as `k n` or `n k`, a relu epilogue on half of them. Inputs are small
+    integers, so the sums are exact."""
+    layouts = [
+        ("m k, k n -> m n", ["m", "k"], ["k", "n"]),
+        ("k m, k n -> m n", ["k", "m"], ["k", "n"]),
+        ("m k, n k -> m n", ["m", "k"], ["n", "k"]),
+        ("k m, n k -> m n", ["k", "m"], ["n", "k"]),
+    ]
+    edges = [1, 5, 6, 7, 17, 33, 100]
+    pattern, xa, ya = layouts[idx % 4]
+    size = {"m": edges[idx % 7], "k": edges[(idx // 4) % 7], "n": edges[(3 * idx + idx // 7) % 7]}
+    relu = (idx // 4) % 2 == 1
+    x = rng.integers(-2, 3, size=[size[d] for d in xa]).astype(np.float32)
+    y = rng.integers(-2, 3, size=[size[d] for d in ya]).astype(np.float32)
+    call = f'einsum(x, y, "{pattern}")'
+    src = emit_function("f", [("x", tstr("f32", xa)), ("y", tstr("f32", ya))], ['f32["m n"]'],
+                        [f"return relu({call})" if relu else f"return {call}"])
+    ref = np.einsum(pattern.replace(" ", ""), x.astype(np.int64), y.astype(np.int64))
+    if relu:
+        ref = np.maximum(ref, 0)
+    desc = f"f32 GEMM at tile edges {pattern} {size}" + (" + relu" if relu else "")
+    return RunCase(f"gen-gemm-edge#{idx:03d}", "generated", desc, src,
+                   inputs=[("x", x), ("y", y)], outs=[Out("f32", quantize(ref, "f32"), True)])
+
+
 # -- empty tensors -----------------------------------------------------------
 
 EMPTY_NP = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32,
@@ -2189,6 +2220,8 @@ def generated_cases() -> list[RunCase]:
         cases.append(gen_int_division_case(np.random.default_rng(44_500 + k), k))
     for k in range(15):
         cases.append(gen_blocked_contraction_case(np.random.default_rng(45_000 + k), k))
+    for k in range(28):
+        cases.append(gen_gemm_edge_case(np.random.default_rng(45_500 + k), k))
     # bf16 in every layout (the vdpbf16ps kernel where the host has it);
     # 15-19 are the fp8 ones.
     for k in range(40, 45):
@@ -2272,22 +2305,42 @@ def kept_one_row_cases() -> list[RunCase]:
                 emit_function("f", [("scores", tstr("f32", ["b", "h", "s", "s"]))], [tstr("f32", ["b", "h", "s", "s"])],
                               causal_lines + ['return p / reduce(p, "b h s t -> b h s 1", "sum")']),
                 inputs=[("scores", fs)], outs=[Out("f32", causal_softmax_ref(sc), False, rows)], extra_args=extra))
-    # Causal attention: 64-row tiles of the fused head (rows 1, 64 and 70).
-    for rows in (1, 64, 70):
+    # Causal attention: 64-row tiles of the fused head, whose keys past each
+    # tile's last row ein-skip-masked-keys skips (rows 1, 7, 64, 65, 70 and
+    # 200: one key, a partial tile, one exact tile, one row past it, a
+    # bound below the keys), the mask also written `s >= t` and strict
+    # (`t < s`: row 0 allows no key, its softmax uniform over all of them).
+    forms = {
+        "": causal_lines,
+        "-swapped": ['allowed = rearrange(arange(s), "s -> 1 1 s 1") >= rearrange(arange(s), "t -> 1 1 1 t")']
+        + causal_lines[1:],
+        "-strict": [causal_lines[0].replace("<=", "<")] + causal_lines[1:],
+    }
+    for rows in (1, 7, 64, 65, 70, 200):
         (fq, q), (fk, k), (fv, v) = (make_input(rng, (1, 2, rows, 8), "f32") for _ in range(3))
-        p = causal_softmax_ref(np.einsum("bhse,bhte->bhst", q, k) / np.sqrt(8))
-        ref = np.einsum("bhst,bhte->bhse", p, v)
-        qkv = [(n, tstr("f32", ["b", "h", "s", "e"])) for n in ("q", "k", "v")]
-        lines = ['scores = einsum(q, k, "b h s e, b h t e -> b h s t") / sqrt(e)'] + causal_lines + [
-            'return einsum(p / reduce(p, "b h s t -> b h s 1", "sum"), v, "b h s t, b h t e -> b h s e")']
-        for fused in (True, False):
-            mode = "fused" if fused else "unfused"
-            cases.append(RunCase(
-                f"gen-rows-causal-attention-{rows}-{mode}", "generated",
-                f"kept-1 causal attention, {rows} rows ({mode})",
-                emit_function("f", qkv, [tstr("f32", ["b", "h", "s", "e"])], lines),
-                inputs=[("q", fq), ("k", fk), ("v", fv)], outs=[Out("f32", ref, False, 16)],
-                extra_args=[] if fused else ["--no-fusion"]))
+        scores = np.einsum("bhse,bhte->bhst", q, k) / np.sqrt(8)
+        for form, mask in forms.items():
+            if form and rows not in (1, 65, 200):
+                continue
+            if form == "-strict":
+                allowed = np.tril(np.ones((rows, rows), dtype=bool), -1)
+                masked = np.where(allowed, scores, -1e9)
+                e = np.exp(masked - masked.max(axis=-1, keepdims=True))
+                p = e / e.sum(axis=-1, keepdims=True)
+            else:
+                p = causal_softmax_ref(scores)
+            ref = np.einsum("bhst,bhte->bhse", p, v)
+            qkv = [(n, tstr("f32", ["b", "h", "s", "e"])) for n in ("q", "k", "v")]
+            lines = ['scores = einsum(q, k, "b h s e, b h t e -> b h s t") / sqrt(e)'] + mask + [
+                'return einsum(p / reduce(p, "b h s t -> b h s 1", "sum"), v, "b h s t, b h t e -> b h s e")']
+            for fused in (True, False) if not form else (True,):
+                mode = "fused" if fused else "unfused"
+                cases.append(RunCase(
+                    f"gen-rows-causal-attention{form}-{rows}-{mode}", "generated",
+                    f"kept-1 causal attention{form}, {rows} rows ({mode})",
+                    emit_function("f", qkv, [tstr("f32", ["b", "h", "s", "e"])], lines),
+                    inputs=[("q", fq), ("k", fk), ("v", fv)], outs=[Out("f32", ref, False, 16)],
+                    extra_args=[] if fused else ["--no-fusion"]))
     return cases
 
 

@@ -35,6 +35,7 @@ struct Blocking {
       vl; // register tile rows, columns, vector length (nr % vl == 0)
   int64_t mc, nc, kc;  // cache blocks of packed A (mc x kc) and B (kc x nc)
   int64_t workItems;   // parallel blocks wanted (a few per core)
+  int64_t mChunks;     // parallel blocks of m wanted with no outer loops
   int64_t minItemWork; // multiply-adds per block at least (0: no minimum)
   bool serial;         // inside a fused tile, which already runs on one core
   bool pairDot;        // bf16 k pairs on vdpbf16ps (PairDot.h); else FMAs

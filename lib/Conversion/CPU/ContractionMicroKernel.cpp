@@ -3,6 +3,7 @@
 // epilogue applied to its accumulators.
 #include "ContractionKernel.h"
 #include "PairDot.h"
+#include "RegisterTranspose.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -18,17 +19,37 @@ namespace ein::tiling {
 /// are zero. The copy's inner loop runs along
 /// the lanes where they have unit stride (checked at run time when the type
 /// does not say, and then read through a view that says so, so the copy
-/// vectorizes), else along k where k has or may have unit stride, else along
-/// the source's last axis.
+/// vectorizes), else, where k is the source's last axis with unit stride
+/// (checked at run time when the type does not say), as whole vectors along
+/// k transposed in registers (not with pair dot products; RegisterTranspose.h),
+/// else along k where k has or may have unit stride, else along the
+/// source's last axis.
 void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
                          llvm::SmallVector<Value> iv, unsigned lanesDim,
                          int64_t lanes, Value lanesLo, Value lanesCount,
                          Value lanesEnd, Value kLo, Value kCount) {
   Value panels = ceilDiv(lanesCount, cst(lanes));
   Value last = sub(lanesEnd, cst(1));
+  // k with unit stride and lanes without: whole vectors along k, one per
+  // lane, transposed in registers. Groups of `vl` lanes are square tiles
+  // whose transposes are the panel's rows; fewer (A's `mr`) are interleaved
+  // and stored through a view of the panels as [panel][k * lanes + lane].
+  unsigned lanesAxis = axisOf(map, lanesDim), kAxis = axisOf(map, c.k);
+  auto strides = *stridesOf(llvm::cast<mlir::MemRefType>(source.getType()));
+  bool kMayBeUnit = strides[kAxis] == 1 || strides[kAxis] == kDynamic;
+  bool transposeK =
+      !blk.pairDot && kMayBeUnit && kAxis + 1 == map.getNumResults();
+  bool squares = lanes % blk.vl == 0;
+  Value flat =
+      transposeK && !squares
+          ? b.create<memref::CollapseShapeOp>(
+                loc, packed,
+                llvm::ArrayRef<mlir::ReassociationIndices>{{0}, {1, 2}})
+          : Value();
   // Only the last panel can run past `lanesEnd`: the others copy without
   // the bounds check, so LLVM vectorizes them.
-  auto copy = [&](Value from, bool alongLanes, Value panel, bool checked) {
+  auto copy = [&](Value from, bool alongLanes, Value panel, bool checked,
+                  bool inRegisters = false) {
     auto element = [&](Value p, Value lane) {
       Value at = add(lanesLo, add(mul(panel, cst(lanes)), lane));
       Value valid = checked ? lt(at, lanesEnd) : Value();
@@ -42,6 +63,51 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
         v = b.create<arith::SelectOp>(loc, valid, v, zero(packedType()));
       b.create<memref::StoreOp>(loc, v, packed, packedAt(panel, p, lane));
     };
+    if (inRegisters) {
+      auto sourceType =
+          llvm::cast<mlir::MemRefType>(from.getType()).getElementType();
+      auto rowType = mlir::VectorType::get({blk.vl}, sourceType);
+      auto packedRowType = mlir::VectorType::get({blk.vl}, packedType());
+      Value whole =
+          sub(kCount, b.createOrFold<arith::RemUIOp>(loc, kCount, cst(blk.vl)));
+      loop(cst(0), whole, blk.vl, [&](Value q) {
+        auto row = [&](int64_t r) {
+          iv[c.k] = add(kLo, q);
+          iv[lanesDim] = add(lanesLo, add(mul(panel, cst(lanes)), cst(r)));
+          Value v =
+              b.create<vector::LoadOp>(loc, rowType, from, indices(map, iv));
+          if (sourceType != packedType())
+            v = b.create<arith::ExtFOp>(loc, packedRowType, v);
+          return v;
+        };
+        llvm::SmallVector<Value> rows;
+        if (squares) {
+          for (int64_t group = 0; group < lanes; group += blk.vl) {
+            rows.clear();
+            for (int64_t r = 0; r < blk.vl; ++r)
+              rows.push_back(row(group + r));
+            llvm::SmallVector<Value> out = transposeSquare(b, loc, rows);
+            for (int64_t p = 0; p < blk.vl; ++p)
+              b.create<vector::StoreOp>(
+                  loc, out[p], packed,
+                  packedAt(panel, add(q, cst(p)), cst(group)));
+          }
+          return;
+        }
+        for (int64_t r = 0; r < lanes; ++r)
+          rows.push_back(row(r));
+        llvm::SmallVector<Value> out = interleaveRows(b, loc, rows, blk.vl);
+        for (int64_t j = 0; j < lanes; ++j)
+          b.create<vector::StoreOp>(
+              loc, out[j], flat,
+              mlir::ValueRange{panel,
+                               add(mul(q, cst(lanes)), cst(j * blk.vl))});
+      });
+      loop(whole, kCount, 1, [&](Value p) {
+        loop(cst(0), cst(lanes), 1, [&](Value lane) { element(p, lane); });
+      });
+      return;
+    }
     // With pair dot products, both values of a k pair in one iteration:
     // their stores interleave into whole vectors.
     auto fromStrides = *stridesOf(llvm::cast<mlir::MemRefType>(from.getType()));
@@ -112,8 +178,6 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
   // has unit stride or may have at run time, else along the source's last
   // axis if that is the lanes. The partial last panel always takes the order
   // that the type's strides call for.
-  unsigned lanesAxis = axisOf(map, lanesDim), kAxis = axisOf(map, c.k);
-  auto strides = *stridesOf(llvm::cast<mlir::MemRefType>(source.getType()));
   bool lanesLast = innermostLoop(map) == lanesDim;
   bool otherOrder =
       strides[kAxis] == 1 || strides[kAxis] == kDynamic ? false : lanesLast;
@@ -134,6 +198,20 @@ void KernelEmitter::pack(Value packed, Value source, mlir::AffineMap map,
           return llvm::SmallVector<Value>();
         },
         [&] {
+          // k's unit stride, checked where only the run time knows it:
+          // transposed in registers.
+          if (transposeK)
+            return versions(
+                source, kAxis, {},
+                [&](Value view) {
+                  copy(view, /*alongLanes=*/false, panel, false,
+                       /*inRegisters=*/true);
+                  return llvm::SmallVector<Value>();
+                },
+                [&] {
+                  copy(source, otherOrder, panel, false);
+                  return llvm::SmallVector<Value>();
+                });
           // bf16 pairs along a last axis k whose unit stride only the run
           // time knows: checked, so that they copy as 32-bit moves.
           if (!blk.pairDot || otherOrder || innermostLoop(map) != c.k) {
@@ -178,6 +256,22 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
     iv[c.n] = add(nLo, col);
     return indices(c.mapC, iv);
   };
+  // The next register tile's C (the rows below, the same columns; clamped
+  // to the last row and column) is fetched into the cache while this one
+  // sums: C's tile is read and written once per k block, and its rows are
+  // seldom still cached then (a 2048^3 matmul spent 9% of its time in those
+  // loads).
+  Value lastRow = sub(size[c.m], cst(1));
+  Value lastCol = sub(size[c.n], cst(1));
+  for (int64_t r = 0; r < blk.mr; ++r) {
+    for (int64_t v = 0; v < vectors; ++v) {
+      iv[c.m] = min(add(mLo, cst(blk.mr + r)), lastRow);
+      iv[c.n] = min(add(nLo, cst(v * blk.vl)), lastCol);
+      b.create<memref::PrefetchOp>(loc, c.c, indices(c.mapC, iv),
+                                   /*isWrite=*/true, /*localityHint=*/3,
+                                   /*isDataCache=*/true);
+    }
+  }
   // C's tile goes to and from vector registers with vector accesses on C
   // where its n has unit stride (known from the type, or checked at run
   // time, per tile), else through the scratch tile [mr][nr], copied from and
@@ -264,7 +358,6 @@ void KernelEmitter::microKernel(llvm::SmallVector<Value> iv, Value ap, Value bp,
   llvm::SmallVector<Value> init =
       versions(c.c, nAxis, accTypes, load, [&] { return load(scratch); });
 
-  Value lastRow = sub(size[c.m], cst(1));
   // With pair dot products, one step per k pair (PairDot.h): A's pair of
   // each row broadcast, times B's pairs of each vector's columns.
   Value steps = blk.pairDot ? ceilDiv(kCount, cst(2)) : kCount;

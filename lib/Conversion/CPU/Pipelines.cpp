@@ -132,6 +132,7 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
       // (softmax's exponentials) is then kept in a tile buffer in cache
       // rather than computed twice.
       pm.addPass(createFuseRows());
+      pm.addPass(createSkipMaskedKeys());
       pm.addPass(mlir::createCanonicalizerPass());
       pm.addPass(createFuseElementwise());
       pm.addPass(mlir::createCanonicalizerPass());

@@ -199,10 +199,22 @@ void KernelEmitter::emitBlocked() {
       work = mul(work, size[d]);
     items = max(cst(1), min(items, ceilDiv(work, cst(blk.minItemWork))));
   }
-  chunks = max(cst(1), min(ceilDiv(items, outer), ceilDiv(M, mr)));
+  // One contraction with no outer parallel loops splits m into
+  // `mChunks` (one per thread): every chunk packs all of B again, so more
+  // chunks than threads only repeat that copy (the items run on a static
+  // schedule, so more of them balance nothing).
+  Value single = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                               outer, cst(1));
+  Value wanted = b.createOrFold<arith::SelectOp>(
+      loc, single, min(items, cst(blk.mChunks)), ceilDiv(items, outer));
+  chunks = max(cst(1), min(wanted, ceilDiv(M, mr)));
   chunk = mul(ceilDiv(ceilDiv(M, chunks), mr), mr);
   chunks = ceilDiv(M, chunk);
-  mc = min(cst(blk.mc), chunk);
+  // Blocks of m of equal size (whole register tiles): a chunk of 1026 rows
+  // is 3 blocks of 342, not 510, 510 and 6, whose last would stream all of
+  // packed B for one register tile.
+  Value mBlocks = ceilDiv(chunk, cst(blk.mc));
+  mc = mul(ceilDiv(ceilDiv(chunk, mBlocks), mr), mr);
   nc = min(cst(blk.nc), mul(ceilDiv(N, nr), nr));
   kc = min(cst(blk.kc), K);
 
@@ -400,6 +412,10 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
         blk.kc += blk.kc % 2;
       blk.serial = bool(c.op->getParentOfType<scf::ForallOp>());
       blk.workItems = blk.serial ? 1 : threads;
+      // A given `work-items` is the chunks' count too; else one per thread.
+      blk.mChunks = blk.serial      ? 1
+                    : workItems > 0 ? int64_t(workItems)
+                                    : std::max<int64_t>(1, threads / 2);
       blk.minItemWork = workItems > 0 || blk.serial ? 0 : kMinItemWork;
       KernelEmitter(c, blk, epilogue).emit();
       c.op.erase();

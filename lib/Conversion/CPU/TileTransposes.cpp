@@ -2,6 +2,7 @@
 // contiguous axis is not the input's) run in cache-sized 2-D tiles, each made
 // of small square tiles transposed in registers by vector shuffles. Sizes and
 // strides may be known only at run time.
+#include "RegisterTranspose.h"
 #include "ein/Conversion/CPU/HostCPU.h"
 #include "ein/Conversion/CPU/Passes.h"
 
@@ -237,24 +238,7 @@ private:
       rows.push_back(
           b.create<vector::LoadOp>(loc, vecType, in, indices(maps[0], loops)));
     }
-    // Row k of a round interleaves rows k/2 and k/2 + n/2 of the last one
-    // (its low half for even k, high half for odd k); log2(n) rounds
-    // transpose the tile.
-    llvm::SmallVector<int64_t> low, high;
-    for (int64_t e = 0; e < n / 2; ++e) {
-      low.append({e, e + n});
-      high.append({e + n / 2, e + n / 2 + n});
-    }
-    for (int64_t round = 1; round < n; round *= 2) {
-      llvm::SmallVector<Value> next;
-      for (int64_t k = 0; k < n / 2; ++k) {
-        next.push_back(
-            b.create<vector::ShuffleOp>(loc, rows[k], rows[k + n / 2], low));
-        next.push_back(
-            b.create<vector::ShuffleOp>(loc, rows[k], rows[k + n / 2], high));
-      }
-      rows = next;
-    }
+    rows = transposeSquare(b, loc, rows);
     loops[t.lo] = o;
     for (int64_t r = 0; r < n; ++r) {
       loops[t.li] = add(i, cst(r));

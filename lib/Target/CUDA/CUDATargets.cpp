@@ -217,7 +217,8 @@ struct ProgramCallable final : Callable {
                        &timing.device);
         !ran)
       return ran.error();
-    timing.how = "median of CUDA-event-timed calls, transfers excluded";
+    timing.how = "median of CUDA-event-timed calls, each a CUDA Graph "
+                 "launch, transfers excluded";
     timing.fromDeviceTable = true;
     return timing;
   }

@@ -187,15 +187,29 @@ struct ein_api_ptr {
 };
 )";
 
-std::string shimText(const std::string &function, size_t tensors) {
+/// The C entry point the library's callers use. A function without
+/// collectives runs as a CUDA Graph per argument set (ein_cuda_graph.cuh):
+/// a training step's hundreds of launches become one. A sharded one calls
+/// its collectives, which wait for the stream, and runs directly.
+std::string shimText(const std::string &function, size_t tensors,
+                     bool collectives) {
   std::string args;
   for (size_t i = 0; i < tensors; ++i)
     args += fmt::format("ein_api_ptr{{d[{0}]}}, r[{0}], z[{0}], s[{0}], ", i);
-  return fmt::format(
+  std::string head = fmt::format(
       "extern \"C\" int ein_api_call_{0}(void *const *d, const int64_t *r, "
-      "const int64_t *const *z, const int64_t *const *s) {{\n"
-      "  return ein_{0}({1}(cudaStream_t)0);\n}}\n",
-      function, args);
+      "const int64_t *const *z, const int64_t *const *s) {{\n",
+      function);
+  if (collectives)
+    return head + fmt::format("  return ein_{0}({1}(cudaStream_t)0);\n}}\n",
+                              function, args);
+  return fmt::format("static EinGraphCache ein_api_graphs_{0};\n", function) +
+         head +
+         fmt::format("  return ein_graph_call(ein_api_graphs_{0}, "
+                     "ein_graph_key({2}, d, r, z, s), (cudaStream_t)0,\n"
+                     "      [&](cudaStream_t stream) {{ return ein_{0}({1}"
+                     "stream); }});\n}}\n",
+                     function, args, tensors);
 }
 
 /// Builds and loads the library of CUDA `text`, or (with `diskCache`) finds
@@ -467,7 +481,8 @@ buildSharedLibrary(const CheckedModule &module, const std::string &function,
     return emitted.error();
   std::string source =
       *emitted + kShimPrelude +
-      shimText(function, fn->params.size() + fn->returns.size());
+      shimText(function, fn->params.size() + fn->returns.size(),
+               options.mesh != nullptr);
   CUDABuild build;
   build.emulated = emulated;
   build.sharedLibrary = true;

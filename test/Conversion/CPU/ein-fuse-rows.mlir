@@ -436,3 +436,72 @@ func.func @kept_one(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   } -> tensor<?x?xf32>
   return %p : tensor<?x?xf32>
 }
+
+// -----
+
+// Tests which producers read elsewhere too a tile computes again. The sum
+// `h = a + b` (a residual stream) is also returned: computing it in the tile
+// would read a and b where loading h reads one tensor, so it stays outside
+// and the tile reads h. The scaling `g = a * 2`, also returned, streams one
+// tensor, as loading it would: the tile computes it again for its rows.
+// CHECK-LABEL: func.func @read_elsewhere
+// CHECK: %[[H:.*]] = linalg.generic
+// CHECK: arith.addf
+// CHECK: %[[G:.*]] = linalg.generic
+// CHECK: arith.mulf
+// CHECK: scf.forall (%[[I:.*]]) = (0) to (%{{.*}}) step (8)
+// CHECK-NOT: arith.addf %in, %in
+// CHECK: %[[HS:.*]] = tensor.extract_slice %[[H]][%[[I]], 0]
+// CHECK: %[[AS:.*]] = tensor.extract_slice %arg0[%[[I]], 0]
+// CHECK: %[[GS:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[AS]]
+// CHECK: arith.mulf
+// CHECK: %[[S:.*]] = linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[HS]]
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[HS]], %[[GS]], %[[S]]
+// CHECK: } {ein.row_tiles}
+// CHECK: return %{{.*}}, %[[H]], %[[G]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @read_elsewhere(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %t = tensor.dim %a, %c1 : tensor<?x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %t0 = tensor.empty(%n, %t) : tensor<?x?xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%t0 : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %v = arith.addf %x, %y : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  %t1 = tensor.empty(%n, %t) : tensor<?x?xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf32>) outs(%t1 : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %v = arith.mulf %x, %two : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  %r0 = tensor.empty(%n) : tensor<?xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%r0 : tensor<?xf32>) -> tensor<?xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%h : tensor<?x?xf32>) outs(%f0 : tensor<?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %v = arith.addf %o, %x : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  %t2 = tensor.empty(%n, %t) : tensor<?x?xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %g, %s : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?xf32>) outs(%t2 : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32, %o: f32):
+    %d = arith.subf %x, %z : f32
+    %v = arith.mulf %d, %y : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  return %p, %h, %g : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+}

@@ -353,8 +353,8 @@ func.func @dynamic_strided(%a: !dyn, %b: !dyn, %c: !dyn) {
 // CHECK-NOT: memref.extract_strided_metadata
 // CHECK-NOT: memref<?x?x6xf32>
 // CHECK-NOT: memref<6x64xf32>
-// CHECK: vector.load %[[C]][
 // CHECK: %[[LAST:.*]] = arith.subi %[[M]], %c1
+// CHECK: vector.load %[[C]][
 // CHECK: %[[ROW:.*]] = arith.minsi %{{.*}}, %[[LAST]] : index
 // CHECK: memref.load %[[A]][%[[ROW]], %{{.*}}]
 // CHECK: vector.fma
@@ -417,16 +417,17 @@ func.func @static_strided_output(%a: memref<20x30xf32>, %b: memref<30x40xf32>, %
 
 // Tests the blocking model (the ZEN3 and ZEN4 runs; A given as `k m` so it is
 // packed): with AVX2 a 6 x 16 tile, kc = 320 (5 of the 8 L1 ways hold B's
-// 320 x 16 micro-panel), mc = 204 (half of L2 in A's 204 x 320 block), one B
+// 320 x 16 micro-panel), mc = 204 (half of L2 in A's 204 x 320 block), so
+// m's chunk of 252 rows is two equal blocks of 126 (21 panels), one B
 // block for all 1000 columns (63 panels); with AVX-512 a 6 x 64 tile, kc =
-// 256 (the model's 96 raised to the floor) and m's chunk of 252 rows in one
-// block of 42 panels (mc = 510 from half of 1 MiB).
+// 512 (the model's 96 raised to AVX-512's floor) and m's chunk of 252 rows in
+// one block of 42 panels (mc = 252 from half of 1 MiB).
 // ZEN3-LABEL: func.func @model_blocking
-// ZEN3: memref.alloc() {alignment = 64 : i64} : memref<34x320x6xf32>
+// ZEN3: memref.alloc() {alignment = 64 : i64} : memref<21x320x6xf32>
 // ZEN3: memref.alloc() {alignment = 64 : i64} : memref<63x320x16xf32>
 // ZEN4-LABEL: func.func @model_blocking
-// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<42x256x6xf32>
-// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<16x256x64xf32>
+// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<42x512x6xf32>
+// ZEN4: memref.alloc() {alignment = 64 : i64} : memref<16x512x64xf32>
 func.func @model_blocking(%a: memref<1000x1000xf32>, %b: memref<1000x1000xf32>, %c: memref<1000x1000xf32>) {
   linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (k, m)>, affine_map<(m, k, n) -> (k, n)>,
                                    affine_map<(m, k, n) -> (m, n)>],

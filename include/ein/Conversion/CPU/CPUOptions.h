@@ -37,7 +37,8 @@ struct CPUOptions {
   TargetCPU target;
   /// Set from `einc --tiles` by parseContractionTiles (Pipelines.h).
   ContractionTiles tiles;
-  /// Whether ops fuse: row tiles (ein-fuse-rows), elementwise ops into the
+  /// Whether ops fuse: row tiles (ein-fuse-rows; a causal head's keys
+  /// bounded by ein-skip-masked-keys), elementwise ops into the
   /// ops that read them (ein-fuse-elementwise), epilogues into contraction
   /// kernels (ein-tile-contractions); `--no-fusion` clears it.
   bool fusion = true;

@@ -115,7 +115,9 @@ struct GemmTiles {
 ///   (4 cycles x 2 FMA units = 8 independent accumulators);
 /// - kc: the B micro-panel takes `floor((W1 - 1) / (1 + mr / nr))` of the
 ///   L1 ways, at least 256 (measured faster than 128 on Zen 4) and a
-///   multiple of 32;
+///   multiple of 32; with 512-bit vectors at least 512 (a 64-wide
+///   micro-panel never fits L1, and fewer k blocks read and write C fewer
+///   times: 2-7% faster f32 and bf16 GEMMs on Zen 4, bench/README.md);
 /// - mc: the A block fills half of L2 (the rest holds B micro-panels and
 ///   C), a multiple of mr;
 /// - nc: the B block fills half of each thread's share of L3, a multiple of
@@ -132,7 +134,8 @@ inline GemmTiles gemmTiles(const HostCaches &caches, int64_t vectorBits,
   // Ways for B's micro-panel: (W - 1) / (1 + mr / nr), in integers.
   int64_t waysB = std::max<int64_t>(1, (l1Ways - 1) * nr / (nr + t.mr));
   int64_t kc = waysB * l1WayBytes / (nr * elementBytes);
-  t.kc = std::max<int64_t>(256 * 4 / elementBytes, kc / 32 * 32);
+  int64_t kcFloor = (vectorBits >= 512 ? 512 : 256) * 4 / elementBytes;
+  t.kc = std::max<int64_t>(kcFloor, kc / 32 * 32);
   int64_t mc = caches.l2.bytes / 2 / (t.kc * elementBytes);
   t.mc = std::max<int64_t>(t.mr, mc / t.mr * t.mr);
   int64_t l3Share = caches.l3.bytes /

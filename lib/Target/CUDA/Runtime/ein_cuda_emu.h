@@ -25,7 +25,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <ucontext.h>
+#include <utility>
 #include <vector>
 
 #define EIN_CUDA_EMULATION 1
@@ -227,9 +229,44 @@ inline void runBlock(size_t n) {
   }
 }
 
+/// A stream capture under way on this thread (cudaStreamBeginCapture to
+/// cudaStreamEndCapture): the work queued meanwhile, which each
+/// cudaGraphLaunch of the graph runs, and the stream-ordered allocations
+/// freed in it, freed with the graph instead, since every replay uses them
+/// again. A call that a real capture refuses (a wait for the stream, a
+/// synchronous copy) makes it `invalid`, as CUDA invalidates the capture.
+struct Capture {
+  std::vector<std::function<void()>> work;
+  std::vector<void *> owned;
+  bool invalid = false;
+  ~Capture() {
+    for (void *p : owned)
+      std::free(p);
+  }
+};
+
+inline Capture *&capturing() {
+  static thread_local Capture *capture = nullptr;
+  return capture;
+}
+
+/// Runs `work` now, or records it while this thread captures.
+inline void enqueue(std::function<void()> work) {
+  if (Capture *c = capturing())
+    c->work.push_back(std::move(work));
+  else
+    work();
+}
+
 /// The emulated `kernel<<<grid, block>>>(args...)`: `body` calls the kernel.
+/// While the thread captures, the launch is recorded (with a copy of
+/// `body`, which holds the kernel's arguments by value).
 inline void launch(const char *name, dim3 grid, dim3 block,
                    const std::function<void()> &body) {
+  if (capturing()) {
+    enqueue([name, grid, block, body] { launch(name, grid, block, body); });
+    return;
+  }
   Scheduler &s = sched();
   size_t n = size_t(block.x) * block.y * block.z;
   if (n == 0 || n > 1024 || block.z > 64 || grid.y > 65535 || grid.z > 65535 ||
@@ -261,6 +298,13 @@ inline void launch(const char *name, dim3 grid, dim3 block,
         runBlock(n);
       }
   s.inKernel = false;
+}
+
+/// launch() of `kernel(args...)` with the arguments' values now.
+template <typename Kernel, typename... Args>
+inline void launchCopying(const char *name, dim3 grid, dim3 block,
+                          Kernel kernel, Args... args) {
+  launch(name, grid, block, [=]() mutable { kernel(args...); });
 }
 
 inline void syncthreads(const char *where) { suspend(Wait::Block, 0, where); }
@@ -401,9 +445,16 @@ inline unsigned long long __umul64hi(unsigned long long a,
 }
 
 // The host API the runtime uses, over host memory. Streams are nominal:
-// every call completes before it returns.
+// every call completes before it returns, except while the thread captures
+// a graph (below), when the work is recorded instead.
 typedef int cudaError_t;
-enum : int { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 };
+enum : int {
+  cudaSuccess = 0,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorIllegalState = 401,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901
+};
 typedef struct ein_emu_stream *cudaStream_t;
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost,
@@ -430,45 +481,171 @@ inline cudaError_t cudaFree(void *p) {
   std::free(p);
   return cudaSuccess;
 }
-inline cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
+/// A stream-ordered free while capturing frees with the graph (replays use
+/// the memory again).
+inline cudaError_t cudaFreeAsync(void *p, cudaStream_t) {
+  if (ein_emu::Capture *c = ein_emu::capturing()) {
+    c->owned.push_back(p);
+    return cudaSuccess;
+  }
+  return cudaFree(p);
+}
+/// The pinned host allocations (cudaMallocHost): the only host memory a
+/// captured copy may read or write, as in CUDA, where a graph's copy node
+/// cannot reach pageable memory (a copy from the stack would read it at
+/// every replay, long after the call).
+inline std::vector<std::pair<const char *, size_t>> &ein_emu_pinned() {
+  static std::vector<std::pair<const char *, size_t>> pinned;
+  return pinned;
+}
+inline bool ein_emu_is_pinned(const void *p, size_t n) {
+  const char *c = static_cast<const char *>(p);
+  for (const auto &[base, bytes] : ein_emu_pinned())
+    if (c >= base && c + n <= base + bytes)
+      return true;
+  return false;
+}
+inline cudaError_t cudaMallocHost(void **p, size_t bytes) {
+  cudaError_t e = cudaMalloc(p, bytes);
+  if (e == cudaSuccess)
+    ein_emu_pinned().push_back({static_cast<const char *>(*p), bytes});
+  return e;
+}
+inline cudaError_t cudaFreeHost(void *p) {
+  auto &pinned = ein_emu_pinned();
+  for (size_t i = 0; i < pinned.size(); ++i)
+    if (pinned[i].first == p) {
+      pinned.erase(pinned.begin() + i);
+      break;
+    }
+  return cudaFree(p);
+}
+/// A call a capture refuses: the capture is invalidated, as CUDA's is.
+inline cudaError_t ein_emu_refused_in_capture() {
+  ein_emu::capturing()->invalid = true;
+  return cudaErrorStreamCaptureUnsupported;
+}
 inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n,
                               cudaMemcpyKind) {
+  if (ein_emu::capturing())
+    return ein_emu_refused_in_capture();
   if (n)
     std::memmove(d, s, n);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n,
-                                   cudaMemcpyKind k, cudaStream_t = nullptr) {
-  return cudaMemcpy(d, s, n, k);
+                                   cudaMemcpyKind kind,
+                                   cudaStream_t = nullptr) {
+  if (ein_emu::capturing() &&
+      ((kind == cudaMemcpyHostToDevice && !ein_emu_is_pinned(s, n)) ||
+       (kind == cudaMemcpyDeviceToHost && !ein_emu_is_pinned(d, n))))
+    return ein_emu_refused_in_capture();
+  ein_emu::enqueue([d, s, n] {
+    if (n)
+      std::memmove(d, s, n);
+  });
+  return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void *d, int v, size_t n) {
+  if (ein_emu::capturing())
+    return ein_emu_refused_in_capture();
   std::memset(d, v, n);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n,
                                    cudaStream_t = nullptr) {
-  return cudaMemset(d, v, n);
+  ein_emu::enqueue([d, v, n] { std::memset(d, v, n); });
+  return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return ein_emu::capturing() ? ein_emu_refused_in_capture() : cudaSuccess;
+}
 inline cudaError_t cudaStreamCreate(cudaStream_t *s) {
   *s = nullptr; // one nominal stream
   return cudaSuccess;
 }
+enum : unsigned { cudaStreamDefault = 0, cudaStreamNonBlocking = 1 };
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
+  return cudaStreamCreate(s);
+}
 inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+
+// CUDA Graphs: a capture records what this thread queues (ein_emu::Capture);
+// a graph and its executable share the record, and a launch runs it.
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal,
+  cudaStreamCaptureModeThreadLocal,
+  cudaStreamCaptureModeRelaxed
+};
+struct ein_emu_graph {
+  std::shared_ptr<ein_emu::Capture> record;
+};
+typedef ein_emu_graph *cudaGraph_t;
+typedef ein_emu_graph *cudaGraphExec_t;
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t,
+                                          cudaStreamCaptureMode) {
+  if (ein_emu::capturing())
+    return cudaErrorIllegalState;
+  ein_emu::capturing() = new ein_emu::Capture;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *graph) {
+  std::shared_ptr<ein_emu::Capture> record(ein_emu::capturing());
+  if (!record)
+    return cudaErrorIllegalState;
+  ein_emu::capturing() = nullptr;
+  *graph = nullptr;
+  if (record->invalid)
+    return cudaErrorStreamCaptureInvalidated;
+  *graph = new ein_emu_graph{record};
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
+                                        cudaGraph_t graph,
+                                        unsigned long long = 0) {
+  *exec = new ein_emu_graph{graph->record};
+  return cudaSuccess;
+}
+/// The number of graph launches so far (the runtime's tests read it).
+inline size_t &ein_emu_graph_launches() {
+  static size_t launches = 0;
+  return launches;
+}
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+  ++ein_emu_graph_launches();
+  for (const std::function<void()> &work : exec->record->work)
+    ein_emu::enqueue(work);
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 inline const char *cudaGetErrorString(cudaError_t e) {
-  return e == cudaSuccess                 ? "no error"
-         : e == cudaErrorMemoryAllocation ? "out of memory"
-                                          : "emulated CUDA error";
+  return e == cudaSuccess                   ? "no error"
+         : e == cudaErrorMemoryAllocation   ? "out of memory"
+         : e == cudaErrorStreamCaptureUnsupported
+             ? "operation not permitted when stream is capturing"
+         : e == cudaErrorStreamCaptureInvalidated
+             ? "operation failed due to a previous error during capture"
+             : "emulated CUDA error";
 }
 
 /// kernel<<<grid, block, 0, stream>>>(args...). `kernel` must be one token
 /// (a name or a pointer variable, not `k<A, B>`: bind a template instance to
 /// a variable first, as the runtime's launchers do).
+/// The arguments are evaluated and copied at the launch, as CUDA copies
+/// them, so that a captured launch (a CUDA Graph) reads what was passed,
+/// not the launcher's variables, gone by the time the graph runs.
 #define EIN_LAUNCH(kernel, grid, block, stream, ...)                           \
-  ::ein_emu::launch(#kernel, (grid), (block), [&]() { kernel(__VA_ARGS__); })
+  ::ein_emu::launchCopying(#kernel, (grid), (block), kernel, __VA_ARGS__)
 
 #endif // __CUDACC__
 #endif // EIN_CUDA_EMU_H

@@ -398,14 +398,17 @@ template <typename Acc> inline void ein_gemm_reference(const EinGemm &g) {
 }
 
 /// The emulation's stand-in for cuBLASLt: the same descriptor, read by a
-/// plain loop (the workspace is unused); every epilogue is taken.
+/// plain loop (the workspace is unused); every epilogue is taken. Queued
+/// as a kernel is: a captured graph runs it at each launch.
 inline bool ein_gemm(const EinGemm &g, void *, size_t, cudaStream_t) {
   if (const char *why = ein_gemm_check(g))
     ein_fail(why);
-  if (g.compute_64f)
-    ein_gemm_reference<double>(g);
-  else
-    ein_gemm_reference<float>(g);
+  ::ein_emu::enqueue([g] {
+    if (g.compute_64f)
+      ein_gemm_reference<double>(g);
+    else
+      ein_gemm_reference<float>(g);
+  });
   return true;
 }
 

@@ -290,13 +290,19 @@ inline void ein_reduce_var(cudaStream_t stream, EinView<TO, R> out,
   ein_free(stream, meanOwner);
 }
 
+template <typename T>
+__global__ void ein_set_scalar_kernel(T *out, T value) {
+  *out = value;
+}
+
 /// A 0-d tensor holding `value` (a constant the program uses as a tensor).
 template <typename T>
 inline EinView<T, 0> ein_scalar(cudaStream_t stream, T value, void **owner) {
   EinView<T, 0> v = ein_temp<T, 0>(stream, nullptr, owner);
-  // A pageable host source: the copy is staged before the call returns.
-  EIN_CUDA_CHECK(cudaMemcpyAsync(v.data, &value, sizeof(T),
-                                 cudaMemcpyHostToDevice, stream));
+  // A kernel's argument, not a copy from the host's stack: a CUDA Graph
+  // keeps a launch's arguments, but a copy reads its source at each replay.
+  auto kernel = &ein_set_scalar_kernel<T>;
+  EIN_LAUNCH(kernel, 1, 1, stream, v.data, value);
   return v;
 }
 
@@ -659,17 +665,42 @@ inline void ein_scatter_add(cudaStream_t stream, EinView<T, R> out,
              ids, axis, n);
 }
 
+/// A function's call being captured into a CUDA Graph on this thread
+/// (ein_cuda_graph.cuh): a graph cannot wait for its stream, so the index
+/// status goes through memory the graph keeps, read after each launch.
+struct EinGraphStatus {
+  unsigned long long *device = nullptr; // the counter
+  unsigned long long *host = nullptr;   // pinned; the graph copies it here
+  bool used = false;                    // the captured call has a take
+};
+inline EinGraphStatus *&ein_graph_status() {
+  static thread_local EinGraphStatus *status = nullptr;
+  return status;
+}
+
 /// The index status of a function with a take: a device counter, zeroed.
 inline unsigned long long *ein_status_begin(cudaStream_t stream) {
+  if (EinGraphStatus *graph = ein_graph_status()) {
+    graph->used = true;
+    EIN_CUDA_CHECK(cudaMemsetAsync(graph->device, 0, sizeof(unsigned long long),
+                                   stream));
+    return graph->device;
+  }
   void *p = nullptr;
   EIN_CUDA_CHECK(cudaMallocAsync(&p, sizeof(unsigned long long), stream));
   EIN_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(unsigned long long), stream));
   return static_cast<unsigned long long *>(p);
 }
 /// Waits for the stream and reads the count (freeing it): non-zero when an
-/// id was out of range.
+/// id was out of range. While a graph is captured, the count is copied to
+/// the graph's host word instead, which its caller reads after a launch.
 inline unsigned long long ein_status_end(cudaStream_t stream,
                                          unsigned long long *status) {
+  if (EinGraphStatus *graph = ein_graph_status()) {
+    EIN_CUDA_CHECK(cudaMemcpyAsync(graph->host, status, sizeof *status,
+                                   cudaMemcpyDeviceToHost, stream));
+    return 0;
+  }
   unsigned long long count = 0;
   EIN_CUDA_CHECK(cudaMemcpyAsync(&count, status, sizeof count,
                                  cudaMemcpyDeviceToHost, stream));
