@@ -139,6 +139,33 @@ CASES = [
         "target": ">= torch linear + relu",
         "peer": "torch.relu(torch.nn.functional.linear(a, b, c))",
     },
+    {
+        "name": "softmax f32 (16384,4096): 1 row kernel",
+        "source": 'def softmax(x: f32["r n"]) -> f32["r n"]:\n'
+                  '    e = exp(x - reduce(x, "r n -> r 1", "max"))\n'
+                  '    return e / reduce(e, "r n -> r 1", "sum")\n',
+        "fn": "softmax",
+        "inputs": [(16384, 4096)],
+        "outputs": [(16384, 4096)],
+        "bytes": 2 * 4 * 16384 * 4096,
+        "dtype": "f32",
+        "target": ">= torch.softmax (one read, one write)",
+        "peer": "torch.softmax(a, dim=-1)",
+    },
+    {
+        "name": "LayerNorm bf16 (16384,4096): 1 row kernel",
+        "source": 'def layer_norm(x: bf16["r d"], gain: bf16["d"], bias: bf16["d"]) -> bf16["r d"]:\n'
+                  '    mu = reduce(x, "r d -> r 1", "mean")\n'
+                  '    var = reduce(x, "r d -> r 1", "var")\n'
+                  '    return (x - mu) * rsqrt(var + 0.00001) * gain + bias\n',
+        "fn": "layer_norm",
+        "inputs": [(16384, 4096), (4096,), (4096,)],
+        "outputs": [(16384, 4096)],
+        "bytes": 2 * 2 * 16384 * 4096,
+        "dtype": "bf16",
+        "target": ">= F.layer_norm (one read, one write)",
+        "peer": "torch.nn.functional.layer_norm(a, (4096,), b, c, 1e-5)",
+    },
 ]
 
 def device_peaks():

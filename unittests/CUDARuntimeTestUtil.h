@@ -9,6 +9,7 @@
 #include "ein_cuda_types.cuh"
 #include "ein_cuda_map.cuh"
 #include "ein_cuda_reduce.cuh"
+#include "ein_cuda_rows.cuh"
 #include "ein_cuda_gemm.cuh"
 #include "ein_gemm_plan.h"
 #include "ein_cuda_contract.cuh"

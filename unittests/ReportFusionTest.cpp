@@ -124,7 +124,18 @@ TEST(ReportFusionTest, TheCUDATargetDescribesEachOp) {
   const TargetColumn &softmax = columns.at("softmax");
   EXPECT_EQ(softmax.heading, "CUDA");
   EXPECT_EQ(softmax.field, "cuda");
-  EXPECT_EQ(softmax.cells[0], "ein_reduce max");
+  // softmax is one row kernel (lib/Target/CUDA/RowKernels.cpp); without
+  // fusion its max is an ein_reduce.
+  EXPECT_EQ(softmax.cells[0], "ein_rows rows#1");
+  EXPECT_EQ(softmax.functionValue, "cuda");
+  TargetOptions apart;
+  apart.cpu.fusion = false;
+  const TargetColumn off =
+      Engine()
+          .describe(**cuda, c->result, "softmax", Described::Function, apart)
+          .at("softmax");
+  EXPECT_EQ(off.cells[0], "ein_reduce max");
+  EXPECT_EQ(off.functionValue, "off");
   // An m k, k n -> m n product of row-major operands needs no permute.
   EXPECT_EQ(columns.at("matmul").cells[0], "cuBLASLt matmul");
   EXPECT_EQ(columns.at("matmul").values[0],

@@ -2,6 +2,7 @@
 // checked function its fusion passes compute in one loop nest (for the
 // fused column of `einc report`).
 #include "ein/Compile/Compile.h"
+#include "ein/Compile/SourceOps.h"
 #include "ein/Conversion/CPU/Fusion.h"
 #include "ein/MLIRGen/MLIRGen.h"
 
@@ -73,22 +74,23 @@ bool isFusedByElementwise(mlir::Location loc) {
   return tag && tag.getValue() == kFusedLocationTag;
 }
 
-/// The loop nests of the IR after fusion, in IR order, as source keys:
+/// The loop nests of the IR after fusion, in IR order, as the locations of
+/// their ops:
 /// every op inside a row-tile loop (whatever it is: a contraction fused
 /// there later counts too), and each op on tensors ein-fuse-elementwise
 /// made outside them. Constants are left out: the canonicalizer merges
 /// equal ones of several ops and hoists them out of loops.
-std::vector<std::pair<std::string, std::set<std::string>>>
+std::vector<std::pair<std::string, std::vector<mlir::Location>>>
 loopNests(mlir::ModuleOp module) {
-  std::vector<std::pair<std::string, std::set<std::string>>> nests;
+  std::vector<std::pair<std::string, std::vector<mlir::Location>>> nests;
   module->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
     if (op->hasAttr(kRowTilesAttr)) {
-      std::set<std::string> keys;
+      std::vector<mlir::Location> locs;
       op->walk([&](mlir::Operation *inner) {
         if (!inner->hasTrait<mlir::OpTrait::ConstantLike>())
-          appendSources(inner->getLoc(), keys);
+          locs.push_back(inner->getLoc());
       });
-      nests.push_back({"rows", std::move(keys)});
+      nests.push_back({"rows", std::move(locs)});
       return mlir::WalkResult::skip();
     }
     // A loop nest on tensors (its body's scalar ops keep the locations of
@@ -98,9 +100,7 @@ loopNests(mlir::ModuleOp module) {
     });
     if (tensors && !op->hasTrait<mlir::OpTrait::ConstantLike>() &&
         isFusedByElementwise(op->getLoc())) {
-      std::set<std::string> keys;
-      appendSources(op->getLoc(), keys);
-      nests.push_back({"elementwise", std::move(keys)});
+      nests.push_back({"elementwise", {op->getLoc()}});
       return mlir::WalkResult::skip();
     }
     return mlir::WalkResult::advance();
@@ -110,31 +110,47 @@ loopNests(mlir::ModuleOp module) {
 
 } // namespace
 
-ErrorOr<std::vector<FusedLoopNest>> fusedLoopNests(const CheckedModule &module,
-                                                   const CheckedFunction &fn,
-                                                   const CPUOptions &options) {
-  // The function alone, so that another one that does not compile does not
-  // hide its fusion.
+CheckedModule withOnlyFunction(const CheckedModule &module,
+                               const CheckedFunction &fn) {
   CheckedModule single;
   single.path = module.path;
   single.files = module.files;
   single.dims = module.dims;
   single.functions.push_back(fn);
+  return single;
+}
+
+SourceOps::SourceOps(const CheckedModule &module, const CheckedFunction &fn) {
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    opsAt[keyOfOp(module, fn, fn.ops[i])].push_back(i);
+}
+
+std::vector<size_t> SourceOps::at(mlir::Location loc) const {
+  std::set<std::string> keys;
+  appendSources(loc, keys);
+  std::set<size_t> members;
+  for (auto &key : keys)
+    if (auto it = opsAt.find(key); it != opsAt.end())
+      members.insert(it->second.begin(), it->second.end());
+  return {members.begin(), members.end()};
+}
+
+ErrorOr<std::vector<FusedLoopNest>> fusedLoopNests(const CheckedModule &module,
+                                                   const CheckedFunction &fn,
+                                                   const CPUOptions &options) {
   mlir::MLIRContext context;
-  auto ir = buildVerifiedEinModule(context, single);
+  auto ir = buildVerifiedEinModule(context, withOnlyFunction(module, fn));
   if (!ir)
     return ir.error();
   if (auto lowered = lowerToStage(**ir, CPUStage::Fused, options); !lowered)
     return lowered.error();
-  std::map<std::string, std::vector<size_t>> opsAt;
-  for (size_t i = 0; i < fn.ops.size(); ++i)
-    opsAt[keyOfOp(module, fn, fn.ops[i])].push_back(i);
+  SourceOps sources(module, fn);
   std::vector<FusedLoopNest> nests;
-  for (auto &[kind, keys] : loopNests(**ir)) {
+  for (auto &[kind, locs] : loopNests(**ir)) {
     std::set<size_t> members;
-    for (auto &key : keys)
-      if (auto it = opsAt.find(key); it != opsAt.end())
-        members.insert(it->second.begin(), it->second.end());
+    for (mlir::Location loc : locs)
+      for (size_t i : sources.at(loc))
+        members.insert(i);
     nests.push_back({kind, {members.begin(), members.end()}});
   }
   return nests;

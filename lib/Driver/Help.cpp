@@ -41,7 +41,9 @@ one row with the callee's totals (--expand lists its ops under it), and
 a table of the totals by function follows. --target=cuda adds what each
 op becomes on a GPU (the cuBLASLt call or kernel, and the bytes of any
 permute a contraction of row-major operands needs first) instead of the
-fused column. --train adds the resource account of a training step
+fused column, marking the ops one kernel computes: rows#N (a row kernel:
+softmax, a norm), epilogue#N (a GEMM's epilogue), elementwise#N (one
+ein_map). --train adds the resource account of a training step
 (docs/autodiff.md): FLOPs of the forward, the backward's data and weight
 gradients and the optimizer beside the 2/4/6*N*P rule, memory of
 parameters, gradients, optimizer states and saved activations, the peak

@@ -18,6 +18,7 @@
 #include "ein/Target/CUDA/EmitCUDA.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -28,6 +29,58 @@
 namespace ein {
 
 namespace {
+
+/// The CUDA column (describeCUDA) with each op the source computes together
+/// with others marked by its group, numbered per kind as the CPU's fused
+/// column numbers its loop nests: "ein_rows rows#1" for the ops of a row
+/// kernel, "... epilogue#1" after a contraction's cell and "GEMM
+/// epilogue#1" for the ops its GEMM applies, "ein_map elementwise#1" for
+/// the ops of one functor (an op recomputed in two: both).
+TargetColumn describeCUDAFusion(const CheckedModule &module,
+                                const CheckedFunction &fn, bool fusion) {
+  TargetColumn column = describeCUDA(fn);
+  column.functionField = "fusion";
+  if (!fusion) {
+    column.functionValue = "off";
+    column.notes.push_back(
+        "fusion: off (--no-fusion): every op is its own kernel or GEMM");
+    return column;
+  }
+  CUDAOptions options;
+  auto groups = cudaFusionGroups(module, fn, options);
+  if (!groups) {
+    std::string why = groups.error().message;
+    column.functionValue = "unknown: " + why;
+    column.notes.push_back(fmt::format("fusion: unknown ({})", why));
+    return column;
+  }
+  column.functionValue = "cuda";
+  std::map<std::string, int> counts;
+  std::vector<std::vector<std::string>> labels(fn.ops.size());
+  std::vector<std::string> base = column.cells;
+  for (const FusedLoopNest &group : *groups) {
+    std::string name = fmt::format("{}#{}", group.kind, ++counts[group.kind]);
+    for (size_t i : group.ops) {
+      if (i >= fn.ops.size())
+        continue;
+      labels[i].push_back(name);
+      bool contraction = fn.ops[i].kind == OpKind::Einsum;
+      if (group.kind == "rows")
+        base[i] = "ein_rows";
+      else if (group.kind == "elementwise")
+        base[i] = "ein_map";
+      else if (!contraction)
+        base[i] = "GEMM";
+    }
+  }
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    if (labels[i].empty())
+      continue;
+    column.cells[i] = fmt::format("{} {}", base[i], fmt::join(labels[i], ","));
+    column.values[i] = column.cells[i];
+  }
+  return column;
+}
 
 /// The run's directory: private and removed, or EINC_CUDA_SAVE=DIR, kept
 /// (scripts/gpu-check.sh carries the sources and inputs to a GPU machine
@@ -190,10 +243,10 @@ public:
   /// communicators (NCCL) from the in-process library (Ops/Collectives.cpp).
   bool compilesCollectives() const override { return true; }
   /// The CUDA column: the kernel or cuBLASLt call per op (DescribeCUDA.cpp).
-  std::optional<TargetColumn> describe(const CheckedModule &,
-                                       const CheckedFunction &fn, Described,
-                                       const TargetOptions &) const override {
-    return describeCUDA(fn);
+  std::optional<TargetColumn>
+  describe(const CheckedModule &module, const CheckedFunction &fn, Described,
+           const TargetOptions &options) const override {
+    return describeCUDAFusion(module, fn, options.cpu.fusion);
   }
 
   ErrorOr<std::shared_ptr<Artifact>>

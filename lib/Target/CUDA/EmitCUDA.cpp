@@ -17,6 +17,9 @@
 
 #include "FunctionEmitter.h"
 
+#include "ein/Compile/Compile.h"
+#include "ein/Compile/SourceOps.h"
+
 #include "ein/MLIRGen/MLIRGen.h"
 #include "ein/Shape/SizeReads.h"
 #include "ein/Transforms/Passes.h"
@@ -48,14 +51,68 @@ namespace cuda {
 // ------------------------------------------------------------- dispatch
 
 void FunctionEmitter::emitOp(mlir::Operation *op) {
-  if (fused.count(op) || inEpilogue.count(op) || emitMeshOp(op))
+  if (fused.count(op) || inEpilogue.count(op) || inRows.count(op) ||
+      emitMeshOp(op))
     return;
+  if (auto group = rowGroups.find(op); group != rowGroups.end())
+    return emitRowKernel(group->second);
 #define EIN_OP(Kind, Name, OpClass)                                            \
   if (auto o = mlir::dyn_cast<OpClass>(op))                                    \
     return emit##Kind(o);
 #include "ein/Sema/Ops.def"
   fail(op, fmt::format("the op '{}' has no CUDA lowering",
                        op->getName().getStringRef().str()));
+}
+
+void FunctionEmitter::plan() {
+  mlir::Block &body = func.getBody().front();
+  auto ret = mlir::cast<mlir::func::ReturnOp>(body.getTerminator());
+  for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+    if (v.getDefiningOp() && !directOutput.count(v.getAsOpaquePointer()))
+      directOutput[v.getAsOpaquePointer()] = k;
+  planEpilogues();
+  planRows();
+  planFusion();
+}
+
+std::vector<std::pair<std::string, std::vector<mlir::Operation *>>>
+FunctionEmitter::fusionGroups() {
+  plan();
+  std::vector<std::pair<std::string, std::vector<mlir::Operation *>>> groups;
+  for (mlir::Operation &o : func.getBody().front().without_terminator()) {
+    mlir::Operation *op = &o;
+    std::set<mlir::Operation *> members;
+    std::string kind;
+    if (auto row = rowGroups.find(op); row != rowGroups.end()) {
+      kind = "rows";
+      for (auto &[member, root] : inRows)
+        if (root == op)
+          members.insert(member);
+    } else if (auto epi = epilogues.find(op); epi != epilogues.end()) {
+      kind = "epilogue";
+      members.insert(epi->second.ops.begin(), epi->second.ops.end());
+    } else if (isElementwise(op) && !fused.count(op) && !inEpilogue.count(op) &&
+               !inRows.count(op)) {
+      // A functor's root: the fused ops it inlines, transitively.
+      kind = "elementwise";
+      std::vector<mlir::Operation *> work = {op};
+      while (!work.empty()) {
+        mlir::Operation *o = work.back();
+        work.pop_back();
+        for (mlir::Value v : o->getOperands())
+          if (mlir::Operation *def = v.getDefiningOp();
+              def && fused.count(def) && members.insert(def).second)
+            work.push_back(def);
+      }
+    }
+    std::vector<mlir::Operation *> ops;
+    for (mlir::Operation &m : func.getBody().front().without_terminator())
+      if ((&m == op || members.count(&m)) && !mlir::isa<ConstantOp>(&m))
+        ops.push_back(&m);
+    if (ops.size() > 1)
+      groups.push_back({kind, ops});
+  }
+  return groups;
 }
 
 std::string FunctionEmitter::emit() {
@@ -74,9 +131,7 @@ std::string FunctionEmitter::emit() {
     *chunk += "  if (!ein_comm_installed()) return EIN_ERR_COMM;\n";
   mlir::Block &body = func.getBody().front();
   auto ret = mlir::cast<mlir::func::ReturnOp>(body.getTerminator());
-  for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-    if (v.getDefiningOp() && !directOutput.count(v.getAsOpaquePointer()))
-      directOutput[v.getAsOpaquePointer()] = k;
+  plan();
   // Views of the arguments (device pointers) and of the outputs.
   size_t nParams = fn.params.size();
   for (size_t i = 0; i < entry.tensors.size(); ++i) {
@@ -98,8 +153,6 @@ std::string FunctionEmitter::emit() {
       values[body.getArgument(i).getAsOpaquePointer()] = v;
     }
   }
-  planEpilogues();
-  planFusion();
   std::vector<mlir::Operation *> ops;
   for (mlir::Operation &op : body.without_terminator())
     ops.push_back(&op);
@@ -121,8 +174,11 @@ std::string FunctionEmitter::emit() {
   std::map<mlir::Operation *, size_t> index;
   for (size_t i = 0; i < ops.size(); ++i)
     index[ops[i]] = i;
-  // (An op computed in two functors reads them at the later one.)
+  // (An op computed in two functors reads them at the later one; an op of
+  // a row kernel where its root runs.)
   std::function<size_t(mlir::Operation *)> readAt = [&](mlir::Operation *op) {
+    if (auto row = inRows.find(op); row != inRows.end())
+      return index.at(row->second);
     if (fused.count(op)) {
       size_t last = 0;
       for (mlir::Operation *user : op->getResult(0).getUsers())
@@ -224,13 +280,11 @@ std::optional<std::string> unreadableSize(const CheckedFunction &fn) {
   return std::nullopt;
 }
 
-} // namespace
-
-ErrorOr<std::string> emitCUDA(const CheckedModule &module,
-                              const CUDAOptions &options) {
-  if (std::string clash = cNameClash(module); !clash.empty())
-    return Error::program("cannot emit CUDA: " + clash);
-  mlir::MLIRContext context;
+/// The ein IR the emitter reads: `module` (with `options.mesh`, the local
+/// program of its one function) after ein-split-einsums.
+ErrorOr<mlir::OwningOpRef<mlir::ModuleOp>> cudaIR(mlir::MLIRContext &context,
+                                                  const CheckedModule &module,
+                                                  const CUDAOptions &options) {
   if (options.mesh && module.functions.size() != 1)
     return Error::program("cannot emit CUDA: a sharded local program is one "
                           "function");
@@ -243,6 +297,45 @@ ErrorOr<std::string> emitCUDA(const CheckedModule &module,
   pm.addPass(createSplitEinsums());
   if (mlir::failed(pm.run(**ir)))
     return Error::program("cannot emit CUDA: ein-split-einsums failed");
+  return ir;
+}
+
+} // namespace
+
+ErrorOr<std::vector<FusedLoopNest>>
+cudaFusionGroups(const CheckedModule &module, const CheckedFunction &fn,
+                 const CUDAOptions &options) {
+  mlir::MLIRContext context;
+  auto ir = cudaIR(context, withOnlyFunction(module, fn), options);
+  if (!ir)
+    return ir.error();
+  auto func = (*ir)->lookupSymbol<mlir::func::FuncOp>(fn.name);
+  if (!func)
+    return Error::program(
+        fmt::format("cannot emit CUDA: no IR for function '{}'", fn.name));
+  std::string functors;
+  int functorCount = 0;
+  cuda::FunctionEmitter emitter(fn, func, options, functors, functorCount);
+  SourceOps sources(module, fn);
+  std::vector<FusedLoopNest> groups;
+  for (auto &[kind, ops] : emitter.fusionGroups()) {
+    std::set<size_t> members;
+    for (mlir::Operation *op : ops)
+      for (size_t i : sources.at(op->getLoc()))
+        members.insert(i);
+    groups.push_back({kind, {members.begin(), members.end()}});
+  }
+  return groups;
+}
+
+ErrorOr<std::string> emitCUDA(const CheckedModule &module,
+                              const CUDAOptions &options) {
+  if (std::string clash = cNameClash(module); !clash.empty())
+    return Error::program("cannot emit CUDA: " + clash);
+  mlir::MLIRContext context;
+  auto ir = cudaIR(context, module, options);
+  if (!ir)
+    return ir.error();
 
   // The runtime comes first, the same text in every file (the module's
   // name follows it), so that scripts/gpu-check.sh can keep it once.

@@ -26,6 +26,11 @@ inline bool isLowFloat(DType t) {
          t == DType::F8E5M2;
 }
 inline bool isFp8(DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; }
+/// The type a reduction into `t` accumulates in: f32 for 16- and 8-bit
+/// floats (as the CPU back end), else `t`'s own.
+inline const char *accumulatorType(DType t) {
+  return isLowFloat(t) ? "float" : storageType(t);
+}
 
 /// An op that cannot be emitted: the reason, anchored at the op. (The
 /// project builds without exceptions: the emitter records the first error
@@ -56,6 +61,10 @@ struct ValueView {
 /// (Ops/Elementwise.cpp).
 std::string literal(ConstantOp op, DType dtype);
 
+/// The runtime's EinReduceKind of `kind` (any and all are max and min on
+/// bool); null for var, which is two passes (Ops/Transforms.cpp).
+const char *runtimeReduceKind(ReduceKind kind);
+
 /// `fn` with each reduce-scattered result its block, as the local program
 /// built with `mesh` returns it (Ops/Collectives.cpp).
 CheckedFunction withMeshResults(const CheckedFunction &fn,
@@ -73,6 +82,11 @@ public:
         entry(cEntry(fn, ",\n    cudaStream_t stream")) {}
 
   std::string emit();
+  /// The ops computed in one kernel or GEMM call with others: per group its
+  /// kind ("rows", "epilogue", "elementwise") and its ops (constants left
+  /// out), groups in the order of the ops that emit them.
+  std::vector<std::pair<std::string, std::vector<mlir::Operation *>>>
+  fusionGroups();
   /// Whether the function calls collectives (a sharded local program).
   bool hasCollectives();
   /// The first error, if any (then emit's text is meaningless).
@@ -247,6 +261,10 @@ private:
     return sizes;
   }
 
+  /// The outputs written in place (directOutput) and the fusion plans:
+  /// epilogues, row kernels, elementwise functors.
+  void plan();
+
   // ---- ops
   /// Emits `op` through its row's emit function below (or not at all when
   /// it is inlined into a functor).
@@ -304,16 +322,57 @@ private:
   /// One `ein_map` computing the tree of elementwise ops rooted at `root`.
   void emitFusedTree(mlir::Operation *root);
 
+  // Row kernels (RowKernels.cpp, see planRows): last-axis reductions and
+  // the elementwise ops around them as one ein_rows functor.
+  struct RowGroup {
+    mlir::Operation *root = nullptr;
+    size_t rank = 0;
+    std::string acc;                       // the reductions' accumulator
+    std::vector<mlir::Operation *> stages; // the reductions, in order
+    std::set<mlir::Operation *> members;   // inlined (root, stages apart)
+    std::set<mlir::Operation *> rowScalar; // members of size 1 along rows
+    std::map<mlir::Operation *, std::string> results; // `r[k]`, as stored
+    /// A var whose mean is an earlier mean stage's (the same row): the
+    /// stage, so that the var adds one stage, not two.
+    std::map<mlir::Operation *, int> varMean;
+    /// Members of one value per row computed from the stages' results and
+    /// constants alone (`rsqrt(var + eps)`): once per row for the output,
+    /// in program order.
+    std::vector<mlir::Operation *> perRow;
+  };
+  void planRows();
+  void emitRowKernel(const RowGroup &group);
+  std::optional<RowGroup> rowGroupAt(mlir::Operation *root);
+  /// Where each dim of operand `operand` of a member of `group` lands in
+  /// the row space (-1: broadcast).
+  std::vector<int> rowAlignment(const RowGroup &group, mlir::Operation *op,
+                                unsigned operand);
+
   // Elementwise fusion (see planFusion).
   void planFusion();
   /// A functor being written: its inputs (value, alignment to the root),
   /// the locals of fused values read more than once, their definitions.
+  /// In a row functor (`rows` set), the group's members are inlined, its
+  /// reductions read from `r`, and `used` says which inputs and whether `r`
+  /// a method reads.
   struct FunctorBody {
     std::vector<std::pair<mlir::Value, std::vector<int>>> leaves;
     std::map<mlir::Operation *, std::string> locals;
     std::vector<std::string> lets;
+    const RowGroup *rows = nullptr;
+    std::set<size_t> used;
+    bool readsRows = false;
   };
   std::string expression(mlir::Operation *op, FunctorBody &body);
+  /// The text of operand `i` of `op` in a functor: a literal, an inlined
+  /// value (a local when read more than once), a reduction's result or an
+  /// input `aK`.
+  std::string operandText(mlir::Operation *op, unsigned i, FunctorBody &body);
+  /// Per input of a functor, its storage type and its view at the root's
+  /// sizes `z` (rank `rank`).
+  void functorInputs(const FunctorBody &body, size_t rank, const std::string &z,
+                     mlir::Operation *at, std::vector<std::string> &types,
+                     std::vector<std::string> &views);
   std::vector<int> alignment(mlir::Operation *op, unsigned operand);
   bool readsInPlace(mlir::Operation *user, mlir::Value v);
   std::set<std::pair<const void *, std::vector<int>>>
@@ -336,6 +395,8 @@ private:
   std::set<mlir::Operation *> fused;               // inlined into their user
   std::map<mlir::Operation *, Epilogue> epilogues; // per contraction
   std::set<mlir::Operation *> inEpilogue;          // computed by one
+  std::map<mlir::Operation *, RowGroup> rowGroups; // per root
+  std::map<mlir::Operation *, mlir::Operation *> inRows; // member -> root
 };
 
 } // namespace cuda

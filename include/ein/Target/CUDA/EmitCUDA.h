@@ -3,6 +3,7 @@
 // GEMMs, one C-ABI entry point per function) and its C header.
 #pragma once
 
+#include "ein/Compile/Compile.h"
 #include "ein/Sema/Program.h"
 #include "ein/Support/Error.h"
 
@@ -48,6 +49,15 @@ struct CUDAOptions {
 /// cannot be emitted ("cannot emit CUDA:").
 ErrorOr<std::string> emitCUDA(const CheckedModule &module,
                               const CUDAOptions &options = {});
+
+/// The ops of `fn` (a function of `module`) the CUDA target computes in one
+/// kernel or GEMM call: per group its kind ("rows": a row kernel,
+/// "epilogue": a contraction and the ops its GEMM applies, "elementwise":
+/// one ein_map's functor) and the indices in CheckedFunction::ops, in the
+/// order the source computes them. An error when `fn` does not emit.
+ErrorOr<std::vector<FusedLoopNest>>
+cudaFusionGroups(const CheckedModule &module, const CheckedFunction &fn,
+                 const CUDAOptions &options);
 
 /// The C header declaring the entry points of emitCUDA's source.
 std::string cudaHeader(const CheckedModule &module, const std::string &guard);

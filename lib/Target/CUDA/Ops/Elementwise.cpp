@@ -122,7 +122,8 @@ void FunctionEmitter::planFusion() {
     ops.push_back(&op);
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     mlir::Operation *op = *it;
-    if (!isElementwise(op) || mlir::isa<ConstantOp>(op) || inEpilogue.count(op))
+    if (!isElementwise(op) || mlir::isa<ConstantOp>(op) ||
+        inEpilogue.count(op) || inRows.count(op) || rowGroups.count(op))
       continue;
     rootOf[op] = op;
     mlir::Value v = op->getResult(0);
@@ -178,8 +179,6 @@ std::string literal(ConstantOp op, DType dtype) {
 
 /// The C++ expression computing `op`'s element (in its storage type) from
 /// the functor's parameters `a0, a1, ...`; `leaves` collects the inputs.
-/// A fused operand read more than once is computed once into a local
-/// (`const T xN = ...;` appended to `lets`, `locals` naming it).
 std::string FunctionEmitter::expression(mlir::Operation *op,
                                         FunctorBody &body) {
   DType t = tensorType(op->getResult(0)).getDType();
@@ -187,39 +186,8 @@ std::string FunctionEmitter::expression(mlir::Operation *op,
   if (auto c = mlir::dyn_cast<ConstantOp>(op))
     return literal(c, t);
   std::vector<std::string> args;
-  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
-    mlir::Value v = op->getOperand(i);
-    mlir::Operation *def = v.getDefiningOp();
-    if (def && mlir::isa<ConstantOp>(def)) {
-      args.push_back(expression(def, body));
-      continue;
-    }
-    if (def && fused.count(def)) {
-      if (v.hasOneUse()) {
-        args.push_back(expression(def, body));
-        continue;
-      }
-      auto local = body.locals.find(def);
-      if (local == body.locals.end()) {
-        std::string e = expression(def, body);
-        std::string name = fmt::format("x{}", body.locals.size());
-        body.lets.push_back(fmt::format(
-            "const {} {} = {};",
-            storageType(tensorType(def->getResult(0)).getDType()), name, e));
-        local = body.locals.emplace(def, name).first;
-      }
-      args.push_back(local->second);
-      continue;
-    }
-    auto al = alignment(op, i);
-    size_t k = 0;
-    while (k < body.leaves.size() &&
-           !(body.leaves[k].first == v && body.leaves[k].second == al))
-      ++k;
-    if (k == body.leaves.size())
-      body.leaves.push_back({v, al});
-    args.push_back(fmt::format("a{}", k));
-  }
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    args.push_back(operandText(op, i, body));
   if (mlir::isa<CastOp>(op))
     return fmt::format("ein_cvt<{}>({})", T, args[0]);
   // The runtime names each function of the table ein_NAME
@@ -233,32 +201,82 @@ std::string FunctionEmitter::expression(mlir::Operation *op,
                      fmt::join(loaded, ", "));
 }
 
+/// A fused operand read more than once is computed once into a local
+/// (`const T xN = ...;` appended to `lets`, `locals` naming it).
+std::string FunctionEmitter::operandText(mlir::Operation *op, unsigned i,
+                                         FunctorBody &body) {
+  mlir::Value v = op->getOperand(i);
+  mlir::Operation *def = v.getDefiningOp();
+  if (def && mlir::isa<ConstantOp>(def))
+    return expression(def, body);
+  if (def && body.rows) {
+    auto result = body.rows->results.find(def);
+    if (result != body.rows->results.end()) {
+      body.readsRows = true;
+      return result->second;
+    }
+  }
+  bool inlined = def && (body.rows ? body.rows->members.count(def) != 0
+                                   : fused.count(def) != 0);
+  if (inlined) {
+    if (v.hasOneUse())
+      return expression(def, body);
+    auto local = body.locals.find(def);
+    if (local == body.locals.end()) {
+      std::string e = expression(def, body);
+      std::string name = fmt::format("x{}", body.locals.size());
+      body.lets.push_back(fmt::format(
+          "const {} {} = {};",
+          storageType(tensorType(def->getResult(0)).getDType()), name, e));
+      local = body.locals.emplace(def, name).first;
+    }
+    return local->second;
+  }
+  auto al = body.rows ? rowAlignment(*body.rows, op, i) : alignment(op, i);
+  size_t k = 0;
+  while (k < body.leaves.size() &&
+         !(body.leaves[k].first == v && body.leaves[k].second == al))
+    ++k;
+  if (k == body.leaves.size())
+    body.leaves.push_back({v, al});
+  body.used.insert(k);
+  return fmt::format("a{}", k);
+}
+
+void FunctionEmitter::functorInputs(const FunctorBody &body, size_t rank,
+                                    const std::string &z, mlir::Operation *at,
+                                    std::vector<std::string> &types,
+                                    std::vector<std::string> &views) {
+  for (auto &[value, al] : body.leaves) {
+    const ValueView &leaf = view(value, at);
+    types.push_back(storageType(leaf.dtype));
+    std::string mask;
+    for (size_t j = 0; j < rank; ++j)
+      for (size_t i = 0; i < leaf.rank; ++i)
+        mask += al[i] == static_cast<int>(j) ? '1' : '0';
+    views.push_back(
+        fmt::format("ein_pick<{}>({}, \"{}\", {})", rank, leaf.name, mask, z));
+  }
+}
+
 void FunctionEmitter::emitFusedTree(mlir::Operation *root) {
   mlir::Value result = root->getResult(0);
   EinTensorType rt = tensorType(result);
   size_t rank = rt.getShape().size();
   FunctorBody body;
   std::string value = expression(root, body);
-  auto &leaves = body.leaves;
   std::string functor =
       fmt::format("ein_{}_fn{}", cName(fn.name), functorCount++);
   std::vector<std::string> params, views;
   auto rootSizes = shapeSizes(rt, root);
   std::string z = sizeArray(rootSizes);
-  for (size_t k = 0; k < leaves.size(); ++k) {
-    const ValueView &leaf = view(leaves[k].first, root);
-    params.push_back(fmt::format("{} a{}", storageType(leaf.dtype), k));
-    std::string mask;
-    for (size_t j = 0; j < rank; ++j)
-      for (size_t i = 0; i < leaf.rank; ++i)
-        mask += leaves[k].second[i] == static_cast<int>(j) ? '1' : '0';
-    views.push_back(
-        fmt::format("ein_pick<{}>({}, \"{}\", {})", rank, leaf.name, mask, z));
-  }
+  functorInputs(body, rank, z, root, params, views);
+  for (size_t k = 0; k < params.size(); ++k)
+    params[k] += fmt::format(" a{}", k);
   std::string lets;
   for (auto &l : body.lets)
     lets += "    " + l + "\n";
-  if (leaves.empty()) { // only constants: read one dummy element
+  if (body.leaves.empty()) { // only constants: read one dummy element
     int owner = newOwner();
     std::string s = fresh("s");
     fmt::format_to(out(),

@@ -72,6 +72,28 @@ std::string describeReduce(const CheckedOp &op, const CheckedFunction &) {
 #ifndef EIN_CUDA_DESCRIBE_ONLY
 // ------------------------------------------------------------- emit
 
+const char *runtimeReduceKind(ReduceKind kind) {
+  // any and all on bool are max and min (false < true), with the
+  // identities false and true. var is two passes (ein_reduce_var).
+  switch (kind) {
+  case ReduceKind::Sum:
+    return "EIN_REDUCE_SUM";
+  case ReduceKind::Mean:
+    return "EIN_REDUCE_MEAN";
+  case ReduceKind::Max:
+  case ReduceKind::Any:
+    return "EIN_REDUCE_MAX";
+  case ReduceKind::Min:
+  case ReduceKind::All:
+    return "EIN_REDUCE_MIN";
+  case ReduceKind::Prod:
+    return "EIN_REDUCE_PROD";
+  case ReduceKind::Var:
+    return nullptr;
+  }
+  return nullptr; // every case returns: for GCC's -Wreturn-type
+}
+
 void FunctionEmitter::emitTransform(mlir::Operation *op) {
   auto info = getTransformInfo(op);
   if (!info)
@@ -184,32 +206,8 @@ void FunctionEmitter::emitReduction(
                                 rowSizes.begin() + outAxes.size());
   ones.resize(rows.size(), "1");
   std::string target = pick(we, to, outAxes, rows, ones, false);
-  // any and all on bool are max and min (false < true), with the
-  // identities false and true. var is two passes of its own runtime
-  // function (ein_reduce_var).
-  const char *k = nullptr;
-  switch (kind) {
-  case ReduceKind::Sum:
-    k = "EIN_REDUCE_SUM";
-    break;
-  case ReduceKind::Mean:
-    k = "EIN_REDUCE_MEAN";
-    break;
-  case ReduceKind::Max:
-  case ReduceKind::Any:
-    k = "EIN_REDUCE_MAX";
-    break;
-  case ReduceKind::Min:
-  case ReduceKind::All:
-    k = "EIN_REDUCE_MIN";
-    break;
-  case ReduceKind::Prod:
-    k = "EIN_REDUCE_PROD";
-    break;
-  case ReduceKind::Var:
-    break;
-  }
-  const char *acc = isLowFloat(to) ? "float" : storageType(to);
+  const char *k = runtimeReduceKind(kind);
+  const char *acc = accumulatorType(to);
   if (k)
     fmt::format_to(out(), "  ein_reduce<{}, {}>(stream, {}, {});\n", k, acc,
                    target, p);

@@ -63,22 +63,29 @@ template <EinReduceKind K, typename Acc> struct EinReduceOp {
 
 /// Reduces `v` across the x dimension of a block (blockDim.x a multiple of
 /// 32, at most 1024; blockDim.y rows reduce independently). Every thread of
-/// the block must call it; lane 0 of row y gets the row's result.
-template <typename Op, typename Acc> EIN_D Acc ein_block_reduce_x(Acc v) {
+/// the block must call it; lane 0 of row y gets the row's result, and with
+/// `All` every thread of the row (the warps' partials combined by each
+/// thread in the same order, so that all hold the same value).
+template <typename Op, bool All = false, typename Acc>
+EIN_D Acc ein_block_reduce_x(Acc v) {
   __shared__ Acc partial[32]; // one per warp of the block
   EIN_UNROLL
   for (int off = 16; off > 0; off /= 2)
     v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, off));
   const int warps = blockDim.x / 32;
   if (warps == 1)
-    return v;
+    return v; // the butterfly leaves the result in every lane
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // Row y's warps own partial[y * warps ...]: at most 32 warps in all.
   const int row = threadIdx.y * warps;
   if (lane == 0)
     partial[row + warp] = v;
   __syncthreads();
-  if (warp == 0) {
+  if constexpr (All) {
+    v = partial[row];
+    for (int w = 1; w < warps; ++w)
+      v = Op::combine(v, partial[row + w]);
+  } else if (warp == 0) {
     v = lane < warps ? partial[row + lane] : Op::identity();
     EIN_UNROLL
     for (int off = 16; off > 0; off /= 2)

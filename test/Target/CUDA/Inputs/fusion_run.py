@@ -5,13 +5,13 @@ result dtype's rounding (bf16 rounded after every op, as ein computes it).
 Prints one line per function: its name and 'ok', or what differed."""
 
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "run"))
-import run_corpus as rc  # noqa: E402  (round_bf16, RTOL: one place)
+import run_corpus as rc  # noqa: E402  (round_bf16: one place)
+from run_compare import run_compare  # noqa: E402
 
 einc, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
 flags = [a for a in sys.argv[4:] if not a.startswith("--only=")]
@@ -64,22 +64,4 @@ os.makedirs(work, exist_ok=True)
 for fn, (inputs, outs) in refs.items():
     if only and fn not in only:
         continue
-    args = [einc, "run", source, "--fn", fn] + flags
-    for name, value in inputs:
-        path = os.path.join(work, f"{fn}_{name}.npy")
-        np.save(path, value)
-        args += ["--in", f"{name}={path}"]
-    paths = [os.path.join(work, f"{fn}_out{k}.npy") for k in range(len(outs))]
-    for path in paths:
-        args += ["--out", path]
-    run = subprocess.run(args, capture_output=True, text=True)
-    if run.returncode != 0:
-        print(f"{fn}: einc exited {run.returncode}: {run.stderr.strip()}")
-        continue
-    bad = []
-    for k, ((dtype, ref), path) in enumerate(zip(outs, paths)):
-        got = np.load(path).astype(np.float64)
-        ref = np.asarray(ref, dtype=np.float64)
-        if got.shape != ref.shape or not np.allclose(got, ref, rtol=rc.RTOL[dtype], atol=rc.RTOL[dtype]):
-            bad.append(f"out{k} differs (max error {np.max(np.abs(got - ref)) if got.shape == ref.shape else got.shape})")
-    print(f"{fn}: {'ok' if not bad else '; '.join(bad)}")
+    print(f"{fn}: {run_compare(einc, source, fn, inputs, outs, work, flags, fn)}")

@@ -7,6 +7,7 @@
 #include "ein_cuda_types.cuh"
 #include "ein_cuda_map.cuh"
 #include "ein_cuda_reduce.cuh"
+#include "ein_cuda_rows.cuh"
 #include "ein_cuda_gemm.cuh"
 #include "ein_gemm_plan.h"
 #include "ein_cuda_contract.cuh"
@@ -39,6 +40,27 @@ struct Fused {
 struct IntOps {
   EIN_HD int64_t operator()(int64_t a, int64_t b) const {
     return ein_add(ein_div(a, b), ein_pow(a, b));
+  }
+};
+
+/// A row functor (ein_rows) as the emitter writes one: a bf16 softmax
+/// reading a broadcast f32 bias, accumulated in Acc.
+template <typename A> struct RowSoftmax {
+  using Acc = A;
+  static constexpr int stages = 2;
+  static constexpr EinReduceKind kinds[2] = {EIN_REDUCE_MAX, EIN_REDUCE_SUM};
+  static constexpr int values = 1;
+  EIN_HD void operator()(EinRowValues, A *r) const { r[2] = A(1) / r[1]; }
+  EIN_HD Acc operator()(EinStage<0>, const Acc *, ein_bf16_t x, float b) const {
+    return ein_cvt<Acc>(ein_to_f32(x) + b);
+  }
+  EIN_HD Acc operator()(EinStage<1>, const Acc *r, ein_bf16_t x,
+                        float b) const {
+    return ein_cvt<Acc>(expf(ein_to_f32(x) + b - float(r[0])));
+  }
+  EIN_HD ein_bf16_t operator()(const Acc *r, ein_bf16_t x, float b) const {
+    return ein_cvt<ein_bf16_t>(expf(ein_to_f32(x) + b - float(r[0])) *
+                               float(r[2]));
   }
 };
 
@@ -137,4 +159,13 @@ void instantiateEverything(cudaStream_t s) {
   EinView<const int64_t, 3> l3{nullptr, {1, 1, 1}, {1, 1, 1}};
   EinView<int64_t, 3> l3o{nullptr, {1, 1, 1}, {1, 1, 1}};
   ein_contract(s, roles, l3, l3, l3o, false, nullptr, 0);
+  // Row kernels: rank 1 (one row) and rank 3, f32 and f64 accumulators.
+  EinView<ein_bf16_t, 1> r1{nullptr, {1}, {1}};
+  EinView<const ein_bf16_t, 1> x1{nullptr, {1}, {1}};
+  EinView<const float, 1> c1{nullptr, {1}, {1}};
+  ein_rows(s, RowSoftmax<float>(), r1, x1, c1);
+  EinView<ein_bf16_t, 3> r3{nullptr, {1, 1, 1}, {1, 1, 1}};
+  EinView<const ein_bf16_t, 3> x3{nullptr, {1, 1, 1}, {1, 1, 1}};
+  EinView<const float, 3> c3{nullptr, {1, 1, 1}, {0, 0, 1}};
+  ein_rows(s, RowSoftmax<double>(), r3, x3, c3);
 }
