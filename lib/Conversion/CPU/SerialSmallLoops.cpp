@@ -194,10 +194,13 @@ private:
     return std::nullopt;
   }
 
-  /// C when `v` is `r % C` with a constant C > 0: then -C < v < C.
+  /// C when `v` is `r % C` with a constant C > 0, signed or unsigned (the
+  /// whole-vector end of a packed panel): then -C < v < C.
   static std::optional<int64_t> remainderModulus(Value v) {
-    auto rem = v.getDefiningOp<arith::RemSIOp>();
-    auto d = rem ? mlir::getConstantIntValue(rem.getRhs()) : std::nullopt;
+    mlir::Operation *rem = v.getDefiningOp();
+    auto d = llvm::isa_and_nonnull<arith::RemSIOp, arith::RemUIOp>(rem)
+                 ? mlir::getConstantIntValue(rem->getOperand(1))
+                 : std::nullopt;
     if (!d || *d <= 0)
       return std::nullopt;
     return d;

@@ -213,8 +213,11 @@ void KernelEmitter::emitBlocked() {
   // Blocks of m of equal size (whole register tiles): a chunk of 1026 rows
   // is 3 blocks of 342, not 510, 510 and 6, whose last would stream all of
   // packed B for one register tile.
+  // (At most blk.mc, a multiple of mr, as the min says: ein-serial-small-
+  // loops bounds a tiny contraction's work by it, and keeps the calling
+  // thread for it instead of forking; test/cpp-api/no-fork.test.)
   Value mBlocks = ceilDiv(chunk, cst(blk.mc));
-  mc = mul(ceilDiv(ceilDiv(chunk, mBlocks), mr), mr);
+  mc = min(cst(blk.mc), mul(ceilDiv(ceilDiv(chunk, mBlocks), mr), mr));
   nc = min(cst(blk.nc), mul(ceilDiv(N, nr), nr));
   kc = min(cst(blk.kc), K);
 
