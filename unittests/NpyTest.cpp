@@ -880,7 +880,7 @@ TEST_F(NpyTest, UnsupportedDescrs) {
       {"<M8[ns]", "(datetime)"},
       {"|V8", "(void/structured)"},
       {"<u4", "unsupported dtype '<u4'"},
-      {"|i1", "unsupported dtype '|i1'"},
+      {"<i2", "unsupported dtype '<i2'"},
       {"<f16", "unsupported dtype '<f16'"},
       {"|f4", "no byte order for a 4-byte type"},
       {"", "empty 'descr'"},
