@@ -5,27 +5,16 @@
 // product (vpdpwssd, or vpmaddwd + vpaddd). Products of i8 values sum
 // exactly: a pair is at most 2 * 128 * 128 = 32768, never saturating.
 #include "Int8Gemm.h"
+#include "ContractionKernel.h" // the tiling namespace's names
 #include "MatchContraction.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/Builders.h"
 
 namespace ein {
 
 namespace {
 
-using mlir::Location;
-using mlir::OpBuilder;
-using mlir::Value;
-namespace arith = mlir::arith;
-namespace linalg = mlir::linalg;
-namespace memref = mlir::memref;
-namespace scf = mlir::scf;
-namespace vector = mlir::vector;
+using namespace tiling;
 
 /// An int8 contraction: `a` carries m and k, `b` k and n, `c` m and n; the
 /// loop dims of the three roles.
