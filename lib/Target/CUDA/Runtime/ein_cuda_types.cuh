@@ -288,7 +288,7 @@ template <typename I> struct EinCvtInt {
   static EIN_HD I from(float x) { return ein_fptosi<I>(x); }
   // Integers sign-extend or keep the low bits (wrap).
   static EIN_HD I from(int8_t x) { return I(x); }
-  static EIN_HD I from(int32_t x) { return I(uint32_t(x) & kMask); }
+  static EIN_HD I from(int32_t x) { return from(int64_t(x)); }
   static EIN_HD I from(int64_t x) { return I(uint64_t(x) & kMask); }
   static constexpr uint64_t kMask =
       sizeof(I) == 8 ? ~uint64_t(0) : (uint64_t(1) << (8 * sizeof(I))) - 1;
