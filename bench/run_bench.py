@@ -88,6 +88,20 @@ def torch_bf16_peer(a, b):
     return {"torch bf16 matmul (2 threads)": lambda: torch.matmul(ta, tb)}
 
 
+def torch_int8_peer(a, b):
+    """{"torch": fn} multiplying the int8 `a` and `b` into int32 with
+    torch._int_mm on the CPU with 2 threads, or {} without torch or without
+    a CPU _int_mm."""
+    try:
+        import torch
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        torch._int_mm(ta[:32, :32], tb[:32, :32])
+    except (ImportError, AttributeError, RuntimeError):
+        return {}
+    torch.set_num_threads(2)
+    return {"torch._int_mm (2 threads)": lambda: torch._int_mm(ta, tb)}
+
+
 def workloads(quick):
     rng = np.random.default_rng(0)
     f = lambda *s: rng.standard_normal(s, dtype=np.float32)
@@ -161,6 +175,18 @@ def workloads(quick):
     yield ("f8e4m3 matmul %d^3, f32 acc" % m, "matmul_e4m3", {"a": e1, "b": e2}, 2.0 * m ** 3,
            {"numpy.matmul on f32 copies": lambda: e1 @ e2},
            lambda: e1 @ e2, "GFLOP/s")
+    # int8 GEMM (issue 31): i8 operands, exact i32 sums. torch's CPU peer is
+    # torch._int_mm where this torch has it, else numpy's int32 matmul on
+    # widened copies (made outside the timing). The f32 row before it is
+    # einc's own f32 matmul at the same size: the speedup over f32.
+    s1, s2 = f(m, m), f(m, m)
+    yield ("f32 matmul %d^3 (beside int8)" % m, "matmul", {"a": s1, "b": s2}, 2.0 * m ** 3,
+           {"numpy.matmul": lambda: np.matmul(s1, s2)}, lambda: s1 @ s2, "GFLOP/s")
+    q1, q2 = (rng.integers(-128, 128, (m, m)).astype(np.int8) for _ in range(2))
+    w1, w2 = q1.astype(np.int32), q2.astype(np.int32)
+    yield ("int8 matmul %d^3 acc i32" % m, "matmul_i8", {"a": q1, "b": q2}, 2.0 * m ** 3,
+           dict({"numpy int32 matmul": lambda: w1 @ w2}, **torch_int8_peer(q1, q2)),
+           lambda: w1 @ w2, "GOP/s")
     yield from data_movement(quick, f)
     yield from programs(quick, f)
 

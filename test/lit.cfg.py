@@ -144,6 +144,8 @@ if "avx512fp16" in flags:
     config.available_features.add("avx512fp16")
 if "avx512_bf16" in flags:
     config.available_features.add("avx512bf16")
+if "avx512_vnni" in flags:
+    config.available_features.add("avx512vnni")
 # An NVIDIA GPU on this machine (the CUDA target's `einc run` needs one).
 if os.path.exists("/dev/nvidiactl"):
     config.available_features.add("nvidia-gpu")

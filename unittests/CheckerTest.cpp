@@ -131,7 +131,7 @@ const DiagCase kDiags[] = {
      "def f(x: f33[\"n\"]) -> f32[\"n\"]:\n"
      "    return x\n",
      "1:10: unknown dtype 'f33'; expected one of f64, f32, f16, bf16, "
-     "f8e4m3, f8e5m2, i64, i32, bool"},
+     "f8e4m3, f8e5m2, i64, i32, i8, bool"},
     {"BadShapeString",
      "def f(x: f32[\"a b)\"]) -> f32[\"a b\"]:\n"
      "    return x\n",
@@ -702,6 +702,26 @@ TEST(DTypeRules, FloatLimits) {
   EXPECT_TRUE(fits("1e-30", DType::F16)); // rounds to 0, no error
   EXPECT_TRUE(fits("1e308", DType::F64));
   EXPECT_FALSE(fits("1.5", DType::I64));
+}
+
+TEST(DTypeRules, IntegerRanges) {
+  // Two's complement over each row's bytes.
+  EXPECT_EQ(integerMin(DType::I8), Int(-128));
+  EXPECT_EQ(integerMax(DType::I8), Int(127));
+  EXPECT_EQ(integerMin(DType::I32), Int(INT32_MIN));
+  EXPECT_EQ(integerMax(DType::I32), Int(INT32_MAX));
+  EXPECT_EQ(integerMin(DType::I64), Int(INT64_MIN));
+  EXPECT_EQ(integerMax(DType::I64), Int(INT64_MAX));
+  NumberLiteral l127 = parseNumberLiteral("127"),
+                l128 = parseNumberLiteral("128");
+  EXPECT_FALSE(literalDTypeError(l127, DType::I8));
+  EXPECT_FALSE(literalDTypeError(negateLiteral(l128), DType::I8));
+  std::optional<std::string> e = literalDTypeError(l128, DType::I8);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*e, "integer 128 does not fit in i8 (range -128 to 127)");
+  EXPECT_TRUE(
+      literalDTypeError(negateLiteral(parseNumberLiteral("129")), DType::I8));
+  EXPECT_TRUE(literalDTypeError(parseNumberLiteral("0.5"), DType::I8));
 }
 
 TEST(DTypeRules, IntegerLiterals) {

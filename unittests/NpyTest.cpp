@@ -736,6 +736,28 @@ TEST_F(NpyTest, RequestedConversions) {
   t = readNpy(p, StorageType::I32);
   ASSERT_TRUE(t);
   EXPECT_EQ(elements<int32_t>(*t), (std::vector<int32_t>{3, -4}));
+  // i8 ("|i1", signed): read as itself, widened exactly, narrowed in range.
+  Bytes rawI8 = {0x7F, 0x80, 0xFF};
+  p = put("b.npy", npyBytes(1, dict("|i1", "(3,)"), rawI8));
+  t = readNpy(p);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->type, StorageType::I8);
+  EXPECT_EQ(t->data, rawI8);
+  t = readNpy(p, StorageType::I64);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(elements<int64_t>(*t), (std::vector<int64_t>{127, -128, -1}));
+  p = put("i.npy", npyBytes(1, dict("<i4", "(2,)"),
+                            le(std::vector<int32_t>{-128, 127})));
+  t = readNpy(p, StorageType::I8);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->data, (Bytes{0x80, 0x7F}));
+  expectError(
+      "i2.npy",
+      npyBytes(1, dict("<i4", "(2,)"), le(std::vector<int32_t>{5, 128})),
+      "cannot convert i32 to i8: element 1 (128) is out of the i8 range",
+      StorageType::I8);
+  expectError("b2.npy", npyBytes(1, dict("|i1", "(1,)"), Bytes{1}),
+              "cannot convert i8 to f32", StorageType::F32);
 }
 
 //===----------------------------------------------------------------------===//
@@ -858,7 +880,7 @@ TEST_F(NpyTest, UnsupportedDescrs) {
       {"<M8[ns]", "(datetime)"},
       {"|V8", "(void/structured)"},
       {"<u4", "unsupported dtype '<u4'"},
-      {"|i1", "unsupported dtype '|i1'"},
+      {"<i2", "unsupported dtype '<i2'"},
       {"<f16", "unsupported dtype '<f16'"},
       {"|f4", "no byte order for a 4-byte type"},
       {"", "empty 'descr'"},

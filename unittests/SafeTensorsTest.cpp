@@ -38,8 +38,8 @@ std::string messageOf(const ErrorOr<SafeTensors> &r) {
 }
 
 TEST(SafeTensorsTest, EveryTypeRoundTripsBitForBit) {
-  for (unsigned k = 0; k <= static_cast<unsigned>(StorageType::Bool); ++k) {
-    auto type = static_cast<StorageType>(k);
+  for (DType dtype : allDTypes()) {
+    StorageType type = toStorage(dtype);
     HostTensor t = *HostTensor::create(type, {2, 3});
     for (size_t i = 0; i < t.data.size(); ++i)
       t.data[i] =

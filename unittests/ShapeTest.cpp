@@ -265,6 +265,7 @@ const DTypeCase kDTypes[] = {
     {"f16", DType::F16, 2, true},       {"bf16", DType::BF16, 2, true},
     {"f8e4m3", DType::F8E4M3, 1, true}, {"f8e5m2", DType::F8E5M2, 1, true},
     {"i64", DType::I64, 8, false},      {"i32", DType::I32, 4, false},
+    {"i8", DType::I8, 1, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(DType, DTypeTest, ::testing::ValuesIn(kDTypes),
@@ -297,6 +298,7 @@ const DTypeRow kDTypeRows[] = {
     {DType::I64, "i64", 8, DTypeKind::Int, "<i8", "int64_t"},
     {DType::I32, "i32", 4, DTypeKind::Int, "<i4", "int32_t"},
     {DType::Bool, "bool", 1, DTypeKind::Bool, "|b1", "uint8_t"},
+    {DType::I8, "i8", 1, DTypeKind::Int, "|i1", "int8_t"},
 };
 
 TEST(DTypeTable, RowsMatchNumpyAndC) {

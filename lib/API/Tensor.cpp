@@ -189,6 +189,11 @@ std::optional<std::string> encode(void *p, DType t, double v) {
       return e;
     *static_cast<int32_t *>(p) = int32_t(v);
     break;
+  case DType::I8:
+    if (auto e = integral(-128.0, 127.0))
+      return e;
+    *static_cast<int8_t *>(p) = int8_t(v);
+    break;
   case DType::Bool:
     if (v != 0 && v != 1)
       return fmt::format("bool cannot hold {} (only 0 or 1)", v);

@@ -274,6 +274,7 @@ ErrorOr<void> completePartials(Communicator &group, runtime::HostTensor &value,
     case runtime::StorageType::BF16:
     case runtime::StorageType::F8E4M3:
     case runtime::StorageType::F8E5M2:
+    case runtime::StorageType::I8:
     case runtime::StorageType::Bool:
       break;
     }

@@ -59,6 +59,7 @@ bool isReducibleType(StorageType type) {
     return true;
   case StorageType::F8E4M3:
   case StorageType::F8E5M2:
+  case StorageType::I8:
   case StorageType::Bool:
     return false;
   }
@@ -140,6 +141,7 @@ ErrorOr<void> reduceBuffers(const std::vector<const void *> &inputs, void *out,
     return {};
   case StorageType::F8E4M3:
   case StorageType::F8E5M2:
+  case StorageType::I8:
   case StorageType::Bool:
     break;
   }

@@ -139,7 +139,9 @@ bool convertRun(const uint8_t *src, int64_t n, uint8_t *dst, int64_t &bad,
       if (!fits) {
         bad = i;
         why = fmt::format("{} does not fit in {}", v,
-                          sizeof(Dst) == 4 ? "i32" : "i64");
+                          sizeof(Dst) == 1   ? "i8"
+                          : sizeof(Dst) == 4 ? "i32"
+                                             : "i64");
         return false;
       }
       out = static_cast<Dst>(v);
@@ -396,6 +398,7 @@ ErrorOr<std::vector<int64_t>> Dataset::fill(HostTensor &batch, int64_t begin,
   switch (batch.type) {
   case StorageType::I32:
   case StorageType::I64:
+  case StorageType::I8:
     break;
   case StorageType::F32:
   case StorageType::F64:
@@ -407,7 +410,8 @@ ErrorOr<std::vector<int64_t>> Dataset::fill(HostTensor &batch, int64_t begin,
   case StorageType::F8E5M2:
   case StorageType::Bool:
     return Error::usage(fmt::format("{}: cannot fill a {} batch from a "
-                                    "dataset (supported: i32, i64, f32, f64)",
+                                    "dataset (supported: i8, i32, i64, f32, "
+                                    "f64)",
                                     d.path, batch.describe()));
   }
   if (!intoFloat && isFloat(d.elem))
@@ -458,6 +462,9 @@ ErrorOr<std::vector<int64_t>> Dataset::fill(HostTensor &batch, int64_t begin,
       break;
     case StorageType::I64:
       ok = convertTo<int64_t>(d.elem, src, perSample, dst, bad, why);
+      break;
+    case StorageType::I8:
+      ok = convertTo<int8_t>(d.elem, src, perSample, dst, bad, why);
       break;
     case StorageType::F32:
       ok = convertTo<float>(d.elem, src, perSample, dst, bad, why);

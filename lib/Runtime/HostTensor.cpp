@@ -319,6 +319,31 @@ template <typename T> void store(HostTensor &t, int64_t i, T v) {
   std::memcpy(t.data.data() + i * sizeof(T), &v, sizeof(T));
 }
 
+bool isIntStorage(StorageType t) {
+  return !isFloatStorage(t) && t != StorageType::Bool;
+}
+
+/// Element i (a storage offset) of an integer tensor, sign-extended.
+int64_t loadInt(const HostTensor &t, int64_t i) {
+  switch (t.type) {
+  case StorageType::I64:
+    return load<int64_t>(t, i);
+  case StorageType::I32:
+    return load<int32_t>(t, i);
+  case StorageType::I8:
+    return load<int8_t>(t, i);
+  case StorageType::F64:
+  case StorageType::F32:
+  case StorageType::F16:
+  case StorageType::BF16:
+  case StorageType::F8E4M3:
+  case StorageType::F8E5M2:
+  case StorageType::Bool:
+    break; // not integers: callers convert only integer tensors this way
+  }
+  return 0;
+}
+
 /// Element i of a float tensor as f32; exact for every type but f64.
 float loadFloat(const HostTensor &t, int64_t i) {
   switch (t.type) {
@@ -336,6 +361,7 @@ float loadFloat(const HostTensor &t, int64_t i) {
     return static_cast<float>(load<double>(t, i));
   case StorageType::I64:
   case StorageType::I32:
+  case StorageType::I8:
   case StorageType::Bool:
     break; // not floats: callers convert only float tensors this way
   }
@@ -358,6 +384,7 @@ bool floatWidens(StorageType from, StorageType to) {
     case StorageType::F64:
     case StorageType::I64: // not floats: callers ask only about floats
     case StorageType::I32:
+    case StorageType::I8:
     case StorageType::Bool:
       return 3;
     }
@@ -391,6 +418,8 @@ double decodeElement(const void *p, StorageType type) {
     return static_cast<double>(as(int64_t()));
   case StorageType::I32:
     return as(int32_t());
+  case StorageType::I8:
+    return as(int8_t());
   case StorageType::Bool:
     return as(uint8_t());
   }
@@ -415,7 +444,8 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
     return Error::usage(std::string("cannot convert ") + storageName(from) +
                         " to " + storageName(to) +
                         " (only exact widenings, f32 -> f16/bf16/fp8 and "
-                        "value-checked f64 -> f32 / i64 -> i32 are allowed)");
+                        "value-checked f64 -> f32 / narrower integers are "
+                        "allowed)");
   };
 
   // Element by element in storage order: the result keeps src's layout.
@@ -426,26 +456,27 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
   dst.layoutStrides = src.layoutStrides;
   const int64_t n = src.numElements();
 
-  if (from == StorageType::I32 && to == StorageType::I64) {
-    for (int64_t i = 0; i < n; ++i)
-      store<int64_t>(dst, i, load<int32_t>(src, i));
-    return made;
-  }
-  if (from == StorageType::I64 && to == StorageType::I32) {
+  // Integers: every value that fits in `to` converts exactly (widenings
+  // always; narrowings such as i64 -> i32 or i32 -> i8 checked value by
+  // value).
+  if (isIntStorage(from) && isIntStorage(to)) {
+    const int bits = 8 * static_cast<int>(storageBytes(to));
     auto bad = [&](int64_t i) {
-      int64_t v = load<int64_t>(src, i);
-      return v < std::numeric_limits<int32_t>::min() ||
-             v > std::numeric_limits<int32_t>::max();
+      int64_t v = loadInt(src, i);
+      return bits < 64 && (v < -(int64_t(1) << (bits - 1)) ||
+                           v >= (int64_t(1) << (bits - 1)));
     };
     for (int64_t i = 0; i < n; ++i) {
       if (bad(i)) {
         int64_t first = firstInCOrder(src, i, bad);
         return Error::usage(fmt::format(
-            "cannot convert i64 to i32: element {} ({}) is out of the i32 "
-            "range",
-            first, load<int64_t>(src, src.offsetOf(first))));
+            "cannot convert {} to {}: element {} ({}) is out of the {} range",
+            storageName(from), storageName(to), first,
+            loadInt(src, src.offsetOf(first)), storageName(to)));
       }
-      store<int32_t>(dst, i, static_cast<int32_t>(load<int64_t>(src, i)));
+      int64_t v = loadInt(src, i);
+      // Little-endian: the value's low bytes are the narrower integer.
+      std::memcpy(dst.data.data() + i * storageBytes(to), &v, storageBytes(to));
     }
     return made;
   }
@@ -503,6 +534,7 @@ ErrorOr<HostTensor> convertTensor(const HostTensor &src, StorageType to) {
     case StorageType::F64: // handled above
     case StorageType::I64:
     case StorageType::I32:
+    case StorageType::I8:
     case StorageType::Bool:
       return unsupported();
     }

@@ -100,6 +100,7 @@ ErrorOr<MPI_Datatype> reduceType(StorageType type) {
     return MPI_INT32_T;
   case StorageType::F8E4M3:
   case StorageType::F8E5M2:
+  case StorageType::I8:
   case StorageType::Bool:
     break;
   }

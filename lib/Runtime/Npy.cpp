@@ -234,7 +234,7 @@ private:
 // descr
 //===----------------------------------------------------------------------===//
 
-enum class FileType { F64, F32, F16, I64, I32, Bool, U16, U8 };
+enum class FileType { F64, F32, F16, I64, I32, I8, Bool, U16, U8 };
 
 struct FileDescr {
   FileType type;
@@ -257,11 +257,11 @@ std::string parseDescr(const std::string &descr, FileDescr &out) {
     unsigned bytes;
   };
   static const Known known[] = {
-      {"f8", FileType::F64, 8}, {"f4", FileType::F32, 4},
-      {"f2", FileType::F16, 2}, {"i8", FileType::I64, 8},
-      {"i4", FileType::I32, 4}, {"b1", FileType::Bool, 1},
-      {"?", FileType::Bool, 1}, {"u2", FileType::U16, 2},
-      {"u1", FileType::U8, 1},
+      {"f8", FileType::F64, 8},  {"f4", FileType::F32, 4},
+      {"f2", FileType::F16, 2},  {"i8", FileType::I64, 8},
+      {"i4", FileType::I32, 4},  {"i1", FileType::I8, 1},
+      {"b1", FileType::Bool, 1}, {"?", FileType::Bool, 1},
+      {"u2", FileType::U16, 2},  {"u1", FileType::U8, 1},
   };
   for (const Known &k : known) {
     if (code != k.code)
@@ -302,7 +302,7 @@ std::string parseDescr(const std::string &descr, FileDescr &out) {
     }
   }
   return "unsupported dtype '" + descr + "'" + what +
-         "; supported: <f8 <f4 <f2 <i8 <i4 |b1, and <u2 / |u1 holding raw "
+         "; supported: <f8 <f4 <f2 <i8 <i4 |i1 |b1, and <u2 / |u1 holding raw "
          "bf16 / fp8 bits";
 }
 
@@ -318,6 +318,8 @@ StorageType naturalType(FileType t) {
     return StorageType::I64;
   case FileType::I32:
     return StorageType::I32;
+  case FileType::I8:
+    return StorageType::I8;
   case FileType::Bool:
   case FileType::U16:
   case FileType::U8:
@@ -462,6 +464,7 @@ ErrorOr<HostTensor> decodeNpy(ByteSource &in, const std::string &name,
   case FileType::F16:
   case FileType::I64:
   case FileType::I32:
+  case FileType::I8:
     stored = naturalType(descr.type);
     break;
   }

@@ -42,13 +42,13 @@ const FormatDType kFormatDTypes[] = {
     {"F8_E5M2", 1, StorageType::F8E5M2},
     {"I64", 8, StorageType::I64},
     {"I32", 4, StorageType::I32},
+    {"I8", 1, StorageType::I8},
     {"BOOL", 1, StorageType::Bool},
     {"U64", 8, std::nullopt},
     {"U32", 4, std::nullopt},
     {"U16", 2, std::nullopt},
     {"I16", 2, std::nullopt},
     {"U8", 1, std::nullopt},
-    {"I8", 1, std::nullopt},
     {"F8_E8M0", 1, std::nullopt},
 };
 

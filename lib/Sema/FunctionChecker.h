@@ -21,7 +21,7 @@
 namespace ein::sema {
 
 inline constexpr const char *kDTypeList =
-    "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, bool";
+    "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, i8, bool";
 
 /// Adds the names used in a shape string (or a pattern) to `out`.
 void collectShapeNames(const std::string &shape, std::set<std::string> &out);

@@ -138,11 +138,10 @@ double largestFinite(DType dtype) {
                     l.maxExponent);
 }
 
-Int integerMin(DType dtype) {
-  return dtype == DType::I32 ? Int(INT32_MIN) : Int(INT64_MIN);
-}
+// Two's complement over the row's bytes: i8, i32 and i64 alike.
+Int integerMin(DType dtype) { return -integerMax(dtype) - 1; }
 Int integerMax(DType dtype) {
-  return dtype == DType::I32 ? Int(INT32_MAX) : Int(INT64_MAX);
+  return (Int(1) << (8 * dtypeInfo(dtype).bytes - 1)) - 1;
 }
 
 std::string literalText(const NumberLiteral &literal) {

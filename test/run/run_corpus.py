@@ -173,9 +173,11 @@ FILE_DTYPE = {
     "f8e5m2": np.float32,
     "i32": np.int32,
     "i64": np.int64,
+    "i8": np.int8,
     "bool": np.bool_,
 }
-INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
+# i8 is drawn only by i8_cases (random generators would overflow it).
+INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "i8": (-128, 127)}
 
 
 # --------------------------------------------------------------------------
@@ -197,7 +199,7 @@ def quantize(a, dtype: str) -> np.ndarray:
     a = np.asarray(a)
     if dtype == "bool":
         return np.asarray(a, dtype=np.bool_)
-    if dtype in INTS:
+    if dtype in INT_RANGE:
         a = np.asarray(a, dtype=np.int64)
         lo, hi = INT_RANGE[dtype]
         if a.size and (a.min() < lo or a.max() > hi):
@@ -2252,6 +2254,95 @@ def generated_cases() -> list[RunCase]:
     cases += sema_cases()
     cases += var_cases()
     cases += kept_one_row_cases()
+    cases += i8_cases()
+    return cases
+
+
+def wrap_int(v, dtype: str) -> np.ndarray:
+    """Exact integers (int64) wrapped to `dtype`, two's complement."""
+    lo, hi = INT_RANGE[dtype]
+    return (np.asarray(v, dtype=np.int64) - lo) % (hi - lo + 1) + lo
+
+
+def i8_extremes(rng, shape) -> np.ndarray:
+    """i8 values, half of them at or next to -128 and 127: a sum of their
+    products overflows any accumulator narrower than i32."""
+    special = np.array([-128, -127, 127, 126], dtype=np.int64)
+    v = np.where(rng.random(shape) < 0.5, rng.choice(special, shape),
+                 rng.integers(-128, 128, shape))
+    return v.astype(np.int8)
+
+
+def i8_cases() -> list[RunCase]:
+    """The i8 dtype: wrapping elementwise arithmetic, reductions (sum with
+    acc=i32), astype to and from every kind, and einsum acc=i32 (the int8
+    GEMM: exact i32 sums of the widened products, against numpy's int64
+    matmul) at the contraction tiles' edges, odd k included."""
+    cases: list[RunCase] = []
+    rng = np.random.default_rng(49_500)
+    x, y = i8_extremes(rng, (5, 7)), i8_extremes(rng, (7,))
+    y[0] = 0  # x / 0 is 0
+    X, Y = x.astype(np.int64), y.astype(np.int64)
+    T, V = tstr("i8", ["n", "m"]), tstr("i8", ["m"])
+    src = emit_function("f", [("x", T), ("y", V)], [T] * 5,
+                        ["return x + y, x * y, -x, relu(x) - y, x / y"])
+    cases.append(RunCase("gen-i8#000", "generated", "i8 elementwise, wrapping", src,
+                         inputs=[("x", x), ("y", y)],
+                         outs=[Out("i8", wrap_int(X + Y, "i8"), True), Out("i8", wrap_int(X * Y, "i8"), True),
+                               Out("i8", wrap_int(-X, "i8"), True),
+                               Out("i8", wrap_int(np.maximum(X, 0) - Y, "i8"), True),
+                               Out("i8", ein_int_div(X, Y, "i8"), True)]))
+    x = i8_extremes(rng, (6, 65))
+    X = x.astype(np.int64)
+    src = emit_function("f", [("x", tstr("i8", ["n", "k"]))],
+                        [tstr("i32", ["n"]), tstr("i8", ["k"]), tstr("i8", ["n"]), tstr("i8", ["n"])],
+                        ['return reduce(x, "n k -> n", "sum", acc=i32), reduce(x, "n k -> k", "max"), '
+                         'reduce(x, "n k -> n", "min"), reduce(x, "n k -> n", "sum")'])
+    cases.append(RunCase("gen-i8#001", "generated", "i8 reductions: sum acc=i32, max, min, wrapping sum", src,
+                         inputs=[("x", x)],
+                         outs=[Out("i32", X.sum(axis=1), True), Out("i8", X.max(axis=0), True),
+                               Out("i8", X.min(axis=1), True), Out("i8", wrap_int(X.sum(axis=1), "i8"), True)]))
+    x = np.array([-128, -1, 0, 1, 2, 127, -100, 55], dtype=np.int8)
+    f = np.array([-300.0, -128.9, -0.75, 0.5, 3.99, 127.5, 1e9, np.nan], dtype=np.float32)
+    w = np.array([-129, 128, 255, 256, -2**31, 2**31 - 1, 7, -7], dtype=np.int32)
+    b = np.array([True, False, True, True, False, False, True, False])
+    X = x.astype(np.int64)
+    N = tstr("i8", ["n"])
+    src = emit_function("f", [("x", N), ("f", tstr("f32", ["n"])), ("w", tstr("i32", ["n"])), ("b", tstr("bool", ["n"]))],
+                        [tstr("f32", ["n"]), tstr("i32", ["n"]), tstr("i64", ["n"]), tstr("bf16", ["n"]),
+                         tstr("f16", ["n"]), N, N, N, tstr("bool", ["n"])],
+                        ["return astype(x, f32), astype(x, i32), astype(x, i64), astype(x, bf16), astype(x, f16), "
+                         "astype(f, i8), astype(w, i8), astype(b, i8), astype(x, bool)"])
+    # float -> i8 truncates toward zero and saturates (NaN gives 0), as to i32.
+    sat = np.where(np.isnan(f), 0, np.clip(np.trunc(np.nan_to_num(f.astype(np.float64))), -128, 127))
+    cases.append(RunCase("gen-i8#002", "generated", "astype to and from i8", src,
+                         inputs=[("x", x), ("f", f), ("w", w), ("b", b)],
+                         outs=[Out("f32", X, True), Out("i32", X, True), Out("i64", X, True),
+                               Out("bf16", X, True), Out("f16", X, True), Out("i8", sat.astype(np.int64), True),
+                               Out("i8", wrap_int(w, "i8"), True), Out("i8", b.astype(np.int64), True),
+                               Out("bool", x != 0, True)]))
+    # einsum acc=i32: a matmul at the tile edges, a batched one, and
+    # transposed operands.
+    shapes = [(1, 1, 1), (5, 7, 17), (7, 5, 65), (17, 64, 7), (64, 65, 64), (65, 17, 5), (64, 64, 65), (1, 65, 64)]
+    for m, n, k in shapes:
+        a, bm = i8_extremes(rng, (m, k)), i8_extremes(rng, (k, n))
+        src = emit_function("f", [("a", tstr("i8", ["m", "k"])), ("b", tstr("i8", ["k", "n"]))],
+                            [tstr("i32", ["m", "n"])], ['return einsum(a, b, "m k, k n -> m n", acc=i32)'])
+        cases.append(RunCase(f"gen-i8#{len(cases):03d}", "generated", f"i8 matmul acc=i32 m={m} n={n} k={k}", src,
+                             inputs=[("a", a), ("b", bm)],
+                             outs=[Out("i32", a.astype(np.int64) @ bm.astype(np.int64), True)]))
+    a, bm = i8_extremes(rng, (3, 17, 33)), i8_extremes(rng, (3, 9, 33))
+    src = emit_function("f", [("a", tstr("i8", ["g", "m", "k"])), ("b", tstr("i8", ["g", "n", "k"]))],
+                        [tstr("i32", ["g", "n", "m"])], ['return einsum(a, b, "g m k, g n k -> g n m", acc=i32)'])
+    cases.append(RunCase(f"gen-i8#{len(cases):03d}", "generated", "i8 batched einsum acc=i32, k contiguous", src,
+                         inputs=[("a", a), ("b", bm)],
+                         outs=[Out("i32", np.einsum("gmk,gnk->gnm", a.astype(np.int64), bm.astype(np.int64)), True)]))
+    a, bm = i8_extremes(rng, (19, 6)), i8_extremes(rng, (23, 19))
+    src = emit_function("f", [("a", tstr("i8", ["k", "m"])), ("b", tstr("i8", ["n", "k"]))],
+                        [tstr("i32", ["m", "n"])], ['return einsum(a, b, "k m, n k -> m n", acc=i32)'])
+    cases.append(RunCase(f"gen-i8#{len(cases):03d}", "generated", "i8 einsum acc=i32, transposed operands", src,
+                         inputs=[("a", a), ("b", bm)],
+                         outs=[Out("i32", a.astype(np.int64).T @ bm.astype(np.int64).T, True)]))
     return cases
 
 
@@ -3039,7 +3130,7 @@ def compare(got: np.ndarray, out: Out) -> Optional[str]:
     ref = np.asarray(out.ref)
     if got.shape != ref.shape:
         return f"shape {got.shape}, expected {ref.shape}"
-    if out.dtype in INTS or out.dtype == "bool":
+    if out.dtype in INT_RANGE or out.dtype == "bool":
         if not np.array_equal(got.astype(np.int64), ref.astype(np.int64)):
             bad = np.argwhere(got.astype(np.int64) != ref.astype(np.int64))
             at = tuple(bad[0])

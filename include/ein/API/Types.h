@@ -32,7 +32,8 @@ enum class DType : uint8_t {
   F8E5M2,
   I64,
   I32,
-  Bool
+  Bool,
+  I8
 };
 
 /// The dtypes by their language names: `ein::f32`, `ein::bf16`, ...
@@ -46,16 +47,18 @@ inline constexpr DType i64 = DType::I64;
 inline constexpr DType i32 = DType::I32;
 /// `bool` (one byte per element, 0 or 1, as numpy's bool_).
 inline constexpr DType bool_ = DType::Bool;
+/// `i8` (signed bytes; einsum over them accumulates in `acc=i32`).
+inline constexpr DType i8 = DType::I8;
 
-/// Bytes per element: 8 4 2 2 1 1 8 4 1.
+/// Bytes per element: 8 4 2 2 1 1 8 4 1 1.
 constexpr unsigned itemsize(DType t) {
-  constexpr unsigned bytes[] = {8, 4, 2, 2, 1, 1, 8, 4, 1};
+  constexpr unsigned bytes[] = {8, 4, 2, 2, 1, 1, 8, 4, 1, 1};
   return bytes[static_cast<unsigned>(t)];
 }
 /// The language's name of `t`: "f32", "bf16", "bool", ...
 constexpr const char *name(DType t) {
   constexpr const char *names[] = {"f64",    "f32", "f16", "bf16", "f8e4m3",
-                                   "f8e5m2", "i64", "i32", "bool"};
+                                   "f8e5m2", "i64", "i32", "bool", "i8"};
   return names[static_cast<unsigned>(t)];
 }
 
@@ -66,6 +69,7 @@ template <> struct dtype_of<float> { static constexpr DType value = f32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = i64; };
 template <> struct dtype_of<int32_t> { static constexpr DType value = i32; };
 template <> struct dtype_of<bool> { static constexpr DType value = bool_; };
+template <> struct dtype_of<int8_t> { static constexpr DType value = i8; };
 
 /// Where a tensor's storage lives: host memory, or the CUDA device (this
 /// machine's GPU; with EIN_CUDA=emulated, the CUDA back end's code run on

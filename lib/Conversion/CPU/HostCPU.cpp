@@ -90,6 +90,28 @@ std::string nearestNote(const std::string &name,
 
 } // namespace
 
+const char *int8DotName(Int8Dot dot) {
+  switch (dot) {
+  case Int8Dot::None:
+    return "none";
+  case Int8Dot::Avx2:
+    return "avx2";
+  case Int8Dot::Avx512BW:
+    return "avx512bw";
+  case Int8Dot::Vnni:
+    return "vnni";
+  }
+  return "none";
+}
+
+std::optional<Int8Dot> parseInt8Dot(const std::string &name) {
+  for (Int8Dot dot :
+       {Int8Dot::None, Int8Dot::Avx2, Int8Dot::Avx512BW, Int8Dot::Vnni})
+    if (name == int8DotName(dot))
+      return dot;
+  return std::nullopt;
+}
+
 std::string ResolvedCPU::describe() const {
   std::string text = host ? "the host (" + name + ")" : name;
   if (!extraFeatures.empty())
@@ -167,6 +189,10 @@ ErrorOr<ResolvedCPU> resolveCPU(const TargetCPU &cpu) {
   };
   out.vectorBits = vectorBitsOf(has);
   out.bf16Dot = has("avx512bf16");
+  out.int8Dot = out.vectorBits == 512 && has("avx512vnni") ? Int8Dot::Vnni
+                : out.vectorBits == 512 && has("avx512bw") ? Int8Dot::Avx512BW
+                : has("avx2")                              ? Int8Dot::Avx2
+                                                           : Int8Dot::None;
   resolved.emplace(key, out);
   return out;
 }

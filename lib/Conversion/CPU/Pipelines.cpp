@@ -199,6 +199,7 @@ void buildCPUPipeline(mlir::OpPassManager &pm, CPUStage stage,
 #include "ein/Conversion/CPU/TileKnobs.def"
   tiles.epilogues = options.fusion;
   tiles.bf16Dot = target->bf16Dot;
+  tiles.int8Dot = int8DotName(target->int8Dot);
   pm.addPass(createTileContractions(tiles));
   // Float max/min reductions on integer keys, which vectorize.
   pm.addPass(createMinMaxReductions());

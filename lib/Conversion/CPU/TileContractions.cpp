@@ -4,6 +4,7 @@
 // and strides may be known only at run time.
 #include "ContractionKernel.h"
 #include "GroupContractionAxes.h"
+#include "Int8Gemm.h"
 #include "PairDot.h"
 #include "ein/Conversion/CPU/HostCPU.h"
 #include "ein/Conversion/CPU/Passes.h"
@@ -365,6 +366,19 @@ struct TileContractionsPass : impl::TileContractionsBase<TileContractionsPass> {
         caches.l3 = {l3Bytes, 16, 1};
       model = gemmTiles(caches, bits, 4, threads);
     }
+    // i8 x i8 -> i32 contractions: the int8 GEMM (Int8Gemm.h).
+    std::optional<Int8Dot> dot = parseInt8Dot(int8Dot);
+    if (!dot) {
+      getOperation().emitError()
+          << "ein-tile-contractions: int8-dot '" << int8Dot
+          << "' is not none, avx2, avx512bw or vnni";
+      return signalPassFailure();
+    }
+    std::vector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    for (linalg::GenericOp op : generics)
+      rewriteInt8Contraction(op, *dot,
+                             bool(op->getParentOfType<scf::ForallOp>()));
     // Runs of loops contiguous in every operand become one loop first, so
     // that `... h d, d e -> ... h e` is one GEMM rather than many.
     std::vector<linalg::GenericOp> candidates;

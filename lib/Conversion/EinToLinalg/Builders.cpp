@@ -375,9 +375,35 @@ Value OpLowering::saturatingFPToSI(Location loc, Value v, Type to) {
 }
 
 Value OpLowering::cast(Location loc, Value v, Type to) {
-  Type from = v.getType();
-  if (from == to)
+  return castElement(loc, v, v.getType(), to);
+}
+
+Value OpLowering::castElement(Location loc, Value v, Type einFrom, Type to) {
+  if (einFrom == to)
     return v;
+  // A bool is stored as one byte, 0 or 1 (Sizes.cpp): to a bool is "not
+  // zero", from a bool its 0 or 1 as a number.
+  if (to.isInteger(1)) {
+    Type from = v.getType();
+    bool fromFloat = llvm::isa<mlir::FloatType>(from);
+    Value zero = fromFloat ? Value(b.create<mlir::arith::ConstantOp>(
+                                 loc, b.getFloatAttr(from, 0.0)))
+                           : Value(b.create<mlir::arith::ConstantOp>(
+                                 loc, b.getIntegerAttr(from, 0)));
+    Value nonZero = fromFloat
+                        ? Value(b.create<mlir::arith::CmpFOp>(
+                              loc, mlir::arith::CmpFPredicate::UNE, v, zero))
+                        : Value(b.create<mlir::arith::CmpIOp>(
+                              loc, mlir::arith::CmpIPredicate::ne, v, zero));
+    return b.create<mlir::arith::ExtUIOp>(loc, b.getI8Type(), nonZero);
+  }
+  if (einFrom.isInteger(1)) {
+    if (llvm::isa<mlir::FloatType>(to))
+      return b.create<mlir::arith::UIToFPOp>(loc, to, v);
+    return to.isInteger(8) ? v
+                           : Value(b.create<mlir::arith::ExtUIOp>(loc, to, v));
+  }
+  Type from = v.getType();
   bool fromFloat = llvm::isa<mlir::FloatType>(from);
   bool toFloat = llvm::isa<mlir::FloatType>(to);
   unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
@@ -388,23 +414,6 @@ Value OpLowering::cast(Location loc, Value v, Type to) {
       return b.create<mlir::arith::ExtFOp>(loc, to, v);
     return b.create<mlir::arith::TruncFOp>(loc, to, v);
   }
-  // i8 is always a bool here (ein has no 8-bit integer): 0 or 1 from
-  // anything, and 0/1 when read as a number.
-  if (to.isInteger(8)) {
-    Value zero = fromFloat ? Value(b.create<mlir::arith::ConstantOp>(
-                                 loc, b.getFloatAttr(from, 0.0)))
-                           : Value(b.create<mlir::arith::ConstantOp>(
-                                 loc, b.getIntegerAttr(from, 0)));
-    Value nonZero = fromFloat
-                        ? Value(b.create<mlir::arith::CmpFOp>(
-                              loc, mlir::arith::CmpFPredicate::UNE, v, zero))
-                        : Value(b.create<mlir::arith::CmpIOp>(
-                              loc, mlir::arith::CmpIPredicate::ne, v, zero));
-    return b.create<mlir::arith::ExtUIOp>(loc, to, nonZero);
-  }
-  if (from.isInteger(8))
-    return toFloat ? Value(b.create<mlir::arith::UIToFPOp>(loc, to, v))
-                   : Value(b.create<mlir::arith::ExtUIOp>(loc, to, v));
   if (!fromFloat && toFloat)
     return b.create<mlir::arith::SIToFPOp>(loc, to, v);
   if (fromFloat && !toFloat)
@@ -415,13 +424,19 @@ Value OpLowering::cast(Location loc, Value v, Type to) {
 }
 
 Value OpLowering::castTensor(Location loc, Value v, Type to) {
-  if (llvm::cast<RankedTensorType>(v.getType()).getElementType() == to)
+  return castTensor(
+      loc, v, llvm::cast<RankedTensorType>(v.getType()).getElementType(), to);
+}
+
+Value OpLowering::castTensor(Location loc, Value v, Type einFrom, Type to) {
+  if (einFrom == to)
     return v;
-  return mapElements(loc, v, to, [&](OpBuilder &nb, Location nl, Value x) {
+  Type stored = to.isInteger(1) ? b.getI8Type() : to;
+  return mapElements(loc, v, stored, [&](OpBuilder &nb, Location nl, Value x) {
     // The body's builder is `b` itself at another insertion point.
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-    return cast(nl, x, to);
+    return castElement(nl, x, einFrom, to);
   });
 }
 

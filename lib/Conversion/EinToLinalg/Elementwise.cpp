@@ -384,8 +384,13 @@ struct CastLowering : EinPattern<CastOp> {
     auto results = l.resultShapes(op);
     if (mlir::failed(results))
       return mlir::failure();
-    Value v = l.castTensor(op.getLoc(), adaptor.getInput(),
-                           (*results)[0].type.getElementType());
+    // The ein types, which tell a bool (i1, stored as i8) from an i8.
+    auto einElement = [](Value x) {
+      return llvm::cast<EinTensorType>(x.getType()).getElementType();
+    };
+    Value v =
+        l.castTensor(op.getLoc(), adaptor.getInput(), einElement(op.getInput()),
+                     einElement(op.getResult()));
     return replaceOrReport(rewriter, op, llvm::SmallVector<Value>{v});
   }
 };

@@ -236,7 +236,12 @@ public:
                     llvm::function_ref<Value(OpBuilder &, Location, Value)> f);
 
   /// A scalar converted to `to` (ein's `astype`: saturating float to int).
+  /// An i8 here is ein's signed `i8`; a bool (stored as i8, 0 or 1) is named
+  /// by its ein type i1 in `einFrom` / `to` (castElement, castTensor).
   Value cast(Location loc, Value v, Type to);
+  /// `v` (stored as `einFrom` is: i1 as i8) converted to the ein type `to`.
+  Value castElement(Location loc, Value v, Type einFrom, Type to);
+  Value castTensor(Location loc, Value v, Type einFrom, Type to);
   Value castTensor(Location loc, Value v, Type to);
 
   /// The identity of a reduction on element type `t`.

@@ -11,12 +11,6 @@ namespace ein {
 
 namespace {
 
-/// Every dtype: the CPU pipeline lowers each (fp8 and bf16 through f32).
-std::vector<DType> allDTypes() {
-  return {DType::F64,    DType::F32, DType::F16, DType::BF16, DType::F8E4M3,
-          DType::F8E5M2, DType::I64, DType::I32, DType::Bool};
-}
-
 ErrorOr<void> hostCanRun(const TargetOptions &options) {
   auto cpu = resolveCPU(options.cpu.target);
   if (!cpu)
@@ -51,7 +45,10 @@ public:
   unsigned uses() const override {
     return unsigned(TargetUse::Run) | unsigned(TargetUse::Report);
   }
-  std::vector<DType> supportedDTypes() const override { return allDTypes(); }
+  std::vector<DType> supportedDTypes() const override {
+    // Every dtype (fp8 and bf16 through f32).
+    return ein::allDTypes();
+  }
   bool compilesCollectives() const override { return true; }
   ErrorOr<void> checkRunnable(const TargetOptions &options) const override {
     return hostCanRun(options);
@@ -108,7 +105,10 @@ public:
   std::string name() const override { return "cpu-object"; }
   std::string flag() const override { return "cpu"; }
   unsigned uses() const override { return unsigned(TargetUse::Build); }
-  std::vector<DType> supportedDTypes() const override { return allDTypes(); }
+  std::vector<DType> supportedDTypes() const override {
+    // Every dtype (fp8 and bf16 through f32).
+    return ein::allDTypes();
+  }
   std::string outputName() const override { return "OBJECT.o"; }
 
   ErrorOr<void> buildFiles(const CheckedModule &module,

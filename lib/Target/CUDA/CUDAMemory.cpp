@@ -29,6 +29,7 @@ int typeCode(StorageType type) {
   case StorageType::F8E5M2:
   case StorageType::I64:
   case StorageType::I32:
+  case StorageType::I8:
   case StorageType::Bool:
     break;
   }

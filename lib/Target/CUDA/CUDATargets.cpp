@@ -101,12 +101,6 @@ Error noGPU() {
       "--target=cuda-emulated runs the same CUDA source on the CPU");
 }
 
-/// Every dtype: what cuBLASLt lacks is widened (docs/cuda.md).
-std::vector<DType> allDTypes() {
-  return {DType::F64,    DType::F32, DType::F16, DType::BF16, DType::F8E4M3,
-          DType::F8E5M2, DType::I64, DType::I32, DType::Bool};
-}
-
 /// A built program: the function's source with a main() running it on raw
 /// tensor files (ein_cuda_main.h).
 struct ProgramArtifact final : Artifact {
@@ -236,7 +230,10 @@ public:
                     : unsigned(TargetUse::Run) | unsigned(TargetUse::Build) |
                           unsigned(TargetUse::Report);
   }
-  std::vector<DType> supportedDTypes() const override { return allDTypes(); }
+  std::vector<DType> supportedDTypes() const override {
+    // Every dtype (what cuBLASLt lacks is widened, docs/cuda.md).
+    return ein::allDTypes();
+  }
   std::string outputName() const override { return "SOURCE.cu"; }
   bool acceptsMain() const override { return !emulated; }
   /// A sharded local program's collectives: calls of the rank's device

@@ -138,6 +138,7 @@ int ncclType(StorageType type) {
     return 2;
   case StorageType::F8E4M3:
   case StorageType::F8E5M2:
+  case StorageType::I8:
   case StorageType::Bool:
     break;
   }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace llvm {
@@ -17,6 +18,15 @@ class TargetMachine;
 
 namespace ein {
 
+/// The integer pair dot products (i16 pairs into i32 lanes) a CPU has, for
+/// the int8 GEMM (ein-tile-contractions' `int8-dot`), best last: none,
+/// vpmaddwd + vpaddd on 256 bits (avx2) or 512 bits (avx512bw), vpdpwssd
+/// (avx512vnni, with 512-bit vectors).
+enum class Int8Dot { None, Avx2, Avx512BW, Vnni };
+/// "none", "avx2", "avx512bw", "vnni": the option's spelling.
+const char *int8DotName(Int8Dot dot);
+std::optional<Int8Dot> parseInt8Dot(const std::string &name);
+
 /// What code compiled for a TargetCPU may use, as LLVM and the tiling passes
 /// need it.
 struct ResolvedCPU {
@@ -24,6 +34,7 @@ struct ResolvedCPU {
   std::string features;      // the full "+f,-g" string for the target machine
   int64_t vectorBits;        // 512 with avx512f, 256 with avx, 128 otherwise
   bool bf16Dot;              // avx512bf16: vdpbf16ps, bf16 pair dot products
+  Int8Dot int8Dot;           // integer pair dot products (the int8 GEMM)
   bool host;                 // exactly the host: its caches and features
   std::string extraFeatures; // --cpu-features as given ("+f,-g")
   /// "znver3 +avx512f": the CPU as the user named it, for messages and keys.

@@ -521,6 +521,17 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     column pairs, summed into the f32 accumulators. Without it, bf16 is
     widened to f32 as it is packed and runs on f32 FMAs.
 
+    With `int8-dot` other than `none`, a contraction of i8 operands into
+    an i32 accumulator (an i8 einsum with `acc=i32`: `sext * sext` summed
+    by `addi`) over exactly the loops m, n, k is the int8 GEMM
+    (Int8Gemm.cpp): A and B packed once as k pairs widened to i16, a pair
+    one i32 word (`Ap[m][p]`, `Bp[n/lanes][p][n%lanes]`, an odd k padded
+    with 0), a 6 x 4-vector register tile (4 x 2 with AVX2) stepping one
+    k pair at a time with `llvm.x86.avx512.vpdpwssd.512` (`vnni`), or
+    `pmaddw.d.512` + add (`avx512bw`), or `avx2.pmadd.wd` + add on 256
+    bits (`avx2`); blocks of rows in parallel. Exact: a pair of i8
+    products is at most 32768. Other integer contractions stay loops.
+
     An epilogue is applied in the kernel (`epilogues`, on unless `einc
     --no-fusion`): when C is a temporary that only one elementwise
     `linalg.generic` reads, through its own loops, writing a buffer D of
@@ -626,6 +637,10 @@ def TileContractions : Pass<"ein-tile-contractions", "::mlir::ModuleOp"> {
     Option<"bf16Dot", "bf16-dot", "bool", "false",
            "bf16 x bf16 -> f32 with 512-bit vectors through vdpbf16ps "
            "(avx512bf16): operands packed as bf16 k pairs">,
+    Option<"int8Dot", "int8-dot", "std::string", "\"none\"",
+           "i8 x i8 -> i32 on integer pair dot products: none, avx2 "
+           "(vpmaddwd, 256-bit), avx512bw (vpmaddwd, 512-bit) or vnni "
+           "(vpdpwssd)">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",

@@ -37,9 +37,8 @@ std::string cudaContraction(const CheckedOp &op, const CheckedFunction &fn) {
       layoutSizes(info.axisSizes, fn.ctx.env);
   std::vector<std::string> a, b, c;
   std::vector<int64_t> sa, sb, sc;
-  std::string gemm = dtype == DType::I32 || dtype == DType::I64
-                         ? "tiled integer GEMM kernel"
-                         : "cuBLASLt matmul";
+  std::string gemm =
+      !isFloat(dtype) ? "tiled integer GEMM kernel" : "cuBLASLt matmul";
   // The planner multiplies sizes of all the axes (a broadcast copy): they
   // must fit in 64 bits.
   int64_t all = 1;

@@ -100,10 +100,14 @@ EIN_HD int32_t ein_floordiv(int32_t x, int32_t y) {
 EIN_HD int64_t ein_floordiv(int64_t x, int64_t y) {
   return ein_floordiv_int(x, y);
 }
+EIN_HD int8_t ein_floordiv(int8_t x, int8_t y) {
+  return ein_floordiv_int(x, y);
+}
 EIN_HD float ein_mod(float x, float y) { return ein_mod_float(x, y); }
 EIN_HD double ein_mod(double x, double y) { return ein_mod_float(x, y); }
 EIN_HD int32_t ein_mod(int32_t x, int32_t y) { return ein_mod_int(x, y); }
 EIN_HD int64_t ein_mod(int64_t x, int64_t y) { return ein_mod_int(x, y); }
+EIN_HD int8_t ein_mod(int8_t x, int8_t y) { return ein_mod_int(x, y); }
 
 template <typename T> EIN_HD T ein_min(T a, T b) { return ein_minimum(a, b); }
 template <typename T> EIN_HD T ein_max(T a, T b) { return ein_maximum(a, b); }

@@ -33,6 +33,10 @@ template <> struct EinLimits<int64_t> {
   static EIN_HD int64_t lowest() { return INT64_MIN; }
   static EIN_HD int64_t highest() { return INT64_MAX; }
 };
+template <> struct EinLimits<int8_t> {
+  static EIN_HD int8_t lowest() { return INT8_MIN; }
+  static EIN_HD int8_t highest() { return INT8_MAX; }
+};
 
 /// The combining step and identity of each kind, in the accumulator type.
 /// Float max/min propagate NaN (numpy's maximum/minimum, arith.maximumf);

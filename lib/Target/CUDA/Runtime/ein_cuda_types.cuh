@@ -193,6 +193,7 @@ template <typename To> struct EinCvt;
 template <typename T> struct EinIsInt { static constexpr bool value = false; };
 template <> struct EinIsInt<int32_t> { static constexpr bool value = true; };
 template <> struct EinIsInt<int64_t> { static constexpr bool value = true; };
+template <> struct EinIsInt<int8_t> { static constexpr bool value = true; };
 template <typename T> struct EinIsLowFloat {
   static constexpr bool value = false;
 };
@@ -235,13 +236,19 @@ template <> struct EinCompute<ein_f8e5m2_t> {
 
 /// Float -> integer, toward zero, saturating (saturatingFPToSI).
 template <typename I, typename F> EIN_HD I ein_fptosi(F v) {
-  const F bound = F(sizeof(I) == 8 ? 9223372036854775808.0 : 2147483648.0);
+  const F bound = F(sizeof(I) == 8   ? 9223372036854775808.0
+                    : sizeof(I) == 4 ? 2147483648.0
+                                     : 128.0);
   if (v >= -bound && v < bound)
     return I(v);
   if (v >= bound)
-    return sizeof(I) == 8 ? I(INT64_MAX) : I(INT32_MAX);
+    return sizeof(I) == 8   ? I(INT64_MAX)
+           : sizeof(I) == 4 ? I(INT32_MAX)
+                            : I(INT8_MAX);
   if (v < -bound)
-    return sizeof(I) == 8 ? I(INT64_MIN) : I(INT32_MIN);
+    return sizeof(I) == 8   ? I(INT64_MIN)
+           : sizeof(I) == 4 ? I(INT32_MIN)
+                            : I(INT8_MIN);
   return I(0); // NaN
 }
 
@@ -251,6 +258,7 @@ template <> struct EinCvt<double> {
   static EIN_HD double from(float x) { return x; }
   static EIN_HD double from(int32_t x) { return double(x); }
   static EIN_HD double from(int64_t x) { return double(x); }
+  static EIN_HD double from(int8_t x) { return double(x); }
   template <typename L> static EIN_HD double from(L x) { return ein_to_f32(x); }
 };
 /// bool: 0 or 1 from a number (x != 0, NaN included), 0/1 as a number.
@@ -260,6 +268,7 @@ template <> struct EinCvt<bool> {
   static EIN_HD bool from(float x) { return x != 0; }
   static EIN_HD bool from(int32_t x) { return x != 0; }
   static EIN_HD bool from(int64_t x) { return x != 0; }
+  static EIN_HD bool from(int8_t x) { return x != 0; }
   template <typename L> static EIN_HD bool from(L x) {
     return ein_to_f32(x) != 0;
   }
@@ -270,22 +279,26 @@ template <> struct EinCvt<float> {
   static EIN_HD float from(float x) { return x; }
   static EIN_HD float from(int32_t x) { return float(x); }
   static EIN_HD float from(int64_t x) { return float(x); }
+  static EIN_HD float from(int8_t x) { return float(x); }
   template <typename L> static EIN_HD float from(L x) { return ein_to_f32(x); }
 };
 template <typename I> struct EinCvtInt {
   static EIN_HD I from(bool x) { return x ? I(1) : I(0); }
   static EIN_HD I from(double x) { return ein_fptosi<I>(x); }
   static EIN_HD I from(float x) { return ein_fptosi<I>(x); }
-  static EIN_HD I from(int32_t x) { return I(x); } // sign-extends or keeps
-  static EIN_HD I from(int64_t x) {                // the low bits (wraps)
-    return I(uint64_t(x) & (sizeof(I) == 8 ? ~uint64_t(0) : 0xFFFFFFFFull));
-  }
+  // Integers sign-extend or keep the low bits (wrap).
+  static EIN_HD I from(int8_t x) { return I(x); }
+  static EIN_HD I from(int32_t x) { return from(int64_t(x)); }
+  static EIN_HD I from(int64_t x) { return I(uint64_t(x) & kMask); }
+  static constexpr uint64_t kMask =
+      sizeof(I) == 8 ? ~uint64_t(0) : (uint64_t(1) << (8 * sizeof(I))) - 1;
   template <typename L> static EIN_HD I from(L x) {
     return ein_fptosi<I>(ein_to_f32(x));
   }
 };
 template <> struct EinCvt<int32_t> : EinCvtInt<int32_t> {};
 template <> struct EinCvt<int64_t> : EinCvtInt<int64_t> {};
+template <> struct EinCvt<int8_t> : EinCvtInt<int8_t> {};
 
 #define EIN_DEFINE_LOW_CVT(T, FMT, FROM_F32)                                   \
   template <> struct EinCvt<T> {                                               \
@@ -296,6 +309,7 @@ template <> struct EinCvt<int64_t> : EinCvtInt<int64_t> {};
     static EIN_HD T from(float x) { return FROM_F32(x); }                      \
     static EIN_HD T from(int32_t x) { return FROM_F32(float(x)); }             \
     static EIN_HD T from(int64_t x) { return FROM_F32(float(x)); }             \
+    static EIN_HD T from(int8_t x) { return FROM_F32(float(x)); }              \
     template <typename L> static EIN_HD T from(L x) {                          \
       return FROM_F32(ein_to_f32(x));                                          \
     }                                                                          \
@@ -318,6 +332,7 @@ template <typename To, typename From> EIN_HD To ein_cvt(From x) {
 template <typename I> struct EinUnsigned;
 template <> struct EinUnsigned<int32_t> { using type = uint32_t; };
 template <> struct EinUnsigned<int64_t> { using type = uint64_t; };
+template <> struct EinUnsigned<int8_t> { using type = uint8_t; };
 template <typename T> EIN_HD T ein_add(T a, T b) { return a + b; }
 template <typename T> EIN_HD T ein_sub(T a, T b) { return a - b; }
 template <typename T> EIN_HD T ein_mul(T a, T b) { return a * b; }
@@ -341,6 +356,7 @@ template <typename T> EIN_HD T ein_neg(T a) { return -a; }
   }
 EIN_WRAPPING(int32_t)
 EIN_WRAPPING(int64_t)
+EIN_WRAPPING(int8_t)
 #undef EIN_WRAPPING
 
 /// Integer division that never traps (nonTrappingDivSI): toward zero,
@@ -357,6 +373,9 @@ template <> EIN_HD int32_t ein_div<int32_t>(int32_t x, int32_t y) {
   return ein_div_int(x, y);
 }
 template <> EIN_HD int64_t ein_div<int64_t>(int64_t x, int64_t y) {
+  return ein_div_int(x, y);
+}
+template <> EIN_HD int8_t ein_div<int8_t>(int8_t x, int8_t y) {
   return ein_div_int(x, y);
 }
 
@@ -378,6 +397,7 @@ EIN_HD float ein_pow(float x, float y) { return powf(x, y); }
 EIN_HD double ein_pow(double x, double y) { return pow(x, y); }
 EIN_HD int32_t ein_pow(int32_t x, int32_t y) { return ein_pow_int(x, y); }
 EIN_HD int64_t ein_pow(int64_t x, int64_t y) { return ein_pow_int(x, y); }
+EIN_HD int8_t ein_pow(int8_t x, int8_t y) { return ein_pow_int(x, y); }
 
 EIN_HD bool ein_signbit(float x) { return ein_float_bits(x) >> 31; }
 EIN_HD bool ein_signbit(double x) { return ein_double_bits(x) >> 63; }
@@ -404,6 +424,8 @@ EIN_HD int32_t ein_maximum(int32_t a, int32_t b) { return a > b ? a : b; }
 EIN_HD int64_t ein_maximum(int64_t a, int64_t b) { return a > b ? a : b; }
 EIN_HD int32_t ein_minimum(int32_t a, int32_t b) { return a < b ? a : b; }
 EIN_HD int64_t ein_minimum(int64_t a, int64_t b) { return a < b ? a : b; }
+EIN_HD int8_t ein_maximum(int8_t a, int8_t b) { return a > b ? a : b; }
+EIN_HD int8_t ein_minimum(int8_t a, int8_t b) { return a < b ? a : b; }
 
 template <typename T> EIN_HD T ein_relu(T x) { return ein_maximum(x, T(0)); }
 /// 1 / sqrt, both correctly rounded (not the approximate rsqrtf), so that

@@ -19,13 +19,14 @@ template <typename T> EIN_HD int64_t bitsOf(T x) {
   return b;
 }
 /// astype from `From` to every dtype in one functor (one kernel per source
-/// dtype keeps the compile short while still instantiating all 64 pairs).
+/// dtype keeps the compile short while still instantiating all 81 pairs).
 template <typename From> struct CastToAll {
   EIN_HD int64_t operator()(From x) const {
     return bitsOf(ein_cvt<double>(x)) ^ bitsOf(ein_cvt<float>(x)) ^
            bitsOf(ein_cvt<ein_f16_t>(x)) ^ bitsOf(ein_cvt<ein_bf16_t>(x)) ^
            bitsOf(ein_cvt<ein_f8e4m3_t>(x)) ^ bitsOf(ein_cvt<ein_f8e5m2_t>(x)) ^
-           bitsOf(ein_cvt<int32_t>(x)) ^ bitsOf(ein_cvt<int64_t>(x));
+           bitsOf(ein_cvt<int32_t>(x)) ^ bitsOf(ein_cvt<int64_t>(x)) ^
+           bitsOf(ein_cvt<int8_t>(x));
   }
 };
 /// A fused chain over mixed dtypes, computed in f32 and rounded once.
@@ -40,6 +41,11 @@ struct Fused {
 struct IntOps {
   EIN_HD int64_t operator()(int64_t a, int64_t b) const {
     return ein_add(ein_div(a, b), ein_pow(a, b));
+  }
+};
+struct Int8Ops {
+  EIN_HD int8_t operator()(int8_t a, int8_t b) const {
+    return ein_add(ein_div(a, b), ein_mul(ein_pow(a, b), ein_relu(a)));
   }
 };
 
@@ -98,6 +104,7 @@ void instantiateEverything(cudaStream_t s) {
   castAll<ein_f8e5m2_t>(s);
   castAll<int32_t>(s);
   castAll<int64_t>(s);
+  castAll<int8_t>(s);
   EinView<ein_bf16_t, 2> o{nullptr, {1, 1}, {1, 1}};
   EinView<const ein_f16_t, 2> a{nullptr, {1, 1}, {1, 1}};
   EinView<const float, 2> b{nullptr, {1, 1}, {1, 1}};
@@ -107,6 +114,9 @@ void instantiateEverything(cudaStream_t s) {
   EinView<int64_t, 0> io{nullptr, {0}, {0}};
   EinView<const int64_t, 0> ia{nullptr, {0}, {0}};
   ein_map(s, IntOps(), io, ia, ia);
+  EinView<int8_t, 1> bo1{nullptr, {1}, {1}};
+  EinView<const int8_t, 1> bi1{nullptr, {1}, {1}};
+  ein_map(s, Int8Ops(), bo1, bi1, bi1);
   copyAll<double>(s);
   copyAll<float>(s);
   copyAll<ein_f16_t>(s);
@@ -115,6 +125,7 @@ void instantiateEverything(cudaStream_t s) {
   copyAll<ein_f8e5m2_t>(s);
   copyAll<int32_t>(s);
   copyAll<int64_t>(s);
+  copyAll<int8_t>(s);
   reduceAll<double, double>(s);
   reduceAll<float, float>(s);
   reduceAll<float, ein_f16_t>(s);
@@ -123,6 +134,7 @@ void instantiateEverything(cudaStream_t s) {
   reduceAll<float, ein_f8e5m2_t>(s);
   reduceAll<int32_t, int32_t>(s);
   reduceAll<int64_t, int64_t>(s);
+  reduceAll<int8_t, int8_t>(s);
   reduceOne<EIN_REDUCE_MEAN, float, ein_bf16_t>(s);
   reduceOne<EIN_REDUCE_MEAN, double, double>(s);
   EinGemm g{};
