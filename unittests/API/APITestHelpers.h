@@ -61,6 +61,8 @@ inline double element(const ein::Tensor &t, const std::vector<int64_t> &index) {
     return double(static_cast<const int64_t *>(t.data())[offset]);
   case ein::DType::Bool:
     return static_cast<const uint8_t *>(t.data())[offset];
+  case ein::DType::I8:
+    return static_cast<const int8_t *>(t.data())[offset];
   case ein::DType::F16:
   case ein::DType::BF16:
   case ein::DType::F8E4M3:
