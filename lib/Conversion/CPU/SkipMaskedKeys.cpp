@@ -28,11 +28,13 @@ using mlir::Value;
 /// The largest fill value `where` may put at a masked score for the keys
 /// past the bound to be skipped. The tile's softmax subtracts the row's
 /// max, at least the score of an allowed key, so a masked entry becomes
-/// exp(fill - max) <= exp(-1e4 + |max|): exactly 0 in f32 (exp of anything
-/// below about -104 is) for any score above -9896; the sum of
+/// exp(fill - max) <= exp(-1e9 - max): exactly 0 in f32 (exp of anything
+/// below about -104 is) for any score above -1e9 + 104; the sum of
 /// exponentials and `p v` add exact zeros for those keys, and the max never
-/// picks the fill. Skipping them leaves every result as it was.
-constexpr double kLargestFill = -1e4;
+/// picks the fill. Skipping them leaves every result as it was. (A fill of
+/// -1e4, BERT's, is not taken: a row of allowed scores all below -9896,
+/// which badly scaled activations can give, would then differ.)
+constexpr double kLargestFill = -1e9;
 
 /// The keys (one loop of the tile's contraction) as each tensor of the tile
 /// sees them: which of its dims runs over the keys.
