@@ -10,6 +10,20 @@
 using namespace mlir;
 using namespace ein;
 
+/// The element types a tensor takes, as MLIR prints them: one per row of
+/// the dtype table (ein/Shape/DTypes.def), so the list never goes stale.
+static std::string expectedElementTypes(MLIRContext *context) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  const std::vector<DType> &all = allDTypes();
+  for (size_t i = 0; i < all.size(); ++i)
+    os << (i == 0                ? ""
+           : i + 1 == all.size() ? " or "
+                                 : ", ")
+       << toMLIRType(context, all[i]);
+  return text;
+}
+
 #define GET_TYPEDEF_CLASSES
 #include "ein/Dialect/EinTypes.cpp.inc"
 
@@ -46,8 +60,8 @@ Type EinTensorType::parse(AsmParser &parser) {
   }
   if (!toDType(elementType)) {
     parser.emitError(typeLoc)
-        << "unsupported element type " << elementType
-        << " (expected f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64 or i32)";
+        << "unsupported element type " << elementType << " (expected "
+        << expectedElementTypes(elementType.getContext()) << ")";
     return {};
   }
   return parser.getChecked<EinTensorType>(shapeLoc, parser.getContext(),
@@ -68,9 +82,9 @@ EinTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "invalid shape \"" << shapeText
                        << "\": " << shape.error().message;
   if (!toDType(elementType))
-    return emitError()
-           << "unsupported element type " << elementType
-           << " (expected f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64 or i32)";
+    return emitError() << "unsupported element type " << elementType
+                       << " (expected "
+                       << expectedElementTypes(elementType.getContext()) << ")";
   return success();
 }
 

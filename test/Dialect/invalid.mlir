@@ -7,8 +7,8 @@ func.func private @bad_shape(!ein.tensor<"batch (seq", f32>)
 // -----
 
 // Tests that only the supported element types are accepted.
-// expected-error @+1 {{unsupported element type 'i8' (expected f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64 or i32)}}
-func.func private @bad_element_type(!ein.tensor<"batch", i8>)
+// expected-error @+1 {{unsupported element type 'i16' (expected f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64, i32, i1 or i8)}}
+func.func private @bad_element_type(!ein.tensor<"batch", i16>)
 
 // -----
 
@@ -394,10 +394,10 @@ func.func @constant_element_type() {
 
 // -----
 
-// Tests that a constant has a supported element type.
+// Tests that an unsigned integer is not an element type of a constant.
 func.func @constant_unsupported_type() {
-  // expected-error @+1 {{'ein.constant' op unsupported element type 'i8'}}
-  %0 = ein.constant 1 : i8
+  // expected-error @+1 {{'ein.constant' op unsupported element type 'ui8'}}
+  %0 = ein.constant 1 : ui8
   return
 }
 

@@ -50,8 +50,8 @@ namespace ein {
 // Element types
 //===----------------------------------------------------------------------===//
 
-/// The DType of a builtin element type (f64 f32 f16 bf16 f8E4M3FN f8E5M2 i64
-/// i32); nullopt for anything else.
+/// The DType of a builtin element type (a row of ein/Shape/DTypes.def);
+/// nullopt for anything else.
 std::optional<DType> toDType(mlir::Type type);
 /// The builtin element type of a DType.
 mlir::Type toMLIRType(mlir::MLIRContext *context, DType dtype);

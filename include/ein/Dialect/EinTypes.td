@@ -18,8 +18,8 @@ def Ein_TensorType : Ein_Type<"EinTensor", "tensor"> {
     string parsed by `ein::parseShape` (names, integers, expressions such as
     `heads*d` or `n+1`, variadic packs `*batch`), stored in canonical form
     (`ein::shapeStr`), so equal shapes are equal types. `""` is a scalar.
-    The element type is one of f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64,
-    i32.
+    The element type is one of the dtype table's (ein/Shape/DTypes.def):
+    f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64, i32, i1 (bool) or i8.
 
     The C++ class is `ein::EinTensorType` (`ein::TensorType` is the front
     end's shape-plus-dtype struct).
