@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ContractionEpilogue.h"
+#include "IndexArith.h"
 #include "MatchContraction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -42,12 +43,12 @@ struct Blocking {
 };
 
 /// Emits the loop nest that replaces one contraction.
-class KernelEmitter {
+class KernelEmitter : IndexArith {
 public:
   KernelEmitter(const Contraction &contraction, const Blocking &blocking,
                 std::optional<Epilogue> epilogue)
-      : c(contraction), blk(blocking), epi(epilogue), b(c.op.getOperation()),
-        loc(c.op->getLoc()) {}
+      : IndexArith(mlir::linalg::GenericOp(contraction.op).getOperation()),
+        c(contraction), blk(blocking), epi(epilogue) {}
 
   void emit();
 
@@ -55,8 +56,6 @@ private:
   Contraction c;
   Blocking blk;
   std::optional<Epilogue> epi; // applied as the last block of the sum is stored
-  OpBuilder b;
-  Location loc;
   llvm::SmallVector<Value> size; // the trip count of every loop
   // Blocking for these sizes (emitBlocked): parallel items are `outer`
   // outer iterations times `chunks` chunks of `chunk` rows of m.
@@ -66,28 +65,6 @@ private:
   Value scratch;
   bool direct = false;
 
-  Value cst(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  Value add(Value x, Value y) {
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value mul(Value x, Value y) {
-    return b.createOrFold<arith::MulIOp>(loc, x, y);
-  }
-  Value min(Value x, Value y) {
-    return b.createOrFold<arith::MinSIOp>(loc, x, y);
-  }
-  Value max(Value x, Value y) {
-    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
-  }
-  Value ceilDiv(Value x, Value y) {
-    return b.createOrFold<arith::CeilDivSIOp>(loc, x, y);
-  }
-  Value lt(Value x, Value y) {
-    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
-  }
   Value zero(Type type) {
     return b.create<arith::ConstantOp>(loc, b.getFloatAttr(type, 0.0));
   }

@@ -6,6 +6,7 @@
 // exactly: a pair is at most 2 * 128 * 128 = 32768, never saturating.
 #include "Int8Gemm.h"
 #include "ContractionKernel.h" // the tiling namespace's names
+#include "IndexArith.h"
 #include "MatchContraction.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -100,11 +101,11 @@ std::optional<Int8Match> matchInt8(linalg::GenericOp op) {
   return x;
 }
 
-class Int8GemmEmitter {
+class Int8GemmEmitter : IndexArith {
 public:
   Int8GemmEmitter(const Int8Match &match, Int8Dot dot, bool serial,
                   mlir::Operation *op)
-      : x(match), dot(dot), serial(serial), b(op), loc(op->getLoc()) {
+      : IndexArith(op), x(match), dot(dot), serial(serial) {
     lanes = dot == Int8Dot::Avx2 ? 8 : 16;
     // The register tile: mr x nv vectors of accumulators, plus nv of B and
     // one broadcast (32 registers with AVX-512, 16 with AVX2).
@@ -118,29 +119,11 @@ private:
   Int8Match x;
   Int8Dot dot;
   bool serial;
-  OpBuilder b;
-  Location loc;
   int64_t lanes, mr, nv;
   Value M, N, K, pairs, panels, ap, bp;
 
-  Value cst(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
   Value i32(int64_t v) {
     return b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(v));
-  }
-  Value add(Value l, Value r) {
-    return b.createOrFold<arith::AddIOp>(loc, l, r);
-  }
-  Value sub(Value l, Value r) {
-    return b.createOrFold<arith::SubIOp>(loc, l, r);
-  }
-  Value mul(Value l, Value r) {
-    return b.createOrFold<arith::MulIOp>(loc, l, r);
-  }
-  Value min(Value l, Value r) {
-    return b.createOrFold<arith::MinSIOp>(loc, l, r);
-  }
-  Value lt(Value l, Value r) {
-    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, l, r);
   }
   mlir::VectorType words() {
     return mlir::VectorType::get({lanes}, b.getI32Type());

@@ -2,6 +2,7 @@
 // contiguous axis is not the input's) run in cache-sized 2-D tiles, each made
 // of small square tiles transposed in registers by vector shuffles. Sizes and
 // strides may be known only at run time.
+#include "IndexArith.h"
 #include "RegisterTranspose.h"
 #include "ein/Conversion/CPU/HostCPU.h"
 #include "ein/Conversion/CPU/Passes.h"
@@ -106,10 +107,10 @@ std::optional<Transpose> match(linalg::GenericOp op, int64_t vectorBits) {
 }
 
 /// Emits the tiled transpose of one copy.
-class Emitter {
+class Emitter : IndexArith {
 public:
   Emitter(Transpose t, int64_t block)
-      : t(t), block(block), b(t.op.getOperation()), loc(t.op.getLoc()) {}
+      : IndexArith(t.op.getOperation()), t(t), block(block) {}
 
   void emit() {
     auto ranges = llvm::cast<linalg::LinalgOp>(t.op.getOperation())
@@ -145,17 +146,6 @@ public:
   }
 
 private:
-  Value cst(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  Value add(Value x, Value y) {
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value min(Value x, Value y) {
-    return b.createOrFold<arith::MinSIOp>(loc, x, y);
-  }
-
   /// `mem` reinterpreted with a type that states a unit last stride (checked
   /// before), so vector accesses through it are contiguous. A
   /// reinterpret_cast, not a memref.cast, which canonicalization would fold
@@ -299,8 +289,6 @@ private:
 
   Transpose t;
   int64_t block;
-  mlir::OpBuilder b;
-  mlir::Location loc;
   llvm::SmallVector<Value> sizes;
 };
 
