@@ -84,14 +84,7 @@ private:
     return out;
   }
 
-  /// scf.for from lb to ub by step; `body` gets the induction variable.
-  void loop(Value lb, Value ub, Value step,
-            llvm::function_ref<void(Value)> body) {
-    auto f = b.create<scf::ForOp>(loc, lb, ub, step);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(f.getBody()->getTerminator());
-    body(f.getInductionVar());
-  }
+  using IndexArith::loop;
   void loop(Value lb, Value ub, int64_t step,
             llvm::function_ref<void(Value)> body) {
     loop(lb, ub, cst(step), body);

@@ -3,13 +3,14 @@
 #pragma once
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace ein {
 
-/// A builder at an op and its location, with the index arithmetic every
-/// loop-nest emitter writes (ein-tile-contractions, ein-tile-transposes,
-/// the int8 GEMM) in one place.
+/// A builder at an op and its location, with the index arithmetic and the
+/// plain loop every loop-nest emitter writes (ein-tile-contractions,
+/// ein-tile-transposes, the int8 GEMM) in one place.
 struct IndexArith {
   explicit IndexArith(mlir::Operation *at) : b(at), loc(at->getLoc()) {}
 
@@ -40,6 +41,14 @@ struct IndexArith {
   mlir::Value lt(mlir::Value x, mlir::Value y) {
     return b.createOrFold<mlir::arith::CmpIOp>(
         loc, mlir::arith::CmpIPredicate::slt, x, y);
+  }
+  /// scf.for from lb to ub by step; `body` gets the induction variable.
+  void loop(mlir::Value lb, mlir::Value ub, mlir::Value step,
+            llvm::function_ref<void(mlir::Value)> body) {
+    auto f = b.create<mlir::scf::ForOp>(loc, lb, ub, step);
+    mlir::OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(f.getBody()->getTerminator());
+    body(f.getInductionVar());
   }
 };
 

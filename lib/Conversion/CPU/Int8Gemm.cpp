@@ -161,13 +161,6 @@ private:
     Value high = b.create<arith::ShLIOp>(loc, hi, i32(16));
     return b.create<arith::OrIOp>(loc, low, high);
   }
-  void loop(Value lb, Value ub, Value step,
-            llvm::function_ref<void(Value)> body) {
-    auto f = b.create<scf::ForOp>(loc, lb, ub, step);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(f.getBody()->getTerminator());
-    body(f.getInductionVar());
-  }
 
   Value pairDot(Value acc, Value a, Value bv);
   void packA();
