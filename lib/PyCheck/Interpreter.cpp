@@ -83,17 +83,18 @@ std::string FunctionInterp::displayName(const std::string &message) const {
 
 void FunctionInterp::addNotes(const std::string &message) {
   static const std::regex word("[A-Za-z_][A-Za-z0-9_]*");
-  // The dims the rule's last clause names first (`cannot prove d == e`),
-  // then the others the message names; two notes at most.
+  // The two dims the rule could not prove equal (`cannot prove d == e`):
+  // distinct names are distinct dims, so where each was declared is the
+  // fact to show.
   std::vector<std::string> names;
-  size_t last = message.rfind(": ");
-  std::string tail = last == std::string::npos ? "" : message.substr(last);
-  for (const std::string *text : {&tail, &message})
-    for (auto it = std::sregex_iterator(text->begin(), text->end(), word);
-         it != std::sregex_iterator(); ++it)
-      if (declaredAt.count(it->str()) &&
-          std::find(names.begin(), names.end(), it->str()) == names.end())
-        names.push_back(it->str());
+  size_t at = message.find("cannot prove ");
+  std::string verdict =
+      at == std::string::npos ? "" : message.substr(at, message.find(" (", at) - at);
+  for (auto it = std::sregex_iterator(verdict.begin(), verdict.end(), word);
+       it != std::sregex_iterator(); ++it)
+    if (declaredAt.count(it->str()) &&
+        std::find(names.begin(), names.end(), it->str()) == names.end())
+      names.push_back(it->str());
   for (size_t i = 0; i < names.size() && i < 2; ++i) {
     auto &[loc, length] = declaredAt[names[i]];
     cx.diags.note(loc, "'" + names[i] + "' declared here", length);
@@ -740,8 +741,9 @@ AbsVal FunctionInterp::call(Node e) {
   Node root = func;
   while (isa(root, "Attribute"))
     root = child(root, "value");
-  bool local = isa(root, "Name") && (env.count(stringField(root, "id")) ||
-                                     stringField(root, "id") == selfName);
+  // A chain rooted in anything but a name (`f(x).view(...)`) is a value's.
+  bool local = !isa(root, "Name") || env.count(stringField(root, "id")) ||
+               stringField(root, "id") == selfName;
   bool funcRead = false;
   if (isa(func, "Attribute")) {
     Node base = child(func, "value");

@@ -274,7 +274,11 @@ std::optional<AbsVal> FunctionInterp::tensorMethod(const AbsVal &x,
       items = children(items[0], "elts");
     Shape out;
     std::optional<size_t> inferred;
-    SizeExpr known = SizeExpr::constant(1);
+    // The sizes given: their numbers and their symbolic part apart, so
+    // that `view(b, n, 5, -1)` of "b n 12" divides b*n out first and finds
+    // that 12 is not a multiple of 5.
+    SizeExpr known = SizeExpr::constant(1), numbers = SizeExpr::constant(1),
+             symbolic = SizeExpr::constant(1);
     for (Node n : items) {
       if (intConstant(n) == -1LL && !inferred) {
         inferred = out.size();
@@ -293,14 +297,19 @@ std::optional<AbsVal> FunctionInterp::tensorMethod(const AbsVal &x,
       }
       out.push_back(Dim::ofSize(*size));
       known = known * *size;
+      (size->isConstant() ? numbers : symbolic) =
+          (size->isConstant() ? numbers : symbolic) * *size;
     }
     SizeExpr total = numElements(s);
     std::string spelled = shapeStr(s);
     if (inferred) {
-      auto q = ctx().divide(total, known,
-                            what + " of \"" + spelled + "\" with -1");
+      auto rest = total.divideExact(symbolic);
+      auto q = rest ? ctx().divide(*rest, numbers,
+                                   what + " of \"" + spelled + "\" with -1")
+                    : ctx().divide(total, known,
+                                   what + " of \"" + spelled + "\" with -1");
       if (!q) {
-        error(call, what + ": " + q.error().message);
+        error(call, q.error().message);
         return AbsVal::unknown();
       }
       out[*inferred] = Dim::ofSize(ctx().simplify(*q));
