@@ -23,10 +23,14 @@ struct EinopsArgs {
 // Parses a pattern literal, reporting its syntax errors (einops raises on
 // them too) inside the literal.
 static std::optional<Pattern> readPattern(FunctionInterp &f, Node literal,
-                                          PatternUse use, std::string &unread) {
+                                          PatternUse use, std::string &unread,
+                                          Node call = nullptr,
+                                          const std::string &what = "") {
   auto text = stringConstant(literal);
   if (!text) {
     unread = "its pattern is not a string literal";
+    if (call)
+      f.skip(call, what, unread);
     return std::nullopt;
   }
   auto parsed = parsePattern(*text, use);
@@ -184,7 +188,7 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
       return AbsVal::unknown();
     }
     ea.pattern = a[1];
-    ea.parsed = readPattern(*this, a[1], *use, ea.unread);
+    ea.parsed = readPattern(*this, a[1], *use, ea.unread, call, q);
     Node reduction = *use == PatternUse::Reduce
                          ? (a.size() > 2 ? a[2] : keyword(call, "reduction"))
                          : nullptr;
@@ -198,7 +202,8 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
     }
     EinopsArgs ea;
     ea.pattern = a.back();
-    ea.parsed = readPattern(*this, a.back(), PatternUse::Einsum, ea.unread);
+    ea.parsed =
+        readPattern(*this, a.back(), PatternUse::Einsum, ea.unread, call, q);
     std::vector<Node> operands(a.begin(), a.end() - 1);
     std::vector<unsigned> ids;
     for (Node o : operands) {
@@ -229,7 +234,8 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
     }
     EinopsArgs ea;
     ea.pattern = a.back();
-    ea.parsed = readPattern(*this, a.back(), PatternUse::Pack, ea.unread);
+    ea.parsed =
+        readPattern(*this, a.back(), PatternUse::Pack, ea.unread, call, q);
     AbsVal x = eval(a[0]);
     AbsVal ps = packing ? AbsVal::unknown() : eval(a[1]);
     if (!ea.parsed)

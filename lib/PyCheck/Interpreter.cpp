@@ -286,8 +286,13 @@ void FunctionInterp::run() {
 // ---- statements ---------------------------------------------------------
 
 void FunctionInterp::block(const std::vector<Node> &body, bool topLevel) {
-  for (Node s : body)
+  // After a return (or a branch the shapes decide that returns) the rest
+  // is dead code: not checked, as it never runs.
+  for (Node s : body) {
     stmt(s, topLevel);
+    if (stopped)
+      return;
+  }
 }
 
 static void collectStored(Node n, std::set<std::string> &out) {
@@ -317,6 +322,7 @@ void FunctionInterp::forgetStored(Node region) {
 void FunctionInterp::branch(const std::vector<Node> &body, Node region) {
   auto saved = env;
   block(body, false);
+  stopped = false;
   env = std::move(saved);
   forgetStored(region);
 }
@@ -406,17 +412,23 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     assign(target, v, topLevel);
   } else if (t == "Return") {
     checkReturn(child(s, "value"));
+    stopped = true;
+  } else if (t == "Raise" || t == "Break" || t == "Continue") {
+    stopped = true;
   } else if (t == "If") {
     Node test = child(s, "test");
     auto decided = mentionsShapes(test) ? decide(test) : std::nullopt;
     if (!decided)
       eval(test);
-    bool shapey = !decided && mentionsShapes(test);
+    if (decided) {
+      // Only the branch the shapes take runs: the other is dead code here.
+      block(children(s, *decided ? "body" : "orelse"), false);
+      return;
+    }
+    bool shapey = mentionsShapes(test);
     quiet += shapey;
-    if (!decided || *decided)
-      branch(children(s, "body"), s);
-    if (!decided || !*decided)
-      branch(children(s, "orelse"), s);
+    branch(children(s, "body"), s);
+    branch(children(s, "orelse"), s);
     quiet -= shapey;
   } else if (t == "For" || t == "AsyncFor" || t == "While") {
     if (t == "While")

@@ -177,6 +177,9 @@ private:
   /// >0 inside code that a condition on shapes may make dead: refusals
   /// there are skipped, not reported.
   unsigned quiet = 0;
+  /// The statements walked so far end in a return, raise, break or
+  /// continue: the rest of the block does not run.
+  bool stopped = false;
   unsigned skips = 0;
   bool annotated = false;
 };
