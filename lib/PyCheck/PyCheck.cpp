@@ -19,6 +19,7 @@ ErrorOr<PyCheckReport> checkPython(DiagnosticEngine &diags,
     if (e.kind != ErrorKind::Program || e.file != file.path)
       return e;
     // A syntax error: Python's own message at its line:col.
+    report.parsed = false;
     if (e.line)
       diags.error({e.line, e.col}, "invalid Python: " + e.message);
     else
