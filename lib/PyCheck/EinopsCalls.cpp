@@ -71,14 +71,8 @@ static void readSizes(FunctionInterp &f, Node call, EinopsArgs &a,
     }
     std::optional<SizeExpr> size;
     if (inInit) {
-      if (auto i = intConstant(value))
-        size = SizeExpr::constant(*i);
-      else if (!isNumberLiteral(value)) {
-        SourceLoc loc = nodeLoc(value);
-        size = f.namedUnknownSize(
-            "init:" + f.file().file.lineText(loc.line).substr(
-                          loc.col - 1, nodeLength(value, f.file().file)));
-      }
+      if (!isNumberLiteral(value) || intConstant(value))
+        size = f.initSize(value);
     } else {
       size = f.sizeArg(value);
     }
@@ -323,7 +317,8 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
 
 AbsVal FunctionInterp::applyLayer(const AbsVal &layer, Node call) {
   std::string q = file().names.qualified(child(layer.layer, "func")), fname;
-  isLayer(q, fname);
+  if (!isLayer(q, fname))
+    return applyTorchModule(layer, call);
   std::vector<Node> ctor = args(layer.layer), a = args(call);
   if (a.size() != 1 || ctor.empty()) {
     for (Node x : a)

@@ -40,16 +40,40 @@ AbsVal FunctionInterp::newTensor(Shape shape) {
   return AbsVal::tensor(builder.param(TensorType{std::move(shape), DType::F32}));
 }
 
-SizeExpr FunctionInterp::namedUnknownSize(const std::string &text) {
-  auto it = namedSizes.find(text);
+SizeExpr FunctionInterp::namedUnknownSize(const std::string &key,
+                                          const std::string &shown) {
+  auto it = namedSizes.find(key);
   if (it != namedSizes.end())
     return it->second;
   // An anonymous name (Shape.h's isAnonymousName): a size nobody declared,
   // which the shape rules only ever require equal to another by an entry
   // check, never refuse.
   std::string anon = "_anon" + std::to_string(anonCounter++);
-  display[anon] = text;
-  return namedSizes[text] = SizeExpr::symbol(anon);
+  display[anon] = shown.empty() ? key : shown;
+  return namedSizes[key] = SizeExpr::symbol(anon);
+}
+
+std::string FunctionInterp::textOf(Node expr) const {
+  SourceLoc loc = nodeLoc(expr);
+  std::string line = cx.file.lineText(loc.line);
+  return loc.col - 1 < line.size()
+             ? line.substr(loc.col - 1, nodeLength(expr, cx.file))
+             : "";
+}
+
+SizeExpr FunctionInterp::initSize(Node expr) {
+  if (auto i = intConstant(expr))
+    return SizeExpr::constant(*i);
+  if (isa(expr, "Name"))
+    if (auto g = cx.globals.find(stringField(expr, "id"));
+        g != cx.globals.end() && g->second.kind == AbsVal::Kind::Size)
+      return g->second.size;
+  // Shown as `__init__.heads`, `__init__.(inner * 3)`: not the function's
+  // own `heads`.
+  std::string text = textOf(expr);
+  bool name = isa(expr, "Name") || isa(expr, "Attribute");
+  return namedUnknownSize("init:" + text,
+                          "__init__." + (name ? text : "(" + text + ")"));
 }
 
 std::optional<SizeExpr> FunctionInterp::sizeArg(Node expr) {
@@ -61,10 +85,7 @@ std::optional<SizeExpr> FunctionInterp::sizeArg(Node expr) {
   if (v.kind == AbsVal::Kind::Tensor || v.kind == AbsVal::Kind::Tuple ||
       v.kind == AbsVal::Kind::Layer)
     return std::nullopt;
-  SourceLoc loc = nodeLoc(expr);
-  std::string text = cx.file.lineText(loc.line).substr(
-      loc.col - 1, nodeLength(expr, cx.file));
-  return namedUnknownSize(text);
+  return namedUnknownSize(textOf(expr));
 }
 
 std::string FunctionInterp::displayName(const std::string &message) const {
@@ -778,6 +799,9 @@ AbsVal FunctionInterp::call(Node e) {
     if (callee.kind == AbsVal::Kind::Layer)
       return applyLayer(callee, e);
   }
+  if (!local)
+    if (auto m = torchModule(cx.names.qualified(func), e))
+      return *m;
   if (!local) {
     std::string q = cx.names.qualified(func);
     if (!q.empty()) {

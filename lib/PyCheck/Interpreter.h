@@ -99,8 +99,16 @@ public:
   /// fresh anonymous size named after the expression (`self.heads`),
   /// nullopt for what cannot be an integer (a float literal).
   std::optional<SizeExpr> sizeArg(Node expr);
-  /// A fresh size for the text of an expression, the same for the same text.
-  SizeExpr namedUnknownSize(const std::string &text);
+  /// A fresh size for the text of an expression, the same for the same key
+  /// (`display` shown in messages; the key itself when empty).
+  SizeExpr namedUnknownSize(const std::string &key,
+                            const std::string &display = "");
+  /// A size written where a module was built (__init__), whose names this
+  /// function does not see: a number, a module constant, else a fresh size
+  /// named after its text.
+  SizeExpr initSize(Node expr);
+  /// The source text of an expression's first line.
+  std::string textOf(Node expr) const;
   /// Reports a refusal of the builder at its anchor (the pattern literal,
   /// an operand, a keyword, or the call), with notes. Errors that are not
   /// shape errors (the dtype table) are not reported: dtypes are not read.
@@ -129,6 +137,10 @@ public:
   // The op rules: nullopt when `qualified` is not theirs.
   std::optional<AbsVal> einopsCall(const std::string &qualified, Node call);
   AbsVal applyLayer(const AbsVal &layer, Node call);
+  /// torch.nn modules built in __init__ (nn.Linear, nn.LayerNorm, ...):
+  /// the constructor's value, and its application.
+  std::optional<AbsVal> torchModule(const std::string &qualified, Node call);
+  AbsVal applyTorchModule(const AbsVal &module, Node call);
   std::optional<AbsVal> torchFunction(const std::string &qualified, Node call);
   std::optional<AbsVal> tensorMethod(const AbsVal &self,
                                      const std::string &method, Node call);

@@ -439,6 +439,30 @@ std::optional<AbsVal> FunctionInterp::tensorMethod(const AbsVal &x,
     checkedTorch();
     return newTensor(out);
   }
+  if (m == "chunk") {
+    // chunk(n, dim): n equal parts when n divides the dim (the entry check
+    // says so), as the code that unpacks them expects.
+    long long n = 0;
+    if (!a.empty())
+      n = intConstant(a[0]).value_or(0);
+    Node dn = dimArg(1, "dim");
+    auto d = dn ? intConstant(dn) : std::optional<long long>(0);
+    if (n < 1 || !d)
+      return AbsVal::unknown();
+    auto k = axisOf(*d, s.size());
+    if (!k)
+      return outOfRange(dn, *d);
+    auto part = ctx().divide(s[*k].size, SizeExpr::constant(n),
+                             fmt::format("chunk({}) of \"{}\"", n,
+                                         shapeStr(s)));
+    if (!part)
+      return AbsVal::unknown(); // a smaller last chunk: not modelled
+    Shape out = s;
+    out[*k] = Dim::ofSize(*part);
+    AbsVal t = newTensor(out);
+    checkedTorch();
+    return AbsVal::tuple(std::vector<AbsVal>(static_cast<size_t>(n), t));
+  }
   if (m == "matmul")
     return a.size() == 1 ? matmul(*this, call, x, eval(a[0]), what)
                          : AbsVal::unknown();
@@ -742,6 +766,78 @@ std::optional<AbsVal> FunctionInterp::torchFunction(const std::string &q,
   for (Node k : children(call, "keywords"))
     eval(child(k, "value"));
   return AbsVal::unknown();
+}
+
+} // namespace ein::pycheck
+
+namespace ein::pycheck {
+
+// torch.nn modules whose output has their input's shape.
+static bool shapePreservingModule(const std::string &q) {
+  static const std::set<std::string> names = {
+      "LayerNorm", "RMSNorm", "Dropout", "GELU",    "ReLU",  "SiLU",
+      "Tanh",      "Sigmoid", "Identity", "Softmax", "Mish", "LeakyReLU"};
+  return q.rfind("torch.nn.", 0) == 0 &&
+         names.count(q.substr(std::string("torch.nn.").size()));
+}
+
+std::optional<AbsVal> FunctionInterp::torchModule(const std::string &q,
+                                                  Node call) {
+  if (q != "torch.nn.Linear" && !shapePreservingModule(q))
+    return std::nullopt;
+  for (Node a : args(call))
+    eval(a);
+  for (Node k : children(call, "keywords"))
+    eval(child(k, "value"));
+  AbsVal module;
+  module.kind = AbsVal::Kind::Layer;
+  module.layer = call;
+  return module;
+}
+
+AbsVal FunctionInterp::applyTorchModule(const AbsVal &module, Node call) {
+  std::string q = file().names.qualified(child(module.layer, "func"));
+  std::vector<Node> a = args(call), ctor = args(module.layer);
+  AbsVal x = a.size() == 1 ? eval(a[0]) : AbsVal::unknown();
+  if (a.size() != 1 || !children(call, "keywords").empty() || !x.isTensor()) {
+    for (size_t i = 1; i < a.size(); ++i)
+      eval(a[i]);
+    skip(call, q, "its input's shape is unknown");
+    return AbsVal::unknown();
+  }
+  Shape s = ctx().expand(shapeOf(x));
+  bool linear = q == "torch.nn.Linear", norm = q == "torch.nn.LayerNorm" ||
+                                               q == "torch.nn.RMSNorm";
+  if (!linear && !norm) {
+    checkedTorch();
+    return x;
+  }
+  // The features it was built for, against the input's last dim.
+  Node in = ctor.empty() ? keyword(module.layer, linear ? "in_features"
+                                                        : "normalized_shape")
+                         : ctor[0];
+  if (!in || s.empty() || s.back().isPack() || isa(in, "Tuple") ||
+      isa(in, "List")) {
+    skip(call, q, "its features are not read");
+    return AbsVal::unknown();
+  }
+  SizeExpr features = initSize(in);
+  auto ok = ctx().unify(s.back().size, features, q);
+  if (!ok) {
+    error(a[0], fmt::format("{} built for {} features (at line {}) is given "
+                            "\"{}\": {}",
+                            q, textOf(in), nodeLoc(module.layer).line,
+                            shapeStr(s), ok.error().message));
+    return AbsVal::unknown();
+  }
+  checkedTorch();
+  if (!linear)
+    return x;
+  Node out = ctor.size() > 1 ? ctor[1] : keyword(module.layer, "out_features");
+  if (!out)
+    return AbsVal::unknown();
+  s.back() = Dim::ofSize(initSize(out));
+  return newTensor(s);
 }
 
 } // namespace ein::pycheck
