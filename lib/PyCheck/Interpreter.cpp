@@ -301,7 +301,7 @@ void FunctionInterp::run() {
   }
   cx.report.functions.push_back(summary);
   for (auto &c : fn.ctx.constraints)
-    cx.report.entryChecks.push_back(name + ": " + displayName(c.str()));
+    cx.report.entryChecks.emplace_back(name, displayName(c.str()));
 }
 
 // ---- statements ---------------------------------------------------------

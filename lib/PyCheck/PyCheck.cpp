@@ -53,9 +53,8 @@ static unsigned countStatus(const PyCheckReport &r, FunctionSummary::Status s) {
 
 std::string reportText(const PyCheckReport &r, bool verbose) {
   std::string out;
-  for (auto &c : r.entryChecks)
-    out += fmt::format("{}: {}: entry check: {}\n", r.path,
-                       c.substr(0, c.find(": ")), c.substr(c.find(": ") + 2));
+  for (auto &[function, check] : r.entryChecks)
+    out += fmt::format("{}: {}: entry check: {}\n", r.path, function, check);
   out += fmt::format(
       "{}: {} annotated functions: {} fully checked, {} partly, {} skipped; "
       "{} einops calls and {} torch/numpy ops checked, {} returns checked; "
@@ -91,8 +90,9 @@ std::string reportJSON(const PyCheckReport &r) {
                                          {"what", s.what},
                                          {"reason", s.reason}});
   llvm::json::Array checks;
-  for (auto &c : r.entryChecks)
-    checks.push_back(c);
+  for (auto &[function, check] : r.entryChecks)
+    checks.push_back(
+        llvm::json::Object{{"function", function}, {"check", check}});
   llvm::json::Object root{{"file", r.path},
                           {"functions", std::move(functions)},
                           {"einops_checked", r.einopsChecked},
