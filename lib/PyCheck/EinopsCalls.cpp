@@ -120,11 +120,18 @@ static AbsVal transform(FunctionInterp &f, Node call, const std::string &what,
     f.skip(call, what, a.unread);
     return AbsVal::unknown();
   }
-  if (isa(xNode, "List") || isa(xNode, "Tuple") || !x.isTensor()) {
-    f.skip(call, what,
-           x.kind == AbsVal::Kind::Tuple ? "its input is a list of tensors"
-                                         : "its input's shape is unknown");
+  if (isa(xNode, "List") || isa(xNode, "Tuple") ||
+      x.kind == AbsVal::Kind::Tuple) {
+    f.skip(call, what, "its input is a list of tensors");
     return AbsVal::unknown();
+  }
+  bool synthetic = !x.isTensor();
+  if (synthetic) {
+    // The input einops requires, of anonymous sizes: the pattern's own
+    // rules still hold (an axis on one side only, sizes that cannot be
+    // inferred), and the result has the rank the pattern gives it.
+    f.skip(call, what, "its input's shape is unknown (its pattern is checked)");
+    x = f.syntheticInput(a.parsed->inputs[0]);
   }
   f.build().setOrigin({nodeLoc(call)});
   auto r = f.build().transform(transformKind(use), x.id, *a.parsed, a.sizes,
@@ -133,7 +140,8 @@ static AbsVal transform(FunctionInterp &f, Node call, const std::string &what,
     f.reportBuild(r.error(), call, a.pattern, {xNode}, a.sizeNodes);
     return AbsVal::unknown();
   }
-  f.checkedEinops();
+  if (!synthetic)
+    f.checkedEinops();
   return AbsVal::tensor(*r);
 }
 
@@ -164,9 +172,25 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
     if (a.empty())
       return AbsVal::unknown();
     ea.pattern = a[0];
-    readPattern(*this, a[0],
-                fname == "Reduce" ? PatternUse::Reduce : PatternUse::Rearrange,
-                ea.unread);
+    PatternUse use =
+        fname == "Reduce" ? PatternUse::Reduce : PatternUse::Rearrange;
+    ea.parsed = readPattern(*this, a[0], use, ea.unread);
+    if (!ea.parsed)
+      return AbsVal::unknown();
+    // einops checks the pattern with its sizes when the layer is built.
+    readSizes(*this, call, ea, true, {"reduction"});
+    if (ea.unread.empty()) {
+      build().setOrigin({nodeLoc(call)});
+      size_t checks = ctx().constraints.size();
+      auto r = build().transform(transformKind(use),
+                                 syntheticInput(ea.parsed->inputs[0]).id,
+                                 *ea.parsed, ea.sizes, ReduceKind::Sum);
+      ctx().constraints.resize(checks);
+      if (!r) {
+        reportBuild(r.error(), call, ea.pattern, {}, ea.sizeNodes);
+        return AbsVal::unknown();
+      }
+    }
     AbsVal layer;
     layer.kind = AbsVal::Kind::Layer;
     layer.layer = call;

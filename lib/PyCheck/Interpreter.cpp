@@ -40,6 +40,19 @@ AbsVal FunctionInterp::newTensor(Shape shape) {
   return AbsVal::tensor(builder.param(TensorType{std::move(shape), DType::F32}));
 }
 
+AbsVal FunctionInterp::syntheticInput(const PatternSide &side) {
+  Shape shape;
+  for (auto &g : side.groups) {
+    std::string anon = "_anon" + std::to_string(anonCounter++);
+    synthetic.insert(anon);
+    bool ellipsis = !g.parenthesized && g.axes.size() == 1 &&
+                    g.axes[0].kind == PatternAxis::Kind::Ellipsis;
+    shape.push_back(ellipsis ? Dim::ofPack(anon)
+                             : Dim::ofSize(SizeExpr::symbol(anon)));
+  }
+  return newTensor(shape);
+}
+
 SizeExpr FunctionInterp::namedUnknownSize(const std::string &key,
                                           const std::string &shown) {
   auto it = namedSizes.find(key);
@@ -300,8 +313,22 @@ void FunctionInterp::run() {
     summary.status = FunctionSummary::Status::Partial;
   }
   cx.report.functions.push_back(summary);
-  for (auto &c : fn.ctx.constraints)
+  for (auto &c : fn.ctx.constraints) {
+    // A relation with a size of an unknown input's (or only sizes nobody
+    // named) says nothing a user can act on.
+    std::set<std::string> names = c.lhs.symbols(), rhs = c.rhs.symbols();
+    names.insert(rhs.begin(), rhs.end());
+    auto pack = [](const std::string &n) { return n.substr(0, n.rfind('_')); };
+    if (std::any_of(names.begin(), names.end(),
+                    [&](const std::string &n) {
+                      return synthetic.count(n) || synthetic.count(pack(n));
+                    }) ||
+        std::all_of(names.begin(), names.end(), [&](const std::string &n) {
+          return isAnonymousName(n) && !display.count(n);
+        }))
+      continue;
     cx.report.entryChecks.emplace_back(name, displayName(c.str()));
+  }
 }
 
 // ---- statements ---------------------------------------------------------

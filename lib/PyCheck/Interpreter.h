@@ -129,6 +129,9 @@ public:
   /// A new tensor of `shape` (a parameter of the function being built: an
   /// op's result that the builder has no op for, e.g. matmul).
   AbsVal newTensor(Shape shape);
+  /// A tensor of the rank `side` (a pattern's input) requires, every size
+  /// anonymous (a variadic for a bare `...`).
+  AbsVal syntheticInput(const PatternSide &side);
   FileContext &file() { return cx; }
   /// The positional and keyword arguments of a Call node.
   static std::vector<Node> args(Node call);
@@ -181,6 +184,8 @@ private:
   unsigned anonCounter = 0;
   std::map<std::string, SizeExpr> namedSizes;
   std::map<std::string, std::string> display; // anonymous name -> its text
+  /// The anonymous sizes of syntheticInput's tensors.
+  std::set<std::string> synthetic;
   /// Where each annotation dim is first written, for notes.
   std::map<std::string, std::pair<SourceLoc, unsigned>> declaredAt;
   std::set<std::string> paramDims;

@@ -822,7 +822,8 @@ AbsVal FunctionInterp::applyTorchModule(const AbsVal &module, Node call) {
     return AbsVal::unknown();
   }
   SizeExpr features = initSize(in);
-  auto ok = ctx().unify(s.back().size, features, q);
+  auto ok = ctx().unify(features, s.back().size,
+                        linear ? "in_features" : "normalized_shape");
   if (!ok) {
     error(a[0], fmt::format("{} built for {} features (at line {}) is given "
                             "\"{}\": {}",
