@@ -141,7 +141,8 @@ void FunctionInterp::errorAt(SourceLoc loc, unsigned length,
   if (quiet) {
     cx.report.skipped.push_back(
         {loc, "error", "not reported: the code is under a condition on shapes "
-                       "that the checker does not decide (" + text + ")"});
+                       "that the checker does not decide, or meant to raise (" +
+                           text + ")"});
     ++skips;
     return;
   }
@@ -487,11 +488,22 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     branch(children(s, "body"), s);
     branch(children(s, "orelse"), s);
   } else if (t == "With" || t == "AsyncWith") {
+    // `with pytest.raises(...)`: the body is meant to fail; its errors are
+    // not reported.
+    bool raises = false;
     for (Node item : children(s, "items")) {
-      eval(child(item, "context_expr"));
+      Node ctxExpr = child(item, "context_expr");
+      std::string callee = lastComponent(
+          cx.names.qualified(child(ctxExpr, "func")));
+      raises |= isa(ctxExpr, "Call") &&
+                (callee == "raises" || callee == "assertRaises" ||
+                 callee == "assertRaisesRegex");
+      eval(ctxExpr);
       forgetStored(child(item, "optional_vars"));
     }
+    quiet += raises;
     block(children(s, "body"), topLevel);
+    quiet -= raises;
   } else if (t == "Try" || t == "TryStar") {
     // The body may stop anywhere: the handlers see what it may have stored
     // as unknown.
