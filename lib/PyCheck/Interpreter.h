@@ -203,5 +203,22 @@ private:
 
 /// Checks every function of the module.
 void checkModule(FileContext &cx, Node module);
+/// The names `n` stores (assignment targets, loop variables, defs).
+void collectStored(Node n, std::set<std::string> &out);
+
+// The torch rules TorchOps.cpp and TorchFunctions.cpp share.
+bool hasPack(const Shape &s);
+Dim one();
+bool isOne(const Dim &d);
+/// A dim index of a tensor of rank `rank` (negative from the end).
+std::optional<size_t> axisOf(long long d, size_t rank);
+/// numpy's broadcasting of two known shapes, right-aligned: a literal 1
+/// broadcasts, other dims must be equal under ein's rules (an error at
+/// `at`); nullopt when refused or not decided (a variadic).
+std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
+                               const Shape &b);
+/// `lhs @ rhs` with numpy's matmul rules, `what` naming it in messages.
+AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs,
+              const AbsVal &rhs, const std::string &what);
 
 } // namespace ein::pycheck
