@@ -210,6 +210,13 @@ AbsVal FunctionInterp::call(Node e) {
       AbsVal attr = attribute(func);
       if (attr.kind == AbsVal::Kind::Layer)
         return applyLayer(attr, e);
+      if (attr.kind == AbsVal::Kind::Instance)
+        return callModule(attr, e);
+      // `self.helper(x)`: a method of this class.
+      if (cls && !attr.known() && !cls->attrs.count(method) &&
+          !cls->unstable.count(method))
+        if (auto m = cls->methods.find(method); m != cls->methods.end())
+          return callAnnotated(m->second, e, true);
     } else if (local) {
       AbsVal self = eval(base);
       funcRead = true;
@@ -222,6 +229,25 @@ AbsVal FunctionInterp::call(Node e) {
     AbsVal callee = eval(func);
     if (callee.kind == AbsVal::Kind::Layer)
       return applyLayer(callee, e);
+    if (callee.kind == AbsVal::Kind::Instance)
+      return callModule(callee, e);
+  }
+  // A function or class of this file (not an import of the same name).
+  if (!local && isa(func, "Name") &&
+      cx.names.qualified(func) == stringField(func, "id")) {
+    std::string id = stringField(func, "id");
+    if (auto f = cx.functions.find(id); f != cx.functions.end())
+      return callAnnotated(f->second, e, false);
+    if (auto c = cx.classes.find(id); c != cx.classes.end()) {
+      for (Node a : args(e))
+        eval(a);
+      for (Node k : children(e, "keywords"))
+        eval(child(k, "value"));
+      AbsVal object;
+      object.kind = AbsVal::Kind::Instance;
+      object.layer = c->second;
+      return object;
+    }
   }
   if (!local)
     if (auto m = torchModule(cx.names.qualified(func), e))

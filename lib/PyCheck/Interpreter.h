@@ -28,6 +28,7 @@ struct AbsVal {
     PackedShapes, // einops.pack's second result, `parts`
     ShapeDict,    // einops.parse_shape's dict, `dict`
     Layer,        // an einops layer module, `layer` its constructor call
+    Instance,     // an object of a class of the file, `layer` its ClassDef
   } kind = Kind::Unknown;
   unsigned id = 0;
   SizeExpr size;
@@ -71,6 +72,8 @@ struct ClassInfo {
   std::map<std::string, AbsVal> attrs;
   /// Attributes stored more than once (or outside __init__'s top level).
   std::set<std::string> unstable;
+  /// Its methods by name.
+  std::map<std::string, Node> methods;
 };
 
 /// What every function of one file shares.
@@ -81,6 +84,8 @@ struct FileContext {
   PyCheckReport &report;
   /// Module-level names bound once to an integer (`HEADS = 8`).
   std::map<std::string, AbsVal> globals;
+  /// The file's top-level functions and classes defined once, by name.
+  std::map<std::string, Node> functions, classes;
 };
 
 class FunctionInterp {
@@ -144,6 +149,13 @@ public:
   /// the constructor's value, and its application.
   std::optional<AbsVal> torchModule(const std::string &qualified, Node call);
   AbsVal applyTorchModule(const AbsVal &module, Node call);
+  /// A call of a function of the file (`def`; `bound`: a method, its first
+  /// parameter the object): its arguments checked against its parameters'
+  /// annotations, as jaxtyping checks them, and its result annotation, in
+  /// the caller's sizes, as the result.
+  AbsVal callAnnotated(Node def, Node call, bool bound);
+  /// Calling an object of a class of the file: its forward (or __call__).
+  AbsVal callModule(const AbsVal &object, Node call);
   std::optional<AbsVal> torchFunction(const std::string &qualified, Node call);
   std::optional<AbsVal> tensorMethod(const AbsVal &self,
                                      const std::string &method, Node call);

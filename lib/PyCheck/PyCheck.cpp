@@ -57,13 +57,13 @@ std::string reportText(const PyCheckReport &r, bool verbose) {
     out += fmt::format("{}: {}: entry check: {}\n", r.path, function, check);
   out += fmt::format(
       "{}: {} annotated functions: {} fully checked, {} partly, {} skipped; "
-      "{} einops calls and {} torch/numpy ops checked, {} returns checked; "
-      "{} not checked{}\n",
+      "{} einops calls, {} torch/numpy ops, {} calls of annotated functions "
+      "and {} returns checked; {} not checked{}\n",
       r.path, r.functions.size(),
       countStatus(r, FunctionSummary::Status::Full),
       countStatus(r, FunctionSummary::Status::Partial),
       countStatus(r, FunctionSummary::Status::Skipped), r.einopsChecked,
-      r.torchChecked, r.returnsChecked, r.skipped.size(),
+      r.torchChecked, r.callsChecked, r.returnsChecked, r.skipped.size(),
       verbose || r.skipped.empty() ? "" : " (--verbose lists them)");
   if (!verbose)
     return out;
@@ -98,6 +98,7 @@ std::string reportJSON(const PyCheckReport &r) {
                           {"einops_checked", r.einopsChecked},
                           {"torch_checked", r.torchChecked},
                           {"returns_checked", r.returnsChecked},
+                          {"calls_checked", r.callsChecked},
                           {"skipped", std::move(skipped)},
                           {"entry_checks", std::move(checks)}};
   std::string out;
