@@ -95,8 +95,37 @@ AbsVal FunctionInterp::eval(Node e) {
     }
     return AbsVal::unknown();
   }
-  // Lambda, comprehensions (their own names may shadow ours), Yield, ...
+  if (t == "GeneratorExp" || t == "ListComp") {
+    // `(f(t) for t in (q, k, v))` over a tuple the checker knows: one value
+    // per item, the loop variable bound to it.
+    std::vector<Node> gens = children(e, "generators");
+    if (gens.size() == 1 && children(gens[0], "ifs").empty() &&
+        isa(child(gens[0], "target"), "Name")) {
+      AbsVal items = eval(child(gens[0], "iter"));
+      if (items.kind == AbsVal::Kind::Tuple)
+        return mapOver(stringField(child(gens[0], "target"), "id"),
+                       child(e, "elt"), items);
+    }
+  }
+  // Lambda, other comprehensions (their own names may shadow ours), ...
   return AbsVal::unknown();
+}
+
+AbsVal FunctionInterp::mapOver(const std::string &var, Node body,
+                               const AbsVal &items) {
+  auto saved = env.find(var) != env.end()
+                   ? std::optional<AbsVal>(env[var])
+                   : std::nullopt;
+  std::vector<AbsVal> out;
+  for (auto &item : items.items) {
+    env[var] = item;
+    out.push_back(eval(body));
+  }
+  if (saved)
+    env[var] = *saved;
+  else
+    env.erase(var);
+  return AbsVal::tuple(out);
 }
 
 AbsVal FunctionInterp::sizeArithmetic(Node e, const AbsVal &lhs,
@@ -231,6 +260,25 @@ AbsVal FunctionInterp::call(Node e) {
       return applyLayer(callee, e);
     if (callee.kind == AbsVal::Kind::Instance)
       return callModule(callee, e);
+  }
+  // map(lambda t: ..., items), tuple(items), list(items) of a known tuple.
+  if (!local && isa(func, "Name")) {
+    std::string id = stringField(func, "id");
+    std::vector<Node> a = args(e);
+    if (id == "map" && cx.names.qualified(func) == "map" && a.size() == 2 &&
+        isa(a[0], "Lambda")) {
+      std::vector<Node> params = children(child(a[0], "args"), "args");
+      AbsVal items = eval(a[1]);
+      if (params.size() == 1 && items.kind == AbsVal::Kind::Tuple)
+        return mapOver(stringField(params[0], "arg"), child(a[0], "body"),
+                       items);
+      return AbsVal::unknown();
+    }
+    if ((id == "tuple" || id == "list") && cx.names.qualified(func) == id &&
+        a.size() == 1) {
+      AbsVal items = eval(a[0]);
+      return items.kind == AbsVal::Kind::Tuple ? items : AbsVal::unknown();
+    }
   }
   // A function or class of this file (not an import of the same name).
   if (!local && isa(func, "Name") &&

@@ -180,6 +180,8 @@ private:
   AbsVal attribute(Node expr);
   AbsVal subscript(Node expr);
   AbsVal sizeArithmetic(Node expr, const AbsVal &lhs, const AbsVal &rhs);
+  /// `body` once per item of a known tuple, `var` bound to the item.
+  AbsVal mapOver(const std::string &var, Node body, const AbsVal &items);
   std::string displayName(const std::string &message) const;
   void addNotes(const std::string &message);
 
