@@ -580,6 +580,33 @@ void FunctionInterp::checkAgainst(Node at, const AbsVal &v,
     for (auto &d : expected)
       d.size = d.size.replaceSymbols(bind);
   }
+  // A variadic first written here (or `...`) binds to what it meets, as
+  // jaxtyping binds it: to the value's one variadic in the same place;
+  // anything else about it is not decided here.
+  auto freePack = [&](const Dim &d) {
+    return d.isPack() && (isAnonymousName(d.pack) || !paramDims.count(d.pack));
+  };
+  auto packAt = [](const Shape &s) -> std::optional<size_t> {
+    std::optional<size_t> at;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i].isPack()) {
+        if (at)
+          return std::nullopt;
+        at = i;
+      }
+    return at;
+  };
+  if (std::any_of(expected.begin(), expected.end(), freePack)) {
+    auto ie = packAt(expected), ia = packAt(actual);
+    if (ie && ia && *ie == *ia && expected.size() == actual.size()) {
+      expected[*ie] = actual[*ia];
+    } else if (std::any_of(actual.begin(), actual.end(),
+                           [](const Dim &d) { return d.isPack(); })) {
+      skip(at, what, "a variadic dim of the value is not matched to the "
+                     "annotation's");
+      return;
+    }
+  }
   auto ok = checkShapeMatches(fn.ctx, expected, actual);
   ++cx.report.returnsChecked;
   if (!ok)
