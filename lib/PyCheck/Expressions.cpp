@@ -113,9 +113,8 @@ AbsVal FunctionInterp::eval(Node e) {
 
 AbsVal FunctionInterp::mapOver(const std::string &var, Node body,
                                const AbsVal &items) {
-  auto saved = env.find(var) != env.end()
-                   ? std::optional<AbsVal>(env[var])
-                   : std::nullopt;
+  auto saved = env.find(var) != env.end() ? std::optional<AbsVal>(env[var])
+                                          : std::nullopt;
   std::vector<AbsVal> out;
   for (auto &item : items.items) {
     env[var] = item;
@@ -159,10 +158,11 @@ AbsVal FunctionInterp::sizeArithmetic(Node e, const AbsVal &lhs,
     }
     return AbsVal::number();
   }
-  bool numeric = [](const AbsVal &v) {
-    return v.kind == AbsVal::Kind::Size || v.kind == AbsVal::Kind::Number;
-  }(lhs) && (rhs.kind == AbsVal::Kind::Size ||
-             rhs.kind == AbsVal::Kind::Number);
+  bool numeric =
+      [](const AbsVal &v) {
+        return v.kind == AbsVal::Kind::Size || v.kind == AbsVal::Kind::Number;
+      }(lhs) &&
+      (rhs.kind == AbsVal::Kind::Size || rhs.kind == AbsVal::Kind::Number);
   return numeric ? AbsVal::number() : AbsVal::unknown();
 }
 
@@ -204,9 +204,9 @@ AbsVal FunctionInterp::subscript(Node e) {
       long long n = static_cast<long long>(v.items.size());
       long long a = std::clamp(*lo < 0 ? *lo + n : *lo, 0LL, n);
       long long b = std::clamp(*hi < 0 ? *hi + n : *hi, 0LL, n);
-      return AbsVal::tuple(b > a ? std::vector<AbsVal>(v.items.begin() + a,
-                                                       v.items.begin() + b)
-                                 : std::vector<AbsVal>{});
+      return AbsVal::tuple(
+          b > a ? std::vector<AbsVal>(v.items.begin() + a, v.items.begin() + b)
+                : std::vector<AbsVal>{});
     }
     eval(index);
     return AbsVal::unknown();

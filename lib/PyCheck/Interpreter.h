@@ -232,7 +232,7 @@ std::optional<size_t> axisOf(long long d, size_t rank);
 std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
                                const Shape &b);
 /// `lhs @ rhs` with numpy's matmul rules, `what` naming it in messages.
-AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs,
-              const AbsVal &rhs, const std::string &what);
+AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
+              const std::string &what);
 
 } // namespace ein::pycheck
