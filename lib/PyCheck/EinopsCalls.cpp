@@ -191,10 +191,7 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
         return AbsVal::unknown();
       }
     }
-    AbsVal layer;
-    layer.kind = AbsVal::Kind::Layer;
-    layer.layer = call;
-    return layer;
+    return AbsVal::built(AbsVal::Kind::Layer, call);
   }
   if (q.rfind("einops.", 0) != 0)
     return std::nullopt;

@@ -287,14 +287,8 @@ AbsVal FunctionInterp::call(Node e) {
     if (auto f = cx.functions.find(id); f != cx.functions.end())
       return callAnnotated(f->second, e, false);
     if (auto c = cx.classes.find(id); c != cx.classes.end()) {
-      for (Node a : args(e))
-        eval(a);
-      for (Node k : children(e, "keywords"))
-        eval(child(k, "value"));
-      AbsVal object;
-      object.kind = AbsVal::Kind::Instance;
-      object.layer = c->second;
-      return object;
+      evalArgs(e);
+      return AbsVal::built(AbsVal::Kind::Instance, c->second);
     }
   }
   if (!local)
@@ -313,11 +307,15 @@ AbsVal FunctionInterp::call(Node e) {
   // checked), its result is unknown.
   if (!funcRead && !isa(func, "Name"))
     eval(func);
-  for (Node a : args(e))
-    eval(a);
-  for (Node k : children(e, "keywords"))
-    eval(child(k, "value"));
+  evalArgs(e);
   return AbsVal::unknown();
+}
+
+void FunctionInterp::evalArgs(Node call) {
+  for (Node a : args(call))
+    eval(a);
+  for (Node k : children(call, "keywords"))
+    eval(child(k, "value"));
 }
 
 } // namespace ein::pycheck

@@ -109,8 +109,7 @@ AbsVal FunctionInterp::callModule(const AbsVal &object, Node call) {
     if ((isa(s, "FunctionDef") && stringField(s, "name") == "forward") ||
         (isa(s, "FunctionDef") && stringField(s, "name") == "__call__"))
       return callAnnotated(s, call, true);
-  for (Node a : args(call))
-    eval(a);
+  evalArgs(call);
   return AbsVal::unknown();
 }
 

@@ -228,14 +228,8 @@ std::optional<AbsVal> FunctionInterp::torchModule(const std::string &q,
                                                   Node call) {
   if (q != "torch.nn.Linear" && !shapePreservingModule(q))
     return std::nullopt;
-  for (Node a : args(call))
-    eval(a);
-  for (Node k : children(call, "keywords"))
-    eval(child(k, "value"));
-  AbsVal module;
-  module.kind = AbsVal::Kind::Layer;
-  module.layer = call;
-  return module;
+  evalArgs(call);
+  return AbsVal::built(AbsVal::Kind::Layer, call);
 }
 
 AbsVal FunctionInterp::applyTorchModule(const AbsVal &module, Node call) {
