@@ -457,6 +457,10 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     AbsVal v = value ? eval(value) : AbsVal::unknown();
     if (read.kind == AnnotationRead::Kind::Array && value && v.isTensor())
       checkAgainst(value, v, read.array, "value");
+    if (read.kind == AnnotationRead::Kind::Array && isInit && topLevel &&
+        isa(target, "Attribute") && isa(child(target, "value"), "Name") &&
+        stringField(child(target, "value"), "id") == selfName)
+      cls->annotated[stringField(target, "attr")] = child(s, "annotation");
     if (value)
       assign(target, v, topLevel);
   } else if (t == "AugAssign") {

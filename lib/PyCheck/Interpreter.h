@@ -82,6 +82,9 @@ struct ClassInfo {
   std::set<std::string> unstable;
   /// Its methods by name.
   std::map<std::string, Node> methods;
+  /// Attributes __init__ stores with a jaxtyping annotation
+  /// (`self.W_U: Float[Tensor, "d_model d_vocab"] = ...`): the annotation.
+  std::map<std::string, Node> annotated;
 };
 
 /// What every function of one file shares.
