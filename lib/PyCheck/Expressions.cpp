@@ -61,12 +61,11 @@ AbsVal FunctionInterp::eval(Node e) {
   }
   if (t == "IfExp") {
     Node test = child(e, "test");
-    auto decided = mentionsShapes(test) ? decide(test) : std::nullopt;
+    bool shapey = mentionsShapes(test);
+    auto decided = shapey ? decide(test) : (eval(test), std::nullopt);
     if (decided)
       return eval(child(e, *decided ? "body" : "orelse"));
-    bool shapey = mentionsShapes(test);
     quiet += shapey;
-    eval(test);
     eval(child(e, "body"));
     eval(child(e, "orelse"));
     quiet -= shapey;

@@ -190,6 +190,7 @@ private:
   /// names stored in `region` are unknown after it.
   void branch(const std::vector<Node> &body, Node region);
   void forgetStored(Node region);
+  /// Evaluates a condition on shapes, and decides it when the sizes do.
   std::optional<bool> decide(Node test);
   bool mentionsShapes(Node test);
   AbsVal call(Node expr);
