@@ -97,6 +97,9 @@ struct FileContext {
   std::map<std::string, AbsVal> globals;
   /// The file's top-level functions and classes defined once, by name.
   std::map<std::string, Node> functions, classes;
+  /// Module-level names assigned once, and the value (a decorator made
+  /// once: `checked = jaxtyped(typechecker=beartype)`).
+  std::map<std::string, Node> decoratorAliases;
 };
 
 class FunctionInterp {
