@@ -1,0 +1,243 @@
+"""Compiled .ein modules from Python: ein.load, ein.load_source, ein.report.
+
+A module's functions are attributes (``mod.attention``) and items
+(``mod["attention"]``). Each takes numpy arrays or torch tensors (CPU), viewed
+without copies with their strides as they are, and returns arrays of the first
+input's framework over ein's results. A function compiles on its first call
+(size-generic: other sizes reuse it) and comes from the Engine's cache after.
+Errors are ein's diagnostics, as einc prints them: ``ein.CompileError`` for a
+program ein refuses, ``ein.ShapeError`` for inputs or sizes that do not fit.
+"""
+
+import json as _json
+import math as _math
+import os as _os
+
+from . import _ein
+
+__all__ = ["Module", "Function", "Report", "TrainReport", "CompileError", "ShapeError",
+           "load", "load_source", "report", "train_report"]
+
+CompileError = _ein.CompileError
+ShapeError = _ein.ShapeError
+
+
+def _sizes(sizes):
+    """Keyword sizes as ein's (name, int) pairs, refused by name when not
+    integers (a bool is not a size)."""
+    out = []
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ShapeError(f"error: size {name}={value!r} is not an integer")
+        out.append((name, value))
+    return out
+
+
+def _requires_grad(x):
+    return getattr(x, "requires_grad", False) is True
+
+
+class Report:
+    """The cost report of one function at given sizes, as `einc report`
+    computes it: ``str(r)`` is the table, ``r.flops`` and ``r.bytes`` the
+    totals (floats: counts may pass 2**63), ``r.json`` the parsed
+    ``einc report --json`` (exact counts and their formulas)."""
+
+    def __init__(self, native):
+        self.text = native["text"]
+        self.flops = native["flops"]
+        self.bytes = native["bytes"]
+        self.json = _json.loads(native["json"])
+
+    def __str__(self):
+        return self.text
+
+    def __repr__(self):
+        return f"<ein.Report flops={self.flops:g} bytes={self.bytes:g}>"
+
+
+class TrainReport:
+    """The training account of a step, as `einc report --train` computes it.
+
+    FLOPs: ``forward_flops``, ``backward_flops``, ``recompute_flops``,
+    ``optimizer_flops``, ``total_flops``. Bytes: ``parameter_bytes``,
+    ``gradient_bytes``, ``optimizer_state_bytes``, ``activation_bytes``,
+    ``peak_bytes``. The ideal (roofline) seconds per phase on the device and
+    its ``peak_flops``; ``mfu(seconds)`` of a measured step and
+    ``mfu_bound``. NaN where a size is not bound. ``str(r)`` is einc's text,
+    ``r.json`` the parsed ``--json`` (``{"report": ..., "train": ...}``).
+    """
+
+    _FIELDS = ("forward_flops", "backward_flops", "recompute_flops", "optimizer_flops",
+               "total_flops", "parameter_bytes", "gradient_bytes", "optimizer_state_bytes",
+               "activation_bytes", "peak_bytes", "forward_seconds", "backward_seconds",
+               "optimizer_seconds", "peak_flops")
+
+    def __init__(self, native):
+        self.text = native["text"]
+        self.json = _json.loads(native["json"])
+        for name in self._FIELDS:
+            setattr(self, name, native[name])
+
+    @property
+    def step_seconds(self):
+        """The ideal step time: forward, backward and optimizer."""
+        return self.forward_seconds + self.backward_seconds + self.optimizer_seconds
+
+    def mfu(self, seconds):
+        """The model FLOPs utilisation of a step that took `seconds`:
+        total_flops / seconds / peak_flops."""
+        if not seconds > 0:
+            raise ValueError(f"mfu: seconds must be > 0, got {seconds!r}")
+        return self.total_flops / seconds / self.peak_flops
+
+    @property
+    def mfu_bound(self):
+        """The MFU at the ideal step time: what a measured step can reach."""
+        step = self.step_seconds
+        return self.total_flops / step / self.peak_flops if step > 0 else _math.nan
+
+    def __str__(self):
+        return self.text
+
+    def __repr__(self):
+        return (f"<ein.TrainReport total_flops={self.total_flops:g} "
+                f"peak_bytes={self.peak_bytes:g}>")
+
+
+class Function:
+    """One function of a module: call it on arrays or tensors."""
+
+    def __init__(self, module, name):
+        self._module = module
+        self.__name__ = name
+        self._signature = None
+
+    @property
+    def module(self):
+        return self._module
+
+    @property
+    def signature(self):
+        """Its parameters and results: {"params": [{"name", "dtype",
+        "shape"}], "results": [... with "gradient_of" (the index of the
+        parameter it is the gradient of, or -1) and "is_loss"]}."""
+        if self._signature is None:
+            self._signature = self._module._native.signature(self.__name__)
+        return self._signature
+
+    def __call__(self, *args):
+        for i, x in enumerate(args):
+            if _requires_grad(x):
+                import torch
+                if torch.is_grad_enabled():
+                    name = self.signature["params"][i]["name"] \
+                        if i < len(self.signature["params"]) else str(i)
+                    raise _ein.Error(
+                        f"input {i} ('{name}') of '{self.__name__}' requires grad: a compiled "
+                        f"function does not record gradients; wrap a function with grad() "
+                        f"with ein.autograd(mod, \"{self.__name__}\"), or pass x.detach()")
+                args = tuple(a.detach() if _requires_grad(a) else a for a in args)
+                break
+        results = self._module._native.call(self.__name__, list(args))
+        return results[0] if len(results) == 1 else results
+
+    def report(self, **sizes):
+        """The cost report at `sizes` (as `einc report --fn F --dim ...`)."""
+        return self._module.report(self.__name__, **sizes)
+
+    def train_report(self, **kwargs):
+        """The training account (Module.train_report)."""
+        return self._module.train_report(self.__name__, **kwargs)
+
+    def __repr__(self):
+        sig = self.signature
+
+        def value(v):
+            return f'{v["dtype"]}["{v["shape"]}"]'
+        params = ", ".join(f'{p["name"]}: {value(p)}' for p in sig["params"])
+        results = ", ".join(value(r) for r in sig["results"])
+        if len(sig["results"]) != 1:
+            results = f"({results})"
+        return f"<ein function {self.__name__}({params}) -> {results}>"
+
+
+class Module:
+    """A checked .ein module (ein.load, ein.load_source)."""
+
+    def __init__(self, native, path):
+        self._native = native
+        self.path = path
+        self._functions = {}
+
+    @property
+    def functions(self):
+        """The function names, in source order."""
+        return list(self._native.functions())
+
+    def __getitem__(self, name):
+        if name not in self._functions:
+            self._native.signature(name)  # ein's "no function" error, with its suggestion
+            self._functions[name] = Function(self, name)
+        return self._functions[name]
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except ShapeError as err:
+            raise AttributeError(str(err)) from None
+        except CompileError as err:
+            raise AttributeError(str(err)) from None
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.functions))
+
+    def __iter__(self):
+        return iter(self.functions)
+
+    def report(self, function, **sizes):
+        """The cost report of `function` with `sizes` bound (as `einc report
+        --fn F --dim NAME=N`): a Report."""
+        return Report(self._native.report(function, _sizes(sizes)))
+
+    def train_report(self, function, *, params=(), optimizer="sgd", param_dtype=None,
+                     act_dtype=None, tokens=None, device=None, **sizes):
+        """The training account of `function` with `sizes` bound, as `einc
+        report --train`: a step with grad(), or a loss function whose
+        parameters `params` names (its first result is the loss). The
+        options are einc's flags: optimizer (sgd, momentum, adagrad, rmsprop,
+        adam, adamw), param_dtype, act_dtype ("bf16"...), tokens (N of the
+        6·N·P rule: a count or a formula, "b*s"), device (a100, h100, h200)."""
+        if isinstance(params, str):
+            params = [p for p in params.split(",") if p]
+        return TrainReport(self._native.train_report(
+            function, _sizes(sizes), list(params), optimizer, param_dtype or "",
+            act_dtype or "", "" if tokens is None else str(tokens), device or ""))
+
+    def __repr__(self):
+        return f"<ein module {self.path!r}: {', '.join(self.functions)}>"
+
+
+def load(path, **dims):
+    """Loads and checks the .ein file at `path`, `dims` bound as `einc
+    --dim NAME=N`; raises CompileError with the file's diagnostics."""
+    path = _os.fspath(path)
+    return Module(_ein.Module.load(path, _sizes(dims)), path)
+
+
+def load_source(text, path="<source>", **dims):
+    """Checks .ein source `text` as if read from `path` (named in
+    diagnostics)."""
+    return Module(_ein.Module.from_source(text, path, _sizes(dims)), path)
+
+
+def report(module, function, **sizes):
+    """module.report(function, **sizes)."""
+    return module.report(function, **sizes)
+
+
+def train_report(module, function, **kwargs):
+    """module.train_report(function, **kwargs)."""
+    return module.train_report(function, **kwargs)
