@@ -1,0 +1,123 @@
+"""ein.autograd: .ein functions with grad() as torch.autograd Functions.
+
+Oracles: torch's own autograd of the same computation written in torch, and
+torch.autograd.gradcheck (finite differences) in f64.
+"""
+import pathlib
+
+import numpy as np
+import pytest
+
+import ein
+
+torch = pytest.importorskip("torch")
+
+INPUTS = pathlib.Path(__file__).resolve().parent / "Inputs"
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return ein.load(INPUTS / "mlp64.ein")
+
+
+def torch_loss(x, w1, w2, y):
+    return ((torch.tanh(x @ w1) @ w2 - y) ** 2).mean()
+
+
+def inputs(seed=0, b=5, d=4, h=6, k=3, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(*s, generator=g, dtype=dtype) for s in ((b, d), (d, h), (h, k), (b, k))]
+
+
+def test_gradients_agree_with_torch_autograd(mlp):
+    step = ein.autograd(mlp, "step")
+    x, w1, w2, y = inputs()
+    w1.requires_grad_(); w2.requires_grad_()
+    loss = step(x, w1, w2, y)
+    assert loss.grad_fn is not None and loss.shape == ()
+    (loss * 3).backward()              # the incoming gradient scales them
+    w1r, w2r = w1.detach().clone().requires_grad_(), w2.detach().clone().requires_grad_()
+    ref = torch_loss(x, w1r, w2r, y)
+    (ref * 3).backward()
+    torch.testing.assert_close(loss.detach(), ref.detach())
+    torch.testing.assert_close(w1.grad, w1r.grad)
+    torch.testing.assert_close(w2.grad, w2r.grad)
+
+
+def test_gradcheck_f64(mlp):
+    step = ein.autograd(mlp.step_all)
+    x, w1, w2, y = inputs(seed=1, b=3, d=2, h=4, k=2)
+    for t in (x, w1, w2):
+        t.requires_grad_()
+    # The loss alone (p, the extra result, has no gradient).
+    assert torch.autograd.gradcheck(lambda *a: step(*a, y)[0], (x, w1, w2))
+
+
+def test_extra_results_have_no_gradient(mlp):
+    step = ein.autograd(mlp, "step_all")
+    x, w1, w2, y = inputs(seed=2)
+    w1.requires_grad_()
+    loss, p = step(x, w1, w2, y)
+    assert not p.requires_grad
+    torch.testing.assert_close(p, torch.tanh(x @ w1.detach()) @ w2)
+    loss.backward()
+    w1r = w1.detach().clone().requires_grad_()
+    torch_loss(x, w1r, w2, y).backward()
+    torch.testing.assert_close(w1.grad, w1r.grad)
+
+
+def test_an_input_without_a_gradient_is_refused(mlp):
+    step = ein.autograd(mlp, "step")
+    x, w1, w2, y = inputs()
+    x.requires_grad_()
+    with pytest.raises(ein.Error, match=r"'x' require grad.*no gradient"):
+        step(x, w1, w2, y)
+
+
+def test_a_function_without_grad_is_refused(mlp):
+    with pytest.raises(ein.Error, match="loss that its grad"):
+        ein.autograd(mlp, "loss")
+
+
+def test_no_grad_calls_the_forward_only(mlp):
+    step = ein.autograd(mlp, "step", forward="loss")
+    x, w1, w2, y = inputs(seed=3)
+    w1.requires_grad_()
+    with torch.no_grad():
+        loss = step(x, w1, w2, y)
+    assert loss.grad_fn is None
+    torch.testing.assert_close(loss, torch_loss(x, w1.detach(), w2, y))
+
+
+def test_training_loop_learns(mlp):
+    # A few SGD steps through the compiled step reduce the loss as torch's do.
+    step = ein.autograd(mlp, "step")
+    x, w1, w2, y = inputs(seed=4)
+    params = [w1.clone().requires_grad_(), w2.clone().requires_grad_()]
+    ref = [w1.clone().requires_grad_(), w2.clone().requires_grad_()]
+    opt, opt_ref = torch.optim.SGD(params, lr=0.1), torch.optim.SGD(ref, lr=0.1)
+    for _ in range(5):
+        opt.zero_grad(); opt_ref.zero_grad()
+        step(x, *params, y).backward()
+        torch_loss(x, *ref, y).backward()
+        opt.step(); opt_ref.step()
+    for p, r in zip(params, ref):
+        torch.testing.assert_close(p, r)
+
+
+def test_attention_head_f32_against_torch():
+    mod = ein.load(INPUTS / "attention.ein")
+    head = ein.autograd(mod, "head_grads")
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(*s, generator=g) for s in ((6, 4), (7, 4), (7, 4)))
+    ours = [t.clone().requires_grad_() for t in (q, k, v)]
+    ref = [t.clone().requires_grad_() for t in (q, k, v)]
+    loss = head(*ours)
+    loss.backward()
+    qr, kr, vr = ref
+    o = torch.softmax(qr @ kr.T / 4.0, dim=-1) @ vr
+    r = (o * o).sum()
+    r.backward()
+    torch.testing.assert_close(loss.detach(), r.detach(), rtol=1e-5, atol=1e-5)
+    for a, b in zip(ours, ref):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
