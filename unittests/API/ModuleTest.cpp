@@ -85,8 +85,8 @@ const char *linearStep =
     "    p = einsum(x, w, \"b d, d k -> b k\")\n"
     "    return reduce((p - y) ** 2, \"b k ->\", \"mean\")\n"
     "\n"
-    "def step(x: f32[\"b d\"], w: f32[\"d k\"], y: f32[\"b k\"])\n"
-    "        -> (f32[\"\"], f32[\"d k\"]):\n"
+    "def step(x: f32[\"b d\"], w: f32[\"d k\"], y: f32[\"b k\"]) -> "
+    "(f32[\"\"], f32[\"d k\"]):\n"
     "    l = loss(x, w, y)\n"
     "    dw = grad(l, wrt=w)\n"
     "    return l, dw\n";
