@@ -7,10 +7,15 @@ ein._ein.Error and are raised again here as ein.EinopsError with einops'
 wording around ein's diagnostic.
 """
 
+import re
+
 from . import _ein
 from ._errors import EinopsError
 
 __all__ = ["rearrange", "reduce", "repeat", "einsum", "pack", "unpack"]
+
+# A name or `...` in a pattern (what a reduction can reduce).
+_AXIS = re.compile(r"[^\W\d]|\.\.\.")
 
 
 def _shape(x):
@@ -40,10 +45,13 @@ def _stacked(tensor, what):
     return numpy.stack(tensor)
 
 
-def _scalar(result):
-    # numpy's reductions to no axes give a numpy scalar, and so does einops.
-    if result.ndim == 0 and type(result).__module__ == "numpy":
-        return result[()]
+def _scalar(result, tensor, pattern=None):
+    """numpy's reductions over one axis or more give a numpy scalar where they
+    leave no axes, and so does einops on numpy; a reduce whose input side
+    has no axis to reduce (`() ->`, `1 ->`) gives the 0-d array."""
+    if result.ndim == 0 and tensor.ndim > 0 and type(result).__module__ == "numpy":
+        if pattern is None or _AXIS.search(pattern.split("->")[0]):
+            return result[()]
     return result
 
 
@@ -70,7 +78,7 @@ def reduce(tensor, pattern, reduction, **axes_lengths):
     if isinstance(tensor, list):
         tensor = _stacked(tensor, "Rearrange/Reduce/Repeat")
     try:
-        return _scalar(_ein.reduce(tensor, pattern, reduction, axes_lengths))
+        return _scalar(_ein.reduce(tensor, pattern, reduction, axes_lengths), tensor, pattern)
     except _ein.Error as err:
         raise _error(err, f'Error while processing {reduction}-reduction pattern "{pattern}".',
                      [tensor], axes_lengths) from None
@@ -97,7 +105,7 @@ def einsum(*tensors_and_pattern):
         raise ValueError("The last argument passed to `einops.einsum` must be a string,"
                          " representing the einsum pattern.")
     try:
-        return _scalar(_ein.einsum(tensors, pattern))
+        return _scalar(_ein.einsum(tensors, pattern), tensors[0])
     except _ein.Error as err:
         raise _error(err, f'Error while processing einsum pattern "{pattern}".',
                      tensors) from None
