@@ -18,8 +18,8 @@
 
 #include <cmath>
 #include <mutex>
-#include <tuple>
 #include <shared_mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace ein::api {
@@ -422,13 +422,12 @@ Result<Signature> signature(const Module &module, const std::string &function) {
     const CheckedOp *op = producer[r];
     if (op && op->phase != GradPhase::Forward)
       for (size_t i = 0; i < fn->params.size(); ++i)
-        if (std::count(fn->gradWrt.begin(), fn->gradWrt.end(),
-                       fn->params[i]) &&
+        if (std::count(fn->gradWrt.begin(), fn->gradWrt.end(), fn->params[i]) &&
             fn->values[r].name == "d_" + fn->values[fn->params[i]].name)
           of = int(i);
     sig.gradient_of.push_back(of);
-    sig.is_loss.push_back(std::count(fn->gradLosses.begin(),
-                                     fn->gradLosses.end(), r) != 0);
+    sig.is_loss.push_back(
+        std::count(fn->gradLosses.begin(), fn->gradLosses.end(), r) != 0);
   }
   return sig;
 }

@@ -81,7 +81,8 @@ TEST(Module, ReportCountsTheLecturesFlops) {
 
 // A linear model's loss, and its training step with grad().
 const char *linearStep =
-    "def loss(x: f32[\"b d\"], w: f32[\"d k\"], y: f32[\"b k\"]) -> f32[\"\"]:\n"
+    "def loss(x: f32[\"b d\"], w: f32[\"d k\"], y: f32[\"b k\"]) -> "
+    "f32[\"\"]:\n"
     "    p = einsum(x, w, \"b d, d k -> b k\")\n"
     "    return reduce((p - y) ** 2, \"b k ->\", \"mean\")\n"
     "\n"

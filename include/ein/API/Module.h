@@ -139,8 +139,7 @@ public:
   /// The training account of `function` (a step with grad(), or a loss
   /// function with `options.params`) with `sizes` bound, as `einc report
   /// --train --dim ...` computes it.
-  TrainReport train_report(const std::string &function,
-                           const Sizes &sizes = {},
+  TrainReport train_report(const std::string &function, const Sizes &sizes = {},
                            const TrainReportOptions &options = {}) const;
   /// The parameters and results of `function`.
   Signature signature(const std::string &function) const;

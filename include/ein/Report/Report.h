@@ -84,8 +84,7 @@ struct TrainFigures {
   std::optional<Int> forwardFlops, backwardFlops, recomputeFlops, totalFlops;
   /// Bytes of the parameters, gradients, optimizer states and saved
   /// activations, at the dtypes held.
-  std::optional<Int> parameterBytes, gradientBytes, stateBytes,
-      activationBytes;
+  std::optional<Int> parameterBytes, gradientBytes, stateBytes, activationBytes;
   /// The ideal (roofline) time of each phase on options.device and the
   /// peak FLOP/s of the parameters' dtype there; 0 when unknown.
   double forwardSeconds = 0, backwardSeconds = 0, optimizerSeconds = 0,

@@ -22,14 +22,13 @@ PyObject *shapeErrorType = nullptr;
 /// Raises `error` as the Python exception of its kind, its message ein's
 /// diagnostic as einc prints it.
 [[noreturn]] void raiseInfo(const api::ErrorInfo &error) {
-  PyErr_SetString(error.kind == api::ErrorInfo::Kind::Program
-                      ? compileErrorType
-                      : shapeErrorType,
+  PyErr_SetString(error.kind == api::ErrorInfo::Kind::Program ? compileErrorType
+                                                              : shapeErrorType,
                   error.message.c_str());
   throw nb::python_error();
 }
 
-/// The value of `result`, or its error raised by kind.
+/// The value of `result`, or its error raised by kind (with the GIL held).
 template <class T> T unwrap(api::Result<T> &&result) {
   if (!result)
     raiseInfo(result.error());
@@ -77,16 +76,22 @@ void bindModules(nb::module_ &m) {
       .def_static(
           "load",
           [](const std::string &path, const api::Sizes &dims) {
-            nb::gil_scoped_release unlocked;
-            return unwrap(api::nothrow::load_module(path, dims));
+            api::Result<api::Module> loaded = [&] {
+              nb::gil_scoped_release unlocked;
+              return api::nothrow::load_module(path, dims);
+            }();
+            return unwrap(std::move(loaded));
           },
           nb::arg("path"), nb::arg("dims"))
       .def_static(
           "from_source",
           [](const std::string &source, const std::string &path,
              const api::Sizes &dims) {
-            nb::gil_scoped_release unlocked;
-            return unwrap(api::nothrow::module_from_source(source, path, dims));
+            api::Result<api::Module> loaded = [&] {
+              nb::gil_scoped_release unlocked;
+              return api::nothrow::module_from_source(source, path, dims);
+            }();
+            return unwrap(std::move(loaded));
           },
           nb::arg("source"), nb::arg("path"), nb::arg("dims"))
       .def("functions", &api::Module::functions)
@@ -142,8 +147,7 @@ void bindModules(nb::module_ &m) {
             options.device = device;
             api::Result<api::TrainReport> r = [&] {
               nb::gil_scoped_release unlocked;
-              return api::nothrow::train_report(self, function, sizes,
-                                                options);
+              return api::nothrow::train_report(self, function, sizes, options);
             }();
             api::TrainReport t = unwrap(std::move(r));
             nb::dict d;
