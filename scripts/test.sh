@@ -47,7 +47,8 @@ status=${PIPESTATUS[0]}
 # The Python package's tests (test/python, pytest; docs/python.md) over the
 # build tree's package, counted with lit's.
 pytest_start=$(date +%s)
-PYTHONPATH=build/python "${PY:-python3}" -m pytest -q -p no:cacheprovider test/python 2>&1 |
+PYTHONPATH=build/python EIN_TEST_FULL=$full EIN_TEST_ROTATE=$commits \
+  "${PY:-python3}" -m pytest -q -p no:cacheprovider test/python 2>&1 |
   tee build/pytest.log
 [ "${PIPESTATUS[0]}" -ne 0 ] && status=1
 pytest_time=$(( $(date +%s) - pytest_start ))

@@ -18,7 +18,7 @@ api::Sizes toSizes(const nb::dict &lengths) {
   for (auto [key, value] : lengths) {
     int64_t n;
     if (!nb::try_cast(value, n))
-      raiseError("axis length " + nb::cast<std::string>(nb::str(key)) + "=" +
+      raiseError("axis length " + text(key) + "=" +
                  nb::cast<std::string>(nb::repr(value)) + " is not an integer");
     sizes.emplace_back(nb::cast<std::string>(key), n);
   }

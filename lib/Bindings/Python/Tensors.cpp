@@ -98,27 +98,54 @@ Framework frameworkOf(nb::handle x) {
   return Framework::NumPy;
 }
 
-/// How the value's type is called, for messages: "numpy.ndarray".
+/// How the value's type is called, for messages: "ndarray".
 std::string typeName(nb::handle x) {
   return nb::cast<std::string>(
-      nb::str(nb::handle(reinterpret_cast<PyObject *>(Py_TYPE(x.ptr())))
-                  .attr("__name__")));
+      nb::handle(reinterpret_cast<PyObject *>(Py_TYPE(x.ptr())))
+          .attr("__name__"));
 }
 
-/// Why `x`, which nanobind did not take as an array, is refused.
-[[noreturn]] void refuseArray(nb::handle x, size_t index) {
-  std::string which = "input " + std::to_string(index);
-  if (frameworkOf(x) == Framework::Torch &&
-      nb::cast<bool>(x.attr("requires_grad")))
-    raiseError(which + " requires grad: ein's einops functions do not track "
-                       "gradients (pass x.detach(), or use einops there)");
+/// ein's dtypes by their language names: "f64 f32 ... bool i8".
+std::string dtypeNames() {
+  std::string names;
+  // DType's enumerators run from F64 to I8 (include/ein/API/Types.h).
+  for (unsigned i = 0; i <= unsigned(api::DType::I8); ++i)
+    names += (names.empty() ? "" : " ") +
+             std::string(api::name(static_cast<api::DType>(i)));
+  return names;
+}
+
+/// Why `x`, which nanobind did not take as an array or whose dtype ein
+/// lacks, is refused.
+[[noreturn]] void refuseArray(nb::handle x, const std::string &which) {
+  if (frameworkOf(x) == Framework::Torch) {
+    std::string device = text(x.attr("device"));
+    if (device != "cpu")
+      raiseError(which + " is on " + device +
+                 ": ein's einops functions take CPU tensors");
+  }
   if (nb::hasattr(x, "dtype"))
-    raiseError(which + " has dtype " + nb::str(x.attr("dtype")).c_str() +
-               ", which ein lacks (ein's dtypes: f64 f32 f16 bf16 f8e4m3 "
-               "f8e5m2 i64 i32 i8 bool)");
+    raiseError(which + " has dtype " + text(x.attr("dtype")) +
+               ", which ein lacks (ein's dtypes: " + dtypeNames() + ")");
   raiseError(which + " is a " + typeName(x) +
              ", not an array (ein takes numpy arrays, torch tensors and "
              "objects with __dlpack__ or the buffer protocol)");
+}
+
+/// Refuses a torch tensor that needs gradients while autograd records:
+/// ein's result would silently have none.
+void refuseGradients(nb::handle x, const std::string &which) {
+  if (!nb::cast<bool>(x.attr("requires_grad")))
+    return;
+  // Kept for the process's life (never released after Python finalizes).
+  static PyObject *gradEnabled =
+      nb::object(nb::module_::import_("torch").attr("is_grad_enabled"))
+          .release()
+          .ptr();
+  if (nb::cast<bool>(nb::handle(gradEnabled)()))
+    raiseError(which + " requires grad: ein's einops functions do not "
+                       "track gradients (use einops there, or call under "
+                       "torch.no_grad(), or pass x.detach())");
 }
 
 struct Keep {
@@ -127,6 +154,10 @@ struct Keep {
 };
 
 } // namespace
+
+std::string text(nb::handle x) {
+  return nb::cast<std::string>(nb::steal<nb::str>(PyObject_Str(x.ptr())));
+}
 
 void raiseError(const std::string &message) {
   PyErr_SetString(errorType, message.c_str());
@@ -148,19 +179,22 @@ Inputs viewInputs(const std::vector<nb::handle> &objects) {
   lastInputPointers.clear();
   for (size_t i = 0; i < objects.size(); ++i) {
     nb::object x = nb::borrow(objects[i]);
+    std::string which = "input " + std::to_string(i);
+    Framework framework = frameworkOf(x);
     if (i == 0)
-      in.framework = frameworkOf(x);
+      in.framework = framework;
+    if (framework == Framework::Torch)
+      refuseGradients(x, which);
     nb::ndarray<nb::ro> a;
     if (!nb::try_cast(x, a, /*convert=*/false))
-      refuseArray(x, i);
-    std::string which = "input " + std::to_string(i);
+      refuseArray(x, which);
     if (a.device_type() != nb::device::cpu::value)
       raiseError(which + " is not in host memory (DLPack device type " +
                  std::to_string(a.device_type()) +
                  "): ein's einops functions take CPU tensors");
     std::optional<api::DType> dtype = einType(a.dtype());
     if (!dtype)
-      refuseArray(x, i);
+      refuseArray(x, which);
     // ein's tensors have strides >= 0 (include/ein/API/Tensor.h): a numpy
     // array with a negative stride (x[::-1]) is the one input ein copies, C
     // order, by numpy (docs/python.md).

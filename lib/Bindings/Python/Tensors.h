@@ -36,6 +36,9 @@ Inputs viewInputs(const std::vector<nb::handle> &objects);
 /// result (and the input it views, if it is a view of one).
 nb::object toPython(const api::Tensor &t, const Inputs &inputs);
 
+/// str(x), as Python prints it.
+std::string text(nb::handle x);
+
 /// Throws ein._ein.Error carrying `message`.
 [[noreturn]] void raiseError(const std::string &message);
 
