@@ -71,6 +71,19 @@ void bindModules(nb::module_ &m) {
   m.attr("CompileError") = nb::handle(compileErrorType);
   m.attr("ShapeError") = nb::handle(shapeErrorType);
 
+  m.def(
+      "cache_stats",
+      [] {
+        api::CacheStats stats = api::cache_stats();
+        nb::dict d;
+        d["compiled"] = stats.compiled;
+        d["loaded"] = stats.loaded;
+        d["directory"] = stats.directory;
+        return d;
+      },
+      "The kernels and module functions compiled, and those loaded from the "
+      "disk cache instead, so far (ein::cache_stats).");
+
   nb::class_<api::Module>(m, "Module",
                           "A checked .ein module (ein.load wraps it).")
       .def_static(
