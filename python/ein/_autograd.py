@@ -26,10 +26,15 @@ class _Plan:
         self.params = [p["name"] for p in sig["params"]]
         losses = [i for i, r in enumerate(results) if r["is_loss"]]
         where = f"ein.autograd('{fn.__name__}')"
-        if len(losses) != 1:
+        if not losses:
             raise _ein.Error(
-                f"{where}: the function must return the loss that its grad() differentiates, "
-                f"once; it returns {len(losses)} such results")
+                f"{where}: '{fn.__name__}' returns no loss that a grad() in it differentiates; "
+                f"ein.autograd wraps a function that calls grad(loss, wrt=[...]) and returns "
+                f"the loss beside the gradients (docs/autodiff.md)")
+        if len(losses) > 1:
+            raise _ein.Error(
+                f"{where}: '{fn.__name__}' returns {len(losses)} losses that grad() "
+                f"differentiates; ein.autograd needs exactly one")
         self.loss = losses[0]
         self.grad_of = {}  # input index -> result index
         for i, r in enumerate(results):

@@ -128,19 +128,27 @@ class Function:
 
     def __call__(self, *args):
         for i, x in enumerate(args):
+            if getattr(x, "is_cuda", False):
+                raise _ein.Error(
+                    f"input {i} ('{self._param_name(i)}') of '{self.__name__}' is on {x.device}: "
+                    f"the package calls compiled functions on CPU tensors; CUDA tensors need "
+                    f"ein's views of device memory, which it does not bind yet (pass x.cpu(), "
+                    f"or run on the GPU with einc run --target=cuda)")
             if _requires_grad(x):
                 import torch
                 if torch.is_grad_enabled():
-                    name = self.signature["params"][i]["name"] \
-                        if i < len(self.signature["params"]) else str(i)
                     raise _ein.Error(
-                        f"input {i} ('{name}') of '{self.__name__}' requires grad: a compiled "
+                        f"input {i} ('{self._param_name(i)}') of '{self.__name__}' requires grad: a compiled "
                         f"function does not record gradients; wrap a function with grad() "
                         f"with ein.autograd(mod, \"{self.__name__}\"), or pass x.detach()")
                 args = tuple(a.detach() if _requires_grad(a) else a for a in args)
                 break
         results = self._module._native.call(self.__name__, list(args))
         return results[0] if len(results) == 1 else results
+
+    def _param_name(self, i):
+        params = self.signature["params"]
+        return params[i]["name"] if i < len(params) else str(i)
 
     def report(self, **sizes):
         """The cost report at `sizes` (as `einc report --fn F --dim ...`)."""

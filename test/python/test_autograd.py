@@ -75,7 +75,7 @@ def test_an_input_without_a_gradient_is_refused(mlp):
 
 
 def test_a_function_without_grad_is_refused(mlp):
-    with pytest.raises(ein.Error, match="loss that its grad"):
+    with pytest.raises(ein.Error, match="'loss' returns no loss that a grad"):
         ein.autograd(mlp, "loss")
 
 
