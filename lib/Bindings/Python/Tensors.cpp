@@ -181,6 +181,10 @@ std::string dtypeNames() {
     if (device != "cpu")
       raiseError(which + " is on " + device +
                  ": ein's einops functions take CPU tensors");
+    std::string layout = text(x.attr("layout"));
+    if (layout != "torch.strided")
+      raiseError(which + " has layout " + layout +
+                 ": ein's einops functions take strided (dense) tensors");
   }
   if (nb::hasattr(x, "dtype"))
     raiseError(which + " has dtype " + text(x.attr("dtype")) +
