@@ -163,6 +163,11 @@ std::string typeName(nb::handle x) {
           .attr("__name__"));
 }
 
+/// "input 3", for messages.
+std::string inputName(size_t index) {
+  return "input " + std::to_string(index);
+}
+
 /// ein's dtypes by their language names: "f64 f32 ... bool i8".
 std::string dtypeNames() {
   std::string names;
@@ -175,7 +180,8 @@ std::string dtypeNames() {
 
 /// Why `x`, which nanobind did not take as an array or whose dtype ein
 /// lacks, is refused.
-[[noreturn]] void refuseArray(nb::handle x, const std::string &which) {
+[[noreturn]] void refuseArray(nb::handle x, size_t index) {
+  std::string which = inputName(index);
   if (frameworkOf(x) == Framework::Torch) {
     std::string device = text(x.attr("device"));
     if (device != "cpu")
@@ -196,7 +202,7 @@ std::string dtypeNames() {
 
 /// Refuses a torch tensor that needs gradients while autograd records:
 /// ein's result would silently have none.
-void refuseGradients(nb::handle x, const std::string &which) {
+void refuseGradients(nb::handle x, size_t index) {
   if (!nb::cast<bool>(x.attr("requires_grad")))
     return;
   // Kept for the process's life (never released after Python finalizes).
@@ -205,7 +211,7 @@ void refuseGradients(nb::handle x, const std::string &which) {
           .release()
           .ptr();
   if (nb::cast<bool>(nb::handle(gradEnabled)()))
-    raiseError(which + " requires grad: ein's einops functions do not "
+    raiseError(inputName(index) + " requires grad: ein's einops functions do not "
                        "track gradients (use einops there, or call under "
                        "torch.no_grad(), or pass x.detach())");
 }
@@ -293,17 +299,17 @@ bool describeTorch(nb::handle x, Described &d) {
 
 /// `x` through nanobind's ndarray (DLPack, the buffer protocol): anything
 /// not taken on the fast paths; refused by name when ein cannot read it.
-Described describeGeneric(nb::handle x, const std::string &which) {
+Described describeGeneric(nb::handle x, size_t index) {
   nb::ndarray<nb::ro> a;
   if (!nb::try_cast(x, a, /*convert=*/false))
-    refuseArray(x, which);
+    refuseArray(x, index);
   if (a.device_type() != nb::device::cpu::value)
-    raiseError(which + " is not in host memory (DLPack device type " +
+    raiseError(inputName(index) + " is not in host memory (DLPack device type " +
                std::to_string(a.device_type()) +
                "): ein's einops functions take CPU tensors");
   std::optional<api::DType> dtype = einType(a.dtype());
   if (!dtype)
-    refuseArray(x, which);
+    refuseArray(x, index);
   Described d;
   d.data = const_cast<void *>(a.data());
   d.dtype = *dtype;
@@ -315,7 +321,7 @@ Described describeGeneric(nb::handle x, const std::string &which) {
 }
 
 Described describe(nb::handle x, Framework framework,
-                   const std::string &which) {
+                   size_t index) {
   Described d;
   switch (framework) {
   case Framework::NumPy:
@@ -323,12 +329,12 @@ Described describe(nb::handle x, Framework framework,
       return d;
     break;
   case Framework::Torch:
-    refuseGradients(x, which);
+    refuseGradients(x, index);
     if (describeTorch(x, d))
       return d;
     break;
   }
-  return describeGeneric(x, which);
+  return describeGeneric(x, index);
 }
 
 /// Whether a stride is negative (a size-1 dim's never counts).
@@ -357,11 +363,10 @@ Inputs viewInputs(const std::vector<nb::handle> &objects) {
   lastInputPointers.clear();
   for (size_t i = 0; i < objects.size(); ++i) {
     nb::object x = nb::borrow(objects[i]);
-    std::string which = "input " + std::to_string(i);
     Framework framework = frameworkOf(x);
     if (i == 0)
       in.framework = framework;
-    Described d = describe(x, framework, which);
+    Described d = describe(x, framework, i);
     // ein's tensors have strides >= 0 (include/ein/API/Tensor.h): a numpy
     // array with a negative stride (x[::-1]) is the one input ein copies, C
     // order, by numpy (docs/python.md).
@@ -370,7 +375,7 @@ Inputs viewInputs(const std::vector<nb::handle> &objects) {
                                     NPY_ARRAY_C_CONTIGUOUS, nullptr));
       if (!x.is_valid())
         throw nb::python_error();
-      d = describe(x, Framework::NumPy, which);
+      d = describe(x, Framework::NumPy, i);
     }
     // A size-1 dim's stride is never used; numpy and torch may give any.
     for (size_t k = 0; k < d.shape.size(); ++k)
@@ -379,7 +384,7 @@ Inputs viewInputs(const std::vector<nb::handle> &objects) {
     auto view = api::nothrow::view(d.data, d.dtype, std::move(d.shape),
                                    std::move(d.strides));
     if (!view)
-      raiseError(which + ": " + view.error().message);
+      raiseError(inputName(i) + ": " + view.error().message);
     lastInputPointers.push_back(reinterpret_cast<uintptr_t>(d.data));
     in.tensors.push_back(std::move(*view));
     in.objects.push_back(std::move(x));
@@ -463,10 +468,19 @@ nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
     return nb::ndarray<nb::numpy>(t.data(), rank, shape.data(), keep,
                                   t.strides().data(), dtype)
         .cast();
-  case Framework::Torch:
+  case Framework::Torch: {
+    // torch.from_numpy of an array over t takes a fraction of a DLPack
+    // import; bf16 and fp8, which numpy lacks, take DLPack.
+    static PyObject *fromNumPy =
+        nb::object(nb::module_::import_("torch").attr("from_numpy"))
+            .release()
+            .ptr();
+    if (nb::object a = numpyArray(t, keep, true); a.is_valid())
+      return nb::handle(fromNumPy)(a);
     return nb::ndarray<nb::pytorch>(t.data(), rank, shape.data(), keep,
                                     t.strides().data(), dtype)
         .cast();
+  }
   }
   return nb::none();
 }
