@@ -142,6 +142,11 @@ def test_meta_tensor_is_refused():
         ein.rearrange(torch.zeros(2, 3, device="meta"), "a b -> b a")
 
 
+def test_sparse_tensor_is_refused():
+    with pytest.raises(ein.EinopsError, match="input 0 has layout torch.sparse_coo"):
+        ein.rearrange(torch.zeros(2, 3).to_sparse(), "a b -> b a")
+
+
 def test_requires_grad_is_refused_unless_no_grad():
     w = torch.zeros(2, 3, requires_grad=True)
     with pytest.raises(ein.EinopsError, match="input 0 requires grad"):
