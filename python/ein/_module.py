@@ -127,24 +127,31 @@ class Function:
         return self._signature
 
     def __call__(self, *args):
+        try:
+            results = self._module._native.call(self.__name__, args)
+        except (CompileError, ShapeError):
+            raise
+        except _ein.Error:
+            self._refuse(args)  # a module's wording for the inputs' refusals
+            raise
+        return results[0] if len(results) == 1 else results
+
+    def _refuse(self, args):
+        """Raises, for an input the call refused, what to do about it here:
+        a CUDA tensor, or one that requires grad while autograd records."""
         for i, x in enumerate(args):
+            where = f"input {i} ('{self._param_name(i)}') of '{self.__name__}'"
             if getattr(x, "is_cuda", False):
                 raise _ein.Error(
-                    f"input {i} ('{self._param_name(i)}') of '{self.__name__}' is on {x.device}: "
-                    f"the package calls compiled functions on CPU tensors; CUDA tensors need "
-                    f"ein's views of device memory, which it does not bind yet (pass x.cpu(), "
-                    f"or run on the GPU with einc run --target=cuda)")
+                    f"{where} is on {x.device}: the package calls compiled functions on CPU "
+                    f"tensors; CUDA tensors need ein's views of device memory, which it does "
+                    f"not bind yet (pass x.cpu(), or run on the GPU with einc run "
+                    f"--target=cuda)") from None
             if _requires_grad(x):
-                import torch
-                if torch.is_grad_enabled():
-                    raise _ein.Error(
-                        f"input {i} ('{self._param_name(i)}') of '{self.__name__}' requires grad: a compiled "
-                        f"function does not record gradients; wrap a function with grad() "
-                        f"with ein.autograd(mod, \"{self.__name__}\"), or pass x.detach()")
-                args = tuple(a.detach() if _requires_grad(a) else a for a in args)
-                break
-        results = self._module._native.call(self.__name__, list(args))
-        return results[0] if len(results) == 1 else results
+                raise _ein.Error(
+                    f"{where} requires grad: a compiled function does not record gradients; "
+                    f"wrap a function with grad() with ein.autograd(mod, \"{self.__name__}\"), "
+                    f"call it under torch.no_grad(), or pass x.detach()") from None
 
     def _param_name(self, i):
         params = self.signature["params"]
