@@ -89,7 +89,7 @@ def _function_class():
 _EIN_FUNCTION = None
 
 
-def autograd(module, function=None, *, forward=None):
+def autograd(module, function=None, *, wrt=None, forward=None):
     """Wraps a compiled function with grad() as a torch.autograd.Function.
 
     ``step = ein.autograd(mod, "step")`` (or ``ein.autograd(mod.step)``),
@@ -104,6 +104,12 @@ def autograd(module, function=None, *, forward=None):
     ``forward="loss"`` names a function of the same parameters returning
     only the loss (and the same extra results): called instead when no input
     requires grad (torch.no_grad(), evaluation), it skips the backward.
+
+    ``ein.autograd(mod, "loss", wrt=["w1", "w2"])`` wraps a function without
+    grad() whose first result is a scalar loss: ein writes its gradient as
+    .ein beside the module's source (a function calling it and grad(loss,
+    wrt=...)), checks and compiles it as any, and the loss function itself
+    serves calls that need no gradient.
     """
     global _EIN_FUNCTION
     if isinstance(module, Function):
@@ -115,6 +121,12 @@ def autograd(module, function=None, *, forward=None):
         fn = module[function]
     else:
         raise TypeError("ein.autograd(module, 'function') or ein.autograd(module.function)")
+    if wrt is not None:
+        if isinstance(wrt, str):
+            wrt = [w for w in wrt.replace(",", " ").split() if w]
+        if forward is None:
+            forward = fn.__name__
+        fn = module._gradient(fn.__name__, list(wrt))
     plan = _Plan(fn)
     plain = module[forward] if forward is not None else None
     if _EIN_FUNCTION is None:

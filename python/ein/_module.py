@@ -180,10 +180,61 @@ class Function:
 class Module:
     """A checked .ein module (ein.load, ein.load_source)."""
 
-    def __init__(self, native, path):
+    def __init__(self, native, path, source=None, dims=()):
         self._native = native
         self.path = path
+        self._source = source  # the text, when not read from `path`
+        self._dims = list(dims)
         self._functions = {}
+        self._gradients = {}
+
+    def _gradient(self, function, wrt):
+        """The Function `(loss, gradients of wrt..., other results...)` of
+        `function`, written as .ein beside its source: a function calling it
+        and grad(its first result, wrt=wrt), checked and compiled as any."""
+        key = (function, tuple(wrt))
+        if key in self._gradients:
+            return self._gradients[key]
+        sig = self[function].signature
+        params = {p["name"]: p for p in sig["params"]}
+        where = f"ein.autograd('{function}', wrt={list(wrt)})"
+        for name in wrt:
+            if name not in params:
+                raise ShapeError(f"error: {where}: '{name}' is not a parameter of '{function}' "
+                                 f"(its parameters: {', '.join(params)})")
+            if not params[name]["dtype"].startswith(("f", "bf")):
+                raise ShapeError(f"error: {where}: '{name}' is {params[name]['dtype']}: only "
+                                 f"float tensors have gradients")
+        if len(set(wrt)) != len(wrt) or not wrt:
+            raise ShapeError(f"error: {where}: name each parameter once, at least one")
+        results = sig["results"]
+        loss = results[0] if results else None
+        if loss is None or loss["shape"] != "" or not loss["dtype"].startswith(("f", "bf")):
+            raise ShapeError(f"error: {where}: the first result of '{function}' must be the "
+                             f"loss, a scalar float")
+
+        def typed(v):
+            return f'{v["dtype"]}["{v["shape"]}"]'
+        name = f"{function}_grad_{'_'.join(wrt)}"
+        while name in self.functions:
+            name += "_"
+        outs = [f"out{i}_" for i in range(len(results))]
+        grads = [f"d{i}_" for i in range(len(wrt))]
+        types = [typed(loss)] + [typed(params[w]) for w in wrt] + [typed(r) for r in results[1:]]
+        text = (f"\n\n# ein.autograd: the gradient of {function} (python/ein/_autograd.py)\n"
+                f"def {name}({', '.join(f'{p}: {typed(v)}' for p, v in params.items())})"
+                f" -> ({', '.join(types)}):\n"
+                f"    {', '.join(outs)} = {function}({', '.join(params)})\n"
+                f"    {', '.join(grads)} = grad({outs[0]}, wrt="
+                f"{wrt[0] if len(wrt) == 1 else '[' + ', '.join(wrt) + ']'})\n"
+                f"    return {', '.join([outs[0]] + grads + outs[1:])}\n")
+        if self._source is None:
+            with open(self.path, encoding="utf-8") as f:
+                self._source = f.read()
+        derived = Module(_ein.Module.from_source(self._source + text, self.path, self._dims),
+                         self.path, self._source + text, self._dims)
+        self._gradients[key] = derived[name]
+        return derived[name]
 
     @property
     def functions(self):
@@ -239,13 +290,15 @@ def load(path, **dims):
     """Loads and checks the .ein file at `path`, `dims` bound as `einc
     --dim NAME=N`; raises CompileError with the file's diagnostics."""
     path = _os.fspath(path)
-    return Module(_ein.Module.load(path, _sizes(dims)), path)
+    dims = _sizes(dims)
+    return Module(_ein.Module.load(path, dims), path, dims=dims)
 
 
 def load_source(text, path="<source>", **dims):
     """Checks .ein source `text` as if read from `path` (named in
     diagnostics)."""
-    return Module(_ein.Module.from_source(text, path, _sizes(dims)), path)
+    dims = _sizes(dims)
+    return Module(_ein.Module.from_source(text, path, dims), path, text, dims)
 
 
 def report(module, function, **sizes):

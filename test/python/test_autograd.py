@@ -121,3 +121,46 @@ def test_attention_head_f32_against_torch():
     torch.testing.assert_close(loss.detach(), r.detach(), rtol=1e-5, atol=1e-5)
     for a, b in zip(ours, ref):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_a_loss_without_grad_is_differentiated_by_ein(mlp):
+    # ein writes loss's gradient as .ein (grad(loss, wrt=...)) and compiles it.
+    f = ein.autograd(mlp, "loss", wrt=["x", "w1", "w2"])
+    x, w1, w2, y = inputs(seed=6, b=3, d=2, h=4, k=2)
+    for t in (x, w1, w2):
+        t.requires_grad_()
+    assert torch.autograd.gradcheck(lambda *a: f(*a, y), (x, w1, w2))
+    loss = f(x, w1, w2, y)
+    loss.backward()
+    ref = [t.detach().clone().requires_grad_() for t in (x, w1, w2)]
+    torch_loss(*ref, y).backward()
+    for a, b in zip((x, w1, w2), ref):
+        torch.testing.assert_close(a.grad, b.grad)
+    # The same gradient function serves a second wrapper (one compilation).
+    assert ein.autograd(mlp, "loss", wrt="x w1 w2").function is f.function
+
+
+def test_attention_head_without_grad_against_torch():
+    mod = ein.load(INPUTS / "attention.ein")
+    head = ein.autograd(mod, "head", wrt=["q", "k", "v"])
+    g = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(*s, generator=g).requires_grad_() for s in ((5, 4), (6, 4), (6, 4)))
+    head(q, k, v).backward()
+    qr, kr, vr = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    o = torch.softmax(qr @ kr.T / 4.0, dim=-1) @ vr
+    (o * o).sum().backward()
+    for a, b in zip((q, k, v), (qr, kr, vr)):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_wrt_errors_are_named(mlp):
+    with pytest.raises(ein.ShapeError, match="'z' is not a parameter of 'loss'"):
+        ein.autograd(mlp, "loss", wrt=["z"])
+    with pytest.raises(ein.ShapeError, match="first result of 'step_all' must be the loss|"
+                                             "once"):
+        ein.autograd(mlp, "step_all", wrt=["w1", "w1"])
+    mod = ein.load_source('def f(x: f32["n"], i: i64["n"]) -> f32["n"]:\n    return x\n')
+    with pytest.raises(ein.ShapeError, match="'i' is i64: only float tensors"):
+        ein.autograd(mod, "f", wrt=["i"])
+    with pytest.raises(ein.ShapeError, match="must be the loss, a scalar float"):
+        ein.autograd(mod, "f", wrt=["x"])
