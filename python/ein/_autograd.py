@@ -20,10 +20,18 @@ class _Plan:
     which are returned as they are: read once from the function's
     signature."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, wrt=None):
         sig = fn.signature
         results = sig["results"]
         self.params = [p["name"] for p in sig["params"]]
+        self.where = f"ein.autograd('{fn.__name__}')"
+        if wrt is not None:
+            # Module._gradient's function: (loss, gradients in wrt order,
+            # the loss function's other results), by position.
+            self.loss = 0
+            self.grad_of = {self.params.index(w): 1 + i for i, w in enumerate(wrt)}
+            self.extras = list(range(1 + len(wrt), len(results)))
+            return
         losses = [i for i, r in enumerate(results) if r["is_loss"]]
         where = f"ein.autograd('{fn.__name__}')"
         if not losses:
@@ -46,7 +54,6 @@ class _Plan:
                 f"the results of grad(loss, wrt=[...]) as they are beside the loss")
         self.extras = [i for i in range(len(results))
                        if i != self.loss and i not in self.grad_of.values()]
-        self.where = where
 
 
 def _function_class():
@@ -126,8 +133,9 @@ def autograd(module, function=None, *, wrt=None, forward=None):
             wrt = [w for w in wrt.replace(",", " ").split() if w]
         if forward is None:
             forward = fn.__name__
-        fn = module._gradient(fn.__name__, list(wrt))
-    plan = _Plan(fn)
+        wrt = list(wrt)
+        fn = module._gradient(fn.__name__, wrt)
+    plan = _Plan(fn, wrt)
     plain = module[forward] if forward is not None else None
     if _EIN_FUNCTION is None:
         _EIN_FUNCTION = _function_class()

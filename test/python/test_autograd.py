@@ -164,3 +164,16 @@ def test_wrt_errors_are_named(mlp):
         ein.autograd(mod, "f", wrt=["i"])
     with pytest.raises(ein.ShapeError, match="must be the loss, a scalar float"):
         ein.autograd(mod, "f", wrt=["x"])
+
+
+def test_parameters_sharing_one_gradient_value():
+    # grad() returns one value for both parameters of w1 + w2 (named d_w1
+    # only): with wrt=, each gets it by position.
+    mod = ein.load_source('def f(w1: f32["n"], w2: f32["n"]) -> f32[""]:\n'
+                          '    return reduce(w1 + w2, "n ->", "sum")\n')
+    f = ein.autograd(mod, "f", wrt=["w1", "w2"])
+    assert [r["gradient_of"] for r in f.function.signature["results"]] == [-1, 0, 0]
+    a, b = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    f(a, b).backward()
+    torch.testing.assert_close(a.grad, torch.ones(3))
+    torch.testing.assert_close(b.grad, torch.ones(3))
