@@ -157,7 +157,7 @@ class Function:
         params = self.signature["params"]
         return params[i]["name"] if i < len(params) else str(i)
 
-    def report(self, **sizes):
+    def report(self, /, **sizes):
         """The cost report at `sizes` (as `einc report --fn F --dim ...`)."""
         return self._module.report(self.__name__, **sizes)
 
@@ -263,12 +263,12 @@ class Module:
     def __iter__(self):
         return iter(self.functions)
 
-    def report(self, function, **sizes):
+    def report(self, function, /, **sizes):
         """The cost report of `function` with `sizes` bound (as `einc report
         --fn F --dim NAME=N`): a Report."""
         return Report(self._native.report(function, _sizes(sizes)))
 
-    def train_report(self, function, *, params=(), optimizer="sgd", param_dtype=None,
+    def train_report(self, function, /, *, params=(), optimizer="sgd", param_dtype=None,
                      act_dtype=None, tokens=None, device=None, **sizes):
         """The training account of `function` with `sizes` bound, as `einc
         report --train`: a step with grad(), or a loss function whose
@@ -301,11 +301,25 @@ def load_source(text, path="<source>", **dims):
     return Module(_ein.Module.from_source(text, path, dims), path, text, dims)
 
 
-def report(module, function, **sizes):
-    """module.report(function, **sizes)."""
+def _function(module, function):
+    if isinstance(module, Function):
+        if function is not None:
+            raise TypeError("ein.report(mod.f, ...) takes no function name")
+        return module.module, module.__name__
+    if not isinstance(module, Module) or not isinstance(function, str):
+        raise TypeError("ein.report(module, 'function', **sizes) or ein.report(module.function)")
+    return module, function
+
+
+def report(module, function=None, /, **sizes):
+    """The cost report of a function with `sizes` bound, as `einc report`:
+    ``ein.report(mod, "f", b=8)`` or ``ein.report(mod.f, b=8)``."""
+    module, function = _function(module, function)
     return module.report(function, **sizes)
 
 
-def train_report(module, function, **kwargs):
-    """module.train_report(function, **kwargs)."""
+def train_report(module, function=None, /, **kwargs):
+    """The training account, as `einc report --train` (Module.train_report):
+    ``ein.train_report(mod, "step", b=8)`` or ``ein.train_report(mod.step)``."""
+    module, function = _function(module, function)
     return module.train_report(function, **kwargs)

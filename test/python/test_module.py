@@ -191,6 +191,11 @@ def test_report_counts_a_matmul_by_hand(mod):
     fn = r.json["functions"][0]
     assert fn["name"] == "matmul" and fn["total_flops"] == r.flops
     assert mod.matmul.report(m=2, k=3, n=4).flops == 48
+    assert ein.report(mod.matmul, m=2, k=3, n=4).flops == 48
+    # A dim may be called `function` or `module`: sizes are keywords only.
+    m2 = ein.load_source('def f(x: f32["function module"]) -> f32["module"]:\n'
+                         '    return reduce(x, "a b -> b", "sum")\n')
+    assert ein.report(m2, "f", function=3, module=5).flops == 10
 
 
 def test_report_equals_eincs_json(mod):
