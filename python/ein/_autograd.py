@@ -81,7 +81,10 @@ def _function_class():
             return (results[plan.loss], *extras) if extras else results[plan.loss]
 
         @staticmethod
+        @torch.autograd.function.once_differentiable
         def backward(ctx, grad_loss, *_):
+            # once_differentiable: a second derivative through these saved
+            # gradients would be wrong, so torch refuses it by name.
             saved = iter(ctx.saved_tensors)
             out = []
             for i, has in enumerate(ctx.has_grad):

@@ -177,3 +177,14 @@ def test_parameters_sharing_one_gradient_value():
     f(a, b).backward()
     torch.testing.assert_close(a.grad, torch.ones(3))
     torch.testing.assert_close(b.grad, torch.ones(3))
+
+
+def test_second_derivatives_are_refused(mlp):
+    # The backward scales saved gradients: differentiating it again would
+    # be silently wrong, so torch refuses it (once_differentiable).
+    step = ein.autograd(mlp, "step")
+    x, w1, w2, y = inputs(seed=8)
+    w1.requires_grad_()
+    (g,) = torch.autograd.grad(step(x, w1, w2, y), w1, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        g.sum().backward()
