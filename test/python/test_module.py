@@ -248,9 +248,19 @@ def test_train_report_by_hand_and_against_einc(mod):
 
 def test_train_report_of_a_loss_by_params(mod):
     step = mod.train_report("step", b=8, d=16, k=4)
-    loss = mod.train_report("loss", params="w", b=8, d=16, k=4)
+    loss = mod.train_report("loss", params="w", b=8, d=16, k=4, device="a100",
+                            act_dtype="bf16")
     assert loss.total_flops == step.total_flops
-    assert loss.peak_bytes == step.peak_bytes
+    assert loss.json["train"]["device"] == "a100" and loss.peak_flops != step.peak_flops
+    out = subprocess.run(
+        [einc(), "report", str(LINEAR), "--fn", "loss", "--train", "--params", "w",
+         "--device", "a100", "--act-dtype", "bf16", "--json",
+         "--dim=b=8", "--dim=d=16", "--dim=k=4"],
+        check=True, capture_output=True, text=True).stdout
+    theirs = json.loads(out)["train"]
+    assert loss.json["train"]["memory"] == theirs["memory"]
+    assert theirs["peak_bytes"] == loss.peak_bytes
+    assert theirs["peak_flops"] == loss.peak_flops
     with pytest.raises(ein.ShapeError, match="'loss' has no grad"):
         mod.train_report("loss")
     with pytest.raises(ein.ShapeError, match="'z' is not a parameter"):
