@@ -4,12 +4,16 @@ tensors (the cost of a call, not of its arithmetic), side by side in one run,
 on numpy and on torch inputs.
 
 Usage: PYTHONPATH=build/python python3 bench/python_overhead.py [--calls N]
+       [--repeats R] [--clock wall|cpu]
 Prints one row per (backend, case): the median time of one call in
 microseconds for einops and for ein (the median over --repeats batches of
 --calls calls each, after a warm-up that compiles ein's kernels), and their
-ratio.
+ratio. --clock cpu times with this process's CPU time instead of the wall
+clock: steadier on a loaded machine (tiny tensors run on the calling thread
+in both, so the two agree on an idle one).
 """
 import argparse
+import os
 import platform
 import statistics
 import time
@@ -34,15 +38,15 @@ CASES = [
 ]
 
 
-def per_call(fn, calls, repeats):
+def per_call(fn, calls, repeats, clock):
     for _ in range(max(10, calls // 10)):
         fn()
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(calls):
             fn()
-        times.append((time.perf_counter() - start) / calls)
+        times.append((clock() - start) / calls)
     return statistics.median(times) * 1e6
 
 
@@ -50,7 +54,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     args = parser.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
     x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
     backends = [("numpy", x)]
     if torch is not None:
@@ -58,7 +64,8 @@ def main():
         backends.append(("torch", torch.from_numpy(x.copy())))
     print(f"# {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
           f"numpy {np.__version__}, einops {einops.__version__}"
-          + (f", torch {torch.__version__}" if torch is not None else ""))
+          + (f", torch {torch.__version__}" if torch is not None else "")
+          + f"; {args.clock} clock, load average {os.getloadavg()[0]:.1f}")
     print(f"{'backend':8} {'case':16} {'einops us':>10} {'ein us':>10} {'ein/einops':>11}")
     for backend, t in backends:
         for name, op, pattern_args, lengths in CASES:
@@ -70,8 +77,8 @@ def main():
             a = call(einops)()
             b = call(ein)()
             assert np.allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6), name
-            te = per_call(call(einops), args.calls, args.repeats)
-            ti = per_call(call(ein), args.calls, args.repeats)
+            te = per_call(call(einops), args.calls, args.repeats, clock)
+            ti = per_call(call(ein), args.calls, args.repeats, clock)
             print(f"{backend:8} {name:16} {te:10.2f} {ti:10.2f} {ti / te:11.2f}")
 
 

@@ -203,3 +203,13 @@ def test_pack_unpack(backend):
             assert np.shares_memory(got, packed)  # views of the packed tensor
         else:
             assert packed.data_ptr() <= got.data_ptr() < packed.data_ptr() + packed.nbytes
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_einsum_underscore_is_a_name(backend):
+    # einops' einsum takes `_` as an axis name; ein's API once made each `_`
+    # a new anonymous axis and died with an internal error.
+    x = randn(2, 3)
+    x = torch.from_numpy(x) if backend == "torch" else x
+    got = ein.einsum(x, "_ b -> b _")
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(einops.einsum(x, "_ b -> b _")))

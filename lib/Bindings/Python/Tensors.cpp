@@ -22,7 +22,7 @@ namespace {
 
 /// ein._ein.Error: every refusal of an input or a call (a RuntimeError; the
 /// package's wrappers raise it again as ein.EinopsError).
-PyObject *errorType = nullptr;
+PyObject *errorTypeObject = nullptr;
 
 /// The data pointers of the last call's inputs, as ein's kernels and views
 /// received them (the debug hook that proves no input was copied).
@@ -147,15 +147,6 @@ PyObject *torchTensorType() {
   return type;
 }
 
-Framework frameworkOf(nb::handle x) {
-  if (Py_TYPE(x.ptr()) == numpyArrayType())
-    return Framework::NumPy;
-  if (PyObject *tensor = torchTensorType();
-      tensor && PyObject_IsInstance(x.ptr(), tensor) == 1)
-    return Framework::Torch;
-  return Framework::NumPy;
-}
-
 /// How the value's type is called, for messages: "ndarray".
 std::string typeName(nb::handle x) {
   return nb::cast<std::string>(
@@ -164,9 +155,7 @@ std::string typeName(nb::handle x) {
 }
 
 /// "input 3", for messages.
-std::string inputName(size_t index) {
-  return "input " + std::to_string(index);
-}
+std::string inputName(size_t index) { return "input " + std::to_string(index); }
 
 /// ein's dtypes by their language names: "f64 f32 ... bool i8".
 std::string dtypeNames() {
@@ -211,9 +200,10 @@ void refuseGradients(nb::handle x, size_t index) {
           .release()
           .ptr();
   if (nb::cast<bool>(nb::handle(gradEnabled)()))
-    raiseError(inputName(index) + " requires grad: ein's einops functions do not "
-                       "track gradients (use einops there, or call under "
-                       "torch.no_grad(), or pass x.detach())");
+    raiseError(inputName(index) +
+               " requires grad: ein's einops functions do not "
+               "track gradients (use einops there, or call under "
+               "torch.no_grad(), or pass x.detach())");
 }
 
 /// Where an input's elements are, as ein reads them.
@@ -304,7 +294,8 @@ Described describeGeneric(nb::handle x, size_t index) {
   if (!nb::try_cast(x, a, /*convert=*/false))
     refuseArray(x, index);
   if (a.device_type() != nb::device::cpu::value)
-    raiseError(inputName(index) + " is not in host memory (DLPack device type " +
+    raiseError(inputName(index) +
+               " is not in host memory (DLPack device type " +
                std::to_string(a.device_type()) +
                "): ein's einops functions take CPU tensors");
   std::optional<api::DType> dtype = einType(a.dtype());
@@ -320,8 +311,7 @@ Described describeGeneric(nb::handle x, size_t index) {
   return d;
 }
 
-Described describe(nb::handle x, Framework framework,
-                   size_t index) {
+Described describe(nb::handle x, Framework framework, size_t index) {
   Described d;
   switch (framework) {
   case Framework::NumPy:
@@ -347,12 +337,30 @@ bool negativeStrides(const Described &d) {
 
 } // namespace
 
+Framework frameworkOf(nb::handle x) {
+  if (Py_TYPE(x.ptr()) == numpyArrayType())
+    return Framework::NumPy;
+  if (PyObject *tensor = torchTensorType();
+      tensor && PyObject_IsInstance(x.ptr(), tensor) == 1)
+    return Framework::Torch;
+  return Framework::NumPy;
+}
+
+PyObject *errorType() { return errorTypeObject; }
+
+nb::object numpyScalar(nb::object array) {
+  if (!PyArray_Check(array.ptr()))
+    return array;
+  return nb::steal(
+      PyArray_Return(reinterpret_cast<PyArrayObject *>(array.release().ptr())));
+}
+
 std::string text(nb::handle x) {
   return nb::cast<std::string>(nb::steal<nb::str>(PyObject_Str(x.ptr())));
 }
 
 void raiseError(const std::string &message) {
-  PyErr_SetString(errorType, message.c_str());
+  PyErr_SetString(errorTypeObject, message.c_str());
   throw nb::python_error();
 }
 
@@ -488,8 +496,9 @@ nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
 void bindTensors(nb::module_ &m) {
   if (_import_array() < 0)
     throw nb::python_error();
-  errorType = PyErr_NewException("ein._ein.Error", PyExc_RuntimeError, nullptr);
-  m.attr("Error") = nb::handle(errorType);
+  errorTypeObject =
+      PyErr_NewException("ein._ein.Error", PyExc_RuntimeError, nullptr);
+  m.attr("Error") = nb::handle(errorTypeObject);
   m.def(
       "_last_input_pointers", [] { return lastInputPointers; },
       "The data pointers ein's views of the last call's inputs had: equal "

@@ -36,6 +36,17 @@ Inputs viewInputs(const std::vector<nb::handle> &objects);
 /// result (and the input it views, if it is a view of one).
 nb::object toPython(const api::Tensor &t, const Inputs &inputs);
 
+/// The framework `x` belongs to: Torch for a torch.Tensor (once torch is
+/// imported), else NumPy.
+Framework frameworkOf(nb::handle x);
+
+/// ein._ein.Error, which every refusal raises.
+PyObject *errorType();
+
+/// A 0-d numpy array as numpy's scalar (PyArray_Return); anything else as
+/// it is.
+nb::object numpyScalar(nb::object array);
+
 /// str(x), as Python prints it.
 std::string text(nb::handle x);
 
