@@ -184,6 +184,7 @@ class Module:
         self._native = native
         self.path = path
         self._source = source  # the text, when not read from `path`
+        self._file = _os.path.abspath(path)
         self._dims = list(dims)
         self._functions = {}
         self._gradients = {}
@@ -228,8 +229,8 @@ class Module:
                 f"    {', '.join(grads)} = grad({outs[0]}, wrt="
                 f"{wrt[0] if len(wrt) == 1 else '[' + ', '.join(wrt) + ']'})\n"
                 f"    return {', '.join([outs[0]] + grads + outs[1:])}\n")
-        if self._source is None:
-            with open(self.path, encoding="utf-8") as f:
+        if self._source is None:  # read as ein read it (the path made absolute at load)
+            with open(self._file, encoding="utf-8") as f:
                 self._source = f.read()
         derived = Module(_ein.Module.from_source(self._source + text, self.path, self._dims),
                          self.path, self._source + text, self._dims)
