@@ -35,6 +35,17 @@ template <class T> T unwrap(api::Result<T> &&result) {
   return std::move(*result);
 }
 
+/// The value of what `f` returns (an api::Result), `f` run with the GIL
+/// released (ein checks, compiles or runs); its error raised with the GIL
+/// held again.
+template <class F> auto withoutGIL(F &&f) {
+  auto result = [&] {
+    nb::gil_scoped_release unlocked;
+    return f();
+  }();
+  return unwrap(std::move(result));
+}
+
 /// The dtype named as the language names it ("f32", "bf16"), for options.
 api::DType dtypeNamed(const std::string &text) {
   for (unsigned i = 0; i <= unsigned(api::DType::I8); ++i)
@@ -89,22 +100,17 @@ void bindModules(nb::module_ &m) {
       .def_static(
           "load",
           [](const std::string &path, const api::Sizes &dims) {
-            api::Result<api::Module> loaded = [&] {
-              nb::gil_scoped_release unlocked;
-              return api::nothrow::load_module(path, dims);
-            }();
-            return unwrap(std::move(loaded));
+            return withoutGIL(
+                [&] { return api::nothrow::load_module(path, dims); });
           },
           nb::arg("path"), nb::arg("dims"))
       .def_static(
           "from_source",
           [](const std::string &source, const std::string &path,
              const api::Sizes &dims) {
-            api::Result<api::Module> loaded = [&] {
-              nb::gil_scoped_release unlocked;
+            return withoutGIL([&] {
               return api::nothrow::module_from_source(source, path, dims);
-            }();
-            return unwrap(std::move(loaded));
+            });
           },
           nb::arg("source"), nb::arg("path"), nb::arg("dims"))
       .def("functions", &api::Module::functions)
@@ -113,11 +119,8 @@ void bindModules(nb::module_ &m) {
           [](const api::Module &self, const std::string &function,
              const std::vector<nb::handle> &args) {
             Inputs in = viewInputs(args);
-            api::Result<std::vector<api::Tensor>> results = [&] {
-              nb::gil_scoped_release unlocked;
-              return api::nothrow::call(self, function, in.tensors);
-            }();
-            std::vector<api::Tensor> out = unwrap(std::move(results));
+            std::vector<api::Tensor> out = withoutGIL(
+                [&] { return api::nothrow::call(self, function, in.tensors); });
             nb::list py;
             for (const api::Tensor &t : out)
               py.append(toPython(t, in));
@@ -129,11 +132,8 @@ void bindModules(nb::module_ &m) {
           "report",
           [](const api::Module &self, const std::string &function,
              const api::Sizes &sizes) {
-            api::Result<api::CostReport> r = [&] {
-              nb::gil_scoped_release unlocked;
-              return api::nothrow::report(self, function, sizes);
-            }();
-            api::CostReport cost = unwrap(std::move(r));
+            api::CostReport cost = withoutGIL(
+                [&] { return api::nothrow::report(self, function, sizes); });
             nb::dict d;
             d["text"] = cost.text;
             d["json"] = cost.json;
@@ -158,11 +158,9 @@ void bindModules(nb::module_ &m) {
               options.act_dtype = dtypeNamed(actDType);
             options.tokens = tokens;
             options.device = device;
-            api::Result<api::TrainReport> r = [&] {
-              nb::gil_scoped_release unlocked;
+            api::TrainReport t = withoutGIL([&] {
               return api::nothrow::train_report(self, function, sizes, options);
-            }();
-            api::TrainReport t = unwrap(std::move(r));
+            });
             nb::dict d;
             d["text"] = t.text;
             d["json"] = t.json;
