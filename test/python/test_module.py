@@ -286,3 +286,19 @@ def test_a_later_llvm_library_loads_after_a_call():
     done = subprocess.run([__import__("sys").executable, "-c", code], env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_calls_from_threads(mod):
+    # The GIL is released while ein binds, compiles and runs: threads call
+    # one module at once, each with its own sizes, and get numpy's answers.
+    from concurrent.futures import ThreadPoolExecutor
+    m = ein.load(LINEAR)
+
+    def one(n):
+        a, b = rand(n, 6, seed=n), rand(6, n + 1, seed=n + 100)
+        for _ in range(20):
+            c = m.matmul(a, b)
+        return np.abs(c - a @ b).max()
+    with ThreadPoolExecutor(4) as pool:
+        errors = list(pool.map(one, range(1, 13)))
+    assert max(errors) < 1e-4
