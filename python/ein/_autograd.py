@@ -7,6 +7,8 @@ a function as a torch.autograd.Function: its forward calls the compiled step
 once and saves the gradients it returned; its backward scales them by the
 incoming gradient of the loss. It returns the loss (and any result that is
 neither the loss nor a gradient of a parameter, as outputs with no gradient).
+``ein.autograd(mod, "loss", wrt=[...])`` does the same for a loss function
+without grad(), whose gradient ein writes as .ein (Module._gradient).
 """
 
 from . import _ein
@@ -33,7 +35,7 @@ class _Plan:
             self.extras = list(range(1 + len(wrt), len(results)))
             return
         losses = [i for i, r in enumerate(results) if r["is_loss"]]
-        where = f"ein.autograd('{fn.__name__}')"
+        where = self.where
         if not losses:
             raise _ein.Error(
                 f"{where}: '{fn.__name__}' returns no loss that a grad() in it differentiates; "
