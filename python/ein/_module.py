@@ -33,6 +33,15 @@ def _sizes(sizes):
     return out
 
 
+def _dtype_in(lib, name):
+    """The numpy or torch dtype of ein's dtype `name` ("f32" is float32,
+    "bf16" bfloat16), or None when `lib` lacks it."""
+    special = {"bool": "bool", "bf16": "bfloat16", "f8e4m3": "float8_e4m3fn",
+               "f8e5m2": "float8_e5m2"}
+    return getattr(lib, special.get(name) or {"f": "float", "i": "int"}[name[0]] + name[1:],
+                   None)
+
+
 def _requires_grad(x):
     return getattr(x, "requires_grad", False) is True
 
@@ -132,9 +141,40 @@ class Function:
         except (CompileError, ShapeError):
             raise
         except _ein.Error:
-            self._refuse(args)  # a module's wording for the inputs' refusals
-            raise
+            numbers = self._numbers(args)
+            if numbers is None:
+                self._refuse(args)  # a module's wording for the inputs' refusals
+                raise
+            results = self._module._native.call(self.__name__, numbers)
         return results[0] if len(results) == 1 else results
+
+    def _numbers(self, args):
+        """`args` with each Python number for a rank-0 parameter made a 0-d
+        array of the parameter's dtype, in the framework of the first array
+        among them (numpy when none is torch); None when there is none."""
+        params = self.signature["params"]
+        spots = [i for i, x in enumerate(args)
+                 if isinstance(x, (bool, int, float)) and i < len(params)
+                 and params[i]["shape"] == ""]
+        if not spots:
+            return None
+        torch_first = next((type(x).__module__.startswith("torch") for x in args
+                            if hasattr(x, "shape")), False)
+        if torch_first:
+            import torch as lib
+        else:
+            import numpy as lib
+        out = list(args)
+        for i in spots:
+            dtype = _dtype_in(lib, params[i]["dtype"])
+            if dtype is None:
+                return None  # numpy has no bf16 or fp8: refused as it is
+            if params[i]["dtype"][0] in "ib" and isinstance(args[i], float):
+                raise ShapeError(f"error: input {i} ('{params[i]['name']}') of "
+                                 f"'{self.__name__}' is {args[i]!r}, the parameter is "
+                                 f"{params[i]['dtype']}: pass an integer") from None
+            out[i] = (lib.tensor if torch_first else lib.array)(args[i], dtype=dtype)
+        return tuple(out)
 
     def _refuse(self, args):
         """Raises, for an input the call refused, what to do about it here:

@@ -66,6 +66,24 @@ def test_numpy_matches_numpy(mod):
     np.testing.assert_array_equal(mod.scale64(x, np.float64(2.5) * np.ones(())), x * 2.5)
 
 
+def test_python_numbers_for_scalar_parameters(mod):
+    # A number for a rank-0 parameter is a 0-d array of its dtype, in the
+    # framework of the other inputs.
+    x = rand(4, dtype=np.float64)
+    np.testing.assert_array_equal(mod.scale64(x, 2.5), x * 2.5)
+    xt = torch.from_numpy(x)
+    y = mod.scale64(xt, 3)
+    assert isinstance(y, torch.Tensor)
+    torch.testing.assert_close(y, xt * 3)
+    with pytest.raises(ein.Error, match="input 0"):
+        mod.scale64(1.0, 2.0)  # x is not a scalar parameter
+    m = ein.load_source('def f(x: f32["n"], k: i64[""]) -> f32["n"]:\n'
+                        '    return x * astype(k, f32)\n')
+    np.testing.assert_array_equal(m.f(np.ones(3, np.float32), 4), np.full(3, 4.0, np.float32))
+    with pytest.raises(ein.ShapeError, match="is 4.5, the parameter is i64: pass an integer"):
+        m.f(np.ones(3, np.float32), 4.5)
+
+
 def test_torch_matches_torch(mod):
     a, b = torch.randn(6, 4), torch.randn(4, 9)
     c = mod.matmul(a, b)
