@@ -213,3 +213,23 @@ def test_einsum_underscore_is_a_name(backend):
     x = torch.from_numpy(x) if backend == "torch" else x
     got = ein.einsum(x, "_ b -> b _")
     np.testing.assert_array_equal(np.asarray(got), np.asarray(einops.einsum(x, "_ b -> b _")))
+
+
+def test_threads():
+    # The GIL is released while ein runs: calls from several threads at once
+    # each get their own right answer.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(seed):
+        r = np.random.default_rng(seed)
+        a = r.standard_normal((8, 16)).astype(np.float32)
+        b = r.standard_normal((16, 4)).astype(np.float32)
+        for _ in range(20):
+            np.testing.assert_allclose(ein.einsum(a, b, "m k, k n -> m n"), a @ b,
+                                       rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(ein.rearrange(a, "m (k j) -> j m k", j=2),
+                                          einops.rearrange(a, "m (k j) -> j m k", j=2))
+        return True
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
