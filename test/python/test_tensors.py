@@ -39,6 +39,18 @@ def test_torch_view_data_ptr():
     assert y.stride() == einops.rearrange(x, "b s (h d) -> b h s d", h=3).stride()
 
 
+def test_torch_view_of_an_offset_slice():
+    # A slice starts inside its storage: the view keeps that offset.
+    base = torch.from_numpy(randn(3, 4, 12))
+    x = base[1:, :, 2:8]
+    y = ein.rearrange(x, "b s (h d) -> b h s d", h=2)
+    want = einops.rearrange(x, "b s (h d) -> b h s d", h=2)
+    assert y.data_ptr() == x.data_ptr()
+    assert y.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    assert (y.stride(), y.storage_offset()) == (want.stride(), want.storage_offset())
+    assert torch.equal(y, want)
+
+
 def test_kernel_receives_the_input_pointers():
     # A transposed numpy view and a torch tensor go to the einsum kernel as
     # they are: the pointers ein's views hold are the inputs' own.
