@@ -39,6 +39,18 @@ def test_torch_view_data_ptr():
     assert y.stride() == einops.rearrange(x, "b s (h d) -> b h s d", h=3).stride()
 
 
+def test_torch_view_of_an_offset_slice():
+    # A slice starts inside its storage: the view keeps that offset.
+    base = torch.from_numpy(randn(3, 4, 12))
+    x = base[1:, :, 2:8]
+    y = ein.rearrange(x, "b s (h d) -> b h s d", h=2)
+    want = einops.rearrange(x, "b s (h d) -> b h s d", h=2)
+    assert y.data_ptr() == x.data_ptr()
+    assert y.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    assert (y.stride(), y.storage_offset()) == (want.stride(), want.storage_offset())
+    assert torch.equal(y, want)
+
+
 def test_kernel_receives_the_input_pointers():
     # A transposed numpy view and a torch tensor go to the einsum kernel as
     # they are: the pointers ein's views hold are the inputs' own.
@@ -213,3 +225,23 @@ def test_einsum_underscore_is_a_name(backend):
     x = torch.from_numpy(x) if backend == "torch" else x
     got = ein.einsum(x, "_ b -> b _")
     np.testing.assert_array_equal(np.asarray(got), np.asarray(einops.einsum(x, "_ b -> b _")))
+
+
+def test_threads():
+    # The GIL is released while ein runs: calls from several threads at once
+    # each get their own right answer.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(seed):
+        r = np.random.default_rng(seed)
+        a = r.standard_normal((8, 16)).astype(np.float32)
+        b = r.standard_normal((16, 4)).astype(np.float32)
+        for _ in range(20):
+            np.testing.assert_allclose(ein.einsum(a, b, "m k, k n -> m n"), a @ b,
+                                       rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(ein.rearrange(a, "m (k j) -> j m k", j=2),
+                                          einops.rearrange(a, "m (k j) -> j m k", j=2))
+        return True
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))

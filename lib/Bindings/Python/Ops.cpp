@@ -11,6 +11,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cctype>
+#include <optional>
 
 namespace ein::python {
 
@@ -147,79 +148,78 @@ bool namesAnAxis(std::string_view pattern) {
   return false;
 }
 
-nb::object rearrange(nb::handle tensor, nb::handle patternObject,
+/// An op of one input and keyword lengths (rearrange, reduce, repeat):
+/// `run` gives ein's result for the input's view (with the GIL released);
+/// errors in einops' frame, `name`-reduction as einops names them. With
+/// `numpyScalars`, a numpy result that reduced axes to none is numpy's
+/// scalar, as numpy's reductions (and so einops on numpy) give. `prepare`
+/// reads the op's other arguments, under the GIL, its errors framed too.
+template <class Run, class Prepare>
+nb::object oneInput(const std::string &name, nb::handle tensor,
+                    nb::handle patternObject, const nb::kwargs &lengths,
+                    bool numpyScalars, Run run, Prepare prepare) {
+  nb::object x = tensorArgument(tensor);
+  std::string_view pattern;
+  try {
+    pattern = utf8(patternObject, "pattern");
+    prepare();
+    Inputs in = viewInputs({x});
+    api::Sizes sizes = toSizes(lengths);
+    api::Result<api::Tensor> r = [&] {
+      nb::gil_scoped_release unlocked;
+      return run(in.tensors[0], pattern, sizes);
+    }();
+    api::Tensor result = take(std::move(r));
+    bool scalar = numpyScalars && in.framework == Framework::NumPy &&
+                  result.rank() == 0 && in.tensors[0].rank() > 0 &&
+                  namesAnAxis(pattern);
+    return scalarIfNumPy(toPython(result, in), scalar);
+  } catch (nb::python_error &e) {
+    reraise(e,
+            "Error while processing " + name + "-reduction pattern " +
+                quoted(pattern) + ".",
+            {x}, &lengths);
+  }
+}
+
+nb::object rearrange(nb::handle tensor, nb::handle pattern,
                      const nb::kwargs &lengths) {
-  nb::object x = tensorArgument(tensor);
-  std::string_view pattern;
-  try {
-    pattern = utf8(patternObject, "pattern");
-    Inputs in = viewInputs({x});
-    api::Sizes sizes = toSizes(lengths);
-    api::Result<api::Tensor> r = [&] {
-      nb::gil_scoped_release unlocked;
-      return api::nothrow::rearrange(in.tensors[0], pattern, sizes);
-    }();
-    return toPython(take(std::move(r)), in);
-  } catch (nb::python_error &e) {
-    reraise(e,
-            "Error while processing rearrange-reduction pattern " +
-                quoted(pattern) + ".",
-            {x}, &lengths);
-  }
+  return oneInput(
+      "rearrange", tensor, pattern, lengths, false,
+      [](const api::Tensor &x, std::string_view p, const api::Sizes &sizes) {
+        return api::nothrow::rearrange(x, p, sizes);
+      },
+      [] {});
 }
 
-nb::object repeat(nb::handle tensor, nb::handle patternObject,
+nb::object repeat(nb::handle tensor, nb::handle pattern,
                   const nb::kwargs &lengths) {
-  nb::object x = tensorArgument(tensor);
-  std::string_view pattern;
-  try {
-    pattern = utf8(patternObject, "pattern");
-    Inputs in = viewInputs({x});
-    api::Sizes sizes = toSizes(lengths);
-    api::Result<api::Tensor> r = [&] {
-      nb::gil_scoped_release unlocked;
-      return api::nothrow::repeat(in.tensors[0], pattern, sizes);
-    }();
-    return toPython(take(std::move(r)), in);
-  } catch (nb::python_error &e) {
-    reraise(e,
-            "Error while processing repeat-reduction pattern " +
-                quoted(pattern) + ".",
-            {x}, &lengths);
-  }
+  return oneInput(
+      "repeat", tensor, pattern, lengths, false,
+      [](const api::Tensor &x, std::string_view p, const api::Sizes &sizes) {
+        return api::nothrow::repeat(x, p, sizes);
+      },
+      [] {});
 }
 
-nb::object reduce(nb::handle tensor, nb::handle patternObject, nb::handle how,
+nb::object reduce(nb::handle tensor, nb::handle pattern, nb::handle how,
                   const nb::kwargs &lengths) {
   // einops forwards these two to its rearrange and repeat.
   if (PyUnicode_Check(how.ptr())) {
     std::string_view name = utf8(how, "reduction");
     if (name == "rearrange")
-      return rearrange(tensor, patternObject, lengths);
+      return rearrange(tensor, pattern, lengths);
     if (name == "repeat")
-      return repeat(tensor, patternObject, lengths);
+      return repeat(tensor, pattern, lengths);
   }
-  nb::object x = tensorArgument(tensor);
-  std::string_view pattern;
-  try {
-    pattern = utf8(patternObject, "pattern");
-    Inputs in = viewInputs({x});
-    api::Reduction reduction = toReduction(how);
-    api::Sizes sizes = toSizes(lengths);
-    api::Result<api::Tensor> r = [&] {
-      nb::gil_scoped_release unlocked;
-      return api::nothrow::reduce(in.tensors[0], pattern, reduction, sizes);
-    }();
-    api::Tensor result = take(std::move(r));
-    bool scalar = in.framework == Framework::NumPy && result.rank() == 0 &&
-                  in.tensors[0].rank() > 0 && namesAnAxis(pattern);
-    return scalarIfNumPy(toPython(result, in), scalar);
-  } catch (nb::python_error &e) {
-    reraise(e,
-            "Error while processing " + text(how) + "-reduction pattern " +
-                quoted(pattern) + ".",
-            {x}, &lengths);
-  }
+  // The reduction is read under the GIL, before `run` releases it.
+  std::optional<api::Reduction> reduction;
+  return oneInput(
+      text(how), tensor, pattern, lengths, true,
+      [&](const api::Tensor &x, std::string_view p, const api::Sizes &sizes) {
+        return api::nothrow::reduce(x, p, *reduction, sizes);
+      },
+      [&] { reduction = toReduction(how); });
 }
 
 nb::object einsum(const nb::args &args) {
