@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <dlfcn.h>
 #include <fstream>
 #include <iterator>
 #include <unistd.h>
@@ -169,6 +170,16 @@ TEST(Module, SignatureNamesTheGradients) {
   EXPECT_EQ(loss.gradient_of, (std::vector<int>{-1}));
   EXPECT_EQ(loss.is_loss, (std::vector<bool>{false}));
   EXPECT_FALSE(ein::nothrow::signature(m, "nothing"));
+}
+
+TEST(Module, JITRuntimeLibrariesStayLocal) {
+  // The JIT's runtime libraries (libmlir_c_runner_utils, libomp) are loaded
+  // RTLD_LOCAL: made global, the libLLVM they bring crashed a later library
+  // carrying its own LLVM (triton's, under torch; test_module.py).
+  ein::Module m = ein::Module::load(examples() + "multihead.ein");
+  m.call("multihead", iota({2, 3, 8}), iota({4, 2}));
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "_mlir_ciface_printMemrefF32"), nullptr);
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "__kmpc_fork_call"), nullptr);
 }
 
 TEST(Module, ErrorsAreEincsDiagnostics) {
