@@ -13,7 +13,9 @@ from ._ein import Error  # noqa: E402
 from ._module import (CompileError, Function, Module, Report, ShapeError,  # noqa: E402
                       TrainReport, load, load_source, report, train_report)
 from ._autograd import autograd  # noqa: E402
+from ._check import Check, check  # noqa: E402
 
 __all__ = ["EinopsError", "rearrange", "reduce", "repeat", "einsum", "pack", "unpack",
            "Error", "CompileError", "ShapeError", "load", "load_source", "Module", "Function",
-           "report", "train_report", "Report", "TrainReport", "autograd"]
+           "report", "train_report", "Report", "TrainReport", "autograd",
+           "check", "Check"]

@@ -1,4 +1,5 @@
 // The extension module ein._ein: one bind function per concern.
+#include "Check.h"
 #include "Modules.h"
 #include "Ops.h"
 #include "Tensors.h"
@@ -8,4 +9,5 @@ NB_MODULE(_ein, m) {
   ein::python::bindTensors(m);
   ein::python::bindOps(m);
   ein::python::bindModules(m);
+  ein::python::bindCheck(m);
 }

@@ -19,33 +19,6 @@ namespace {
 PyObject *compileErrorType = nullptr;
 PyObject *shapeErrorType = nullptr;
 
-/// Raises `error` as the Python exception of its kind, its message ein's
-/// diagnostic as einc prints it.
-[[noreturn]] void raiseInfo(const api::ErrorInfo &error) {
-  PyErr_SetString(error.kind == api::ErrorInfo::Kind::Program ? compileErrorType
-                                                              : shapeErrorType,
-                  error.message.c_str());
-  throw nb::python_error();
-}
-
-/// The value of `result`, or its error raised by kind (with the GIL held).
-template <class T> T unwrap(api::Result<T> &&result) {
-  if (!result)
-    raiseInfo(result.error());
-  return std::move(*result);
-}
-
-/// The value of what `f` returns (an api::Result), `f` run with the GIL
-/// released (ein checks, compiles or runs); its error raised with the GIL
-/// held again.
-template <class F> auto withoutGIL(F &&f) {
-  auto result = [&] {
-    nb::gil_scoped_release unlocked;
-    return f();
-  }();
-  return unwrap(std::move(result));
-}
-
 /// The dtype named as the language names it ("f32", "bf16"), for options.
 api::DType dtypeNamed(const std::string &text) {
   for (unsigned i = 0; i <= unsigned(api::DType::I8); ++i)
@@ -65,6 +38,13 @@ nb::dict valueDict(const api::Signature::Value &v) {
 }
 
 } // namespace
+
+void raiseInfo(const api::ErrorInfo &error) {
+  PyErr_SetString(error.kind == api::ErrorInfo::Kind::Program ? compileErrorType
+                                                              : shapeErrorType,
+                  error.message.c_str());
+  throw nb::python_error();
+}
 
 void bindModules(nb::module_ &m) {
   nb::handle error = m.attr("Error");
