@@ -1,4 +1,5 @@
 // The extension module ein._ein: one bind function per concern.
+#include "Modules.h"
 #include "Ops.h"
 #include "Tensors.h"
 
@@ -6,4 +7,5 @@ NB_MODULE(_ein, m) {
   m.doc() = "ein's compiled core; use the package `ein` (docs/python.md)";
   ein::python::bindTensors(m);
   ein::python::bindOps(m);
+  ein::python::bindModules(m);
 }
