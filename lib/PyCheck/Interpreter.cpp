@@ -81,7 +81,18 @@ SizeExpr FunctionInterp::initSize(Node expr) {
     if (auto g = cx.globals.find(stringField(expr, "id"));
         g != cx.globals.end() && g->second.kind == AbsVal::Kind::Size)
       return g->second.size;
-  // Shown as `__init__.heads`, `__init__.(inner * 3)`: not the function's
+  // `3 * dim`, `inner + 1`: the same arithmetic over __init__'s sizes, so
+  // that `chunk(3)` of a Linear's `3 * dim` outputs is `dim` again and
+  // checks over them fold (integer + and * are exact).
+  if (isa(expr, "BinOp")) {
+    std::string op = nodeType(child(expr, "op"));
+    if (op == "Mult" || op == "Add") {
+      SizeExpr lhs = initSize(child(expr, "left")),
+               rhs = initSize(child(expr, "right"));
+      return op == "Mult" ? lhs * rhs : lhs + rhs;
+    }
+  }
+  // Shown as `__init__.heads`, `__init__.(inner // 3)`: not the function's
   // own `heads`.
   std::string text = textOf(expr);
   bool name = isa(expr, "Name") || isa(expr, "Attribute");
