@@ -106,6 +106,8 @@ def size_kind(node):
         return "self.attr"
     if isinstance(node, ast.Name):
         return "name"
+    if isinstance(node, ast.Attribute) and "cfg" in ast.unparse(node.value):
+        return "cfg.attr"
     if isinstance(node, ast.Subscript) and "shape" in ast.unparse(node):
         return "x.shape[i]"
     return "expression"
@@ -129,6 +131,9 @@ class Survey:
             return
         self.c["files"] += 1
         names, modules = einops_names(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.AnnAssign) and jaxtyping_annotation(node.annotation) is not None:
+                self.c["jaxtyping-annotated locals"] += 1
         for fn in ast.walk(tree):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -168,6 +173,8 @@ class Survey:
                 for call in ast.walk(fn):
                     if isinstance(call, ast.Call):
                         name = dotted(call.func)
+                        if name and name.split(".")[0] in modules:
+                            continue
                         if name and (name.startswith(("torch.", "F.", "nn.")) or isinstance(call.func, ast.Attribute)):
                             op = name if name.startswith(("torch.", "F.", "nn.")) else "." + call.func.attr
                             self.torch_ops[op] += 1
@@ -236,10 +243,31 @@ def main():
             entry["check"] = {"errors": errors, "crashes": crashes, "summary": dict(checked)}
         result[repo] = entry
     result["ALL"] = {"survey": totals.dump()}
-    text = json.dumps(result, indent=1)
     if args.json:
-        open(args.json, "w").write(text)
-    print(text)
+        open(args.json, "w").write(json.dumps(result, indent=1))
+    print_tables(result)
+
+
+def print_tables(result):
+    """The survey as one row per repository, then the forms met over all of them, then the check run."""
+    cols = ["files", "jaxtyping-annotated functions", "jaxtyping annotations", "jaxtyping-annotated locals"]
+    print("%-40s %6s %9s %6s %6s %7s" % ("repository", "files", "ann.fns", "anns", "locals", "einops"))
+    for repo, entry in result.items():
+        s = entry["survey"]
+        calls = sum(n for f, n in s["einops calls"].items() if "." not in f)
+        print("%-40s %6d %9d %6d %6d %7d" % ((repo,) + tuple(s["counts"].get(c, 0) for c in cols) + (calls,)))
+    for key, val in list(result["ALL"]["survey"].items())[1:]:
+        print("%s: %s" % (key, ", ".join("%s %d" % kv for kv in val.items())))
+    for repo, entry in result.items():
+        if "check" not in entry:
+            continue
+        chk = entry["check"]
+        print("\n%s: %s; %d errors, %d crashes" % (repo, ", ".join("%s %d" % kv for kv in chk["summary"].items()),
+                                                  len(chk["errors"]), len(chk["crashes"])))
+        for e in chk["errors"]:
+            print("  %s:%d: %s\n      %s" % (e["file"], e["line"], e["msg"], e["source"]))
+        for c in chk["crashes"]:
+            print("  CRASH %s (exit %d): %s" % (c["file"], c["rc"], c["out"]))
 
 
 if __name__ == "__main__":
