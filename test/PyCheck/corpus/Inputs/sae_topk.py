@@ -10,7 +10,7 @@ class TopK(nn.Module):
         super().__init__()
         self.k = k
 
-    def forward(self, x: Float[torch.Tensor, "... d_sae"]) -> Float[torch.Tensor, "... d_sae"]:
+    def forward(self, x: Float[torch.Tensor, "*batch d_sae"]) -> Float[torch.Tensor, "*batch d_sae"]:
         topk = torch.topk(x, k=self.k, dim=-1)
         values = torch.relu(topk.values)
         result = torch.zeros_like(x)
