@@ -14,6 +14,7 @@
 #include "ein/Driver/Run.h"
 #include "ein/Driver/Train.h"
 #include "ein/Engine/Engine.h"
+#include "ein/PyCheck/PyCheck.h"
 #include "ein/Report/Report.h"
 #include "ein/Runtime/Communicator.h"
 #include "ein/Sema/Autodiff.h"
@@ -215,6 +216,23 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
   return {};
 }
 
+/// `einc check model.py`: the Python checker's diagnostics, its entry
+/// checks and its report (docs/python-check.md).
+ErrorOr<void> checkPythonCommand(const Args &args, std::ostream &out) {
+  auto file = readSource(args.file);
+  if (!file)
+    return file.error();
+  DiagnosticEngine diags(*file);
+  auto report = pycheck::checkPython(diags);
+  if (!report)
+    return report.error();
+  out << (args.json ? pycheck::reportJSON(*report)
+                    : pycheck::reportText(*report, args.verbose));
+  if (diags.hadError())
+    return errorFromDiagnostics(diags);
+  return {};
+}
+
 ErrorOr<void> runCommand(const Args &args, std::ostream &out,
                          std::ostream &warnings) {
   if (args.command == "calibrate") {
@@ -224,6 +242,8 @@ ErrorOr<void> runCommand(const Args &args, std::ostream &out,
     out << *text;
     return {};
   }
+  if (args.command == "check" && args.python)
+    return checkPythonCommand(args, out);
   auto file = readSource(args.file);
   if (!file)
     return file.error();

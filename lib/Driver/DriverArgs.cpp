@@ -316,8 +316,16 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
     } else if (a == "--allow-tf32" &&
                (args.command == "run" || args.command == "build")) {
       args.allowTf32 = true;
-    } else if (a == "--json" && args.command == "report") {
+    } else if (a == "--json" &&
+               (args.command == "report" || args.command == "check")) {
       args.json = true;
+    } else if (a == "--verbose" && args.command == "check") {
+      args.verbose = true;
+    } else if (isFlag("--lang") && args.command == "check") {
+      auto v = value("--lang");
+      if (!v || (*v != "python" && *v != "ein"))
+        return usage("--lang expects python or ein");
+      args.python = *v == "python";
     } else if (a == "--expand" && args.command == "report") {
       args.expand = true;
     } else if (a == "--train" && args.command == "report") {
@@ -424,6 +432,12 @@ ErrorOr<Parsed> parseArgs(const std::vector<std::string> &rest, Args &args) {
   }
   if (args.file.empty())
     return usage(fmt::format("'{}' needs a FILE", args.command));
+  if (args.command == "check" && args.file.size() > 3 &&
+      args.file.compare(args.file.size() - 3, 3, ".py") == 0)
+    args.python = true;
+  if (args.command == "check" && !args.python && (args.json || args.verbose))
+    return usage("check --json and --verbose are for a Python file (FILE.py "
+                 "or --lang=python)");
   const Target *target = nullptr;
   if (args.command == "run" || args.command == "train" ||
       args.command == "build" || args.command == "report") {

@@ -44,6 +44,9 @@ struct Args {
   /// run --ranks N [--simulate]: a sharded program on N ranks.
   int64_t runRanks = 0;
   bool simulate = false;
+  /// check --lang=python (or a FILE ending in .py): the Python checker;
+  /// --verbose lists what it skipped.
+  bool python = false, verbose = false;
 };
 
 /// What the command line asks for: a command to run with `Args`, or text
