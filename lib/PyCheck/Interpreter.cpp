@@ -505,6 +505,13 @@ void FunctionInterp::checkAgainst(Node at, const AbsVal &v,
                                   const std::string &what) {
   Shape actual = fn.ctx.expand(shapeOf(v));
   Shape expected = declared.shape;
+  // jaxtyping checks each `...` (and `*_`) against nothing else: where the
+  // actual value holds a pack at the same place, the anonymous pack is it.
+  if (expected.size() == actual.size())
+    for (size_t i = 0; i < expected.size(); ++i)
+      if (expected[i].isPack() && actual[i].isPack() &&
+          isAnonymousName(expected[i].pack))
+        expected[i].pack = actual[i].pack;
   // A name first written in this annotation binds to what it meets, as
   // jaxtyping binds it.
   bool packs = std::any_of(expected.begin(), expected.end(),
