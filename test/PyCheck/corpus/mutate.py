@@ -15,8 +15,13 @@ under jaxtyping's import hook with beartype, so every annotated function's shape
                 wrong-dim        an integer `dim=`/`axis=` (or a reduction's positional dim) moved to another axis
               Each mutant runs under the same oracle. One that still runs is no bug and is dropped; one that only
               fails a numeric comparison (AssertionError) is a value bug, not a shape bug, and is counted apart.
-              The rest (confirmed shape bugs) go to `einc check`: caught at the mutated line, caught with a note
-              at it, caught elsewhere, or missed. `--min-caught N --min-right-line M` fail the run below N / M.
+              The rest (confirmed shape bugs) go to `einc check`, scored by where its first fitting error is:
+                at-line     at the mutated line
+                via-note    elsewhere, with a note at the mutated line (a declaration's note)
+                at-failure  at the line where the run itself failed (torch's or einops' own error there)
+                elsewhere   only at other lines
+                missed      no error
+              The first three are "the right line". `--min-caught N --min-right-line M` fail the run below N / M.
 
 Edits are made in the source text at the nodes' own positions (one line each), so line numbers are kept.
 """
@@ -24,6 +29,7 @@ Edits are made in the source text at the nodes' own positions (one line each), s
 import argparse
 import ast
 import collections
+import concurrent.futures
 import contextlib
 import importlib
 import io
@@ -32,6 +38,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INPUTS = os.path.join(HERE, "Inputs")
@@ -85,6 +92,7 @@ class Mutant:
         self.kind, self.file, self.line, self.before, self.after, self.text = kind, file, line, before, after, text
         self.runtime = None  # "runs", "value", "shape"
         self.error = ""
+        self.failed_at = 0  # the line where the run failed, when the traceback names one
         self.verdict = None  # "at-line", "via-note", "elsewhere", "missed"
         self.reported = ""
 
@@ -236,7 +244,8 @@ def other_dim(k):
 def run_example(path_or_text, name, workdir):
     """Imports a file under jaxtyping's import hook (beartype) and runs its `example()`.
 
-    Returns ("runs" | "value" | "shape", message)."""
+    Returns ("runs" | "value" | "shape", message, line): the line is where the run failed, the innermost
+    frame in the file outside `example()` (0 when none, as when jaxtyping refuses an argument)."""
     import jaxtyping
 
     path = os.path.join(workdir, name + ".py")
@@ -248,12 +257,13 @@ def run_example(path_or_text, name, workdir):
             with jaxtyping.install_import_hook(name, "beartype.beartype"):
                 module = importlib.import_module(name)
             module.example()
-        return "runs", ""
+        return "runs", "", 0
     except AssertionError as e:
-        return "value", "AssertionError: " + str(e).splitlines()[0] if str(e) else "AssertionError"
+        return "value", "AssertionError: " + (str(e).splitlines() or [""])[0], 0
     except Exception as e:  # every other failure of a mutant is the shape bug showing itself
         first = (str(e).strip().splitlines() or [""])[0]
-        return "shape", type(e).__name__ + ": " + first[:120]
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == path and f.name != "example"]
+        return "shape", type(e).__name__ + ": " + first[:120], frames[-1].lineno if frames else 0
     finally:
         sys.path.remove(workdir)
         sys.modules.pop(name, None)
@@ -281,7 +291,7 @@ def clean(args, files, workdir):
     failures = 0
     for path in files:
         name = "clean_" + os.path.basename(path)[:-3]
-        runtime, msg = run_example(open(path, encoding="utf-8").read(), name, workdir)
+        runtime, msg, _ = run_example(open(path, encoding="utf-8").read(), name, workdir)
         line = "%-18s runtime: %s" % (os.path.basename(path), "ok" if runtime == "runs" else "FAIL " + msg)
         if runtime != "runs":
             failures += 1
@@ -296,34 +306,48 @@ def clean(args, files, workdir):
     return 1 if failures else 0
 
 
+def score(m, errors):
+    """Where `einc check`'s errors fall against the mutant's injected bug."""
+    if any(line == m.line for line, _, _ in errors):
+        return "at-line"
+    if any(m.line in notes for _, _, notes in errors):
+        return "via-note"
+    if m.failed_at and any(line == m.failed_at for line, _, _ in errors):
+        return "at-failure"
+    return "elsewhere" if errors else "missed"
+
+
 def mutate(args, files, workdir):
-    mutants = [m for path in files for m in mutants_of(path)]
+    mutants = [m for path in files for m in mutants_of(path)][:: args.sample]
     for i, m in enumerate(mutants):
-        m.runtime, m.error = run_example(m.text, "mutant_%d" % i, workdir)
-        if m.runtime != "shape" or not args.einc:
-            continue
-        path = os.path.join(workdir, m.file)
+        m.runtime, m.error, m.failed_at = run_example(m.text, "mutant_%d" % i, workdir)
+
+    def check_one(i):
+        m = mutants[i]
+        os.makedirs(os.path.join(workdir, str(i)))
+        path = os.path.join(workdir, str(i), m.file)
         with open(path, "w", encoding="utf-8") as f:
             f.write(m.text)
         rc, errors, out = einc_check(args.einc, path)
         if rc not in (0, 1) or (rc == 1 and not errors):
-            sys.exit("mutate.py: einc check crashed or failed without a diagnostic on a mutant of %s:%d\n%s"
-                     % (m.file, m.line, out))
-        if any(line == m.line for line, _, _ in errors):
-            m.verdict = "at-line"
-        elif any(m.line in notes for _, _, notes in errors):
-            m.verdict = "via-note"
-        elif errors:
-            m.verdict = "elsewhere"
-        else:
-            m.verdict = "missed"
+            return "einc check crashed or failed without a diagnostic on a mutant of %s:%d\n%s" % (m.file, m.line, out)
+        m.verdict = score(m, errors)
         m.reported = "; ".join("%d: %s" % (line, msg) for line, msg, _ in errors[:2])
+        return None
+
+    if args.einc:
+        confirmed = [i for i, m in enumerate(mutants) if m.runtime == "shape"]
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            problems = [p for p in pool.map(check_one, confirmed) if p]
+        if problems:
+            sys.exit("mutate.py: " + problems[0])
 
     if args.verbose:
         for m in mutants:
-            print("%-16s %s:%d  %r -> %r  runtime=%s %s  check=%s %s"
-                  % (m.kind, m.file, m.line, m.before, m.after, m.runtime, m.error, m.verdict, m.reported))
-    cols = ["mutants", "runs", "value-only", "confirmed", "at-line", "via-note", "elsewhere", "missed"]
+            print("%-16s %s:%d  %r -> %r  runtime=%s %s (line %d)  check=%s %s"
+                  % (m.kind, m.file, m.line, m.before, m.after, m.runtime, m.error, m.failed_at, m.verdict,
+                     m.reported))
+    cols = ["mutants", "runs", "value-only", "confirmed", "at-line", "via-note", "at-failure", "elsewhere", "missed"]
     print("%-16s" % "kind" + "".join("%11s" % c for c in cols))
     totals = collections.Counter()
     for kind in KINDS + ["TOTAL"]:
@@ -336,10 +360,10 @@ def mutate(args, files, workdir):
         if kind == "TOTAL":
             totals = row
         print("%-16s" % kind + "".join("%11d" % row[c] for c in cols))
-    caught = totals["at-line"] + totals["via-note"] + totals["elsewhere"]
-    right = totals["at-line"] + totals["via-note"]
+    right = totals["at-line"] + totals["via-note"] + totals["at-failure"]
+    caught = right + totals["elsewhere"]
     if args.einc:
-        print("caught: %d of %d confirmed shape bugs, %d at the mutated line (or with a note there)"
+        print("caught: %d of %d confirmed shape bugs, %d at the right line (the mutated one, a note there, or where the run failed)"
               % (caught, totals["confirmed"], right))
     status = 0
     if args.min_confirmed is not None and totals["confirmed"] < args.min_confirmed:
@@ -359,6 +383,8 @@ def main():
     ap.add_argument("--einc", help="einc to check with; without it only the runtime oracle runs")
     ap.add_argument("--clean", action="store_true", help="check the clean files instead of mutating them")
     ap.add_argument("--verbose", action="store_true", help="list every mutant")
+    ap.add_argument("--sample", type=int, default=1, help="keep every N-th mutant (the fast tier)")
+    ap.add_argument("--jobs", type=int, default=2, help="einc checks run side by side")
     ap.add_argument("--min-confirmed", type=int)
     ap.add_argument("--min-caught", type=int)
     ap.add_argument("--min-right-line", type=int)
