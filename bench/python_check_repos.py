@@ -17,6 +17,7 @@ that every error on real code can be read as a real bug or a false error.
 import argparse
 import ast
 import collections
+import concurrent.futures
 import json
 import os
 import re
@@ -200,11 +201,14 @@ def py_files(root):
 
 
 def check(einc, path):
-    """Runs `einc check` on one file; returns (rc, diagnostics text, summary dict or None)."""
+    """Runs `einc check` on one file; returns (exit status, output)."""
     p = subprocess.run([einc, "check", path], capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout + p.stderr
 
 
+# The report line `einc check` ends with: "8 annotated functions: 2 fully checked, 6 partly, 0 skipped; ...".
+SUMMARY_RE = re.compile(r"(\d+) (annotated functions|fully checked|partly|skipped|einops calls|"
+                        r"torch/numpy ops checked|returns checked|not checked)")
 ERROR_RE = re.compile(r"^(?P<file>[^:\n]+\.py):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$", re.M)
 
 
@@ -213,6 +217,7 @@ def main():
     ap.add_argument("root", help="directory with one sub-directory per fetched repository")
     ap.add_argument("--einc", help="path to einc; without it only the survey runs")
     ap.add_argument("--json", help="write the whole result here")
+    ap.add_argument("--jobs", type=int, default=2, help="einc checks run side by side")
     args = ap.parse_args()
 
     result = {}
@@ -228,18 +233,21 @@ def main():
         entry = {"survey": s.dump()}
         if args.einc:
             errors, crashes, checked = [], [], collections.Counter()
-            for f in py_files(rdir):
-                rc, out = check(args.einc, f)
+            files = list(py_files(rdir))
+            with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+                outs = list(pool.map(lambda f: check(args.einc, f), files))
+            for f, (rc, out) in zip(files, outs):
                 checked["files run"] += 1
+                src = open(f, encoding="utf-8", errors="replace").read().splitlines()
                 for m in ERROR_RE.finditer(out):
                     line = int(m["line"])
-                    src = open(f, encoding="utf-8", errors="replace").read().splitlines()
                     errors.append({"file": os.path.relpath(f, args.root), "line": line, "msg": m["msg"],
                                    "source": src[line - 1].strip() if line <= len(src) else ""})
                 if rc not in (0, 1) or (rc != 0 and not ERROR_RE.search(out)):
                     crashes.append({"file": os.path.relpath(f, args.root), "rc": rc, "out": out[-400:]})
-                for key, val in re.findall(r"^\s*([a-z][a-z \-]+):\s+(\d+)\s*$", out, re.M):
-                    checked[key.strip()] += int(val)
+                for val, key in SUMMARY_RE.findall(out):
+                    checked[key] += int(val)
+            print("%s: %d files checked" % (repo, len(files)), file=sys.stderr)
             entry["check"] = {"errors": errors, "crashes": crashes, "summary": dict(checked)}
         result[repo] = entry
     result["ALL"] = {"survey": totals.dump()}
