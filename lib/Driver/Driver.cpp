@@ -226,8 +226,9 @@ ErrorOr<void> checkPythonCommand(const Args &args, std::ostream &out) {
   auto report = pycheck::checkPython(diags);
   if (!report)
     return report.error();
-  out << (args.json ? pycheck::reportJSON(*report)
-                    : pycheck::reportText(*report, args.verbose));
+  if (report->parsed)
+    out << (args.json ? pycheck::reportJSON(*report)
+                      : pycheck::reportText(*report, args.verbose));
   if (diags.hadError())
     return errorFromDiagnostics(diags);
   return {};

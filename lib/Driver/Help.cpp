@@ -15,11 +15,17 @@ namespace ein {
 const std::vector<CommandHelp> &commands() {
   static const std::vector<CommandHelp> list = {
       {"check",
-       "check FILE [--dim NAME=INT]... [--mesh AXIS=INT,...] [--rank "
-       "NAME=INT]...",
+       R"(check FILE [--dim NAME=INT]... [--mesh AXIS=INT,...] [--rank NAME=INT]...
+       einc check FILE.py [--lang=python] [--verbose] [--json])",
        R"(Check shapes statically; print diagnostics and the entry checks that
-remain for run time. Exit 0 when the file is well-typed, 1 otherwise.)",
-       {"--dim", "--mesh", "--rank", "-Werror", "-Wno-NAME"}},
+remain for run time. Exit 0 when the file is well-typed, 1 otherwise.
+A Python file (FILE.py, or --lang=python) is read with python3's ast
+($EIN_PYTHON overrides): its jaxtyping annotations, einops calls and
+everyday torch/numpy ops are checked by the same rules, what is not
+understood is skipped, and a report counts what was checked
+(docs/python-check.md).)",
+       {"--dim", "--mesh", "--rank", "-Werror", "-Wno-NAME", "--lang",
+        "--verbose", "--json"}},
       {"report",
        R"(report FILE [--fn NAME] [--dim NAME=INT]... [--rank NAME=INT]...
             [--in PARAM=FILE.npy...]
@@ -252,6 +258,11 @@ const std::vector<std::pair<const char *, std::string>> kOptionHelp = {
     {"--bandwidth", R"(--bandwidth BYTES_PER_S
                  peak memory bandwidth in bytes/s)"},
     {"--json", R"(--json           the report as JSON)"},
+    {"--lang", R"(--lang=python    read FILE as Python whatever its name
+                 (--lang=ein: as .ein))"},
+    {"--verbose",
+     R"(--verbose        (check FILE.py) list each function's status and
+                 each call not checked, with its reason)"},
     {"--train", R"(--train          the resource account of a training step)"},
     {"--params", R"(--params W1,W2   the parameters trained (--train of a loss
                    function without grad(); its first result is the loss))"},

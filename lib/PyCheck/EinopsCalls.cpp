@@ -71,14 +71,8 @@ static void readSizes(FunctionInterp &f, Node call, EinopsArgs &a,
     }
     std::optional<SizeExpr> size;
     if (inInit) {
-      if (auto i = intConstant(value))
-        size = SizeExpr::constant(*i);
-      else if (!isNumberLiteral(value)) {
-        SourceLoc loc = nodeLoc(value);
-        size = f.namedUnknownSize(
-            "init:" + f.file().file.lineText(loc.line).substr(
-                          loc.col - 1, nodeLength(value, f.file().file)));
-      }
+      if (!isNumberLiteral(value) || intConstant(value))
+        size = f.initSize(value);
     } else {
       size = f.sizeArg(value);
     }
@@ -126,11 +120,18 @@ static AbsVal transform(FunctionInterp &f, Node call, const std::string &what,
     f.skip(call, what, a.unread);
     return AbsVal::unknown();
   }
-  if (isa(xNode, "List") || isa(xNode, "Tuple") || !x.isTensor()) {
-    f.skip(call, what,
-           x.kind == AbsVal::Kind::Tuple ? "its input is a list of tensors"
-                                         : "its input's shape is unknown");
+  if (isa(xNode, "List") || isa(xNode, "Tuple") ||
+      x.kind == AbsVal::Kind::Tuple) {
+    f.skip(call, what, "its input is a list of tensors");
     return AbsVal::unknown();
+  }
+  bool synthetic = !x.isTensor();
+  if (synthetic) {
+    // The input einops requires, of anonymous sizes: the pattern's own
+    // rules still hold (an axis on one side only, sizes that cannot be
+    // inferred), and the result has the rank the pattern gives it.
+    f.skip(call, what, "its input's shape is unknown (its pattern is checked)");
+    x = f.syntheticInput(a.parsed->inputs[0]);
   }
   f.build().setOrigin({nodeLoc(call)});
   auto r = f.build().transform(transformKind(use), x.id, *a.parsed, a.sizes,
@@ -139,7 +140,8 @@ static AbsVal transform(FunctionInterp &f, Node call, const std::string &what,
     f.reportBuild(r.error(), call, a.pattern, {xNode}, a.sizeNodes);
     return AbsVal::unknown();
   }
-  f.checkedEinops();
+  if (!synthetic)
+    f.checkedEinops();
   return AbsVal::tensor(*r);
 }
 
@@ -170,9 +172,25 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
     if (a.empty())
       return AbsVal::unknown();
     ea.pattern = a[0];
-    readPattern(*this, a[0],
-                fname == "Reduce" ? PatternUse::Reduce : PatternUse::Rearrange,
-                ea.unread);
+    PatternUse use =
+        fname == "Reduce" ? PatternUse::Reduce : PatternUse::Rearrange;
+    ea.parsed = readPattern(*this, a[0], use, ea.unread);
+    if (!ea.parsed)
+      return AbsVal::unknown();
+    // einops checks the pattern with its sizes when the layer is built.
+    readSizes(*this, call, ea, true, {"reduction"});
+    if (ea.unread.empty()) {
+      build().setOrigin({nodeLoc(call)});
+      size_t checks = ctx().constraints.size();
+      auto r = build().transform(transformKind(use),
+                                 syntheticInput(ea.parsed->inputs[0]).id,
+                                 *ea.parsed, ea.sizes, ReduceKind::Sum);
+      ctx().constraints.resize(checks);
+      if (!r) {
+        reportBuild(r.error(), call, ea.pattern, {}, ea.sizeNodes);
+        return AbsVal::unknown();
+      }
+    }
     AbsVal layer;
     layer.kind = AbsVal::Kind::Layer;
     layer.layer = call;
@@ -323,7 +341,8 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
 
 AbsVal FunctionInterp::applyLayer(const AbsVal &layer, Node call) {
   std::string q = file().names.qualified(child(layer.layer, "func")), fname;
-  isLayer(q, fname);
+  if (!isLayer(q, fname))
+    return applyTorchModule(layer, call);
   std::vector<Node> ctor = args(layer.layer), a = args(call);
   if (a.size() != 1 || ctor.empty()) {
     for (Node x : a)

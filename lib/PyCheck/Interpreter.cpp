@@ -1,8 +1,8 @@
-// The abstract interpreter's statements and expressions: parameters from
-// annotations, assignments, control flow made sound (a branch's stores are
-// unknown after it; code under an undecided condition on shapes reports
-// nothing), calls dispatched to the einops and torch rules, and returns
-// checked against the result annotation.
+// The abstract interpreter of one function: parameters from annotations,
+// statements (control flow made sound: a branch's stores are unknown after
+// it; code under an undecided condition on shapes reports nothing), returns
+// checked against the result annotation, and the diagnostics with their
+// notes.
 #include "Interpreter.h"
 #include "ein/Sema/Suggestions.h"
 
@@ -40,16 +40,53 @@ AbsVal FunctionInterp::newTensor(Shape shape) {
   return AbsVal::tensor(builder.param(TensorType{std::move(shape), DType::F32}));
 }
 
-SizeExpr FunctionInterp::namedUnknownSize(const std::string &text) {
-  auto it = namedSizes.find(text);
+AbsVal FunctionInterp::syntheticInput(const PatternSide &side) {
+  Shape shape;
+  for (auto &g : side.groups) {
+    std::string anon = "_anon" + std::to_string(anonCounter++);
+    synthetic.insert(anon);
+    bool ellipsis = !g.parenthesized && g.axes.size() == 1 &&
+                    g.axes[0].kind == PatternAxis::Kind::Ellipsis;
+    shape.push_back(ellipsis ? Dim::ofPack(anon)
+                             : Dim::ofSize(SizeExpr::symbol(anon)));
+  }
+  return newTensor(shape);
+}
+
+SizeExpr FunctionInterp::namedUnknownSize(const std::string &key,
+                                          const std::string &shown) {
+  auto it = namedSizes.find(key);
   if (it != namedSizes.end())
     return it->second;
   // An anonymous name (Shape.h's isAnonymousName): a size nobody declared,
   // which the shape rules only ever require equal to another by an entry
   // check, never refuse.
   std::string anon = "_anon" + std::to_string(anonCounter++);
-  display[anon] = text;
-  return namedSizes[text] = SizeExpr::symbol(anon);
+  display[anon] = shown.empty() ? key : shown;
+  return namedSizes[key] = SizeExpr::symbol(anon);
+}
+
+std::string FunctionInterp::textOf(Node expr) const {
+  SourceLoc loc = nodeLoc(expr);
+  std::string line = cx.file.lineText(loc.line);
+  return loc.col - 1 < line.size()
+             ? line.substr(loc.col - 1, nodeLength(expr, cx.file))
+             : "";
+}
+
+SizeExpr FunctionInterp::initSize(Node expr) {
+  if (auto i = intConstant(expr))
+    return SizeExpr::constant(*i);
+  if (isa(expr, "Name"))
+    if (auto g = cx.globals.find(stringField(expr, "id"));
+        g != cx.globals.end() && g->second.kind == AbsVal::Kind::Size)
+      return g->second.size;
+  // Shown as `__init__.heads`, `__init__.(inner * 3)`: not the function's
+  // own `heads`.
+  std::string text = textOf(expr);
+  bool name = isa(expr, "Name") || isa(expr, "Attribute");
+  return namedUnknownSize("init:" + text,
+                          "__init__." + (name ? text : "(" + text + ")"));
 }
 
 std::optional<SizeExpr> FunctionInterp::sizeArg(Node expr) {
@@ -61,10 +98,7 @@ std::optional<SizeExpr> FunctionInterp::sizeArg(Node expr) {
   if (v.kind == AbsVal::Kind::Tensor || v.kind == AbsVal::Kind::Tuple ||
       v.kind == AbsVal::Kind::Layer)
     return std::nullopt;
-  SourceLoc loc = nodeLoc(expr);
-  std::string text = cx.file.lineText(loc.line).substr(
-      loc.col - 1, nodeLength(expr, cx.file));
-  return namedUnknownSize(text);
+  return namedUnknownSize(textOf(expr));
 }
 
 std::string FunctionInterp::displayName(const std::string &message) const {
@@ -107,7 +141,8 @@ void FunctionInterp::errorAt(SourceLoc loc, unsigned length,
   if (quiet) {
     cx.report.skipped.push_back(
         {loc, "error", "not reported: the code is under a condition on shapes "
-                       "that the checker does not decide (" + text + ")"});
+                       "that the checker does not decide, or meant to raise (" +
+                           text + ")"});
     ++skips;
     return;
   }
@@ -279,8 +314,22 @@ void FunctionInterp::run() {
     summary.status = FunctionSummary::Status::Partial;
   }
   cx.report.functions.push_back(summary);
-  for (auto &c : fn.ctx.constraints)
-    cx.report.entryChecks.push_back(name + ": " + displayName(c.str()));
+  for (auto &c : fn.ctx.constraints) {
+    // A relation with a size of an unknown input's (or only sizes nobody
+    // named) says nothing a user can act on.
+    std::set<std::string> names = c.lhs.symbols(), rhs = c.rhs.symbols();
+    names.insert(rhs.begin(), rhs.end());
+    auto pack = [](const std::string &n) { return n.substr(0, n.rfind('_')); };
+    if (std::any_of(names.begin(), names.end(),
+                    [&](const std::string &n) {
+                      return synthetic.count(n) || synthetic.count(pack(n));
+                    }) ||
+        std::all_of(names.begin(), names.end(), [&](const std::string &n) {
+          return isAnonymousName(n) && !display.count(n);
+        }))
+      continue;
+    cx.report.entryChecks.emplace_back(name, displayName(c.str()));
+  }
 }
 
 // ---- statements ---------------------------------------------------------
@@ -295,7 +344,7 @@ void FunctionInterp::block(const std::vector<Node> &body, bool topLevel) {
   }
 }
 
-static void collectStored(Node n, std::set<std::string> &out) {
+void collectStored(Node n, std::set<std::string> &out) {
   if (!n)
     return;
   if (isa(n, "Name") && isa(child(n, "ctx"), "Store"))
@@ -439,11 +488,22 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     branch(children(s, "body"), s);
     branch(children(s, "orelse"), s);
   } else if (t == "With" || t == "AsyncWith") {
+    // `with pytest.raises(...)`: the body is meant to fail; its errors are
+    // not reported.
+    bool raises = false;
     for (Node item : children(s, "items")) {
-      eval(child(item, "context_expr"));
+      Node ctxExpr = child(item, "context_expr");
+      std::string callee = lastComponent(
+          cx.names.qualified(child(ctxExpr, "func")));
+      raises |= isa(ctxExpr, "Call") &&
+                (callee == "raises" || callee == "assertRaises" ||
+                 callee == "assertRaisesRegex");
+      eval(ctxExpr);
       forgetStored(child(item, "optional_vars"));
     }
+    quiet += raises;
     block(children(s, "body"), topLevel);
+    quiet -= raises;
   } else if (t == "Try" || t == "TryStar") {
     // The body may stop anywhere: the handlers see what it may have stored
     // as unknown.
@@ -566,326 +626,6 @@ void FunctionInterp::checkReturn(Node value) {
     return;
   }
   checkAgainst(value, v, results[0].array, "returned value");
-}
-
-// ---- expressions --------------------------------------------------------
-
-AbsVal FunctionInterp::eval(Node e) {
-  std::string t = nodeType(e);
-  if (t == "Name") {
-    std::string id = stringField(e, "id");
-    if (auto it = env.find(id); it != env.end())
-      return it->second;
-    if (auto it = cx.globals.find(id); it != cx.globals.end())
-      return it->second;
-    return AbsVal::unknown();
-  }
-  if (t == "Constant") {
-    if (auto i = intConstant(e))
-      return AbsVal::ofSize(SizeExpr::constant(*i));
-    if (isNumberLiteral(e))
-      return AbsVal::number();
-    return AbsVal::unknown();
-  }
-  if (t == "UnaryOp") {
-    AbsVal v = eval(child(e, "operand"));
-    std::string op = nodeType(child(e, "op"));
-    if (op == "USub" && v.kind == AbsVal::Kind::Size)
-      return AbsVal::ofSize(SizeExpr() - v.size);
-    if ((op == "USub" || op == "UAdd") &&
-        (v.isTensor() || v.kind == AbsVal::Kind::Number))
-      return v;
-    return AbsVal::unknown();
-  }
-  if (t == "BinOp") {
-    AbsVal lhs = eval(child(e, "left")), rhs = eval(child(e, "right"));
-    return binaryOp(e, lhs, rhs);
-  }
-  if (t == "Call")
-    return call(e);
-  if (t == "Attribute")
-    return attribute(e);
-  if (t == "Subscript")
-    return subscript(e);
-  if (t == "Tuple" || t == "List") {
-    std::vector<AbsVal> items;
-    for (Node x : children(e, "elts")) {
-      if (isa(x, "Starred")) {
-        eval(x);
-        return AbsVal::unknown();
-      }
-      items.push_back(eval(x));
-    }
-    return AbsVal::tuple(std::move(items));
-  }
-  if (t == "NamedExpr") {
-    AbsVal v = eval(child(e, "value"));
-    assign(child(e, "target"), v, false);
-    return v;
-  }
-  if (t == "IfExp") {
-    Node test = child(e, "test");
-    auto decided = mentionsShapes(test) ? decide(test) : std::nullopt;
-    if (decided)
-      return eval(child(e, *decided ? "body" : "orelse"));
-    bool shapey = mentionsShapes(test);
-    quiet += shapey;
-    eval(test);
-    eval(child(e, "body"));
-    eval(child(e, "orelse"));
-    quiet -= shapey;
-    return AbsVal::unknown();
-  }
-  if (t == "BoolOp" || t == "Compare") {
-    for (auto &[key, value] : *e) {
-      if (auto *o = value.getAsObject(); o && !isa(o, "And") && !isa(o, "Or"))
-        eval(o);
-      else if (auto *list = value.getAsArray())
-        for (auto &item : *list)
-          if (auto *o = item.getAsObject(); o && nodeType(o) != "Eq")
-            eval(o);
-    }
-    return AbsVal::unknown();
-  }
-  if (t == "Starred" || t == "Await" || t == "JoinedStr" || t == "Dict" ||
-      t == "Set") {
-    // Reads its parts for the calls in them; what it builds is not modelled.
-    for (auto &[key, value] : *e) {
-      if (auto *o = value.getAsObject())
-        eval(o);
-      else if (auto *list = value.getAsArray())
-        for (auto &item : *list)
-          eval(item.getAsObject());
-    }
-    return AbsVal::unknown();
-  }
-  // Lambda, comprehensions (their own names may shadow ours), Yield, ...
-  return AbsVal::unknown();
-}
-
-AbsVal FunctionInterp::sizeArithmetic(Node e, const AbsVal &lhs,
-                                      const AbsVal &rhs) {
-  std::string op = nodeType(child(e, "op"));
-  if (lhs.kind == AbsVal::Kind::Size && rhs.kind == AbsVal::Kind::Size) {
-    if (op == "Add")
-      return AbsVal::ofSize(lhs.size + rhs.size);
-    if (op == "Sub")
-      return AbsVal::ofSize(lhs.size - rhs.size);
-    if (op == "Mult")
-      return AbsVal::ofSize(lhs.size * rhs.size);
-    if (op == "FloorDiv") {
-      auto a = lhs.size.constantValue(), b = rhs.size.constantValue();
-      if (b && *b == Int(0))
-        return AbsVal::unknown();
-      if (a && b && *a >= Int(0) && *b > Int(0))
-        return AbsVal::ofSize(SizeExpr::constant(*a / *b));
-      if (auto exact = lhs.size.divideExact(rhs.size))
-        return AbsVal::ofSize(*exact);
-      return AbsVal::ofSize(SizeExpr::quotient(lhs.size, rhs.size));
-    }
-    if (op == "Pow") {
-      auto a = lhs.size.constantValue(), b = rhs.size.constantValue();
-      if (a && b && *b >= Int(0) && *b <= Int(62)) {
-        Int r = 1;
-        for (Int i = 0; i < *b; i = i + Int(1))
-          r = r * *a;
-        return AbsVal::ofSize(SizeExpr::constant(r));
-      }
-    }
-    return AbsVal::number();
-  }
-  bool numeric = [](const AbsVal &v) {
-    return v.kind == AbsVal::Kind::Size || v.kind == AbsVal::Kind::Number;
-  }(lhs) && (rhs.kind == AbsVal::Kind::Size ||
-             rhs.kind == AbsVal::Kind::Number);
-  return numeric ? AbsVal::number() : AbsVal::unknown();
-}
-
-AbsVal FunctionInterp::attribute(Node e) {
-  Node base = child(e, "value");
-  std::string attr = stringField(e, "attr");
-  if (isa(base, "Name") && !selfName.empty() &&
-      stringField(base, "id") == selfName && cls) {
-    if (cls->unstable.count(attr))
-      return AbsVal::unknown();
-    auto it = cls->attrs.find(attr);
-    return it == cls->attrs.end() ? AbsVal::unknown() : it->second;
-  }
-  AbsVal v = eval(base);
-  if (v.isTensor())
-    return tensorAttribute(v, attr, e);
-  return AbsVal::unknown();
-}
-
-AbsVal FunctionInterp::subscript(Node e) {
-  AbsVal v = eval(child(e, "value"));
-  Node index = child(e, "slice");
-  if (v.isTensor())
-    return subscriptTensor(v, e);
-  if (v.kind == AbsVal::Kind::Tuple) {
-    if (auto i = intConstant(index)) {
-      long long n = static_cast<long long>(v.items.size());
-      long long k = *i < 0 ? *i + n : *i;
-      return k >= 0 && k < n ? v.items[k] : AbsVal::unknown();
-    }
-    if (isa(index, "Slice") && !child(index, "step")) {
-      auto lo = child(index, "lower") ? intConstant(child(index, "lower"))
-                                      : std::optional<long long>(0);
-      auto hi = child(index, "upper")
-                    ? intConstant(child(index, "upper"))
-                    : std::optional<long long>(v.items.size());
-      if (!lo || !hi)
-        return AbsVal::unknown();
-      long long n = static_cast<long long>(v.items.size());
-      long long a = std::clamp(*lo < 0 ? *lo + n : *lo, 0LL, n);
-      long long b = std::clamp(*hi < 0 ? *hi + n : *hi, 0LL, n);
-      return AbsVal::tuple(b > a ? std::vector<AbsVal>(v.items.begin() + a,
-                                                       v.items.begin() + b)
-                                 : std::vector<AbsVal>{});
-    }
-    eval(index);
-    return AbsVal::unknown();
-  }
-  if (v.kind == AbsVal::Kind::ShapeDict) {
-    if (auto key = stringConstant(index))
-      if (auto it = v.dict.find(*key); it != v.dict.end())
-        return AbsVal::ofSize(it->second);
-    return AbsVal::unknown();
-  }
-  eval(index);
-  return AbsVal::unknown();
-}
-
-AbsVal FunctionInterp::call(Node e) {
-  Node func = child(e, "func");
-  // A local name (a parameter, a variable) is not the import it shadows.
-  Node root = func;
-  while (isa(root, "Attribute"))
-    root = child(root, "value");
-  // A chain rooted in anything but a name (`f(x).view(...)`) is a value's.
-  bool local = !isa(root, "Name") || env.count(stringField(root, "id")) ||
-               stringField(root, "id") == selfName;
-  bool funcRead = false;
-  if (isa(func, "Attribute")) {
-    Node base = child(func, "value");
-    std::string method = stringField(func, "attr");
-    // `self.layer(x)`: an einops layer built in __init__.
-    if (local && isa(base, "Name") && stringField(base, "id") == selfName) {
-      AbsVal attr = attribute(func);
-      if (attr.kind == AbsVal::Kind::Layer)
-        return applyLayer(attr, e);
-    } else if (local) {
-      AbsVal self = eval(base);
-      funcRead = true;
-      if (self.isTensor())
-        if (auto r = tensorMethod(self, method, e))
-          return *r;
-    }
-  }
-  if (isa(func, "Name") && local) {
-    AbsVal callee = eval(func);
-    if (callee.kind == AbsVal::Kind::Layer)
-      return applyLayer(callee, e);
-  }
-  if (!local) {
-    std::string q = cx.names.qualified(func);
-    if (!q.empty()) {
-      if (auto r = einopsCall(q, e))
-        return *r;
-      if (auto r = torchFunction(q, e))
-        return *r;
-    }
-  }
-  // Not understood: its arguments are still read (the calls in them are
-  // checked), its result is unknown.
-  if (!funcRead && !isa(func, "Name"))
-    eval(func);
-  for (Node a : args(e))
-    eval(a);
-  for (Node k : children(e, "keywords"))
-    eval(child(k, "value"));
-  return AbsVal::unknown();
-}
-
-// ---- the module ---------------------------------------------------------
-
-static void countStores(Node n, const std::string &self,
-                        std::map<std::string, unsigned> &count) {
-  if (!n)
-    return;
-  if (isa(n, "Attribute") && isa(child(n, "ctx"), "Store") &&
-      isa(child(n, "value"), "Name") &&
-      stringField(child(n, "value"), "id") == self)
-    ++count[stringField(n, "attr")];
-  for (auto &[key, value] : *n) {
-    if (auto *o = value.getAsObject())
-      countStores(o, self, count);
-    else if (auto *list = value.getAsArray())
-      for (auto &item : *list)
-        countStores(item.getAsObject(), self, count);
-  }
-}
-
-static void checkClass(FileContext &cx, Node classDef, const std::string &prefix) {
-  ClassInfo info;
-  info.name = prefix + stringField(classDef, "name");
-  std::vector<Node> methods;
-  for (Node s : children(classDef, "body"))
-    if (isa(s, "FunctionDef") || isa(s, "AsyncFunctionDef"))
-      methods.push_back(s);
-  // Attributes stored in more than one place are not read.
-  std::map<std::string, unsigned> stores;
-  for (Node m : methods) {
-    std::vector<Node> params = children(child(m, "args"), "args");
-    if (!params.empty())
-      countStores(m, stringField(params[0], "arg"), stores);
-  }
-  for (auto &[attr, n] : stores)
-    if (n > 1)
-      info.unstable.insert(attr);
-  // __init__ first: the other methods read what it stores.
-  std::stable_partition(methods.begin(), methods.end(), [](Node m) {
-    return stringField(m, "name") == "__init__";
-  });
-  for (Node m : methods) {
-    bool isStatic = false;
-    for (Node d : children(m, "decorator_list"))
-      if (cx.names.qualified(d) == "staticmethod" ||
-          cx.names.qualified(d) == "classmethod")
-        isStatic = true;
-    FunctionInterp f(cx, m, isStatic ? nullptr : &info,
-                     info.name + "." + stringField(m, "name"));
-    f.run();
-  }
-  for (Node s : children(classDef, "body"))
-    if (isa(s, "ClassDef"))
-      checkClass(cx, s, info.name + ".");
-}
-
-void checkModule(FileContext &cx, Node module) {
-  // Module-level names bound once to an integer literal.
-  std::map<std::string, unsigned> stores;
-  for (Node s : children(module, "body")) {
-    std::set<std::string> here;
-    collectStored(s, here);
-    for (auto &n : here)
-      ++stores[n];
-  }
-  for (Node s : children(module, "body"))
-    if (isa(s, "Assign") && children(s, "targets").size() == 1 &&
-        isa(children(s, "targets")[0], "Name")) {
-      std::string id = stringField(children(s, "targets")[0], "id");
-      if (auto v = intConstant(child(s, "value")); v && stores[id] == 1)
-        cx.globals[id] = AbsVal::ofSize(SizeExpr::constant(*v));
-    }
-  for (Node s : children(module, "body")) {
-    if (isa(s, "FunctionDef") || isa(s, "AsyncFunctionDef")) {
-      FunctionInterp f(cx, s, nullptr, stringField(s, "name"));
-      f.run();
-    } else if (isa(s, "ClassDef")) {
-      checkClass(cx, s, "");
-    }
-  }
 }
 
 } // namespace ein::pycheck

@@ -28,6 +28,7 @@ struct AbsVal {
     PackedShapes, // einops.pack's second result, `parts`
     ShapeDict,    // einops.parse_shape's dict, `dict`
     Layer,        // an einops layer module, `layer` its constructor call
+    Instance,     // an object of a class of the file, `layer` its ClassDef
   } kind = Kind::Unknown;
   unsigned id = 0;
   SizeExpr size;
@@ -71,6 +72,8 @@ struct ClassInfo {
   std::map<std::string, AbsVal> attrs;
   /// Attributes stored more than once (or outside __init__'s top level).
   std::set<std::string> unstable;
+  /// Its methods by name.
+  std::map<std::string, Node> methods;
 };
 
 /// What every function of one file shares.
@@ -81,6 +84,8 @@ struct FileContext {
   PyCheckReport &report;
   /// Module-level names bound once to an integer (`HEADS = 8`).
   std::map<std::string, AbsVal> globals;
+  /// The file's top-level functions and classes defined once, by name.
+  std::map<std::string, Node> functions, classes;
 };
 
 class FunctionInterp {
@@ -99,8 +104,16 @@ public:
   /// fresh anonymous size named after the expression (`self.heads`),
   /// nullopt for what cannot be an integer (a float literal).
   std::optional<SizeExpr> sizeArg(Node expr);
-  /// A fresh size for the text of an expression, the same for the same text.
-  SizeExpr namedUnknownSize(const std::string &text);
+  /// A fresh size for the text of an expression, the same for the same key
+  /// (`display` shown in messages; the key itself when empty).
+  SizeExpr namedUnknownSize(const std::string &key,
+                            const std::string &display = "");
+  /// A size written where a module was built (__init__), whose names this
+  /// function does not see: a number, a module constant, else a fresh size
+  /// named after its text.
+  SizeExpr initSize(Node expr);
+  /// The source text of an expression's first line.
+  std::string textOf(Node expr) const;
   /// Reports a refusal of the builder at its anchor (the pattern literal,
   /// an operand, a keyword, or the call), with notes. Errors that are not
   /// shape errors (the dtype table) are not reported: dtypes are not read.
@@ -121,6 +134,9 @@ public:
   /// A new tensor of `shape` (a parameter of the function being built: an
   /// op's result that the builder has no op for, e.g. matmul).
   AbsVal newTensor(Shape shape);
+  /// A tensor of the rank `side` (a pattern's input) requires, every size
+  /// anonymous (a variadic for a bare `...`).
+  AbsVal syntheticInput(const PatternSide &side);
   FileContext &file() { return cx; }
   /// The positional and keyword arguments of a Call node.
   static std::vector<Node> args(Node call);
@@ -129,6 +145,17 @@ public:
   // The op rules: nullopt when `qualified` is not theirs.
   std::optional<AbsVal> einopsCall(const std::string &qualified, Node call);
   AbsVal applyLayer(const AbsVal &layer, Node call);
+  /// torch.nn modules built in __init__ (nn.Linear, nn.LayerNorm, ...):
+  /// the constructor's value, and its application.
+  std::optional<AbsVal> torchModule(const std::string &qualified, Node call);
+  AbsVal applyTorchModule(const AbsVal &module, Node call);
+  /// A call of a function of the file (`def`; `bound`: a method, its first
+  /// parameter the object): its arguments checked against its parameters'
+  /// annotations, as jaxtyping checks them, and its result annotation, in
+  /// the caller's sizes, as the result.
+  AbsVal callAnnotated(Node def, Node call, bool bound);
+  /// Calling an object of a class of the file: its forward (or __call__).
+  AbsVal callModule(const AbsVal &object, Node call);
   std::optional<AbsVal> torchFunction(const std::string &qualified, Node call);
   std::optional<AbsVal> tensorMethod(const AbsVal &self,
                                      const std::string &method, Node call);
@@ -153,6 +180,8 @@ private:
   AbsVal attribute(Node expr);
   AbsVal subscript(Node expr);
   AbsVal sizeArithmetic(Node expr, const AbsVal &lhs, const AbsVal &rhs);
+  /// `body` once per item of a known tuple, `var` bound to the item.
+  AbsVal mapOver(const std::string &var, Node body, const AbsVal &items);
   std::string displayName(const std::string &message) const;
   void addNotes(const std::string &message);
 
@@ -169,6 +198,8 @@ private:
   unsigned anonCounter = 0;
   std::map<std::string, SizeExpr> namedSizes;
   std::map<std::string, std::string> display; // anonymous name -> its text
+  /// The anonymous sizes of syntheticInput's tensors.
+  std::set<std::string> synthetic;
   /// Where each annotation dim is first written, for notes.
   std::map<std::string, std::pair<SourceLoc, unsigned>> declaredAt;
   std::set<std::string> paramDims;
@@ -186,5 +217,22 @@ private:
 
 /// Checks every function of the module.
 void checkModule(FileContext &cx, Node module);
+/// The names `n` stores (assignment targets, loop variables, defs).
+void collectStored(Node n, std::set<std::string> &out);
+
+// The torch rules TorchOps.cpp and TorchFunctions.cpp share.
+bool hasPack(const Shape &s);
+Dim one();
+bool isOne(const Dim &d);
+/// A dim index of a tensor of rank `rank` (negative from the end).
+std::optional<size_t> axisOf(long long d, size_t rank);
+/// numpy's broadcasting of two known shapes, right-aligned: a literal 1
+/// broadcasts, other dims must be equal under ein's rules (an error at
+/// `at`); nullopt when refused or not decided (a variadic).
+std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
+                               const Shape &b);
+/// `lhs @ rhs` with numpy's matmul rules, `what` naming it in messages.
+AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs,
+              const AbsVal &rhs, const std::string &what);
 
 } // namespace ein::pycheck

@@ -14,10 +14,11 @@ namespace {
 // Prints {"module": TREE} or {"syntax_error": MESSAGE, "lineno", "col"} to
 // argv[2]. Every node keeps its type (`_t`) and its span; a Constant's value
 // is tagged with its kind, since JSON cannot tell 1 from 1.0 or a str from
-// bytes. SyntaxError's offset counts characters: turned into bytes, as ast's
-// columns and ein's SourceLoc count.
+// bytes. The source is decoded first (its coding cookie honoured): then
+// SyntaxError's offset counts characters of its line, turned into bytes here
+// as ast's columns and ein's SourceLoc count them.
 constexpr const char *kAstScript = R"PY(
-import ast, json, sys
+import ast, importlib.util, json, sys
 sys.setrecursionlimit(100000)
 def const(v):
     if v is None: return {"k": "none"}
@@ -43,13 +44,13 @@ def enc(n):
 src, out = sys.argv[1], sys.argv[2]
 with open(src, "rb") as f: data = f.read()
 try:
-    res = {"module": enc(ast.parse(data, filename=src))}
+    res = {"module": enc(ast.parse(importlib.util.decode_source(data), filename=src))}
 except SyntaxError as e:
     col = e.offset or 0
     if e.text is not None and col > 0:
         col = len(e.text[:col - 1].encode("utf-8", "surrogatepass")) + 1
     res = {"syntax_error": e.msg, "lineno": e.lineno or 0, "col": col}
-except ValueError as e:
+except (ValueError, UnicodeDecodeError) as e:
     res = {"syntax_error": str(e), "lineno": 0, "col": 0}
 with open(out, "w", encoding="utf-8") as f: json.dump(res, f)
 )PY";

@@ -19,6 +19,7 @@ ErrorOr<PyCheckReport> checkPython(DiagnosticEngine &diags,
     if (e.kind != ErrorKind::Program || e.file != file.path)
       return e;
     // A syntax error: Python's own message at its line:col.
+    report.parsed = false;
     if (e.line)
       diags.error({e.line, e.col}, "invalid Python: " + e.message);
     else
@@ -52,18 +53,17 @@ static unsigned countStatus(const PyCheckReport &r, FunctionSummary::Status s) {
 
 std::string reportText(const PyCheckReport &r, bool verbose) {
   std::string out;
-  for (auto &c : r.entryChecks)
-    out += fmt::format("{}: {}: entry check: {}\n", r.path,
-                       c.substr(0, c.find(": ")), c.substr(c.find(": ") + 2));
+  for (auto &[function, check] : r.entryChecks)
+    out += fmt::format("{}: {}: entry check: {}\n", r.path, function, check);
   out += fmt::format(
       "{}: {} annotated functions: {} fully checked, {} partly, {} skipped; "
-      "{} einops calls and {} torch/numpy ops checked, {} returns checked; "
-      "{} not checked{}\n",
+      "{} einops calls, {} torch/numpy ops, {} calls of annotated functions "
+      "and {} returns checked; {} not checked{}\n",
       r.path, r.functions.size(),
       countStatus(r, FunctionSummary::Status::Full),
       countStatus(r, FunctionSummary::Status::Partial),
       countStatus(r, FunctionSummary::Status::Skipped), r.einopsChecked,
-      r.torchChecked, r.returnsChecked, r.skipped.size(),
+      r.torchChecked, r.callsChecked, r.returnsChecked, r.skipped.size(),
       verbose || r.skipped.empty() ? "" : " (--verbose lists them)");
   if (!verbose)
     return out;
@@ -90,13 +90,15 @@ std::string reportJSON(const PyCheckReport &r) {
                                          {"what", s.what},
                                          {"reason", s.reason}});
   llvm::json::Array checks;
-  for (auto &c : r.entryChecks)
-    checks.push_back(c);
+  for (auto &[function, check] : r.entryChecks)
+    checks.push_back(
+        llvm::json::Object{{"function", function}, {"check", check}});
   llvm::json::Object root{{"file", r.path},
                           {"functions", std::move(functions)},
                           {"einops_checked", r.einopsChecked},
                           {"torch_checked", r.torchChecked},
                           {"returns_checked", r.returnsChecked},
+                          {"calls_checked", r.callsChecked},
                           {"skipped", std::move(skipped)},
                           {"entry_checks", std::move(checks)}};
   std::string out;

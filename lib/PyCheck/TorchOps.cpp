@@ -1,9 +1,9 @@
 // Everyday torch/numpy operations on tensors of known shape: matmul and `@`,
-// elementwise arithmetic with numpy's broadcasting, transpose, permute,
-// view/reshape, flatten, unsqueeze, squeeze, softmax, F.linear, cat/stack,
-// indexing, .shape/.size(), .T, sum/mean, torch.einsum. A rule that cannot
-// decide gives an unknown shape; an error only where the sizes provably
-// disagree under ein's rules.
+// elementwise arithmetic with numpy's broadcasting, and the tensor's
+// attributes and methods (transpose, permute, view/reshape, flatten,
+// unsqueeze, squeeze, softmax, sum/mean, chunk, .shape/.size(), .T) and
+// indexing. A rule that cannot decide gives an unknown shape; an error only
+// where the sizes provably disagree under ein's rules.
 #include "Interpreter.h"
 
 #include <fmt/format.h>
@@ -11,7 +11,8 @@
 #include <set>
 
 namespace ein::pycheck {
-namespace {
+
+// ---- the rules TorchFunctions.cpp shares -------------------------------
 
 bool hasPack(const Shape &s) {
   return std::any_of(s.begin(), s.end(), [](const Dim &d) { return d.isPack(); });
@@ -32,7 +33,7 @@ std::optional<size_t> axisOf(long long d, size_t rank) {
 
 // Element-preserving methods and functions: the result has the operand's
 // shape.
-const std::set<std::string> &sameShape() {
+static const std::set<std::string> &sameShape() {
   static const std::set<std::string> names = {
       "contiguous", "float",   "half",     "double",   "bfloat16", "long",
       "int",        "bool",    "to",       "type",     "type_as",  "detach",
@@ -48,12 +49,8 @@ const std::set<std::string> &sameShape() {
   return names;
 }
 
-} // namespace
-
-// numpy's broadcasting of two known shapes, right-aligned; a literal 1
-// broadcasts; other dims must be equal under ein's rules.
-static std::optional<Shape> broadcast(FunctionInterp &f, Node at,
-                                      const Shape &a, const Shape &b) {
+std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
+                               const Shape &b) {
   if (hasPack(a) || hasPack(b))
     return std::nullopt;
   size_t n = std::max(a.size(), b.size());
@@ -83,8 +80,8 @@ static std::optional<Shape> broadcast(FunctionInterp &f, Node at,
   return out;
 }
 
-static AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs,
-                     const AbsVal &rhs, const std::string &what) {
+AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs,
+              const AbsVal &rhs, const std::string &what) {
   if (!lhs.isTensor() || !rhs.isTensor()) {
     f.skip(at, what, "an operand's shape is unknown");
     return AbsVal::unknown();
@@ -439,6 +436,30 @@ std::optional<AbsVal> FunctionInterp::tensorMethod(const AbsVal &x,
     checkedTorch();
     return newTensor(out);
   }
+  if (m == "chunk") {
+    // chunk(n, dim): n equal parts when n divides the dim (the entry check
+    // says so), as the code that unpacks them expects.
+    long long n = 0;
+    if (!a.empty())
+      n = intConstant(a[0]).value_or(0);
+    Node dn = dimArg(1, "dim");
+    auto d = dn ? intConstant(dn) : std::optional<long long>(0);
+    if (n < 1 || !d)
+      return AbsVal::unknown();
+    auto k = axisOf(*d, s.size());
+    if (!k)
+      return outOfRange(dn, *d);
+    auto part = ctx().divide(s[*k].size, SizeExpr::constant(n),
+                             fmt::format("chunk({}) of \"{}\"", n,
+                                         shapeStr(s)));
+    if (!part)
+      return AbsVal::unknown(); // a smaller last chunk: not modelled
+    Shape out = s;
+    out[*k] = Dim::ofSize(*part);
+    AbsVal t = newTensor(out);
+    checkedTorch();
+    return AbsVal::tuple(std::vector<AbsVal>(static_cast<size_t>(n), t));
+  }
   if (m == "matmul")
     return a.size() == 1 ? matmul(*this, call, x, eval(a[0]), what)
                          : AbsVal::unknown();
@@ -538,210 +559,6 @@ AbsVal FunctionInterp::subscriptTensor(const AbsVal &x, Node e) {
     out.push_back(s[dim]);
   checkedTorch();
   return newTensor(out);
-}
-
-// torch.einsum's pattern ("bhid,bhjd->bhij"): one letter per axis, spaced
-// out for ein; `map` sends each offset of the spaced text to the original.
-static std::string spacedEinsum(const std::string &text,
-                                std::vector<unsigned> &map) {
-  std::string out;
-  auto put = [&](const std::string &s, unsigned from) {
-    for (char c : s) {
-      out += c;
-      map.push_back(from);
-    }
-  };
-  for (unsigned i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (std::isalpha(static_cast<unsigned char>(c)))
-      put(std::string(1, c) + " ", i);
-    else if (text.compare(i, 3, "...") == 0) {
-      put("... ", i);
-      i += 2;
-    } else if (text.compare(i, 2, "->") == 0) {
-      put("-> ", i);
-      ++i;
-    } else if (c == ',')
-      put(", ", i);
-    else if (!std::isspace(static_cast<unsigned char>(c)))
-      put(std::string(1, c), i);
-  }
-  map.push_back(static_cast<unsigned>(text.size()));
-  return out;
-}
-
-std::optional<AbsVal> FunctionInterp::torchFunction(const std::string &q,
-                                                    Node call) {
-  static const std::vector<std::string> prefixes = {
-      "torch.nn.functional.", "torch.", "numpy.", "jax.numpy.", "jax.nn."};
-  std::string prefix;
-  for (auto &p : prefixes)
-    if (q.rfind(p, 0) == 0) {
-      prefix = p;
-      break;
-    }
-  if (prefix.empty())
-    return std::nullopt;
-  std::string name = q.substr(prefix.size());
-  if (name.find('.') != std::string::npos)
-    return std::nullopt;
-  bool numpy = prefix == "numpy." || prefix == "jax.numpy.";
-  std::vector<Node> a = args(call);
-  if (name == "matmul" || name == "mm" || name == "bmm") {
-    if (a.size() != 2)
-      return std::nullopt;
-    AbsVal l = eval(a[0]), r = eval(a[1]);
-    return matmul(*this, call, l, r, q);
-  }
-  if (name == "linear" && prefix == "torch.nn.functional.") {
-    if (a.size() < 2)
-      return std::nullopt;
-    AbsVal x = eval(a[0]), w = eval(a[1]);
-    for (size_t i = 2; i < a.size(); ++i)
-      eval(a[i]);
-    if (!x.isTensor() || !w.isTensor()) {
-      skip(call, q, "an operand's shape is unknown");
-      return AbsVal::unknown();
-    }
-    Shape xs = ctx().expand(shapeOf(x)), ws = ctx().expand(shapeOf(w));
-    if (hasPack(xs) || ws.size() != 2 || hasPack(ws) || xs.empty()) {
-      skip(call, q, "its operands' ranks are not read");
-      return AbsVal::unknown();
-    }
-    auto ok = ctx().unify(xs.back().size, ws[1].size, "linear");
-    if (!ok) {
-      error(call, fmt::format("{}: the input \"{}\" has {} features but the "
-                              "weight \"{}\" takes {}: {}",
-                              q, shapeStr(xs), xs.back().str(), shapeStr(ws),
-                              ws[1].str(), ok.error().message));
-      return AbsVal::unknown();
-    }
-    xs.back() = ws[0];
-    checkedTorch();
-    return newTensor(xs);
-  }
-  if ((name == "cat" || name == "concatenate" || name == "stack") &&
-      !a.empty()) {
-    AbsVal list = eval(a[0]);
-    Node dn = a.size() > 1 ? a[1] : keyword(call, numpy ? "axis" : "dim");
-    auto d = dn ? intConstant(dn) : std::optional<long long>(0);
-    if (list.kind != AbsVal::Kind::Tuple || list.items.empty() || !d ||
-        !std::all_of(list.items.begin(), list.items.end(),
-                     [](const AbsVal &v) { return v.isTensor(); })) {
-      skip(call, q, "its tensors' shapes are not all known");
-      return AbsVal::unknown();
-    }
-    Shape first = ctx().expand(shapeOf(list.items[0]));
-    if (hasPack(first))
-      return AbsVal::unknown();
-    bool stack = name == "stack";
-    auto k = axisOf(*d, first.size() + stack);
-    if (!k) {
-      error(dn ? dn : call, fmt::format("{}: dim {} is out of range for "
-                                        "tensors of shape \"{}\"",
-                                        q, *d, shapeStr(first)));
-      return AbsVal::unknown();
-    }
-    SizeExpr total = stack ? SizeExpr() : first[*k].size;
-    std::vector<Node> elts = children(a[0], "elts");
-    for (size_t i = 1; i < list.items.size(); ++i) {
-      Shape s = ctx().expand(shapeOf(list.items[i]));
-      Node at = i < elts.size() ? elts[i] : call;
-      if (hasPack(s))
-        return AbsVal::unknown();
-      if (s.size() != first.size()) {
-        error(at, fmt::format("{}: tensor {} has shape \"{}\", of rank {}, "
-                              "but tensor 0 has shape \"{}\"",
-                              q, i, shapeStr(s), s.size(), shapeStr(first)));
-        return AbsVal::unknown();
-      }
-      for (size_t j = 0; j < s.size(); ++j) {
-        if (!stack && j == *k) {
-          total = total + s[j].size;
-          continue;
-        }
-        auto ok = ctx().unify(first[j].size, s[j].size, name);
-        if (!ok) {
-          error(at, fmt::format("{}: tensor {} has shape \"{}\" but tensor 0 "
-                                "has shape \"{}\": dim {}: {}",
-                                q, i, shapeStr(s), shapeStr(first), j,
-                                ok.error().message));
-          return AbsVal::unknown();
-        }
-      }
-    }
-    Shape out = first;
-    if (stack)
-      out.insert(out.begin() + *k,
-                 Dim::ofSize(SizeExpr::constant(
-                     static_cast<long long>(list.items.size()))));
-    else
-      out[*k] = Dim::ofSize(total);
-    checkedTorch();
-    return newTensor(out);
-  }
-  if (name == "einsum" && !numpy && !a.empty()) {
-    auto text = stringConstant(a[0]);
-    std::vector<Node> operands(a.begin() + 1, a.end());
-    if (operands.size() == 1 && isa(operands[0], "List"))
-      operands = children(operands[0], "elts");
-    std::vector<unsigned> ids;
-    for (Node o : operands) {
-      AbsVal v = eval(o);
-      if (v.isTensor())
-        ids.push_back(v.id);
-    }
-    if (!text || ids.size() != operands.size()) {
-      skip(call, q, text ? "an operand's shape is unknown"
-                         : "its pattern is not a string literal");
-      return AbsVal::unknown();
-    }
-    std::vector<unsigned> map;
-    std::string spaced = spacedEinsum(*text, map);
-    auto parsed = parsePattern(spaced, PatternUse::Einsum);
-    if (!parsed) {
-      skip(call, q, "ein does not read its pattern");
-      return AbsVal::unknown();
-    }
-    build().setOrigin({nodeLoc(call)});
-    auto r = build().einsum(ids, *parsed);
-    if (!r) {
-      BuildError e = r.error();
-      if (e.error.anchor == ShapeError::Anchor::Pattern) {
-        unsigned end = e.error.offset + std::max(1u, e.error.length) - 1;
-        e.error.offset = map[std::min<size_t>(e.error.offset, map.size() - 1)];
-        e.error.length =
-            map[std::min<size_t>(end, map.size() - 1)] - e.error.offset + 1;
-      }
-      reportBuild(e, call, a[0], operands, {});
-      return AbsVal::unknown();
-    }
-    checkedTorch();
-    return AbsVal::tensor(*r);
-  }
-  if (numpy)
-    return std::nullopt;
-  // torch.X(x, ...) and F.X(x, ...) as x.X(...).
-  if (a.empty())
-    return std::nullopt;
-  AbsVal x = eval(a[0]);
-  if (!x.isTensor())
-    return std::nullopt;
-  std::vector<Node> rest(a.begin() + 1, a.end());
-  // A Call node with the first argument dropped: the method's view of it.
-  llvm::json::Object shifted = *call;
-  llvm::json::Array restArgs;
-  for (Node n : rest)
-    restArgs.push_back(llvm::json::Object(*n));
-  shifted["args"] = std::move(restArgs);
-  if (auto r = tensorMethod(x, name, &shifted))
-    return r;
-  // Not a rule of ours: its other arguments are still read, once.
-  for (Node n : rest)
-    eval(n);
-  for (Node k : children(call, "keywords"))
-    eval(child(k, "value"));
-  return AbsVal::unknown();
 }
 
 } // namespace ein::pycheck

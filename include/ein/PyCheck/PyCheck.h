@@ -40,11 +40,16 @@ struct FunctionSummary {
 
 struct PyCheckReport {
   std::string path;
+  /// False when Python could not parse the file (its error is in the
+  /// diagnostics; nothing was checked).
+  bool parsed = true;
   std::vector<FunctionSummary> functions;
   unsigned einopsChecked = 0, torchChecked = 0, returnsChecked = 0;
+  /// Calls of the file's own annotated functions, methods and modules.
+  unsigned callsChecked = 0;
   std::vector<SkippedCall> skipped;
-  /// Size relations checked only at run time, each `FUNCTION: CHECK`.
-  std::vector<std::string> entryChecks;
+  /// Size relations checked only at run time: (function, check).
+  std::vector<std::pair<std::string, std::string>> entryChecks;
 };
 
 /// Checks the Python file `diags.source()`: its diagnostics (a syntax error

@@ -1,0 +1,141 @@
+// Unit tests of the Python checker: jaxtyping shape specs as ein shapes, and
+// the abstract interpreter's rules on small files (read through python3;
+// skipped where no Python runs).
+#include "ein/PyCheck/Annotations.h"
+#include "ein/PyCheck/PyCheck.h"
+#include "ein/Support/Process.h"
+
+#include <gtest/gtest.h>
+
+using namespace ein;
+using namespace ein::pycheck;
+
+namespace {
+
+TEST(PyCheckAnnotations, SpecsBecomeEinShapes) {
+  EXPECT_EQ(einShapeOfSpec("batch seq hidden", nullptr), "batch seq hidden");
+  EXPECT_EQ(einShapeOfSpec("*batch d", nullptr), "*batch d");
+  EXPECT_EQ(einShapeOfSpec("... d", nullptr), "... d");
+  EXPECT_EQ(einShapeOfSpec("", nullptr), "");
+  // What may be 1 or any size is anonymous: ein never refuses it.
+  EXPECT_EQ(einShapeOfSpec("_ _foo #n *#b *_rest", nullptr), "_ _ _ ... ...");
+  EXPECT_EQ(einShapeOfSpec("rows=3 cols ?leaf", nullptr), "3 cols leaf");
+  // Python's `//` is ein's floor quotient; `/` (a float) and calls are not
+  // read.
+  EXPECT_EQ(einShapeOfSpec("n+1 2*n n//2 n/2 min(a,b)", nullptr),
+            "(n+1) (2*n) (n/2) _ _");
+}
+
+TEST(PyCheckAnnotations, DeclaredOffsets) {
+  std::map<std::string, unsigned> declared;
+  einShapeOfSpec("batch *rest rows=3 cols batch", &declared);
+  EXPECT_EQ(declared.size(), 3u);
+  EXPECT_EQ(declared["batch"], 0u);
+  EXPECT_EQ(declared["rest"], 7u);
+  EXPECT_EQ(declared["cols"], 19u);
+}
+
+TEST(PyCheckAnnotations, JaxtypingDTypes) {
+  EXPECT_TRUE(isJaxtypingDType("jaxtyping.Float"));
+  EXPECT_TRUE(isJaxtypingDType("jaxtyping.Shaped"));
+  EXPECT_TRUE(isJaxtypingDType("jaxtyping.UInt8"));
+  EXPECT_FALSE(isJaxtypingDType("Float"));
+  EXPECT_FALSE(isJaxtypingDType("jaxtyping.jaxtyped"));
+  EXPECT_FALSE(isJaxtypingDType("typing.List"));
+}
+
+/// Checks `source` as a Python file: its diagnostics and report.
+struct Checked {
+  unsigned errors = 0;
+  std::vector<Diagnostic> diagnostics;
+  PyCheckReport report;
+};
+
+std::optional<Checked> check(const std::string &source) {
+  TempDir dir("ein-pycheck-test");
+  std::string path = dir.file("model.py");
+  if (!writeFileBytes(path, source.data(), source.size()))
+    return std::nullopt;
+  SourceFile file{path, source};
+  DiagnosticEngine diags(file);
+  auto report = checkPython(diags);
+  if (!report)
+    return std::nullopt;
+  return Checked{diags.errorCount(), diags.diagnostics(), *report};
+}
+
+#define CHECK_OR_SKIP(var, source)                                             \
+  auto var = check(source);                                                    \
+  if (!var)                                                                    \
+    GTEST_SKIP() << "no Python interpreter runs here";
+
+const char *kPrelude = "from einops import rearrange\n"
+                       "from jaxtyping import Float\n"
+                       "from torch import Tensor\n";
+
+TEST(PyCheckInterpreter, ReturnMismatchIsAnError) {
+  CHECK_OR_SKIP(r, std::string(kPrelude) +
+                       "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'a b']:\n"
+                       "    return rearrange(x, 'a b -> b a')\n");
+  ASSERT_EQ(r->errors, 1u);
+  EXPECT_EQ(r->diagnostics[0].loc.line, 5u);
+  EXPECT_EQ(r->diagnostics[0].loc.col, 12u);
+  ASSERT_EQ(r->report.functions.size(), 1u);
+  EXPECT_EQ(r->report.returnsChecked, 1u);
+}
+
+TEST(PyCheckInterpreter, UnknownsPropagateQuietly) {
+  CHECK_OR_SKIP(r, std::string(kPrelude) +
+                       "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'a b']:\n"
+                       "    y = mystery(x)\n"
+                       "    z = y @ x + y[0]\n"
+                       "    return z.transpose(0, 1)\n");
+  EXPECT_EQ(r->errors, 0u);
+  ASSERT_EQ(r->report.functions.size(), 1u);
+  EXPECT_EQ(r->report.functions[0].status, FunctionSummary::Status::Partial);
+}
+
+TEST(PyCheckInterpreter, BranchStoresAreUnknownAfter) {
+  // After the branch `x` may be either: the return is not checked.
+  CHECK_OR_SKIP(r, std::string(kPrelude) +
+                       "def f(x: Float[Tensor, 'a b'], c) -> Float[Tensor, 'a b']:\n"
+                       "    if c:\n"
+                       "        x = rearrange(x, 'a b -> b a')\n"
+                       "    return x\n");
+  EXPECT_EQ(r->errors, 0u);
+  EXPECT_EQ(r->report.returnsChecked, 0u);
+}
+
+TEST(PyCheckInterpreter, DecidedShapeBranchRunsAlone) {
+  CHECK_OR_SKIP(r, std::string(kPrelude) +
+                       "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'b a']:\n"
+                       "    if x.ndim != 2:\n"
+                       "        x = rearrange(x, 'a b c -> a (b c)')\n"
+                       "    return rearrange(x, 'a b -> b a')\n");
+  EXPECT_EQ(r->errors, 0u);
+  EXPECT_EQ(r->report.returnsChecked, 1u);
+}
+
+TEST(PyCheckInterpreter, SizesFromShapeAndAttributes) {
+  CHECK_OR_SKIP(
+      r, std::string(kPrelude) +
+             "class M:\n"
+             "    def __init__(self):\n"
+             "        self.heads = 4\n"
+             "    def forward(self, x: Float[Tensor, 'b n 12']) -> Float[Tensor, 'b 4 n 3']:\n"
+             "        b, n, _ = x.shape\n"
+             "        return x.view(b, n, self.heads, -1).transpose(1, 2)\n");
+  EXPECT_EQ(r->errors, 0u);
+  EXPECT_EQ(r->report.returnsChecked, 1u);
+  EXPECT_EQ(r->report.torchChecked, 2u);
+}
+
+TEST(PyCheckInterpreter, SyntaxErrorAtPythonsColumn) {
+  CHECK_OR_SKIP(r, "x = (1 +\n");
+  ASSERT_EQ(r->errors, 1u);
+  EXPECT_EQ(r->diagnostics[0].loc.line, 1u);
+  EXPECT_EQ(r->diagnostics[0].loc.col, 5u);
+  EXPECT_FALSE(r->report.parsed);
+}
+
+} // namespace
