@@ -201,14 +201,28 @@ def py_files(root):
 
 
 def check(einc, path):
-    """Runs `einc check` on one file; returns (exit status, output)."""
-    p = subprocess.run([einc, "check", path], capture_output=True, text=True, timeout=120)
-    return p.returncode, p.stdout + p.stderr
+    """Runs `einc check --json` on one file; returns (exit status, diagnostics text, report dict or None)."""
+    p = subprocess.run([einc, "check", "--json", path], capture_output=True, text=True, timeout=120)
+    try:
+        report = json.loads(p.stdout)
+    except ValueError:
+        report = None
+    return p.returncode, p.stderr, report
 
 
-# The report line `einc check` ends with: "8 annotated functions: 2 fully checked, 6 partly, 0 skipped; ...".
-SUMMARY_RE = re.compile(r"(\d+) (annotated functions|fully checked|partly|skipped|einops calls|"
-                        r"torch/numpy ops checked|returns checked|not checked)")
+def tally(report, checked):
+    """Adds one file's `--json` report to the repository's counts."""
+    for key in ("einops_checked", "torch_checked", "calls_checked", "returns_checked"):
+        checked[key] += report.get(key, 0)
+    for fn in report.get("functions", []):
+        checked["functions " + fn["status"]] += 1
+    for skip in report.get("skipped", []):
+        if skip["what"].startswith("einops."):
+            pattern_only = "its pattern is checked" in skip["reason"]
+            checked["einops pattern-only" if pattern_only else "einops skipped"] += 1
+    checked["entry checks"] += len(report.get("entry_checks", []))
+
+
 ERROR_RE = re.compile(r"^(?P<file>[^:\n]+\.py):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$", re.M)
 
 
@@ -236,17 +250,17 @@ def main():
             files = list(py_files(rdir))
             with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
                 outs = list(pool.map(lambda f: check(args.einc, f), files))
-            for f, (rc, out) in zip(files, outs):
+            for f, (rc, out, report) in zip(files, outs):
                 checked["files run"] += 1
                 src = open(f, encoding="utf-8", errors="replace").read().splitlines()
                 for m in ERROR_RE.finditer(out):
                     line = int(m["line"])
                     errors.append({"file": os.path.relpath(f, args.root), "line": line, "msg": m["msg"],
                                    "source": src[line - 1].strip() if line <= len(src) else ""})
-                if rc not in (0, 1) or (rc != 0 and not ERROR_RE.search(out)):
+                if rc not in (0, 1) or (rc != 0 and not ERROR_RE.search(out)) or report is None:
                     crashes.append({"file": os.path.relpath(f, args.root), "rc": rc, "out": out[-400:]})
-                for val, key in SUMMARY_RE.findall(out):
-                    checked[key] += int(val)
+                if report is not None:
+                    tally(report, checked)
             print("%s: %d files checked" % (repo, len(files)), file=sys.stderr)
             entry["check"] = {"errors": errors, "crashes": crashes, "summary": dict(checked)}
         result[repo] = entry
