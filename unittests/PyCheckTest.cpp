@@ -1,8 +1,8 @@
 // Unit tests of the Python checker: jaxtyping shape specs as ein shapes, and
 // the abstract interpreter's rules on small files (read through python3;
 // skipped where no Python runs).
-#include "ein/PyCheck/Annotations.h"
 #include "ein/PyCheck/PyCheck.h"
+#include "ein/PyCheck/Annotations.h"
 #include "ein/Support/Process.h"
 
 #include <gtest/gtest.h>
@@ -74,9 +74,10 @@ const char *kPrelude = "from einops import rearrange\n"
                        "from torch import Tensor\n";
 
 TEST(PyCheckInterpreter, ReturnMismatchIsAnError) {
-  CHECK_OR_SKIP(r, std::string(kPrelude) +
-                       "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'a b']:\n"
-                       "    return rearrange(x, 'a b -> b a')\n");
+  CHECK_OR_SKIP(r,
+                std::string(kPrelude) +
+                    "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'a b']:\n"
+                    "    return rearrange(x, 'a b -> b a')\n");
   ASSERT_EQ(r->errors, 1u);
   EXPECT_EQ(r->diagnostics[0].loc.line, 5u);
   EXPECT_EQ(r->diagnostics[0].loc.col, 12u);
@@ -85,11 +86,12 @@ TEST(PyCheckInterpreter, ReturnMismatchIsAnError) {
 }
 
 TEST(PyCheckInterpreter, UnknownsPropagateQuietly) {
-  CHECK_OR_SKIP(r, std::string(kPrelude) +
-                       "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'a b']:\n"
-                       "    y = mystery(x)\n"
-                       "    z = y @ x + y[0]\n"
-                       "    return z.transpose(0, 1)\n");
+  CHECK_OR_SKIP(r,
+                std::string(kPrelude) +
+                    "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'a b']:\n"
+                    "    y = mystery(x)\n"
+                    "    z = y @ x + y[0]\n"
+                    "    return z.transpose(0, 1)\n");
   EXPECT_EQ(r->errors, 0u);
   ASSERT_EQ(r->report.functions.size(), 1u);
   EXPECT_EQ(r->report.functions[0].status, FunctionSummary::Status::Partial);
@@ -97,21 +99,23 @@ TEST(PyCheckInterpreter, UnknownsPropagateQuietly) {
 
 TEST(PyCheckInterpreter, BranchStoresAreUnknownAfter) {
   // After the branch `x` may be either: the return is not checked.
-  CHECK_OR_SKIP(r, std::string(kPrelude) +
-                       "def f(x: Float[Tensor, 'a b'], c) -> Float[Tensor, 'a b']:\n"
-                       "    if c:\n"
-                       "        x = rearrange(x, 'a b -> b a')\n"
-                       "    return x\n");
+  CHECK_OR_SKIP(
+      r, std::string(kPrelude) +
+             "def f(x: Float[Tensor, 'a b'], c) -> Float[Tensor, 'a b']:\n"
+             "    if c:\n"
+             "        x = rearrange(x, 'a b -> b a')\n"
+             "    return x\n");
   EXPECT_EQ(r->errors, 0u);
   EXPECT_EQ(r->report.returnsChecked, 0u);
 }
 
 TEST(PyCheckInterpreter, DecidedShapeBranchRunsAlone) {
-  CHECK_OR_SKIP(r, std::string(kPrelude) +
-                       "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'b a']:\n"
-                       "    if x.ndim != 2:\n"
-                       "        x = rearrange(x, 'a b c -> a (b c)')\n"
-                       "    return rearrange(x, 'a b -> b a')\n");
+  CHECK_OR_SKIP(r,
+                std::string(kPrelude) +
+                    "def f(x: Float[Tensor, 'a b']) -> Float[Tensor, 'b a']:\n"
+                    "    if x.ndim != 2:\n"
+                    "        x = rearrange(x, 'a b c -> a (b c)')\n"
+                    "    return rearrange(x, 'a b -> b a')\n");
   EXPECT_EQ(r->errors, 0u);
   EXPECT_EQ(r->report.returnsChecked, 1u);
 }
@@ -122,7 +126,8 @@ TEST(PyCheckInterpreter, SizesFromShapeAndAttributes) {
              "class M:\n"
              "    def __init__(self):\n"
              "        self.heads = 4\n"
-             "    def forward(self, x: Float[Tensor, 'b n 12']) -> Float[Tensor, 'b 4 n 3']:\n"
+             "    def forward(self, x: Float[Tensor, 'b n 12']) -> "
+             "Float[Tensor, 'b 4 n 3']:\n"
              "        b, n, _ = x.shape\n"
              "        return x.view(b, n, self.heads, -1).transpose(1, 2)\n");
   EXPECT_EQ(r->errors, 0u);

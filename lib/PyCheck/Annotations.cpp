@@ -9,13 +9,39 @@
 namespace ein::pycheck {
 
 bool isJaxtypingDType(const std::string &qualified) {
-  static const std::set<std::string> names = {
-      "Shaped",   "Num",     "Real",     "Inexact",  "Float",    "Float8",
-      "Float16",  "Float32", "Float64",  "BFloat16", "Complex",  "Complex64",
-      "Complex128", "Integer", "Int",    "Int4",     "Int8",     "Int16",
-      "Int32",    "Int64",   "UInt",     "UInt4",    "UInt8",    "UInt16",
-      "UInt32",   "UInt64",  "Bool",     "Key",      "Float8e4m3fn",
-      "Float8e5m2", "Float8e4m3b11fnuz", "Float8e4m3fnuz", "Float8e5m2fnuz"};
+  static const std::set<std::string> names = {"Shaped",
+                                              "Num",
+                                              "Real",
+                                              "Inexact",
+                                              "Float",
+                                              "Float8",
+                                              "Float16",
+                                              "Float32",
+                                              "Float64",
+                                              "BFloat16",
+                                              "Complex",
+                                              "Complex64",
+                                              "Complex128",
+                                              "Integer",
+                                              "Int",
+                                              "Int4",
+                                              "Int8",
+                                              "Int16",
+                                              "Int32",
+                                              "Int64",
+                                              "UInt",
+                                              "UInt4",
+                                              "UInt8",
+                                              "UInt16",
+                                              "UInt32",
+                                              "UInt64",
+                                              "Bool",
+                                              "Key",
+                                              "Float8e4m3fn",
+                                              "Float8e5m2",
+                                              "Float8e4m3b11fnuz",
+                                              "Float8e4m3fnuz",
+                                              "Float8e5m2fnuz"};
   size_t dot = qualified.rfind('.');
   return dot != std::string::npos && qualified.substr(0, dot) == "jaxtyping" &&
          names.count(qualified.substr(dot + 1));
@@ -41,7 +67,8 @@ std::string einShapeOfSpec(const std::string &spec,
       continue;
     }
     size_t start = pos;
-    while (pos < spec.size() && !std::isspace(static_cast<unsigned char>(spec[pos])))
+    while (pos < spec.size() &&
+           !std::isspace(static_cast<unsigned char>(spec[pos])))
       ++pos;
     std::string elem = spec.substr(start, pos - start);
     if (elem == "...") {

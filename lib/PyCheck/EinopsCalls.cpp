@@ -50,8 +50,8 @@ static std::optional<Pattern> readPattern(FunctionInterp &f, Node literal,
 // The keyword sizes of `call` (`h=8`, `h=self.heads`, `**parse_shape(...)`);
 // `inInit`: the call was written in __init__ (an einops layer), whose
 // names this function does not see.
-static void readSizes(FunctionInterp &f, Node call, EinopsArgs &a,
-                      bool inInit, const std::set<std::string> &skip = {}) {
+static void readSizes(FunctionInterp &f, Node call, EinopsArgs &a, bool inInit,
+                      const std::set<std::string> &skip = {}) {
   for (Node k : children(call, "keywords")) {
     std::string name = stringField(k, "arg");
     Node value = child(k, "value");
@@ -134,8 +134,8 @@ static AbsVal transform(FunctionInterp &f, Node call, const std::string &what,
     x = f.syntheticInput(a.parsed->inputs[0]);
   }
   f.build().setOrigin({nodeLoc(call)});
-  auto r = f.build().transform(transformKind(use), x.id, *a.parsed, a.sizes,
-                               how);
+  auto r =
+      f.build().transform(transformKind(use), x.id, *a.parsed, a.sizes, how);
   if (!r) {
     f.reportBuild(r.error(), call, a.pattern, {xNode}, a.sizeNodes);
     return AbsVal::unknown();
@@ -198,10 +198,7 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
         return AbsVal::unknown();
       }
     }
-    AbsVal layer;
-    layer.kind = AbsVal::Kind::Layer;
-    layer.layer = call;
-    return layer;
+    return AbsVal::built(AbsVal::Kind::Layer, call);
   }
   if (q.rfind("einops.", 0) != 0)
     return std::nullopt;
@@ -287,8 +284,9 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
       return AbsVal::tuple({AbsVal::tensor(*r), shapes});
     }
     if (!x.isTensor() || ps.kind != AbsVal::Kind::PackedShapes) {
-      skip(call, q, x.isTensor() ? "its packed shapes are not read"
-                                 : "its input's shape is unknown");
+      skip(call, q,
+           x.isTensor() ? "its packed shapes are not read"
+                        : "its input's shape is unknown");
       return AbsVal::unknown();
     }
     auto r = build().unpack(x.id, *ea.parsed, ps.parts);
@@ -308,8 +306,9 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
     AbsVal x = eval(a[0]);
     auto text = stringConstant(a[1]);
     if (!text || !x.isTensor()) {
-      skip(call, q, text ? "its input's shape is unknown"
-                         : "its pattern is not a string literal");
+      skip(call, q,
+           text ? "its input's shape is unknown"
+                : "its pattern is not a string literal");
       return AbsVal::unknown();
     }
     Shape shape = ctx().expand(shapeOf(x));
@@ -325,7 +324,8 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
       return AbsVal::unknown();
     }
     size_t named = names.size() - (ellipsis != names.end());
-    if (ellipsis == names.end() ? named != shape.size() : named > shape.size()) {
+    if (ellipsis == names.end() ? named != shape.size()
+                                : named > shape.size()) {
       error(a[1], fmt::format("parse_shape: the pattern \"{}\" names {} "
                               "dims but the tensor has shape \"{}\" (rank {})",
                               *text, named, shapeStr(shape), shape.size()));
@@ -367,10 +367,10 @@ AbsVal FunctionInterp::applyLayer(const AbsVal &layer, Node call) {
       ea.parsed = *p;
   if (!text)
     ea.unread = "its pattern is not a string literal";
-  Node reduction = use == PatternUse::Reduce
-                       ? (ctor.size() > 1 ? ctor[1]
-                                          : keyword(layer.layer, "reduction"))
-                       : nullptr;
+  Node reduction =
+      use == PatternUse::Reduce
+          ? (ctor.size() > 1 ? ctor[1] : keyword(layer.layer, "reduction"))
+          : nullptr;
   readSizes(*this, layer.layer, ea, true, {"reduction"});
   return transform(*this, call, q, use, a[0], ea, reductionOf(reduction));
 }

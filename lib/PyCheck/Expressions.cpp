@@ -113,9 +113,8 @@ AbsVal FunctionInterp::eval(Node e) {
 
 AbsVal FunctionInterp::mapOver(const std::string &var, Node body,
                                const AbsVal &items) {
-  auto saved = env.find(var) != env.end()
-                   ? std::optional<AbsVal>(env[var])
-                   : std::nullopt;
+  auto saved = env.find(var) != env.end() ? std::optional<AbsVal>(env[var])
+                                          : std::nullopt;
   std::vector<AbsVal> out;
   for (auto &item : items.items) {
     env[var] = item;
@@ -159,10 +158,11 @@ AbsVal FunctionInterp::sizeArithmetic(Node e, const AbsVal &lhs,
     }
     return AbsVal::number();
   }
-  bool numeric = [](const AbsVal &v) {
-    return v.kind == AbsVal::Kind::Size || v.kind == AbsVal::Kind::Number;
-  }(lhs) && (rhs.kind == AbsVal::Kind::Size ||
-             rhs.kind == AbsVal::Kind::Number);
+  bool numeric =
+      [](const AbsVal &v) {
+        return v.kind == AbsVal::Kind::Size || v.kind == AbsVal::Kind::Number;
+      }(lhs) &&
+      (rhs.kind == AbsVal::Kind::Size || rhs.kind == AbsVal::Kind::Number);
   return numeric ? AbsVal::number() : AbsVal::unknown();
 }
 
@@ -204,9 +204,9 @@ AbsVal FunctionInterp::subscript(Node e) {
       long long n = static_cast<long long>(v.items.size());
       long long a = std::clamp(*lo < 0 ? *lo + n : *lo, 0LL, n);
       long long b = std::clamp(*hi < 0 ? *hi + n : *hi, 0LL, n);
-      return AbsVal::tuple(b > a ? std::vector<AbsVal>(v.items.begin() + a,
-                                                       v.items.begin() + b)
-                                 : std::vector<AbsVal>{});
+      return AbsVal::tuple(
+          b > a ? std::vector<AbsVal>(v.items.begin() + a, v.items.begin() + b)
+                : std::vector<AbsVal>{});
     }
     eval(index);
     return AbsVal::unknown();
@@ -287,14 +287,8 @@ AbsVal FunctionInterp::call(Node e) {
     if (auto f = cx.functions.find(id); f != cx.functions.end())
       return callAnnotated(f->second, e, false);
     if (auto c = cx.classes.find(id); c != cx.classes.end()) {
-      for (Node a : args(e))
-        eval(a);
-      for (Node k : children(e, "keywords"))
-        eval(child(k, "value"));
-      AbsVal object;
-      object.kind = AbsVal::Kind::Instance;
-      object.layer = c->second;
-      return object;
+      evalArgs(e);
+      return AbsVal::built(AbsVal::Kind::Instance, c->second);
     }
   }
   if (!local)
@@ -313,11 +307,15 @@ AbsVal FunctionInterp::call(Node e) {
   // checked), its result is unknown.
   if (!funcRead && !isa(func, "Name"))
     eval(func);
-  for (Node a : args(e))
-    eval(a);
-  for (Node k : children(e, "keywords"))
-    eval(child(k, "value"));
+  evalArgs(e);
   return AbsVal::unknown();
+}
+
+void FunctionInterp::evalArgs(Node call) {
+  for (Node a : args(call))
+    eval(a);
+  for (Node k : children(call, "keywords"))
+    eval(child(k, "value"));
 }
 
 } // namespace ein::pycheck

@@ -14,8 +14,7 @@ namespace ein::pycheck {
 
 FunctionInterp::FunctionInterp(FileContext &cx, Node def, ClassInfo *cls,
                                std::string qualifiedName)
-    : cx(cx), def(def), cls(cls), name(std::move(qualifiedName)),
-      builder(fn) {
+    : cx(cx), def(def), cls(cls), name(std::move(qualifiedName)), builder(fn) {
   fn.name = name;
   fn.loc = nodeLoc(def);
   isInit = cls && stringField(def, "name") == "__init__";
@@ -37,7 +36,8 @@ const Shape &FunctionInterp::shapeOf(const AbsVal &tensor) const {
 }
 
 AbsVal FunctionInterp::newTensor(Shape shape) {
-  return AbsVal::tensor(builder.param(TensorType{std::move(shape), DType::F32}));
+  return AbsVal::tensor(
+      builder.param(TensorType{std::move(shape), DType::F32}));
 }
 
 AbsVal FunctionInterp::syntheticInput(const PatternSide &side) {
@@ -122,8 +122,9 @@ void FunctionInterp::addNotes(const std::string &message) {
   // fact to show.
   std::vector<std::string> names;
   size_t at = message.find("cannot prove ");
-  std::string verdict =
-      at == std::string::npos ? "" : message.substr(at, message.find(" (", at) - at);
+  std::string verdict = at == std::string::npos
+                            ? ""
+                            : message.substr(at, message.find(" (", at) - at);
   for (auto it = std::sregex_iterator(verdict.begin(), verdict.end(), word);
        it != std::sregex_iterator(); ++it)
     if (declaredAt.count(it->str()) &&
@@ -140,9 +141,10 @@ void FunctionInterp::errorAt(SourceLoc loc, unsigned length,
   std::string text = displayName(message);
   if (quiet) {
     cx.report.skipped.push_back(
-        {loc, "error", "not reported: the code is under a condition on shapes "
-                       "that the checker does not decide, or meant to raise (" +
-                           text + ")"});
+        {loc, "error",
+         "not reported: the code is under a condition on shapes "
+         "that the checker does not decide, or meant to raise (" +
+             text + ")"});
     ++skips;
     return;
   }
@@ -172,8 +174,8 @@ void FunctionInterp::reportBuild(const BuildError &e, Node call, Node pattern,
   const ShapeError &s = e.error;
   switch (s.anchor) {
   case ShapeError::Anchor::Pattern:
-    if (auto inside = pattern ? stringContentLoc(pattern, cx.file)
-                              : std::nullopt) {
+    if (auto inside =
+            pattern ? stringContentLoc(pattern, cx.file) : std::nullopt) {
       loc = inside->advanced(s.offset);
       length = std::max(1u, s.length);
     } else if (pattern) {
@@ -190,8 +192,8 @@ void FunctionInterp::reportBuild(const BuildError &e, Node call, Node pattern,
   case ShapeError::Anchor::Kwarg:
     if (s.index < keywords.size()) {
       loc = nodeLoc(keywords[s.index]);
-      length = static_cast<unsigned>(
-          stringField(keywords[s.index], "arg").size());
+      length =
+          static_cast<unsigned>(stringField(keywords[s.index], "arg").size());
     }
     break;
   case ShapeError::Anchor::Op:
@@ -224,8 +226,7 @@ void FunctionInterp::run() {
         declaredAt[dim] = {inside->advanced(offset),
                            static_cast<unsigned>(dim.size())};
       else
-        declaredAt[dim] = {nodeLoc(a.literal),
-                           nodeLength(a.literal, cx.file)};
+        declaredAt[dim] = {nodeLoc(a.literal), nodeLength(a.literal, cx.file)};
     }
   };
   for (size_t i = 0; i < params.size(); ++i) {
@@ -242,8 +243,8 @@ void FunctionInterp::run() {
       anyRead = annotated = true;
       noteDeclared(read.array);
       for (auto &d : read.array.shape)
-        for (auto &s : d.isPack() ? std::set<std::string>{d.pack}
-                                  : d.size.symbols())
+        for (auto &s :
+             d.isPack() ? std::set<std::string>{d.pack} : d.size.symbols())
           paramDims.insert(s);
       env[pname] =
           AbsVal::tensor(builder.param({read.array.shape, DType::F32}, pname));
@@ -293,11 +294,10 @@ void FunctionInterp::run() {
       unreadableWhy = "result: " + results.back().reason;
     }
   }
-  if (resultTuple && !std::any_of(results.begin(), results.end(),
-                                  [](const AnnotationRead &r) {
-                                    return r.kind ==
-                                           AnnotationRead::Kind::Array;
-                                  }))
+  if (resultTuple &&
+      !std::any_of(results.begin(), results.end(), [](const AnnotationRead &r) {
+        return r.kind == AnnotationRead::Kind::Array;
+      }))
     results.clear();
 
   unsigned skipsBefore = static_cast<unsigned>(cx.report.skipped.size());
@@ -349,8 +349,7 @@ void collectStored(Node n, std::set<std::string> &out) {
     return;
   if (isa(n, "Name") && isa(child(n, "ctx"), "Store"))
     out.insert(stringField(n, "id"));
-  if (isa(n, "FunctionDef") || isa(n, "ClassDef") ||
-      isa(n, "AsyncFunctionDef"))
+  if (isa(n, "FunctionDef") || isa(n, "ClassDef") || isa(n, "AsyncFunctionDef"))
     out.insert(stringField(n, "name"));
   for (auto &[key, value] : *n) {
     if (auto *o = value.getAsObject())
@@ -415,12 +414,18 @@ std::optional<bool> FunctionInterp::decide(Node test) {
   std::string op = nodeType(children(test, "ops")[0]);
   auto a = lhs.size.constantValue(), b = rhs.size.constantValue();
   if (a && b) {
-    if (op == "Eq") return *a == *b;
-    if (op == "NotEq") return *a != *b;
-    if (op == "Lt") return *a < *b;
-    if (op == "LtE") return *a <= *b;
-    if (op == "Gt") return *a > *b;
-    if (op == "GtE") return *a >= *b;
+    if (op == "Eq")
+      return *a == *b;
+    if (op == "NotEq")
+      return *a != *b;
+    if (op == "Lt")
+      return *a < *b;
+    if (op == "LtE")
+      return *a <= *b;
+    if (op == "Gt")
+      return *a > *b;
+    if (op == "GtE")
+      return *a >= *b;
     return std::nullopt;
   }
   if (op != "Eq" && op != "NotEq")
@@ -493,8 +498,8 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     bool raises = false;
     for (Node item : children(s, "items")) {
       Node ctxExpr = child(item, "context_expr");
-      std::string callee = lastComponent(
-          cx.names.qualified(child(ctxExpr, "func")));
+      std::string callee =
+          lastComponent(cx.names.qualified(child(ctxExpr, "func")));
       raises |= isa(ctxExpr, "Call") &&
                 (callee == "raises" || callee == "assertRaises" ||
                  callee == "assertRaisesRegex");
@@ -589,6 +594,34 @@ void FunctionInterp::checkAgainst(Node at, const AbsVal &v,
     for (auto &d : expected)
       d.size = d.size.replaceSymbols(bind);
   }
+  // A variadic first written here (or `...`) binds to what it meets, as
+  // jaxtyping binds it: to the value's one variadic in the same place;
+  // anything else about it is not decided here.
+  auto freePack = [&](const Dim &d) {
+    return d.isPack() && (isAnonymousName(d.pack) || !paramDims.count(d.pack));
+  };
+  auto packAt = [](const Shape &s) -> std::optional<size_t> {
+    std::optional<size_t> at;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i].isPack()) {
+        if (at)
+          return std::nullopt;
+        at = i;
+      }
+    return at;
+  };
+  if (std::any_of(expected.begin(), expected.end(), freePack)) {
+    auto ie = packAt(expected), ia = packAt(actual);
+    if (ie && ia && *ie == *ia && expected.size() == actual.size()) {
+      expected[*ie] = actual[*ia];
+    } else if (std::any_of(actual.begin(), actual.end(),
+                           [](const Dim &d) { return d.isPack(); })) {
+      skip(at, what,
+           "a variadic dim of the value is not matched to the "
+           "annotation's");
+      return;
+    }
+  }
   auto ok = checkShapeMatches(fn.ctx, expected, actual);
   ++cx.report.returnsChecked;
   if (!ok)
@@ -622,7 +655,8 @@ void FunctionInterp::checkReturn(Node value) {
   if (results[0].kind != AnnotationRead::Kind::Array)
     return;
   if (!v.isTensor()) {
-    skip(value ? value : def, "return", "the returned value's shape is unknown");
+    skip(value ? value : def, "return",
+         "the returned value's shape is unknown");
     return;
   }
   checkAgainst(value, v, results[0].array, "returned value");

@@ -57,6 +57,14 @@ struct AbsVal {
     v.kind = Kind::Number;
     return v;
   }
+  /// A Layer or an Instance: what `node` (a constructor call, a ClassDef)
+  /// built.
+  static AbsVal built(Kind kind, Node node) {
+    AbsVal v;
+    v.kind = kind;
+    v.layer = node;
+    return v;
+  }
   static AbsVal tuple(std::vector<AbsVal> items) {
     AbsVal v;
     v.kind = Kind::Tuple;
@@ -138,6 +146,8 @@ public:
   /// anonymous (a variadic for a bare `...`).
   AbsVal syntheticInput(const PatternSide &side);
   FileContext &file() { return cx; }
+  /// Evaluates every argument of `call` (for the calls in them).
+  void evalArgs(Node call);
   /// The positional and keyword arguments of a Call node.
   static std::vector<Node> args(Node call);
   static Node keyword(Node call, const char *name);
@@ -232,7 +242,7 @@ std::optional<size_t> axisOf(long long d, size_t rank);
 std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
                                const Shape &b);
 /// `lhs @ rhs` with numpy's matmul rules, `what` naming it in messages.
-AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs,
-              const AbsVal &rhs, const std::string &what);
+AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
+              const std::string &what);
 
 } // namespace ein::pycheck

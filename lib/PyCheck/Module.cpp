@@ -26,7 +26,8 @@ static void countStores(Node n, const std::string &self,
   }
 }
 
-static void checkClass(FileContext &cx, Node classDef, const std::string &prefix) {
+static void checkClass(FileContext &cx, Node classDef,
+                       const std::string &prefix) {
   ClassInfo info;
   info.name = prefix + stringField(classDef, "name");
   std::vector<Node> methods;
@@ -101,7 +102,6 @@ void checkModule(FileContext &cx, Node module) {
   }
 }
 
-
 // ---- calls of the file's own functions ----------------------------------
 
 AbsVal FunctionInterp::callModule(const AbsVal &object, Node call) {
@@ -109,8 +109,7 @@ AbsVal FunctionInterp::callModule(const AbsVal &object, Node call) {
     if ((isa(s, "FunctionDef") && stringField(s, "name") == "forward") ||
         (isa(s, "FunctionDef") && stringField(s, "name") == "__call__"))
       return callAnnotated(s, call, true);
-  for (Node a : args(call))
-    eval(a);
+  evalArgs(call);
   return AbsVal::unknown();
 }
 
@@ -175,8 +174,8 @@ AbsVal FunctionInterp::callAnnotated(Node def, Node call, bool bound) {
       return AbsVal::unknown();
     };
     if (declared.size() != actual.size())
-      return refuse(fmt::format("rank {} against {}", actual.size(),
-                                declared.size()));
+      return refuse(
+          fmt::format("rank {} against {}", actual.size(), declared.size()));
     for (size_t i = 0; i < declared.size(); ++i) {
       const SizeExpr &d = declared[i].size;
       if (mentionsAnonymous(d))
@@ -217,9 +216,9 @@ AbsVal FunctionInterp::callAnnotated(Node def, Node call, bool bound) {
       std::map<std::string, SizeExpr> values = bind;
       for (auto &s : dim.size.symbols())
         if (!values.count(s) && !isAnonymousName(s))
-          values[s] = namedUnknownSize(
-              fmt::format("{}:{}:{}", s, here.line, here.col),
-              callee + "." + s);
+          values[s] =
+              namedUnknownSize(fmt::format("{}:{}:{}", s, here.line, here.col),
+                               callee + "." + s);
       dim.size = dim.size.replaceSymbols(values);
     }
     out.push_back(newTensor(shape));

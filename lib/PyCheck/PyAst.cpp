@@ -71,16 +71,16 @@ ErrorOr<llvm::json::Value> readPythonAst(const std::string &path,
                           interpreter + " in");
   std::string script = dir.file("ast_json.py"), json = dir.file("ast.json"),
               log = dir.file("log");
-  if (!writeFileBytes(script, kAstScript, std::char_traits<char>::length(
-                                              kAstScript)))
+  if (!writeFileBytes(script, kAstScript,
+                      std::char_traits<char>::length(kAstScript)))
     return Error::program("cannot write " + script);
   int status = runProcess({interpreter, script, path, json}, log);
   std::string text = readFileText(json);
   if (status != 0 || text.empty()) {
     std::string why =
-        status == -1 ? "it could not be started"
-                     : fmt::format("it failed:\n{}",
-                                   lastLines(readFileText(log), 10));
+        status == -1
+            ? "it could not be started"
+            : fmt::format("it failed:\n{}", lastLines(readFileText(log), 10));
     return Error::usage(fmt::format(
         "checking a Python file runs '{}' (Python 3.8 or later: set "
         "EIN_PYTHON to choose another) to read it with Python's ast, and {}",
@@ -97,11 +97,12 @@ ErrorOr<llvm::json::Value> readPythonAst(const std::string &path,
   if (auto message = root->getString("syntax_error")) {
     unsigned line = root->getInteger("lineno").value_or(0);
     unsigned col = root->getInteger("col").value_or(0);
-    return Error::at(ErrorKind::Program, path, line, line ? std::max(col, 1u) : 0,
-                     message->str());
+    return Error::at(ErrorKind::Program, path, line,
+                     line ? std::max(col, 1u) : 0, message->str());
   }
   if (!root->getObject("module"))
-    return Error::program("the ast that " + interpreter + " printed has no module");
+    return Error::program("the ast that " + interpreter +
+                          " printed has no module");
   return std::move(*parsed);
 }
 
@@ -151,7 +152,8 @@ unsigned nodeLength(Node n, const SourceFile &file) {
   if (!n)
     return 1;
   auto line = n->getInteger("lineno"), endLine = n->getInteger("end_lineno");
-  auto col = n->getInteger("col_offset"), endCol = n->getInteger("end_col_offset");
+  auto col = n->getInteger("col_offset"),
+       endCol = n->getInteger("end_col_offset");
   if (!line || !col)
     return 1;
   long long end = endLine && *endLine == *line && endCol
@@ -205,8 +207,8 @@ std::optional<SourceLoc> stringContentLoc(Node n, const SourceFile &file) {
 }
 
 bool isNumberLiteral(Node n) {
-  if (isa(n, "UnaryOp") && (isa(child(n, "op"), "USub") ||
-                            isa(child(n, "op"), "UAdd")))
+  if (isa(n, "UnaryOp") &&
+      (isa(child(n, "op"), "USub") || isa(child(n, "op"), "UAdd")))
     n = child(n, "operand");
   auto *v = constantValue(n);
   if (!v)

@@ -59,8 +59,7 @@ std::string reportText(const PyCheckReport &r, bool verbose) {
       "{}: {} annotated functions: {} fully checked, {} partly, {} skipped; "
       "{} einops calls, {} torch/numpy ops, {} calls of annotated functions "
       "and {} returns checked; {} not checked{}\n",
-      r.path, r.functions.size(),
-      countStatus(r, FunctionSummary::Status::Full),
+      r.path, r.functions.size(), countStatus(r, FunctionSummary::Status::Full),
       countStatus(r, FunctionSummary::Status::Partial),
       countStatus(r, FunctionSummary::Status::Skipped), r.einopsChecked,
       r.torchChecked, r.callsChecked, r.returnsChecked, r.skipped.size(),
@@ -68,8 +67,8 @@ std::string reportText(const PyCheckReport &r, bool verbose) {
   if (!verbose)
     return out;
   for (auto &f : r.functions)
-    out += fmt::format("{}:{}: function {}: {}{}\n", r.path, f.loc.line,
-                       f.name, statusName(f.status),
+    out += fmt::format("{}:{}: function {}: {}{}\n", r.path, f.loc.line, f.name,
+                       statusName(f.status),
                        f.reason.empty() ? "" : " (" + f.reason + ")");
   for (auto &s : r.skipped)
     out += fmt::format("{}:{}:{}: not checked: {}: {}\n", r.path, s.loc.line,

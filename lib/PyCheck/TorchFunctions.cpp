@@ -162,8 +162,9 @@ std::optional<AbsVal> FunctionInterp::torchFunction(const std::string &q,
         ids.push_back(v.id);
     }
     if (!text || ids.size() != operands.size()) {
-      skip(call, q, text ? "an operand's shape is unknown"
-                         : "its pattern is not a string literal");
+      skip(call, q,
+           text ? "an operand's shape is unknown"
+                : "its pattern is not a string literal");
       return AbsVal::unknown();
     }
     std::vector<unsigned> map;
@@ -214,11 +215,10 @@ std::optional<AbsVal> FunctionInterp::torchFunction(const std::string &q,
   return AbsVal::unknown();
 }
 
-
 // torch.nn modules whose output has their input's shape.
 static bool shapePreservingModule(const std::string &q) {
   static const std::set<std::string> names = {
-      "LayerNorm", "RMSNorm", "Dropout", "GELU",    "ReLU",  "SiLU",
+      "LayerNorm", "RMSNorm", "Dropout",  "GELU",    "ReLU", "SiLU",
       "Tanh",      "Sigmoid", "Identity", "Softmax", "Mish", "LeakyReLU"};
   return q.rfind("torch.nn.", 0) == 0 &&
          names.count(q.substr(std::string("torch.nn.").size()));
@@ -228,14 +228,8 @@ std::optional<AbsVal> FunctionInterp::torchModule(const std::string &q,
                                                   Node call) {
   if (q != "torch.nn.Linear" && !shapePreservingModule(q))
     return std::nullopt;
-  for (Node a : args(call))
-    eval(a);
-  for (Node k : children(call, "keywords"))
-    eval(child(k, "value"));
-  AbsVal module;
-  module.kind = AbsVal::Kind::Layer;
-  module.layer = call;
-  return module;
+  evalArgs(call);
+  return AbsVal::built(AbsVal::Kind::Layer, call);
 }
 
 AbsVal FunctionInterp::applyTorchModule(const AbsVal &module, Node call) {
@@ -249,15 +243,15 @@ AbsVal FunctionInterp::applyTorchModule(const AbsVal &module, Node call) {
     return AbsVal::unknown();
   }
   Shape s = ctx().expand(shapeOf(x));
-  bool linear = q == "torch.nn.Linear", norm = q == "torch.nn.LayerNorm" ||
-                                               q == "torch.nn.RMSNorm";
+  bool linear = q == "torch.nn.Linear",
+       norm = q == "torch.nn.LayerNorm" || q == "torch.nn.RMSNorm";
   if (!linear && !norm) {
     checkedTorch();
     return x;
   }
   // The features it was built for, against the input's last dim.
-  Node in = ctor.empty() ? keyword(module.layer, linear ? "in_features"
-                                                        : "normalized_shape")
+  Node in = ctor.empty() ? keyword(module.layer,
+                                   linear ? "in_features" : "normalized_shape")
                          : ctor[0];
   if (!in || s.empty() || s.back().isPack() || isa(in, "Tuple") ||
       isa(in, "List")) {

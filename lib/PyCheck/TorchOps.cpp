@@ -15,7 +15,8 @@ namespace ein::pycheck {
 // ---- the rules TorchFunctions.cpp shares -------------------------------
 
 bool hasPack(const Shape &s) {
-  return std::any_of(s.begin(), s.end(), [](const Dim &d) { return d.isPack(); });
+  return std::any_of(s.begin(), s.end(),
+                     [](const Dim &d) { return d.isPack(); });
 }
 
 Dim one() { return Dim::ofSize(SizeExpr::constant(1)); }
@@ -35,17 +36,22 @@ std::optional<size_t> axisOf(long long d, size_t rank) {
 // shape.
 static const std::set<std::string> &sameShape() {
   static const std::set<std::string> names = {
-      "contiguous", "float",   "half",     "double",   "bfloat16", "long",
-      "int",        "bool",    "to",       "type",     "type_as",  "detach",
-      "clone",      "cpu",     "cuda",     "abs",      "exp",      "log",
-      "sqrt",       "rsqrt",   "sigmoid",  "tanh",     "relu",     "gelu",
-      "silu",       "neg",     "sin",      "cos",      "sign",     "square",
-      "reciprocal", "requires_grad_", "relu_", "exp_",  "dropout",  "erf",
-      "softplus",   "leaky_relu", "elu",   "log1p",    "expm1",    "floor",
-      "ceil",       "round",   "clamp",    "clip",     "sigmoid_", "tanh_",
-      "mish",       "hardswish", "logsigmoid", "nan_to_num", "zeros_like",
-      "ones_like",  "empty_like", "rand_like", "randn_like", "full_like",
-      "layer_norm", "normalize", "float32", "numpy", "detach_"};
+      "contiguous", "float",      "half",       "double",
+      "bfloat16",   "long",       "int",        "bool",
+      "to",         "type",       "type_as",    "detach",
+      "clone",      "cpu",        "cuda",       "abs",
+      "exp",        "log",        "sqrt",       "rsqrt",
+      "sigmoid",    "tanh",       "relu",       "gelu",
+      "silu",       "neg",        "sin",        "cos",
+      "sign",       "square",     "reciprocal", "requires_grad_",
+      "relu_",      "exp_",       "dropout",    "erf",
+      "softplus",   "leaky_relu", "elu",        "log1p",
+      "expm1",      "floor",      "ceil",       "round",
+      "clamp",      "clip",       "sigmoid_",   "tanh_",
+      "mish",       "hardswish",  "logsigmoid", "nan_to_num",
+      "zeros_like", "ones_like",  "empty_like", "rand_like",
+      "randn_like", "full_like",  "layer_norm", "normalize",
+      "float32",    "numpy",      "detach_"};
   return names;
 }
 
@@ -69,10 +75,10 @@ std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
     }
     auto ok = f.ctx().unify(x->size, y->size, "broadcast");
     if (!ok) {
-      f.error(at, fmt::format("cannot broadcast \"{}\" with \"{}\": dim {} "
-                              "from the right: {}",
-                              shapeStr(a), shapeStr(b), i + 1,
-                              ok.error().message));
+      f.error(at,
+              fmt::format("cannot broadcast \"{}\" with \"{}\": dim {} "
+                          "from the right: {}",
+                          shapeStr(a), shapeStr(b), i + 1, ok.error().message));
       return std::nullopt;
     }
     r = *x;
@@ -80,8 +86,8 @@ std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
   return out;
 }
 
-AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs,
-              const AbsVal &rhs, const std::string &what) {
+AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
+              const std::string &what) {
   if (!lhs.isTensor() || !rhs.isTensor()) {
     f.skip(at, what, "an operand's shape is unknown");
     return AbsVal::unknown();
@@ -171,8 +177,8 @@ AbsVal FunctionInterp::tensorAttribute(const AbsVal &x, const std::string &attr,
 
 // Integer arguments of a call: the positional ones after `from` (or one
 // tuple or list of them); nullopt when one is not a number literal.
-static std::optional<std::vector<long long>>
-intArgs(const std::vector<Node> &a, size_t from) {
+static std::optional<std::vector<long long>> intArgs(const std::vector<Node> &a,
+                                                     size_t from) {
   std::vector<Node> items(a.begin() + std::min(from, a.size()), a.end());
   if (items.size() == 1 && (isa(items[0], "Tuple") || isa(items[0], "List")))
     items = children(items[0], "elts");
@@ -186,9 +192,8 @@ intArgs(const std::vector<Node> &a, size_t from) {
   return out;
 }
 
-std::optional<AbsVal> FunctionInterp::tensorMethod(const AbsVal &x,
-                                                   const std::string &m,
-                                                   Node call) {
+std::optional<AbsVal>
+FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
   std::vector<Node> a = args(call);
   Shape s = ctx().expand(shapeOf(x));
   std::string what = "." + m;
@@ -215,7 +220,8 @@ std::optional<AbsVal> FunctionInterp::tensorMethod(const AbsVal &x,
   }
   if (m == "size" || m == "dim" || m == "ndimension") {
     if (m != "size")
-      return AbsVal::ofSize(SizeExpr::constant(static_cast<long long>(s.size())));
+      return AbsVal::ofSize(
+          SizeExpr::constant(static_cast<long long>(s.size())));
     if (a.empty())
       return tensorAttribute(x, "shape", call);
     auto d = intConstant(a[0]);
@@ -392,8 +398,8 @@ std::optional<AbsVal> FunctionInterp::tensorMethod(const AbsVal &x,
     checkedTorch();
     return x;
   }
-  if (m == "sum" || m == "mean" || m == "amax" || m == "amin" ||
-      m == "prod" || m == "var" || m == "std") {
+  if (m == "sum" || m == "mean" || m == "amax" || m == "amin" || m == "prod" ||
+      m == "var" || m == "std") {
     Node dn = dimArg(0, "dim");
     if (!dn)
       dn = keyword(call, "axis");
@@ -449,9 +455,9 @@ std::optional<AbsVal> FunctionInterp::tensorMethod(const AbsVal &x,
     auto k = axisOf(*d, s.size());
     if (!k)
       return outOfRange(dn, *d);
-    auto part = ctx().divide(s[*k].size, SizeExpr::constant(n),
-                             fmt::format("chunk({}) of \"{}\"", n,
-                                         shapeStr(s)));
+    auto part =
+        ctx().divide(s[*k].size, SizeExpr::constant(n),
+                     fmt::format("chunk({}) of \"{}\"", n, shapeStr(s)));
     if (!part)
       return AbsVal::unknown(); // a smaller last chunk: not modelled
     Shape out = s;
@@ -492,8 +498,8 @@ AbsVal FunctionInterp::subscriptTensor(const AbsVal &x, Node e) {
     eval(index);
     return AbsVal::unknown();
   }
-  std::vector<Node> items = isa(index, "Tuple") ? children(index, "elts")
-                                                : std::vector<Node>{index};
+  std::vector<Node> items =
+      isa(index, "Tuple") ? children(index, "elts") : std::vector<Node>{index};
   size_t consumed = 0, ellipses = 0;
   for (Node n : items) {
     auto *v = isa(n, "Constant") ? n->getObject("value") : nullptr;
@@ -541,8 +547,8 @@ AbsVal FunctionInterp::subscriptTensor(const AbsVal &x, Node e) {
       auto h = hi ? sizeArg(hi) : std::optional<SizeExpr>(s[dim].size);
       auto len = s[dim].size.constantValue();
       auto hv = h ? h->constantValue() : std::nullopt;
-      if (l && *l >= 0 && h && hv && len && *hv >= Int(0) &&
-          *hv <= *len && Int(*l) <= *hv) {
+      if (l && *l >= 0 && h && hv && len && *hv >= Int(0) && *hv <= *len &&
+          Int(*l) <= *hv) {
         out.push_back(Dim::ofSize(SizeExpr::constant(*hv - Int(*l))));
       } else if (l && *l == 0 && h && !hi) {
         out.push_back(s[dim]);
