@@ -2,6 +2,7 @@
 // unpack, parse_shape, and the einops.layers modules), checked through
 // ein's ProgramBuilder: the same pattern rules and messages as a .ein file.
 #include "Interpreter.h"
+#include "ein/Sema/Suggestions.h"
 
 #include <fmt/format.h>
 
@@ -246,6 +247,13 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
       return AbsVal::unknown();
     }
     checkedEinops();
+    // An axis summed on its own is usually a typo: .ein's warning.
+    if (auto inside = stringContentLoc(ea.pattern, file().file);
+        inside && reporting())
+      for (const LoneAxis &lone : loneAxes(*ea.parsed))
+        file().diags.warning(WarningKind::LoneAxis,
+                             inside->advanced(lone.axis->offset),
+                             loneAxisMessage(lone), lone.axis->length);
     return AbsVal::tensor(*r);
   }
   if (fname == "pack" || fname == "unpack") {

@@ -134,6 +134,9 @@ public:
   void errorAt(SourceLoc loc, unsigned length, const std::string &message);
   /// A recognised call that was not checked, and why.
   void skip(Node at, const std::string &what, const std::string &reason);
+  /// False under an undecided condition on shapes or pytest.raises, where
+  /// diagnostics are not reported.
+  bool reporting() const { return quiet == 0; }
   /// Counts a checked einops call or torch op.
   void checkedEinops() { ++cx.report.einopsChecked; }
   void checkedTorch() { ++cx.report.torchChecked; }

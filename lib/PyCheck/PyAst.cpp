@@ -28,17 +28,20 @@ def const(v):
     if isinstance(v, str): return {"k": "str", "v": v}
     if v is Ellipsis: return {"k": "ellipsis"}
     return {"k": "other"}
-def enc(n):
+def enc(n, depth=0):
     if isinstance(n, ast.AST):
-        d = {"_t": type(n).__name__}
+        # Deeper than anyone writes by hand: an opaque node, which the
+        # checker reads as unknown (and einc's own readers stay shallow).
+        d = {"_t": type(n).__name__ if depth < 400 else "TooDeep"}
         for a in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
             v = getattr(n, a, None)
             if v is not None: d[a] = v
+        if depth >= 400: return d
         for f, v in ast.iter_fields(n):
             if isinstance(n, ast.Constant) and f == "value": d[f] = const(v)
-            elif f not in ("kind", "type_comment"): d[f] = enc(v)
+            elif f not in ("kind", "type_comment"): d[f] = enc(v, depth + 1)
         return d
-    if isinstance(n, list): return [enc(x) for x in n]
+    if isinstance(n, list): return [enc(x, depth) for x in n]
     if n is None or isinstance(n, (str, bool, int)): return n
     return repr(n)
 src, out = sys.argv[1], sys.argv[2]
@@ -52,7 +55,8 @@ except SyntaxError as e:
     res = {"syntax_error": e.msg, "lineno": e.lineno or 0, "col": col}
 except (ValueError, UnicodeDecodeError) as e:
     res = {"syntax_error": str(e), "lineno": 0, "col": 0}
-with open(out, "w", encoding="utf-8") as f: json.dump(res, f)
+# json.dumps, not json.dump: dump's pure-Python encoder is quadratic in depth.
+with open(out, "w", encoding="utf-8") as f: f.write(json.dumps(res))
 )PY";
 
 } // namespace

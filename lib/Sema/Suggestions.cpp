@@ -9,6 +9,16 @@
 
 namespace ein {
 
+std::string loneAxisMessage(const LoneAxis &lone) {
+  std::string message = fmt::format(
+      "axis '{}' appears only in the {} operand and not in the output: "
+      "einsum sums it on its own",
+      lone.axis->name, ordinal(lone.operand + 1));
+  if (lone.suggestion)
+    message += fmt::format("; did you mean '{}'?", *lone.suggestion);
+  return message;
+}
+
 std::vector<LoneAxis> loneAxes(const Pattern &pattern) {
   std::vector<LoneAxis> out;
   if (pattern.inputs.size() < 2)

@@ -29,6 +29,10 @@ struct LoneAxis {
 /// trace, `"i i, j -> j"`) is deliberate and not lone.
 std::vector<LoneAxis> loneAxes(const Pattern &pattern);
 
+/// The warning for a lone axis: "axis 'e' appears only in the 2nd operand
+/// and not in the output: einsum sums it on its own; did you mean 'd'?".
+std::string loneAxisMessage(const LoneAxis &lone);
+
 /// For `small` broadcast against `big` (of higher rank) when a dim of
 /// `small` has several namesakes in `big`: rearrange patterns that give
 /// `small` the rank of `big`, its dims aligned to their first namesakes and

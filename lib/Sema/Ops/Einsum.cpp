@@ -52,17 +52,10 @@ std::optional<Operand> checkEinsumCall(FunctionChecker &checker,
     checker.noteSpacedPattern(built.error(), *patExpr);
     return std::nullopt;
   }
-  for (const LoneAxis &lone : loneAxes(*pattern)) {
-    std::string message = fmt::format(
-        "axis '{}' appears only in the {} operand and not in the output: "
-        "einsum sums it on its own",
-        lone.axis->name, ordinal(lone.operand + 1));
-    if (lone.suggestion)
-      message += fmt::format("; did you mean '{}'?", *lone.suggestion);
+  for (const LoneAxis &lone : loneAxes(*pattern))
     checker.diagnostics().warning(WarningKind::LoneAxis,
                                   patExpr->loc.advanced(1 + lone.axis->offset),
-                                  message, lone.axis->length);
-  }
+                                  loneAxisMessage(lone), lone.axis->length);
   return checker.single(*built);
 }
 
