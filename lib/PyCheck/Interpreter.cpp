@@ -570,15 +570,6 @@ void FunctionInterp::checkAgainst(Node at, const AbsVal &v,
                                   const std::string &what) {
   Shape actual = fn.ctx.expand(shapeOf(v));
   Shape expected = declared.shape;
-  // jaxtyping checks each `...` (and `*_`) against nothing else, and binds a
-  // `*name` first written here to what it meets: where the value holds a
-  // pack at the same place, such a declared pack is that pack.
-  if (expected.size() == actual.size())
-    for (size_t i = 0; i < expected.size(); ++i)
-      if (expected[i].isPack() && actual[i].isPack() &&
-          (isAnonymousName(expected[i].pack) ||
-           !paramDims.count(expected[i].pack)))
-        expected[i].pack = actual[i].pack;
   // A name first written in this annotation binds to what it meets, as
   // jaxtyping binds it.
   bool packs = std::any_of(expected.begin(), expected.end(),
