@@ -55,3 +55,16 @@ if ! "$PY" -c "import jaxtyping, beartype" >/dev/null 2>&1; then
   "$PY" -m pip install -q jaxtyping beartype 2>/dev/null ||
     "$PY" -m pip install -q --break-system-packages jaxtyping beartype
 fi
+
+# The Python package's build and tests (docs/python.md): nanobind and
+# scikit-build-core (lib/Bindings/Python, pyproject.toml) and pytest
+# (test/python, run by scripts/test.sh), into the same interpreter.
+if ! "$PY" -c "import nanobind, scikit_build_core, pytest" >/dev/null 2>&1; then
+  echo "setup: installing nanobind, scikit-build-core and pytest for $PY"
+  if ! "$PY" -m pip --version >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip
+  fi
+  "$PY" -m pip install -q nanobind scikit-build-core pytest 2>/dev/null ||
+    "$PY" -m pip install -q --break-system-packages nanobind \
+      scikit-build-core pytest
+fi

@@ -44,6 +44,14 @@ lit_params=()
 "${PY:-python3}" /usr/lib/llvm-19/build/utils/lit/lit.py -sv --time-tests \
   "${lit_params[@]}" build/test | tee build/lit.log
 status=${PIPESTATUS[0]}
+# The Python package's tests (test/python, pytest; docs/python.md) over the
+# build tree's package, counted with lit's.
+pytest_start=$(date +%s)
+PYTHONPATH=build/python EIN_TEST_FULL=$full EIN_TEST_ROTATE=$commits \
+  "${PY:-python3}" -m pytest -q -p no:cacheprovider test/python 2>&1 |
+  tee build/pytest.log
+[ "${PIPESTATUS[0]}" -ne 0 ] && status=1
+pytest_time=$(( $(date +%s) - pytest_start ))
 default_fuzz=20
 fuzz_targets=(frontend pattern report npy)
 if [ "$full" = 1 ]; then
@@ -63,6 +71,14 @@ set -e
 passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' build/lit.log | tail -1)
 failed=$({ grep -E '^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:' build/lit.log || true; } |
          awk -F: '{ s += $2 } END { print s + 0 }')
+# pytest's summary line: "N passed, M failed, K errors in T s" (a run that
+# stopped before it, e.g. on an import error, counts as one failure).
+pytest_ok=$(tail -1 build/pytest.log | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || true)
+pytest_failed=$(tail -1 build/pytest.log | grep -oE '[0-9]+ (failed|error|errors)' |
+                awk '{ s += $1 } END { print s + 0 }')
+if [ -z "$pytest_ok" ] && [ "$pytest_failed" -eq 0 ]; then pytest_failed=1; fi
+passed=$(( ${passed:-0} + ${pytest_ok:-0} ))
+failed=$(( ${failed:-0} + pytest_failed ))
 if [ "$fuzz_seconds" != off ]; then
   fuzz_ok=$(grep -cE '^  [a-z]+: .*(no finding|OK)$' build/fuzz.log || true)
   fuzz_failed=$(grep -cE '^  [a-z]+: FAILED' build/fuzz.log || true)
@@ -77,6 +93,7 @@ echo "10 slowest tests:"
 {
   sed -n '/^Slowest Tests:/,/^Tests Times:/p' build/lit.log |
     sed -n 's/^ *\([0-9.]*\)s: ein :: \(.*\)$/\1 \2/p'
+  echo "$pytest_time pytest test/python"
   [ "$fuzz_seconds" != off ] && echo "$fuzz_time scripts/fuzz.sh (build, replay and ${fuzz_seconds} s per target)"
 } | sort -rn | head -10 | awk '{ printf "  %8.1f s  %s\n", $1, $2 }'
 echo "${passed:-0} passed, ${failed:-0} failed"

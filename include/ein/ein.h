@@ -3,6 +3,7 @@
 // names are ein::api::X, and ein::X here.
 #pragma once
 
+#include "ein/API/Check.h"
 #include "ein/API/Distributed.h"
 #include "ein/API/Module.h"
 #include "ein/API/Ops.h"

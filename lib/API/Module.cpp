@@ -5,6 +5,7 @@
 #include "Internal.h"
 
 #include "ein/Analysis/Cost.h"
+#include "ein/Analysis/Training.h"
 #include "ein/Engine/Engine.h"
 #include "ein/Report/Report.h"
 #include "ein/Support/Spelling.h"
@@ -15,8 +16,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <mutex>
 #include <shared_mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace ein::api {
@@ -267,8 +270,13 @@ Result<std::vector<Tensor>> call(const Module &module,
                                                 called.error()));
 }
 
-Result<CostReport> report(const Module &module, const std::string &function,
-                          const Sizes &sizes) {
+namespace {
+
+/// The module checked with `sizes` bound, `function` alone (as `einc report
+/// --fn F --dim ...`), or the error.
+Result<CheckedModule> checkedWithSizes(const Module &module,
+                                       const std::string &function,
+                                       const Sizes &sizes) {
   ModuleState *state = module.state().get();
   if (!state)
     return usageError("report on an empty module");
@@ -284,17 +292,31 @@ Result<CostReport> report(const Module &module, const std::string &function,
   CheckedModule checked = checkModule(state->module, options, diags);
   if (diags.hadError())
     return toInfo(errorFromDiagnostics(diags));
-  const CheckedFunction *fn = checked.find(function);
-  if (!fn)
+  if (!checked.find(function))
     return toInfo(noFunctionError(state->file->path, function,
                                   state->module.functionNames()));
+  return checked;
+}
+
+/// A count of the account as a double; NaN when a size is not bound.
+double countOf(const std::optional<Int> &count) {
+  return count ? toDouble(*count) : std::nan("");
+}
+
+} // namespace
+
+Result<CostReport> report(const Module &module, const std::string &function,
+                          const Sizes &sizes) {
+  auto checked = checkedWithSizes(module, function, sizes);
+  if (!checked)
+    return checked.error();
   ReportOptions report;
   report.function = function;
   report.device = &defaultDevice();
   CostReport cost;
-  cost.text = reportTable(checked, report);
-  cost.json = reportJSON(checked, report);
-  for (const OpReport &row : reportOps(*fn, report)) {
+  cost.text = reportTable(*checked, report);
+  cost.json = reportJSON(*checked, report);
+  for (const OpReport &row : reportOps(*checked->find(function), report)) {
     if (row.cost.flops.value)
       cost.flops += double(*row.cost.flops.value);
     if (row.cost.bytesRead.value)
@@ -303,6 +325,111 @@ Result<CostReport> report(const Module &module, const std::string &function,
       cost.bytes += double(*row.cost.bytesWritten.value);
   }
   return cost;
+}
+
+Result<TrainReport> train_report(const Module &module,
+                                 const std::string &function,
+                                 const Sizes &sizes,
+                                 const TrainReportOptions &options) {
+  auto checked = checkedWithSizes(module, function, sizes);
+  if (!checked)
+    return checked.error();
+  // The flags' checks, with einc report's messages.
+  TrainOptions train;
+  if (!findOptimizer(options.optimizer))
+    return usageError(fmt::format("optimizer '{}': expected one of sgd, "
+                                  "momentum, adagrad, rmsprop, adam, adamw",
+                                  options.optimizer));
+  train.optimizer = options.optimizer;
+  for (auto [dtype, what, into] :
+       {std::tuple{options.param_dtype, "param_dtype", &train.paramDType},
+        std::tuple{options.act_dtype, "act_dtype", &train.actDType}}) {
+    if (!dtype)
+      continue;
+    if (!isFloat(internal(*dtype)))
+      return usageError(fmt::format("{} is {}: it must be a float dtype", what,
+                                    name(*dtype)));
+    *into = internal(*dtype);
+  }
+  if (!options.tokens.empty()) {
+    auto tokens = parseSizeExpr(options.tokens);
+    if (!tokens)
+      return usageError(fmt::format("tokens '{}': expected a count or a "
+                                    "formula of dims (b*s)",
+                                    options.tokens));
+    train.tokens = *tokens;
+  }
+  ReportOptions report;
+  report.function = function;
+  report.device = &defaultDevice();
+  if (!options.device.empty() && !(report.device = findDevice(options.device)))
+    return usageError(fmt::format("device '{}': expected one of {}",
+                                  options.device, deviceNames(", ")));
+  auto step = trainingStep(*checked, function, options.params);
+  if (!step)
+    return toInfo(step.error());
+  TrainReport out;
+  for (bool json : {false, true}) {
+    auto text = trainReportOutput(*step, report, train, json);
+    if (!text)
+      return toInfo(text.error());
+    (json ? out.json : out.text) = std::move(*text);
+  }
+  TrainFigures figures =
+      trainFigures(step->functions.front(), report, train, step->meshAxes);
+  out.forward_flops = countOf(figures.forwardFlops);
+  out.backward_flops = countOf(figures.backwardFlops);
+  out.recompute_flops = countOf(figures.recomputeFlops);
+  out.optimizer_flops = countOf(figures.optimizerFlops);
+  out.total_flops = countOf(figures.totalFlops);
+  out.parameter_bytes = countOf(figures.parameterBytes);
+  out.gradient_bytes = countOf(figures.gradientBytes);
+  out.optimizer_state_bytes = countOf(figures.stateBytes);
+  out.activation_bytes = countOf(figures.activationBytes);
+  out.peak_bytes = countOf(figures.peakBytes);
+  out.forward_seconds = figures.forwardSeconds;
+  out.backward_seconds = figures.backwardSeconds;
+  out.optimizer_seconds = figures.optimizerSeconds;
+  out.peak_flops = figures.peakFlops;
+  return out;
+}
+
+Result<Signature> signature(const Module &module, const std::string &function) {
+  ModuleState *state = module.state().get();
+  if (!state)
+    return usageError("signature of an empty module");
+  const CheckedFunction *fn = state->checked.find(function);
+  if (!fn)
+    return toInfo(noFunctionError(state->file->path, function,
+                                  state->module.functionNames()));
+  auto valueOf = [&](unsigned v) {
+    const ein::Value &value = fn->values[v];
+    return Signature::Value{value.name, external(value.type.dtype),
+                            shapeStr(value.type.shape)};
+  };
+  // The op that made each value: a gradient is made by a backward op.
+  std::vector<const CheckedOp *> producer(fn->values.size());
+  for (const CheckedOp &op : fn->ops)
+    for (unsigned r : op.results)
+      producer[r] = &op;
+  Signature sig;
+  for (unsigned p : fn->params)
+    sig.params.push_back(valueOf(p));
+  for (unsigned r : fn->returns) {
+    sig.results.push_back(valueOf(r));
+    // grad() names each gradient d_<wrt> (CheckGrad.cpp).
+    int of = -1;
+    const CheckedOp *op = producer[r];
+    if (op && op->phase != GradPhase::Forward)
+      for (size_t i = 0; i < fn->params.size(); ++i)
+        if (std::count(fn->gradWrt.begin(), fn->gradWrt.end(), fn->params[i]) &&
+            fn->values[r].name == "d_" + fn->values[fn->params[i]].name)
+          of = int(i);
+    sig.gradient_of.push_back(of);
+    sig.is_loss.push_back(
+        std::count(fn->gradLosses.begin(), fn->gradLosses.end(), r) != 0);
+  }
+  return sig;
 }
 
 } // namespace nothrow

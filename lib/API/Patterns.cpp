@@ -299,14 +299,14 @@ std::shared_ptr<Plan> buildPlan(const Request &r, const Pattern &pattern) {
   plan->result = r.acc ? *r.acc : plan->dtype;
   const Pattern *parsed = &plan->pattern;
   std::map<std::string, int> byName;
+  // An axis named `_` is a name like any other, as in einops' einsum and
+  // ein's checker (einsum("_ b -> b _") is a transpose).
   auto named = [&](const std::string &n) {
-    if (n != "_")
-      if (auto it = byName.find(n); it != byName.end())
-        return it->second;
+    if (auto it = byName.find(n); it != byName.end())
+      return it->second;
     int id = int(plan->axes.size());
     plan->axes.push_back({n});
-    if (n != "_")
-      byName[n] = id;
+    byName[n] = id;
     return id;
   };
   // The ellipsis covers the most dims any input gives it.

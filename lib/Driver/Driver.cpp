@@ -54,82 +54,20 @@ using driver::usageError;
 
 /// `einc report --train`: the function's report and its training account.
 /// A function without grad() is differentiated here, its first result (a
-/// scalar loss) with respect to --params.
+/// scalar loss) with respect to --params (trainingStep, Report.h).
 ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
                              const Target &target, ReportOptions options,
-                             const std::string &path, std::ostream &out) {
-  auto programError = [&](std::string message) {
-    return Error::inFile(ErrorKind::Program, path, std::move(message));
-  };
-  if (args.fn.empty() && checked.functions.size() != 1)
-    return usageError("report", "--train needs --fn NAME (the training step "
-                                "or the loss to differentiate)");
-  const CheckedFunction *found =
-      args.fn.empty() ? &checked.functions.front() : checked.find(args.fn);
-  CheckedModule module = checked;
-  module.functions = {*found};
+                             std::ostream &out) {
+  auto step = trainingStep(checked, args.fn, args.trainParams);
+  if (!step) {
+    Error e = step.error();
+    if (e.kind == ErrorKind::Usage)
+      e = usageError("report", e.message);
+    return e;
+  }
+  CheckedModule &module = *step;
   CheckedFunction &fn = module.functions.front();
   options.function = fn.name;
-  if (!args.trainParams.empty()) {
-    if (!fn.gradWrt.empty())
-      return usageError("report", fmt::format("'{}' differentiates with "
-                                              "grad(); --params is for a "
-                                              "loss function without one",
-                                              fn.name));
-    if (fn.returns.empty() || !isFloat(fn.values[fn.returns[0]].type.dtype) ||
-        !fn.ctx.expand(fn.values[fn.returns[0]].type.shape).empty())
-      return programError(fmt::format(
-          "--train --params needs '{}' to return a scalar float loss first",
-          fn.name));
-    std::vector<unsigned> wrt;
-    for (const std::string &name : args.trainParams) {
-      auto it =
-          std::find_if(fn.params.begin(), fn.params.end(),
-                       [&](unsigned v) { return fn.values[v].name == name; });
-      if (it == fn.params.end())
-        return usageError("report",
-                          fmt::format("--params: '{}' is not a parameter of "
-                                      "'{}'",
-                                      name, fn.name));
-      if (!isFloat(fn.values[*it].type.dtype))
-        return usageError("report", fmt::format("--params: '{}' is not a "
-                                                "float tensor",
-                                                name));
-      wrt.push_back(*it);
-    }
-    GradientResult grads = appendGradient(fn, fn.returns[0], wrt, fn.loc);
-    if (grads.error) {
-      SourceLoc at = grads.error->loc;
-      return programError(fmt::format("{}:{}:{}: cannot differentiate: {}",
-                                      module.pathOf(at), at.line, at.col,
-                                      grads.error->message));
-    }
-    fn.gradWrt = wrt;
-    fn.gradLosses = {fn.returns[0]};
-    // The gradients are results of the step, as grad() would return them,
-    // each in its parameter's layout (a sharded module's).
-    for (size_t i = 0; i < wrt.size(); ++i) {
-      fn.returns.push_back(grads.grads[i]);
-      TensorType type = fn.values[grads.grads[i]].type;
-      const Shape &param = fn.values[wrt[i]].type.shape;
-      if (type.shape.size() == param.size())
-        for (size_t d = 0; d < param.size(); ++d)
-          type.shape[d].meshAxis = param[d].meshAxis;
-      fn.results.push_back(std::move(type));
-    }
-    // The backward's layouts and collectives (the forward's again, then
-    // the gradient's ops).
-    if (!module.meshAxes.empty())
-      if (auto e = inferLayouts(fn, module.meshAxes))
-        return programError(fmt::format("{}:{}:{}: {}", module.pathOf(e->loc),
-                                        e->loc.line, e->loc.col, e->message));
-  }
-  if (fn.gradWrt.empty())
-    return usageError("report",
-                      fmt::format("--train: '{}' has no grad(); name the "
-                                  "parameters to train with --params w1,w2 "
-                                  "(its first result is the loss)",
-                                  fn.name));
   // The target's column of the step, op by op (Described::TrainingStep);
   // none for a sharded program, which no target compiles yet.
   std::map<std::string, TargetColumn> columns;
@@ -137,18 +75,10 @@ ErrorOr<void> reportTraining(const Args &args, const CheckedModule &checked,
     columns = Engine(args.cpu).describe(
         target, module, fn.name, Described::TrainingStep, targetOptions(args));
   options.targetColumns = &columns;
-  auto account = (args.json ? trainReportJSON : trainReportTable)(
-      module, fn, options, args.trainOptions);
-  if (!account)
-    return account.error();
-  if (args.json) {
-    std::string report = reportJSON(module, options);
-    out << fmt::format("{{\"report\":{},\"train\":{}}}\n",
-                       report.substr(0, report.find_last_not_of("\n") + 1),
-                       *account);
-    return {};
-  }
-  out << reportTable(module, options) << *account;
+  auto text = trainReportOutput(module, options, args.trainOptions, args.json);
+  if (!text)
+    return text.error();
+  out << *text;
   return {};
 }
 
@@ -203,7 +133,7 @@ ErrorOr<void> reportCommand(const Args &args, const CheckedModule &checked,
     return target.error();
   options.expandCalls = args.expand;
   if (args.train)
-    return reportTraining(args, checked, **target, options, file.path, out);
+    return reportTraining(args, checked, **target, options, out);
   // The target's column: what each op becomes on it (the CPU's fusion, the
   // CUDA plan), asked of the target through the Engine.
   std::map<std::string, TargetColumn> columns;

@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <string_view>
 
 #ifndef EIN_OPENMP_RUNTIME
@@ -350,12 +351,18 @@ ErrorOr<void> link(JITFunction::Impl &impl,
   if (!process)
     return Error::program(llvm::toString(process.takeError()));
   dylib.addGenerator(std::move(*process));
+  // Loaded RTLD_LOCAL, not as DynamicLibrarySearchGenerator::Load does
+  // (RTLD_GLOBAL): libmlir_c_runner_utils brings libLLVM.so, whose symbols
+  // made global crash a later LLVM-carrying library of the same process
+  // (triton's, which torch imports after an ein call from Python).
   for (const char *lib : {EIN_C_RUNNER_UTILS, EIN_OPENMP_RUNTIME}) {
-    auto generator =
-        llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix);
-    if (!generator)
-      return Error::program(llvm::toString(generator.takeError()));
-    dylib.addGenerator(std::move(*generator));
+    void *handle = ::dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return Error::program(
+          fmt::format("cannot load {}: {}", lib, ::dlerror()));
+    dylib.addGenerator(
+        std::make_unique<llvm::orc::DynamicLibrarySearchGenerator>(
+            llvm::sys::DynamicLibrary(handle), prefix));
   }
   llvm::orc::SymbolMap symbols;
   auto add = [&](const char *name, auto *fn) {

@@ -228,25 +228,36 @@ std::optional<AbsVal> FunctionInterp::einopsCall(const std::string &q,
     ea.parsed =
         readPattern(*this, a.back(), PatternUse::Einsum, ea.unread, call, q);
     std::vector<Node> operands(a.begin(), a.end() - 1);
-    std::vector<unsigned> ids;
-    for (Node o : operands) {
-      AbsVal v = eval(o);
-      if (v.isTensor())
-        ids.push_back(v.id);
-    }
+    std::vector<AbsVal> values;
+    for (Node o : operands)
+      values.push_back(eval(o));
     if (!ea.parsed)
       return AbsVal::unknown();
-    if (ids.size() != operands.size()) {
-      skip(call, q, "an operand's shape is unknown");
-      return AbsVal::unknown();
+    // An operand of unknown shape: the one its side of the pattern
+    // requires, of anonymous sizes (as for rearrange).
+    bool synthetic = false;
+    std::vector<unsigned> ids;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!values[i].isTensor()) {
+        if (values.size() != ea.parsed->inputs.size()) {
+          skip(call, q, "an operand's shape is unknown");
+          return AbsVal::unknown();
+        }
+        values[i] = syntheticInput(ea.parsed->inputs[i]);
+        synthetic = true;
+      }
+      ids.push_back(values[i].id);
     }
+    if (synthetic)
+      skip(call, q, "an operand's shape is unknown (its pattern is checked)");
     build().setOrigin({nodeLoc(call)});
     auto r = build().einsum(ids, *ea.parsed);
     if (!r) {
       reportBuild(r.error(), call, ea.pattern, operands, {});
       return AbsVal::unknown();
     }
-    checkedEinops();
+    if (!synthetic)
+      checkedEinops();
     // An axis summed on its own is usually a typo: .ein's warning.
     if (auto inside = stringContentLoc(ea.pattern, file().file);
         inside && reporting())

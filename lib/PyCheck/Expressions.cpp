@@ -61,12 +61,11 @@ AbsVal FunctionInterp::eval(Node e) {
   }
   if (t == "IfExp") {
     Node test = child(e, "test");
-    auto decided = mentionsShapes(test) ? decide(test) : std::nullopt;
+    bool shapey = mentionsShapes(test);
+    auto decided = shapey ? decide(test) : (eval(test), std::nullopt);
     if (decided)
       return eval(child(e, *decided ? "body" : "orelse"));
-    bool shapey = mentionsShapes(test);
     quiet += shapey;
-    eval(test);
     eval(child(e, "body"));
     eval(child(e, "orelse"));
     quiet -= shapey;
@@ -173,6 +172,24 @@ AbsVal FunctionInterp::attribute(Node e) {
       stringField(base, "id") == selfName && cls) {
     if (cls->unstable.count(attr))
       return AbsVal::unknown();
+    // An annotated attribute: a tensor of its rank, each named dim a size
+    // of its own (`W_U.d_model`): jaxtyping never checks it, so its names
+    // are not the method's.
+    if (auto a = cls->annotated.find(attr); a != cls->annotated.end()) {
+      AnnotationRead read = readAnnotation(a->second, cx.names, &anonCounter);
+      if (read.kind != AnnotationRead::Kind::Array || hasPack(read.array.shape))
+        return AbsVal::unknown();
+      Shape shape = read.array.shape;
+      for (auto &d : shape) {
+        std::map<std::string, SizeExpr> soft;
+        for (auto &sym : d.size.symbols())
+          if (!isAnonymousName(sym))
+            soft[sym] =
+                namedUnknownSize("attr:" + attr + ":" + sym, attr + "." + sym);
+        d.size = d.size.replaceSymbols(soft);
+      }
+      return newTensor(shape);
+    }
     auto it = cls->attrs.find(attr);
     return it == cls->attrs.end() ? AbsVal::unknown() : it->second;
   }

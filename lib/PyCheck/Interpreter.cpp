@@ -405,8 +405,11 @@ bool FunctionInterp::mentionsShapes(Node n) {
 }
 
 std::optional<bool> FunctionInterp::decide(Node test) {
-  if (!isa(test, "Compare") || children(test, "ops").size() != 1)
+  // Evaluates `test` once, whatever it decides.
+  if (!isa(test, "Compare") || children(test, "ops").size() != 1) {
+    eval(test);
     return std::nullopt;
+  }
   AbsVal lhs = eval(child(test, "left"));
   AbsVal rhs = eval(children(test, "comparators")[0]);
   if (lhs.kind != AbsVal::Kind::Size || rhs.kind != AbsVal::Kind::Size)
@@ -457,6 +460,10 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     AbsVal v = value ? eval(value) : AbsVal::unknown();
     if (read.kind == AnnotationRead::Kind::Array && value && v.isTensor())
       checkAgainst(value, v, read.array, "value");
+    if (read.kind == AnnotationRead::Kind::Array && isInit && topLevel &&
+        isa(target, "Attribute") && isa(child(target, "value"), "Name") &&
+        stringField(child(target, "value"), "id") == selfName)
+      cls->annotated[stringField(target, "attr")] = child(s, "annotation");
     if (value)
       assign(target, v, topLevel);
   } else if (t == "AugAssign") {
@@ -471,15 +478,13 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     stopped = true;
   } else if (t == "If") {
     Node test = child(s, "test");
-    auto decided = mentionsShapes(test) ? decide(test) : std::nullopt;
-    if (!decided)
-      eval(test);
+    bool shapey = mentionsShapes(test);
+    auto decided = shapey ? decide(test) : (eval(test), std::nullopt);
     if (decided) {
       // Only the branch the shapes take runs: the other is dead code here.
       block(children(s, *decided ? "body" : "orelse"), false);
       return;
     }
-    bool shapey = mentionsShapes(test);
     quiet += shapey;
     branch(children(s, "body"), s);
     branch(children(s, "orelse"), s);

@@ -82,6 +82,9 @@ struct ClassInfo {
   std::set<std::string> unstable;
   /// Its methods by name.
   std::map<std::string, Node> methods;
+  /// Attributes __init__ stores with a jaxtyping annotation
+  /// (`self.W_U: Float[Tensor, "d_model d_vocab"] = ...`): the annotation.
+  std::map<std::string, Node> annotated;
 };
 
 /// What every function of one file shares.
@@ -94,6 +97,9 @@ struct FileContext {
   std::map<std::string, AbsVal> globals;
   /// The file's top-level functions and classes defined once, by name.
   std::map<std::string, Node> functions, classes;
+  /// Module-level names assigned once, and the value (a decorator made
+  /// once: `checked = jaxtyped(typechecker=beartype)`).
+  std::map<std::string, Node> decoratorAliases;
 };
 
 class FunctionInterp {
@@ -187,6 +193,7 @@ private:
   /// names stored in `region` are unknown after it.
   void branch(const std::vector<Node> &body, Node region);
   void forgetStored(Node region);
+  /// Evaluates a condition on shapes, and decides it when the sizes do.
   std::optional<bool> decide(Node test);
   bool mentionsShapes(Node test);
   AbsVal call(Node expr);

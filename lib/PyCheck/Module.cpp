@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace ein::pycheck {
 // ---- the module ---------------------------------------------------------
 
@@ -82,6 +84,8 @@ void checkModule(FileContext &cx, Node module) {
     if (isa(s, "Assign") && children(s, "targets").size() == 1 &&
         isa(children(s, "targets")[0], "Name")) {
       std::string id = stringField(children(s, "targets")[0], "id");
+      if (stores[id] == 1)
+        cx.decoratorAliases[id] = child(s, "value");
       if (auto v = intConstant(child(s, "value")); v && stores[id] == 1)
         cx.globals[id] = AbsVal::ofSize(SizeExpr::constant(*v));
     }
@@ -113,8 +117,40 @@ AbsVal FunctionInterp::callModule(const AbsVal &object, Node call) {
   return AbsVal::unknown();
 }
 
+// Whether the decorators of `def` leave its signature and result as
+// annotated: none, or only checkers and caches (jaxtyped, beartype,
+// torch.no_grad, functools.cache, ...), also through a module-level alias
+// (`checked = jaxtyped(typechecker=beartype)`). Any other decorator may
+// return anything: its calls are not read.
+static bool transparentDecorators(const FileContext &cx, Node def) {
+  static const std::set<std::string> known = {
+      "jaxtyped",       "beartype",     "typechecked", "no_grad",
+      "inference_mode", "enable_grad",  "cache",       "lru_cache",
+      "wraps",          "staticmethod", "classmethod", "compile",
+      "autocast",       "final",        "override",    "jit"};
+  auto isKnown = [&](Node d) {
+    if (isa(d, "Call"))
+      d = child(d, "func");
+    return known.count(lastComponent(cx.names.qualified(d))) > 0;
+  };
+  for (Node d : children(def, "decorator_list")) {
+    if (isKnown(d))
+      continue;
+    auto alias = isa(d, "Name") ? cx.decoratorAliases.find(stringField(d, "id"))
+                                : cx.decoratorAliases.end();
+    if (alias == cx.decoratorAliases.end() || !isKnown(alias->second))
+      return false;
+  }
+  return true;
+}
+
 AbsVal FunctionInterp::callAnnotated(Node def, Node call, bool bound) {
   std::string callee = stringField(def, "name");
+  if (!transparentDecorators(cx, def)) {
+    evalArgs(call);
+    skip(call, callee, "its decorators may change what it returns");
+    return AbsVal::unknown();
+  }
   Node arguments = child(def, "args");
   std::vector<Node> positional = children(arguments, "posonlyargs");
   for (Node p : children(arguments, "args"))

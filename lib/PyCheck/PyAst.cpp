@@ -44,10 +44,10 @@ def enc(n, depth=0):
     if isinstance(n, list): return [enc(x, depth) for x in n]
     if n is None or isinstance(n, (str, bool, int)): return n
     return repr(n)
-src, out = sys.argv[1], sys.argv[2]
+src, name, out = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(src, "rb") as f: data = f.read()
 try:
-    res = {"module": enc(ast.parse(importlib.util.decode_source(data), filename=src))}
+    res = {"module": enc(ast.parse(importlib.util.decode_source(data), filename=name))}
 except SyntaxError as e:
     col = e.offset or 0
     if e.text is not None and col > 0:
@@ -66,19 +66,24 @@ std::string pythonInterpreter() {
   return env && *env ? env : "python3";
 }
 
-ErrorOr<llvm::json::Value> readPythonAst(const std::string &path,
+ErrorOr<llvm::json::Value> readPythonAst(const SourceFile &file,
                                          const std::string &python) {
+  const std::string &path = file.path;
   std::string interpreter = python.empty() ? pythonInterpreter() : python;
   TempDir dir("einc-pycheck");
   if (dir.path.empty())
     return Error::program("cannot create a temporary directory to run " +
                           interpreter + " in");
-  std::string script = dir.file("ast_json.py"), json = dir.file("ast.json"),
-              log = dir.file("log");
+  // Python parses the very bytes the diagnostics quote (the text read
+  // once, or given as a string), not the file again.
+  std::string script = dir.file("ast_json.py"), source = dir.file("source.py"),
+              json = dir.file("ast.json"), log = dir.file("log");
   if (!writeFileBytes(script, kAstScript,
                       std::char_traits<char>::length(kAstScript)))
     return Error::program("cannot write " + script);
-  int status = runProcess({interpreter, script, path, json}, log);
+  if (!writeFileBytes(source, file.text.data(), file.text.size()))
+    return Error::program("cannot write " + source);
+  int status = runProcess({interpreter, script, source, path, json}, log);
   std::string text = readFileText(json);
   if (status != 0 || text.empty()) {
     std::string why =

@@ -13,7 +13,7 @@ ErrorOr<PyCheckReport> checkPython(DiagnosticEngine &diags,
   const SourceFile &file = diags.source();
   PyCheckReport report;
   report.path = file.path;
-  auto tree = readPythonAst(file.path, options.python);
+  auto tree = readPythonAst(file, options.python);
   if (!tree) {
     const Error &e = tree.error();
     if (e.kind != ErrorKind::Program || e.file != file.path)

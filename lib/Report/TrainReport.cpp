@@ -684,15 +684,30 @@ ErrorOr<std::string> trainReportTable(const CheckedModule &module,
 
 TrainFigures trainFigures(const CheckedFunction &fn,
                           const ReportOptions &options,
-                          const TrainOptions &train) {
-  // einc train refuses a mesh before it asks (no mesh axes to name).
-  Account a = account(fn, options, train, {});
+                          const TrainOptions &train,
+                          const std::vector<std::string> &meshAxes) {
+  Account a = account(fn, options, train, meshAxes);
   TrainFigures figures;
   if (a.forward.value && a.backward.value && a.recompute.value)
     figures.forwardBackwardFlops =
         *a.forward.value + *a.backward.value + *a.recompute.value;
   figures.optimizerFlops = a.optimizerFlops.value;
   figures.peakBytes = a.peak;
+  figures.forwardFlops = a.forward.value;
+  figures.backwardFlops = a.backward.value;
+  figures.recomputeFlops = a.recompute.value;
+  figures.totalFlops = a.total.value;
+  // a.memory: parameters, gradients, optimizer states, activations.
+  figures.parameterBytes = a.memory[0].value.value;
+  figures.gradientBytes = a.memory[1].value.value;
+  figures.stateBytes = a.memory[2].value.value;
+  figures.activationBytes = a.memory[3].value.value;
+  if (a.timeKnown) {
+    figures.forwardSeconds = a.forwardSeconds;
+    figures.backwardSeconds = a.backwardSeconds;
+    figures.optimizerSeconds = a.optimizerSeconds;
+  }
+  figures.peakFlops = a.peakFlops;
   return figures;
 }
 

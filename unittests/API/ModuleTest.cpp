@@ -2,7 +2,9 @@
 // and .npz files.
 #include "APITestHelpers.h"
 
+#include <cmath>
 #include <cstdio>
+#include <dlfcn.h>
 #include <fstream>
 #include <iterator>
 #include <unistd.h>
@@ -76,6 +78,108 @@ TEST(Module, ReportCountsTheLecturesFlops) {
   EXPECT_EQ(r.json.front(), '{');
   ein::CostReport big = m.report("multihead", {{"batch", 16}, {"seq", 2048}});
   EXPECT_EQ(big.flops, 2.0 * 16 * 2048 * 2 * 4 * 2);
+}
+
+// A linear model's loss, and its training step with grad().
+const char *linearStep =
+    "def loss(x: f32[\"b d\"], w: f32[\"d k\"], y: f32[\"b k\"]) -> "
+    "f32[\"\"]:\n"
+    "    p = einsum(x, w, \"b d, d k -> b k\")\n"
+    "    return reduce((p - y) ** 2, \"b k ->\", \"mean\")\n"
+    "\n"
+    "def step(x: f32[\"b d\"], w: f32[\"d k\"], y: f32[\"b k\"]) -> "
+    "(f32[\"\"], f32[\"d k\"]):\n"
+    "    l = loss(x, w, y)\n"
+    "    dw = grad(l, wrt=w)\n"
+    "    return l, dw\n";
+
+TEST(Module, TrainReportCountsTheStepByHand) {
+  ein::Module m = ein::Module::from_source(linearStep, "linear.ein");
+  ein::TrainReportOptions adam;
+  adam.optimizer = "adam";
+  ein::Sizes sizes = {{"b", 4}, {"d", 3}, {"k", 2}};
+  ein::TrainReport r = m.train_report("step", sizes, adam);
+  // w is d*k = 6 f32s; its gradient as many; adam keeps 2 states of it
+  // and spends 13 FLOPs per element (docs/autodiff.md's table).
+  EXPECT_EQ(r.parameter_bytes, 24);
+  EXPECT_EQ(r.gradient_bytes, 24);
+  EXPECT_EQ(r.optimizer_state_bytes, 48);
+  EXPECT_EQ(r.optimizer_flops, 13 * 6);
+  // The forward's matmul is 2*b*d*k; the backward's weight gradient the
+  // same again (x needs no data gradient), plus elementwise work.
+  EXPECT_GE(r.forward_flops, 2 * 4 * 3 * 2);
+  EXPECT_GE(r.backward_flops, 2 * 4 * 3 * 2);
+  EXPECT_EQ(r.total_flops, r.forward_flops + r.backward_flops +
+                               r.recompute_flops + r.optimizer_flops);
+  EXPECT_GE(r.peak_bytes, r.parameter_bytes + r.gradient_bytes);
+  EXPECT_NE(r.text.find("optimizer states"), std::string::npos) << r.text;
+  EXPECT_EQ(r.json.rfind("{\"report\":", 0), 0u);
+  EXPECT_NE(r.json.find("\"optimizer_flops\":{\"value\":78,"),
+            std::string::npos)
+      << r.json;
+  EXPECT_GT(r.peak_flops, 0);
+  EXPECT_DOUBLE_EQ(r.mfu(2.0), r.total_flops / 2.0 / r.peak_flops);
+  // The loss function differentiated by name: the same account.
+  ein::TrainReportOptions params = adam;
+  params.params = {"w"};
+  ein::TrainReport byName = m.train_report("loss", sizes, params);
+  EXPECT_EQ(byName.total_flops, r.total_flops);
+  EXPECT_EQ(byName.peak_bytes, r.peak_bytes);
+  // Unbound sizes leave the counts unknown, not wrong.
+  EXPECT_TRUE(std::isnan(m.train_report("step").forward_flops));
+}
+
+TEST(Module, TrainReportErrorsAreEinsMessages) {
+  ein::Module m = ein::Module::from_source(linearStep, "linear.ein");
+  auto noGrad = ein::nothrow::train_report(m, "loss");
+  ASSERT_FALSE(noGrad);
+  EXPECT_EQ(noGrad.error().kind, ein::ErrorInfo::Kind::Usage);
+  EXPECT_NE(noGrad.error().message.find("'loss' has no grad()"),
+            std::string::npos)
+      << noGrad.error().message;
+  ein::TrainReportOptions bad;
+  bad.params = {"x2"};
+  auto badParam = ein::nothrow::train_report(m, "loss", {}, bad);
+  ASSERT_FALSE(badParam);
+  EXPECT_NE(badParam.error().message.find("'x2' is not a parameter of 'loss'"),
+            std::string::npos);
+  bad = {};
+  bad.optimizer = "lion";
+  EXPECT_FALSE(ein::nothrow::train_report(m, "step", {}, bad));
+  bad = {};
+  bad.act_dtype = ein::i32;
+  EXPECT_FALSE(ein::nothrow::train_report(m, "step", {}, bad));
+  bad = {};
+  bad.device = "tpu";
+  EXPECT_FALSE(ein::nothrow::train_report(m, "step", {}, bad));
+  EXPECT_FALSE(ein::nothrow::train_report(m, "nothing"));
+}
+
+TEST(Module, SignatureNamesTheGradients) {
+  ein::Module m = ein::Module::from_source(linearStep, "linear.ein");
+  ein::Signature step = m.signature("step");
+  ASSERT_EQ(step.params.size(), 3u);
+  EXPECT_EQ(step.params[1].name, "w");
+  EXPECT_EQ(step.params[1].shape, "d k");
+  EXPECT_EQ(step.params[1].dtype, ein::f32);
+  ASSERT_EQ(step.results.size(), 2u);
+  EXPECT_EQ(step.gradient_of, (std::vector<int>{-1, 1}));
+  EXPECT_EQ(step.is_loss, (std::vector<bool>{true, false}));
+  EXPECT_EQ(step.results[0].shape, "");
+  ein::Signature loss = m.signature("loss");
+  EXPECT_EQ(loss.gradient_of, (std::vector<int>{-1}));
+  EXPECT_EQ(loss.is_loss, (std::vector<bool>{false}));
+  EXPECT_FALSE(ein::nothrow::signature(m, "nothing"));
+}
+
+TEST(Module, JITRuntimeLibrariesStayLocal) {
+  // The JIT's runtime libraries (libmlir_c_runner_utils, libomp) are loaded
+  // RTLD_LOCAL: made global, the libLLVM they bring crashed a later library
+  // carrying its own LLVM (triton's, under torch; test_module.py).
+  ein::Module m = ein::Module::load(examples() + "multihead.ein");
+  m.call("multihead", iota({2, 3, 8}), iota({4, 2}));
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "_mlir_ciface_printMemrefF32"), nullptr);
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "__kmpc_fork_call"), nullptr);
 }
 
 TEST(Module, ErrorsAreEincsDiagnostics) {

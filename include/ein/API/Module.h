@@ -7,6 +7,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,6 +27,72 @@ struct CostReport {
   /// The function's total FLOPs and bytes moved (doubles: counts may pass
   /// 2^63; exact ones are in `json`).
   double flops = 0, bytes = 0;
+};
+
+/// What Module::train_report accounts for: `einc report --train`'s flags.
+struct TrainReportOptions {
+  /// --params: the parameters of a loss function without grad() (its first
+  /// result, a scalar, is the loss); empty for a function with grad().
+  std::vector<std::string> params;
+  /// --optimizer: sgd, momentum, adagrad, rmsprop, adam or adamw.
+  std::string optimizer = "sgd";
+  /// --param-dtype, --act-dtype: the float dtype parameters (gradients,
+  /// optimizer states) and saved activations are held in; unset: as
+  /// declared.
+  std::optional<DType> param_dtype, act_dtype;
+  /// --tokens: N of the 6·N·P rule, a count or a formula of dims ("b*s");
+  /// empty: the report's default.
+  std::string tokens;
+  /// --device: the roofline's device (a100, h100, h200); empty: h100.
+  std::string device;
+};
+
+/// The training account of a step, as `einc report --train` computes it.
+/// Counts are doubles (they may pass 2^63; exact ones and their formulas
+/// are in `json`), NaN where a size is not bound.
+struct TrainReport {
+  /// The per-op table and the account, as `einc report --train` prints
+  /// them (without the target's column).
+  std::string text;
+  /// The same as `einc report --train --json`: {"report":...,"train":...}.
+  std::string json;
+  /// FLOPs of one forward, backward (recomputation apart), recomputation,
+  /// optimizer update, and the step (their sum).
+  double forward_flops = 0, backward_flops = 0, recompute_flops = 0,
+         optimizer_flops = 0, total_flops = 0;
+  /// Bytes of the parameters, gradients, optimizer states and activations
+  /// saved for the backward, and the peak of live tensors over the step.
+  double parameter_bytes = 0, gradient_bytes = 0, optimizer_state_bytes = 0,
+         activation_bytes = 0, peak_bytes = 0;
+  /// The ideal (roofline) time of each phase on the device, and the peak
+  /// FLOP/s of the parameters' dtype there.
+  double forward_seconds = 0, backward_seconds = 0, optimizer_seconds = 0,
+         peak_flops = 0;
+  /// The model FLOPs utilisation of a step that took `seconds`:
+  /// total_flops / seconds / peak_flops.
+  double mfu(double seconds) const {
+    return total_flops / seconds / peak_flops;
+  }
+  /// The MFU at the ideal step time, the bound a measured step can reach.
+  double mfu_bound() const {
+    return mfu(forward_seconds + backward_seconds + optimizer_seconds);
+  }
+};
+
+/// A function's parameters and results as checked (dims as written).
+struct Signature {
+  struct Value {
+    std::string name;
+    DType dtype = f32;
+    /// The shape as written, "b s d" ("" for a scalar).
+    std::string shape;
+  };
+  std::vector<Value> params, results;
+  /// Per result: the index of the parameter it is the gradient of (a
+  /// result of grad() returned as it is), or -1.
+  std::vector<int> gradient_of;
+  /// Per result: whether it is a loss grad() differentiated.
+  std::vector<bool> is_loss;
 };
 
 /// A .ein module: its functions, checked as `einc check` checks them.
@@ -69,6 +136,13 @@ public:
   /// The cost report of `function` with `sizes` bound (as `einc report
   /// --dim ...`): FLOPs, bytes and roofline times on its default device.
   CostReport report(const std::string &function, const Sizes &sizes = {}) const;
+  /// The training account of `function` (a step with grad(), or a loss
+  /// function with `options.params`) with `sizes` bound, as `einc report
+  /// --train --dim ...` computes it.
+  TrainReport train_report(const std::string &function, const Sizes &sizes = {},
+                           const TrainReportOptions &options = {}) const;
+  /// The parameters and results of `function`.
+  Signature signature(const std::string &function) const;
 
   /// For the library.
   explicit Module(std::shared_ptr<detail::ModuleState> state)
@@ -95,6 +169,13 @@ Result<std::vector<Tensor>> call(const Module &module,
 /// Module::report, or the error.
 Result<CostReport> report(const Module &module, const std::string &function,
                           const Sizes &sizes = {});
+/// Module::train_report, or the error.
+Result<TrainReport> train_report(const Module &module,
+                                 const std::string &function,
+                                 const Sizes &sizes = {},
+                                 const TrainReportOptions &options = {});
+/// Module::signature, or the error (no such function).
+Result<Signature> signature(const Module &module, const std::string &function);
 } // namespace nothrow
 
 inline Module Module::load(const std::string &path, const Sizes &dims) {
@@ -112,6 +193,14 @@ Module::call(const std::string &function,
 inline CostReport Module::report(const std::string &function,
                                  const Sizes &sizes) const {
   return nothrow::report(*this, function, sizes).value();
+}
+inline TrainReport
+Module::train_report(const std::string &function, const Sizes &sizes,
+                     const TrainReportOptions &options) const {
+  return nothrow::train_report(*this, function, sizes, options).value();
+}
+inline Signature Module::signature(const std::string &function) const {
+  return nothrow::signature(*this, function).value();
 }
 
 } // namespace ein::api

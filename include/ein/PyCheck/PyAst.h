@@ -19,11 +19,12 @@ using Node = const llvm::json::Object *;
 /// The Python interpreter einc runs: $EIN_PYTHON, else `python3` in PATH.
 std::string pythonInterpreter();
 
-/// The module of the file at `path`, parsed by `python` (pythonInterpreter()
-/// when empty). A syntax error is returned as a Program error at its
-/// line:col (columns count UTF-8 bytes, 1-based, as SourceLoc does); an
-/// interpreter that cannot run is a Usage error naming it and EIN_PYTHON.
-ErrorOr<llvm::json::Value> readPythonAst(const std::string &path,
+/// The module of `file` (its text, named by its path), parsed by `python`
+/// (pythonInterpreter() when empty). A syntax error is returned as a Program
+/// error at its line:col (columns count UTF-8 bytes, 1-based, as SourceLoc
+/// does); an interpreter that cannot run is a Usage error naming it and
+/// EIN_PYTHON.
+ErrorOr<llvm::json::Value> readPythonAst(const SourceFile &file,
                                          const std::string &python = "");
 
 /// The node's type name (`Call`), "" for null.

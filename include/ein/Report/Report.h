@@ -74,20 +74,47 @@ ErrorOr<std::string> trainReportTable(const CheckedModule &module,
                                       const CheckedFunction &fn,
                                       const ReportOptions &options,
                                       const TrainOptions &train);
-/// The figures of the training account (trainReportTable's) that a running
-/// loop compares itself with: the FLOPs of one forward and backward, of the
-/// optimizer's update, and the peak of live bytes over the step; nullopt
-/// where a size is not bound.
+/// The figures of the training account (trainReportTable's): the FLOPs of
+/// one forward and backward (a running loop compares itself with them), of
+/// the optimizer's update, and the peak of live bytes over the step; each
+/// line's count; nullopt where a size is not bound.
 struct TrainFigures {
   std::optional<Int> forwardBackwardFlops, optimizerFlops, peakBytes;
+  /// FLOPs of the forward, the backward, the recomputation, the step.
+  std::optional<Int> forwardFlops, backwardFlops, recomputeFlops, totalFlops;
+  /// Bytes of the parameters, gradients, optimizer states and saved
+  /// activations, at the dtypes held.
+  std::optional<Int> parameterBytes, gradientBytes, stateBytes, activationBytes;
+  /// The ideal (roofline) time of each phase on options.device and the
+  /// peak FLOP/s of the parameters' dtype there; 0 when unknown.
+  double forwardSeconds = 0, backwardSeconds = 0, optimizerSeconds = 0,
+         peakFlops = 0;
 };
+/// `meshAxes`: the module's (CheckedModule::meshAxes), for a sharded step.
 TrainFigures trainFigures(const CheckedFunction &fn,
                           const ReportOptions &options,
-                          const TrainOptions &train);
+                          const TrainOptions &train,
+                          const std::vector<std::string> &meshAxes = {});
 ErrorOr<std::string> trainReportJSON(const CheckedModule &module,
                                      const CheckedFunction &fn,
                                      const ReportOptions &options,
                                      const TrainOptions &train);
+
+/// The training step `einc report --train` accounts for: `function` (the
+/// module's only function when empty) alone in a copy of `checked`, with its
+/// grad() parameters; for a loss function without grad(), `params` name the
+/// parameters and the step differentiates its first result (a scalar float)
+/// with respect to them, the gradients appended as results. A bad name is a
+/// usage error.
+ErrorOr<CheckedModule> trainingStep(const CheckedModule &checked,
+                                    const std::string &function,
+                                    const std::vector<std::string> &params);
+/// `einc report --train`'s output for a step of trainingStep: the per-op
+/// table, then the training account; with `json`, one line
+/// `{"report":...,"train":...}`.
+ErrorOr<std::string> trainReportOutput(const CheckedModule &step,
+                                       const ReportOptions &options,
+                                       const TrainOptions &train, bool json);
 
 /// The report as a text table, and as JSON (one line).
 std::string reportTable(const CheckedModule &module,

@@ -106,6 +106,10 @@ case("composed_einsum", "einsum", "b s (h d), b t (h d) -> b h s t", {"h": 3},
      [(q, False), (k, False)], np.einsum("bhsd,bhtd->bhst", qh, kh))
 sq = rand((5, 5))
 case("trace_diag", "einsum", "i i -> i", {}, [(sq, True)], np.diag(sq).copy())
+# `_` is an axis name in einops' einsum, as any other (not an anonymous axis).
+us = rand((2, 3))
+case("einsum_underscore_name", "einsum", "_ b -> b _", {}, [(us, False)],
+     einops.einsum(us, "_ b -> b _"))
 v3 = rand((4, 3, 2))
 case("three_operands", "einsum", "a b, b c, c d -> a d", {},
      [(rand((4, 3)), False), (rand((3, 2)), False), (rand((2, 5)), False)], None)
