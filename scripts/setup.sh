@@ -48,6 +48,14 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
     "$PY" -m pip install -q --break-system-packages torch
 fi
 
+# jaxtyping with beartype: the run-time shape oracle of the Python corpus
+# (test/PyCheck/corpus/mutate.py runs each model and mutant under them).
+if ! "$PY" -c "import jaxtyping, beartype" >/dev/null 2>&1; then
+  echo "setup: installing jaxtyping and beartype for $PY"
+  "$PY" -m pip install -q jaxtyping beartype 2>/dev/null ||
+    "$PY" -m pip install -q --break-system-packages jaxtyping beartype
+fi
+
 # The Python package's build and tests (docs/python.md): nanobind and
 # scikit-build-core (lib/Bindings/Python, pyproject.toml) and pytest
 # (test/python, run by scripts/test.sh), into the same interpreter.

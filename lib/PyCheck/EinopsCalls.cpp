@@ -143,6 +143,13 @@ static AbsVal transform(FunctionInterp &f, Node call, const std::string &what,
   }
   if (!synthetic)
     f.checkedEinops();
+  // A synthetic `...` has no rank: a result holding it would refuse any
+  // declared rank (`"... n -> ... (n r)"` returned as "n rot"). Its shape is
+  // unknown.
+  const Shape &result = f.shapeOf(AbsVal::tensor(*r));
+  if (synthetic && std::any_of(result.begin(), result.end(),
+                               [](const Dim &d) { return d.isPack(); }))
+    return AbsVal::unknown();
   return AbsVal::tensor(*r);
 }
 
