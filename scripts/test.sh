@@ -74,7 +74,7 @@ failed=$({ grep -E '^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:' bui
 # pytest's summary line: "N passed, M failed, K errors in T s" (a run that
 # stopped before it, e.g. on an import error, counts as one failure).
 pytest_ok=$(tail -1 build/pytest.log | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || true)
-pytest_failed=$(tail -1 build/pytest.log | grep -oE '[0-9]+ (failed|error|errors)' |
+pytest_failed=$({ tail -1 build/pytest.log | grep -oE '[0-9]+ (failed|error|errors)' || true; } |
                 awk '{ s += $1 } END { print s + 0 }')
 if [ -z "$pytest_ok" ] && [ "$pytest_failed" -eq 0 ]; then pytest_failed=1; fi
 passed=$(( ${passed:-0} + ${pytest_ok:-0} ))

@@ -32,7 +32,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 # an offset that moves with every commit (run_corpus.py --offset rotate), so
 # N commits cover every case; `lit --param ein_full=1` (scripts/test.sh
 # --full) runs them all. Every case still runs fused in every run
-# (corpus.test takes no sample); size-generic, every second case.
+# (corpus.test takes no sample); each variant names its N and why.
 ein_full = lit_config.params.get("ein_full", "0") == "1"
 config.substitutions.append(
     ("%rotate", "--sample 1" if ein_full else "--offset rotate"))
