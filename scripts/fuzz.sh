@@ -46,14 +46,10 @@ per_input=${EIN_FUZZ_TIMEOUT:-5}
 seed=${EIN_FUZZ_SEED:-0}
 rss=${EIN_FUZZ_RSS_MB:-2048}
 
-# Configure once; ccache when present.
+# Configure once (through ccache when it is installed: CMakeLists.txt).
 if [ ! -f "$build/build.ninja" ]; then
-  launcher=()
-  if command -v ccache >/dev/null; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  fi
   cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-19 \
-    -DCMAKE_CXX_COMPILER=clang++-19 -DEIN_FUZZ=ON "${launcher[@]}" >/dev/null ||
+    -DCMAKE_CXX_COMPILER=clang++-19 -DEIN_FUZZ=ON >/dev/null ||
     { echo "fuzz: cmake failed"; exit 1; }
 fi
 build_targets=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what ein needs and is missing (Debian 12): LLVM/MLIR 19, fmt,
 # GoogleTest, CMake, Ninja, OpenMPI (the CPU ranks of `--ranks`/mpirun),
-# clang-19's sanitizer and libFuzzer runtimes (for scripts/fuzz.sh); then
+# clang-19's sanitizer and libFuzzer runtimes (for scripts/fuzz.sh), ccache
+# (every build compiles through it: a second clone's build reuses the
+# first's objects); then
 # the Python test oracles (numpy, einops, opt_einsum, safetensors, torch).
 # Safe to run repeatedly: installed packages are skipped.
 set -euo pipefail
@@ -11,7 +13,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 packages=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19
           libclang-rt-19-dev
-          libfmt-dev zlib1g-dev libgtest-dev libomp-19-dev cmake ninja-build g++
+          libfmt-dev zlib1g-dev libgtest-dev libomp-19-dev cmake ninja-build g++ ccache
           python3 openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do
