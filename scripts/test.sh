@@ -10,7 +10,9 @@
 # (test/fuzz/replay-lowering.test) and fuzzed with --full. Ends with the 10
 # slowest tests and "N passed, M failed".
 #
-#   scripts/test.sh          CI's run (within 35 minutes on 2 cores): every
+#   scripts/test.sh          CI's run (within 35 minutes on 2 cores; its
+#                            build is ~12 of them with a cold ccache, ~1
+#                            with a warm one, CMakeLists.txt): every
 #                            execution-corpus case runs fused; the other
 #                            variants (size-generic, no fusion, small tiles,
 #                            the emulated CUDA target) run a rotating sample that
