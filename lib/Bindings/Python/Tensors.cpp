@@ -368,6 +368,13 @@ nb::object exportToCUDA(nb::handle x, int32_t id, size_t index) {
 Described describeGeneric(nb::handle x, size_t index) {
   nb::object source = nb::borrow(x);
   api::Device device = api::cpu;
+  // torch names devices DLPack lacks (meta) only by its attribute.
+  if (frameworkOf(x) == Framework::Torch) {
+    std::string type = text(x.attr("device").attr("type"));
+    if (type != api::name(api::cpu) && type != api::name(api::cuda))
+      raiseError(inputName(index) + " is on " + text(x.attr("device")) +
+                 ": ein takes CPU and CUDA tensors");
+  }
   if (auto where = dlpackDeviceOf(x)) {
     std::optional<api::Device> known = einDevice(where->first);
     if (!known)
