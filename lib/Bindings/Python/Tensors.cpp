@@ -327,6 +327,13 @@ std::optional<std::pair<int32_t, int32_t>> dlpackDeviceOf(nb::handle x) {
   return std::pair{nb::cast<int32_t>(d[0]), nb::cast<int32_t>(d[1])};
 }
 
+/// torch.cuda (torch is imported: a torch CUDA tensor is at hand).
+nb::handle torchCUDA() {
+  // Kept for the process's life (never released after finalizing).
+  static PyObject *module = nb::module_::import_("torch.cuda").release().ptr();
+  return module;
+}
+
 /// x's DLPack capsule for ein's CUDA device, or its refusal. ein's kernels
 /// run on the CUDA default stream, so the capsule is asked for with
 /// stream=1 (the protocol's legacy default stream): the producer makes that
@@ -354,6 +361,10 @@ nb::object exportToCUDA(nb::handle x, int32_t id, size_t index) {
                  "EIN_CUDA to run on the GPU, or pass x.cpu()");
     if (text(x.attr("layout")) != "torch.strided")
       refuseArray(x, index);
+    // ein's kernels may still read x after the call returns (they are
+    // queued on the default stream): torch's allocator must not hand x's
+    // memory to other work before they finish.
+    x.attr("record_stream")(torchCUDA().attr("default_stream")());
     // torch exports no tensor that requires grad; one that reaches here is
     // read without recording (refuseGradients).
     if (nb::cast<bool>(x.attr("requires_grad")))
@@ -545,6 +556,13 @@ nb::capsule owner(const api::Tensor &t, nb::handle input) {
 } // namespace
 
 nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
+  // ein's kernels are queued on the default stream and may still run: torch
+  // reads the result on its current stream after them (an event, no wait).
+  if (t.device() == api::cuda && inputs.framework == Framework::Torch) {
+    nb::handle cuda = torchCUDA();
+    cuda.attr("current_stream")().attr("wait_stream")(
+        cuda.attr("default_stream")());
+  }
   // A view of an input: made from that input, which it keeps alive.
   nb::handle viewed;
   for (size_t i = 0; i < inputs.tensors.size(); ++i) {
@@ -603,8 +621,6 @@ nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
     if (host)
       if (nb::object a = numpyArray(t, keep, true); a.is_valid())
         return nb::handle(fromNumPy)(a);
-    // ein's call waited for its kernels, so torch may read the result on
-    // any stream.
     return nb::ndarray<nb::pytorch>(t.data(), rank, shape.data(), keep,
                                     t.strides().data(), dtype, device)
         .cast();
