@@ -52,6 +52,12 @@ _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _alive = {}
 
 
+def exported():
+    """How many handed-out tensors a consumer still holds (no deleter call
+    yet)."""
+    return len(_alive)
+
+
 @_Deleter
 def _delete(managed):
     _alive.pop(ctypes.addressof(managed.contents), None)

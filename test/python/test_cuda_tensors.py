@@ -25,7 +25,7 @@ if os.environ.setdefault("EIN_CUDA", "emulated") != "emulated":
 import einops  # noqa: E402
 
 import ein  # noqa: E402
-from dlpack_cuda import KDL_CUDA, CudaArray, dlpack_view, host  # noqa: E402
+from dlpack_cuda import KDL_CUDA, CudaArray, dlpack_view, exported, host  # noqa: E402
 
 INPUTS = pathlib.Path(__file__).resolve().parent / "Inputs"
 LINEAR = INPUTS / "linear.ein"
@@ -44,7 +44,9 @@ def test_module_function_on_strided_cuda_inputs(mod):
     a = rand(8, 5).T            # (5, 8), strides (1, 5): read as it is
     b = rand(8, 3, seed=1)
     qa, qb = CudaArray(a), CudaArray(b)
+    held = exported()
     c = mod.matmul(qa, qb)
+    assert exported() == held  # the inputs' DLPack tensors released after the call
     # Zero-copy: ein's views (the kernel's arguments) hold the producer's
     # pointers; the DLPack export asked for the legacy default stream.
     assert ein._ein._last_input_pointers() == [qa.data_ptr, qb.data_ptr]
@@ -74,12 +76,16 @@ def test_einops_functions_on_cuda_inputs():
     x = qx.array.copy()
     # A view: over the producer's memory, which the result keeps alive (the
     # producer frees it when the DLPack tensor's deleter runs).
+    held = exported()
     v = ein.rearrange(qx, "a b c -> c b a")
     _, data, got = dlpack_view(v)
     assert data == qx.data_ptr
     np.testing.assert_array_equal(got, einops.rearrange(x, "a b c -> c b a"))
     del qx
+    assert exported() == held + 1
     np.testing.assert_array_equal(host(v), einops.rearrange(x, "a b c -> c b a"))
+    del v
+    assert exported() == held
     # A copy: ein's device memory, on the device.
     y = ein.rearrange(CudaArray(x), "a b c -> (c a) b")
     assert y.__dlpack_device__() == (KDL_CUDA, 0)

@@ -345,7 +345,12 @@ nb::object exportToCUDA(nb::handle x, int32_t id, size_t index) {
   if (id != 0)
     raiseError(which + " is on " + where +
                ": ein runs on CUDA device 0 only; move it with x.to('cuda:0')");
-  if (auto usable = api::nothrow::device_name(api::cuda); !usable) {
+  api::Result<std::string> usable = [] {
+    // The first use selects the device and may build its library: seconds.
+    nb::gil_scoped_release unlocked;
+    return api::nothrow::device_name(api::cuda);
+  }();
+  if (!usable) {
     std::string why = usable.error().message;
     if (why.rfind("error: ", 0) == 0)
       why.erase(0, 7);
