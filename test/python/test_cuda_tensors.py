@@ -26,18 +26,7 @@ import einops  # noqa: E402
 
 import ein  # noqa: E402
 from dlpack_cuda import KDL_CUDA, CudaArray, dlpack_view, exported, host  # noqa: E402
-
-INPUTS = pathlib.Path(__file__).resolve().parent / "Inputs"
-LINEAR = INPUTS / "linear.ein"
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return ein.load(LINEAR)
-
-
-def rand(*shape, seed=0, dtype=np.float32):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+from test_module import LINEAR, mod, rand  # noqa: E402,F401 (mod: the fixture)
 
 
 def test_module_function_on_strided_cuda_inputs(mod):
