@@ -136,6 +136,8 @@ with torch.cuda.stream(side):   # torch's writes on a side stream: ein waits for
 torch.cuda.synchronize()
 assert c.device == a.device
 torch.testing.assert_close(d, a @ b2 + 1, rtol=1e-4, atol=1e-4)
+v = torch.randn(5, dtype=torch.float64, device="cuda")
+torch.testing.assert_close(mod.scale64(v, 2.0), v * 2)  # the number joins v on the GPU
 x = torch.randn(2, 3, 4, device="cuda")
 torch.testing.assert_close(ein.rearrange(x, "a b c -> (c a) b"),
                            einops.rearrange(x, "a b c -> (c a) b"))
