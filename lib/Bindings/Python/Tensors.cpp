@@ -558,6 +558,21 @@ nb::capsule owner(const api::Tensor &t, nb::handle input) {
                      [](void *p) noexcept { delete static_cast<Kept *>(p); });
 }
 
+/// Waits until ein's kernels writing the CUDA tensor `t` have finished, for
+/// a consumer whose stream ein cannot order itself after: a copy of one
+/// element to the host, which the default stream runs after them.
+void waitFor(const api::Tensor &t) {
+  if (t.numel() == 0)
+    return;
+  api::Result<api::Tensor> copied = [&] {
+    nb::gil_scoped_release unlocked;
+    auto first = api::nothrow::view(t.data(), t.dtype(), {}, {}, t.device());
+    return first ? api::nothrow::to(*first, api::cpu) : first;
+  }();
+  if (!copied)
+    raiseError(copied.error().message);
+}
+
 } // namespace
 
 nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
@@ -607,10 +622,12 @@ nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
   int32_t device = dlpackDevice(t.device());
   switch (inputs.framework) {
   case Framework::NumPy:
-    if (!host) // numpy holds host memory only: an array-API object then
+    if (!host) { // numpy holds host memory only: an array-API object then
+      waitFor(t);
       return nb::ndarray<nb::array_api>(t.data(), rank, shape.data(), keep,
                                         t.strides().data(), dtype, device)
           .cast();
+    }
     if (nb::object a = numpyArray(t, keep, true); a.is_valid())
       return a;
     return nb::ndarray<nb::numpy>(t.data(), rank, shape.data(), keep,
