@@ -127,6 +127,13 @@ import numpy as np, torch, einops, ein
 mod = ein.load({linear!r})
 a = torch.randn(8, 5, device="cuda").t()
 b = torch.randn(8, 3, device="cuda")
+try:
+    mod.matmul(a, b)
+except ein.Error as e:
+    if "ein cannot use it" not in str(e):
+        raise
+    print("SKIP", e)  # a GPU for torch, but none ein can build for (no nvcc)
+    raise SystemExit
 side = torch.cuda.Stream()
 with torch.cuda.stream(side):   # torch's writes on a side stream: ein waits for them
     b2 = b * 2
@@ -159,4 +166,6 @@ def test_torch_cuda_tensors_on_the_gpu():
         pytest.skip("no CUDA GPU for torch")
     env = {k: v for k, v in os.environ.items() if k != "EIN_CUDA"}
     out = child(TORCH_GPU.format(linear=str(LINEAR)), env)
+    if out.returncode == 0 and out.stdout.startswith("SKIP"):
+        pytest.skip(out.stdout.strip())
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr
