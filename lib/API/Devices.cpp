@@ -87,17 +87,23 @@ Result<Tensor> allocate(DType dtype, const std::vector<int64_t> &shape,
 
 Result<Device> deviceOf(const std::string &what,
                         const std::vector<Tensor> &tensors) {
-  std::optional<Device> device;
-  for (const Tensor &t : tensors) {
+  std::optional<size_t> first;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor &t = tensors[i];
     if (!t.defined() || (t.device() == cpu && t.rank() == 0))
       continue;
-    if (device && *device != t.device())
-      return usageError(fmt::format("{}: the tensors are on different devices "
-                                    "(cpu and cuda); move them with .to()",
-                                    what));
-    device = t.device();
+    if (!first) {
+      first = i;
+      continue;
+    }
+    Device device = tensors[*first].device();
+    if (device != t.device())
+      return usageError(fmt::format(
+          "{}: the tensors are on different devices (input {} is on {}, "
+          "input {} on {}); move them to one with .to()",
+          what, *first, name(device), i, name(t.device())));
   }
-  return device.value_or(cpu);
+  return first ? tensors[*first].device() : cpu;
 }
 
 Result<Tensor> onDevice(const Tensor &t, Device device) {
@@ -129,6 +135,8 @@ Result<void> copyInto(const Tensor &src, const Tensor &dst) {
 using namespace detail;
 
 bool cuda_available() { return cudaDevice::deviceName().has_value(); }
+
+bool cuda_emulated() { return cudaDevice::emulated(); }
 
 namespace nothrow {
 

@@ -156,12 +156,13 @@ Result<std::vector<Tensor>> call(const Module &module,
   auto device = deviceOf(fmt::format("'{}'", function), inputs);
   if (!device)
     return device.error();
-  for (const Tensor &t : inputs)
-    if (t.device() != *device)
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].device() != *device)
       return usageError(fmt::format("'{}': the inputs are on different "
-                                    "devices (cpu and cuda); move them with "
-                                    ".to()",
-                                    function));
+                                    "devices (input {} is on {}, the others "
+                                    "on {}); move them to one with .to()",
+                                    function, i, name(inputs[i].device()),
+                                    name(*device)));
   const CheckedFunction *fn = state->checked.find(function);
   if (!fn)
     return toInfo(noFunctionError(state->file->path, function,

@@ -298,7 +298,10 @@ Result<Tensor> zeros(DType dtype, std::vector<int64_t> shape, Device device) {
 }
 
 Result<Tensor> view(void *data, DType dtype, std::vector<int64_t> shape,
-                    std::vector<int64_t> strides) {
+                    std::vector<int64_t> strides, Device device) {
+  if (device == cuda)
+    if (auto usable = nothrow::device_name(cuda); !usable)
+      return usable.error();
   if (!runtime::checkedNumElements(shape, itemsize(dtype)))
     return usageError(fmt::format("cannot view shape {}: a size is negative "
                                   "or the size overflows",
@@ -319,7 +322,8 @@ Result<Tensor> view(void *data, DType dtype, std::vector<int64_t> shape,
     return usageError("a view of a null pointer");
   auto storage = std::make_shared<Storage>();
   storage->base = data;
-  return Tensor(std::move(storage), dtype, cpu, std::move(shape),
+  storage->device = device;
+  return Tensor(std::move(storage), dtype, device, std::move(shape),
                 std::move(strides), 0);
 }
 

@@ -1,9 +1,10 @@
 """Compiled .ein modules from Python: ein.load, ein.load_source, ein.report.
 
 A module's functions are attributes (``mod.attention``) and items
-(``mod["attention"]``). Each takes numpy arrays or torch tensors (CPU), viewed
-without copies with their strides as they are, and returns arrays of the first
-input's framework over ein's results. A function compiles on its first call
+(``mod["attention"]``). Each takes numpy arrays or torch tensors, viewed without
+copies with their strides as they are (CUDA tensors, and any DLPack producer's
+CUDA memory, run on the CUDA target), and returns arrays of the first input's
+framework over ein's results. A function compiles on its first call
 (size-generic: other sizes reuse it) and comes from the Engine's cache after.
 Errors are ein's diagnostics, as einc prints them: ``ein.CompileError`` for a
 program ein refuses, ``ein.ShapeError`` for inputs or sizes that do not fit.
@@ -140,10 +141,10 @@ class Function:
             results = self._module._native.call(self.__name__, args)
         except (CompileError, ShapeError):
             raise
-        except _ein.Error:
+        except _ein.Error as e:
             numbers = self._numbers(args)
             if numbers is None:
-                self._refuse(args)  # a module's wording for the inputs' refusals
+                self._refuse(args, str(e))  # a module's wording for the inputs' refusals
                 raise
             results = self._module._native.call(self.__name__, numbers)
         return results[0] if len(results) == 1 else results
@@ -158,12 +159,15 @@ class Function:
                  and params[i]["shape"] == ""]
         if not spots:
             return None
-        torch_first = next((type(x).__module__.startswith("torch") for x in args
-                            if hasattr(x, "shape")), False)
+        first = next((x for x in args if hasattr(x, "shape")), None)
+        torch_first = type(first).__module__.startswith("torch")
         if torch_first:
             import torch as lib
+            # On the first tensor's device: a call's inputs share one.
+            make = lambda v, dtype: lib.tensor(v, dtype=dtype, device=first.device)  # noqa: E731
         else:
             import numpy as lib
+            make = lib.array
         out = list(args)
         for i in spots:
             dtype = _dtype_in(lib, params[i]["dtype"])
@@ -173,25 +177,25 @@ class Function:
                 raise ShapeError(f"error: input {i} ('{params[i]['name']}') of "
                                  f"'{self.__name__}' is {args[i]!r}, the parameter is "
                                  f"{params[i]['dtype']}: pass an integer") from None
-            out[i] = (lib.tensor if torch_first else lib.array)(args[i], dtype=dtype)
+            out[i] = make(args[i], dtype=dtype)
         return tuple(out)
 
-    def _refuse(self, args):
-        """Raises, for an input the call refused, what to do about it here:
-        a CUDA tensor, or one that requires grad while autograd records."""
+    def _refuse(self, args, message):
+        """Raises, for an input the call refused, what to do about it here
+        (one that requires grad while autograd records), or the refusal's
+        `message` with the input named by its parameter."""
         for i, x in enumerate(args):
             where = f"input {i} ('{self._param_name(i)}') of '{self.__name__}'"
-            if getattr(x, "is_cuda", False):
-                raise _ein.Error(
-                    f"{where} is on {x.device}: the package calls compiled functions on CPU "
-                    f"tensors; CUDA tensors need ein's views of device memory, which it does "
-                    f"not bind yet (pass x.cpu(), or run on the GPU with einc run "
-                    f"--target=cuda)") from None
             if _requires_grad(x):
                 raise _ein.Error(
                     f"{where} requires grad: a compiled function does not record gradients; "
                     f"wrap a function with grad() with ein.autograd(mod, \"{self.__name__}\"), "
                     f"call it under torch.no_grad(), or pass x.detach()") from None
+        for i in range(len(args)):
+            for lead in (f"input {i} ", f"input {i}'s ", f"input {i}: "):
+                if message.startswith(lead):
+                    where = f"input {i} ('{self._param_name(i)}') of '{self.__name__}'"
+                    raise _ein.Error(where + message[len(f"input {i}"):]) from None
 
     def _param_name(self, i):
         params = self.signature["params"]

@@ -155,7 +155,9 @@ TEST(Device, MixedDevicesAndElementAccessAreErrors) {
   ein::Tensor d = a.to(ein::cuda);
   auto mixed = ein::nothrow::einsum("a b, a b -> a", {a, d});
   ASSERT_FALSE(mixed);
-  EXPECT_NE(mixed.error().message.find("different devices"), std::string::npos)
+  EXPECT_NE(mixed.error().message.find("different devices (input 0 is on "
+                                       "cpu, input 1 on cuda)"),
+            std::string::npos)
       << mixed.error().message;
   auto added = ein::nothrow::elementwise("add", {a, d});
   ASSERT_FALSE(added);
@@ -208,6 +210,25 @@ TEST(Device, ModuleCallsRunOnTheDevice) {
                           iota({1, 3, 4}).to(ein::cuda));
   EXPECT_EQ(s2.shape(), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(ein::cache_stats().compiled, before);
+}
+
+TEST(Device, ViewsOfBorrowedDeviceMemory) {
+  SKIP_WITHOUT_CUDA();
+  // Another framework's device memory (the Python package's DLPack inputs):
+  // a transposed view of it, read in place by a module function.
+  ein::Tensor x = iota({4, 6});
+  ein::Tensor d = x.to(ein::cuda);
+  auto v = ein::nothrow::view(d.data(), ein::f32, {6, 4}, {1, 6}, ein::cuda);
+  ASSERT_TRUE(v) << v.error().message;
+  EXPECT_EQ(v->device(), ein::cuda);
+  EXPECT_EQ(v->data(), d.data());
+  ein::Module mod = ein::Module::from_source(
+      "def twice(x: f32[\"a b\"]) -> f32[\"a b\"]:\n    return x * 2.0\n");
+  auto [y] = mod.call<1>("twice", *v);
+  EXPECT_EQ(y.device(), ein::cuda);
+  expectTensor(y.to(ein::cpu), {6, 4}, [&](const std::vector<int64_t> &i) {
+    return 2 * element(x, {i[1], i[0]});
+  });
 }
 
 TEST(Device, ThreadsShareTheDeviceCaches) {

@@ -149,9 +149,11 @@ namespace nothrow {
 Result<Tensor> zeros(DType dtype, std::vector<int64_t> shape,
                      Device device = cpu);
 /// A tensor over borrowed memory (as TensorView), or the error (a negative
-/// size or stride, a rank mismatch between shape and strides).
+/// size or stride, a rank mismatch between shape and strides). On `cuda`,
+/// `data` is device memory (another framework's, through DLPack); an error
+/// when there is no CUDA device.
 Result<Tensor> view(void *data, DType dtype, std::vector<int64_t> shape,
-                    std::vector<int64_t> strides = {});
+                    std::vector<int64_t> strides = {}, Device device = cpu);
 /// Reads a .npy file (every dtype of the language and numpy's bool; C or
 /// Fortran order), with einc run's checks and messages.
 Result<Tensor> load_npy(const std::string &path);
@@ -230,6 +232,11 @@ inline TensorView::TensorView(void *data, DType dtype,
 /// and nvcc, or EIN_CUDA=emulated. The first call builds the device's
 /// support library (seconds; then cached on disk).
 bool cuda_available();
+
+/// Whether the CUDA device is usable and is the emulation (EIN_CUDA=
+/// emulated): its "device" memory is host memory, and memory of a real GPU
+/// must not reach it.
+bool cuda_emulated();
 
 /// Throwing forms of the nothrow functions above.
 inline std::string device_name(Device device) {

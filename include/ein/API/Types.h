@@ -78,6 +78,17 @@ enum class Device : uint8_t { CPU, CUDA };
 inline constexpr Device cpu = Device::CPU;
 inline constexpr Device cuda = Device::CUDA;
 
+/// The device's name, as messages and torch say it: "cpu", "cuda".
+constexpr const char *name(Device d) {
+  switch (d) {
+  case Device::CPU:
+    return "cpu";
+  case Device::CUDA:
+    return "cuda";
+  }
+  return "";
+}
+
 /// The reductions of `reduce` (docs/language.md §6).
 /// `var` is the population variance (numpy's default ddof=0), float only.
 enum class Reduction : uint8_t { Sum, Mean, Max, Min, Prod, Any, All, Var };

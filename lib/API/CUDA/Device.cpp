@@ -23,6 +23,8 @@ struct DeviceState {
   std::string unusable;
   DeviceMemory *memory = nullptr;
   const Target *target = nullptr;
+  /// EIN_CUDA=emulated: "device" memory is host memory.
+  bool emulated = false;
 };
 
 /// The device, selected on first use: EIN_CUDA=emulated runs the CUDA
@@ -59,6 +61,7 @@ const DeviceState &state() {
     }
     s->memory = *memory;
     s->target = *target;
+    s->emulated = emulated;
     return s;
   }();
   return *instance;
@@ -123,6 +126,8 @@ Result<const Target *> target() {
     return s.error();
   return state().target;
 }
+
+bool emulated() { return state().unusable.empty() && state().emulated; }
 
 Result<std::string> deviceName() {
   auto s = usable();

@@ -31,6 +31,10 @@ Result<void> zero(void *device, size_t bytes);
 /// cannot be used.
 Result<const Target *> target();
 
+/// Whether the device is usable and is the emulation (EIN_CUDA=emulated),
+/// whose "device" memory is host memory.
+bool emulated();
+
 /// The device's name ("NVIDIA H100 80GB HBM3 (sm_90)", "emulated CUDA on
 /// the CPU"), or why there is none.
 Result<std::string> deviceName();

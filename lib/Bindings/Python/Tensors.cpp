@@ -1,8 +1,8 @@
 // Tensors between Python and ein without copies. numpy arrays are read and
-// made through numpy's C API and torch tensors through their attributes and
-// as_strided (the per-call cost of a tiny tensor is these conversions:
-// bench/python_overhead.py); anything else, and the dtypes numpy lacks, go
-// through nanobind's ndarray (DLPack, the buffer protocol).
+// made through numpy's C API and CPU torch tensors through their attributes
+// and as_strided (the per-call cost of a tiny tensor is these conversions:
+// bench/python_overhead.py); anything else, the dtypes numpy lacks and every
+// CUDA tensor go through nanobind's ndarray (DLPack, the buffer protocol).
 #include "Tensors.h"
 
 #include <nanobind/ndarray.h>
@@ -70,6 +70,37 @@ std::optional<api::DType> einType(nb::dlpack::dtype d) {
       return t;
   }
   return std::nullopt;
+}
+
+/// The DLPack device type of `d` (dlpack.h's kDLCPU, kDLCUDA).
+int32_t dlpackDevice(api::Device d) {
+  switch (d) {
+  case api::Device::CPU:
+    return nb::device::cpu::value;
+  case api::Device::CUDA:
+    return nb::device::cuda::value;
+  }
+  return nb::device::cpu::value;
+}
+
+/// ein's device of a DLPack device type, if ein has it.
+std::optional<api::Device> einDevice(int32_t type) {
+  // Device's enumerators run from CPU to CUDA (include/ein/API/Types.h).
+  for (unsigned i = 0; i <= unsigned(api::Device::CUDA); ++i)
+    if (auto d = static_cast<api::Device>(i); dlpackDevice(d) == type)
+      return d;
+  return std::nullopt;
+}
+
+/// "cuda:1", "cpu", or the DLPack device type ein lacks, for messages.
+std::string deviceText(int32_t type, int32_t id) {
+  std::optional<api::Device> d = einDevice(type);
+  if (!d)
+    return "DLPack device type " + std::to_string(type) + " (id " +
+           std::to_string(id) + ")";
+  if (*d == api::cpu)
+    return "cpu";
+  return std::string(api::name(*d)) + ":" + std::to_string(id);
 }
 
 /// numpy's type number of `t`, or -1 where numpy has no such type.
@@ -172,14 +203,10 @@ std::string dtypeNames() {
 [[noreturn]] void refuseArray(nb::handle x, size_t index) {
   std::string which = inputName(index);
   if (frameworkOf(x) == Framework::Torch) {
-    std::string device = text(x.attr("device"));
-    if (device != "cpu")
-      raiseError(which + " is on " + device +
-                 ": ein's einops functions take CPU tensors");
     std::string layout = text(x.attr("layout"));
     if (layout != "torch.strided")
       raiseError(which + " has layout " + layout +
-                 ": ein's einops functions take strided (dense) tensors");
+                 ": ein takes strided (dense) tensors");
   }
   if (nb::hasattr(x, "dtype"))
     raiseError(which + " has dtype " + text(x.attr("dtype")) +
@@ -211,6 +238,10 @@ struct Described {
   void *data = nullptr;
   api::DType dtype = api::DType::F32;
   std::vector<int64_t> shape, strides; // strides in elements, any sign
+  api::Device device = api::cpu;
+  /// What keeps the elements alive when not the input itself: the DLPack
+  /// tensor nanobind imported.
+  nb::object owner;
 };
 
 /// A numpy array of a native-order dtype ein has, read from its struct;
@@ -287,23 +318,108 @@ bool describeTorch(nb::handle x, Described &d) {
   return true;
 }
 
+/// The DLPack device `x` says it is on (__dlpack_device__: type, id), if it
+/// says.
+std::optional<std::pair<int32_t, int32_t>> dlpackDeviceOf(nb::handle x) {
+  if (!nb::hasattr(x, "__dlpack_device__"))
+    return std::nullopt;
+  nb::object d = x.attr("__dlpack_device__")();
+  return std::pair{nb::cast<int32_t>(d[0]), nb::cast<int32_t>(d[1])};
+}
+
+/// torch.cuda (torch is imported: a torch CUDA tensor is at hand).
+nb::handle torchCUDA() {
+  // Kept for the process's life (never released after finalizing).
+  static PyObject *module = nb::module_::import_("torch.cuda").release().ptr();
+  return module;
+}
+
+/// x's DLPack capsule for ein's CUDA device, or its refusal. ein's kernels
+/// run on the CUDA default stream, so the capsule is asked for with
+/// stream=1 (the protocol's legacy default stream): the producer makes that
+/// stream wait for the writes queued on its own (torch: its current
+/// stream) before ein reads (docs/python.md, "CUDA tensors").
+nb::object exportToCUDA(nb::handle x, int32_t id, size_t index) {
+  std::string which = inputName(index);
+  std::string where = deviceText(dlpackDevice(api::cuda), id);
+  if (id != 0)
+    raiseError(which + " is on " + where +
+               ": ein runs on CUDA device 0 only; move it with x.to('cuda:0')");
+  api::Result<std::string> usable = [] {
+    // The first use selects the device and may build its library: seconds.
+    nb::gil_scoped_release unlocked;
+    return api::nothrow::device_name(api::cuda);
+  }();
+  if (!usable) {
+    std::string why = usable.error().message;
+    if (why.rfind("error: ", 0) == 0)
+      why.erase(0, 7);
+    raiseError(which + " is on " + where + ", but ein cannot use it: " + why +
+               "; or pass x.cpu()");
+  }
+  nb::object source = nb::borrow(x);
+  if (frameworkOf(x) == Framework::Torch) {
+    if (api::cuda_emulated())
+      raiseError(which + " is a torch tensor on " + where +
+                 ", but ein's CUDA device is the emulation (EIN_CUDA="
+                 "emulated), whose \"device\" memory is host memory: unset "
+                 "EIN_CUDA to run on the GPU, or pass x.cpu()");
+    if (text(x.attr("layout")) != "torch.strided")
+      refuseArray(x, index);
+    // ein's kernels may still read x after the call returns (they are
+    // queued on the default stream): torch's allocator must not hand x's
+    // memory to other work before they finish.
+    x.attr("record_stream")(torchCUDA().attr("default_stream")());
+    // torch exports no tensor that requires grad; one that reaches here is
+    // read without recording (refuseGradients).
+    if (nb::cast<bool>(x.attr("requires_grad")))
+      source = x.attr("detach")();
+  }
+  return source.attr("__dlpack__")(nb::arg("stream") = 1);
+}
+
 /// `x` through nanobind's ndarray (DLPack, the buffer protocol): anything
-/// not taken on the fast paths; refused by name when ein cannot read it.
+/// not taken on the fast paths, CUDA tensors included; refused by name when
+/// ein cannot read it.
 Described describeGeneric(nb::handle x, size_t index) {
+  nb::object source = nb::borrow(x);
+  api::Device device = api::cpu;
+  // torch names devices DLPack lacks (meta) only by its attribute.
+  if (frameworkOf(x) == Framework::Torch) {
+    std::string type = text(x.attr("device").attr("type"));
+    if (type != api::name(api::cpu) && type != api::name(api::cuda))
+      raiseError(inputName(index) + " is on " + text(x.attr("device")) +
+                 ": ein takes CPU and CUDA tensors");
+  }
+  if (auto where = dlpackDeviceOf(x)) {
+    std::optional<api::Device> known = einDevice(where->first);
+    if (!known)
+      raiseError(inputName(index) + " is on " +
+                 deviceText(where->first, where->second) +
+                 ": ein takes CPU and CUDA tensors");
+    device = *known;
+    if (device == api::cuda)
+      source = exportToCUDA(x, where->second, index);
+  }
   nb::ndarray<nb::ro> a;
-  if (!nb::try_cast(x, a, /*convert=*/false))
+  if (!nb::try_cast(source, a, /*convert=*/false))
     refuseArray(x, index);
-  if (a.device_type() != nb::device::cpu::value)
-    raiseError(inputName(index) +
-               " is not in host memory (DLPack device type " +
-               std::to_string(a.device_type()) +
-               "): ein's einops functions take CPU tensors");
+  if (a.device_type() != dlpackDevice(device))
+    raiseError(inputName(index) + "'s DLPack tensor is on " +
+               deviceText(a.device_type(), a.device_id()) +
+               ", although it says it is on " +
+               deviceText(dlpackDevice(device), 0) +
+               " (__dlpack_device__); ein refuses it");
   std::optional<api::DType> dtype = einType(a.dtype());
   if (!dtype)
     refuseArray(x, index);
   Described d;
   d.data = const_cast<void *>(a.data());
   d.dtype = *dtype;
+  d.device = device;
+  d.owner = nb::capsule(new nb::ndarray<nb::ro>(a), [](void *p) noexcept {
+    delete static_cast<nb::ndarray<nb::ro> *>(p);
+  });
   for (size_t k = 0; k < a.ndim(); ++k) {
     d.shape.push_back(int64_t(a.shape(k)));
     d.strides.push_back(a.stride(k));
@@ -378,6 +494,10 @@ Inputs viewInputs(const std::vector<nb::handle> &objects) {
     // ein's tensors have strides >= 0 (include/ein/API/Tensor.h): a numpy
     // array with a negative stride (x[::-1]) is the one input ein copies, C
     // order, by numpy (docs/python.md).
+    if (negativeStrides(d) && d.device != api::cpu)
+      raiseError(inputName(i) + " has a negative stride: ein's views of " +
+                 api::name(d.device) +
+                 " memory take strides >= 0; pass a copy (x.contiguous())");
     if (negativeStrides(d)) {
       x = nb::steal(PyArray_FromAny(x.ptr(), nullptr, 0, 0,
                                     NPY_ARRAY_C_CONTIGUOUS, nullptr));
@@ -390,11 +510,12 @@ Inputs viewInputs(const std::vector<nb::handle> &objects) {
       if (d.shape[k] == 1)
         d.strides[k] = 0;
     auto view = api::nothrow::view(d.data, d.dtype, std::move(d.shape),
-                                   std::move(d.strides));
+                                   std::move(d.strides), d.device);
     if (!view)
       raiseError(inputName(i) + ": " + view.error().message);
     lastInputPointers.push_back(reinterpret_cast<uintptr_t>(d.data));
     in.tensors.push_back(std::move(*view));
+    in.owners.push_back(d.owner.is_valid() ? std::move(d.owner) : x);
     in.objects.push_back(std::move(x));
   }
   return in;
@@ -426,17 +547,44 @@ nb::object numpyArray(const api::Tensor &t, nb::handle base, bool writeable) {
   return nb::steal(array);
 }
 
-/// A capsule that keeps `t`'s storage alive.
-nb::capsule owner(const api::Tensor &t) {
-  return nb::capsule(new api::Tensor(t), [](void *p) noexcept {
-    delete static_cast<api::Tensor *>(p);
-  });
+/// A capsule that keeps `t`'s storage alive, and `input` (the owner of
+/// the memory of the input t views, if it views one).
+nb::capsule owner(const api::Tensor &t, nb::handle input) {
+  struct Kept {
+    api::Tensor t;
+    nb::object input;
+  };
+  return nb::capsule(new Kept{t, nb::borrow(input)},
+                     [](void *p) noexcept { delete static_cast<Kept *>(p); });
+}
+
+/// Waits until ein's kernels writing the CUDA tensor `t` have finished, for
+/// a consumer whose stream ein cannot order itself after: a copy of one
+/// element to the host, which the default stream runs after them.
+void waitFor(const api::Tensor &t) {
+  if (t.numel() == 0)
+    return;
+  api::Result<api::Tensor> copied = [&] {
+    nb::gil_scoped_release unlocked;
+    auto first = api::nothrow::view(t.data(), t.dtype(), {}, {}, t.device());
+    return first ? api::nothrow::to(*first, api::cpu) : first;
+  }();
+  if (!copied)
+    raiseError(copied.error().message);
 }
 
 } // namespace
 
 nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
+  // ein's kernels are queued on the default stream and may still run: torch
+  // reads the result on its current stream after them (an event, no wait).
+  if (t.device() == api::cuda && inputs.framework == Framework::Torch) {
+    nb::handle cuda = torchCUDA();
+    cuda.attr("current_stream")().attr("wait_stream")(
+        cuda.attr("default_stream")());
+  }
   // A view of an input: made from that input, which it keeps alive.
+  nb::handle viewed;
   for (size_t i = 0; i < inputs.tensors.size(); ++i) {
     if (!t.shares_storage(inputs.tensors[i]))
       continue;
@@ -462,15 +610,24 @@ nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
       }
       return x.attr("as_strided")(shape, strides, offset);
     }
+    viewed = inputs.owners[i];
     break;
   }
   // ein's own memory (or a view of an input of another kind).
-  nb::capsule keep = owner(t);
+  nb::capsule keep = owner(t, viewed);
   size_t rank = size_t(t.rank());
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   nb::dlpack::dtype dtype = dlpackType(t.dtype());
+  bool host = t.device() == api::cpu;
+  int32_t device = dlpackDevice(t.device());
   switch (inputs.framework) {
   case Framework::NumPy:
+    if (!host) { // numpy holds host memory only: an array-API object then
+      waitFor(t);
+      return nb::ndarray<nb::array_api>(t.data(), rank, shape.data(), keep,
+                                        t.strides().data(), dtype, device)
+          .cast();
+    }
     if (nb::object a = numpyArray(t, keep, true); a.is_valid())
       return a;
     return nb::ndarray<nb::numpy>(t.data(), rank, shape.data(), keep,
@@ -483,10 +640,11 @@ nb::object toPython(const api::Tensor &t, const Inputs &inputs) {
         nb::object(nb::module_::import_("torch").attr("from_numpy"))
             .release()
             .ptr();
-    if (nb::object a = numpyArray(t, keep, true); a.is_valid())
-      return nb::handle(fromNumPy)(a);
+    if (host)
+      if (nb::object a = numpyArray(t, keep, true); a.is_valid())
+        return nb::handle(fromNumPy)(a);
     return nb::ndarray<nb::pytorch>(t.data(), rank, shape.data(), keep,
-                                    t.strides().data(), dtype)
+                                    t.strides().data(), dtype, device)
         .cast();
   }
   }

@@ -19,17 +19,20 @@ namespace nb = nanobind;
 enum class Framework : uint8_t { NumPy, Torch };
 
 /// The tensors of one call: ein's views of the Python inputs, the inputs
-/// themselves (a result that is a view of one keeps it alive), and the
-/// framework results are returned in.
+/// themselves, what keeps each one's memory alive (the input, or the DLPack
+/// tensor imported from it; a result that is a view of one keeps it), and
+/// the framework results are returned in.
 struct Inputs {
   std::vector<api::Tensor> tensors;
-  std::vector<nb::object> objects;
+  std::vector<nb::object> objects, owners;
   Framework framework = Framework::NumPy;
 };
 
 /// The views of `objects` (numpy arrays, torch tensors, anything speaking
-/// DLPack or the buffer protocol); throws nb::python_error (ein._ein.Error)
-/// for a dtype ein lacks, a negative stride, a tensor not on the CPU.
+/// DLPack or the buffer protocol; CPU tensors, and CUDA tensors as views of
+/// device memory on api::cuda); throws nb::python_error (ein._ein.Error)
+/// for a dtype ein lacks, a device ein cannot use, a negative stride on
+/// the device.
 Inputs viewInputs(const std::vector<nb::handle> &objects);
 
 /// `t` as an array of `inputs.framework` over t's memory, kept alive by the
