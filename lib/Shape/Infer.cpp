@@ -50,187 +50,6 @@ ReduceCombine reduceCombine(ReduceKind kind) { return reduceRow(kind).combine; }
 ReduceFinish reduceFinish(ReduceKind kind) { return reduceRow(kind).finish; }
 
 //===----------------------------------------------------------------------===//
-// InferContext
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// "hidden" or "hidden (= 30)" when the number is known.
-std::string describe(const SizeExpr &e, const Bindings &env) {
-  std::string text = e.str();
-  if (!e.isConstant())
-    if (auto v = e.evaluate(env))
-      text += " (= " + toString(*v) + ")";
-  return text;
-}
-} // namespace
-
-InferContext::Proof InferContext::prove(const SizeExpr &a,
-                                        const SizeExpr &b) const {
-  return proveWith(a, b, env);
-}
-
-InferContext::Proof InferContext::proveStatic(const SizeExpr &a,
-                                              const SizeExpr &b) const {
-  return proveWith(a, b, staticEnv());
-}
-
-InferContext::Proof InferContext::proveWith(const SizeExpr &a,
-                                            const SizeExpr &b,
-                                            const Bindings &known) const {
-  if (a == b)
-    return Proof::Equal;
-  SizeExpr sa = a.substitute(known), sb = b.substitute(known);
-  if (sa == sb)
-    return Proof::Equal;
-  SizeExpr diff = sa - sb;
-  if (diff.isConstant())
-    return Proof::NotEqual;
-  if (simplify(a - b).isZero() || simplify(diff).isZero())
-    return Proof::Equal;
-  // A quotient `n/c` exists only where `n % c == 0` is an entry check, so
-  // writing n = c*q (and n/c = q) is sound: c*(n/c) == n becomes provable.
-  std::map<std::string, SizeExpr> split;
-  for (auto *e : {&sa, &sb})
-    for (auto &[num, den] : e->quotients()) {
-      auto name = num.asSymbol();
-      auto c = den.constantValue();
-      if (name && c && *c > 0 && !split.count(*name))
-        split[*name] = SizeExpr::constant(*c) * SizeExpr::symbol(*name + "/" + toString(*c));
-    }
-  if (!split.empty() && sa.replaceSymbols(split) == sb.replaceSymbols(split))
-    return Proof::Equal;
-  return Proof::Unknown;
-}
-
-Bindings InferContext::staticEnv() const {
-  if (entryNames.empty())
-    return env;
-  Bindings fixed;
-  for (auto &[name, value] : env)
-    if (!entryNames.count(name))
-      fixed.emplace(name, value);
-  return fixed;
-}
-
-bool InferContext::exactQuotient(const SizeExpr &num,
-                                 const SizeExpr &den) const {
-  return std::any_of(constraints.begin(), constraints.end(),
-                     [&](const Constraint &c) {
-                       return c.kind == Constraint::Kind::Divisible &&
-                              c.lhs == num && c.rhs == den;
-                     });
-}
-
-SizeExpr InferContext::simplify(const SizeExpr &e) const {
-  return e.cancelQuotients([this](const SizeExpr &num, const SizeExpr &den) {
-    return exactQuotient(num, den);
-  });
-}
-
-Expected<bool> InferContext::unify(const SizeExpr &a, const SizeExpr &b,
-                                   const std::string &what) {
-  if (a.tooComplex() || b.tooComplex())
-    return ShapeError::atOp(what + ": " + SizeExpr::tooComplexMessage());
-  if (a.substitute(env).overflowed() || b.substitute(env).overflowed())
-    return ShapeError::atOp(what + ": size overflows 128 bits");
-  switch (prove(a, b)) {
-  case Proof::Equal:
-    return true;
-  case Proof::NotEqual:
-    return ShapeError::atOp(what + ": expected size " + describe(a, env) +
-                            ", got " + describe(b, env));
-  case Proof::Unknown:
-    break;
-  }
-  SizeExpr sa = a.substitute(env), sb = b.substitute(env);
-  auto bindIfFree = [&](const SizeExpr &name, const SizeExpr &value) {
-    auto sym = name.asSymbol();
-    auto v = value.constantValue();
-    if (!sym || !v || packBindings.count(*sym))
-      return false;
-    env[*sym] = *v;
-    inferred[*sym] = *v;
-    return true;
-  };
-  if (bindIfFree(sa, sb) || bindIfFree(sb, sa))
-    return true;
-  if (mentionsAnonymous(sa) || mentionsAnonymous(sb)) {
-    requireEqualAtEntry(sa, sb, what);
-    return true;
-  }
-  return ShapeError::atOp("cannot prove " + sa.str() + " == " + sb.str() +
-                          " (" + what + ")");
-}
-
-void InferContext::requireEqualAtEntry(const SizeExpr &a, const SizeExpr &b,
-                                       const std::string &what) {
-  for (auto &c : constraints)
-    if (c.kind == Constraint::Kind::Equal &&
-        ((c.lhs == a && c.rhs == b) || (c.lhs == b && c.rhs == a)))
-      return;
-  constraints.push_back({Constraint::Kind::Equal, a, b, what});
-}
-
-Expected<SizeExpr> InferContext::divide(const SizeExpr &num,
-                                        const SizeExpr &den,
-                                        const std::string &what) {
-  if (num.tooComplex() || den.tooComplex())
-    return ShapeError::atOp(what + ": " + SizeExpr::tooComplexMessage());
-  // A divisor of 0 first: `n / n` is 1 symbolically, but with n = 0 the
-  // quotient is undetermined (einops: "integer modulo by zero").
-  SizeExpr sn = num.substitute(env), sd = den.substitute(env);
-  if (sd.constantValue() == Int(0))
-    return ShapeError::atOp(what + ": division by a size of 0");
-  if (auto exact = num.divideExact(den))
-    return *exact;
-  // Folded with the sizes known without the call's inputs only: with them,
-  // the quotient stays (and its entry check holds, or fails, below).
-  Bindings fixed = staticEnv();
-  SizeExpr fn = num.substitute(fixed), fd = den.substitute(fixed);
-  if (auto exact = fn.divideExact(fd))
-    return *exact;
-  auto n = sn.constantValue(), d = sd.constantValue();
-  if (n && d) {
-    if (*n % *d != 0)
-      return ShapeError::atOp(what + ": size " + describe(num, env) +
-                              " is not divisible by " + describe(den, env));
-    if (fn.isConstant() && fd.isConstant())
-      return SizeExpr::constant(*n / *d);
-  }
-  // One entry check per distinct division: `e / 2` written three times
-  // needs `e % 2 == 0` checked once.
-  bool known = std::any_of(constraints.begin(), constraints.end(),
-                           [&](const Constraint &c) {
-                             return c.kind == Constraint::Kind::Divisible &&
-                                    c.lhs == num && c.rhs == den;
-                           });
-  if (!known)
-    constraints.push_back(
-        {Constraint::Kind::Divisible, num, den, what + " must divide evenly"});
-  return SizeExpr::quotient(num, den);
-}
-
-Shape InferContext::expand(const Shape &shape) const {
-  Shape out;
-  for (auto &d : shape) {
-    auto it = d.isPack() ? packBindings.find(d.pack) : packBindings.end();
-    if (it == packBindings.end())
-      out.push_back(d);
-    else
-      out.insert(out.end(), it->second.begin(), it->second.end());
-  }
-  return out;
-}
-
-Shape packDims(const std::string &pack, size_t rank) {
-  Shape dims;
-  for (size_t i = 0; i < rank; ++i)
-    dims.push_back(Dim::ofSize(
-        SizeExpr::symbol(rank == 1 ? pack : pack + "_" + std::to_string(i))));
-  return dims;
-}
-
-//===----------------------------------------------------------------------===//
 // Matching one pattern side against a shape
 //===----------------------------------------------------------------------===//
 
@@ -239,17 +58,6 @@ namespace {
 using SizeMap = std::map<std::string, SizeExpr>;
 
 std::string ellipsisAxis(size_t i) { return "..." + std::to_string(i); }
-
-/// A dim as a size; a pack stands for the product of its dims (as in
-/// numElements).
-SizeExpr sizeOrPack(const Dim &d) {
-  return d.isPack() ? SizeExpr::symbol(d.pack) : d.size;
-}
-
-/// A `_`, a `...`, or a size made from them: nobody named it.
-bool isAnonymousDim(const Dim &d) {
-  return d.isPack() ? isAnonymousName(d.pack) : mentionsAnonymous(d.size);
-}
 
 ShapeError withAnchor(ShapeError e, const PatternAxis &axis) {
   e.anchor = ShapeError::Anchor::Pattern;
@@ -342,8 +150,9 @@ Expected<SideMatch> matchSide(InferContext &ctx, const PatternSide &side,
     for (size_t p : packs)
       if (p < pre || p >= shape.size() - post)
         return ShapeError::atOperand(
-            "cannot match named axes of '" + side.str() + "' against variadic " +
-                shape[p].str() + " of unknown rank; match it with '...'",
+            "cannot match named axes of '" + side.str() +
+                "' against variadic " + shape[p].str() +
+                " of unknown rank; match it with '...'",
             operand);
     match.ellipsis.assign(shape.begin() + pre, shape.end() - post);
   }
@@ -393,11 +202,10 @@ Expected<SideMatch> matchSide(InferContext &ctx, const PatternSide &side,
       for (size_t i = 0; i < unknown.size(); ++i)
         names += (i ? (i + 1 == unknown.size() ? " and '" : ", '") : "'") +
                  unknown[i]->name + "'";
-      return withAnchor(
-          ShapeError::atOp("cannot infer the sizes of " + names + " in " +
-                           groupText(group) +
-                           ": give all but one as keyword sizes"),
-          group);
+      return withAnchor(ShapeError::atOp("cannot infer the sizes of " + names +
+                                         " in " + groupText(group) +
+                                         ": give all but one as keyword sizes"),
+                        group);
     }
     auto q = ctx.divide(dim.size, known, "composition " + groupText(group));
     if (!q)
@@ -625,7 +433,8 @@ Expected<TransformInfo> analyzeTransform(InferContext &ctx, PatternUse use,
 Expected<Shape> inferRearrange(InferContext &ctx, const Pattern &pattern,
                                const Shape &input,
                                const std::vector<SizeArg> &sizes) {
-  auto info = analyzeTransform(ctx, PatternUse::Rearrange, pattern, input, sizes);
+  auto info =
+      analyzeTransform(ctx, PatternUse::Rearrange, pattern, input, sizes);
   if (!info)
     return info.error();
   return info->result;
@@ -892,7 +701,9 @@ Expected<PackResult> inferPack(InferContext &ctx, const Pattern &pattern,
               " dims, but the tensor has " + std::to_string(shape.size()),
           i);
     for (size_t k = 0; k < layout.before + layout.after; ++k) {
-      size_t pos = k < layout.before ? k : shape.size() - (layout.before + layout.after - k);
+      size_t pos = k < layout.before
+                       ? k
+                       : shape.size() - (layout.before + layout.after - k);
       const PatternGroup &g = side.groups[k < layout.before ? k : k + 1];
       const Dim &dim = shape[pos];
       if (dim.isPack())
@@ -904,7 +715,8 @@ Expected<PackResult> inferPack(InferContext &ctx, const Pattern &pattern,
         sizes[g.axes[0].name] = dim.size;
         continue;
       }
-      auto ok = ctx.unify(it->second, dim.size, "axis '" + g.axes[0].name + "'");
+      auto ok =
+          ctx.unify(it->second, dim.size, "axis '" + g.axes[0].name + "'");
       if (!ok)
         return withAnchor(ok.error(), g.axes[0]);
     }
@@ -914,9 +726,8 @@ Expected<PackResult> inferPack(InferContext &ctx, const Pattern &pattern,
   }
   for (size_t k = 0; k < side.groups.size(); ++k) {
     const PatternAxis &a = side.groups[k].axes[0];
-    result.packed.push_back(Dim::ofSize(a.kind == PatternAxis::Kind::Star
-                                            ? total
-                                            : sizes.at(a.name)));
+    result.packed.push_back(Dim::ofSize(
+        a.kind == PatternAxis::Kind::Star ? total : sizes.at(a.name)));
   }
   return result;
 }
@@ -956,221 +767,6 @@ Expected<std::vector<Shape>> inferUnpack(InferContext &ctx,
     out.push_back(s);
   }
   return out;
-}
-
-//===----------------------------------------------------------------------===//
-// Broadcasting and declared-type checks
-//===----------------------------------------------------------------------===//
-
-std::vector<size_t> dimsOfSize(const Shape &shape, const SizeExpr &size,
-                               const Bindings *known) {
-  std::vector<size_t> found;
-  SizeExpr want = known ? size.substitute(*known) : size;
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (!shape[d].isPack() &&
-        (known ? shape[d].size.substitute(*known) : shape[d].size) == want)
-      found.push_back(d);
-  return found;
-}
-
-Expected<Shape> inferBroadcast(InferContext &ctx, const Shape &lhsIn,
-                               const Shape &rhsIn,
-                               BroadcastAlignment *alignment) {
-  Shape lhs = ctx.expand(lhsIn), rhs = ctx.expand(rhsIn);
-  BroadcastAlignment local;
-  BroadcastAlignment &align = alignment ? *alignment : local;
-  auto identity = [](size_t n) {
-    std::vector<int> v(n);
-    for (size_t i = 0; i < n; ++i)
-      v[i] = static_cast<int>(i);
-    return v;
-  };
-  if (lhs.empty() || rhs.empty()) {
-    align.lhs = identity(lhs.size());
-    align.rhs = identity(rhs.size());
-    return lhs.empty() ? rhs : lhs;
-  }
-  auto isOne = [](const Dim &d) {
-    return !d.isPack() && d.size.constantValue() == Int(1);
-  };
-  auto same = [&](const Dim &a, const Dim &b) {
-    if (a.isPack() || b.isPack())
-      return a.pack == b.pack;
-    return ctx.prove(a.size, b.size) == InferContext::Proof::Equal;
-  };
-  if (lhs.size() == rhs.size()) {
-    Shape out;
-    align.lhs = identity(lhs.size());
-    align.rhs = identity(rhs.size());
-    for (size_t i = 0; i < lhs.size(); ++i) {
-      int at = static_cast<int>(i);
-      if (same(lhs[i], rhs[i])) {
-        // Keep the dim a check without the sizes keeps (the named one over
-        // a literal 1 or an anonymous size): with the inputs' sizes bound, a
-        // name of size 1 equals a `1`, and the result must still carry the
-        // name for the broadcasts by name that follow.
-        bool keepRight = (isOne(lhs[i]) && !isOne(rhs[i])) ||
-                         (isAnonymousDim(lhs[i]) && !isAnonymousDim(rhs[i]));
-        out.push_back(keepRight ? rhs[i] : lhs[i]);
-        continue;
-      }
-      // A '#' dim is equal to the other or 1 at run time; with both sizes
-      // known, anything else cannot broadcast (and must not be lowered as
-      // if equal).
-      for (const Dim *hash : {&lhs[i], &rhs[i]}) {
-        const Dim &other = hash == &lhs[i] ? rhs[i] : lhs[i];
-        if (!hash->broadcastable || hash->isPack() || other.isPack())
-          continue;
-        auto a = hash->size.evaluate(ctx.env), b = other.size.evaluate(ctx.env);
-        // (The other may be 1 only as a literal: a name bound to 1 is
-        // lowered as the output's size, not broadcast.)
-        if (a && b && *a != *b && *a != Int(1) &&
-            (*b != Int(1) || other.size.constantValue() != Int(1)))
-          return ShapeError::atOperand(
-              "cannot broadcast dim " + std::to_string(i) + ": " +
-                  hash->str() + " (= " + toString(*a) + ") vs " + other.str() +
-                  " (= " + toString(*b) + "); a '#' dim must equal the other "
-                  "or be 1",
-              1);
-      }
-      if (isOne(rhs[i]) || (rhs[i].broadcastable && !isOne(lhs[i]))) {
-        out.push_back(lhs[i]);
-        align.rhs[i] = isOne(rhs[i]) ? -1 : at;
-        continue;
-      }
-      if (isOne(lhs[i]) || lhs[i].broadcastable) {
-        out.push_back(rhs[i]);
-        align.lhs[i] = isOne(lhs[i]) ? -1 : at;
-        continue;
-      }
-      // Between an anonymous size (or `...`) and another, an entry check;
-      // the result keeps the named one.
-      bool keepRight = isAnonymousDim(lhs[i]) && !isAnonymousDim(rhs[i]);
-      if (lhs[i].isPack() || rhs[i].isPack()) {
-        if (!isAnonymousDim(lhs[i]) && !isAnonymousDim(rhs[i]))
-          return ShapeError::atOperand("cannot broadcast dim " +
-                                           std::to_string(i) + ": " +
-                                           lhs[i].str() + " vs " + rhs[i].str(),
-                                       1);
-        ctx.requireEqualAtEntry(sizeOrPack(lhs[i]), sizeOrPack(rhs[i]),
-                                "broadcast dim " + std::to_string(i));
-        out.push_back(keepRight ? rhs[i] : lhs[i]);
-        continue;
-      }
-      auto ok = ctx.unify(lhs[i].size, rhs[i].size,
-                          "broadcast dim " + std::to_string(i));
-      if (!ok)
-        return ShapeError::atOperand(ok.error().message, 1);
-      out.push_back(keepRight ? rhs[i] : lhs[i]);
-    }
-    return out;
-  }
-  bool lhsBig = lhs.size() > rhs.size();
-  const Shape &big = lhsBig ? lhs : rhs;
-  const Shape &small = lhsBig ? rhs : lhs;
-  std::vector<int> &bigAlign = lhsBig ? align.lhs : align.rhs;
-  std::vector<int> &smallAlign = lhsBig ? align.rhs : align.lhs;
-  bigAlign = identity(big.size());
-  smallAlign.clear();
-  unsigned smallIdx = lhsBig ? 1 : 0;
-  // Match by name (the same size expression) first; only a dim with no
-  // namesake falls back to dims whose sizes are provably equal.
-  auto sameName = [](const Dim &a, const Dim &b) {
-    if (a.isPack() || b.isPack())
-      return a.pack == b.pack;
-    return a.size == b.size;
-  };
-  size_t pos = 0;
-  for (auto &d : small) {
-    if (isOne(d)) {
-      smallAlign.push_back(-1);
-      continue;
-    }
-    std::vector<size_t> matches;
-    for (size_t k = 0; k < big.size(); ++k)
-      if (sameName(big[k], d))
-        matches.push_back(k);
-    // Then by provable equality, first with the sizes known without the
-    // call's inputs, so that binding them does not make a match ambiguous.
-    if (matches.empty() && !ctx.entryNames.empty())
-      for (size_t k = 0; k < big.size(); ++k)
-        if (!big[k].isPack() && !d.isPack() &&
-            ctx.proveStatic(big[k].size, d.size) == InferContext::Proof::Equal)
-          matches.push_back(k);
-    if (matches.empty())
-      for (size_t k = 0; k < big.size(); ++k)
-        if (same(big[k], d))
-          matches.push_back(k);
-    if (matches.size() > 1)
-      return ShapeError::atOperand(
-          "ambiguous broadcast: dim " + d.str() + " matches " +
-              std::to_string(matches.size()) + " dims of \"" + shapeStr(big) +
-              "\"; rearrange one operand to the other's rank first",
-          smallIdx);
-    if (matches.empty() || matches[0] < pos)
-      return ShapeError::atOperand(
-          "cannot broadcast \"" + shapeStr(small) + "\" against \"" +
-              shapeStr(big) + "\": dim " + d.str() +
-              (matches.empty() ? " is not in the larger shape"
-                               : " is out of order in the larger shape") +
-              "; broadcasting matches dims by name",
-          smallIdx);
-    pos = matches[0];
-    smallAlign.push_back(static_cast<int>(pos));
-    ++pos;
-  }
-  return big;
-}
-
-Expected<bool> checkShapeMatches(InferContext &ctx, const Shape &expectedIn,
-                                 const Shape &actualIn) {
-  Shape expected = ctx.expand(expectedIn), actual = ctx.expand(actualIn);
-  // A free pack in the declared type binds to the dims it covers.
-  std::vector<size_t> packs;
-  for (size_t i = 0; i < expected.size(); ++i)
-    if (expected[i].isPack())
-      packs.push_back(i);
-  if (packs.size() == 1 && expected.size() != actual.size()) {
-    size_t p = packs[0];
-    size_t fixed = expected.size() - 1;
-    bool actualHasSamePack = false;
-    for (auto &d : actual)
-      actualHasSamePack |= d.isPack() && d.pack == expected[p].pack;
-    if (!actualHasSamePack && actual.size() >= fixed) {
-      Shape dims(actual.begin() + p, actual.begin() + p + (actual.size() - fixed));
-      bool ok = true;
-      for (auto &d : dims)
-        ok &= !d.isPack();
-      if (ok) {
-        ctx.packBindings[expected[p].pack] = dims;
-        expected = ctx.expand(expected);
-      }
-    }
-  }
-  if (expected.size() != actual.size())
-    return ShapeError::atOp("rank mismatch: expected " +
-                            std::to_string(expected.size()) + " dims (\"" +
-                            shapeStr(expected) + "\"), got " +
-                            std::to_string(actual.size()) + " (\"" +
-                            shapeStr(actual) + "\")");
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const Dim &e = expected[i], &a = actual[i];
-    if (e.isPack() || a.isPack()) {
-      if (e.pack != a.pack)
-        return ShapeError::atOp("dim " + std::to_string(i) + ": expected " +
-                                e.str() + ", got " + a.str());
-      continue;
-    }
-    if (e.broadcastable && a.size.constantValue() == Int(1))
-      continue;
-    auto ok = ctx.unify(e.size, a.size, "dim " + std::to_string(i) +
-                                            " of \"" + shapeStr(actual) +
-                                            "\" vs declared \"" +
-                                            shapeStr(expected) + "\"");
-    if (!ok)
-      return ok.error();
-  }
-  return true;
 }
 
 } // namespace ein

@@ -252,6 +252,14 @@ bool mentionsAnonymous(const SizeExpr &size) {
   return false;
 }
 
+bool isAnonymousDim(const Dim &d) {
+  return d.isPack() ? isAnonymousName(d.pack) : mentionsAnonymous(d.size);
+}
+
+SizeExpr sizeOrPack(const Dim &d) {
+  return d.isPack() ? SizeExpr::symbol(d.pack) : d.size;
+}
+
 std::vector<std::pair<unsigned, unsigned>>
 shapeDimSpans(const std::string &text) {
   // parseShape's tokens: each runs to the next top-level space or tab;

@@ -122,4 +122,9 @@ Expected<SizeExpr> parseSizeExpr(const std::string &text);
 bool isAnonymousName(const std::string &name);
 /// True when `size` mentions an anonymous name.
 bool mentionsAnonymous(const SizeExpr &size);
+/// A `_`, a `...`, or a size made from them: a dim nobody named.
+bool isAnonymousDim(const Dim &d);
+/// A dim as a size; a pack stands for the product of its dims (as in
+/// numElements).
+SizeExpr sizeOrPack(const Dim &d);
 } // namespace ein
