@@ -135,6 +135,30 @@ TEST(PyCheckInterpreter, SizesFromShapeAndAttributes) {
   EXPECT_EQ(r->report.torchChecked, 2u);
 }
 
+TEST(PyCheckInterpreter, ParametersBuiltInInit) {
+  // `W` is read as "4 __init__.d"; `V`'s scale may be a tensor, and `U`'s
+  // lone size a whole shape: both unknown, so their rearranges are skipped.
+  CHECK_OR_SKIP(
+      r, std::string(kPrelude) +
+             "import torch\n"
+             "from torch import nn\n"
+             "class M(nn.Module):\n"
+             "    def __init__(self, d: int, s, g):\n"
+             "        self.W = nn.Parameter(torch.randn(4, d) / d**0.5)\n"
+             "        self.V = nn.Parameter(torch.randn(4, d) * g)\n"
+             "        self.U = nn.Parameter(torch.zeros(s))\n"
+             "    def f(self) -> Float[Tensor, 'a b c']:\n"
+             "        rearrange(self.V, 'a -> a')\n"
+             "        rearrange(self.U, 'a -> a')\n"
+             "        return rearrange(self.W, 'a b -> b a')\n");
+  ASSERT_EQ(r->errors, 1u);
+  EXPECT_EQ(r->diagnostics[0].loc.line, 14u);
+  EXPECT_NE(r->diagnostics[0].message.find("\"__init__.d 4\""),
+            std::string::npos)
+      << r->diagnostics[0].message;
+  EXPECT_EQ(r->report.skipped.size(), 2u);
+}
+
 TEST(PyCheckInterpreter, SyntaxErrorAtPythonsColumn) {
   CHECK_OR_SKIP(r, "x = (1 +\n");
   ASSERT_EQ(r->errors, 1u);

@@ -461,7 +461,11 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     eval(child(s, "value"));
   } else if (t == "Assign") {
     AbsVal v = eval(child(s, "value"));
-    for (Node target : children(s, "targets"))
+    std::vector<Node> targets = children(s, "targets");
+    if (targets.size() == 1 && storesAttribute(targets[0], topLevel) &&
+        !v.known())
+      v = initParameter(child(s, "value")).value_or(v);
+    for (Node target : targets)
       assign(target, v, topLevel);
   } else if (t == "AnnAssign") {
     Node value = child(s, "value");
@@ -469,11 +473,12 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     AnnotationRead read =
         readAnnotation(child(s, "annotation"), cx.names, &anonCounter);
     AbsVal v = value ? eval(value) : AbsVal::unknown();
+    if (value && storesAttribute(target, topLevel) && !v.known())
+      v = initParameter(value).value_or(v);
     if (read.kind == AnnotationRead::Kind::Array && value && v.isTensor())
       checkAgainst(value, v, read.array, "value");
-    if (read.kind == AnnotationRead::Kind::Array && isInit && topLevel &&
-        isa(target, "Attribute") && isa(child(target, "value"), "Name") &&
-        stringField(child(target, "value"), "id") == selfName)
+    if (read.kind == AnnotationRead::Kind::Array &&
+        storesAttribute(target, topLevel))
       cls->annotated[stringField(target, "attr")] = child(s, "annotation");
     if (value)
       assign(target, v, topLevel);
@@ -547,6 +552,12 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
   }
 }
 
+bool FunctionInterp::storesAttribute(Node target, bool topLevel) const {
+  return isa(target, "Attribute") && isInit && topLevel && !selfName.empty() &&
+         isa(child(target, "value"), "Name") &&
+         stringField(child(target, "value"), "id") == selfName;
+}
+
 void FunctionInterp::assign(Node target, const AbsVal &v, bool topLevel) {
   if (isa(target, "Name")) {
     env[stringField(target, "id")] = v;
@@ -572,9 +583,7 @@ void FunctionInterp::assign(Node target, const AbsVal &v, bool topLevel) {
   // `self.X = v` at the top level of __init__: an attribute the methods
   // read, when it is stored nowhere else. A tensor belongs to __init__'s
   // own function: not kept.
-  if (isa(target, "Attribute") && isInit && topLevel && !selfName.empty() &&
-      isa(child(target, "value"), "Name") &&
-      stringField(child(target, "value"), "id") == selfName) {
+  if (storesAttribute(target, topLevel)) {
     std::string attr = stringField(target, "attr");
     if (!cls->unstable.count(attr) && !v.isTensor())
       cls->attrs[attr] = v;
