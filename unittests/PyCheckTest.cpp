@@ -83,6 +83,12 @@ TEST(PyCheckInterpreter, ReturnMismatchIsAnError) {
   EXPECT_EQ(r->diagnostics[0].loc.col, 12u);
   ASSERT_EQ(r->report.functions.size(), 1u);
   EXPECT_EQ(r->report.returnsChecked, 1u);
+  // Either side may be the bug: the last note is at the result annotation.
+  const Diagnostic &note = r->diagnostics.back();
+  EXPECT_EQ(note.severity, Severity::Note);
+  EXPECT_EQ(note.message, "the result of 'f' is declared here");
+  EXPECT_EQ(note.loc.line, 4u);
+  EXPECT_EQ(note.loc.col, 49u);
 }
 
 TEST(PyCheckInterpreter, UnknownsPropagateQuietly) {

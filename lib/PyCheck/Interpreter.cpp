@@ -476,7 +476,7 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     if (value && storesAttribute(target, topLevel) && !v.known())
       v = initParameter(value).value_or(v);
     if (read.kind == AnnotationRead::Kind::Array && value && v.isTensor())
-      checkAgainst(value, v, read.array, "value");
+      checkAgainst(value, v, read.array, "value", "");
     if (read.kind == AnnotationRead::Kind::Array &&
         storesAttribute(target, topLevel))
       cls->annotated[stringField(target, "attr")] = child(s, "annotation");
@@ -592,7 +592,8 @@ void FunctionInterp::assign(Node target, const AbsVal &v, bool topLevel) {
 
 void FunctionInterp::checkAgainst(Node at, const AbsVal &v,
                                   const ArrayAnnotation &declared,
-                                  const std::string &what) {
+                                  const std::string &what,
+                                  const std::string &declaredNote) {
   Shape actual = fn.ctx.expand(shapeOf(v));
   Shape expected = declared.shape;
   // A name first written in this annotation binds to what it meets, as
@@ -640,10 +641,28 @@ void FunctionInterp::checkAgainst(Node at, const AbsVal &v,
   }
   auto ok = checkShapeMatches(fn.ctx, expected, actual);
   ++cx.report.returnsChecked;
-  if (!ok)
-    error(at, what + " has shape \"" + shapeStr(actual) +
-                  "\" but the function declares \"" + declared.spec +
-                  "\": " + ok.error().message);
+  if (ok)
+    return;
+  error(at, what + " has shape \"" + shapeStr(actual) +
+                "\" but the function declares \"" + declared.spec +
+                "\": " + ok.error().message);
+  // Either side may be the bug: where the result is declared, and where
+  // the value's shape was declared when a call of the file gave it.
+  if (!reporting())
+    return;
+  if (!declaredNote.empty())
+    cx.diags.note(nodeLoc(declared.literal), declaredNote,
+                  nodeLength(declared.literal, cx.file));
+  noteOrigin(v);
+}
+
+void FunctionInterp::noteOrigin(const AbsVal &v) {
+  auto it = v.isTensor() ? resultOrigin.find(v.id) : resultOrigin.end();
+  if (it == resultOrigin.end() || !reporting())
+    return;
+  cx.diags.note(nodeLoc(it->second.first),
+                "the result of '" + it->second.second + "' is declared here",
+                nodeLength(it->second.first, cx.file));
 }
 
 void FunctionInterp::checkReturn(Node value) {
@@ -664,7 +683,9 @@ void FunctionInterp::checkReturn(Node value) {
         skip(elts[i], "return", "the returned value's shape is unknown");
       else
         checkAgainst(elts[i], v.items[i], results[i].array,
-                     "returned value " + std::to_string(i));
+                     "returned value " + std::to_string(i),
+                     fmt::format("result {} of '{}' is declared here", i,
+                                 stringField(def, "name")));
     }
     return;
   }
@@ -675,7 +696,9 @@ void FunctionInterp::checkReturn(Node value) {
          "the returned value's shape is unknown");
     return;
   }
-  checkAgainst(value, v, results[0].array, "returned value");
+  checkAgainst(value, v, results[0].array, "returned value",
+               "the result of '" + stringField(def, "name") +
+                   "' is declared here");
 }
 
 } // namespace ein::pycheck

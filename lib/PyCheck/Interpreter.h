@@ -200,8 +200,13 @@ private:
   /// other methods read.
   bool storesAttribute(Node target, bool topLevel) const;
   void checkReturn(Node value);
+  /// Checks `v` against an annotation; on a mismatch, an error at `at`
+  /// and `declaredNote` (when not empty) at the annotation.
   void checkAgainst(Node at, const AbsVal &v, const ArrayAnnotation &declared,
-                    const std::string &what);
+                    const std::string &what, const std::string &declaredNote);
+  /// A note at the result annotation `v` was read from, when a call of an
+  /// annotated function of the file gave it.
+  void noteOrigin(const AbsVal &v);
   /// Runs `body` in a copy of the environment (a branch, a loop body):
   /// names stored in `region` are unknown after it.
   void branch(const std::vector<Node> &body, Node region);
@@ -237,6 +242,9 @@ private:
   std::map<std::string, std::pair<SourceLoc, unsigned>> declaredAt;
   std::set<std::string> paramDims;
   std::vector<AnnotationRead> results; // the result annotation(s)
+  /// The tensors calls of the file's annotated functions returned: the
+  /// result annotation each was read from, and the callee.
+  std::map<unsigned, std::pair<Node, std::string>> resultOrigin;
   bool resultTuple = false;
   /// >0 inside code that a condition on shapes may make dead: refusals
   /// there are skipped, not reported.
