@@ -165,6 +165,25 @@ TEST(PyCheckInterpreter, ParametersBuiltInInit) {
   EXPECT_EQ(r->report.skipped.size(), 2u);
 }
 
+TEST(PyCheckInterpreter, VariadicOperandsWhereExact) {
+  // `"... k" @ "k m" + "m"` is `"... m"` whatever `...` holds; `"... k" +
+  // "n k"` may reach into `...`, so its result is unknown.
+  CHECK_OR_SKIP(
+      r, std::string(kPrelude) +
+             "def f(x: Float[Tensor, '... k'], w: Float[Tensor, 'k m'], "
+             "b: Float[Tensor, 'm']) -> Float[Tensor, '... k']:\n"
+             "    return (x @ w + b).pow(2)\n"
+             "def g(x: Float[Tensor, '... k'], y: Float[Tensor, 'n k']) -> "
+             "Float[Tensor, 'n']:\n"
+             "    return x + y\n");
+  ASSERT_EQ(r->errors, 1u);
+  EXPECT_EQ(r->diagnostics[0].loc.line, 5u);
+  EXPECT_NE(r->diagnostics[0].message.find("cannot prove k == m"),
+            std::string::npos)
+      << r->diagnostics[0].message;
+  EXPECT_EQ(r->report.returnsChecked, 1u);
+}
+
 TEST(PyCheckInterpreter, SyntaxErrorAtPythonsColumn) {
   CHECK_OR_SKIP(r, "x = (1 +\n");
   ASSERT_EQ(r->errors, 1u);

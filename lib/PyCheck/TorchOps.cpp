@@ -55,10 +55,12 @@ static const std::set<std::string> &sameShape() {
   return names;
 }
 
-std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
-                               const Shape &b) {
-  if (hasPack(a) || hasPack(b))
-    return std::nullopt;
+// The broadcast of `a` and `b`, neither with a variadic; `shownA` and
+// `shownB` are the shapes the messages name.
+static std::optional<Shape> broadcastDims(FunctionInterp &f, Node at,
+                                          const Shape &a, const Shape &b,
+                                          const Shape &shownA,
+                                          const Shape &shownB) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
@@ -75,15 +77,55 @@ std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
     }
     auto ok = f.ctx().unify(x->size, y->size, "broadcast");
     if (!ok) {
-      f.error(at,
-              fmt::format("cannot broadcast \"{}\" with \"{}\": dim {} "
-                          "from the right: {}",
-                          shapeStr(a), shapeStr(b), i + 1, ok.error().message));
+      f.error(at, fmt::format("cannot broadcast \"{}\" with \"{}\": dim {} "
+                              "from the right: {}",
+                              shapeStr(shownA), shapeStr(shownB), i + 1,
+                              ok.error().message));
       return std::nullopt;
     }
     r = *x;
   }
   return out;
+}
+
+std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
+                               const Shape &b) {
+  if (!hasPack(a) && !hasPack(b))
+    return broadcastDims(f, at, a, b, a, b);
+  // A variadic on one side only, with at least as many dims after it as the
+  // other side has: the other side does not reach it, so it and the dims
+  // before it are kept, and only the dims after it broadcast.
+  if (hasPack(a) && hasPack(b))
+    return std::nullopt;
+  const Shape &p = hasPack(a) ? a : b, &q = hasPack(a) ? b : a;
+  size_t last = p.size() - 1;
+  while (!p[last].isPack())
+    --last;
+  Shape tail(p.begin() + last + 1, p.end());
+  if (q.size() > tail.size())
+    return std::nullopt;
+  auto r = hasPack(a) ? broadcastDims(f, at, tail, q, a, b)
+                      : broadcastDims(f, at, q, tail, a, b);
+  if (!r)
+    return std::nullopt;
+  Shape out(p.begin(), p.begin() + last + 1);
+  out.insert(out.end(), r->begin(), r->end());
+  return out;
+}
+
+// Requires matmul's contracted dims `k1` (of `lhs`) and `k2` equal; false
+// after reporting that they are not.
+static bool contract(FunctionInterp &f, Node at, const AbsVal &lhs,
+                     const AbsVal &rhs, const Dim &k1, const Dim &k2,
+                     const std::string &what) {
+  auto ok = f.ctx().unify(k1.size, k2.size, "matmul");
+  if (!ok)
+    f.error(at, fmt::format("{}: the contracted dims differ: \"{}\" @ \"{}\" "
+                            "contracts {} with {}: {}",
+                            what, shapeStr(f.shapeOf(lhs)),
+                            shapeStr(f.shapeOf(rhs)), k1.str(), k2.str(),
+                            ok.error().message));
+  return static_cast<bool>(ok);
 }
 
 AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
@@ -93,6 +135,15 @@ AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
     return AbsVal::unknown();
   }
   Shape a = f.ctx().expand(f.shapeOf(lhs)), b = f.ctx().expand(f.shapeOf(rhs));
+  // `"... k" @ "k m"`: whatever the variadic holds (nothing: a vector), the
+  // result is the left side's leading dims and m.
+  if (hasPack(a) && !a.back().isPack() && !hasPack(b) && b.size() == 2) {
+    if (!contract(f, at, lhs, rhs, a.back(), b[0], what))
+      return AbsVal::unknown();
+    a.back() = b[1];
+    f.checkedTorch();
+    return f.newTensor(a);
+  }
   if (hasPack(a) || hasPack(b) || a.empty() || b.empty()) {
     f.skip(at, what, "an operand has a variadic dim or is a scalar");
     return AbsVal::unknown();
@@ -102,16 +153,8 @@ AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
     a.insert(a.begin(), one());
   if (vecB)
     b.push_back(one());
-  const Dim &k1 = a.back(), &k2 = b[b.size() - 2];
-  auto ok = f.ctx().unify(k1.size, k2.size, "matmul");
-  if (!ok) {
-    f.error(at, fmt::format("{}: the contracted dims differ: \"{}\" @ \"{}\" "
-                            "contracts {} with {}: {}",
-                            what, shapeStr(f.shapeOf(lhs)),
-                            shapeStr(f.shapeOf(rhs)), k1.str(), k2.str(),
-                            ok.error().message));
+  if (!contract(f, at, lhs, rhs, a.back(), b[b.size() - 2], what))
     return AbsVal::unknown();
-  }
   Shape batchA(a.begin(), a.end() - 2), batchB(b.begin(), b.end() - 2);
   auto batch = broadcast(f, at, batchA, batchB);
   if (!batch)
@@ -211,6 +254,14 @@ FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
   if (sameShape().count(m)) {
     for (Node n : a)
       eval(n);
+    checkedTorch();
+    return x;
+  }
+  // `x.pow(2)`: a number exponent keeps the shape (a tensor one broadcasts).
+  if (m == "pow" && a.size() == 1 && children(call, "keywords").empty()) {
+    AbsVal e = eval(a[0]);
+    if (e.kind != AbsVal::Kind::Size && e.kind != AbsVal::Kind::Number)
+      return AbsVal::unknown();
     checkedTorch();
     return x;
   }
