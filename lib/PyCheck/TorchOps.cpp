@@ -235,6 +235,45 @@ static std::optional<std::vector<long long>> intArgs(const std::vector<Node> &a,
   return out;
 }
 
+// Whether method `m` of a tensor of shape `s`, which has a variadic, only
+// reads dims after its last variadic: each dim it is given is a negative
+// literal that stays there (`sum(dim=-1)` of "... n d"). The rules below
+// then hold with the variadic as one entry of `s`, which they keep in place.
+// Methods whose rule reads the rank or every dim (view, permute, flatten,
+// dim) are not among them, nor a dim left to its default (chunk's 0).
+static bool tailDims(const Shape &s, const std::string &m, Node call) {
+  static const std::set<std::string> methods = {
+      "size", "transpose", "swapaxes", "softmax", "log_softmax",
+      "sum",  "mean",      "amax",     "amin",    "prod",
+      "var",  "std",       "squeeze",  "chunk"};
+  if (!methods.count(m))
+    return false;
+  size_t tail = 0;
+  while (tail < s.size() && !s[s.size() - 1 - tail].isPack())
+    ++tail;
+  std::vector<Node> dims = FunctionInterp::args(call);
+  if (m == "chunk" && !dims.empty())
+    dims.erase(dims.begin()); // the number of chunks
+  for (const char *kw : {"dim", "axis", "dim0", "dim1"})
+    if (Node k = FunctionInterp::keyword(call, kw))
+      dims.push_back(k);
+  // Without a dim these reduce everything or read every dim.
+  if (dims.empty() && m != "sum" && m != "mean" && m != "amax" && m != "amin" &&
+      m != "prod" && m != "var" && m != "std")
+    return false;
+  for (Node d : dims) {
+    std::vector<Node> items = isa(d, "Tuple") || isa(d, "List")
+                                  ? children(d, "elts")
+                                  : std::vector<Node>{d};
+    for (Node n : items) {
+      auto v = intConstant(n);
+      if (!v || *v >= 0 || static_cast<size_t>(-*v) > tail)
+        return false;
+    }
+  }
+  return true;
+}
+
 std::optional<AbsVal>
 FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
   std::vector<Node> a = args(call);
@@ -265,7 +304,7 @@ FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
     checkedTorch();
     return x;
   }
-  if (hasPack(s)) {
+  if (hasPack(s) && !tailDims(s, m, call)) {
     skip(call, what, "its operand has a variadic dim");
     return AbsVal::unknown();
   }
@@ -449,8 +488,9 @@ FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
     checkedTorch();
     return x;
   }
+  // `norm`'s first positional argument is p: only its keyword dim is read.
   if (m == "sum" || m == "mean" || m == "amax" || m == "amin" || m == "prod" ||
-      m == "var" || m == "std") {
+      m == "var" || m == "std" || (m == "norm" && a.empty())) {
     Node dn = dimArg(0, "dim");
     if (!dn)
       dn = keyword(call, "axis");
