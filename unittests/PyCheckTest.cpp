@@ -184,6 +184,28 @@ TEST(PyCheckInterpreter, VariadicOperandsWhereExact) {
   EXPECT_EQ(r->report.returnsChecked, 1u);
 }
 
+TEST(PyCheckInterpreter, ConvAndEmbeddingShapes) {
+  // Conv2d(2, 4, 3, padding=1) keeps h and w; Embedding(10, 6) appends 6;
+  // a stride of 2 is not read.
+  CHECK_OR_SKIP(
+      r, std::string(kPrelude) +
+             "from torch import nn\n"
+             "class M(nn.Module):\n"
+             "    def __init__(self):\n"
+             "        self.conv = nn.Conv2d(2, 4, 3, padding=1)\n"
+             "        self.down = nn.Conv2d(2, 4, 3, stride=2)\n"
+             "        self.emb = nn.Embedding(10, 6)\n"
+             "    def f(self, x: Float[Tensor, 'b 2 h w']) -> "
+             "Float[Tensor, 'b 4 h w']:\n"
+             "        rearrange(self.down(x), 'a -> a')\n"
+             "        return self.conv(x)\n"
+             "    def g(self, t: Float[Tensor, 'n']) -> Float[Tensor, 'n 7']:\n"
+             "        return self.emb(t)\n");
+  ASSERT_EQ(r->errors, 1u);
+  EXPECT_EQ(r->diagnostics[0].loc.line, 14u);
+  EXPECT_EQ(r->report.returnsChecked, 2u);
+}
+
 TEST(PyCheckInterpreter, SyntaxErrorAtPythonsColumn) {
   CHECK_OR_SKIP(r, "x = (1 +\n");
   ASSERT_EQ(r->errors, 1u);

@@ -172,6 +172,9 @@ public:
   /// the constructor's value, and its application.
   std::optional<AbsVal> torchModule(const std::string &qualified, Node call);
   AbsVal applyTorchModule(const AbsVal &module, Node call);
+  /// nn.Conv1d/Conv2d (`spatial` dims) applied to a tensor of shape `s`:
+  /// exact with stride 1 and literal kernel, padding and dilation.
+  AbsVal applyConv(const AbsVal &module, Node call, Shape s, size_t spatial);
   /// In __init__: `value` builds a tensor of sizes it writes
   /// (`nn.Parameter(torch.randn(d_in, d_out) / d_in**0.5)`), as a Parameter
   /// for the methods to read (Parameters.cpp); nullopt otherwise.
