@@ -73,6 +73,20 @@ const char *kPrelude = "from einops import rearrange\n"
                        "from jaxtyping import Float\n"
                        "from torch import Tensor\n";
 
+/// The prelude and the header of a torch module class `M`.
+const std::string kModule = std::string(kPrelude) + "import torch\n"
+                                                    "from torch import nn\n"
+                                                    "class M(nn.Module):\n";
+
+/// One error, at `line`, whose message has `fragment`.
+void expectOneError(const Checked &r, unsigned line,
+                    const std::string &fragment) {
+  ASSERT_EQ(r.errors, 1u);
+  EXPECT_EQ(r.diagnostics[0].loc.line, line);
+  EXPECT_NE(r.diagnostics[0].message.find(fragment), std::string::npos)
+      << r.diagnostics[0].message;
+}
+
 TEST(PyCheckInterpreter, ReturnMismatchIsAnError) {
   CHECK_OR_SKIP(r,
                 std::string(kPrelude) +
@@ -145,23 +159,15 @@ TEST(PyCheckInterpreter, ParametersBuiltInInit) {
   // `W` is read as "4 __init__.d"; `V`'s scale may be a tensor, and `U`'s
   // lone size a whole shape: both unknown, so their rearranges are skipped.
   CHECK_OR_SKIP(
-      r, std::string(kPrelude) +
-             "import torch\n"
-             "from torch import nn\n"
-             "class M(nn.Module):\n"
-             "    def __init__(self, d: int, s, g):\n"
-             "        self.W = nn.Parameter(torch.randn(4, d) / d**0.5)\n"
-             "        self.V = nn.Parameter(torch.randn(4, d) * g)\n"
-             "        self.U = nn.Parameter(torch.zeros(s))\n"
-             "    def f(self) -> Float[Tensor, 'a b c']:\n"
-             "        rearrange(self.V, 'a -> a')\n"
-             "        rearrange(self.U, 'a -> a')\n"
-             "        return rearrange(self.W, 'a b -> b a')\n");
-  ASSERT_EQ(r->errors, 1u);
-  EXPECT_EQ(r->diagnostics[0].loc.line, 14u);
-  EXPECT_NE(r->diagnostics[0].message.find("\"__init__.d 4\""),
-            std::string::npos)
-      << r->diagnostics[0].message;
+      r, kModule + "    def __init__(self, d: int, s, g):\n"
+                   "        self.W = nn.Parameter(torch.randn(4, d) / d**0.5)\n"
+                   "        self.V = nn.Parameter(torch.randn(4, d) * g)\n"
+                   "        self.U = nn.Parameter(torch.zeros(s))\n"
+                   "    def f(self) -> Float[Tensor, 'a b c']:\n"
+                   "        rearrange(self.V, 'a -> a')\n"
+                   "        rearrange(self.U, 'a -> a')\n"
+                   "        return rearrange(self.W, 'a b -> b a')\n");
+  expectOneError(*r, 14, "\"__init__.d 4\"");
   EXPECT_EQ(r->report.skipped.size(), 2u);
 }
 
@@ -176,11 +182,7 @@ TEST(PyCheckInterpreter, VariadicOperandsWhereExact) {
              "def g(x: Float[Tensor, '... k'], y: Float[Tensor, 'n k']) -> "
              "Float[Tensor, 'n']:\n"
              "    return x + y\n");
-  ASSERT_EQ(r->errors, 1u);
-  EXPECT_EQ(r->diagnostics[0].loc.line, 5u);
-  EXPECT_NE(r->diagnostics[0].message.find("cannot prove k == m"),
-            std::string::npos)
-      << r->diagnostics[0].message;
+  expectOneError(*r, 5, "cannot prove k == m");
   EXPECT_EQ(r->report.returnsChecked, 1u);
 }
 
@@ -188,9 +190,7 @@ TEST(PyCheckInterpreter, ConvAndEmbeddingShapes) {
   // Conv2d(2, 4, 3, padding=1) keeps h and w; Embedding(10, 6) appends 6;
   // a stride of 2 is not read.
   CHECK_OR_SKIP(
-      r, std::string(kPrelude) +
-             "from torch import nn\n"
-             "class M(nn.Module):\n"
+      r, kModule +
              "    def __init__(self):\n"
              "        self.conv = nn.Conv2d(2, 4, 3, padding=1)\n"
              "        self.down = nn.Conv2d(2, 4, 3, stride=2)\n"
@@ -201,8 +201,7 @@ TEST(PyCheckInterpreter, ConvAndEmbeddingShapes) {
              "        return self.conv(x)\n"
              "    def g(self, t: Float[Tensor, 'n']) -> Float[Tensor, 'n 7']:\n"
              "        return self.emb(t)\n");
-  ASSERT_EQ(r->errors, 1u);
-  EXPECT_EQ(r->diagnostics[0].loc.line, 14u);
+  expectOneError(*r, 15, "\"n 6\"");
   EXPECT_EQ(r->report.returnsChecked, 2u);
 }
 
