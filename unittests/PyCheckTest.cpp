@@ -73,6 +73,20 @@ const char *kPrelude = "from einops import rearrange\n"
                        "from jaxtyping import Float\n"
                        "from torch import Tensor\n";
 
+/// The prelude and the header of a torch module class `M`.
+const std::string kModule = std::string(kPrelude) + "import torch\n"
+                                                    "from torch import nn\n"
+                                                    "class M(nn.Module):\n";
+
+/// One error, at `line`, whose message has `fragment`.
+void expectOneError(const Checked &r, unsigned line,
+                    const std::string &fragment) {
+  ASSERT_EQ(r.errors, 1u);
+  EXPECT_EQ(r.diagnostics[0].loc.line, line);
+  EXPECT_NE(r.diagnostics[0].message.find(fragment), std::string::npos)
+      << r.diagnostics[0].message;
+}
+
 TEST(PyCheckInterpreter, ReturnMismatchIsAnError) {
   CHECK_OR_SKIP(r,
                 std::string(kPrelude) +
@@ -83,6 +97,12 @@ TEST(PyCheckInterpreter, ReturnMismatchIsAnError) {
   EXPECT_EQ(r->diagnostics[0].loc.col, 12u);
   ASSERT_EQ(r->report.functions.size(), 1u);
   EXPECT_EQ(r->report.returnsChecked, 1u);
+  // Either side may be the bug: the last note is at the result annotation.
+  const Diagnostic &note = r->diagnostics.back();
+  EXPECT_EQ(note.severity, Severity::Note);
+  EXPECT_EQ(note.message, "the result of 'f' is declared here");
+  EXPECT_EQ(note.loc.line, 4u);
+  EXPECT_EQ(note.loc.col, 49u);
 }
 
 TEST(PyCheckInterpreter, UnknownsPropagateQuietly) {
@@ -133,6 +153,56 @@ TEST(PyCheckInterpreter, SizesFromShapeAndAttributes) {
   EXPECT_EQ(r->errors, 0u);
   EXPECT_EQ(r->report.returnsChecked, 1u);
   EXPECT_EQ(r->report.torchChecked, 2u);
+}
+
+TEST(PyCheckInterpreter, ParametersBuiltInInit) {
+  // `W` is read as "4 __init__.d"; `V`'s scale may be a tensor, and `U`'s
+  // lone size a whole shape: both unknown, so their rearranges are skipped.
+  CHECK_OR_SKIP(
+      r, kModule + "    def __init__(self, d: int, s, g):\n"
+                   "        self.W = nn.Parameter(torch.randn(4, d) / d**0.5)\n"
+                   "        self.V = nn.Parameter(torch.randn(4, d) * g)\n"
+                   "        self.U = nn.Parameter(torch.zeros(s))\n"
+                   "    def f(self) -> Float[Tensor, 'a b c']:\n"
+                   "        rearrange(self.V, 'a -> a')\n"
+                   "        rearrange(self.U, 'a -> a')\n"
+                   "        return rearrange(self.W, 'a b -> b a')\n");
+  expectOneError(*r, 14, "\"__init__.d 4\"");
+  EXPECT_EQ(r->report.skipped.size(), 2u);
+}
+
+TEST(PyCheckInterpreter, VariadicOperandsWhereExact) {
+  // `"... k" @ "k m" + "m"` is `"... m"` whatever `...` holds; `"... k" +
+  // "n k"` may reach into `...`, so its result is unknown.
+  CHECK_OR_SKIP(
+      r, std::string(kPrelude) +
+             "def f(x: Float[Tensor, '... k'], w: Float[Tensor, 'k m'], "
+             "b: Float[Tensor, 'm']) -> Float[Tensor, '... k']:\n"
+             "    return (x @ w + b).pow(2)\n"
+             "def g(x: Float[Tensor, '... k'], y: Float[Tensor, 'n k']) -> "
+             "Float[Tensor, 'n']:\n"
+             "    return x + y\n");
+  expectOneError(*r, 5, "cannot prove k == m");
+  EXPECT_EQ(r->report.returnsChecked, 1u);
+}
+
+TEST(PyCheckInterpreter, ConvAndEmbeddingShapes) {
+  // Conv2d(2, 4, 3, padding=1) keeps h and w; Embedding(10, 6) appends 6;
+  // a stride of 2 is not read.
+  CHECK_OR_SKIP(
+      r, kModule +
+             "    def __init__(self):\n"
+             "        self.conv = nn.Conv2d(2, 4, 3, padding=1)\n"
+             "        self.down = nn.Conv2d(2, 4, 3, stride=2)\n"
+             "        self.emb = nn.Embedding(10, 6)\n"
+             "    def f(self, x: Float[Tensor, 'b 2 h w']) -> "
+             "Float[Tensor, 'b 4 h w']:\n"
+             "        rearrange(self.down(x), 'a -> a')\n"
+             "        return self.conv(x)\n"
+             "    def g(self, t: Float[Tensor, 'n']) -> Float[Tensor, 'n 7']:\n"
+             "        return self.emb(t)\n");
+  expectOneError(*r, 15, "\"n 6\"");
+  EXPECT_EQ(r->report.returnsChecked, 2u);
 }
 
 TEST(PyCheckInterpreter, SyntaxErrorAtPythonsColumn) {

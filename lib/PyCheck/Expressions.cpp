@@ -6,16 +6,18 @@
 namespace ein::pycheck {
 // ---- expressions --------------------------------------------------------
 
+AbsVal FunctionInterp::lookup(const std::string &id) const {
+  if (auto it = env.find(id); it != env.end())
+    return it->second;
+  if (auto it = cx.globals.find(id); it != cx.globals.end())
+    return it->second;
+  return AbsVal::unknown();
+}
+
 AbsVal FunctionInterp::eval(Node e) {
   std::string t = nodeType(e);
-  if (t == "Name") {
-    std::string id = stringField(e, "id");
-    if (auto it = env.find(id); it != env.end())
-      return it->second;
-    if (auto it = cx.globals.find(id); it != cx.globals.end())
-      return it->second;
-    return AbsVal::unknown();
-  }
+  if (t == "Name")
+    return lookup(stringField(e, "id"));
   if (t == "Constant") {
     if (auto i = intConstant(e))
       return AbsVal::ofSize(SizeExpr::constant(*i));
@@ -191,7 +193,11 @@ AbsVal FunctionInterp::attribute(Node e) {
       return newTensor(shape);
     }
     auto it = cls->attrs.find(attr);
-    return it == cls->attrs.end() ? AbsVal::unknown() : it->second;
+    if (it == cls->attrs.end())
+      return AbsVal::unknown();
+    return it->second.kind == AbsVal::Kind::Parameter
+               ? parameterTensor(it->second)
+               : it->second;
   }
   AbsVal v = eval(base);
   if (v.isTensor())

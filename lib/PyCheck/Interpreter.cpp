@@ -461,7 +461,11 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     eval(child(s, "value"));
   } else if (t == "Assign") {
     AbsVal v = eval(child(s, "value"));
-    for (Node target : children(s, "targets"))
+    std::vector<Node> targets = children(s, "targets");
+    if (targets.size() == 1 && storesAttribute(targets[0], topLevel) &&
+        !v.known())
+      v = initParameter(child(s, "value")).value_or(v);
+    for (Node target : targets)
       assign(target, v, topLevel);
   } else if (t == "AnnAssign") {
     Node value = child(s, "value");
@@ -469,11 +473,12 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
     AnnotationRead read =
         readAnnotation(child(s, "annotation"), cx.names, &anonCounter);
     AbsVal v = value ? eval(value) : AbsVal::unknown();
+    if (value && storesAttribute(target, topLevel) && !v.known())
+      v = initParameter(value).value_or(v);
     if (read.kind == AnnotationRead::Kind::Array && value && v.isTensor())
-      checkAgainst(value, v, read.array, "value");
-    if (read.kind == AnnotationRead::Kind::Array && isInit && topLevel &&
-        isa(target, "Attribute") && isa(child(target, "value"), "Name") &&
-        stringField(child(target, "value"), "id") == selfName)
+      checkAgainst(value, v, read.array, "value", "");
+    if (read.kind == AnnotationRead::Kind::Array &&
+        storesAttribute(target, topLevel))
       cls->annotated[stringField(target, "attr")] = child(s, "annotation");
     if (value)
       assign(target, v, topLevel);
@@ -547,6 +552,12 @@ void FunctionInterp::stmt(Node s, bool topLevel) {
   }
 }
 
+bool FunctionInterp::storesAttribute(Node target, bool topLevel) const {
+  return isa(target, "Attribute") && isInit && topLevel && !selfName.empty() &&
+         isa(child(target, "value"), "Name") &&
+         stringField(child(target, "value"), "id") == selfName;
+}
+
 void FunctionInterp::assign(Node target, const AbsVal &v, bool topLevel) {
   if (isa(target, "Name")) {
     env[stringField(target, "id")] = v;
@@ -572,9 +583,7 @@ void FunctionInterp::assign(Node target, const AbsVal &v, bool topLevel) {
   // `self.X = v` at the top level of __init__: an attribute the methods
   // read, when it is stored nowhere else. A tensor belongs to __init__'s
   // own function: not kept.
-  if (isa(target, "Attribute") && isInit && topLevel && !selfName.empty() &&
-      isa(child(target, "value"), "Name") &&
-      stringField(child(target, "value"), "id") == selfName) {
+  if (storesAttribute(target, topLevel)) {
     std::string attr = stringField(target, "attr");
     if (!cls->unstable.count(attr) && !v.isTensor())
       cls->attrs[attr] = v;
@@ -583,7 +592,8 @@ void FunctionInterp::assign(Node target, const AbsVal &v, bool topLevel) {
 
 void FunctionInterp::checkAgainst(Node at, const AbsVal &v,
                                   const ArrayAnnotation &declared,
-                                  const std::string &what) {
+                                  const std::string &what,
+                                  const std::string &declaredNote) {
   Shape actual = fn.ctx.expand(shapeOf(v));
   Shape expected = declared.shape;
   // A name first written in this annotation binds to what it meets, as
@@ -631,10 +641,28 @@ void FunctionInterp::checkAgainst(Node at, const AbsVal &v,
   }
   auto ok = checkShapeMatches(fn.ctx, expected, actual);
   ++cx.report.returnsChecked;
-  if (!ok)
-    error(at, what + " has shape \"" + shapeStr(actual) +
-                  "\" but the function declares \"" + declared.spec +
-                  "\": " + ok.error().message);
+  if (ok)
+    return;
+  error(at, what + " has shape \"" + shapeStr(actual) +
+                "\" but the function declares \"" + declared.spec +
+                "\": " + ok.error().message);
+  // Either side may be the bug: where the result is declared, and where
+  // the value's shape was declared when a call of the file gave it.
+  if (!reporting())
+    return;
+  if (!declaredNote.empty())
+    cx.diags.note(nodeLoc(declared.literal), declaredNote,
+                  nodeLength(declared.literal, cx.file));
+  noteOrigin(v);
+}
+
+void FunctionInterp::noteOrigin(const AbsVal &v) {
+  auto it = v.isTensor() ? resultOrigin.find(v.id) : resultOrigin.end();
+  if (it == resultOrigin.end() || !reporting())
+    return;
+  cx.diags.note(nodeLoc(it->second.first),
+                "the result of '" + it->second.second + "' is declared here",
+                nodeLength(it->second.first, cx.file));
 }
 
 void FunctionInterp::checkReturn(Node value) {
@@ -655,7 +683,9 @@ void FunctionInterp::checkReturn(Node value) {
         skip(elts[i], "return", "the returned value's shape is unknown");
       else
         checkAgainst(elts[i], v.items[i], results[i].array,
-                     "returned value " + std::to_string(i));
+                     "returned value " + std::to_string(i),
+                     fmt::format("result {} of '{}' is declared here", i,
+                                 stringField(def, "name")));
     }
     return;
   }
@@ -666,7 +696,9 @@ void FunctionInterp::checkReturn(Node value) {
          "the returned value's shape is unknown");
     return;
   }
-  checkAgainst(value, v, results[0].array, "returned value");
+  checkAgainst(value, v, results[0].array, "returned value",
+               "the result of '" + stringField(def, "name") +
+                   "' is declared here");
 }
 
 } // namespace ein::pycheck

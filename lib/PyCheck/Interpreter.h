@@ -29,6 +29,7 @@ struct AbsVal {
     ShapeDict,    // einops.parse_shape's dict, `dict`
     Layer,        // an einops layer module, `layer` its constructor call
     Instance,     // an object of a class of the file, `layer` its ClassDef
+    Parameter,    // a tensor __init__ builds, `layer` its creation call
   } kind = Kind::Unknown;
   unsigned id = 0;
   SizeExpr size;
@@ -113,6 +114,9 @@ public:
 
   // ---- used by the op rules (EinopsCalls.cpp, TorchOps.cpp) ----
   AbsVal eval(Node expr);
+  /// What a name is bound to (a local, else a module constant), read
+  /// without evaluating anything.
+  AbsVal lookup(const std::string &name) const;
   const Shape &shapeOf(const AbsVal &tensor) const;
   /// A keyword or positional size argument: a number, a known Size, else a
   /// fresh anonymous size named after the expression (`self.heads`),
@@ -168,6 +172,15 @@ public:
   /// the constructor's value, and its application.
   std::optional<AbsVal> torchModule(const std::string &qualified, Node call);
   AbsVal applyTorchModule(const AbsVal &module, Node call);
+  /// nn.Conv1d/Conv2d (`spatial` dims) applied to a tensor of shape `s`:
+  /// exact with stride 1 and literal kernel, padding and dilation.
+  AbsVal applyConv(const AbsVal &module, Node call, Shape s, size_t spatial);
+  /// In __init__: `value` builds a tensor of sizes it writes
+  /// (`nn.Parameter(torch.randn(d_in, d_out) / d_in**0.5)`), as a Parameter
+  /// for the methods to read (Parameters.cpp); nullopt otherwise.
+  std::optional<AbsVal> initParameter(Node value);
+  /// A Parameter read by a method: a tensor of __init__'s sizes (initSize).
+  AbsVal parameterTensor(const AbsVal &param);
   /// A call of a function of the file (`def`; `bound`: a method, its first
   /// parameter the object): its arguments checked against its parameters'
   /// annotations, as jaxtyping checks them, and its result annotation, in
@@ -186,9 +199,17 @@ private:
   void block(const std::vector<Node> &body, bool topLevel);
   void stmt(Node s, bool topLevel);
   void assign(Node target, const AbsVal &v, bool topLevel);
+  /// Whether `target` is `self.X` at the top level of __init__, which the
+  /// other methods read.
+  bool storesAttribute(Node target, bool topLevel) const;
   void checkReturn(Node value);
+  /// Checks `v` against an annotation; on a mismatch, an error at `at`
+  /// and `declaredNote` (when not empty) at the annotation.
   void checkAgainst(Node at, const AbsVal &v, const ArrayAnnotation &declared,
-                    const std::string &what);
+                    const std::string &what, const std::string &declaredNote);
+  /// A note at the result annotation `v` was read from, when a call of an
+  /// annotated function of the file gave it.
+  void noteOrigin(const AbsVal &v);
   /// Runs `body` in a copy of the environment (a branch, a loop body):
   /// names stored in `region` are unknown after it.
   void branch(const std::vector<Node> &body, Node region);
@@ -224,6 +245,9 @@ private:
   std::map<std::string, std::pair<SourceLoc, unsigned>> declaredAt;
   std::set<std::string> paramDims;
   std::vector<AnnotationRead> results; // the result annotation(s)
+  /// The tensors calls of the file's annotated functions returned: the
+  /// result annotation each was read from, and the callee.
+  std::map<unsigned, std::pair<Node, std::string>> resultOrigin;
   bool resultTuple = false;
   /// >0 inside code that a condition on shapes may make dead: refusals
   /// there are skipped, not reported.

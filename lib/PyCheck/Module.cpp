@@ -207,6 +207,7 @@ AbsVal FunctionInterp::callAnnotated(Node def, Node call, bool bound) {
                       fmt::format("parameter '{}' of '{}' is declared here",
                                   pname, callee),
                       nodeLength(read.array.literal, cx.file));
+      noteOrigin(arg->second.second);
       return AbsVal::unknown();
     };
     if (declared.size() != actual.size())
@@ -258,6 +259,7 @@ AbsVal FunctionInterp::callAnnotated(Node def, Node call, bool bound) {
       dim.size = dim.size.replaceSymbols(values);
     }
     out.push_back(newTensor(shape));
+    resultOrigin[out.back().id] = {read.array.literal, callee};
   }
   cx.report.callsChecked += annotated;
   return tuple ? AbsVal::tuple(out) : out[0];

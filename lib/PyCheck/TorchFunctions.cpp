@@ -224,9 +224,15 @@ static bool shapePreservingModule(const std::string &q) {
          names.count(q.substr(std::string("torch.nn.").size()));
 }
 
+// nn.Conv1d/Conv2d: the number of spatial dims, 0 for anything else.
+static size_t convSpatialDims(const std::string &q) {
+  return q == "torch.nn.Conv1d" ? 1 : q == "torch.nn.Conv2d" ? 2 : 0;
+}
+
 std::optional<AbsVal> FunctionInterp::torchModule(const std::string &q,
                                                   Node call) {
-  if (q != "torch.nn.Linear" && !shapePreservingModule(q))
+  if (q != "torch.nn.Linear" && q != "torch.nn.Embedding" &&
+      !convSpatialDims(q) && !shapePreservingModule(q))
     return std::nullopt;
   evalArgs(call);
   return AbsVal::built(AbsVal::Kind::Layer, call);
@@ -243,6 +249,21 @@ AbsVal FunctionInterp::applyTorchModule(const AbsVal &module, Node call) {
     return AbsVal::unknown();
   }
   Shape s = ctx().expand(shapeOf(x));
+  // The argument of the constructor at `pos` or named `kw`.
+  auto ctorArg = [&](size_t pos, const char *kw) -> Node {
+    return ctor.size() > pos ? ctor[pos] : keyword(module.layer, kw);
+  };
+  if (q == "torch.nn.Embedding") {
+    // Any index tensor: one vector of embedding_dim per index.
+    Node dim = ctorArg(1, "embedding_dim");
+    if (!dim || hasPack(s))
+      return AbsVal::unknown();
+    s.push_back(Dim::ofSize(initSize(dim)));
+    checkedTorch();
+    return newTensor(s);
+  }
+  if (size_t spatial = convSpatialDims(q))
+    return applyConv(module, call, s, spatial);
   bool linear = q == "torch.nn.Linear",
        norm = q == "torch.nn.LayerNorm" || q == "torch.nn.RMSNorm";
   if (!linear && !norm) {
@@ -275,6 +296,76 @@ AbsVal FunctionInterp::applyTorchModule(const AbsVal &module, Node call) {
   if (!out)
     return AbsVal::unknown();
   s.back() = Dim::ofSize(initSize(out));
+  return newTensor(s);
+}
+
+// One int literal per spatial dim: a lone literal for all, or a tuple of
+// them; `dflt` when the argument is absent. nullopt for anything else.
+static std::optional<std::vector<long long>>
+perSpatialDim(Node n, size_t spatial, long long dflt) {
+  if (!n)
+    return std::vector<long long>(spatial, dflt);
+  if (auto v = intConstant(n))
+    return std::vector<long long>(spatial, *v);
+  std::vector<long long> out;
+  for (Node e : isa(n, "Tuple") ? children(n, "elts") : std::vector<Node>{})
+    if (auto v = intConstant(e))
+      out.push_back(*v);
+  if (out.size() != spatial)
+    return std::nullopt;
+  return out;
+}
+
+AbsVal FunctionInterp::applyConv(const AbsVal &module, Node call, Shape s,
+                                 size_t spatial) {
+  std::string q = file().names.qualified(child(module.layer, "func"));
+  std::vector<Node> ctor = args(module.layer);
+  auto ctorArg = [&](size_t pos, const char *kw) -> Node {
+    return ctor.size() > pos ? ctor[pos] : keyword(module.layer, kw);
+  };
+  Node in = ctorArg(0, "in_channels"), out = ctorArg(1, "out_channels");
+  // Exact only with stride 1: each spatial size grows by 2 * padding and
+  // shrinks by dilation * (kernel - 1); "same" keeps it, "valid" is 0.
+  Node padding = ctorArg(4, "padding");
+  auto kernel = perSpatialDim(ctorArg(2, "kernel_size"), spatial, -1);
+  auto stride = perSpatialDim(ctorArg(3, "stride"), spatial, 1);
+  auto dilation = perSpatialDim(ctorArg(5, "dilation"), spatial, 1);
+  auto mode = padding ? stringConstant(padding) : std::nullopt;
+  auto pad = mode ? std::optional<std::vector<long long>>(
+                        std::vector<long long>(spatial, 0))
+                  : perSpatialDim(padding, spatial, 0);
+  bool readable = in && out && kernel && stride && dilation && pad &&
+                  (!mode || *mode == "same" || *mode == "valid") &&
+                  !hasPack(s) &&
+                  (s.size() == spatial + 1 || s.size() == spatial + 2) &&
+                  std::all_of(stride->begin(), stride->end(),
+                              [](long long v) { return v == 1; }) &&
+                  std::all_of(kernel->begin(), kernel->end(),
+                              [](long long v) { return v >= 1; });
+  if (!readable) {
+    skip(call, q, "its sizes are not read (a stride, a padding mode)");
+    return AbsVal::unknown();
+  }
+  size_t c = s.size() - spatial - 1;
+  SizeExpr channels = initSize(in);
+  auto ok = ctx().unify(channels, s[c].size, "in_channels");
+  if (!ok) {
+    error(args(call)[0],
+          fmt::format("{} built for {} channels (at line {}) is given \"{}\": "
+                      "{}",
+                      q, textOf(in), nodeLoc(module.layer).line, shapeStr(s),
+                      ok.error().message));
+    return AbsVal::unknown();
+  }
+  s[c] = Dim::ofSize(initSize(out));
+  for (size_t i = 0; i < spatial; ++i) {
+    long long change =
+        mode && *mode == "same"
+            ? 0
+            : 2 * (*pad)[i] - (*dilation)[i] * ((*kernel)[i] - 1);
+    s[c + 1 + i] = Dim::ofSize(s[c + 1 + i].size + SizeExpr::constant(change));
+  }
+  checkedTorch();
   return newTensor(s);
 }
 

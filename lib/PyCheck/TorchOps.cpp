@@ -55,10 +55,12 @@ static const std::set<std::string> &sameShape() {
   return names;
 }
 
-std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
-                               const Shape &b) {
-  if (hasPack(a) || hasPack(b))
-    return std::nullopt;
+// The broadcast of `a` and `b`, neither with a variadic; `shownA` and
+// `shownB` are the shapes the messages name.
+static std::optional<Shape> broadcastDims(FunctionInterp &f, Node at,
+                                          const Shape &a, const Shape &b,
+                                          const Shape &shownA,
+                                          const Shape &shownB) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
@@ -75,15 +77,55 @@ std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
     }
     auto ok = f.ctx().unify(x->size, y->size, "broadcast");
     if (!ok) {
-      f.error(at,
-              fmt::format("cannot broadcast \"{}\" with \"{}\": dim {} "
-                          "from the right: {}",
-                          shapeStr(a), shapeStr(b), i + 1, ok.error().message));
+      f.error(at, fmt::format("cannot broadcast \"{}\" with \"{}\": dim {} "
+                              "from the right: {}",
+                              shapeStr(shownA), shapeStr(shownB), i + 1,
+                              ok.error().message));
       return std::nullopt;
     }
     r = *x;
   }
   return out;
+}
+
+std::optional<Shape> broadcast(FunctionInterp &f, Node at, const Shape &a,
+                               const Shape &b) {
+  if (!hasPack(a) && !hasPack(b))
+    return broadcastDims(f, at, a, b, a, b);
+  // A variadic on one side only, with at least as many dims after it as the
+  // other side has: the other side does not reach it, so it and the dims
+  // before it are kept, and only the dims after it broadcast.
+  if (hasPack(a) && hasPack(b))
+    return std::nullopt;
+  const Shape &p = hasPack(a) ? a : b, &q = hasPack(a) ? b : a;
+  size_t last = p.size() - 1;
+  while (!p[last].isPack())
+    --last;
+  Shape tail(p.begin() + last + 1, p.end());
+  if (q.size() > tail.size())
+    return std::nullopt;
+  auto r = hasPack(a) ? broadcastDims(f, at, tail, q, a, b)
+                      : broadcastDims(f, at, q, tail, a, b);
+  if (!r)
+    return std::nullopt;
+  Shape out(p.begin(), p.begin() + last + 1);
+  out.insert(out.end(), r->begin(), r->end());
+  return out;
+}
+
+// Requires matmul's contracted dims `k1` (of `lhs`) and `k2` equal; false
+// after reporting that they are not.
+static bool contract(FunctionInterp &f, Node at, const AbsVal &lhs,
+                     const AbsVal &rhs, const Dim &k1, const Dim &k2,
+                     const std::string &what) {
+  auto ok = f.ctx().unify(k1.size, k2.size, "matmul");
+  if (!ok)
+    f.error(at, fmt::format("{}: the contracted dims differ: \"{}\" @ \"{}\" "
+                            "contracts {} with {}: {}",
+                            what, shapeStr(f.shapeOf(lhs)),
+                            shapeStr(f.shapeOf(rhs)), k1.str(), k2.str(),
+                            ok.error().message));
+  return static_cast<bool>(ok);
 }
 
 AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
@@ -93,6 +135,15 @@ AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
     return AbsVal::unknown();
   }
   Shape a = f.ctx().expand(f.shapeOf(lhs)), b = f.ctx().expand(f.shapeOf(rhs));
+  // `"... k" @ "k m"`: whatever the variadic holds (nothing: a vector), the
+  // result is the left side's leading dims and m.
+  if (hasPack(a) && !a.back().isPack() && !hasPack(b) && b.size() == 2) {
+    if (!contract(f, at, lhs, rhs, a.back(), b[0], what))
+      return AbsVal::unknown();
+    a.back() = b[1];
+    f.checkedTorch();
+    return f.newTensor(a);
+  }
   if (hasPack(a) || hasPack(b) || a.empty() || b.empty()) {
     f.skip(at, what, "an operand has a variadic dim or is a scalar");
     return AbsVal::unknown();
@@ -102,16 +153,8 @@ AbsVal matmul(FunctionInterp &f, Node at, const AbsVal &lhs, const AbsVal &rhs,
     a.insert(a.begin(), one());
   if (vecB)
     b.push_back(one());
-  const Dim &k1 = a.back(), &k2 = b[b.size() - 2];
-  auto ok = f.ctx().unify(k1.size, k2.size, "matmul");
-  if (!ok) {
-    f.error(at, fmt::format("{}: the contracted dims differ: \"{}\" @ \"{}\" "
-                            "contracts {} with {}: {}",
-                            what, shapeStr(f.shapeOf(lhs)),
-                            shapeStr(f.shapeOf(rhs)), k1.str(), k2.str(),
-                            ok.error().message));
+  if (!contract(f, at, lhs, rhs, a.back(), b[b.size() - 2], what))
     return AbsVal::unknown();
-  }
   Shape batchA(a.begin(), a.end() - 2), batchB(b.begin(), b.end() - 2);
   auto batch = broadcast(f, at, batchA, batchB);
   if (!batch)
@@ -192,6 +235,45 @@ static std::optional<std::vector<long long>> intArgs(const std::vector<Node> &a,
   return out;
 }
 
+// Whether method `m` of a tensor of shape `s`, which has a variadic, only
+// reads dims after its last variadic: each dim it is given is a negative
+// literal that stays there (`sum(dim=-1)` of "... n d"). The rules below
+// then hold with the variadic as one entry of `s`, which they keep in place.
+// Methods whose rule reads the rank or every dim (view, permute, flatten,
+// dim) are not among them, nor a dim left to its default (chunk's 0).
+static bool tailDims(const Shape &s, const std::string &m, Node call) {
+  static const std::set<std::string> methods = {
+      "size", "transpose", "swapaxes", "softmax", "log_softmax",
+      "sum",  "mean",      "amax",     "amin",    "prod",
+      "var",  "std",       "squeeze",  "chunk"};
+  if (!methods.count(m))
+    return false;
+  size_t tail = 0;
+  while (tail < s.size() && !s[s.size() - 1 - tail].isPack())
+    ++tail;
+  std::vector<Node> dims = FunctionInterp::args(call);
+  if (m == "chunk" && !dims.empty())
+    dims.erase(dims.begin()); // the number of chunks
+  for (const char *kw : {"dim", "axis", "dim0", "dim1"})
+    if (Node k = FunctionInterp::keyword(call, kw))
+      dims.push_back(k);
+  // Without a dim these reduce everything or read every dim.
+  if (dims.empty() && m != "sum" && m != "mean" && m != "amax" && m != "amin" &&
+      m != "prod" && m != "var" && m != "std")
+    return false;
+  for (Node d : dims) {
+    std::vector<Node> items = isa(d, "Tuple") || isa(d, "List")
+                                  ? children(d, "elts")
+                                  : std::vector<Node>{d};
+    for (Node n : items) {
+      auto v = intConstant(n);
+      if (!v || *v >= 0 || static_cast<size_t>(-*v) > tail)
+        return false;
+    }
+  }
+  return true;
+}
+
 std::optional<AbsVal>
 FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
   std::vector<Node> a = args(call);
@@ -214,7 +296,15 @@ FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
     checkedTorch();
     return x;
   }
-  if (hasPack(s)) {
+  // `x.pow(2)`: a number exponent keeps the shape (a tensor one broadcasts).
+  if (m == "pow" && a.size() == 1 && children(call, "keywords").empty()) {
+    AbsVal e = eval(a[0]);
+    if (e.kind != AbsVal::Kind::Size && e.kind != AbsVal::Kind::Number)
+      return AbsVal::unknown();
+    checkedTorch();
+    return x;
+  }
+  if (hasPack(s) && !tailDims(s, m, call)) {
     skip(call, what, "its operand has a variadic dim");
     return AbsVal::unknown();
   }
@@ -398,8 +488,9 @@ FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
     checkedTorch();
     return x;
   }
+  // `norm`'s first positional argument is p: only its keyword dim is read.
   if (m == "sum" || m == "mean" || m == "amax" || m == "amin" || m == "prod" ||
-      m == "var" || m == "std") {
+      m == "var" || m == "std" || (m == "norm" && a.empty())) {
     Node dn = dimArg(0, "dim");
     if (!dn)
       dn = keyword(call, "axis");
