@@ -11,7 +11,7 @@
 # slowest tests and "N passed, M failed".
 #
 #   scripts/test.sh          CI's run (within 35 minutes on 2 cores; its
-#                            build is ~12 of them with a cold ccache, ~1
+#                            build is ~12 of them with a cold ccache, 1-2
 #                            with a warm one, CMakeLists.txt): every
 #                            execution-corpus case runs fused; the other
 #                            variants (size-generic, no fusion, small tiles,
