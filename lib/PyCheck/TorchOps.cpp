@@ -235,6 +235,14 @@ static std::optional<std::vector<long long>> intArgs(const std::vector<Node> &a,
   return out;
 }
 
+// Whether `m` is a reduction method (`x.sum(dim=)`): without a dim it
+// reduces every dim.
+static bool reductionMethod(const std::string &m) {
+  static const std::set<std::string> names = {"sum",  "mean", "amax", "amin",
+                                              "prod", "var",  "std"};
+  return names.count(m) > 0;
+}
+
 // Whether method `m` of a tensor of shape `s`, which has a variadic, only
 // reads dims after its last variadic: each dim it is given is a negative
 // literal that stays there (`sum(dim=-1)` of "... n d"). The rules below
@@ -243,10 +251,9 @@ static std::optional<std::vector<long long>> intArgs(const std::vector<Node> &a,
 // dim) are not among them, nor a dim left to its default (chunk's 0).
 static bool tailDims(const Shape &s, const std::string &m, Node call) {
   static const std::set<std::string> methods = {
-      "size", "transpose", "swapaxes", "softmax", "log_softmax",
-      "sum",  "mean",      "amax",     "amin",    "prod",
-      "var",  "std",       "squeeze",  "chunk"};
-  if (!methods.count(m))
+      "size",        "transpose", "swapaxes", "softmax",
+      "log_softmax", "squeeze",   "chunk"};
+  if (!methods.count(m) && !reductionMethod(m))
     return false;
   size_t tail = 0;
   while (tail < s.size() && !s[s.size() - 1 - tail].isPack())
@@ -258,8 +265,7 @@ static bool tailDims(const Shape &s, const std::string &m, Node call) {
     if (Node k = FunctionInterp::keyword(call, kw))
       dims.push_back(k);
   // Without a dim these reduce everything or read every dim.
-  if (dims.empty() && m != "sum" && m != "mean" && m != "amax" && m != "amin" &&
-      m != "prod" && m != "var" && m != "std")
+  if (dims.empty() && !reductionMethod(m))
     return false;
   for (Node d : dims) {
     std::vector<Node> items = isa(d, "Tuple") || isa(d, "List")
@@ -489,8 +495,7 @@ FunctionInterp::tensorMethod(const AbsVal &x, const std::string &m, Node call) {
     return x;
   }
   // `norm`'s first positional argument is p: only its keyword dim is read.
-  if (m == "sum" || m == "mean" || m == "amax" || m == "amin" || m == "prod" ||
-      m == "var" || m == "std" || (m == "norm" && a.empty())) {
+  if (reductionMethod(m) || (m == "norm" && a.empty())) {
     Node dn = dimArg(0, "dim");
     if (!dn)
       dn = keyword(call, "axis");
