@@ -142,7 +142,7 @@ namespace nothrow {
 
 Result<std::string> device_name(Device device) {
   if (device == cpu)
-    return std::string("cpu");
+    return std::string(name(cpu));
   return cudaDevice::deviceName();
 }
 

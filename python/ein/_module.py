@@ -13,6 +13,7 @@ program ein refuses, ``ein.ShapeError`` for inputs or sizes that do not fit.
 import json as _json
 import math as _math
 import os as _os
+import re as _re
 
 from . import _ein
 
@@ -174,8 +175,7 @@ class Function:
             if dtype is None:
                 return None  # numpy has no bf16 or fp8: refused as it is
             if params[i]["dtype"][0] in "ib" and isinstance(args[i], float):
-                raise ShapeError(f"error: input {i} ('{params[i]['name']}') of "
-                                 f"'{self.__name__}' is {args[i]!r}, the parameter is "
+                raise ShapeError(f"error: {self._where(i)} is {args[i]!r}, the parameter is "
                                  f"{params[i]['dtype']}: pass an integer") from None
             out[i] = make(args[i], dtype=dtype)
         return tuple(out)
@@ -185,21 +185,21 @@ class Function:
         (one that requires grad while autograd records), or the refusal's
         `message` with the input named by its parameter."""
         for i, x in enumerate(args):
-            where = f"input {i} ('{self._param_name(i)}') of '{self.__name__}'"
             if _requires_grad(x):
                 raise _ein.Error(
-                    f"{where} requires grad: a compiled function does not record gradients; "
-                    f"wrap a function with grad() with ein.autograd(mod, \"{self.__name__}\"), "
-                    f"call it under torch.no_grad(), or pass x.detach()") from None
-        for i in range(len(args)):
-            for lead in (f"input {i} ", f"input {i}'s ", f"input {i}: "):
-                if message.startswith(lead):
-                    where = f"input {i} ('{self._param_name(i)}') of '{self.__name__}'"
-                    raise _ein.Error(where + message[len(f"input {i}"):]) from None
+                    f"{self._where(i)} requires grad: a compiled function does not record "
+                    f"gradients; wrap a function with grad() with ein.autograd(mod, "
+                    f"\"{self.__name__}\"), call it under torch.no_grad(), or pass "
+                    f"x.detach()") from None
+        lead = _re.match(r"input (\d+)(?= |'s |: )", message)
+        if lead and int(lead[1]) < len(args):
+            raise _ein.Error(self._where(int(lead[1])) + message[lead.end():]) from None
 
-    def _param_name(self, i):
+    def _where(self, i):
+        """Input `i` named by its parameter, for messages."""
         params = self.signature["params"]
-        return params[i]["name"] if i < len(params) else str(i)
+        name = params[i]["name"] if i < len(params) else str(i)
+        return f"input {i} ('{name}') of '{self.__name__}'"
 
     def report(self, /, **sizes):
         """The cost report at `sizes` (as `einc report --fn F --dim ...`)."""

@@ -99,7 +99,7 @@ std::string deviceText(int32_t type, int32_t id) {
     return "DLPack device type " + std::to_string(type) + " (id " +
            std::to_string(id) + ")";
   if (*d == api::cpu)
-    return "cpu";
+    return api::name(*d);
   return std::string(api::name(*d)) + ":" + std::to_string(id);
 }
 
